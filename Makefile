@@ -1,0 +1,40 @@
+# The two commands a user needs: `make demo` and `make test`. Everything else is for
+# developers. Every target installs missing Debian packages first (fast when none are).
+
+BUILD_DIR ?= build
+ASAN_DIR  ?= build-asan
+BUILD_TYPE ?= RelWithDebInfo
+JOBS      ?= $(shell nproc)
+CTEST_ARGS ?= --output-on-failure
+
+.PHONY: all build deps test asan demo bench clean install
+
+all: build
+
+deps:
+	@bash scripts/install-deps.sh
+
+build: deps
+	@cmake -S . -B $(BUILD_DIR) -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) > /dev/null
+	@cmake --build $(BUILD_DIR) -j $(JOBS)
+
+test: build
+	cd $(BUILD_DIR) && ctest $(CTEST_ARGS) -j $(JOBS)
+
+# The whole test suite under AddressSanitizer and UndefinedBehaviorSanitizer.
+asan: deps
+	@cmake -S . -B $(ASAN_DIR) -DCMAKE_BUILD_TYPE=Debug -DMC_ASAN=ON > /dev/null
+	@cmake --build $(ASAN_DIR) -j $(JOBS)
+	cd $(ASAN_DIR) && ctest $(CTEST_ARGS) -j $(JOBS)
+
+demo: build
+	@bash scripts/demo.sh $(BUILD_DIR)
+
+bench: build
+	$(BUILD_DIR)/bench/master_bench --spawn_master $(BUILD_DIR)/master/mooncake-master
+
+install: build
+	cmake --install $(BUILD_DIR)
+
+clean:
+	rm -rf $(BUILD_DIR) $(ASAN_DIR)

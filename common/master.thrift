@@ -1,0 +1,124 @@
+// The master's RPC interface: daemons ask it where to put bytes, publish what they wrote,
+// and learn where to read. It never carries object bytes.
+//
+// Errors are values: every call returns a code from the table in include/mooncake_store.h
+// (0 OK, -704 not found, ...) inside its result, never a Thrift exception. Every call on
+// keys has a batch form taking many keys in one round trip; a batch returns one result per
+// key, in order. Transport: framed, binary protocol.
+
+namespace cpp mooncake.rpc
+
+enum ReplicaKind {
+  MEMORY = 0,
+  LOCAL_DISK = 1,
+}
+
+enum ReplicaStatus {
+  PROCESSING = 0,   // reserved, bytes being written; never shown to readers
+  COMPLETE = 1,
+  FAILED = 2,
+  REMOVED = 3,
+}
+
+// How a daemon can be reached for one-sided transfers, e.g. {"tcp", "127.0.0.1:12300", ""}
+// or {"rdma", "mlx5_0", <gid, lid, qpn, rkey...>}. The master stores it and hands it back
+// unchanged; only daemons interpret it.
+struct TransportEndpoint {
+  1: string protocol,
+  2: string address,
+  3: binary descriptor,
+}
+
+struct SegmentInfo {
+  1: i64 segment_id,                      // chosen by the daemon, unique in the cluster
+  2: string name,                         // "host:port" of the owning daemon
+  3: i64 base,                            // base address in the owner's address space
+  4: i64 size,
+  5: i64 daemon_id,
+  6: list<TransportEndpoint> endpoints,
+  7: i64 used,                            // filled by GetAllSegments
+}
+
+struct ReplicateConfig {
+  1: i32 replica_num = 1,
+  2: bool with_soft_pin = false,
+  3: bool with_hard_pin = false,
+  4: list<string> preferred_segments,     // "host:port" names, tried first, in order
+  5: i64 soft_pin_ttl_ms = 0,             // 0: the master's default_kv_soft_pin_ttl
+}
+
+struct ReplicaDescriptor {
+  1: i64 replica_id,
+  2: ReplicaKind kind,
+  3: ReplicaStatus status,
+  4: i64 segment_id,
+  5: string segment_name,
+  6: i64 daemon_id,
+  7: i64 offset,                          // inside the segment
+  8: i64 size,
+}
+
+struct PutStartResult {
+  1: i32 code,
+  2: list<ReplicaDescriptor> replicas,    // where to write; PROCESSING until PutEnd
+}
+
+struct ReplicaListResult {
+  1: i32 code,
+  2: i64 size,
+  3: list<ReplicaDescriptor> replicas,    // COMPLETE replicas only
+  4: i64 lease_ttl_ms,                    // the read must finish within it
+}
+
+struct HeartbeatResult {
+  1: i32 code,                            // -103: the master does not know this daemon: re-register and re-mount
+  2: i64 master_epoch,                    // changes when the master restarts
+}
+
+struct MasterStats {
+  1: i64 objects,
+  2: i64 segments,
+  3: i64 daemons,
+  4: i64 capacity_bytes,
+  5: i64 used_bytes,
+  6: i64 resident_bytes,                  // the master process's RSS
+  7: i64 evicted_objects,
+  8: i64 master_epoch,
+}
+
+service MasterService {
+  // Daemons
+  i32 RegisterDaemon(1: i64 daemon_id, 2: string name),
+  HeartbeatResult Heartbeat(1: i64 daemon_id),
+  i32 MountSegment(1: SegmentInfo segment),
+  i32 UnmountSegment(1: i64 daemon_id, 2: i64 segment_id),
+  list<SegmentInfo> GetAllSegments(),
+
+  // Writes: PutStart reserves, the writer moves the bytes, PutEnd publishes or PutRevoke frees.
+  PutStartResult PutStart(1: i64 writer, 2: string key, 3: i64 size, 4: ReplicateConfig config),
+  i32 PutEnd(1: i64 writer, 2: string key),
+  i32 PutRevoke(1: i64 writer, 2: string key),
+  list<PutStartResult> BatchPutStart(1: i64 writer, 2: list<string> keys, 3: list<i64> sizes,
+                                     4: ReplicateConfig config),
+  list<i32> BatchPutEnd(1: i64 writer, 2: list<string> keys),
+  list<i32> BatchPutRevoke(1: i64 writer, 2: list<string> keys),
+
+  // Upserts: like puts, but an existing value stays readable until UpsertEnd replaces it.
+  PutStartResult UpsertStart(1: i64 writer, 2: string key, 3: i64 size, 4: ReplicateConfig config),
+  i32 UpsertEnd(1: i64 writer, 2: string key),
+  i32 UpsertRevoke(1: i64 writer, 2: string key),
+
+  // Reads: each hit grants a lease of lease_ttl_ms.
+  ReplicaListResult GetReplicaList(1: string key),
+  list<ReplicaListResult> BatchGetReplicaList(1: list<string> keys),
+  i32 ExistKey(1: string key),                 // 1 readable, 0 missing or PROCESSING, < 0 error
+  list<i32> BatchExistKey(1: list<string> keys),
+
+  // Removal
+  i32 Remove(1: string key, 2: bool force),
+  list<i32> BatchRemove(1: list<string> keys, 2: bool force),
+  i64 RemoveByRegex(1: string pattern, 2: bool force),   // count removed, or a code
+  i64 RemoveAll(1: bool force),
+
+  MasterStats GetStats(),
+}

@@ -1,0 +1,211 @@
+/*
+ * mooncake_store.h — the public C ABI of Mooncake Store.
+ *
+ * An application links libmooncake_store.so, creates a handle, connects it to the
+ * mooncaked daemon on its host, and then puts and gets immutable byte objects by key.
+ * Object bytes travel through shared memory (the handle's pool); control requests travel
+ * over a Unix socket. Python, Java and Rust bindings wrap exactly this header.
+ *
+ * Conventions (apply to every function below):
+ *  - Every function is thread-safe on one handle; many threads may share a handle and keep
+ *    many requests in flight at once.
+ *  - No pointer argument is kept after a call returns.
+ *  - A NULL handle or a NULL required argument returns MOONCAKE_STORE_INTERNAL_ERROR (-1).
+ *  - Functions return MOONCAKE_STORE_OK (0) or a negative code from the table below;
+ *    mooncake_store_strerror() names any code.
+ *  - Batch calls return 0 and fill results_out with one entry per key, each as the single
+ *    call would have returned it. An empty batch (count 0) returns 0 and writes nothing.
+ *  - Keys are 1 to 4096 bytes (any byte but NUL); values are 1 byte to 4 GiB.
+ */
+#ifndef MOONCAKE_STORE_H_
+#define MOONCAKE_STORE_H_
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Bumped whenever a function's signature or meaning changes. The library and the daemon
+ * compare it at connect time; a mismatch is an error, never silent garbage. */
+#define MOONCAKE_STORE_ABI_VERSION 1
+
+#define MOONCAKE_STORE_MAX_KEY_LEN 4096
+#define MOONCAKE_STORE_MAX_VALUE_SIZE (4ULL << 30)
+
+/*
+ * Result codes. One table for every layer (master, daemon, this library, every binding);
+ * the numeric values are Mooncake's. X(NAME, value, description).
+ */
+#define MOONCAKE_STORE_ERROR_TABLE(X)                                                      \
+  X(OK, 0, "success")                                                                      \
+  X(INTERNAL_ERROR, -1, "internal error (NULL argument or unexpected exception)")          \
+  X(BUFFER_OVERFLOW, -10, "buffer overflow")                                               \
+  X(SEGMENT_NOT_FOUND, -101, "segment not found")                                          \
+  X(SEGMENT_ALREADY_EXISTS, -102, "segment already exists")                                \
+  X(CLIENT_NOT_FOUND, -103, "client (daemon) not known to the master")                     \
+  X(NO_AVAILABLE_HANDLE, -200, "no space for even one replica")                            \
+  X(INVALID_KEY, -400, "invalid key")                                                      \
+  X(INVALID_PARAMS, -600, "invalid parameters")                                            \
+  X(ILLEGAL_CLIENT, -601, "request from a client that does not own the operation")         \
+  X(REPLICA_IS_NOT_READY, -703, "object is still being written")                           \
+  X(OBJECT_NOT_FOUND, -704, "object not found")                                            \
+  X(OBJECT_ALREADY_EXISTS, -705, "object already exists")                                  \
+  X(OBJECT_HAS_LEASE, -706, "object has an active read lease")                             \
+  X(LEASE_EXPIRED, -707, "lease expired before the read finished")                         \
+  X(TRANSFER_FAIL, -800, "transfer failed")                                                \
+  X(CHECKSUM_MISMATCH, -801, "checksum mismatch")                                          \
+  X(RPC_FAIL, -900, "master or daemon unreachable")                                        \
+  X(RPC_TIMEOUT, -901, "master or daemon too slow to answer")                              \
+  X(UNAVAILABLE_IN_CURRENT_STATUS, -1010, "unavailable in the current status")             \
+  X(UNAVAILABLE_IN_CURRENT_MODE, -1011, "unavailable in the current mode")                 \
+  X(NOT_SUPPORTED, -1012, "not supported")                                                 \
+  X(FILE_NOT_FOUND, -1100, "file not found")                                               \
+  X(FILE_OPEN_FAIL, -1101, "file open failed")                                             \
+  X(FILE_READ_FAIL, -1102, "file read failed")                                             \
+  X(FILE_WRITE_FAIL, -1103, "file write failed")                                           \
+  X(FILE_INVALID_BUFFER, -1104, "invalid file buffer")                                     \
+  X(FILE_LOCK_FAIL, -1105, "file lock failed")                                             \
+  X(FILE_INVALID_HANDLE, -1106, "invalid file handle")                                     \
+  X(BUCKET_NOT_FOUND, -1200, "bucket not found")                                           \
+  X(BUCKET_ALREADY_EXISTS, -1201, "bucket already exists")                                 \
+  X(KEYS_EXCEED_BUCKET_LIMIT, -1202, "keys exceed the bucket limit")                       \
+  X(KEYS_ULTRA_LIMIT, -1203, "too many keys")                                              \
+  X(SERIALIZE_UNSUPPORTED, -1500, "serialization unsupported")                             \
+  X(SERIALIZE_FAIL, -1501, "serialization failed")                                         \
+  X(DESERIALIZE_FAIL, -1502, "deserialization failed")                                     \
+  X(PERSISTENT_FAIL, -1503, "persisting failed")
+
+#define MOONCAKE_STORE_ERROR_ENUM_(name, value, text) MOONCAKE_STORE_##name = (value),
+enum mooncake_store_result { MOONCAKE_STORE_ERROR_TABLE(MOONCAKE_STORE_ERROR_ENUM_) };
+#undef MOONCAKE_STORE_ERROR_ENUM_
+
+/* Returns a static, human-readable name for any code ("unknown error code" otherwise). */
+const char *mooncake_store_strerror(int code);
+
+/* An opaque handle: one connection to the local daemon plus one shared-memory pool. */
+typedef void *mooncake_store_t;
+
+/* How a put is placed. A NULL config means one replica, no pins, no preference. */
+typedef struct mooncake_replicate_config {
+  size_t replica_num;              /* memory replicas on distinct segments (>= 1) */
+  int with_soft_pin;               /* evicted only when nothing else qualifies */
+  int with_hard_pin;               /* never evicted; removed only with force */
+  const char **preferred_segments; /* "host:port" of daemons to try first, in order */
+  size_t preferred_segments_count;
+} mooncake_replicate_config_t;
+
+/* ---- lifecycle ------------------------------------------------------------------- */
+
+/* Creates an unconnected handle; NULL only when out of memory. */
+mooncake_store_t mooncake_store_create(void);
+
+/* Closes the handle if still connected and frees it. The pool's memory is unmapped:
+ * pointers from mooncake_store_alloc() are invalid afterwards. */
+void mooncake_store_destroy(mooncake_store_t store);
+
+/* The native entry. Connects to the daemon's Unix socket (NULL: $MOONCAKE_SOCKET, else
+ * /run/mooncake/mooncaked.sock) and creates a pool of local_buffer_size bytes shared with
+ * it. -900 when no daemon answers, -600 on an ABI version mismatch. */
+int mooncake_store_connect(mooncake_store_t store, const char *socket_path,
+                           uint64_t local_buffer_size);
+
+/* The Mooncake-compatible entry: connects to the local daemon like connect().
+ * local_buffer_size sizes the pool (0: every copying put fails with -600);
+ * global_segment_size > 0 asks the daemon to mount that much extra memory for this handle
+ * (unmounted, its objects dropped, at close); master_server_addr, if not NULL or empty,
+ * must match the daemon's master or the call fails with -600. local_hostname,
+ * metadata_server, protocol and device_name are accepted for compatibility. */
+int mooncake_store_setup(mooncake_store_t store, const char *local_hostname,
+                         const char *metadata_server, uint64_t global_segment_size,
+                         uint64_t local_buffer_size, const char *protocol,
+                         const char *device_name, const char *master_server_addr);
+
+/* Disconnects: unfinished puts are revoked, extra segments unmounted. Safe to call twice. */
+int mooncake_store_close(mooncake_store_t store);
+
+/* 0 connected and the daemon reaches its master, 1 not connected (or daemon gone),
+ * 2 the daemon is up but cannot reach the master. */
+int mooncake_store_health_check(mooncake_store_t store);
+
+/* Writes the daemon's transfer endpoint "host:port" (NUL-terminated) into buf_out.
+ * -600 when buf_len is too small. */
+int mooncake_store_get_hostname(mooncake_store_t store, char *buf_out, size_t buf_len);
+
+/* ---- shared memory ----------------------------------------------------------------- */
+
+/* Allocates size bytes from the handle's pool. The daemon reads and writes this memory
+ * directly, so puts from and gets into it cost one copy. NULL when the pool is full. */
+void *mooncake_store_alloc(mooncake_store_t store, size_t size);
+
+/* Returns a pointer from mooncake_store_alloc() to the pool. NULL is ignored. */
+void mooncake_store_free(mooncake_store_t store, void *ptr);
+
+/* Declares caller memory that will be used with put_from/get_into. Memory outside the
+ * pool is staged through the pool in chunks; registering it is accepted for Mooncake
+ * compatibility and lets the library validate ranges. */
+int mooncake_store_register_buffer(mooncake_store_t store, void *buffer, size_t size);
+int mooncake_store_unregister_buffer(mooncake_store_t store, void *buffer);
+
+/* ---- put: never overwrites; an existing complete key returns 0 and keeps its value -- */
+
+/* Copies size bytes from value into the store under key. -200 when the cluster has no
+ * space for even one replica (back-pressure: retry later). */
+int mooncake_store_put(mooncake_store_t store, const char *key, const void *value,
+                       size_t size, const mooncake_replicate_config_t *config);
+
+/* Like put, from a buffer (zero-copy when it lies in the handle's pool). */
+int mooncake_store_put_from(mooncake_store_t store, const char *key, void *buffer,
+                            size_t size, const mooncake_replicate_config_t *config);
+
+/* count puts in one request; results_out[i] as put_from would return it. */
+int mooncake_store_batch_put_from(mooncake_store_t store, const char **keys, void **buffers,
+                                  const size_t *sizes, size_t count,
+                                  const mooncake_replicate_config_t *config, int *results_out);
+
+/* Like put_from, but replaces an existing value. Readers see the old or the new value,
+ * never a mix. */
+int mooncake_store_upsert_from(mooncake_store_t store, const char *key, void *buffer,
+                               size_t size, const mooncake_replicate_config_t *config);
+
+/* ---- get: bytes read (> 0) or a negative code ---------------------------------------- */
+
+/* Reads the value of key into buffer. -704 on a miss, -600 when size is smaller than the
+ * value (see get_size), -703 while the object is still being written. */
+int64_t mooncake_store_get_into(mooncake_store_t store, const char *key, void *buffer,
+                                size_t size);
+
+/* count gets in one request; results_out[i] as get_into would return it. */
+int mooncake_store_batch_get_into(mooncake_store_t store, const char **keys, void **buffers,
+                                  const size_t *sizes, size_t count, int64_t *results_out);
+
+/* ---- query --------------------------------------------------------------------------- */
+
+/* 1 present and readable, 0 missing or still being written, < 0 error. */
+int mooncake_store_is_exist(mooncake_store_t store, const char *key);
+int mooncake_store_batch_is_exist(mooncake_store_t store, const char **keys, size_t count,
+                                  int *results_out);
+
+/* The value's size in bytes, -704 on a miss. */
+int64_t mooncake_store_get_size(mooncake_store_t store, const char *key);
+
+/* ---- remove -------------------------------------------------------------------------- */
+
+/* Removes key. Without force: -706 while a read lease is active, and hard-pinned objects
+ * are kept. -703 for an object still being written, even with force. */
+int mooncake_store_remove(mooncake_store_t store, const char *key, int force);
+
+/* Removes every key matching the ECMAScript regular expression; returns how many were
+ * removed (>= 0) or a negative code (-600 for a malformed pattern). */
+int64_t mooncake_store_remove_by_regex(mooncake_store_t store, const char *pattern, int force);
+
+/* Removes every complete object (without force, leased and hard-pinned ones are kept);
+ * returns how many were removed. */
+int64_t mooncake_store_remove_all(mooncake_store_t store, int force);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* MOONCAKE_STORE_H_ */

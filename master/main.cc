@@ -1,0 +1,123 @@
+// mooncake-master: the control plane. Parses flags, serves MasterService over Thrift
+// (framed transport, binary protocol, non-blocking server with rpc_thread_num I/O threads),
+// runs upkeep every 100 ms, and exits 0 on SIGINT/SIGTERM.
+#include <signal.h>
+#include <unistd.h>
+
+#include <string>
+
+#include <thrift/TOutput.h>
+#include <thrift/protocol/TBinaryProtocol.h>
+#include <thrift/server/TNonblockingServer.h>
+#include <thrift/transport/TNonblockingServerSocket.h>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdio>
+#include <memory>
+#include <thread>
+
+#include "common/logging.h"
+#include "master/master_options.h"
+#include "master/master_service.h"
+#include "master/rpc_handler.h"
+
+using apache::thrift::protocol::TBinaryProtocolFactory;
+using apache::thrift::server::TNonblockingServer;
+using apache::thrift::server::TServerEventHandler;
+using apache::thrift::transport::TNonblockingServerSocket;
+
+namespace {
+
+// Logs the bound address once the socket listens (with --rpc_port 0 that is the only way
+// to learn the port).
+class ListenLogger : public TServerEventHandler {
+ public:
+  ListenLogger(std::shared_ptr<TNonblockingServerSocket> socket, std::string address)
+      : socket_(std::move(socket)), address_(std::move(address)) {}
+  void preServe() override {
+    MC_LOG_INFO("mooncake-master listening on %s:%d", address_.c_str(), socket_->getListenPort());
+  }
+
+ private:
+  std::shared_ptr<TNonblockingServerSocket> socket_;
+  std::string address_;
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  mooncake::MasterOptions options;
+  mooncake::FlagSet flags("mooncake-master",
+                          "The Mooncake Store master: metadata, allocation, leases, eviction.");
+  mooncake::RegisterMasterFlags(&flags, &options);
+  mooncake::ParseFlagsOrExit(&flags, argc, argv);
+  std::string error;
+  if (!mooncake::ValidateMasterOptions(options, &error)) {
+    std::fprintf(stderr, "mooncake-master: %s\n", error.c_str());
+    return 2;
+  }
+  mooncake::LogLevel level;
+  mooncake::ParseLogLevel(options.log_level, &level);
+  mooncake::SetLogLevel(level);
+  // Thrift narrates its server start and stop; that belongs at debug level.
+  apache::thrift::GlobalOutput.setOutputFunction(
+      [](const char* message) { MC_LOG_DEBUG("thrift: %s", message); });
+  if (options.rpc_thread_num == 0) {
+    options.rpc_thread_num = std::max(1u, std::thread::hardware_concurrency());
+  }
+
+  // Signals are taken by one thread with sigwait, so every other thread runs unbothered.
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGINT);
+  sigaddset(&stop_signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+
+  mooncake::MasterService service(options);
+  auto handler = std::make_shared<mooncake::RpcHandler>(&service);
+  auto processor = std::make_shared<mooncake::rpc::MasterServiceProcessor>(handler);
+  auto socket = std::make_shared<TNonblockingServerSocket>(options.rpc_address,
+                                                           static_cast<int>(options.rpc_port));
+  auto server = std::make_shared<TNonblockingServer>(
+      processor, std::make_shared<TBinaryProtocolFactory>(), socket);
+  server->setNumIOThreads(static_cast<size_t>(options.rpc_thread_num));
+  server->setServerEventHandler(std::make_shared<ListenLogger>(socket, options.rpc_address));
+
+  std::atomic<bool> stopping{false};
+  std::mutex tick_mu;
+  std::condition_variable tick_cv;
+  std::thread upkeep([&] {
+    std::unique_lock<std::mutex> lock(tick_mu);
+    while (!stopping.load()) {
+      tick_cv.wait_for(lock, std::chrono::milliseconds(100));
+      if (!stopping.load()) service.Tick();
+    }
+  });
+  std::thread signal_waiter([&] {
+    int sig = 0;
+    sigwait(&stop_signals, &sig);
+    if (stopping.exchange(true)) return;
+    MC_LOG_INFO("signal %d: shutting down", sig);
+    server->stop();
+  });
+
+  int rc = 0;
+  try {
+    server->serve();
+  } catch (const std::exception& e) {
+    MC_LOG_ERROR("cannot serve on %s:%lld: %s", options.rpc_address.c_str(),
+                 static_cast<long long>(options.rpc_port), e.what());
+    rc = 1;
+  }
+  if (!stopping.exchange(true)) {
+    // serve() returned on its own (an error): wake the signal thread so it can be joined.
+    kill(getpid(), SIGTERM);
+  }
+  tick_cv.notify_all();
+  upkeep.join();
+  signal_waiter.join();
+  return rc;
+}

@@ -1,0 +1,41 @@
+// The master's tunables. Names and defaults follow Mooncake's mooncake_master flags.
+#ifndef MOONCAKE_MASTER_MASTER_OPTIONS_H_
+#define MOONCAKE_MASTER_MASTER_OPTIONS_H_
+
+#include <cstdint>
+#include <functional>
+#include <string>
+
+#include "common/flags.h"
+
+namespace mooncake {
+
+struct MasterOptions {
+  std::string rpc_address = "0.0.0.0";
+  int64_t rpc_port = 50051;
+  int64_t rpc_thread_num = 0;  // 0: one per core
+  int64_t default_kv_lease_ttl_ms = 10000;
+  int64_t default_kv_soft_pin_ttl_ms = 1800000;
+  int64_t max_kv_soft_pin_ttl_ms = 86400000;
+  double eviction_high_watermark_ratio = 0.9;
+  double eviction_ratio = 0.05;
+  int64_t client_live_ttl_ms = 10000;
+  int64_t put_start_discard_timeout_ms = 30000;
+  int64_t put_start_release_timeout_ms = 600000;
+  std::string allocation_strategy = "random";
+  std::string log_level = "info";
+
+  // Milliseconds on a monotonic clock. Tests replace it to move time by hand.
+  std::function<int64_t()> now_ms;
+};
+
+// Declares every master flag on flags, bound to the fields of options.
+void RegisterMasterFlags(FlagSet* flags, MasterOptions* options);
+
+// Checks ranges the flag parser cannot (ratios in (0, 1], positive TTLs, ...); false with
+// *error naming the flag.
+bool ValidateMasterOptions(const MasterOptions& options, std::string* error);
+
+}  // namespace mooncake
+
+#endif  // MOONCAKE_MASTER_MASTER_OPTIONS_H_

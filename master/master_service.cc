@@ -1,0 +1,475 @@
+// Object operations of MasterService: puts, upserts, reads and removals.
+// Daemon liveness, deferred frees and eviction are in master_service_upkeep.cc.
+#include "master/master_service.h"
+
+#include <algorithm>
+#include <chrono>
+#include <random>
+#include <regex>
+
+#include "common/logging.h"
+
+namespace mooncake {
+
+namespace {
+
+int64_t SteadyNowMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+rpc::PutStartResult PutStartError(ErrorCode code) {
+  rpc::PutStartResult r;
+  r.code = ToInt(code);
+  return r;
+}
+
+rpc::ReplicaListResult ReplicaListError(ErrorCode code) {
+  rpc::ReplicaListResult r;
+  r.code = ToInt(code);
+  return r;
+}
+
+bool ValidKey(const std::string& key) {
+  return !key.empty() && key.size() <= MOONCAKE_STORE_MAX_KEY_LEN &&
+         key.find('\0') == std::string::npos;
+}
+
+MasterOptions WithClock(MasterOptions options) {
+  if (!options.now_ms) options.now_ms = SteadyNowMs;
+  return options;
+}
+
+}  // namespace
+
+MasterService::MasterService(MasterOptions options)
+    : options_(WithClock(std::move(options))),
+      epoch_(static_cast<int64_t>(std::random_device{}() & 0x7fffffff) << 16 |
+             (SteadyNowMs() & 0xffff)),
+      segments_(options_.allocation_strategy == "free_ratio_first"
+                    ? AllocationStrategy::kFreeRatioFirst
+                    : AllocationStrategy::kRandom,
+                /*alignment=*/64),
+      shards_(new Shard[kShardCount]) {}
+
+MasterService::Shard& MasterService::ShardFor(const std::string& key) {
+  return shards_[std::hash<std::string>{}(key) % kShardCount];
+}
+
+// ---- daemons and segments --------------------------------------------------------------
+
+ErrorCode MasterService::RegisterDaemon(int64_t daemon_id, const std::string& name) {
+  if (daemons_.Register(daemon_id, name, Now())) {
+    MC_LOG_INFO("daemon %lld (%s) registered", static_cast<long long>(daemon_id), name.c_str());
+  }
+  return ErrorCode::OK;
+}
+
+rpc::HeartbeatResult MasterService::Heartbeat(int64_t daemon_id) {
+  rpc::HeartbeatResult r;
+  r.master_epoch = epoch_;
+  r.code = ToInt(daemons_.Heartbeat(daemon_id, Now()) ? ErrorCode::OK
+                                                       : ErrorCode::CLIENT_NOT_FOUND);
+  return r;
+}
+
+ErrorCode MasterService::MountSegment(const rpc::SegmentInfo& segment) {
+  if (!daemons_.Known(segment.daemon_id)) return ErrorCode::CLIENT_NOT_FOUND;
+  ErrorCode rc = segments_.Mount(segment);
+  if (rc == ErrorCode::OK) {
+    MC_LOG_INFO("segment %lld of %s mounted: %lld bytes",
+                static_cast<long long>(segment.segment_id), segment.name.c_str(),
+                static_cast<long long>(segment.size));
+  }
+  return rc;
+}
+
+ErrorCode MasterService::UnmountSegment(int64_t daemon_id, int64_t segment_id) {
+  std::shared_ptr<Segment> segment;
+  ErrorCode rc = segments_.BeginUnmount(daemon_id, segment_id, &segment);
+  if (rc != ErrorCode::OK) return rc;
+  DropSegmentReplicas(segment->slot());
+  segments_.Erase(segment->slot());
+  MC_LOG_INFO("segment %lld of %s unmounted", static_cast<long long>(segment_id),
+              segment->info().name.c_str());
+  return ErrorCode::OK;
+}
+
+std::vector<rpc::SegmentInfo> MasterService::GetAllSegments() const { return segments_.List(); }
+
+// ---- helpers -------------------------------------------------------------------------
+
+ErrorCode MasterService::ValidatePut(int64_t writer, const std::string& key, int64_t size,
+                                     const rpc::ReplicateConfig& config) const {
+  if (!ValidKey(key) || size <= 0 || static_cast<uint64_t>(size) > MOONCAKE_STORE_MAX_VALUE_SIZE ||
+      config.replica_num < 1 || static_cast<size_t>(config.replica_num) > kMaxReplicaNum ||
+      config.soft_pin_ttl_ms < 0) {
+    return ErrorCode::INVALID_PARAMS;
+  }
+  if (!daemons_.Known(writer)) return ErrorCode::CLIENT_NOT_FOUND;
+  return ErrorCode::OK;
+}
+
+int64_t MasterService::SoftPinTtl(const rpc::ReplicateConfig& config) const {
+  if (!config.with_soft_pin) return 0;
+  if (config.soft_pin_ttl_ms <= 0) return options_.default_kv_soft_pin_ttl_ms;
+  return std::min(config.soft_pin_ttl_ms, options_.max_kv_soft_pin_ttl_ms);
+}
+
+bool MasterService::TryReserve(uint64_t size, const rpc::ReplicateConfig& config,
+                               ReplicaList* out) {
+  std::vector<Placement> placed =
+      segments_.Allocate(size, static_cast<size_t>(config.replica_num), config.preferred_segments);
+  for (const Placement& p : placed) {
+    Replica r;
+    r.offset = p.offset;
+    r.segment = p.segment->slot();
+    r.alloc_node = p.node;
+    out->push_back(r);
+  }
+  return !placed.empty();
+}
+
+ErrorCode MasterService::Reserve(uint64_t size, const rpc::ReplicateConfig& config,
+                                 ReplicaList* out) {
+  if (TryReserve(size, config, out)) return ErrorCode::OK;
+  uint64_t wanted = std::max<uint64_t>(
+      size * static_cast<uint64_t>(config.replica_num),
+      static_cast<uint64_t>(options_.eviction_ratio * static_cast<double>(segments_.capacity())));
+  if (Evict(wanted) > 0 && TryReserve(size, config, out)) return ErrorCode::OK;
+  return ErrorCode::NO_AVAILABLE_HANDLE;
+}
+
+void MasterService::DescribeReplicas(const ReplicaList& replicas, uint64_t size,
+                                     bool include_processing,
+                                     std::vector<rpc::ReplicaDescriptor>* out) const {
+  out->reserve(replicas.size());
+  for (size_t i = 0; i < replicas.size(); ++i) {
+    const Replica& r = replicas[i];
+    if (!include_processing && r.status != ReplicaStatus::kComplete) continue;
+    std::shared_ptr<Segment> segment = segments_.Get(r.segment);
+    if (!segment) continue;  // unmounted a moment ago; its replica is being dropped
+    rpc::ReplicaDescriptor d;
+    d.replica_id = r.id();
+    d.kind = static_cast<rpc::ReplicaKind::type>(r.kind);
+    d.status = static_cast<rpc::ReplicaStatus::type>(r.status);
+    d.segment_id = segment->info().segment_id;
+    d.segment_name = segment->info().name;
+    d.daemon_id = segment->info().daemon_id;
+    d.offset = static_cast<int64_t>(r.offset);
+    d.size = static_cast<int64_t>(size);
+    out->push_back(std::move(d));
+  }
+}
+
+void MasterService::FreeReplicas(const ReplicaList& replicas) {
+  for (size_t i = 0; i < replicas.size(); ++i) {
+    segments_.Free(replicas[i].segment, replicas[i].alloc_node);
+  }
+}
+
+void MasterService::DeferFree(const ReplicaList& replicas, int64_t due_ms) {
+  std::lock_guard<std::mutex> lock(deferred_mu_);
+  for (size_t i = 0; i < replicas.size(); ++i) {
+    deferred_.push_back({due_ms, replicas[i].segment, replicas[i].alloc_node});
+  }
+}
+
+void MasterService::EraseObject(Shard& shard,
+                                std::unordered_map<std::string, ObjectMetadata>::iterator it) {
+  ObjectMetadata& meta = it->second;
+  int64_t now = Now();
+  if (!meta.complete) {
+    processing_count_.fetch_sub(1);
+    FreeReplicas(meta.replicas);
+  } else if (meta.leased(now)) {
+    // Removed by force while someone may still be reading: keep the bytes until the
+    // lease runs out.
+    DeferFree(meta.replicas, meta.time_ms);
+  } else {
+    FreeReplicas(meta.replicas);
+  }
+  DropPendingUpsert(shard, it->first);
+  shard.objects.erase(it);
+  object_count_.fetch_sub(1);
+}
+
+void MasterService::DropPendingUpsert(Shard& shard, const std::string& key) {
+  if (shard.upserts.empty()) return;
+  auto it = shard.upserts.find(key);
+  if (it == shard.upserts.end()) return;
+  // Its writer may still be copying bytes in: free only when it must have given up.
+  DeferFree(it->second.replicas, it->second.start_ms + options_.put_start_release_timeout_ms);
+  shard.upserts.erase(it);
+}
+
+// ---- puts ----------------------------------------------------------------------------
+
+rpc::PutStartResult MasterService::StartLocked(Shard& shard, int64_t writer,
+                                               const std::string& key, uint64_t size,
+                                               const rpc::ReplicateConfig& config,
+                                               const ReplicaList& reserved) {
+  ObjectMetadata meta;
+  meta.size = size;
+  meta.time_ms = Now();
+  meta.writer = writer;
+  meta.hard_pin = config.with_hard_pin;
+  meta.soft_pin_ms = SoftPinTtl(config);
+  for (size_t i = 0; i < reserved.size(); ++i) meta.replicas.push_back(reserved[i]);
+  rpc::PutStartResult result;
+  result.code = ToInt(ErrorCode::OK);
+  DescribeReplicas(meta.replicas, size, /*include_processing=*/true, &result.replicas);
+  shard.objects.emplace(key, std::move(meta));
+  object_count_.fetch_add(1);
+  processing_count_.fetch_add(1);
+  return result;
+}
+
+rpc::PutStartResult MasterService::PutStart(int64_t writer, const std::string& key, int64_t size,
+                                            const rpc::ReplicateConfig& config) {
+  ErrorCode rc = ValidatePut(writer, key, size, config);
+  if (rc != ErrorCode::OK) return PutStartError(rc);
+  Shard& shard = ShardFor(key);
+  {
+    // Cheap early answer for the common "already cached" case, before reserving space.
+    std::lock_guard<std::mutex> lock(shard.mu);
+    auto it = shard.objects.find(key);
+    if (it != shard.objects.end() &&
+        (it->second.complete ||
+         Now() - it->second.time_ms < options_.put_start_discard_timeout_ms)) {
+      return PutStartError(ErrorCode::OBJECT_ALREADY_EXISTS);
+    }
+  }
+  // Space is reserved without the shard lock: a reservation may have to evict, and
+  // eviction takes shard locks one at a time.
+  ReplicaList reserved;
+  rc = Reserve(static_cast<uint64_t>(size), config, &reserved);
+  if (rc != ErrorCode::OK) return PutStartError(rc);
+
+  std::lock_guard<std::mutex> lock(shard.mu);
+  auto it = shard.objects.find(key);
+  if (it != shard.objects.end()) {
+    ObjectMetadata& old = it->second;
+    if (old.complete || Now() - old.time_ms < options_.put_start_discard_timeout_ms) {
+      FreeReplicas(reserved);  // lost a race with another writer of the same key
+      return PutStartError(ErrorCode::OBJECT_ALREADY_EXISTS);
+    }
+    // An abandoned put: the new writer takes over. The old writer might still be copying,
+    // so its space is freed only after put_start_release_timeout.
+    MC_LOG_WARN("put of '%.64s' by daemon %lld abandoned; taken over by %lld", key.c_str(),
+                static_cast<long long>(old.writer), static_cast<long long>(writer));
+    DeferFree(old.replicas, old.time_ms + options_.put_start_release_timeout_ms);
+    shard.objects.erase(it);
+    object_count_.fetch_sub(1);
+    processing_count_.fetch_sub(1);
+  }
+  return StartLocked(shard, writer, key, static_cast<uint64_t>(size), config, reserved);
+}
+
+ErrorCode MasterService::PutEnd(int64_t writer, const std::string& key) {
+  if (!ValidKey(key)) return ErrorCode::INVALID_PARAMS;
+  Shard& shard = ShardFor(key);
+  std::lock_guard<std::mutex> lock(shard.mu);
+  auto it = shard.objects.find(key);
+  if (it == shard.objects.end()) return ErrorCode::OBJECT_NOT_FOUND;
+  ObjectMetadata& meta = it->second;
+  if (meta.writer != writer) return ErrorCode::ILLEGAL_CLIENT;
+  if (meta.complete) return ErrorCode::OK;  // a retried PutEnd
+  int64_t now = Now();
+  for (size_t i = 0; i < meta.replicas.size(); ++i) {
+    meta.replicas[i].status = ReplicaStatus::kComplete;
+  }
+  meta.complete = true;
+  meta.time_ms = now;  // no lease yet; eviction age counts from publication
+  if (meta.soft_pin_ms > 0) meta.soft_pin_ms += now;
+  processing_count_.fetch_sub(1);
+  return ErrorCode::OK;
+}
+
+ErrorCode MasterService::PutRevoke(int64_t writer, const std::string& key) {
+  if (!ValidKey(key)) return ErrorCode::INVALID_PARAMS;
+  Shard& shard = ShardFor(key);
+  std::lock_guard<std::mutex> lock(shard.mu);
+  auto it = shard.objects.find(key);
+  if (it == shard.objects.end()) return ErrorCode::OBJECT_NOT_FOUND;
+  if (it->second.writer != writer) return ErrorCode::ILLEGAL_CLIENT;
+  if (it->second.complete) return ErrorCode::UNAVAILABLE_IN_CURRENT_STATUS;
+  EraseObject(shard, it);
+  return ErrorCode::OK;
+}
+
+// ---- upserts -------------------------------------------------------------------------
+
+rpc::PutStartResult MasterService::UpsertStart(int64_t writer, const std::string& key,
+                                               int64_t size, const rpc::ReplicateConfig& config) {
+  ErrorCode rc = ValidatePut(writer, key, size, config);
+  if (rc != ErrorCode::OK) return PutStartError(rc);
+  ReplicaList reserved;
+  rc = Reserve(static_cast<uint64_t>(size), config, &reserved);
+  if (rc != ErrorCode::OK) return PutStartError(rc);
+
+  Shard& shard = ShardFor(key);
+  std::lock_guard<std::mutex> lock(shard.mu);
+  int64_t now = Now();
+  auto it = shard.objects.find(key);
+  if (it == shard.objects.end()) {
+    return StartLocked(shard, writer, key, static_cast<uint64_t>(size), config, reserved);
+  }
+  auto pending = shard.upserts.find(key);
+  bool busy = !it->second.complete ||
+              (pending != shard.upserts.end() &&
+               now - pending->second.start_ms < options_.put_start_discard_timeout_ms);
+  if (busy) {
+    FreeReplicas(reserved);
+    return PutStartError(ErrorCode::REPLICA_IS_NOT_READY);
+  }
+  DropPendingUpsert(shard, key);  // an abandoned earlier upsert
+  PendingUpsert& up = shard.upserts[key];
+  up.writer = writer;
+  up.start_ms = now;
+  up.size = static_cast<uint64_t>(size);
+  up.hard_pin = config.with_hard_pin;
+  up.soft_pin_ttl_ms = SoftPinTtl(config);
+  for (size_t i = 0; i < reserved.size(); ++i) up.replicas.push_back(reserved[i]);
+  rpc::PutStartResult result;
+  result.code = ToInt(ErrorCode::OK);
+  DescribeReplicas(up.replicas, up.size, /*include_processing=*/true, &result.replicas);
+  return result;
+}
+
+ErrorCode MasterService::UpsertEnd(int64_t writer, const std::string& key) {
+  if (!ValidKey(key)) return ErrorCode::INVALID_PARAMS;
+  Shard& shard = ShardFor(key);
+  {
+    std::lock_guard<std::mutex> lock(shard.mu);
+    auto pending = shard.upserts.find(key);
+    if (pending != shard.upserts.end()) {
+      PendingUpsert& up = pending->second;
+      if (up.writer != writer) return ErrorCode::ILLEGAL_CLIENT;
+      auto it = shard.objects.find(key);
+      if (it == shard.objects.end()) {  // removed meanwhile: the new value wins
+        DropPendingUpsert(shard, key);
+        return ErrorCode::OBJECT_NOT_FOUND;
+      }
+      ObjectMetadata& meta = it->second;
+      int64_t now = Now();
+      // Readers holding a lease may still read the old bytes.
+      DeferFree(meta.replicas, std::max(now, meta.time_ms));
+      meta.replicas = std::move(up.replicas);
+      for (size_t i = 0; i < meta.replicas.size(); ++i) {
+        meta.replicas[i].status = ReplicaStatus::kComplete;
+      }
+      meta.size = up.size;
+      meta.writer = writer;
+      meta.hard_pin = up.hard_pin;
+      meta.soft_pin_ms = up.soft_pin_ttl_ms > 0 ? now + up.soft_pin_ttl_ms : 0;
+      shard.upserts.erase(pending);
+      return ErrorCode::OK;
+    }
+  }
+  return PutEnd(writer, key);  // the upsert created a new object
+}
+
+ErrorCode MasterService::UpsertRevoke(int64_t writer, const std::string& key) {
+  if (!ValidKey(key)) return ErrorCode::INVALID_PARAMS;
+  Shard& shard = ShardFor(key);
+  {
+    std::lock_guard<std::mutex> lock(shard.mu);
+    auto pending = shard.upserts.find(key);
+    if (pending != shard.upserts.end()) {
+      if (pending->second.writer != writer) return ErrorCode::ILLEGAL_CLIENT;
+      FreeReplicas(pending->second.replicas);
+      shard.upserts.erase(pending);
+      return ErrorCode::OK;
+    }
+  }
+  return PutRevoke(writer, key);
+}
+
+// ---- reads ---------------------------------------------------------------------------
+
+rpc::ReplicaListResult MasterService::GetReplicaList(const std::string& key) {
+  if (!ValidKey(key)) return ReplicaListError(ErrorCode::INVALID_PARAMS);
+  Shard& shard = ShardFor(key);
+  std::lock_guard<std::mutex> lock(shard.mu);
+  auto it = shard.objects.find(key);
+  if (it == shard.objects.end()) return ReplicaListError(ErrorCode::OBJECT_NOT_FOUND);
+  ObjectMetadata& meta = it->second;
+  if (!meta.complete) return ReplicaListError(ErrorCode::REPLICA_IS_NOT_READY);
+  int64_t now = Now();
+  meta.time_ms = std::max(meta.time_ms, now + options_.default_kv_lease_ttl_ms);
+  if (meta.soft_pin_ms > 0) {
+    meta.soft_pin_ms = std::max(meta.soft_pin_ms, now + options_.default_kv_soft_pin_ttl_ms);
+  }
+  rpc::ReplicaListResult result;
+  result.code = ToInt(ErrorCode::OK);
+  result.size = static_cast<int64_t>(meta.size);
+  result.lease_ttl_ms = options_.default_kv_lease_ttl_ms;
+  DescribeReplicas(meta.replicas, meta.size, /*include_processing=*/false, &result.replicas);
+  return result;
+}
+
+int32_t MasterService::ExistKey(const std::string& key) {
+  if (!ValidKey(key)) return ToInt(ErrorCode::INVALID_PARAMS);
+  Shard& shard = ShardFor(key);
+  std::lock_guard<std::mutex> lock(shard.mu);
+  auto it = shard.objects.find(key);
+  if (it == shard.objects.end() || !it->second.complete) return 0;
+  it->second.time_ms = std::max(it->second.time_ms, Now() + options_.default_kv_lease_ttl_ms);
+  return 1;
+}
+
+// ---- removal -------------------------------------------------------------------------
+
+ErrorCode MasterService::Remove(const std::string& key, bool force) {
+  if (!ValidKey(key)) return ErrorCode::INVALID_PARAMS;
+  Shard& shard = ShardFor(key);
+  std::lock_guard<std::mutex> lock(shard.mu);
+  auto it = shard.objects.find(key);
+  if (it == shard.objects.end()) return ErrorCode::OBJECT_NOT_FOUND;
+  const ObjectMetadata& meta = it->second;
+  if (!meta.complete) return ErrorCode::REPLICA_IS_NOT_READY;
+  if (!force && meta.leased(Now())) return ErrorCode::OBJECT_HAS_LEASE;
+  if (!force && meta.hard_pin) return ErrorCode::UNAVAILABLE_IN_CURRENT_STATUS;
+  EraseObject(shard, it);
+  return ErrorCode::OK;
+}
+
+int64_t MasterService::RemoveByRegex(const std::string& pattern, bool force) {
+  std::regex re;
+  try {
+    re = std::regex(pattern, std::regex::ECMAScript | std::regex::optimize);
+  } catch (const std::regex_error&) {
+    return ToInt(ErrorCode::INVALID_PARAMS);
+  }
+  return RemoveMatching(force, [&re](const std::string& key) { return std::regex_search(key, re); });
+}
+
+int64_t MasterService::RemoveAll(bool force) {
+  return RemoveMatching(force, [](const std::string&) { return true; });
+}
+
+int64_t MasterService::RemoveMatching(bool force,
+                                      const std::function<bool(const std::string&)>& match) {
+  int64_t removed = 0;
+  for (size_t s = 0; s < kShardCount; ++s) {
+    Shard& shard = shards_[s];
+    std::lock_guard<std::mutex> lock(shard.mu);
+    int64_t now = Now();
+    for (auto it = shard.objects.begin(); it != shard.objects.end();) {
+      const ObjectMetadata& meta = it->second;
+      bool removable = meta.complete && (force || (!meta.leased(now) && !meta.hard_pin));
+      if (removable && match(it->first)) {
+        auto victim = it++;
+        EraseObject(shard, victim);
+        ++removed;
+      } else {
+        ++it;
+      }
+    }
+  }
+  return removed;
+}
+
+}  // namespace mooncake

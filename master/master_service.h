@@ -1,0 +1,172 @@
+// The master's state machine: object metadata, replica placement, leases, pins, eviction,
+// and the liveness of daemons. Transport-free (the Thrift handler forwards to it), so the
+// rules can be tested directly with a hand-driven clock.
+//
+// The consistency contract (shared/DESIGN.md, "Object lifecycle"):
+//   PutStart reserves PROCESSING replicas → the writer moves the bytes → PutEnd publishes
+//   them as COMPLETE (or PutRevoke frees them). Readers only ever see COMPLETE replicas,
+//   and every hit grants a read lease during which the object is neither evicted nor
+//   removed without force.
+//
+// Concurrency: objects live in 1024 shards by key hash, each with its own mutex; no lock
+// is global on the hot path. Lock order: shard → segment registry → segment.
+#ifndef MOONCAKE_MASTER_MASTER_SERVICE_H_
+#define MOONCAKE_MASTER_MASTER_SERVICE_H_
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "common/error_code.h"
+#include "master/daemon_registry.h"
+#include "master/master_options.h"
+#include "master/object_metadata.h"
+#include "master/segment_registry.h"
+#include "master_types.h"
+
+namespace mooncake {
+
+class MasterService {
+ public:
+  static constexpr size_t kShardCount = 1024;
+  static constexpr size_t kMaxReplicaNum = 64;
+
+  explicit MasterService(MasterOptions options);
+  MasterService(const MasterService&) = delete;
+  MasterService& operator=(const MasterService&) = delete;
+
+  // ---- daemons and segments ----
+  ErrorCode RegisterDaemon(int64_t daemon_id, const std::string& name);
+  // code -103 tells the daemon the master does not know it: register and mount again.
+  rpc::HeartbeatResult Heartbeat(int64_t daemon_id);
+  ErrorCode MountSegment(const rpc::SegmentInfo& segment);
+  // Drops every replica in the segment; objects left without a replica disappear.
+  ErrorCode UnmountSegment(int64_t daemon_id, int64_t segment_id);
+  std::vector<rpc::SegmentInfo> GetAllSegments() const;
+
+  // ---- writes ----
+  // -705 when a complete object has the key (or another writer's put is younger than
+  // put_start_discard_timeout), -200 when not even one replica fits after eviction,
+  // -600 for a bad key, size or config, -103 for an unknown writer.
+  rpc::PutStartResult PutStart(int64_t writer, const std::string& key, int64_t size,
+                               const rpc::ReplicateConfig& config);
+  // Only the writer that started the put may end or revoke it (-601 otherwise).
+  ErrorCode PutEnd(int64_t writer, const std::string& key);
+  ErrorCode PutRevoke(int64_t writer, const std::string& key);
+
+  // Like PutStart, but a complete object is replaced: its old replicas stay readable until
+  // UpsertEnd swaps in the new ones (and are freed once their read leases run out).
+  rpc::PutStartResult UpsertStart(int64_t writer, const std::string& key, int64_t size,
+                                  const rpc::ReplicateConfig& config);
+  ErrorCode UpsertEnd(int64_t writer, const std::string& key);
+  ErrorCode UpsertRevoke(int64_t writer, const std::string& key);
+
+  // ---- reads ----
+  // COMPLETE replicas only, and a lease of default_kv_lease_ttl. -704 missing, -703 still
+  // being written.
+  rpc::ReplicaListResult GetReplicaList(const std::string& key);
+  // 1 readable (granting a lease), 0 missing or still being written, -600 bad key.
+  int32_t ExistKey(const std::string& key);
+
+  // ---- removal ----
+  // -703 while being written (even with force); without force -706 while leased and
+  // -1010 when hard-pinned.
+  ErrorCode Remove(const std::string& key, bool force);
+  // Number removed, or -600 for a malformed ECMAScript pattern.
+  int64_t RemoveByRegex(const std::string& pattern, bool force);
+  // Removes complete objects; without force, leased and hard-pinned ones stay.
+  int64_t RemoveAll(bool force);
+
+  rpc::MasterStats GetStats() const;
+
+  // Upkeep, about every 100 ms from the server (tests call it after moving the clock):
+  // declares silent daemons dead, frees abandoned reservations and deferred ranges, and
+  // evicts when usage is above the high watermark.
+  void Tick();
+
+  // Evicts complete, unleased, not hard-pinned objects, oldest lease first (soft-pinned
+  // ones only when that is not enough), until about target_bytes are freed.
+  uint64_t Evict(uint64_t target_bytes);
+
+ private:
+  // A replacement value being written by an upsert while the old one stays readable.
+  struct PendingUpsert {
+    int64_t writer = 0;
+    int64_t start_ms = 0;
+    uint64_t size = 0;
+    bool hard_pin = false;
+    int64_t soft_pin_ttl_ms = 0;
+    ReplicaList replicas;
+  };
+  struct Shard {
+    std::mutex mu;
+    std::unordered_map<std::string, ObjectMetadata> objects;
+    std::unordered_map<std::string, PendingUpsert> upserts;
+  };
+  // A range whose bytes someone may still be reading or writing; freed when due.
+  struct DeferredFree {
+    int64_t due_ms;
+    uint32_t slot;
+    uint32_t node;
+  };
+
+  int64_t Now() const { return options_.now_ms(); }
+  Shard& ShardFor(const std::string& key);
+  ErrorCode ValidatePut(int64_t writer, const std::string& key, int64_t size,
+                        const rpc::ReplicateConfig& config) const;
+  int64_t SoftPinTtl(const rpc::ReplicateConfig& config) const;
+
+  // Reserves replicas for size bytes, evicting once (with no shard lock held) when the
+  // first attempt finds no space. Fills *out; -200 when nothing fits.
+  ErrorCode Reserve(uint64_t size, const rpc::ReplicateConfig& config, ReplicaList* out);
+  bool TryReserve(uint64_t size, const rpc::ReplicateConfig& config, ReplicaList* out);
+
+  // Shared body of PutStart and the "no value yet" case of UpsertStart, under the shard
+  // lock: records the object as PROCESSING with the reserved replicas.
+  rpc::PutStartResult StartLocked(Shard& shard, int64_t writer, const std::string& key,
+                                  uint64_t size, const rpc::ReplicateConfig& config,
+                                  const ReplicaList& reserved);
+
+  void DescribeReplicas(const ReplicaList& replicas, uint64_t size, bool include_processing,
+                        std::vector<rpc::ReplicaDescriptor>* out) const;
+  void FreeReplicas(const ReplicaList& replicas);
+  void DeferFree(const ReplicaList& replicas, int64_t due_ms);
+  void EraseObject(Shard& shard, std::unordered_map<std::string, ObjectMetadata>::iterator it);
+  void DropPendingUpsert(Shard& shard, const std::string& key);
+  // Removes complete objects whose key matches (leased and hard-pinned ones only with
+  // force); the body of RemoveByRegex and RemoveAll.
+  int64_t RemoveMatching(bool force, const std::function<bool(const std::string&)>& match);
+
+  // Maintenance pieces of Tick().
+  void DeclareDead(int64_t daemon_id);
+  void DropSegmentReplicas(uint32_t slot);
+  void RevokeWriter(int64_t writer);
+  void ReleaseAbandonedPuts(int64_t now);
+  void RunDeferredFrees(int64_t now);
+  void EvictAboveWatermark();
+  uint64_t EvictPass(uint64_t target_bytes, bool include_soft_pinned, int64_t now);
+
+  const MasterOptions options_;
+  const int64_t epoch_;
+  SegmentRegistry segments_;
+  DaemonRegistry daemons_;
+  std::unique_ptr<Shard[]> shards_;
+
+  std::mutex deferred_mu_;
+  std::vector<DeferredFree> deferred_;  // guarded by deferred_mu_
+
+  std::mutex evict_mu_;  // one eviction at a time, so two callers never both evict
+  std::atomic<int64_t> object_count_{0};
+  std::atomic<int64_t> processing_count_{0};  // lets Tick skip the abandoned-put scan
+  std::atomic<int64_t> evicted_count_{0};
+  int64_t last_abandoned_scan_ms_ = 0;  // only touched by Tick
+};
+
+}  // namespace mooncake
+
+#endif  // MOONCAKE_MASTER_MASTER_SERVICE_H_

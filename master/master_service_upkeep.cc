@@ -1,0 +1,216 @@
+// Upkeep of MasterService: dead daemons, abandoned puts, deferred frees, eviction, stats.
+// Object operations are in master_service.cc.
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+#include "common/logging.h"
+#include "master/master_service.h"
+
+namespace mooncake {
+
+namespace {
+
+int64_t ResidentBytes() {
+  long pages_total = 0, pages_resident = 0;
+  FILE* f = std::fopen("/proc/self/statm", "r");
+  if (f == nullptr) return 0;
+  int n = std::fscanf(f, "%ld %ld", &pages_total, &pages_resident);
+  std::fclose(f);
+  return n == 2 ? static_cast<int64_t>(pages_resident) * sysconf(_SC_PAGESIZE) : 0;
+}
+
+}  // namespace
+
+void MasterService::Tick() {
+  int64_t now = Now();
+  for (int64_t daemon : daemons_.TakeExpired(now, options_.client_live_ttl_ms)) {
+    DeclareDead(daemon);
+  }
+  ReleaseAbandonedPuts(now);
+  RunDeferredFrees(now);
+  EvictAboveWatermark();
+}
+
+void MasterService::DeclareDead(int64_t daemon_id) {
+  auto segments = segments_.SegmentsOf(daemon_id);
+  MC_LOG_WARN("daemon %lld silent for %lld ms: declared dead, dropping %zu segment(s)",
+              static_cast<long long>(daemon_id),
+              static_cast<long long>(options_.client_live_ttl_ms), segments.size());
+  for (const auto& segment : segments) {
+    segment->StopAllocating();
+    DropSegmentReplicas(segment->slot());
+    segments_.Erase(segment->slot());
+  }
+  RevokeWriter(daemon_id);
+}
+
+void MasterService::DropSegmentReplicas(uint32_t slot) {
+  // The segment's space disappears with it, so its replicas are dropped, not freed.
+  auto drop_in = [slot](ReplicaList& replicas) {
+    for (size_t i = replicas.size(); i-- > 0;) {
+      if (replicas[i].segment == slot) replicas.erase(i);
+    }
+  };
+  for (size_t s = 0; s < kShardCount; ++s) {
+    Shard& shard = shards_[s];
+    std::lock_guard<std::mutex> lock(shard.mu);
+    for (auto it = shard.objects.begin(); it != shard.objects.end();) {
+      drop_in(it->second.replicas);
+      auto current = it++;
+      if (current->second.replicas.empty()) EraseObject(shard, current);
+    }
+    for (auto it = shard.upserts.begin(); it != shard.upserts.end();) {
+      drop_in(it->second.replicas);
+      it = it->second.replicas.empty() ? shard.upserts.erase(it) : std::next(it);
+    }
+  }
+}
+
+void MasterService::RevokeWriter(int64_t writer) {
+  for (size_t s = 0; s < kShardCount; ++s) {
+    Shard& shard = shards_[s];
+    std::lock_guard<std::mutex> lock(shard.mu);
+    for (auto it = shard.upserts.begin(); it != shard.upserts.end();) {
+      if (it->second.writer == writer) {
+        FreeReplicas(it->second.replicas);
+        it = shard.upserts.erase(it);
+      } else {
+        ++it;
+      }
+    }
+    if (processing_count_.load() == 0) continue;
+    for (auto it = shard.objects.begin(); it != shard.objects.end();) {
+      auto current = it++;
+      if (!current->second.complete && current->second.writer == writer) {
+        EraseObject(shard, current);
+      }
+    }
+  }
+}
+
+void MasterService::ReleaseAbandonedPuts(int64_t now) {
+  // A full scan costs a walk over every object, so it runs only while puts are open and
+  // at most ten times per release timeout.
+  int64_t period = std::max<int64_t>(1000, options_.put_start_release_timeout_ms / 10);
+  if (now - last_abandoned_scan_ms_ < period) return;
+  last_abandoned_scan_ms_ = now;
+  int64_t deadline = now - options_.put_start_release_timeout_ms;
+  for (size_t s = 0; s < kShardCount; ++s) {
+    Shard& shard = shards_[s];
+    std::lock_guard<std::mutex> lock(shard.mu);
+    for (auto it = shard.upserts.begin(); it != shard.upserts.end();) {
+      if (it->second.start_ms <= deadline) {
+        FreeReplicas(it->second.replicas);
+        it = shard.upserts.erase(it);
+      } else {
+        ++it;
+      }
+    }
+    if (processing_count_.load() == 0) continue;
+    for (auto it = shard.objects.begin(); it != shard.objects.end();) {
+      auto current = it++;
+      if (!current->second.complete && current->second.time_ms <= deadline) {
+        MC_LOG_WARN("put of '%.64s' abandoned by daemon %lld: space released",
+                    current->first.c_str(), static_cast<long long>(current->second.writer));
+        EraseObject(shard, current);
+      }
+    }
+  }
+}
+
+void MasterService::RunDeferredFrees(int64_t now) {
+  std::vector<DeferredFree> due;
+  {
+    std::lock_guard<std::mutex> lock(deferred_mu_);
+    auto split = std::partition(deferred_.begin(), deferred_.end(),
+                                [now](const DeferredFree& d) { return d.due_ms > now; });
+    due.assign(split, deferred_.end());
+    deferred_.erase(split, deferred_.end());
+  }
+  for (const DeferredFree& d : due) segments_.Free(d.slot, d.node);
+}
+
+void MasterService::EvictAboveWatermark() {
+  double capacity = static_cast<double>(segments_.capacity());
+  double used = static_cast<double>(segments_.used());
+  if (capacity <= 0 || used <= options_.eviction_high_watermark_ratio * capacity) return;
+  double goal = (options_.eviction_high_watermark_ratio - options_.eviction_ratio) * capacity;
+  Evict(static_cast<uint64_t>(used - std::max(0.0, goal)));
+}
+
+uint64_t MasterService::Evict(uint64_t target_bytes) {
+  std::lock_guard<std::mutex> evicting(evict_mu_);
+  int64_t now = Now();
+  uint64_t freed = EvictPass(target_bytes, /*include_soft_pinned=*/false, now);
+  if (freed < target_bytes) {
+    freed += EvictPass(target_bytes - freed, /*include_soft_pinned=*/true, now);
+  }
+  if (freed > 0) {
+    MC_LOG_INFO("evicted %llu bytes (asked for %llu)", static_cast<unsigned long long>(freed),
+                static_cast<unsigned long long>(target_bytes));
+  }
+  return freed;
+}
+
+uint64_t MasterService::EvictPass(uint64_t target_bytes, bool include_soft_pinned, int64_t now) {
+  auto evictable = [&](const ObjectMetadata& m) {
+    return m.complete && !m.hard_pin && !m.leased(now) &&
+           (include_soft_pinned || !m.soft_pinned(now));
+  };
+  // Phase 1: find the lease-deadline threshold below which enough bytes lie. Only
+  // (deadline, size) pairs are copied, so this is cheap even for millions of objects.
+  std::vector<std::pair<int64_t, uint64_t>> candidates;
+  for (size_t s = 0; s < kShardCount; ++s) {
+    std::lock_guard<std::mutex> lock(shards_[s].mu);
+    for (const auto& [key, meta] : shards_[s].objects) {
+      if (evictable(meta)) candidates.emplace_back(meta.time_ms, meta.size * meta.replicas.size());
+    }
+  }
+  if (candidates.empty()) return 0;
+  std::sort(candidates.begin(), candidates.end());
+  int64_t threshold = candidates.back().first;
+  uint64_t sum = 0;
+  for (const auto& [time, bytes] : candidates) {
+    sum += bytes;
+    if (sum >= target_bytes) {
+      threshold = time;
+      break;
+    }
+  }
+  // Phase 2: evict objects at or below the threshold until the target is met.
+  uint64_t freed = 0;
+  int64_t evicted = 0;
+  for (size_t s = 0; s < kShardCount && freed < target_bytes; ++s) {
+    Shard& shard = shards_[s];
+    std::lock_guard<std::mutex> lock(shard.mu);
+    for (auto it = shard.objects.begin(); it != shard.objects.end() && freed < target_bytes;) {
+      auto current = it++;
+      const ObjectMetadata& meta = current->second;
+      if (evictable(meta) && meta.time_ms <= threshold) {
+        freed += meta.size * meta.replicas.size();
+        EraseObject(shard, current);
+        ++evicted;
+      }
+    }
+  }
+  evicted_count_.fetch_add(evicted);
+  return freed;
+}
+
+rpc::MasterStats MasterService::GetStats() const {
+  rpc::MasterStats stats;
+  stats.objects = object_count_.load();
+  stats.segments = static_cast<int64_t>(segments_.count());
+  stats.daemons = static_cast<int64_t>(daemons_.count());
+  stats.capacity_bytes = static_cast<int64_t>(segments_.capacity());
+  stats.used_bytes = static_cast<int64_t>(segments_.used());
+  stats.resident_bytes = ResidentBytes();
+  stats.evicted_objects = evicted_count_.load();
+  stats.master_epoch = epoch_;
+  return stats;
+}
+
+}  // namespace mooncake

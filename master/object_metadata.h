@@ -1,0 +1,90 @@
+// What the master remembers about one object. Kept small on purpose: a master holds
+// millions of these, and the budget is about 250 bytes per single-replica object including
+// the key and the hash-map node.
+#ifndef MOONCAKE_MASTER_OBJECT_METADATA_H_
+#define MOONCAKE_MASTER_OBJECT_METADATA_H_
+
+#include <cstdint>
+#include <memory>
+
+namespace mooncake {
+
+enum class ReplicaKind : uint8_t { kMemory = 0, kLocalDisk = 1 };
+enum class ReplicaStatus : uint8_t { kProcessing = 0, kComplete = 1, kFailed = 2, kRemoved = 3 };
+
+// One copy of the bytes: a range inside a mounted segment.
+struct Replica {
+  uint64_t offset = 0;      // inside the segment
+  uint32_t segment = 0;     // slot in the SegmentRegistry (never reused)
+  uint32_t alloc_node = 0;  // the segment allocator's handle, for Free()
+  ReplicaKind kind = ReplicaKind::kMemory;
+  ReplicaStatus status = ReplicaStatus::kProcessing;
+
+  // Unique among live replicas: slots are never reused and a node is unique in its slot.
+  int64_t id() const { return (static_cast<int64_t>(segment) << 32) | alloc_node; }
+};
+
+// A short list of replicas with room for one inline: almost every KV-cache object has a
+// single replica, and a heap block for it would cost more than the rest of the metadata.
+class ReplicaList {
+ public:
+  ReplicaList() = default;
+  ReplicaList(ReplicaList&&) = default;
+  ReplicaList& operator=(ReplicaList&&) = default;
+
+  uint8_t size() const { return count_; }
+  bool empty() const { return count_ == 0; }
+  Replica& operator[](size_t i) { return i == 0 ? first_ : rest_[i - 1]; }
+  const Replica& operator[](size_t i) const { return i == 0 ? first_ : rest_[i - 1]; }
+
+  void push_back(const Replica& r) {
+    if (count_ == 0) {
+      first_ = r;
+    } else {
+      std::unique_ptr<Replica[]> grown(new Replica[count_]);
+      for (uint8_t i = 1; i < count_; ++i) grown[i - 1] = rest_[i - 1];
+      grown[count_ - 1] = r;
+      rest_ = std::move(grown);
+    }
+    ++count_;
+  }
+
+  // Removes element i by moving the last one into its place (order is not meaningful).
+  void erase(size_t i) {
+    (*this)[i] = (*this)[count_ - 1];
+    --count_;
+    if (count_ <= 1) rest_.reset();
+  }
+
+  void clear() {
+    rest_.reset();
+    count_ = 0;
+  }
+
+ private:
+  Replica first_;
+  std::unique_ptr<Replica[]> rest_;  // replicas 1..count_-1
+  uint8_t count_ = 0;
+};
+
+struct ObjectMetadata {
+  uint64_t size = 0;
+  // While PROCESSING: when the put started. Once COMPLETE: the lease deadline (an object
+  // whose deadline is in the past has no active lease; it also orders eviction, oldest
+  // first, which makes eviction near-LRU).
+  int64_t time_ms = 0;
+  // While PROCESSING: the soft-pin TTL asked for (0: none). Once COMPLETE: the soft-pin
+  // deadline, extended by every read (0: not soft-pinned).
+  int64_t soft_pin_ms = 0;
+  int64_t writer = 0;                // daemon that started the put
+  ReplicaList replicas;
+  bool complete = false;
+  bool hard_pin = false;
+
+  bool leased(int64_t now_ms) const { return complete && time_ms > now_ms; }
+  bool soft_pinned(int64_t now_ms) const { return complete && soft_pin_ms > now_ms; }
+};
+
+}  // namespace mooncake
+
+#endif  // MOONCAKE_MASTER_OBJECT_METADATA_H_

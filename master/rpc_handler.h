@@ -1,0 +1,58 @@
+// Thrift front of MasterService: unpacks each RPC, forwards it, and turns batch calls into
+// loops over the single forms (one result per key, in order).
+#ifndef MOONCAKE_MASTER_RPC_HANDLER_H_
+#define MOONCAKE_MASTER_RPC_HANDLER_H_
+
+#include "MasterService.h"
+#include "master/master_service.h"
+
+namespace mooncake {
+
+class RpcHandler : public rpc::MasterServiceIf {
+ public:
+  explicit RpcHandler(MasterService* service) : service_(service) {}
+
+  int32_t RegisterDaemon(int64_t daemon_id, const std::string& name) override;
+  void Heartbeat(rpc::HeartbeatResult& out, int64_t daemon_id) override;
+  int32_t MountSegment(const rpc::SegmentInfo& segment) override;
+  int32_t UnmountSegment(int64_t daemon_id, int64_t segment_id) override;
+  void GetAllSegments(std::vector<rpc::SegmentInfo>& out) override;
+
+  void PutStart(rpc::PutStartResult& out, int64_t writer, const std::string& key, int64_t size,
+                const rpc::ReplicateConfig& config) override;
+  int32_t PutEnd(int64_t writer, const std::string& key) override;
+  int32_t PutRevoke(int64_t writer, const std::string& key) override;
+  void BatchPutStart(std::vector<rpc::PutStartResult>& out, int64_t writer,
+                     const std::vector<std::string>& keys, const std::vector<int64_t>& sizes,
+                     const rpc::ReplicateConfig& config) override;
+  void BatchPutEnd(std::vector<int32_t>& out, int64_t writer,
+                   const std::vector<std::string>& keys) override;
+  void BatchPutRevoke(std::vector<int32_t>& out, int64_t writer,
+                      const std::vector<std::string>& keys) override;
+
+  void UpsertStart(rpc::PutStartResult& out, int64_t writer, const std::string& key,
+                   int64_t size, const rpc::ReplicateConfig& config) override;
+  int32_t UpsertEnd(int64_t writer, const std::string& key) override;
+  int32_t UpsertRevoke(int64_t writer, const std::string& key) override;
+
+  void GetReplicaList(rpc::ReplicaListResult& out, const std::string& key) override;
+  void BatchGetReplicaList(std::vector<rpc::ReplicaListResult>& out,
+                           const std::vector<std::string>& keys) override;
+  int32_t ExistKey(const std::string& key) override;
+  void BatchExistKey(std::vector<int32_t>& out, const std::vector<std::string>& keys) override;
+
+  int32_t Remove(const std::string& key, bool force) override;
+  void BatchRemove(std::vector<int32_t>& out, const std::vector<std::string>& keys,
+                   bool force) override;
+  int64_t RemoveByRegex(const std::string& pattern, bool force) override;
+  int64_t RemoveAll(bool force) override;
+
+  void GetStats(rpc::MasterStats& out) override;
+
+ private:
+  MasterService* const service_;
+};
+
+}  // namespace mooncake
+
+#endif  // MOONCAKE_MASTER_RPC_HANDLER_H_

@@ -1,0 +1,155 @@
+#include "master/segment_registry.h"
+
+#include <algorithm>
+#include <mutex>
+#include <random>
+#include <unordered_set>
+
+namespace mooncake {
+
+SegmentRegistry::SegmentRegistry(AllocationStrategy strategy, uint64_t alignment)
+    : strategy_(strategy), alignment_(alignment) {}
+
+ErrorCode SegmentRegistry::Mount(const rpc::SegmentInfo& info) {
+  if (info.size <= 0 || info.name.empty()) return ErrorCode::INVALID_PARAMS;
+  std::unique_lock<std::shared_mutex> lock(mu_);
+  auto it = slot_by_id_.find(info.segment_id);
+  if (it != slot_by_id_.end()) {
+    const rpc::SegmentInfo& known = slots_[it->second]->info();
+    bool same = known.daemon_id == info.daemon_id && known.base == info.base &&
+                known.size == info.size && known.name == info.name;
+    return same ? ErrorCode::OK : ErrorCode::SEGMENT_ALREADY_EXISTS;
+  }
+  uint32_t slot = static_cast<uint32_t>(slots_.size());
+  slots_.push_back(std::make_shared<Segment>(slot, info, alignment_));
+  slot_by_id_[info.segment_id] = slot;
+  return ErrorCode::OK;
+}
+
+ErrorCode SegmentRegistry::BeginUnmount(int64_t daemon_id, int64_t segment_id,
+                                        std::shared_ptr<Segment>* out) {
+  std::shared_lock<std::shared_mutex> lock(mu_);
+  auto it = slot_by_id_.find(segment_id);
+  if (it == slot_by_id_.end()) return ErrorCode::SEGMENT_NOT_FOUND;
+  const std::shared_ptr<Segment>& segment = slots_[it->second];
+  if (segment->info().daemon_id != daemon_id) return ErrorCode::ILLEGAL_CLIENT;
+  segment->StopAllocating();
+  *out = segment;
+  return ErrorCode::OK;
+}
+
+void SegmentRegistry::Erase(uint32_t slot) {
+  std::unique_lock<std::shared_mutex> lock(mu_);
+  if (slot >= slots_.size() || !slots_[slot]) return;
+  slot_by_id_.erase(slots_[slot]->info().segment_id);
+  slots_[slot].reset();
+}
+
+std::vector<std::shared_ptr<Segment>> SegmentRegistry::SegmentsOf(int64_t daemon_id) const {
+  std::shared_lock<std::shared_mutex> lock(mu_);
+  std::vector<std::shared_ptr<Segment>> out;
+  for (const auto& s : slots_) {
+    if (s && s->info().daemon_id == daemon_id) out.push_back(s);
+  }
+  return out;
+}
+
+std::shared_ptr<Segment> SegmentRegistry::Get(uint32_t slot) const {
+  std::shared_lock<std::shared_mutex> lock(mu_);
+  return slot < slots_.size() ? slots_[slot] : nullptr;
+}
+
+void SegmentRegistry::Free(uint32_t slot, uint32_t node) const {
+  std::shared_lock<std::shared_mutex> lock(mu_);
+  if (slot < slots_.size() && slots_[slot]) slots_[slot]->Free(node);
+}
+
+std::vector<std::shared_ptr<Segment>> SegmentRegistry::CandidateOrder(
+    const std::vector<std::string>& preferred) const {
+  std::vector<std::shared_ptr<Segment>> live;
+  for (const auto& s : slots_) {
+    if (s) live.push_back(s);
+  }
+  if (strategy_ == AllocationStrategy::kRandom) {
+    thread_local std::mt19937_64 rng{std::random_device{}()};
+    std::shuffle(live.begin(), live.end(), rng);
+  } else {
+    std::vector<std::pair<double, std::shared_ptr<Segment>>> ranked;
+    for (auto& s : live) ranked.emplace_back(s->free_ratio(), s);
+    std::stable_sort(ranked.begin(), ranked.end(),
+                     [](const auto& a, const auto& b) { return a.first > b.first; });
+    for (size_t i = 0; i < live.size(); ++i) live[i] = ranked[i].second;
+  }
+  if (preferred.empty()) return live;
+  // Preferred names move to the front, in the order given; a stable partition keeps the
+  // strategy's order among the rest.
+  std::vector<std::shared_ptr<Segment>> ordered;
+  std::unordered_set<const Segment*> taken;
+  for (const std::string& name : preferred) {
+    for (const auto& s : live) {
+      if (s->info().name == name && taken.insert(s.get()).second) ordered.push_back(s);
+    }
+  }
+  for (const auto& s : live) {
+    if (!taken.count(s.get())) ordered.push_back(s);
+  }
+  return ordered;
+}
+
+std::vector<Placement> SegmentRegistry::Allocate(uint64_t size, size_t replica_num,
+                                                 const std::vector<std::string>& preferred) {
+  std::vector<Placement> out;
+  std::shared_lock<std::shared_mutex> lock(mu_);
+  std::vector<std::shared_ptr<Segment>> order = CandidateOrder(preferred);
+  std::vector<bool> used(order.size(), false);
+  std::unordered_set<int64_t> daemons;
+  // Pass 0 spreads over distinct daemons; pass 1 fills up with other segments of daemons
+  // that already hold a replica.
+  for (int pass = 0; pass < 2 && out.size() < replica_num; ++pass) {
+    for (size_t i = 0; i < order.size() && out.size() < replica_num; ++i) {
+      if (used[i]) continue;
+      int64_t daemon = order[i]->info().daemon_id;
+      if (pass == 0 && daemons.count(daemon)) continue;
+      Placement p;
+      if (order[i]->Allocate(size, &p.offset, &p.node)) {
+        p.segment = order[i];
+        out.push_back(std::move(p));
+        used[i] = true;
+        daemons.insert(daemon);
+      }
+    }
+  }
+  return out;
+}
+
+std::vector<rpc::SegmentInfo> SegmentRegistry::List() const {
+  std::shared_lock<std::shared_mutex> lock(mu_);
+  std::vector<rpc::SegmentInfo> out;
+  for (const auto& s : slots_) {
+    if (!s) continue;
+    out.push_back(s->info());
+    out.back().used = static_cast<int64_t>(s->used());
+  }
+  return out;
+}
+
+size_t SegmentRegistry::count() const {
+  std::shared_lock<std::shared_mutex> lock(mu_);
+  return slot_by_id_.size();
+}
+
+uint64_t SegmentRegistry::capacity() const {
+  std::shared_lock<std::shared_mutex> lock(mu_);
+  uint64_t total = 0;
+  for (const auto& s : slots_) total += s ? s->capacity() : 0;
+  return total;
+}
+
+uint64_t SegmentRegistry::used() const {
+  std::shared_lock<std::shared_mutex> lock(mu_);
+  uint64_t total = 0;
+  for (const auto& s : slots_) total += s ? s->used() : 0;
+  return total;
+}
+
+}  // namespace mooncake

@@ -1,0 +1,69 @@
+// Every mounted segment in the cluster, and the placement of new replicas across them.
+#ifndef MOONCAKE_MASTER_SEGMENT_REGISTRY_H_
+#define MOONCAKE_MASTER_SEGMENT_REGISTRY_H_
+
+#include <cstdint>
+#include <memory>
+#include <shared_mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "common/error_code.h"
+#include "master/segment.h"
+
+namespace mooncake {
+
+enum class AllocationStrategy { kRandom, kFreeRatioFirst };
+
+// A range reserved for one replica.
+struct Placement {
+  std::shared_ptr<Segment> segment;
+  uint64_t offset = 0;
+  uint32_t node = 0;
+};
+
+class SegmentRegistry {
+ public:
+  SegmentRegistry(AllocationStrategy strategy, uint64_t alignment);
+
+  // Adds a segment. Mounting the same segment again with the same owner, base and size
+  // is a no-op (a daemon retrying after a lost reply); anything else with a known id → -102.
+  ErrorCode Mount(const rpc::SegmentInfo& info);
+
+  // First half of an unmount: stops allocation in the segment and returns it. The caller
+  // drops the replicas that live in it, then calls Erase(). -101 unknown id, -601 when
+  // daemon_id does not own it.
+  ErrorCode BeginUnmount(int64_t daemon_id, int64_t segment_id, std::shared_ptr<Segment>* out);
+  void Erase(uint32_t slot);
+
+  std::vector<std::shared_ptr<Segment>> SegmentsOf(int64_t daemon_id) const;
+  std::shared_ptr<Segment> Get(uint32_t slot) const;  // null once erased
+  // Frees a range; a no-op when the segment has been unmounted since (its space is gone).
+  void Free(uint32_t slot, uint32_t node) const;
+
+  // Reserves up to replica_num ranges of size bytes, each on a different segment:
+  // segments named in preferred ("host:port") first, in order; then the rest by the
+  // strategy, one segment per daemon before a daemon gets a second replica. Returns fewer
+  // than replica_num (possibly none) when space runs out.
+  std::vector<Placement> Allocate(uint64_t size, size_t replica_num,
+                                  const std::vector<std::string>& preferred);
+
+  std::vector<rpc::SegmentInfo> List() const;  // with used bytes filled in
+  size_t count() const;
+  uint64_t capacity() const;
+  uint64_t used() const;
+
+ private:
+  std::vector<std::shared_ptr<Segment>> CandidateOrder(const std::vector<std::string>& preferred) const;
+
+  const AllocationStrategy strategy_;
+  const uint64_t alignment_;
+  mutable std::shared_mutex mu_;
+  std::vector<std::shared_ptr<Segment>> slots_;            // index = slot; null once erased
+  std::unordered_map<int64_t, uint32_t> slot_by_id_;       // segment id → slot
+};
+
+}  // namespace mooncake
+
+#endif  // MOONCAKE_MASTER_SEGMENT_REGISTRY_H_

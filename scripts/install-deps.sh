@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Installs every Debian package the project builds, tests and benchmarks with.
+# Idempotent and fast: when everything is already installed it touches no network.
+set -euo pipefail
+
+PACKAGES=(
+  build-essential cmake pkg-config
+  libibverbs-dev librdmacm-dev          # RDMA transport (compiled always, used when a device exists)
+  libboost-dev                          # Boost.Interprocess allocators, small_vector
+  thrift-compiler libthrift-dev         # master RPC (IDL compiled at build time)
+  libevent-dev                          # Thrift's non-blocking server
+  liburing-dev                          # SSD tier I/O
+  libzstd-dev libmsgpack-cxx-dev        # snapshots, Unix-socket protocol
+  libyaml-cpp-dev                       # --config FILE (YAML or JSON)
+  libcmocka-dev                         # C/C++ unit and ABI tests
+  pybind11-dev python3-pybind11 python3-pytest python3-numpy python3-dev
+  openjdk-17-jdk-headless junit4        # Java binding (JNI) and its tests
+  etcd-server                           # master HA
+  gnuplot-nox                           # benchmark plots
+)
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+  exit 0
+fi
+
+echo "install-deps: installing ${missing[*]}"
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+$SUDO apt-get update -qq
+DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"

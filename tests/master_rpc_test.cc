@@ -1,0 +1,259 @@
+// Drives the real mooncake-master binary through the generated Thrift client: mount, put
+// start/end, replica lists, lease refusal, batch forms, a heartbeat timeout that drops a
+// segment, and the exit code for bad flags.
+#include <signal.h>
+#include <sys/wait.h>
+#include <thrift/protocol/TBinaryProtocol.h>
+#include <thrift/transport/TBufferTransports.h>
+#include <thrift/transport/TSocket.h>
+
+#include <chrono>
+#include <memory>
+#include <thread>
+
+#include "MasterService.h"
+#include "common/error_code.h"
+#include "tests/cmocka_cpp.h"
+#include "tests/process_harness.h"
+
+using apache::thrift::protocol::TBinaryProtocol;
+using apache::thrift::transport::TFramedTransport;
+using apache::thrift::transport::TSocket;
+using mooncake::ErrorCode;
+using mooncake::ToInt;
+namespace rpc = mooncake::rpc;
+namespace harness = mooncake::testing;
+
+namespace {
+
+constexpr int64_t kDaemon = 7001;
+constexpr int64_t kSegment = 9001;
+
+struct Fixture {
+  harness::ChildProcess master;
+  std::string dir;
+  int port = 0;
+  std::shared_ptr<TFramedTransport> transport;
+  std::unique_ptr<rpc::MasterServiceClient> client;
+};
+
+std::unique_ptr<rpc::MasterServiceClient> Connect(int port,
+                                                  std::shared_ptr<TFramedTransport>* transport) {
+  auto socket = std::make_shared<TSocket>("127.0.0.1", port);
+  socket->setRecvTimeout(5000);
+  *transport = std::make_shared<TFramedTransport>(socket);
+  (*transport)->open();
+  return std::make_unique<rpc::MasterServiceClient>(std::make_shared<TBinaryProtocol>(*transport));
+}
+
+int Setup(void** state) {
+  auto* f = new Fixture;
+  f->dir = harness::MakeTempDir("mc-master-rpc-");
+  // A short daemon TTL and lease keep the timeout tests quick.
+  if (!harness::StartMaster(&f->master, &f->port, f->dir + "/master.log",
+                            {"--client_live_ttl_sec", "1", "--default_kv_lease_ttl", "400ms"})) {
+    delete f;
+    return -1;
+  }
+  f->client = Connect(f->port, &f->transport);
+  *state = f;
+  return 0;
+}
+
+int Teardown(void** state) {
+  auto* f = static_cast<Fixture*>(*state);
+  f->transport->close();
+  int status = f->master.Stop(SIGTERM, 5000);
+  bool clean = status != -1 && WIFEXITED(status) && WEXITSTATUS(status) == 0;
+  harness::RemoveTree(f->dir);
+  delete f;
+  return clean ? 0 : -1;  // SIGTERM must give a clean exit
+}
+
+void MountOne(rpc::MasterServiceClient* c, int64_t daemon, int64_t segment, int64_t size) {
+  assert_int_equal(c->RegisterDaemon(daemon, "127.0.0.1:" + std::to_string(12300 + daemon % 100)),
+                   0);
+  rpc::SegmentInfo info;
+  info.segment_id = segment;
+  info.name = "127.0.0.1:" + std::to_string(12300 + daemon % 100);
+  info.base = 0x7f0000000000;
+  info.size = size;
+  info.daemon_id = daemon;
+  rpc::TransportEndpoint tcp;
+  tcp.protocol = "tcp";
+  tcp.address = info.name;
+  info.endpoints.push_back(tcp);
+  assert_int_equal(c->MountSegment(info), 0);
+}
+
+void test_put_get_and_lease(void** state) {
+  auto* f = static_cast<Fixture*>(*state);
+  auto* c = f->client.get();
+  MountOne(c, kDaemon, kSegment, 64 << 20);
+
+  std::vector<rpc::SegmentInfo> segments;
+  c->GetAllSegments(segments);
+  assert_int_equal(segments.size(), 1);
+  assert_int_equal(segments[0].endpoints.size(), 1);
+  assert_string_equal(segments[0].endpoints[0].protocol.c_str(), "tcp");
+
+  rpc::ReplicateConfig config;
+  rpc::PutStartResult started;
+  c->PutStart(started, kDaemon, "rpc-key", 4096, config);
+  assert_int_equal(started.code, 0);
+  assert_int_equal(started.replicas.size(), 1);
+  assert_int_equal(started.replicas[0].segment_id, kSegment);
+  assert_int_equal(started.replicas[0].status, rpc::ReplicaStatus::PROCESSING);
+
+  rpc::ReplicaListResult list;
+  c->GetReplicaList(list, "rpc-key");
+  assert_int_equal(list.code, ToInt(ErrorCode::REPLICA_IS_NOT_READY));
+  assert_int_equal(c->ExistKey("rpc-key"), 0);
+
+  assert_int_equal(c->PutEnd(kDaemon + 1, "rpc-key"), ToInt(ErrorCode::ILLEGAL_CLIENT));
+  assert_int_equal(c->PutEnd(kDaemon, "rpc-key"), 0);
+  c->GetReplicaList(list, "rpc-key");
+  assert_int_equal(list.code, 0);
+  assert_int_equal(list.size, 4096);
+  assert_int_equal(list.replicas.size(), 1);
+  assert_int_equal(list.replicas[0].offset, started.replicas[0].offset);
+  assert_int_equal(list.replicas[0].status, rpc::ReplicaStatus::COMPLETE);
+
+  // The read above granted a lease: remove is refused until it runs out.
+  assert_int_equal(c->Remove("rpc-key", false), ToInt(ErrorCode::OBJECT_HAS_LEASE));
+  c->PutStart(started, kDaemon, "rpc-key", 4096, config);
+  assert_int_equal(started.code, ToInt(ErrorCode::OBJECT_ALREADY_EXISTS));
+  std::this_thread::sleep_for(std::chrono::milliseconds(600));
+  assert_int_equal(c->Remove("rpc-key", false), 0);
+  c->GetReplicaList(list, "rpc-key");
+  assert_int_equal(list.code, ToInt(ErrorCode::OBJECT_NOT_FOUND));
+
+  // Hostile input gets a code, never a crash.
+  c->PutStart(started, kDaemon, std::string(5000, 'k'), 16, config);
+  assert_int_equal(started.code, ToInt(ErrorCode::INVALID_PARAMS));
+  c->PutStart(started, kDaemon, "zero", 0, config);
+  assert_int_equal(started.code, ToInt(ErrorCode::INVALID_PARAMS));
+  config.replica_num = 0;
+  c->PutStart(started, kDaemon, "no-replicas", 16, config);
+  assert_int_equal(started.code, ToInt(ErrorCode::INVALID_PARAMS));
+  assert_int_equal(c->RemoveByRegex("(unclosed", false), ToInt(ErrorCode::INVALID_PARAMS));
+}
+
+void test_batch_forms(void** state) {
+  auto* f = static_cast<Fixture*>(*state);
+  auto* c = f->client.get();
+  MountOne(c, kDaemon, kSegment, 64 << 20);
+  std::vector<std::string> keys;
+  std::vector<int64_t> sizes;
+  for (int i = 0; i < 128; ++i) {
+    keys.push_back("batch-" + std::to_string(i));
+    sizes.push_back(1024 + i);
+  }
+  std::vector<rpc::PutStartResult> started;
+  c->BatchPutStart(started, kDaemon, keys, sizes, rpc::ReplicateConfig());
+  assert_int_equal(started.size(), keys.size());
+  for (const auto& r : started) assert_int_equal(r.code, 0);
+  std::vector<int32_t> codes;
+  c->BatchPutEnd(codes, kDaemon, keys);
+  assert_int_equal(codes.size(), keys.size());
+  for (int32_t code : codes) assert_int_equal(code, 0);
+
+  std::vector<std::string> probe = {"batch-0", "missing", "batch-127"};
+  c->BatchExistKey(codes, probe);
+  assert_int_equal(codes.size(), 3);
+  assert_int_equal(codes[0], 1);
+  assert_int_equal(codes[1], 0);
+  assert_int_equal(codes[2], 1);
+  std::vector<rpc::ReplicaListResult> lists;
+  c->BatchGetReplicaList(lists, probe);
+  assert_int_equal(lists[0].code, 0);
+  assert_int_equal(lists[0].size, 1024);
+  assert_int_equal(lists[1].code, ToInt(ErrorCode::OBJECT_NOT_FOUND));
+  assert_int_equal(lists[2].size, 1024 + 127);
+
+  // Lists of different lengths: one -600 per key.
+  c->BatchPutStart(started, kDaemon, {"a", "b"}, {1}, rpc::ReplicateConfig());
+  assert_int_equal(started.size(), 2);
+  assert_int_equal(started[0].code, ToInt(ErrorCode::INVALID_PARAMS));
+  assert_int_equal(started[1].code, ToInt(ErrorCode::INVALID_PARAMS));
+
+  c->BatchRemove(codes, {"batch-5", "missing"}, true);
+  assert_int_equal(codes[0], 0);
+  assert_int_equal(codes[1], ToInt(ErrorCode::OBJECT_NOT_FOUND));
+  assert_int_equal(c->RemoveByRegex("^batch-1[0-9]$", true), 10);
+  assert_int_equal(c->RemoveAll(true), 128 - 1 - 10);
+  rpc::MasterStats stats;
+  c->GetStats(stats);
+  assert_int_equal(stats.objects, 0);
+  // batch-0 and batch-127 were read (leased) when force-removed: their space stays
+  // reserved until the 400 ms lease runs out, then upkeep frees it.
+  assert_int_equal(stats.used_bytes, 1024 + 1152);
+  std::this_thread::sleep_for(std::chrono::milliseconds(700));
+  c->GetStats(stats);
+  assert_int_equal(stats.used_bytes, 0);
+  assert_true(stats.resident_bytes > 0);
+}
+
+void test_heartbeat_timeout_drops_segment(void** state) {
+  auto* f = static_cast<Fixture*>(*state);
+  auto* c = f->client.get();
+  MountOne(c, kDaemon, kSegment, 64 << 20);
+  MountOne(c, kDaemon + 1, kSegment + 1, 64 << 20);
+  rpc::ReplicateConfig config;
+  config.preferred_segments = {"127.0.0.1:12302"};  // the second daemon
+  rpc::PutStartResult started;
+  c->PutStart(started, kDaemon, "on-dying", 100, config);
+  assert_int_equal(started.code, 0);
+  assert_int_equal(started.replicas[0].daemon_id, kDaemon + 1);
+  assert_int_equal(c->PutEnd(kDaemon, "on-dying"), 0);
+
+  // Only the first daemon keeps beating; the second goes silent past the 1 s TTL.
+  rpc::HeartbeatResult beat;
+  for (int i = 0; i < 12; ++i) {
+    c->Heartbeat(beat, kDaemon);
+    assert_int_equal(beat.code, 0);
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+  std::vector<rpc::SegmentInfo> segments;
+  c->GetAllSegments(segments);
+  assert_int_equal(segments.size(), 1);
+  assert_int_equal(segments[0].segment_id, kSegment);
+  rpc::ReplicaListResult list;
+  c->GetReplicaList(list, "on-dying");
+  assert_int_equal(list.code, ToInt(ErrorCode::OBJECT_NOT_FOUND));
+  c->Heartbeat(beat, kDaemon + 1);
+  assert_int_equal(beat.code, ToInt(ErrorCode::CLIENT_NOT_FOUND));  // re-register, re-mount
+}
+
+void test_bad_flags_exit_2(void** state) {
+  (void)state;
+  std::string dir = harness::MakeTempDir("mc-master-flags-");
+  const std::vector<std::vector<std::string>> bad = {
+      {"--no_such_flag", "1"},
+      {"--eviction_ratio", "lots"},
+      {"--allocation_strategy", "round_robin"},
+      {"--eviction_high_watermark_ratio", "1.5"},
+  };
+  for (const auto& flags : bad) {
+    harness::ChildProcess p;
+    std::vector<std::string> argv = {harness::BuildPath("master/mooncake-master")};
+    argv.insert(argv.end(), flags.begin(), flags.end());
+    assert_true(p.Start(argv, dir + "/out.log"));
+    int status = p.Wait(5000);
+    assert_true(status != -1 && WIFEXITED(status));
+    assert_int_equal(WEXITSTATUS(status), 2);
+  }
+  harness::RemoveTree(dir);
+}
+
+}  // namespace
+
+int main() {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test_setup_teardown(test_put_get_and_lease, Setup, Teardown),
+      cmocka_unit_test_setup_teardown(test_batch_forms, Setup, Teardown),
+      cmocka_unit_test_setup_teardown(test_heartbeat_timeout_drops_segment, Setup, Teardown),
+      cmocka_unit_test(test_bad_flags_exit_2),
+  };
+  return cmocka_run_group_tests(tests, nullptr, nullptr);
+}

@@ -1,0 +1,142 @@
+#include "tests/process_harness.h"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <thread>
+
+namespace mooncake {
+namespace testing {
+
+namespace {
+
+sockaddr_in Loopback(int port) {
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  return addr;
+}
+
+}  // namespace
+
+int FreeTcpPort() {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr = Loopback(0);
+  socklen_t len = sizeof(addr);
+  int port = -1;
+  if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0 &&
+      getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0) {
+    port = ntohs(addr.sin_port);
+  }
+  close(fd);
+  return port;
+}
+
+std::string BuildPath(const std::string& relative) {
+  const char* dir = std::getenv("MC_BUILD_DIR");
+  return std::string(dir ? dir : "build") + "/" + relative;
+}
+
+std::string MakeTempDir(const std::string& prefix) {
+  const char* tmp = std::getenv("TMPDIR");
+  std::string templ = std::string(tmp ? tmp : "/tmp") + "/" + prefix + "XXXXXX";
+  if (mkdtemp(templ.data()) == nullptr) return "";
+  return templ;
+}
+
+void RemoveTree(const std::string& path) {
+  std::error_code ignored;
+  std::filesystem::remove_all(path, ignored);
+}
+
+ChildProcess::~ChildProcess() {
+  if (pid_ > 0) Stop(SIGKILL, 5000);
+}
+
+bool ChildProcess::Start(const std::vector<std::string>& argv, const std::string& log_path) {
+  log_path_ = log_path;
+  pid_t pid = fork();
+  if (pid < 0) return false;
+  if (pid == 0) {
+    int fd = open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+    if (fd >= 0) {
+      dup2(fd, STDOUT_FILENO);
+      dup2(fd, STDERR_FILENO);
+      close(fd);
+    }
+    std::vector<char*> args;
+    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+    args.push_back(nullptr);
+    execv(args[0], args.data());
+    _exit(127);
+  }
+  pid_ = pid;
+  return true;
+}
+
+int ChildProcess::Wait(int timeout_ms) {
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  while (pid_ > 0) {
+    int status = 0;
+    pid_t r = waitpid(pid_, &status, WNOHANG);
+    if (r == pid_) {
+      pid_ = -1;
+      return status;
+    }
+    if (std::chrono::steady_clock::now() > deadline) return -1;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return -1;
+}
+
+int ChildProcess::Stop(int sig, int timeout_ms) {
+  if (pid_ <= 0) return -1;
+  kill(pid_, sig);
+  int status = Wait(timeout_ms);
+  if (status == -1 && pid_ > 0) {
+    kill(pid_, SIGKILL);
+    waitpid(pid_, nullptr, 0);
+    pid_ = -1;
+  }
+  return status;
+}
+
+bool WaitForTcpPort(int port, int timeout_ms) {
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  while (std::chrono::steady_clock::now() < deadline) {
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr = Loopback(port);
+    bool ok = connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0;
+    close(fd);
+    if (ok) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return false;
+}
+
+bool StartMaster(ChildProcess* master, int* port, const std::string& log_path,
+                 const std::vector<std::string>& extra_flags) {
+  // The port can be taken between FreeTcpPort() and the master's bind; try a few.
+  for (int attempt = 0; attempt < 5; ++attempt) {
+    *port = FreeTcpPort();
+    std::vector<std::string> argv = {BuildPath("master/mooncake-master"), "--rpc_address",
+                                     "127.0.0.1", "--rpc_port", std::to_string(*port)};
+    argv.insert(argv.end(), extra_flags.begin(), extra_flags.end());
+    if (!master->Start(argv, log_path)) return false;
+    if (WaitForTcpPort(*port, 5000)) return true;
+    master->Stop(SIGKILL, 2000);
+  }
+  return false;
+}
+
+}  // namespace testing
+}  // namespace mooncake

@@ -1,0 +1,57 @@
+// Starting and stopping the real binaries from integration tests: free ports, temp dirs,
+// child processes with their output in a log file, and waiting until they serve.
+#ifndef MOONCAKE_TESTS_PROCESS_HARNESS_H_
+#define MOONCAKE_TESTS_PROCESS_HARNESS_H_
+
+#include <sys/types.h>
+
+#include <string>
+#include <vector>
+
+namespace mooncake {
+namespace testing {
+
+// A TCP port on 127.0.0.1 that was free a moment ago.
+int FreeTcpPort();
+
+// $MC_BUILD_DIR/relative (CTest sets MC_BUILD_DIR to the build tree).
+std::string BuildPath(const std::string& relative);
+
+// A fresh directory under $TMPDIR (or /tmp), removed by RemoveTree().
+std::string MakeTempDir(const std::string& prefix);
+void RemoveTree(const std::string& path);
+
+// A child process whose stdout and stderr go to log_path.
+class ChildProcess {
+ public:
+  ChildProcess() = default;
+  ~ChildProcess();  // kills with SIGKILL if still running
+  ChildProcess(const ChildProcess&) = delete;
+  ChildProcess& operator=(const ChildProcess&) = delete;
+
+  bool Start(const std::vector<std::string>& argv, const std::string& log_path);
+  // Sends sig and waits up to timeout_ms; returns the exit status as waitpid reports it,
+  // or -1 when it did not exit in time (it is then killed).
+  int Stop(int sig, int timeout_ms);
+  // Waits for the process to exit on its own; same return convention as Stop.
+  int Wait(int timeout_ms);
+  bool running() const { return pid_ > 0; }
+  pid_t pid() const { return pid_; }
+  const std::string& log_path() const { return log_path_; }
+
+ private:
+  pid_t pid_ = -1;
+  std::string log_path_;
+};
+
+// Polls until something accepts TCP connections on 127.0.0.1:port.
+bool WaitForTcpPort(int port, int timeout_ms);
+
+// Starts build/master/mooncake-master on a free port with extra flags; true once it serves.
+bool StartMaster(ChildProcess* master, int* port, const std::string& log_path,
+                 const std::vector<std::string>& extra_flags);
+
+}  // namespace testing
+}  // namespace mooncake
+
+#endif  // MOONCAKE_TESTS_PROCESS_HARNESS_H_
