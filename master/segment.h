@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <mutex>
 
-#include "master/offset_allocator.h"
+#include "common/offset_allocator.h"
 #include "master_types.h"
 
 namespace mooncake {

@@ -7,7 +7,7 @@
 #include <random>
 #include <vector>
 
-#include "master/offset_allocator.h"
+#include "common/offset_allocator.h"
 #include "tests/cmocka_cpp.h"
 
 using mooncake::OffsetAllocator;

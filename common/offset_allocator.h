@@ -1,5 +1,3 @@
-// Copyright (c) Mooncake Store clone authors.
-//
 // OffsetAllocator hands out non-overlapping ranges of [0, capacity): the
 // address space inside one memory segment. It never touches the memory
 // itself; callers add the returned offset to the segment's base address.
@@ -25,8 +23,8 @@
 //
 // Not thread-safe: the owner (a segment) serialises all calls.
 
-#ifndef MOONCAKE_MASTER_OFFSET_ALLOCATOR_H_
-#define MOONCAKE_MASTER_OFFSET_ALLOCATOR_H_
+#ifndef MOONCAKE_COMMON_OFFSET_ALLOCATOR_H_
+#define MOONCAKE_COMMON_OFFSET_ALLOCATOR_H_
 
 #include <cstddef>
 #include <cstdint>
@@ -120,4 +118,4 @@ class OffsetAllocator {
 
 }  // namespace mooncake
 
-#endif  // MOONCAKE_MASTER_OFFSET_ALLOCATOR_H_
+#endif  // MOONCAKE_COMMON_OFFSET_ALLOCATOR_H_

@@ -1,6 +1,4 @@
-// Copyright (c) Mooncake Store clone authors.
-
-#include "master/offset_allocator.h"
+#include "common/offset_allocator.h"
 
 #include <algorithm>
 

@@ -1,0 +1,216 @@
+#include "common/uds_protocol.h"
+
+#include <errno.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cstring>
+
+namespace mooncake {
+namespace uds {
+
+FrameBuilder::FrameBuilder(uint64_t id, int64_t head, uint32_t arg_count) : packer_(buffer_) {
+  static const char kPlaceholder[kFrameHeaderBytes] = {0, 0, 0, 0};
+  buffer_.write(kPlaceholder, kFrameHeaderBytes);
+  packer_.pack_array(3);
+  packer_.pack(id);
+  packer_.pack(head);
+  packer_.pack_array(arg_count);
+}
+
+void FrameBuilder::PackConfig(const WireConfig& config) {
+  packer_.pack_array(4);
+  packer_.pack(config.replica_num);
+  packer_.pack(config.with_soft_pin);
+  packer_.pack(config.with_hard_pin);
+  packer_.pack(config.preferred_segments);
+}
+
+const char* FrameBuilder::data() {
+  uint32_t payload = static_cast<uint32_t>(buffer_.size() - kFrameHeaderBytes);
+  unsigned char* p = reinterpret_cast<unsigned char*>(buffer_.data());
+  for (uint32_t i = 0; i < kFrameHeaderBytes; ++i) p[i] = (payload >> (8 * i)) & 0xff;
+  return buffer_.data();
+}
+
+ArgReader::ArgReader(const msgpack::object& array) {
+  if (array.type != msgpack::type::ARRAY) return;
+  items_ = array.via.array.ptr;
+  size_ = array.via.array.size;
+  ok_ = true;
+}
+
+const msgpack::object* ArgReader::Next() {
+  if (!ok_ || next_ >= size_) {
+    ok_ = false;
+    return nullptr;
+  }
+  return &items_[next_++];
+}
+
+std::string ArgReader::Str() {
+  const msgpack::object* o = Next();
+  if (o == nullptr) return {};
+  if (o->type == msgpack::type::STR) return std::string(o->via.str.ptr, o->via.str.size);
+  if (o->type == msgpack::type::BIN) return std::string(o->via.bin.ptr, o->via.bin.size);
+  ok_ = false;
+  return {};
+}
+
+uint64_t ArgReader::U64() {
+  const msgpack::object* o = Next();
+  if (o == nullptr) return 0;
+  if (o->type == msgpack::type::POSITIVE_INTEGER) return o->via.u64;
+  ok_ = false;
+  return 0;
+}
+
+int64_t ArgReader::I64() {
+  const msgpack::object* o = Next();
+  if (o == nullptr) return 0;
+  if (o->type == msgpack::type::NEGATIVE_INTEGER) return o->via.i64;
+  if (o->type == msgpack::type::POSITIVE_INTEGER && o->via.u64 <= INT64_MAX) {
+    return static_cast<int64_t>(o->via.u64);
+  }
+  ok_ = false;
+  return 0;
+}
+
+bool ArgReader::Bool() {
+  const msgpack::object* o = Next();
+  if (o == nullptr) return false;
+  if (o->type == msgpack::type::BOOLEAN) return o->via.boolean;
+  ok_ = false;
+  return false;
+}
+
+ArgReader ArgReader::Array() {
+  const msgpack::object* o = Next();
+  ArgReader inner = o ? ArgReader(*o) : ArgReader();
+  if (!inner.ok()) ok_ = false;
+  return inner;
+}
+
+WireConfig ArgReader::Config() {
+  WireConfig c;
+  ArgReader r = Array();
+  c.replica_num = r.U64();
+  c.with_soft_pin = r.Bool();
+  c.with_hard_pin = r.Bool();
+  ArgReader names = r.Array();
+  for (size_t i = 0; names.ok() && i < names.size(); ++i) {
+    c.preferred_segments.push_back(names.Str());
+  }
+  if (!r.ok() || !names.ok()) ok_ = false;
+  return c;
+}
+
+bool ParseMessage(const char* payload, size_t length, Message* out) {
+  try {
+    out->handle = msgpack::unpack(payload, length);
+  } catch (const std::exception&) {
+    return false;
+  }
+  ArgReader top(out->handle.get());
+  if (top.size() != 3) return false;
+  out->id = top.U64();
+  out->head = top.I64();
+  out->args = top.Array();
+  return top.ok();
+}
+
+bool SendFrame(int sock, const char* frame, size_t length, int fd_to_pass) {
+  size_t sent = 0;
+  while (sent < length) {
+    struct iovec iov;
+    iov.iov_base = const_cast<char*>(frame + sent);
+    iov.iov_len = length - sent;
+    struct msghdr msg;
+    std::memset(&msg, 0, sizeof(msg));
+    msg.msg_iov = &iov;
+    msg.msg_iovlen = 1;
+    alignas(struct cmsghdr) char control[CMSG_SPACE(sizeof(int))];
+    if (fd_to_pass >= 0 && sent == 0) {
+      msg.msg_control = control;
+      msg.msg_controllen = sizeof(control);
+      struct cmsghdr* cmsg = CMSG_FIRSTHDR(&msg);
+      cmsg->cmsg_level = SOL_SOCKET;
+      cmsg->cmsg_type = SCM_RIGHTS;
+      cmsg->cmsg_len = CMSG_LEN(sizeof(int));
+      std::memcpy(CMSG_DATA(cmsg), &fd_to_pass, sizeof(int));
+    }
+    ssize_t n = sendmsg(sock, &msg, MSG_NOSIGNAL);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return false;  // EAGAIN here means the send timeout expired
+    }
+    sent += static_cast<size_t>(n);
+  }
+  return true;
+}
+
+FrameReader::Status FrameReader::ReadFrom(int sock) {
+  if (start_ > 0) {  // drop consumed frames; what stays is at most one partial frame
+    buffer_.erase(0, start_);
+    start_ = 0;
+  }
+  size_t old_size = buffer_.size();
+  buffer_.resize(old_size + 64 * 1024);
+  struct iovec iov;
+  iov.iov_base = &buffer_[old_size];
+  iov.iov_len = 64 * 1024;
+  alignas(struct cmsghdr) char control[CMSG_SPACE(sizeof(int) * 4)];
+  struct msghdr msg;
+  std::memset(&msg, 0, sizeof(msg));
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  msg.msg_control = control;
+  msg.msg_controllen = sizeof(control);
+  ssize_t n;
+  do {
+    n = recvmsg(sock, &msg, MSG_CMSG_CLOEXEC);
+  } while (n < 0 && errno == EINTR);
+  buffer_.resize(old_size + (n > 0 ? static_cast<size_t>(n) : 0));
+  for (struct cmsghdr* c = CMSG_FIRSTHDR(&msg); n >= 0 && c; c = CMSG_NXTHDR(&msg, c)) {
+    if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) continue;
+    size_t count = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+    for (size_t i = 0; i < count; ++i) {
+      int fd;
+      std::memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof(int));
+      fds_.push_back(fd);
+    }
+  }
+  if (n > 0) return Status::kOk;
+  if (n == 0) return Status::kClosed;
+  return (errno == EAGAIN || errno == EWOULDBLOCK) ? Status::kWouldBlock : Status::kError;
+}
+
+bool FrameReader::Next(std::string* payload, bool* oversized) {
+  *oversized = false;
+  size_t available = buffer_.size() - start_;
+  if (available < kFrameHeaderBytes) return false;
+  const unsigned char* p = reinterpret_cast<const unsigned char*>(buffer_.data() + start_);
+  uint32_t length = 0;
+  for (uint32_t i = 0; i < kFrameHeaderBytes; ++i) length |= static_cast<uint32_t>(p[i]) << (8 * i);
+  if (length > kMaxFrameBytes) {
+    *oversized = true;
+    return false;
+  }
+  if (available < kFrameHeaderBytes + length) return false;
+  payload->assign(buffer_.data() + start_ + kFrameHeaderBytes, length);
+  start_ += kFrameHeaderBytes + length;
+  return true;
+}
+
+std::vector<int> FrameReader::TakeFds() {
+  std::vector<int> out;
+  out.swap(fds_);
+  return out;
+}
+
+FrameReader::~FrameReader() {
+  for (int fd : fds_) close(fd);
+}
+
+}  // namespace uds
+}  // namespace mooncake

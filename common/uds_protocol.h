@@ -1,0 +1,135 @@
+// The Unix-socket protocol between libmooncake_store and mooncaked (docs/protocol.md):
+// length-prefixed msgpack frames, a request id on every message, and one file descriptor
+// (the client's pool) passed with SCM_RIGHTS at the handshake. Both sides use only this
+// header, so the wire format is written down once.
+#ifndef MOONCAKE_COMMON_UDS_PROTOCOL_H_
+#define MOONCAKE_COMMON_UDS_PROTOCOL_H_
+
+#include <msgpack.hpp>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace mooncake {
+namespace uds {
+
+constexpr uint32_t kMaxFrameBytes = 64u << 20;
+constexpr uint32_t kFrameHeaderBytes = 4;
+constexpr size_t kMaxBatch = 65536;
+
+enum class Op : uint32_t {
+  kHello = 1,
+  kPut = 2,
+  kBatchPut = 3,
+  kUpsert = 4,
+  kPutBegin = 5,
+  kPutChunk = 6,
+  kPutCommit = 7,
+  kPutAbort = 8,
+  kGet = 9,
+  kBatchGet = 10,
+  kGetBegin = 11,
+  kGetChunk = 12,
+  kGetEnd = 13,
+  kExist = 14,
+  kBatchExist = 15,
+  kGetSize = 16,
+  kRemove = 17,
+  kRemoveByRegex = 18,
+  kRemoveAll = 19,
+  kHostname = 20,
+  kHealth = 21,
+  kMountSegment = 22,
+};
+constexpr uint32_t kMaxOp = 22;
+
+// How a put is placed, as it travels on the socket.
+struct WireConfig {
+  uint64_t replica_num = 1;
+  bool with_soft_pin = false;
+  bool with_hard_pin = false;
+  std::vector<std::string> preferred_segments;
+};
+
+// Builds one frame: [id, head, [args...]] behind its length prefix. head is the op of a
+// request or the code of a response. Pack exactly arg_count items into args().
+class FrameBuilder {
+ public:
+  FrameBuilder(uint64_t id, int64_t head, uint32_t arg_count);
+  msgpack::packer<msgpack::sbuffer>& args() { return packer_; }
+  void PackConfig(const WireConfig& config);
+  // The finished frame, length prefix included.
+  const char* data();
+  size_t size() const { return buffer_.size(); }
+
+ private:
+  msgpack::sbuffer buffer_;
+  msgpack::packer<msgpack::sbuffer> packer_;
+};
+
+// Reads positional values from a msgpack array. A getter that meets the wrong type, or
+// runs past the end, marks the reader failed and returns a zero value; callers read
+// everything, then check ok() once.
+class ArgReader {
+ public:
+  ArgReader() = default;
+  explicit ArgReader(const msgpack::object& array);
+  bool ok() const { return ok_; }
+  size_t size() const { return size_; }
+  size_t remaining() const { return size_ - next_; }
+
+  std::string Str();
+  uint64_t U64();
+  int64_t I64();
+  bool Bool();
+  ArgReader Array();
+  WireConfig Config();
+
+ private:
+  const msgpack::object* Next();
+  const msgpack::object* items_ = nullptr;
+  size_t size_ = 0;
+  size_t next_ = 0;
+  bool ok_ = false;
+};
+
+// One parsed message. Keeps the msgpack zone alive for its ArgReader.
+struct Message {
+  uint64_t id = 0;
+  int64_t head = 0;  // op (request) or code (response)
+  ArgReader args;
+  msgpack::object_handle handle;
+};
+
+// Parses a frame payload (without the length prefix); false when it is not
+// [uint, int, array].
+bool ParseMessage(const char* payload, size_t length, Message* out);
+
+// Writes a whole frame, retrying partial writes and EINTR; attaches fd_to_pass (if >= 0)
+// with SCM_RIGHTS. false when the peer is gone or the send times out.
+bool SendFrame(int sock, const char* frame, size_t length, int fd_to_pass = -1);
+
+// Accumulates bytes read from a stream socket and cuts them into frame payloads.
+class FrameReader {
+ public:
+  enum class Status { kOk, kWouldBlock, kClosed, kError };
+
+  // One recvmsg() into the buffer; descriptors that arrive are kept for TakeFds().
+  Status ReadFrom(int sock);
+  // Moves the next complete payload into *payload. false when none is complete yet.
+  // Sets *oversized (and returns false) when a length prefix exceeds kMaxFrameBytes.
+  bool Next(std::string* payload, bool* oversized);
+  std::vector<int> TakeFds();
+  ~FrameReader();
+
+ private:
+  std::string buffer_;
+  size_t start_ = 0;  // consumed prefix of buffer_
+  std::vector<int> fds_;
+};
+
+}  // namespace uds
+}  // namespace mooncake
+
+#endif  // MOONCAKE_COMMON_UDS_PROTOCOL_H_
