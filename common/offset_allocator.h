@@ -82,13 +82,16 @@ class OffsetAllocator {
 
   // One contiguous range. Offsets and sizes are stored in alignment units.
   struct Node {
+    // One node per live allocation, so every byte counts: 32 bytes with the flag packed
+    // into the size word.
     uint64_t offset = 0;
-    uint64_t size = 0;
+    uint64_t size : 63;
+    uint64_t used : 1;             // True only for a live allocation.
     uint32_t bin_prev = kNoNode;   // Free ranges: doubly linked list per bin.
     uint32_t bin_next = kNoNode;   // Spare nodes: next spare node.
     uint32_t addr_prev = kNoNode;  // Range ending right where this one starts.
     uint32_t addr_next = kNoNode;  // Range starting right where this one ends.
-    bool used = false;             // True only for a live allocation.
+    Node() : size(0), used(0) {}
   };
 
   static uint32_t BinRoundDown(uint64_t units);

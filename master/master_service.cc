@@ -53,8 +53,9 @@ MasterService::MasterService(MasterOptions options)
                 /*alignment=*/64),
       shards_(new Shard[kShardCount]) {}
 
-MasterService::Shard& MasterService::ShardFor(const std::string& key) {
-  return shards_[std::hash<std::string>{}(key) % kShardCount];
+MasterService::Shard& MasterService::ShardFor(const std::string& key, uint64_t* hash) {
+  *hash = ObjectTable::Hash(key);
+  return shards_[*hash % kShardCount];
 }
 
 // ---- daemons and segments --------------------------------------------------------------
@@ -176,9 +177,7 @@ void MasterService::DeferFree(const ReplicaList& replicas, int64_t due_ms) {
   }
 }
 
-void MasterService::EraseObject(Shard& shard,
-                                std::unordered_map<std::string, ObjectMetadata>::iterator it) {
-  ObjectMetadata& meta = it->second;
+void MasterService::ReleaseObject(Shard& shard, std::string_view key, ObjectMetadata& meta) {
   int64_t now = Now();
   if (!meta.complete) {
     processing_count_.fetch_sub(1);
@@ -190,14 +189,13 @@ void MasterService::EraseObject(Shard& shard,
   } else {
     FreeReplicas(meta.replicas);
   }
-  DropPendingUpsert(shard, it->first);
-  shard.objects.erase(it);
+  DropPendingUpsert(shard, key);
   object_count_.fetch_sub(1);
 }
 
-void MasterService::DropPendingUpsert(Shard& shard, const std::string& key) {
+void MasterService::DropPendingUpsert(Shard& shard, std::string_view key) {
   if (shard.upserts.empty()) return;
-  auto it = shard.upserts.find(key);
+  auto it = shard.upserts.find(std::string(key));
   if (it == shard.upserts.end()) return;
   // Its writer may still be copying bytes in: free only when it must have given up.
   DeferFree(it->second.replicas, it->second.start_ms + options_.put_start_release_timeout_ms);
@@ -206,7 +204,7 @@ void MasterService::DropPendingUpsert(Shard& shard, const std::string& key) {
 
 // ---- puts ----------------------------------------------------------------------------
 
-rpc::PutStartResult MasterService::StartLocked(Shard& shard, int64_t writer,
+rpc::PutStartResult MasterService::StartLocked(Shard& shard, uint64_t hash, int64_t writer,
                                                const std::string& key, uint64_t size,
                                                const rpc::ReplicateConfig& config,
                                                const ReplicaList& reserved) {
@@ -220,7 +218,7 @@ rpc::PutStartResult MasterService::StartLocked(Shard& shard, int64_t writer,
   rpc::PutStartResult result;
   result.code = ToInt(ErrorCode::OK);
   DescribeReplicas(meta.replicas, size, /*include_processing=*/true, &result.replicas);
-  shard.objects.emplace(key, std::move(meta));
+  shard.objects.Insert(key, hash, std::move(meta));
   object_count_.fetch_add(1);
   processing_count_.fetch_add(1);
   return result;
@@ -230,14 +228,15 @@ rpc::PutStartResult MasterService::PutStart(int64_t writer, const std::string& k
                                             const rpc::ReplicateConfig& config) {
   ErrorCode rc = ValidatePut(writer, key, size, config);
   if (rc != ErrorCode::OK) return PutStartError(rc);
-  Shard& shard = ShardFor(key);
+  uint64_t hash;
+  Shard& shard = ShardFor(key, &hash);
   {
     // Cheap early answer for the common "already cached" case, before reserving space.
     std::lock_guard<std::mutex> lock(shard.mu);
-    auto it = shard.objects.find(key);
-    if (it != shard.objects.end() &&
-        (it->second.complete ||
-         Now() - it->second.time_ms < options_.put_start_discard_timeout_ms)) {
+    const ObjectMetadata* existing = shard.objects.Find(key, hash);
+    if (existing != nullptr &&
+        (existing->complete ||
+         Now() - existing->time_ms < options_.put_start_discard_timeout_ms)) {
       return PutStartError(ErrorCode::OBJECT_ALREADY_EXISTS);
     }
   }
@@ -248,9 +247,9 @@ rpc::PutStartResult MasterService::PutStart(int64_t writer, const std::string& k
   if (rc != ErrorCode::OK) return PutStartError(rc);
 
   std::lock_guard<std::mutex> lock(shard.mu);
-  auto it = shard.objects.find(key);
-  if (it != shard.objects.end()) {
-    ObjectMetadata& old = it->second;
+  ObjectMetadata* existing = shard.objects.Find(key, hash);
+  if (existing != nullptr) {
+    ObjectMetadata& old = *existing;
     if (old.complete || Now() - old.time_ms < options_.put_start_discard_timeout_ms) {
       FreeReplicas(reserved);  // lost a race with another writer of the same key
       return PutStartError(ErrorCode::OBJECT_ALREADY_EXISTS);
@@ -260,20 +259,21 @@ rpc::PutStartResult MasterService::PutStart(int64_t writer, const std::string& k
     MC_LOG_WARN("put of '%.64s' by daemon %lld abandoned; taken over by %lld", key.c_str(),
                 static_cast<long long>(old.writer), static_cast<long long>(writer));
     DeferFree(old.replicas, old.time_ms + options_.put_start_release_timeout_ms);
-    shard.objects.erase(it);
+    shard.objects.Erase(key, hash);
     object_count_.fetch_sub(1);
     processing_count_.fetch_sub(1);
   }
-  return StartLocked(shard, writer, key, static_cast<uint64_t>(size), config, reserved);
+  return StartLocked(shard, hash, writer, key, static_cast<uint64_t>(size), config, reserved);
 }
 
 ErrorCode MasterService::PutEnd(int64_t writer, const std::string& key) {
   if (!ValidKey(key)) return ErrorCode::INVALID_PARAMS;
-  Shard& shard = ShardFor(key);
+  uint64_t hash;
+  Shard& shard = ShardFor(key, &hash);
   std::lock_guard<std::mutex> lock(shard.mu);
-  auto it = shard.objects.find(key);
-  if (it == shard.objects.end()) return ErrorCode::OBJECT_NOT_FOUND;
-  ObjectMetadata& meta = it->second;
+  ObjectMetadata* found = shard.objects.Find(key, hash);
+  if (found == nullptr) return ErrorCode::OBJECT_NOT_FOUND;
+  ObjectMetadata& meta = *found;
   if (meta.writer != writer) return ErrorCode::ILLEGAL_CLIENT;
   if (meta.complete) return ErrorCode::OK;  // a retried PutEnd
   int64_t now = Now();
@@ -289,13 +289,15 @@ ErrorCode MasterService::PutEnd(int64_t writer, const std::string& key) {
 
 ErrorCode MasterService::PutRevoke(int64_t writer, const std::string& key) {
   if (!ValidKey(key)) return ErrorCode::INVALID_PARAMS;
-  Shard& shard = ShardFor(key);
+  uint64_t hash;
+  Shard& shard = ShardFor(key, &hash);
   std::lock_guard<std::mutex> lock(shard.mu);
-  auto it = shard.objects.find(key);
-  if (it == shard.objects.end()) return ErrorCode::OBJECT_NOT_FOUND;
-  if (it->second.writer != writer) return ErrorCode::ILLEGAL_CLIENT;
-  if (it->second.complete) return ErrorCode::UNAVAILABLE_IN_CURRENT_STATUS;
-  EraseObject(shard, it);
+  ObjectMetadata* meta = shard.objects.Find(key, hash);
+  if (meta == nullptr) return ErrorCode::OBJECT_NOT_FOUND;
+  if (meta->writer != writer) return ErrorCode::ILLEGAL_CLIENT;
+  if (meta->complete) return ErrorCode::UNAVAILABLE_IN_CURRENT_STATUS;
+  ReleaseObject(shard, key, *meta);
+  shard.objects.Erase(key, hash);
   return ErrorCode::OK;
 }
 
@@ -309,15 +311,16 @@ rpc::PutStartResult MasterService::UpsertStart(int64_t writer, const std::string
   rc = Reserve(static_cast<uint64_t>(size), config, &reserved);
   if (rc != ErrorCode::OK) return PutStartError(rc);
 
-  Shard& shard = ShardFor(key);
+  uint64_t hash;
+  Shard& shard = ShardFor(key, &hash);
   std::lock_guard<std::mutex> lock(shard.mu);
   int64_t now = Now();
-  auto it = shard.objects.find(key);
-  if (it == shard.objects.end()) {
-    return StartLocked(shard, writer, key, static_cast<uint64_t>(size), config, reserved);
+  ObjectMetadata* existing = shard.objects.Find(key, hash);
+  if (existing == nullptr) {
+    return StartLocked(shard, hash, writer, key, static_cast<uint64_t>(size), config, reserved);
   }
   auto pending = shard.upserts.find(key);
-  bool busy = !it->second.complete ||
+  bool busy = !existing->complete ||
               (pending != shard.upserts.end() &&
                now - pending->second.start_ms < options_.put_start_discard_timeout_ms);
   if (busy) {
@@ -340,19 +343,20 @@ rpc::PutStartResult MasterService::UpsertStart(int64_t writer, const std::string
 
 ErrorCode MasterService::UpsertEnd(int64_t writer, const std::string& key) {
   if (!ValidKey(key)) return ErrorCode::INVALID_PARAMS;
-  Shard& shard = ShardFor(key);
+  uint64_t hash;
+  Shard& shard = ShardFor(key, &hash);
   {
     std::lock_guard<std::mutex> lock(shard.mu);
     auto pending = shard.upserts.find(key);
     if (pending != shard.upserts.end()) {
       PendingUpsert& up = pending->second;
       if (up.writer != writer) return ErrorCode::ILLEGAL_CLIENT;
-      auto it = shard.objects.find(key);
-      if (it == shard.objects.end()) {  // removed meanwhile: the new value wins
+      ObjectMetadata* found = shard.objects.Find(key, hash);
+      if (found == nullptr) {  // removed meanwhile: the new value is dropped too
         DropPendingUpsert(shard, key);
         return ErrorCode::OBJECT_NOT_FOUND;
       }
-      ObjectMetadata& meta = it->second;
+      ObjectMetadata& meta = *found;
       int64_t now = Now();
       // Readers holding a lease may still read the old bytes.
       DeferFree(meta.replicas, std::max(now, meta.time_ms));
@@ -373,7 +377,8 @@ ErrorCode MasterService::UpsertEnd(int64_t writer, const std::string& key) {
 
 ErrorCode MasterService::UpsertRevoke(int64_t writer, const std::string& key) {
   if (!ValidKey(key)) return ErrorCode::INVALID_PARAMS;
-  Shard& shard = ShardFor(key);
+  uint64_t hash;
+  Shard& shard = ShardFor(key, &hash);
   {
     std::lock_guard<std::mutex> lock(shard.mu);
     auto pending = shard.upserts.find(key);
@@ -391,11 +396,12 @@ ErrorCode MasterService::UpsertRevoke(int64_t writer, const std::string& key) {
 
 rpc::ReplicaListResult MasterService::GetReplicaList(const std::string& key) {
   if (!ValidKey(key)) return ReplicaListError(ErrorCode::INVALID_PARAMS);
-  Shard& shard = ShardFor(key);
+  uint64_t hash;
+  Shard& shard = ShardFor(key, &hash);
   std::lock_guard<std::mutex> lock(shard.mu);
-  auto it = shard.objects.find(key);
-  if (it == shard.objects.end()) return ReplicaListError(ErrorCode::OBJECT_NOT_FOUND);
-  ObjectMetadata& meta = it->second;
+  ObjectMetadata* found = shard.objects.Find(key, hash);
+  if (found == nullptr) return ReplicaListError(ErrorCode::OBJECT_NOT_FOUND);
+  ObjectMetadata& meta = *found;
   if (!meta.complete) return ReplicaListError(ErrorCode::REPLICA_IS_NOT_READY);
   int64_t now = Now();
   meta.time_ms = std::max(meta.time_ms, now + options_.default_kv_lease_ttl_ms);
@@ -412,11 +418,12 @@ rpc::ReplicaListResult MasterService::GetReplicaList(const std::string& key) {
 
 int32_t MasterService::ExistKey(const std::string& key) {
   if (!ValidKey(key)) return ToInt(ErrorCode::INVALID_PARAMS);
-  Shard& shard = ShardFor(key);
+  uint64_t hash;
+  Shard& shard = ShardFor(key, &hash);
   std::lock_guard<std::mutex> lock(shard.mu);
-  auto it = shard.objects.find(key);
-  if (it == shard.objects.end() || !it->second.complete) return 0;
-  it->second.time_ms = std::max(it->second.time_ms, Now() + options_.default_kv_lease_ttl_ms);
+  ObjectMetadata* meta = shard.objects.Find(key, hash);
+  if (meta == nullptr || !meta->complete) return 0;
+  meta->time_ms = std::max(meta->time_ms, Now() + options_.default_kv_lease_ttl_ms);
   return 1;
 }
 
@@ -424,15 +431,16 @@ int32_t MasterService::ExistKey(const std::string& key) {
 
 ErrorCode MasterService::Remove(const std::string& key, bool force) {
   if (!ValidKey(key)) return ErrorCode::INVALID_PARAMS;
-  Shard& shard = ShardFor(key);
+  uint64_t hash;
+  Shard& shard = ShardFor(key, &hash);
   std::lock_guard<std::mutex> lock(shard.mu);
-  auto it = shard.objects.find(key);
-  if (it == shard.objects.end()) return ErrorCode::OBJECT_NOT_FOUND;
-  const ObjectMetadata& meta = it->second;
-  if (!meta.complete) return ErrorCode::REPLICA_IS_NOT_READY;
-  if (!force && meta.leased(Now())) return ErrorCode::OBJECT_HAS_LEASE;
-  if (!force && meta.hard_pin) return ErrorCode::UNAVAILABLE_IN_CURRENT_STATUS;
-  EraseObject(shard, it);
+  ObjectMetadata* meta = shard.objects.Find(key, hash);
+  if (meta == nullptr) return ErrorCode::OBJECT_NOT_FOUND;
+  if (!meta->complete) return ErrorCode::REPLICA_IS_NOT_READY;
+  if (!force && meta->leased(Now())) return ErrorCode::OBJECT_HAS_LEASE;
+  if (!force && meta->hard_pin) return ErrorCode::UNAVAILABLE_IN_CURRENT_STATUS;
+  ReleaseObject(shard, key, *meta);
+  shard.objects.Erase(key, hash);
   return ErrorCode::OK;
 }
 
@@ -457,17 +465,13 @@ int64_t MasterService::RemoveMatching(bool force,
     Shard& shard = shards_[s];
     std::lock_guard<std::mutex> lock(shard.mu);
     int64_t now = Now();
-    for (auto it = shard.objects.begin(); it != shard.objects.end();) {
-      const ObjectMetadata& meta = it->second;
+    shard.objects.ForEach([&](std::string_view key, ObjectMetadata& meta) {
       bool removable = meta.complete && (force || (!meta.leased(now) && !meta.hard_pin));
-      if (removable && match(it->first)) {
-        auto victim = it++;
-        EraseObject(shard, victim);
-        ++removed;
-      } else {
-        ++it;
-      }
-    }
+      if (!removable || !match(std::string(key))) return false;
+      ReleaseObject(shard, key, meta);
+      ++removed;
+      return true;
+    });
   }
   return removed;
 }

@@ -26,6 +26,7 @@
 #include "master/daemon_registry.h"
 #include "master/master_options.h"
 #include "master/object_metadata.h"
+#include "master/object_table.h"
 #include "master/segment_registry.h"
 #include "master_types.h"
 
@@ -105,8 +106,8 @@ class MasterService {
   };
   struct Shard {
     std::mutex mu;
-    std::unordered_map<std::string, ObjectMetadata> objects;
-    std::unordered_map<std::string, PendingUpsert> upserts;
+    ObjectTable objects;
+    std::unordered_map<std::string, PendingUpsert> upserts;  // rare: a plain map will do
   };
   // A range whose bytes someone may still be reading or writing; freed when due.
   struct DeferredFree {
@@ -116,7 +117,8 @@ class MasterService {
   };
 
   int64_t Now() const { return options_.now_ms(); }
-  Shard& ShardFor(const std::string& key);
+  // The key's shard; *hash is what the shard's ObjectTable wants.
+  Shard& ShardFor(const std::string& key, uint64_t* hash);
   ErrorCode ValidatePut(int64_t writer, const std::string& key, int64_t size,
                         const rpc::ReplicateConfig& config) const;
   int64_t SoftPinTtl(const rpc::ReplicateConfig& config) const;
@@ -128,7 +130,7 @@ class MasterService {
 
   // Shared body of PutStart and the "no value yet" case of UpsertStart, under the shard
   // lock: records the object as PROCESSING with the reserved replicas.
-  rpc::PutStartResult StartLocked(Shard& shard, int64_t writer, const std::string& key,
+  rpc::PutStartResult StartLocked(Shard& shard, uint64_t hash, int64_t writer, const std::string& key,
                                   uint64_t size, const rpc::ReplicateConfig& config,
                                   const ReplicaList& reserved);
 
@@ -136,8 +138,10 @@ class MasterService {
                         std::vector<rpc::ReplicaDescriptor>* out) const;
   void FreeReplicas(const ReplicaList& replicas);
   void DeferFree(const ReplicaList& replicas, int64_t due_ms);
-  void EraseObject(Shard& shard, std::unordered_map<std::string, ObjectMetadata>::iterator it);
-  void DropPendingUpsert(Shard& shard, const std::string& key);
+  // Releases what an object holds (its space, its counts, a pending upsert of it) before
+  // the caller takes it out of the shard's table.
+  void ReleaseObject(Shard& shard, std::string_view key, ObjectMetadata& meta);
+  void DropPendingUpsert(Shard& shard, std::string_view key);
   // Removes complete objects whose key matches (leased and hard-pinned ones only with
   // force); the body of RemoveByRegex and RemoveAll.
   int64_t RemoveMatching(bool force, const std::function<bool(const std::string&)>& match);

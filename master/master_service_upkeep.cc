@@ -57,11 +57,12 @@ void MasterService::DropSegmentReplicas(uint32_t slot) {
   for (size_t s = 0; s < kShardCount; ++s) {
     Shard& shard = shards_[s];
     std::lock_guard<std::mutex> lock(shard.mu);
-    for (auto it = shard.objects.begin(); it != shard.objects.end();) {
-      drop_in(it->second.replicas);
-      auto current = it++;
-      if (current->second.replicas.empty()) EraseObject(shard, current);
-    }
+    shard.objects.ForEach([&](std::string_view key, ObjectMetadata& meta) {
+      drop_in(meta.replicas);
+      if (!meta.replicas.empty()) return false;
+      ReleaseObject(shard, key, meta);
+      return true;
+    });
     for (auto it = shard.upserts.begin(); it != shard.upserts.end();) {
       drop_in(it->second.replicas);
       it = it->second.replicas.empty() ? shard.upserts.erase(it) : std::next(it);
@@ -82,12 +83,11 @@ void MasterService::RevokeWriter(int64_t writer) {
       }
     }
     if (processing_count_.load() == 0) continue;
-    for (auto it = shard.objects.begin(); it != shard.objects.end();) {
-      auto current = it++;
-      if (!current->second.complete && current->second.writer == writer) {
-        EraseObject(shard, current);
-      }
-    }
+    shard.objects.ForEach([&](std::string_view key, ObjectMetadata& meta) {
+      if (meta.complete || meta.writer != writer) return false;
+      ReleaseObject(shard, key, meta);
+      return true;
+    });
   }
 }
 
@@ -110,14 +110,14 @@ void MasterService::ReleaseAbandonedPuts(int64_t now) {
       }
     }
     if (processing_count_.load() == 0) continue;
-    for (auto it = shard.objects.begin(); it != shard.objects.end();) {
-      auto current = it++;
-      if (!current->second.complete && current->second.time_ms <= deadline) {
-        MC_LOG_WARN("put of '%.64s' abandoned by daemon %lld: space released",
-                    current->first.c_str(), static_cast<long long>(current->second.writer));
-        EraseObject(shard, current);
-      }
-    }
+    shard.objects.ForEach([&](std::string_view key, ObjectMetadata& meta) {
+      if (meta.complete || meta.time_ms > deadline) return false;
+      MC_LOG_WARN("put of '%.*s' abandoned by daemon %lld: space released",
+                  static_cast<int>(std::min<size_t>(key.size(), 64)), key.data(),
+                  static_cast<long long>(meta.writer));
+      ReleaseObject(shard, key, meta);
+      return true;
+    });
   }
 }
 
@@ -165,9 +165,10 @@ uint64_t MasterService::EvictPass(uint64_t target_bytes, bool include_soft_pinne
   std::vector<std::pair<int64_t, uint64_t>> candidates;
   for (size_t s = 0; s < kShardCount; ++s) {
     std::lock_guard<std::mutex> lock(shards_[s].mu);
-    for (const auto& [key, meta] : shards_[s].objects) {
+    shards_[s].objects.ForEach([&](std::string_view, ObjectMetadata& meta) {
       if (evictable(meta)) candidates.emplace_back(meta.time_ms, meta.size * meta.replicas.size());
-    }
+      return false;
+    });
   }
   if (candidates.empty()) return 0;
   std::sort(candidates.begin(), candidates.end());
@@ -186,15 +187,13 @@ uint64_t MasterService::EvictPass(uint64_t target_bytes, bool include_soft_pinne
   for (size_t s = 0; s < kShardCount && freed < target_bytes; ++s) {
     Shard& shard = shards_[s];
     std::lock_guard<std::mutex> lock(shard.mu);
-    for (auto it = shard.objects.begin(); it != shard.objects.end() && freed < target_bytes;) {
-      auto current = it++;
-      const ObjectMetadata& meta = current->second;
-      if (evictable(meta) && meta.time_ms <= threshold) {
-        freed += meta.size * meta.replicas.size();
-        EraseObject(shard, current);
-        ++evicted;
-      }
-    }
+    shard.objects.ForEach([&](std::string_view key, ObjectMetadata& meta) {
+      if (freed >= target_bytes || !evictable(meta) || meta.time_ms > threshold) return false;
+      freed += meta.size * meta.replicas.size();
+      ReleaseObject(shard, key, meta);
+      ++evicted;
+      return true;
+    });
   }
   evicted_count_.fetch_add(evicted);
   return freed;
