@@ -4,6 +4,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 
 namespace mooncake {
@@ -150,15 +151,22 @@ bool SendFrame(int sock, const char* frame, size_t length, int fd_to_pass) {
 }
 
 FrameReader::Status FrameReader::ReadFrom(int sock) {
+  constexpr size_t kReadChunk = 64 * 1024;
   if (start_ > 0) {  // drop consumed frames; what stays is at most one partial frame
-    buffer_.erase(0, start_);
+    std::memmove(buffer_.get(), buffer_.get() + start_, end_ - start_);
+    end_ -= start_;
     start_ = 0;
   }
-  size_t old_size = buffer_.size();
-  buffer_.resize(old_size + 64 * 1024);
+  if (capacity_ - end_ < kReadChunk) {
+    size_t capacity = std::max(capacity_ * 2, end_ + kReadChunk);
+    std::unique_ptr<char[]> grown(new char[capacity]);
+    if (end_ > 0) std::memcpy(grown.get(), buffer_.get(), end_);
+    buffer_ = std::move(grown);
+    capacity_ = capacity;
+  }
   struct iovec iov;
-  iov.iov_base = &buffer_[old_size];
-  iov.iov_len = 64 * 1024;
+  iov.iov_base = buffer_.get() + end_;
+  iov.iov_len = capacity_ - end_;
   alignas(struct cmsghdr) char control[CMSG_SPACE(sizeof(int) * 4)];
   struct msghdr msg;
   std::memset(&msg, 0, sizeof(msg));
@@ -170,7 +178,7 @@ FrameReader::Status FrameReader::ReadFrom(int sock) {
   do {
     n = recvmsg(sock, &msg, MSG_CMSG_CLOEXEC);
   } while (n < 0 && errno == EINTR);
-  buffer_.resize(old_size + (n > 0 ? static_cast<size_t>(n) : 0));
+  if (n > 0) end_ += static_cast<size_t>(n);
   for (struct cmsghdr* c = CMSG_FIRSTHDR(&msg); n >= 0 && c; c = CMSG_NXTHDR(&msg, c)) {
     if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) continue;
     size_t count = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
@@ -187,9 +195,9 @@ FrameReader::Status FrameReader::ReadFrom(int sock) {
 
 bool FrameReader::Next(std::string* payload, bool* oversized) {
   *oversized = false;
-  size_t available = buffer_.size() - start_;
+  size_t available = end_ - start_;
   if (available < kFrameHeaderBytes) return false;
-  const unsigned char* p = reinterpret_cast<const unsigned char*>(buffer_.data() + start_);
+  const unsigned char* p = reinterpret_cast<const unsigned char*>(buffer_.get() + start_);
   uint32_t length = 0;
   for (uint32_t i = 0; i < kFrameHeaderBytes; ++i) length |= static_cast<uint32_t>(p[i]) << (8 * i);
   if (length > kMaxFrameBytes) {
@@ -197,7 +205,7 @@ bool FrameReader::Next(std::string* payload, bool* oversized) {
     return false;
   }
   if (available < kFrameHeaderBytes + length) return false;
-  payload->assign(buffer_.data() + start_ + kFrameHeaderBytes, length);
+  payload->assign(buffer_.get() + start_ + kFrameHeaderBytes, length);
   start_ += kFrameHeaderBytes + length;
   return true;
 }

@@ -8,6 +8,7 @@
 #include <msgpack.hpp>
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -124,8 +125,12 @@ class FrameReader {
   ~FrameReader();
 
  private:
-  std::string buffer_;
-  size_t start_ = 0;  // consumed prefix of buffer_
+  // A raw buffer, not a std::string: resizing a string zero-fills it, which cost more
+  // than the read itself on every request.
+  std::unique_ptr<char[]> buffer_;
+  size_t capacity_ = 0;
+  size_t start_ = 0;  // bytes before this are consumed
+  size_t end_ = 0;    // bytes before this hold data
   std::vector<int> fds_;
 };
 

@@ -22,6 +22,21 @@ bool DaemonRegistry::Known(int64_t daemon_id) const {
   return daemons_.count(daemon_id) != 0;
 }
 
+std::vector<int64_t> DaemonRegistry::TakeReplaced(const std::string& name,
+                                                  int64_t new_daemon_id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<int64_t> replaced;
+  for (auto it = daemons_.begin(); it != daemons_.end();) {
+    if (it->first != new_daemon_id && it->second.name == name) {
+      replaced.push_back(it->first);
+      it = daemons_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  return replaced;
+}
+
 std::vector<int64_t> DaemonRegistry::TakeExpired(int64_t now_ms, int64_t ttl_ms) {
   std::lock_guard<std::mutex> lock(mu_);
   std::vector<int64_t> expired;

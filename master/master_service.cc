@@ -61,6 +61,13 @@ MasterService::Shard& MasterService::ShardFor(const std::string& key, uint64_t* 
 // ---- daemons and segments --------------------------------------------------------------
 
 ErrorCode MasterService::RegisterDaemon(int64_t daemon_id, const std::string& name) {
+  // A new daemon at the endpoint of a known one is that host's daemon restarted: the old
+  // one's memory is gone, so drop it now rather than after client_live_ttl.
+  for (int64_t old : daemons_.TakeReplaced(name, daemon_id)) {
+    MC_LOG_WARN("daemon %lld (%s) replaced by daemon %lld", static_cast<long long>(old),
+                name.c_str(), static_cast<long long>(daemon_id));
+    DeclareDead(old);
+  }
   if (daemons_.Register(daemon_id, name, Now())) {
     MC_LOG_INFO("daemon %lld (%s) registered", static_cast<long long>(daemon_id), name.c_str());
   }

@@ -27,6 +27,8 @@ int64_t ResidentBytes() {
 void MasterService::Tick() {
   int64_t now = Now();
   for (int64_t daemon : daemons_.TakeExpired(now, options_.client_live_ttl_ms)) {
+    MC_LOG_WARN("daemon %lld silent for %lld ms", static_cast<long long>(daemon),
+                static_cast<long long>(options_.client_live_ttl_ms));
     DeclareDead(daemon);
   }
   ReleaseAbandonedPuts(now);
@@ -36,9 +38,8 @@ void MasterService::Tick() {
 
 void MasterService::DeclareDead(int64_t daemon_id) {
   auto segments = segments_.SegmentsOf(daemon_id);
-  MC_LOG_WARN("daemon %lld silent for %lld ms: declared dead, dropping %zu segment(s)",
-              static_cast<long long>(daemon_id),
-              static_cast<long long>(options_.client_live_ttl_ms), segments.size());
+  MC_LOG_WARN("daemon %lld is dead: dropping its %zu segment(s) and unfinished puts",
+              static_cast<long long>(daemon_id), segments.size());
   for (const auto& segment : segments) {
     segment->StopAllocating();
     DropSegmentReplicas(segment->slot());

@@ -422,6 +422,28 @@ void test_remove_by_regex(void**) {
 
 // ---- rule 7: daemon liveness -----------------------------------------------------------
 
+// A daemon that registers with a known daemon's endpoint is that daemon restarted: the
+// old registration, its segments and its objects go at once, not after client_live_ttl.
+void test_restarted_daemon_replaces_old_one(void**) {
+  MasterService s(Options());
+  AddDaemon(s, 1);  // segment 11, named Name(1)
+  AddDaemon(s, 2);
+  Put(s, 1, "on-old-1", 256, On(1));
+  Put(s, 1, "on-2", 256, On(2));
+  assert_int_equal(s.RegisterDaemon(3, Name(1)), 0);  // same endpoint, new id
+  assert_int_equal(s.Heartbeat(1).code, kUnknownDaemon);
+  assert_int_equal(s.GetReplicaList("on-old-1").code, kNotFound);
+  assert_int_equal(s.GetReplicaList("on-2").code, 0);
+  std::vector<rpc::SegmentInfo> segments = s.GetAllSegments();
+  assert_int_equal(segments.size(), 1);
+  assert_int_equal(segments[0].daemon_id, 2);
+  assert_int_equal(s.GetStats().daemons, 2);
+  // Registering again under the same id is only a refresh.
+  assert_int_equal(s.RegisterDaemon(2, Name(2)), 0);
+  assert_int_equal(s.GetAllSegments().size(), 1);
+  assert_int_equal(s.GetReplicaList("on-2").code, 0);
+}
+
 void test_dead_daemon_is_dropped(void**) {
   MasterOptions o = Options();
   o.client_live_ttl_ms = 1000;
@@ -705,6 +727,7 @@ int main(void) {
       cmocka_unit_test(test_forced_remove_of_leased_defers_free),
       cmocka_unit_test(test_remove_by_regex),
       cmocka_unit_test(test_dead_daemon_is_dropped),
+      cmocka_unit_test(test_restarted_daemon_replaces_old_one),
       cmocka_unit_test(test_put_validation),
       cmocka_unit_test(test_evict_oldest_lease_first),
       cmocka_unit_test(test_never_evict_leased_or_hard_pinned),
