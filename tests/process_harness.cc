@@ -4,12 +4,15 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <thread>
 
@@ -67,6 +70,7 @@ bool ChildProcess::Start(const std::vector<std::string>& argv, const std::string
   pid_t pid = fork();
   if (pid < 0) return false;
   if (pid == 0) {
+    prctl(PR_SET_PDEATHSIG, SIGKILL);  // never outlive the test, even when it crashes
     int fd = open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
     if (fd >= 0) {
       dup2(fd, STDOUT_FILENO);
@@ -128,13 +132,53 @@ bool StartMaster(ChildProcess* master, int* port, const std::string& log_path,
   // The port can be taken between FreeTcpPort() and the master's bind; try a few.
   for (int attempt = 0; attempt < 5; ++attempt) {
     *port = FreeTcpPort();
-    std::vector<std::string> argv = {BuildPath("master/mooncake-master"), "--rpc_address",
-                                     "127.0.0.1", "--rpc_port", std::to_string(*port)};
-    argv.insert(argv.end(), extra_flags.begin(), extra_flags.end());
-    if (!master->Start(argv, log_path)) return false;
-    if (WaitForTcpPort(*port, 5000)) return true;
-    master->Stop(SIGKILL, 2000);
+    if (StartMasterOnPort(master, *port, log_path, extra_flags)) return true;
   }
+  return false;
+}
+
+bool StartMasterOnPort(ChildProcess* master, int port, const std::string& log_path,
+                       const std::vector<std::string>& extra_flags) {
+  std::vector<std::string> argv = {BuildPath("master/mooncake-master"), "--rpc_address",
+                                   "127.0.0.1", "--rpc_port", std::to_string(port)};
+  argv.insert(argv.end(), extra_flags.begin(), extra_flags.end());
+  if (!master->Start(argv, log_path)) return false;
+  if (WaitForTcpPort(port, 5000)) return true;
+  master->Stop(SIGKILL, 2000);
+  return false;
+}
+
+bool WaitForUnixSocket(const std::string& path, int timeout_ms) {
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  if (path.size() >= sizeof(addr.sun_path)) return false;
+  std::memcpy(addr.sun_path, path.c_str(), path.size());
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  while (std::chrono::steady_clock::now() < deadline) {
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    bool ok = connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0;
+    close(fd);
+    if (ok) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return false;
+}
+
+bool StartDaemon(ChildProcess* daemon, int master_port, const std::string& socket_path,
+                 const std::string& log_path, const std::vector<std::string>& extra_flags) {
+  std::vector<std::string> argv = {BuildPath("daemon/mooncaked"),
+                                   "--master",
+                                   "127.0.0.1:" + std::to_string(master_port),
+                                   "--socket",
+                                   socket_path,
+                                   "--hostname",
+                                   "127.0.0.1",
+                                   "--global_segment_size",
+                                   "64MB"};
+  argv.insert(argv.end(), extra_flags.begin(), extra_flags.end());
+  if (!daemon->Start(argv, log_path)) return false;
+  if (WaitForUnixSocket(socket_path, 10000)) return true;
+  daemon->Stop(SIGKILL, 2000);
   return false;
 }
 

@@ -51,6 +51,20 @@ bool WaitForTcpPort(int port, int timeout_ms);
 bool StartMaster(ChildProcess* master, int* port, const std::string& log_path,
                  const std::vector<std::string>& extra_flags);
 
+// Starts build/master/mooncake-master on exactly this port (e.g. to restart it in place);
+// true once it serves.
+bool StartMasterOnPort(ChildProcess* master, int port, const std::string& log_path,
+                       const std::vector<std::string>& extra_flags);
+
+// Polls until something accepts connections on the Unix socket at path.
+bool WaitForUnixSocket(const std::string& path, int timeout_ms);
+
+// Starts build/daemon/mooncaked against the master on 127.0.0.1:master_port, serving
+// socket_path and advertising 127.0.0.1, with a 64 MiB global segment unless extra_flags
+// say otherwise (later flags win). true once the socket accepts connections.
+bool StartDaemon(ChildProcess* daemon, int master_port, const std::string& socket_path,
+                 const std::string& log_path, const std::vector<std::string>& extra_flags);
+
 }  // namespace testing
 }  // namespace mooncake
 

@@ -1,0 +1,349 @@
+// store_bench: put_from / get_into through the public C ABI against a real daemon, for
+// KV-cache-sized objects, with pool (zero-copy) and plain (staged) buffers, 1 and N threads,
+// single and batch calls. Every figure is printed next to a baseline measured in the same
+// run: a plain memcpy of the same size, and one Unix-socket round trip.
+#include <pthread.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cinttypes>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "common/flags.h"
+#include "common/units.h"
+#include "include/mooncake_store.h"
+#include "tests/cluster.h"
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+struct Options {
+  std::string socket;               // an existing daemon; empty: spawn master + daemon
+  std::string build_dir = "build";  // where the spawned binaries are
+  std::string sizes = "4KB,64KB,1MB,4MB,16MB";
+  int64_t threads = 4;
+  uint64_t bytes_per_phase = 256ull << 20;
+  int64_t max_ops = 20000;
+  uint64_t pool_size = 1ull << 30;
+  uint64_t segment_size = 3ull << 30;
+  std::string csv;
+};
+
+[[noreturn]] void Die(const char* what, int64_t code) {
+  std::fprintf(stderr, "store_bench: FATAL: %s returned %" PRId64 " (%s)\n", what, code,
+               mooncake_store_strerror(static_cast<int>(code)));
+  std::exit(1);
+}
+
+double Seconds(Clock::time_point a, Clock::time_point b) {
+  return std::chrono::duration<double>(b - a).count();
+}
+
+double Percentile(std::vector<double> v, double q) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  return v[std::min(v.size() - 1, static_cast<size_t>(q * static_cast<double>(v.size())))];
+}
+
+struct Row {
+  std::string op, buffer, form;
+  uint64_t size = 0;
+  int threads = 0;
+  int64_t ops = 0;
+  double seconds = 0, p50_us = 0, p99_us = 0, memcpy_gbps = 0;
+  double ops_per_s() const { return static_cast<double>(ops) / seconds; }
+  double gbps() const { return static_cast<double>(ops) * static_cast<double>(size) / seconds / 1e9; }
+};
+
+// One benchmark configuration: `threads` threads each doing `ops_per_thread` operations in
+// groups of `batch` keys (1 = the single-key call), on pool or plain buffers.
+struct Phase {
+  mooncake_store_t store;
+  uint64_t size;
+  int threads;
+  int64_t ops_per_thread;
+  int batch;
+  bool pool;
+  int run;  // keeps keys of different phases apart
+};
+
+std::string Key(const Phase& p, int thread, int64_t i) {
+  char buf[96];
+  std::snprintf(buf, sizeof(buf), "bench-r%d-s%" PRIu64 "-t%d-%" PRId64, p.run, p.size, thread, i);
+  return buf;
+}
+
+// Fills a value whose bytes depend on its index, so a get can be checked cheaply.
+void Stamp(char* buf, uint64_t size, int64_t i) {
+  std::memcpy(buf, &i, std::min<uint64_t>(sizeof(i), size));
+  if (size > 16) std::memcpy(buf + size - sizeof(i), &i, sizeof(i));
+}
+
+bool StampMatches(const char* buf, uint64_t size, int64_t i) {
+  int64_t head = 0, tail = 0;
+  std::memcpy(&head, buf, std::min<uint64_t>(sizeof(head), size));
+  if (size > 16) std::memcpy(&tail, buf + size - sizeof(tail), sizeof(tail));
+  int64_t want_head = 0;
+  std::memcpy(&want_head, &i, std::min<uint64_t>(sizeof(i), size));
+  return head == want_head && (size <= 16 || tail == i);
+}
+
+// Runs put (is_put) or get over the phase; returns per-call latencies of all threads.
+std::vector<double> RunPhase(const Phase& p, bool is_put, double* seconds) {
+  std::vector<std::vector<double>> latencies(p.threads);
+  std::atomic<int> ready{0};
+  std::atomic<bool> go{false};
+  std::vector<std::thread> workers;
+  for (int t = 0; t < p.threads; ++t) {
+    workers.emplace_back([&, t] {
+      std::vector<char*> bufs(p.batch);
+      for (auto& b : bufs) {
+        b = p.pool ? static_cast<char*>(mooncake_store_alloc(p.store, p.size))
+                   : static_cast<char*>(std::aligned_alloc(64, (p.size + 63) / 64 * 64));
+        if (b == nullptr) Die("alloc (pool too small for this phase)", -1);
+        std::memset(b, 0x5a, p.size);
+      }
+      std::vector<std::string> keys(p.batch);
+      std::vector<const char*> key_ptrs(p.batch);
+      std::vector<void*> buf_ptrs(bufs.begin(), bufs.end());
+      std::vector<size_t> sizes(p.batch, p.size);
+      std::vector<int> put_results(p.batch);
+      std::vector<int64_t> get_results(p.batch);
+      latencies[t].reserve(p.ops_per_thread / p.batch + 1);
+      ready.fetch_add(1);
+      while (!go.load()) std::this_thread::yield();
+      for (int64_t i = 0; i < p.ops_per_thread; i += p.batch) {
+        for (int j = 0; j < p.batch; ++j) {
+          keys[j] = Key(p, t, i + j);
+          key_ptrs[j] = keys[j].c_str();
+          if (is_put) Stamp(bufs[j], p.size, i + j);
+        }
+        auto start = Clock::now();
+        if (p.batch == 1 && is_put) {
+          int rc = mooncake_store_put_from(p.store, key_ptrs[0], bufs[0], p.size, nullptr);
+          if (rc != 0) Die("put_from", rc);
+        } else if (p.batch == 1) {
+          int64_t rc = mooncake_store_get_into(p.store, key_ptrs[0], bufs[0], p.size);
+          if (rc != static_cast<int64_t>(p.size)) Die("get_into", rc);
+        } else if (is_put) {
+          int rc = mooncake_store_batch_put_from(p.store, key_ptrs.data(), buf_ptrs.data(),
+                                                 sizes.data(), p.batch, nullptr,
+                                                 put_results.data());
+          if (rc != 0) Die("batch_put_from", rc);
+          for (int r : put_results) {
+            if (r != 0) Die("batch_put_from entry", r);
+          }
+        } else {
+          int rc = mooncake_store_batch_get_into(p.store, key_ptrs.data(), buf_ptrs.data(),
+                                                 sizes.data(), p.batch, get_results.data());
+          if (rc != 0) Die("batch_get_into", rc);
+          for (int64_t r : get_results) {
+            if (r != static_cast<int64_t>(p.size)) Die("batch_get_into entry", r);
+          }
+        }
+        latencies[t].push_back(std::chrono::duration<double, std::micro>(Clock::now() - start).count());
+        if (!is_put) {
+          for (int j = 0; j < p.batch; ++j) {
+            if (!StampMatches(bufs[j], p.size, i + j)) Die("get_into returned wrong bytes", -1);
+          }
+        }
+      }
+      for (char* b : bufs) {
+        if (p.pool) {
+          mooncake_store_free(p.store, b);
+        } else {
+          std::free(b);
+        }
+      }
+    });
+  }
+  while (ready.load() < p.threads) std::this_thread::yield();
+  auto start = Clock::now();
+  go.store(true);
+  for (auto& w : workers) w.join();
+  *seconds = Seconds(start, Clock::now());
+  std::vector<double> all;
+  for (auto& l : latencies) all.insert(all.end(), l.begin(), l.end());
+  return all;
+}
+
+// Same-run baseline: GB/s of one thread memcpy-ing objects of this size between two
+// buffers of the kind the store copies between (each op touches fresh source memory).
+double MemcpyGbps(uint64_t size, uint64_t total_bytes) {
+  uint64_t span = std::max<uint64_t>(size, std::min<uint64_t>(total_bytes, 256ull << 20));
+  char* src = static_cast<char*>(std::aligned_alloc(64, (span + 63) / 64 * 64));
+  char* dst = static_cast<char*>(std::aligned_alloc(64, (span + 63) / 64 * 64));
+  std::memset(src, 1, span);
+  std::memset(dst, 2, span);
+  uint64_t ops = std::max<uint64_t>(1, total_bytes / size), slots = span / size;
+  auto start = Clock::now();
+  for (uint64_t i = 0; i < ops; ++i) {
+    uint64_t off = (i % slots) * size;
+    std::memcpy(dst + off, src + off, size);
+    asm volatile("" : : "r"(dst) : "memory");  // keep the copy
+  }
+  double s = Seconds(start, Clock::now());
+  std::free(src);
+  std::free(dst);
+  return static_cast<double>(ops) * static_cast<double>(size) / s / 1e9;
+}
+
+// Same-run baseline: median round trip of a small message over a Unix socket between two
+// threads (what one control request costs at minimum).
+double UnixRoundTripUs() {
+  int sv[2];
+  if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv) != 0) return 0;
+  std::thread echo([fd = sv[1]] {
+    char msg[64];
+    for (;;) {
+      ssize_t n = read(fd, msg, sizeof(msg));
+      if (n <= 0 || write(fd, msg, n) != n) break;
+    }
+  });
+  std::vector<double> rtts;
+  char msg[48] = {0}, back[48];
+  for (int i = 0; i < 20000; ++i) {
+    auto start = Clock::now();
+    if (write(sv[0], msg, sizeof(msg)) != sizeof(msg)) break;
+    size_t got = 0;
+    while (got < sizeof(back)) {
+      ssize_t n = read(sv[0], back + got, sizeof(back) - got);
+      if (n <= 0) break;
+      got += static_cast<size_t>(n);
+    }
+    rtts.push_back(std::chrono::duration<double, std::micro>(Clock::now() - start).count());
+  }
+  close(sv[0]);
+  echo.join();
+  close(sv[1]);
+  return Percentile(rtts, 0.5);
+}
+
+std::vector<uint64_t> ParseSizes(const std::string& text) {
+  std::vector<uint64_t> out;
+  size_t start = 0;
+  while (start <= text.size()) {
+    size_t comma = text.find(',', start);
+    std::string item = text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    uint64_t v = 0;
+    if (!mooncake::ParseSize(item, &v) || v == 0) {
+      std::fprintf(stderr, "store_bench: bad size '%s' in --sizes\n", item.c_str());
+      std::exit(2);
+    }
+    out.push_back(v);
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  return out;
+}
+
+void Print(const Row& r, FILE* csv) {
+  double ratio = r.memcpy_gbps > 0 ? r.gbps() / r.memcpy_gbps : 0;
+  std::printf("%-4s %-6s %-9s %9s %3d %7" PRId64 " %10.0f %8.2f %9.1f %9.1f %8.2f %6.0f%%\n",
+              r.op.c_str(), r.buffer.c_str(), r.form.c_str(), mooncake::FormatSize(r.size).c_str(),
+              r.threads, r.ops, r.ops_per_s(), r.gbps(), r.p50_us, r.p99_us, r.memcpy_gbps,
+              ratio * 100);
+  std::fflush(stdout);
+  if (csv) {
+    std::fprintf(csv, "%s,%s,%s,%" PRIu64 ",%d,%" PRId64 ",%.3f,%.0f,%.4f,%.2f,%.2f,%.4f,%.4f\n",
+                 r.op.c_str(), r.buffer.c_str(), r.form.c_str(), r.size, r.threads, r.ops,
+                 r.seconds, r.ops_per_s(), r.gbps(), r.p50_us, r.p99_us, r.memcpy_gbps, ratio);
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options o;
+  mooncake::FlagSet flags("store_bench",
+                          "put_from/get_into throughput and latency through the C ABI, with "
+                          "same-run memcpy and Unix-socket baselines.");
+  flags.AddString("socket", &o.socket, "daemon socket to use (empty: spawn a master and daemon)");
+  flags.AddString("build_dir", &o.build_dir, "build tree holding the binaries to spawn");
+  flags.AddString("sizes", &o.sizes, "comma-separated object sizes");
+  flags.AddInt("threads", &o.threads, "N for the multi-thread runs");
+  flags.AddSize("bytes_per_phase", &o.bytes_per_phase, "data moved per phase (bounds the op count)");
+  flags.AddInt("max_ops", &o.max_ops, "upper bound on operations per phase");
+  flags.AddSize("pool_size", &o.pool_size, "the client pool (local_buffer_size)");
+  flags.AddSize("segment_size", &o.segment_size, "the spawned daemon's segment");
+  flags.AddString("csv", &o.csv, "also write the rows to this CSV file");
+  mooncake::ParseFlagsOrExit(&flags, argc, argv);
+
+  mc_cluster* cluster = nullptr;
+  std::string socket = o.socket;
+  if (socket.empty()) {
+    setenv("MC_BUILD_DIR", o.build_dir.c_str(), 1);
+    std::fprintf(stderr, "spawning mooncake-master and mooncaked from %s ...\n", o.build_dir.c_str());
+    cluster = mc_cluster_start(o.segment_size);
+    if (cluster == nullptr) return 1;
+    socket = mc_cluster_socket(cluster);
+  }
+  mooncake_store_t store = mooncake_store_create();
+  int rc = mooncake_store_connect(store, socket.c_str(), o.pool_size);
+  if (rc != 0) Die("connect", rc);
+
+  FILE* csv = o.csv.empty() ? nullptr : std::fopen(o.csv.c_str(), "w");
+  if (csv) {
+    std::fprintf(csv, "op,buffer,form,size,threads,ops,seconds,ops_per_s,gb_per_s,p50_us,p99_us,"
+                      "memcpy_gb_per_s,ratio_to_memcpy\n");
+  }
+  double uds_rtt = UnixRoundTripUs();
+  std::printf("machine: %u cores; Unix-socket round trip (p50, same run): %.1f us\n",
+              std::thread::hardware_concurrency(), uds_rtt);
+  std::printf("%-4s %-6s %-9s %9s %3s %7s %10s %8s %9s %9s %8s %7s\n", "op", "buffer", "form",
+              "size", "thr", "ops", "ops/s", "GB/s", "p50_us", "p99_us", "memcpy", "vs_cpy");
+
+  int run = static_cast<int>(getpid());
+  double get4k_p50 = 0, get1m_pool_ratio = 0;
+  for (uint64_t size : ParseSizes(o.sizes)) {
+    double memcpy_gbps = MemcpyGbps(size, o.bytes_per_phase);
+    int64_t ops = std::max<int64_t>(
+        32, std::min<int64_t>(o.max_ops, static_cast<int64_t>(o.bytes_per_phase / size)));
+    ops = (ops + 127) / 128 * 128;
+    for (bool pool : {true, false}) {
+      for (int threads : {1, static_cast<int>(o.threads)}) {
+        for (int batch : {1, 32, 128}) {
+          // Batches of big objects would not fit the pool; single calls cover them.
+          if (batch > 1 && (threads > 1 || size * batch * (pool ? 1 : 2) > o.pool_size / 2)) continue;
+          Phase p{store, size, threads, ops / threads, batch, pool, ++run};
+          std::string form = batch == 1 ? "single" : "batch" + std::to_string(batch);
+          for (bool is_put : {true, false}) {
+            Row r{is_put ? "put" : "get", pool ? "pool" : "plain", form, size, threads,
+                  p.ops_per_thread * threads};
+            std::vector<double> lat = RunPhase(p, is_put, &r.seconds);
+            r.p50_us = Percentile(lat, 0.5);
+            r.p99_us = Percentile(lat, 0.99);
+            r.memcpy_gbps = memcpy_gbps;
+            Print(r, csv);
+            if (!is_put && batch == 1 && threads == 1 && pool && size == 4096) get4k_p50 = r.p50_us;
+            if (!is_put && batch == 1 && threads == 1 && pool && size == (1u << 20)) {
+              get1m_pool_ratio = r.gbps() / memcpy_gbps;
+            }
+          }
+          mooncake_store_remove_all(store, 1);
+        }
+      }
+    }
+  }
+  if (get1m_pool_ratio > 0) {
+    std::printf("\n1 MiB get_into (pool, 1 thread): %.0f%% of same-run memcpy (aim >= 50%%)\n",
+                get1m_pool_ratio * 100);
+  }
+  if (get4k_p50 > 0) {
+    std::printf("4 KiB get p50: %.1f us = %.1fx one Unix-socket round trip (aim <= 3x)\n", get4k_p50,
+                get4k_p50 / uds_rtt);
+  }
+  if (csv) std::fclose(csv);
+  mooncake_store_destroy(store);
+  mc_cluster_stop(cluster);
+  return 0;
+}

@@ -1,0 +1,140 @@
+// One application connection: its shared-memory pool, its staged puts and gets, the extra
+// segments mounted for it, and the count of its requests still running.
+//
+// Lifetime. The connection is closed (Close) when the peer hangs up, sends something
+// malformed, or a response cannot be delivered. Closing shuts the socket down at once
+// but tears nothing down while requests run: they still use the pool. Whoever brings the
+// running count to zero on a closed session (Close or Release returns true) must run the
+// teardown exactly once (StoreService::Teardown). The socket descriptor itself is closed
+// by the destructor, when the server and every request have let go of the session, so its
+// number cannot be reused while anyone might still write to it.
+//
+// Thread-safety: every method may be called from any thread.
+#ifndef MOONCAKE_DAEMON_CLIENT_SESSION_H_
+#define MOONCAKE_DAEMON_CLIENT_SESSION_H_
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <shared_mutex>
+#include <string>
+#include <vector>
+
+#include "common/uds_protocol.h"
+#include "daemon/segment_memory.h"
+
+namespace mooncake {
+
+// Where one replica's bytes live in this daemon's memory. Holding the segment keeps it
+// mapped even if it is unmounted meanwhile.
+struct ReplicaTarget {
+  std::shared_ptr<SegmentMemory> segment;
+  uint64_t offset = 0;
+  char* data() const { return segment->base() + offset; }
+};
+
+// A put larger than the pool, written chunk by chunk (PUT_BEGIN .. PUT_COMMIT).
+struct StagedPut {
+  std::string key;
+  uint64_t size = 0;
+  bool upsert = false;
+  std::vector<ReplicaTarget> targets;
+  // Chunks copy under a shared lock; commit and abort take it exclusively and set
+  // finished, so no chunk lands after the object is published or its space freed.
+  std::shared_mutex mu;
+  bool finished = false;  // guarded by mu
+};
+
+// A get larger than the pool, read chunk by chunk (GET_BEGIN .. GET_END). The bytes are
+// guaranteed only until the read lease runs out.
+struct StagedGet {
+  ReplicaTarget source;
+  uint64_t size = 0;
+  std::chrono::steady_clock::time_point deadline;
+};
+
+class ClientSession {
+ public:
+  // At most this many staged puts (and as many staged gets) open per connection.
+  static constexpr size_t kMaxStaged = 4096;
+
+  ClientSession(int fd, uint64_t id);  // takes ownership of fd
+  ~ClientSession();
+  ClientSession(const ClientSession&) = delete;
+  ClientSession& operator=(const ClientSession&) = delete;
+
+  uint64_t id() const { return id_; }
+  int fd() const { return fd_; }
+  pid_t peer_pid() const { return peer_pid_; }
+
+  // ---- handshake and pool ----
+  // Maps the pool passed at HELLO: a memfd sealed against shrinking and growing, of
+  // exactly pool_size bytes. Takes ownership of pool_fd (closed on refusal). false with
+  // *why on refusal.
+  bool AttachPool(int pool_fd, uint64_t pool_size, std::string* why);
+  // [offset, offset + length) of the pool, or nullptr when that is not inside it.
+  char* PoolRange(uint64_t offset, uint64_t length) const;
+  uint64_t pool_size() const { return pool_size_; }
+  void UnmapPool();
+
+  // ---- responses ----
+  // Writes one frame under the connection's write lock (bounded by SO_SNDTIMEO). A failed
+  // write closes the session. Only call while holding a request (Acquire).
+  bool Send(uds::FrameBuilder* frame);
+
+  // ---- lifecycle ----
+  // A request starts: false (and nothing counted) when the session is already closed.
+  bool Acquire();
+  // A request ended: true when the caller must now run the teardown.
+  bool Release();
+  // Marks closed and shuts the socket down: true when the caller must run the teardown.
+  bool Close();
+  bool closed() const;
+  // No request running (shutdown waits for this before closing sessions).
+  bool Quiet() const;
+  // Requests accepted and not yet answered.
+  int in_flight() const;
+
+  // ---- staged puts and gets ----
+  // 0 when kMaxStaged are already open.
+  uint64_t AddPut(std::shared_ptr<StagedPut> put);
+  std::shared_ptr<StagedPut> FindPut(uint64_t put_id) const;
+  std::shared_ptr<StagedPut> TakePut(uint64_t put_id);
+  std::vector<std::shared_ptr<StagedPut>> TakeAllPuts();
+  uint64_t AddGet(std::shared_ptr<StagedGet> get);
+  std::shared_ptr<StagedGet> FindGet(uint64_t get_id) const;
+  bool EraseGet(uint64_t get_id);
+  void ClearGets();
+
+  // ---- segments mounted for this connection ----
+  void AddSegment(int64_t segment_id);
+  std::vector<int64_t> TakeSegments();
+
+ private:
+  const int fd_;
+  const uint64_t id_;
+  pid_t peer_pid_ = 0;
+
+  char* pool_ = nullptr;  // set once at HELLO, before any other request runs
+  uint64_t pool_size_ = 0;
+  int pool_fd_ = -1;
+
+  std::mutex write_mu_;
+
+  mutable std::mutex mu_;
+  bool closed_ = false;     // guarded by mu_
+  bool torn_down_ = false;  // guarded by mu_
+  int active_ = 0;          // requests running; guarded by mu_
+  uint64_t next_staged_id_ = 1;                             // guarded by mu_
+  std::map<uint64_t, std::shared_ptr<StagedPut>> puts_;     // guarded by mu_
+  std::map<uint64_t, std::shared_ptr<StagedGet>> gets_;     // guarded by mu_
+  std::vector<int64_t> segments_;                           // guarded by mu_
+};
+
+}  // namespace mooncake
+
+#endif  // MOONCAKE_DAEMON_CLIENT_SESSION_H_

@@ -1,0 +1,60 @@
+#include "daemon/daemon_options.h"
+
+#include <cstdlib>
+
+namespace mooncake {
+
+void RegisterDaemonFlags(FlagSet* f, DaemonOptions* o) {
+  f->AddString("master", &o->master, "the master's host:port");
+  f->AddString("socket", &o->socket, "Unix socket applications connect to");
+  f->AddString("hostname", &o->hostname, "advertised host name (default: this machine's)");
+  f->AddInt("port", &o->port, "transfer-engine TCP port (0: first free one in 12300..14300)");
+  f->AddSize("global_segment_size", &o->global_segment_size,
+             "memory lent to the cluster pool (0: none)");
+  f->AddString("socket_mode", &o->socket_mode, "permissions of the socket file, octal");
+  f->AddDuration("heartbeat_interval", &o->heartbeat_interval_ms, 1,
+                 "time between heartbeats to the master, ms");
+  f->AddDuration("rpc_timeout", &o->rpc_timeout_ms, 1,
+                 "send/receive bound on one master RPC, ms");
+  f->AddDuration("connect_timeout", &o->connect_timeout_ms, 1,
+                 "TCP connect bound to the master, ms");
+  f->AddInt("max_master_connections", &o->max_master_connections,
+            "cap of the master connection pool (0: worker_threads + 4)");
+  f->AddInt("worker_threads", &o->worker_threads, "request workers (0: max(4, 2 x cores))");
+  f->AddDuration("shutdown_timeout", &o->shutdown_timeout_ms, 1,
+                 "on SIGTERM, how long running requests may take to finish, ms");
+  f->AddChoice("log_level", &o->log_level, {"debug", "info", "warning", "error"},
+               "least severe level logged");
+}
+
+bool ValidateDaemonOptions(DaemonOptions* o, std::string* error) {
+  size_t colon = o->master.rfind(':');
+  char* end = nullptr;
+  long port = colon == std::string::npos ? -1 : std::strtol(o->master.c_str() + colon + 1, &end, 10);
+  if (end != nullptr && *end != '\0') port = -1;
+  long mode = std::strtol(o->socket_mode.c_str(), &end, 8);
+  bool mode_ok = !o->socket_mode.empty() && *end == '\0' && mode >= 0 && mode <= 0777;
+  if (colon == std::string::npos || colon == 0 || port <= 0 || port > 65535) {
+    *error = "--master must be host:port";
+  } else if (o->socket.empty() || o->socket.size() >= 108) {
+    *error = "--socket must be a path shorter than 108 bytes";
+  } else if (o->port < 0 || o->port > 65535) {
+    *error = "--port must be in 0..65535";
+  } else if (!mode_ok) {
+    *error = "--socket_mode must be octal permissions such as 0660";
+  } else if (o->heartbeat_interval_ms <= 0 || o->rpc_timeout_ms <= 0 ||
+             o->connect_timeout_ms <= 0) {
+    *error = "--heartbeat_interval, --rpc_timeout and --connect_timeout must be positive";
+  } else if (o->worker_threads < 0 || o->worker_threads > 1024 ||
+             o->max_master_connections < 0 || o->max_master_connections > 4096) {
+    *error = "--worker_threads must be in 0..1024 and --max_master_connections in 0..4096";
+  } else {
+    o->master_host = o->master.substr(0, colon);
+    o->master_port = static_cast<int>(port);
+    o->socket_mode_bits = static_cast<unsigned>(mode);
+    return true;
+  }
+  return false;
+}
+
+}  // namespace mooncake

@@ -1,0 +1,40 @@
+// mooncaked's tunables: flags, or the same keys in a --config YAML/JSON file.
+#ifndef MOONCAKE_DAEMON_DAEMON_OPTIONS_H_
+#define MOONCAKE_DAEMON_DAEMON_OPTIONS_H_
+
+#include <cstdint>
+#include <string>
+
+#include "common/flags.h"
+
+namespace mooncake {
+
+struct DaemonOptions {
+  std::string master = "127.0.0.1:50051";               // the master's host:port
+  std::string socket = "/run/mooncake/mooncaked.sock";  // where applications connect
+  std::string hostname;                                 // advertised; "" = gethostname()
+  int64_t port = 0;  // transfer-engine port; 0 = first free one in 12300..14300
+  uint64_t global_segment_size = 1ull << 30;            // lent to the pool; 0 = none
+  std::string socket_mode = "0660";                     // octal permissions of the socket
+  int64_t heartbeat_interval_ms = 1000;
+  int64_t rpc_timeout_ms = 10000;        // send/receive bound on one master RPC
+  int64_t connect_timeout_ms = 2000;     // TCP connect bound to the master
+  int64_t max_master_connections = 0;    // 0 = worker_threads + 4
+  int64_t worker_threads = 0;            // 0 = max(4, 2 x cores)
+  int64_t shutdown_timeout_ms = 5000;    // how long SIGTERM waits for running requests
+  std::string log_level = "info";
+
+  // Filled by ValidateDaemonOptions from the strings above.
+  std::string master_host;
+  int master_port = 0;
+  unsigned socket_mode_bits = 0660;
+};
+
+void RegisterDaemonFlags(FlagSet* flags, DaemonOptions* options);
+
+// Checks ranges and fills the derived fields; false with *error naming the flag.
+bool ValidateDaemonOptions(DaemonOptions* options, std::string* error);
+
+}  // namespace mooncake
+
+#endif  // MOONCAKE_DAEMON_DAEMON_OPTIONS_H_

@@ -1,0 +1,184 @@
+// mooncaked: the per-host daemon. Start-up, in order: parse flags; reserve the transfer
+// port (so "host:port" names this daemon uniquely); register with the master (retrying
+// with back-off); create and mount the global segment; serve the Unix socket; heartbeat.
+// SIGTERM/SIGINT: stop accepting, let running requests finish (bounded), revoke what is
+// unfinished, unmount at the master, remove the socket, exit 0.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdio>
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include <thrift/TOutput.h>
+
+#include "common/error_code.h"
+#include "common/logging.h"
+#include "common/units.h"
+#include "daemon/daemon_options.h"
+#include "daemon/master_client.h"
+#include "daemon/membership.h"
+#include "daemon/segment_memory.h"
+#include "daemon/store_service.h"
+#include "daemon/uds_server.h"
+
+namespace {
+
+// Binds and listens on the transfer-engine port: the first free one in 12300..14300 when
+// port is 0. Returns the socket (held for the daemon's lifetime) or -1.
+int ReserveTransferPort(int64_t port, int* bound) {
+  int first = port == 0 ? 12300 : static_cast<int>(port);
+  int last = port == 0 ? 14300 : static_cast<int>(port);
+  for (int p = first; p <= last; ++p) {
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    int one = 1;
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(static_cast<uint16_t>(p));
+    addr.sin_addr.s_addr = htonl(INADDR_ANY);
+    if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0 && listen(fd, 64) == 0) {
+      *bound = p;
+      return fd;
+    }
+    close(fd);
+  }
+  return -1;
+}
+
+std::string MachineHostname() {
+  char name[256] = {0};
+  if (gethostname(name, sizeof(name) - 1) != 0 || name[0] == '\0') return "localhost";
+  return name;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  using namespace mooncake;
+  DaemonOptions options;
+  FlagSet flags("mooncaked",
+                "The Mooncake Store daemon: lends this host's memory to the pool and serves "
+                "local applications over a Unix socket.");
+  RegisterDaemonFlags(&flags, &options);
+  ParseFlagsOrExit(&flags, argc, argv);
+  std::string error;
+  if (!ValidateDaemonOptions(&options, &error)) {
+    std::fprintf(stderr, "mooncaked: %s\n", error.c_str());
+    return 2;
+  }
+  LogLevel level;
+  ParseLogLevel(options.log_level, &level);
+  SetLogLevel(level);
+  apache::thrift::GlobalOutput.setOutputFunction(
+      [](const char* message) { MC_LOG_DEBUG("thrift: %s", message); });
+
+  // Signals are taken by one thread with sigwait; every other thread runs unbothered.
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGINT);
+  sigaddset(&stop_signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+  std::atomic<bool> stop{false};
+  std::mutex stop_mu;
+  std::condition_variable stop_cv;
+  std::thread([&] {
+    int sig = 0;
+    sigwait(&stop_signals, &sig);
+    MC_LOG_INFO("signal %d: shutting down", sig);
+    std::lock_guard<std::mutex> lock(stop_mu);
+    stop = true;
+    stop_cv.notify_all();
+  }).detach();
+
+  int port = 0;
+  int transfer_fd = ReserveTransferPort(options.port, &port);
+  if (transfer_fd < 0) {
+    MC_LOG_ERROR("no free transfer port (%s)",
+                 options.port == 0 ? "12300..14300" : std::to_string(options.port).c_str());
+    return 1;
+  }
+  std::string host = options.hostname.empty() ? MachineHostname() : options.hostname;
+  std::string name = host + ":" + std::to_string(port);
+
+  size_t cores = std::max(1u, std::thread::hardware_concurrency());
+  size_t workers = options.worker_threads > 0 ? static_cast<size_t>(options.worker_threads)
+                                              : std::max<size_t>(4, 2 * cores);
+  MasterClientOptions client_options;
+  client_options.host = options.master_host;
+  client_options.port = options.master_port;
+  client_options.connect_timeout_ms = static_cast<int>(options.connect_timeout_ms);
+  client_options.rpc_timeout_ms = static_cast<int>(options.rpc_timeout_ms);
+  client_options.max_connections = options.max_master_connections > 0
+                                       ? static_cast<size_t>(options.max_master_connections)
+                                       : workers + 4;
+  MasterClient master(client_options);
+  Membership membership(&master, name, options.heartbeat_interval_ms);
+  if (!membership.RegisterWithRetry(stop)) {
+    close(transfer_fd);
+    return 0;  // stopped before the master ever answered
+  }
+  membership.ReclaimPredecessors();
+
+  if (options.global_segment_size > 0) {
+    std::shared_ptr<SegmentMemory> segment = SegmentMemory::Create(options.global_segment_size, &error);
+    if (segment == nullptr) {
+      MC_LOG_ERROR("cannot create the global segment: %s", error.c_str());
+      return 1;
+    }
+    int64_t segment_id = 0;
+    int64_t backoff_ms = 50;
+    for (;;) {
+      int32_t code = membership.Mount(segment, &segment_id);
+      if (code == 0) break;
+      if (code != ToInt(ErrorCode::RPC_FAIL) && code != ToInt(ErrorCode::CLIENT_NOT_FOUND)) {
+        MC_LOG_ERROR("the master refused the global segment: %s", ErrorName(code));
+        return 1;
+      }
+      if (code == ToInt(ErrorCode::CLIENT_NOT_FOUND)) membership.Reregister();
+      MC_LOG_WARN("mounting the global segment failed (%s); retrying in %lld ms",
+                  ErrorName(code), static_cast<long long>(backoff_ms));
+      std::unique_lock<std::mutex> lock(stop_mu);
+      if (stop_cv.wait_for(lock, std::chrono::milliseconds(backoff_ms), [&] { return stop.load(); })) {
+        return 0;
+      }
+      backoff_ms = std::min<int64_t>(backoff_ms * 2, 2000);
+    }
+    MC_LOG_INFO("global segment: %s%s", FormatSize(segment->size()).c_str(),
+                segment->huge_pages() ? " (huge pages)" : "");
+  }
+
+  StoreService service(&master, &membership, options.master);
+  UdsServer server(&service, workers);
+  if (!server.Listen(options.socket, options.socket_mode_bits, &error)) {
+    MC_LOG_ERROR("%s", error.c_str());
+    membership.UnmountAll();
+    return 1;
+  }
+  server.Start();
+  membership.StartHeartbeat();
+  MC_LOG_INFO("mooncaked %s serving %s (master %s, %zu workers)", name.c_str(),
+              options.socket.c_str(), options.master.c_str(), workers);
+
+  {
+    std::unique_lock<std::mutex> lock(stop_mu);
+    stop_cv.wait(lock, [&] { return stop.load(); });
+  }
+  server.Shutdown(options.shutdown_timeout_ms);
+  membership.StopHeartbeat();
+  membership.UnmountAll();
+  close(transfer_fd);
+  MC_LOG_INFO("mooncaked stopped");
+  return 0;
+}

@@ -1,0 +1,106 @@
+// The daemon's connections to the master: a pool of Thrift clients (framed transport,
+// binary protocol, as master/main.cc serves), so that no request waits behind another
+// request's RPC.
+//
+// A call checks a connection out (reusing an idle one, or opening a new one while fewer
+// than max_connections exist), runs the RPC, and checks it back in. Every wait is bounded:
+// connect by connect_timeout, send and receive by rpc_timeout. A connection that fails is
+// closed and dropped, and the call returns RPC_FAIL (-900); the next call opens a fresh
+// one. So a master restart costs the requests in flight at that moment and nothing more.
+//
+// Wrappers return the RPC's own code (0, -704, ...) or -900; results go to out-parameters.
+#ifndef MOONCAKE_DAEMON_MASTER_CLIENT_H_
+#define MOONCAKE_DAEMON_MASTER_CLIENT_H_
+
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "MasterService.h"
+
+namespace mooncake {
+
+struct MasterClientOptions {
+  std::string host = "127.0.0.1";
+  int port = 50051;
+  int connect_timeout_ms = 2000;
+  int rpc_timeout_ms = 10000;
+  size_t max_connections = 16;
+};
+
+class MasterClient {
+ public:
+  explicit MasterClient(MasterClientOptions options);
+  ~MasterClient();
+  MasterClient(const MasterClient&) = delete;
+  MasterClient& operator=(const MasterClient&) = delete;
+
+  // Runs fn on a pooled connection. 0 when the RPC completed (its own result is whatever
+  // fn captured), -900 when the master was unreachable or the connection broke.
+  int32_t Call(const std::function<void(rpc::MasterServiceClient&)>& fn);
+
+  // Closes every idle connection: after the master restarted they all point at a dead
+  // socket. Connections checked out now are dropped when they come back.
+  void DropIdle();
+
+  // Why the last failed call on this thread failed, for log lines.
+  static std::string LastError();
+
+  // ---- wrappers ----
+  int32_t RegisterDaemon(int64_t daemon_id, const std::string& name);
+  int32_t Heartbeat(int64_t daemon_id, rpc::HeartbeatResult* out);
+  int32_t MountSegment(const rpc::SegmentInfo& segment);
+  int32_t UnmountSegment(int64_t daemon_id, int64_t segment_id);
+  int32_t GetAllSegments(std::vector<rpc::SegmentInfo>* out);
+
+  int32_t PutStart(int64_t writer, const std::string& key, int64_t size,
+                   const rpc::ReplicateConfig& config, rpc::PutStartResult* out);
+  int32_t PutEnd(int64_t writer, const std::string& key);
+  int32_t PutRevoke(int64_t writer, const std::string& key);
+  int32_t UpsertStart(int64_t writer, const std::string& key, int64_t size,
+                      const rpc::ReplicateConfig& config, rpc::PutStartResult* out);
+  int32_t UpsertEnd(int64_t writer, const std::string& key);
+  int32_t UpsertRevoke(int64_t writer, const std::string& key);
+  // The batch forms fill one result per key; on -900 the vectors are left empty.
+  int32_t BatchPutStart(int64_t writer, const std::vector<std::string>& keys,
+                        const std::vector<int64_t>& sizes, const rpc::ReplicateConfig& config,
+                        std::vector<rpc::PutStartResult>* out);
+  int32_t BatchPutEnd(int64_t writer, const std::vector<std::string>& keys,
+                      std::vector<int32_t>* out);
+  int32_t BatchPutRevoke(int64_t writer, const std::vector<std::string>& keys,
+                         std::vector<int32_t>* out);
+
+  // Returns out->code (or -900).
+  int32_t GetReplicaList(const std::string& key, rpc::ReplicaListResult* out);
+  int32_t BatchGetReplicaList(const std::vector<std::string>& keys,
+                              std::vector<rpc::ReplicaListResult>* out);
+  // 1, 0, or a negative code.
+  int32_t ExistKey(const std::string& key);
+  int32_t BatchExistKey(const std::vector<std::string>& keys, std::vector<int32_t>* out);
+
+  int32_t Remove(const std::string& key, bool force);
+  // A count, or a negative code.
+  int64_t RemoveByRegex(const std::string& pattern, bool force);
+  int64_t RemoveAll(bool force);
+
+ private:
+  struct Connection;
+  std::unique_ptr<Connection> Checkout(std::string* error);
+  void Checkin(std::unique_ptr<Connection> conn);
+  std::unique_ptr<Connection> Open(std::string* error);
+
+  const MasterClientOptions options_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::vector<std::unique_ptr<Connection>> idle_;  // guarded by mu_
+  size_t open_count_ = 0;                          // checked out + idle; guarded by mu_
+  uint64_t generation_ = 0;                        // bumped by DropIdle; guarded by mu_
+};
+
+}  // namespace mooncake
+
+#endif  // MOONCAKE_DAEMON_MASTER_CLIENT_H_

@@ -1,0 +1,214 @@
+#include "daemon/membership.h"
+
+#include <chrono>
+#include <random>
+#include <vector>
+
+#include "common/error_code.h"
+#include "common/logging.h"
+
+namespace mooncake {
+
+int64_t RandomId() {
+  static std::mutex mu;
+  static std::mt19937_64 rng{std::random_device{}() ^
+                             static_cast<uint64_t>(
+                                 std::chrono::steady_clock::now().time_since_epoch().count())};
+  std::lock_guard<std::mutex> lock(mu);
+  for (;;) {
+    int64_t id = static_cast<int64_t>(rng() & INT64_MAX);
+    if (id != 0) return id;
+  }
+}
+
+Membership::Membership(MasterClient* master, std::string name, int64_t heartbeat_interval_ms)
+    : master_(master),
+      name_(std::move(name)),
+      daemon_id_(RandomId()),
+      heartbeat_interval_ms_(heartbeat_interval_ms) {}
+
+Membership::~Membership() { StopHeartbeat(); }
+
+bool Membership::RegisterWithRetry(const std::atomic<bool>& stop) {
+  int64_t backoff_ms = 50;
+  while (!stop.load()) {
+    int32_t code = master_->RegisterDaemon(daemon_id_, name_);
+    if (code == 0) {
+      healthy_ = true;
+      MC_LOG_INFO("registered with the master as daemon %lld (%s)",
+                  static_cast<long long>(daemon_id_), name_.c_str());
+      return true;
+    }
+    std::string why = code == ToInt(ErrorCode::RPC_FAIL) ? MasterClient::LastError()
+                                                         : ErrorName(code);
+    MC_LOG_WARN("cannot register with the master: %s; retrying in %lld ms", why.c_str(),
+                static_cast<long long>(backoff_ms));
+    // Sleep in small steps so that SIGTERM during start-up is honoured quickly.
+    auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(backoff_ms);
+    while (!stop.load() && std::chrono::steady_clock::now() < until) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    backoff_ms = std::min<int64_t>(backoff_ms * 2, 2000);
+  }
+  return false;
+}
+
+void Membership::ReclaimPredecessors() {
+  std::vector<rpc::SegmentInfo> all;
+  if (master_->GetAllSegments(&all) != 0) return;  // best effort; the master's TTL remains
+  for (const auto& s : all) {
+    if (s.name != name_ || s.daemon_id == daemon_id_) continue;
+    int32_t code = master_->UnmountSegment(s.daemon_id, s.segment_id);
+    MC_LOG_INFO("segment %lld left by a previous daemon %lld on %s: unmount %s",
+                static_cast<long long>(s.segment_id), static_cast<long long>(s.daemon_id),
+                name_.c_str(), ErrorName(code));
+  }
+}
+
+rpc::SegmentInfo Membership::Describe(int64_t segment_id, const SegmentMemory& memory) const {
+  rpc::SegmentInfo info;
+  info.segment_id = segment_id;
+  info.name = name_;
+  info.base = static_cast<int64_t>(reinterpret_cast<uintptr_t>(memory.base()));
+  info.size = static_cast<int64_t>(memory.size());
+  info.daemon_id = daemon_id_;
+  rpc::TransportEndpoint tcp;
+  tcp.protocol = "tcp";
+  tcp.address = name_;
+  info.endpoints.push_back(tcp);
+  return info;
+}
+
+int32_t Membership::Mount(std::shared_ptr<SegmentMemory> memory, int64_t* segment_id) {
+  int64_t id = RandomId();
+  rpc::SegmentInfo info = Describe(id, *memory);
+  {
+    // Visible before the master hands out ranges in it, and included by a concurrent
+    // Reregister (whose mount makes ours answer -102, which is fine).
+    std::unique_lock<std::shared_mutex> lock(segments_mu_);
+    segments_[id] = std::move(memory);
+  }
+  int32_t code = master_->MountSegment(info);
+  if (code == ToInt(ErrorCode::SEGMENT_ALREADY_EXISTS)) code = 0;
+  if (code != 0) {
+    std::unique_lock<std::shared_mutex> lock(segments_mu_);
+    segments_.erase(id);
+    return code;
+  }
+  *segment_id = id;
+  MC_LOG_INFO("mounted segment %lld: %llu bytes", static_cast<long long>(id),
+              static_cast<unsigned long long>(info.size));
+  return 0;
+}
+
+int32_t Membership::Unmount(int64_t segment_id) {
+  {
+    std::unique_lock<std::shared_mutex> lock(segments_mu_);
+    if (segments_.erase(segment_id) == 0) return ToInt(ErrorCode::SEGMENT_NOT_FOUND);
+  }
+  int32_t code = master_->UnmountSegment(daemon_id_, segment_id);
+  if (code != 0) {
+    MC_LOG_WARN("unmount of segment %lld at the master: %s", static_cast<long long>(segment_id),
+                ErrorName(code));
+  }
+  return code;
+}
+
+void Membership::UnmountAll() {
+  std::vector<int64_t> ids;
+  {
+    std::shared_lock<std::shared_mutex> lock(segments_mu_);
+    for (const auto& s : segments_) ids.push_back(s.first);
+  }
+  for (int64_t id : ids) Unmount(id);
+}
+
+std::shared_ptr<SegmentMemory> Membership::Find(int64_t segment_id) const {
+  std::shared_lock<std::shared_mutex> lock(segments_mu_);
+  auto it = segments_.find(segment_id);
+  return it == segments_.end() ? nullptr : it->second;
+}
+
+int32_t Membership::Reregister() {
+  std::lock_guard<std::mutex> lock(reregister_mu_);
+  // After a master restart every request in flight meets -103 at about the same time;
+  // one registration serves them all.
+  if (std::chrono::steady_clock::now() - last_registered_ < std::chrono::milliseconds(200)) {
+    return 0;
+  }
+  // Connections opened to the old master are dead.
+  master_->DropIdle();
+  int32_t code = master_->RegisterDaemon(daemon_id_, name_);
+  if (code != 0) {
+    MC_LOG_WARN("registering again failed: %s",
+                code == ToInt(ErrorCode::RPC_FAIL) ? MasterClient::LastError().c_str()
+                                                   : ErrorName(code));
+    return code;
+  }
+  std::vector<std::pair<int64_t, std::shared_ptr<SegmentMemory>>> snapshot;
+  {
+    std::shared_lock<std::shared_mutex> seg_lock(segments_mu_);
+    snapshot.assign(segments_.begin(), segments_.end());
+  }
+  size_t mounted = 0;
+  for (const auto& s : snapshot) {
+    int32_t rc = master_->MountSegment(Describe(s.first, *s.second));
+    if (rc == 0 && Find(s.first) == nullptr) {
+      // Unmounted here while we were mounting it there: do not leave it at the master.
+      master_->UnmountSegment(daemon_id_, s.first);
+    } else if (rc == 0 || rc == ToInt(ErrorCode::SEGMENT_ALREADY_EXISTS)) {
+      ++mounted;
+    } else {
+      MC_LOG_WARN("mounting segment %lld again failed: %s", static_cast<long long>(s.first),
+                  ErrorName(rc));
+    }
+  }
+  last_registered_ = std::chrono::steady_clock::now();
+  MC_LOG_INFO("registered again with the master; %zu of %zu segments mounted", mounted,
+              snapshot.size());
+  return 0;
+}
+
+void Membership::StartHeartbeat() {
+  heartbeat_ = std::thread([this] { HeartbeatLoop(); });
+}
+
+void Membership::StopHeartbeat() {
+  {
+    std::lock_guard<std::mutex> lock(heartbeat_mu_);
+    heartbeat_stop_ = true;
+  }
+  heartbeat_cv_.notify_all();
+  if (heartbeat_.joinable()) heartbeat_.join();
+}
+
+void Membership::HeartbeatLoop() {
+  int64_t epoch = 0;
+  std::unique_lock<std::mutex> lock(heartbeat_mu_);
+  while (!heartbeat_stop_) {
+    heartbeat_cv_.wait_for(lock, std::chrono::milliseconds(heartbeat_interval_ms_));
+    if (heartbeat_stop_) break;
+    lock.unlock();
+    rpc::HeartbeatResult result;
+    int32_t code = master_->Heartbeat(daemon_id_, &result);
+    if (code == ToInt(ErrorCode::CLIENT_NOT_FOUND)) {
+      MC_LOG_WARN("the master does not know this daemon (restarted?); registering again");
+      code = Reregister();
+    } else if (code == 0 && epoch != 0 && result.master_epoch != epoch) {
+      MC_LOG_INFO("the master restarted (epoch %lld -> %lld)", static_cast<long long>(epoch),
+                  static_cast<long long>(result.master_epoch));
+    }
+    if (code == 0 && result.master_epoch != 0) epoch = result.master_epoch;
+    if (code == 0 && !healthy_.exchange(true)) {
+      MC_LOG_INFO("the master is reachable again");
+    } else if (code != 0 && healthy_.exchange(false)) {
+      MC_LOG_WARN("heartbeat failed: %s",
+                  code == ToInt(ErrorCode::RPC_FAIL) ? MasterClient::LastError().c_str()
+                                                     : ErrorName(code));
+      master_->DropIdle();
+    }
+    lock.lock();
+  }
+}
+
+}  // namespace mooncake

@@ -1,0 +1,102 @@
+// This daemon's standing with the master: who it is, which segments it has mounted, and
+// the heartbeat that keeps both alive.
+//
+// Identity: a random 63-bit daemon id (also the "writer" of every put this daemon makes)
+// and the name "host:port" of its transfer endpoint. Each mounted segment gets a random
+// segment id and is announced with that name, its base address, its size and a TCP
+// endpoint.
+//
+// The master keeps all of this in memory only. When a heartbeat is answered with -103 the
+// master has forgotten us (it restarted, or declared us dead after a stall): we register
+// again under the same id and mount every segment again under the same ids. Objects the
+// old master knew are gone; new puts work at once.
+//
+// Thread-safety: all methods may be called from any thread.
+#ifndef MOONCAKE_DAEMON_MEMBERSHIP_H_
+#define MOONCAKE_DAEMON_MEMBERSHIP_H_
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <shared_mutex>
+#include <string>
+#include <thread>
+
+#include "daemon/master_client.h"
+#include "daemon/segment_memory.h"
+
+namespace mooncake {
+
+class Membership {
+ public:
+  Membership(MasterClient* master, std::string name, int64_t heartbeat_interval_ms);
+  ~Membership();  // stops the heartbeat
+  Membership(const Membership&) = delete;
+  Membership& operator=(const Membership&) = delete;
+
+  int64_t daemon_id() const { return daemon_id_; }
+  const std::string& name() const { return name_; }  // "host:port"
+
+  // Registers with the master, retrying with exponential back-off (capped at 2 s) and a
+  // log line per failure, until it succeeds (true) or stop becomes true (false).
+  bool RegisterWithRetry(const std::atomic<bool>& stop);
+
+  // Unmounts segments that carry this daemon's name but belong to another daemon id: a
+  // predecessor on this host that died (kill -9) before the master noticed. Sound because
+  // the name holds our port, which no live daemon on this host can hold. Without this, the
+  // master would keep placing puts on the dead segment until client_live_ttl runs out.
+  void ReclaimPredecessors();
+
+  // Mounts memory at the master under a fresh segment id (*segment_id) and makes it
+  // visible to Find(). Returns MountSegment's code; on failure nothing is kept.
+  int32_t Mount(std::shared_ptr<SegmentMemory> memory, int64_t* segment_id);
+  // Unmounts at the master (which drops the objects in it) and forgets it here. The
+  // memory itself lives until the last request copying from it lets go.
+  int32_t Unmount(int64_t segment_id);
+  void UnmountAll();
+
+  // The segment with this id if this daemon owns it, else null. Hot path: a shared lock.
+  std::shared_ptr<SegmentMemory> Find(int64_t segment_id) const;
+
+  // Registers and mounts everything again; called on -103 from a heartbeat or a put.
+  // Serialized; callers that queue up behind a registration that just succeeded (within
+  // 200 ms) return 0 without repeating it. Returns the registration code.
+  int32_t Reregister();
+
+  void StartHeartbeat();
+  void StopHeartbeat();
+  // True while the last heartbeat was answered.
+  bool healthy() const { return healthy_.load(); }
+
+ private:
+  rpc::SegmentInfo Describe(int64_t segment_id, const SegmentMemory& memory) const;
+  void HeartbeatLoop();
+
+  MasterClient* const master_;
+  const std::string name_;
+  const int64_t daemon_id_;
+  const int64_t heartbeat_interval_ms_;
+
+  mutable std::shared_mutex segments_mu_;
+  std::map<int64_t, std::shared_ptr<SegmentMemory>> segments_;  // guarded by segments_mu_
+
+  std::mutex reregister_mu_;  // one re-registration at a time
+  std::chrono::steady_clock::time_point last_registered_;  // guarded by reregister_mu_
+
+  std::atomic<bool> healthy_{false};
+  std::mutex heartbeat_mu_;
+  std::condition_variable heartbeat_cv_;
+  bool heartbeat_stop_ = false;  // guarded by heartbeat_mu_
+  std::thread heartbeat_;
+};
+
+// A random positive 63-bit id (never 0).
+int64_t RandomId();
+
+}  // namespace mooncake
+
+#endif  // MOONCAKE_DAEMON_MEMBERSHIP_H_

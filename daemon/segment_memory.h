@@ -1,0 +1,45 @@
+// Memory this daemon lends to the cluster pool: one memfd, mapped read-write.
+//
+// A memfd (not anonymous memory) so that the same pages can later be handed to the
+// transfer engine or registered with RDMA by descriptor. Huge pages are tried first
+// (fewer TLB misses on multi-GiB segments); a host without reserved huge pages falls back
+// to ordinary shared memory, saying so once in the log.
+#ifndef MOONCAKE_DAEMON_SEGMENT_MEMORY_H_
+#define MOONCAKE_DAEMON_SEGMENT_MEMORY_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+namespace mooncake {
+
+class SegmentMemory {
+ public:
+  // nullptr with *error set when the memory cannot be had (size 0, out of memory, ...).
+  static std::unique_ptr<SegmentMemory> Create(uint64_t size, std::string* error);
+  ~SegmentMemory();
+  SegmentMemory(const SegmentMemory&) = delete;
+  SegmentMemory& operator=(const SegmentMemory&) = delete;
+
+  char* base() const { return base_; }
+  uint64_t size() const { return size_; }  // as asked for; the mapping may be larger
+  int fd() const { return fd_; }
+  bool huge_pages() const { return huge_pages_; }
+
+  // True when [offset, offset + length) lies inside the segment (no overflow).
+  bool Contains(uint64_t offset, uint64_t length) const {
+    return length <= size_ && offset <= size_ - length;
+  }
+
+ private:
+  SegmentMemory() = default;
+  char* base_ = nullptr;
+  uint64_t size_ = 0;
+  uint64_t mapped_ = 0;
+  int fd_ = -1;
+  bool huge_pages_ = false;
+};
+
+}  // namespace mooncake
+
+#endif  // MOONCAKE_DAEMON_SEGMENT_MEMORY_H_

@@ -1,0 +1,256 @@
+// PUT, UPSERT, BATCH_PUT and the staged put (PUT_BEGIN / CHUNK / COMMIT / ABORT).
+#include <cstring>
+
+#include "common/logging.h"
+#include "daemon/store_service.h"
+
+namespace mooncake {
+
+using uds::ArgReader;
+using namespace store_detail;
+
+namespace {
+
+constexpr int32_t kExists = static_cast<int32_t>(ErrorCode::OBJECT_ALREADY_EXISTS);
+constexpr int32_t kUnknownWriter = static_cast<int32_t>(ErrorCode::CLIENT_NOT_FOUND);
+
+}  // namespace
+
+int32_t StoreService::StartPut(const std::string& key, uint64_t size,
+                               const rpc::ReplicateConfig& config, bool upsert,
+                               rpc::PutStartResult* out) {
+  for (int attempt = 0;; ++attempt) {
+    int64_t writer = membership_->daemon_id();
+    int32_t code = upsert ? master_->UpsertStart(writer, key, static_cast<int64_t>(size), config, out)
+                          : master_->PutStart(writer, key, static_cast<int64_t>(size), config, out);
+    // -103: the master restarted since our last heartbeat. Register now rather than fail
+    // every put until the heartbeat notices.
+    if (code != kUnknownWriter || attempt > 0 || membership_->Reregister() != 0) return code;
+  }
+}
+
+int32_t StoreService::EndPut(const std::string& key, bool upsert) {
+  int64_t writer = membership_->daemon_id();
+  return upsert ? master_->UpsertEnd(writer, key) : master_->PutEnd(writer, key);
+}
+
+int32_t StoreService::RevokePut(const std::string& key, bool upsert) {
+  int64_t writer = membership_->daemon_id();
+  return upsert ? master_->UpsertRevoke(writer, key) : master_->PutRevoke(writer, key);
+}
+
+int32_t StoreService::FinishPut(ClientSession* s, const std::string& key, bool upsert) {
+  if (s->closed()) {
+    // The client is gone and will never learn the outcome: publish nothing it left.
+    RevokePut(key, upsert);
+    return ToInt(ErrorCode::TRANSFER_FAIL);
+  }
+  int32_t code = EndPut(key, upsert);
+  // If the publish failed on the wire it may or may not have happened; a revoke of a
+  // published object is refused (-1010), so trying is always safe.
+  if (code != 0) RevokePut(key, upsert);
+  return code;
+}
+
+bool StoreService::OnPut(ClientSession* s, uint64_t id, ArgReader* a, bool upsert) {
+  std::string key = a->Str();
+  uint64_t offset = a->U64();
+  uint64_t size = a->U64();
+  uds::WireConfig wire = a->Config();
+  if (!Done(*a)) return false;
+  rpc::ReplicateConfig config;
+  const char* src = s->PoolRange(offset, size);
+  if (!ValidKey(key) || !ValidSize(size) || src == nullptr || !ToRpcConfig(wire, &config)) {
+    Reply(s, id, kInvalid);
+    return true;
+  }
+  rpc::PutStartResult started;
+  int32_t code = StartPut(key, size, config, upsert, &started);
+  if (code == kExists && !upsert) code = kOk;  // put never overwrites; the old value stays
+  if (started.code != 0 || code != 0) {
+    Reply(s, id, code);
+    return true;
+  }
+  std::vector<ReplicaTarget> targets;
+  code = Resolve(started.replicas, size, &targets);
+  if (code != 0) {
+    RevokePut(key, upsert);
+    Reply(s, id, code);
+    return true;
+  }
+  for (const auto& t : targets) std::memcpy(t.data(), src, size);
+  Reply(s, id, FinishPut(s, key, upsert));
+  return true;
+}
+
+bool StoreService::OnBatchPut(ClientSession* s, uint64_t id, ArgReader* a) {
+  ArgReader entries = a->Array();
+  uds::WireConfig wire = a->Config();
+  if (!Done(*a) || entries.size() > uds::kMaxBatch) return false;
+  struct Entry {
+    std::string key;
+    const char* src = nullptr;
+    uint64_t size = 0;
+  };
+  const size_t n = entries.size();
+  std::vector<Entry> items(n);
+  std::vector<int64_t> results(n, kInvalid);
+  for (size_t i = 0; i < n; ++i) {
+    ArgReader e = entries.Array();
+    items[i].key = e.Str();
+    uint64_t offset = e.U64();
+    items[i].size = e.U64();
+    if (!Done(e)) return false;
+    items[i].src = s->PoolRange(offset, items[i].size);
+  }
+  rpc::ReplicateConfig config;
+  bool config_ok = ToRpcConfig(wire, &config);
+
+  // Phase 1: one BatchPutStart for every acceptable entry.
+  std::vector<std::string> keys;
+  std::vector<int64_t> sizes;
+  std::vector<size_t> index;
+  for (size_t i = 0; i < n; ++i) {
+    const Entry& e = items[i];
+    if (!config_ok || !ValidKey(e.key) || !ValidSize(e.size) || e.src == nullptr) continue;
+    keys.push_back(e.key);
+    sizes.push_back(static_cast<int64_t>(e.size));
+    index.push_back(i);
+  }
+  if (keys.empty()) {
+    ReplyInts(s, id, kOk, results);
+    return true;
+  }
+  std::vector<rpc::PutStartResult> started;
+  int64_t writer = membership_->daemon_id();
+  int32_t rc = master_->BatchPutStart(writer, keys, sizes, config, &started);
+  if (rc == 0 && !started.empty() && started[0].code == kUnknownWriter &&
+      membership_->Reregister() == 0) {
+    rc = master_->BatchPutStart(writer, keys, sizes, config, &started);
+  }
+  if (rc != 0) {
+    for (size_t i : index) results[i] = rc;
+    ReplyInts(s, id, kOk, results);
+    return true;
+  }
+
+  // Phase 2: copy what was reserved.
+  std::vector<std::string> to_end, to_revoke;
+  std::vector<size_t> end_index;
+  std::vector<ReplicaTarget> targets;
+  for (size_t j = 0; j < keys.size(); ++j) {
+    size_t i = index[j];
+    int32_t code = started[j].code;
+    if (code == kExists) code = kOk;  // already there: the old value stays
+    results[i] = code;
+    if (started[j].code != 0) continue;
+    code = Resolve(started[j].replicas, items[i].size, &targets);
+    if (code != 0) {
+      results[i] = code;
+      to_revoke.push_back(keys[j]);
+      continue;
+    }
+    for (const auto& t : targets) std::memcpy(t.data(), items[i].src, items[i].size);
+    to_end.push_back(keys[j]);
+    end_index.push_back(i);
+  }
+
+  // Phase 3: publish the copies, unless the client is gone; revoke the rest.
+  std::vector<int32_t> codes;
+  if (!to_end.empty() && !s->closed()) {
+    rc = master_->BatchPutEnd(writer, to_end, &codes);
+    for (size_t k = 0; k < to_end.size(); ++k) {
+      int32_t code = rc != 0 ? rc : codes[k];
+      results[end_index[k]] = code;
+      if (code != 0) to_revoke.push_back(to_end[k]);
+    }
+  } else {
+    to_revoke.insert(to_revoke.end(), to_end.begin(), to_end.end());
+  }
+  if (!to_revoke.empty()) master_->BatchPutRevoke(writer, to_revoke, &codes);
+  ReplyInts(s, id, kOk, results);
+  return true;
+}
+
+bool StoreService::OnPutBegin(ClientSession* s, uint64_t id, ArgReader* a) {
+  std::string key = a->Str();
+  uint64_t size = a->U64();
+  uds::WireConfig wire = a->Config();
+  int upsert = ReadFlag(a);
+  if (!Done(*a) || upsert < 0) return false;
+  rpc::ReplicateConfig config;
+  if (!ValidKey(key) || !ValidSize(size) || !ToRpcConfig(wire, &config)) {
+    Reply(s, id, kInvalid);
+    return true;
+  }
+  auto put = std::make_shared<StagedPut>();
+  put->key = key;
+  put->size = size;
+  put->upsert = upsert == 1;
+  rpc::PutStartResult started;
+  int32_t code = StartPut(key, size, config, put->upsert, &started);  // -705 goes back as is
+  if (code != 0) {
+    Reply(s, id, code);
+    return true;
+  }
+  code = Resolve(started.replicas, size, &put->targets);
+  uint64_t put_id = code == 0 ? s->AddPut(put) : 0;
+  if (put_id == 0) {
+    RevokePut(key, put->upsert);
+    Reply(s, id, code != 0 ? code : kInvalid);  // kInvalid: too many staged puts open
+    return true;
+  }
+  ReplyInts(s, id, kOk, {static_cast<int64_t>(put_id)});
+  return true;
+}
+
+bool StoreService::OnPutChunk(ClientSession* s, uint64_t id, ArgReader* a) {
+  uint64_t put_id = a->U64();
+  uint64_t value_offset = a->U64();
+  uint64_t pool_offset = a->U64();
+  uint64_t length = a->U64();
+  if (!Done(*a)) return false;
+  std::shared_ptr<StagedPut> put = s->FindPut(put_id);
+  const char* src = s->PoolRange(pool_offset, length);
+  int32_t code = kInvalid;
+  if (put != nullptr && src != nullptr && length <= put->size &&
+      value_offset <= put->size - length) {
+    std::shared_lock<std::shared_mutex> lock(put->mu);
+    if (!put->finished) {
+      for (const auto& t : put->targets) std::memcpy(t.data() + value_offset, src, length);
+      code = kOk;
+    }
+  }
+  Reply(s, id, code);
+  return true;
+}
+
+bool StoreService::OnPutCommit(ClientSession* s, uint64_t id, ArgReader* a) {
+  uint64_t put_id = a->U64();
+  if (!Done(*a)) return false;
+  std::shared_ptr<StagedPut> put = s->TakePut(put_id);
+  if (put == nullptr) {
+    Reply(s, id, kInvalid);
+    return true;
+  }
+  std::unique_lock<std::shared_mutex> lock(put->mu);  // waits for running chunks
+  put->finished = true;
+  Reply(s, id, FinishPut(s, put->key, put->upsert));
+  return true;
+}
+
+bool StoreService::OnPutAbort(ClientSession* s, uint64_t id, ArgReader* a) {
+  uint64_t put_id = a->U64();
+  if (!Done(*a)) return false;
+  std::shared_ptr<StagedPut> put = s->TakePut(put_id);
+  if (put == nullptr) {
+    Reply(s, id, kInvalid);
+    return true;
+  }
+  std::unique_lock<std::shared_mutex> lock(put->mu);
+  put->finished = true;
+  Reply(s, id, RevokePut(put->key, put->upsert));
+  return true;
+}
+
+}  // namespace mooncake

@@ -1,0 +1,94 @@
+// The Unix-socket front of the daemon (docs/protocol.md).
+//
+// One event-loop thread accepts connections and reads frames (epoll, level-triggered);
+// a pool of workers runs the requests, because requests block on master RPCs. The HELLO
+// handshake runs on the loop thread itself, so that no request of a connection can run
+// before its pool is mapped. Any number of requests of one connection run at once and
+// answer in any order; responses are written under the connection's write lock.
+//
+// Anything malformed at the frame level (a length over 64 MiB, bytes that are not a
+// message, a first frame that is not HELLO, an unknown op, a descriptor after HELLO)
+// costs one warning line and that connection only.
+#ifndef MOONCAKE_DAEMON_UDS_SERVER_H_
+#define MOONCAKE_DAEMON_UDS_SERVER_H_
+
+#include <sys/types.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "common/uds_protocol.h"
+#include "daemon/client_session.h"
+#include "daemon/store_service.h"
+#include "daemon/thread_pool.h"
+
+namespace mooncake {
+
+class UdsServer {
+ public:
+  UdsServer(StoreService* service, size_t worker_threads);
+  ~UdsServer();
+  UdsServer(const UdsServer&) = delete;
+  UdsServer& operator=(const UdsServer&) = delete;
+
+  // Creates the socket's directory if missing, replaces a stale socket file (refusing one
+  // that a live daemon still answers on), listens, and sets the file's mode. false with
+  // *error on failure.
+  bool Listen(const std::string& path, unsigned mode, std::string* error);
+  // Starts the event loop.
+  void Start();
+  // Stops accepting and reading, removes the socket file, lets running requests finish
+  // (up to drain_ms), then closes every connection (revoking staged puts, unmounting
+  // their segments) and stops the workers.
+  void Shutdown(int64_t drain_ms);
+
+ private:
+  // Loop-thread state of one connection.
+  struct Connection {
+    std::shared_ptr<ClientSession> session;
+    uds::FrameReader reader;
+    bool hello_done = false;
+    bool fd_after_hello = false;  // refuse the next frame with -600, then close
+    std::vector<int> pending_fds;  // arrived before HELLO was parsed
+  };
+  using ConnectionMap = std::map<uint64_t, std::unique_ptr<Connection>>;
+
+  void Loop();
+  void AcceptAll();
+  void OnReadable(ConnectionMap::iterator it);
+  // Processes one complete frame; false when the connection must be closed (*why set,
+  // *warn tells whether that deserves a warning).
+  bool OnFrame(Connection* conn, const std::string& payload, std::string* why);
+  void CloseConnection(ConnectionMap::iterator it, const std::string& why, bool warn);
+  void Dispatch(const std::shared_ptr<ClientSession>& session,
+                std::shared_ptr<uds::Message> message);
+  void RunTeardown(const std::shared_ptr<ClientSession>& session);
+
+  StoreService* const service_;
+  ThreadPool pool_;
+  std::string path_;
+  ino_t socket_inode_ = 0;
+  int listen_fd_ = -1;
+  int epoll_fd_ = -1;
+  int wake_fd_ = -1;
+  std::atomic<bool> stopping_{false};
+  std::thread loop_;
+  uint64_t next_id_ = 1;
+  ConnectionMap connections_;  // loop thread only
+
+  // Every session not yet torn down, for Shutdown.
+  std::mutex sessions_mu_;
+  std::condition_variable sessions_cv_;
+  std::map<uint64_t, std::shared_ptr<ClientSession>> sessions_;  // guarded by sessions_mu_
+};
+
+}  // namespace mooncake
+
+#endif  // MOONCAKE_DAEMON_UDS_SERVER_H_

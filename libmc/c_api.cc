@@ -1,0 +1,355 @@
+// The extern "C" surface of include/mooncake_store.h: argument checks (NULL -> -1, limits
+// -> -600), conversion to C++ types, and a catch-all so no exception crosses the ABI
+// (-1). Everything else lives in StoreClient. Only functions marked MC_EXPORT (and
+// mooncake_store_strerror, from common/error_code.cc) leave the library; see
+// libmooncake_store.map.
+#include <cstdlib>
+#include <cstring>
+#include <new>
+#include <string>
+#include <vector>
+
+#include "common/error_code.h"
+#include "include/mooncake_store.h"
+#include "libmc/store_client.h"
+
+#define MC_EXPORT extern "C" __attribute__((visibility("default")))
+
+using mooncake::client::StoreClient;
+
+namespace {
+
+constexpr int kInternal = MOONCAKE_STORE_INTERNAL_ERROR;
+constexpr int kInvalidParams = MOONCAKE_STORE_INVALID_PARAMS;
+constexpr const char* kDefaultSocket = "/run/mooncake/mooncaked.sock";
+
+StoreClient* AsClient(mooncake_store_t store) { return static_cast<StoreClient*>(store); }
+
+// Runs f, turning any exception into on_error: nothing C++ escapes through the C ABI.
+template <typename R, typename F>
+R Guard(R on_error, F&& f) noexcept {
+  try {
+    return f();
+  } catch (...) {
+    return on_error;
+  }
+}
+
+std::string SocketPath(const char* socket_path) {
+  if (socket_path != nullptr && socket_path[0] != '\0') return socket_path;
+  const char* env = std::getenv("MOONCAKE_SOCKET");
+  if (env != nullptr && env[0] != '\0') return env;
+  return kDefaultSocket;
+}
+
+// 0 with *out set, -1 for NULL, -600 for an empty or over-long key.
+int CheckKey(const char* key, std::string* out) {
+  if (key == nullptr) return kInternal;
+  size_t n = strnlen(key, MOONCAKE_STORE_MAX_KEY_LEN + 1);
+  if (n == 0 || n > MOONCAKE_STORE_MAX_KEY_LEN) return kInvalidParams;
+  out->assign(key, n);
+  return 0;
+}
+
+int CheckValueSize(size_t size) {
+  return (size == 0 || size > MOONCAKE_STORE_MAX_VALUE_SIZE) ? kInvalidParams : 0;
+}
+
+int CheckConfig(const mooncake_replicate_config_t* config, mooncake::uds::WireConfig* out) {
+  *out = mooncake::uds::WireConfig();
+  if (config == nullptr) return 0;
+  if (config->replica_num == 0) return kInvalidParams;
+  if (config->preferred_segments_count > 0 && config->preferred_segments == nullptr) {
+    return kInternal;
+  }
+  out->replica_num = config->replica_num;
+  out->with_soft_pin = config->with_soft_pin != 0;
+  out->with_hard_pin = config->with_hard_pin != 0;
+  for (size_t i = 0; i < config->preferred_segments_count; ++i) {
+    if (config->preferred_segments[i] == nullptr) return kInternal;
+    out->preferred_segments.emplace_back(config->preferred_segments[i]);
+  }
+  return 0;
+}
+
+// The checks every put shares; 0 when the put may go ahead.
+int CheckPut(StoreClient* client, const char* key, const void* value, size_t size,
+             const mooncake_replicate_config_t* config, std::string* key_out,
+             mooncake::uds::WireConfig* config_out) {
+  if (value == nullptr) return kInternal;
+  int rc = CheckKey(key, key_out);
+  if (rc != 0) return rc;
+  rc = CheckConfig(config, config_out);
+  if (rc != 0) return rc;
+  rc = CheckValueSize(size);
+  if (rc != 0) return rc;
+  return client->CheckRegistered(value, size);
+}
+
+}  // namespace
+
+// ---- lifecycle ------------------------------------------------------------------------
+
+MC_EXPORT mooncake_store_t mooncake_store_create(void) {
+  return Guard<mooncake_store_t>(nullptr, [] { return new (std::nothrow) StoreClient(); });
+}
+
+MC_EXPORT void mooncake_store_destroy(mooncake_store_t store) {
+  Guard<int>(0, [&] {
+    delete AsClient(store);
+    return 0;
+  });
+}
+
+MC_EXPORT int mooncake_store_connect(mooncake_store_t store, const char* socket_path,
+                                     uint64_t local_buffer_size) {
+  if (store == nullptr) return kInternal;
+  return Guard(kInternal, [&] {
+    return AsClient(store)->Connect(SocketPath(socket_path), local_buffer_size, "", 0);
+  });
+}
+
+MC_EXPORT int mooncake_store_setup(mooncake_store_t store, const char* local_hostname,
+                                   const char* metadata_server, uint64_t global_segment_size,
+                                   uint64_t local_buffer_size, const char* protocol,
+                                   const char* device_name, const char* master_server_addr) {
+  (void)local_hostname;  // accepted for compatibility: the daemon advertises its own host,
+  (void)metadata_server;  // keeps its own metadata and chooses the transports
+  (void)protocol;
+  (void)device_name;
+  if (store == nullptr) return kInternal;
+  return Guard(kInternal, [&] {
+    return AsClient(store)->Connect(SocketPath(nullptr), local_buffer_size,
+                                    master_server_addr ? master_server_addr : "",
+                                    global_segment_size);
+  });
+}
+
+MC_EXPORT int mooncake_store_close(mooncake_store_t store) {
+  if (store == nullptr) return kInternal;
+  return Guard(kInternal, [&] { return AsClient(store)->Close(); });
+}
+
+MC_EXPORT int mooncake_store_health_check(mooncake_store_t store) {
+  if (store == nullptr) return kInternal;
+  return Guard(kInternal, [&] { return AsClient(store)->HealthCheck(); });
+}
+
+MC_EXPORT int mooncake_store_get_hostname(mooncake_store_t store, char* buf_out,
+                                          size_t buf_len) {
+  if (store == nullptr || buf_out == nullptr) return kInternal;
+  return Guard(kInternal, [&] {
+    std::string hostname;
+    int rc = AsClient(store)->GetHostname(&hostname);
+    if (rc != 0) return rc;
+    if (hostname.size() + 1 > buf_len) return kInvalidParams;
+    std::memcpy(buf_out, hostname.c_str(), hostname.size() + 1);
+    return 0;
+  });
+}
+
+// ---- shared memory --------------------------------------------------------------------
+
+MC_EXPORT void* mooncake_store_alloc(mooncake_store_t store, size_t size) {
+  if (store == nullptr) return nullptr;
+  return Guard<void*>(nullptr, [&] { return AsClient(store)->Alloc(size); });
+}
+
+MC_EXPORT void mooncake_store_free(mooncake_store_t store, void* ptr) {
+  if (store == nullptr || ptr == nullptr) return;
+  Guard<int>(0, [&] {
+    AsClient(store)->Free(ptr);
+    return 0;
+  });
+}
+
+MC_EXPORT int mooncake_store_register_buffer(mooncake_store_t store, void* buffer,
+                                             size_t size) {
+  if (store == nullptr || buffer == nullptr) return kInternal;
+  return Guard(kInternal, [&] { return AsClient(store)->RegisterBuffer(buffer, size); });
+}
+
+MC_EXPORT int mooncake_store_unregister_buffer(mooncake_store_t store, void* buffer) {
+  if (store == nullptr || buffer == nullptr) return kInternal;
+  return Guard(kInternal, [&] { return AsClient(store)->UnregisterBuffer(buffer); });
+}
+
+// ---- put ------------------------------------------------------------------------------
+
+MC_EXPORT int mooncake_store_put(mooncake_store_t store, const char* key, const void* value,
+                                 size_t size, const mooncake_replicate_config_t* config) {
+  if (store == nullptr) return kInternal;
+  return Guard(kInternal, [&] {
+    std::string k;
+    mooncake::uds::WireConfig c;
+    int rc = CheckPut(AsClient(store), key, value, size, config, &k, &c);
+    if (rc != 0) return rc;
+    return AsClient(store)->Put(k, value, size, c, false);
+  });
+}
+
+MC_EXPORT int mooncake_store_put_from(mooncake_store_t store, const char* key, void* buffer,
+                                      size_t size, const mooncake_replicate_config_t* config) {
+  return mooncake_store_put(store, key, buffer, size, config);
+}
+
+MC_EXPORT int mooncake_store_upsert_from(mooncake_store_t store, const char* key, void* buffer,
+                                         size_t size,
+                                         const mooncake_replicate_config_t* config) {
+  if (store == nullptr) return kInternal;
+  return Guard(kInternal, [&] {
+    std::string k;
+    mooncake::uds::WireConfig c;
+    int rc = CheckPut(AsClient(store), key, buffer, size, config, &k, &c);
+    if (rc != 0) return rc;
+    return AsClient(store)->Put(k, buffer, size, c, true);
+  });
+}
+
+MC_EXPORT int mooncake_store_batch_put_from(mooncake_store_t store, const char** keys,
+                                            void** buffers, const size_t* sizes, size_t count,
+                                            const mooncake_replicate_config_t* config,
+                                            int* results_out) {
+  if (store == nullptr) return kInternal;
+  if (count == 0) return 0;
+  if (keys == nullptr || buffers == nullptr || sizes == nullptr || results_out == nullptr) {
+    return kInternal;
+  }
+  return Guard(kInternal, [&] {
+    StoreClient* client = AsClient(store);
+    mooncake::uds::WireConfig c;
+    int config_rc = CheckConfig(config, &c);
+    std::vector<StoreClient::PutItem> items;
+    items.reserve(count);
+    for (size_t i = 0; i < count; ++i) {
+      std::string k;
+      mooncake::uds::WireConfig unused;  // the batch's config is c, checked above
+      int rc = config_rc;
+      if (rc == 0) rc = CheckPut(client, keys[i], buffers[i], sizes[i], nullptr, &k, &unused);
+      if (rc != 0) {
+        results_out[i] = rc;
+        continue;
+      }
+      items.push_back({std::move(k), static_cast<const char*>(buffers[i]), sizes[i],
+                       &results_out[i]});
+    }
+    if (!items.empty()) client->BatchPut(items, c);
+    return 0;
+  });
+}
+
+// ---- get ------------------------------------------------------------------------------
+
+MC_EXPORT int64_t mooncake_store_get_into(mooncake_store_t store, const char* key,
+                                          void* buffer, size_t size) {
+  if (store == nullptr || buffer == nullptr) return kInternal;
+  return Guard<int64_t>(kInternal, [&]() -> int64_t {
+    std::string k;
+    int rc = CheckKey(key, &k);
+    if (rc == 0) rc = AsClient(store)->CheckRegistered(buffer, size);
+    if (rc != 0) return rc;
+    return AsClient(store)->GetInto(k, buffer, size);
+  });
+}
+
+MC_EXPORT int mooncake_store_batch_get_into(mooncake_store_t store, const char** keys,
+                                            void** buffers, const size_t* sizes, size_t count,
+                                            int64_t* results_out) {
+  if (store == nullptr) return kInternal;
+  if (count == 0) return 0;
+  if (keys == nullptr || buffers == nullptr || sizes == nullptr || results_out == nullptr) {
+    return kInternal;
+  }
+  return Guard(kInternal, [&] {
+    StoreClient* client = AsClient(store);
+    std::vector<StoreClient::GetItem> items;
+    items.reserve(count);
+    for (size_t i = 0; i < count; ++i) {
+      std::string k;
+      int rc = buffers[i] == nullptr ? kInternal : CheckKey(keys[i], &k);
+      if (rc == 0) rc = client->CheckRegistered(buffers[i], sizes[i]);
+      if (rc != 0) {
+        results_out[i] = rc;
+        continue;
+      }
+      items.push_back({std::move(k), static_cast<char*>(buffers[i]), sizes[i], &results_out[i]});
+    }
+    if (!items.empty()) client->BatchGetInto(items);
+    return 0;
+  });
+}
+
+// ---- query ----------------------------------------------------------------------------
+
+MC_EXPORT int mooncake_store_is_exist(mooncake_store_t store, const char* key) {
+  if (store == nullptr) return kInternal;
+  return Guard(kInternal, [&] {
+    std::string k;
+    int rc = CheckKey(key, &k);
+    if (rc != 0) return rc;
+    return AsClient(store)->IsExist(k);
+  });
+}
+
+MC_EXPORT int mooncake_store_batch_is_exist(mooncake_store_t store, const char** keys,
+                                            size_t count, int* results_out) {
+  if (store == nullptr) return kInternal;
+  if (count == 0) return 0;
+  if (keys == nullptr || results_out == nullptr) return kInternal;
+  return Guard(kInternal, [&] {
+    std::vector<std::string> valid;
+    std::vector<size_t> where;
+    valid.reserve(count);
+    where.reserve(count);
+    for (size_t i = 0; i < count; ++i) {
+      std::string k;
+      int rc = CheckKey(keys[i], &k);
+      if (rc != 0) {
+        results_out[i] = rc;
+        continue;
+      }
+      valid.push_back(std::move(k));
+      where.push_back(i);
+    }
+    if (!valid.empty()) {
+      std::vector<int> results;
+      AsClient(store)->BatchIsExist(valid, &results);
+      for (size_t j = 0; j < where.size(); ++j) results_out[where[j]] = results[j];
+    }
+    return 0;
+  });
+}
+
+MC_EXPORT int64_t mooncake_store_get_size(mooncake_store_t store, const char* key) {
+  if (store == nullptr) return kInternal;
+  return Guard<int64_t>(kInternal, [&]() -> int64_t {
+    std::string k;
+    int rc = CheckKey(key, &k);
+    if (rc != 0) return rc;
+    return AsClient(store)->GetSize(k);
+  });
+}
+
+// ---- remove ---------------------------------------------------------------------------
+
+MC_EXPORT int mooncake_store_remove(mooncake_store_t store, const char* key, int force) {
+  if (store == nullptr) return kInternal;
+  return Guard(kInternal, [&] {
+    std::string k;
+    int rc = CheckKey(key, &k);
+    if (rc != 0) return rc;
+    return AsClient(store)->Remove(k, force != 0);
+  });
+}
+
+MC_EXPORT int64_t mooncake_store_remove_by_regex(mooncake_store_t store, const char* pattern,
+                                                 int force) {
+  if (store == nullptr || pattern == nullptr) return kInternal;
+  return Guard<int64_t>(kInternal,
+                        [&] { return AsClient(store)->RemoveByRegex(pattern, force != 0); });
+}
+
+MC_EXPORT int64_t mooncake_store_remove_all(mooncake_store_t store, int force) {
+  if (store == nullptr) return kInternal;
+  return Guard<int64_t>(kInternal, [&] { return AsClient(store)->RemoveAll(force != 0); });
+}

@@ -1,0 +1,132 @@
+// One handle's Unix-socket connection to mooncaked (docs/protocol.md), multiplexed: many
+// threads send requests on it at once, and a reader thread hands each response to the
+// request with the same id. No lock is held across a round trip: a short one around the
+// table of pending requests and one around each frame written.
+//
+// Every wait is bounded by the timeout (MOONCAKE_STORE_TIMEOUT_MS, default 30000 ms):
+// a request not answered in time fails with -901. When the socket dies (the daemon exited
+// or was killed), every pending request fails at once with -900 and the connection is
+// down; the next request dials again, says HELLO with the same pool fd (so pool pointers
+// stay valid) and re-mounts the handle's extra segment. When the daemon is still gone the
+// dial fails at once and the request returns -900.
+#ifndef MOONCAKE_LIBMC_CONNECTION_H_
+#define MOONCAKE_LIBMC_CONNECTION_H_
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "common/uds_protocol.h"
+
+namespace mooncake {
+namespace client {
+
+class Session;
+struct Pending;
+
+// A request frame with a fresh id (unique in the process). Pack exactly arg_count values
+// into args().
+class Request {
+ public:
+  Request(uds::Op op, uint32_t arg_count);
+  msgpack::packer<msgpack::sbuffer>& args() { return frame_.args(); }
+  void PackConfig(const uds::WireConfig& config) { frame_.PackConfig(config); }
+  uint64_t id() const { return id_; }
+  uds::Op op() const { return op_; }
+
+ private:
+  friend class Connection;
+  uint64_t id_;
+  uds::Op op_;
+  uds::FrameBuilder frame_;
+};
+
+// A response: code 0 and the results array, or a negative code (from the daemon, or
+// -900/-901 made here). results() is valid while the Reply lives.
+struct Reply {
+  int code = 0;
+  uds::Message message;
+  uds::ArgReader& results() { return message.args; }
+};
+
+// A request in flight; pass it to Connection::Wait exactly once.
+class Ticket {
+ public:
+  Ticket() = default;
+
+ private:
+  friend class Connection;
+  std::shared_ptr<Session> session_;
+  std::shared_ptr<Pending> pending_;
+  int immediate_code_ = 0;  // set when the request never left (daemon gone)
+  std::chrono::steady_clock::time_point deadline_;
+};
+
+class Connection {
+ public:
+  struct Options {
+    std::string socket_path;
+    int pool_fd = -1;  // -1: no pool
+    std::shared_ptr<void> pool_owner;  // keeps pool_fd open while the connection lives
+    uint64_t pool_size = 0;
+    std::string master_address;  // "" or what the daemon's --master must equal
+    uint64_t mount_size = 0;     // > 0: MOUNT_SEGMENT after every HELLO
+    int timeout_ms = 30000;
+  };
+
+  explicit Connection(Options options);
+  ~Connection();  // Close()
+  Connection(const Connection&) = delete;
+  Connection& operator=(const Connection&) = delete;
+
+  // First connection: dial, HELLO, MOUNT_SEGMENT if asked. 0, -900 when no daemon answers,
+  // or the daemon's code (-600 for an ABI or master mismatch).
+  int Open();
+  // Disconnects for good; pending requests fail with -900, later ones with -600.
+  void Close();
+
+  // Sends a request on the live session, reconnecting first when the last one died.
+  // keepalive (e.g. the pool block the daemon reads or writes) is held until the daemon
+  // answers or the session dies, even when the caller gave up waiting (-901), so the
+  // daemon never touches memory that was given back.
+  Ticket Send(Request& request, std::shared_ptr<void> keepalive = nullptr);
+  // Waits for the response (bounded by the timeout); returns reply->code.
+  int Wait(Ticket& ticket, Reply* reply);
+  int Call(Request& request, Reply* reply, std::shared_ptr<void> keepalive = nullptr) {
+    Ticket t = Send(request, std::move(keepalive));
+    return Wait(t, reply);
+  }
+
+  // Makes sure a session is up (reconnecting if needed): 0 or a negative code.
+  int EnsureUp();
+  // "host:port" from the latest HELLO.
+  std::string hostname() const;
+  int timeout_ms() const { return options_.timeout_ms; }
+
+ private:
+  // The live session, reconnecting when it is down; nullptr with *code set on failure.
+  std::shared_ptr<Session> Current(int* code);
+  // Dials and greets a new session (HELLO with the pool fd, then MOUNT_SEGMENT when asked;
+  // a failed re-mount after a reconnect is only logged); 0 or a code.
+  int Dial(bool first, std::shared_ptr<Session>* out, std::string* hostname);
+  Ticket SendOn(const std::shared_ptr<Session>& session, Request& request,
+                std::shared_ptr<void> keepalive, int fd_to_pass);
+
+  const Options options_;
+  mutable std::mutex mu_;  // guards session_, closed_, hostname_
+  std::shared_ptr<Session> session_;
+  bool closed_ = false;
+  bool lost_logged_ = false;
+  std::string hostname_;
+  std::mutex dial_mu_;  // one reconnect at a time
+};
+
+// The timeout from MOONCAKE_STORE_TIMEOUT_MS (milliseconds), default 30000.
+int TimeoutFromEnvironment();
+
+}  // namespace client
+}  // namespace mooncake
+
+#endif  // MOONCAKE_LIBMC_CONNECTION_H_

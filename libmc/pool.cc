@@ -1,0 +1,141 @@
+#include "libmc/pool.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "common/error_code.h"
+#include "common/logging.h"
+
+namespace mooncake {
+namespace client {
+
+PoolBlock::~PoolBlock() { pool_->ReleaseStage(node_); }
+
+int Pool::Create(uint64_t size, std::shared_ptr<Pool>* out) {
+  if (size == 0 || size > static_cast<uint64_t>(INT64_MAX)) {
+    return ToInt(ErrorCode::INVALID_PARAMS);
+  }
+  int fd = memfd_create("mooncake-pool", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+  if (fd < 0) {
+    MC_LOG_ERROR("mooncake_store: memfd_create failed: %s", std::strerror(errno));
+    return ToInt(ErrorCode::INTERNAL_ERROR);
+  }
+  if (ftruncate(fd, static_cast<off_t>(size)) != 0 ||
+      fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW) != 0) {
+    MC_LOG_ERROR("mooncake_store: sizing or sealing the pool (%llu bytes) failed: %s",
+                 static_cast<unsigned long long>(size), std::strerror(errno));
+    close(fd);
+    return ToInt(ErrorCode::INTERNAL_ERROR);
+  }
+  void* base = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  if (base == MAP_FAILED) {
+    MC_LOG_ERROR("mooncake_store: mapping the pool (%llu bytes) failed: %s",
+                 static_cast<unsigned long long>(size), std::strerror(errno));
+    close(fd);
+    return ToInt(ErrorCode::INTERNAL_ERROR);
+  }
+  out->reset(new Pool(fd, static_cast<char*>(base), size));
+  return 0;
+}
+
+Pool::Pool(int fd, char* base, uint64_t size)
+    : fd_(fd), base_(base), size_(size), allocator_(size, kAlignment) {}
+
+Pool::~Pool() {
+  munmap(base_, size_);
+  close(fd_);
+}
+
+uint64_t Pool::capacity() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return allocator_.capacity();
+}
+
+void* Pool::Allocate(uint64_t size) {
+  std::lock_guard<std::mutex> lock(mu_);
+  OffsetAllocator::Allocation a = allocator_.Allocate(size);
+  if (!a.ok()) return nullptr;
+  app_nodes_.emplace(a.offset, a.node);
+  return base_ + a.offset;
+}
+
+void Pool::Free(void* ptr) {
+  if (ptr == nullptr) return;
+  uint64_t offset;
+  if (!Contains(ptr, 0, &offset)) return;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = app_nodes_.find(offset);
+    if (it == app_nodes_.end()) return;
+    allocator_.Free(it->second);
+    app_nodes_.erase(it);
+  }
+  stage_freed_.notify_all();  // a staged transfer may be waiting for room
+}
+
+bool Pool::Contains(const void* ptr, uint64_t length, uint64_t* offset) const {
+  uintptr_t p = reinterpret_cast<uintptr_t>(ptr);
+  uintptr_t b = reinterpret_cast<uintptr_t>(base_);
+  if (p < b || p - b >= size_) return false;
+  uint64_t off = p - b;
+  if (length > size_ - off) return false;
+  *offset = off;
+  return true;
+}
+
+std::shared_ptr<PoolBlock> Pool::StageLocked(uint64_t min_size, uint64_t max_size) {
+  OffsetAllocator::Allocation a = allocator_.Allocate(max_size);
+  uint64_t got = max_size;
+  if (!a.ok() && min_size < max_size) {
+    uint64_t largest = allocator_.largest_free();
+    if (largest >= min_size) {
+      got = std::min(largest, max_size);
+      a = allocator_.Allocate(got);
+    }
+  }
+  if (!a.ok()) return nullptr;
+  ++staged_blocks_;
+  return std::shared_ptr<PoolBlock>(
+      new PoolBlock(shared_from_this(), base_ + a.offset, a.offset, got, a.node));
+}
+
+std::shared_ptr<PoolBlock> Pool::TryStage(uint64_t min_size, uint64_t max_size) {
+  if (max_size == 0) return nullptr;
+  min_size = std::max<uint64_t>(1, std::min(min_size, max_size));
+  std::lock_guard<std::mutex> lock(mu_);
+  return StageLocked(min_size, max_size);
+}
+
+std::shared_ptr<PoolBlock> Pool::Stage(uint64_t min_size, uint64_t max_size,
+                                       std::chrono::steady_clock::time_point deadline) {
+  if (max_size == 0) return nullptr;
+  min_size = std::max<uint64_t>(1, std::min(min_size, max_size));
+  std::unique_lock<std::mutex> lock(mu_);
+  if (min_size > allocator_.capacity()) return nullptr;  // can never fit
+  for (;;) {
+    std::shared_ptr<PoolBlock> block = StageLocked(min_size, max_size);
+    if (block) return block;
+    if (staged_blocks_ == 0) return nullptr;
+    if (stage_freed_.wait_until(lock, deadline) == std::cv_status::timeout) {
+      block = StageLocked(min_size, max_size);
+      return block;
+    }
+  }
+}
+
+void Pool::ReleaseStage(uint32_t node) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    allocator_.Free(node);
+    --staged_blocks_;
+  }
+  stage_freed_.notify_all();
+}
+
+}  // namespace client
+}  // namespace mooncake

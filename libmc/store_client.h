@@ -1,0 +1,117 @@
+// The C++ core behind a mooncake_store_t handle: one Connection, one Pool, the buffer
+// registry, and the data paths (zero copy, whole-value staging, chunked staging).
+//
+// Arguments arrive validated by c_api.cc (non-NULL, key 1..4096 bytes, value 1 byte..4 GiB,
+// replica_num >= 1); every method returns a result code of include/mooncake_store.h (or a
+// byte count / count where the C function does). Thread-safe: calls share the connection
+// without a lock across round trips; Connect and Close exclude other calls briefly.
+//
+// Data paths, per buffer:
+//  - inside the pool: its pool offset goes to the daemon (zero copy on this side);
+//  - otherwise, when a pool block of the whole size is free: memcpy through it, one request;
+//  - otherwise: PUT_BEGIN / PUT_CHUNK... / PUT_COMMIT (GET_BEGIN / GET_CHUNK... / GET_END)
+//    through chunks of up to 4 MiB, two in flight, so any value fits any non-zero pool.
+#ifndef MOONCAKE_LIBMC_STORE_CLIENT_H_
+#define MOONCAKE_LIBMC_STORE_CLIENT_H_
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <shared_mutex>
+#include <string>
+#include <vector>
+
+#include "common/uds_protocol.h"
+#include "libmc/connection.h"
+#include "libmc/pool.h"
+
+namespace mooncake {
+namespace client {
+
+class StoreClient {
+ public:
+  // One put of a batch: result receives what Put would return.
+  struct PutItem {
+    std::string key;
+    const char* data;
+    uint64_t size;
+    int* result;
+  };
+  // One get of a batch: result receives what GetInto would return.
+  struct GetItem {
+    std::string key;
+    char* buffer;
+    uint64_t capacity;
+    int64_t* result;
+  };
+
+  StoreClient() = default;
+  ~StoreClient();  // Close(); the pool is unmapped once no call uses it any more
+  StoreClient(const StoreClient&) = delete;
+  StoreClient& operator=(const StoreClient&) = delete;
+
+  // Creates (or, for the same size, reuses) the pool, dials socket_path and says HELLO;
+  // mount_size > 0 mounts an extra segment for this handle. -600 when already connected.
+  int Connect(const std::string& socket_path, uint64_t local_buffer_size,
+              const std::string& master_address, uint64_t mount_size);
+  // Disconnects; the pool stays mapped (pointers stay readable) until the handle is
+  // destroyed or a connect with another size replaces it. 0, also when not connected.
+  int Close();
+
+  int HealthCheck();                       // 0, 1 or 2 as in the header
+  int GetHostname(std::string* hostname);  // 0 or a code
+
+  void* Alloc(uint64_t size);
+  void Free(void* ptr);
+  int RegisterBuffer(void* buffer, uint64_t size);
+  int UnregisterBuffer(void* buffer);
+
+  int Put(const std::string& key, const void* value, uint64_t size,
+          const uds::WireConfig& config, bool upsert);
+  void BatchPut(std::vector<PutItem>& items, const uds::WireConfig& config);
+  int64_t GetInto(const std::string& key, void* buffer, uint64_t capacity);
+  void BatchGetInto(std::vector<GetItem>& items);
+  int IsExist(const std::string& key);
+  // results[i] for keys[i]: 1, 0 or a code.
+  void BatchIsExist(const std::vector<std::string>& keys, std::vector<int>* results);
+  int64_t GetSize(const std::string& key);
+  int Remove(const std::string& key, bool force);
+  int64_t RemoveByRegex(const std::string& pattern, bool force);
+  int64_t RemoveAll(bool force);
+
+  // -600 when [buffer, buffer + size) starts inside a registered range but runs past its
+  // end; 0 otherwise (unregistered memory is fine: it is staged).
+  int CheckRegistered(const void* buffer, uint64_t size);
+
+ private:
+  // What one call works with; taken under a short shared lock.
+  struct Context {
+    std::shared_ptr<Connection> conn;
+    std::shared_ptr<Pool> pool;  // nullptr when local_buffer_size was 0
+  };
+  // 0 with *ctx filled, or -600 when not connected.
+  int Acquire(Context* ctx);
+
+  int PutOnce(Context& c, const std::string& key, uint64_t pool_offset, uint64_t size,
+              const uds::WireConfig& config, bool upsert, std::shared_ptr<void> keepalive);
+  int PutStaged(Context& c, const std::string& key, const char* value, uint64_t size,
+                const uds::WireConfig& config, bool upsert);
+  int64_t GetStaged(Context& c, const std::string& key, char* buffer, uint64_t capacity);
+  int PutOne(Context& c, const std::string& key, const char* value, uint64_t size,
+             const uds::WireConfig& config, bool upsert);
+  int64_t GetOne(Context& c, const std::string& key, char* buffer, uint64_t capacity);
+
+  std::shared_mutex state_mu_;  // guards the members below
+  bool connected_ = false;
+  std::shared_ptr<Connection> conn_;
+  std::shared_ptr<Pool> pool_;
+
+  std::mutex registry_mu_;
+  std::map<uintptr_t, uint64_t> registered_;  // start -> length
+};
+
+}  // namespace client
+}  // namespace mooncake
+
+#endif  // MOONCAKE_LIBMC_STORE_CLIENT_H_
