@@ -16,7 +16,7 @@ deps:
 
 build: deps
 	@cmake -S . -B $(BUILD_DIR) -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) > /dev/null
-	@cmake --build $(BUILD_DIR) -j $(JOBS)
+	@cmake --build $(BUILD_DIR) -j $(JOBS) -- --no-print-directory
 
 test: build
 	cd $(BUILD_DIR) && ctest $(CTEST_ARGS) -j $(JOBS)
@@ -24,7 +24,7 @@ test: build
 # The whole test suite under AddressSanitizer and UndefinedBehaviorSanitizer.
 asan: deps
 	@cmake -S . -B $(ASAN_DIR) -DCMAKE_BUILD_TYPE=Debug -DMC_ASAN=ON > /dev/null
-	@cmake --build $(ASAN_DIR) -j $(JOBS)
+	@cmake --build $(ASAN_DIR) -j $(JOBS) -- --no-print-directory
 	cd $(ASAN_DIR) && ctest $(CTEST_ARGS) -j $(JOBS)
 
 demo: build

@@ -306,14 +306,17 @@ int main(int argc, char** argv) {
   double get4k_p50 = 0, get1m_pool_ratio = 0;
   for (uint64_t size : ParseSizes(o.sizes)) {
     double memcpy_gbps = MemcpyGbps(size, o.bytes_per_phase);
-    int64_t ops = std::max<int64_t>(
+    // Enough operations to move about bytes_per_phase, but at least 32 so that
+    // percentiles mean something. Phases must not fill the segment: a cache evicts.
+    int64_t base_ops = std::max<int64_t>(
         32, std::min<int64_t>(o.max_ops, static_cast<int64_t>(o.bytes_per_phase / size)));
-    ops = (ops + 127) / 128 * 128;
     for (bool pool : {true, false}) {
       for (int threads : {1, static_cast<int>(o.threads)}) {
         for (int batch : {1, 32, 128}) {
-          // Batches of big objects would not fit the pool; single calls cover them.
-          if (batch > 1 && (threads > 1 || size * batch * (pool ? 1 : 2) > o.pool_size / 2)) continue;
+          // A batch is one call; batches bigger than a phase's data are not a use case.
+          if (batch > 1 && (threads > 1 || size * batch > o.bytes_per_phase)) continue;
+          int64_t unit = static_cast<int64_t>(threads) * batch;
+          int64_t ops = (base_ops + unit - 1) / unit * unit;
           Phase p{store, size, threads, ops / threads, batch, pool, ++run};
           std::string form = batch == 1 ? "single" : "batch" + std::to_string(batch);
           for (bool is_put : {true, false}) {
