@@ -13,12 +13,8 @@
 // object is the master's memory cost of one object.
 //
 // See bench/README.md for how to run it and what the columns mean.
-#include <arpa/inet.h>
-#include <netinet/in.h>
 #include <signal.h>
-#include <sys/prctl.h>
 #include <sys/resource.h>
-#include <sys/socket.h>
 #include <sys/wait.h>
 #include <thrift/protocol/TBinaryProtocol.h>
 #include <thrift/transport/TBufferTransports.h>
@@ -48,6 +44,7 @@
 #include "common/error_code.h"
 #include "common/flags.h"
 #include "common/units.h"
+#include "tests/process_harness.h"
 
 #ifndef MC_BUILD_TYPE
 #define MC_BUILD_TYPE "unknown"
@@ -63,23 +60,10 @@ using Clock = std::chrono::steady_clock;
 
 // ---- fatal errors --------------------------------------------------------------------
 
-pid_t g_master_pid = -1;  // the master we spawned, if any; never outlives us
+// The master we spawned, if any. Started with PR_SET_PDEATHSIG, so it never outlives us,
+// even when Die() ends the run from another thread.
+mooncake::testing::ChildProcess* g_master = nullptr;
 std::mutex g_die_mu;
-
-void KillSpawnedMaster() {
-  if (g_master_pid <= 0) return;
-  kill(g_master_pid, SIGTERM);
-  for (int i = 0; i < 100; ++i) {
-    if (waitpid(g_master_pid, nullptr, WNOHANG) == g_master_pid) {
-      g_master_pid = -1;
-      return;
-    }
-    usleep(50 * 1000);
-  }
-  kill(g_master_pid, SIGKILL);
-  waitpid(g_master_pid, nullptr, 0);
-  g_master_pid = -1;
-}
 
 // Aborts the whole run, from any thread: a benchmark that keeps counting after an error
 // measures nothing.
@@ -93,7 +77,6 @@ void KillSpawnedMaster() {
   va_end(args);
   std::fprintf(stderr, "\n");
   std::fflush(stderr);
-  KillSpawnedMaster();
   _exit(1);
 }
 
@@ -202,33 +185,6 @@ class Conn {
 
 // ---- the spawned master ----------------------------------------------------------------
 
-int FreeTcpPort() {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  addr.sin_port = 0;
-  socklen_t len = sizeof(addr);
-  if (fd < 0 || bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 ||
-      getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
-    Die("cannot find a free TCP port: %s", std::strerror(errno));
-  }
-  close(fd);
-  return ntohs(addr.sin_port);
-}
-
-bool PortAccepts(int port) {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  if (fd < 0) return false;
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  addr.sin_port = htons(static_cast<uint16_t>(port));
-  bool ok = connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0;
-  close(fd);
-  return ok;
-}
-
 std::vector<std::string> SplitWords(const std::string& text) {
   std::istringstream in(text);
   std::vector<std::string> words;
@@ -236,67 +192,34 @@ std::vector<std::string> SplitWords(const std::string& text) {
   return words;
 }
 
-// Starts the master on 127.0.0.1:port (a free port) and waits until it accepts.
+// Starts the master on a free port of 127.0.0.1 and waits until it accepts.
 void SpawnMaster(const Options& o, int* port) {
   if (access(o.spawn_master.c_str(), X_OK) != 0) {
     Die("--spawn_master %s: not an executable file", o.spawn_master.c_str());
   }
-  *port = FreeTcpPort();
-  std::vector<std::string> args = {o.spawn_master, "--rpc_address",       "127.0.0.1",
-                                   "--rpc_port",   std::to_string(*port), "--log_level",
-                                   "warning"};
-  for (const std::string& w : SplitWords(o.master_args)) args.push_back(w);
-  std::fprintf(stderr, "spawning:");
-  for (const std::string& a : args) std::fprintf(stderr, " %s", a.c_str());
-  std::fprintf(stderr, "\n");
-  pid_t pid = fork();
-  if (pid < 0) Die("fork: %s", std::strerror(errno));
-  if (pid == 0) {
-    prctl(PR_SET_PDEATHSIG, SIGKILL);  // never outlive the benchmark, even on a crash
-    std::vector<char*> argv;
-    for (std::string& a : args) argv.push_back(&a[0]);
-    argv.push_back(nullptr);
-    execv(argv[0], argv.data());
-    std::fprintf(stderr, "execv %s: %s\n", argv[0], std::strerror(errno));
-    _exit(127);
-  }
-  g_master_pid = pid;
-  auto deadline = Clock::now() + std::chrono::seconds(15);
-  while (!PortAccepts(*port)) {
-    int status = 0;
-    if (waitpid(pid, &status, WNOHANG) == pid) {
-      g_master_pid = -1;
-      Die("the spawned master exited before accepting (status 0x%x)", status);
-    }
-    if (Clock::now() > deadline) Die("the spawned master does not accept on port %d", *port);
-    usleep(20 * 1000);
+  std::vector<std::string> flags = {"--log_level", "warning"};
+  for (const std::string& w : SplitWords(o.master_args)) flags.push_back(w);
+  std::fprintf(stderr, "spawning %s on 127.0.0.1 with --log_level warning %s\n",
+               o.spawn_master.c_str(), o.master_args.c_str());
+  if (!mooncake::testing::StartMaster(g_master, port, "/dev/stderr", flags, o.spawn_master)) {
+    Die("the spawned master did not start serving");
   }
 }
 
 void StopSpawnedMaster() {
-  if (g_master_pid <= 0) return;
-  pid_t pid = g_master_pid;
-  kill(pid, SIGTERM);
-  int status = 0;
-  for (int i = 0; i < 200; ++i) {
-    if (waitpid(pid, &status, WNOHANG) == pid) {
-      g_master_pid = -1;
-      if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-        std::fprintf(stderr, "warning: the spawned master ended with status 0x%x\n", status);
-      }
-      return;
-    }
-    usleep(50 * 1000);
+  if (!g_master->running()) return;
+  int status = g_master->Stop(SIGTERM, 10000);
+  if (status == -1 || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    std::fprintf(stderr, "warning: the spawned master did not exit cleanly (status 0x%x)\n",
+                 status);
   }
-  std::fprintf(stderr, "warning: the spawned master ignored SIGTERM for 10 s; killing it\n");
-  KillSpawnedMaster();
 }
 
 // CPU seconds (user + system) the spawned master has used; -1 when there is none.
 double MasterCpuSeconds() {
-  if (g_master_pid <= 0) return -1;
+  if (!g_master->running()) return -1;
   char path[64];
-  std::snprintf(path, sizeof(path), "/proc/%d/stat", static_cast<int>(g_master_pid));
+  std::snprintf(path, sizeof(path), "/proc/%d/stat", static_cast<int>(g_master->pid()));
   FILE* f = std::fopen(path, "r");
   if (f == nullptr) return -1;
   char buf[1024];
@@ -703,6 +626,8 @@ int main(int argc, char** argv) {
   }
   signal(SIGPIPE, SIG_IGN);
 
+  mooncake::testing::ChildProcess master;
+  g_master = &master;
   std::string host;
   int port = 0;
   if (!o.spawn_master.empty()) {
@@ -845,7 +770,7 @@ int main(int argc, char** argv) {
   if (o.rss_objects > 0) {
     std::printf("\nmemory per object (%" PRId64 " single-replica objects, %" PRId64 "-byte keys)\n",
                 o.rss_objects, o.key_size);
-    if (g_master_pid > 0 && o.rss_fresh_master && o.keys > 0) {
+    if (g_master->running() && o.rss_fresh_master && o.keys > 0) {
       // Objects freed by RemoveAll stay in malloc's free lists and would be reused by the
       // load below, so a delta on the same process would come out too small.
       std::printf("  restarting the spawned master so the measurement starts from a clean heap\n");
@@ -894,7 +819,7 @@ int main(int argc, char** argv) {
     std::printf("  => %.1f bytes of master memory per single-replica object (key %" PRId64
                 " bytes; target <= 250 with 64-byte keys)%s\n",
                 load.bytes_per_object, o.key_size,
-                g_master_pid > 0 && o.rss_fresh_master
+                g_master->running() && o.rss_fresh_master
                     ? ""
                     : (o.keys > 0 ? "\n     (same master process as the throughput phases: memory "
                                     "they freed is reused, so this is a lower bound)"

@@ -151,6 +151,8 @@ class MasterService {
   void DropSegmentReplicas(uint32_t slot);
   void RevokeWriter(int64_t writer);
   void ReleaseAbandonedPuts(int64_t now);
+  // Frees unfinished puts and upserts for which match(writer, start_ms) holds.
+  void DropUnfinished(const std::function<bool(int64_t, int64_t)>& match);
   void RunDeferredFrees(int64_t now);
   void EvictAboveWatermark();
   uint64_t EvictPass(uint64_t target_bytes, bool include_soft_pinned, int64_t now);

@@ -72,24 +72,7 @@ void MasterService::DropSegmentReplicas(uint32_t slot) {
 }
 
 void MasterService::RevokeWriter(int64_t writer) {
-  for (size_t s = 0; s < kShardCount; ++s) {
-    Shard& shard = shards_[s];
-    std::lock_guard<std::mutex> lock(shard.mu);
-    for (auto it = shard.upserts.begin(); it != shard.upserts.end();) {
-      if (it->second.writer == writer) {
-        FreeReplicas(it->second.replicas);
-        it = shard.upserts.erase(it);
-      } else {
-        ++it;
-      }
-    }
-    if (processing_count_.load() == 0) continue;
-    shard.objects.ForEach([&](std::string_view key, ObjectMetadata& meta) {
-      if (meta.complete || meta.writer != writer) return false;
-      ReleaseObject(shard, key, meta);
-      return true;
-    });
-  }
+  DropUnfinished([writer](int64_t w, int64_t) { return w == writer; });
 }
 
 void MasterService::ReleaseAbandonedPuts(int64_t now) {
@@ -99,11 +82,15 @@ void MasterService::ReleaseAbandonedPuts(int64_t now) {
   if (now - last_abandoned_scan_ms_ < period) return;
   last_abandoned_scan_ms_ = now;
   int64_t deadline = now - options_.put_start_release_timeout_ms;
+  DropUnfinished([deadline](int64_t, int64_t start_ms) { return start_ms <= deadline; });
+}
+
+void MasterService::DropUnfinished(const std::function<bool(int64_t, int64_t)>& match) {
   for (size_t s = 0; s < kShardCount; ++s) {
     Shard& shard = shards_[s];
     std::lock_guard<std::mutex> lock(shard.mu);
     for (auto it = shard.upserts.begin(); it != shard.upserts.end();) {
-      if (it->second.start_ms <= deadline) {
+      if (match(it->second.writer, it->second.start_ms)) {
         FreeReplicas(it->second.replicas);
         it = shard.upserts.erase(it);
       } else {
@@ -112,8 +99,8 @@ void MasterService::ReleaseAbandonedPuts(int64_t now) {
     }
     if (processing_count_.load() == 0) continue;
     shard.objects.ForEach([&](std::string_view key, ObjectMetadata& meta) {
-      if (meta.complete || meta.time_ms > deadline) return false;
-      MC_LOG_WARN("put of '%.*s' abandoned by daemon %lld: space released",
+      if (meta.complete || !match(meta.writer, meta.time_ms)) return false;
+      MC_LOG_WARN("put of '%.*s' by daemon %lld dropped unfinished",
                   static_cast<int>(std::min<size_t>(key.size(), 64)), key.data(),
                   static_cast<long long>(meta.writer));
       ReleaseObject(shard, key, meta);

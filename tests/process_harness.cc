@@ -128,19 +128,20 @@ bool WaitForTcpPort(int port, int timeout_ms) {
 }
 
 bool StartMaster(ChildProcess* master, int* port, const std::string& log_path,
-                 const std::vector<std::string>& extra_flags) {
+                 const std::vector<std::string>& extra_flags, const std::string& binary) {
   // The port can be taken between FreeTcpPort() and the master's bind; try a few.
   for (int attempt = 0; attempt < 5; ++attempt) {
     *port = FreeTcpPort();
-    if (StartMasterOnPort(master, *port, log_path, extra_flags)) return true;
+    if (StartMasterOnPort(master, *port, log_path, extra_flags, binary)) return true;
   }
   return false;
 }
 
 bool StartMasterOnPort(ChildProcess* master, int port, const std::string& log_path,
-                       const std::vector<std::string>& extra_flags) {
-  std::vector<std::string> argv = {BuildPath("master/mooncake-master"), "--rpc_address",
-                                   "127.0.0.1", "--rpc_port", std::to_string(port)};
+                       const std::vector<std::string>& extra_flags, const std::string& binary) {
+  std::vector<std::string> argv = {binary.empty() ? BuildPath("master/mooncake-master") : binary,
+                                   "--rpc_address", "127.0.0.1", "--rpc_port",
+                                   std::to_string(port)};
   argv.insert(argv.end(), extra_flags.begin(), extra_flags.end());
   if (!master->Start(argv, log_path)) return false;
   if (WaitForTcpPort(port, 5000)) return true;

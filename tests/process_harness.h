@@ -47,14 +47,15 @@ class ChildProcess {
 // Polls until something accepts TCP connections on 127.0.0.1:port.
 bool WaitForTcpPort(int port, int timeout_ms);
 
-// Starts build/master/mooncake-master on a free port with extra flags; true once it serves.
+// Starts a mooncake-master (binary, default build/master/mooncake-master) on a free
+// port of 127.0.0.1 with extra flags; true once it serves.
 bool StartMaster(ChildProcess* master, int* port, const std::string& log_path,
-                 const std::vector<std::string>& extra_flags);
+                 const std::vector<std::string>& extra_flags, const std::string& binary = "");
 
-// Starts build/master/mooncake-master on exactly this port (e.g. to restart it in place);
-// true once it serves.
+// The same on exactly this port (e.g. to restart it in place).
 bool StartMasterOnPort(ChildProcess* master, int port, const std::string& log_path,
-                       const std::vector<std::string>& extra_flags);
+                       const std::vector<std::string>& extra_flags,
+                       const std::string& binary = "");
 
 // Polls until something accepts connections on the Unix socket at path.
 bool WaitForUnixSocket(const std::string& path, int timeout_ms);
