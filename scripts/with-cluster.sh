@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# Runs a command against a real one-host cluster: starts mooncake-master and mooncaked on
+# 127.0.0.1 (free ports, a temp dir), exports MOONCAKE_SOCKET, MOONCAKE_MASTER and
+# MOONCAKE_HOSTNAME for the command, and stops both afterwards. Exits with the command's
+# status. Used by `make demo` and by the binding test suites.
+#
+#   scripts/with-cluster.sh [--build DIR] [--segment SIZE] [--master-flag F]... -- CMD ARGS...
+set -euo pipefail
+BUILD_DIR=build
+SEGMENT=1GB
+MASTER_FLAGS=()
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --build) BUILD_DIR=$2; shift 2 ;;
+    --segment) SEGMENT=$2; shift 2 ;;
+    --master-flag) MASTER_FLAGS+=("$2"); shift 2 ;;
+    --) shift; break ;;
+    *) echo "with-cluster.sh: unknown option $1" >&2; exit 2 ;;
+  esac
+done
+[ $# -gt 0 ] || { echo "with-cluster.sh: no command given" >&2; exit 2; }
+BUILD_DIR=$(cd "$BUILD_DIR" && pwd)
+
+DIR=$(mktemp -d /tmp/mooncake-cluster.XXXXXX)
+PIDS=()
+cleanup() {
+  for pid in "${PIDS[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
+  for pid in "${PIDS[@]}"; do wait "$pid" 2>/dev/null || true; done
+  rm -rf "$DIR"
+}
+trap cleanup EXIT
+
+free_port() {
+  /usr/bin/python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+MASTER_PORT=$(free_port)
+DAEMON_PORT=$(free_port)
+export MOONCAKE_SOCKET="$DIR/mooncaked.sock"
+export MOONCAKE_MASTER="127.0.0.1:$MASTER_PORT"
+export MOONCAKE_HOSTNAME="127.0.0.1:$DAEMON_PORT"
+
+"$BUILD_DIR/master/mooncake-master" --rpc_address 127.0.0.1 --rpc_port "$MASTER_PORT" \
+  ${MASTER_FLAGS[@]+"${MASTER_FLAGS[@]}"} > "$DIR/master.log" 2>&1 &
+PIDS+=($!)
+"$BUILD_DIR/daemon/mooncaked" --master "$MOONCAKE_MASTER" --socket "$MOONCAKE_SOCKET" \
+  --hostname 127.0.0.1 --port "$DAEMON_PORT" --global_segment_size "$SEGMENT" \
+  > "$DIR/daemon.log" 2>&1 &
+PIDS+=($!)
+for _ in $(seq 1 100); do [ -S "$MOONCAKE_SOCKET" ] && break; sleep 0.1; done
+if [ ! -S "$MOONCAKE_SOCKET" ]; then
+  echo "with-cluster.sh: mooncaked did not start; its log:" >&2
+  cat "$DIR/daemon.log" >&2
+  exit 1
+fi
+echo "with-cluster.sh: master $MOONCAKE_MASTER, daemon $MOONCAKE_HOSTNAME, socket $MOONCAKE_SOCKET" >&2
+
+set +e
+"$@"
+status=$?
+set -e
+if [ $status -ne 0 ]; then
+  echo "with-cluster.sh: command failed ($status); daemon log tail:" >&2
+  tail -20 "$DIR/daemon.log" >&2
+fi
+exit $status
