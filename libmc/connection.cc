@@ -9,15 +9,12 @@
 #include <algorithm>
 #include <atomic>
 #include <climits>
-#include <condition_variable>
 #include <cstdlib>
 #include <cstring>
-#include <thread>
-#include <unordered_map>
-#include <vector>
 
 #include "common/error_code.h"
 #include "common/logging.h"
+#include "libmc/session.h"
 
 namespace mooncake {
 namespace client {
@@ -25,7 +22,6 @@ namespace client {
 namespace {
 
 constexpr int kRpcFail = static_cast<int>(ErrorCode::RPC_FAIL);
-constexpr int kRpcTimeout = static_cast<int>(ErrorCode::RPC_TIMEOUT);
 constexpr int kInvalidParams = static_cast<int>(ErrorCode::INVALID_PARAMS);
 constexpr int kInternal = static_cast<int>(ErrorCode::INTERNAL_ERROR);
 // connect() on a Unix socket only blocks while the listener's backlog is full.
@@ -33,176 +29,60 @@ constexpr int kConnectTimeoutMs = 500;
 
 std::atomic<uint64_t> g_next_request_id{1};
 
-void SetSendTimeout(int fd, int ms) {
+// A caller reading the socket blocks in recv at most this long before it looks at its
+// deadline again (exactly its remaining time when that is shorter; see Session::Lead).
+constexpr int kReadSliceMs = 100;
+
+void SetTimeout(int fd, int option, int ms) {
   struct timeval tv;
   tv.tv_sec = ms / 1000;
   tv.tv_usec = (ms % 1000) * 1000;
-  setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
-}
-
-int ClampCode(int64_t head) {
-  if (head > 0 || head < INT_MIN) return kInternal;  // a response code is 0 or negative
-  return static_cast<int>(head);
+  setsockopt(fd, SOL_SOCKET, option, &tv, sizeof(tv));
 }
 
 }  // namespace
 
-// One request waiting for its response. Guarded by its session's mutex.
-struct Pending {
-  uint64_t id = 0;
-  bool done = false;
-  bool abandoned = false;  // the caller timed out; drop the response when it comes
-  int code = 0;
-  uds::Message message;
-  std::shared_ptr<void> keepalive;
-  std::condition_variable cv;
-};
-
-// One socket from dial to death, with the reader thread that completes its requests.
-// A reconnect makes a new Session; an old one lives until the last request using it lets
-// go of it.
-class Session {
- public:
-  explicit Session(int fd) : fd_(fd) { reader_ = std::thread([this] { ReadLoop(); }); }
-  ~Session() {
-    shutdown(fd_, SHUT_RDWR);
-    if (reader_.joinable()) reader_.join();
-    close(fd_);
+void FrameBuffer::write(const char* data, size_t length) {
+  if (capacity_ - size_ < length) {
+    size_t capacity = std::max(capacity_ * 2, size_ + length);
+    std::unique_ptr<char[]> grown(new char[capacity]);
+    std::memcpy(grown.get(), this->data(), size_);
+    heap_ = std::move(grown);
+    capacity_ = capacity;
   }
-  Session(const Session&) = delete;
-  Session& operator=(const Session&) = delete;
-
-  bool IsDown() {
-    std::lock_guard<std::mutex> lock(mu_);
-    return down_;
-  }
-
-  // Marks the session down and fails every pending request with -900 at once; shuts the
-  // socket so the reader thread (and the daemon) see the end.
-  void Fail(bool deliberate) {
-    std::vector<std::shared_ptr<void>> keepalives;  // released after the lock
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      if (!down_ && !deliberate && established_) {
-        MC_LOG_WARN("mooncake_store: lost the connection to mooncaked");
-      }
-      down_ = true;
-      for (auto& entry : pending_) {
-        Pending* p = entry.second.get();
-        keepalives.push_back(std::move(p->keepalive));
-        if (p->abandoned) continue;
-        p->code = kRpcFail;
-        p->done = true;
-        p->cv.notify_one();
-      }
-      pending_.clear();
-    }
-    shutdown(fd_, SHUT_RDWR);
-  }
-
-  // Registers p, then writes the frame. false when the session is already down (p is then
-  // not registered); a failed write fails the whole session, p included.
-  bool Send(const std::shared_ptr<Pending>& p, const char* frame, size_t length,
-            int fd_to_pass) {
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      if (down_) return false;
-      pending_.emplace(p->id, p);
-    }
-    bool sent;
-    int error = 0;
-    {
-      std::lock_guard<std::mutex> lock(send_mu_);
-      sent = uds::SendFrame(fd_, frame, length, fd_to_pass);
-      if (!sent) error = errno;
-    }
-    if (!sent) {
-      // A partial frame may have gone out: the stream is unusable from here on.
-      Fail(false);
-      if (error == EAGAIN || error == EWOULDBLOCK) {
-        std::lock_guard<std::mutex> lock(mu_);
-        p->code = kRpcTimeout;
-      }
-    }
-    return true;
-  }
-
-  // Waits for p until deadline; returns its code and moves the response into *message.
-  int Wait(const std::shared_ptr<Pending>& p, std::chrono::steady_clock::time_point deadline,
-           uds::Message* message) {
-    std::shared_ptr<void> keepalive;
-    std::unique_lock<std::mutex> lock(mu_);
-    if (!p->cv.wait_until(lock, deadline, [&] { return p->done; })) {
-      p->abandoned = true;
-      if (!p->keepalive) pending_.erase(p->id);  // nothing to hold until the late answer
-      return kRpcTimeout;
-    }
-    *message = std::move(p->message);
-    keepalive = std::move(p->keepalive);
-    return p->code;
-  }
-
-  // Called once the handshake succeeded: from then on a lost socket is worth a log line.
-  void MarkEstablished() {
-    std::lock_guard<std::mutex> lock(mu_);
-    established_ = true;
-  }
-
- private:
-  void ReadLoop() {
-    uds::FrameReader reader;
-    std::string payload;
-    bool healthy = true;
-    while (healthy) {
-      uds::FrameReader::Status status = reader.ReadFrom(fd_);
-      for (int fd : reader.TakeFds()) close(fd);  // the daemon never sends descriptors
-      if (status == uds::FrameReader::Status::kWouldBlock) continue;
-      if (status != uds::FrameReader::Status::kOk) break;
-      bool oversized = false;
-      while (healthy && reader.Next(&payload, &oversized)) healthy = Dispatch(payload);
-      if (oversized) {
-        MC_LOG_ERROR("mooncake_store: mooncaked sent an oversized frame; disconnecting");
-        healthy = false;
-      }
-    }
-    Fail(false);
-  }
-
-  bool Dispatch(const std::string& payload) {
-    uds::Message message;
-    if (!uds::ParseMessage(payload.data(), payload.size(), &message)) {
-      MC_LOG_ERROR("mooncake_store: mooncaked sent a malformed frame; disconnecting");
-      return false;
-    }
-    std::shared_ptr<Pending> p;
-    std::shared_ptr<void> keepalive;  // released after the lock
-    std::lock_guard<std::mutex> lock(mu_);
-    auto it = pending_.find(message.id);
-    if (it == pending_.end()) return true;  // an answer nobody waits for any more
-    p = std::move(it->second);
-    pending_.erase(it);
-    keepalive = std::move(p->keepalive);
-    if (p->abandoned) return true;
-    p->code = ClampCode(message.head);
-    p->message = std::move(message);
-    p->done = true;
-    p->cv.notify_one();
-    return true;
-  }
-
-  const int fd_;
-  std::mutex mu_;  // guards pending_, down_ and every Pending of this session
-  std::unordered_map<uint64_t, std::shared_ptr<Pending>> pending_;
-  bool down_ = false;
-  bool established_ = false;
-  std::mutex send_mu_;  // one frame on the wire at a time
-  std::thread reader_;
-};
+  std::memcpy(this->data() + size_, data, length);
+  size_ += length;
+}
 
 Request::Request(uds::Op op, uint32_t arg_count)
-    : id_(g_next_request_id.fetch_add(1, std::memory_order_relaxed)),
-      op_(op),
-      frame_(id_, static_cast<int64_t>(op), arg_count) {}
+    : id_(g_next_request_id.fetch_add(1, std::memory_order_relaxed)), op_(op),
+      packer_(buffer_) {
+  static const char kPlaceholder[uds::kFrameHeaderBytes] = {0, 0, 0, 0};
+  buffer_.write(kPlaceholder, uds::kFrameHeaderBytes);
+  packer_.pack_array(3);
+  packer_.pack(id_);
+  packer_.pack(static_cast<int64_t>(op));
+  packer_.pack_array(arg_count);
+}
+
+void Request::PackConfig(const uds::WireConfig& config) {
+  packer_.pack_array(4);
+  packer_.pack(config.replica_num);
+  packer_.pack(config.with_soft_pin);
+  packer_.pack(config.with_hard_pin);
+  packer_.pack(config.preferred_segments);
+}
+
+const char* Request::Finish() {
+  uint32_t payload = static_cast<uint32_t>(buffer_.size() - uds::kFrameHeaderBytes);
+  unsigned char* p = reinterpret_cast<unsigned char*>(buffer_.data());
+  for (uint32_t i = 0; i < uds::kFrameHeaderBytes; ++i) p[i] = (payload >> (8 * i)) & 0xff;
+  return buffer_.data();
+}
+
+Ticket::~Ticket() {
+  if (pending_) session_->Abandon(pending_.get());
+}
 
 int TimeoutFromEnvironment() {
   const char* text = std::getenv("MOONCAKE_STORE_TIMEOUT_MS");
@@ -269,7 +149,7 @@ std::shared_ptr<Session> Connection::Current(int* code) {
   std::shared_ptr<Session> fresh;
   std::string hostname;
   int rc = Dial(!reconnect, &fresh, &hostname);
-  std::shared_ptr<Session> old;  // destroyed outside the lock (joins its reader)
+  std::shared_ptr<Session> old;  // destroyed outside the lock (joins its background thread)
   std::lock_guard<std::mutex> lock(mu_);
   if (closed_) {
     *code = kInvalidParams;
@@ -305,7 +185,7 @@ int Connection::Dial(bool first, std::shared_ptr<Session>* out, std::string* hos
   std::memcpy(addr.sun_path, options_.socket_path.data(), options_.socket_path.size());
   int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0) return kRpcFail;
-  SetSendTimeout(fd, std::min(options_.timeout_ms, kConnectTimeoutMs));
+  SetTimeout(fd, SO_SNDTIMEO, std::min(options_.timeout_ms, kConnectTimeoutMs));
   int rc;
   do {
     rc = connect(fd, reinterpret_cast<struct sockaddr*>(&addr), sizeof(addr));
@@ -314,17 +194,18 @@ int Connection::Dial(bool first, std::shared_ptr<Session>* out, std::string* hos
     close(fd);
     return kRpcFail;
   }
-  SetSendTimeout(fd, options_.timeout_ms);
-  auto session = std::make_shared<Session>(fd);
+  SetTimeout(fd, SO_SNDTIMEO, options_.timeout_ms);
+  const int slice_ms = std::min(options_.timeout_ms, kReadSliceMs);
+  SetTimeout(fd, SO_RCVTIMEO, slice_ms);
+  auto session = std::make_shared<Session>(fd, slice_ms);
 
   Request hello(uds::Op::kHello, 4);
   hello.args().pack(static_cast<uint64_t>(MOONCAKE_STORE_ABI_VERSION));
   hello.args().pack(options_.pool_size);
   hello.args().pack(static_cast<uint64_t>(getpid()));
   hello.args().pack(options_.master_address);
-  Ticket t = SendOn(session, hello, nullptr, options_.pool_fd);
   Reply reply;
-  rc = Wait(t, &reply);
+  rc = CallOn(session, hello, &reply, nullptr, options_.pool_fd);
   if (rc != 0) {
     if (rc == kInvalidParams) {
       MC_LOG_ERROR("mooncake_store: mooncaked refused the handshake (ABI version %d, "
@@ -341,9 +222,8 @@ int Connection::Dial(bool first, std::shared_ptr<Session>* out, std::string* hos
   if (options_.mount_size > 0) {
     Request mount(uds::Op::kMountSegment, 1);
     mount.args().pack(options_.mount_size);
-    Ticket m = SendOn(session, mount, nullptr, -1);
     Reply mount_reply;
-    rc = Wait(m, &mount_reply);
+    rc = CallOn(session, mount, &mount_reply, nullptr, -1);
     if (rc != 0) {
       if (first) return rc;
       MC_LOG_WARN("mooncake_store: re-mounting the handle's segment after a reconnect "
@@ -356,19 +236,46 @@ int Connection::Dial(bool first, std::shared_ptr<Session>* out, std::string* hos
 }
 
 Ticket Connection::SendOn(const std::shared_ptr<Session>& session, Request& request,
-                          std::shared_ptr<void> keepalive, int fd_to_pass) {
+                          std::shared_ptr<void> keepalive) {
   Ticket t;
+  // On the heap: a ticket moves (into a queue of chunks in flight) while the session
+  // points to its pending request.
   auto p = std::make_shared<Pending>();
   p->id = request.id_;
   p->keepalive = std::move(keepalive);
-  t.deadline_ = std::chrono::steady_clock::now() + std::chrono::milliseconds(options_.timeout_ms);
-  if (!session->Send(p, request.frame_.data(), request.frame_.size(), fd_to_pass)) {
+  t.deadline_ = Clock::now() + std::chrono::milliseconds(options_.timeout_ms);
+  if (!session->Send(p.get(), request.Finish(), request.buffer_.size(), -1)) {
     t.immediate_code_ = kRpcFail;
     return t;
   }
   t.session_ = session;
   t.pending_ = std::move(p);
   return t;
+}
+
+int Connection::CallOn(const std::shared_ptr<Session>& session, Request& request,
+                       Reply* reply, std::shared_ptr<void> keepalive, int fd_to_pass) {
+  // On the stack: Session::Wait forgets p before it returns.
+  Pending p;
+  p.id = request.id_;
+  p.keepalive = std::move(keepalive);
+  Clock::time_point deadline = Clock::now() + std::chrono::milliseconds(options_.timeout_ms);
+  if (!session->Send(&p, request.Finish(), request.buffer_.size(), fd_to_pass)) {
+    reply->code = kRpcFail;
+    return reply->code;
+  }
+  reply->code = session->Wait(&p, deadline, &reply->message);
+  return reply->code;
+}
+
+int Connection::Call(Request& request, Reply* reply, std::shared_ptr<void> keepalive) {
+  int code = 0;
+  std::shared_ptr<Session> s = Current(&code);
+  if (!s) {
+    reply->code = code;
+    return code;
+  }
+  return CallOn(s, request, reply, std::move(keepalive), -1);
 }
 
 Ticket Connection::Send(Request& request, std::shared_ptr<void> keepalive) {
@@ -379,7 +286,7 @@ Ticket Connection::Send(Request& request, std::shared_ptr<void> keepalive) {
     t.immediate_code_ = code;
     return t;
   }
-  return SendOn(s, request, std::move(keepalive), -1);
+  return SendOn(s, request, std::move(keepalive));
 }
 
 int Connection::Wait(Ticket& ticket, Reply* reply) {
@@ -387,7 +294,7 @@ int Connection::Wait(Ticket& ticket, Reply* reply) {
     reply->code = ticket.immediate_code_ != 0 ? ticket.immediate_code_ : kInternal;
     return reply->code;
   }
-  reply->code = ticket.session_->Wait(ticket.pending_, ticket.deadline_, &reply->message);
+  reply->code = ticket.session_->Wait(ticket.pending_.get(), ticket.deadline_, &reply->message);
   ticket.pending_.reset();
   ticket.session_.reset();
   return reply->code;

@@ -1,7 +1,7 @@
 // One handle's Unix-socket connection to mooncaked (docs/protocol.md), multiplexed: many
-// threads send requests on it at once, and a reader thread hands each response to the
-// request with the same id. No lock is held across a round trip: a short one around the
-// table of pending requests and one around each frame written.
+// threads send requests on it at once and each response goes to the request with the same
+// id; who reads the socket is the business of Session (session.h: a waiting caller reads
+// its own reply when nobody else is reading). No lock is held across a round trip.
 //
 // Every wait is bounded by the timeout (MOONCAKE_STORE_TIMEOUT_MS, default 30000 ms):
 // a request not answered in time fails with -901. When the socket dies (the daemon exited
@@ -26,21 +26,45 @@ namespace client {
 class Session;
 struct Pending;
 
-// A request frame with a fresh id (unique in the process). Pack exactly arg_count values
-// into args().
+// The bytes of one request frame: a msgpack stream that keeps small frames inline (on the
+// caller's stack), because msgpack::sbuffer mallocs 8 KiB for every frame, however small.
+class FrameBuffer {
+ public:
+  FrameBuffer() = default;
+  FrameBuffer(const FrameBuffer&) = delete;
+  FrameBuffer& operator=(const FrameBuffer&) = delete;
+  void write(const char* data, size_t length);  // the msgpack stream interface
+  char* data() { return heap_ ? heap_.get() : inline_; }
+  size_t size() const { return size_; }
+
+ private:
+  static constexpr size_t kInlineBytes = 512;  // a header and a key of a few hundred bytes
+  char inline_[kInlineBytes];
+  std::unique_ptr<char[]> heap_;  // once a frame outgrows inline_
+  size_t size_ = 0;
+  size_t capacity_ = kInlineBytes;
+};
+
+// A request frame with a fresh id (unique in the process): [id, op, [args...]] behind its
+// length prefix, as uds::FrameBuilder writes it. Pack exactly arg_count values into args().
 class Request {
  public:
   Request(uds::Op op, uint32_t arg_count);
-  msgpack::packer<msgpack::sbuffer>& args() { return frame_.args(); }
-  void PackConfig(const uds::WireConfig& config) { frame_.PackConfig(config); }
+  Request(const Request&) = delete;
+  Request& operator=(const Request&) = delete;
+  msgpack::packer<FrameBuffer>& args() { return packer_; }
+  void PackConfig(const uds::WireConfig& config);
   uint64_t id() const { return id_; }
   uds::Op op() const { return op_; }
 
  private:
   friend class Connection;
+  const char* Finish();  // writes the length prefix; the frame is then buffer_.data()
+
   uint64_t id_;
   uds::Op op_;
-  uds::FrameBuilder frame_;
+  FrameBuffer buffer_;
+  msgpack::packer<FrameBuffer> packer_;
 };
 
 // A response: code 0 and the results array, or a negative code (from the daemon, or
@@ -51,10 +75,16 @@ struct Reply {
   uds::ArgReader& results() { return message.args; }
 };
 
-// A request in flight; pass it to Connection::Wait exactly once.
+// A request in flight; pass it to Connection::Wait exactly once. Dropped unwaited, it is
+// forgotten as if it had timed out.
 class Ticket {
  public:
   Ticket() = default;
+  ~Ticket();
+  Ticket(Ticket&&) = default;
+  Ticket& operator=(Ticket&&) = delete;
+  Ticket(const Ticket&) = delete;
+  Ticket& operator=(const Ticket&) = delete;
 
  private:
   friend class Connection;
@@ -94,10 +124,8 @@ class Connection {
   Ticket Send(Request& request, std::shared_ptr<void> keepalive = nullptr);
   // Waits for the response (bounded by the timeout); returns reply->code.
   int Wait(Ticket& ticket, Reply* reply);
-  int Call(Request& request, Reply* reply, std::shared_ptr<void> keepalive = nullptr) {
-    Ticket t = Send(request, std::move(keepalive));
-    return Wait(t, reply);
-  }
+  // Send and Wait in one, without a heap allocation for the pending request.
+  int Call(Request& request, Reply* reply, std::shared_ptr<void> keepalive = nullptr);
 
   // Makes sure a session is up (reconnecting if needed): 0 or a negative code.
   int EnsureUp();
@@ -112,7 +140,9 @@ class Connection {
   // a failed re-mount after a reconnect is only logged); 0 or a code.
   int Dial(bool first, std::shared_ptr<Session>* out, std::string* hostname);
   Ticket SendOn(const std::shared_ptr<Session>& session, Request& request,
-                std::shared_ptr<void> keepalive, int fd_to_pass);
+                std::shared_ptr<void> keepalive);
+  int CallOn(const std::shared_ptr<Session>& session, Request& request, Reply* reply,
+             std::shared_ptr<void> keepalive, int fd_to_pass);
 
   const Options options_;
   mutable std::mutex mu_;  // guards session_, closed_, hostname_

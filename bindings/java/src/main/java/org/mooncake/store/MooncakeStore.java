@@ -1,0 +1,679 @@
+package org.mooncake.store;
+
+import java.nio.ByteBuffer;
+import java.nio.charset.StandardCharsets;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.locks.ReentrantReadWriteLock;
+
+/**
+ * A connection to the local mooncaked daemon: the Java face of {@code include/mooncake_store.h}
+ * (every call goes through libmooncake_store.so; nothing here speaks the daemon's protocol).
+ *
+ * <p><b>Errors.</b> Every failure throws the unchecked {@link MooncakeStoreException}, whose
+ * {@code code()} is the C ABI code and whose message is {@code mooncake_store_strerror(code)}.
+ * A <i>miss</i> is not a failure: {@link #get} returns null, {@link #getInto} -1,
+ * {@link #getSize} -1, {@link #remove} false, {@link #isExist} false. Batch calls do not throw
+ * for one bad entry: they return one result per entry, as the C ABI does.
+ *
+ * <p><b>Keys</b> are Java strings sent as UTF-8: 1 to 4096 bytes, no U+0000, no unpaired
+ * surrogates (those would not survive the encoding); values are 1 byte or more.
+ *
+ * <p><b>Buffers.</b> {@link #putFrom} stores the bytes between a direct buffer's position and
+ * limit; {@link #getInto} writes at its position, at most {@code remaining()} bytes. Neither
+ * changes the buffer's position, limit or mark, so one buffer may be used by several threads
+ * at once. A buffer from {@link #allocate} is memory of this store's pool, which the daemon
+ * reads and writes itself: no copy on this side. Other direct buffers are copied through the
+ * pool by the library; heap buffers are refused (use {@link #put}/{@link #get}).
+ *
+ * <p><b>Pool memory lifetime.</b> A buffer from {@link #allocate} stays valid until it is
+ * passed to {@link #free} or the store is closed; {@link #close} frees (unmaps) the whole pool.
+ * Touching such a buffer afterwards, or passing it to any store, is undefined and can crash
+ * the JVM: a direct buffer cannot be revoked. Never let allocated buffers outlive their store.
+ *
+ * <p><b>Threads.</b> One store may be shared by any number of threads; calls run
+ * concurrently. {@link #close} waits for the calls in flight (it first disconnects, so they
+ * end quickly with an exception) and then frees the native handle; later calls throw
+ * {@code INVALID_PARAMS} ("store is closed"). A store that is never closed leaks its handle and
+ * pool: use try-with-resources.
+ */
+public final class MooncakeStore implements AutoCloseable {
+    static {
+        NativeLoader.load();
+    }
+
+    /** {@link #healthCheck()}: connected, and the daemon reaches its master. */
+    public static final int HEALTH_OK = 0;
+    /** {@link #healthCheck()}: not connected (closed, or the daemon is gone). */
+    public static final int HEALTH_NOT_CONNECTED = 1;
+    /** {@link #healthCheck()}: the daemon is up but cannot reach its master. */
+    public static final int HEALTH_MASTER_UNREACHABLE = 2;
+
+    private static final int MAX_HOSTNAME = 1100;
+
+    private final ReentrantReadWriteLock lock = new ReentrantReadWriteLock();
+    private long handle; // guarded by lock: read under the read lock, cleared under the write lock
+    private final long localBufferSize;
+    private final ConcurrentHashMap<Long, Integer> allocations = new ConcurrentHashMap<>();
+
+    private MooncakeStore(long handle, long localBufferSize) {
+        this.handle = handle;
+        this.localBufferSize = localBufferSize;
+    }
+
+    // ---- lifecycle -----------------------------------------------------------------------
+
+    /**
+     * Connects to the daemon's Unix socket and creates a pool of {@code localBufferSize} bytes
+     * shared with it ({@code mooncake_store_connect}).
+     *
+     * @param socketPath the daemon's socket; null or empty means {@code $MOONCAKE_SOCKET}, else
+     *     {@code /run/mooncake/mooncaked.sock}
+     * @param localBufferSize bytes of pool: the memory {@link #allocate} hands out and through
+     *     which other buffers are staged; 0 means no pool (then every put and get of a value
+     *     fails with {@code INVALID_PARAMS}; queries and removes still work)
+     * @throws MooncakeStoreException {@code RPC_FAIL} when no daemon answers
+     */
+    public static MooncakeStore connect(String socketPath, long localBufferSize) {
+        if (localBufferSize < 0) {
+            throw new MooncakeStoreException(MooncakeStoreException.INVALID_PARAMS, "connect",
+                    "localBufferSize " + localBufferSize + " is negative");
+        }
+        byte[] path = socketPath == null ? null : encode(socketPath, "connect", "socketPath");
+        long h = nCreate();
+        if (h == 0) {
+            throw new MooncakeStoreException(MooncakeStoreException.INTERNAL_ERROR, "connect",
+                    "mooncake_store_create failed");
+        }
+        int rc = nConnect(h, path, localBufferSize);
+        if (rc != 0) {
+            nDestroy(h);
+            throw new MooncakeStoreException(rc, "connect",
+                    "socket " + (socketPath == null || socketPath.isEmpty() ? "(default)" : socketPath));
+        }
+        return new MooncakeStore(h, localBufferSize);
+    }
+
+    /**
+     * Disconnects and frees the handle and its pool (every buffer from {@link #allocate}
+     * becomes invalid). Waits for calls in flight. Safe to call more than once.
+     */
+    @Override
+    public void close() {
+        lock.readLock().lock();
+        try {
+            if (handle != 0) {
+                nClose(handle); // wakes calls in flight: they fail instead of running on
+            }
+        } finally {
+            lock.readLock().unlock();
+        }
+        lock.writeLock().lock();
+        try {
+            if (handle != 0) {
+                nDestroy(handle);
+                handle = 0;
+                allocations.clear();
+            }
+        } finally {
+            lock.writeLock().unlock();
+        }
+    }
+
+    /**
+     * {@link #HEALTH_OK}, {@link #HEALTH_NOT_CONNECTED} (also after {@link #close}) or
+     * {@link #HEALTH_MASTER_UNREACHABLE}.
+     */
+    public int healthCheck() {
+        lock.readLock().lock();
+        try {
+            if (handle == 0) {
+                return HEALTH_NOT_CONNECTED;
+            }
+            return check(nHealthCheck(handle), "healthCheck");
+        } finally {
+            lock.readLock().unlock();
+        }
+    }
+
+    /** The daemon's transfer endpoint, "host:port". */
+    public String getHostname() {
+        int[] status = new int[1];
+        String hostname;
+        long h = enter("getHostname");
+        try {
+            hostname = nGetHostname(h, MAX_HOSTNAME, status);
+        } finally {
+            exit();
+        }
+        if (hostname == null) {
+            throw new MooncakeStoreException(status[0], "getHostname");
+        }
+        return hostname;
+    }
+
+    /** The pool size this store was connected with. */
+    public long localBufferSize() {
+        return localBufferSize;
+    }
+
+    // ---- pool memory ---------------------------------------------------------------------
+
+    /**
+     * Returns {@code size} bytes of pool memory as a direct buffer (position 0, limit
+     * {@code size}, contents unspecified). {@link #putFrom} and {@link #getInto} on it copy
+     * nothing on this side. Valid until {@link #free} or {@link #close}, whichever comes first.
+     *
+     * @throws MooncakeStoreException {@code NO_AVAILABLE_HANDLE} when the pool has no free block
+     *     that large (back-pressure: free buffers or retry); {@code INVALID_PARAMS} for
+     *     {@code size <= 0} or a store connected without a pool
+     */
+    public ByteBuffer allocate(int size) {
+        if (size <= 0) {
+            throw new MooncakeStoreException(MooncakeStoreException.INVALID_PARAMS, "allocate",
+                    "size " + size + " is not positive");
+        }
+        if (localBufferSize == 0) {
+            throw new MooncakeStoreException(MooncakeStoreException.INVALID_PARAMS, "allocate",
+                    "the store was connected with localBufferSize 0 (no pool)");
+        }
+        long h = enter("allocate");
+        try {
+            long address = nAlloc(h, size);
+            if (address == 0) {
+                throw new MooncakeStoreException(MooncakeStoreException.NO_AVAILABLE_HANDLE, "allocate",
+                        "the pool has no free block of " + size + " bytes");
+            }
+            ByteBuffer buffer;
+            try {
+                buffer = nWrap(address, size);
+            } catch (Throwable t) {
+                nFree(h, address);
+                throw t;
+            }
+            allocations.put(address, size);
+            return buffer;
+        } finally {
+            exit();
+        }
+    }
+
+    /**
+     * Returns a buffer from {@link #allocate} (or a duplicate or slice starting at its first
+     * byte) to the pool; it must not be used afterwards. After {@link #close} this does
+     * nothing: closing freed every buffer.
+     *
+     * @throws MooncakeStoreException {@code INVALID_PARAMS} when the buffer is not a live
+     *     allocation of this store (never allocated here, or already freed)
+     */
+    public void free(ByteBuffer buffer) {
+        if (buffer == null) {
+            throw new MooncakeStoreException(MooncakeStoreException.INTERNAL_ERROR, "free", "buffer is null");
+        }
+        lock.readLock().lock();
+        try {
+            if (handle == 0) {
+                return;
+            }
+            long address = buffer.isDirect() ? nAddress(buffer) : 0;
+            if (address == 0 || allocations.remove(address) == null) {
+                throw new MooncakeStoreException(MooncakeStoreException.INVALID_PARAMS, "free",
+                        "not a live buffer from allocate() of this store");
+            }
+            nFree(handle, address);
+        } finally {
+            lock.readLock().unlock();
+        }
+    }
+
+    // ---- put -----------------------------------------------------------------------------
+
+    /**
+     * Stores {@code value} under {@code key}. Never overwrites: when the key already holds a
+     * complete value this returns normally and the old value stays.
+     *
+     * @throws MooncakeStoreException {@code NO_AVAILABLE_HANDLE} when the cluster has no space
+     *     (back-pressure), {@code INVALID_PARAMS} for an empty value or a bad key
+     */
+    public void put(String key, byte[] value) {
+        byte[] k = key(key, "put");
+        if (value == null) {
+            throw new MooncakeStoreException(MooncakeStoreException.INTERNAL_ERROR, "put", "value is null");
+        }
+        int rc;
+        long h = enter("put");
+        try {
+            rc = nPut(h, k, value);
+        } finally {
+            exit();
+        }
+        check(rc, "put");
+    }
+
+    /**
+     * Stores the bytes between {@code buffer}'s position and limit under {@code key}, like
+     * {@link #put}. Zero copy when the buffer comes from {@link #allocate}.
+     */
+    public void putFrom(String key, ByteBuffer buffer) {
+        byte[] k = key(key, "putFrom");
+        direct(buffer, "putFrom", false);
+        int rc;
+        long h = enter("putFrom");
+        try {
+            rc = nPutFrom(h, k, buffer, buffer.position(), buffer.remaining());
+        } finally {
+            exit();
+        }
+        check(rc, "putFrom");
+    }
+
+    /**
+     * Stores {@code buffers[i]} (position to limit) under {@code keys[i]} in one request.
+     *
+     * @return per entry: 0, or the negative code {@link #putFrom} would have thrown (a null or
+     *     invalid key or a null buffer: {@code INTERNAL_ERROR} / {@code INVALID_PARAMS}; a heap
+     *     buffer: {@code INVALID_PARAMS}). An empty batch returns an empty array.
+     * @throws MooncakeStoreException when the arrays are null or differ in length
+     */
+    public int[] batchPutFrom(String[] keys, ByteBuffer[] buffers) {
+        Batch b = new Batch(keys, buffers, false, "batchPutFrom");
+        int[] results = new int[b.count];
+        if (b.count == 0) {
+            return results;
+        }
+        int rc;
+        long h = enter("batchPutFrom");
+        try {
+            rc = nBatchPutFrom(h, b.keys, b.buffers, b.offsets, b.lengths, results);
+        } finally {
+            exit();
+        }
+        check(rc, "batchPutFrom");
+        for (int i = 0; i < b.count; i++) {
+            if (b.preset[i] != 0) {
+                results[i] = b.preset[i];
+            }
+        }
+        return results;
+    }
+
+    // ---- get -----------------------------------------------------------------------------
+
+    /** The value of {@code key}, or null when there is none. */
+    public byte[] get(String key) {
+        byte[] k = key(key, "get");
+        int[] status = new int[1];
+        byte[] value;
+        long h = enter("get");
+        try {
+            value = nGet(h, k, status);
+        } finally {
+            exit();
+        }
+        if (value == null && status[0] != MooncakeStoreException.OBJECT_NOT_FOUND) {
+            throw new MooncakeStoreException(status[0], "get");
+        }
+        return value;
+    }
+
+    /**
+     * Reads the value of {@code key} into {@code buffer} at its position (the position does
+     * not move). Zero copy when the buffer comes from {@link #allocate}.
+     *
+     * @return the value's size in bytes, or -1 when there is no such key
+     * @throws MooncakeStoreException {@code INVALID_PARAMS} when {@code buffer.remaining()} is
+     *     smaller than the value (see {@link #getSize}) or the buffer is read-only or on the
+     *     heap; {@code REPLICA_IS_NOT_READY} while the value is still being written
+     */
+    public int getInto(String key, ByteBuffer buffer) {
+        byte[] k = key(key, "getInto");
+        direct(buffer, "getInto", true);
+        long n;
+        long h = enter("getInto");
+        try {
+            n = nGetInto(h, k, buffer, buffer.position(), buffer.remaining());
+        } finally {
+            exit();
+        }
+        if (n == MooncakeStoreException.OBJECT_NOT_FOUND) {
+            return -1;
+        }
+        return (int) check(n, "getInto");
+    }
+
+    /**
+     * Reads the value of {@code keys[i]} into {@code buffers[i]} (at its position) for every i,
+     * in one request.
+     *
+     * @return per entry: the bytes read, or a negative code: {@code OBJECT_NOT_FOUND} (-704) on a
+     *     miss, {@code INVALID_PARAMS} when the buffer is too small, read-only or on the heap or
+     *     the key is invalid, {@code INTERNAL_ERROR} for a null key or buffer. An empty batch
+     *     returns an empty array.
+     * @throws MooncakeStoreException when the arrays are null or differ in length
+     */
+    public int[] batchGetInto(String[] keys, ByteBuffer[] buffers) {
+        Batch b = new Batch(keys, buffers, true, "batchGetInto");
+        int[] results = new int[b.count];
+        if (b.count == 0) {
+            return results;
+        }
+        long[] raw = new long[b.count];
+        int rc;
+        long h = enter("batchGetInto");
+        try {
+            rc = nBatchGetInto(h, b.keys, b.buffers, b.offsets, b.lengths, raw);
+        } finally {
+            exit();
+        }
+        check(rc, "batchGetInto");
+        for (int i = 0; i < b.count; i++) {
+            results[i] = b.preset[i] != 0 ? b.preset[i] : (int) raw[i];
+        }
+        return results;
+    }
+
+    // ---- query ---------------------------------------------------------------------------
+
+    /** True when {@code key} holds a complete, readable value (false while it is being written). */
+    public boolean isExist(String key) {
+        byte[] k = key(key, "isExist");
+        int r;
+        long h = enter("isExist");
+        try {
+            r = nIsExist(h, k);
+        } finally {
+            exit();
+        }
+        return check(r, "isExist") == 1;
+    }
+
+    /**
+     * {@link #isExist} for every key, in one request.
+     *
+     * @throws MooncakeStoreException when any key is null or invalid or any entry fails (the
+     *     detail names the entry)
+     */
+    public boolean[] batchIsExist(String[] keys) {
+        if (keys == null) {
+            throw new MooncakeStoreException(MooncakeStoreException.INTERNAL_ERROR, "batchIsExist", "keys is null");
+        }
+        byte[][] k = new byte[keys.length][];
+        for (int i = 0; i < keys.length; i++) {
+            k[i] = key(keys[i], "batchIsExist");
+        }
+        boolean[] exists = new boolean[keys.length];
+        if (keys.length == 0) {
+            return exists;
+        }
+        int[] results = new int[keys.length];
+        int rc;
+        long h = enter("batchIsExist");
+        try {
+            rc = nBatchIsExist(h, k, results);
+        } finally {
+            exit();
+        }
+        check(rc, "batchIsExist");
+        for (int i = 0; i < keys.length; i++) {
+            if (results[i] < 0) {
+                throw new MooncakeStoreException(results[i], "batchIsExist", "keys[" + i + "]");
+            }
+            exists[i] = results[i] == 1;
+        }
+        return exists;
+    }
+
+    /** The size in bytes of {@code key}'s value, or -1 when there is no such key. */
+    public long getSize(String key) {
+        byte[] k = key(key, "getSize");
+        long size;
+        long h = enter("getSize");
+        try {
+            size = nGetSize(h, k);
+        } finally {
+            exit();
+        }
+        if (size == MooncakeStoreException.OBJECT_NOT_FOUND) {
+            return -1;
+        }
+        return check(size, "getSize");
+    }
+
+    // ---- remove --------------------------------------------------------------------------
+
+    /**
+     * Removes {@code key}.
+     *
+     * @param force also remove while a read lease is active, and hard-pinned objects (the
+     *     master keeps a forced-out object's space until its lease ends)
+     * @return true when removed, false when there was no such key
+     * @throws MooncakeStoreException {@code OBJECT_HAS_LEASE} (without force) while a read
+     *     lease is active: every get and query takes one, for the master's
+     *     {@code --default_kv_lease_ttl}; {@code REPLICA_IS_NOT_READY} while it is being written
+     */
+    public boolean remove(String key, boolean force) {
+        byte[] k = key(key, "remove");
+        int rc;
+        long h = enter("remove");
+        try {
+            rc = nRemove(h, k, force);
+        } finally {
+            exit();
+        }
+        if (rc == MooncakeStoreException.OBJECT_NOT_FOUND) {
+            return false;
+        }
+        check(rc, "remove");
+        return true;
+    }
+
+    /**
+     * Removes every key matching an ECMAScript regular expression.
+     *
+     * @return how many were removed
+     * @throws MooncakeStoreException {@code INVALID_PARAMS} for a malformed pattern
+     */
+    public long removeByRegex(String pattern, boolean force) {
+        if (pattern == null) {
+            throw new MooncakeStoreException(MooncakeStoreException.INTERNAL_ERROR, "removeByRegex",
+                    "pattern is null");
+        }
+        byte[] p = encode(pattern, "removeByRegex", "pattern");
+        long n;
+        long h = enter("removeByRegex");
+        try {
+            n = nRemoveByRegex(h, p, force);
+        } finally {
+            exit();
+        }
+        return check(n, "removeByRegex");
+    }
+
+    /**
+     * Removes every complete object (without force, leased and hard-pinned ones are kept).
+     *
+     * @return how many were removed
+     */
+    public long removeAll(boolean force) {
+        long n;
+        long h = enter("removeAll");
+        try {
+            n = nRemoveAll(h, force);
+        } finally {
+            exit();
+        }
+        return check(n, "removeAll");
+    }
+
+    // ---- misc ----------------------------------------------------------------------------
+
+    /** {@code mooncake_store_strerror(code)}: the name of any result code. */
+    public static String strerror(int code) {
+        return nStrerror(code);
+    }
+
+    /**
+     * Where the JNI library was loaded from: "java.library.path", or "jar:" followed by the
+     * resource directory it was extracted from.
+     */
+    public static String nativeLibrarySource() {
+        return NativeLoader.source();
+    }
+
+    // ---- helpers -------------------------------------------------------------------------
+
+    /** Takes the read lock and returns the live handle, or throws when closed. */
+    private long enter(String operation) {
+        lock.readLock().lock();
+        if (handle == 0) {
+            lock.readLock().unlock();
+            throw new MooncakeStoreException(MooncakeStoreException.INVALID_PARAMS, operation, "store is closed");
+        }
+        return handle;
+    }
+
+    private void exit() {
+        lock.readLock().unlock();
+    }
+
+    private static int check(int rc, String operation) {
+        if (rc < 0) {
+            throw new MooncakeStoreException(rc, operation);
+        }
+        return rc;
+    }
+
+    private static long check(long rc, String operation) {
+        if (rc < 0) {
+            throw new MooncakeStoreException((int) rc, operation);
+        }
+        return rc;
+    }
+
+    /** Why s cannot be sent as a C string (U+0000, an unpaired surrogate), or null. */
+    private static String invalidText(String s) {
+        for (int i = 0, n = s.length(); i < n; i++) {
+            char c = s.charAt(i);
+            if (c == '\0') {
+                return "contains U+0000";
+            }
+            if (Character.isHighSurrogate(c) && i + 1 < n && Character.isLowSurrogate(s.charAt(i + 1))) {
+                i++;
+            } else if (Character.isSurrogate(c)) {
+                return "contains an unpaired surrogate at index " + i;
+            }
+        }
+        return null;
+    }
+
+    private static byte[] encode(String s, String operation, String what) {
+        String invalid = invalidText(s);
+        if (invalid != null) {
+            throw new MooncakeStoreException(MooncakeStoreException.INVALID_PARAMS, operation, what + " " + invalid);
+        }
+        return s.getBytes(StandardCharsets.UTF_8);
+    }
+
+    private static byte[] key(String key, String operation) {
+        if (key == null) {
+            throw new MooncakeStoreException(MooncakeStoreException.INTERNAL_ERROR, operation, "key is null");
+        }
+        return encode(key, operation, "key");
+    }
+
+    private static void direct(ByteBuffer buffer, String operation, boolean writable) {
+        if (buffer == null) {
+            throw new MooncakeStoreException(MooncakeStoreException.INTERNAL_ERROR, operation, "buffer is null");
+        }
+        String invalid = invalidBuffer(buffer, writable);
+        if (invalid != null) {
+            throw new MooncakeStoreException(MooncakeStoreException.INVALID_PARAMS, operation, invalid);
+        }
+    }
+
+    private static String invalidBuffer(ByteBuffer buffer, boolean writable) {
+        if (!buffer.isDirect()) {
+            return "not a direct ByteBuffer";
+        }
+        if (writable && buffer.isReadOnly()) {
+            return "read-only ByteBuffer";
+        }
+        return null;
+    }
+
+    /**
+     * The arguments of a batch put or get, checked: entries the binding refuses are passed to
+     * the library as NULL and get their code in preset.
+     */
+    private static final class Batch {
+        final int count;
+        final byte[][] keys;
+        final ByteBuffer[] buffers;
+        final int[] offsets;
+        final int[] lengths;
+        final int[] preset;
+
+        Batch(String[] keys, ByteBuffer[] buffers, boolean writable, String operation) {
+            if (keys == null || buffers == null) {
+                throw new MooncakeStoreException(MooncakeStoreException.INTERNAL_ERROR, operation,
+                        keys == null ? "keys is null" : "buffers is null");
+            }
+            if (keys.length != buffers.length) {
+                throw new MooncakeStoreException(MooncakeStoreException.INVALID_PARAMS, operation,
+                        keys.length + " keys but " + buffers.length + " buffers");
+            }
+            count = keys.length;
+            this.keys = new byte[count][];
+            this.buffers = new ByteBuffer[count];
+            offsets = new int[count];
+            lengths = new int[count];
+            preset = new int[count];
+            for (int i = 0; i < count; i++) {
+                ByteBuffer buffer = buffers[i];
+                if (keys[i] != null && invalidText(keys[i]) != null) {
+                    preset[i] = MooncakeStoreException.INVALID_PARAMS;
+                } else if (buffer != null && invalidBuffer(buffer, writable) != null) {
+                    preset[i] = MooncakeStoreException.INVALID_PARAMS;
+                } else {
+                    // a null key or buffer goes through as NULL: the library answers -1
+                    this.keys[i] = keys[i] == null ? null : keys[i].getBytes(StandardCharsets.UTF_8);
+                    this.buffers[i] = buffer;
+                    if (buffer != null) {
+                        offsets[i] = buffer.position();
+                        lengths[i] = buffer.remaining();
+                    }
+                }
+            }
+        }
+    }
+
+    // ---- native (bindings/java/src/main/native/mooncake_store_jni.c) -----------------------
+
+    private static native long nCreate();
+    private static native void nDestroy(long h);
+    private static native int nConnect(long h, byte[] socketPath, long localBufferSize);
+    private static native int nClose(long h);
+    private static native int nHealthCheck(long h);
+    private static native String nGetHostname(long h, int capacity, int[] status);
+    private static native String nStrerror(int code);
+
+    private static native long nAlloc(long h, long size);
+    private static native void nFree(long h, long address);
+    private static native ByteBuffer nWrap(long address, long size);
+    private static native long nAddress(ByteBuffer buffer);
+
+    private static native int nPut(long h, byte[] key, byte[] value);
+    private static native int nPutFrom(long h, byte[] key, ByteBuffer buffer, int offset, int length);
+    private static native int nBatchPutFrom(long h, byte[][] keys, ByteBuffer[] buffers, int[] offsets,
+            int[] lengths, int[] results);
+    private static native byte[] nGet(long h, byte[] key, int[] status);
+    private static native long nGetInto(long h, byte[] key, ByteBuffer buffer, int offset, int length);
+    private static native int nBatchGetInto(long h, byte[][] keys, ByteBuffer[] buffers, int[] offsets,
+            int[] lengths, long[] results);
+
+    private static native int nIsExist(long h, byte[] key);
+    private static native int nBatchIsExist(long h, byte[][] keys, int[] results);
+    private static native long nGetSize(long h, byte[] key);
+    private static native int nRemove(long h, byte[] key, boolean force);
+    private static native long nRemoveByRegex(long h, byte[] pattern, boolean force);
+    private static native long nRemoveAll(long h, boolean force);
+}

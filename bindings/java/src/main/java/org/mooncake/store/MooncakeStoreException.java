@@ -1,0 +1,99 @@
+package org.mooncake.store;
+
+/**
+ * A failed {@link MooncakeStore} call.
+ *
+ * <p>Unchecked: store calls sit on data paths, in lambdas and in try-with-resources, where a
+ * checked exception would only be wrapped again. {@link #code()} is the result code of the C
+ * ABI ({@code include/mooncake_store.h}; the constants below mirror its table) and
+ * {@link #getMessage()} is exactly {@code mooncake_store_strerror(code)}. {@link #operation()}
+ * names the Java method that failed, and {@link #detail()} says more when the binding itself
+ * refused the call (a closed store, a heap buffer, a key containing NUL); both appear in
+ * {@link #toString()}, so they show in stack traces.
+ */
+public class MooncakeStoreException extends RuntimeException {
+    private static final long serialVersionUID = 1L;
+
+    public static final int OK = 0;
+    public static final int INTERNAL_ERROR = -1;
+    public static final int BUFFER_OVERFLOW = -10;
+    public static final int SEGMENT_NOT_FOUND = -101;
+    public static final int SEGMENT_ALREADY_EXISTS = -102;
+    public static final int CLIENT_NOT_FOUND = -103;
+    public static final int NO_AVAILABLE_HANDLE = -200;
+    public static final int INVALID_KEY = -400;
+    public static final int INVALID_PARAMS = -600;
+    public static final int ILLEGAL_CLIENT = -601;
+    public static final int REPLICA_IS_NOT_READY = -703;
+    public static final int OBJECT_NOT_FOUND = -704;
+    public static final int OBJECT_ALREADY_EXISTS = -705;
+    public static final int OBJECT_HAS_LEASE = -706;
+    public static final int LEASE_EXPIRED = -707;
+    public static final int TRANSFER_FAIL = -800;
+    public static final int CHECKSUM_MISMATCH = -801;
+    public static final int RPC_FAIL = -900;
+    public static final int RPC_TIMEOUT = -901;
+    public static final int UNAVAILABLE_IN_CURRENT_STATUS = -1010;
+    public static final int UNAVAILABLE_IN_CURRENT_MODE = -1011;
+    public static final int NOT_SUPPORTED = -1012;
+    public static final int FILE_NOT_FOUND = -1100;
+    public static final int FILE_OPEN_FAIL = -1101;
+    public static final int FILE_READ_FAIL = -1102;
+    public static final int FILE_WRITE_FAIL = -1103;
+    public static final int FILE_INVALID_BUFFER = -1104;
+    public static final int FILE_LOCK_FAIL = -1105;
+    public static final int FILE_INVALID_HANDLE = -1106;
+    public static final int BUCKET_NOT_FOUND = -1200;
+    public static final int BUCKET_ALREADY_EXISTS = -1201;
+    public static final int KEYS_EXCEED_BUCKET_LIMIT = -1202;
+    public static final int KEYS_ULTRA_LIMIT = -1203;
+    public static final int SERIALIZE_UNSUPPORTED = -1500;
+    public static final int SERIALIZE_FAIL = -1501;
+    public static final int DESERIALIZE_FAIL = -1502;
+    public static final int PERSISTENT_FAIL = -1503;
+
+    private final int code;
+    private final String operation;
+    private final String detail;
+
+    /** An exception for {@code code} raised by {@code operation}; detail may be null. */
+    public MooncakeStoreException(int code, String operation, String detail) {
+        super(MooncakeStore.strerror(code));
+        this.code = code;
+        this.operation = operation;
+        this.detail = detail;
+    }
+
+    /** An exception for {@code code} raised by {@code operation}. */
+    public MooncakeStoreException(int code, String operation) {
+        this(code, operation, null);
+    }
+
+    /** The C ABI result code (negative). */
+    public int code() {
+        return code;
+    }
+
+    /** The method that failed, e.g. {@code "put"}. */
+    public String operation() {
+        return operation;
+    }
+
+    /** Why the binding refused the call, or null when the code came from the C library. */
+    public String detail() {
+        return detail;
+    }
+
+    @Override
+    public String toString() {
+        StringBuilder s = new StringBuilder(getClass().getName()).append(": ");
+        if (operation != null) {
+            s.append(operation).append(": ");
+        }
+        s.append(getMessage()).append(" (").append(code).append(')');
+        if (detail != null) {
+            s.append(": ").append(detail);
+        }
+        return s.toString();
+    }
+}

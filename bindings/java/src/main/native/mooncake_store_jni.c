@@ -1,0 +1,496 @@
+/*
+ * JNI glue for org.mooncake.store.MooncakeStore: each native method is one or two calls of
+ * include/mooncake_store.h. The Java side validates arguments, holds the handle's lifetime
+ * (a read/write lock around every call) and turns codes into exceptions; this file only
+ * converts arrays and buffers to C and back. Keys arrive as UTF-8 byte[] (checked for NUL in
+ * Java) and are copied into NUL-terminated strings. No JNI critical sections are held across
+ * library calls (they block on the daemon), so the GC is never stalled.
+ *
+ * The only exception raised here is OutOfMemoryError, when malloc or a JNI allocation fails.
+ */
+#include <jni.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "mooncake_store.h"
+#include "org_mooncake_store_MooncakeStore.h"
+
+#define UNUSED(x) (void)(x)
+
+_Static_assert(sizeof(jlong) == sizeof(int64_t), "jlong is int64_t");
+_Static_assert(sizeof(jint) == sizeof(int), "jint is int");
+
+static mooncake_store_t H(jlong h) { return (mooncake_store_t)(intptr_t)h; }
+
+static void throw_oom(JNIEnv *env, const char *what) {
+  jclass cls = (*env)->FindClass(env, "java/lang/OutOfMemoryError");
+  if (cls != NULL) (*env)->ThrowNew(env, cls, what);
+}
+
+/* A NUL-terminated copy of a Java byte[]; short ones live in the struct. */
+typedef struct {
+  char *str; /* NULL for a null array */
+  char small[256];
+} cstring;
+
+/* 0, or -1 with OutOfMemoryError pending. */
+static int cstring_init(JNIEnv *env, jbyteArray array, cstring *s) {
+  s->str = NULL;
+  if (array == NULL) return 0;
+  jsize n = (*env)->GetArrayLength(env, array);
+  char *p = (size_t)n < sizeof(s->small) ? s->small : malloc((size_t)n + 1);
+  if (p == NULL) {
+    throw_oom(env, "mooncake_store_jni: key copy");
+    return -1;
+  }
+  (*env)->GetByteArrayRegion(env, array, 0, n, (jbyte *)p);
+  p[n] = '\0';
+  s->str = p;
+  return 0;
+}
+
+static void cstring_free(cstring *s) {
+  if (s->str != NULL && s->str != s->small) free(s->str);
+}
+
+/* Memory for n bytes that libmooncake_store moves without a copy: a block of the handle's
+ * pool when one is free, else the C heap (the library then stages it through the pool). */
+typedef struct {
+  mooncake_store_t store;
+  void *ptr;
+  int pooled;
+} scratch;
+
+static int scratch_init(JNIEnv *env, mooncake_store_t store, size_t n, scratch *s) {
+  s->store = store;
+  s->pooled = 1;
+  s->ptr = mooncake_store_alloc(store, n);
+  if (s->ptr == NULL) {
+    s->pooled = 0;
+    s->ptr = malloc(n);
+  }
+  if (s->ptr == NULL) {
+    throw_oom(env, "mooncake_store_jni: value buffer");
+    return -1;
+  }
+  return 0;
+}
+
+static void scratch_free(scratch *s) {
+  if (s->pooled) {
+    mooncake_store_free(s->store, s->ptr);
+  } else {
+    free(s->ptr);
+  }
+}
+
+/* The keys of a batch as one allocation: count pointers followed by the strings. A null
+ * element stays NULL (the library reports -1 for that entry). */
+static const char **keys_init(JNIEnv *env, jobjectArray keys, jsize count) {
+  size_t bytes = (size_t)count * sizeof(char *);
+  for (jsize i = 0; i < count; i++) {
+    jbyteArray k = (jbyteArray)(*env)->GetObjectArrayElement(env, keys, i);
+    if (k != NULL) {
+      bytes += (size_t)(*env)->GetArrayLength(env, k) + 1;
+      (*env)->DeleteLocalRef(env, k);
+    }
+  }
+  const char **out = malloc(bytes > 0 ? bytes : 1);
+  if (out == NULL) {
+    throw_oom(env, "mooncake_store_jni: batch keys");
+    return NULL;
+  }
+  char *next = (char *)(out + count);
+  for (jsize i = 0; i < count; i++) {
+    jbyteArray k = (jbyteArray)(*env)->GetObjectArrayElement(env, keys, i);
+    out[i] = NULL;
+    if (k != NULL) {
+      jsize n = (*env)->GetArrayLength(env, k);
+      (*env)->GetByteArrayRegion(env, k, 0, n, (jbyte *)next);
+      next[n] = '\0';
+      out[i] = next;
+      next += n + 1;
+      (*env)->DeleteLocalRef(env, k);
+    }
+  }
+  return out;
+}
+
+/* The buffers of a batch: addresses (position applied) and sizes. A null or non-direct
+ * element becomes NULL (the Java side has already given such entries their result). */
+static int buffers_init(JNIEnv *env, jobjectArray buffers, jintArray offsets, jintArray lengths,
+                        jsize count, void ***buffers_out, size_t **sizes_out) {
+  void **ptrs = malloc((size_t)count * sizeof(void *) + 1);
+  size_t *sizes = malloc((size_t)count * sizeof(size_t) + 1);
+  jint *offs = malloc((size_t)count * sizeof(jint) * 2 + 1);
+  if (ptrs == NULL || sizes == NULL || offs == NULL) {
+    free(ptrs);
+    free(sizes);
+    free(offs);
+    throw_oom(env, "mooncake_store_jni: batch buffers");
+    return -1;
+  }
+  jint *lens = offs + count;
+  (*env)->GetIntArrayRegion(env, offsets, 0, count, offs);
+  (*env)->GetIntArrayRegion(env, lengths, 0, count, lens);
+  for (jsize i = 0; i < count; i++) {
+    jobject b = (*env)->GetObjectArrayElement(env, buffers, i);
+    char *base = b == NULL ? NULL : (*env)->GetDirectBufferAddress(env, b);
+    ptrs[i] = base == NULL ? NULL : base + offs[i];
+    sizes[i] = (size_t)lens[i];
+    if (b != NULL) (*env)->DeleteLocalRef(env, b);
+  }
+  free(offs);
+  *buffers_out = ptrs;
+  *sizes_out = sizes;
+  return 0;
+}
+
+/* Equal lengths are checked in Java; this only guards against a mismatch reaching C. */
+static int batch_count(JNIEnv *env, jobjectArray keys, jobjectArray buffers, jintArray offsets,
+                       jintArray lengths, jarray results) {
+  jsize n = (*env)->GetArrayLength(env, keys);
+  if ((*env)->GetArrayLength(env, buffers) != n || (*env)->GetArrayLength(env, offsets) != n ||
+      (*env)->GetArrayLength(env, lengths) != n || (*env)->GetArrayLength(env, results) != n) {
+    return -1;
+  }
+  return n;
+}
+
+/* ---- lifecycle -------------------------------------------------------------------------- */
+
+JNIEXPORT jlong JNICALL Java_org_mooncake_store_MooncakeStore_nCreate(JNIEnv *env, jclass cls) {
+  UNUSED(env);
+  UNUSED(cls);
+  return (jlong)(intptr_t)mooncake_store_create();
+}
+
+JNIEXPORT void JNICALL Java_org_mooncake_store_MooncakeStore_nDestroy(JNIEnv *env, jclass cls,
+                                                                       jlong h) {
+  UNUSED(env);
+  UNUSED(cls);
+  mooncake_store_destroy(H(h));
+}
+
+JNIEXPORT jint JNICALL Java_org_mooncake_store_MooncakeStore_nConnect(JNIEnv *env, jclass cls,
+                                                                       jlong h,
+                                                                       jbyteArray socket_path,
+                                                                       jlong local_buffer_size) {
+  UNUSED(cls);
+  cstring path;
+  if (cstring_init(env, socket_path, &path) != 0) return MOONCAKE_STORE_INTERNAL_ERROR;
+  int rc = mooncake_store_connect(H(h), path.str, (uint64_t)local_buffer_size);
+  cstring_free(&path);
+  return rc;
+}
+
+JNIEXPORT jint JNICALL Java_org_mooncake_store_MooncakeStore_nClose(JNIEnv *env, jclass cls,
+                                                                     jlong h) {
+  UNUSED(env);
+  UNUSED(cls);
+  return mooncake_store_close(H(h));
+}
+
+JNIEXPORT jint JNICALL Java_org_mooncake_store_MooncakeStore_nHealthCheck(JNIEnv *env,
+                                                                           jclass cls, jlong h) {
+  UNUSED(env);
+  UNUSED(cls);
+  return mooncake_store_health_check(H(h));
+}
+
+JNIEXPORT jstring JNICALL Java_org_mooncake_store_MooncakeStore_nGetHostname(
+    JNIEnv *env, jclass cls, jlong h, jint capacity, jintArray status) {
+  UNUSED(cls);
+  char *buf = malloc((size_t)capacity);
+  if (buf == NULL) {
+    throw_oom(env, "mooncake_store_jni: hostname");
+    return NULL;
+  }
+  int rc = mooncake_store_get_hostname(H(h), buf, (size_t)capacity);
+  jstring out = NULL;
+  if (rc == 0) {
+    out = (*env)->NewStringUTF(env, buf); /* "host:port" is ASCII */
+  } else {
+    jint code = rc;
+    (*env)->SetIntArrayRegion(env, status, 0, 1, &code);
+  }
+  free(buf);
+  return out;
+}
+
+JNIEXPORT jstring JNICALL Java_org_mooncake_store_MooncakeStore_nStrerror(JNIEnv *env,
+                                                                          jclass cls,
+                                                                          jint code) {
+  UNUSED(cls);
+  return (*env)->NewStringUTF(env, mooncake_store_strerror(code)); /* ASCII */
+}
+
+/* ---- pool memory ------------------------------------------------------------------------ */
+
+JNIEXPORT jlong JNICALL Java_org_mooncake_store_MooncakeStore_nAlloc(JNIEnv *env, jclass cls,
+                                                                      jlong h, jlong size) {
+  UNUSED(env);
+  UNUSED(cls);
+  return (jlong)(intptr_t)mooncake_store_alloc(H(h), (size_t)size);
+}
+
+JNIEXPORT void JNICALL Java_org_mooncake_store_MooncakeStore_nFree(JNIEnv *env, jclass cls,
+                                                                    jlong h, jlong address) {
+  UNUSED(env);
+  UNUSED(cls);
+  mooncake_store_free(H(h), (void *)(intptr_t)address);
+}
+
+JNIEXPORT jobject JNICALL Java_org_mooncake_store_MooncakeStore_nWrap(JNIEnv *env, jclass cls,
+                                                                       jlong address,
+                                                                       jlong size) {
+  UNUSED(cls);
+  return (*env)->NewDirectByteBuffer(env, (void *)(intptr_t)address, size);
+}
+
+JNIEXPORT jlong JNICALL Java_org_mooncake_store_MooncakeStore_nAddress(JNIEnv *env, jclass cls,
+                                                                        jobject buffer) {
+  UNUSED(cls);
+  return (jlong)(intptr_t)(*env)->GetDirectBufferAddress(env, buffer);
+}
+
+/* ---- put -------------------------------------------------------------------------------- */
+
+/* Copies the array straight into a pool block when one is free, so the put itself moves
+ * no bytes on this side (one copy in all, as for a C caller's put). */
+JNIEXPORT jint JNICALL Java_org_mooncake_store_MooncakeStore_nPut(JNIEnv *env, jclass cls,
+                                                                   jlong h, jbyteArray key,
+                                                                   jbyteArray value) {
+  UNUSED(cls);
+  jsize n = (*env)->GetArrayLength(env, value);
+  cstring k;
+  if (cstring_init(env, key, &k) != 0) return MOONCAKE_STORE_INTERNAL_ERROR;
+  int rc;
+  if (n == 0) {
+    static const char empty[1] = {0};
+    rc = mooncake_store_put(H(h), k.str, empty, 0, NULL); /* the library's verdict: -600 */
+  } else {
+    scratch s;
+    if (scratch_init(env, H(h), (size_t)n, &s) != 0) {
+      cstring_free(&k);
+      return MOONCAKE_STORE_INTERNAL_ERROR;
+    }
+    (*env)->GetByteArrayRegion(env, value, 0, n, (jbyte *)s.ptr);
+    rc = mooncake_store_put_from(H(h), k.str, s.ptr, (size_t)n, NULL);
+    scratch_free(&s);
+  }
+  cstring_free(&k);
+  return rc;
+}
+
+JNIEXPORT jint JNICALL Java_org_mooncake_store_MooncakeStore_nPutFrom(JNIEnv *env, jclass cls,
+                                                                       jlong h, jbyteArray key,
+                                                                       jobject buffer,
+                                                                       jint offset, jint length) {
+  UNUSED(cls);
+  char *base = (*env)->GetDirectBufferAddress(env, buffer);
+  if (base == NULL) return MOONCAKE_STORE_INVALID_PARAMS;
+  cstring k;
+  if (cstring_init(env, key, &k) != 0) return MOONCAKE_STORE_INTERNAL_ERROR;
+  int rc = mooncake_store_put_from(H(h), k.str, base + offset, (size_t)length, NULL);
+  cstring_free(&k);
+  return rc;
+}
+
+JNIEXPORT jint JNICALL Java_org_mooncake_store_MooncakeStore_nBatchPutFrom(
+    JNIEnv *env, jclass cls, jlong h, jobjectArray keys, jobjectArray buffers,
+    jintArray offsets, jintArray lengths, jintArray results) {
+  UNUSED(cls);
+  int count = batch_count(env, keys, buffers, offsets, lengths, results);
+  if (count < 0) return MOONCAKE_STORE_INVALID_PARAMS;
+  if (count == 0) return 0;
+  const char **k = keys_init(env, keys, count);
+  if (k == NULL) return MOONCAKE_STORE_INTERNAL_ERROR;
+  void **ptrs;
+  size_t *sizes;
+  if (buffers_init(env, buffers, offsets, lengths, count, &ptrs, &sizes) != 0) {
+    free(k);
+    return MOONCAKE_STORE_INTERNAL_ERROR;
+  }
+  jint *out = malloc((size_t)count * sizeof(jint));
+  int rc = MOONCAKE_STORE_INTERNAL_ERROR;
+  if (out == NULL) {
+    throw_oom(env, "mooncake_store_jni: batch results");
+  } else {
+    rc = mooncake_store_batch_put_from(H(h), k, ptrs, sizes, (size_t)count, NULL, out);
+    if (rc == 0) (*env)->SetIntArrayRegion(env, results, 0, count, out);
+    free(out);
+  }
+  free(sizes);
+  free(ptrs);
+  free(k);
+  return rc;
+}
+
+/* ---- get -------------------------------------------------------------------------------- */
+
+/* get_size, then get_into a pool block (the daemon writes it directly), then one copy into
+ * the new array. The value may change between the two calls (upsert): a buffer that has
+ * become too small (-600) means ask again. NULL with status[0] = code on a miss or error. */
+JNIEXPORT jbyteArray JNICALL Java_org_mooncake_store_MooncakeStore_nGet(JNIEnv *env, jclass cls,
+                                                                         jlong h, jbyteArray key,
+                                                                         jintArray status) {
+  UNUSED(cls);
+  enum { kAttempts = 8 };
+  cstring k;
+  if (cstring_init(env, key, &k) != 0) return NULL;
+  jbyteArray out = NULL;
+  int64_t code = MOONCAKE_STORE_INVALID_PARAMS;
+  for (int attempt = 0; attempt < kAttempts; attempt++) {
+    int64_t size = mooncake_store_get_size(H(h), k.str);
+    if (size < 0) {
+      code = size;
+      break;
+    }
+    if (size == 0 || size > INT32_MAX - 8) { /* the largest Java array */
+      code = MOONCAKE_STORE_BUFFER_OVERFLOW;
+      break;
+    }
+    scratch s;
+    if (scratch_init(env, H(h), (size_t)size, &s) != 0) {
+      cstring_free(&k);
+      return NULL;
+    }
+    int64_t n = mooncake_store_get_into(H(h), k.str, s.ptr, (size_t)size);
+    if (n > 0) {
+      out = (*env)->NewByteArray(env, (jsize)n);
+      if (out != NULL) (*env)->SetByteArrayRegion(env, out, 0, (jsize)n, (const jbyte *)s.ptr);
+      scratch_free(&s);
+      cstring_free(&k);
+      return out; /* NULL only with OutOfMemoryError pending */
+    }
+    scratch_free(&s);
+    code = n;
+    if (n != MOONCAKE_STORE_INVALID_PARAMS) break;
+  }
+  cstring_free(&k);
+  jint c = (jint)code;
+  (*env)->SetIntArrayRegion(env, status, 0, 1, &c);
+  return NULL;
+}
+
+JNIEXPORT jlong JNICALL Java_org_mooncake_store_MooncakeStore_nGetInto(JNIEnv *env, jclass cls,
+                                                                        jlong h, jbyteArray key,
+                                                                        jobject buffer,
+                                                                        jint offset, jint length) {
+  UNUSED(cls);
+  char *base = (*env)->GetDirectBufferAddress(env, buffer);
+  if (base == NULL) return MOONCAKE_STORE_INVALID_PARAMS;
+  cstring k;
+  if (cstring_init(env, key, &k) != 0) return MOONCAKE_STORE_INTERNAL_ERROR;
+  int64_t n = mooncake_store_get_into(H(h), k.str, base + offset, (size_t)length);
+  cstring_free(&k);
+  return n;
+}
+
+JNIEXPORT jint JNICALL Java_org_mooncake_store_MooncakeStore_nBatchGetInto(
+    JNIEnv *env, jclass cls, jlong h, jobjectArray keys, jobjectArray buffers,
+    jintArray offsets, jintArray lengths, jlongArray results) {
+  UNUSED(cls);
+  int count = batch_count(env, keys, buffers, offsets, lengths, results);
+  if (count < 0) return MOONCAKE_STORE_INVALID_PARAMS;
+  if (count == 0) return 0;
+  const char **k = keys_init(env, keys, count);
+  if (k == NULL) return MOONCAKE_STORE_INTERNAL_ERROR;
+  void **ptrs;
+  size_t *sizes;
+  if (buffers_init(env, buffers, offsets, lengths, count, &ptrs, &sizes) != 0) {
+    free(k);
+    return MOONCAKE_STORE_INTERNAL_ERROR;
+  }
+  int64_t *out = malloc((size_t)count * sizeof(int64_t));
+  int rc = MOONCAKE_STORE_INTERNAL_ERROR;
+  if (out == NULL) {
+    throw_oom(env, "mooncake_store_jni: batch results");
+  } else {
+    rc = mooncake_store_batch_get_into(H(h), k, ptrs, sizes, (size_t)count, out);
+    if (rc == 0) (*env)->SetLongArrayRegion(env, results, 0, count, (const jlong *)out);
+    free(out);
+  }
+  free(sizes);
+  free(ptrs);
+  free(k);
+  return rc;
+}
+
+/* ---- query and remove ------------------------------------------------------------------- */
+
+JNIEXPORT jint JNICALL Java_org_mooncake_store_MooncakeStore_nIsExist(JNIEnv *env, jclass cls,
+                                                                       jlong h, jbyteArray key) {
+  UNUSED(cls);
+  cstring k;
+  if (cstring_init(env, key, &k) != 0) return MOONCAKE_STORE_INTERNAL_ERROR;
+  int rc = mooncake_store_is_exist(H(h), k.str);
+  cstring_free(&k);
+  return rc;
+}
+
+JNIEXPORT jint JNICALL Java_org_mooncake_store_MooncakeStore_nBatchIsExist(JNIEnv *env,
+                                                                            jclass cls, jlong h,
+                                                                            jobjectArray keys,
+                                                                            jintArray results) {
+  UNUSED(cls);
+  jsize count = (*env)->GetArrayLength(env, keys);
+  if ((*env)->GetArrayLength(env, results) != count) return MOONCAKE_STORE_INVALID_PARAMS;
+  if (count == 0) return 0;
+  const char **k = keys_init(env, keys, count);
+  if (k == NULL) return MOONCAKE_STORE_INTERNAL_ERROR;
+  jint *out = malloc((size_t)count * sizeof(jint));
+  int rc = MOONCAKE_STORE_INTERNAL_ERROR;
+  if (out == NULL) {
+    throw_oom(env, "mooncake_store_jni: batch results");
+  } else {
+    rc = mooncake_store_batch_is_exist(H(h), k, (size_t)count, out);
+    if (rc == 0) (*env)->SetIntArrayRegion(env, results, 0, count, out);
+    free(out);
+  }
+  free(k);
+  return rc;
+}
+
+JNIEXPORT jlong JNICALL Java_org_mooncake_store_MooncakeStore_nGetSize(JNIEnv *env, jclass cls,
+                                                                        jlong h, jbyteArray key) {
+  UNUSED(cls);
+  cstring k;
+  if (cstring_init(env, key, &k) != 0) return MOONCAKE_STORE_INTERNAL_ERROR;
+  int64_t size = mooncake_store_get_size(H(h), k.str);
+  cstring_free(&k);
+  return size;
+}
+
+JNIEXPORT jint JNICALL Java_org_mooncake_store_MooncakeStore_nRemove(JNIEnv *env, jclass cls,
+                                                                      jlong h, jbyteArray key,
+                                                                      jboolean force) {
+  UNUSED(cls);
+  cstring k;
+  if (cstring_init(env, key, &k) != 0) return MOONCAKE_STORE_INTERNAL_ERROR;
+  int rc = mooncake_store_remove(H(h), k.str, force ? 1 : 0);
+  cstring_free(&k);
+  return rc;
+}
+
+JNIEXPORT jlong JNICALL Java_org_mooncake_store_MooncakeStore_nRemoveByRegex(JNIEnv *env,
+                                                                              jclass cls, jlong h,
+                                                                              jbyteArray pattern,
+                                                                              jboolean force) {
+  UNUSED(cls);
+  cstring p;
+  if (cstring_init(env, pattern, &p) != 0) return MOONCAKE_STORE_INTERNAL_ERROR;
+  int64_t n = mooncake_store_remove_by_regex(H(h), p.str, force ? 1 : 0);
+  cstring_free(&p);
+  return n;
+}
+
+JNIEXPORT jlong JNICALL Java_org_mooncake_store_MooncakeStore_nRemoveAll(JNIEnv *env, jclass cls,
+                                                                          jlong h,
+                                                                          jboolean force) {
+  UNUSED(env);
+  UNUSED(cls);
+  return mooncake_store_remove_all(H(h), force ? 1 : 0);
+}

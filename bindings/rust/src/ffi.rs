@@ -1,0 +1,345 @@
+//! Hand-written declarations of every function of `include/mooncake_store.h`.
+//!
+//! The declarations are the only unsafe surface of the crate; the safe API in `lib.rs`
+//! wraps them. The unit tests at the bottom parse the header and check that the set of
+//! functions and every parameter and return type match it, and that every symbol resolves
+//! in the linked library, so a new or changed header function fails `cargo test`.
+//!
+//! Each item is documented where it is defined, in `include/mooncake_store.h`.
+#![allow(non_camel_case_types, missing_docs)]
+
+use std::os::raw::{c_char, c_int, c_void};
+
+/// `mooncake_store_t`: an opaque handle.
+pub type mooncake_store_t = *mut c_void;
+
+/// `mooncake_replicate_config_t`.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct mooncake_replicate_config_t {
+    pub replica_num: usize,
+    pub with_soft_pin: c_int,
+    pub with_hard_pin: c_int,
+    pub preferred_segments: *mut *const c_char,
+    pub preferred_segments_count: usize,
+}
+
+/// `MOONCAKE_STORE_ABI_VERSION`.
+pub const MOONCAKE_STORE_ABI_VERSION: u32 = 1;
+/// `MOONCAKE_STORE_MAX_KEY_LEN`.
+pub const MOONCAKE_STORE_MAX_KEY_LEN: usize = 4096;
+/// `MOONCAKE_STORE_MAX_VALUE_SIZE`.
+pub const MOONCAKE_STORE_MAX_VALUE_SIZE: u64 = 4 << 30;
+
+/// Declares the functions and, for the tests, a table of (name, C signature, address).
+macro_rules! declare {
+    ($( pub fn $name:ident($($arg:ident: $ty:ty),* $(,)?) $(-> $ret:ty)?; )*) => {
+        #[link(name = "mooncake_store")]
+        unsafe extern "C" {
+            $( pub fn $name($($arg: $ty),*) $(-> $ret)?; )*
+        }
+
+        /// Every declared function: name, return type and parameter types as Rust spells
+        /// them, and its address in the linked library.
+        #[cfg(test)]
+        pub(crate) fn declared() -> Vec<(&'static str, &'static str, Vec<&'static str>, *const ())> {
+            vec![$(
+                (
+                    stringify!($name),
+                    declare!(@ret $($ret)?),
+                    vec![$(stringify!($ty)),*],
+                    $name as *const (),
+                )
+            ),*]
+        }
+    };
+    (@ret) => { "void" };
+    (@ret $ret:ty) => { stringify!($ret) };
+}
+
+declare! {
+    pub fn mooncake_store_strerror(code: c_int) -> *const c_char;
+
+    // lifecycle
+    pub fn mooncake_store_create() -> mooncake_store_t;
+    pub fn mooncake_store_destroy(store: mooncake_store_t);
+    pub fn mooncake_store_connect(store: mooncake_store_t, socket_path: *const c_char,
+                                  local_buffer_size: u64) -> c_int;
+    pub fn mooncake_store_setup(store: mooncake_store_t, local_hostname: *const c_char,
+                                metadata_server: *const c_char, global_segment_size: u64,
+                                local_buffer_size: u64, protocol: *const c_char,
+                                device_name: *const c_char,
+                                master_server_addr: *const c_char) -> c_int;
+    pub fn mooncake_store_close(store: mooncake_store_t) -> c_int;
+    pub fn mooncake_store_health_check(store: mooncake_store_t) -> c_int;
+    pub fn mooncake_store_get_hostname(store: mooncake_store_t, buf_out: *mut c_char,
+                                       buf_len: usize) -> c_int;
+
+    // shared memory
+    pub fn mooncake_store_alloc(store: mooncake_store_t, size: usize) -> *mut c_void;
+    pub fn mooncake_store_free(store: mooncake_store_t, ptr: *mut c_void);
+    pub fn mooncake_store_register_buffer(store: mooncake_store_t, buffer: *mut c_void,
+                                          size: usize) -> c_int;
+    pub fn mooncake_store_unregister_buffer(store: mooncake_store_t, buffer: *mut c_void) -> c_int;
+
+    // put
+    pub fn mooncake_store_put(store: mooncake_store_t, key: *const c_char, value: *const c_void,
+                              size: usize, config: *const mooncake_replicate_config_t) -> c_int;
+    pub fn mooncake_store_put_from(store: mooncake_store_t, key: *const c_char,
+                                   buffer: *mut c_void, size: usize,
+                                   config: *const mooncake_replicate_config_t) -> c_int;
+    pub fn mooncake_store_batch_put_from(store: mooncake_store_t, keys: *mut *const c_char,
+                                         buffers: *mut *mut c_void, sizes: *const usize,
+                                         count: usize,
+                                         config: *const mooncake_replicate_config_t,
+                                         results_out: *mut c_int) -> c_int;
+    pub fn mooncake_store_upsert_from(store: mooncake_store_t, key: *const c_char,
+                                      buffer: *mut c_void, size: usize,
+                                      config: *const mooncake_replicate_config_t) -> c_int;
+
+    // get
+    pub fn mooncake_store_get_into(store: mooncake_store_t, key: *const c_char,
+                                   buffer: *mut c_void, size: usize) -> i64;
+    pub fn mooncake_store_batch_get_into(store: mooncake_store_t, keys: *mut *const c_char,
+                                         buffers: *mut *mut c_void, sizes: *const usize,
+                                         count: usize, results_out: *mut i64) -> c_int;
+
+    // query
+    pub fn mooncake_store_is_exist(store: mooncake_store_t, key: *const c_char) -> c_int;
+    pub fn mooncake_store_batch_is_exist(store: mooncake_store_t, keys: *mut *const c_char,
+                                         count: usize, results_out: *mut c_int) -> c_int;
+    pub fn mooncake_store_get_size(store: mooncake_store_t, key: *const c_char) -> i64;
+
+    // remove
+    pub fn mooncake_store_remove(store: mooncake_store_t, key: *const c_char,
+                                 force: c_int) -> c_int;
+    pub fn mooncake_store_remove_by_regex(store: mooncake_store_t, pattern: *const c_char,
+                                          force: c_int) -> i64;
+    pub fn mooncake_store_remove_all(store: mooncake_store_t, force: c_int) -> i64;
+}
+
+#[cfg(test)]
+pub(crate) mod header {
+    //! A small parser for include/mooncake_store.h, shared by the unit tests.
+
+    /// The header's text, read at compile time so an edited header rebuilds the tests.
+    pub const TEXT: &str = include_str!("../../../include/mooncake_store.h");
+
+    /// The header without comments and preprocessor lines (continuations included).
+    pub fn code() -> String {
+        let mut no_comments = String::new();
+        let mut rest = TEXT;
+        loop {
+            let block = rest.find("/*");
+            let line = rest.find("//");
+            match (block, line) {
+                (Some(b), l) if l.is_none_or(|l| b < l) => {
+                    no_comments.push_str(&rest[..b]);
+                    let end = rest[b..].find("*/").expect("unterminated comment") + b + 2;
+                    no_comments.push(' ');
+                    rest = &rest[end..];
+                }
+                (_, Some(l)) => {
+                    no_comments.push_str(&rest[..l]);
+                    rest = &rest[l..];
+                    rest = &rest[rest.find('\n').unwrap_or(rest.len())..];
+                }
+                _ => {
+                    no_comments.push_str(rest);
+                    break;
+                }
+            }
+        }
+        let mut out = String::new();
+        let mut continued = false;
+        for line in no_comments.lines() {
+            let directive = continued || line.trim_start().starts_with('#');
+            continued = directive && line.trim_end().ends_with('\\');
+            if !directive {
+                out.push_str(line);
+                out.push('\n');
+            }
+        }
+        out
+    }
+
+    /// C type spelling normalized: single spaces, no space before '*'.
+    pub fn normalize(c_type: &str) -> String {
+        let spaced = c_type.split_whitespace().collect::<Vec<_>>().join(" ");
+        spaced.replace(" *", "*")
+    }
+
+    /// Every function declared by the header: (name, return type, parameter types).
+    pub fn functions() -> Vec<(String, String, Vec<String>)> {
+        let code = code();
+        let mut out = Vec::new();
+        for stmt in code.split([';', '{', '}']) {
+            let stmt = stmt.trim();
+            let Some(open) = stmt.find('(') else { continue };
+            let head = stmt[..open].trim_end();
+            let name_start = head
+                .rfind(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+                .map_or(0, |i| i + 1);
+            let name = &head[name_start..];
+            if !name.starts_with("mooncake_store_") {
+                continue;
+            }
+            let ret = normalize(&head[..name_start]);
+            let close = stmt.rfind(')').expect("unbalanced parentheses");
+            let params: Vec<String> = stmt[open + 1..close]
+                .split(',')
+                .map(str::trim)
+                .filter(|p| *p != "void" && !p.is_empty())
+                .map(|p| {
+                    // Drop the parameter's name: the trailing identifier.
+                    let cut = p
+                        .rfind(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+                        .expect("parameter without a type");
+                    normalize(&p[..=cut])
+                })
+                .collect();
+            out.push((name.to_string(), ret, params));
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{declared, header};
+    use std::collections::BTreeSet;
+
+    /// The C spelling of a Rust type used in the declarations above.
+    fn c_type(rust: &str) -> String {
+        let rust = rust.split_whitespace().collect::<Vec<_>>().join(" ");
+        if let Some(inner) = rust.strip_prefix("*mut ") {
+            return format!("{}*", c_type(inner));
+        }
+        if let Some(inner) = rust.strip_prefix("*const ") {
+            let inner_c = c_type(inner);
+            return if inner_c.ends_with('*') {
+                format!("{inner_c}const*")
+            } else {
+                format!("const {inner_c}*")
+            };
+        }
+        match rust.as_str() {
+            "c_char" => "char",
+            "c_int" => "int",
+            "c_void" => "void",
+            "void" => "void",
+            "usize" => "size_t",
+            "u64" => "uint64_t",
+            "i64" => "int64_t",
+            "mooncake_store_t" => "mooncake_store_t",
+            "mooncake_replicate_config_t" => "mooncake_replicate_config_t",
+            other => panic!("no C spelling for the Rust type {other}"),
+        }
+        .to_string()
+    }
+
+    #[test]
+    fn header_parser_finds_the_functions() {
+        let functions = header::functions();
+        assert!(functions.len() >= 24, "parsed only {functions:?}");
+        let strerror = functions
+            .iter()
+            .find(|f| f.0 == "mooncake_store_strerror")
+            .unwrap();
+        assert_eq!(strerror.1, "const char*");
+        assert_eq!(strerror.2, vec!["int".to_string()]);
+    }
+
+    #[test]
+    fn every_header_function_is_declared_and_nothing_else() {
+        let header: BTreeSet<String> = header::functions().into_iter().map(|f| f.0).collect();
+        let rust: BTreeSet<String> = declared().into_iter().map(|f| f.0.to_string()).collect();
+        let missing: Vec<_> = header.difference(&rust).collect();
+        let extra: Vec<_> = rust.difference(&header).collect();
+        assert!(
+            missing.is_empty(),
+            "header functions without a Rust declaration: {missing:?}"
+        );
+        assert!(
+            extra.is_empty(),
+            "Rust declarations not in the header: {extra:?}"
+        );
+        assert_eq!(
+            declared().len(),
+            header.len(),
+            "a function is declared twice"
+        );
+    }
+
+    #[test]
+    fn every_declaration_matches_the_header_signature() {
+        let header = header::functions();
+        for (name, ret, params, _) in declared() {
+            let (_, c_ret, c_params) = header.iter().find(|f| f.0 == name).unwrap();
+            assert_eq!(&c_type(ret), c_ret, "return type of {name}");
+            let rust_params: Vec<String> = params.iter().map(|p| c_type(p)).collect();
+            assert_eq!(&rust_params, c_params, "parameter types of {name}");
+        }
+    }
+
+    #[test]
+    fn every_declared_symbol_resolves() {
+        for (name, _, _, address) in declared() {
+            assert!(!address.is_null(), "{name} did not resolve");
+        }
+    }
+
+    #[test]
+    fn constants_match_the_header() {
+        let code = header::TEXT;
+        let define = |name: &str| -> String {
+            let line = code
+                .lines()
+                .find(|l| l.starts_with(&format!("#define {name} ")))
+                .unwrap_or_else(|| panic!("{name} not in the header"));
+            line[format!("#define {name} ").len()..].trim().to_string()
+        };
+        assert_eq!(
+            define("MOONCAKE_STORE_ABI_VERSION"),
+            super::MOONCAKE_STORE_ABI_VERSION.to_string()
+        );
+        assert_eq!(
+            define("MOONCAKE_STORE_MAX_KEY_LEN"),
+            super::MOONCAKE_STORE_MAX_KEY_LEN.to_string()
+        );
+        assert_eq!(define("MOONCAKE_STORE_MAX_VALUE_SIZE"), "(4ULL << 30)");
+        assert_eq!(super::MOONCAKE_STORE_MAX_VALUE_SIZE, 4u64 << 30);
+    }
+
+    #[test]
+    fn replicate_config_layout_matches_the_header() {
+        let code = header::code();
+        let start = code
+            .find("typedef struct mooncake_replicate_config {")
+            .unwrap();
+        let body = &code[start..code[start..].find('}').unwrap() + start];
+        let fields: Vec<String> = body
+            .split(['{', ';'])
+            .skip(1)
+            .map(|f| f.split_whitespace().collect::<Vec<_>>().join(" "))
+            .filter(|f| !f.is_empty())
+            .collect();
+        assert_eq!(
+            fields,
+            [
+                "size_t replica_num",
+                "int with_soft_pin",
+                "int with_hard_pin",
+                "const char **preferred_segments",
+                "size_t preferred_segments_count",
+            ]
+        );
+        use std::mem::{offset_of, size_of};
+        type C = super::mooncake_replicate_config_t;
+        assert_eq!(offset_of!(C, replica_num), 0);
+        assert_eq!(offset_of!(C, with_soft_pin), size_of::<usize>());
+        assert_eq!(offset_of!(C, with_hard_pin), size_of::<usize>() + 4);
+        assert_eq!(offset_of!(C, preferred_segments), size_of::<usize>() + 8);
+        assert_eq!(size_of::<C>(), 3 * size_of::<usize>() + 8);
+    }
+}
