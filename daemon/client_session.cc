@@ -60,13 +60,39 @@ void ClientSession::UnmapPool() {
 }
 
 bool ClientSession::Send(uds::FrameBuilder* frame) {
+  const char* data = frame->data();
+  return SendBytes(data, frame->size());
+}
+
+bool ClientSession::SendBytes(const char* data, size_t size) {
   bool ok;
   {
     std::lock_guard<std::mutex> lock(write_mu_);
-    ok = uds::SendFrame(fd_, frame->data(), frame->size());
+    ok = uds::SendFrame(fd_, data, size);
   }
   if (!ok) Close();  // a request is running, so this never asks for the teardown
   return ok;
+}
+
+ClientSession::TrySendResult ClientSession::TrySend(const char* data, size_t size) {
+  bool ok;
+  {
+    // A worker holding the lock may be stuck behind a client that does not read.
+    std::unique_lock<std::mutex> lock(write_mu_, std::try_to_lock);
+    if (!lock.owns_lock()) return TrySendResult::kBusy;
+    ssize_t n;
+    do {
+      n = send(fd_, data, size, MSG_NOSIGNAL | MSG_DONTWAIT);
+    } while (n < 0 && errno == EINTR);
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return TrySendResult::kBusy;
+    // Part of a frame cannot be taken back: finish it, blocking (bounded by SO_SNDTIMEO).
+    // A Unix stream socket takes a small frame whole or not at all, so this is rare.
+    ok = n >= 0 && (static_cast<size_t>(n) == size ||
+                    uds::SendFrame(fd_, data + n, size - static_cast<size_t>(n)));
+  }
+  if (ok) return TrySendResult::kSent;
+  Close();  // a request is running, so this never asks for the teardown
+  return TrySendResult::kFailed;
 }
 
 bool ClientSession::Acquire() {
@@ -74,6 +100,14 @@ bool ClientSession::Acquire() {
   if (closed_) return false;
   ++active_;
   return true;
+}
+
+ClientSession::AcquireResult ClientSession::AcquireBounded(int limit) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (closed_) return AcquireResult::kClosed;
+  if (active_ >= limit) return AcquireResult::kTooMany;
+  ++active_;
+  return AcquireResult::kAcquired;
 }
 
 bool ClientSession::Release() {
@@ -107,11 +141,6 @@ bool ClientSession::closed() const {
 bool ClientSession::Quiet() const {
   std::lock_guard<std::mutex> lock(mu_);
   return active_ == 0;
-}
-
-int ClientSession::in_flight() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  return active_;
 }
 
 uint64_t ClientSession::AddPut(std::shared_ptr<StagedPut> put) {

@@ -33,6 +33,7 @@ namespace mooncake {
 // mapped even if it is unmounted meanwhile.
 struct ReplicaTarget {
   std::shared_ptr<SegmentMemory> segment;
+  int64_t segment_id = 0;
   uint64_t offset = 0;
   char* data() const { return segment->base() + offset; }
 };
@@ -55,6 +56,7 @@ struct StagedGet {
   ReplicaTarget source;
   uint64_t size = 0;
   std::chrono::steady_clock::time_point deadline;
+  uint64_t generation = 0;  // ReadCache::remount_generation() before the lease was asked
 };
 
 class ClientSession {
@@ -85,10 +87,20 @@ class ClientSession {
   // Writes one frame under the connection's write lock (bounded by SO_SNDTIMEO). A failed
   // write closes the session. Only call while holding a request (Acquire).
   bool Send(uds::FrameBuilder* frame);
+  bool SendBytes(const char* data, size_t size);
+  // For the event-loop thread, which must never block: writes the frame only if the
+  // write lock is free and the socket takes it now. kBusy: nothing was written; have a
+  // worker Send it. kFailed: the session is closed.
+  enum class TrySendResult { kSent, kBusy, kFailed };
+  TrySendResult TrySend(const char* data, size_t size);
 
   // ---- lifecycle ----
   // A request starts: false (and nothing counted) when the session is already closed.
   bool Acquire();
+  // Acquire, refused also when limit requests are running already (one lock, not two:
+  // this is on every request's path).
+  enum class AcquireResult { kAcquired, kClosed, kTooMany };
+  AcquireResult AcquireBounded(int limit);
   // A request ended: true when the caller must now run the teardown.
   bool Release();
   // Marks closed and shuts the socket down: true when the caller must run the teardown.
@@ -96,8 +108,6 @@ class ClientSession {
   bool closed() const;
   // No request running (shutdown waits for this before closing sessions).
   bool Quiet() const;
-  // Requests accepted and not yet answered.
-  int in_flight() const;
 
   // ---- staged puts and gets ----
   // 0 when kMaxStaged are already open.

@@ -23,6 +23,9 @@ void RegisterDaemonFlags(FlagSet* f, DaemonOptions* o) {
   f->AddInt("worker_threads", &o->worker_threads, "request workers (0: max(4, 2 x cores))");
   f->AddDuration("shutdown_timeout", &o->shutdown_timeout_ms, 1,
                  "on SIGTERM, how long running requests may take to finish, ms");
+  f->AddBool("read_cache", &o->read_cache,
+             "remember where read objects live for 90% of their read lease, so repeated "
+             "reads skip the master");
   f->AddChoice("log_level", &o->log_level, {"debug", "info", "warning", "error"},
                "least severe level logged");
 }

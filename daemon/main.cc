@@ -28,6 +28,7 @@
 #include "daemon/daemon_options.h"
 #include "daemon/master_client.h"
 #include "daemon/membership.h"
+#include "daemon/read_cache.h"
 #include "daemon/segment_memory.h"
 #include "daemon/store_service.h"
 #include "daemon/uds_server.h"
@@ -124,7 +125,13 @@ int main(int argc, char** argv) {
                                        ? static_cast<size_t>(options.max_master_connections)
                                        : workers + 4;
   MasterClient master(client_options);
+  ReadCache cache(options.read_cache);
   Membership membership(&master, name, options.heartbeat_interval_ms);
+  membership.SetBeforeRemount([&cache] {
+    size_t entries = cache.size();
+    cache.ClearForRemount();
+    if (entries > 0) MC_LOG_INFO("read cache: %zu entries forgotten before mounting again", entries);
+  });
   if (!membership.RegisterWithRetry(stop)) {
     close(transfer_fd);
     return 0;  // stopped before the master ever answered
@@ -159,7 +166,7 @@ int main(int argc, char** argv) {
                 segment->huge_pages() ? " (huge pages)" : "");
   }
 
-  StoreService service(&master, &membership, options.master);
+  StoreService service(&master, &membership, &cache, options.master);
   UdsServer server(&service, workers);
   if (!server.Listen(options.socket, options.socket_mode_bits, &error)) {
     MC_LOG_ERROR("%s", error.c_str());
@@ -168,8 +175,9 @@ int main(int argc, char** argv) {
   }
   server.Start();
   membership.StartHeartbeat();
-  MC_LOG_INFO("mooncaked %s serving %s (master %s, %zu workers)", name.c_str(),
-              options.socket.c_str(), options.master.c_str(), workers);
+  MC_LOG_INFO("mooncaked %s serving %s (master %s, %zu workers, read cache %s)", name.c_str(),
+              options.socket.c_str(), options.master.c_str(), workers,
+              options.read_cache ? "on" : "off");
 
   {
     std::unique_lock<std::mutex> lock(stop_mu);

@@ -145,6 +145,7 @@ int32_t Membership::Reregister() {
                                                    : ErrorName(code));
     return code;
   }
+  if (before_remount_) before_remount_();
   std::vector<std::pair<int64_t, std::shared_ptr<SegmentMemory>>> snapshot;
   {
     std::shared_lock<std::shared_mutex> seg_lock(segments_mu_);

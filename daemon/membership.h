@@ -19,6 +19,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -66,6 +67,11 @@ class Membership {
   // Serialized; callers that queue up behind a registration that just succeeded (within
   // 200 ms) return 0 without repeating it. Returns the registration code.
   int32_t Reregister();
+  // Runs in Reregister after the registration and before any segment is mounted again:
+  // from then on the master may hand our segments' ranges to new objects, so whatever
+  // was learnt from the old master (the read cache) must be forgotten first. Set once,
+  // before the heartbeat starts.
+  void SetBeforeRemount(std::function<void()> hook) { before_remount_ = std::move(hook); }
 
   void StartHeartbeat();
   void StopHeartbeat();
@@ -84,6 +90,7 @@ class Membership {
   mutable std::shared_mutex segments_mu_;
   std::map<int64_t, std::shared_ptr<SegmentMemory>> segments_;  // guarded by segments_mu_
 
+  std::function<void()> before_remount_;
   std::mutex reregister_mu_;  // one re-registration at a time
   std::chrono::steady_clock::time_point last_registered_;  // guarded by reregister_mu_
 

@@ -54,9 +54,12 @@ void ReplyInts(ClientSession* s, uint64_t id, int32_t code, const std::vector<in
 
 }  // namespace store_detail
 
-StoreService::StoreService(MasterClient* master, Membership* membership,
+StoreService::StoreService(MasterClient* master, Membership* membership, ReadCache* cache,
                            std::string master_address)
-    : master_(master), membership_(membership), master_address_(std::move(master_address)) {}
+    : master_(master),
+      membership_(membership),
+      cache_(cache),
+      master_address_(std::move(master_address)) {}
 
 bool StoreService::Hello(ClientSession* s, const uds::Message& hello, std::vector<int> fds,
                          std::string* why) {
@@ -150,7 +153,12 @@ void StoreService::Teardown(ClientSession* s) {
   }
   s->ClearGets();
   std::vector<int64_t> segments = s->TakeSegments();
-  for (int64_t segment : segments) membership_->Unmount(segment);
+  for (int64_t segment : segments) {
+    // Forgotten here only after Membership stopped resolving it and the master dropped
+    // its objects, so no fill can bring an entry for it back.
+    membership_->Unmount(segment);
+    cache_->DropSegment(segment);
+  }
   s->UnmapPool();
   if (revoked > 0 || !segments.empty()) {
     MC_LOG_INFO("connection %llu (pid %d) closed: %zu staged puts revoked, %zu segments unmounted",
@@ -169,6 +177,7 @@ int32_t StoreService::Resolve(const std::vector<rpc::ReplicaDescriptor>& replica
     ReplicaTarget t;
     if (r.kind != rpc::ReplicaKind::MEMORY || r.offset < 0) return ToInt(ErrorCode::TRANSFER_FAIL);
     t.segment = membership_->Find(r.segment_id);
+    t.segment_id = r.segment_id;
     t.offset = static_cast<uint64_t>(r.offset);
     if (t.segment == nullptr || !t.segment->Contains(t.offset, size)) {
       return ToInt(ErrorCode::TRANSFER_FAIL);  // another daemon's: the transfer engine's job
@@ -185,6 +194,7 @@ int32_t StoreService::ResolveOne(const std::vector<rpc::ReplicaDescriptor>& repl
     std::shared_ptr<SegmentMemory> segment = membership_->Find(r.segment_id);
     if (segment == nullptr || !segment->Contains(static_cast<uint64_t>(r.offset), size)) continue;
     out->segment = std::move(segment);
+    out->segment_id = r.segment_id;
     out->offset = static_cast<uint64_t>(r.offset);
     return kOk;
   }
@@ -200,7 +210,8 @@ bool StoreService::OnExist(ClientSession* s, uint64_t id, ArgReader* a) {
     Reply(s, id, kInvalid);
     return true;
   }
-  int32_t v = master_->ExistKey(key);
+  ReadCache::Entry cached;
+  int32_t v = cache_->Lookup(key, &cached) ? 1 : master_->ExistKey(key);
   ReplyInts(s, id, v < 0 ? v : kOk, {v});
   return true;
 }
@@ -211,9 +222,14 @@ bool StoreService::OnBatchExist(ClientSession* s, uint64_t id, ArgReader* a) {
   std::vector<int64_t> results(list.size(), kInvalid);
   std::vector<std::string> keys;
   std::vector<size_t> index;
+  ReadCache::Entry cached;
   for (size_t i = 0; i < results.size(); ++i) {
     std::string key = list.Str();
     if (!ValidKey(key)) continue;
+    if (cache_->Lookup(key, &cached)) {
+      results[i] = 1;
+      continue;
+    }
     keys.push_back(std::move(key));
     index.push_back(i);
   }
@@ -234,8 +250,21 @@ bool StoreService::OnGetSize(ClientSession* s, uint64_t id, ArgReader* a) {
     Reply(s, id, kInvalid);
     return true;
   }
+  ReadCache::Entry cached;
+  if (cache_->Lookup(key, &cached)) {
+    ReplyInts(s, id, kOk, {static_cast<int64_t>(cached.size)});
+    return true;
+  }
+  ReadCache::Ticket ticket = cache_->Begin(key);
+  auto asked_at = std::chrono::steady_clock::now();
   rpc::ReplicaListResult list;
   int32_t code = master_->GetReplicaList(key, &list);
+  if (code == 0) {
+    // Only to remember where the bytes are: the size is the answer whoever holds them.
+    ReplicaTarget target;
+    uint64_t size = 0;
+    Locate(key, ticket, list, asked_at, &target, &size);
+  }
   ReplyInts(s, id, code, {list.size});
   return true;
 }
@@ -248,7 +277,11 @@ bool StoreService::OnRemove(ClientSession* s, uint64_t id, ArgReader* a) {
     Reply(s, id, kInvalid);
     return true;
   }
-  Reply(s, id, master_->Remove(key, force == 1));
+  int32_t code = master_->Remove(key, force == 1);
+  // Whatever the outcome (a -900 may hide a removal that happened), and before the client
+  // hears of it: its next read must not come from the cache.
+  cache_->Invalidate(key);
+  Reply(s, id, code);
   return true;
 }
 
@@ -257,6 +290,7 @@ bool StoreService::OnRemoveByRegex(ClientSession* s, uint64_t id, ArgReader* a) 
   int force = ReadFlag(a);
   if (!Done(*a) || force < 0) return false;
   int64_t n = master_->RemoveByRegex(pattern, force == 1);
+  cache_->Clear();  // cheaper than matching the pattern against every entry
   ReplyInts(s, id, n < 0 ? static_cast<int32_t>(n) : kOk, {n});
   return true;
 }
@@ -265,6 +299,7 @@ bool StoreService::OnRemoveAll(ClientSession* s, uint64_t id, ArgReader* a) {
   int force = ReadFlag(a);
   if (!Done(*a) || force < 0) return false;
   int64_t n = master_->RemoveAll(force == 1);
+  cache_->Clear();
   ReplyInts(s, id, n < 0 ? static_cast<int32_t>(n) : kOk, {n});
   return true;
 }

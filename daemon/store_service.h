@@ -6,6 +6,14 @@
 // copies segment -> pool from one this daemon owns, and checks the copy finished inside
 // the read lease. Batches become the master's batch RPCs: one round trip per phase.
 //
+// Reads remember where the object lives for 90% of its lease (daemon/read_cache.h), and
+// later reads of the key within it skip the master. Every write or removal made here
+// invalidates what it touches before its client is answered.
+//
+// Most requests run on workers. A few that cannot block (HOSTNAME, HEALTH, and a small
+// GET, EXIST or GET_SIZE the read cache answers) run on the event-loop thread through
+// TryInline, saving the hand-off to a worker.
+//
 // Replicas that live on another daemon need the transfer engine (the cluster issue);
 // until then a put or get that meets one fails with TRANSFER_FAIL (-800).
 //
@@ -27,12 +35,18 @@
 #include "daemon/client_session.h"
 #include "daemon/master_client.h"
 #include "daemon/membership.h"
+#include "daemon/read_cache.h"
 
 namespace mooncake {
 
 class StoreService {
  public:
-  StoreService(MasterClient* master, Membership* membership, std::string master_address);
+  // Values up to this size are copied on the event-loop thread when cached; a bigger
+  // copy would hold up every other connection.
+  static constexpr uint64_t kInlineMaxBytes = 64 * 1024;
+
+  StoreService(MasterClient* master, Membership* membership, ReadCache* cache,
+               std::string master_address);
 
   // The handshake, run before any other frame of the connection is read. Sends the reply.
   // false (with *why for the log) when the connection must be closed: a malformed HELLO,
@@ -44,6 +58,15 @@ class StoreService {
   // Any request after HELLO. Sends the response, unless the request is malformed: then
   // false, with *why for the log, and the caller closes the connection.
   bool Handle(ClientSession* session, uds::Message* request, std::string* why);
+
+  // Answers a request on the calling (event-loop) thread when that is cheap and cannot
+  // block: never a master RPC, never a copy over kInlineMaxBytes, never a blocking write.
+  // The caller holds the session (Acquire). kNotInline: nothing was done or sent (also
+  // for anything malformed or unacceptable); hand the request to Handle on a worker.
+  // kDeferred: the answer is in *deferred, for a worker to write (the socket was full, or
+  // a worker was writing to it).
+  enum class Inline { kNotInline, kAnswered, kDeferred };
+  Inline TryInline(ClientSession* session, const uds::Message& request, std::string* deferred);
 
   // Runs once per connection, after it closed and its last request ended: revokes its
   // unfinished staged puts, ends its staged gets, unmounts its segments, unmaps its pool.
@@ -73,9 +96,19 @@ class StoreService {
   bool OnGetBegin(ClientSession* s, uint64_t id, Reader* args);
   bool OnGetChunk(ClientSession* s, uint64_t id, Reader* args);
   bool OnGetEnd(ClientSession* s, uint64_t id, Reader* args);
-  // Copies a listed object into dest (capacity bytes); bytes copied or a code.
-  int64_t CopyOut(const rpc::ReplicaListResult& list, char* dest, uint64_t capacity,
+  // Copies a listed object into dest (capacity bytes) and remembers its place in the
+  // read cache; bytes copied or a code. ticket and generation were taken before the RPC.
+  int64_t CopyOut(const std::string& key, ReadCache::Ticket ticket, uint64_t generation,
+                  const rpc::ReplicaListResult& list, char* dest, uint64_t capacity,
                   std::chrono::steady_clock::time_point asked_at);
+  // Copies a cached object of at most max_size bytes into dest: bytes copied, -600 when
+  // it exceeds capacity, or 0 when the cache cannot answer (miss, too big, or the copy
+  // overran the entry's deadline or overlapped a re-registration).
+  int64_t CopyCached(const std::string& key, char* dest, uint64_t capacity, uint64_t max_size);
+  // The local replica of a listed object, remembered in the read cache (*size set).
+  int32_t Locate(const std::string& key, ReadCache::Ticket ticket,
+                 const rpc::ReplicaListResult& list, std::chrono::steady_clock::time_point asked_at,
+                 ReplicaTarget* out, uint64_t* size);
 
   // ---- everything else (store_service.cc) ----
   bool OnExist(ClientSession* s, uint64_t id, Reader* args);
@@ -95,6 +128,7 @@ class StoreService {
 
   MasterClient* const master_;
   Membership* const membership_;
+  ReadCache* const cache_;
   const std::string master_address_;
 };
 

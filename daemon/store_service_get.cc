@@ -3,7 +3,12 @@
 // A replica list comes with a read lease: until it runs out the master neither evicts the
 // object nor reuses its space. Every copy is checked against that deadline, measured from
 // before the RPC was sent, and a copy that may have overrun it reports LEASE_EXPIRED
-// (-707) rather than bytes that could be torn.
+// (-707) rather than bytes that could be torn. A copy that overlapped a re-registration
+// (a restarted master knows no leases) is not trusted either.
+//
+// Each list is remembered in the read cache for 90% of its lease; a read the cache can
+// answer copies without asking the master, and one whose cached copy cannot be trusted
+// (it overran the entry) simply asks the master as if it had missed.
 #include <cstring>
 
 #include "daemon/store_service.h"
@@ -24,18 +29,51 @@ Clock::time_point Deadline(Clock::time_point asked_at, int64_t lease_ttl_ms) {
 
 }  // namespace
 
-int64_t StoreService::CopyOut(const rpc::ReplicaListResult& list, char* dest, uint64_t capacity,
-                              Clock::time_point asked_at) {
+int32_t StoreService::Locate(const std::string& key, ReadCache::Ticket ticket,
+                             const rpc::ReplicaListResult& list, Clock::time_point asked_at,
+                             ReplicaTarget* out, uint64_t* size) {
   if (list.code != 0) return list.code;
   if (list.size <= 0) return ToInt(ErrorCode::TRANSFER_FAIL);
-  uint64_t size = static_cast<uint64_t>(list.size);
-  if (size > capacity) return kInvalid;
+  *size = static_cast<uint64_t>(list.size);
+  int32_t code = ResolveOne(list.replicas, *size, out);
+  if (code != 0 || !cache_->enabled()) return code;
+  ReadCache::Entry entry;
+  entry.segment = out->segment;
+  entry.segment_id = out->segment_id;
+  entry.offset = out->offset;
+  entry.size = *size;
+  entry.deadline = ReadCache::EntryDeadline(asked_at, list.lease_ttl_ms);
+  cache_->Fill(key, ticket, std::move(entry));
+  return kOk;
+}
+
+int64_t StoreService::CopyOut(const std::string& key, ReadCache::Ticket ticket,
+                              uint64_t generation, const rpc::ReplicaListResult& list, char* dest,
+                              uint64_t capacity, Clock::time_point asked_at) {
+  // Too small a buffer is -600 whoever holds the replica.
+  if (list.code == 0 && list.size > 0 && static_cast<uint64_t>(list.size) > capacity) {
+    return kInvalid;
+  }
   ReplicaTarget source;
-  int32_t code = ResolveOne(list.replicas, size, &source);
+  uint64_t size = 0;
+  int32_t code = Locate(key, ticket, list, asked_at, &source, &size);
   if (code != 0) return code;
   std::memcpy(dest, source.data(), size);
-  if (Clock::now() > Deadline(asked_at, list.lease_ttl_ms)) return kLeaseExpired;
+  if (Clock::now() > Deadline(asked_at, list.lease_ttl_ms) || !cache_->SameGeneration(generation)) {
+    return kLeaseExpired;
+  }
   return static_cast<int64_t>(size);
+}
+
+int64_t StoreService::CopyCached(const std::string& key, char* dest, uint64_t capacity,
+                                 uint64_t max_size) {
+  uint64_t generation = cache_->remount_generation();
+  ReadCache::Entry e;
+  if (!cache_->Lookup(key, &e) || e.size > max_size) return 0;
+  if (e.size > capacity) return kInvalid;
+  std::memcpy(dest, e.data(), e.size);
+  if (Clock::now() > e.deadline || !cache_->SameGeneration(generation)) return 0;
+  return static_cast<int64_t>(e.size);
 }
 
 bool StoreService::OnGet(ClientSession* s, uint64_t id, ArgReader* a) {
@@ -48,10 +86,15 @@ bool StoreService::OnGet(ClientSession* s, uint64_t id, ArgReader* a) {
     Reply(s, id, kInvalid);
     return true;
   }
-  Clock::time_point asked_at = Clock::now();
-  rpc::ReplicaListResult list;
-  int32_t rc = master_->GetReplicaList(key, &list);
-  int64_t n = rc != 0 ? rc : CopyOut(list, dest, capacity, asked_at);
+  int64_t n = CopyCached(key, dest, capacity, UINT64_MAX);
+  if (n == 0) {
+    ReadCache::Ticket ticket = cache_->Begin(key);
+    uint64_t generation = cache_->remount_generation();
+    Clock::time_point asked_at = Clock::now();
+    rpc::ReplicaListResult list;
+    int32_t rc = master_->GetReplicaList(key, &list);
+    n = rc != 0 ? rc : CopyOut(key, ticket, generation, list, dest, capacity, asked_at);
+  }
   ReplyInts(s, id, n < 0 ? static_cast<int32_t>(n) : kOk, {n});
   return true;
 }
@@ -63,7 +106,7 @@ bool StoreService::OnBatchGet(ClientSession* s, uint64_t id, ArgReader* a) {
   std::vector<int64_t> results(n, kInvalid);
   std::vector<char*> dests(n, nullptr);
   std::vector<uint64_t> capacities(n, 0);
-  std::vector<std::string> keys;
+  std::vector<std::string> keys;  // the entries the cache could not answer
   std::vector<size_t> index;
   for (size_t i = 0; i < n; ++i) {
     ArgReader e = entries.Array();
@@ -73,16 +116,26 @@ bool StoreService::OnBatchGet(ClientSession* s, uint64_t id, ArgReader* a) {
     if (!Done(e)) return false;
     dests[i] = s->PoolRange(offset, capacities[i]);
     if (!ValidKey(key) || dests[i] == nullptr) continue;
+    int64_t cached = CopyCached(key, dests[i], capacities[i], UINT64_MAX);
+    if (cached != 0) {
+      results[i] = cached;
+      continue;
+    }
     keys.push_back(std::move(key));
     index.push_back(i);
   }
   if (!keys.empty()) {
+    std::vector<ReadCache::Ticket> tickets(keys.size());
+    for (size_t j = 0; j < keys.size(); ++j) tickets[j] = cache_->Begin(keys[j]);
+    uint64_t generation = cache_->remount_generation();
     Clock::time_point asked_at = Clock::now();
     std::vector<rpc::ReplicaListResult> lists;
     int32_t rc = master_->BatchGetReplicaList(keys, &lists);
     for (size_t j = 0; j < index.size(); ++j) {
       size_t i = index[j];
-      results[i] = rc != 0 ? rc : CopyOut(lists[j], dests[i], capacities[i], asked_at);
+      results[i] = rc != 0 ? rc
+                           : CopyOut(keys[j], tickets[j], generation, lists[j], dests[i],
+                                     capacities[i], asked_at);
     }
   }
   ReplyInts(s, id, kOk, results);
@@ -96,15 +149,24 @@ bool StoreService::OnGetBegin(ClientSession* s, uint64_t id, ArgReader* a) {
     Reply(s, id, kInvalid);
     return true;
   }
-  Clock::time_point asked_at = Clock::now();
-  rpc::ReplicaListResult list;
-  int32_t code = master_->GetReplicaList(key, &list);
   auto get = std::make_shared<StagedGet>();
-  if (code == 0 && list.size <= 0) code = ToInt(ErrorCode::TRANSFER_FAIL);
-  if (code == 0) {
-    get->size = static_cast<uint64_t>(list.size);
-    get->deadline = Deadline(asked_at, list.lease_ttl_ms);
-    code = ResolveOne(list.replicas, get->size, &get->source);
+  get->generation = cache_->remount_generation();
+  int32_t code = kOk;
+  ReadCache::Entry cached;
+  if (cache_->Lookup(key, &cached)) {
+    // The chunks are bounded by the entry's deadline, which lies inside the lease.
+    get->source.segment = std::move(cached.segment);
+    get->source.segment_id = cached.segment_id;
+    get->source.offset = cached.offset;
+    get->size = cached.size;
+    get->deadline = cached.deadline;
+  } else {
+    ReadCache::Ticket ticket = cache_->Begin(key);
+    Clock::time_point asked_at = Clock::now();
+    rpc::ReplicaListResult list;
+    code = master_->GetReplicaList(key, &list);
+    if (code == 0) code = Locate(key, ticket, list, asked_at, &get->source, &get->size);
+    if (code == 0) get->deadline = Deadline(asked_at, list.lease_ttl_ms);
   }
   uint64_t get_id = 0;
   if (code == 0 && (get_id = s->AddGet(get)) == 0) code = kInvalid;  // too many open
@@ -127,7 +189,8 @@ bool StoreService::OnGetChunk(ClientSession* s, uint64_t id, ArgReader* a) {
       code = kLeaseExpired;
     } else {
       std::memcpy(dest, get->source.data() + value_offset, length);
-      code = Clock::now() > get->deadline ? kLeaseExpired : kOk;
+      bool trusted = Clock::now() <= get->deadline && cache_->SameGeneration(get->generation);
+      code = trusted ? kOk : kLeaseExpired;
     }
   }
   Reply(s, id, code);

@@ -49,6 +49,10 @@ int32_t StoreService::FinishPut(ClientSession* s, const std::string& key, bool u
   // If the publish failed on the wire it may or may not have happened; a revoke of a
   // published object is refused (-1010), so trying is always safe.
   if (code != 0) RevokePut(key, upsert);
+  // Before the writer is answered, so that its next read sees the new value. A plain put
+  // matters too: the key may have been removed through another daemon while we still
+  // remember the old value.
+  cache_->Invalidate(key);
   return code;
 }
 
@@ -159,6 +163,7 @@ bool StoreService::OnBatchPut(ClientSession* s, uint64_t id, ArgReader* a) {
   std::vector<int32_t> codes;
   if (!to_end.empty() && !s->closed()) {
     rc = master_->BatchPutEnd(writer, to_end, &codes);
+    for (const std::string& key : to_end) cache_->Invalidate(key);  // as in FinishPut
     for (size_t k = 0; k < to_end.size(); ++k) {
       int32_t code = rc != 0 ? rc : codes[k];
       results[end_index[k]] = code;

@@ -206,50 +206,73 @@ void UdsServer::OnReadable(ConnectionMap::iterator it) {
 }
 
 bool UdsServer::OnFrame(Connection* conn, const std::string& payload, std::string* why) {
-  auto message = std::make_shared<uds::Message>();
-  if (!uds::ParseMessage(payload.data(), payload.size(), message.get())) {
+  // On the stack: most requests are answered inline and never need a shared copy.
+  uds::Message message;
+  if (!uds::ParseMessage(payload.data(), payload.size(), &message)) {
     *why = "malformed frame";
     return false;
   }
   const std::shared_ptr<ClientSession>& session = conn->session;
   if (conn->fd_after_hello) {
     if (session->Acquire()) {
-      store_detail::Reply(session.get(), message->id, store_detail::kInvalid);
+      store_detail::Reply(session.get(), message.id, store_detail::kInvalid);
       session->Release();  // not closed yet, so never the last one out
     }
     *why = "file descriptor sent after HELLO";
     return false;
   }
   if (!conn->hello_done) {
-    if (message->head != static_cast<int64_t>(uds::Op::kHello)) {
+    if (message.head != static_cast<int64_t>(uds::Op::kHello)) {
       *why = "first frame is not HELLO";
       return false;
     }
     if (!session->Acquire()) return false;
     std::vector<int> fds;
     fds.swap(conn->pending_fds);
-    bool ok = service_->Hello(session.get(), *message, std::move(fds), why);
+    bool ok = service_->Hello(session.get(), message, std::move(fds), why);
     session->Release();
     if (!ok) *why = "HELLO refused: " + *why;
     conn->hello_done = ok;
     return ok;
   }
-  if (message->head <= static_cast<int64_t>(uds::Op::kHello) ||
-      message->head > static_cast<int64_t>(uds::kMaxOp)) {
-    *why = "unknown op " + std::to_string(message->head);
+  if (message.head <= static_cast<int64_t>(uds::Op::kHello) ||
+      message.head > static_cast<int64_t>(uds::kMaxOp)) {
+    *why = "unknown op " + std::to_string(message.head);
     return false;
   }
-  if (session->in_flight() >= kMaxInFlight) {
-    *why = "more than " + std::to_string(kMaxInFlight) + " requests in flight";
-    return false;
+  switch (session->AcquireBounded(kMaxInFlight)) {
+    case ClientSession::AcquireResult::kClosed:
+      return true;  // closed by a worker meanwhile; the loop sees the hang-up next
+    case ClientSession::AcquireResult::kTooMany:
+      *why = "more than " + std::to_string(kMaxInFlight) + " requests in flight";
+      return false;
+    case ClientSession::AcquireResult::kAcquired:
+      break;
   }
-  Dispatch(session, std::move(message));
+  std::string deferred;
+  switch (service_->TryInline(session.get(), message, &deferred)) {
+    case StoreService::Inline::kAnswered:
+      // Only a failed write can have closed the session while we held it, and then the
+      // teardown (master RPCs) is due: never on this thread.
+      if (session->Release()) pool_.Submit([this, session] { RunTeardown(session); });
+      return true;
+    case StoreService::Inline::kDeferred:
+      pool_.Submit([this, session, frame = std::move(deferred)] {
+        if (!session->closed()) session->SendBytes(frame.data(), frame.size());
+        if (session->Release()) RunTeardown(session);
+      });
+      return true;
+    case StoreService::Inline::kNotInline:
+      break;
+  }
+  // Moving keeps the msgpack zone (a heap object) in place, so the parsed arguments stay
+  // valid in the copy.
+  Dispatch(session, std::make_shared<uds::Message>(std::move(message)));
   return true;
 }
 
 void UdsServer::Dispatch(const std::shared_ptr<ClientSession>& session,
                          std::shared_ptr<uds::Message> message) {
-  if (!session->Acquire()) return;  // closed by a worker meanwhile
   pool_.Submit([this, session, message] {
     if (!session->closed()) {
       std::string why;

@@ -3,7 +3,9 @@
 // One event-loop thread accepts connections and reads frames (epoll, level-triggered);
 // a pool of workers runs the requests, because requests block on master RPCs. The HELLO
 // handshake runs on the loop thread itself, so that no request of a connection can run
-// before its pool is mapped. Any number of requests of one connection run at once and
+// before its pool is mapped; so do the few requests that cannot block
+// (StoreService::TryInline: cached small reads, HOSTNAME, HEALTH), which saves them the
+// hand-off to a worker. Any number of requests of one connection run at once and
 // answer in any order; responses are written under the connection's write lock.
 //
 // Anything malformed at the frame level (a length over 64 MiB, bytes that are not a
@@ -67,6 +69,7 @@ class UdsServer {
   // *warn tells whether that deserves a warning).
   bool OnFrame(Connection* conn, const std::string& payload, std::string* why);
   void CloseConnection(ConnectionMap::iterator it, const std::string& why, bool warn);
+  // Runs the request on a worker; the caller has acquired the session for it.
   void Dispatch(const std::shared_ptr<ClientSession>& session,
                 std::shared_ptr<uds::Message> message);
   void RunTeardown(const std::shared_ptr<ClientSession>& session);

@@ -1,0 +1,132 @@
+// Where recently read objects live in this daemon's own memory, kept for as long as the
+// master's read lease guarantees it, so that repeated reads skip the master round trip.
+//
+// Why it is safe. After a successful GetReplicaList the master keeps the object's bytes
+// where it said until the lease runs out: a leased object is never evicted, and a forced
+// remove or an upsert of it frees the old space only once the lease has ended. So until
+// that deadline a read may copy from the listed replica without asking again. An entry is
+// used only until asked_at + 0.9 x lease_ttl_ms on our monotonic clock, asked_at taken
+// before the request was sent; the 10% margin absorbs clock-rate differences between the
+// hosts. Only replicas in this daemon's own segments are kept.
+//
+// What it costs in freshness. A remove or upsert of the key made through *this* daemon
+// invalidates it before the writer is answered, so its own clients see their writes at
+// once. One made through another daemon is seen here only when our entry runs out: until
+// then readers get the old value, whole (never a mix, never freed memory).
+//
+// Races. A fill takes a ticket (the epoch of the key's stripe, one of 4096) before the
+// RPC and is dropped if any invalidation of that stripe ran meanwhile, so a reply the
+// master gave before a remove can never be cached after it; unrelated writes seldom cost
+// a fill. ClearForRemount() (re-registration: a restarted master knows
+// no leases and will reuse our segment's offsets once we mount again) also bumps a
+// generation that every copy made under a lease checks afterwards, seqlock style: a copy
+// that overlapped it may be torn, so it is not trusted.
+//
+// Bounded: at most max_entries keys and roughly max_bytes of keys and bookkeeping. A full
+// shard first drops what has expired, then arbitrary entries down to 7/8 of its share.
+//
+// Thread-safety: every method may be called from any thread; 64 shards, each its own lock.
+#ifndef MOONCAKE_DAEMON_READ_CACHE_H_
+#define MOONCAKE_DAEMON_READ_CACHE_H_
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+
+#include "daemon/segment_memory.h"
+
+namespace mooncake {
+
+class ReadCache {
+ public:
+  using Clock = std::chrono::steady_clock;
+
+  struct Entry {
+    std::shared_ptr<SegmentMemory> segment;  // keeps the memory mapped while copying
+    int64_t segment_id = 0;
+    uint64_t offset = 0;
+    uint64_t size = 0;
+    Clock::time_point deadline;  // asked_at + 0.9 x lease
+    char* data() const { return segment->base() + offset; }
+  };
+
+  // Taken before asking the master; a Fill with a stale ticket is dropped.
+  using Ticket = uint64_t;
+
+  static constexpr size_t kDefaultMaxEntries = 1u << 20;
+  static constexpr size_t kDefaultMaxBytes = 256u << 20;
+
+  explicit ReadCache(bool enabled, size_t max_entries = kDefaultMaxEntries,
+                     size_t max_bytes = kDefaultMaxBytes);
+  ReadCache(const ReadCache&) = delete;
+  ReadCache& operator=(const ReadCache&) = delete;
+
+  bool enabled() const { return enabled_; }
+
+  // The lease deadline an entry gets: 90% of the lease, from before the request was sent.
+  static Clock::time_point EntryDeadline(Clock::time_point asked_at, int64_t lease_ttl_ms);
+
+  Ticket Begin(const std::string& key) const;
+  void Fill(const std::string& key, Ticket ticket, Entry entry);
+  // A live entry (copied out), or false. Expired entries are dropped on the way.
+  bool Lookup(const std::string& key, Entry* out);
+
+  // Forgets the key (and voids fills of its shard in flight).
+  void Invalidate(const std::string& key);
+  // Forgets everything (removal by pattern). Leases granted before stay valid, so copies
+  // running meanwhile are still sound.
+  void Clear();
+  // Forgets everything before the segments are mounted again at a master that may have
+  // restarted (its leases are gone), and bumps remount_generation(). Runs even when the
+  // cache is disabled: the generation also guards copies made under a fresh lease.
+  void ClearForRemount();
+  // Forgets every entry in a segment being unmounted. Its memory stays mapped while a
+  // copy holds it, and the master never reuses an unmounted segment, so running copies
+  // are unaffected.
+  void DropSegment(int64_t segment_id);
+
+  // Read before a copy made under a lease, and again after it (behind an acquire fence):
+  // a change means the master may have handed the range out again meanwhile.
+  uint64_t remount_generation() const { return generation_.load(std::memory_order_acquire); }
+  bool SameGeneration(uint64_t before) const {
+    std::atomic_thread_fence(std::memory_order_acquire);  // the copy's loads come first
+    return generation_.load(std::memory_order_relaxed) == before;
+  }
+
+  size_t size() const;  // entries, for tests and logs
+
+ private:
+  static constexpr size_t kShards = 64;
+  // Epoch stripes; stripe i belongs to shard i % kShards and changes under its lock.
+  static constexpr size_t kStripes = 4096;
+  // Rough heap cost of one entry besides its key: hash node, Entry, bucket pointer.
+  static constexpr size_t kEntryOverhead = 96;
+
+  struct alignas(64) Shard {
+    std::mutex mu;
+    std::unordered_map<std::string, Entry> map;  // guarded by mu
+    size_t bytes = 0;                            // guarded by mu
+  };
+
+  static size_t StripeOf(const std::string& key);
+  Shard& ShardOf(size_t stripe) const { return shards_[stripe % kShards]; }
+  // Bumps every stripe of the shard (whose lock the caller holds).
+  void BumpShardLocked(size_t shard);
+  void EvictLocked(Shard& shard, Clock::time_point now);
+  void EraseLocked(Shard& shard, std::unordered_map<std::string, Entry>::iterator it);
+
+  const bool enabled_;
+  const size_t shard_max_entries_;
+  const size_t shard_max_bytes_;
+  std::unique_ptr<Shard[]> shards_;
+  std::unique_ptr<std::atomic<uint64_t>[]> epochs_;  // kStripes; written under the shard lock
+  std::atomic<uint64_t> generation_{0};
+};
+
+}  // namespace mooncake
+
+#endif  // MOONCAKE_DAEMON_READ_CACHE_H_
