@@ -65,6 +65,13 @@ std::unique_ptr<SegmentMemory> SegmentMemory::Create(uint64_t size, std::string*
     return nullptr;
   }
   m->mapped_ = size;
+  // Fault every page in now: a lent segment is meant to be resident (RDMA registration
+  // pins it anyway), and a put should cost a memcpy, not a page fault plus zeroing per
+  // 4 KiB — measured, first-touch puts ran at a fifth of the speed of later ones.
+  if (madvise(m->base_, size, MADV_POPULATE_WRITE) != 0) {
+    MC_LOG_WARN("could not pre-fault the %llu-byte segment (%s); pages fault in on first use",
+                static_cast<unsigned long long>(size), std::strerror(errno));
+  }
   return m;
 }
 
