@@ -1,0 +1,210 @@
+// The C-level objects behind one MooncakeDistributedStore: a handle of the C ABI, the
+// memory borrowed from its pool, and the binding's record of caller buffers.
+//
+// Nothing here touches Python, so all of it can run with the GIL released.
+#ifndef MOONCAKE_STORE_PY_SESSION_H_
+#define MOONCAKE_STORE_PY_SESSION_H_
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <new>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "mooncake_store.h"
+
+namespace mooncake_py {
+
+// One mooncake_store_t. Destroying the handle unmaps its pool, so every object that points
+// into the pool (an alloc() memoryview, a BufferHandle) holds a shared_ptr to its Session:
+// the handle lives until the last of them is gone, even after the store object itself.
+class Session {
+ public:
+  Session() : handle_(mooncake_store_create()) {
+    if (handle_ == nullptr) throw std::bad_alloc();
+  }
+  ~Session() { mooncake_store_destroy(handle_); }
+  Session(const Session&) = delete;
+  Session& operator=(const Session&) = delete;
+
+  mooncake_store_t handle() const { return handle_; }
+
+  // Set (with the GIL held) once connect/setup succeeded: the handle then owns a pool of
+  // pool_size bytes that stays mapped after close() and is only replaced by a later connect
+  // with another size. See MooncakeDistributedStore::SessionForConnect.
+  bool connected_once = false;
+  uint64_t pool_size = 0;
+
+ private:
+  mooncake_store_t handle_;
+};
+
+// Address ranges the binding knows to be valid caller memory: buffers registered through
+// register_buffer() and live alloc() blocks. The C ABI validates registered ranges itself
+// but cannot be asked about them; get_into_ranges() writes at caller-given offsets and
+// needs the capacity behind a bare address to refuse writing past a buffer's end, as
+// Mooncake does. Registered ranges are also replayed onto a fresh handle (see
+// SessionForConnect). Thread-safe.
+class RangeRegistry {
+ public:
+  enum Kind { kRegistered, kPoolBlock };
+
+  void Add(Kind kind, uintptr_t start, size_t size) {
+    std::lock_guard<std::mutex> lock(mu_);
+    Map(kind)[start] = size;
+  }
+  void Remove(Kind kind, uintptr_t start) {
+    std::lock_guard<std::mutex> lock(mu_);
+    Map(kind).erase(start);
+  }
+  // Bytes from addr to the end of the known range that contains it; 0 when none does.
+  size_t CapacityAt(uintptr_t addr) {
+    std::lock_guard<std::mutex> lock(mu_);
+    size_t best = 0;
+    for (auto* map : {&registered_, &pool_blocks_}) {
+      auto it = map->upper_bound(addr);
+      if (it == map->begin()) continue;
+      --it;
+      if (addr < it->first + it->second) best = std::max(best, it->first + it->second - addr);
+    }
+    return best;
+  }
+  std::vector<std::pair<uintptr_t, size_t>> Registered() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return {registered_.begin(), registered_.end()};
+  }
+
+ private:
+  std::map<uintptr_t, size_t>& Map(Kind kind) {
+    return kind == kRegistered ? registered_ : pool_blocks_;
+  }
+  std::mutex mu_;
+  std::map<uintptr_t, size_t> registered_;
+  std::map<uintptr_t, size_t> pool_blocks_;
+};
+
+// A block of a handle's pool (mooncake_store_alloc), returned to the pool on destruction.
+// Puts from and gets into pool memory are zero-copy: the daemon reads and writes it directly.
+class PoolBlock {
+ public:
+  // nullptr when the pool has no free block of that size (or the handle has no pool).
+  static std::unique_ptr<PoolBlock> Alloc(std::shared_ptr<Session> session, size_t size,
+                                          std::shared_ptr<RangeRegistry> registry = nullptr) {
+    void* p = mooncake_store_alloc(session->handle(), size);
+    if (p == nullptr) return nullptr;
+    if (registry) registry->Add(RangeRegistry::kPoolBlock, reinterpret_cast<uintptr_t>(p), size);
+    return std::unique_ptr<PoolBlock>(
+        new PoolBlock(std::move(session), std::move(registry), static_cast<char*>(p), size));
+  }
+  ~PoolBlock() {
+    if (registry_) registry_->Remove(RangeRegistry::kPoolBlock, reinterpret_cast<uintptr_t>(data_));
+    mooncake_store_free(session_->handle(), data_);
+  }
+  PoolBlock(const PoolBlock&) = delete;
+  PoolBlock& operator=(const PoolBlock&) = delete;
+
+  char* data() const { return data_; }
+  size_t size() const { return size_; }
+
+ private:
+  PoolBlock(std::shared_ptr<Session> session, std::shared_ptr<RangeRegistry> registry, char* data,
+            size_t size)
+      : session_(std::move(session)), registry_(std::move(registry)), data_(data), size_(size) {}
+  std::shared_ptr<Session> session_;
+  std::shared_ptr<RangeRegistry> registry_;
+  char* data_;
+  size_t size_;
+};
+
+// Scratch memory for a value: a pool block when one is free (the daemon then copies
+// straight into it), else the heap (the C library stages the copy through the pool in
+// chunks, so values larger than the pool still work).
+class Scratch {
+ public:
+  Scratch() = default;
+  Scratch(const std::shared_ptr<Session>& session, size_t size) {
+    pool_ = PoolBlock::Alloc(session, size);
+    if (pool_) {
+      data_ = pool_->data();
+    } else {
+      heap_.reset(new char[size]);  // no value-initialisation: the get overwrites it
+      data_ = heap_.get();
+    }
+    size_ = size;
+  }
+  char* data() const { return data_; }
+  size_t size() const { return size_; }
+  bool in_pool() const { return pool_ != nullptr; }
+
+ private:
+  std::unique_ptr<PoolBlock> pool_;
+  std::unique_ptr<char[]> heap_;
+  char* data_ = nullptr;
+  size_t size_ = 0;
+};
+
+// A key as the C ABI sees it. The ABI takes NUL-terminated keys, so a key with a NUL in it
+// cannot be expressed; it is replaced by "", which every call rejects with -600.
+inline const char* CKey(const std::string& key) {
+  return key.find('\0') == std::string::npos ? key.c_str() : "";
+}
+
+// How often a read whose value grew between get_size and get_into (an upsert in between:
+// -600, buffer too small) is tried again before giving up with -600.
+constexpr int kReadAttempts = 8;
+
+// A value read whole: the bytes and how many of them are valid, or the failure code.
+struct Value {
+  int64_t result = MOONCAKE_STORE_OBJECT_NOT_FOUND;  // bytes read (> 0) or a negative code
+  Scratch memory;
+  bool ok() const { return result > 0; }
+};
+
+// Reads whole values for keys, with the GIL released. Sizes come from get_size (one
+// request per key: the ABI has no batch form), the reads from one batch_get_into. A value
+// that grew between the two (an upsert) answers -600 and is read again, a bounded number
+// of times.
+inline std::vector<Value> ReadWhole(const std::shared_ptr<Session>& session,
+                                    const std::vector<std::string>& keys) {
+  std::vector<Value> values(keys.size());
+  std::vector<size_t> pending(keys.size());
+  for (size_t i = 0; i < keys.size(); ++i) pending[i] = i;
+  for (int attempt = 0; attempt < kReadAttempts && !pending.empty(); ++attempt) {
+    std::vector<const char*> key_ptrs;
+    std::vector<void*> buffers;
+    std::vector<size_t> sizes, where;
+    for (size_t i : pending) {
+      int64_t size = mooncake_store_get_size(session->handle(), CKey(keys[i]));
+      if (size <= 0) {
+        values[i].result = size == 0 ? int64_t{MOONCAKE_STORE_OBJECT_NOT_FOUND} : size;
+        continue;
+      }
+      values[i].memory = Scratch(session, static_cast<size_t>(size));
+      key_ptrs.push_back(CKey(keys[i]));
+      buffers.push_back(values[i].memory.data());
+      sizes.push_back(static_cast<size_t>(size));
+      where.push_back(i);
+    }
+    pending.clear();
+    if (where.empty()) break;
+    std::vector<int64_t> results(where.size());
+    int rc = mooncake_store_batch_get_into(session->handle(), key_ptrs.data(), buffers.data(),
+                                           sizes.data(), where.size(), results.data());
+    for (size_t j = 0; j < where.size(); ++j) {
+      Value& v = values[where[j]];
+      v.result = rc != 0 ? rc : results[j];
+      if (v.result == MOONCAKE_STORE_INVALID_PARAMS && rc == 0) pending.push_back(where[j]);
+      if (!v.ok()) v.memory = Scratch();
+    }
+  }
+  return values;
+}
+
+}  // namespace mooncake_py
+
+#endif  // MOONCAKE_STORE_PY_SESSION_H_
