@@ -41,6 +41,12 @@ struct Options {
 [[noreturn]] void Die(const char* what, int64_t code) {
   std::fprintf(stderr, "store_bench: FATAL: %s returned %" PRId64 " (%s)\n", what, code,
                mooncake_store_strerror(static_cast<int>(code)));
+  if (code == MOONCAKE_STORE_OBJECT_NOT_FOUND || code == MOONCAKE_STORE_NO_AVAILABLE_HANDLE) {
+    std::fprintf(stderr,
+                 "  the segment is too small: removed objects keep their space until their read "
+                 "leases end,\n  so the master evicted this phase's objects. Use a bigger "
+                 "segment, a shorter lease or --bytes_per_phase.\n");
+  }
   std::exit(1);
 }
 

@@ -4,7 +4,7 @@
 # both benchmarks.
 set -euo pipefail
 BUILD_DIR=${1:-build}
-exec "$(dirname "$0")/with-cluster.sh" --build "$BUILD_DIR" -- bash -c '
+exec "$(dirname "$0")/with-cluster.sh" --build "$BUILD_DIR" --segment 2GB -- bash -c '
 set -e
 echo "== examples/kvcache_demo: two engines share a prompt prefix through the store"
 "$0/examples/kvcache_demo"
