@@ -27,6 +27,13 @@ for p in "${PACKAGES[@]}"; do
   fi
 done
 
+# Rust binding (bindings/rust, rust-version 1.63): any cargo will do, rustup's in ~/.cargo/bin
+# or Debian's (cargo 1.65 / rustc 1.63 on Debian 12, rustdoc included). Debian's package only
+# when neither is there, so an existing toolchain is never shadowed or duplicated.
+if ! command -v cargo >/dev/null 2>&1 && [ ! -x "${HOME:-/root}/.cargo/bin/cargo" ]; then
+  missing+=(cargo)
+fi
+
 if [ ${#missing[@]} -eq 0 ]; then
   exit 0
 fi

@@ -147,7 +147,7 @@ impl std::error::Error for Error {}
 
 impl From<Error> for std::io::Error {
     fn from(e: Error) -> Self {
-        std::io::Error::other(e)
+        std::io::Error::new(std::io::ErrorKind::Other, e)
     }
 }
 
@@ -179,8 +179,9 @@ mod tests {
             .find("#define MOONCAKE_STORE_ERROR_TABLE(X)")
             .unwrap();
         for line in header::TEXT[start..].lines().skip(1) {
-            let Some(row) = line.trim().strip_prefix("X(") else {
-                break;
+            let row = match line.trim().strip_prefix("X(") {
+                Some(row) => row,
+                None => break,
             };
             let row = &row[..row.rfind(')').unwrap()];
             let mut parts = row.splitn(3, ',');

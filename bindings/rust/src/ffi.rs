@@ -35,7 +35,7 @@ pub const MOONCAKE_STORE_MAX_VALUE_SIZE: u64 = 4 << 30;
 macro_rules! declare {
     ($( pub fn $name:ident($($arg:ident: $ty:ty),* $(,)?) $(-> $ret:ty)?; )*) => {
         #[link(name = "mooncake_store")]
-        unsafe extern "C" {
+        extern "C" {
             $( pub fn $name($($arg: $ty),*) $(-> $ret)?; )*
         }
 
@@ -133,7 +133,7 @@ pub(crate) mod header {
             let block = rest.find("/*");
             let line = rest.find("//");
             match (block, line) {
-                (Some(b), l) if l.is_none_or(|l| b < l) => {
+                (Some(b), l) if l.map_or(true, |l| b < l) => {
                     no_comments.push_str(&rest[..b]);
                     let end = rest[b..].find("*/").expect("unterminated comment") + b + 2;
                     no_comments.push(' ');
@@ -175,7 +175,10 @@ pub(crate) mod header {
         let mut out = Vec::new();
         for stmt in code.split([';', '{', '}']) {
             let stmt = stmt.trim();
-            let Some(open) = stmt.find('(') else { continue };
+            let open = match stmt.find('(') {
+                Some(open) => open,
+                None => continue,
+            };
             let head = stmt[..open].trim_end();
             let name_start = head
                 .rfind(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
@@ -334,8 +337,20 @@ mod tests {
                 "size_t preferred_segments_count",
             ]
         );
-        use std::mem::{offset_of, size_of};
+        use std::mem::{size_of, MaybeUninit};
         type C = super::mooncake_replicate_config_t;
+        // `std::mem::offset_of!` needs Rust 1.77: the field's address minus the struct's, in
+        // an uninitialized value (addr_of! takes the address without reading or referencing).
+        macro_rules! offset_of {
+            ($ty:ty, $field:ident) => {{
+                let value = MaybeUninit::<$ty>::uninit();
+                let base = value.as_ptr();
+                // SAFETY: `base` points to a live (if uninitialized) allocation of the
+                // struct; addr_of! only computes the field's address within it.
+                let field = unsafe { std::ptr::addr_of!((*base).$field) };
+                field as usize - base as usize
+            }};
+        }
         assert_eq!(offset_of!(C, replica_num), 0);
         assert_eq!(offset_of!(C, with_soft_pin), size_of::<usize>());
         assert_eq!(offset_of!(C, with_hard_pin), size_of::<usize>() + 4);

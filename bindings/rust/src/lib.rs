@@ -6,7 +6,7 @@ pub mod ffi;
 
 mod error;
 
-use std::ffi::{CStr, CString};
+use std::ffi::CString;
 use std::fmt;
 use std::ops::{Deref, DerefMut};
 use std::os::raw::{c_char, c_int, c_void};
@@ -120,7 +120,9 @@ impl CConfig {
 
 /// The C pointer of an optional config (NULL for none).
 fn config_ptr(config: Option<&CConfig>) -> *const ffi::mooncake_replicate_config_t {
-    config.map_or(ptr::null(), |c| ptr::from_ref(&c.raw))
+    config.map_or(ptr::null(), |c| {
+        &c.raw as *const ffi::mooncake_replicate_config_t
+    })
 }
 
 fn c_config(config: Option<&ReplicateConfig>) -> Result<Option<CConfig>> {
@@ -268,9 +270,12 @@ impl Store {
             };
             match check(rc) {
                 Ok(()) => {
-                    let text =
-                        CStr::from_bytes_until_nul(&buf).map_err(|_| Error::InternalError)?;
-                    return Ok(text.to_string_lossy().into_owned());
+                    // The text up to its first NUL (none: the library broke its contract).
+                    let nul = buf
+                        .iter()
+                        .position(|&b| b == 0)
+                        .ok_or(Error::InternalError)?;
+                    return Ok(String::from_utf8_lossy(&buf[..nul]).into_owned());
                 }
                 // -600: the buffer was too small (or the store is not connected).
                 Err(Error::InvalidParams) if len < 65536 => len *= 16,
@@ -319,7 +324,7 @@ impl Store {
         check(unsafe {
             ffi::mooncake_store_register_buffer(
                 self.raw(),
-                buffer.as_ptr().cast_mut().cast(),
+                buffer.as_ptr() as *mut c_void,
                 buffer.len(),
             )
         })
@@ -330,7 +335,7 @@ impl Store {
     pub fn unregister_buffer(&self, buffer: &[u8]) -> Result<()> {
         // SAFETY: a live handle; only the address is used.
         check(unsafe {
-            ffi::mooncake_store_unregister_buffer(self.raw(), buffer.as_ptr().cast_mut().cast())
+            ffi::mooncake_store_unregister_buffer(self.raw(), buffer.as_ptr() as *mut c_void)
         })
     }
 
@@ -406,10 +411,10 @@ impl Store {
             match kind {
                 PutKind::Put => ffi::mooncake_store_put(self.raw(), k, v, n, config),
                 PutKind::PutFrom => {
-                    ffi::mooncake_store_put_from(self.raw(), k, v.cast_mut(), n, config)
+                    ffi::mooncake_store_put_from(self.raw(), k, v as *mut c_void, n, config)
                 }
                 PutKind::Upsert => {
-                    ffi::mooncake_store_upsert_from(self.raw(), k, v.cast_mut(), n, config)
+                    ffi::mooncake_store_upsert_from(self.raw(), k, v as *mut c_void, n, config)
                 }
             }
         };
@@ -453,7 +458,7 @@ impl Store {
         let mut sizes: Vec<usize> = Vec::with_capacity(batch.index.len());
         for &i in &batch.index {
             let v = values[i].as_ref();
-            buffers.push(v.as_ptr().cast_mut().cast());
+            buffers.push(v.as_ptr() as *mut c_void);
             sizes.push(v.len());
         }
         let mut results: Vec<c_int> = vec![0; batch.index.len()];
@@ -801,6 +806,7 @@ impl fmt::Debug for PoolBuf<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::ffi::CStr;
 
     #[test]
     fn keys_with_nul_are_refused_before_the_library() {
