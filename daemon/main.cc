@@ -20,10 +20,10 @@
 #include <string>
 #include <thread>
 
-#include <thrift/TOutput.h>
-
 #include "common/error_code.h"
 #include "common/logging.h"
+#include "common/process_setup.h"
+#include "common/rpc_logging.h"
 #include "common/units.h"
 #include "daemon/daemon_options.h"
 #include "daemon/master_client.h"
@@ -78,19 +78,11 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "mooncaked: %s\n", error.c_str());
     return 2;
   }
-  LogLevel level;
-  ParseLogLevel(options.log_level, &level);
-  SetLogLevel(level);
-  apache::thrift::GlobalOutput.setOutputFunction(
-      [](const char* message) { MC_LOG_DEBUG("thrift: %s", message); });
+  InitLogging(options.log_level);
+  RouteThriftOutputToDebugLog();
 
   // Signals are taken by one thread with sigwait; every other thread runs unbothered.
-  sigset_t stop_signals;
-  sigemptyset(&stop_signals);
-  sigaddset(&stop_signals, SIGINT);
-  sigaddset(&stop_signals, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
-  signal(SIGPIPE, SIG_IGN);
+  sigset_t stop_signals = BlockStopSignals();
   std::atomic<bool> stop{false};
   std::mutex stop_mu;
   std::condition_variable stop_cv;

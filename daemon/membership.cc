@@ -102,15 +102,16 @@ int32_t Membership::Mount(std::shared_ptr<SegmentMemory> memory, int64_t* segmen
 }
 
 int32_t Membership::Unmount(int64_t segment_id) {
-  {
-    std::unique_lock<std::shared_mutex> lock(segments_mu_);
-    if (segments_.erase(segment_id) == 0) return ToInt(ErrorCode::SEGMENT_NOT_FOUND);
-  }
+  if (Find(segment_id) == nullptr) return ToInt(ErrorCode::SEGMENT_NOT_FOUND);
+  // The master first: until it has stopped placing replicas in the segment, puts may still
+  // be sent here, and must find it (a segment forgotten too early answered them -800).
   int32_t code = master_->UnmountSegment(daemon_id_, segment_id);
   if (code != 0) {
     MC_LOG_WARN("unmount of segment %lld at the master: %s", static_cast<long long>(segment_id),
                 ErrorName(code));
   }
+  std::unique_lock<std::shared_mutex> lock(segments_mu_);
+  segments_.erase(segment_id);
   return code;
 }
 

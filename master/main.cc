@@ -6,7 +6,6 @@
 
 #include <string>
 
-#include <thrift/TOutput.h>
 #include <thrift/protocol/TBinaryProtocol.h>
 #include <thrift/server/TNonblockingServer.h>
 #include <thrift/transport/TNonblockingServerSocket.h>
@@ -19,6 +18,8 @@
 #include <thread>
 
 #include "common/logging.h"
+#include "common/process_setup.h"
+#include "common/rpc_logging.h"
 #include "master/master_options.h"
 #include "master/master_service.h"
 #include "master/rpc_handler.h"
@@ -58,23 +59,15 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "mooncake-master: %s\n", error.c_str());
     return 2;
   }
-  mooncake::LogLevel level;
-  mooncake::ParseLogLevel(options.log_level, &level);
-  mooncake::SetLogLevel(level);
+  mooncake::InitLogging(options.log_level);
   // Thrift narrates its server start and stop; that belongs at debug level.
-  apache::thrift::GlobalOutput.setOutputFunction(
-      [](const char* message) { MC_LOG_DEBUG("thrift: %s", message); });
+  mooncake::RouteThriftOutputToDebugLog();
   if (options.rpc_thread_num == 0) {
     options.rpc_thread_num = std::max(1u, std::thread::hardware_concurrency());
   }
 
   // Signals are taken by one thread with sigwait, so every other thread runs unbothered.
-  sigset_t stop_signals;
-  sigemptyset(&stop_signals);
-  sigaddset(&stop_signals, SIGINT);
-  sigaddset(&stop_signals, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
-  signal(SIGPIPE, SIG_IGN);
+  sigset_t stop_signals = mooncake::BlockStopSignals();
 
   mooncake::MasterService service(options);
   auto handler = std::make_shared<mooncake::RpcHandler>(&service);

@@ -1,0 +1,230 @@
+// The daemon's read cache, spoken to over docs/protocol.md: reads inside the lease skip
+// the master; local writes, lease expiry, an unmounted segment and a master restart each
+// invalidate; --read_cache false turns it off. Every test runs its own master and daemon
+// (OwnCluster), so that it can choose the lease and stop the master.
+#include <signal.h>
+
+#include <chrono>
+#include <cstring>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "common/error_code.h"
+#include "common/uds_protocol.h"
+#include "tests/cmocka_cpp.h"
+#include "tests/daemon_test_client.h"
+#include "tests/process_harness.h"
+
+namespace uds = mooncake::uds;
+namespace harness = mooncake::testing;
+using mooncake::ErrorCode;
+using mooncake::ToInt;
+using namespace mooncake::testing;  // the protocol client (tests/daemon_test_client.h)
+using uds::Op;
+
+namespace {
+
+void test_read_cache_serves_reads_within_lease(void**) {
+  OwnCluster cluster("10s", {});
+  Pool pool(kPoolSize);
+  Conn c(cluster.socket_path);
+  assert_int_equal(c.Hello(&pool), 0);
+  Fill(pool.base, 4096, 51);
+  assert_int_equal(c.Put("cached", 0, 4096), 0);
+  assert_int_equal(c.Put("cached-big", 0, 300000), 0);  // over the inline limit
+  assert_int_equal(c.Put("never-read", 0, 4096), 0);
+  assert_int_equal(c.Get("cached", 1 << 20, 4096), 4096);  // asks the master: fills
+  assert_int_equal(c.Get("cached-big", 2 << 20, 1 << 20), 300000);
+
+  cluster.Pause();
+  std::memset(pool.base + (1 << 20), 0, 4096);
+  auto t0 = std::chrono::steady_clock::now();
+  for (int i = 0; i < 100; ++i) assert_int_equal(c.Get("cached", 1 << 20, 4096), 4096);
+  assert_memory_equal(pool.base, pool.base + (1 << 20), 4096);
+  assert_int_equal(c.Get("cached-big", 2 << 20, 1 << 20), 300000);
+  assert_memory_equal(pool.base, pool.base + (2 << 20), 300000);
+  assert_int_equal(c.Exist("cached"), 1);
+  assert_int_equal(c.GetSize("cached"), 4096);
+  assert_int_equal(c.Get("cached", 0, 100), kInvalid);  // the cached size is checked too
+  assert_true(ElapsedMs(t0) < 400);  // never waited on the stopped master
+  // A batch takes what the cache has and asks the master only for the rest.
+  std::vector<int64_t> v;
+  std::memset(pool.base + (1 << 20), 0, 4096);
+  assert_int_equal(c.BatchGet({"cached", "never-read"}, 1 << 20, 4096, &v), 0);
+  assert_int_equal(v.at(0), 4096);
+  assert_true(MasterUnreachable(v.at(1)));
+  assert_memory_equal(pool.base, pool.base + (1 << 20), 4096);
+  // Anything else does reach the master, and fails within the RPC timeout.
+  t0 = std::chrono::steady_clock::now();
+  assert_true(MasterUnreachable(c.Get("never-read", 1 << 20, 4096)));
+  assert_true(MasterUnreachable(c.Exist("never-read")));
+  assert_true(ElapsedMs(t0) < 5000);
+  cluster.Resume();
+  int64_t got = 0;
+  for (int i = 0; i < 100 && got != 4096; ++i) {  // the master catches up
+    got = c.Get("never-read", 1 << 20, 4096);
+    if (got != 4096) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  assert_int_equal(got, 4096);
+}
+
+void test_read_cache_local_writes_invalidate(void**) {
+  OwnCluster cluster("10s", {});
+  Pool pool(kPoolSize);
+  Conn c(cluster.socket_path);
+  assert_int_equal(c.Hello(&pool), 0);
+  const uint64_t n = 4096;
+
+  // A forced remove here: -704 at once, though the entry had 9 s left.
+  Fill(pool.base, n, 61);
+  assert_int_equal(c.Put("inv", 0, n), 0);
+  assert_int_equal(c.Get("inv", 1 << 20, n), n);
+  assert_int_equal(c.Remove("inv"), 0);
+  assert_int_equal(c.Get("inv", 1 << 20, n), ToInt(ErrorCode::OBJECT_NOT_FOUND));
+  assert_int_equal(c.Exist("inv"), 0);
+  assert_int_equal(c.GetSize("inv"), ToInt(ErrorCode::OBJECT_NOT_FOUND));
+
+  // An upsert here: the new bytes (and size) at once.
+  assert_int_equal(c.Put("inv", 0, n), 0);
+  assert_int_equal(c.Get("inv", 1 << 20, n), n);
+  Fill(pool.base, n / 2, 62);
+  assert_int_equal(c.Put("inv", 0, n / 2, Op::kUpsert), 0);
+  std::memset(pool.base + (1 << 20), 0, n);
+  assert_int_equal(c.Get("inv", 1 << 20, n), n / 2);
+  assert_memory_equal(pool.base, pool.base + (1 << 20), n / 2);
+  assert_int_equal(c.GetSize("inv"), n / 2);
+
+  // A staged upsert, published by PUT_COMMIT.
+  std::vector<int64_t> v;
+  assert_int_equal(c.Ints(Op::kPutBegin, [&](uds::FrameBuilder* f) {
+    f->args().pack("inv");
+    f->args().pack(n);
+    f->PackConfig(uds::WireConfig());
+    f->args().pack(true);
+  }, 4, &v), 0);
+  uint64_t put_id = static_cast<uint64_t>(v.at(0));
+  Fill(pool.base, n, 63);
+  assert_int_equal(c.Ints(Op::kPutChunk, [&](uds::FrameBuilder* f) {
+    f->args().pack(put_id);
+    f->args().pack(0);
+    f->args().pack(0);
+    f->args().pack(n);
+  }, 4), 0);
+  assert_int_equal(c.Get("inv", 1 << 20, n), n / 2);  // the old value until the commit
+  assert_int_equal(c.Ints(Op::kPutCommit, [&](uds::FrameBuilder* f) { f->args().pack(put_id); },
+                          1), 0);
+  assert_int_equal(c.Get("inv", 1 << 20, n), n);
+  assert_memory_equal(pool.base, pool.base + (1 << 20), n);
+
+  // REMOVE_BY_REGEX and REMOVE_ALL forget everything.
+  assert_int_equal(c.Put("inv-2", 0, n), 0);
+  assert_int_equal(c.Get("inv-2", 1 << 20, n), n);
+  assert_int_equal(c.Ints(Op::kRemoveByRegex, [](uds::FrameBuilder* f) {
+    f->args().pack("^inv-");
+    f->args().pack(true);
+  }, 2, &v), 0);
+  assert_int_equal(v.at(0), 1);
+  assert_int_equal(c.Get("inv-2", 1 << 20, n), ToInt(ErrorCode::OBJECT_NOT_FOUND));
+  assert_int_equal(c.Get("inv", 1 << 20, n), n);
+  assert_int_equal(c.Ints(Op::kRemoveAll, [](uds::FrameBuilder* f) { f->args().pack(true); }, 1,
+                          &v), 0);
+  assert_int_equal(c.Get("inv", 1 << 20, n), ToInt(ErrorCode::OBJECT_NOT_FOUND));
+  assert_int_equal(c.Exist("inv"), 0);
+}
+
+void test_read_cache_expires_with_lease(void**) {
+  OwnCluster cluster("300ms", {});  // entries live 270 ms
+  Pool pool(kPoolSize);
+  Conn c(cluster.socket_path);
+  assert_int_equal(c.Hello(&pool), 0);
+  Fill(pool.base, 4096, 71);
+  assert_int_equal(c.Put("short-lease", 0, 4096), 0);
+  auto filled = std::chrono::steady_clock::now();
+  assert_int_equal(c.Get("short-lease", 1 << 20, 4096), 4096);
+  cluster.Pause();
+  if (ElapsedMs(filled) < 200) assert_int_equal(c.Get("short-lease", 1 << 20, 4096), 4096);
+  std::this_thread::sleep_for(std::chrono::milliseconds(350) -
+                              (std::chrono::steady_clock::now() - filled));
+  // The entry ran out with the lease: the read asks the (stopped) master again.
+  assert_true(MasterUnreachable(c.Get("short-lease", 1 << 20, 4096)));
+  assert_true(MasterUnreachable(c.Exist("short-lease")));
+  cluster.Resume();
+}
+
+void test_read_cache_can_be_turned_off(void**) {
+  OwnCluster cluster("10s", {"--read_cache", "false"});
+  Pool pool(kPoolSize);
+  Conn c(cluster.socket_path);
+  assert_int_equal(c.Hello(&pool), 0);
+  Fill(pool.base, 4096, 81);
+  assert_int_equal(c.Put("uncached", 0, 4096), 0);
+  assert_int_equal(c.Get("uncached", 1 << 20, 4096), 4096);
+  cluster.Pause();
+  assert_true(MasterUnreachable(c.Get("uncached", 1 << 20, 4096)));
+  auto t0 = std::chrono::steady_clock::now();
+  int64_t health = c.Health();  // answered by the daemon alone, at once
+  assert_true(health == 0 || health == 1);
+  assert_true(ElapsedMs(t0) < 400);
+  cluster.Resume();
+}
+
+void test_read_cache_forgets_unmounted_segment(void**) {
+  // No global segment: every object lands in the connection's extra segment.
+  OwnCluster cluster("10s", {"--global_segment_size", "0"});
+  Pool pool(kPoolSize);
+  Conn owner(cluster.socket_path);
+  assert_int_equal(owner.Hello(&pool), 0);
+  assert_int_equal(owner.Ints(Op::kMountSegment, [](uds::FrameBuilder* f) {
+    f->args().pack(uint64_t{16 << 20});
+  }, 1), 0);
+  Fill(pool.base, 4096, 91);
+  assert_int_equal(owner.Put("in-extra", 0, 4096), 0);
+  Conn reader(cluster.socket_path);
+  assert_int_equal(reader.Hello(&pool), 0);
+  assert_int_equal(reader.Get("in-extra", 1 << 20, 4096), 4096);  // cached
+  owner.Close();  // the teardown unmounts the segment and the master drops its objects
+  int64_t got = 0;
+  for (int i = 0; i < 40; ++i) {  // the teardown runs shortly after the close
+    got = reader.Get("in-extra", 1 << 20, 4096);
+    if (got != 4096) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  assert_int_equal(got, ToInt(ErrorCode::OBJECT_NOT_FOUND));
+}
+
+void test_read_cache_cleared_on_reregistration(void**) {
+  OwnCluster cluster("10s", {});
+  Pool pool(kPoolSize);
+  Conn c(cluster.socket_path);
+  assert_int_equal(c.Hello(&pool), 0);
+  Fill(pool.base, 4096, 95);
+  assert_int_equal(c.Put("old-master", 0, 4096), 0);
+  assert_int_equal(c.Get("old-master", 1 << 20, 4096), 4096);  // cached for 9 s
+  cluster.master.Stop(SIGKILL, 5000);
+  assert_true(harness::StartMasterOnPort(&cluster.master, cluster.master_port,
+                                          cluster.dir + "/master2.log",
+                                          {"--default_kv_lease_ttl", "10s"}));
+  size_t segments = 0;
+  for (int i = 0; i < 100 && segments == 0; ++i) {  // the heartbeat registers again
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    segments = MasterSegmentCount(cluster.master_port);
+  }
+  assert_int_equal(segments, 1);
+  // The new master never heard of the key, and may reuse its space: the entry is gone.
+  assert_int_equal(c.Get("old-master", 1 << 20, 4096), ToInt(ErrorCode::OBJECT_NOT_FOUND));
+}
+
+}  // namespace
+
+int main() {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_read_cache_serves_reads_within_lease),
+      cmocka_unit_test(test_read_cache_local_writes_invalidate),
+      cmocka_unit_test(test_read_cache_expires_with_lease),
+      cmocka_unit_test(test_read_cache_can_be_turned_off),
+      cmocka_unit_test(test_read_cache_forgets_unmounted_segment),
+      cmocka_unit_test(test_read_cache_cleared_on_reregistration),
+  };
+  return cmocka_run_group_tests(tests, nullptr, nullptr);
+}
