@@ -11,7 +11,7 @@ echo "== examples/kvcache_demo: two engines share a prompt prefix through the st
 echo
 echo "== bench/store_bench (short): put/get through the C ABI vs memcpy in the same run"
 "$0/bench/store_bench" --socket "$MOONCAKE_SOCKET" --sizes 4KB,1MB --threads 2 \
-  --bytes_per_phase 64MB --max_ops 5000
+  --bytes_per_phase 64MB --max_ops 5000 --segment_size 2GB --lease_ms 10000
 echo
 echo "== bench/master_bench (short): the master alone, over Thrift"
 "$0/bench/master_bench" --spawn_master "$0/master/mooncake-master" \

@@ -13,6 +13,7 @@ struct mc_cluster {
   std::string dir;
   std::string socket_path;
   uint64_t segment_size = 0;
+  int lease_ms = 1000;
   int master_port = 0;
   int daemon_port = 0;
   harness::ChildProcess master;
@@ -21,10 +22,11 @@ struct mc_cluster {
 
 namespace {
 
-// A 1 s read lease and a 2 s daemon TTL keep the lease and death tests short.
+// A 2 s daemon TTL (and, for tests, a 1 s read lease) keep the lease and death tests short.
 bool StartMasterOn(mc_cluster* c) {
   return harness::StartMasterOnPort(&c->master, c->master_port, c->dir + "/master.log",
-                                    {"--default_kv_lease_ttl", "1000", "--client_live_ttl_sec", "2"});
+                                    {"--default_kv_lease_ttl", std::to_string(c->lease_ms),
+                                     "--client_live_ttl_sec", "2"});
 }
 
 bool StartDaemonOn(mc_cluster* c) {
@@ -38,7 +40,12 @@ bool StartDaemonOn(mc_cluster* c) {
 extern "C" {
 
 mc_cluster* mc_cluster_start(uint64_t segment_size) {
+  return mc_cluster_start_with_lease(segment_size, 1000);
+}
+
+mc_cluster* mc_cluster_start_with_lease(uint64_t segment_size, int lease_ms) {
   auto* c = new mc_cluster;
+  c->lease_ms = lease_ms;
   c->dir = harness::MakeTempDir("mc-cluster-");
   c->socket_path = c->dir + "/mooncaked.sock";
   c->segment_size = segment_size;

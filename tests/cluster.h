@@ -15,6 +15,9 @@ typedef struct mc_cluster mc_cluster;
  * tests stay short) and mooncaked with a segment of segment_size bytes. NULL on failure,
  * after printing why. */
 mc_cluster *mc_cluster_start(uint64_t segment_size);
+/* The same with the master's read lease set to lease_ms (a benchmark wants it long enough
+ * that re-reads within it hit the daemon's read cache). */
+mc_cluster *mc_cluster_start_with_lease(uint64_t segment_size, int lease_ms);
 const char *mc_cluster_socket(const mc_cluster *c);
 int mc_cluster_daemon_port(const mc_cluster *c);
 
