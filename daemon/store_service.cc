@@ -40,6 +40,16 @@ bool ToRpcConfig(const uds::WireConfig& wire, rpc::ReplicateConfig* out) {
   return true;
 }
 
+bool ReadKeyArg(ClientSession* s, uint64_t id, ArgReader* a, std::string* key) {
+  *key = a->Str();
+  if (!Done(*a)) return false;
+  if (!ValidKey(*key)) {
+    key->clear();
+    Reply(s, id, kInvalid);
+  }
+  return true;
+}
+
 void Reply(ClientSession* s, uint64_t id, int32_t code) {
   uds::FrameBuilder frame(id, code, 0);
   s->Send(&frame);
@@ -109,8 +119,8 @@ bool StoreService::Handle(ClientSession* s, uds::Message* m, std::string* why) {
     case Op::kUpsert: ok = OnPut(s, id, a, true); break;
     case Op::kPutBegin: ok = OnPutBegin(s, id, a); break;
     case Op::kPutChunk: ok = OnPutChunk(s, id, a); break;
-    case Op::kPutCommit: ok = OnPutCommit(s, id, a); break;
-    case Op::kPutAbort: ok = OnPutAbort(s, id, a); break;
+    case Op::kPutCommit: ok = OnPutEnd(s, id, a, true); break;
+    case Op::kPutAbort: ok = OnPutEnd(s, id, a, false); break;
     case Op::kGet: ok = OnGet(s, id, a); break;
     case Op::kBatchGet: ok = OnBatchGet(s, id, a); break;
     case Op::kGetBegin: ok = OnGetBegin(s, id, a); break;
@@ -204,12 +214,9 @@ int32_t StoreService::ResolveOne(const std::vector<rpc::ReplicaDescriptor>& repl
 // ---- queries and removal ----
 
 bool StoreService::OnExist(ClientSession* s, uint64_t id, ArgReader* a) {
-  std::string key = a->Str();
-  if (!Done(*a)) return false;
-  if (!ValidKey(key)) {
-    Reply(s, id, kInvalid);
-    return true;
-  }
+  std::string key;
+  if (!ReadKeyArg(s, id, a, &key)) return false;
+  if (key.empty()) return true;  // answered -600
   ReadCache::Entry cached;
   int32_t v = cache_->Lookup(key, &cached) ? 1 : master_->ExistKey(key);
   ReplyInts(s, id, v < 0 ? v : kOk, {v});
@@ -244,12 +251,9 @@ bool StoreService::OnBatchExist(ClientSession* s, uint64_t id, ArgReader* a) {
 }
 
 bool StoreService::OnGetSize(ClientSession* s, uint64_t id, ArgReader* a) {
-  std::string key = a->Str();
-  if (!Done(*a)) return false;
-  if (!ValidKey(key)) {
-    Reply(s, id, kInvalid);
-    return true;
-  }
+  std::string key;
+  if (!ReadKeyArg(s, id, a, &key)) return false;
+  if (key.empty()) return true;  // answered -600
   ReadCache::Entry cached;
   if (cache_->Lookup(key, &cached)) {
     ReplyInts(s, id, kOk, {static_cast<int64_t>(cached.size)});

@@ -80,8 +80,8 @@ class StoreService {
   bool OnBatchPut(ClientSession* s, uint64_t id, Reader* args);
   bool OnPutBegin(ClientSession* s, uint64_t id, Reader* args);
   bool OnPutChunk(ClientSession* s, uint64_t id, Reader* args);
-  bool OnPutCommit(ClientSession* s, uint64_t id, Reader* args);
-  bool OnPutAbort(ClientSession* s, uint64_t id, Reader* args);
+  // PUT_COMMIT (commit) or PUT_ABORT: both take the staged put and wait for its chunks.
+  bool OnPutEnd(ClientSession* s, uint64_t id, Reader* args, bool commit);
   // PutStart or UpsertStart, registering again and retrying once on -103.
   int32_t StartPut(const std::string& key, uint64_t size, const rpc::ReplicateConfig& config,
                    bool upsert, rpc::PutStartResult* out);
@@ -147,6 +147,10 @@ int ReadFlag(uds::ArgReader* r);
 bool ToRpcConfig(const uds::WireConfig& wire, rpc::ReplicateConfig* out);
 // All arguments read, of the right types, and nothing left over.
 inline bool Done(const uds::ArgReader& r) { return r.ok() && r.remaining() == 0; }
+
+// Reads the lone key of EXIST, GET_SIZE or GET_BEGIN: false when malformed; true with
+// *key empty when the key is unacceptable, -600 having been sent.
+bool ReadKeyArg(ClientSession* s, uint64_t id, uds::ArgReader* a, std::string* key);
 
 // [id, code, []]
 void Reply(ClientSession* s, uint64_t id, int32_t code);

@@ -143,12 +143,9 @@ bool StoreService::OnBatchGet(ClientSession* s, uint64_t id, ArgReader* a) {
 }
 
 bool StoreService::OnGetBegin(ClientSession* s, uint64_t id, ArgReader* a) {
-  std::string key = a->Str();
-  if (!Done(*a)) return false;
-  if (!ValidKey(key)) {
-    Reply(s, id, kInvalid);
-    return true;
-  }
+  std::string key;
+  if (!ReadKeyArg(s, id, a, &key)) return false;
+  if (key.empty()) return true;  // answered -600
   auto get = std::make_shared<StagedGet>();
   get->generation = cache_->remount_generation();
   int32_t code = kOk;

@@ -230,7 +230,7 @@ bool StoreService::OnPutChunk(ClientSession* s, uint64_t id, ArgReader* a) {
   return true;
 }
 
-bool StoreService::OnPutCommit(ClientSession* s, uint64_t id, ArgReader* a) {
+bool StoreService::OnPutEnd(ClientSession* s, uint64_t id, ArgReader* a, bool commit) {
   uint64_t put_id = a->U64();
   if (!Done(*a)) return false;
   std::shared_ptr<StagedPut> put = s->TakePut(put_id);
@@ -240,21 +240,7 @@ bool StoreService::OnPutCommit(ClientSession* s, uint64_t id, ArgReader* a) {
   }
   std::unique_lock<std::shared_mutex> lock(put->mu);  // waits for running chunks
   put->finished = true;
-  Reply(s, id, FinishPut(s, put->key, put->upsert));
-  return true;
-}
-
-bool StoreService::OnPutAbort(ClientSession* s, uint64_t id, ArgReader* a) {
-  uint64_t put_id = a->U64();
-  if (!Done(*a)) return false;
-  std::shared_ptr<StagedPut> put = s->TakePut(put_id);
-  if (put == nullptr) {
-    Reply(s, id, kInvalid);
-    return true;
-  }
-  std::unique_lock<std::shared_mutex> lock(put->mu);
-  put->finished = true;
-  Reply(s, id, RevokePut(put->key, put->upsert));
+  Reply(s, id, commit ? FinishPut(s, put->key, put->upsert) : RevokePut(put->key, put->upsert));
   return true;
 }
 

@@ -86,6 +86,49 @@ int CheckPut(StoreClient* client, const char* key, const void* value, size_t siz
   return client->CheckRegistered(value, size);
 }
 
+// mooncake_store_put and mooncake_store_upsert_from, which differ only in upsert.
+int PutOrUpsert(mooncake_store_t store, const char* key, const void* value, size_t size,
+                const mooncake_replicate_config_t* config, bool upsert) {
+  if (store == nullptr) return kInternal;
+  return Guard(kInternal, [&] {
+    std::string k;
+    mooncake::uds::WireConfig c;
+    int rc = CheckPut(AsClient(store), key, value, size, config, &k, &c);
+    if (rc != 0) return rc;
+    return AsClient(store)->Put(k, value, size, c, upsert);
+  });
+}
+
+// What the batch put and get entry points share: the NULL checks, then check(client, i,
+// &key) for each entry (0, or its code, which is its result at once), then run(client,
+// items) for the entries that passed. 0 once the entries have their results, or -1.
+template <typename Item, typename Result, typename Check, typename Run>
+int BatchCall(mooncake_store_t store, const char** keys, void** buffers, const size_t* sizes,
+              size_t count, Result* results_out, Check check, Run run) {
+  if (store == nullptr) return kInternal;
+  if (count == 0) return 0;
+  if (keys == nullptr || buffers == nullptr || sizes == nullptr || results_out == nullptr) {
+    return kInternal;
+  }
+  return Guard(kInternal, [&] {
+    StoreClient* client = AsClient(store);
+    std::vector<Item> items;
+    items.reserve(count);
+    for (size_t i = 0; i < count; ++i) {
+      std::string k;
+      int rc = check(client, i, &k);
+      if (rc != 0) {
+        results_out[i] = rc;
+        continue;
+      }
+      // A char* fits both PutItem::data (const char*) and GetItem::buffer.
+      items.push_back({std::move(k), static_cast<char*>(buffers[i]), sizes[i], &results_out[i]});
+    }
+    if (!items.empty()) run(client, items);
+    return 0;
+  });
+}
+
 }  // namespace
 
 // ---- lifecycle ------------------------------------------------------------------------
@@ -178,14 +221,7 @@ MC_EXPORT int mooncake_store_unregister_buffer(mooncake_store_t store, void* buf
 
 MC_EXPORT int mooncake_store_put(mooncake_store_t store, const char* key, const void* value,
                                  size_t size, const mooncake_replicate_config_t* config) {
-  if (store == nullptr) return kInternal;
-  return Guard(kInternal, [&] {
-    std::string k;
-    mooncake::uds::WireConfig c;
-    int rc = CheckPut(AsClient(store), key, value, size, config, &k, &c);
-    if (rc != 0) return rc;
-    return AsClient(store)->Put(k, value, size, c, false);
-  });
+  return PutOrUpsert(store, key, value, size, config, false);
 }
 
 MC_EXPORT int mooncake_store_put_from(mooncake_store_t store, const char* key, void* buffer,
@@ -196,46 +232,27 @@ MC_EXPORT int mooncake_store_put_from(mooncake_store_t store, const char* key, v
 MC_EXPORT int mooncake_store_upsert_from(mooncake_store_t store, const char* key, void* buffer,
                                          size_t size,
                                          const mooncake_replicate_config_t* config) {
-  if (store == nullptr) return kInternal;
-  return Guard(kInternal, [&] {
-    std::string k;
-    mooncake::uds::WireConfig c;
-    int rc = CheckPut(AsClient(store), key, buffer, size, config, &k, &c);
-    if (rc != 0) return rc;
-    return AsClient(store)->Put(k, buffer, size, c, true);
-  });
+  return PutOrUpsert(store, key, buffer, size, config, true);
 }
 
 MC_EXPORT int mooncake_store_batch_put_from(mooncake_store_t store, const char** keys,
                                             void** buffers, const size_t* sizes, size_t count,
                                             const mooncake_replicate_config_t* config,
                                             int* results_out) {
-  if (store == nullptr) return kInternal;
-  if (count == 0) return 0;
-  if (keys == nullptr || buffers == nullptr || sizes == nullptr || results_out == nullptr) {
-    return kInternal;
-  }
-  return Guard(kInternal, [&] {
-    StoreClient* client = AsClient(store);
-    mooncake::uds::WireConfig c;
-    int config_rc = CheckConfig(config, &c);
-    std::vector<StoreClient::PutItem> items;
-    items.reserve(count);
-    for (size_t i = 0; i < count; ++i) {
-      std::string k;
-      mooncake::uds::WireConfig unused;  // the batch's config is c, checked above
-      int rc = config_rc;
-      if (rc == 0) rc = CheckPut(client, keys[i], buffers[i], sizes[i], nullptr, &k, &unused);
-      if (rc != 0) {
-        results_out[i] = rc;
-        continue;
-      }
-      items.push_back({std::move(k), static_cast<const char*>(buffers[i]), sizes[i],
-                       &results_out[i]});
-    }
-    if (!items.empty()) client->BatchPut(items, c);
-    return 0;
-  });
+  mooncake::uds::WireConfig c;
+  int config_rc = 0;
+  return BatchCall<StoreClient::PutItem>(
+      store, keys, buffers, sizes, count, results_out,
+      [&](StoreClient* client, size_t i, std::string* k) {
+        // The first entry checks the batch's config, inside BatchCall's guard.
+        if (i == 0) config_rc = CheckConfig(config, &c);
+        mooncake::uds::WireConfig unused;  // the batch's config is c
+        if (config_rc != 0) return config_rc;
+        return CheckPut(client, keys[i], buffers[i], sizes[i], nullptr, k, &unused);
+      },
+      [&](StoreClient* client, std::vector<StoreClient::PutItem>& items) {
+        client->BatchPut(items, c);
+      });
 }
 
 // ---- get ------------------------------------------------------------------------------
@@ -255,28 +272,15 @@ MC_EXPORT int64_t mooncake_store_get_into(mooncake_store_t store, const char* ke
 MC_EXPORT int mooncake_store_batch_get_into(mooncake_store_t store, const char** keys,
                                             void** buffers, const size_t* sizes, size_t count,
                                             int64_t* results_out) {
-  if (store == nullptr) return kInternal;
-  if (count == 0) return 0;
-  if (keys == nullptr || buffers == nullptr || sizes == nullptr || results_out == nullptr) {
-    return kInternal;
-  }
-  return Guard(kInternal, [&] {
-    StoreClient* client = AsClient(store);
-    std::vector<StoreClient::GetItem> items;
-    items.reserve(count);
-    for (size_t i = 0; i < count; ++i) {
-      std::string k;
-      int rc = buffers[i] == nullptr ? kInternal : CheckKey(keys[i], &k);
-      if (rc == 0) rc = client->CheckRegistered(buffers[i], sizes[i]);
-      if (rc != 0) {
-        results_out[i] = rc;
-        continue;
-      }
-      items.push_back({std::move(k), static_cast<char*>(buffers[i]), sizes[i], &results_out[i]});
-    }
-    if (!items.empty()) client->BatchGetInto(items);
-    return 0;
-  });
+  return BatchCall<StoreClient::GetItem>(
+      store, keys, buffers, sizes, count, results_out,
+      [&](StoreClient* client, size_t i, std::string* k) {
+        int rc = buffers[i] == nullptr ? kInternal : CheckKey(keys[i], k);
+        return rc != 0 ? rc : client->CheckRegistered(buffers[i], sizes[i]);
+      },
+      [](StoreClient* client, std::vector<StoreClient::GetItem>& items) {
+        client->BatchGetInto(items);
+      });
 }
 
 // ---- query ----------------------------------------------------------------------------

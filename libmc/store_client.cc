@@ -36,6 +36,24 @@ Clock::time_point Deadline(const Connection& conn) {
   return Clock::now() + std::chrono::milliseconds(conn.timeout_ms());
 }
 
+// The block for a staged transfer's next chunk (kChunkBytes at most, kMinChunkBytes at
+// least unless the pool or the rest is smaller). It waits for room only while nothing of
+// ours is in flight (see Pool::Stage); otherwise nullptr when the pool is full.
+std::shared_ptr<PoolBlock> NextChunkBlock(Pool& pool, const Connection& conn,
+                                          uint64_t remaining, bool idle) {
+  uint64_t want = std::min(remaining, kChunkBytes);
+  uint64_t least = std::min({want, kMinChunkBytes, pool.capacity()});
+  return idle ? pool.Stage(least, want, Deadline(conn)) : pool.TryStage(least, want);
+}
+
+// PUT_CHUNK / GET_CHUNK: [staged id, value offset, pool offset, length].
+void PackChunk(Request& r, uint64_t staged_id, uint64_t value_offset, const PoolBlock& block) {
+  r.args().pack(staged_id);
+  r.args().pack(value_offset);
+  r.args().pack(block.offset());
+  r.args().pack(block.size());
+}
+
 // The results array of a reply, read raw (so a 0/1 flag may come as an int or a bool).
 const msgpack::object* RawResults(Reply& reply) {
   const msgpack::object& top = reply.message.handle.get();
@@ -83,11 +101,101 @@ int ExistResult(int64_t value) {
   return AsCode(value);
 }
 
+// A batch reply's code: kInternal when a successful reply does not carry n results.
+int BatchCode(int code, Reply& reply, size_t n) {
+  const msgpack::object* results = code == 0 ? RawResults(reply) : nullptr;
+  return code == 0 && (results == nullptr || results->via.array.size != n) ? kInternal : code;
+}
+
+// Sends r and returns its first result, a size or count, or a code.
+int64_t CallForCount(Connection& conn, Request& r) {
+  Reply reply;
+  int rc = conn.Call(r, &reply);
+  if (rc != 0) return rc;
+  int64_t n = ResultAt(reply, 0);
+  return n < 0 ? kInternal : n;
+}
+
 void PackKeyRange(Request& r, const std::string& key, uint64_t offset, uint64_t size) {
   r.args().pack(key);
   r.args().pack(offset);
   r.args().pack(size);
 }
+
+// One entry of a batch frame: [key, offset, size] on the wire.
+struct BatchEntry {
+  size_t item;  // index into the caller's items
+  const std::string* key;
+  uint64_t offset;  // pool offset of the value (zero copy) or of its staging block
+  uint64_t size;
+  PoolBlock* block;  // staging block (kept alive by the frame), nullptr for zero copy
+};
+
+// The machinery BatchPut and BatchGetInto share: a BATCH_PUT / BATCH_GET frame being
+// filled, sent once it holds uds::kMaxBatch entries or about kBatchFrameBudget bytes.
+// deliver(entry, value) gets each entry's result, value being the daemon's integer or the
+// frame's code (0 or negative, see Connection::Call) when the frame failed as a whole.
+template <typename Deliver>
+class BatchFrame {
+ public:
+  BatchFrame(Connection& conn, uds::Op op, const uds::WireConfig* config, Deliver deliver)
+      : conn_(conn), op_(op), config_(config), deliver_(std::move(deliver)) {}
+
+  // Where the n bytes at data go: their own pool offset when they lie in the pool (zero
+  // copy), else a staging block (*block) of n bytes; when the pool is full, this frame is
+  // sent first so its blocks come back. false when even that leaves no room.
+  bool Place(Pool& pool, const void* data, uint64_t n, uint64_t* offset,
+             std::shared_ptr<PoolBlock>* block) {
+    if (pool.Contains(data, n, offset)) return true;
+    *block = pool.TryStage(n, n);
+    if (!*block && !entries_.empty()) {
+      Flush();
+      *block = pool.TryStage(n, n);
+    }
+    if (!*block) return false;
+    *offset = (*block)->offset();
+    return true;
+  }
+
+  void Add(size_t item, const std::string& key, uint64_t offset, uint64_t size,
+           std::shared_ptr<PoolBlock> block) {
+    entries_.push_back({item, &key, offset, size, block.get()});
+    if (block) blocks_->push_back(std::move(block));
+    frame_bytes_ += key.size() + kEntryOverhead;
+    if (entries_.size() >= uds::kMaxBatch || frame_bytes_ >= kBatchFrameBudget) Flush();
+  }
+
+  void Flush() {
+    if (entries_.empty()) return;
+    Request r(op_, config_ != nullptr ? 2 : 1);
+    r.args().pack_array(static_cast<uint32_t>(entries_.size()));
+    for (const BatchEntry& e : entries_) {
+      r.args().pack_array(3);
+      PackKeyRange(r, *e.key, e.offset, e.size);
+    }
+    if (config_ != nullptr) r.PackConfig(*config_);
+    Reply reply;
+    int code = BatchCode(conn_.Call(r, &reply, blocks_), reply, entries_.size());
+    for (size_t i = 0; i < entries_.size(); ++i) {
+      deliver_(entries_[i], code == 0 ? ResultAt(reply, i) : code);
+    }
+    entries_.clear();
+    // A fresh vector, not clear(): after a timeout the connection still holds the old one
+    // until the daemon answers, so those blocks must not be given back yet.
+    blocks_ = std::make_shared<std::vector<std::shared_ptr<PoolBlock>>>();
+    frame_bytes_ = 0;
+  }
+
+ private:
+  Connection& conn_;
+  const uds::Op op_;
+  const uds::WireConfig* const config_;  // packed after the entries; nullptr for none
+  Deliver deliver_;
+  std::vector<BatchEntry> entries_;
+  std::shared_ptr<std::vector<std::shared_ptr<PoolBlock>>> blocks_ =
+      std::make_shared<std::vector<std::shared_ptr<PoolBlock>>>();
+  size_t frame_bytes_ = 0;
+};
 
 }  // namespace
 
@@ -268,24 +376,16 @@ int StoreClient::PutStaged(Context& c, const std::string& key, const char* value
   uint64_t put_id = reply.results().U64();
   if (!reply.results().ok()) return kInternal;
 
-  const uint64_t min_chunk = std::min(kMinChunkBytes, c.pool->capacity());
   std::deque<Ticket> in_flight;
   uint64_t sent = 0;
   while (rc == 0 && (sent < size || !in_flight.empty())) {
     if (sent < size && in_flight.size() < kChunksInFlight) {
-      uint64_t want = std::min(size - sent, kChunkBytes);
-      uint64_t least = std::min(want, min_chunk);
-      // Block for room only while nothing of ours is in flight (see Pool::Stage).
-      std::shared_ptr<PoolBlock> block = in_flight.empty()
-                                             ? c.pool->Stage(least, want, Deadline(*c.conn))
-                                             : c.pool->TryStage(least, want);
+      std::shared_ptr<PoolBlock> block =
+          NextChunkBlock(*c.pool, *c.conn, size - sent, in_flight.empty());
       if (block) {
         std::memcpy(block->data(), value + sent, block->size());
         Request chunk(uds::Op::kPutChunk, 4);
-        chunk.args().pack(put_id);
-        chunk.args().pack(sent);
-        chunk.args().pack(block->offset());
-        chunk.args().pack(block->size());
+        PackChunk(chunk, put_id, sent, *block);
         sent += block->size();
         in_flight.push_back(c.conn->Send(chunk, std::move(block)));
         continue;
@@ -323,66 +423,25 @@ void StoreClient::BatchPut(std::vector<PutItem>& items, const uds::WireConfig& c
     for (PutItem& it : items) *it.result = rc;
     return;
   }
-  struct Entry {
-    size_t item;
-    uint64_t offset;
-  };
-  std::vector<Entry> batch;
-  auto blocks = std::make_shared<std::vector<std::shared_ptr<PoolBlock>>>();
-  size_t frame_bytes = 0;
-
-  auto flush = [&] {
-    if (batch.empty()) return;
-    Request r(uds::Op::kBatchPut, 2);
-    r.args().pack_array(static_cast<uint32_t>(batch.size()));
-    for (const Entry& e : batch) {
-      r.args().pack_array(3);
-      PackKeyRange(r, items[e.item].key, e.offset, items[e.item].size);
-    }
-    r.PackConfig(config);
-    Reply reply;
-    int code = c.conn->Call(r, &reply, blocks);
-    const msgpack::object* results = code == 0 ? RawResults(reply) : nullptr;
-    if (code == 0 && (results == nullptr || results->via.array.size != batch.size())) {
-      code = kInternal;
-    }
-    for (size_t i = 0; i < batch.size(); ++i) {
-      int v = code;
-      if (code == 0) v = AsCode(ResultAt(reply, i));
-      if (v == kExists) v = 0;
-      *items[batch[i].item].result = v;
-    }
-    batch.clear();
-    blocks = std::make_shared<std::vector<std::shared_ptr<PoolBlock>>>();
-    frame_bytes = 0;
-  };
-
+  BatchFrame frame(*c.conn, uds::Op::kBatchPut, &config, [&](const BatchEntry& e, int64_t v) {
+    int code = AsCode(v);
+    *items[e.item].result = code == kExists ? 0 : code;
+  });
   for (size_t i = 0; i < items.size(); ++i) {
     PutItem& it = items[i];
     uint64_t offset = 0;
+    std::shared_ptr<PoolBlock> block;
     if (!c.pool) {
       *it.result = kInvalidParams;
-      continue;
+    } else if (!frame.Place(*c.pool, it.data, it.size, &offset, &block)) {
+      // Too large for the pool right now: chunked, on its own.
+      *it.result = PutOne(c, it.key, it.data, it.size, config, false);
+    } else {
+      if (block) std::memcpy(block->data(), it.data, it.size);
+      frame.Add(i, it.key, offset, it.size, std::move(block));
     }
-    if (!c.pool->Contains(it.data, it.size, &offset)) {
-      std::shared_ptr<PoolBlock> block = c.pool->TryStage(it.size, it.size);
-      if (!block && !batch.empty()) {
-        flush();  // gives this batch's staging memory back
-        block = c.pool->TryStage(it.size, it.size);
-      }
-      if (!block) {  // too large for the pool right now: chunked, on its own
-        *it.result = PutOne(c, it.key, it.data, it.size, config, false);
-        continue;
-      }
-      std::memcpy(block->data(), it.data, it.size);
-      offset = block->offset();
-      blocks->push_back(std::move(block));
-    }
-    batch.push_back({i, offset});
-    frame_bytes += it.key.size() + kEntryOverhead;
-    if (batch.size() >= uds::kMaxBatch || frame_bytes >= kBatchFrameBudget) flush();
   }
-  flush();
+  frame.Flush();
 }
 
 // ---- get ------------------------------------------------------------------------------
@@ -444,22 +503,15 @@ int64_t StoreClient::GetStaged(Context& c, const std::string& key, char* buffer,
       std::shared_ptr<PoolBlock> block;
       uint64_t value_offset;
     };
-    const uint64_t min_chunk = std::min(kMinChunkBytes, c.pool->capacity());
     std::deque<Chunk> in_flight;
     uint64_t requested = 0;
     while (rc == 0 && (requested < size || !in_flight.empty())) {
       if (requested < size && in_flight.size() < kChunksInFlight) {
-        uint64_t want = std::min(size - requested, kChunkBytes);
-        uint64_t least = std::min(want, min_chunk);
         std::shared_ptr<PoolBlock> block =
-            in_flight.empty() ? c.pool->Stage(least, want, Deadline(*c.conn))
-                              : c.pool->TryStage(least, want);
+            NextChunkBlock(*c.pool, *c.conn, size - requested, in_flight.empty());
         if (block) {
           Request chunk(uds::Op::kGetChunk, 4);
-          chunk.args().pack(get_id);
-          chunk.args().pack(requested);
-          chunk.args().pack(block->offset());
-          chunk.args().pack(block->size());
+          PackChunk(chunk, get_id, requested, *block);
           Chunk entry{c.conn->Send(chunk, block), block, requested};
           requested += block->size();
           in_flight.push_back(std::move(entry));
@@ -498,74 +550,27 @@ void StoreClient::BatchGetInto(std::vector<GetItem>& items) {
     for (GetItem& it : items) *it.result = rc;
     return;
   }
-  struct Entry {
-    size_t item;
-    uint64_t offset;
-    PoolBlock* block;  // staging block (owned by blocks), nullptr for zero copy
-  };
-  std::vector<Entry> batch;
-  auto blocks = std::make_shared<std::vector<std::shared_ptr<PoolBlock>>>();
-  size_t frame_bytes = 0;
-
-  auto flush = [&] {
-    if (batch.empty()) return;
-    Request r(uds::Op::kBatchGet, 1);
-    r.args().pack_array(static_cast<uint32_t>(batch.size()));
-    for (const Entry& e : batch) {
-      r.args().pack_array(3);
-      PackKeyRange(r, items[e.item].key, e.offset, items[e.item].capacity);
+  BatchFrame frame(*c.conn, uds::Op::kBatchGet, nullptr, [&](const BatchEntry& e, int64_t v) {
+    GetItem& it = items[e.item];
+    if (v > 0 && static_cast<uint64_t>(v) > it.capacity) v = kInternal;
+    if (v > 0 && e.block != nullptr) {
+      std::memcpy(it.buffer, e.block->data(), static_cast<size_t>(v));
     }
-    Reply reply;
-    int code = c.conn->Call(r, &reply, blocks);
-    const msgpack::object* results = code == 0 ? RawResults(reply) : nullptr;
-    if (code == 0 && (results == nullptr || results->via.array.size != batch.size())) {
-      code = kInternal;
-    }
-    for (size_t i = 0; i < batch.size(); ++i) {
-      const Entry& e = batch[i];
-      GetItem& it = items[e.item];
-      int64_t v = code;
-      if (code == 0) {
-        v = ResultAt(reply, i);
-        if (v > 0 && static_cast<uint64_t>(v) > it.capacity) v = kInternal;
-        if (v > 0 && e.block != nullptr) {
-          std::memcpy(it.buffer, e.block->data(), static_cast<size_t>(v));
-        }
-      }
-      *it.result = v;
-    }
-    batch.clear();
-    blocks = std::make_shared<std::vector<std::shared_ptr<PoolBlock>>>();
-    frame_bytes = 0;
-  };
-
+    *it.result = v;
+  });
   for (size_t i = 0; i < items.size(); ++i) {
     GetItem& it = items[i];
     uint64_t offset = 0;
-    PoolBlock* raw = nullptr;
+    std::shared_ptr<PoolBlock> block;
     if (!c.pool || it.capacity == 0) {
       *it.result = GetOne(c, it.key, it.buffer, it.capacity);
-      continue;
+    } else if (!frame.Place(*c.pool, it.buffer, it.capacity, &offset, &block)) {
+      *it.result = GetStaged(c, it.key, it.buffer, it.capacity);  // chunked, on its own
+    } else {
+      frame.Add(i, it.key, offset, it.capacity, std::move(block));
     }
-    if (!c.pool->Contains(it.buffer, it.capacity, &offset)) {
-      std::shared_ptr<PoolBlock> block = c.pool->TryStage(it.capacity, it.capacity);
-      if (!block && !batch.empty()) {
-        flush();
-        block = c.pool->TryStage(it.capacity, it.capacity);
-      }
-      if (!block) {
-        *it.result = GetStaged(c, it.key, it.buffer, it.capacity);
-        continue;
-      }
-      offset = block->offset();
-      raw = block.get();
-      blocks->push_back(std::move(block));
-    }
-    batch.push_back({i, offset, raw});
-    frame_bytes += it.key.size() + kEntryOverhead;
-    if (batch.size() >= uds::kMaxBatch || frame_bytes >= kBatchFrameBudget) flush();
   }
-  flush();
+  frame.Flush();
 }
 
 // ---- query and remove -----------------------------------------------------------------
@@ -605,9 +610,7 @@ void StoreClient::BatchIsExist(const std::vector<std::string>& keys,
     r.args().pack_array(static_cast<uint32_t>(last - first));
     for (size_t i = first; i < last; ++i) r.args().pack(keys[i]);
     Reply reply;
-    int code = c.conn->Call(r, &reply);
-    const msgpack::object* raw = code == 0 ? RawResults(reply) : nullptr;
-    if (code == 0 && (raw == nullptr || raw->via.array.size != last - first)) code = kInternal;
+    int code = BatchCode(c.conn->Call(r, &reply), reply, last - first);
     for (size_t i = first; i < last; ++i) {
       (*results)[i] = code == 0 ? ExistResult(ResultAt(reply, i - first)) : code;
     }
@@ -621,11 +624,7 @@ int64_t StoreClient::GetSize(const std::string& key) {
   if (rc != 0) return rc;
   Request r(uds::Op::kGetSize, 1);
   r.args().pack(key);
-  Reply reply;
-  rc = c.conn->Call(r, &reply);
-  if (rc != 0) return rc;
-  int64_t size = ResultAt(reply, 0);
-  return size < 0 ? kInternal : size;
+  return CallForCount(*c.conn, r);
 }
 
 int StoreClient::Remove(const std::string& key, bool force) {
@@ -646,11 +645,7 @@ int64_t StoreClient::RemoveByRegex(const std::string& pattern, bool force) {
   Request r(uds::Op::kRemoveByRegex, 2);
   r.args().pack(pattern);
   r.args().pack(force);
-  Reply reply;
-  rc = c.conn->Call(r, &reply);
-  if (rc != 0) return rc;
-  int64_t count = ResultAt(reply, 0);
-  return count < 0 ? kInternal : count;
+  return CallForCount(*c.conn, r);
 }
 
 int64_t StoreClient::RemoveAll(bool force) {
@@ -659,11 +654,7 @@ int64_t StoreClient::RemoveAll(bool force) {
   if (rc != 0) return rc;
   Request r(uds::Op::kRemoveAll, 1);
   r.args().pack(force);
-  Reply reply;
-  rc = c.conn->Call(r, &reply);
-  if (rc != 0) return rc;
-  int64_t count = ResultAt(reply, 0);
-  return count < 0 ? kInternal : count;
+  return CallForCount(*c.conn, r);
 }
 
 }  // namespace client

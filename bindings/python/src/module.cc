@@ -25,7 +25,7 @@
 #include "mooncake_store.h"
 #include "replicate_config.h"
 #include "session.h"
-#include "size_parse.h"
+#include "common/units.h"  // sizes as the daemon's flags read them: "16MB", "16 MB"
 
 namespace py = pybind11;
 
@@ -209,7 +209,7 @@ bool SizeArg(py::handle value, uint64_t* out) {
     *out = v;
     return true;
   }
-  if (PyUnicode_Check(value.ptr())) return ParseSize(value.cast<std::string>(), out);
+  if (PyUnicode_Check(value.ptr())) return mooncake::ParseSize(value.cast<std::string>(), out);
   return false;
 }
 
@@ -404,22 +404,32 @@ int PutBatch(Store& self, const std::vector<std::string>& keys,
   if (c.status() != 0) return c.status();
   auto s = self.session();
   py::gil_scoped_release nogil;
-  std::vector<const char*> key_ptrs;
-  std::vector<void*> buffers;
-  std::vector<size_t> sizes;
+  CBatch b;
   for (size_t i = 0; i < keys.size(); ++i) {
-    key_ptrs.push_back(CKey(keys[i]));
-    buffers.push_back(views[i].data());
-    sizes.push_back(views[i].size());
+    b.Add(CKey(keys[i]), views[i].data(), views[i].size(), i);
   }
   std::vector<int> results(keys.size());
-  int rc = mooncake_store_batch_put_from(s->handle(), key_ptrs.data(), buffers.data(),
-                                         sizes.data(), keys.size(), c.get(), results.data());
+  int rc = mooncake_store_batch_put_from(s->handle(), b.keys.data(), b.buffers.data(),
+                                         b.sizes.data(), keys.size(), c.get(), results.data());
   if (rc != 0) return rc;
   for (int r : results) {
     if (r != 0) return r;
   }
   return 0;
+}
+
+// The entries of a batch of one buffer per key. An entry whose size runs past its buffer
+// gets key "": the ABI answers it with -600.
+CBatch ResolveBatch(const std::vector<std::string>& keys,
+                    const std::vector<py::object>& buffer_ptrs,
+                    const std::vector<uint64_t>& sizes, bool writable,
+                    std::vector<BufferView>* keep) {
+  CBatch b;
+  for (size_t i = 0; i < keys.size(); ++i) {
+    Address a = ResolveAddress(buffer_ptrs[i], writable, keep);
+    b.Add(a.fits(sizes[i]) ? CKey(keys[i]) : "", a.ptr, sizes[i], i);
+  }
+  return b;
 }
 
 std::vector<int> BatchPutFrom(Store& self, const std::vector<std::string>& keys,
@@ -432,19 +442,11 @@ std::vector<int> BatchPutFrom(Store& self, const std::vector<std::string>& keys,
   CConfig c(config);
   if (c.status() != 0) return std::vector<int>(n, c.status());
   std::vector<BufferView> keep;
-  std::vector<const char*> key_ptrs(n);
-  std::vector<void*> buffers(n);
-  for (size_t i = 0; i < n; ++i) {
-    Address a = ResolveAddress(buffer_ptrs[i], false, &keep);
-    // An entry whose size runs past its buffer gets key "": the ABI answers it with -600.
-    key_ptrs[i] = a.fits(sizes[i]) ? CKey(keys[i]) : "";
-    buffers[i] = a.ptr;
-  }
+  CBatch b = ResolveBatch(keys, buffer_ptrs, sizes, false, &keep);
   auto s = self.session();
   py::gil_scoped_release nogil;
-  std::vector<size_t> c_sizes(sizes.begin(), sizes.end());
-  int rc = mooncake_store_batch_put_from(s->handle(), key_ptrs.data(), buffers.data(),
-                                         c_sizes.data(), n, c.get(), results.data());
+  int rc = mooncake_store_batch_put_from(s->handle(), b.keys.data(), b.buffers.data(),
+                                         b.sizes.data(), n, c.get(), results.data());
   if (rc != 0) results.assign(n, rc);
   return results;
 }
@@ -471,24 +473,27 @@ Value ReadOne(const std::shared_ptr<Session>& s, const std::string& key) {
   return v;
 }
 
-py::bytes Get(Store& self, const std::string& key) {
+// ReadOne and ReadWhole for a method: the GIL is released around the read.
+Value Read(Store& self, const std::string& key) {
   auto s = self.session();
-  Value v;
-  {
-    py::gil_scoped_release nogil;
-    v = ReadOne(s, key);
-  }
+  py::gil_scoped_release nogil;
+  return ReadOne(s, key);
+}
+
+std::vector<Value> Read(Store& self, const std::vector<std::string>& keys) {
+  auto s = self.session();
+  py::gil_scoped_release nogil;
+  return ReadWhole(s, keys);
+}
+
+py::bytes Get(Store& self, const std::string& key) {
+  Value v = Read(self, key);
   if (!v.ok()) return py::bytes("", 0);  // Mooncake: b"" on a miss or any error
   return BytesFrom(v.memory.data(), static_cast<size_t>(v.result));
 }
 
 py::list GetBatch(Store& self, const std::vector<std::string>& keys) {
-  auto s = self.session();
-  std::vector<Value> values;
-  {
-    py::gil_scoped_release nogil;
-    values = ReadWhole(s, keys);
-  }
+  std::vector<Value> values = Read(self, keys);
   py::list out;
   for (auto& v : values) {
     out.append(v.ok() ? BytesFrom(v.memory.data(), static_cast<size_t>(v.result))
@@ -498,24 +503,14 @@ py::list GetBatch(Store& self, const std::vector<std::string>& keys) {
 }
 
 py::object GetBuffer(Store& self, const std::string& key) {
-  auto s = self.session();
-  Value v;
-  {
-    py::gil_scoped_release nogil;
-    v = ReadOne(s, key);
-  }
+  Value v = Read(self, key);
   if (!v.ok()) return py::none();
   return py::cast(
       std::make_shared<BufferHandle>(std::move(v.memory), static_cast<size_t>(v.result)));
 }
 
 py::list BatchGetBuffer(Store& self, const std::vector<std::string>& keys) {
-  auto s = self.session();
-  std::vector<Value> values;
-  {
-    py::gil_scoped_release nogil;
-    values = ReadWhole(s, keys);
-  }
+  std::vector<Value> values = Read(self, keys);
   py::list out;
   for (auto& v : values) {
     if (v.ok()) {
@@ -545,18 +540,11 @@ std::vector<int64_t> BatchGetInto(Store& self, const std::vector<std::string>& k
   std::vector<int64_t> results(n, 0);
   if (n == 0) return results;
   std::vector<BufferView> keep;
-  std::vector<const char*> key_ptrs(n);
-  std::vector<void*> buffers(n);
-  for (size_t i = 0; i < n; ++i) {
-    Address a = ResolveAddress(buffer_ptrs[i], true, &keep);
-    key_ptrs[i] = a.fits(sizes[i]) ? CKey(keys[i]) : "";  // "" -> -600, see BatchPutFrom
-    buffers[i] = a.ptr;
-  }
+  CBatch b = ResolveBatch(keys, buffer_ptrs, sizes, true, &keep);
   auto s = self.session();
   py::gil_scoped_release nogil;
-  std::vector<size_t> c_sizes(sizes.begin(), sizes.end());
-  int rc = mooncake_store_batch_get_into(s->handle(), key_ptrs.data(), buffers.data(),
-                                         c_sizes.data(), n, results.data());
+  int rc = mooncake_store_batch_get_into(s->handle(), b.keys.data(), b.buffers.data(),
+                                         b.sizes.data(), n, results.data());
   if (rc != 0) results.assign(n, rc);
   return results;
 }
@@ -596,6 +584,35 @@ std::vector<Parts> ResolveParts(const std::vector<std::vector<py::object>>& all_
   return out;
 }
 
+// The one buffer each entry of a multi-buffer batch moves: its only buffer, or a pool block
+// of its total size in blocks[i], filled from its buffers when gather. An entry whose parts
+// were refused gets their code in results and stays out of the batch.
+template <typename R>
+CBatch PlanParts(const std::shared_ptr<Session>& s, const std::vector<std::string>& keys,
+                 const std::vector<Parts>& parts, bool gather, std::vector<Scratch>* blocks,
+                 std::vector<R>* results) {
+  CBatch b;
+  for (size_t i = 0; i < keys.size(); ++i) {
+    const Parts& p = parts[i];
+    if (p.error != 0) {
+      (*results)[i] = p.error;
+      continue;
+    }
+    char* ptr = p.ptrs[0];
+    if (p.ptrs.size() > 1 && p.total > 0) {
+      (*blocks)[i] = Scratch(s, p.total);
+      ptr = (*blocks)[i].data();
+      size_t offset = 0;
+      for (size_t j = 0; gather && j < p.ptrs.size(); ++j) {
+        std::memcpy(ptr + offset, p.ptrs[j], p.sizes[j]);
+        offset += p.sizes[j];
+      }
+    }
+    b.Add(CKey(keys[i]), ptr, p.total, i);
+  }
+  return b;
+}
+
 std::vector<int> BatchPutFromMulti(Store& self, const std::vector<std::string>& keys,
                                    const std::vector<std::vector<py::object>>& all_buffer_ptrs,
                                    const std::vector<std::vector<uint64_t>>& all_sizes,
@@ -613,34 +630,12 @@ std::vector<int> BatchPutFromMulti(Store& self, const std::vector<std::string>& 
   auto s = self.session();
   py::gil_scoped_release nogil;
   std::vector<Scratch> gathered(n);
-  std::vector<const char*> key_ptrs;
-  std::vector<void*> buffers;
-  std::vector<size_t> sizes, where;
-  for (size_t i = 0; i < n; ++i) {
-    if (parts[i].error != 0) {
-      results[i] = parts[i].error;
-      continue;
-    }
-    char* ptr = parts[i].ptrs[0];
-    if (parts[i].ptrs.size() > 1 && parts[i].total > 0) {
-      gathered[i] = Scratch(s, parts[i].total);
-      size_t offset = 0;
-      for (size_t j = 0; j < parts[i].ptrs.size(); ++j) {
-        std::memcpy(gathered[i].data() + offset, parts[i].ptrs[j], parts[i].sizes[j]);
-        offset += parts[i].sizes[j];
-      }
-      ptr = gathered[i].data();
-    }
-    key_ptrs.push_back(CKey(keys[i]));
-    buffers.push_back(ptr);
-    sizes.push_back(parts[i].total);
-    where.push_back(i);
-  }
-  if (where.empty()) return results;
-  std::vector<int> batch(where.size());
-  int rc = mooncake_store_batch_put_from(s->handle(), key_ptrs.data(), buffers.data(),
-                                         sizes.data(), where.size(), c.get(), batch.data());
-  for (size_t j = 0; j < where.size(); ++j) results[where[j]] = rc != 0 ? rc : batch[j];
+  CBatch b = PlanParts(s, keys, parts, true, &gathered, &results);
+  if (b.where.empty()) return results;
+  std::vector<int> batch(b.where.size());
+  int rc = mooncake_store_batch_put_from(s->handle(), b.keys.data(), b.buffers.data(),
+                                         b.sizes.data(), b.where.size(), c.get(), batch.data());
+  for (size_t j = 0; j < b.where.size(); ++j) results[b.where[j]] = rc != 0 ? rc : batch[j];
   return results;
 }
 
@@ -659,30 +654,13 @@ std::vector<int64_t> BatchGetIntoMulti(Store& self, const std::vector<std::strin
   auto s = self.session();
   py::gil_scoped_release nogil;
   std::vector<Scratch> staging(n);
-  std::vector<const char*> key_ptrs;
-  std::vector<void*> buffers;
-  std::vector<size_t> sizes, where;
-  for (size_t i = 0; i < n; ++i) {
-    if (parts[i].error != 0) {
-      results[i] = parts[i].error;
-      continue;
-    }
-    char* ptr = parts[i].ptrs[0];
-    if (parts[i].ptrs.size() > 1 && parts[i].total > 0) {
-      staging[i] = Scratch(s, parts[i].total);
-      ptr = staging[i].data();
-    }
-    key_ptrs.push_back(CKey(keys[i]));
-    buffers.push_back(ptr);
-    sizes.push_back(parts[i].total);
-    where.push_back(i);
-  }
-  if (where.empty()) return results;
-  std::vector<int64_t> batch(where.size());
-  int rc = mooncake_store_batch_get_into(s->handle(), key_ptrs.data(), buffers.data(),
-                                         sizes.data(), where.size(), batch.data());
-  for (size_t j = 0; j < where.size(); ++j) {
-    size_t i = where[j];
+  CBatch b = PlanParts(s, keys, parts, false, &staging, &results);
+  if (b.where.empty()) return results;
+  std::vector<int64_t> batch(b.where.size());
+  int rc = mooncake_store_batch_get_into(s->handle(), b.keys.data(), b.buffers.data(),
+                                         b.sizes.data(), b.where.size(), batch.data());
+  for (size_t j = 0; j < b.where.size(); ++j) {
+    size_t i = b.where[j];
     results[i] = rc != 0 ? rc : batch[j];
     if (results[i] <= 0 || staging[i].data() == nullptr) continue;
     // Scatter the bytes read (the value may be shorter than the buffers together).
@@ -820,6 +798,16 @@ auto NoGil(R (*f)(mooncake_store_t, A...)) {
   };
 }
 
+// NoGil for a method of one key (passed through CKey).
+template <typename R>
+auto NoGilKey(R (*f)(mooncake_store_t, const char*)) {
+  return [f](Store& self, const std::string& key) {
+    auto s = self.session();
+    py::gil_scoped_release nogil;
+    return f(s->handle(), CKey(key));
+  };
+}
+
 }  // namespace
 }  // namespace mooncake_py
 
@@ -941,21 +929,11 @@ PYBIND11_MODULE(mooncake_store, m) {
       .def("get_into_ranges", &GetIntoRanges, py::arg("buffer_ptrs"), py::arg("all_keys"),
            py::arg("all_dst_offsets"), py::arg("all_src_offsets"), py::arg("all_sizes"))
       // query and remove
-      .def("is_exist",
-           [](Store& self, const std::string& key) {
-             auto s = self.session();
-             py::gil_scoped_release nogil;
-             return mooncake_store_is_exist(s->handle(), CKey(key));
-           },
-           py::arg("key"), "1 present, 0 missing (or still being written), < 0 error")
+      .def("is_exist", NoGilKey(&mooncake_store_is_exist), py::arg("key"),
+           "1 present, 0 missing (or still being written), < 0 error")
       .def("batch_is_exist", &BatchIsExist, py::arg("keys"))
-      .def("get_size",
-           [](Store& self, const std::string& key) {
-             auto s = self.session();
-             py::gil_scoped_release nogil;
-             return mooncake_store_get_size(s->handle(), CKey(key));
-           },
-           py::arg("key"), "The value's size in bytes, -704 on a miss.")
+      .def("get_size", NoGilKey(&mooncake_store_get_size), py::arg("key"),
+           "The value's size in bytes, -704 on a miss.")
       .def("remove",
            [](Store& self, const std::string& key, bool force) {
              auto s = self.session();

@@ -154,6 +154,19 @@ inline const char* CKey(const std::string& key) {
   return key.find('\0') == std::string::npos ? key.c_str() : "";
 }
 
+// The entries of a batch call as the C ABI takes them, and where each came from.
+struct CBatch {
+  std::vector<const char*> keys;
+  std::vector<void*> buffers;
+  std::vector<size_t> sizes, where;
+  void Add(const char* key, void* buffer, size_t size, size_t from) {
+    keys.push_back(key);
+    buffers.push_back(buffer);
+    sizes.push_back(size);
+    where.push_back(from);
+  }
+};
+
 // How often a read whose value grew between get_size and get_into (an upsert in between:
 // -600, buffer too small) is tried again before giving up with -600.
 constexpr int kReadAttempts = 8;
@@ -175,9 +188,7 @@ inline std::vector<Value> ReadWhole(const std::shared_ptr<Session>& session,
   std::vector<size_t> pending(keys.size());
   for (size_t i = 0; i < keys.size(); ++i) pending[i] = i;
   for (int attempt = 0; attempt < kReadAttempts && !pending.empty(); ++attempt) {
-    std::vector<const char*> key_ptrs;
-    std::vector<void*> buffers;
-    std::vector<size_t> sizes, where;
+    CBatch batch;
     for (size_t i : pending) {
       int64_t size = mooncake_store_get_size(session->handle(), CKey(keys[i]));
       if (size <= 0) {
@@ -185,20 +196,18 @@ inline std::vector<Value> ReadWhole(const std::shared_ptr<Session>& session,
         continue;
       }
       values[i].memory = Scratch(session, static_cast<size_t>(size));
-      key_ptrs.push_back(CKey(keys[i]));
-      buffers.push_back(values[i].memory.data());
-      sizes.push_back(static_cast<size_t>(size));
-      where.push_back(i);
+      batch.Add(CKey(keys[i]), values[i].memory.data(), static_cast<size_t>(size), i);
     }
     pending.clear();
-    if (where.empty()) break;
-    std::vector<int64_t> results(where.size());
-    int rc = mooncake_store_batch_get_into(session->handle(), key_ptrs.data(), buffers.data(),
-                                           sizes.data(), where.size(), results.data());
-    for (size_t j = 0; j < where.size(); ++j) {
-      Value& v = values[where[j]];
+    if (batch.where.empty()) break;
+    std::vector<int64_t> results(batch.where.size());
+    int rc = mooncake_store_batch_get_into(session->handle(), batch.keys.data(),
+                                           batch.buffers.data(), batch.sizes.data(),
+                                           batch.where.size(), results.data());
+    for (size_t j = 0; j < batch.where.size(); ++j) {
+      Value& v = values[batch.where[j]];
       v.result = rc != 0 ? rc : results[j];
-      if (v.result == MOONCAKE_STORE_INVALID_PARAMS && rc == 0) pending.push_back(where[j]);
+      if (v.result == MOONCAKE_STORE_INVALID_PARAMS && rc == 0) pending.push_back(batch.where[j]);
       if (!v.ok()) v.memory = Scratch();
     }
   }

@@ -147,15 +147,102 @@ static int buffers_init(JNIEnv *env, jobjectArray buffers, jintArray offsets, ji
   return 0;
 }
 
-/* Equal lengths are checked in Java; this only guards against a mismatch reaching C. */
+/* Equal lengths are checked in Java; this only guards against a mismatch reaching C.
+ * buffers NULL: a batch of keys only (offsets and lengths are not looked at). */
 static int batch_count(JNIEnv *env, jobjectArray keys, jobjectArray buffers, jintArray offsets,
                        jintArray lengths, jarray results) {
   jsize n = (*env)->GetArrayLength(env, keys);
-  if ((*env)->GetArrayLength(env, buffers) != n || (*env)->GetArrayLength(env, offsets) != n ||
-      (*env)->GetArrayLength(env, lengths) != n || (*env)->GetArrayLength(env, results) != n) {
+  if ((*env)->GetArrayLength(env, results) != n) return -1;
+  if (buffers != NULL &&
+      ((*env)->GetArrayLength(env, buffers) != n || (*env)->GetArrayLength(env, offsets) != n ||
+       (*env)->GetArrayLength(env, lengths) != n)) {
     return -1;
   }
   return n;
+}
+
+/* The batch calls. */
+enum batch_call { BATCH_PUT_FROM, BATCH_GET_INTO, BATCH_IS_EXIST };
+
+/* Runs call on the arrays in C form and copies its results back when it succeeds. 0 for an
+ * empty batch, INVALID_PARAMS for arrays of different lengths, INTERNAL_ERROR with
+ * OutOfMemoryError pending. buffers, offsets and lengths are NULL for BATCH_IS_EXIST. */
+static jint batch_call(JNIEnv *env, jlong h, enum batch_call call, jobjectArray keys,
+                       jobjectArray buffers, jintArray offsets, jintArray lengths,
+                       jarray results) {
+  int count = batch_count(env, keys, buffers, offsets, lengths, results);
+  if (count <= 0) return count < 0 ? MOONCAKE_STORE_INVALID_PARAMS : 0;
+  void **ptrs = NULL;
+  size_t *sizes = NULL;
+  void *out = NULL;
+  const char **k = keys_init(env, keys, count);
+  if (k != NULL && (buffers == NULL ||
+                    buffers_init(env, buffers, offsets, lengths, count, &ptrs, &sizes) == 0)) {
+    out = malloc((size_t)count * (call == BATCH_GET_INTO ? sizeof(int64_t) : sizeof(jint)));
+    if (out == NULL) throw_oom(env, "mooncake_store_jni: batch results");
+  }
+  int rc = MOONCAKE_STORE_INTERNAL_ERROR;
+  if (out != NULL) {
+    switch (call) {
+      case BATCH_PUT_FROM:
+        rc = mooncake_store_batch_put_from(H(h), k, ptrs, sizes, (size_t)count, NULL, out);
+        break;
+      case BATCH_GET_INTO:
+        rc = mooncake_store_batch_get_into(H(h), k, ptrs, sizes, (size_t)count, out);
+        break;
+      case BATCH_IS_EXIST:
+        rc = mooncake_store_batch_is_exist(H(h), k, (size_t)count, out);
+        break;
+    }
+  }
+  if (rc == 0 && call == BATCH_GET_INTO) {
+    (*env)->SetLongArrayRegion(env, (jlongArray)results, 0, count, out);
+  } else if (rc == 0) {
+    (*env)->SetIntArrayRegion(env, (jintArray)results, 0, count, out);
+  }
+  free(out);
+  free(sizes);
+  free(ptrs);
+  free(k);
+  return rc;
+}
+
+/* The calls of one key (or socket path, or pattern), with at most a buffer and a number. */
+enum key_call { CONNECT, PUT_FROM, GET_INTO, IS_EXIST, GET_SIZE, REMOVE, REMOVE_BY_REGEX };
+
+/* Runs call with the key copied to a C string: INTERNAL_ERROR when the copy fails
+ * (OutOfMemoryError pending). */
+static int64_t key_call(JNIEnv *env, jlong h, jbyteArray key, enum key_call call, char *buf,
+                        jlong n) {
+  cstring k;
+  if (cstring_init(env, key, &k) != 0) return MOONCAKE_STORE_INTERNAL_ERROR;
+  int64_t rc = MOONCAKE_STORE_INTERNAL_ERROR;
+  switch (call) {
+    case CONNECT: rc = mooncake_store_connect(H(h), k.str, (uint64_t)n); break;
+    case PUT_FROM: rc = mooncake_store_put_from(H(h), k.str, buf, (size_t)n, NULL); break;
+    case GET_INTO: rc = mooncake_store_get_into(H(h), k.str, buf, (size_t)n); break;
+    case IS_EXIST: rc = mooncake_store_is_exist(H(h), k.str); break;
+    case GET_SIZE: rc = mooncake_store_get_size(H(h), k.str); break;
+    case REMOVE: rc = mooncake_store_remove(H(h), k.str, (int)n); break;
+    case REMOVE_BY_REGEX: rc = mooncake_store_remove_by_regex(H(h), k.str, (int)n); break;
+  }
+  cstring_free(&k);
+  return rc;
+}
+
+/* key_call on the bytes at a direct buffer's position (offset): INVALID_PARAMS for a
+ * buffer without an address. */
+static int64_t buffer_call(JNIEnv *env, jlong h, jbyteArray key, enum key_call call,
+                           jobject buffer, jint offset, jint length) {
+  char *base = (*env)->GetDirectBufferAddress(env, buffer);
+  if (base == NULL) return MOONCAKE_STORE_INVALID_PARAMS;
+  return key_call(env, h, key, call, base + offset, length);
+}
+
+/* status[0] = code, for the calls that return an object or NULL. */
+static void set_status(JNIEnv *env, jintArray status, int64_t code) {
+  jint c = (jint)code;
+  (*env)->SetIntArrayRegion(env, status, 0, 1, &c);
 }
 
 /* ---- lifecycle -------------------------------------------------------------------------- */
@@ -178,11 +265,7 @@ JNIEXPORT jint JNICALL Java_org_mooncake_store_MooncakeStore_nConnect(JNIEnv *en
                                                                        jbyteArray socket_path,
                                                                        jlong local_buffer_size) {
   UNUSED(cls);
-  cstring path;
-  if (cstring_init(env, socket_path, &path) != 0) return MOONCAKE_STORE_INTERNAL_ERROR;
-  int rc = mooncake_store_connect(H(h), path.str, (uint64_t)local_buffer_size);
-  cstring_free(&path);
-  return rc;
+  return (jint)key_call(env, h, socket_path, CONNECT, NULL, local_buffer_size);
 }
 
 JNIEXPORT jint JNICALL Java_org_mooncake_store_MooncakeStore_nClose(JNIEnv *env, jclass cls,
@@ -212,8 +295,7 @@ JNIEXPORT jstring JNICALL Java_org_mooncake_store_MooncakeStore_nGetHostname(
   if (rc == 0) {
     out = (*env)->NewStringUTF(env, buf); /* "host:port" is ASCII */
   } else {
-    jint code = rc;
-    (*env)->SetIntArrayRegion(env, status, 0, 1, &code);
+    set_status(env, status, rc);
   }
   free(buf);
   return out;
@@ -289,43 +371,14 @@ JNIEXPORT jint JNICALL Java_org_mooncake_store_MooncakeStore_nPutFrom(JNIEnv *en
                                                                        jobject buffer,
                                                                        jint offset, jint length) {
   UNUSED(cls);
-  char *base = (*env)->GetDirectBufferAddress(env, buffer);
-  if (base == NULL) return MOONCAKE_STORE_INVALID_PARAMS;
-  cstring k;
-  if (cstring_init(env, key, &k) != 0) return MOONCAKE_STORE_INTERNAL_ERROR;
-  int rc = mooncake_store_put_from(H(h), k.str, base + offset, (size_t)length, NULL);
-  cstring_free(&k);
-  return rc;
+  return (jint)buffer_call(env, h, key, PUT_FROM, buffer, offset, length);
 }
 
 JNIEXPORT jint JNICALL Java_org_mooncake_store_MooncakeStore_nBatchPutFrom(
     JNIEnv *env, jclass cls, jlong h, jobjectArray keys, jobjectArray buffers,
     jintArray offsets, jintArray lengths, jintArray results) {
   UNUSED(cls);
-  int count = batch_count(env, keys, buffers, offsets, lengths, results);
-  if (count < 0) return MOONCAKE_STORE_INVALID_PARAMS;
-  if (count == 0) return 0;
-  const char **k = keys_init(env, keys, count);
-  if (k == NULL) return MOONCAKE_STORE_INTERNAL_ERROR;
-  void **ptrs;
-  size_t *sizes;
-  if (buffers_init(env, buffers, offsets, lengths, count, &ptrs, &sizes) != 0) {
-    free(k);
-    return MOONCAKE_STORE_INTERNAL_ERROR;
-  }
-  jint *out = malloc((size_t)count * sizeof(jint));
-  int rc = MOONCAKE_STORE_INTERNAL_ERROR;
-  if (out == NULL) {
-    throw_oom(env, "mooncake_store_jni: batch results");
-  } else {
-    rc = mooncake_store_batch_put_from(H(h), k, ptrs, sizes, (size_t)count, NULL, out);
-    if (rc == 0) (*env)->SetIntArrayRegion(env, results, 0, count, out);
-    free(out);
-  }
-  free(sizes);
-  free(ptrs);
-  free(k);
-  return rc;
+  return batch_call(env, h, BATCH_PUT_FROM, keys, buffers, offsets, lengths, results);
 }
 
 /* ---- get -------------------------------------------------------------------------------- */
@@ -370,8 +423,7 @@ JNIEXPORT jbyteArray JNICALL Java_org_mooncake_store_MooncakeStore_nGet(JNIEnv *
     if (n != MOONCAKE_STORE_INVALID_PARAMS) break;
   }
   cstring_free(&k);
-  jint c = (jint)code;
-  (*env)->SetIntArrayRegion(env, status, 0, 1, &c);
+  set_status(env, status, code);
   return NULL;
 }
 
@@ -380,43 +432,14 @@ JNIEXPORT jlong JNICALL Java_org_mooncake_store_MooncakeStore_nGetInto(JNIEnv *e
                                                                         jobject buffer,
                                                                         jint offset, jint length) {
   UNUSED(cls);
-  char *base = (*env)->GetDirectBufferAddress(env, buffer);
-  if (base == NULL) return MOONCAKE_STORE_INVALID_PARAMS;
-  cstring k;
-  if (cstring_init(env, key, &k) != 0) return MOONCAKE_STORE_INTERNAL_ERROR;
-  int64_t n = mooncake_store_get_into(H(h), k.str, base + offset, (size_t)length);
-  cstring_free(&k);
-  return n;
+  return buffer_call(env, h, key, GET_INTO, buffer, offset, length);
 }
 
 JNIEXPORT jint JNICALL Java_org_mooncake_store_MooncakeStore_nBatchGetInto(
     JNIEnv *env, jclass cls, jlong h, jobjectArray keys, jobjectArray buffers,
     jintArray offsets, jintArray lengths, jlongArray results) {
   UNUSED(cls);
-  int count = batch_count(env, keys, buffers, offsets, lengths, results);
-  if (count < 0) return MOONCAKE_STORE_INVALID_PARAMS;
-  if (count == 0) return 0;
-  const char **k = keys_init(env, keys, count);
-  if (k == NULL) return MOONCAKE_STORE_INTERNAL_ERROR;
-  void **ptrs;
-  size_t *sizes;
-  if (buffers_init(env, buffers, offsets, lengths, count, &ptrs, &sizes) != 0) {
-    free(k);
-    return MOONCAKE_STORE_INTERNAL_ERROR;
-  }
-  int64_t *out = malloc((size_t)count * sizeof(int64_t));
-  int rc = MOONCAKE_STORE_INTERNAL_ERROR;
-  if (out == NULL) {
-    throw_oom(env, "mooncake_store_jni: batch results");
-  } else {
-    rc = mooncake_store_batch_get_into(H(h), k, ptrs, sizes, (size_t)count, out);
-    if (rc == 0) (*env)->SetLongArrayRegion(env, results, 0, count, (const jlong *)out);
-    free(out);
-  }
-  free(sizes);
-  free(ptrs);
-  free(k);
-  return rc;
+  return batch_call(env, h, BATCH_GET_INTO, keys, buffers, offsets, lengths, results);
 }
 
 /* ---- query and remove ------------------------------------------------------------------- */
@@ -424,11 +447,7 @@ JNIEXPORT jint JNICALL Java_org_mooncake_store_MooncakeStore_nBatchGetInto(
 JNIEXPORT jint JNICALL Java_org_mooncake_store_MooncakeStore_nIsExist(JNIEnv *env, jclass cls,
                                                                        jlong h, jbyteArray key) {
   UNUSED(cls);
-  cstring k;
-  if (cstring_init(env, key, &k) != 0) return MOONCAKE_STORE_INTERNAL_ERROR;
-  int rc = mooncake_store_is_exist(H(h), k.str);
-  cstring_free(&k);
-  return rc;
+  return (jint)key_call(env, h, key, IS_EXIST, NULL, 0);
 }
 
 JNIEXPORT jint JNICALL Java_org_mooncake_store_MooncakeStore_nBatchIsExist(JNIEnv *env,
@@ -436,43 +455,20 @@ JNIEXPORT jint JNICALL Java_org_mooncake_store_MooncakeStore_nBatchIsExist(JNIEn
                                                                             jobjectArray keys,
                                                                             jintArray results) {
   UNUSED(cls);
-  jsize count = (*env)->GetArrayLength(env, keys);
-  if ((*env)->GetArrayLength(env, results) != count) return MOONCAKE_STORE_INVALID_PARAMS;
-  if (count == 0) return 0;
-  const char **k = keys_init(env, keys, count);
-  if (k == NULL) return MOONCAKE_STORE_INTERNAL_ERROR;
-  jint *out = malloc((size_t)count * sizeof(jint));
-  int rc = MOONCAKE_STORE_INTERNAL_ERROR;
-  if (out == NULL) {
-    throw_oom(env, "mooncake_store_jni: batch results");
-  } else {
-    rc = mooncake_store_batch_is_exist(H(h), k, (size_t)count, out);
-    if (rc == 0) (*env)->SetIntArrayRegion(env, results, 0, count, out);
-    free(out);
-  }
-  free(k);
-  return rc;
+  return batch_call(env, h, BATCH_IS_EXIST, keys, NULL, NULL, NULL, results);
 }
 
 JNIEXPORT jlong JNICALL Java_org_mooncake_store_MooncakeStore_nGetSize(JNIEnv *env, jclass cls,
                                                                         jlong h, jbyteArray key) {
   UNUSED(cls);
-  cstring k;
-  if (cstring_init(env, key, &k) != 0) return MOONCAKE_STORE_INTERNAL_ERROR;
-  int64_t size = mooncake_store_get_size(H(h), k.str);
-  cstring_free(&k);
-  return size;
+  return key_call(env, h, key, GET_SIZE, NULL, 0);
 }
 
 JNIEXPORT jint JNICALL Java_org_mooncake_store_MooncakeStore_nRemove(JNIEnv *env, jclass cls,
                                                                       jlong h, jbyteArray key,
                                                                       jboolean force) {
   UNUSED(cls);
-  cstring k;
-  if (cstring_init(env, key, &k) != 0) return MOONCAKE_STORE_INTERNAL_ERROR;
-  int rc = mooncake_store_remove(H(h), k.str, force ? 1 : 0);
-  cstring_free(&k);
-  return rc;
+  return (jint)key_call(env, h, key, REMOVE, NULL, force ? 1 : 0);
 }
 
 JNIEXPORT jlong JNICALL Java_org_mooncake_store_MooncakeStore_nRemoveByRegex(JNIEnv *env,
@@ -480,11 +476,7 @@ JNIEXPORT jlong JNICALL Java_org_mooncake_store_MooncakeStore_nRemoveByRegex(JNI
                                                                               jbyteArray pattern,
                                                                               jboolean force) {
   UNUSED(cls);
-  cstring p;
-  if (cstring_init(env, pattern, &p) != 0) return MOONCAKE_STORE_INTERNAL_ERROR;
-  int64_t n = mooncake_store_remove_by_regex(H(h), p.str, force ? 1 : 0);
-  cstring_free(&p);
-  return n;
+  return key_call(env, h, pattern, REMOVE_BY_REGEX, NULL, force ? 1 : 0);
 }
 
 JNIEXPORT jlong JNICALL Java_org_mooncake_store_MooncakeStore_nRemoveAll(JNIEnv *env, jclass cls,

@@ -4,6 +4,7 @@ import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.locks.ReentrantReadWriteLock;
+import java.util.function.LongFunction;
 
 /**
  * A connection to the local mooncaked daemon: the Java face of {@code include/mooncake_store.h}
@@ -138,13 +139,7 @@ public final class MooncakeStore implements AutoCloseable {
     /** The daemon's transfer endpoint, "host:port". */
     public String getHostname() {
         int[] status = new int[1];
-        String hostname;
-        long h = enter("getHostname");
-        try {
-            hostname = nGetHostname(h, MAX_HOSTNAME, status);
-        } finally {
-            exit();
-        }
+        String hostname = call("getHostname", h -> nGetHostname(h, MAX_HOSTNAME, status));
         if (hostname == null) {
             throw new MooncakeStoreException(status[0], "getHostname");
         }
@@ -239,13 +234,7 @@ public final class MooncakeStore implements AutoCloseable {
         if (value == null) {
             throw new MooncakeStoreException(MooncakeStoreException.INTERNAL_ERROR, "put", "value is null");
         }
-        int rc;
-        long h = enter("put");
-        try {
-            rc = nPut(h, k, value);
-        } finally {
-            exit();
-        }
+        int rc = call("put", h -> nPut(h, k, value));
         check(rc, "put");
     }
 
@@ -256,13 +245,7 @@ public final class MooncakeStore implements AutoCloseable {
     public void putFrom(String key, ByteBuffer buffer) {
         byte[] k = key(key, "putFrom");
         direct(buffer, "putFrom", false);
-        int rc;
-        long h = enter("putFrom");
-        try {
-            rc = nPutFrom(h, k, buffer, buffer.position(), buffer.remaining());
-        } finally {
-            exit();
-        }
+        int rc = call("putFrom", h -> nPutFrom(h, k, buffer, buffer.position(), buffer.remaining()));
         check(rc, "putFrom");
     }
 
@@ -280,13 +263,7 @@ public final class MooncakeStore implements AutoCloseable {
         if (b.count == 0) {
             return results;
         }
-        int rc;
-        long h = enter("batchPutFrom");
-        try {
-            rc = nBatchPutFrom(h, b.keys, b.buffers, b.offsets, b.lengths, results);
-        } finally {
-            exit();
-        }
+        int rc = call("batchPutFrom", h -> nBatchPutFrom(h, b.keys, b.buffers, b.offsets, b.lengths, results));
         check(rc, "batchPutFrom");
         for (int i = 0; i < b.count; i++) {
             if (b.preset[i] != 0) {
@@ -302,13 +279,7 @@ public final class MooncakeStore implements AutoCloseable {
     public byte[] get(String key) {
         byte[] k = key(key, "get");
         int[] status = new int[1];
-        byte[] value;
-        long h = enter("get");
-        try {
-            value = nGet(h, k, status);
-        } finally {
-            exit();
-        }
+        byte[] value = call("get", h -> nGet(h, k, status));
         if (value == null && status[0] != MooncakeStoreException.OBJECT_NOT_FOUND) {
             throw new MooncakeStoreException(status[0], "get");
         }
@@ -327,13 +298,7 @@ public final class MooncakeStore implements AutoCloseable {
     public int getInto(String key, ByteBuffer buffer) {
         byte[] k = key(key, "getInto");
         direct(buffer, "getInto", true);
-        long n;
-        long h = enter("getInto");
-        try {
-            n = nGetInto(h, k, buffer, buffer.position(), buffer.remaining());
-        } finally {
-            exit();
-        }
+        long n = call("getInto", h -> nGetInto(h, k, buffer, buffer.position(), buffer.remaining()));
         if (n == MooncakeStoreException.OBJECT_NOT_FOUND) {
             return -1;
         }
@@ -357,13 +322,7 @@ public final class MooncakeStore implements AutoCloseable {
             return results;
         }
         long[] raw = new long[b.count];
-        int rc;
-        long h = enter("batchGetInto");
-        try {
-            rc = nBatchGetInto(h, b.keys, b.buffers, b.offsets, b.lengths, raw);
-        } finally {
-            exit();
-        }
+        int rc = call("batchGetInto", h -> nBatchGetInto(h, b.keys, b.buffers, b.offsets, b.lengths, raw));
         check(rc, "batchGetInto");
         for (int i = 0; i < b.count; i++) {
             results[i] = b.preset[i] != 0 ? b.preset[i] : (int) raw[i];
@@ -376,13 +335,7 @@ public final class MooncakeStore implements AutoCloseable {
     /** True when {@code key} holds a complete, readable value (false while it is being written). */
     public boolean isExist(String key) {
         byte[] k = key(key, "isExist");
-        int r;
-        long h = enter("isExist");
-        try {
-            r = nIsExist(h, k);
-        } finally {
-            exit();
-        }
+        int r = call("isExist", h -> nIsExist(h, k));
         return check(r, "isExist") == 1;
     }
 
@@ -405,13 +358,7 @@ public final class MooncakeStore implements AutoCloseable {
             return exists;
         }
         int[] results = new int[keys.length];
-        int rc;
-        long h = enter("batchIsExist");
-        try {
-            rc = nBatchIsExist(h, k, results);
-        } finally {
-            exit();
-        }
+        int rc = call("batchIsExist", h -> nBatchIsExist(h, k, results));
         check(rc, "batchIsExist");
         for (int i = 0; i < keys.length; i++) {
             if (results[i] < 0) {
@@ -425,13 +372,7 @@ public final class MooncakeStore implements AutoCloseable {
     /** The size in bytes of {@code key}'s value, or -1 when there is no such key. */
     public long getSize(String key) {
         byte[] k = key(key, "getSize");
-        long size;
-        long h = enter("getSize");
-        try {
-            size = nGetSize(h, k);
-        } finally {
-            exit();
-        }
+        long size = call("getSize", h -> nGetSize(h, k));
         if (size == MooncakeStoreException.OBJECT_NOT_FOUND) {
             return -1;
         }
@@ -452,13 +393,7 @@ public final class MooncakeStore implements AutoCloseable {
      */
     public boolean remove(String key, boolean force) {
         byte[] k = key(key, "remove");
-        int rc;
-        long h = enter("remove");
-        try {
-            rc = nRemove(h, k, force);
-        } finally {
-            exit();
-        }
+        int rc = call("remove", h -> nRemove(h, k, force));
         if (rc == MooncakeStoreException.OBJECT_NOT_FOUND) {
             return false;
         }
@@ -478,13 +413,7 @@ public final class MooncakeStore implements AutoCloseable {
                     "pattern is null");
         }
         byte[] p = encode(pattern, "removeByRegex", "pattern");
-        long n;
-        long h = enter("removeByRegex");
-        try {
-            n = nRemoveByRegex(h, p, force);
-        } finally {
-            exit();
-        }
+        long n = call("removeByRegex", h -> nRemoveByRegex(h, p, force));
         return check(n, "removeByRegex");
     }
 
@@ -494,13 +423,7 @@ public final class MooncakeStore implements AutoCloseable {
      * @return how many were removed
      */
     public long removeAll(boolean force) {
-        long n;
-        long h = enter("removeAll");
-        try {
-            n = nRemoveAll(h, force);
-        } finally {
-            exit();
-        }
+        long n = call("removeAll", h -> nRemoveAll(h, force));
         return check(n, "removeAll");
     }
 
@@ -533,6 +456,16 @@ public final class MooncakeStore implements AutoCloseable {
 
     private void exit() {
         lock.readLock().unlock();
+    }
+
+    /** {@code call(handle)} between {@link #enter} and {@link #exit}. */
+    private <T> T call(String operation, LongFunction<T> call) {
+        long h = enter(operation);
+        try {
+            return call.apply(h);
+        } finally {
+            exit();
+        }
     }
 
     private static int check(int rc, String operation) {
