@@ -455,18 +455,20 @@ std::vector<int> BatchPutFrom(Store& self, const std::vector<std::string>& keys,
 
 // Reads one whole value (get_size, then get_into a block of that size), with the GIL
 // released by the caller. A value that grew in between (an upsert) answers -600 and is
-// read again, a bounded number of times.
+// read again into a larger buffer, a bounded number of times.
 Value ReadOne(const std::shared_ptr<Session>& s, const std::string& key) {
   Value v;
+  int64_t largest = 0;
   for (int attempt = 0; attempt < kReadAttempts; ++attempt) {
     int64_t size = mooncake_store_get_size(s->handle(), CKey(key));
     if (size <= 0) {
       v.result = size == 0 ? int64_t{MOONCAKE_STORE_OBJECT_NOT_FOUND} : size;
       break;
     }
-    v.memory = Scratch(s, static_cast<size_t>(size));
-    v.result = mooncake_store_get_into(s->handle(), CKey(key), v.memory.data(),
-                                       static_cast<size_t>(size));
+    largest = std::max(largest, size);
+    size_t capacity = ReadCapacity(largest, attempt);
+    v.memory = Scratch(s, capacity);
+    v.result = mooncake_store_get_into(s->handle(), CKey(key), v.memory.data(), capacity);
     if (v.result != kInvalidParams) break;
   }
   if (!v.ok()) v.memory = Scratch();

@@ -171,6 +171,16 @@ struct CBatch {
 // -600, buffer too small) is tried again before giving up with -600.
 constexpr int kReadAttempts = 8;
 
+// The buffer for the attempt-th read of a value whose largest size seen so far is
+// largest. A retry means an upsert grew the value between get_size and get_into; under a
+// busy writer that happens again and again, so a retry reads into room for the largest
+// size seen, eight times more per attempt (get_into reports the bytes it read: a larger
+// buffer is harmless, and an unused one is never touched).
+inline size_t ReadCapacity(int64_t largest, int attempt) {
+  uint64_t capacity = static_cast<uint64_t>(largest) << std::min(3 * attempt, 32);
+  return static_cast<size_t>(std::min<uint64_t>(capacity, MOONCAKE_STORE_MAX_VALUE_SIZE));
+}
+
 // A value read whole: the bytes and how many of them are valid, or the failure code.
 struct Value {
   int64_t result = MOONCAKE_STORE_OBJECT_NOT_FOUND;  // bytes read (> 0) or a negative code
@@ -180,12 +190,13 @@ struct Value {
 
 // Reads whole values for keys, with the GIL released. Sizes come from get_size (one
 // request per key: the ABI has no batch form), the reads from one batch_get_into. A value
-// that grew between the two (an upsert) answers -600 and is read again, a bounded number
-// of times.
+// that grew between the two (an upsert) answers -600 and is read again into a larger
+// buffer, a bounded number of times.
 inline std::vector<Value> ReadWhole(const std::shared_ptr<Session>& session,
                                     const std::vector<std::string>& keys) {
   std::vector<Value> values(keys.size());
   std::vector<size_t> pending(keys.size());
+  std::vector<int64_t> largest(keys.size(), 0);
   for (size_t i = 0; i < keys.size(); ++i) pending[i] = i;
   for (int attempt = 0; attempt < kReadAttempts && !pending.empty(); ++attempt) {
     CBatch batch;
@@ -195,8 +206,10 @@ inline std::vector<Value> ReadWhole(const std::shared_ptr<Session>& session,
         values[i].result = size == 0 ? int64_t{MOONCAKE_STORE_OBJECT_NOT_FOUND} : size;
         continue;
       }
-      values[i].memory = Scratch(session, static_cast<size_t>(size));
-      batch.Add(CKey(keys[i]), values[i].memory.data(), static_cast<size_t>(size), i);
+      largest[i] = std::max(largest[i], size);
+      size_t capacity = ReadCapacity(largest[i], attempt);
+      values[i].memory = Scratch(session, capacity);
+      batch.Add(CKey(keys[i]), values[i].memory.data(), capacity, i);
     }
     pending.clear();
     if (batch.where.empty()) break;
