@@ -11,9 +11,8 @@ extern "C" {
 
 typedef struct mc_cluster mc_cluster;
 
-/* Starts mooncake-master (with a 1 s read lease and a 2 s daemon TTL, so lease and death
- * tests stay short) and mooncaked with a segment of segment_size bytes. NULL on failure,
- * after printing why. */
+/* Starts mooncake-master (with a 1 s read lease, so lease tests stay short) and mooncaked
+ * with a segment of segment_size bytes. NULL on failure, after printing why. */
 mc_cluster *mc_cluster_start(uint64_t segment_size);
 /* The same with the master's read lease set to lease_ms (a benchmark wants it long enough
  * that re-reads within it hit the daemon's read cache). */
