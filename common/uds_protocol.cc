@@ -10,6 +10,18 @@
 namespace mooncake {
 namespace uds {
 
+void FrameBuffer::write(const char* data, size_t length) {
+  if (capacity_ - size_ < length) {
+    size_t capacity = std::max(capacity_ * 2, size_ + length);
+    std::unique_ptr<char[]> grown(new char[capacity]);
+    std::memcpy(grown.get(), this->data(), size_);
+    heap_ = std::move(grown);
+    capacity_ = capacity;
+  }
+  std::memcpy(this->data() + size_, data, length);
+  size_ += length;
+}
+
 FrameBuilder::FrameBuilder(uint64_t id, int64_t head, uint32_t arg_count) : packer_(buffer_) {
   static const char kPlaceholder[kFrameHeaderBytes] = {0, 0, 0, 0};
   buffer_.write(kPlaceholder, kFrameHeaderBytes);

@@ -53,20 +53,42 @@ struct WireConfig {
   std::vector<std::string> preferred_segments;
 };
 
+// The bytes of one frame: a msgpack stream that keeps small frames inline (on the
+// builder's stack), because msgpack::sbuffer mallocs 8 KiB for every frame, however small,
+// and most frames are a few dozen bytes.
+class FrameBuffer {
+ public:
+  FrameBuffer() = default;
+  FrameBuffer(const FrameBuffer&) = delete;
+  FrameBuffer& operator=(const FrameBuffer&) = delete;
+  void write(const char* data, size_t length);  // the msgpack stream interface
+  char* data() { return heap_ ? heap_.get() : inline_; }
+  size_t size() const { return size_; }
+
+ private:
+  static constexpr size_t kInlineBytes = 512;  // a header and a key of a few hundred bytes
+  char inline_[kInlineBytes];
+  std::unique_ptr<char[]> heap_;  // once a frame outgrows inline_
+  size_t size_ = 0;
+  size_t capacity_ = kInlineBytes;
+};
+
 // Builds one frame: [id, head, [args...]] behind its length prefix. head is the op of a
 // request or the code of a response. Pack exactly arg_count items into args().
 class FrameBuilder {
  public:
   FrameBuilder(uint64_t id, int64_t head, uint32_t arg_count);
-  msgpack::packer<msgpack::sbuffer>& args() { return packer_; }
+  FrameBuilder(const FrameBuilder&) = delete;
+  FrameBuilder& operator=(const FrameBuilder&) = delete;
+  msgpack::packer<FrameBuffer>& args() { return packer_; }
   void PackConfig(const WireConfig& config);
   // The finished frame, length prefix included.
   const char* data();
   size_t size() const { return buffer_.size(); }
 
  private:
-  msgpack::sbuffer buffer_;
-  msgpack::packer<msgpack::sbuffer> packer_;
+  FrameBuffer buffer_;
+  msgpack::packer<FrameBuffer> packer_;
 };
 
 // Reads positional values from a msgpack array. A getter that meets the wrong type, or

@@ -19,37 +19,6 @@ using namespace store_detail;
 
 namespace {
 
-// A response [id, code, [value]] (or [id, code, []]) built on the stack: the heap buffer
-// of uds::FrameBuilder (8 KiB) costs more than such an answer. The bytes are exactly what
-// FrameBuilder would produce: a little-endian length prefix, then the msgpack array.
-class SmallFrame {
- public:
-  SmallFrame(uint64_t id, int32_t code, const int64_t* value) {
-    msgpack::packer<SmallFrame> packer(*this);
-    size_ = uds::kFrameHeaderBytes;
-    packer.pack_array(3);
-    packer.pack(id);
-    packer.pack(static_cast<int64_t>(code));
-    packer.pack_array(value != nullptr ? 1 : 0);
-    if (value != nullptr) packer.pack(*value);
-    uint32_t payload = static_cast<uint32_t>(size_ - uds::kFrameHeaderBytes);
-    for (uint32_t i = 0; i < uds::kFrameHeaderBytes; ++i) {
-      bytes_[i] = static_cast<char>((payload >> (8 * i)) & 0xff);
-    }
-  }
-  // For msgpack::packer. At most 1 + 9 + 9 + 1 + 9 bytes follow the prefix.
-  void write(const char* data, size_t n) {
-    std::memcpy(bytes_ + size_, data, n);
-    size_ += n;
-  }
-  const char* data() const { return bytes_; }
-  size_t size() const { return size_; }
-
- private:
-  char bytes_[48];
-  size_t size_ = 0;
-};
-
 // Sends the frame now or hands it back for a worker.
 StoreService::Inline Finish(ClientSession* s, const char* data, size_t size,
                             std::string* deferred) {
@@ -66,7 +35,9 @@ StoreService::Inline Finish(ClientSession* s, const char* data, size_t size,
 
 StoreService::Inline FinishInt(ClientSession* s, uint64_t id, int32_t code, int64_t value,
                                std::string* deferred) {
-  SmallFrame frame(id, code, code == 0 ? &value : nullptr);
+  // FrameBuilder keeps a frame this small on the stack: no allocation on the inline path.
+  uds::FrameBuilder frame(id, code, code == 0 ? 1 : 0);
+  if (code == 0) frame.args().pack(value);
   return Finish(s, frame.data(), frame.size(), deferred);
 }
 

@@ -42,43 +42,10 @@ void SetTimeout(int fd, int option, int ms) {
 
 }  // namespace
 
-void FrameBuffer::write(const char* data, size_t length) {
-  if (capacity_ - size_ < length) {
-    size_t capacity = std::max(capacity_ * 2, size_ + length);
-    std::unique_ptr<char[]> grown(new char[capacity]);
-    std::memcpy(grown.get(), this->data(), size_);
-    heap_ = std::move(grown);
-    capacity_ = capacity;
-  }
-  std::memcpy(this->data() + size_, data, length);
-  size_ += length;
-}
-
 Request::Request(uds::Op op, uint32_t arg_count)
-    : id_(g_next_request_id.fetch_add(1, std::memory_order_relaxed)), op_(op),
-      packer_(buffer_) {
-  static const char kPlaceholder[uds::kFrameHeaderBytes] = {0, 0, 0, 0};
-  buffer_.write(kPlaceholder, uds::kFrameHeaderBytes);
-  packer_.pack_array(3);
-  packer_.pack(id_);
-  packer_.pack(static_cast<int64_t>(op));
-  packer_.pack_array(arg_count);
-}
-
-void Request::PackConfig(const uds::WireConfig& config) {
-  packer_.pack_array(4);
-  packer_.pack(config.replica_num);
-  packer_.pack(config.with_soft_pin);
-  packer_.pack(config.with_hard_pin);
-  packer_.pack(config.preferred_segments);
-}
-
-const char* Request::Finish() {
-  uint32_t payload = static_cast<uint32_t>(buffer_.size() - uds::kFrameHeaderBytes);
-  unsigned char* p = reinterpret_cast<unsigned char*>(buffer_.data());
-  for (uint32_t i = 0; i < uds::kFrameHeaderBytes; ++i) p[i] = (payload >> (8 * i)) & 0xff;
-  return buffer_.data();
-}
+    : id_(g_next_request_id.fetch_add(1, std::memory_order_relaxed)),
+      op_(op),
+      frame_(id_, static_cast<int64_t>(op), arg_count) {}
 
 Ticket::~Ticket() {
   if (pending_) session_->Abandon(pending_.get());
@@ -244,7 +211,7 @@ Ticket Connection::SendOn(const std::shared_ptr<Session>& session, Request& requ
   p->id = request.id_;
   p->keepalive = std::move(keepalive);
   t.deadline_ = Clock::now() + std::chrono::milliseconds(options_.timeout_ms);
-  if (!session->Send(p.get(), request.Finish(), request.buffer_.size(), -1)) {
+  if (!session->Send(p.get(), request.frame_.data(), request.frame_.size(), -1)) {
     t.immediate_code_ = kRpcFail;
     return t;
   }
@@ -260,7 +227,7 @@ int Connection::CallOn(const std::shared_ptr<Session>& session, Request& request
   p.id = request.id_;
   p.keepalive = std::move(keepalive);
   Clock::time_point deadline = Clock::now() + std::chrono::milliseconds(options_.timeout_ms);
-  if (!session->Send(&p, request.Finish(), request.buffer_.size(), fd_to_pass)) {
+  if (!session->Send(&p, request.frame_.data(), request.frame_.size(), fd_to_pass)) {
     reply->code = kRpcFail;
     return reply->code;
   }

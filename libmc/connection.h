@@ -26,45 +26,22 @@ namespace client {
 class Session;
 struct Pending;
 
-// The bytes of one request frame: a msgpack stream that keeps small frames inline (on the
-// caller's stack), because msgpack::sbuffer mallocs 8 KiB for every frame, however small.
-class FrameBuffer {
- public:
-  FrameBuffer() = default;
-  FrameBuffer(const FrameBuffer&) = delete;
-  FrameBuffer& operator=(const FrameBuffer&) = delete;
-  void write(const char* data, size_t length);  // the msgpack stream interface
-  char* data() { return heap_ ? heap_.get() : inline_; }
-  size_t size() const { return size_; }
-
- private:
-  static constexpr size_t kInlineBytes = 512;  // a header and a key of a few hundred bytes
-  char inline_[kInlineBytes];
-  std::unique_ptr<char[]> heap_;  // once a frame outgrows inline_
-  size_t size_ = 0;
-  size_t capacity_ = kInlineBytes;
-};
-
 // A request frame with a fresh id (unique in the process): [id, op, [args...]] behind its
 // length prefix, as uds::FrameBuilder writes it. Pack exactly arg_count values into args().
 class Request {
  public:
   Request(uds::Op op, uint32_t arg_count);
-  Request(const Request&) = delete;
-  Request& operator=(const Request&) = delete;
-  msgpack::packer<FrameBuffer>& args() { return packer_; }
-  void PackConfig(const uds::WireConfig& config);
+  msgpack::packer<uds::FrameBuffer>& args() { return frame_.args(); }
+  void PackConfig(const uds::WireConfig& config) { frame_.PackConfig(config); }
   uint64_t id() const { return id_; }
   uds::Op op() const { return op_; }
 
  private:
   friend class Connection;
-  const char* Finish();  // writes the length prefix; the frame is then buffer_.data()
 
   uint64_t id_;
   uds::Op op_;
-  FrameBuffer buffer_;
-  msgpack::packer<FrameBuffer> packer_;
+  uds::FrameBuilder frame_;
 };
 
 // A response: code 0 and the results array, or a negative code (from the daemon, or
