@@ -1,0 +1,96 @@
+// One interface, two transports: how this daemon moves bytes between its own memory (an
+// application's pool or a segment it owns) and a segment another daemon owns.
+//
+// Transfers are one-sided: the owner's CPU (TCP) or NIC (RDMA) serves them without the
+// owner's store logic taking part. Both transports address a remote replica the same way,
+// by the segment's published descriptor and an offset in it; what differs is which
+// endpoint of the descriptor they use ("tcp": host:port of the owner's transfer port,
+// "rdma": the owner's device, queue-pair bootstrap address and memory key).
+//
+// Local memory must be registered before it is transferred to or from (RDMA pins it and
+// gets keys; TCP has nothing to do), and a segment's endpoints are asked of every
+// transport when it is mounted, so that peers learn how to reach it.
+#ifndef MOONCAKE_DAEMON_TRANSPORT_H_
+#define MOONCAKE_DAEMON_TRANSPORT_H_
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "MasterService.h"
+#include "daemon/transfer_protocol.h"
+
+namespace mooncake {
+
+// A segment another daemon owns, as the master published it at mount.
+struct RemoteSegment {
+  int64_t segment_id = 0;
+  std::string name;  // "host:port" of the owner
+  uint64_t base = 0;  // in the owner's address space (RDMA addresses need it)
+  uint64_t size = 0;
+  std::vector<rpc::TransportEndpoint> endpoints;
+
+  // The endpoint of this protocol ("tcp", "rdma"), or null.
+  const rpc::TransportEndpoint* Endpoint(const std::string& protocol) const {
+    for (const auto& e : endpoints) {
+      if (e.protocol == protocol) return &e;
+    }
+    return nullptr;
+  }
+};
+
+enum class TransferKind { kRead, kWrite };
+
+// One transfer: kRead copies remote -> local, kWrite local -> remote.
+struct TransferOp {
+  TransferKind kind = TransferKind::kRead;
+  std::shared_ptr<const RemoteSegment> remote;
+  uint64_t remote_offset = 0;  // inside the remote segment
+  char* local = nullptr;       // registered memory of this daemon
+  uint64_t length = 0;
+  int32_t result = 0;          // set by Execute: 0, or a code (-800 TRANSFER_FAIL, ...)
+};
+
+class Transport {
+ public:
+  virtual ~Transport() = default;
+
+  // "tcp" or "rdma": the endpoint protocol this transport publishes and uses.
+  virtual const char* protocol() const = 0;
+
+  // Memory of this daemon that transfers may touch. 0, or a code.
+  virtual int32_t RegisterMemory(char* base, uint64_t size) = 0;
+  virtual void UnregisterMemory(char* base) = 0;
+
+  // The endpoint under which peers reach [base, base + size), a segment of this daemon
+  // being mounted; false when this transport publishes none for it.
+  virtual bool DescribeSegment(char* base, uint64_t size, rpc::TransportEndpoint* out) = 0;
+
+  // Runs every op, in parallel where the transport can, and returns when each has ended
+  // (result set). No op may run past deadline: one that would fails with -800.
+  virtual void Execute(std::vector<TransferOp*>* ops,
+                       std::chrono::steady_clock::time_point deadline) = 0;
+};
+
+// CONTROL requests over the transfer port (daemon/transfer_protocol.h): how the RDMA
+// transport exchanges queue-pair endpoints with a peer before its first one-sided
+// operation. The TCP transport is the caller; the transfer server dispatches to handlers.
+using ControlHandler = std::function<int32_t(const std::string& request, std::string* reply)>;
+
+class ControlCaller {
+ public:
+  virtual ~ControlCaller() = default;
+  // Sends request to the handler of channel on the daemon whose transfer port is address
+  // ("host:port") and waits for its answer: the handler's code, or -800 when the peer
+  // cannot be reached or does not answer before deadline.
+  virtual int32_t CallControl(const std::string& address, transfer::ControlChannel channel,
+                              const std::string& request, std::string* reply,
+                              std::chrono::steady_clock::time_point deadline) = 0;
+};
+
+}  // namespace mooncake
+
+#endif  // MOONCAKE_DAEMON_TRANSPORT_H_
