@@ -3,79 +3,232 @@
 #include <signal.h>
 
 #include <cstdio>
+#include <cstdlib>
+#include <memory>
 #include <string>
+#include <vector>
 
+#include "MasterService.h"
 #include "tests/process_harness.h"
 
 namespace harness = mooncake::testing;
 
+namespace {
+
+struct Daemon {
+  std::string socket_path;
+  std::string log_path;
+  std::string name;  // "127.0.0.1:<port>"
+  int port = 0;
+  std::vector<std::string> flags;  // the cluster's daemon flags, then its own
+  harness::ChildProcess process;
+};
+
+std::vector<std::string> FlagList(const char* const* flags) {
+  std::vector<std::string> out;
+  for (; flags != nullptr && *flags != nullptr; ++flags) out.emplace_back(*flags);
+  return out;
+}
+
+}  // namespace
+
 struct mc_cluster {
   std::string dir;
-  std::string socket_path;
   uint64_t segment_size = 0;
   int lease_ms = 1000;
   int master_port = 0;
-  int daemon_port = 0;
+  std::vector<std::string> master_flags;
+  std::vector<std::string> daemon_flags;
   harness::ChildProcess master;
-  harness::ChildProcess daemon;
+  std::vector<std::unique_ptr<Daemon>> daemons;
 };
 
 namespace {
 
 // Tests use a 1 s read lease so lease tests stay short. The daemon TTL stays at the
-// master's default: a short one declared daemons dead whenever a loaded machine delayed a
-// heartbeat, and the death tests do not wait for it (a restarted daemon replaces its
-// predecessor when it registers).
+// master's default unless a cluster asks otherwise: a short one declared daemons dead
+// whenever a loaded machine delayed a heartbeat, and the death tests do not wait for it
+// (a restarted daemon replaces its predecessor when it registers).
 bool StartMasterOn(mc_cluster* c) {
-  return harness::StartMasterOnPort(&c->master, c->master_port, c->dir + "/master.log",
-                                    {"--default_kv_lease_ttl", std::to_string(c->lease_ms)});
+  std::vector<std::string> flags = {"--default_kv_lease_ttl", std::to_string(c->lease_ms)};
+  flags.insert(flags.end(), c->master_flags.begin(), c->master_flags.end());
+  return harness::StartMasterOnPort(&c->master, c->master_port, c->dir + "/master.log", flags);
 }
 
-bool StartDaemonOn(mc_cluster* c) {
-  return harness::StartDaemon(&c->daemon, c->master_port, c->socket_path, c->dir + "/daemon.log",
-                              {"--port", std::to_string(c->daemon_port), "--global_segment_size",
-                               std::to_string(c->segment_size)});
+bool StartDaemonOn(mc_cluster* c, Daemon* d) {
+  std::vector<std::string> flags = {"--port", std::to_string(d->port), "--global_segment_size",
+                                    std::to_string(c->segment_size)};
+  flags.insert(flags.end(), d->flags.begin(), d->flags.end());
+  return harness::StartDaemon(&d->process, c->master_port, d->socket_path, d->log_path, flags);
+}
+
+void SetPort(Daemon* d, int port) {
+  d->port = port;
+  d->name = "127.0.0.1:" + std::to_string(port);
+}
+
+Daemon* NewDaemon(mc_cluster* c, const std::vector<std::string>& extra) {
+  size_t i = c->daemons.size();
+  auto d = std::make_unique<Daemon>();
+  d->socket_path = c->dir + "/mooncaked-" + std::to_string(i) + ".sock";
+  d->log_path = c->dir + "/daemon-" + std::to_string(i) + ".log";
+  d->flags = c->daemon_flags;
+  d->flags.insert(d->flags.end(), extra.begin(), extra.end());
+  SetPort(d.get(), harness::FreeTcpPort());
+  c->daemons.push_back(std::move(d));
+  return c->daemons.back().get();
+}
+
+Daemon* At(const mc_cluster* c, int i) {
+  if (i < 0 || static_cast<size_t>(i) >= c->daemons.size()) {
+    std::fprintf(stderr, "mc_cluster: no daemon %d\n", i);
+    std::abort();
+  }
+  return c->daemons[static_cast<size_t>(i)].get();
+}
+
+void StopAll(mc_cluster* c, int sig) {
+  for (auto& d : c->daemons) {
+    d->process.Resume();  // a paused daemon would not act on SIGTERM
+    d->process.Stop(sig, 10000);
+  }
+  c->master.Stop(sig, 10000);
 }
 
 }  // namespace
 
 extern "C" {
 
-mc_cluster* mc_cluster_start(uint64_t segment_size) {
-  return mc_cluster_start_with_lease(segment_size, 1000);
-}
-
-mc_cluster* mc_cluster_start_with_lease(uint64_t segment_size, int lease_ms) {
+mc_cluster* mc_cluster_start_with(const mc_cluster_options* options) {
   auto* c = new mc_cluster;
-  c->lease_ms = lease_ms;
   c->dir = harness::MakeTempDir("mc-cluster-");
-  c->socket_path = c->dir + "/mooncaked.sock";
-  c->segment_size = segment_size;
+  c->segment_size = options->segment_size;
+  c->lease_ms = options->lease_ms > 0 ? options->lease_ms : 1000;
+  c->master_flags = FlagList(options->master_flags);
+  c->daemon_flags = FlagList(options->daemon_flags);
   c->master_port = harness::FreeTcpPort();
-  c->daemon_port = harness::FreeTcpPort();
-  if (!StartMasterOn(c) || !StartDaemonOn(c)) {
+  bool ok = StartMasterOn(c);
+  for (int i = 0; ok && i < options->daemons; ++i) {
+    Daemon* d = NewDaemon(c, {});
+    // The port was free a moment ago; another program may have taken it since (the
+    // daemon then exits at once). Try others before giving up.
+    ok = StartDaemonOn(c, d);
+    for (int attempt = 0; !ok && !d->process.running() && attempt < 3; ++attempt) {
+      SetPort(d, harness::FreeTcpPort());
+      ok = StartDaemonOn(c, d);
+    }
+  }
+  if (!ok) {
     std::fprintf(stderr, "cluster did not start; logs in %s\n", c->dir.c_str());
-    c->daemon.Stop(SIGKILL, 1000);
-    c->master.Stop(SIGKILL, 1000);
+    StopAll(c, SIGKILL);
     delete c;
     return nullptr;
   }
   return c;
 }
 
-const char* mc_cluster_socket(const mc_cluster* c) { return c->socket_path.c_str(); }
-int mc_cluster_daemon_port(const mc_cluster* c) { return c->daemon_port; }
+mc_cluster* mc_cluster_start(uint64_t segment_size) {
+  return mc_cluster_start_with_lease(segment_size, 1000);
+}
 
-void mc_cluster_kill_daemon(mc_cluster* c, int sig) { c->daemon.Stop(sig, 10000); }
+mc_cluster* mc_cluster_start_with_lease(uint64_t segment_size, int lease_ms) {
+  mc_cluster_options options = {1, segment_size, lease_ms, nullptr, nullptr};
+  return mc_cluster_start_with(&options);
+}
+
+const char* mc_cluster_socket(const mc_cluster* c) { return mc_cluster_socket_at(c, 0); }
+int mc_cluster_daemon_port(const mc_cluster* c) { return mc_cluster_port_at(c, 0); }
+
+int mc_cluster_master_port(const mc_cluster* c) { return c->master_port; }
+int mc_cluster_daemon_count(const mc_cluster* c) { return static_cast<int>(c->daemons.size()); }
+const char* mc_cluster_socket_at(const mc_cluster* c, int i) { return At(c, i)->socket_path.c_str(); }
+int mc_cluster_port_at(const mc_cluster* c, int i) { return At(c, i)->port; }
+const char* mc_cluster_name_at(const mc_cluster* c, int i) { return At(c, i)->name.c_str(); }
+const char* mc_cluster_log_at(const mc_cluster* c, int i) { return At(c, i)->log_path.c_str(); }
+
+int mc_cluster_kill_daemon_at(mc_cluster* c, int i, int sig) {
+  Daemon* d = At(c, i);
+  // A paused daemon would act on anything but SIGKILL only once continued.
+  if (sig != SIGKILL) d->process.Resume();
+  return d->process.Stop(sig, 10000);
+}
+
+int mc_cluster_pause_daemon_at(mc_cluster* c, int i) {
+  return At(c, i)->process.Pause() ? 0 : -1;
+}
+
+int mc_cluster_resume_daemon_at(mc_cluster* c, int i) {
+  Daemon* d = At(c, i);
+  if (!d->process.running()) return -1;
+  d->process.Resume();
+  return 0;
+}
+
+int mc_cluster_restart_daemon_at(mc_cluster* c, int i) {
+  return StartDaemonOn(c, At(c, i)) ? 0 : -1;
+}
+
+int mc_cluster_daemon_alive(mc_cluster* c, int i) {
+  Daemon* d = At(c, i);
+  d->process.Wait(0);  // reaps it if it has exited
+  return d->process.running() ? 1 : 0;
+}
+
+int mc_cluster_add_daemon(mc_cluster* c, const char* const* extra_flags) {
+  Daemon* d = NewDaemon(c, FlagList(extra_flags));
+  StartDaemonOn(c, d);
+  return d->process.running() || d->process.exit_status() != -1
+             ? static_cast<int>(c->daemons.size() - 1)
+             : -1;
+}
+
+int mc_cluster_wait_daemon_at(mc_cluster* c, int i, int timeout_ms) {
+  Daemon* d = At(c, i);
+  if (!d->process.running()) return d->process.exit_status();
+  return d->process.Wait(timeout_ms);
+}
+
+void mc_cluster_kill_daemon(mc_cluster* c, int sig) { mc_cluster_kill_daemon_at(c, 0, sig); }
 void mc_cluster_kill_master(mc_cluster* c, int sig) { c->master.Stop(sig, 10000); }
-int mc_cluster_restart_daemon(mc_cluster* c) { return StartDaemonOn(c) ? 0 : -1; }
+int mc_cluster_restart_daemon(mc_cluster* c) { return mc_cluster_restart_daemon_at(c, 0); }
 int mc_cluster_restart_master(mc_cluster* c) { return StartMasterOn(c) ? 0 : -1; }
+
+int mc_cluster_segment_at(const mc_cluster* c, int i, mc_cluster_segment* out) {
+  const std::string& name = At(c, i)->name;
+  std::vector<mooncake::rpc::SegmentInfo> segments;
+  if (!harness::WithMasterClient(c->master_port, [&](mooncake::rpc::MasterServiceClient& m) {
+        m.GetAllSegments(segments);
+      })) {
+    return -1;
+  }
+  for (const auto& s : segments) {
+    if (s.name != name) continue;
+    out->id = s.segment_id;
+    out->size = static_cast<uint64_t>(s.size);
+    out->used = static_cast<uint64_t>(s.used);
+    return 0;
+  }
+  return -1;
+}
+
+int mc_cluster_replica_at(const mc_cluster* c, const char* key, int r, int64_t* segment_id,
+                          uint64_t* offset) {
+  mooncake::rpc::ReplicaListResult list;
+  if (!harness::WithMasterClient(c->master_port, [&](mooncake::rpc::MasterServiceClient& m) {
+        m.GetReplicaList(list, key);
+      }) ||
+      list.code != 0 || r < 0 || static_cast<size_t>(r) >= list.replicas.size()) {
+    return -1;
+  }
+  *segment_id = list.replicas[static_cast<size_t>(r)].segment_id;
+  *offset = static_cast<uint64_t>(list.replicas[static_cast<size_t>(r)].offset);
+  return 0;
+}
 
 void mc_cluster_stop(mc_cluster* c) {
   if (c == nullptr) return;
-  c->daemon.Stop(SIGTERM, 10000);
-  c->master.Stop(SIGTERM, 10000);
-  harness::RemoveTree(c->dir);
+  StopAll(c, SIGTERM);
+  if (std::getenv("MC_KEEP_TEST_DIR") == nullptr) harness::RemoveTree(c->dir);
   delete c;
 }
 

@@ -1,5 +1,8 @@
-/* A real master and one daemon on 127.0.0.1 with free ports and a temp dir, for the C ABI
- * suites (which are C, so this is a C interface over tests/process_harness). */
+/* A real master and N daemons on 127.0.0.1 with free ports, all under one temp dir, for
+ * the C ABI suites (which are C, so this is a C interface over tests/process_harness).
+ * Daemon i serves the Unix socket <dir>/mooncaked-<i>.sock, the transfer port
+ * port_at(i), advertises the name "127.0.0.1:<port>" and logs to <dir>/daemon-<i>.log.
+ * Indices are stable: a killed daemon keeps its index, its socket and its port. */
 #ifndef MOONCAKE_TESTS_CLUSTER_H_
 #define MOONCAKE_TESTS_CLUSTER_H_
 
@@ -11,22 +14,78 @@ extern "C" {
 
 typedef struct mc_cluster mc_cluster;
 
-/* Starts mooncake-master (with a 1 s read lease, so lease tests stay short) and mooncaked
- * with a segment of segment_size bytes. NULL on failure, after printing why. */
+typedef struct mc_cluster_options {
+  int daemons;           /* how many mooncaked to start (>= 1) */
+  uint64_t segment_size; /* each daemon's --global_segment_size */
+  int lease_ms;          /* the master's read lease; 0: 1000 (lease tests stay short) */
+  /* Extra flags, NULL-terminated (NULL: none): for the master, and for every daemon
+   * (including ones started later by restart or add_daemon). */
+  const char *const *master_flags;
+  const char *const *daemon_flags;
+} mc_cluster_options;
+
+/* Starts the master, then the daemons one by one, each waited for until it serves its
+ * socket. NULL on failure, after printing why and where the logs are. */
+mc_cluster *mc_cluster_start_with(const mc_cluster_options *options);
+
+/* One daemon, as the single-daemon suites use it: index 0 of a cluster of one. */
 mc_cluster *mc_cluster_start(uint64_t segment_size);
 /* The same with the master's read lease set to lease_ms (a benchmark wants it long enough
  * that re-reads within it hit the daemon's read cache). */
 mc_cluster *mc_cluster_start_with_lease(uint64_t segment_size, int lease_ms);
-const char *mc_cluster_socket(const mc_cluster *c);
-int mc_cluster_daemon_port(const mc_cluster *c);
+const char *mc_cluster_socket(const mc_cluster *c);  /* daemon 0's */
+int mc_cluster_daemon_port(const mc_cluster *c);     /* daemon 0's */
 
-/* Sends sig to the daemon (or master) and waits for it to exit. */
+int mc_cluster_master_port(const mc_cluster *c);
+int mc_cluster_daemon_count(const mc_cluster *c);
+const char *mc_cluster_socket_at(const mc_cluster *c, int i);
+int mc_cluster_port_at(const mc_cluster *c, int i);
+/* "127.0.0.1:<port>": what preferred_segments takes to steer a replica onto daemon i. */
+const char *mc_cluster_name_at(const mc_cluster *c, int i);
+const char *mc_cluster_log_at(const mc_cluster *c, int i);
+
+/* Sends sig to daemon i and waits (10 s at most, then SIGKILL) for it to exit; returns
+ * its waitpid status, or -1 when it was not running or had to be killed. */
+int mc_cluster_kill_daemon_at(mc_cluster *c, int i, int sig);
+/* SIGSTOP (returning once every thread has stopped) and SIGCONT; 0 on success. */
+int mc_cluster_pause_daemon_at(mc_cluster *c, int i);
+int mc_cluster_resume_daemon_at(mc_cluster *c, int i);
+/* Starts daemon i again with the same socket, port and flags; 0 once serving. */
+int mc_cluster_restart_daemon_at(mc_cluster *c, int i);
+/* 1 while daemon i's process exists (a stopped one too), 0 once it has exited. */
+int mc_cluster_daemon_alive(mc_cluster *c, int i);
+/* Starts one more daemon with the cluster's daemon flags, then extra_flags
+ * (NULL-terminated, later flags win); returns its index whether or not it came up (see
+ * mc_cluster_daemon_alive and mc_cluster_wait_daemon_at), -1 when it could not be forked. */
+int mc_cluster_add_daemon(mc_cluster *c, const char *const *extra_flags);
+/* Waits up to timeout_ms for daemon i to exit on its own; its waitpid status, or -1 while
+ * it still runs. */
+int mc_cluster_wait_daemon_at(mc_cluster *c, int i, int timeout_ms);
+
+/* Sends sig to the daemon 0 (or master) and waits for it to exit. */
 void mc_cluster_kill_daemon(mc_cluster *c, int sig);
 void mc_cluster_kill_master(mc_cluster *c, int sig);
 /* Starts them again with the same socket, ports and flags; 0 once serving. */
 int mc_cluster_restart_daemon(mc_cluster *c);
 int mc_cluster_restart_master(mc_cluster *c);
 
+/* The master's view, asked over Thrift as a daemon would (the C ABI does not show where
+ * replicas are). Tests use it to see placement, never to change anything. */
+typedef struct mc_cluster_segment {
+  int64_t id;
+  uint64_t size;
+  uint64_t used; /* bytes allocated to replicas, finished or still being written */
+} mc_cluster_segment;
+/* Daemon i's segment as the master lists it under daemon i's name: 0, or -1 when the
+ * master lists none (or cannot be asked). */
+int mc_cluster_segment_at(const mc_cluster *c, int i, mc_cluster_segment *out);
+/* Where COMPLETE replica r of key lies (GetReplicaList, which grants a read lease): 0, or
+ * -1 when there is no such replica. */
+int mc_cluster_replica_at(const mc_cluster *c, const char *key, int r, int64_t *segment_id,
+                          uint64_t *offset);
+
+/* Stops every daemon, then the master (SIGTERM), and removes the directory unless
+ * $MC_KEEP_TEST_DIR is set. NULL is ignored. */
 void mc_cluster_stop(mc_cluster *c);
 
 #ifdef __cplusplus

@@ -9,15 +9,7 @@
 
 #include <cstdlib>
 #include <cstring>
-#include <filesystem>
-#include <fstream>
-#include <memory>
 #include <random>
-#include <thread>
-
-#include <thrift/protocol/TBinaryProtocol.h>
-#include <thrift/transport/TBufferTransports.h>
-#include <thrift/transport/TSocket.h>
 
 #include "MasterService.h"
 #include "tests/cmocka_cpp.h"
@@ -25,9 +17,6 @@
 namespace mooncake {
 namespace testing {
 
-using apache::thrift::protocol::TBinaryProtocol;
-using apache::thrift::transport::TFramedTransport;
-using apache::thrift::transport::TSocket;
 using uds::Op;
 
 Fixture* g_fixture = nullptr;
@@ -200,30 +189,6 @@ int64_t PutBegin(Conn* c, const std::string& key, uint64_t size, std::vector<int
   }, 4, v);
 }
 
-namespace {
-
-// True once every thread of pid is in state T (stopped); polls /proc for about a second.
-bool AllThreadsStopped(pid_t pid) {
-  std::string tasks = "/proc/" + std::to_string(pid) + "/task";
-  for (int attempt = 0; attempt < 200; ++attempt) {
-    bool all = true;
-    for (const auto& t : std::filesystem::directory_iterator(tasks)) {
-      std::ifstream stat(t.path() / "stat");
-      std::string line;
-      std::getline(stat, line);
-      size_t paren = line.rfind(')');  // the state follows the command name
-      if (paren == std::string::npos || paren + 2 >= line.size() || line[paren + 2] != 'T') {
-        all = false;
-      }
-    }
-    if (all) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
-  return false;
-}
-
-}  // namespace
-
 OwnCluster::OwnCluster(const std::string& lease, std::vector<std::string> daemon_flags) {
   dir = MakeTempDir("mc-daemon-cache-");
   socket_path = dir + "/mooncaked.sock";
@@ -244,14 +209,12 @@ OwnCluster::~OwnCluster() {
 }
 
 void OwnCluster::Pause() {
-  assert_int_equal(kill(master.pid(), SIGSTOP), 0);
   paused = true;
-  // kill() returns before every thread has stopped; one still running could answer.
-  assert_true(AllThreadsStopped(master.pid()));
+  assert_true(master.Pause());
 }
 
 void OwnCluster::Resume() {
-  if (paused) kill(master.pid(), SIGCONT);
+  if (paused) master.Resume();
   paused = false;
 }
 
@@ -265,19 +228,9 @@ int64_t ElapsedMs(std::chrono::steady_clock::time_point since) {
 }
 
 size_t MasterSegmentCount(int port) {
-  try {
-    auto socket = std::make_shared<TSocket>("127.0.0.1", port);
-    socket->setRecvTimeout(2000);
-    auto transport = std::make_shared<TFramedTransport>(socket);
-    transport->open();
-    rpc::MasterServiceClient client(std::make_shared<TBinaryProtocol>(transport));
-    std::vector<rpc::SegmentInfo> segments;
-    client.GetAllSegments(segments);
-    transport->close();
-    return segments.size();
-  } catch (const std::exception&) {
-    return 0;
-  }
+  std::vector<rpc::SegmentInfo> segments;
+  WithMasterClient(port, [&](rpc::MasterServiceClient& client) { client.GetAllSegments(segments); });
+  return segments.size();
 }
 
 }  // namespace testing

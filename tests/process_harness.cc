@@ -14,7 +14,15 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
+#include <memory>
 #include <thread>
+
+#include <thrift/protocol/TBinaryProtocol.h>
+#include <thrift/transport/TBufferTransports.h>
+#include <thrift/transport/TSocket.h>
+
+#include "MasterService.h"
 
 namespace mooncake {
 namespace testing {
@@ -94,6 +102,7 @@ int ChildProcess::Wait(int timeout_ms) {
     pid_t r = waitpid(pid_, &status, WNOHANG);
     if (r == pid_) {
       pid_ = -1;
+      exit_status_ = status;
       return status;
     }
     if (std::chrono::steady_clock::now() > deadline) return -1;
@@ -108,10 +117,35 @@ int ChildProcess::Stop(int sig, int timeout_ms) {
   int status = Wait(timeout_ms);
   if (status == -1 && pid_ > 0) {
     kill(pid_, SIGKILL);
-    waitpid(pid_, nullptr, 0);
+    waitpid(pid_, &exit_status_, 0);
     pid_ = -1;
   }
   return status;
+}
+
+bool ChildProcess::Pause() {
+  if (pid_ <= 0 || kill(pid_, SIGSTOP) != 0) return false;
+  std::string tasks = "/proc/" + std::to_string(pid_) + "/task";
+  for (int attempt = 0; attempt < 200; ++attempt) {
+    bool all = true;
+    std::error_code ignored;
+    for (const auto& t : std::filesystem::directory_iterator(tasks, ignored)) {
+      std::ifstream stat(t.path() / "stat");
+      std::string line;
+      std::getline(stat, line);
+      size_t paren = line.rfind(')');  // the state follows the command name
+      if (paren == std::string::npos || paren + 2 >= line.size() || line[paren + 2] != 'T') {
+        all = false;
+      }
+    }
+    if (all) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  return false;
+}
+
+void ChildProcess::Resume() {
+  if (pid_ > 0) kill(pid_, SIGCONT);
 }
 
 bool WaitForTcpPort(int port, int timeout_ms) {
@@ -178,9 +212,35 @@ bool StartDaemon(ChildProcess* daemon, int master_port, const std::string& socke
                                    "64MB"};
   argv.insert(argv.end(), extra_flags.begin(), extra_flags.end());
   if (!daemon->Start(argv, log_path)) return false;
-  if (WaitForUnixSocket(socket_path, 10000)) return true;
+  // A daemon refusing its flags exits at once; waiting the full time for it would only
+  // slow down the tests that expect that.
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (WaitForUnixSocket(socket_path, 100)) return true;
+    if (daemon->Wait(0) != -1) return false;
+  }
   daemon->Stop(SIGKILL, 2000);
   return false;
+}
+
+bool WithMasterClient(int port, const std::function<void(rpc::MasterServiceClient&)>& fn) {
+  using apache::thrift::protocol::TBinaryProtocol;
+  using apache::thrift::transport::TFramedTransport;
+  using apache::thrift::transport::TSocket;
+  try {
+    auto socket = std::make_shared<TSocket>("127.0.0.1", port);
+    socket->setConnTimeout(2000);
+    socket->setRecvTimeout(5000);
+    socket->setSendTimeout(5000);
+    auto transport = std::make_shared<TFramedTransport>(socket);
+    transport->open();
+    rpc::MasterServiceClient client(std::make_shared<TBinaryProtocol>(transport));
+    fn(client);
+    transport->close();
+    return true;
+  } catch (const std::exception&) {
+    return false;
+  }
 }
 
 }  // namespace testing

@@ -5,10 +5,14 @@
 
 #include <sys/types.h>
 
+#include <functional>
 #include <string>
 #include <vector>
 
 namespace mooncake {
+namespace rpc {
+class MasterServiceClient;
+}
 namespace testing {
 
 // A TCP port on 127.0.0.1 that was free a moment ago.
@@ -35,12 +39,19 @@ class ChildProcess {
   int Stop(int sig, int timeout_ms);
   // Waits for the process to exit on its own; same return convention as Stop.
   int Wait(int timeout_ms);
+  // SIGSTOP, then waits (up to about a second) until every thread is stopped: kill()
+  // returns before they are, and a thread still running could answer. True once they are.
+  bool Pause();
+  void Resume();  // SIGCONT
   bool running() const { return pid_ > 0; }
   pid_t pid() const { return pid_; }
+  // The waitpid status of the last run that ended (-1 before one has).
+  int exit_status() const { return exit_status_; }
   const std::string& log_path() const { return log_path_; }
 
  private:
   pid_t pid_ = -1;
+  int exit_status_ = -1;
   std::string log_path_;
 };
 
@@ -62,9 +73,15 @@ bool WaitForUnixSocket(const std::string& path, int timeout_ms);
 
 // Starts build/daemon/mooncaked against the master on 127.0.0.1:master_port, serving
 // socket_path and advertising 127.0.0.1, with a 64 MiB global segment unless extra_flags
-// say otherwise (later flags win). true once the socket accepts connections.
+// say otherwise (later flags win). true once the socket accepts connections; false at
+// once when the daemon exits first (its status stays in daemon->exit_status()).
 bool StartDaemon(ChildProcess* daemon, int master_port, const std::string& socket_path,
                  const std::string& log_path, const std::vector<std::string>& extra_flags);
+
+// Calls fn with a Thrift client of the master on 127.0.0.1:port, connected as daemons
+// connect (framed transport, binary protocol); false when it cannot be reached or the
+// call throws.
+bool WithMasterClient(int port, const std::function<void(rpc::MasterServiceClient&)>& fn);
 
 }  // namespace testing
 }  // namespace mooncake
