@@ -2,6 +2,12 @@
 // KV-cache-sized objects, with pool (zero-copy) and plain (staged) buffers, 1 and N threads,
 // single and batch calls. Every figure is printed next to a baseline measured in the same
 // run: a plain memcpy of the same size, and one Unix-socket round trip.
+//
+// --daemons 2: the transfer engine instead. A client on daemon A puts with the replica
+// steered onto daemon B and gets those objects back on A, so every byte crosses the
+// transfer port; the baseline is raw loopback TCP measured in the same run.
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <pthread.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -30,12 +36,14 @@ using Clock = std::chrono::steady_clock;
 struct Options {
   std::string socket;               // an existing daemon; empty: spawn master + daemon
   std::string build_dir = "build";  // where the spawned binaries are
-  std::string sizes = "4KB,64KB,1MB,4MB,16MB";
+  int64_t daemons = 1;              // 2: the two-daemon (transfer engine) mode
+  std::string daemon_args;          // extra flags of spawned daemons, separated by spaces
+  std::string sizes;                // empty: the mode's default
   int64_t threads = 4;
   uint64_t bytes_per_phase = 256ull << 20;
   int64_t max_ops = 20000;
   uint64_t pool_size = 1ull << 30;
-  uint64_t segment_size = 3ull << 30;
+  uint64_t segment_size = 0;  // 0: the mode's default
   int64_t lease_ms = 3000;  // the master's read lease (spawned: set to this)
   std::string csv;
 };
@@ -67,7 +75,8 @@ struct Row {
   uint64_t size = 0;
   int threads = 0;
   int64_t ops = 0;
-  double seconds = 0, p50_us = 0, p99_us = 0, memcpy_gbps = 0;
+  // baseline_gbps: memcpy of the same size (one daemon), raw loopback TCP (two daemons).
+  double seconds = 0, p50_us = 0, p99_us = 0, baseline_gbps = 0;
   double ops_per_s() const { return static_cast<double>(ops) / seconds; }
   double gbps() const { return static_cast<double>(ops) * static_cast<double>(size) / seconds / 1e9; }
 };
@@ -82,6 +91,7 @@ struct Phase {
   int batch;
   bool pool;
   int run;  // keeps keys of different phases apart
+  const mooncake_replicate_config_t* config = nullptr;  // of the puts
 };
 
 std::string Key(const Phase& p, int thread, int64_t i) {
@@ -137,14 +147,14 @@ std::vector<double> RunPhase(const Phase& p, bool is_put, double* seconds) {
         }
         auto start = Clock::now();
         if (p.batch == 1 && is_put) {
-          int rc = mooncake_store_put_from(p.store, key_ptrs[0], bufs[0], p.size, nullptr);
+          int rc = mooncake_store_put_from(p.store, key_ptrs[0], bufs[0], p.size, p.config);
           if (rc != 0) Die("put_from", rc);
         } else if (p.batch == 1) {
           int64_t rc = mooncake_store_get_into(p.store, key_ptrs[0], bufs[0], p.size);
           if (rc != static_cast<int64_t>(p.size)) Die("get_into", rc);
         } else if (is_put) {
           int rc = mooncake_store_batch_put_from(p.store, key_ptrs.data(), buf_ptrs.data(),
-                                                 sizes.data(), p.batch, nullptr,
+                                                 sizes.data(), p.batch, p.config,
                                                  put_results.data());
           if (rc != 0) Die("batch_put_from", rc);
           for (int r : put_results) {
@@ -286,83 +296,112 @@ std::vector<uint64_t> ParseSizes(const std::string& text) {
   return out;
 }
 
+// The table's header and the CSV's; baseline names the same-run figure ("memcpy", "tcp"),
+// ratio the column of the share of it.
+void PrintHeader(const char* baseline, const char* ratio, FILE* csv) {
+  std::printf("%-4s %-6s %-9s %9s %3s %7s %10s %8s %9s %9s %8s %7s\n", "op", "buffer", "form",
+              "size", "thr", "ops", "ops/s", "GB/s", "p50_us", "p99_us", baseline, ratio);
+  if (csv) {
+    std::fprintf(csv, "op,buffer,form,size,threads,ops,seconds,ops_per_s,gb_per_s,p50_us,p99_us,"
+                      "%s_gb_per_s,ratio_to_%s\n", baseline, baseline);
+  }
+}
+
 void Print(const Row& r, FILE* csv) {
-  double ratio = r.memcpy_gbps > 0 ? r.gbps() / r.memcpy_gbps : 0;
+  double ratio = r.baseline_gbps > 0 ? r.gbps() / r.baseline_gbps : 0;
   std::printf("%-4s %-6s %-9s %9s %3d %7" PRId64 " %10.0f %8.2f %9.1f %9.1f %8.2f %6.0f%%\n",
               r.op.c_str(), r.buffer.c_str(), r.form.c_str(), mooncake::FormatSize(r.size).c_str(),
-              r.threads, r.ops, r.ops_per_s(), r.gbps(), r.p50_us, r.p99_us, r.memcpy_gbps,
+              r.threads, r.ops, r.ops_per_s(), r.gbps(), r.p50_us, r.p99_us, r.baseline_gbps,
               ratio * 100);
   std::fflush(stdout);
   if (csv) {
     std::fprintf(csv, "%s,%s,%s,%" PRIu64 ",%d,%" PRId64 ",%.3f,%.0f,%.4f,%.2f,%.2f,%.4f,%.4f\n",
                  r.op.c_str(), r.buffer.c_str(), r.form.c_str(), r.size, r.threads, r.ops,
-                 r.seconds, r.ops_per_s(), r.gbps(), r.p50_us, r.p99_us, r.memcpy_gbps, ratio);
+                 r.seconds, r.ops_per_s(), r.gbps(), r.p50_us, r.p99_us, r.baseline_gbps, ratio);
   }
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  Options o;
-  mooncake::FlagSet flags("store_bench",
-                          "put_from/get_into throughput and latency through the C ABI, with "
-                          "same-run memcpy and Unix-socket baselines.");
-  flags.AddString("socket", &o.socket, "daemon socket to use (empty: spawn a master and daemon)");
-  flags.AddString("build_dir", &o.build_dir, "build tree holding the binaries to spawn");
-  flags.AddString("sizes", &o.sizes, "comma-separated object sizes");
-  flags.AddInt("threads", &o.threads, "N for the multi-thread runs");
-  flags.AddSize("bytes_per_phase", &o.bytes_per_phase, "data moved per phase (bounds the op count)");
-  flags.AddInt("max_ops", &o.max_ops, "upper bound on operations per phase");
-  flags.AddSize("pool_size", &o.pool_size, "the client pool (local_buffer_size)");
-  flags.AddSize("segment_size", &o.segment_size,
-                "the daemon's segment (spawned: created this big; --socket: say how big it is)");
-  flags.AddDuration("lease_ms", &o.lease_ms, 1,
-                    "the master's read lease (spawned: set to this; --socket: say what it is)");
-  flags.AddString("csv", &o.csv, "also write the rows to this CSV file");
-  mooncake::ParseFlagsOrExit(&flags, argc, argv);
-
-  mc_cluster* cluster = nullptr;
-  std::string socket = o.socket;
-  if (socket.empty()) {
-    setenv("MC_BUILD_DIR", o.build_dir.c_str(), 1);
-    std::fprintf(stderr, "spawning mooncake-master and mooncaked from %s ...\n", o.build_dir.c_str());
-    // A 3 s lease: long enough that re-reads hit the read cache, short enough that space
-    // of removed (leased) objects comes back before the next phases need it.
-    cluster = mc_cluster_start_with_lease(o.segment_size, static_cast<int>(o.lease_ms));
-    if (cluster == nullptr) return 1;
-    socket = mc_cluster_socket(cluster);
+// Same-run baseline of the two-daemon mode: one TCP connection over 127.0.0.1, a sender
+// thread write()ing 1 MiB buffers and a receiver thread read()ing them, for `seconds`.
+double LoopbackTcpGbps(double seconds) {
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof(addr);
+  int listener = socket(AF_INET, SOCK_STREAM, 0);
+  int tx = socket(AF_INET, SOCK_STREAM, 0);
+  if (bind(listener, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 ||
+      listen(listener, 1) != 0 ||
+      getsockname(listener, reinterpret_cast<sockaddr*>(&addr), &len) != 0 ||
+      connect(tx, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
+    Die("loopback TCP set-up", -1);
   }
-  mooncake_store_t store = mooncake_store_create();
-  int rc = mooncake_store_connect(store, socket.c_str(), o.pool_size);
-  if (rc != 0) Die("connect", rc);
-
-  FILE* csv = o.csv.empty() ? nullptr : std::fopen(o.csv.c_str(), "w");
-  if (csv) {
-    std::fprintf(csv, "op,buffer,form,size,threads,ops,seconds,ops_per_s,gb_per_s,p50_us,p99_us,"
-                      "memcpy_gb_per_s,ratio_to_memcpy\n");
+  int rx = accept(listener, nullptr, nullptr);
+  uint64_t received = 0;
+  std::thread receiver([&] {
+    std::vector<char> buf(1 << 20);
+    for (;;) {
+      ssize_t n = read(rx, buf.data(), buf.size());
+      if (n <= 0) break;
+      received += static_cast<uint64_t>(n);
+    }
+  });
+  std::vector<char> buf(1 << 20, 1);
+  auto start = Clock::now();
+  while (Seconds(start, Clock::now()) < seconds) {
+    for (size_t off = 0; off < buf.size();) {
+      ssize_t n = write(tx, buf.data() + off, buf.size() - off);
+      if (n <= 0) Die("loopback TCP write", -1);
+      off += static_cast<size_t>(n);
+    }
   }
+  shutdown(tx, SHUT_WR);
+  receiver.join();
+  double s = Seconds(start, Clock::now());
+  close(tx);
+  close(rx);
+  close(listener);
+  return static_cast<double>(received) / s / 1e9;
+}
+
+std::vector<std::string> SplitArgs(const std::string& text) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  while ((start = text.find_first_not_of(' ', start)) != std::string::npos) {
+    size_t end = text.find(' ', start);
+    out.push_back(text.substr(start, end == std::string::npos ? std::string::npos : end - start));
+    start = end;
+  }
+  return out;
+}
+
+// Enough operations to move about bytes_per_phase, but at least 32 so that percentiles
+// mean something, as a multiple of unit.
+int64_t PhaseOps(const Options& o, uint64_t size, int64_t unit) {
+  int64_t base = std::max<int64_t>(
+      32, std::min<int64_t>(o.max_ops, static_cast<int64_t>(o.bytes_per_phase / size)));
+  return (base + unit - 1) / unit * unit;
+}
+
+// The one-daemon matrix: pool and plain buffers, 1 and N threads, single and batch calls.
+void RunOneDaemon(const Options& o, mooncake_store_t store, FILE* csv) {
   double uds_rtt = UnixRoundTripUs();
   std::printf("machine: %u cores; Unix-socket round trip (p50, same run): %.1f us\n",
               std::thread::hardware_concurrency(), uds_rtt);
-  std::printf("%-4s %-6s %-9s %9s %3s %7s %10s %8s %9s %9s %8s %7s\n", "op", "buffer", "form",
-              "size", "thr", "ops", "ops/s", "GB/s", "p50_us", "p99_us", "memcpy", "vs_cpy");
+  PrintHeader("memcpy", "vs_cpy", csv);
 
   int run = static_cast<int>(getpid());
   LeasedSpace space(o.segment_size, o.lease_ms);
   double get4k_p50 = 0, reread4k_p50 = 0, get1m_pool_ratio = 0;
   for (uint64_t size : ParseSizes(o.sizes)) {
     double memcpy_gbps = MemcpyGbps(size, o.bytes_per_phase);
-    // Enough operations to move about bytes_per_phase, but at least 32 so that
-    // percentiles mean something. Phases must not fill the segment: a cache evicts.
-    int64_t base_ops = std::max<int64_t>(
-        32, std::min<int64_t>(o.max_ops, static_cast<int64_t>(o.bytes_per_phase / size)));
     for (bool pool : {true, false}) {
       for (int threads : {1, static_cast<int>(o.threads)}) {
         for (int batch : {1, 32, 128}) {
           // A batch is one call; batches bigger than a phase's data are not a use case.
+          // Phases must not fill the segment: a cache evicts.
           if (batch > 1 && (threads > 1 || size * batch > o.bytes_per_phase)) continue;
-          int64_t unit = static_cast<int64_t>(threads) * batch;
-          int64_t ops = (base_ops + unit - 1) / unit * unit;
+          int64_t ops = PhaseOps(o, size, static_cast<int64_t>(threads) * batch);
           Phase p{store, size, threads, ops / threads, batch, pool, ++run};
           space.WaitForRoom(static_cast<uint64_t>(ops) * size);
           std::string form = batch == 1 ? "single" : "batch" + std::to_string(batch);
@@ -377,7 +416,7 @@ int main(int argc, char** argv) {
             std::vector<double> lat = RunPhase(p, is_put, &r.seconds);
             r.p50_us = Percentile(lat, 0.5);
             r.p99_us = Percentile(lat, 0.99);
-            r.memcpy_gbps = memcpy_gbps;
+            r.baseline_gbps = memcpy_gbps;
             Print(r, csv);
             if (pass == 1 && batch == 1 && threads == 1 && pool && size == 4096) get4k_p50 = r.p50_us;
             if (pass == 2 && pool && size == 4096) reread4k_p50 = r.p50_us;
@@ -402,6 +441,123 @@ int main(int argc, char** argv) {
   if (reread4k_p50 > 0) {
     std::printf("4 KiB get p50, re-read (daemon read cache): %.1f us = %.1fx one Unix-socket "
                 "round trip (aim <= 3x)\n", reread4k_p50, reread4k_p50 / uds_rtt);
+  }
+}
+
+// The two-daemon mode: a client on daemon 0 (A) puts pool buffers with the replica steered
+// onto daemon 1 (B), then gets them back on A, so both directions cross the transfer port.
+void RunTwoDaemons(const Options& o, mc_cluster* cluster, mooncake_store_t store, FILE* csv) {
+  double tcp_gbps = LoopbackTcpGbps(2.0);
+  std::printf("machine: %u cores; raw loopback TCP, one connection, 1 MiB writes (same run): "
+              "%.2f GB/s\n", std::thread::hardware_concurrency(), tcp_gbps);
+  PrintHeader("tcp", "vs_tcp", csv);
+  const char* target[] = {mc_cluster_name_at(cluster, 1)};
+  mooncake_replicate_config_t to_b{1, 0, 0, target, 1};
+  mc_cluster_segment b_segment{};
+  if (mc_cluster_segment_at(cluster, 1, &b_segment) != 0) Die("finding B's segment", -1);
+
+  int run = static_cast<int>(getpid());
+  LeasedSpace space(o.segment_size, o.lease_ms);
+  std::vector<Row> rows;
+  for (uint64_t size : ParseSizes(o.sizes)) {
+    for (int threads : {1, static_cast<int>(o.threads)}) {
+      int64_t ops = PhaseOps(o, size, threads);
+      Phase p{store, size, threads, ops / threads, 1, true, ++run, &to_b};
+      space.WaitForRoom(static_cast<uint64_t>(ops) * size);
+      for (bool is_put : {true, false}) {
+        Row r{is_put ? "put" : "get", "pool", is_put ? "A->B" : "B->A", size, threads,
+              p.ops_per_thread * threads};
+        std::vector<double> lat = RunPhase(p, is_put, &r.seconds);
+        r.p50_us = Percentile(lat, 0.5);
+        r.p99_us = Percentile(lat, 0.99);
+        r.baseline_gbps = tcp_gbps;
+        // A figure of the local path would be meaningless here: check where it went.
+        int64_t segment = 0;
+        uint64_t offset = 0;
+        if (is_put && (mc_cluster_replica_at(cluster, Key(p, 0, 0).c_str(), 0, &segment,
+                                             &offset) != 0 ||
+                       segment != b_segment.id)) {
+          Die("a put steered onto B landed elsewhere", -1);
+        }
+        Print(r, csv);
+        rows.push_back(r);
+      }
+      mooncake_store_remove_all(store, 1);
+      space.Removed(static_cast<uint64_t>(ops) * size);
+    }
+  }
+  std::printf("\nacross daemons, as a share of raw loopback TCP (%.2f GB/s):\n", tcp_gbps);
+  for (const Row& r : rows) {
+    std::printf("  %s %-5s %s, %d thread%s: %.2f GB/s = %.0f%%\n", r.op.c_str(), r.form.c_str(),
+                mooncake::FormatSize(r.size).c_str(), r.threads, r.threads == 1 ? "" : "s",
+                r.gbps(), r.gbps() / tcp_gbps * 100);
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options o;
+  mooncake::FlagSet flags("store_bench",
+                          "put_from/get_into throughput and latency through the C ABI, with "
+                          "same-run memcpy and Unix-socket baselines; --daemons 2: across two "
+                          "daemons, against raw loopback TCP.");
+  flags.AddString("socket", &o.socket, "daemon socket to use (empty: spawn a master and daemon)");
+  flags.AddString("build_dir", &o.build_dir, "build tree holding the binaries to spawn");
+  flags.AddInt("daemons", &o.daemons,
+               "1: one daemon; 2: spawn two, put from A onto B and get B's objects on A");
+  flags.AddString("daemon_args", &o.daemon_args,
+                  "extra flags of the spawned daemons, separated by spaces");
+  flags.AddString("sizes", &o.sizes,
+                  "comma-separated object sizes (default 4KB,64KB,1MB,4MB,16MB; with "
+                  "--daemons 2: 1MB,4MB)");
+  flags.AddInt("threads", &o.threads, "N for the multi-thread runs");
+  flags.AddSize("bytes_per_phase", &o.bytes_per_phase, "data moved per phase (bounds the op count)");
+  flags.AddInt("max_ops", &o.max_ops, "upper bound on operations per phase");
+  flags.AddSize("pool_size", &o.pool_size, "the client pool (local_buffer_size)");
+  flags.AddSize("segment_size", &o.segment_size,
+                "each daemon's segment (spawned: created this big; --socket: say how big it is); "
+                "default 3GB, with --daemons 2 1GB each");
+  flags.AddDuration("lease_ms", &o.lease_ms, 1,
+                    "the master's read lease (spawned: set to this; --socket: say what it is)");
+  flags.AddString("csv", &o.csv, "also write the rows to this CSV file");
+  mooncake::ParseFlagsOrExit(&flags, argc, argv);
+  bool two = o.daemons == 2;
+  if ((o.daemons != 1 && !two) || (two && !o.socket.empty())) {
+    std::fprintf(stderr, "store_bench: --daemons is 1 or 2, and 2 spawns its own (no --socket)\n");
+    return 2;
+  }
+  if (o.sizes.empty()) o.sizes = two ? "1MB,4MB" : "4KB,64KB,1MB,4MB,16MB";
+  // Two daemons pre-fault a segment each; 1 GiB apiece is plenty for their 1-4 MiB phases.
+  if (o.segment_size == 0) o.segment_size = two ? (1ull << 30) : (3ull << 30);
+
+  mc_cluster* cluster = nullptr;
+  std::string socket = o.socket;
+  if (socket.empty()) {
+    setenv("MC_BUILD_DIR", o.build_dir.c_str(), 1);
+    std::fprintf(stderr, "spawning mooncake-master and %d mooncaked from %s ...\n",
+                 static_cast<int>(o.daemons), o.build_dir.c_str());
+    std::vector<std::string> args = SplitArgs(o.daemon_args);
+    std::vector<const char*> daemon_flags;
+    for (const auto& a : args) daemon_flags.push_back(a.c_str());
+    daemon_flags.push_back(nullptr);
+    // A 3 s lease: long enough that re-reads hit the read cache, short enough that space
+    // of removed (leased) objects comes back before the next phases need it.
+    mc_cluster_options options{static_cast<int>(o.daemons), o.segment_size,
+                               static_cast<int>(o.lease_ms), nullptr, daemon_flags.data()};
+    cluster = mc_cluster_start_with(&options);
+    if (cluster == nullptr) return 1;
+    socket = mc_cluster_socket(cluster);
+  }
+  mooncake_store_t store = mooncake_store_create();
+  int rc = mooncake_store_connect(store, socket.c_str(), o.pool_size);
+  if (rc != 0) Die("connect", rc);
+
+  FILE* csv = o.csv.empty() ? nullptr : std::fopen(o.csv.c_str(), "w");
+  if (two) {
+    RunTwoDaemons(o, cluster, store, csv);
+  } else {
+    RunOneDaemon(o, store, csv);
   }
   if (csv) std::fclose(csv);
   mooncake_store_destroy(store);
