@@ -16,6 +16,9 @@
 #include "tests/cmocka_cpp.h"
 #include "tests/process_harness.h"
 
+using apache::thrift::protocol::T_CALL;
+using apache::thrift::protocol::T_I64;
+using apache::thrift::protocol::T_STRING;
 using apache::thrift::protocol::TBinaryProtocol;
 using apache::thrift::transport::TFramedTransport;
 using apache::thrift::transport::TSocket;
@@ -246,6 +249,28 @@ void test_checksums(void** state) {
   assert_int_equal(lists[2].checksum, -1);
   assert_int_equal(lists[3].code, ToInt(ErrorCode::OBJECT_NOT_FOUND));
   assert_int_equal(lists[3].checksum, -1);
+
+  // A caller built before the argument existed sends PutEnd without field 3: none, not 0.
+  c->PutStart(started, kDaemon, "old-caller", 100, rpc::ReplicateConfig());
+  assert_int_equal(started.code, 0);
+  auto out = c->getOutputProtocol();
+  out->writeMessageBegin("PutEnd", T_CALL, 0);
+  out->writeStructBegin("MasterService_PutEnd_args");
+  out->writeFieldBegin("writer", T_I64, 1);
+  out->writeI64(kDaemon);
+  out->writeFieldEnd();
+  out->writeFieldBegin("key", T_STRING, 2);
+  out->writeString("old-caller");
+  out->writeFieldEnd();
+  out->writeFieldStop();
+  out->writeStructEnd();
+  out->writeMessageEnd();
+  out->getTransport()->writeEnd();
+  out->getTransport()->flush();
+  assert_int_equal(c->recv_PutEnd(), 0);
+  c->GetReplicaList(list, "old-caller");
+  assert_int_equal(list.code, 0);
+  assert_int_equal(list.checksum, -1);
 }
 
 void test_heartbeat_timeout_drops_segment(void** state) {
