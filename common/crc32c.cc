@@ -176,4 +176,34 @@ uint32_t Crc32cExtend(uint32_t crc, const void* data, size_t n) {
   return Crc32cExtendPortable(crc, data, n);
 }
 
+namespace {
+
+// Carry-less multiplication of a(x) and b(x) modulo the CRC-32C polynomial, both in the
+// reflected bit order the CRC uses (bit 31 is x^0).
+uint32_t MultiplyModP(uint32_t a, uint32_t b) {
+  uint32_t product = 0;
+  for (uint32_t m = 1u << 31; m != 0; m >>= 1) {
+    if (a & m) product ^= b;
+    b = (b & 1) ? (b >> 1) ^ kPoly : b >> 1;
+  }
+  return product;
+}
+
+// x^(8 n) modulo P: what a CRC is multiplied by to move it past n zero bytes.
+uint32_t ShiftFactor(uint64_t n) {
+  uint32_t factor = 1u << 31;  // x^0
+  uint32_t power = 1u << 23;   // x^8: one byte
+  for (; n != 0; n >>= 1) {
+    if (n & 1) factor = MultiplyModP(factor, power);
+    power = MultiplyModP(power, power);
+  }
+  return factor;
+}
+
+}  // namespace
+
+uint32_t Crc32cCombine(uint32_t crc_a, uint32_t crc_b, uint64_t length_b) {
+  return MultiplyModP(crc_a, ShiftFactor(length_b)) ^ crc_b;
+}
+
 }  // namespace mooncake

@@ -20,6 +20,11 @@ uint32_t Crc32cExtend(uint32_t crc, const void* data, size_t n);
 
 inline uint32_t Crc32c(const void* data, size_t n) { return Crc32cExtend(0, data, n); }
 
+// The CRC of a followed by b, from the CRCs of each and b's length: how a value that moved
+// in chunks, in any order, gets its checksum without reading it again. About a
+// microsecond (one multiplication per bit of length_b).
+uint32_t Crc32cCombine(uint32_t crc_a, uint32_t crc_b, uint64_t length_b);
+
 // The table-driven path whatever the CPU, for tests comparing it with the hardware path
 // and for benchmarks. Production code calls Crc32cExtend.
 uint32_t Crc32cExtendPortable(uint32_t crc, const void* data, size_t n);

@@ -228,6 +228,26 @@ void test_crc32c_extend(void** state) {
   }
 }
 
+void test_crc32c_combine(void** state) {
+  (void)state;
+  std::mt19937_64 rng(12);
+  std::vector<uint8_t> buf(300000);
+  for (uint8_t& b : buf) b = static_cast<uint8_t>(rng());
+  for (int round = 0; round < 200; ++round) {
+    size_t n = rng() % buf.size();
+    size_t cut = n == 0 ? 0 : rng() % (n + 1);
+    uint32_t a = Crc32c(buf.data(), cut);
+    uint32_t b = Crc32c(buf.data() + cut, n - cut);
+    assert_int_equal(Crc32cCombine(a, b, n - cut), Crc32c(buf.data(), n));
+  }
+  assert_int_equal(Crc32cCombine(0x12345678, 0, 0), 0x12345678);  // b empty
+  // Lengths past 4 GiB: the same as combining twice.
+  uint32_t a = Crc32c(buf.data(), 1000);
+  uint64_t big = (5ull << 30) + 3;
+  assert_int_equal(Crc32cCombine(Crc32cCombine(a, 0, big), 0, 1),
+                   Crc32cCombine(a, 0, big + 1));
+}
+
 }  // namespace
 
 int main() {
@@ -238,6 +258,7 @@ int main() {
       cmocka_unit_test(test_crc32c_vectors),
       cmocka_unit_test(test_crc32c_hardware_matches_portable),
       cmocka_unit_test(test_crc32c_extend),
+      cmocka_unit_test(test_crc32c_combine),
   };
   return cmocka_run_group_tests(tests, nullptr, nullptr);
 }
