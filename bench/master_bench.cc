@@ -41,6 +41,7 @@
 #include <vector>
 
 #include "MasterService.h"
+#include "common/crc32c.h"
 #include "common/error_code.h"
 #include "common/flags.h"
 #include "common/units.h"
@@ -460,9 +461,17 @@ void CheckPutStart(const rpc::PutStartResult& r, const std::string& key, const c
   }
 }
 
+// The checksum each put reports. There are no bytes here, so the key's CRC-32C stands in
+// for the value's, and a read can check it.
+int64_t ChecksumOf(const std::string& key) { return mooncake::Crc32c(key.data(), key.size()); }
+
 void CheckReplicaList(const rpc::ReplicaListResult& r, const std::string& key, int64_t size,
                       const char* call) {
   if (r.code != 0) Die("%s('%s') returned %s", call, Short(key).c_str(), CodeText(r.code).c_str());
+  if (r.checksum != ChecksumOf(key)) {
+    Die("%s('%s') returned checksum %" PRId64 ", expected %" PRId64, call, Short(key).c_str(),
+        static_cast<int64_t>(r.checksum), ChecksumOf(key));
+  }
   if (r.size != size || r.replicas.size() != 1 ||
       r.replicas[0].status != rpc::ReplicaStatus::COMPLETE) {
     Die("%s('%s') returned size %" PRId64 " with %zu replica(s); expected size %" PRId64
@@ -497,7 +506,7 @@ void PutKeys(Conn& conn, Recorder& rec, int64_t writer, int64_t object_size, int
       rec.Rpc([&] { conn->PutStart(started, writer, key, object_size, config); });
       CheckPutStart(started, key, "PutStart");
       int32_t rc = 0;
-      rec.Rpc([&] { rc = conn->PutEnd(writer, key); });
+      rec.Rpc([&] { rc = conn->PutEnd(writer, key, ChecksumOf(key)); });
       CheckCode(rc, 0, key, "PutEnd");
       rec.KeysDone(1);
     }
@@ -505,17 +514,22 @@ void PutKeys(Conn& conn, Recorder& rec, int64_t writer, int64_t object_size, int
   }
   std::vector<std::string> keys;
   std::vector<int64_t> sizes;
+  std::vector<int64_t> checksums;
   std::vector<rpc::PutStartResult> started;
   std::vector<int32_t> ended;
   for (int64_t i = begin; i < end; i += batch) {
     int64_t stop = std::min(end, i + batch);
     keys.clear();
-    for (int64_t j = i; j < stop; ++j) keys.push_back(make_key(j));
+    checksums.clear();
+    for (int64_t j = i; j < stop; ++j) {
+      keys.push_back(make_key(j));
+      checksums.push_back(ChecksumOf(keys.back()));
+    }
     sizes.assign(keys.size(), object_size);
     rec.Rpc([&] { conn->BatchPutStart(started, writer, keys, sizes, config); });
     CheckBatchSize(started, keys.size(), "BatchPutStart");
     for (size_t k = 0; k < keys.size(); ++k) CheckPutStart(started[k], keys[k], "BatchPutStart");
-    rec.Rpc([&] { conn->BatchPutEnd(ended, writer, keys); });
+    rec.Rpc([&] { conn->BatchPutEnd(ended, writer, keys, checksums); });
     CheckBatchSize(ended, keys.size(), "BatchPutEnd");
     for (size_t k = 0; k < keys.size(); ++k) CheckCode(ended[k], 0, keys[k], "BatchPutEnd");
     rec.KeysDone(static_cast<int64_t>(keys.size()));

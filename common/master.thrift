@@ -68,6 +68,7 @@ struct ReplicaListResult {
   2: i64 size,
   3: list<ReplicaDescriptor> replicas,    // COMPLETE replicas only
   4: i64 lease_ttl_ms,                    // the read must finish within it
+  5: i64 checksum = -1,                   // CRC-32C of the value as its writer gave it; -1: none
 }
 
 struct HeartbeatResult {
@@ -95,17 +96,21 @@ service MasterService {
   list<SegmentInfo> GetAllSegments(),
 
   // Writes: PutStart reserves, the writer moves the bytes, PutEnd publishes or PutRevoke frees.
+  // checksum: the CRC-32C (common/crc32c.h) of the value, 0..2^32-1, stored with the object
+  // and returned to readers; < 0 stores none; above 2^32-1 is -600. BatchPutEnd takes one
+  // per key, or an empty list for none (any other length: -600 for every key). A caller that
+  // omits the argument (one built before it existed) stores none.
   PutStartResult PutStart(1: i64 writer, 2: string key, 3: i64 size, 4: ReplicateConfig config),
-  i32 PutEnd(1: i64 writer, 2: string key),
+  i32 PutEnd(1: i64 writer, 2: string key, 3: i64 checksum = -1),
   i32 PutRevoke(1: i64 writer, 2: string key),
   list<PutStartResult> BatchPutStart(1: i64 writer, 2: list<string> keys, 3: list<i64> sizes,
                                      4: ReplicateConfig config),
-  list<i32> BatchPutEnd(1: i64 writer, 2: list<string> keys),
+  list<i32> BatchPutEnd(1: i64 writer, 2: list<string> keys, 3: list<i64> checksums),
   list<i32> BatchPutRevoke(1: i64 writer, 2: list<string> keys),
 
   // Upserts: like puts, but an existing value stays readable until UpsertEnd replaces it.
   PutStartResult UpsertStart(1: i64 writer, 2: string key, 3: i64 size, 4: ReplicateConfig config),
-  i32 UpsertEnd(1: i64 writer, 2: string key),
+  i32 UpsertEnd(1: i64 writer, 2: string key, 3: i64 checksum = -1),  // checksum as for PutEnd
   i32 UpsertRevoke(1: i64 writer, 2: string key),
 
   // Reads: each hit grants a lease of lease_ttl_ms.

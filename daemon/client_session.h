@@ -15,6 +15,7 @@
 
 #include <sys/types.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <map>
@@ -25,36 +26,34 @@
 #include <vector>
 
 #include "common/uds_protocol.h"
-#include "daemon/segment_memory.h"
+#include "daemon/chunked_checksum.h"
+#include "daemon/replica_target.h"
 
 namespace mooncake {
-
-// Where one replica's bytes live in this daemon's memory. Holding the segment keeps it
-// mapped even if it is unmounted meanwhile.
-struct ReplicaTarget {
-  std::shared_ptr<SegmentMemory> segment;
-  int64_t segment_id = 0;
-  uint64_t offset = 0;
-  char* data() const { return segment->base() + offset; }
-};
 
 // A put larger than the pool, written chunk by chunk (PUT_BEGIN .. PUT_COMMIT).
 struct StagedPut {
   std::string key;
   uint64_t size = 0;
   bool upsert = false;
+  bool checksum = false;  // compute the value's CRC32C from the chunks
   std::vector<ReplicaTarget> targets;
+  ChunkedChecksum crc;
   // Chunks copy under a shared lock; commit and abort take it exclusively and set
   // finished, so no chunk lands after the object is published or its space freed.
   std::shared_mutex mu;
   bool finished = false;  // guarded by mu
+  std::atomic<bool> failed{false};  // a chunk could not be written to every replica
 };
 
 // A get larger than the pool, read chunk by chunk (GET_BEGIN .. GET_END). The bytes are
 // guaranteed only until the read lease runs out.
 struct StagedGet {
-  ReplicaTarget source;
+  std::vector<ReplicaTarget> candidates;  // best first
+  std::atomic<size_t> current{0};         // the candidate chunks read from; moves on failure
   uint64_t size = 0;
+  int64_t checksum = -1;                  // the value's CRC32C, -1: none to verify
+  ChunkedChecksum crc;                    // of the chunks read so far
   std::chrono::steady_clock::time_point deadline;
   uint64_t generation = 0;  // ReadCache::remount_generation() before the lease was asked
 };

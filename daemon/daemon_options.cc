@@ -26,6 +26,18 @@ void RegisterDaemonFlags(FlagSet* f, DaemonOptions* o) {
   f->AddBool("read_cache", &o->read_cache,
              "remember where read objects live for 90% of their read lease, so repeated "
              "reads skip the master");
+  f->AddChoice("protocol", &o->protocol, {"auto", "tcp", "rdma"},
+               "transport to other daemons: rdma when a device exists (auto), or forced");
+  f->AddString("rdma_devices", &o->rdma_devices,
+               "comma-separated RDMA devices to use (default: every one found)");
+  f->AddInt("transfer_streams", &o->transfer_streams,
+            "TCP connections one large transfer is striped over");
+  f->AddDuration("transfer_timeout", &o->transfer_timeout_ms, 1,
+                 "a transfer to another daemon that makes no progress this long fails, ms");
+  f->AddInt("transfer_connections", &o->transfer_connections,
+            "pooled TCP connections to one peer daemon, at most");
+  f->AddBool("checksum", &o->checksum,
+             "store a CRC32C of every value put through this daemon; gets verify it (-801)");
   f->AddChoice("log_level", &o->log_level, {"debug", "info", "warning", "error"},
                "least severe level logged");
 }
@@ -51,6 +63,11 @@ bool ValidateDaemonOptions(DaemonOptions* o, std::string* error) {
   } else if (o->worker_threads < 0 || o->worker_threads > 1024 ||
              o->max_master_connections < 0 || o->max_master_connections > 4096) {
     *error = "--worker_threads must be in 0..1024 and --max_master_connections in 0..4096";
+  } else if (o->transfer_streams < 1 || o->transfer_streams > 64 ||
+             o->transfer_connections < 1 || o->transfer_connections > 4096 ||
+             o->transfer_timeout_ms <= 0) {
+    *error = "--transfer_streams must be in 1..64, --transfer_connections in 1..4096, and "
+             "--transfer_timeout positive";
   } else {
     o->master_host = o->master.substr(0, colon);
     o->master_port = static_cast<int>(port);

@@ -23,6 +23,13 @@ struct DaemonOptions {
   int64_t worker_threads = 0;            // 0 = max(4, 2 x cores)
   int64_t shutdown_timeout_ms = 5000;    // how long SIGTERM waits for running requests
   bool read_cache = true;                // serve repeated reads within their lease locally
+  // Transfer engine (daemon to daemon).
+  std::string protocol = "auto";         // auto | tcp | rdma
+  std::string rdma_devices;              // comma-separated; "" = every device found
+  int64_t transfer_streams = 2;          // TCP connections one large transfer is striped over
+  int64_t transfer_timeout_ms = 5000;    // a transfer making no progress this long fails
+  int64_t transfer_connections = 64;     // TCP connections per peer, at most
+  bool checksum = false;                 // CRC32C at put, verified at get
   std::string log_level = "info";
 
   // Filled by ValidateDaemonOptions from the strings above.

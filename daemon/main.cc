@@ -1,6 +1,7 @@
 // mooncaked: the per-host daemon. Start-up, in order: parse flags; reserve the transfer
-// port (so "host:port" names this daemon uniquely); register with the master (retrying
-// with back-off); create and mount the global segment; serve the Unix socket; heartbeat.
+// port (so "host:port" names this daemon uniquely); choose the transport (RDMA or TCP);
+// register with the master (retrying with back-off); serve the transfer port; create and
+// mount the global segment; serve the Unix socket; heartbeat.
 // SIGTERM/SIGINT: stop accepting, let running requests finish (bounded), revoke what is
 // unfinished, unmount at the master, remove the socket, exit 0.
 #include <arpa/inet.h>
@@ -19,6 +20,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "common/error_code.h"
 #include "common/logging.h"
@@ -28,9 +30,14 @@
 #include "daemon/daemon_options.h"
 #include "daemon/master_client.h"
 #include "daemon/membership.h"
+#include "daemon/rdma_transport.h"
 #include "daemon/read_cache.h"
+#include "daemon/replica_io.h"
 #include "daemon/segment_memory.h"
 #include "daemon/store_service.h"
+#include "daemon/tcp_transport.h"
+#include "daemon/transfer_engine.h"
+#include "daemon/transfer_server.h"
 #include "daemon/uds_server.h"
 
 namespace {
@@ -55,6 +62,56 @@ int ReserveTransferPort(int64_t port, int* bound) {
     close(fd);
   }
   return -1;
+}
+
+std::vector<std::string> SplitCommas(const std::string& list) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (start <= list.size()) {
+    size_t comma = std::min(list.find(',', start), list.size());
+    if (comma > start) out.push_back(list.substr(start, comma - start));
+    start = comma + 1;
+  }
+  return out;
+}
+
+// The transports --protocol asks for: TCP always, RDMA when chosen and it opens. Null
+// (after logging why) when the daemon cannot start.
+std::unique_ptr<mooncake::TransferEngine> OpenTransferEngine(const mooncake::DaemonOptions& options,
+                                                             const std::string& name,
+                                                             mooncake::MasterClient* master) {
+  using namespace mooncake;
+  TcpTransport::Options tcp_options;
+  tcp_options.address = name;
+  tcp_options.streams = static_cast<int>(options.transfer_streams);
+  tcp_options.stall_timeout_ms = static_cast<int>(options.transfer_timeout_ms);
+  tcp_options.connect_timeout_ms = static_cast<int>(std::min<int64_t>(options.transfer_timeout_ms, 2000));
+  tcp_options.max_connections_per_peer = static_cast<size_t>(options.transfer_connections);
+  tcp_options.threads = std::max<size_t>(4, 2 * static_cast<size_t>(options.transfer_streams));
+  auto tcp = std::make_unique<TcpTransport>(tcp_options);
+
+  std::vector<std::string> found;
+  if (options.protocol != "tcp") found = ListRdmaDevices();
+  TransportChoice choice = TransportChoice::kTcp;
+  std::string message;
+  if (!ChooseTransport(options.protocol, found, &choice, &message)) {
+    MC_LOG_ERROR("%s", message.c_str());
+    return nullptr;
+  }
+  std::unique_ptr<Transport> rdma;
+  if (choice == TransportChoice::kRdma) {
+    std::string error;
+    rdma = RdmaTransport::Open(SplitCommas(options.rdma_devices), tcp.get(), &error);
+    if (rdma == nullptr) {
+      if (options.protocol == "rdma") {
+        MC_LOG_ERROR("--protocol rdma: %s", error.c_str());
+        return nullptr;
+      }
+      message = "transport: tcp (RDMA device found but unusable: " + error + ")";
+    }
+  }
+  MC_LOG_INFO("%s", message.c_str());
+  return std::make_unique<TransferEngine>(master, std::move(tcp), std::move(rdma));
 }
 
 std::string MachineHostname() {
@@ -117,8 +174,13 @@ int main(int argc, char** argv) {
                                        ? static_cast<size_t>(options.max_master_connections)
                                        : workers + 4;
   MasterClient master(client_options);
+  std::unique_ptr<TransferEngine> engine = OpenTransferEngine(options, name, &master);
+  if (engine == nullptr) {
+    close(transfer_fd);
+    return 1;
+  }
   ReadCache cache(options.read_cache);
-  Membership membership(&master, name, options.heartbeat_interval_ms);
+  Membership membership(&master, engine.get(), name, options.heartbeat_interval_ms);
   membership.SetBeforeRemount([&cache] {
     size_t entries = cache.size();
     cache.ClearForRemount();
@@ -129,6 +191,17 @@ int main(int argc, char** argv) {
     return 0;  // stopped before the master ever answered
   }
   membership.ReclaimPredecessors();
+
+  // Serving before the first segment is mounted: peers may write to it from then on.
+  TransferServer::Options server_options;
+  server_options.stall_timeout_ms = static_cast<int>(options.transfer_timeout_ms);
+  TransferServer transfer_server(
+      transfer_fd, [&membership](int64_t id) { return membership.Find(id); }, server_options);
+  if (auto* rdma = dynamic_cast<RdmaTransport*>(engine->rdma())) {
+    transfer_server.SetControlHandler(transfer::ControlChannel::kRdmaConnect,
+                                      rdma->control_handler());
+  }
+  transfer_server.Start();
 
   if (options.global_segment_size > 0) {
     std::shared_ptr<SegmentMemory> segment = SegmentMemory::Create(options.global_segment_size, &error);
@@ -158,7 +231,8 @@ int main(int argc, char** argv) {
                 segment->huge_pages() ? " (huge pages)" : "");
   }
 
-  StoreService service(&master, &membership, &cache, options.master);
+  ReplicaIO io(&membership, engine.get());
+  StoreService service(&master, &membership, &cache, &io, options.master, options.checksum);
   UdsServer server(&service, workers);
   if (!server.Listen(options.socket, options.socket_mode_bits, &error)) {
     MC_LOG_ERROR("%s", error.c_str());
@@ -167,9 +241,11 @@ int main(int argc, char** argv) {
   }
   server.Start();
   membership.StartHeartbeat();
-  MC_LOG_INFO("mooncaked %s serving %s (master %s, %zu workers, read cache %s)", name.c_str(),
-              options.socket.c_str(), options.master.c_str(), workers,
-              options.read_cache ? "on" : "off");
+  MC_LOG_INFO("mooncaked %s serving %s (master %s, %zu workers, read cache %s, transfers "
+              "over %s%s)",
+              name.c_str(), options.socket.c_str(), options.master.c_str(), workers,
+              options.read_cache ? "on" : "off", engine->protocol(),
+              options.checksum ? ", checksums" : "");
 
   {
     std::unique_lock<std::mutex> lock(stop_mu);
@@ -178,7 +254,7 @@ int main(int argc, char** argv) {
   server.Shutdown(options.shutdown_timeout_ms);
   membership.StopHeartbeat();
   membership.UnmountAll();
-  close(transfer_fd);
+  transfer_server.Stop();
   MC_LOG_INFO("mooncaked stopped");
   return 0;
 }

@@ -181,9 +181,9 @@ int32_t MasterClient::PutStart(int64_t writer, const std::string& key, int64_t s
   return rc != 0 ? rc : out->code;
 }
 
-int32_t MasterClient::PutEnd(int64_t writer, const std::string& key) {
+int32_t MasterClient::PutEnd(int64_t writer, const std::string& key, int64_t checksum) {
   int32_t code = 0;
-  int32_t rc = Call([&](rpc::MasterServiceClient& c) { code = c.PutEnd(writer, key); });
+  int32_t rc = Call([&](rpc::MasterServiceClient& c) { code = c.PutEnd(writer, key, checksum); });
   return rc != 0 ? rc : code;
 }
 
@@ -200,9 +200,10 @@ int32_t MasterClient::UpsertStart(int64_t writer, const std::string& key, int64_
   return rc != 0 ? rc : out->code;
 }
 
-int32_t MasterClient::UpsertEnd(int64_t writer, const std::string& key) {
+int32_t MasterClient::UpsertEnd(int64_t writer, const std::string& key, int64_t checksum) {
   int32_t code = 0;
-  int32_t rc = Call([&](rpc::MasterServiceClient& c) { code = c.UpsertEnd(writer, key); });
+  int32_t rc =
+      Call([&](rpc::MasterServiceClient& c) { code = c.UpsertEnd(writer, key, checksum); });
   return rc != 0 ? rc : code;
 }
 
@@ -224,8 +225,10 @@ int32_t MasterClient::BatchPutStart(int64_t writer, const std::vector<std::strin
 }
 
 int32_t MasterClient::BatchPutEnd(int64_t writer, const std::vector<std::string>& keys,
-                                  std::vector<int32_t>* out) {
-  int32_t rc = Call([&](rpc::MasterServiceClient& c) { c.BatchPutEnd(*out, writer, keys); });
+                                  std::vector<int32_t>* out,
+                                  const std::vector<int64_t>& checksums) {
+  int32_t rc =
+      Call([&](rpc::MasterServiceClient& c) { c.BatchPutEnd(*out, writer, keys, checksums); });
   if (rc == 0 && out->size() != keys.size()) rc = kRpcFail;
   if (rc != 0) out->clear();
   return rc;

@@ -59,18 +59,20 @@ class MasterClient {
 
   int32_t PutStart(int64_t writer, const std::string& key, int64_t size,
                    const rpc::ReplicateConfig& config, rpc::PutStartResult* out);
-  int32_t PutEnd(int64_t writer, const std::string& key);
+  // checksum: the value's CRC-32C (common/crc32c.h), or -1 for none.
+  int32_t PutEnd(int64_t writer, const std::string& key, int64_t checksum = -1);
   int32_t PutRevoke(int64_t writer, const std::string& key);
   int32_t UpsertStart(int64_t writer, const std::string& key, int64_t size,
                       const rpc::ReplicateConfig& config, rpc::PutStartResult* out);
-  int32_t UpsertEnd(int64_t writer, const std::string& key);
+  int32_t UpsertEnd(int64_t writer, const std::string& key, int64_t checksum = -1);
   int32_t UpsertRevoke(int64_t writer, const std::string& key);
   // The batch forms fill one result per key; on -900 the vectors are left empty.
   int32_t BatchPutStart(int64_t writer, const std::vector<std::string>& keys,
                         const std::vector<int64_t>& sizes, const rpc::ReplicateConfig& config,
                         std::vector<rpc::PutStartResult>* out);
+  // checksums: one per key, or empty for none.
   int32_t BatchPutEnd(int64_t writer, const std::vector<std::string>& keys,
-                      std::vector<int32_t>* out);
+                      std::vector<int32_t>* out, const std::vector<int64_t>& checksums = {});
   int32_t BatchPutRevoke(int64_t writer, const std::vector<std::string>& keys,
                          std::vector<int32_t>* out);
 

@@ -21,8 +21,10 @@ int64_t RandomId() {
   }
 }
 
-Membership::Membership(MasterClient* master, std::string name, int64_t heartbeat_interval_ms)
+Membership::Membership(MasterClient* master, TransferEngine* engine, std::string name,
+                       int64_t heartbeat_interval_ms)
     : master_(master),
+      engine_(engine),
       name_(std::move(name)),
       daemon_id_(RandomId()),
       heartbeat_interval_ms_(heartbeat_interval_ms) {}
@@ -72,15 +74,15 @@ rpc::SegmentInfo Membership::Describe(int64_t segment_id, const SegmentMemory& m
   info.base = static_cast<int64_t>(reinterpret_cast<uintptr_t>(memory.base()));
   info.size = static_cast<int64_t>(memory.size());
   info.daemon_id = daemon_id_;
-  rpc::TransportEndpoint tcp;
-  tcp.protocol = "tcp";
-  tcp.address = name_;
-  info.endpoints.push_back(tcp);
+  info.endpoints = engine_->DescribeSegment(memory.base(), memory.size());
   return info;
 }
 
 int32_t Membership::Mount(std::shared_ptr<SegmentMemory> memory, int64_t* segment_id) {
   int64_t id = RandomId();
+  // Registered before it is described: an RDMA endpoint carries the registration's key.
+  int32_t code = engine_->RegisterMemory(memory->base(), memory->size());
+  if (code != 0) return code;
   rpc::SegmentInfo info = Describe(id, *memory);
   {
     // Visible before the master hands out ranges in it, and included by a concurrent
@@ -88,11 +90,16 @@ int32_t Membership::Mount(std::shared_ptr<SegmentMemory> memory, int64_t* segmen
     std::unique_lock<std::shared_mutex> lock(segments_mu_);
     segments_[id] = std::move(memory);
   }
-  int32_t code = master_->MountSegment(info);
+  code = master_->MountSegment(info);
   if (code == ToInt(ErrorCode::SEGMENT_ALREADY_EXISTS)) code = 0;
   if (code != 0) {
-    std::unique_lock<std::shared_mutex> lock(segments_mu_);
-    segments_.erase(id);
+    char* base = nullptr;
+    {
+      std::unique_lock<std::shared_mutex> lock(segments_mu_);
+      base = segments_[id]->base();
+      segments_.erase(id);
+    }
+    engine_->UnregisterMemory(base);
     return code;
   }
   *segment_id = id;
@@ -110,8 +117,16 @@ int32_t Membership::Unmount(int64_t segment_id) {
     MC_LOG_WARN("unmount of segment %lld at the master: %s", static_cast<long long>(segment_id),
                 ErrorName(code));
   }
-  std::unique_lock<std::shared_mutex> lock(segments_mu_);
-  segments_.erase(segment_id);
+  std::shared_ptr<SegmentMemory> gone;
+  {
+    std::unique_lock<std::shared_mutex> lock(segments_mu_);
+    auto it = segments_.find(segment_id);
+    if (it == segments_.end()) return code;
+    gone = std::move(it->second);
+    segments_.erase(it);
+  }
+  // Transfers still running against it fail, and their readers move to another replica.
+  engine_->UnregisterMemory(gone->base());
   return code;
 }
 

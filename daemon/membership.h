@@ -3,8 +3,9 @@
 //
 // Identity: a random 63-bit daemon id (also the "writer" of every put this daemon makes)
 // and the name "host:port" of its transfer endpoint. Each mounted segment gets a random
-// segment id and is announced with that name, its base address, its size and a TCP
-// endpoint.
+// segment id and is announced with that name, its base address, its size and the
+// endpoints the transfer engine reaches it by (registering it with RDMA first, when RDMA
+// is in use).
 //
 // The master keeps all of this in memory only. When a heartbeat is answered with -103 the
 // master has forgotten us (it restarted, or declared us dead after a stall): we register
@@ -29,12 +30,14 @@
 
 #include "daemon/master_client.h"
 #include "daemon/segment_memory.h"
+#include "daemon/transfer_engine.h"
 
 namespace mooncake {
 
 class Membership {
  public:
-  Membership(MasterClient* master, std::string name, int64_t heartbeat_interval_ms);
+  Membership(MasterClient* master, TransferEngine* engine, std::string name,
+             int64_t heartbeat_interval_ms);
   ~Membership();  // stops the heartbeat
   Membership(const Membership&) = delete;
   Membership& operator=(const Membership&) = delete;
@@ -83,6 +86,7 @@ class Membership {
   void HeartbeatLoop();
 
   MasterClient* const master_;
+  TransferEngine* const engine_;
   const std::string name_;
   const int64_t daemon_id_;
   const int64_t heartbeat_interval_ms_;

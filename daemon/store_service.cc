@@ -2,6 +2,7 @@
 
 #include <cstring>
 
+#include "common/crc32c.h"
 #include "common/logging.h"
 #include "include/mooncake_store.h"
 
@@ -65,11 +66,17 @@ void ReplyInts(ClientSession* s, uint64_t id, int32_t code, const std::vector<in
 }  // namespace store_detail
 
 StoreService::StoreService(MasterClient* master, Membership* membership, ReadCache* cache,
-                           std::string master_address)
+                           ReplicaIO* io, std::string master_address, bool checksum)
     : master_(master),
       membership_(membership),
       cache_(cache),
-      master_address_(std::move(master_address)) {}
+      io_(io),
+      master_address_(std::move(master_address)),
+      checksum_(checksum) {}
+
+int64_t StoreService::ValueChecksum(const char* data, uint64_t size) const {
+  return checksum_ ? static_cast<int64_t>(Crc32c(data, size)) : -1;
+}
 
 bool StoreService::Hello(ClientSession* s, const uds::Message& hello, std::vector<int> fds,
                          std::string* why) {
@@ -93,6 +100,13 @@ bool StoreService::Hello(ClientSession* s, const uds::Message& hello, std::vecto
                           : "pool_size " + std::to_string(pool_size) + " needs exactly one fd";
   } else if (pool_size == 0 || s->AttachPool(fds[0], pool_size, why)) {
     fds.clear();  // the session owns the pool fd now
+    // Remote reads land in the pool and remote writes leave from it: RDMA must know it.
+    char* pool = s->PoolRange(0, pool_size);
+    if (pool != nullptr && io_->engine()->RegisterMemory(pool, pool_size) != 0) {
+      *why = "the pool could not be registered with the transfer engine";
+      Reply(s, hello.id, ToInt(ErrorCode::TRANSFER_FAIL));
+      return false;
+    }
     uds::FrameBuilder reply(hello.id, kOk, 2);
     reply.args().pack(membership_->name());
     reply.args().pack(static_cast<uint64_t>(membership_->daemon_id()));
@@ -169,6 +183,8 @@ void StoreService::Teardown(ClientSession* s) {
     membership_->Unmount(segment);
     cache_->DropSegment(segment);
   }
+  char* pool = s->PoolRange(0, s->pool_size());
+  if (pool != nullptr) io_->engine()->UnregisterMemory(pool);
   s->UnmapPool();
   if (revoked > 0 || !segments.empty()) {
     MC_LOG_INFO("connection %llu (pid %d) closed: %zu staged puts revoked, %zu segments unmounted",
@@ -178,37 +194,6 @@ void StoreService::Teardown(ClientSession* s) {
     MC_LOG_DEBUG("connection %llu (pid %d) closed", static_cast<unsigned long long>(s->id()),
                  static_cast<int>(s->peer_pid()));
   }
-}
-
-int32_t StoreService::Resolve(const std::vector<rpc::ReplicaDescriptor>& replicas, uint64_t size,
-                              std::vector<ReplicaTarget>* out) const {
-  out->clear();
-  for (const auto& r : replicas) {
-    ReplicaTarget t;
-    if (r.kind != rpc::ReplicaKind::MEMORY || r.offset < 0) return ToInt(ErrorCode::TRANSFER_FAIL);
-    t.segment = membership_->Find(r.segment_id);
-    t.segment_id = r.segment_id;
-    t.offset = static_cast<uint64_t>(r.offset);
-    if (t.segment == nullptr || !t.segment->Contains(t.offset, size)) {
-      return ToInt(ErrorCode::TRANSFER_FAIL);  // another daemon's: the transfer engine's job
-    }
-    out->push_back(std::move(t));
-  }
-  return out->empty() ? ToInt(ErrorCode::TRANSFER_FAIL) : kOk;
-}
-
-int32_t StoreService::ResolveOne(const std::vector<rpc::ReplicaDescriptor>& replicas,
-                                 uint64_t size, ReplicaTarget* out) const {
-  for (const auto& r : replicas) {
-    if (r.kind != rpc::ReplicaKind::MEMORY || r.offset < 0) continue;
-    std::shared_ptr<SegmentMemory> segment = membership_->Find(r.segment_id);
-    if (segment == nullptr || !segment->Contains(static_cast<uint64_t>(r.offset), size)) continue;
-    out->segment = std::move(segment);
-    out->segment_id = r.segment_id;
-    out->offset = static_cast<uint64_t>(r.offset);
-    return kOk;
-  }
-  return ToInt(ErrorCode::TRANSFER_FAIL);
 }
 
 // ---- queries and removal ----
@@ -263,11 +248,12 @@ bool StoreService::OnGetSize(ClientSession* s, uint64_t id, ArgReader* a) {
   auto asked_at = std::chrono::steady_clock::now();
   rpc::ReplicaListResult list;
   int32_t code = master_->GetReplicaList(key, &list);
-  if (code == 0) {
-    // Only to remember where the bytes are: the size is the answer whoever holds them.
-    ReplicaTarget target;
-    uint64_t size = 0;
-    Locate(key, ticket, list, asked_at, &target, &size);
+  std::vector<ReplicaTarget> candidates;
+  uint64_t size = 0;
+  // Only to remember where the bytes are: the size is the answer whoever holds them. Not
+  // for an object with a checksum, whose bytes a cached read would not verify.
+  if (code == 0 && list.checksum < 0 && Locate(list, &candidates, &size) == 0) {
+    Remember(key, ticket, candidates[0], size, asked_at, list.lease_ttl_ms);
   }
   ReplyInts(s, id, code, {list.size});
   return true;

@@ -14,8 +14,10 @@
 // GET, EXIST or GET_SIZE the read cache answers) run on the event-loop thread through
 // TryInline, saving the hand-off to a worker.
 //
-// Replicas that live on another daemon need the transfer engine (the cluster issue);
-// until then a put or get that meets one fails with TRANSFER_FAIL (-800).
+// Replicas that live on another daemon are written and read through the transfer engine
+// (daemon/replica_io.h); a put that could not write every replica answers TRANSFER_FAIL
+// (-800) and is revoked. With --checksum, a put stores the value's CRC32C with the master;
+// every get of an object that has one verifies it (CHECKSUM_MISMATCH, -801).
 //
 // Input is untrusted. A request whose shape is wrong (argument count or type, a batch
 // over uds::kMaxBatch) is malformed: the handler returns false and the caller closes the
@@ -36,6 +38,7 @@
 #include "daemon/master_client.h"
 #include "daemon/membership.h"
 #include "daemon/read_cache.h"
+#include "daemon/replica_io.h"
 
 namespace mooncake {
 
@@ -45,8 +48,12 @@ class StoreService {
   // copy would hold up every other connection.
   static constexpr uint64_t kInlineMaxBytes = 64 * 1024;
 
-  StoreService(MasterClient* master, Membership* membership, ReadCache* cache,
-               std::string master_address);
+  // Puts give a transfer this long to finish; a dead peer fails it sooner (stall timeout).
+  static constexpr std::chrono::seconds kPutTransferBudget{60};
+
+  // checksum: compute a CRC32C of every value put through this daemon.
+  StoreService(MasterClient* master, Membership* membership, ReadCache* cache, ReplicaIO* io,
+               std::string master_address, bool checksum);
 
   // The handshake, run before any other frame of the connection is read. Sends the reply.
   // false (with *why for the log) when the connection must be closed: a malformed HELLO,
@@ -85,10 +92,16 @@ class StoreService {
   // PutStart or UpsertStart, registering again and retrying once on -103.
   int32_t StartPut(const std::string& key, uint64_t size, const rpc::ReplicateConfig& config,
                    bool upsert, rpc::PutStartResult* out);
-  int32_t EndPut(const std::string& key, bool upsert);
+  int32_t EndPut(const std::string& key, bool upsert, int64_t checksum);
   int32_t RevokePut(const std::string& key, bool upsert);
-  // Publishes, or revokes when the client is gone or the publish failed.
-  int32_t FinishPut(ClientSession* s, const std::string& key, bool upsert);
+  // Publishes (with the value's checksum, or -1), or revokes when the client is gone or
+  // the publish failed.
+  int32_t FinishPut(ClientSession* s, const std::string& key, bool upsert, int64_t checksum);
+  // The value's CRC32C when this daemon computes them, else -1.
+  int64_t ValueChecksum(const char* data, uint64_t size) const;
+  static std::chrono::steady_clock::time_point TransferDeadline() {
+    return std::chrono::steady_clock::now() + kPutTransferBudget;
+  }
 
   // ---- gets (store_service_get.cc) ----
   bool OnGet(ClientSession* s, uint64_t id, Reader* args);
@@ -96,19 +109,32 @@ class StoreService {
   bool OnGetBegin(ClientSession* s, uint64_t id, Reader* args);
   bool OnGetChunk(ClientSession* s, uint64_t id, Reader* args);
   bool OnGetEnd(ClientSession* s, uint64_t id, Reader* args);
-  // Copies a listed object into dest (capacity bytes) and remembers its place in the
-  // read cache; bytes copied or a code. ticket and generation were taken before the RPC.
-  int64_t CopyOut(const std::string& key, ReadCache::Ticket ticket, uint64_t generation,
-                  const rpc::ReplicaListResult& list, char* dest, uint64_t capacity,
-                  std::chrono::steady_clock::time_point asked_at);
+  // Objects the master listed, to be read into their destinations (the pool).
+  struct ListedReads {
+    std::vector<std::string> keys;
+    std::vector<ReadCache::Ticket> tickets;  // taken before the RPC
+    std::vector<rpc::ReplicaListResult> lists;
+    std::vector<char*> dests;
+    std::vector<uint64_t> capacities;
+  };
+  // Reads every listed object (the remote ones in parallel) and remembers local ones in
+  // the read cache; (*results)[j]: bytes read, or a code. asked_at and generation were
+  // taken before the RPC.
+  void ReadListed(const ListedReads& reads, std::chrono::steady_clock::time_point asked_at,
+                  uint64_t generation, std::vector<int64_t>* results);
   // Copies a cached object of at most max_size bytes into dest: bytes copied, -600 when
   // it exceeds capacity, or 0 when the cache cannot answer (miss, too big, or the copy
   // overran the entry's deadline or overlapped a re-registration).
   int64_t CopyCached(const std::string& key, char* dest, uint64_t capacity, uint64_t max_size);
-  // The local replica of a listed object, remembered in the read cache (*size set).
-  int32_t Locate(const std::string& key, ReadCache::Ticket ticket,
-                 const rpc::ReplicaListResult& list, std::chrono::steady_clock::time_point asked_at,
-                 ReplicaTarget* out, uint64_t* size);
+  // The replicas a read of a listed object may use, best first (*size set); -800 if none.
+  int32_t Locate(const rpc::ReplicaListResult& list, std::vector<ReplicaTarget>* candidates,
+                 uint64_t* size);
+  // Fills the read cache with a replica in this daemon's memory (others are not kept).
+  void Remember(const std::string& key, ReadCache::Ticket ticket, const ReplicaTarget& local,
+                uint64_t size, std::chrono::steady_clock::time_point asked_at,
+                int64_t lease_ttl_ms);
+  // One chunk of a staged get: 0, or -707, -800, -801 (the chunk completing a corrupt value).
+  int32_t ReadChunk(StagedGet* get, uint64_t value_offset, char* dest, uint64_t length);
 
   // ---- everything else (store_service.cc) ----
   bool OnExist(ClientSession* s, uint64_t id, Reader* args);
@@ -119,17 +145,12 @@ class StoreService {
   bool OnRemoveAll(ClientSession* s, uint64_t id, Reader* args);
   bool OnMountSegment(ClientSession* s, uint64_t id, Reader* args);
 
-  // Where each replica lives in this daemon's memory; -800 when one is not ours.
-  int32_t Resolve(const std::vector<rpc::ReplicaDescriptor>& replicas, uint64_t size,
-                  std::vector<ReplicaTarget>* out) const;
-  // The first replica this daemon owns; -800 when there is none.
-  int32_t ResolveOne(const std::vector<rpc::ReplicaDescriptor>& replicas, uint64_t size,
-                     ReplicaTarget* out) const;
-
   MasterClient* const master_;
   Membership* const membership_;
   ReadCache* const cache_;
+  ReplicaIO* const io_;
   const std::string master_address_;
+  const bool checksum_;
 };
 
 // ---- helpers shared by the handler files ----

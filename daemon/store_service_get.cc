@@ -6,9 +6,15 @@
 // (-707) rather than bytes that could be torn. A copy that overlapped a re-registration
 // (a restarted master knows no leases) is not trusted either.
 //
-// Each list is remembered in the read cache for 90% of its lease; a read the cache can
-// answer copies without asking the master, and one whose cached copy cannot be trusted
-// (it overran the entry) simply asks the master as if it had missed.
+// Replicas are read best first (daemon/replica_io.h): this daemon's own memory, then
+// other daemons' over the transfer engine, straight into the pool; a failed or corrupt
+// replica (when the object carries a checksum) makes the read move on to the next.
+//
+// A list whose best replica is in this daemon's memory is remembered in the read cache
+// for 90% of its lease; a read the cache can answer copies without asking the master, and
+// one whose cached copy cannot be trusted (it overran the entry) simply asks the master
+// as if it had missed.
+#include <algorithm>
 #include <cstring>
 
 #include "daemon/store_service.h"
@@ -22,6 +28,7 @@ using Clock = std::chrono::steady_clock;
 namespace {
 
 constexpr int32_t kLeaseExpired = static_cast<int32_t>(ErrorCode::LEASE_EXPIRED);
+constexpr int32_t kTransferFail = static_cast<int32_t>(ErrorCode::TRANSFER_FAIL);
 
 Clock::time_point Deadline(Clock::time_point asked_at, int64_t lease_ttl_ms) {
   return asked_at + std::chrono::milliseconds(lease_ttl_ms);
@@ -29,40 +36,70 @@ Clock::time_point Deadline(Clock::time_point asked_at, int64_t lease_ttl_ms) {
 
 }  // namespace
 
-int32_t StoreService::Locate(const std::string& key, ReadCache::Ticket ticket,
-                             const rpc::ReplicaListResult& list, Clock::time_point asked_at,
-                             ReplicaTarget* out, uint64_t* size) {
-  if (list.code != 0) return list.code;
-  if (list.size <= 0) return ToInt(ErrorCode::TRANSFER_FAIL);
-  *size = static_cast<uint64_t>(list.size);
-  int32_t code = ResolveOne(list.replicas, *size, out);
-  if (code != 0 || !cache_->enabled()) return code;
+void StoreService::Remember(const std::string& key, ReadCache::Ticket ticket,
+                            const ReplicaTarget& local, uint64_t size,
+                            Clock::time_point asked_at, int64_t lease_ttl_ms) {
+  if (!cache_->enabled() || !local.local()) return;
   ReadCache::Entry entry;
-  entry.segment = out->segment;
-  entry.segment_id = out->segment_id;
-  entry.offset = out->offset;
-  entry.size = *size;
-  entry.deadline = ReadCache::EntryDeadline(asked_at, list.lease_ttl_ms);
+  entry.segment = local.segment;
+  entry.segment_id = local.segment_id;
+  entry.offset = local.offset;
+  entry.size = size;
+  entry.deadline = ReadCache::EntryDeadline(asked_at, lease_ttl_ms);
   cache_->Fill(key, ticket, std::move(entry));
-  return kOk;
 }
 
-int64_t StoreService::CopyOut(const std::string& key, ReadCache::Ticket ticket,
-                              uint64_t generation, const rpc::ReplicaListResult& list, char* dest,
-                              uint64_t capacity, Clock::time_point asked_at) {
-  // Too small a buffer is -600 whoever holds the replica.
-  if (list.code == 0 && list.size > 0 && static_cast<uint64_t>(list.size) > capacity) {
-    return kInvalid;
+int32_t StoreService::Locate(const rpc::ReplicaListResult& list,
+                             std::vector<ReplicaTarget>* candidates, uint64_t* size) {
+  if (list.code != 0) return list.code;
+  if (list.size <= 0) return kTransferFail;
+  *size = static_cast<uint64_t>(list.size);
+  *candidates = io_->Candidates(list.replicas, *size);
+  return candidates->empty() ? kTransferFail : kOk;
+}
+
+void StoreService::ReadListed(const ListedReads& reads, Clock::time_point asked_at,
+                              uint64_t generation, std::vector<int64_t>* results) {
+  const size_t n = reads.keys.size();
+  std::vector<std::vector<ReplicaTarget>> candidates(n);
+  std::vector<ValueSlice> slices;
+  std::vector<int64_t> expected;
+  std::vector<size_t> owner;  // the read of each slice
+  Clock::time_point deadline = Clock::time_point::max();
+  for (size_t j = 0; j < n; ++j) {
+    const rpc::ReplicaListResult& list = reads.lists[j];
+    // Too small a buffer is -600 whoever holds the replica.
+    if (list.code == 0 && list.size > 0 &&
+        static_cast<uint64_t>(list.size) > reads.capacities[j]) {
+      (*results)[j] = kInvalid;
+      continue;
+    }
+    uint64_t size = 0;
+    int32_t code = Locate(list, &candidates[j], &size);
+    if (code != 0) {
+      (*results)[j] = code;
+      continue;
+    }
+    slices.push_back({&candidates[j], 0, reads.dests[j], size});
+    expected.push_back(list.checksum);
+    owner.push_back(j);
+    deadline = std::min(deadline, Deadline(asked_at, list.lease_ttl_ms));
   }
-  ReplicaTarget source;
-  uint64_t size = 0;
-  int32_t code = Locate(key, ticket, list, asked_at, &source, &size);
-  if (code != 0) return code;
-  std::memcpy(dest, source.data(), size);
-  if (Clock::now() > Deadline(asked_at, list.lease_ttl_ms) || !cache_->SameGeneration(generation)) {
-    return kLeaseExpired;
+  io_->ReadAny(&slices, expected, deadline);
+  bool in_time = Clock::now() <= deadline && cache_->SameGeneration(generation);
+  for (size_t k = 0; k < slices.size(); ++k) {
+    size_t j = owner[k];
+    const ValueSlice& s = slices[k];
+    if (s.result != 0) {
+      (*results)[j] = s.result;
+    } else if (!in_time) {
+      (*results)[j] = kLeaseExpired;
+    } else {
+      (*results)[j] = static_cast<int64_t>(s.length);
+      Remember(reads.keys[j], reads.tickets[j], candidates[j][s.served], s.length, asked_at,
+               reads.lists[j].lease_ttl_ms);
+    }
   }
-  return static_cast<int64_t>(size);
 }
 
 int64_t StoreService::CopyCached(const std::string& key, char* dest, uint64_t capacity,
@@ -88,12 +125,22 @@ bool StoreService::OnGet(ClientSession* s, uint64_t id, ArgReader* a) {
   }
   int64_t n = CopyCached(key, dest, capacity, UINT64_MAX);
   if (n == 0) {
-    ReadCache::Ticket ticket = cache_->Begin(key);
+    ListedReads reads;
+    reads.tickets.push_back(cache_->Begin(key));
     uint64_t generation = cache_->remount_generation();
     Clock::time_point asked_at = Clock::now();
-    rpc::ReplicaListResult list;
-    int32_t rc = master_->GetReplicaList(key, &list);
-    n = rc != 0 ? rc : CopyOut(key, ticket, generation, list, dest, capacity, asked_at);
+    reads.lists.resize(1);
+    int32_t rc = master_->GetReplicaList(key, &reads.lists[0]);
+    if (rc != 0) {
+      n = rc;
+    } else {
+      reads.keys.push_back(std::move(key));
+      reads.dests.push_back(dest);
+      reads.capacities.push_back(capacity);
+      std::vector<int64_t> result(1);
+      ReadListed(reads, asked_at, generation, &result);
+      n = result[0];
+    }
   }
   ReplyInts(s, id, n < 0 ? static_cast<int32_t>(n) : kOk, {n});
   return true;
@@ -104,39 +151,34 @@ bool StoreService::OnBatchGet(ClientSession* s, uint64_t id, ArgReader* a) {
   if (!Done(*a) || entries.size() > uds::kMaxBatch) return false;
   const size_t n = entries.size();
   std::vector<int64_t> results(n, kInvalid);
-  std::vector<char*> dests(n, nullptr);
-  std::vector<uint64_t> capacities(n, 0);
-  std::vector<std::string> keys;  // the entries the cache could not answer
+  ListedReads reads;  // the entries the cache could not answer
   std::vector<size_t> index;
   for (size_t i = 0; i < n; ++i) {
     ArgReader e = entries.Array();
     std::string key = e.Str();
     uint64_t offset = e.U64();
-    capacities[i] = e.U64();
+    uint64_t capacity = e.U64();
     if (!Done(e)) return false;
-    dests[i] = s->PoolRange(offset, capacities[i]);
-    if (!ValidKey(key) || dests[i] == nullptr) continue;
-    int64_t cached = CopyCached(key, dests[i], capacities[i], UINT64_MAX);
+    char* dest = s->PoolRange(offset, capacity);
+    if (!ValidKey(key) || dest == nullptr) continue;
+    int64_t cached = CopyCached(key, dest, capacity, UINT64_MAX);
     if (cached != 0) {
       results[i] = cached;
       continue;
     }
-    keys.push_back(std::move(key));
+    reads.keys.push_back(std::move(key));
+    reads.dests.push_back(dest);
+    reads.capacities.push_back(capacity);
     index.push_back(i);
   }
-  if (!keys.empty()) {
-    std::vector<ReadCache::Ticket> tickets(keys.size());
-    for (size_t j = 0; j < keys.size(); ++j) tickets[j] = cache_->Begin(keys[j]);
+  if (!reads.keys.empty()) {
+    for (const std::string& key : reads.keys) reads.tickets.push_back(cache_->Begin(key));
     uint64_t generation = cache_->remount_generation();
     Clock::time_point asked_at = Clock::now();
-    std::vector<rpc::ReplicaListResult> lists;
-    int32_t rc = master_->BatchGetReplicaList(keys, &lists);
-    for (size_t j = 0; j < index.size(); ++j) {
-      size_t i = index[j];
-      results[i] = rc != 0 ? rc
-                           : CopyOut(keys[j], tickets[j], generation, lists[j], dests[i],
-                                     capacities[i], asked_at);
-    }
+    int32_t rc = master_->BatchGetReplicaList(reads.keys, &reads.lists);
+    std::vector<int64_t> listed(reads.keys.size(), rc);
+    if (rc == 0) ReadListed(reads, asked_at, generation, &listed);
+    for (size_t j = 0; j < index.size(); ++j) results[index[j]] = listed[j];
   }
   ReplyInts(s, id, kOk, results);
   return true;
@@ -152,23 +194,49 @@ bool StoreService::OnGetBegin(ClientSession* s, uint64_t id, ArgReader* a) {
   ReadCache::Entry cached;
   if (cache_->Lookup(key, &cached)) {
     // The chunks are bounded by the entry's deadline, which lies inside the lease.
-    get->source.segment = std::move(cached.segment);
-    get->source.segment_id = cached.segment_id;
-    get->source.offset = cached.offset;
+    ReplicaTarget source;
+    source.segment = std::move(cached.segment);
+    source.segment_id = cached.segment_id;
+    source.offset = cached.offset;
+    get->candidates.push_back(std::move(source));
     get->size = cached.size;
     get->deadline = cached.deadline;
   } else {
-    ReadCache::Ticket ticket = cache_->Begin(key);
     Clock::time_point asked_at = Clock::now();
     rpc::ReplicaListResult list;
     code = master_->GetReplicaList(key, &list);
-    if (code == 0) code = Locate(key, ticket, list, asked_at, &get->source, &get->size);
-    if (code == 0) get->deadline = Deadline(asked_at, list.lease_ttl_ms);
+    if (code == 0) code = Locate(list, &get->candidates, &get->size);
+    if (code == 0) {
+      get->deadline = Deadline(asked_at, list.lease_ttl_ms);
+      get->checksum = list.checksum;
+    }
   }
   uint64_t get_id = 0;
   if (code == 0 && (get_id = s->AddGet(get)) == 0) code = kInvalid;  // too many open
   ReplyInts(s, id, code, {static_cast<int64_t>(get_id), static_cast<int64_t>(get->size)});
   return true;
+}
+
+int32_t StoreService::ReadChunk(StagedGet* get, uint64_t value_offset, char* dest,
+                                uint64_t length) {
+  if (Clock::now() > get->deadline) return kLeaseExpired;
+  size_t first = get->current.load();
+  int served = io_->ReadFrom(get->candidates, first, value_offset, dest, length, get->deadline);
+  if (served < 0) return served;
+  // Later chunks start where this one succeeded; two chunks racing here both moved on.
+  get->current.compare_exchange_strong(first, static_cast<size_t>(served));
+  if (Clock::now() > get->deadline || !cache_->SameGeneration(get->generation)) {
+    return kLeaseExpired;
+  }
+  if (get->checksum < 0) return kOk;
+  get->crc.Add(value_offset, dest, length);
+  uint32_t crc = 0;
+  // The chunk that completes the value answers for all of it.
+  if (get->crc.bytes() == get->size && get->crc.Total(get->size, &crc) &&
+      crc != static_cast<uint32_t>(get->checksum)) {
+    return ToInt(ErrorCode::CHECKSUM_MISMATCH);
+  }
+  return kOk;
 }
 
 bool StoreService::OnGetChunk(ClientSession* s, uint64_t id, ArgReader* a) {
@@ -182,13 +250,7 @@ bool StoreService::OnGetChunk(ClientSession* s, uint64_t id, ArgReader* a) {
   int32_t code = kInvalid;
   if (get != nullptr && dest != nullptr && length <= get->size &&
       value_offset <= get->size - length) {
-    if (Clock::now() > get->deadline) {
-      code = kLeaseExpired;
-    } else {
-      std::memcpy(dest, get->source.data() + value_offset, length);
-      bool trusted = Clock::now() <= get->deadline && cache_->SameGeneration(get->generation);
-      code = trusted ? kOk : kLeaseExpired;
-    }
+    code = ReadChunk(get.get(), value_offset, dest, length);
   }
   Reply(s, id, code);
   return true;

@@ -1,6 +1,10 @@
 // PUT, UPSERT, BATCH_PUT and the staged put (PUT_BEGIN / CHUNK / COMMIT / ABORT).
-#include <cstring>
-
+//
+// The bytes go from the application's pool to every replica the master reserved: a
+// memcpy into this daemon's segments, a transfer-engine WRITE into other daemons', all in
+// parallel. The object is published (PutEnd) only when every replica was written;
+// otherwise it is revoked, so it is visible with all its replicas or not at all.
+#include "common/crc32c.h"
 #include "common/logging.h"
 #include "daemon/store_service.h"
 
@@ -29,9 +33,10 @@ int32_t StoreService::StartPut(const std::string& key, uint64_t size,
   }
 }
 
-int32_t StoreService::EndPut(const std::string& key, bool upsert) {
+int32_t StoreService::EndPut(const std::string& key, bool upsert, int64_t checksum) {
   int64_t writer = membership_->daemon_id();
-  return upsert ? master_->UpsertEnd(writer, key) : master_->PutEnd(writer, key);
+  return upsert ? master_->UpsertEnd(writer, key, checksum)
+                : master_->PutEnd(writer, key, checksum);
 }
 
 int32_t StoreService::RevokePut(const std::string& key, bool upsert) {
@@ -39,13 +44,14 @@ int32_t StoreService::RevokePut(const std::string& key, bool upsert) {
   return upsert ? master_->UpsertRevoke(writer, key) : master_->PutRevoke(writer, key);
 }
 
-int32_t StoreService::FinishPut(ClientSession* s, const std::string& key, bool upsert) {
+int32_t StoreService::FinishPut(ClientSession* s, const std::string& key, bool upsert,
+                                int64_t checksum) {
   if (s->closed()) {
     // The client is gone and will never learn the outcome: publish nothing it left.
     RevokePut(key, upsert);
     return ToInt(ErrorCode::TRANSFER_FAIL);
   }
-  int32_t code = EndPut(key, upsert);
+  int32_t code = EndPut(key, upsert, checksum);
   // If the publish failed on the wire it may or may not have happened; a revoke of a
   // published object is refused (-1010), so trying is always safe.
   if (code != 0) RevokePut(key, upsert);
@@ -76,14 +82,18 @@ bool StoreService::OnPut(ClientSession* s, uint64_t id, ArgReader* a, bool upser
     return true;
   }
   std::vector<ReplicaTarget> targets;
-  code = Resolve(started.replicas, size, &targets);
+  code = io_->ResolveAll(started.replicas, size, &targets);
+  if (code == 0) {
+    std::vector<ValueSlice> slice{{&targets, 0, const_cast<char*>(src), size}};
+    io_->WriteAll(&slice, TransferDeadline());
+    code = slice[0].result;
+  }
   if (code != 0) {
     RevokePut(key, upsert);
     Reply(s, id, code);
     return true;
   }
-  for (const auto& t : targets) std::memcpy(t.data(), src, size);
-  Reply(s, id, FinishPut(s, key, upsert));
+  Reply(s, id, FinishPut(s, key, upsert, ValueChecksum(src, size)));
   return true;
 }
 
@@ -138,31 +148,45 @@ bool StoreService::OnBatchPut(ClientSession* s, uint64_t id, ArgReader* a) {
     return true;
   }
 
-  // Phase 2: copy what was reserved.
+  // Phase 2: write what was reserved, every entry's remote replicas in parallel.
   std::vector<std::string> to_end, to_revoke;
   std::vector<size_t> end_index;
-  std::vector<ReplicaTarget> targets;
+  std::vector<int64_t> checksums;
+  std::vector<std::vector<ReplicaTarget>> targets(keys.size());
+  std::vector<ValueSlice> slices;
+  std::vector<size_t> slice_key;  // j of each slice
   for (size_t j = 0; j < keys.size(); ++j) {
     size_t i = index[j];
     int32_t code = started[j].code;
     if (code == kExists) code = kOk;  // already there: the old value stays
     results[i] = code;
     if (started[j].code != 0) continue;
-    code = Resolve(started[j].replicas, items[i].size, &targets);
+    code = io_->ResolveAll(started[j].replicas, items[i].size, &targets[j]);
     if (code != 0) {
       results[i] = code;
       to_revoke.push_back(keys[j]);
       continue;
     }
-    for (const auto& t : targets) std::memcpy(t.data(), items[i].src, items[i].size);
+    slices.push_back({&targets[j], 0, const_cast<char*>(items[i].src), items[i].size});
+    slice_key.push_back(j);
+  }
+  io_->WriteAll(&slices, TransferDeadline());
+  for (size_t k = 0; k < slices.size(); ++k) {
+    size_t j = slice_key[k];
+    if (slices[k].result != 0) {
+      results[index[j]] = slices[k].result;
+      to_revoke.push_back(keys[j]);
+      continue;
+    }
     to_end.push_back(keys[j]);
-    end_index.push_back(i);
+    end_index.push_back(index[j]);
+    if (checksum_) checksums.push_back(ValueChecksum(slices[k].pool, slices[k].length));
   }
 
   // Phase 3: publish the copies, unless the client is gone; revoke the rest.
   std::vector<int32_t> codes;
   if (!to_end.empty() && !s->closed()) {
-    rc = master_->BatchPutEnd(writer, to_end, &codes);
+    rc = master_->BatchPutEnd(writer, to_end, &codes, checksums);
     for (const std::string& key : to_end) cache_->Invalidate(key);  // as in FinishPut
     for (size_t k = 0; k < to_end.size(); ++k) {
       int32_t code = rc != 0 ? rc : codes[k];
@@ -192,13 +216,14 @@ bool StoreService::OnPutBegin(ClientSession* s, uint64_t id, ArgReader* a) {
   put->key = key;
   put->size = size;
   put->upsert = upsert == 1;
+  put->checksum = checksum_;
   rpc::PutStartResult started;
   int32_t code = StartPut(key, size, config, put->upsert, &started);  // -705 goes back as is
   if (code != 0) {
     Reply(s, id, code);
     return true;
   }
-  code = Resolve(started.replicas, size, &put->targets);
+  code = io_->ResolveAll(started.replicas, size, &put->targets);
   uint64_t put_id = code == 0 ? s->AddPut(put) : 0;
   if (put_id == 0) {
     RevokePut(key, put->upsert);
@@ -222,8 +247,13 @@ bool StoreService::OnPutChunk(ClientSession* s, uint64_t id, ArgReader* a) {
       value_offset <= put->size - length) {
     std::shared_lock<std::shared_mutex> lock(put->mu);
     if (!put->finished) {
-      for (const auto& t : put->targets) std::memcpy(t.data() + value_offset, src, length);
-      code = kOk;
+      std::vector<ValueSlice> slice{{&put->targets, value_offset, const_cast<char*>(src), length}};
+      io_->WriteAll(&slice, TransferDeadline());
+      code = slice[0].result;
+      if (code == 0 && put->checksum) put->crc.Add(value_offset, src, length);
+      // A chunk that failed is repeated by nobody: the client aborts, or commits and gets
+      // -800 back, so the put is never published half written.
+      if (code != 0) put->failed = true;
     }
   }
   Reply(s, id, code);
@@ -240,7 +270,17 @@ bool StoreService::OnPutEnd(ClientSession* s, uint64_t id, ArgReader* a, bool co
   }
   std::unique_lock<std::shared_mutex> lock(put->mu);  // waits for running chunks
   put->finished = true;
-  Reply(s, id, commit ? FinishPut(s, put->key, put->upsert) : RevokePut(put->key, put->upsert));
+  int32_t code = 0;
+  if (!commit || put->failed) {
+    code = RevokePut(put->key, put->upsert);
+    if (put->failed) code = ToInt(ErrorCode::TRANSFER_FAIL);
+  } else {
+    int64_t checksum = -1;
+    uint32_t crc = 0;
+    if (put->checksum && put->crc.Total(put->size, &crc)) checksum = crc;
+    code = FinishPut(s, put->key, put->upsert, checksum);
+  }
+  Reply(s, id, code);
   return true;
 }
 

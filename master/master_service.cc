@@ -36,6 +36,9 @@ bool ValidKey(const std::string& key) {
          key.find('\0') == std::string::npos;
 }
 
+// Negative is "none"; a CRC-32C has 32 bits.
+bool ValidChecksum(int64_t checksum) { return checksum <= int64_t{0xFFFFFFFF}; }
+
 MasterOptions WithClock(MasterOptions options) {
   if (!options.now_ms) options.now_ms = SteadyNowMs;
   return options;
@@ -273,8 +276,8 @@ rpc::PutStartResult MasterService::PutStart(int64_t writer, const std::string& k
   return StartLocked(shard, hash, writer, key, static_cast<uint64_t>(size), config, reserved);
 }
 
-ErrorCode MasterService::PutEnd(int64_t writer, const std::string& key) {
-  if (!ValidKey(key)) return ErrorCode::INVALID_PARAMS;
+ErrorCode MasterService::PutEnd(int64_t writer, const std::string& key, int64_t checksum) {
+  if (!ValidKey(key) || !ValidChecksum(checksum)) return ErrorCode::INVALID_PARAMS;
   uint64_t hash;
   Shard& shard = ShardFor(key, &hash);
   std::lock_guard<std::mutex> lock(shard.mu);
@@ -288,6 +291,7 @@ ErrorCode MasterService::PutEnd(int64_t writer, const std::string& key) {
     meta.replicas[i].status = ReplicaStatus::kComplete;
   }
   meta.complete = true;
+  meta.set_checksum(checksum);
   meta.time_ms = now;  // no lease yet; eviction age counts from publication
   if (meta.soft_pin_ms > 0) meta.soft_pin_ms += now;
   processing_count_.fetch_sub(1);
@@ -348,8 +352,8 @@ rpc::PutStartResult MasterService::UpsertStart(int64_t writer, const std::string
   return result;
 }
 
-ErrorCode MasterService::UpsertEnd(int64_t writer, const std::string& key) {
-  if (!ValidKey(key)) return ErrorCode::INVALID_PARAMS;
+ErrorCode MasterService::UpsertEnd(int64_t writer, const std::string& key, int64_t checksum) {
+  if (!ValidKey(key) || !ValidChecksum(checksum)) return ErrorCode::INVALID_PARAMS;
   uint64_t hash;
   Shard& shard = ShardFor(key, &hash);
   {
@@ -372,6 +376,7 @@ ErrorCode MasterService::UpsertEnd(int64_t writer, const std::string& key) {
         meta.replicas[i].status = ReplicaStatus::kComplete;
       }
       meta.size = up.size;
+      meta.set_checksum(checksum);
       meta.writer = writer;
       meta.hard_pin = up.hard_pin;
       meta.soft_pin_ms = up.soft_pin_ttl_ms > 0 ? now + up.soft_pin_ttl_ms : 0;
@@ -379,7 +384,7 @@ ErrorCode MasterService::UpsertEnd(int64_t writer, const std::string& key) {
       return ErrorCode::OK;
     }
   }
-  return PutEnd(writer, key);  // the upsert created a new object
+  return PutEnd(writer, key, checksum);  // the upsert created a new object
 }
 
 ErrorCode MasterService::UpsertRevoke(int64_t writer, const std::string& key) {
@@ -419,6 +424,7 @@ rpc::ReplicaListResult MasterService::GetReplicaList(const std::string& key) {
   result.code = ToInt(ErrorCode::OK);
   result.size = static_cast<int64_t>(meta.size);
   result.lease_ttl_ms = options_.default_kv_lease_ttl_ms;
+  result.checksum = meta.checksum_or_none();
   DescribeReplicas(meta.replicas, meta.size, /*include_processing=*/false, &result.replicas);
   return result;
 }

@@ -36,6 +36,7 @@ class MasterService {
  public:
   static constexpr size_t kShardCount = 1024;
   static constexpr size_t kMaxReplicaNum = 64;
+  static constexpr int64_t kNoChecksum = -1;
 
   explicit MasterService(MasterOptions options);
   MasterService(const MasterService&) = delete;
@@ -57,19 +58,23 @@ class MasterService {
   rpc::PutStartResult PutStart(int64_t writer, const std::string& key, int64_t size,
                                const rpc::ReplicateConfig& config);
   // Only the writer that started the put may end or revoke it (-601 otherwise).
-  ErrorCode PutEnd(int64_t writer, const std::string& key);
+  // checksum: the value's CRC-32C (0..2^32-1), which GetReplicaList hands to readers;
+  // kNoChecksum (any negative) for none; above 2^32-1 is -600. A repeated PutEnd keeps the
+  // first one's checksum.
+  ErrorCode PutEnd(int64_t writer, const std::string& key, int64_t checksum = kNoChecksum);
   ErrorCode PutRevoke(int64_t writer, const std::string& key);
 
   // Like PutStart, but a complete object is replaced: its old replicas stay readable until
-  // UpsertEnd swaps in the new ones (and are freed once their read leases run out).
+  // UpsertEnd swaps in the new ones (and are freed once their read leases run out). The
+  // old value's checksum stays with it until then, and UpsertEnd's becomes the object's.
   rpc::PutStartResult UpsertStart(int64_t writer, const std::string& key, int64_t size,
                                   const rpc::ReplicateConfig& config);
-  ErrorCode UpsertEnd(int64_t writer, const std::string& key);
+  ErrorCode UpsertEnd(int64_t writer, const std::string& key, int64_t checksum = kNoChecksum);
   ErrorCode UpsertRevoke(int64_t writer, const std::string& key);
 
   // ---- reads ----
-  // COMPLETE replicas only, and a lease of default_kv_lease_ttl. -704 missing, -703 still
-  // being written.
+  // COMPLETE replicas only, a lease of default_kv_lease_ttl, and the checksum (-1: none).
+  // -704 missing, -703 still being written.
   rpc::ReplicaListResult GetReplicaList(const std::string& key);
   // 1 readable (granting a lease), 0 missing or still being written, -600 bad key.
   int32_t ExistKey(const std::string& key);

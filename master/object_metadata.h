@@ -80,10 +80,27 @@ struct ObjectMetadata {
   ReplicaList replicas;
   bool complete = false;
   bool hard_pin = false;
+  // The CRC-32C the writer gave at PutEnd/UpsertEnd, if any. Placed in the padding after
+  // the bools, so it costs no memory.
+  bool has_checksum = false;
+  uint32_t checksum = 0;
 
   bool leased(int64_t now_ms) const { return complete && time_ms > now_ms; }
   bool soft_pinned(int64_t now_ms) const { return complete && soft_pin_ms > now_ms; }
+
+  // -1 for none, as the RPCs say it.
+  int64_t checksum_or_none() const { return has_checksum ? int64_t{checksum} : -1; }
+  // A negative value clears it; the caller has rejected values above 2^32-1.
+  void set_checksum(int64_t value) {
+    has_checksum = value >= 0;
+    checksum = has_checksum ? static_cast<uint32_t>(value) : 0;
+  }
 };
+
+// Every byte here is paid a million times over: growing it moves a 64-byte-key object's
+// block (metadata + key) into the next malloc size class. See docs/master.md.
+static_assert(sizeof(void*) != 8 || sizeof(ObjectMetadata) == 80,
+              "ObjectMetadata must stay 80 bytes on 64-bit targets");
 
 }  // namespace mooncake
 

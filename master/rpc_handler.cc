@@ -27,8 +27,8 @@ void RpcHandler::PutStart(rpc::PutStartResult& out, int64_t writer, const std::s
   out = service_->PutStart(writer, key, size, config);
 }
 
-int32_t RpcHandler::PutEnd(int64_t writer, const std::string& key) {
-  return ToInt(service_->PutEnd(writer, key));
+int32_t RpcHandler::PutEnd(int64_t writer, const std::string& key, int64_t checksum) {
+  return ToInt(service_->PutEnd(writer, key, checksum));
 }
 
 int32_t RpcHandler::PutRevoke(int64_t writer, const std::string& key) {
@@ -50,9 +50,17 @@ void RpcHandler::BatchPutStart(std::vector<rpc::PutStartResult>& out, int64_t wr
 }
 
 void RpcHandler::BatchPutEnd(std::vector<int32_t>& out, int64_t writer,
-                             const std::vector<std::string>& keys) {
+                             const std::vector<std::string>& keys,
+                             const std::vector<int64_t>& checksums) {
+  if (!checksums.empty() && checksums.size() != keys.size()) {  // lists of different lengths
+    out.assign(keys.size(), ToInt(ErrorCode::INVALID_PARAMS));
+    return;
+  }
   out.resize(keys.size());
-  for (size_t i = 0; i < keys.size(); ++i) out[i] = ToInt(service_->PutEnd(writer, keys[i]));
+  for (size_t i = 0; i < keys.size(); ++i) {
+    int64_t checksum = checksums.empty() ? MasterService::kNoChecksum : checksums[i];
+    out[i] = ToInt(service_->PutEnd(writer, keys[i], checksum));
+  }
 }
 
 void RpcHandler::BatchPutRevoke(std::vector<int32_t>& out, int64_t writer,
@@ -66,8 +74,8 @@ void RpcHandler::UpsertStart(rpc::PutStartResult& out, int64_t writer, const std
   out = service_->UpsertStart(writer, key, size, config);
 }
 
-int32_t RpcHandler::UpsertEnd(int64_t writer, const std::string& key) {
-  return ToInt(service_->UpsertEnd(writer, key));
+int32_t RpcHandler::UpsertEnd(int64_t writer, const std::string& key, int64_t checksum) {
+  return ToInt(service_->UpsertEnd(writer, key, checksum));
 }
 
 int32_t RpcHandler::UpsertRevoke(int64_t writer, const std::string& key) {

@@ -20,19 +20,20 @@ class RpcHandler : public rpc::MasterServiceIf {
 
   void PutStart(rpc::PutStartResult& out, int64_t writer, const std::string& key, int64_t size,
                 const rpc::ReplicateConfig& config) override;
-  int32_t PutEnd(int64_t writer, const std::string& key) override;
+  int32_t PutEnd(int64_t writer, const std::string& key, int64_t checksum) override;
   int32_t PutRevoke(int64_t writer, const std::string& key) override;
   void BatchPutStart(std::vector<rpc::PutStartResult>& out, int64_t writer,
                      const std::vector<std::string>& keys, const std::vector<int64_t>& sizes,
                      const rpc::ReplicateConfig& config) override;
   void BatchPutEnd(std::vector<int32_t>& out, int64_t writer,
-                   const std::vector<std::string>& keys) override;
+                   const std::vector<std::string>& keys,
+                   const std::vector<int64_t>& checksums) override;
   void BatchPutRevoke(std::vector<int32_t>& out, int64_t writer,
                       const std::vector<std::string>& keys) override;
 
   void UpsertStart(rpc::PutStartResult& out, int64_t writer, const std::string& key,
                    int64_t size, const rpc::ReplicateConfig& config) override;
-  int32_t UpsertEnd(int64_t writer, const std::string& key) override;
+  int32_t UpsertEnd(int64_t writer, const std::string& key, int64_t checksum) override;
   int32_t UpsertRevoke(int64_t writer, const std::string& key) override;
 
   void GetReplicaList(rpc::ReplicaListResult& out, const std::string& key) override;

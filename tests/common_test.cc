@@ -1,9 +1,14 @@
-// common/: the result-code table, size and duration parsing, flags and config files.
+// common/: the result-code table, size and duration parsing, flags and config files,
+// CRC-32C.
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <random>
 #include <set>
 #include <string>
+#include <vector>
 
+#include "common/crc32c.h"
 #include "common/error_code.h"
 #include "common/flags.h"
 #include "common/units.h"
@@ -168,6 +173,81 @@ void test_config_files(void** state) {
   testing::RemoveTree(dir);
 }
 
+// Known answers: the check value of the CRC catalogue and RFC 3720 appendix B.4.
+void test_crc32c_vectors(void** state) {
+  (void)state;
+  assert_int_equal(Crc32c("123456789", 9), 0xE3069283u);
+  assert_int_equal(Crc32c("", 0), 0);
+  uint8_t buf[32];
+  std::memset(buf, 0, sizeof(buf));
+  assert_int_equal(Crc32c(buf, sizeof(buf)), 0x8A9136AAu);
+  std::memset(buf, 0xFF, sizeof(buf));
+  assert_int_equal(Crc32c(buf, sizeof(buf)), 0x62A8AB43u);
+  for (int i = 0; i < 32; ++i) buf[i] = static_cast<uint8_t>(i);
+  assert_int_equal(Crc32c(buf, sizeof(buf)), 0x46DD794Eu);
+  for (int i = 0; i < 32; ++i) buf[i] = static_cast<uint8_t>(31 - i);
+  assert_int_equal(Crc32c(buf, sizeof(buf)), 0x113FDB5Cu);
+  assert_int_equal(Crc32cExtendPortable(0, "123456789", 9), 0xE3069283u);
+}
+
+// The hardware path (when the CPU has one) against the table, at every alignment and at
+// lengths around its stream sizes (3 x 256 and 3 x 8192 bytes) as well as random ones.
+void test_crc32c_hardware_matches_portable(void** state) {
+  (void)state;
+  std::mt19937_64 rng(7);
+  std::vector<uint8_t> buf((1 << 20) + 64);
+  for (uint8_t& b : buf) b = static_cast<uint8_t>(rng());
+  auto check = [&](size_t offset, size_t n) {
+    const uint8_t* p = buf.data() + offset;
+    assert_int_equal(Crc32cExtend(0, p, n), Crc32cExtendPortable(0, p, n));
+    assert_int_equal(Crc32cExtend(0x12345678, p, n), Crc32cExtendPortable(0x12345678, p, n));
+  };
+  for (int i = 0; i < 2000; ++i) check(rng() % 64, rng() % 10001);
+  for (size_t n : {767, 768, 775, 24575, 24576, 24583, 49152 + 800, 1 << 20}) {
+    for (size_t offset = 0; offset < 9; ++offset) check(offset, n);
+  }
+}
+
+void test_crc32c_extend(void** state) {
+  (void)state;
+  std::mt19937_64 rng(11);
+  std::vector<uint8_t> buf(100000);
+  for (uint8_t& b : buf) b = static_cast<uint8_t>(rng());
+  uint32_t whole = Crc32c(buf.data(), buf.size());
+  for (int round = 0; round < 50; ++round) {
+    uint32_t crc = 0;
+    uint32_t portable = 0;
+    for (size_t at = 0; at < buf.size();) {
+      size_t n = std::min<size_t>(buf.size() - at, rng() % 30000);
+      crc = Crc32cExtend(crc, buf.data() + at, n);
+      portable = Crc32cExtendPortable(portable, buf.data() + at, n);
+      at += n;
+    }
+    assert_int_equal(crc, whole);
+    assert_int_equal(portable, whole);
+  }
+}
+
+void test_crc32c_combine(void** state) {
+  (void)state;
+  std::mt19937_64 rng(12);
+  std::vector<uint8_t> buf(300000);
+  for (uint8_t& b : buf) b = static_cast<uint8_t>(rng());
+  for (int round = 0; round < 200; ++round) {
+    size_t n = rng() % buf.size();
+    size_t cut = n == 0 ? 0 : rng() % (n + 1);
+    uint32_t a = Crc32c(buf.data(), cut);
+    uint32_t b = Crc32c(buf.data() + cut, n - cut);
+    assert_int_equal(Crc32cCombine(a, b, n - cut), Crc32c(buf.data(), n));
+  }
+  assert_int_equal(Crc32cCombine(0x12345678, 0, 0), 0x12345678);  // b empty
+  // Lengths past 4 GiB: the same as combining twice.
+  uint32_t a = Crc32c(buf.data(), 1000);
+  uint64_t big = (5ull << 30) + 3;
+  assert_int_equal(Crc32cCombine(Crc32cCombine(a, 0, big), 0, 1),
+                   Crc32cCombine(a, 0, big + 1));
+}
+
 }  // namespace
 
 int main() {
@@ -175,6 +255,10 @@ int main() {
       cmocka_unit_test(test_error_table), cmocka_unit_test(test_sizes),
       cmocka_unit_test(test_durations),   cmocka_unit_test(test_flags),
       cmocka_unit_test(test_config_files),
+      cmocka_unit_test(test_crc32c_vectors),
+      cmocka_unit_test(test_crc32c_hardware_matches_portable),
+      cmocka_unit_test(test_crc32c_extend),
+      cmocka_unit_test(test_crc32c_combine),
   };
   return cmocka_run_group_tests(tests, nullptr, nullptr);
 }

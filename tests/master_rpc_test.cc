@@ -1,6 +1,6 @@
 // Drives the real mooncake-master binary through the generated Thrift client: mount, put
-// start/end, replica lists, lease refusal, batch forms, a heartbeat timeout that drops a
-// segment, and the exit code for bad flags.
+// start/end, replica lists, lease refusal, batch forms, checksums, a heartbeat timeout that
+// drops a segment, and the exit code for bad flags.
 #include <signal.h>
 #include <sys/wait.h>
 #include <thrift/protocol/TBinaryProtocol.h>
@@ -16,6 +16,9 @@
 #include "tests/cmocka_cpp.h"
 #include "tests/process_harness.h"
 
+using apache::thrift::protocol::T_CALL;
+using apache::thrift::protocol::T_I64;
+using apache::thrift::protocol::T_STRING;
 using apache::thrift::protocol::TBinaryProtocol;
 using apache::thrift::transport::TFramedTransport;
 using apache::thrift::transport::TSocket;
@@ -111,8 +114,8 @@ void test_put_get_and_lease(void** state) {
   assert_int_equal(list.code, ToInt(ErrorCode::REPLICA_IS_NOT_READY));
   assert_int_equal(c->ExistKey("rpc-key"), 0);
 
-  assert_int_equal(c->PutEnd(kDaemon + 1, "rpc-key"), ToInt(ErrorCode::ILLEGAL_CLIENT));
-  assert_int_equal(c->PutEnd(kDaemon, "rpc-key"), 0);
+  assert_int_equal(c->PutEnd(kDaemon + 1, "rpc-key", -1), ToInt(ErrorCode::ILLEGAL_CLIENT));
+  assert_int_equal(c->PutEnd(kDaemon, "rpc-key", -1), 0);
   c->GetReplicaList(list, "rpc-key");
   assert_int_equal(list.code, 0);
   assert_int_equal(list.size, 4096);
@@ -155,7 +158,7 @@ void test_batch_forms(void** state) {
   assert_int_equal(started.size(), keys.size());
   for (const auto& r : started) assert_int_equal(r.code, 0);
   std::vector<int32_t> codes;
-  c->BatchPutEnd(codes, kDaemon, keys);
+  c->BatchPutEnd(codes, kDaemon, keys, {});
   assert_int_equal(codes.size(), keys.size());
   for (int32_t code : codes) assert_int_equal(code, 0);
 
@@ -195,6 +198,81 @@ void test_batch_forms(void** state) {
   assert_true(stats.resident_bytes > 0);
 }
 
+void test_checksums(void** state) {
+  auto* f = static_cast<Fixture*>(*state);
+  auto* c = f->client.get();
+  MountOne(c, kDaemon, kSegment, 64 << 20);
+  constexpr int64_t kCrc = 0xE3069283;  // above INT32_MAX: no sign trouble on the way
+  constexpr int64_t kTooBig = int64_t{1} << 32;
+  const int32_t kBadParams = ToInt(ErrorCode::INVALID_PARAMS);
+  rpc::PutStartResult started;
+  c->PutStart(started, kDaemon, "crc", 100, rpc::ReplicateConfig());
+  assert_int_equal(started.code, 0);
+  assert_int_equal(c->PutEnd(kDaemon, "crc", kTooBig), kBadParams);
+  assert_int_equal(c->PutEnd(kDaemon, "crc", kCrc), 0);
+  rpc::ReplicaListResult list;
+  c->GetReplicaList(list, "crc");
+  assert_int_equal(list.checksum, kCrc);
+
+  // An upsert: readers get the old value's checksum until UpsertEnd publishes the new one.
+  c->UpsertStart(started, kDaemon, "crc", 200, rpc::ReplicateConfig());
+  assert_int_equal(started.code, 0);
+  c->GetReplicaList(list, "crc");
+  assert_int_equal(list.size, 100);
+  assert_int_equal(list.checksum, kCrc);
+  assert_int_equal(c->UpsertEnd(kDaemon, "crc", 0), 0);
+  c->GetReplicaList(list, "crc");
+  assert_int_equal(list.size, 200);
+  assert_int_equal(list.checksum, 0);
+
+  // Batch: one checksum per key, or none at all; a list of another length fails every key.
+  std::vector<std::string> keys = {"b0", "b1", "b2"};
+  std::vector<rpc::PutStartResult> starts;
+  c->BatchPutStart(starts, kDaemon, keys, {10, 10, 10}, rpc::ReplicateConfig());
+  for (const auto& r : starts) assert_int_equal(r.code, 0);
+  std::vector<int32_t> codes;
+  c->BatchPutEnd(codes, kDaemon, keys, {1, 2});
+  assert_int_equal(codes.size(), 3);
+  for (int32_t code : codes) assert_int_equal(code, kBadParams);
+  c->BatchPutEnd(codes, kDaemon, keys, {0xFFFFFFFF, -1, kTooBig});
+  assert_int_equal(codes.size(), 3);
+  assert_int_equal(codes[0], 0);
+  assert_int_equal(codes[1], 0);
+  assert_int_equal(codes[2], kBadParams);
+  c->BatchPutEnd(codes, kDaemon, {"b2"}, {});
+  assert_int_equal(codes[0], 0);
+  std::vector<rpc::ReplicaListResult> lists;
+  c->BatchGetReplicaList(lists, {"b0", "b1", "b2", "missing"});
+  assert_int_equal(lists.size(), 4);
+  assert_int_equal(lists[0].checksum, 0xFFFFFFFF);
+  assert_int_equal(lists[1].checksum, -1);
+  assert_int_equal(lists[2].checksum, -1);
+  assert_int_equal(lists[3].code, ToInt(ErrorCode::OBJECT_NOT_FOUND));
+  assert_int_equal(lists[3].checksum, -1);
+
+  // A caller built before the argument existed sends PutEnd without field 3: none, not 0.
+  c->PutStart(started, kDaemon, "old-caller", 100, rpc::ReplicateConfig());
+  assert_int_equal(started.code, 0);
+  auto out = c->getOutputProtocol();
+  out->writeMessageBegin("PutEnd", T_CALL, 0);
+  out->writeStructBegin("MasterService_PutEnd_args");
+  out->writeFieldBegin("writer", T_I64, 1);
+  out->writeI64(kDaemon);
+  out->writeFieldEnd();
+  out->writeFieldBegin("key", T_STRING, 2);
+  out->writeString("old-caller");
+  out->writeFieldEnd();
+  out->writeFieldStop();
+  out->writeStructEnd();
+  out->writeMessageEnd();
+  out->getTransport()->writeEnd();
+  out->getTransport()->flush();
+  assert_int_equal(c->recv_PutEnd(), 0);
+  c->GetReplicaList(list, "old-caller");
+  assert_int_equal(list.code, 0);
+  assert_int_equal(list.checksum, -1);
+}
+
 void test_heartbeat_timeout_drops_segment(void** state) {
   auto* f = static_cast<Fixture*>(*state);
   auto* c = f->client.get();
@@ -206,7 +284,7 @@ void test_heartbeat_timeout_drops_segment(void** state) {
   c->PutStart(started, kDaemon, "on-dying", 100, config);
   assert_int_equal(started.code, 0);
   assert_int_equal(started.replicas[0].daemon_id, kDaemon + 1);
-  assert_int_equal(c->PutEnd(kDaemon, "on-dying"), 0);
+  assert_int_equal(c->PutEnd(kDaemon, "on-dying", -1), 0);
 
   // Only the first daemon keeps beating; the second goes silent past the 3 s TTL.
   rpc::HeartbeatResult beat;
@@ -253,6 +331,7 @@ int main() {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(test_put_get_and_lease, Setup, Teardown),
       cmocka_unit_test_setup_teardown(test_batch_forms, Setup, Teardown),
+      cmocka_unit_test_setup_teardown(test_checksums, Setup, Teardown),
       cmocka_unit_test_setup_teardown(test_heartbeat_timeout_drops_segment, Setup, Teardown),
       cmocka_unit_test(test_bad_flags_exit_2),
   };

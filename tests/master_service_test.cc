@@ -1,5 +1,5 @@
 // Tests for mooncake::MasterService: placement, the put/upsert lifecycle, leases, pins,
-// removal, daemon liveness and eviction, driven with a hand-moved clock.
+// removal, daemon liveness, eviction and checksums, driven with a hand-moved clock.
 
 #include <cstdint>
 #include <set>
@@ -706,6 +706,49 @@ void test_mount_and_unmount_rules(void**) {
   assert_int_equal(ToInt(s.UnmountSegment(1, 11)), kNoSegment);
 }
 
+// ---- rule 12: checksums ----------------------------------------------------------------
+
+void test_checksum_stored_at_put_end(void**) {
+  MasterService s(Options());
+  AddDaemon(s, 1);
+  assert_int_equal(s.PutStart(1, "k", 64, Cfg()).code, 0);
+  assert_int_equal(ToInt(s.PutEnd(1, "k", int64_t{1} << 32)), kBadParams);  // not 32 bits
+  assert_int_equal(s.GetReplicaList("k").code, kNotReady);  // so nothing was published
+  assert_int_equal(ToInt(s.PutEnd(1, "k", 0xFFFFFFFF)), 0);
+  assert_int_equal(s.GetReplicaList("k").checksum, 0xFFFFFFFF);
+  assert_int_equal(ToInt(s.PutEnd(1, "k", 7)), 0);  // a retried PutEnd keeps the first
+  assert_int_equal(s.GetReplicaList("k").checksum, 0xFFFFFFFF);
+  Put(s, 1, "none", 64);
+  assert_int_equal(s.GetReplicaList("none").checksum, -1);
+  assert_int_equal(s.PutStart(1, "negative", 64, Cfg()).code, 0);
+  assert_int_equal(ToInt(s.PutEnd(1, "negative", -5)), 0);  // any negative is "none"
+  assert_int_equal(s.GetReplicaList("negative").checksum, -1);
+  assert_int_equal(s.GetReplicaList("missing").checksum, -1);
+}
+
+void test_upsert_replaces_checksum_at_end(void**) {
+  MasterService s(Options());
+  AddDaemon(s, 1);
+  assert_int_equal(s.PutStart(1, "k", 64, Cfg()).code, 0);
+  assert_int_equal(ToInt(s.PutEnd(1, "k", 111)), 0);
+  assert_int_equal(s.UpsertStart(1, "k", 128, Cfg()).code, 0);
+  assert_int_equal(s.GetReplicaList("k").checksum, 111);  // the old value's, while readable
+  assert_int_equal(ToInt(s.UpsertEnd(1, "k", int64_t{1} << 32)), kBadParams);
+  assert_int_equal(s.GetReplicaList("k").checksum, 111);
+  assert_int_equal(ToInt(s.UpsertEnd(1, "k", 222)), 0);
+  rpc::ReplicaListResult got = s.GetReplicaList("k");
+  assert_int_equal(got.size, 128);
+  assert_int_equal(got.checksum, 222);
+  // A new value without a checksum does not inherit the old one's.
+  assert_int_equal(s.UpsertStart(1, "k", 64, Cfg()).code, 0);
+  assert_int_equal(ToInt(s.UpsertEnd(1, "k")), 0);
+  assert_int_equal(s.GetReplicaList("k").checksum, -1);
+  // An upsert that creates the key stores its checksum as a put does.
+  assert_int_equal(s.UpsertStart(1, "new", 64, Cfg()).code, 0);
+  assert_int_equal(ToInt(s.UpsertEnd(1, "new", 333)), 0);
+  assert_int_equal(s.GetReplicaList("new").checksum, 333);
+}
+
 }  // namespace
 
 int main(void) {
@@ -737,6 +780,8 @@ int main(void) {
       cmocka_unit_test(test_upsert_revoke_keeps_old_value),
       cmocka_unit_test(test_upsert_of_missing_key_is_a_put),
       cmocka_unit_test(test_mount_and_unmount_rules),
+      cmocka_unit_test(test_checksum_stored_at_put_end),
+      cmocka_unit_test(test_upsert_replaces_checksum_at_end),
   };
   return cmocka_run_group_tests(tests, nullptr, nullptr);
 }

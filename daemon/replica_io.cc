@@ -1,0 +1,181 @@
+#include "daemon/replica_io.h"
+
+#include <cstring>
+
+#include "common/crc32c.h"
+#include "common/error_code.h"
+
+namespace mooncake {
+
+namespace {
+
+constexpr int32_t kTransferFail = static_cast<int32_t>(ErrorCode::TRANSFER_FAIL);
+constexpr int32_t kChecksumMismatch = static_cast<int32_t>(ErrorCode::CHECKSUM_MISMATCH);
+
+bool InRange(uint64_t offset, uint64_t length, uint64_t size) {
+  return length <= size && offset <= size - length;
+}
+
+}  // namespace
+
+int32_t ReplicaIO::ResolveAll(const std::vector<rpc::ReplicaDescriptor>& replicas, uint64_t size,
+                              std::vector<ReplicaTarget>* out) {
+  out->clear();
+  for (const auto& r : replicas) {
+    if (r.kind != rpc::ReplicaKind::MEMORY || r.offset < 0) return kTransferFail;
+    ReplicaTarget t;
+    t.segment_id = r.segment_id;
+    t.offset = static_cast<uint64_t>(r.offset);
+    t.segment = membership_->Find(r.segment_id);
+    if (t.segment == nullptr) t.remote = engine_->FindSegment(r.segment_id);
+    bool inside = t.segment != nullptr ? t.segment->Contains(t.offset, size)
+                  : t.remote != nullptr ? InRange(t.offset, size, t.remote->size)
+                                        : false;
+    if (!inside) return kTransferFail;
+    out->push_back(std::move(t));
+  }
+  return out->empty() ? kTransferFail : 0;
+}
+
+std::vector<ReplicaTarget> ReplicaIO::Candidates(
+    const std::vector<rpc::ReplicaDescriptor>& replicas, uint64_t size) {
+  std::vector<ReplicaTarget> local, remote;
+  for (const auto& r : replicas) {
+    if (r.kind != rpc::ReplicaKind::MEMORY || r.offset < 0) continue;
+    ReplicaTarget t;
+    t.segment_id = r.segment_id;
+    t.offset = static_cast<uint64_t>(r.offset);
+    t.segment = membership_->Find(r.segment_id);
+    if (t.segment != nullptr) {
+      if (t.segment->Contains(t.offset, size)) local.push_back(std::move(t));
+      continue;
+    }
+    t.remote = engine_->FindSegment(r.segment_id);
+    if (t.remote != nullptr && InRange(t.offset, size, t.remote->size)) {
+      remote.push_back(std::move(t));
+    }
+  }
+  for (auto& t : remote) local.push_back(std::move(t));
+  return local;
+}
+
+TransferOp ReplicaIO::MakeOp(TransferKind kind, const ReplicaTarget& t, uint64_t value_offset,
+                             char* pool, uint64_t length) {
+  TransferOp op;
+  op.kind = kind;
+  op.remote = t.remote;
+  op.remote_offset = t.offset + value_offset;
+  op.local = pool;
+  op.length = length;
+  return op;
+}
+
+void ReplicaIO::CopyLocal(TransferKind kind, const ReplicaTarget& t, uint64_t value_offset,
+                          char* pool, uint64_t length) {
+  char* replica = t.data() + value_offset;
+  if (kind == TransferKind::kWrite) {
+    std::memcpy(replica, pool, length);
+  } else {
+    std::memcpy(pool, replica, length);
+  }
+}
+
+void ReplicaIO::WriteAll(std::vector<ValueSlice>* slices,
+                         std::chrono::steady_clock::time_point deadline) {
+  std::vector<TransferOp> ops;
+  std::vector<size_t> owner;  // the slice of each op
+  for (size_t i = 0; i < slices->size(); ++i) {
+    ValueSlice& s = (*slices)[i];
+    s.result = 0;
+    for (const ReplicaTarget& t : *s.targets) {
+      if (t.local()) {
+        CopyLocal(TransferKind::kWrite, t, s.value_offset, s.pool, s.length);
+      } else {
+        ops.push_back(MakeOp(TransferKind::kWrite, t, s.value_offset, s.pool, s.length));
+        owner.push_back(i);
+      }
+    }
+  }
+  if (ops.empty()) return;
+  std::vector<TransferOp*> pointers;
+  for (TransferOp& op : ops) pointers.push_back(&op);
+  engine_->Execute(&pointers, deadline);
+  for (size_t k = 0; k < ops.size(); ++k) {
+    if (ops[k].result != 0) (*slices)[owner[k]].result = kTransferFail;
+  }
+}
+
+void ReplicaIO::ReadAny(std::vector<ValueSlice>* slices, const std::vector<int64_t>& expected,
+                        std::chrono::steady_clock::time_point deadline) {
+  const size_t n = slices->size();
+  std::vector<size_t> next(n, 0);  // the candidate each slice tries next
+  std::vector<size_t> pending(n);
+  for (size_t i = 0; i < n; ++i) {
+    pending[i] = i;
+    (*slices)[i].result = kTransferFail;
+  }
+  auto matches = [&](size_t i) {
+    const ValueSlice& s = (*slices)[i];
+    return i >= expected.size() || expected[i] < 0 ||
+           Crc32c(s.pool, s.length) == static_cast<uint32_t>(expected[i]);
+  };
+  while (!pending.empty()) {
+    std::vector<TransferOp> ops;
+    std::vector<size_t> owner;
+    std::vector<size_t> tried;  // slices whose attempt this round is over
+    for (size_t i : pending) {
+      ValueSlice& s = (*slices)[i];
+      if (next[i] >= s.targets->size()) continue;  // out of candidates: result stays
+      const ReplicaTarget& t = (*s.targets)[next[i]];
+      if (t.local()) {
+        CopyLocal(TransferKind::kRead, t, s.value_offset, s.pool, s.length);
+      } else {
+        ops.push_back(MakeOp(TransferKind::kRead, t, s.value_offset, s.pool, s.length));
+        owner.push_back(i);
+      }
+      tried.push_back(i);
+    }
+    std::vector<bool> failed(n, false);
+    if (!ops.empty()) {
+      std::vector<TransferOp*> pointers;
+      for (TransferOp& op : ops) pointers.push_back(&op);
+      engine_->Execute(&pointers, deadline);
+      for (size_t k = 0; k < ops.size(); ++k) failed[owner[k]] = ops[k].result != 0;
+    }
+    pending.clear();
+    for (size_t i : tried) {
+      ValueSlice& s = (*slices)[i];
+      if (!failed[i] && matches(i)) {
+        s.result = 0;
+        s.served = next[i];
+        continue;
+      }
+      // A checksum mismatch outranks a transfer failure: it is what the reader must hear
+      // if no replica turns out good.
+      if (!failed[i] || s.result != kChecksumMismatch) {
+        s.result = failed[i] ? kTransferFail : kChecksumMismatch;
+      }
+      ++next[i];
+      pending.push_back(i);
+    }
+  }
+}
+
+int ReplicaIO::ReadFrom(const std::vector<ReplicaTarget>& candidates, size_t first,
+                        uint64_t value_offset, char* pool, uint64_t length,
+                        std::chrono::steady_clock::time_point deadline) {
+  for (size_t k = first; k < candidates.size(); ++k) {
+    const ReplicaTarget& t = candidates[k];
+    if (t.local()) {
+      CopyLocal(TransferKind::kRead, t, value_offset, pool, length);
+      return static_cast<int>(k);
+    }
+    TransferOp op = MakeOp(TransferKind::kRead, t, value_offset, pool, length);
+    std::vector<TransferOp*> one{&op};
+    engine_->Execute(&one, deadline);
+    if (op.result == 0) return static_cast<int>(k);
+  }
+  return kTransferFail;
+}
+
+}  // namespace mooncake

@@ -1,0 +1,82 @@
+// Moving an object's bytes between an application's pool and its replicas, wherever they
+// live: a replica in this daemon's segments is a memcpy, one in another daemon's goes
+// through the transfer engine (daemon/transfer_engine.h), straight from or into the pool.
+//
+// Writes go to every replica of a put, the remote ones in parallel; the put is published
+// only if all of them succeeded. Reads choose by priority, local memory first, then
+// remote memory, and move on to the next replica when one fails (a dead owner, a refused
+// range) or its bytes do not match the object's checksum: at most one failed attempt per
+// replica, and the error of the last one when none is left.
+//
+// Thread-safety: every method may be called from any thread.
+#ifndef MOONCAKE_DAEMON_REPLICA_IO_H_
+#define MOONCAKE_DAEMON_REPLICA_IO_H_
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "MasterService.h"
+#include "daemon/membership.h"
+#include "daemon/replica_target.h"
+#include "daemon/segment_memory.h"
+#include "daemon/transfer_engine.h"
+
+namespace mooncake {
+
+// A slice of a value, for the ops that move many at once.
+struct ValueSlice {
+  const std::vector<ReplicaTarget>* targets;  // every replica (writes) or the candidates (reads)
+  uint64_t value_offset;                      // inside the value
+  char* pool;                                 // the application's side
+  uint64_t length;
+  int32_t result = 0;
+  size_t served = 0;  // reads: the candidate the bytes came from, when result is 0
+};
+
+class ReplicaIO {
+ public:
+  ReplicaIO(Membership* membership, TransferEngine* engine)
+      : membership_(membership), engine_(engine) {}
+
+  TransferEngine* engine() const { return engine_; }
+
+  // Every replica of a put (all memory replicas, which the writer must fill): -800 when
+  // one is neither ours nor a segment the master published, or its range is outside.
+  int32_t ResolveAll(const std::vector<rpc::ReplicaDescriptor>& replicas, uint64_t size,
+                     std::vector<ReplicaTarget>* out);
+  // The replicas a read may use, best first: ours, then other daemons'. Empty when none.
+  std::vector<ReplicaTarget> Candidates(const std::vector<rpc::ReplicaDescriptor>& replicas,
+                                        uint64_t size);
+
+  // Writes each slice's bytes to all its targets (local copies, then the remote ones, all
+  // slices in parallel); each slice's result is 0 or -800.
+  void WriteAll(std::vector<ValueSlice>* slices, std::chrono::steady_clock::time_point deadline);
+
+  // Reads each slice from its first candidate (the remote ones in parallel); a slice whose
+  // read failed, or whose whole-value checksum (expected[i] >= 0, slices covering whole
+  // values only) does not match, is read again from the next candidate. results: 0, -800
+  // when no candidate could be read, -801 when none matched the checksum.
+  void ReadAny(std::vector<ValueSlice>* slices, const std::vector<int64_t>& expected,
+               std::chrono::steady_clock::time_point deadline);
+
+  // Reads one slice from candidate `first` onwards; the index that served it (>= first),
+  // or -800 (no checksum: a caller reading a part of a value checks nothing).
+  int ReadFrom(const std::vector<ReplicaTarget>& candidates, size_t first, uint64_t value_offset,
+               char* pool, uint64_t length, std::chrono::steady_clock::time_point deadline);
+
+ private:
+  // Builds the transfer of slice bytes [value_offset, +length) to or from target t.
+  static TransferOp MakeOp(TransferKind kind, const ReplicaTarget& t, uint64_t value_offset,
+                           char* pool, uint64_t length);
+  static void CopyLocal(TransferKind kind, const ReplicaTarget& t, uint64_t value_offset,
+                        char* pool, uint64_t length);
+
+  Membership* const membership_;
+  TransferEngine* const engine_;
+};
+
+}  // namespace mooncake
+
+#endif  // MOONCAKE_DAEMON_REPLICA_IO_H_

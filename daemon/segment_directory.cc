@@ -1,0 +1,47 @@
+#include "daemon/segment_directory.h"
+
+#include <vector>
+
+#include "common/error_code.h"
+#include "common/logging.h"
+
+namespace mooncake {
+
+std::shared_ptr<const RemoteSegment> SegmentDirectory::Lookup(int64_t segment_id) const {
+  std::shared_lock<std::shared_mutex> lock(mu_);
+  auto it = segments_.find(segment_id);
+  return it == segments_.end() ? nullptr : it->second;
+}
+
+std::shared_ptr<const RemoteSegment> SegmentDirectory::Find(int64_t segment_id) {
+  std::shared_ptr<const RemoteSegment> found = Lookup(segment_id);
+  if (found != nullptr) return found;
+  std::lock_guard<std::mutex> lock(refresh_mu_);
+  found = Lookup(segment_id);  // fetched by whoever held refresh_mu_ before us
+  auto now = std::chrono::steady_clock::now();
+  if (found != nullptr || now - last_refresh_ < kMinRefreshInterval) return found;
+  last_refresh_ = now;
+  std::vector<rpc::SegmentInfo> all;
+  int32_t code = master_->GetAllSegments(&all);
+  if (code != 0) {
+    MC_LOG_WARN("segment directory: cannot fetch the segments: %s", ErrorName(code));
+    return nullptr;
+  }
+  Map fresh;
+  for (rpc::SegmentInfo& info : all) {
+    auto s = std::make_shared<RemoteSegment>();
+    s->segment_id = info.segment_id;
+    s->name = std::move(info.name);
+    s->base = static_cast<uint64_t>(info.base);
+    s->size = static_cast<uint64_t>(info.size);
+    s->endpoints = std::move(info.endpoints);
+    fresh.emplace(s->segment_id, std::move(s));
+  }
+  {
+    std::unique_lock<std::shared_mutex> write(mu_);
+    segments_.swap(fresh);
+  }
+  return Lookup(segment_id);
+}
+
+}  // namespace mooncake

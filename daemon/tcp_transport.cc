@@ -1,0 +1,291 @@
+#include "daemon/tcp_transport.h"
+
+#include <errno.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "common/error_code.h"
+#include "common/logging.h"
+#include "common/units.h"
+#include "daemon/tcp_io.h"
+
+namespace mooncake {
+
+using Clock = std::chrono::steady_clock;
+using transfer::Op;
+
+namespace {
+
+constexpr int32_t kTransferFail = static_cast<int32_t>(ErrorCode::TRANSFER_FAIL);
+
+int MillisLeft(Clock::time_point deadline) {
+  auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+  return static_cast<int>(std::max<int64_t>(0, std::min<int64_t>(left.count(), INT32_MAX)));
+}
+
+// Waits for a count of pieces to end.
+class Latch {
+ public:
+  explicit Latch(size_t count) : count_(count) {}
+  void CountDown() {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (--count_ == 0) cv_.notify_all();
+  }
+  void Wait() {
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait(lock, [this] { return count_ == 0; });
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  size_t count_;
+};
+
+}  // namespace
+
+struct TcpTransport::Peer {
+  explicit Peer(std::string a) : address(std::move(a)) {}
+  const std::string address;
+  std::mutex mu;
+  std::condition_variable cv;
+  std::vector<int> idle;  // guarded by mu
+  size_t open = 0;        // guarded by mu; idle and busy
+};
+
+TcpTransport::TcpTransport(Options options)
+    : options_(std::move(options)), pool_(std::max<size_t>(1, options_.threads)) {}
+
+TcpTransport::~TcpTransport() {
+  pool_.Stop();
+  std::lock_guard<std::mutex> lock(peers_mu_);
+  for (auto& p : peers_) {
+    for (int fd : p.second->idle) close(fd);
+  }
+}
+
+bool TcpTransport::DescribeSegment(char*, uint64_t, rpc::TransportEndpoint* out) {
+  out->protocol = "tcp";
+  out->address = options_.address;
+  out->descriptor.clear();
+  return true;
+}
+
+size_t TcpTransport::open_connections() const {
+  std::lock_guard<std::mutex> lock(peers_mu_);
+  size_t n = 0;
+  for (const auto& p : peers_) {
+    std::lock_guard<std::mutex> peer_lock(p.second->mu);
+    n += p.second->open;
+  }
+  return n;
+}
+
+TcpTransport::Peer* TcpTransport::PeerFor(const std::string& address) {
+  std::lock_guard<std::mutex> lock(peers_mu_);
+  std::unique_ptr<Peer>& p = peers_[address];
+  if (p == nullptr) p.reset(new Peer(address));
+  return p.get();
+}
+
+int TcpTransport::Acquire(Peer* peer, Clock::time_point deadline, bool* reused,
+                          std::string* error) {
+  {
+    std::unique_lock<std::mutex> lock(peer->mu);
+    bool ready = peer->cv.wait_until(lock, deadline, [&] {
+      return !peer->idle.empty() || peer->open < options_.max_connections_per_peer;
+    });
+    if (!ready) {
+      *error = "all " + std::to_string(peer->open) + " connections busy until the deadline";
+      return -1;
+    }
+    if (!peer->idle.empty()) {
+      int fd = peer->idle.back();
+      peer->idle.pop_back();
+      *reused = true;
+      return fd;
+    }
+    ++peer->open;  // a slot for the connection made below
+  }
+  *reused = false;
+  int timeout = std::min(options_.connect_timeout_ms, MillisLeft(deadline));
+  int fd = tcp_io::Connect(peer->address, std::max(timeout, 1), options_.stall_timeout_ms, error);
+  if (fd < 0) Release(peer, -1, false);
+  return fd;
+}
+
+void TcpTransport::Release(Peer* peer, int fd, bool keep) {
+  std::lock_guard<std::mutex> lock(peer->mu);
+  if (keep) {
+    peer->idle.push_back(fd);
+  } else {
+    if (fd >= 0) close(fd);
+    --peer->open;
+  }
+  peer->cv.notify_one();
+}
+
+int32_t TcpTransport::RunOn(int fd, const Exchange& x, bool* in_step, std::string* error) {
+  *in_step = false;
+  transfer::RequestHeader h;
+  h.op = x.op;
+  h.request_id = next_request_id_.fetch_add(1, std::memory_order_relaxed);
+  h.segment_id = x.segment_id;
+  h.offset = x.offset;
+  h.length = x.op == static_cast<uint16_t>(Op::kRead) ? x.expect : x.payload_length;
+  char head[transfer::kRequestHeaderSize];
+  transfer::EncodeRequest(h, head);
+  char reply_head[transfer::kReplyHeaderSize];
+  transfer::ReplyHeader reply;
+  if (!tcp_io::Send(fd, head, sizeof(head), x.payload, x.payload_length) ||
+      !tcp_io::Recv(fd, reply_head, sizeof(reply_head))) {
+    *error = errno == EAGAIN ? "no progress within the stall timeout" : std::strerror(errno);
+    return kTransferFail;
+  }
+  if (!transfer::DecodeReply(reply_head, &reply) || reply.request_id != h.request_id) {
+    *error = "reply out of step (bad magic or request id)";
+    return kTransferFail;
+  }
+  if (reply.code != 0) {
+    // The owner refused (unknown segment, range outside it). It closes the connection
+    // after a refused WRITE or CONTROL, whose payload it did not read.
+    *in_step = x.op == static_cast<uint16_t>(Op::kRead) && reply.length == 0;
+    *error = std::string("refused by the owner: ") + ErrorName(reply.code);
+    return reply.code;
+  }
+  bool ok = true;
+  if (x.op == static_cast<uint16_t>(Op::kRead)) {
+    if (reply.length != x.expect) {
+      *error = "reply of " + std::to_string(reply.length) + " bytes, asked for " +
+               std::to_string(x.expect);
+      return kTransferFail;
+    }
+    ok = tcp_io::Recv(fd, x.into, x.expect);
+  } else if (x.op == static_cast<uint16_t>(Op::kControl)) {
+    if (reply.length > transfer::kMaxControlPayload) {
+      *error = "control reply too long";
+      return kTransferFail;
+    }
+    x.control_reply->assign(reply.length, '\0');
+    ok = tcp_io::Recv(fd, &(*x.control_reply)[0], reply.length);
+  } else if (reply.length != 0) {
+    *error = "WRITE reply with a payload";
+    return kTransferFail;
+  }
+  if (!ok) {
+    *error = errno == EAGAIN ? "no progress within the stall timeout" : std::strerror(errno);
+    return kTransferFail;
+  }
+  *in_step = true;
+  return 0;
+}
+
+int32_t TcpTransport::Run(Peer* peer, const Exchange& x, Clock::time_point deadline,
+                          std::string* error) {
+  for (int attempt = 0;; ++attempt) {
+    if (Clock::now() >= deadline) {
+      *error = "deadline passed before the transfer started";
+      return kTransferFail;
+    }
+    bool reused = false;
+    int fd = Acquire(peer, deadline, &reused, error);
+    if (fd < 0) return kTransferFail;
+    bool in_step = false;
+    int32_t code = RunOn(fd, x, &in_step, error);
+    Release(peer, fd, in_step);
+    if (code != kTransferFail || !reused || attempt > 0) return code;
+    // A pooled connection broke: the peer restarted or died, and its other idle
+    // connections are as stale. Drop them and try once on a fresh connection.
+    std::vector<int> stale;
+    {
+      std::lock_guard<std::mutex> lock(peer->mu);
+      stale.swap(peer->idle);
+      peer->open -= stale.size();
+    }
+    for (int s : stale) close(s);
+  }
+}
+
+int32_t TcpTransport::RunPiece(const Piece& piece, Clock::time_point deadline) {
+  TransferOp* op = piece.op;
+  const rpc::TransportEndpoint* tcp = op->remote->Endpoint("tcp");
+  std::string error;
+  int32_t code = kTransferFail;
+  if (tcp == nullptr) {
+    error = "the segment publishes no tcp endpoint";
+  } else {
+    Exchange x;
+    x.segment_id = op->remote->segment_id;
+    x.offset = op->remote_offset + piece.skip;
+    if (op->kind == TransferKind::kRead) {
+      x.op = static_cast<uint16_t>(Op::kRead);
+      x.into = op->local + piece.skip;
+      x.expect = piece.length;
+    } else {
+      x.op = static_cast<uint16_t>(Op::kWrite);
+      x.payload = op->local + piece.skip;
+      x.payload_length = piece.length;
+    }
+    code = Run(PeerFor(tcp->address), x, deadline, &error);
+  }
+  if (code == 0) return 0;
+  MC_LOG_WARN("transfer: %s of %s at %llu in segment %lld on %s failed: %s",
+              op->kind == TransferKind::kRead ? "READ" : "WRITE", FormatSize(piece.length).c_str(),
+              static_cast<unsigned long long>(op->remote_offset + piece.skip),
+              static_cast<long long>(op->remote->segment_id), op->remote->name.c_str(),
+              error.c_str());
+  // Whatever the owner said, to the caller this replica could not be moved.
+  return kTransferFail;
+}
+
+void TcpTransport::Execute(std::vector<TransferOp*>* ops, Clock::time_point deadline) {
+  std::vector<Piece> pieces;
+  for (TransferOp* op : *ops) {
+    op->result = 0;
+    uint64_t n = 1;
+    if (options_.streams > 1 && op->length >= 2 * options_.stripe_min_bytes) {
+      n = std::min<uint64_t>(static_cast<uint64_t>(options_.streams),
+                             op->length / options_.stripe_min_bytes);
+    }
+    // Pieces on 64 KiB boundaries, the last one taking the rest.
+    uint64_t step = ((op->length / n) + 65535) & ~uint64_t{65535};
+    for (uint64_t skip = 0; skip < op->length; skip += step) {
+      pieces.push_back(Piece{op, skip, std::min(step, op->length - skip)});
+    }
+  }
+  if (pieces.empty()) return;
+  std::vector<int32_t> results(pieces.size(), 0);
+  Latch done(pieces.size() - 1);
+  for (size_t i = 1; i < pieces.size(); ++i) {
+    pool_.Submit([this, &pieces, &results, i, deadline, &done] {
+      results[i] = RunPiece(pieces[i], deadline);
+      done.CountDown();
+    });
+  }
+  results[0] = RunPiece(pieces[0], deadline);
+  done.Wait();
+  for (size_t i = 0; i < pieces.size(); ++i) {
+    if (results[i] != 0) pieces[i].op->result = results[i];
+  }
+}
+
+int32_t TcpTransport::CallControl(const std::string& address, transfer::ControlChannel channel,
+                                  const std::string& request, std::string* reply,
+                                  Clock::time_point deadline) {
+  Exchange x;
+  x.op = static_cast<uint16_t>(Op::kControl);
+  x.segment_id = static_cast<int64_t>(channel);
+  x.payload = request.data();
+  x.payload_length = request.size();
+  x.control_reply = reply;
+  std::string error;
+  int32_t code = Run(PeerFor(address), x, deadline, &error);
+  if (code != 0) {
+    MC_LOG_WARN("transfer: control call to %s failed: %s", address.c_str(), error.c_str());
+  }
+  return code;
+}
+
+}  // namespace mooncake

@@ -1,0 +1,109 @@
+// The TCP transport: one-sided READ and WRITE against other daemons' transfer ports
+// (daemon/transfer_server.h), and the CONTROL calls the RDMA transport bootstraps with.
+//
+// Connections. Each peer has a pool of persistent connections, opened on demand up to
+// max_connections_per_peer and kept idle between transfers, so transfers never pay a
+// handshake and a busy daemon never runs out of ports (no TIME_WAIT churn). A request
+// owns its connection from header to reply. A transfer that fails on a pooled connection
+// (the peer restarted since) drops every idle connection to that peer and is retried once
+// on a fresh one: reads and writes of a range are idempotent.
+//
+// Striping. An op of at least 2 x stripe_min_bytes is cut into up to `streams` pieces, each
+// on its own connection, run in parallel (by the caller and a small thread pool); so are
+// the ops of one Execute, e.g. the replicas of a put.
+//
+// Copies. A WRITE goes out with one sendmsg of header and payload straight from the
+// caller's memory; a READ's payload is received straight into it.
+//
+// Time. connect_timeout_ms bounds a connect, stall_timeout_ms any send or receive that
+// makes no progress: a dead or frozen peer fails a transfer within seconds.
+#ifndef MOONCAKE_DAEMON_TCP_TRANSPORT_H_
+#define MOONCAKE_DAEMON_TCP_TRANSPORT_H_
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "daemon/thread_pool.h"
+#include "daemon/transport.h"
+
+namespace mooncake {
+
+class TcpTransport : public Transport, public ControlCaller {
+ public:
+  struct Options {
+    std::string address;  // this daemon's transfer port, "host:port", as published
+    int streams = 2;
+    uint64_t stripe_min_bytes = 2ull << 20;
+    int connect_timeout_ms = 2000;
+    int stall_timeout_ms = 5000;
+    size_t max_connections_per_peer = 64;
+    size_t threads = 8;  // run the pieces beyond the caller's own
+  };
+
+  explicit TcpTransport(Options options);
+  ~TcpTransport() override;
+
+  const char* protocol() const override { return "tcp"; }
+  int32_t RegisterMemory(char*, uint64_t) override { return 0; }  // nothing to pin
+  void UnregisterMemory(char*) override {}
+  bool DescribeSegment(char* base, uint64_t size, rpc::TransportEndpoint* out) override;
+  void Execute(std::vector<TransferOp*>* ops,
+               std::chrono::steady_clock::time_point deadline) override;
+
+  int32_t CallControl(const std::string& address, transfer::ControlChannel channel,
+                      const std::string& request, std::string* reply,
+                      std::chrono::steady_clock::time_point deadline) override;
+
+  // Connections open now (idle or busy), over every peer; for tests and stats.
+  size_t open_connections() const;
+
+ private:
+  struct Peer;
+  // A contiguous part of one op, moved over one connection.
+  struct Piece {
+    TransferOp* op;
+    uint64_t skip;  // bytes of the op before this piece
+    uint64_t length;
+  };
+  // What one request on a connection sends and receives.
+  struct Exchange {
+    uint16_t op = 0;
+    int64_t segment_id = 0;
+    uint64_t offset = 0;
+    const char* payload = nullptr;  // WRITE, CONTROL
+    uint64_t payload_length = 0;
+    char* into = nullptr;  // READ: exactly expect bytes land here
+    uint64_t expect = 0;
+    std::string* control_reply = nullptr;  // CONTROL
+  };
+
+  Peer* PeerFor(const std::string& address);
+  // A connection to peer (idle or new), or -1 with *error. *reused: it was idle.
+  int Acquire(Peer* peer, std::chrono::steady_clock::time_point deadline, bool* reused,
+              std::string* error);
+  void Release(Peer* peer, int fd, bool keep);
+  // Runs x on a pooled connection, retried once on a fresh one when the pooled one broke.
+  // 0, the peer's refusal code, or -800 with *error.
+  int32_t Run(Peer* peer, const Exchange& x, std::chrono::steady_clock::time_point deadline,
+              std::string* error);
+  // One attempt on fd: 0, the peer's code (*in_step: the connection may be reused), or -800.
+  int32_t RunOn(int fd, const Exchange& x, bool* in_step, std::string* error);
+  // 0, or -800 (logged).
+  int32_t RunPiece(const Piece& piece, std::chrono::steady_clock::time_point deadline);
+
+  const Options options_;
+  std::atomic<uint64_t> next_request_id_{1};
+  mutable std::mutex peers_mu_;
+  std::map<std::string, std::unique_ptr<Peer>> peers_;  // guarded by peers_mu_; never erased
+  ThreadPool pool_;
+};
+
+}  // namespace mooncake
+
+#endif  // MOONCAKE_DAEMON_TCP_TRANSPORT_H_

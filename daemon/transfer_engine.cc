@@ -1,0 +1,67 @@
+#include "daemon/transfer_engine.h"
+
+namespace mooncake {
+
+bool ChooseTransport(const std::string& protocol, const std::vector<std::string>& devices_found,
+                     TransportChoice* choice, std::string* message) {
+  std::string devices;
+  for (const std::string& d : devices_found) devices += (devices.empty() ? "" : ", ") + d;
+  if (protocol == "tcp") {
+    *choice = TransportChoice::kTcp;
+    *message = "transport: tcp (--protocol tcp)";
+    return true;
+  }
+  if (!devices_found.empty() && (protocol == "auto" || protocol == "rdma")) {
+    *choice = TransportChoice::kRdma;
+    *message = "transport: rdma on " + devices + ", tcp for peers without rdma";
+    return true;
+  }
+  if (protocol == "auto") {
+    *choice = TransportChoice::kTcp;
+    *message = "transport: tcp (--protocol auto found no RDMA device)";
+    return true;
+  }
+  *message = protocol == "rdma"
+                 ? "--protocol rdma, but this host has no RDMA device (ibv_get_device_list "
+                   "found none); use --protocol tcp or auto"
+                 : "--protocol must be auto, tcp or rdma, not '" + protocol + "'";
+  return false;
+}
+
+TransferEngine::TransferEngine(MasterClient* master, std::unique_ptr<TcpTransport> tcp,
+                               std::unique_ptr<Transport> rdma)
+    : directory_(master), tcp_(std::move(tcp)), rdma_(std::move(rdma)) {}
+
+int32_t TransferEngine::RegisterMemory(char* base, uint64_t size) {
+  return rdma_ != nullptr ? rdma_->RegisterMemory(base, size) : 0;
+}
+
+void TransferEngine::UnregisterMemory(char* base) {
+  if (rdma_ != nullptr) rdma_->UnregisterMemory(base);
+}
+
+std::vector<rpc::TransportEndpoint> TransferEngine::DescribeSegment(char* base, uint64_t size) {
+  std::vector<rpc::TransportEndpoint> out(1);
+  tcp_->DescribeSegment(base, size, &out[0]);
+  rpc::TransportEndpoint rdma;
+  if (rdma_ != nullptr && rdma_->DescribeSegment(base, size, &rdma)) out.push_back(std::move(rdma));
+  return out;
+}
+
+void TransferEngine::Execute(std::vector<TransferOp*>* ops,
+                             std::chrono::steady_clock::time_point deadline) {
+  std::vector<TransferOp*> over_tcp, over_rdma;
+  for (TransferOp* op : *ops) {
+    bool rdma = rdma_ != nullptr && op->remote->Endpoint("rdma") != nullptr;
+    (rdma ? over_rdma : over_tcp).push_back(op);
+  }
+  if (!over_rdma.empty()) {
+    rdma_->Execute(&over_rdma, deadline);
+    for (TransferOp* op : over_rdma) {
+      if (op->result != 0) over_tcp.push_back(op);  // once more, the slow way
+    }
+  }
+  if (!over_tcp.empty()) tcp_->Execute(&over_tcp, deadline);
+}
+
+}  // namespace mooncake

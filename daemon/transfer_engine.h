@@ -1,0 +1,61 @@
+// The transfer engine: the daemon's one door to other daemons' memory. It knows every
+// segment's endpoints (daemon/segment_directory.h) and owns the transports: TCP always,
+// RDMA when --protocol chose it. Each transfer goes over RDMA when this daemon and the
+// owner both publish an RDMA endpoint, else over TCP; an RDMA transfer that fails is
+// tried once more over TCP before it counts as failed.
+#ifndef MOONCAKE_DAEMON_TRANSFER_ENGINE_H_
+#define MOONCAKE_DAEMON_TRANSFER_ENGINE_H_
+
+#include <chrono>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "daemon/segment_directory.h"
+#include "daemon/tcp_transport.h"
+#include "daemon/transport.h"
+
+namespace mooncake {
+
+enum class TransportChoice { kTcp, kRdma };
+
+// Applies --protocol (auto, tcp or rdma) to the RDMA devices found on this host: false with
+// *message when the choice cannot be honoured (rdma without a device); otherwise *message
+// says what was chosen and why, for the start-up log.
+bool ChooseTransport(const std::string& protocol, const std::vector<std::string>& devices_found,
+                     TransportChoice* choice, std::string* message);
+
+class TransferEngine {
+ public:
+  // rdma: null unless RDMA was chosen and opened.
+  TransferEngine(MasterClient* master, std::unique_ptr<TcpTransport> tcp,
+                 std::unique_ptr<Transport> rdma);
+
+  TcpTransport* tcp() const { return tcp_.get(); }
+  Transport* rdma() const { return rdma_.get(); }
+  // "rdma" when RDMA is in use, else "tcp".
+  const char* protocol() const { return rdma_ != nullptr ? "rdma" : "tcp"; }
+
+  // Another daemon's segment, or null when the master does not know it.
+  std::shared_ptr<const RemoteSegment> FindSegment(int64_t segment_id) {
+    return directory_.Find(segment_id);
+  }
+
+  // Memory of this daemon that transfers touch: its segments and the applications' pools.
+  int32_t RegisterMemory(char* base, uint64_t size);
+  void UnregisterMemory(char* base);
+  // The endpoints a segment of this daemon is published with.
+  std::vector<rpc::TransportEndpoint> DescribeSegment(char* base, uint64_t size);
+
+  // Runs the ops in parallel; each one's result is set. Ops past deadline fail with -800.
+  void Execute(std::vector<TransferOp*>* ops, std::chrono::steady_clock::time_point deadline);
+
+ private:
+  SegmentDirectory directory_;
+  std::unique_ptr<TcpTransport> tcp_;
+  std::unique_ptr<Transport> rdma_;
+};
+
+}  // namespace mooncake
+
+#endif  // MOONCAKE_DAEMON_TRANSFER_ENGINE_H_

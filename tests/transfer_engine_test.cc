@@ -1,0 +1,417 @@
+// The transfer engine's parts in one process: the wire format, the transfer server over a
+// real segment and real loopback sockets, the TCP transport against it (striping, pooled
+// connections, dead, frozen and restarted peers, hostile requests), CONTROL calls, the
+// choice of transport, and chunked checksums. The whole cluster (master and daemons) is
+// exercised by tests/cluster_test.c.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstring>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "common/crc32c.h"
+#include "common/error_code.h"
+#include "daemon/chunked_checksum.h"
+#include "daemon/segment_memory.h"
+#include "daemon/tcp_io.h"
+#include "daemon/tcp_transport.h"
+#include "daemon/transfer_engine.h"
+#include "daemon/transfer_protocol.h"
+#include "daemon/transfer_server.h"
+#include "tests/cmocka_cpp.h"
+
+using namespace mooncake;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+constexpr int64_t kSegmentId = 42;
+constexpr uint64_t kSegmentSize = 16ull << 20;
+constexpr int32_t kTransferFail = static_cast<int32_t>(ErrorCode::TRANSFER_FAIL);
+
+// A listening socket on a free loopback port.
+int Listen(int* port, int want = 0) {
+  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  int one = 1;
+  setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = htons(static_cast<uint16_t>(want));
+  assert_int_equal(bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+  assert_int_equal(listen(fd, 64), 0);
+  socklen_t len = sizeof(addr);
+  getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  *port = ntohs(addr.sin_port);
+  return fd;
+}
+
+void Fill(char* p, size_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  for (size_t i = 0; i < n; ++i) p[i] = static_cast<char>(rng());
+}
+
+Clock::time_point In(int ms) { return Clock::now() + std::chrono::milliseconds(ms); }
+
+// A segment served on a loopback port, and a transport to reach it.
+struct Fixture {
+  std::shared_ptr<SegmentMemory> segment;
+  int port = 0;
+  std::unique_ptr<TransferServer> server;
+  std::unique_ptr<TcpTransport> tcp;
+  std::shared_ptr<RemoteSegment> remote = std::make_shared<RemoteSegment>();
+
+  explicit Fixture(int streams = 4, int stall_ms = 2000) {
+    std::string error;
+    segment = SegmentMemory::Create(kSegmentSize, &error);
+    assert_non_null(segment.get());
+    StartServer(0);
+    TcpTransport::Options o;
+    o.address = "127.0.0.1:1";
+    o.streams = streams;
+    o.stripe_min_bytes = 1 << 20;
+    o.stall_timeout_ms = stall_ms;
+    o.connect_timeout_ms = 1000;
+    tcp.reset(new TcpTransport(o));
+    remote->segment_id = kSegmentId;
+    remote->name = "127.0.0.1:" + std::to_string(port);
+    remote->size = kSegmentSize;
+    rpc::TransportEndpoint e;
+    e.protocol = "tcp";
+    e.address = remote->name;
+    remote->endpoints.push_back(e);
+  }
+
+  void StartServer(int want_port) {
+    int fd = Listen(&port, want_port);
+    std::shared_ptr<SegmentMemory> s = segment;
+    TransferServer::Options options;
+    options.stall_timeout_ms = 1000;
+    server.reset(new TransferServer(
+        fd, [s](int64_t id) { return id == kSegmentId ? s : nullptr; }, options));
+    server->SetControlHandler(transfer::ControlChannel::kRdmaConnect,
+                              [](const std::string& in, std::string* out) {
+                                out->assign(in.rbegin(), in.rend());
+                                return 0;
+                              });
+    server->Start();
+  }
+
+  int32_t Move(TransferKind kind, uint64_t remote_offset, char* local, uint64_t length,
+               std::shared_ptr<const RemoteSegment> where = nullptr) {
+    TransferOp op;
+    op.kind = kind;
+    op.remote = where != nullptr ? where : remote;
+    op.remote_offset = remote_offset;
+    op.local = local;
+    op.length = length;
+    std::vector<TransferOp*> ops{&op};
+    tcp->Execute(&ops, In(5000));
+    return op.result;
+  }
+};
+
+void test_protocol_round_trip(void**) {
+  transfer::RequestHeader h;
+  h.op = static_cast<uint16_t>(transfer::Op::kWrite);
+  h.request_id = 0x1122334455667788ull;
+  h.segment_id = -5;
+  h.offset = UINT64_MAX - 1;
+  h.length = 1ull << 40;
+  char wire[transfer::kRequestHeaderSize];
+  transfer::EncodeRequest(h, wire);
+  assert_memory_equal(wire, "MCTP", 4);  // readable in a packet dump
+  transfer::RequestHeader back;
+  assert_true(transfer::DecodeRequest(wire, &back));
+  assert_int_equal(back.request_id, h.request_id);
+  assert_int_equal(back.segment_id, -5);
+  assert_true(back.offset == h.offset && back.length == h.length);
+  wire[6] = 9;  // an unknown op
+  assert_false(transfer::DecodeRequest(wire, &back));
+  transfer::EncodeRequest(h, wire);
+  wire[4] = 2;  // another version
+  assert_false(transfer::DecodeRequest(wire, &back));
+  transfer::EncodeRequest(h, wire);
+  wire[47] = 1;  // reserved must be 0
+  assert_false(transfer::DecodeRequest(wire, &back));
+
+  transfer::ReplyHeader r;
+  r.code = -801;
+  r.request_id = 7;
+  r.length = 99;
+  char reply[transfer::kReplyHeaderSize];
+  transfer::EncodeReply(r, reply);
+  transfer::ReplyHeader rb;
+  assert_true(transfer::DecodeReply(reply, &rb));
+  assert_int_equal(rb.code, -801);
+  assert_int_equal(rb.length, 99);
+  reply[0] = 'X';
+  assert_false(transfer::DecodeReply(reply, &rb));
+}
+
+void test_write_then_read_small_and_striped(void**) {
+  Fixture f;
+  std::vector<char> out(12 << 20), in(12 << 20);
+  Fill(out.data(), out.size(), 1);
+  assert_int_equal(f.Move(TransferKind::kWrite, 100, out.data(), 4096), 0);
+  assert_memory_equal(f.segment->base() + 100, out.data(), 4096);
+  assert_int_equal(f.Move(TransferKind::kRead, 100, in.data(), 4096), 0);
+  assert_memory_equal(in.data(), out.data(), 4096);
+
+  // 12 MiB is cut into 4 pieces on 4 connections; every byte lands where it belongs.
+  assert_int_equal(f.Move(TransferKind::kWrite, 4096 + 3, out.data(), out.size()), 0);
+  assert_memory_equal(f.segment->base() + 4096 + 3, out.data(), out.size());
+  std::memset(in.data(), 0, in.size());
+  assert_int_equal(f.Move(TransferKind::kRead, 4096 + 3, in.data(), in.size()), 0);
+  assert_memory_equal(in.data(), out.data(), in.size());
+  assert_true(f.tcp->open_connections() >= 2);
+
+  // Many ops of one Execute, in parallel.
+  std::vector<TransferOp> ops(8);
+  std::vector<TransferOp*> pointers;
+  Fill(out.data(), 8 << 20, 2);
+  for (size_t i = 0; i < ops.size(); ++i) {
+    ops[i].kind = TransferKind::kWrite;
+    ops[i].remote = f.remote;
+    ops[i].remote_offset = i << 20;
+    ops[i].local = out.data() + (i << 20);
+    ops[i].length = 1 << 20;
+    pointers.push_back(&ops[i]);
+  }
+  f.tcp->Execute(&pointers, In(5000));
+  for (const auto& op : ops) assert_int_equal(op.result, 0);
+  assert_memory_equal(f.segment->base(), out.data(), 8 << 20);
+}
+
+void test_connections_are_pooled(void**) {
+  Fixture f;
+  char buf[512];
+  for (int i = 0; i < 300; ++i) {
+    assert_int_equal(f.Move(TransferKind::kRead, static_cast<uint64_t>(i) * 512, buf, 512), 0);
+  }
+  // Sequential transfers reuse one connection: no handshake each, no port churn.
+  assert_int_equal(f.tcp->open_connections(), 1);
+}
+
+void test_refusals_fail_the_op_and_the_server_goes_on(void**) {
+  Fixture f;
+  char buf[4096];
+  assert_int_equal(f.Move(TransferKind::kRead, kSegmentSize - 10, buf, 100), kTransferFail);
+  assert_int_equal(f.Move(TransferKind::kWrite, kSegmentSize, buf, 1), kTransferFail);
+  auto unknown = std::make_shared<RemoteSegment>(*f.remote);
+  unknown->segment_id = 43;
+  assert_int_equal(f.Move(TransferKind::kRead, 0, buf, 100, unknown), kTransferFail);
+  assert_int_equal(f.Move(TransferKind::kWrite, 0, buf, 100, unknown), kTransferFail);
+  auto no_tcp = std::make_shared<RemoteSegment>(*f.remote);
+  no_tcp->endpoints.clear();
+  assert_int_equal(f.Move(TransferKind::kRead, 0, buf, 100, no_tcp), kTransferFail);
+  // Still serving, on the pooled connection that survived the refused READs or a new one.
+  Fill(buf, sizeof(buf), 3);
+  assert_int_equal(f.Move(TransferKind::kWrite, 0, buf, sizeof(buf)), 0);
+  assert_memory_equal(f.segment->base(), buf, sizeof(buf));
+}
+
+// Raw bytes at the port, as a hostile or broken peer would send them.
+void test_hostile_requests(void**) {
+  Fixture f;
+  std::string error;
+  auto connect = [&] {
+    int fd = tcp_io::Connect(f.remote->name, 1000, 2000, &error);
+    assert_true(fd >= 0);
+    return fd;
+  };
+  auto reply_code = [](int fd, transfer::ReplyHeader* r) {
+    char head[transfer::kReplyHeaderSize];
+    if (!tcp_io::Recv(fd, head, sizeof(head))) return false;
+    return transfer::DecodeReply(head, r);
+  };
+  transfer::ReplyHeader r;
+
+  // Garbage: refused with -600, then the connection is closed.
+  int fd = connect();
+  char garbage[transfer::kRequestHeaderSize];
+  Fill(garbage, sizeof(garbage), 4);
+  assert_true(tcp_io::Send(fd, garbage, sizeof(garbage), nullptr, 0));
+  assert_true(reply_code(fd, &r));
+  assert_int_equal(r.code, -600);
+  char byte;
+  assert_int_equal(recv(fd, &byte, 1, 0), 0);
+  close(fd);
+
+  // A READ past the end (offset + length overflowing too): refused, connection kept.
+  fd = connect();
+  transfer::RequestHeader h;
+  h.op = static_cast<uint16_t>(transfer::Op::kRead);
+  h.segment_id = kSegmentId;
+  h.offset = UINT64_MAX - 5;
+  h.length = 100;
+  char head[transfer::kRequestHeaderSize];
+  transfer::EncodeRequest(h, head);
+  assert_true(tcp_io::Send(fd, head, sizeof(head), nullptr, 0));
+  assert_true(reply_code(fd, &r));
+  assert_int_equal(r.code, -600);
+  h.offset = 0;
+  h.length = 1ull << 40;  // a huge length
+  transfer::EncodeRequest(h, head);
+  assert_true(tcp_io::Send(fd, head, sizeof(head), nullptr, 0));
+  assert_true(reply_code(fd, &r));
+  assert_int_equal(r.code, -600);
+  h.length = 64;
+  h.request_id = 77;
+  transfer::EncodeRequest(h, head);
+  assert_true(tcp_io::Send(fd, head, sizeof(head), nullptr, 0));
+  assert_true(reply_code(fd, &r));
+  assert_int_equal(r.code, 0);
+  assert_int_equal(r.request_id, 77);
+  char data[64];
+  assert_true(tcp_io::Recv(fd, data, sizeof(data)));
+  assert_memory_equal(data, f.segment->base(), 64);
+  close(fd);
+
+  // A WRITE with a huge length to an unknown segment: refused, closed, nothing written.
+  fd = connect();
+  h.op = static_cast<uint16_t>(transfer::Op::kWrite);
+  h.segment_id = 999;
+  h.length = 1ull << 40;
+  transfer::EncodeRequest(h, head);
+  assert_true(tcp_io::Send(fd, head, sizeof(head), nullptr, 0));
+  assert_true(reply_code(fd, &r));
+  assert_int_equal(r.code, -101);
+  close(fd);
+
+  // A truncated header, then hang up; a WRITE whose payload never comes in full.
+  fd = connect();
+  assert_true(tcp_io::Send(fd, head, 20, nullptr, 0));
+  close(fd);
+  fd = connect();
+  h.segment_id = kSegmentId;
+  h.offset = 0;
+  h.length = 1 << 20;
+  transfer::EncodeRequest(h, head);
+  assert_true(tcp_io::Send(fd, head, sizeof(head), data, sizeof(data)));
+  close(fd);
+
+  // The server is unharmed.
+  char buf[256];
+  assert_int_equal(f.Move(TransferKind::kRead, 0, buf, sizeof(buf)), 0);
+}
+
+void test_dead_peer_fails_fast(void**) {
+  Fixture f;
+  int port = 0;
+  int fd = Listen(&port);
+  close(fd);  // nothing listens there now
+  auto dead = std::make_shared<RemoteSegment>(*f.remote);
+  dead->endpoints[0].address = "127.0.0.1:" + std::to_string(port);
+  char buf[100];
+  auto t0 = Clock::now();
+  assert_int_equal(f.Move(TransferKind::kRead, 0, buf, sizeof(buf), dead), kTransferFail);
+  assert_true(Clock::now() - t0 < std::chrono::seconds(1));
+}
+
+void test_frozen_peer_fails_within_the_stall_timeout(void**) {
+  Fixture f(1, 300);
+  int port = 0;
+  int fd = Listen(&port);  // the kernel accepts; nobody ever answers
+  auto frozen = std::make_shared<RemoteSegment>(*f.remote);
+  frozen->endpoints[0].address = "127.0.0.1:" + std::to_string(port);
+  char buf[100];
+  auto t0 = Clock::now();
+  assert_int_equal(f.Move(TransferKind::kRead, 0, buf, sizeof(buf), frozen), kTransferFail);
+  auto took = Clock::now() - t0;
+  assert_true(took >= std::chrono::milliseconds(250) && took < std::chrono::seconds(3));
+  close(fd);
+}
+
+void test_restarted_peer_is_reached_again(void**) {
+  Fixture f(1);
+  char buf[100];
+  assert_int_equal(f.Move(TransferKind::kRead, 0, buf, sizeof(buf)), 0);
+  int port = f.port;
+  f.server.reset();  // its connections close; ours is pooled and now stale
+  f.StartServer(port);
+  assert_int_equal(f.Move(TransferKind::kRead, 0, buf, sizeof(buf)), 0);
+  assert_int_equal(f.tcp->open_connections(), 1);
+}
+
+void test_control_calls(void**) {
+  Fixture f;
+  std::string reply;
+  assert_int_equal(f.tcp->CallControl(f.remote->name, transfer::ControlChannel::kRdmaConnect,
+                                      "abc", &reply, In(2000)),
+                   0);
+  assert_string_equal(reply.c_str(), "cba");
+  int32_t code = f.tcp->CallControl(f.remote->name, static_cast<transfer::ControlChannel>(9), "x",
+                                    &reply, In(2000));
+  assert_int_equal(code, -600);
+}
+
+void test_choose_transport(void**) {
+  TransportChoice c = TransportChoice::kRdma;
+  std::string message;
+  assert_true(ChooseTransport("auto", {}, &c, &message));
+  assert_true(c == TransportChoice::kTcp);
+  assert_non_null(std::strstr(message.c_str(), "no RDMA device"));
+  assert_true(ChooseTransport("auto", {"mlx5_0"}, &c, &message));
+  assert_true(c == TransportChoice::kRdma);
+  assert_true(ChooseTransport("tcp", {"mlx5_0"}, &c, &message));
+  assert_true(c == TransportChoice::kTcp);
+  assert_false(ChooseTransport("rdma", {}, &c, &message));
+  assert_non_null(std::strstr(message.c_str(), "no RDMA device"));
+  assert_true(ChooseTransport("rdma", {"mlx5_0", "mlx5_1"}, &c, &message));
+  assert_true(c == TransportChoice::kRdma);
+  assert_false(ChooseTransport("udp", {}, &c, &message));
+}
+
+void test_chunked_checksum(void**) {
+  std::vector<char> value(1 << 20);
+  Fill(value.data(), value.size(), 5);
+  uint32_t whole = Crc32c(value.data(), value.size());
+  ChunkedChecksum in_order, shuffled, gap, twice;
+  const uint64_t chunk = 300000;  // not a divisor: a short last chunk
+  std::vector<uint64_t> offsets;
+  for (uint64_t o = 0; o < value.size(); o += chunk) offsets.push_back(o);
+  auto add = [&](ChunkedChecksum& c, uint64_t o) {
+    c.Add(o, value.data() + o, std::min<uint64_t>(chunk, value.size() - o));
+  };
+  for (uint64_t o : offsets) add(in_order, o);
+  for (size_t i = offsets.size(); i-- > 0;) add(shuffled, offsets[i]);
+  for (size_t i = 1; i < offsets.size(); ++i) add(gap, offsets[i]);
+  for (uint64_t o : offsets) add(twice, o);
+  add(twice, offsets[1]);
+  uint32_t crc = 0;
+  assert_true(in_order.Total(value.size(), &crc));
+  assert_int_equal(crc, whole);
+  assert_int_equal(in_order.bytes(), value.size());
+  crc = 0;
+  assert_true(shuffled.Total(value.size(), &crc));
+  assert_int_equal(crc, whole);
+  assert_false(gap.Total(value.size(), &crc));
+  assert_false(twice.Total(value.size(), &crc));
+  assert_false(in_order.Total(value.size() + 1, &crc));
+}
+
+}  // namespace
+
+int main() {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_protocol_round_trip),
+      cmocka_unit_test(test_write_then_read_small_and_striped),
+      cmocka_unit_test(test_connections_are_pooled),
+      cmocka_unit_test(test_refusals_fail_the_op_and_the_server_goes_on),
+      cmocka_unit_test(test_hostile_requests),
+      cmocka_unit_test(test_dead_peer_fails_fast),
+      cmocka_unit_test(test_frozen_peer_fails_within_the_stall_timeout),
+      cmocka_unit_test(test_restarted_peer_is_reached_again),
+      cmocka_unit_test(test_control_calls),
+      cmocka_unit_test(test_choose_transport),
+      cmocka_unit_test(test_chunked_checksum),
+  };
+  return cmocka_run_group_tests(tests, nullptr, nullptr);
+}
