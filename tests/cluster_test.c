@@ -436,6 +436,9 @@ static void wait_for_room(int daemon, uint64_t bytes) {
   }
 }
 
+/* 128 objects of 64 MiB, each put from A onto B, read back on A (both directions cross
+ * the transfer port), every byte checked and removed. The pace is bounded by the space
+ * that removed objects hold for their 1 s lease (B's 768 MiB budget per second). */
 static void test_stream_8gib_between_two_daemons(void **state) {
   (void)state;
   mooncake_store_t a = connect_app(g_c, A, 2 * STREAM_OBJECT + 4 * MiB);

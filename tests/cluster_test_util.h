@@ -88,7 +88,8 @@ int tp_closed_by_peer(int fd);
 
 /* put(key, size bytes of fill_pattern(seed)) from s to daemon target on its own thread,
  * from memory whose second half faults: the first fault stops the put's thread until
- * paused_put_resume. Deterministic where a timer would race a fast put. */
+ * paused_put_finish. Deterministic where a timer would race a fast put. One at a time
+ * (the fault handler is process-wide). */
 typedef struct paused_put paused_put;
 /* Starts the put; returns once it has copied half its value (1), or ended first (0). */
 paused_put *paused_put_start(const mc_cluster *c, mooncake_store_t s, int target,
