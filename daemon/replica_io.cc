@@ -1,5 +1,6 @@
 #include "daemon/replica_io.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "common/crc32c.h"
@@ -55,6 +56,10 @@ std::vector<ReplicaTarget> ReplicaIO::Candidates(
       remote.push_back(std::move(t));
     }
   }
+  // Daemons a transfer just failed against go last: likely dead, tried only if all else fails.
+  std::stable_partition(remote.begin(), remote.end(), [this](const ReplicaTarget& t) {
+    return !engine_->Suspect(t.remote->name);
+  });
   for (auto& t : remote) local.push_back(std::move(t));
   return local;
 }

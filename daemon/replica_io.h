@@ -46,7 +46,8 @@ class ReplicaIO {
   // one is neither ours nor a segment the master published, or its range is outside.
   int32_t ResolveAll(const std::vector<rpc::ReplicaDescriptor>& replicas, uint64_t size,
                      std::vector<ReplicaTarget>* out);
-  // The replicas a read may use, best first: ours, then other daemons'. Empty when none.
+  // The replicas a read may use, best first: ours, then other daemons' (those the engine
+  // suspects dead last). Empty when none.
   std::vector<ReplicaTarget> Candidates(const std::vector<rpc::ReplicaDescriptor>& replicas,
                                         uint64_t size);
 

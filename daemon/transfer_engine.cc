@@ -62,6 +62,22 @@ void TransferEngine::Execute(std::vector<TransferOp*>* ops,
     }
   }
   if (!over_tcp.empty()) tcp_->Execute(&over_tcp, deadline);
+  auto until = std::chrono::steady_clock::now() + kSuspectFor;
+  for (TransferOp* op : over_tcp) {
+    if (op->result == 0) continue;
+    std::lock_guard<std::mutex> lock(suspects_mu_);
+    suspects_[op->remote->name] = until;
+  }
+}
+
+bool TransferEngine::Suspect(const std::string& daemon) const {
+  std::lock_guard<std::mutex> lock(suspects_mu_);
+  if (suspects_.empty()) return false;  // the usual case: no lookup
+  auto it = suspects_.find(daemon);
+  if (it == suspects_.end()) return false;
+  if (std::chrono::steady_clock::now() < it->second) return true;
+  suspects_.erase(it);  // served its time
+  return false;
 }
 
 }  // namespace mooncake

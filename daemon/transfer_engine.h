@@ -3,11 +3,17 @@
 // RDMA when --protocol chose it. Each transfer goes over RDMA when this daemon and the
 // owner both publish an RDMA endpoint, else over TCP; an RDMA transfer that fails is
 // tried once more over TCP before it counts as failed.
+//
+// A peer a transfer just failed against is suspect for kSuspectFor: readers try other
+// replicas first, so a lost host costs one failed attempt, not one per object (on a real
+// network a dead host means a connect timeout, not a quick refusal).
 #ifndef MOONCAKE_DAEMON_TRANSFER_ENGINE_H_
 #define MOONCAKE_DAEMON_TRANSFER_ENGINE_H_
 
 #include <chrono>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -27,6 +33,8 @@ bool ChooseTransport(const std::string& protocol, const std::vector<std::string>
 
 class TransferEngine {
  public:
+  static constexpr std::chrono::seconds kSuspectFor{5};
+
   // rdma: null unless RDMA was chosen and opened.
   TransferEngine(MasterClient* master, std::unique_ptr<TcpTransport> tcp,
                  std::unique_ptr<Transport> rdma);
@@ -50,7 +58,13 @@ class TransferEngine {
   // Runs the ops in parallel; each one's result is set. Ops past deadline fail with -800.
   void Execute(std::vector<TransferOp*>* ops, std::chrono::steady_clock::time_point deadline);
 
+  // True while a transfer to this daemon ("host:port") failed less than kSuspectFor ago.
+  bool Suspect(const std::string& daemon) const;
+
  private:
+  mutable std::mutex suspects_mu_;
+  mutable std::map<std::string, std::chrono::steady_clock::time_point> suspects_;  // name -> until
+
   SegmentDirectory directory_;
   std::unique_ptr<TcpTransport> tcp_;
   std::unique_ptr<Transport> rdma_;

@@ -369,6 +369,33 @@ void test_choose_transport(void**) {
   assert_false(ChooseTransport("udp", {}, &c, &message));
 }
 
+void test_failed_peers_are_suspect(void**) {
+  Fixture f;
+  MasterClientOptions never_asked;
+  never_asked.port = 1;
+  MasterClient master(never_asked);
+  TcpTransport::Options o;
+  o.address = "127.0.0.1:1";
+  TransferEngine engine(&master, std::unique_ptr<TcpTransport>(new TcpTransport(o)), nullptr);
+  assert_string_equal(engine.protocol(), "tcp");
+  assert_int_equal(engine.DescribeSegment(nullptr, 0).size(), 1);  // tcp only, no rdma
+
+  int port = 0;
+  close(Listen(&port));
+  auto dead = std::make_shared<RemoteSegment>(*f.remote);
+  dead->name = "127.0.0.1:" + std::to_string(port);
+  dead->endpoints[0].address = dead->name;
+  char buf[64];
+  TransferOp ok_op{TransferKind::kRead, f.remote, 0, buf, sizeof(buf)};
+  TransferOp dead_op{TransferKind::kRead, dead, 0, buf, sizeof(buf)};
+  std::vector<TransferOp*> ops{&ok_op, &dead_op};
+  engine.Execute(&ops, In(2000));
+  assert_int_equal(ok_op.result, 0);
+  assert_int_equal(dead_op.result, kTransferFail);
+  assert_true(engine.Suspect(dead->name));
+  assert_false(engine.Suspect(f.remote->name));
+}
+
 void test_chunked_checksum(void**) {
   std::vector<char> value(1 << 20);
   Fill(value.data(), value.size(), 5);
@@ -411,6 +438,7 @@ int main() {
       cmocka_unit_test(test_restarted_peer_is_reached_again),
       cmocka_unit_test(test_control_calls),
       cmocka_unit_test(test_choose_transport),
+      cmocka_unit_test(test_failed_peers_are_suspect),
       cmocka_unit_test(test_chunked_checksum),
   };
   return cmocka_run_group_tests(tests, nullptr, nullptr);
