@@ -127,8 +127,10 @@ void TcpTransport::Release(Peer* peer, int fd, bool keep) {
   peer->cv.notify_one();
 }
 
-int32_t TcpTransport::RunOn(int fd, const Exchange& x, bool* in_step, std::string* error) {
+int32_t TcpTransport::RunOn(int fd, const Exchange& x, bool* in_step, bool* stalled,
+                            std::string* error) {
   *in_step = false;
+  *stalled = false;
   transfer::RequestHeader h;
   h.op = x.op;
   h.request_id = next_request_id_.fetch_add(1, std::memory_order_relaxed);
@@ -141,7 +143,8 @@ int32_t TcpTransport::RunOn(int fd, const Exchange& x, bool* in_step, std::strin
   transfer::ReplyHeader reply;
   if (!tcp_io::Send(fd, head, sizeof(head), x.payload, x.payload_length) ||
       !tcp_io::Recv(fd, reply_head, sizeof(reply_head))) {
-    *error = errno == EAGAIN ? "no progress within the stall timeout" : std::strerror(errno);
+    *stalled = errno == EAGAIN || errno == EWOULDBLOCK;
+    *error = *stalled ? "no progress within the stall timeout" : std::strerror(errno);
     return kTransferFail;
   }
   if (!transfer::DecodeReply(reply_head, &reply) || reply.request_id != h.request_id) {
@@ -175,7 +178,8 @@ int32_t TcpTransport::RunOn(int fd, const Exchange& x, bool* in_step, std::strin
     return kTransferFail;
   }
   if (!ok) {
-    *error = errno == EAGAIN ? "no progress within the stall timeout" : std::strerror(errno);
+    *stalled = errno == EAGAIN || errno == EWOULDBLOCK;
+    *error = *stalled ? "no progress within the stall timeout" : std::strerror(errno);
     return kTransferFail;
   }
   *in_step = true;
@@ -193,9 +197,12 @@ int32_t TcpTransport::Run(Peer* peer, const Exchange& x, Clock::time_point deadl
     int fd = Acquire(peer, deadline, &reused, error);
     if (fd < 0) return kTransferFail;
     bool in_step = false;
-    int32_t code = RunOn(fd, x, &in_step, error);
+    bool stalled = false;
+    int32_t code = RunOn(fd, x, &in_step, &stalled, error);
     Release(peer, fd, in_step);
-    if (code != kTransferFail || !reused || attempt > 0) return code;
+    // A peer that stalled is frozen or gone, not restarted: another try would only stall
+    // as long again.
+    if (code != kTransferFail || !reused || stalled || attempt > 0) return code;
     // A pooled connection broke: the peer restarted or died, and its other idle
     // connections are as stale. Drop them and try once on a fresh connection.
     std::vector<int> stale;

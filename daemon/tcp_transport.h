@@ -6,7 +6,8 @@
 // handshake and a busy daemon never runs out of ports (no TIME_WAIT churn). A request
 // owns its connection from header to reply. A transfer that fails on a pooled connection
 // (the peer restarted since) drops every idle connection to that peer and is retried once
-// on a fresh one: reads and writes of a range are idempotent.
+// on a fresh one: reads and writes of a range are idempotent. One that stalled is not
+// retried: the peer is frozen or gone, and a retry would only stall as long again.
 //
 // Striping. An op of at least 2 x stripe_min_bytes is cut into up to `streams` pieces, each
 // on its own connection, run in parallel (by the caller and a small thread pool); so are
@@ -92,8 +93,9 @@ class TcpTransport : public Transport, public ControlCaller {
   // 0, the peer's refusal code, or -800 with *error.
   int32_t Run(Peer* peer, const Exchange& x, std::chrono::steady_clock::time_point deadline,
               std::string* error);
-  // One attempt on fd: 0, the peer's code (*in_step: the connection may be reused), or -800.
-  int32_t RunOn(int fd, const Exchange& x, bool* in_step, std::string* error);
+  // One attempt on fd: 0, the peer's code (*in_step: the connection may be reused), or -800
+  // (*stalled: because the stall timeout passed, rather than the connection breaking).
+  int32_t RunOn(int fd, const Exchange& x, bool* in_step, bool* stalled, std::string* error);
   // 0, or -800 (logged).
   int32_t RunPiece(const Piece& piece, std::chrono::steady_clock::time_point deadline);
 
