@@ -40,7 +40,7 @@ class TcpTransport : public Transport, public ControlCaller {
   struct Options {
     std::string address;  // this daemon's transfer port, "host:port", as published
     int streams = 2;
-    uint64_t stripe_min_bytes = 2ull << 20;
+    uint64_t stripe_min_bytes = 512ull << 10;
     int connect_timeout_ms = 2000;
     int stall_timeout_ms = 5000;
     size_t max_connections_per_peer = 64;
