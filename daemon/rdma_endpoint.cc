@@ -2,6 +2,8 @@
 
 #include <cstring>
 
+#include "common/little_endian.h"
+
 namespace mooncake {
 
 namespace {
@@ -9,27 +11,18 @@ namespace {
 // enum ibv_mtu: IBV_MTU_256 = 1 .. IBV_MTU_4096 = 5.
 bool ValidMtu(uint8_t mtu) { return mtu >= 1 && mtu <= 5; }
 
-void PutLe(std::string* out, uint64_t v, int bytes) {
-  for (int i = 0; i < bytes; ++i) out->push_back(static_cast<char>((v >> (8 * i)) & 0xff));
-}
-
 // Reads little-endian fields off the front of a buffer; the caller checked its length.
 class Reader {
  public:
-  explicit Reader(const std::string& in) : p_(reinterpret_cast<const uint8_t*>(in.data())) {}
-  uint64_t Le(int bytes) {
-    uint64_t v = 0;
-    for (int i = 0; i < bytes; ++i) v |= static_cast<uint64_t>(p_[i]) << (8 * i);
-    p_ += bytes;
-    return v;
-  }
+  explicit Reader(const std::string& in) : p_(in.data()) {}
+  uint64_t Le(int bytes) { return GetLittleEndian(&p_, bytes); }
   void Bytes(void* out, size_t n) {
     std::memcpy(out, p_, n);
     p_ += n;
   }
 
  private:
-  const uint8_t* p_;
+  const char* p_;
 };
 
 }  // namespace
@@ -37,13 +30,13 @@ class Reader {
 std::string EncodeRdmaDescriptor(const RdmaSegmentDescriptor& d) {
   std::string out;
   out.reserve(kRdmaDescriptorSize);
-  PutLe(&out, kRdmaEncodingVersion, 1);
-  PutLe(&out, d.mtu, 1);
-  PutLe(&out, d.lid, 2);
+  AppendLittleEndian(&out, kRdmaEncodingVersion, 1);
+  AppendLittleEndian(&out, d.mtu, 1);
+  AppendLittleEndian(&out, d.lid, 2);
   out.append(reinterpret_cast<const char*>(d.gid), sizeof(d.gid));
-  PutLe(&out, d.rkey, 4);
-  PutLe(&out, d.base, 8);
-  PutLe(&out, d.size, 8);
+  AppendLittleEndian(&out, d.rkey, 4);
+  AppendLittleEndian(&out, d.base, 8);
+  AppendLittleEndian(&out, d.size, 8);
   return out;
 }
 
@@ -67,15 +60,15 @@ std::string EncodeRdmaQpEndpoint(const RdmaQpEndpoint& e) {
   if (e.device.empty() || e.device.size() > kRdmaMaxDeviceName) return "";
   std::string out;
   out.reserve(kRdmaQpEndpointFixedSize + e.device.size());
-  PutLe(&out, kRdmaEncodingVersion, 1);
-  PutLe(&out, e.mtu, 1);
-  PutLe(&out, e.rd_atomic, 1);
-  PutLe(&out, e.lid, 2);
+  AppendLittleEndian(&out, kRdmaEncodingVersion, 1);
+  AppendLittleEndian(&out, e.mtu, 1);
+  AppendLittleEndian(&out, e.rd_atomic, 1);
+  AppendLittleEndian(&out, e.lid, 2);
   out.append(reinterpret_cast<const char*>(e.gid), sizeof(e.gid));
-  PutLe(&out, e.qpn, 4);
-  PutLe(&out, e.psn, 4);
-  PutLe(&out, e.instance, 8);
-  PutLe(&out, e.device.size(), 1);
+  AppendLittleEndian(&out, e.qpn, 4);
+  AppendLittleEndian(&out, e.psn, 4);
+  AppendLittleEndian(&out, e.instance, 8);
+  AppendLittleEndian(&out, e.device.size(), 1);
   out += e.device;
   return out;
 }

@@ -1,23 +1,20 @@
 #include "daemon/transfer_protocol.h"
 
-#include <cstring>
+#include "common/little_endian.h"
 
 namespace mooncake {
 namespace transfer {
 
 namespace {
 
-// Little-endian on the wire whatever the host; x86 and arm64 compile these to moves.
 template <typename T>
 void Put(char*& p, T v) {
-  for (size_t i = 0; i < sizeof(T); ++i) *p++ = static_cast<char>((static_cast<uint64_t>(v) >> (8 * i)) & 0xff);
+  PutLittleEndian(&p, static_cast<uint64_t>(v), sizeof(T));
 }
 
 template <typename T>
 T Get(const char*& p) {
-  uint64_t v = 0;
-  for (size_t i = 0; i < sizeof(T); ++i) v |= static_cast<uint64_t>(static_cast<uint8_t>(*p++)) << (8 * i);
-  return static_cast<T>(v);
+  return static_cast<T>(GetLittleEndian(&p, sizeof(T)));
 }
 
 }  // namespace
