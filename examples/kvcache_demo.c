@@ -6,7 +6,11 @@
  * those tokens: it asks which of its block keys exist, loads the longest cached prefix
  * into pool memory instead of recomputing it, and computes only the rest.
  *
- * Usage: MOONCAKE_SOCKET=/path/to/mooncaked.sock kvcache_demo */
+ * With MOONCAKE_SOCKET_2 set, engine B runs on another "host": it talks to a second
+ * mooncaked, and the blocks engine A wrote into its own host's memory reach it through the
+ * daemons' transfer engine.
+ *
+ * Usage: MOONCAKE_SOCKET=/path/to/mooncaked.sock [MOONCAKE_SOCKET_2=...] kvcache_demo */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -71,10 +75,14 @@ int main(void) {
   mooncake_store_t engine_a = mooncake_store_create();
   mooncake_store_t engine_b = mooncake_store_create();
   check(mooncake_store_connect(engine_a, NULL, 64u << 20), "connect A");
-  check(mooncake_store_connect(engine_b, NULL, 64u << 20), "connect B");
-  char host[64];
-  check(mooncake_store_get_hostname(engine_a, host, sizeof(host)), "get_hostname");
-  printf("connected to mooncaked at %s\n", host);
+  check(mooncake_store_connect(engine_b, getenv("MOONCAKE_SOCKET_2"), 64u << 20), "connect B");
+  char host_a[64], host_b[64];
+  check(mooncake_store_get_hostname(engine_a, host_a, sizeof(host_a)), "get_hostname A");
+  check(mooncake_store_get_hostname(engine_b, host_b, sizeof(host_b)), "get_hostname B");
+  printf("engine A on mooncaked %s, engine B on mooncaked %s\n", host_a, host_b);
+  /* A keeps its blocks in its own host's memory, as an engine writing its KV would. */
+  const char *here[] = {host_a};
+  mooncake_replicate_config_t local = {1, 0, 0, here, 1};
 
   /* Engine A: prefill and publish every block, zero-copy from pool memory. */
   char keys[BLOCKS][40];
@@ -84,7 +92,7 @@ int main(void) {
   double t0 = now_ms();
   for (int b = 0; b < BLOCKS; ++b) {
     compute_kv(hashes[b], kv);
-    check(mooncake_store_put_from(engine_a, keys[b], kv, BLOCK_BYTES, NULL), "put_from");
+    check(mooncake_store_put_from(engine_a, keys[b], kv, BLOCK_BYTES, &local), "put_from");
   }
   printf("engine A: prefilled %d blocks and stored %d MiB in %.1f ms\n", BLOCKS,
          BLOCKS * BLOCK_BYTES >> 20, now_ms() - t0);
@@ -119,9 +127,10 @@ int main(void) {
       return 1;
     }
   }
-  printf("engine B: %d of %d blocks found in the store; loaded %d MiB in %.1f ms (%.1f GB/s), "
+  printf("engine B: %d of %d blocks found in the store; loaded %d MiB%s in %.1f ms (%.1f GB/s), "
          "bytes verified\n",
-         hits, BLOCKS, hits * BLOCK_BYTES >> 20, load_ms,
+         hits, BLOCKS, hits * BLOCK_BYTES >> 20,
+         strcmp(host_a, host_b) != 0 ? " from engine A's host" : "", load_ms,
          (double)hits * BLOCK_BYTES / (load_ms / 1e3) / 1e9);
   printf("engine B: recomputes only the last %d blocks (%d tokens) of its prompt\n",
          BLOCKS - hits, (BLOCKS - hits) * TOKENS_PER_BLOCK);

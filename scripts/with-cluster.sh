@@ -1,18 +1,23 @@
 #!/usr/bin/env bash
-# Runs a command against a real one-host cluster: starts mooncake-master and mooncaked on
-# 127.0.0.1 (free ports, a temp dir), exports MOONCAKE_SOCKET, MOONCAKE_MASTER and
-# MOONCAKE_HOSTNAME for the command, and stops both afterwards. Exits with the command's
-# status. Used by `make demo` and by the binding test suites.
+# Runs a command against a real cluster on 127.0.0.1: starts mooncake-master and one
+# mooncaked (or --daemons N of them, each its own "host": socket, transfer port, segment),
+# with free ports and a temp dir, exports MOONCAKE_SOCKET, MOONCAKE_MASTER and
+# MOONCAKE_HOSTNAME (the first daemon) and MOONCAKE_SOCKET_2.. (the others) for the
+# command, and stops them afterwards. Exits with the command's status. Used by `make demo`
+# and by the binding test suites.
 #
-#   scripts/with-cluster.sh [--build DIR] [--segment SIZE] [--master-flag F]... -- CMD ARGS...
+#   scripts/with-cluster.sh [--build DIR] [--segment SIZE] [--daemons N] [--master-flag F]...
+#                           -- CMD ARGS...
 set -euo pipefail
 BUILD_DIR=build
 SEGMENT=1GB
+DAEMONS=1
 MASTER_FLAGS=()
 while [ $# -gt 0 ]; do
   case "$1" in
     --build) BUILD_DIR=$2; shift 2 ;;
     --segment) SEGMENT=$2; shift 2 ;;
+    --daemons) DAEMONS=$2; shift 2 ;;
     --master-flag) MASTER_FLAGS+=("$2"); shift 2 ;;
     --) shift; break ;;
     *) echo "with-cluster.sh: unknown option $1" >&2; exit 2 ;;
@@ -42,17 +47,24 @@ export MOONCAKE_HOSTNAME="127.0.0.1:$DAEMON_PORT"
 "$BUILD_DIR/master/mooncake-master" --rpc_address 127.0.0.1 --rpc_port "$MASTER_PORT" \
   ${MASTER_FLAGS[@]+"${MASTER_FLAGS[@]}"} > "$DIR/master.log" 2>&1 &
 PIDS+=($!)
-"$BUILD_DIR/daemon/mooncaked" --master "$MOONCAKE_MASTER" --socket "$MOONCAKE_SOCKET" \
-  --hostname 127.0.0.1 --port "$DAEMON_PORT" --global_segment_size "$SEGMENT" \
-  > "$DIR/daemon.log" 2>&1 &
-PIDS+=($!)
-for _ in $(seq 1 100); do [ -S "$MOONCAKE_SOCKET" ] && break; sleep 0.1; done
-if [ ! -S "$MOONCAKE_SOCKET" ]; then
-  echo "with-cluster.sh: mooncaked did not start; its log:" >&2
-  cat "$DIR/daemon.log" >&2
-  exit 1
-fi
-echo "with-cluster.sh: master $MOONCAKE_MASTER, daemon $MOONCAKE_HOSTNAME, socket $MOONCAKE_SOCKET" >&2
+# Daemon i (1-based) serves $DIR/mooncaked-i.sock; daemon 1 is also $MOONCAKE_SOCKET.
+for i in $(seq 1 "$DAEMONS"); do
+  port=$([ "$i" = 1 ] && echo "$DAEMON_PORT" || free_port)
+  socket="$DIR/mooncaked-$i.sock"
+  [ "$i" = 1 ] && socket=$MOONCAKE_SOCKET
+  [ "$i" -gt 1 ] && export "MOONCAKE_SOCKET_$i=$socket"
+  "$BUILD_DIR/daemon/mooncaked" --master "$MOONCAKE_MASTER" --socket "$socket" \
+    --hostname 127.0.0.1 --port "$port" --global_segment_size "$SEGMENT" \
+    > "$DIR/daemon-$i.log" 2>&1 &
+  PIDS+=($!)
+  for _ in $(seq 1 100); do [ -S "$socket" ] && break; sleep 0.1; done
+  if [ ! -S "$socket" ]; then
+    echo "with-cluster.sh: mooncaked $i did not start; its log:" >&2
+    cat "$DIR/daemon-$i.log" >&2
+    exit 1
+  fi
+done
+echo "with-cluster.sh: master $MOONCAKE_MASTER, $DAEMONS daemon(s), the first $MOONCAKE_HOSTNAME at $MOONCAKE_SOCKET" >&2
 
 set +e
 "$@"
@@ -60,6 +72,6 @@ status=$?
 set -e
 if [ $status -ne 0 ]; then
   echo "with-cluster.sh: command failed ($status); daemon log tail:" >&2
-  tail -20 "$DIR/daemon.log" >&2
+  tail -20 "$DIR/daemon-1.log" >&2
 fi
 exit $status
