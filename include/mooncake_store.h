@@ -151,7 +151,8 @@ int mooncake_store_unregister_buffer(mooncake_store_t store, void *buffer);
 /* ---- put: never overwrites; an existing complete key returns 0 and keeps its value -- */
 
 /* Copies size bytes from value into the store under key. -200 when the cluster has no
- * space for even one replica (back-pressure: retry later). */
+ * space for even one replica (back-pressure: retry later). -800 when a replica on another
+ * daemon could not be written (that daemon died or stalled): nothing was stored. */
 int mooncake_store_put(mooncake_store_t store, const char *key, const void *value,
                        size_t size, const mooncake_replicate_config_t *config);
 
@@ -172,7 +173,9 @@ int mooncake_store_upsert_from(mooncake_store_t store, const char *key, void *bu
 /* ---- get: bytes read (> 0) or a negative code ---------------------------------------- */
 
 /* Reads the value of key into buffer. -704 on a miss, -600 when size is smaller than the
- * value (see get_size), -703 while the object is still being written. */
+ * value (see get_size), -703 while the object is still being written. Replicas are tried
+ * local first, then on other daemons; -800 when none could be read, -801 when the object
+ * carries a checksum (daemon flag --checksum) and no replica matched it. */
 int64_t mooncake_store_get_into(mooncake_store_t store, const char *key, void *buffer,
                                 size_t size);
 
