@@ -189,6 +189,21 @@ void test_write_then_read_small_and_striped(void**) {
   assert_memory_equal(f.segment->base(), out.data(), 8 << 20);
 }
 
+// Gigabytes through one connection, both ways, with no error and no reconnect.
+void test_gigabytes_through_one_connection(void**) {
+  Fixture f(1);
+  std::vector<char> out(kSegmentSize), in(kSegmentSize);
+  uint64_t moved = 0;
+  for (uint32_t round = 0; moved < (3ull << 30); ++round) {
+    out[round % out.size()] = static_cast<char>(round);  // each round's bytes differ
+    assert_int_equal(f.Move(TransferKind::kWrite, 0, out.data(), out.size()), 0);
+    assert_int_equal(f.Move(TransferKind::kRead, 0, in.data(), in.size()), 0);
+    moved += 2 * out.size();
+  }
+  assert_memory_equal(in.data(), out.data(), in.size());
+  assert_int_equal(f.tcp->open_connections(), 1);
+}
+
 void test_connections_are_pooled(void**) {
   Fixture f;
   char buf[512];
@@ -430,6 +445,7 @@ int main() {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_protocol_round_trip),
       cmocka_unit_test(test_write_then_read_small_and_striped),
+      cmocka_unit_test(test_gigabytes_through_one_connection),
       cmocka_unit_test(test_connections_are_pooled),
       cmocka_unit_test(test_refusals_fail_the_op_and_the_server_goes_on),
       cmocka_unit_test(test_hostile_requests),
