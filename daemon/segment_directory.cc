@@ -1,5 +1,6 @@
 #include "daemon/segment_directory.h"
 
+#include <thread>
 #include <vector>
 
 #include "common/error_code.h"
@@ -18,9 +19,12 @@ std::shared_ptr<const RemoteSegment> SegmentDirectory::Find(int64_t segment_id) 
   if (found != nullptr) return found;
   std::lock_guard<std::mutex> lock(refresh_mu_);
   found = Lookup(segment_id);  // fetched by whoever held refresh_mu_ before us
-  auto now = std::chrono::steady_clock::now();
-  if (found != nullptr || now - last_refresh_ < kMinRefreshInterval) return found;
-  last_refresh_ = now;
+  if (found != nullptr) return found;
+  // A fetch just now may have missed a segment mounted right after it: wait out the
+  // interval rather than fail the transfer (unknown segments are rare: the master lists
+  // only mounted ones).
+  std::this_thread::sleep_until(last_refresh_ + kMinRefreshInterval);
+  last_refresh_ = std::chrono::steady_clock::now();
   std::vector<rpc::SegmentInfo> all;
   int32_t code = master_->GetAllSegments(&all);
   if (code != 0) {

@@ -4,8 +4,8 @@
 //
 // Learnt from GetAllSegments and kept: a lookup of a segment mounted since the last fetch
 // misses, and the miss fetches again (one fetch at a time, at most one per
-// kMinRefreshInterval, so lookups of a segment that is gone for good do not hammer the
-// master). An entry of a segment unmounted since stays until the next fetch: a transfer
+// kMinRefreshInterval: a miss right after a fetch waits for the interval to pass, so
+// lookups of a segment that is gone for good cannot hammer the master). An entry of a segment unmounted since stays until the next fetch: a transfer
 // to it fails, and the reader moves on to the next replica.
 //
 // Thread-safety: every method may be called from any thread.
