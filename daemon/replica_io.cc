@@ -92,11 +92,15 @@ void ReplicaIO::WriteAll(std::vector<ValueSlice>* slices,
   for (size_t i = 0; i < slices->size(); ++i) {
     ValueSlice& s = (*slices)[i];
     s.result = 0;
+    s.crc = -1;
+    bool crc_asked = false;  // of one remote replica: they all send the same bytes
     for (const ReplicaTarget& t : *s.targets) {
       if (t.local()) {
         CopyLocal(TransferKind::kWrite, t, s.value_offset, s.pool, s.length);
       } else {
         ops.push_back(MakeOp(TransferKind::kWrite, t, s.value_offset, s.pool, s.length));
+        ops.back().want_crc = s.want_crc && !crc_asked;
+        crc_asked = crc_asked || s.want_crc;
         owner.push_back(i);
       }
     }
@@ -106,7 +110,9 @@ void ReplicaIO::WriteAll(std::vector<ValueSlice>* slices,
   for (TransferOp& op : ops) pointers.push_back(&op);
   engine_->Execute(&pointers, deadline);
   for (size_t k = 0; k < ops.size(); ++k) {
-    if (ops[k].result != 0) (*slices)[owner[k]].result = kTransferFail;
+    ValueSlice& s = (*slices)[owner[k]];
+    if (ops[k].result != 0) s.result = kTransferFail;
+    if (ops[k].has_crc) s.crc = ops[k].crc;
   }
 }
 
@@ -119,10 +125,13 @@ void ReplicaIO::ReadAny(std::vector<ValueSlice>* slices, const std::vector<int64
     pending[i] = i;
     (*slices)[i].result = kTransferFail;
   }
+  auto wants_crc = [&](size_t i) { return i < expected.size() && expected[i] >= 0; };
+  std::vector<int64_t> summed(n, -1);  // a CRC the transport computed this round
   auto matches = [&](size_t i) {
+    if (!wants_crc(i)) return true;
     const ValueSlice& s = (*slices)[i];
-    return i >= expected.size() || expected[i] < 0 ||
-           Crc32c(s.pool, s.length) == static_cast<uint32_t>(expected[i]);
+    uint32_t crc = summed[i] >= 0 ? static_cast<uint32_t>(summed[i]) : Crc32c(s.pool, s.length);
+    return crc == static_cast<uint32_t>(expected[i]);
   };
   while (!pending.empty()) {
     std::vector<TransferOp> ops;
@@ -136,8 +145,10 @@ void ReplicaIO::ReadAny(std::vector<ValueSlice>* slices, const std::vector<int64
         CopyLocal(TransferKind::kRead, t, s.value_offset, s.pool, s.length);
       } else {
         ops.push_back(MakeOp(TransferKind::kRead, t, s.value_offset, s.pool, s.length));
+        ops.back().want_crc = wants_crc(i);
         owner.push_back(i);
       }
+      summed[i] = -1;
       tried.push_back(i);
     }
     std::vector<bool> failed(n, false);
@@ -145,7 +156,10 @@ void ReplicaIO::ReadAny(std::vector<ValueSlice>* slices, const std::vector<int64
       std::vector<TransferOp*> pointers;
       for (TransferOp& op : ops) pointers.push_back(&op);
       engine_->Execute(&pointers, deadline);
-      for (size_t k = 0; k < ops.size(); ++k) failed[owner[k]] = ops[k].result != 0;
+      for (size_t k = 0; k < ops.size(); ++k) {
+        failed[owner[k]] = ops[k].result != 0;
+        if (ops[k].has_crc) summed[owner[k]] = ops[k].crc;
+      }
     }
     pending.clear();
     for (size_t i : tried) {

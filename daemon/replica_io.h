@@ -33,6 +33,10 @@ struct ValueSlice {
   uint64_t length;
   int32_t result = 0;
   size_t served = 0;  // reads: the candidate the bytes came from, when result is 0
+  // Writes: set want_crc to have crc set to the bytes' CRC32C if a transport computed it
+  // on the way (it stays -1 otherwise: compute it yourself).
+  bool want_crc = false;
+  int64_t crc = -1;
 };
 
 class ReplicaIO {

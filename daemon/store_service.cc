@@ -74,8 +74,10 @@ StoreService::StoreService(MasterClient* master, Membership* membership, ReadCac
       master_address_(std::move(master_address)),
       checksum_(checksum) {}
 
-int64_t StoreService::ValueChecksum(const char* data, uint64_t size) const {
-  return checksum_ ? static_cast<int64_t>(Crc32c(data, size)) : -1;
+int64_t StoreService::ValueChecksum(const ValueSlice& written) const {
+  if (!checksum_) return -1;
+  if (written.crc >= 0) return written.crc;
+  return static_cast<int64_t>(Crc32c(written.pool, written.length));
 }
 
 bool StoreService::Hello(ClientSession* s, const uds::Message& hello, std::vector<int> fds,

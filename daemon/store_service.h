@@ -97,8 +97,9 @@ class StoreService {
   // Publishes (with the value's checksum, or -1), or revokes when the client is gone or
   // the publish failed.
   int32_t FinishPut(ClientSession* s, const std::string& key, bool upsert, int64_t checksum);
-  // The value's CRC32C when this daemon computes them, else -1.
-  int64_t ValueChecksum(const char* data, uint64_t size) const;
+  // The CRC32C of a written value when this daemon computes them (the one a transport
+  // computed on the way, if any), else -1.
+  int64_t ValueChecksum(const ValueSlice& written) const;
   static std::chrono::steady_clock::time_point TransferDeadline() {
     return std::chrono::steady_clock::now() + kPutTransferBudget;
   }

@@ -82,9 +82,11 @@ bool StoreService::OnPut(ClientSession* s, uint64_t id, ArgReader* a, bool upser
     return true;
   }
   std::vector<ReplicaTarget> targets;
+  std::vector<ValueSlice> slice;
   code = io_->ResolveAll(started.replicas, size, &targets);
   if (code == 0) {
-    std::vector<ValueSlice> slice{{&targets, 0, const_cast<char*>(src), size}};
+    slice.push_back({&targets, 0, const_cast<char*>(src), size});
+    slice[0].want_crc = checksum_;
     io_->WriteAll(&slice, TransferDeadline());
     code = slice[0].result;
   }
@@ -93,7 +95,7 @@ bool StoreService::OnPut(ClientSession* s, uint64_t id, ArgReader* a, bool upser
     Reply(s, id, code);
     return true;
   }
-  Reply(s, id, FinishPut(s, key, upsert, ValueChecksum(src, size)));
+  Reply(s, id, FinishPut(s, key, upsert, ValueChecksum(slice[0])));
   return true;
 }
 
@@ -168,6 +170,7 @@ bool StoreService::OnBatchPut(ClientSession* s, uint64_t id, ArgReader* a) {
       continue;
     }
     slices.push_back({&targets[j], 0, const_cast<char*>(items[i].src), items[i].size});
+    slices.back().want_crc = checksum_;
     slice_key.push_back(j);
   }
   io_->WriteAll(&slices, TransferDeadline());
@@ -180,7 +183,7 @@ bool StoreService::OnBatchPut(ClientSession* s, uint64_t id, ArgReader* a) {
     }
     to_end.push_back(keys[j]);
     end_index.push_back(index[j]);
-    if (checksum_) checksums.push_back(ValueChecksum(slices[k].pool, slices[k].length));
+    if (checksum_) checksums.push_back(ValueChecksum(slices[k]));
   }
 
   // Phase 3: publish the copies, unless the client is gone; revoke the rest.

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "common/crc32c.h"
 #include "common/error_code.h"
 #include "common/logging.h"
 #include "common/units.h"
@@ -215,8 +216,12 @@ int32_t TcpTransport::Run(Peer* peer, const Exchange& x, Clock::time_point deadl
   }
 }
 
-int32_t TcpTransport::RunPiece(const Piece& piece, Clock::time_point deadline) {
+int32_t TcpTransport::RunPiece(const Piece& piece, Clock::time_point deadline, uint32_t* crc) {
   TransferOp* op = piece.op;
+  char* bytes = op->local + piece.skip;
+  // A WRITE's source is read here into the cache that sendmsg then copies from; a READ's
+  // bytes are summed just after they landed.
+  if (op->want_crc && op->kind == TransferKind::kWrite) *crc = Crc32c(bytes, piece.length);
   const rpc::TransportEndpoint* tcp = op->remote->Endpoint("tcp");
   std::string error;
   int32_t code = kTransferFail;
@@ -237,7 +242,10 @@ int32_t TcpTransport::RunPiece(const Piece& piece, Clock::time_point deadline) {
     }
     code = Run(PeerFor(tcp->address), x, deadline, &error);
   }
-  if (code == 0) return 0;
+  if (code == 0) {
+    if (op->want_crc && op->kind == TransferKind::kRead) *crc = Crc32c(bytes, piece.length);
+    return 0;
+  }
   MC_LOG_WARN("transfer: %s of %s at %llu in segment %lld on %s failed: %s",
               op->kind == TransferKind::kRead ? "READ" : "WRITE", FormatSize(piece.length).c_str(),
               static_cast<unsigned long long>(op->remote_offset + piece.skip),
@@ -251,6 +259,7 @@ void TcpTransport::Execute(std::vector<TransferOp*>* ops, Clock::time_point dead
   std::vector<Piece> pieces;
   for (TransferOp* op : *ops) {
     op->result = 0;
+    op->has_crc = false;
     uint64_t n = 1;
     if (options_.streams > 1 && op->length >= 2 * options_.stripe_min_bytes) {
       n = std::min<uint64_t>(static_cast<uint64_t>(options_.streams),
@@ -264,18 +273,24 @@ void TcpTransport::Execute(std::vector<TransferOp*>* ops, Clock::time_point dead
   }
   if (pieces.empty()) return;
   std::vector<int32_t> results(pieces.size(), 0);
+  std::vector<uint32_t> crcs(pieces.size(), 0);
   Latch done(pieces.size() - 1);
   for (size_t i = 1; i < pieces.size(); ++i) {
-    pool_.Submit([this, &pieces, &results, i, deadline, &done] {
-      results[i] = RunPiece(pieces[i], deadline);
+    pool_.Submit([this, &pieces, &results, &crcs, i, deadline, &done] {
+      results[i] = RunPiece(pieces[i], deadline, &crcs[i]);
       done.CountDown();
     });
   }
-  results[0] = RunPiece(pieces[0], deadline);
+  results[0] = RunPiece(pieces[0], deadline, &crcs[0]);
   done.Wait();
+  // An op's pieces are adjacent and in order: its CRC is theirs, combined.
   for (size_t i = 0; i < pieces.size(); ++i) {
-    if (results[i] != 0) pieces[i].op->result = results[i];
+    TransferOp* op = pieces[i].op;
+    if (results[i] != 0) op->result = results[i];
+    if (!op->want_crc) continue;
+    op->crc = pieces[i].skip == 0 ? crcs[i] : Crc32cCombine(op->crc, crcs[i], pieces[i].length);
   }
+  for (TransferOp* op : *ops) op->has_crc = op->want_crc && op->result == 0;
 }
 
 int32_t TcpTransport::CallControl(const std::string& address, transfer::ControlChannel channel,

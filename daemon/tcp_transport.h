@@ -14,7 +14,8 @@
 // the ops of one Execute, e.g. the replicas of a put.
 //
 // Copies. A WRITE goes out with one sendmsg of header and payload straight from the
-// caller's memory; a READ's payload is received straight into it.
+// caller's memory; a READ's payload is received straight into it. An op that wants a
+// checksum gets it computed per piece, on the piece's thread, while its bytes are in cache.
 //
 // Time. connect_timeout_ms bounds a connect, stall_timeout_ms any send or receive that
 // makes no progress: a dead or frozen peer fails a transfer within seconds.
@@ -96,8 +97,9 @@ class TcpTransport : public Transport, public ControlCaller {
   // One attempt on fd: 0, the peer's code (*in_step: the connection may be reused), or -800
   // (*stalled: because the stall timeout passed, rather than the connection breaking).
   int32_t RunOn(int fd, const Exchange& x, bool* in_step, bool* stalled, std::string* error);
-  // 0, or -800 (logged).
-  int32_t RunPiece(const Piece& piece, std::chrono::steady_clock::time_point deadline);
+  // 0, or -800 (logged). *crc: the piece's CRC32C, when its op wants one.
+  int32_t RunPiece(const Piece& piece, std::chrono::steady_clock::time_point deadline,
+                   uint32_t* crc);
 
   const Options options_;
   std::atomic<uint64_t> next_request_id_{1};

@@ -52,6 +52,12 @@ struct TransferOp {
   char* local = nullptr;       // registered memory of this daemon
   uint64_t length = 0;
   int32_t result = 0;          // set by Execute: 0, or a code (-800 TRANSFER_FAIL, ...)
+  // Checksums while the bytes are hot: a transport that can (TCP, which touches every byte
+  // on the CPU anyway) computes the CRC32C of the bytes moved, piece by piece in parallel,
+  // and sets has_crc. One that cannot (RDMA: the NIC moves them) leaves has_crc false.
+  bool want_crc = false;
+  bool has_crc = false;
+  uint32_t crc = 0;
 };
 
 class Transport {

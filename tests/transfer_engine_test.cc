@@ -189,6 +189,34 @@ void test_write_then_read_small_and_striped(void**) {
   assert_memory_equal(f.segment->base(), out.data(), 8 << 20);
 }
 
+// The CRC32C of what moved, computed per piece (striped) and combined.
+void test_checksums_on_the_way(void**) {
+  Fixture f;
+  std::vector<char> out((5 << 20) + 17), in(out.size());
+  Fill(out.data(), out.size(), 6);
+  for (uint64_t length : {uint64_t{1000}, uint64_t{out.size()}}) {
+    TransferOp write{TransferKind::kWrite, f.remote, 64, out.data(), length};
+    write.want_crc = true;
+    TransferOp read{TransferKind::kRead, f.remote, 64, in.data(), length};
+    read.want_crc = true;
+    std::vector<TransferOp*> w{&write}, r{&read};
+    f.tcp->Execute(&w, In(5000));
+    f.tcp->Execute(&r, In(5000));
+    uint32_t expect = Crc32c(out.data(), length);
+    assert_true(write.result == 0 && write.has_crc && write.crc == expect);
+    assert_true(read.result == 0 && read.has_crc && read.crc == expect);
+  }
+  // Not asked for, not computed; a failed op has none.
+  TransferOp plain{TransferKind::kRead, f.remote, 0, in.data(), 100};
+  TransferOp outside{TransferKind::kRead, f.remote, kSegmentSize, in.data(), 100};
+  outside.want_crc = true;
+  std::vector<TransferOp*> ops{&plain, &outside};
+  f.tcp->Execute(&ops, In(5000));
+  assert_false(plain.has_crc);
+  assert_int_equal(outside.result, kTransferFail);
+  assert_false(outside.has_crc);
+}
+
 // Gigabytes through one connection, both ways, with no error and no reconnect.
 void test_gigabytes_through_one_connection(void**) {
   Fixture f(1);
@@ -445,6 +473,7 @@ int main() {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_protocol_round_trip),
       cmocka_unit_test(test_write_then_read_small_and_striped),
+      cmocka_unit_test(test_checksums_on_the_way),
       cmocka_unit_test(test_gigabytes_through_one_connection),
       cmocka_unit_test(test_connections_are_pooled),
       cmocka_unit_test(test_refusals_fail_the_op_and_the_server_goes_on),
