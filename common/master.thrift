@@ -69,6 +69,8 @@ struct ReplicaListResult {
   3: list<ReplicaDescriptor> replicas,    // COMPLETE replicas only
   4: i64 lease_ttl_ms,                    // the read must finish within it
   5: i64 checksum = -1,                   // CRC-32C of the value as its writer gave it; -1: none
+  6: i64 master_epoch,                    // of the master that granted the lease; owners refuse
+                                          // reads under another master's leases
 }
 
 struct HeartbeatResult {

@@ -37,6 +37,7 @@ bool Membership::RegisterWithRetry(const std::atomic<bool>& stop) {
     int32_t code = master_->RegisterDaemon(daemon_id_, name_);
     if (code == 0) {
       healthy_ = true;
+      LearnEpoch();
       MC_LOG_INFO("registered with the master as daemon %lld (%s)",
                   static_cast<long long>(daemon_id_), name_.c_str());
       return true;
@@ -161,6 +162,9 @@ int32_t Membership::Reregister() {
                                                    : ErrorName(code));
     return code;
   }
+  // Before anything is mounted there again: from then on the new master may hand our
+  // ranges to new objects, and reads under the old master's leases must be refused.
+  LearnEpoch();
   if (before_remount_) before_remount_();
   std::vector<std::pair<int64_t, std::shared_ptr<SegmentMemory>>> snapshot;
   {
@@ -184,6 +188,16 @@ int32_t Membership::Reregister() {
   MC_LOG_INFO("registered again with the master; %zu of %zu segments mounted", mounted,
               snapshot.size());
   return 0;
+}
+
+void Membership::LearnEpoch() {
+  rpc::HeartbeatResult result;
+  int32_t code = master_->Heartbeat(daemon_id_, &result);
+  master_epoch_ = code == 0 ? result.master_epoch : -1;
+  if (master_epoch_ == -1) {
+    MC_LOG_WARN("the master's epoch is unknown until the next heartbeat: other daemons' "
+                "reads of our segments are refused meanwhile");
+  }
 }
 
 void Membership::StartHeartbeat() {
@@ -215,7 +229,10 @@ void Membership::HeartbeatLoop() {
       MC_LOG_INFO("the master restarted (epoch %lld -> %lld)", static_cast<long long>(epoch),
                   static_cast<long long>(result.master_epoch));
     }
-    if (code == 0 && result.master_epoch != 0) epoch = result.master_epoch;
+    if (code == 0 && result.master_epoch != 0) {
+      epoch = result.master_epoch;
+      master_epoch_ = epoch;  // a heartbeat is answered only by the master we registered at
+    }
     if (code == 0 && !healthy_.exchange(true)) {
       MC_LOG_INFO("the master is reachable again");
     } else if (code != 0 && healthy_.exchange(false)) {

@@ -80,9 +80,15 @@ class Membership {
   void StopHeartbeat();
   // True while the last heartbeat was answered.
   bool healthy() const { return healthy_.load(); }
+  // The epoch of the master our segments are mounted at now, learnt before mounting them;
+  // -1 while unknown (the heartbeat after a registration failed). The transfer server
+  // refuses reads under any other master's lease.
+  int64_t master_epoch() const { return master_epoch_.load(); }
 
  private:
   rpc::SegmentInfo Describe(int64_t segment_id, const SegmentMemory& memory) const;
+  // Right after a registration: asks the registering master's epoch (-1 if it won't say).
+  void LearnEpoch();
   void HeartbeatLoop();
 
   MasterClient* const master_;
@@ -99,6 +105,7 @@ class Membership {
   std::chrono::steady_clock::time_point last_registered_;  // guarded by reregister_mu_
 
   std::atomic<bool> healthy_{false};
+  std::atomic<int64_t> master_epoch_{-1};
   std::mutex heartbeat_mu_;
   std::condition_variable heartbeat_cv_;
   bool heartbeat_stop_ = false;  // guarded by heartbeat_mu_

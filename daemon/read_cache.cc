@@ -36,7 +36,7 @@ ReadCache::Ticket ReadCache::Begin(const std::string& key) const {
 }
 
 void ReadCache::Fill(const std::string& key, Ticket ticket, Entry entry) {
-  if (!enabled_ || entry.segment == nullptr) return;
+  if (!enabled_ || (!entry.where.local() && entry.where.remote == nullptr)) return;
   Clock::time_point now = Clock::now();
   if (entry.deadline <= now) return;
   size_t stripe = StripeOf(key);
@@ -110,7 +110,7 @@ void ReadCache::DropSegment(int64_t segment_id) {
     std::lock_guard<std::mutex> lock(shard.mu);
     for (auto it = shard.map.begin(); it != shard.map.end();) {
       auto next = std::next(it);
-      if (it->second.segment_id == segment_id) EraseLocked(shard, it);
+      if (it->second.where.segment_id == segment_id) EraseLocked(shard, it);
       it = next;
     }
     BumpShardLocked(i);

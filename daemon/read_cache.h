@@ -1,5 +1,6 @@
-// Where recently read objects live in this daemon's own memory, kept for as long as the
-// master's read lease guarantees it, so that repeated reads skip the master round trip.
+// Where recently read objects live -- in this daemon's memory or another daemon's -- kept
+// for as long as the master's read lease guarantees it, so that repeated reads skip the
+// master round trip.
 //
 // Why it is safe. After a successful GetReplicaList the master keeps the object's bytes
 // where it said until the lease runs out: a leased object is never evicted, and a forced
@@ -7,7 +8,11 @@
 // that deadline a read may copy from the listed replica without asking again. An entry is
 // used only until asked_at + 0.9 x lease_ttl_ms on our monotonic clock, asked_at taken
 // before the request was sent; the 10% margin absorbs clock-rate differences between the
-// hosts. Only replicas in this daemon's own segments are kept.
+// hosts. A replica in another daemon's segment is kept too when the read goes over TCP:
+// the owner checks the epoch of the master that granted the lease on every read, and
+// refuses it once it has mounted its segments at another master (which may reuse their
+// ranges at once), so a master restart cannot make a remembered remote range serve
+// another object's bytes. (RDMA reads bypass the owner's CPU, so they are not kept.)
 //
 // What it costs in freshness. A remove or upsert of the key made through *this* daemon
 // invalidates it before the writer is answered, so its own clients see their writes at
@@ -37,7 +42,7 @@
 #include <string>
 #include <unordered_map>
 
-#include "daemon/segment_memory.h"
+#include "daemon/replica_target.h"
 
 namespace mooncake {
 
@@ -46,12 +51,12 @@ class ReadCache {
   using Clock = std::chrono::steady_clock;
 
   struct Entry {
-    std::shared_ptr<SegmentMemory> segment;  // keeps the memory mapped while copying
-    int64_t segment_id = 0;
-    uint64_t offset = 0;
+    ReplicaTarget where;  // a local one keeps its memory mapped while copying
     uint64_t size = 0;
+    int64_t checksum = -1;  // the value's CRC32C, for remote reads to verify; -1: none
     Clock::time_point deadline;  // asked_at + 0.9 x lease
-    char* data() const { return segment->base() + offset; }
+    bool local() const { return where.local(); }
+    char* data() const { return where.data(); }  // local only
   };
 
   // Taken before asking the master; a Fill with a stale ticket is dropped.
@@ -104,7 +109,7 @@ class ReadCache {
   // Epoch stripes; stripe i belongs to shard i % kShards and changes under its lock.
   static constexpr size_t kStripes = 4096;
   // Rough heap cost of one entry besides its key: hash node, Entry, bucket pointer.
-  static constexpr size_t kEntryOverhead = 96;
+  static constexpr size_t kEntryOverhead = 128;
 
   struct alignas(64) Shard {
     std::mutex mu;

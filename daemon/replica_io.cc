@@ -39,13 +39,14 @@ int32_t ReplicaIO::ResolveAll(const std::vector<rpc::ReplicaDescriptor>& replica
 }
 
 std::vector<ReplicaTarget> ReplicaIO::Candidates(
-    const std::vector<rpc::ReplicaDescriptor>& replicas, uint64_t size) {
+    const std::vector<rpc::ReplicaDescriptor>& replicas, uint64_t size, int64_t master_epoch) {
   std::vector<ReplicaTarget> local, remote;
   for (const auto& r : replicas) {
     if (r.kind != rpc::ReplicaKind::MEMORY || r.offset < 0) continue;
     ReplicaTarget t;
     t.segment_id = r.segment_id;
     t.offset = static_cast<uint64_t>(r.offset);
+    t.master_epoch = master_epoch;
     t.segment = membership_->Find(r.segment_id);
     if (t.segment != nullptr) {
       if (t.segment->Contains(t.offset, size)) local.push_back(std::move(t));
@@ -70,6 +71,7 @@ TransferOp ReplicaIO::MakeOp(TransferKind kind, const ReplicaTarget& t, uint64_t
   op.kind = kind;
   op.remote = t.remote;
   op.remote_offset = t.offset + value_offset;
+  if (kind == TransferKind::kRead) op.master_epoch = t.master_epoch;
   op.local = pool;
   op.length = length;
   return op;

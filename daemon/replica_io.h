@@ -52,8 +52,9 @@ class ReplicaIO {
                      std::vector<ReplicaTarget>* out);
   // The replicas a read may use, best first: ours, then other daemons' (those the engine
   // suspects dead last). Empty when none.
+  // master_epoch: of the master that listed them, which the owners check.
   std::vector<ReplicaTarget> Candidates(const std::vector<rpc::ReplicaDescriptor>& replicas,
-                                        uint64_t size);
+                                        uint64_t size, int64_t master_epoch);
 
   // Writes each slice's bytes to all its targets (local copies, then the remote ones, all
   // slices in parallel); each slice's result is 0 or -800.

@@ -18,6 +18,7 @@ struct ReplicaTarget {
   std::shared_ptr<const RemoteSegment> remote;  // set when another daemon does
   int64_t segment_id = 0;
   uint64_t offset = 0;  // of the value, inside the segment
+  int64_t master_epoch = 0;  // reads: of the master whose lease covers them (0: unchecked)
 
   bool local() const { return segment != nullptr; }
   char* data() const { return segment->base() + offset; }  // local only

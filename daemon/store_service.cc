@@ -253,9 +253,10 @@ bool StoreService::OnGetSize(ClientSession* s, uint64_t id, ArgReader* a) {
   std::vector<ReplicaTarget> candidates;
   uint64_t size = 0;
   // Only to remember where the bytes are: the size is the answer whoever holds them. Not
-  // for an object with a checksum, whose bytes a cached read would not verify.
-  if (code == 0 && list.checksum < 0 && Locate(list, &candidates, &size) == 0) {
-    Remember(key, ticket, candidates[0], size, asked_at, list.lease_ttl_ms);
+  // a local replica of an object with a checksum: cached local reads do not verify it.
+  if (code == 0 && Locate(list, &candidates, &size) == 0 &&
+      (list.checksum < 0 || !candidates[0].local())) {
+    Remember(key, ticket, candidates[0], size, asked_at, list.lease_ttl_ms, list.checksum);
   }
   ReplyInts(s, id, code, {list.size});
   return true;

@@ -123,17 +123,25 @@ class StoreService {
   // taken before the RPC.
   void ReadListed(const ListedReads& reads, std::chrono::steady_clock::time_point asked_at,
                   uint64_t generation, std::vector<int64_t>* results);
-  // Copies a cached object of at most max_size bytes into dest: bytes copied, -600 when
-  // it exceeds capacity, or 0 when the cache cannot answer (miss, too big, or the copy
-  // overran the entry's deadline or overlapped a re-registration).
+  // Copies a cached object of at most max_size bytes from this daemon's memory into dest
+  // (for the event loop, which must not wait on a transfer): bytes copied, -600 when it
+  // exceeds capacity, or 0 when the cache cannot answer (miss, remote, too big, or the
+  // copy overran the entry's deadline or overlapped a re-registration).
   int64_t CopyCached(const std::string& key, char* dest, uint64_t capacity, uint64_t max_size);
+  // Answers what the read cache can of several reads: local entries by memcpy, remote ones
+  // by transfer, in parallel. (*results)[j]: bytes, -600 (buffer too small), or 0: ask the
+  // master (a miss, or a cached read that failed or cannot be trusted; a failed remote
+  // entry is forgotten).
+  void ReadCached(const std::vector<std::string>& keys, const std::vector<char*>& dests,
+                  const std::vector<uint64_t>& capacities, std::vector<int64_t>* results);
   // The replicas a read of a listed object may use, best first (*size set); -800 if none.
   int32_t Locate(const rpc::ReplicaListResult& list, std::vector<ReplicaTarget>* candidates,
                  uint64_t* size);
-  // Fills the read cache with a replica in this daemon's memory (others are not kept).
-  void Remember(const std::string& key, ReadCache::Ticket ticket, const ReplicaTarget& local,
+  // Fills the read cache with the replica a read used (a remote one only over TCP, with
+  // the value's checksum for later reads to verify).
+  void Remember(const std::string& key, ReadCache::Ticket ticket, const ReplicaTarget& where,
                 uint64_t size, std::chrono::steady_clock::time_point asked_at,
-                int64_t lease_ttl_ms);
+                int64_t lease_ttl_ms, int64_t checksum);
   // One chunk of a staged get: 0, or -707, -800, -801 (the chunk completing a corrupt value).
   int32_t ReadChunk(StagedGet* get, uint64_t value_offset, char* dest, uint64_t length);
 

@@ -10,10 +10,11 @@
 // other daemons' over the transfer engine, straight into the pool; a failed or corrupt
 // replica (when the object carries a checksum) makes the read move on to the next.
 //
-// A list whose best replica is in this daemon's memory is remembered in the read cache
-// for 90% of its lease; a read the cache can answer copies without asking the master, and
-// one whose cached copy cannot be trusted (it overran the entry) simply asks the master
-// as if it had missed.
+// The replica a read used is remembered in the read cache for 90% of its lease (a remote
+// one only over TCP, see daemon/read_cache.h); a read the cache can answer copies or
+// transfers without asking the master, and one whose cached copy cannot be trusted (it
+// overran the entry, or the owner refused or failed it) simply asks the master as if it
+// had missed.
 #include <algorithm>
 #include <cstring>
 
@@ -37,14 +38,15 @@ Clock::time_point Deadline(Clock::time_point asked_at, int64_t lease_ttl_ms) {
 }  // namespace
 
 void StoreService::Remember(const std::string& key, ReadCache::Ticket ticket,
-                            const ReplicaTarget& local, uint64_t size,
-                            Clock::time_point asked_at, int64_t lease_ttl_ms) {
-  if (!cache_->enabled() || !local.local()) return;
+                            const ReplicaTarget& where, uint64_t size, Clock::time_point asked_at,
+                            int64_t lease_ttl_ms, int64_t checksum) {
+  // A remote replica only while every read of it goes over TCP, where its owner checks
+  // the lease's master epoch (daemon/read_cache.h).
+  if (!cache_->enabled() || (!where.local() && io_->engine()->rdma() != nullptr)) return;
   ReadCache::Entry entry;
-  entry.segment = local.segment;
-  entry.segment_id = local.segment_id;
-  entry.offset = local.offset;
+  entry.where = where;
   entry.size = size;
+  entry.checksum = where.local() ? -1 : checksum;
   entry.deadline = ReadCache::EntryDeadline(asked_at, lease_ttl_ms);
   cache_->Fill(key, ticket, std::move(entry));
 }
@@ -54,7 +56,7 @@ int32_t StoreService::Locate(const rpc::ReplicaListResult& list,
   if (list.code != 0) return list.code;
   if (list.size <= 0) return kTransferFail;
   *size = static_cast<uint64_t>(list.size);
-  *candidates = io_->Candidates(list.replicas, *size);
+  *candidates = io_->Candidates(list.replicas, *size, list.master_epoch);
   return candidates->empty() ? kTransferFail : kOk;
 }
 
@@ -97,7 +99,7 @@ void StoreService::ReadListed(const ListedReads& reads, Clock::time_point asked_
     } else {
       (*results)[j] = static_cast<int64_t>(s.length);
       Remember(reads.keys[j], reads.tickets[j], candidates[j][s.served], s.length, asked_at,
-               reads.lists[j].lease_ttl_ms);
+               reads.lists[j].lease_ttl_ms, reads.lists[j].checksum);
     }
   }
 }
@@ -106,11 +108,59 @@ int64_t StoreService::CopyCached(const std::string& key, char* dest, uint64_t ca
                                  uint64_t max_size) {
   uint64_t generation = cache_->remount_generation();
   ReadCache::Entry e;
-  if (!cache_->Lookup(key, &e) || e.size > max_size) return 0;
+  if (!cache_->Lookup(key, &e) || !e.local() || e.size > max_size) return 0;
   if (e.size > capacity) return kInvalid;
   std::memcpy(dest, e.data(), e.size);
   if (Clock::now() > e.deadline || !cache_->SameGeneration(generation)) return 0;
   return static_cast<int64_t>(e.size);
+}
+
+void StoreService::ReadCached(const std::vector<std::string>& keys,
+                              const std::vector<char*>& dests,
+                              const std::vector<uint64_t>& capacities,
+                              std::vector<int64_t>* results) {
+  const size_t n = keys.size();
+  results->assign(n, 0);
+  uint64_t generation = cache_->remount_generation();
+  std::vector<ReadCache::Entry> remote;
+  std::vector<size_t> owner;  // the read of each remote entry
+  for (size_t j = 0; j < n; ++j) {
+    ReadCache::Entry e;
+    if (!cache_->Lookup(keys[j], &e)) continue;
+    if (e.size > capacities[j]) {
+      (*results)[j] = kInvalid;
+    } else if (e.local()) {
+      std::memcpy(dests[j], e.data(), e.size);
+      bool trusted = Clock::now() <= e.deadline && cache_->SameGeneration(generation);
+      (*results)[j] = trusted ? static_cast<int64_t>(e.size) : 0;
+    } else {
+      remote.push_back(std::move(e));
+      owner.push_back(j);
+    }
+  }
+  if (remote.empty()) return;
+  std::vector<std::vector<ReplicaTarget>> where(remote.size());
+  std::vector<ValueSlice> slices;
+  std::vector<int64_t> expected;
+  Clock::time_point deadline = Clock::time_point::max();
+  for (size_t k = 0; k < remote.size(); ++k) {
+    where[k].push_back(remote[k].where);
+    slices.push_back({&where[k], 0, dests[owner[k]], remote[k].size});
+    expected.push_back(remote[k].checksum);
+    deadline = std::min(deadline, remote[k].deadline);
+  }
+  io_->ReadAny(&slices, expected, deadline);
+  bool in_time = Clock::now() <= deadline && cache_->SameGeneration(generation);
+  for (size_t k = 0; k < slices.size(); ++k) {
+    size_t j = owner[k];
+    if (slices[k].result == 0 && in_time) {
+      (*results)[j] = static_cast<int64_t>(slices[k].length);
+    } else if (slices[k].result != 0) {
+      // The owner died, restarted, or refused the lease (its master restarted): forget
+      // the place, and let the master say where the object is now.
+      cache_->Invalidate(keys[j]);
+    }
+  }
 }
 
 bool StoreService::OnGet(ClientSession* s, uint64_t id, ArgReader* a) {
@@ -123,7 +173,9 @@ bool StoreService::OnGet(ClientSession* s, uint64_t id, ArgReader* a) {
     Reply(s, id, kInvalid);
     return true;
   }
-  int64_t n = CopyCached(key, dest, capacity, UINT64_MAX);
+  std::vector<int64_t> cached;
+  ReadCached({key}, {dest}, {capacity}, &cached);
+  int64_t n = cached[0];
   if (n == 0) {
     ListedReads reads;
     reads.tickets.push_back(cache_->Begin(key));
@@ -151,8 +203,8 @@ bool StoreService::OnBatchGet(ClientSession* s, uint64_t id, ArgReader* a) {
   if (!Done(*a) || entries.size() > uds::kMaxBatch) return false;
   const size_t n = entries.size();
   std::vector<int64_t> results(n, kInvalid);
-  ListedReads reads;  // the entries the cache could not answer
-  std::vector<size_t> index;
+  ListedReads wanted;  // the acceptable entries
+  std::vector<size_t> wanted_index;
   for (size_t i = 0; i < n; ++i) {
     ArgReader e = entries.Array();
     std::string key = e.Str();
@@ -161,15 +213,24 @@ bool StoreService::OnBatchGet(ClientSession* s, uint64_t id, ArgReader* a) {
     if (!Done(e)) return false;
     char* dest = s->PoolRange(offset, capacity);
     if (!ValidKey(key) || dest == nullptr) continue;
-    int64_t cached = CopyCached(key, dest, capacity, UINT64_MAX);
-    if (cached != 0) {
-      results[i] = cached;
+    wanted.keys.push_back(std::move(key));
+    wanted.dests.push_back(dest);
+    wanted.capacities.push_back(capacity);
+    wanted_index.push_back(i);
+  }
+  std::vector<int64_t> cached;
+  ReadCached(wanted.keys, wanted.dests, wanted.capacities, &cached);
+  ListedReads reads;  // the entries the cache could not answer
+  std::vector<size_t> index;
+  for (size_t j = 0; j < cached.size(); ++j) {
+    if (cached[j] != 0) {
+      results[wanted_index[j]] = cached[j];
       continue;
     }
-    reads.keys.push_back(std::move(key));
-    reads.dests.push_back(dest);
-    reads.capacities.push_back(capacity);
-    index.push_back(i);
+    reads.keys.push_back(std::move(wanted.keys[j]));
+    reads.dests.push_back(wanted.dests[j]);
+    reads.capacities.push_back(wanted.capacities[j]);
+    index.push_back(wanted_index[j]);
   }
   if (!reads.keys.empty()) {
     for (const std::string& key : reads.keys) reads.tickets.push_back(cache_->Begin(key));
@@ -192,13 +253,11 @@ bool StoreService::OnGetBegin(ClientSession* s, uint64_t id, ArgReader* a) {
   get->generation = cache_->remount_generation();
   int32_t code = kOk;
   ReadCache::Entry cached;
-  if (cache_->Lookup(key, &cached)) {
+  // Only a local entry: a remote one may have gone stale, and a large value is worth the
+  // master round trip that finds its replicas now.
+  if (cache_->Lookup(key, &cached) && cached.local()) {
     // The chunks are bounded by the entry's deadline, which lies inside the lease.
-    ReplicaTarget source;
-    source.segment = std::move(cached.segment);
-    source.segment_id = cached.segment_id;
-    source.offset = cached.offset;
-    get->candidates.push_back(std::move(source));
+    get->candidates.push_back(std::move(cached.where));
     get->size = cached.size;
     get->deadline = cached.deadline;
   } else {

@@ -138,6 +138,7 @@ int32_t TcpTransport::RunOn(int fd, const Exchange& x, bool* in_step, bool* stal
   h.segment_id = x.segment_id;
   h.offset = x.offset;
   h.length = x.op == static_cast<uint16_t>(Op::kRead) ? x.expect : x.payload_length;
+  h.master_epoch = x.master_epoch;
   char head[transfer::kRequestHeaderSize];
   transfer::EncodeRequest(h, head);
   char reply_head[transfer::kReplyHeaderSize];
@@ -233,6 +234,7 @@ int32_t TcpTransport::RunPiece(const Piece& piece, Clock::time_point deadline, u
     x.offset = op->remote_offset + piece.skip;
     if (op->kind == TransferKind::kRead) {
       x.op = static_cast<uint16_t>(Op::kRead);
+      x.master_epoch = op->master_epoch;
       x.into = op->local + piece.skip;
       x.expect = piece.length;
     } else {

@@ -28,7 +28,7 @@ void EncodeRequest(const RequestHeader& h, char out[kRequestHeaderSize]) {
   Put(p, h.segment_id);
   Put(p, h.offset);
   Put(p, h.length);
-  Put(p, h.reserved);
+  Put(p, h.master_epoch);
 }
 
 bool DecodeRequest(const char in[kRequestHeaderSize], RequestHeader* h) {
@@ -40,11 +40,11 @@ bool DecodeRequest(const char in[kRequestHeaderSize], RequestHeader* h) {
   h->segment_id = Get<int64_t>(p);
   h->offset = Get<uint64_t>(p);
   h->length = Get<uint64_t>(p);
-  h->reserved = Get<uint64_t>(p);
+  h->master_epoch = Get<int64_t>(p);
   bool known_op = h->op == static_cast<uint16_t>(Op::kWrite) ||
                   h->op == static_cast<uint16_t>(Op::kRead) ||
                   h->op == static_cast<uint16_t>(Op::kControl);
-  return h->magic == kRequestMagic && h->version == kVersion && known_op && h->reserved == 0;
+  return h->magic == kRequestMagic && h->version == kVersion && known_op;
 }
 
 void EncodeReply(const ReplyHeader& h, char out[kReplyHeaderSize]) {

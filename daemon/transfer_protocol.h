@@ -6,7 +6,12 @@
 // payload of `length` bytes:
 //
 //   u32 magic "MCTP" | u16 version | u16 op | u64 request id | i64 segment id |
-//   u64 offset | u64 length | u64 reserved (0)
+//   u64 offset | u64 length | i64 master epoch
+//
+// The master epoch (READ only; 0 elsewhere) names the master whose read lease the reader
+// holds. The owner refuses a READ under another master's lease with -707 LEASE_EXPIRED:
+// after a master restart the new master may already have given that range to another
+// object. 0 asks for no check.
 //
 // A reply is a fixed 24-byte header, then for a successful READ the `length` bytes read
 // and for CONTROL the reply payload:
@@ -16,7 +21,7 @@
 // Requests on one connection are answered in order, one at a time. Every request is
 // checked before a byte of payload is touched: a bad magic, version or op, an unknown
 // segment, or a range outside the segment gets an error reply (-600 INVALID_PARAMS,
-// -101 SEGMENT_NOT_FOUND) and a log line. After a refused WRITE or CONTROL the owner
+// -101 SEGMENT_NOT_FOUND, -707 LEASE_EXPIRED) and a log line. After a refused WRITE or CONTROL the owner
 // closes the connection rather than reading a payload it cannot trust the length of.
 #ifndef MOONCAKE_DAEMON_TRANSFER_PROTOCOL_H_
 #define MOONCAKE_DAEMON_TRANSFER_PROTOCOL_H_
@@ -55,7 +60,7 @@ struct RequestHeader {
   int64_t segment_id = 0;
   uint64_t offset = 0;
   uint64_t length = 0;
-  uint64_t reserved = 0;
+  int64_t master_epoch = 0;
 };
 
 struct ReplyHeader {
@@ -66,8 +71,8 @@ struct ReplyHeader {
 };
 
 void EncodeRequest(const RequestHeader& h, char out[kRequestHeaderSize]);
-// False when the bytes are not a request this version understands (magic, version, op,
-// reserved); the fields read so far are still filled in, for the log.
+// False when the bytes are not a request this version understands (magic, version, op);
+// the fields read so far are still filled in, for the log.
 bool DecodeRequest(const char in[kRequestHeaderSize], RequestHeader* h);
 void EncodeReply(const ReplyHeader& h, char out[kReplyHeaderSize]);
 bool DecodeReply(const char in[kReplyHeaderSize], ReplyHeader* h);

@@ -24,6 +24,7 @@ namespace {
 
 constexpr int32_t kInvalid = static_cast<int32_t>(ErrorCode::INVALID_PARAMS);
 constexpr int32_t kNoSegment = static_cast<int32_t>(ErrorCode::SEGMENT_NOT_FOUND);
+constexpr int32_t kLeaseExpired = static_cast<int32_t>(ErrorCode::LEASE_EXPIRED);
 
 std::string PeerName(const sockaddr_storage& addr) {
   char host[INET6_ADDRSTRLEN] = "?";
@@ -153,7 +154,7 @@ bool TransferServer::ServeOne(int fd, const std::string& peer) {
   RequestHeader h;
   if (!transfer::DecodeRequest(head, &h)) {
     h.op = 0;  // whatever it claimed, nothing after it can be trusted
-    return Refuse(fd, peer, h, kInvalid, "malformed header (magic, version, op or reserved)");
+    return Refuse(fd, peer, h, kInvalid, "malformed header (magic, version or op)");
   }
   if (h.op == static_cast<uint16_t>(Op::kControl)) {
     auto handler = control_.find(h.segment_id);
@@ -178,6 +179,9 @@ bool TransferServer::ServeOne(int fd, const std::string& peer) {
   }
   char* bytes = segment->base() + h.offset;
   if (h.op == static_cast<uint16_t>(Op::kRead)) {
+    if (h.master_epoch != 0 && epoch_ && h.master_epoch != epoch_()) {
+      return Refuse(fd, peer, h, kLeaseExpired, "read lease from another master (restarted?)");
+    }
     return SendReply(fd, h.request_id, 0, bytes, h.length);
   }
   // WRITE: straight into the segment. A peer that stalls or vanishes half-way leaves a

@@ -14,7 +14,9 @@
 // an idle connection after idle_timeout_ms.
 //
 // A segment is held (shared_ptr) for the whole of a request, so one unmounted meanwhile
-// stays mapped until the request ends.
+// stays mapped until the request ends. A READ under the lease of a master other than the
+// one the segments are mounted at now is refused: that master's leases are void, and the
+// range may belong to another object already.
 #ifndef MOONCAKE_DAEMON_TRANSFER_SERVER_H_
 #define MOONCAKE_DAEMON_TRANSFER_SERVER_H_
 
@@ -54,6 +56,9 @@ class TransferServer {
 
   // Before Start: who answers CONTROL requests on channel.
   void SetControlHandler(transfer::ControlChannel channel, ControlHandler handler);
+  // Before Start: the epoch of the master this daemon's segments are mounted at now
+  // (Membership::master_epoch). A READ carrying another epoch is refused with -707.
+  void SetMasterEpoch(std::function<int64_t()> epoch) { epoch_ = std::move(epoch); }
 
   void Start();
   // Stops accepting, shuts every connection down and waits for their threads.
@@ -71,6 +76,7 @@ class TransferServer {
   const SegmentLookup lookup_;
   const Options options_;
   std::map<int64_t, ControlHandler> control_;  // set before Start, read-only after
+  std::function<int64_t()> epoch_;             // likewise; null: no check
 
   std::thread accept_thread_;
   std::mutex mu_;

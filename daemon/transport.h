@@ -51,6 +51,9 @@ struct TransferOp {
   uint64_t remote_offset = 0;  // inside the remote segment
   char* local = nullptr;       // registered memory of this daemon
   uint64_t length = 0;
+  // kRead: the epoch of the master whose lease covers the read, which the owner checks
+  // (daemon/transfer_protocol.h); 0: unchecked.
+  int64_t master_epoch = 0;
   int32_t result = 0;          // set by Execute: 0, or a code (-800 TRANSFER_FAIL, ...)
   // Checksums while the bytes are hot: a transport that can (TCP, which touches every byte
   // on the CPU anyway) computes the CRC32C of the bytes moved, piece by piece in parallel,

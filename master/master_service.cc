@@ -425,6 +425,7 @@ rpc::ReplicaListResult MasterService::GetReplicaList(const std::string& key) {
   result.size = static_cast<int64_t>(meta.size);
   result.lease_ttl_ms = options_.default_kv_lease_ttl_ms;
   result.checksum = meta.checksum_or_none();
+  result.master_epoch = epoch_;
   DescribeReplicas(meta.replicas, meta.size, /*include_processing=*/false, &result.replicas);
   return result;
 }

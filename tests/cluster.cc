@@ -193,6 +193,10 @@ void mc_cluster_kill_master(mc_cluster* c, int sig) { c->master.Stop(sig, 10000)
 int mc_cluster_restart_daemon(mc_cluster* c) { return mc_cluster_restart_daemon_at(c, 0); }
 int mc_cluster_restart_master(mc_cluster* c) { return StartMasterOn(c) ? 0 : -1; }
 
+int mc_cluster_pause_master(mc_cluster* c) { return c->master.Pause() ? 0 : -1; }
+
+void mc_cluster_resume_master(mc_cluster* c) { c->master.Resume(); }
+
 int mc_cluster_segment_at(const mc_cluster* c, int i, mc_cluster_segment* out) {
   const std::string& name = At(c, i)->name;
   std::vector<mooncake::rpc::SegmentInfo> segments;

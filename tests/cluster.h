@@ -68,6 +68,9 @@ void mc_cluster_kill_master(mc_cluster *c, int sig);
 /* Starts them again with the same socket, ports and flags; 0 once serving. */
 int mc_cluster_restart_daemon(mc_cluster *c);
 int mc_cluster_restart_master(mc_cluster *c);
+/* SIGSTOP the master (0 once stopped) and SIGCONT it: reads that still reach it hang. */
+int mc_cluster_pause_master(mc_cluster *c);
+void mc_cluster_resume_master(mc_cluster *c);
 
 /* The master's view, asked over Thrift as a daemon would (the C ABI does not show where
  * replicas are). Tests use it to see placement, never to change anything. */

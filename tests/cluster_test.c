@@ -6,7 +6,6 @@
  *
  * Where a replica lies is asked of the master over Thrift (tests/cluster.h) — the C ABI
  * does not show it, and without it a test could pass without crossing daemons at all. */
-#define _GNU_SOURCE /* strcasestr */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -309,8 +308,9 @@ static void test_hostile_frames(void **state) {
   for (size_t k = 0; k < sizeof(garbage); ++k) garbage[k] = (char)(0xa5 ^ (k * 37));
   tp_request bad_version = tp_make(TP_READ, 20, seg.id, 0, 64);
   bad_version.version = 2;
-  tp_request bad_reserved = tp_make(TP_READ, 21, seg.id, 0, 64);
-  bad_reserved.reserved = 1;
+  /* A READ under the lease of a master B is not mounted at (after a master restart). */
+  tp_request other_epoch = tp_make(TP_READ, 21, seg.id, 0, 64);
+  other_epoch.master_epoch = 1;
   const int32_t invalid = MOONCAKE_STORE_INVALID_PARAMS, no_segment = MOONCAKE_STORE_SEGMENT_NOT_FOUND;
   const hostile_case cases[] = {
       {"truncated header, then close", tp_make(TP_READ, 1, seg.id, 0, 64), NULL, 20, 0, 0, 0,
@@ -321,7 +321,8 @@ static void test_hostile_frames(void **state) {
       {"garbage bytes", tp_make(0, 0, 0, 0, 0), garbage, sizeof(garbage), 0, 1, invalid, CLOSED},
       {"wrong version", bad_version, NULL, 48, 0, 1, invalid, CLOSED},
       {"unknown op", tp_make(9, 22, seg.id, 0, 64), NULL, 48, 0, 1, invalid, CLOSED},
-      {"reserved field set", bad_reserved, NULL, 48, 0, 1, invalid, CLOSED},
+      {"READ under another master's lease", other_epoch, NULL, 48, 0, 1,
+       MOONCAKE_STORE_LEASE_EXPIRED, IN_STEP},
       {"READ, unknown segment", tp_make(TP_READ, 30, unknown, 0, 64), NULL, 48, 0, 1, no_segment,
        IN_STEP},
       {"WRITE, unknown segment", tp_make(TP_WRITE, 31, unknown, 0, 4096), NULL, 48, 0, 1,
@@ -368,23 +369,6 @@ static void test_hostile_frames(void **state) {
 
 /* ---- --protocol ---------------------------------------------------------------------- */
 
-/* How many lines of the file contain needle (and, when also is set, that word in any
- * case); they are printed, so that a failure shows them. */
-static int count_lines(const char *path, const char *needle, const char *also) {
-  FILE *f = fopen(path, "r");
-  if (f == NULL) return -1;
-  char line[4096];
-  int n = 0;
-  while (fgets(line, sizeof(line), f) != NULL) {
-    if (strstr(line, needle) != NULL && (also == NULL || strcasestr(line, also) != NULL)) {
-      print_message("%s: %s", path, line);
-      ++n;
-    }
-  }
-  fclose(f);
-  return n;
-}
-
 static void test_protocol_rdma_refused_without_device(void **state) {
   (void)state;
   const char *flags[] = {"--protocol", "rdma", "--global_segment_size", "64MB", NULL};
@@ -395,7 +379,7 @@ static void test_protocol_rdma_refused_without_device(void **state) {
   assert_int_not_equal(status, -1); /* it ended by itself */
   assert_true(WIFEXITED(status) && WEXITSTATUS(status) != 0);
   assert_true(now_seconds() - start < 5.0);
-  assert_true(count_lines(mc_cluster_log_at(g_c, i), "RDMA", NULL) >= 1);
+  assert_true(count_log_lines(mc_cluster_log_at(g_c, i), "RDMA", NULL) >= 1);
 }
 
 static void test_protocol_auto_falls_back_to_tcp(void **state) {
@@ -406,8 +390,8 @@ static void test_protocol_auto_falls_back_to_tcp(void **state) {
   assert_int_equal(mc_cluster_daemon_alive(g_c, i), 1);
   /* One line says there is no RDMA device and TCP is used; nothing else talks of RDMA. */
   const char *log = mc_cluster_log_at(g_c, i);
-  assert_int_equal(count_lines(log, "RDMA", NULL), 1);
-  assert_int_equal(count_lines(log, "RDMA", "tcp"), 1);
+  assert_int_equal(count_log_lines(log, "RDMA", NULL), 1);
+  assert_int_equal(count_log_lines(log, "RDMA", "tcp"), 1);
   /* And it moves bytes: a value put onto it from A is read from C. */
   mooncake_store_t a = connect_app(g_c, A, POOL), c = connect_app(g_c, C, POOL);
   assert_round_trip(g_c, a, c, i, "protocol-auto", MiB + 7, 650, 5);

@@ -1,3 +1,4 @@
+#define _GNU_SOURCE /* strcasestr */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -20,6 +21,21 @@
 #include <unistd.h>
 
 #include "tests/cluster_test_util.h"
+
+int count_log_lines(const char *path, const char *needle, const char *also) {
+  FILE *f = fopen(path, "r");
+  if (f == NULL) return -1;
+  char line[4096];
+  int n = 0;
+  while (fgets(line, sizeof(line), f) != NULL) {
+    if (strstr(line, needle) != NULL && (also == NULL || strcasestr(line, also) != NULL)) {
+      print_message("%s: %s", path, line);
+      ++n;
+    }
+  }
+  fclose(f);
+  return n;
+}
 
 double now_seconds(void) {
   struct timespec ts;
@@ -173,7 +189,7 @@ void tp_encode(const tp_request *r, unsigned char out[48]) {
   put_le(out + 16, (uint64_t)r->segment_id, 8);
   put_le(out + 24, r->offset, 8);
   put_le(out + 32, r->length, 8);
-  put_le(out + 40, r->reserved, 8);
+  put_le(out + 40, (uint64_t)r->master_epoch, 8);
 }
 
 int tp_send(int fd, const void *buf, size_t n) {

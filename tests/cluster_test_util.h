@@ -13,6 +13,10 @@
 
 double now_seconds(void);
 
+/* How many lines of the file contain needle (and, when also is set, that word in any
+ * case); they are printed, so that a failure shows them. -1 when it cannot be read. */
+int count_log_lines(const char *path, const char *needle, const char *also);
+
 /* A value whose bytes are a function of (seed, position): another object's bytes, a
  * shifted copy or a stale range fail the check. check_pattern returns the index of the
  * first wrong byte, or -1. */
@@ -59,7 +63,7 @@ typedef struct tp_request {
   int64_t segment_id;
   uint64_t offset;
   uint64_t length;
-  uint64_t reserved;
+  int64_t master_epoch; /* READ: the lease's master; 0 unchecked */
 } tp_request;
 
 typedef struct tp_reply {

@@ -243,6 +243,8 @@ void test_abandoned_put_taken_over_and_released_late(void**) {
   assert_int_equal(got.code, 0);
   assert_int_equal(got.replicas.size(), 1);
   assert_true(Same(got.replicas[0], taken.replicas[0]));
+  // The lease names the master that granted it (owners refuse reads under another's).
+  assert_true(got.master_epoch != 0 && got.master_epoch == s.Heartbeat(2).master_epoch);
 }
 
 void test_processing_put_released_after_release_timeout(void**) {

@@ -34,6 +34,7 @@ namespace {
 constexpr int64_t kSegmentId = 42;
 constexpr uint64_t kSegmentSize = 16ull << 20;
 constexpr int32_t kTransferFail = static_cast<int32_t>(ErrorCode::TRANSFER_FAIL);
+constexpr int64_t kMasterEpoch = 5;  // of the master the fixture's segment is "mounted" at
 
 // A listening socket on a free loopback port.
 int Listen(int* port, int want = 0) {
@@ -95,6 +96,7 @@ struct Fixture {
     options.stall_timeout_ms = 1000;
     server.reset(new TransferServer(
         fd, [s](int64_t id) { return id == kSegmentId ? s : nullptr; }, options));
+    server->SetMasterEpoch([] { return kMasterEpoch; });
     server->SetControlHandler(transfer::ControlChannel::kRdmaConnect,
                               [](const std::string& in, std::string* out) {
                                 out->assign(in.rbegin(), in.rend());
@@ -137,9 +139,10 @@ void test_protocol_round_trip(void**) {
   transfer::EncodeRequest(h, wire);
   wire[4] = 2;  // another version
   assert_false(transfer::DecodeRequest(wire, &back));
+  h.master_epoch = -77;
   transfer::EncodeRequest(h, wire);
-  wire[47] = 1;  // reserved must be 0
-  assert_false(transfer::DecodeRequest(wire, &back));
+  assert_true(transfer::DecodeRequest(wire, &back));
+  assert_int_equal(back.master_epoch, -77);
 
   transfer::ReplyHeader r;
   r.code = -801;
@@ -215,6 +218,27 @@ void test_checksums_on_the_way(void**) {
   assert_false(plain.has_crc);
   assert_int_equal(outside.result, kTransferFail);
   assert_false(outside.has_crc);
+}
+
+// Reads under a lease of the master the owner is mounted at now, or unchecked, are served;
+// under another master's lease (it restarted, the range may be another object's) refused.
+void test_reads_under_another_masters_lease_are_refused(void**) {
+  Fixture f(1);
+  char buf[64];
+  for (int64_t epoch : {kMasterEpoch, int64_t{0}, kMasterEpoch + 1}) {
+    TransferOp read{TransferKind::kRead, f.remote, 0, buf, sizeof(buf)};
+    read.master_epoch = epoch;
+    std::vector<TransferOp*> ops{&read};
+    f.tcp->Execute(&ops, In(2000));
+    assert_int_equal(read.result, epoch == kMasterEpoch + 1 ? kTransferFail : 0);
+  }
+  // Writes carry no epoch: the master that reserved the range is the current one.
+  TransferOp write{TransferKind::kWrite, f.remote, 0, buf, sizeof(buf)};
+  write.master_epoch = kMasterEpoch + 1;  // ignored for writes
+  std::vector<TransferOp*> ops{&write};
+  f.tcp->Execute(&ops, In(2000));
+  assert_int_equal(write.result, 0);
+  assert_int_equal(f.tcp->open_connections(), 1);  // a refused READ keeps the connection
 }
 
 // Gigabytes through one connection, both ways, with no error and no reconnect.
@@ -474,6 +498,7 @@ int main() {
       cmocka_unit_test(test_protocol_round_trip),
       cmocka_unit_test(test_write_then_read_small_and_striped),
       cmocka_unit_test(test_checksums_on_the_way),
+      cmocka_unit_test(test_reads_under_another_masters_lease_are_refused),
       cmocka_unit_test(test_gigabytes_through_one_connection),
       cmocka_unit_test(test_connections_are_pooled),
       cmocka_unit_test(test_refusals_fail_the_op_and_the_server_goes_on),
