@@ -45,6 +45,8 @@ struct ReplicateConfig {
   3: bool with_hard_pin = false,
   4: list<string> preferred_segments,     // "host:port" names, tried first, in order
   5: i64 soft_pin_ttl_ms = 0,             // 0: the master's default_kv_soft_pin_ttl
+  6: list<string> avoided_segments,       // "host:port" names placed last, after every other
+                                          // segment (daemons the writer just failed to reach)
 }
 
 struct ReplicaDescriptor {

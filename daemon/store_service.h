@@ -89,7 +89,15 @@ class StoreService {
   bool OnPutChunk(ClientSession* s, uint64_t id, Reader* args);
   // PUT_COMMIT (commit) or PUT_ABORT: both take the staged put and wait for its chunks.
   bool OnPutEnd(ClientSession* s, uint64_t id, Reader* args, bool commit);
-  // PutStart or UpsertStart, registering again and retrying once on -103.
+  // Reserves (StartPut), writes every replica from src, and leaves the put reserved and
+  // written for FinishPut (*checksum: the value's, or -1), or revoked and a code.
+  // *retryable: a transfer failed and the revoke went through, so trying again may place
+  // the replicas on daemons that answer.
+  int32_t ReserveAndWrite(const std::string& key, const char* src, uint64_t size,
+                          const rpc::ReplicateConfig& config, bool upsert, int64_t* checksum,
+                          bool* retryable);
+  // PutStart or UpsertStart, registering again and retrying once on -103. Daemons a
+  // transfer just failed against are asked to be placed last (avoided_segments).
   int32_t StartPut(const std::string& key, uint64_t size, const rpc::ReplicateConfig& config,
                    bool upsert, rpc::PutStartResult* out);
   int32_t EndPut(const std::string& key, bool upsert, int64_t checksum);

@@ -17,12 +17,15 @@ namespace {
 
 constexpr int32_t kExists = static_cast<int32_t>(ErrorCode::OBJECT_ALREADY_EXISTS);
 constexpr int32_t kUnknownWriter = static_cast<int32_t>(ErrorCode::CLIENT_NOT_FOUND);
+constexpr int32_t kTransferFail = static_cast<int32_t>(ErrorCode::TRANSFER_FAIL);
 
 }  // namespace
 
 int32_t StoreService::StartPut(const std::string& key, uint64_t size,
-                               const rpc::ReplicateConfig& config, bool upsert,
+                               const rpc::ReplicateConfig& asked, bool upsert,
                                rpc::PutStartResult* out) {
+  rpc::ReplicateConfig config = asked;
+  config.avoided_segments = io_->engine()->Suspects();
   for (int attempt = 0;; ++attempt) {
     int64_t writer = membership_->daemon_id();
     int32_t code = upsert ? master_->UpsertStart(writer, key, static_cast<int64_t>(size), config, out)
@@ -62,6 +65,29 @@ int32_t StoreService::FinishPut(ClientSession* s, const std::string& key, bool u
   return code;
 }
 
+int32_t StoreService::ReserveAndWrite(const std::string& key, const char* src, uint64_t size,
+                                      const rpc::ReplicateConfig& config, bool upsert,
+                                      int64_t* checksum, bool* retryable) {
+  *retryable = false;
+  rpc::PutStartResult started;
+  int32_t code = StartPut(key, size, config, upsert, &started);
+  if (code != 0) return code;
+  std::vector<ReplicaTarget> targets;
+  code = io_->ResolveAll(started.replicas, size, &targets);
+  if (code == 0) {
+    std::vector<ValueSlice> slice{{&targets, 0, const_cast<char*>(src), size}};
+    slice[0].want_crc = checksum_;
+    io_->WriteAll(&slice, TransferDeadline());
+    code = slice[0].result;
+    *checksum = ValueChecksum(slice[0]);
+  }
+  if (code != 0) {
+    // Retried only once the reservation is surely gone: else the retry would meet it.
+    *retryable = RevokePut(key, upsert) == 0 && code == kTransferFail;
+  }
+  return code;
+}
+
 bool StoreService::OnPut(ClientSession* s, uint64_t id, ArgReader* a, bool upsert) {
   std::string key = a->Str();
   uint64_t offset = a->U64();
@@ -74,28 +100,16 @@ bool StoreService::OnPut(ClientSession* s, uint64_t id, ArgReader* a, bool upser
     Reply(s, id, kInvalid);
     return true;
   }
-  rpc::PutStartResult started;
-  int32_t code = StartPut(key, size, config, upsert, &started);
+  int64_t checksum = -1;
+  bool retryable = false;
+  int32_t code = ReserveAndWrite(key, src, size, config, upsert, &checksum, &retryable);
+  if (retryable) {
+    // A replica's daemon could not be reached (dead, frozen, restarted): it is suspect
+    // now, so the master is asked to place the replicas elsewhere, once.
+    code = ReserveAndWrite(key, src, size, config, upsert, &checksum, &retryable);
+  }
   if (code == kExists && !upsert) code = kOk;  // put never overwrites; the old value stays
-  if (started.code != 0 || code != 0) {
-    Reply(s, id, code);
-    return true;
-  }
-  std::vector<ReplicaTarget> targets;
-  std::vector<ValueSlice> slice;
-  code = io_->ResolveAll(started.replicas, size, &targets);
-  if (code == 0) {
-    slice.push_back({&targets, 0, const_cast<char*>(src), size});
-    slice[0].want_crc = checksum_;
-    io_->WriteAll(&slice, TransferDeadline());
-    code = slice[0].result;
-  }
-  if (code != 0) {
-    RevokePut(key, upsert);
-    Reply(s, id, code);
-    return true;
-  }
-  Reply(s, id, FinishPut(s, key, upsert, ValueChecksum(slice[0])));
+  Reply(s, id, code != 0 ? code : FinishPut(s, key, upsert, checksum));
   return true;
 }
 
@@ -121,6 +135,7 @@ bool StoreService::OnBatchPut(ClientSession* s, uint64_t id, ArgReader* a) {
   }
   rpc::ReplicateConfig config;
   bool config_ok = ToRpcConfig(wire, &config);
+  config.avoided_segments = io_->engine()->Suspects();
 
   // Phase 1: one BatchPutStart for every acceptable entry.
   std::vector<std::string> keys;

@@ -70,6 +70,21 @@ void TransferEngine::Execute(std::vector<TransferOp*>* ops,
   }
 }
 
+std::vector<std::string> TransferEngine::Suspects() const {
+  std::vector<std::string> out;
+  std::lock_guard<std::mutex> lock(suspects_mu_);
+  auto now = std::chrono::steady_clock::now();
+  for (auto it = suspects_.begin(); it != suspects_.end();) {
+    if (now < it->second) {
+      out.push_back(it->first);
+      ++it;
+    } else {
+      it = suspects_.erase(it);  // served its time
+    }
+  }
+  return out;
+}
+
 bool TransferEngine::Suspect(const std::string& daemon) const {
   std::lock_guard<std::mutex> lock(suspects_mu_);
   if (suspects_.empty()) return false;  // the usual case: no lookup

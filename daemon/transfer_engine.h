@@ -6,7 +6,8 @@
 //
 // A peer a transfer just failed against is suspect for kSuspectFor: readers try other
 // replicas first, so a lost host costs one failed attempt, not one per object (on a real
-// network a dead host means a connect timeout, not a quick refusal).
+// network a dead host means a connect timeout, not a quick refusal), and puts ask the
+// master to place replicas elsewhere.
 #ifndef MOONCAKE_DAEMON_TRANSFER_ENGINE_H_
 #define MOONCAKE_DAEMON_TRANSFER_ENGINE_H_
 
@@ -60,6 +61,8 @@ class TransferEngine {
 
   // True while a transfer to this daemon ("host:port") failed less than kSuspectFor ago.
   bool Suspect(const std::string& daemon) const;
+  // Every such daemon: puts ask the master to place replicas there last.
+  std::vector<std::string> Suspects() const;
 
  private:
   mutable std::mutex suspects_mu_;

@@ -131,7 +131,8 @@ int64_t MasterService::SoftPinTtl(const rpc::ReplicateConfig& config) const {
 bool MasterService::TryReserve(uint64_t size, const rpc::ReplicateConfig& config,
                                ReplicaList* out) {
   std::vector<Placement> placed =
-      segments_.Allocate(size, static_cast<size_t>(config.replica_num), config.preferred_segments);
+      segments_.Allocate(size, static_cast<size_t>(config.replica_num), config.preferred_segments,
+                         config.avoided_segments);
   for (const Placement& p : placed) {
     Replica r;
     r.offset = p.offset;

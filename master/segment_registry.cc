@@ -65,7 +65,7 @@ void SegmentRegistry::Free(uint32_t slot, uint32_t node) const {
 }
 
 std::vector<std::shared_ptr<Segment>> SegmentRegistry::CandidateOrder(
-    const std::vector<std::string>& preferred) const {
+    const std::vector<std::string>& preferred, const std::vector<std::string>& avoided) const {
   std::vector<std::shared_ptr<Segment>> live;
   for (const auto& s : slots_) {
     if (s) live.push_back(s);
@@ -80,9 +80,10 @@ std::vector<std::shared_ptr<Segment>> SegmentRegistry::CandidateOrder(
                      [](const auto& a, const auto& b) { return a.first > b.first; });
     for (size_t i = 0; i < live.size(); ++i) live[i] = ranked[i].second;
   }
-  if (preferred.empty()) return live;
-  // Preferred names move to the front, in the order given; a stable partition keeps the
-  // strategy's order among the rest.
+  if (preferred.empty() && avoided.empty()) return live;
+  // Preferred names move to the front, in the order given, and avoided ones (unless also
+  // preferred: the caller's explicit wish wins) to the back; the strategy's order holds
+  // among the rest.
   std::vector<std::shared_ptr<Segment>> ordered;
   std::unordered_set<const Segment*> taken;
   for (const std::string& name : preferred) {
@@ -90,17 +91,23 @@ std::vector<std::shared_ptr<Segment>> SegmentRegistry::CandidateOrder(
       if (s->info().name == name && taken.insert(s.get()).second) ordered.push_back(s);
     }
   }
-  for (const auto& s : live) {
-    if (!taken.count(s.get())) ordered.push_back(s);
+  std::unordered_set<std::string> avoid(avoided.begin(), avoided.end());
+  for (int last = 0; last < 2; ++last) {
+    for (const auto& s : live) {
+      if (!taken.count(s.get()) && (avoid.count(s->info().name) != 0) == (last == 1)) {
+        ordered.push_back(s);
+      }
+    }
   }
   return ordered;
 }
 
 std::vector<Placement> SegmentRegistry::Allocate(uint64_t size, size_t replica_num,
-                                                 const std::vector<std::string>& preferred) {
+                                                 const std::vector<std::string>& preferred,
+                                                 const std::vector<std::string>& avoided) {
   std::vector<Placement> out;
   std::shared_lock<std::shared_mutex> lock(mu_);
-  std::vector<std::shared_ptr<Segment>> order = CandidateOrder(preferred);
+  std::vector<std::shared_ptr<Segment>> order = CandidateOrder(preferred, avoided);
   std::vector<bool> used(order.size(), false);
   std::unordered_set<int64_t> daemons;
   // Pass 0 spreads over distinct daemons; pass 1 fills up with other segments of daemons

@@ -44,10 +44,11 @@ class SegmentRegistry {
 
   // Reserves up to replica_num ranges of size bytes, each on a different segment:
   // segments named in preferred ("host:port") first, in order; then the rest by the
-  // strategy, one segment per daemon before a daemon gets a second replica. Returns fewer
-  // than replica_num (possibly none) when space runs out.
+  // strategy, those named in avoided last, one segment per daemon before a daemon gets a
+  // second replica. Returns fewer than replica_num (possibly none) when space runs out.
   std::vector<Placement> Allocate(uint64_t size, size_t replica_num,
-                                  const std::vector<std::string>& preferred);
+                                  const std::vector<std::string>& preferred,
+                                  const std::vector<std::string>& avoided = {});
 
   std::vector<rpc::SegmentInfo> List() const;  // with used bytes filled in
   size_t count() const;
@@ -55,7 +56,8 @@ class SegmentRegistry {
   uint64_t used() const;
 
  private:
-  std::vector<std::shared_ptr<Segment>> CandidateOrder(const std::vector<std::string>& preferred) const;
+  std::vector<std::shared_ptr<Segment>> CandidateOrder(const std::vector<std::string>& preferred,
+                                                       const std::vector<std::string>& avoided) const;
 
   const AllocationStrategy strategy_;
   const uint64_t alignment_;

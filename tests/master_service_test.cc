@@ -150,7 +150,7 @@ void test_replicas_on_distinct_segments_and_daemons(void**) {
   }
 }
 
-void test_preferred_segments_first_in_order(void**) {
+void test_preferred_segments_first_avoided_last(void**) {
   MasterService s(Options());
   for (int64_t d = 1; d <= 4; ++d) AddDaemon(s, d);
   for (int i = 0; i < 20; ++i) {
@@ -169,6 +169,15 @@ void test_preferred_segments_first_in_order(void**) {
     assert_int_equal(r.replicas.size(), 3);
     assert_int_equal(r.replicas[0].daemon_id, 4);
     assert_int_equal(Distinct(r.replicas, &rpc::ReplicaDescriptor::daemon_id).size(), 3);
+
+    // Avoided daemons come last (the writer just failed to reach them), unless preferred.
+    c = Cfg(4);
+    c.avoided_segments = {Name(1), Name(2)};
+    c.preferred_segments = {Name(2)};
+    r = s.PutStart(2, "a" + std::to_string(i), 100, c);
+    assert_int_equal(r.replicas.size(), 4);
+    assert_int_equal(r.replicas[0].daemon_id, 2);
+    assert_int_equal(r.replicas[3].daemon_id, 1);
   }
 }
 
@@ -757,7 +766,7 @@ int main(void) {
   mooncake::SetLogLevel(mooncake::LogLevel::kError);
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_replicas_on_distinct_segments_and_daemons),
-      cmocka_unit_test(test_preferred_segments_first_in_order),
+      cmocka_unit_test(test_preferred_segments_first_avoided_last),
       cmocka_unit_test(test_allocation_best_effort_and_no_space),
       cmocka_unit_test(test_put_start_on_complete_key),
       cmocka_unit_test(test_abandoned_put_taken_over_and_released_late),
