@@ -85,6 +85,18 @@ class StoreService {
   // ---- puts (store_service_put.cc) ----
   bool OnPut(ClientSession* s, uint64_t id, Reader* args, bool upsert);
   bool OnBatchPut(ClientSession* s, uint64_t id, Reader* args);
+  // One entry of a BATCH_PUT: src is its range of the pool.
+  struct BatchPutEntry {
+    std::string key;
+    const char* src = nullptr;
+    uint64_t size = 0;
+  };
+  // Puts items[i] for every i in which, in three batched phases (reserve, write, publish
+  // or revoke), setting (*results)[i]; *retry gets the entries whose transfer failed and
+  // whose reservation was revoked.
+  void BatchPutRound(ClientSession* s, const std::vector<BatchPutEntry>& items,
+                     const std::vector<size_t>& which, const rpc::ReplicateConfig& config,
+                     std::vector<int64_t>* results, std::vector<size_t>* retry);
   bool OnPutBegin(ClientSession* s, uint64_t id, Reader* args);
   bool OnPutChunk(ClientSession* s, uint64_t id, Reader* args);
   // PUT_COMMIT (commit) or PUT_ABORT: both take the staged put and wait for its chunks.

@@ -117,13 +117,8 @@ bool StoreService::OnBatchPut(ClientSession* s, uint64_t id, ArgReader* a) {
   ArgReader entries = a->Array();
   uds::WireConfig wire = a->Config();
   if (!Done(*a) || entries.size() > uds::kMaxBatch) return false;
-  struct Entry {
-    std::string key;
-    const char* src = nullptr;
-    uint64_t size = 0;
-  };
   const size_t n = entries.size();
-  std::vector<Entry> items(n);
+  std::vector<BatchPutEntry> items(n);
   std::vector<int64_t> results(n, kInvalid);
   for (size_t i = 0; i < n; ++i) {
     ArgReader e = entries.Array();
@@ -134,23 +129,34 @@ bool StoreService::OnBatchPut(ClientSession* s, uint64_t id, ArgReader* a) {
     items[i].src = s->PoolRange(offset, items[i].size);
   }
   rpc::ReplicateConfig config;
-  bool config_ok = ToRpcConfig(wire, &config);
-  config.avoided_segments = io_->engine()->Suspects();
+  std::vector<size_t> acceptable;
+  if (ToRpcConfig(wire, &config)) {
+    for (size_t i = 0; i < n; ++i) {
+      const BatchPutEntry& e = items[i];
+      if (ValidKey(e.key) && ValidSize(e.size) && e.src != nullptr) acceptable.push_back(i);
+    }
+  }
+  std::vector<size_t> retry, ignored;
+  if (!acceptable.empty()) BatchPutRound(s, items, acceptable, config, &results, &retry);
+  // As for a single put: entries whose transfer failed go again, once, with the daemons
+  // that failed now avoided.
+  if (!retry.empty()) BatchPutRound(s, items, retry, config, &results, &ignored);
+  ReplyInts(s, id, kOk, results);
+  return true;
+}
 
-  // Phase 1: one BatchPutStart for every acceptable entry.
+void StoreService::BatchPutRound(ClientSession* s, const std::vector<BatchPutEntry>& items,
+                                 const std::vector<size_t>& which,
+                                 const rpc::ReplicateConfig& asked,
+                                 std::vector<int64_t>* results, std::vector<size_t>* retry) {
+  // Phase 1: one BatchPutStart for every entry.
+  rpc::ReplicateConfig config = asked;
+  config.avoided_segments = io_->engine()->Suspects();
   std::vector<std::string> keys;
   std::vector<int64_t> sizes;
-  std::vector<size_t> index;
-  for (size_t i = 0; i < n; ++i) {
-    const Entry& e = items[i];
-    if (!config_ok || !ValidKey(e.key) || !ValidSize(e.size) || e.src == nullptr) continue;
-    keys.push_back(e.key);
-    sizes.push_back(static_cast<int64_t>(e.size));
-    index.push_back(i);
-  }
-  if (keys.empty()) {
-    ReplyInts(s, id, kOk, results);
-    return true;
+  for (size_t i : which) {
+    keys.push_back(items[i].key);
+    sizes.push_back(static_cast<int64_t>(items[i].size));
   }
   std::vector<rpc::PutStartResult> started;
   int64_t writer = membership_->daemon_id();
@@ -160,28 +166,30 @@ bool StoreService::OnBatchPut(ClientSession* s, uint64_t id, ArgReader* a) {
     rc = master_->BatchPutStart(writer, keys, sizes, config, &started);
   }
   if (rc != 0) {
-    for (size_t i : index) results[i] = rc;
-    ReplyInts(s, id, kOk, results);
-    return true;
+    for (size_t i : which) (*results)[i] = rc;
+    return;
   }
 
   // Phase 2: write what was reserved, every entry's remote replicas in parallel.
   std::vector<std::string> to_end, to_revoke;
-  std::vector<size_t> end_index;
+  std::vector<size_t> end_index, revoke_index;
   std::vector<int64_t> checksums;
   std::vector<std::vector<ReplicaTarget>> targets(keys.size());
   std::vector<ValueSlice> slices;
   std::vector<size_t> slice_key;  // j of each slice
+  auto revoke = [&](size_t j) {
+    to_revoke.push_back(keys[j]);
+    revoke_index.push_back(which[j]);
+  };
   for (size_t j = 0; j < keys.size(); ++j) {
-    size_t i = index[j];
+    size_t i = which[j];
     int32_t code = started[j].code;
-    if (code == kExists) code = kOk;  // already there: the old value stays
-    results[i] = code;
-    if (started[j].code != 0) continue;
+    (*results)[i] = code == kExists ? kOk : code;  // already there: the old value stays
+    if (code != 0) continue;
     code = io_->ResolveAll(started[j].replicas, items[i].size, &targets[j]);
     if (code != 0) {
-      results[i] = code;
-      to_revoke.push_back(keys[j]);
+      (*results)[i] = code;
+      revoke(j);
       continue;
     }
     slices.push_back({&targets[j], 0, const_cast<char*>(items[i].src), items[i].size});
@@ -192,12 +200,12 @@ bool StoreService::OnBatchPut(ClientSession* s, uint64_t id, ArgReader* a) {
   for (size_t k = 0; k < slices.size(); ++k) {
     size_t j = slice_key[k];
     if (slices[k].result != 0) {
-      results[index[j]] = slices[k].result;
-      to_revoke.push_back(keys[j]);
+      (*results)[which[j]] = slices[k].result;
+      revoke(j);
       continue;
     }
     to_end.push_back(keys[j]);
-    end_index.push_back(index[j]);
+    end_index.push_back(which[j]);
     if (checksum_) checksums.push_back(ValueChecksum(slices[k]));
   }
 
@@ -208,15 +216,25 @@ bool StoreService::OnBatchPut(ClientSession* s, uint64_t id, ArgReader* a) {
     for (const std::string& key : to_end) cache_->Invalidate(key);  // as in FinishPut
     for (size_t k = 0; k < to_end.size(); ++k) {
       int32_t code = rc != 0 ? rc : codes[k];
-      results[end_index[k]] = code;
-      if (code != 0) to_revoke.push_back(to_end[k]);
+      (*results)[end_index[k]] = code;
+      if (code != 0) {
+        to_revoke.push_back(to_end[k]);
+        revoke_index.push_back(end_index[k]);
+      }
     }
   } else {
     to_revoke.insert(to_revoke.end(), to_end.begin(), to_end.end());
+    revoke_index.insert(revoke_index.end(), end_index.begin(), end_index.end());
   }
-  if (!to_revoke.empty()) master_->BatchPutRevoke(writer, to_revoke, &codes);
-  ReplyInts(s, id, kOk, results);
-  return true;
+  if (to_revoke.empty()) return;
+  rc = master_->BatchPutRevoke(writer, to_revoke, &codes);
+  for (size_t k = 0; k < to_revoke.size(); ++k) {
+    // Retried only once the reservation is surely gone, and only after a transfer failed.
+    size_t i = revoke_index[k];
+    if (rc == 0 && codes[k] == 0 && (*results)[i] == kTransferFail && !s->closed()) {
+      retry->push_back(i);
+    }
+  }
 }
 
 bool StoreService::OnPutBegin(ClientSession* s, uint64_t id, ArgReader* a) {
