@@ -13,6 +13,8 @@
 #include <algorithm>
 #include <cstring>
 
+#include "common/socket_timeout.h"
+
 namespace mooncake {
 namespace tcp_io {
 
@@ -55,11 +57,8 @@ int ConnectOne(const addrinfo* ai, int timeout_ms) {
 }  // namespace
 
 void Configure(int fd, int stall_timeout_ms) {
-  timeval tv{};
-  tv.tv_sec = stall_timeout_ms / 1000;
-  tv.tv_usec = (stall_timeout_ms % 1000) * 1000;
-  setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
-  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+  SetSocketTimeout(fd, SO_SNDTIMEO, stall_timeout_ms);
+  SetSocketTimeout(fd, SO_RCVTIMEO, stall_timeout_ms);
   int one = 1;
   setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 }

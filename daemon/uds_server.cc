@@ -13,6 +13,7 @@
 #include <filesystem>
 
 #include "common/logging.h"
+#include "common/socket_timeout.h"
 
 namespace mooncake {
 
@@ -26,13 +27,6 @@ constexpr int kRecvTimeoutMs = 1000;  // reads follow readiness; this only bound
 // calling thread, so this is far above any honest client, and it bounds the memory a
 // client that never reads its answers can make the daemon hold.
 constexpr int kMaxInFlight = 16384;
-
-void SetTimeout(int fd, int option, int ms) {
-  struct timeval tv;
-  tv.tv_sec = ms / 1000;
-  tv.tv_usec = (ms % 1000) * 1000;
-  setsockopt(fd, SOL_SOCKET, option, &tv, sizeof(tv));
-}
 
 bool MakeAddress(const std::string& path, sockaddr_un* addr) {
   std::memset(addr, 0, sizeof(*addr));
@@ -155,8 +149,8 @@ void UdsServer::AcceptAll() {
       }
       return;
     }
-    SetTimeout(fd, SO_SNDTIMEO, kSendTimeoutMs);
-    SetTimeout(fd, SO_RCVTIMEO, kRecvTimeoutMs);
+    SetSocketTimeout(fd, SO_SNDTIMEO, kSendTimeoutMs);
+    SetSocketTimeout(fd, SO_RCVTIMEO, kRecvTimeoutMs);
     uint64_t id = next_id_++;
     auto conn = std::make_unique<Connection>();
     conn->session = std::make_shared<ClientSession>(fd, id);

@@ -14,6 +14,7 @@
 
 #include "common/error_code.h"
 #include "common/logging.h"
+#include "common/socket_timeout.h"
 #include "libmc/session.h"
 
 namespace mooncake {
@@ -32,13 +33,6 @@ std::atomic<uint64_t> g_next_request_id{1};
 // A caller reading the socket blocks in recv at most this long before it looks at its
 // deadline again (exactly its remaining time when that is shorter; see Session::Lead).
 constexpr int kReadSliceMs = 100;
-
-void SetTimeout(int fd, int option, int ms) {
-  struct timeval tv;
-  tv.tv_sec = ms / 1000;
-  tv.tv_usec = (ms % 1000) * 1000;
-  setsockopt(fd, SOL_SOCKET, option, &tv, sizeof(tv));
-}
 
 }  // namespace
 
@@ -152,7 +146,7 @@ int Connection::Dial(bool first, std::shared_ptr<Session>* out, std::string* hos
   std::memcpy(addr.sun_path, options_.socket_path.data(), options_.socket_path.size());
   int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0) return kRpcFail;
-  SetTimeout(fd, SO_SNDTIMEO, std::min(options_.timeout_ms, kConnectTimeoutMs));
+  SetSocketTimeout(fd, SO_SNDTIMEO, std::min(options_.timeout_ms, kConnectTimeoutMs));
   int rc;
   do {
     rc = connect(fd, reinterpret_cast<struct sockaddr*>(&addr), sizeof(addr));
@@ -161,9 +155,9 @@ int Connection::Dial(bool first, std::shared_ptr<Session>* out, std::string* hos
     close(fd);
     return kRpcFail;
   }
-  SetTimeout(fd, SO_SNDTIMEO, options_.timeout_ms);
+  SetSocketTimeout(fd, SO_SNDTIMEO, options_.timeout_ms);
   const int slice_ms = std::min(options_.timeout_ms, kReadSliceMs);
-  SetTimeout(fd, SO_RCVTIMEO, slice_ms);
+  SetSocketTimeout(fd, SO_RCVTIMEO, slice_ms);
   auto session = std::make_shared<Session>(fd, slice_ms);
 
   Request hello(uds::Op::kHello, 4);
