@@ -5,7 +5,10 @@
 namespace mooncake {
 
 void ChunkedChecksum::Add(uint64_t offset, const char* data, uint64_t length) {
-  uint32_t crc = Crc32c(data, length);  // outside the lock: this is the expensive part
+  AddCrc(offset, length, Crc32c(data, length));  // outside the lock: the expensive part
+}
+
+void ChunkedChecksum::AddCrc(uint64_t offset, uint64_t length, uint32_t crc) {
   std::lock_guard<std::mutex> lock(mu_);
   chunks_.emplace(offset, Chunk{length, crc});
   bytes_ += length;

@@ -16,6 +16,8 @@ class ChunkedChecksum {
  public:
   // Records the chunk [offset, offset + length) of the value, whose bytes are at data.
   void Add(uint64_t offset, const char* data, uint64_t length);
+  // The same with the chunk's CRC already known (a transport computed it on the way).
+  void AddCrc(uint64_t offset, uint64_t length, uint32_t crc);
   // The value's CRC when the chunks cover [0, size) exactly, each byte once; false when
   // they leave a gap, overlap (a chunk sent twice) or run past size.
   bool Total(uint64_t size, uint32_t* crc) const;

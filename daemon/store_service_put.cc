@@ -284,9 +284,17 @@ bool StoreService::OnPutChunk(ClientSession* s, uint64_t id, ArgReader* a) {
     std::shared_lock<std::shared_mutex> lock(put->mu);
     if (!put->finished) {
       std::vector<ValueSlice> slice{{&put->targets, value_offset, const_cast<char*>(src), length}};
+      slice[0].want_crc = put->checksum;
       io_->WriteAll(&slice, TransferDeadline());
       code = slice[0].result;
-      if (code == 0 && put->checksum) put->crc.Add(value_offset, src, length);
+      if (code == 0 && put->checksum) {
+        // The transport's CRC of the chunk when a remote replica had one computed on the way.
+        if (slice[0].crc >= 0) {
+          put->crc.AddCrc(value_offset, length, static_cast<uint32_t>(slice[0].crc));
+        } else {
+          put->crc.Add(value_offset, src, length);
+        }
+      }
       // A chunk that failed is repeated by nobody: the client aborts, or commits and gets
       // -800 back, so the put is never published half written.
       if (code != 0) put->failed = true;
