@@ -56,9 +56,12 @@ MasterService::MasterService(MasterOptions options)
                 /*alignment=*/64),
       shards_(new Shard[kShardCount]) {}
 
-MasterService::Shard& MasterService::ShardFor(const std::string& key, uint64_t* hash) {
-  *hash = ObjectTable::Hash(key);
-  return shards_[*hash % kShardCount];
+MasterService::LockedKey::LockedKey(MasterService& service, const std::string& key)
+    : key(key),
+      hash(ObjectTable::Hash(key)),
+      shard(service.shards_[hash % kShardCount]),
+      lock_(shard.mu) {
+  object = shard.objects.Find(key, hash);
 }
 
 // ---- daemons and segments --------------------------------------------------------------
@@ -215,8 +218,7 @@ void MasterService::DropPendingUpsert(Shard& shard, std::string_view key) {
 
 // ---- puts ----------------------------------------------------------------------------
 
-rpc::PutStartResult MasterService::StartLocked(Shard& shard, uint64_t hash, int64_t writer,
-                                               const std::string& key, uint64_t size,
+rpc::PutStartResult MasterService::StartLocked(LockedKey& locked, int64_t writer, uint64_t size,
                                                const rpc::ReplicateConfig& config,
                                                const ReplicaList& reserved) {
   ObjectMetadata meta;
@@ -229,7 +231,7 @@ rpc::PutStartResult MasterService::StartLocked(Shard& shard, uint64_t hash, int6
   rpc::PutStartResult result;
   result.code = ToInt(ErrorCode::OK);
   DescribeReplicas(meta.replicas, size, /*include_processing=*/true, &result.replicas);
-  shard.objects.Insert(key, hash, std::move(meta));
+  locked.object = locked.shard.objects.Insert(locked.key, locked.hash, std::move(meta));
   object_count_.fetch_add(1);
   processing_count_.fetch_add(1);
   return result;
@@ -239,12 +241,10 @@ rpc::PutStartResult MasterService::PutStart(int64_t writer, const std::string& k
                                             const rpc::ReplicateConfig& config) {
   ErrorCode rc = ValidatePut(writer, key, size, config);
   if (rc != ErrorCode::OK) return PutStartError(rc);
-  uint64_t hash;
-  Shard& shard = ShardFor(key, &hash);
   {
     // Cheap early answer for the common "already cached" case, before reserving space.
-    std::lock_guard<std::mutex> lock(shard.mu);
-    const ObjectMetadata* existing = shard.objects.Find(key, hash);
+    LockedKey locked(*this, key);
+    const ObjectMetadata* existing = locked.object;
     if (existing != nullptr &&
         (existing->complete ||
          Now() - existing->time_ms < options_.put_start_discard_timeout_ms)) {
@@ -257,10 +257,9 @@ rpc::PutStartResult MasterService::PutStart(int64_t writer, const std::string& k
   rc = Reserve(static_cast<uint64_t>(size), config, &reserved);
   if (rc != ErrorCode::OK) return PutStartError(rc);
 
-  std::lock_guard<std::mutex> lock(shard.mu);
-  ObjectMetadata* existing = shard.objects.Find(key, hash);
-  if (existing != nullptr) {
-    ObjectMetadata& old = *existing;
+  LockedKey locked(*this, key);
+  if (locked.object != nullptr) {
+    ObjectMetadata& old = *locked.object;
     if (old.complete || Now() - old.time_ms < options_.put_start_discard_timeout_ms) {
       FreeReplicas(reserved);  // lost a race with another writer of the same key
       return PutStartError(ErrorCode::OBJECT_ALREADY_EXISTS);
@@ -270,21 +269,18 @@ rpc::PutStartResult MasterService::PutStart(int64_t writer, const std::string& k
     MC_LOG_WARN("put of '%.64s' by daemon %lld abandoned; taken over by %lld", key.c_str(),
                 static_cast<long long>(old.writer), static_cast<long long>(writer));
     DeferFree(old.replicas, old.time_ms + options_.put_start_release_timeout_ms);
-    shard.objects.Erase(key, hash);
+    locked.Erase();
     object_count_.fetch_sub(1);
     processing_count_.fetch_sub(1);
   }
-  return StartLocked(shard, hash, writer, key, static_cast<uint64_t>(size), config, reserved);
+  return StartLocked(locked, writer, static_cast<uint64_t>(size), config, reserved);
 }
 
 ErrorCode MasterService::PutEnd(int64_t writer, const std::string& key, int64_t checksum) {
   if (!ValidKey(key) || !ValidChecksum(checksum)) return ErrorCode::INVALID_PARAMS;
-  uint64_t hash;
-  Shard& shard = ShardFor(key, &hash);
-  std::lock_guard<std::mutex> lock(shard.mu);
-  ObjectMetadata* found = shard.objects.Find(key, hash);
-  if (found == nullptr) return ErrorCode::OBJECT_NOT_FOUND;
-  ObjectMetadata& meta = *found;
+  LockedKey locked(*this, key);
+  if (locked.object == nullptr) return ErrorCode::OBJECT_NOT_FOUND;
+  ObjectMetadata& meta = *locked.object;
   if (meta.writer != writer) return ErrorCode::ILLEGAL_CLIENT;
   if (meta.complete) return ErrorCode::OK;  // a retried PutEnd
   int64_t now = Now();
@@ -301,15 +297,13 @@ ErrorCode MasterService::PutEnd(int64_t writer, const std::string& key, int64_t 
 
 ErrorCode MasterService::PutRevoke(int64_t writer, const std::string& key) {
   if (!ValidKey(key)) return ErrorCode::INVALID_PARAMS;
-  uint64_t hash;
-  Shard& shard = ShardFor(key, &hash);
-  std::lock_guard<std::mutex> lock(shard.mu);
-  ObjectMetadata* meta = shard.objects.Find(key, hash);
+  LockedKey locked(*this, key);
+  ObjectMetadata* meta = locked.object;
   if (meta == nullptr) return ErrorCode::OBJECT_NOT_FOUND;
   if (meta->writer != writer) return ErrorCode::ILLEGAL_CLIENT;
   if (meta->complete) return ErrorCode::UNAVAILABLE_IN_CURRENT_STATUS;
-  ReleaseObject(shard, key, *meta);
-  shard.objects.Erase(key, hash);
+  ReleaseObject(locked.shard, key, *meta);
+  locked.Erase();
   return ErrorCode::OK;
 }
 
@@ -323,13 +317,12 @@ rpc::PutStartResult MasterService::UpsertStart(int64_t writer, const std::string
   rc = Reserve(static_cast<uint64_t>(size), config, &reserved);
   if (rc != ErrorCode::OK) return PutStartError(rc);
 
-  uint64_t hash;
-  Shard& shard = ShardFor(key, &hash);
-  std::lock_guard<std::mutex> lock(shard.mu);
+  LockedKey locked(*this, key);
+  Shard& shard = locked.shard;
   int64_t now = Now();
-  ObjectMetadata* existing = shard.objects.Find(key, hash);
+  ObjectMetadata* existing = locked.object;
   if (existing == nullptr) {
-    return StartLocked(shard, hash, writer, key, static_cast<uint64_t>(size), config, reserved);
+    return StartLocked(locked, writer, static_cast<uint64_t>(size), config, reserved);
   }
   auto pending = shard.upserts.find(key);
   bool busy = !existing->complete ||
@@ -355,20 +348,18 @@ rpc::PutStartResult MasterService::UpsertStart(int64_t writer, const std::string
 
 ErrorCode MasterService::UpsertEnd(int64_t writer, const std::string& key, int64_t checksum) {
   if (!ValidKey(key) || !ValidChecksum(checksum)) return ErrorCode::INVALID_PARAMS;
-  uint64_t hash;
-  Shard& shard = ShardFor(key, &hash);
   {
-    std::lock_guard<std::mutex> lock(shard.mu);
+    LockedKey locked(*this, key);
+    Shard& shard = locked.shard;
     auto pending = shard.upserts.find(key);
     if (pending != shard.upserts.end()) {
       PendingUpsert& up = pending->second;
       if (up.writer != writer) return ErrorCode::ILLEGAL_CLIENT;
-      ObjectMetadata* found = shard.objects.Find(key, hash);
-      if (found == nullptr) {  // removed meanwhile: the new value is dropped too
+      if (locked.object == nullptr) {  // removed meanwhile: the new value is dropped too
         DropPendingUpsert(shard, key);
         return ErrorCode::OBJECT_NOT_FOUND;
       }
-      ObjectMetadata& meta = *found;
+      ObjectMetadata& meta = *locked.object;
       int64_t now = Now();
       // Readers holding a lease may still read the old bytes.
       DeferFree(meta.replicas, std::max(now, meta.time_ms));
@@ -390,10 +381,9 @@ ErrorCode MasterService::UpsertEnd(int64_t writer, const std::string& key, int64
 
 ErrorCode MasterService::UpsertRevoke(int64_t writer, const std::string& key) {
   if (!ValidKey(key)) return ErrorCode::INVALID_PARAMS;
-  uint64_t hash;
-  Shard& shard = ShardFor(key, &hash);
   {
-    std::lock_guard<std::mutex> lock(shard.mu);
+    LockedKey locked(*this, key);
+    Shard& shard = locked.shard;
     auto pending = shard.upserts.find(key);
     if (pending != shard.upserts.end()) {
       if (pending->second.writer != writer) return ErrorCode::ILLEGAL_CLIENT;
@@ -409,12 +399,9 @@ ErrorCode MasterService::UpsertRevoke(int64_t writer, const std::string& key) {
 
 rpc::ReplicaListResult MasterService::GetReplicaList(const std::string& key) {
   if (!ValidKey(key)) return ReplicaListError(ErrorCode::INVALID_PARAMS);
-  uint64_t hash;
-  Shard& shard = ShardFor(key, &hash);
-  std::lock_guard<std::mutex> lock(shard.mu);
-  ObjectMetadata* found = shard.objects.Find(key, hash);
-  if (found == nullptr) return ReplicaListError(ErrorCode::OBJECT_NOT_FOUND);
-  ObjectMetadata& meta = *found;
+  LockedKey locked(*this, key);
+  if (locked.object == nullptr) return ReplicaListError(ErrorCode::OBJECT_NOT_FOUND);
+  ObjectMetadata& meta = *locked.object;
   if (!meta.complete) return ReplicaListError(ErrorCode::REPLICA_IS_NOT_READY);
   int64_t now = Now();
   meta.time_ms = std::max(meta.time_ms, now + options_.default_kv_lease_ttl_ms);
@@ -433,10 +420,8 @@ rpc::ReplicaListResult MasterService::GetReplicaList(const std::string& key) {
 
 int32_t MasterService::ExistKey(const std::string& key) {
   if (!ValidKey(key)) return ToInt(ErrorCode::INVALID_PARAMS);
-  uint64_t hash;
-  Shard& shard = ShardFor(key, &hash);
-  std::lock_guard<std::mutex> lock(shard.mu);
-  ObjectMetadata* meta = shard.objects.Find(key, hash);
+  LockedKey locked(*this, key);
+  ObjectMetadata* meta = locked.object;
   if (meta == nullptr || !meta->complete) return 0;
   meta->time_ms = std::max(meta->time_ms, Now() + options_.default_kv_lease_ttl_ms);
   return 1;
@@ -446,16 +431,14 @@ int32_t MasterService::ExistKey(const std::string& key) {
 
 ErrorCode MasterService::Remove(const std::string& key, bool force) {
   if (!ValidKey(key)) return ErrorCode::INVALID_PARAMS;
-  uint64_t hash;
-  Shard& shard = ShardFor(key, &hash);
-  std::lock_guard<std::mutex> lock(shard.mu);
-  ObjectMetadata* meta = shard.objects.Find(key, hash);
+  LockedKey locked(*this, key);
+  ObjectMetadata* meta = locked.object;
   if (meta == nullptr) return ErrorCode::OBJECT_NOT_FOUND;
   if (!meta->complete) return ErrorCode::REPLICA_IS_NOT_READY;
   if (!force && meta->leased(Now())) return ErrorCode::OBJECT_HAS_LEASE;
   if (!force && meta->hard_pin) return ErrorCode::UNAVAILABLE_IN_CURRENT_STATUS;
-  ReleaseObject(shard, key, *meta);
-  shard.objects.Erase(key, hash);
+  ReleaseObject(locked.shard, key, *meta);
+  locked.Erase();
   return ErrorCode::OK;
 }
 

@@ -2,7 +2,7 @@
 // and the liveness of daemons. Transport-free (the Thrift handler forwards to it), so the
 // rules can be tested directly with a hand-driven clock.
 //
-// The consistency contract (shared/DESIGN.md, "Object lifecycle"):
+// The consistency contract (docs/design.md, "Object lifecycle"):
 //   PutStart reserves PROCESSING replicas → the writer moves the bytes → PutEnd publishes
 //   them as COMPLETE (or PutRevoke frees them). Readers only ever see COMPLETE replicas,
 //   and every hit grants a read lease during which the object is neither evicted nor
@@ -121,9 +121,34 @@ class MasterService {
     uint32_t node;
   };
 
+  // How every single-key operation starts: hashes the key, locks its shard for as long as
+  // this lives and finds the key's object there (object is null when there is none). The
+  // shard lock is the first in the lock order, so freeing replicas under it is fine, but
+  // reserving is not: Reserve may evict, which takes shard locks. Checking the key is left
+  // to the caller, which answers a bad one in its own result type. Lives on the caller's
+  // stack; nothing is allocated.
+  class LockedKey {
+   public:
+    LockedKey(MasterService& service, const std::string& key);
+    LockedKey(const LockedKey&) = delete;
+    LockedKey& operator=(const LockedKey&) = delete;
+
+    // Takes the object out of the table; the caller has released what it held.
+    void Erase() {
+      shard.objects.Erase(key, hash);
+      object = nullptr;
+    }
+
+    const std::string& key;
+    const uint64_t hash;  // what the shard's ObjectTable wants
+    Shard& shard;
+    ObjectMetadata* object;  // looked up in the constructor's body, once lock_ is held
+
+   private:
+    std::lock_guard<std::mutex> lock_;
+  };
+
   int64_t Now() const { return options_.now_ms(); }
-  // The key's shard; *hash is what the shard's ObjectTable wants.
-  Shard& ShardFor(const std::string& key, uint64_t* hash);
   ErrorCode ValidatePut(int64_t writer, const std::string& key, int64_t size,
                         const rpc::ReplicateConfig& config) const;
   int64_t SoftPinTtl(const rpc::ReplicateConfig& config) const;
@@ -134,10 +159,9 @@ class MasterService {
   bool TryReserve(uint64_t size, const rpc::ReplicateConfig& config, ReplicaList* out);
 
   // Shared body of PutStart and the "no value yet" case of UpsertStart, under the shard
-  // lock: records the object as PROCESSING with the reserved replicas.
-  rpc::PutStartResult StartLocked(Shard& shard, uint64_t hash, int64_t writer, const std::string& key,
-                                  uint64_t size, const rpc::ReplicateConfig& config,
-                                  const ReplicaList& reserved);
+  // lock: records the key's object as PROCESSING with the reserved replicas.
+  rpc::PutStartResult StartLocked(LockedKey& locked, int64_t writer, uint64_t size,
+                                  const rpc::ReplicateConfig& config, const ReplicaList& reserved);
 
   void DescribeReplicas(const ReplicaList& replicas, uint64_t size, bool include_processing,
                         std::vector<rpc::ReplicaDescriptor>* out) const;
