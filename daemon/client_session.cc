@@ -8,10 +8,12 @@
 
 #include <cerrno>
 #include <cstring>
+#include <utility>
 
 namespace mooncake {
 
-ClientSession::ClientSession(int fd, uint64_t id) : fd_(fd), id_(id) {
+ClientSession::ClientSession(int fd, uint64_t id, Teardown teardown)
+    : fd_(fd), id_(id), teardown_(std::move(teardown)) {
   struct ucred cred;
   socklen_t len = sizeof(cred);
   if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) == 0) peer_pid_ = cred.pid;
@@ -70,7 +72,7 @@ bool ClientSession::SendBytes(const char* data, size_t size) {
     std::lock_guard<std::mutex> lock(write_mu_);
     ok = uds::SendFrame(fd_, data, size);
   }
-  if (!ok) Close();  // a request is running, so this never asks for the teardown
+  if (!ok) Close();  // a Request is held, so the teardown waits for it
   return ok;
 }
 
@@ -91,46 +93,40 @@ ClientSession::TrySendResult ClientSession::TrySend(const char* data, size_t siz
                     uds::SendFrame(fd_, data + n, size - static_cast<size_t>(n)));
   }
   if (ok) return TrySendResult::kSent;
-  Close();  // a request is running, so this never asks for the teardown
+  Close();  // a Request is held, so the teardown waits for it
   return TrySendResult::kFailed;
 }
 
-bool ClientSession::Acquire() {
-  std::lock_guard<std::mutex> lock(mu_);
-  if (closed_) return false;
-  ++active_;
-  return true;
+ClientSession::Request::~Request() {
+  if (session_ == nullptr || !session_->Release()) return;
+  // session_ keeps the session (and so teardown_) alive until the call returns.
+  session_->teardown_(session_);
 }
 
-ClientSession::AcquireResult ClientSession::AcquireBounded(int limit) {
+ClientSession::Request ClientSession::Acquire(int limit) {
   std::lock_guard<std::mutex> lock(mu_);
-  if (closed_) return AcquireResult::kClosed;
-  if (active_ >= limit) return AcquireResult::kTooMany;
+  if (closed_ || active_ >= limit) return Request();
   ++active_;
-  return AcquireResult::kAcquired;
+  return Request(shared_from_this());
 }
 
 bool ClientSession::Release() {
   std::lock_guard<std::mutex> lock(mu_);
   --active_;
-  if (closed_ && active_ == 0 && !torn_down_) {
-    torn_down_ = true;
-    return true;
-  }
-  return false;
+  return closed_ && active_ == 0;
 }
 
-bool ClientSession::Close() {
-  std::lock_guard<std::mutex> lock(mu_);
-  if (closed_) return false;
-  closed_ = true;
-  // Wakes the event loop (it sees end-of-file) and fails any blocked write.
-  shutdown(fd_, SHUT_RDWR);
-  if (active_ == 0) {
-    torn_down_ = true;
-    return true;
+void ClientSession::Close() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (closed_) return;
+    closed_ = true;
+    // Wakes the event loop (it sees end-of-file) and fails any blocked write.
+    shutdown(fd_, SHUT_RDWR);
+    if (active_ > 0) return;  // the last Request runs the teardown
   }
-  return false;
+  std::shared_ptr<ClientSession> self = shared_from_this();  // alive until the call returns
+  teardown_(self);
 }
 
 bool ClientSession::closed() const {
@@ -143,59 +139,75 @@ bool ClientSession::Quiet() const {
   return active_ == 0;
 }
 
+template <typename T>
+uint64_t ClientSession::StagedTable<T>::Add(std::shared_ptr<T> entry, uint64_t* next_id) {
+  if (entries_.size() >= kMaxStaged) return 0;
+  uint64_t id = (*next_id)++;
+  entries_[id] = std::move(entry);
+  return id;
+}
+
+template <typename T>
+std::shared_ptr<T> ClientSession::StagedTable<T>::Find(uint64_t id) const {
+  auto it = entries_.find(id);
+  return it == entries_.end() ? nullptr : it->second;
+}
+
+template <typename T>
+std::shared_ptr<T> ClientSession::StagedTable<T>::Take(uint64_t id) {
+  auto it = entries_.find(id);
+  if (it == entries_.end()) return nullptr;
+  std::shared_ptr<T> entry = std::move(it->second);
+  entries_.erase(it);
+  return entry;
+}
+
+template <typename T>
+std::vector<std::shared_ptr<T>> ClientSession::StagedTable<T>::TakeAll() {
+  std::vector<std::shared_ptr<T>> out;
+  for (auto& e : entries_) out.push_back(std::move(e.second));
+  entries_.clear();
+  return out;
+}
+
 uint64_t ClientSession::AddPut(std::shared_ptr<StagedPut> put) {
   std::lock_guard<std::mutex> lock(mu_);
-  if (puts_.size() >= kMaxStaged) return 0;
-  uint64_t id = next_staged_id_++;
-  puts_[id] = std::move(put);
-  return id;
+  return puts_.Add(std::move(put), &next_staged_id_);
 }
 
 std::shared_ptr<StagedPut> ClientSession::FindPut(uint64_t put_id) const {
   std::lock_guard<std::mutex> lock(mu_);
-  auto it = puts_.find(put_id);
-  return it == puts_.end() ? nullptr : it->second;
+  return puts_.Find(put_id);
 }
 
 std::shared_ptr<StagedPut> ClientSession::TakePut(uint64_t put_id) {
   std::lock_guard<std::mutex> lock(mu_);
-  auto it = puts_.find(put_id);
-  if (it == puts_.end()) return nullptr;
-  std::shared_ptr<StagedPut> put = std::move(it->second);
-  puts_.erase(it);
-  return put;
+  return puts_.Take(put_id);
 }
 
 std::vector<std::shared_ptr<StagedPut>> ClientSession::TakeAllPuts() {
   std::lock_guard<std::mutex> lock(mu_);
-  std::vector<std::shared_ptr<StagedPut>> out;
-  for (auto& p : puts_) out.push_back(std::move(p.second));
-  puts_.clear();
-  return out;
+  return puts_.TakeAll();
 }
 
 uint64_t ClientSession::AddGet(std::shared_ptr<StagedGet> get) {
   std::lock_guard<std::mutex> lock(mu_);
-  if (gets_.size() >= kMaxStaged) return 0;
-  uint64_t id = next_staged_id_++;
-  gets_[id] = std::move(get);
-  return id;
+  return gets_.Add(std::move(get), &next_staged_id_);
 }
 
 std::shared_ptr<StagedGet> ClientSession::FindGet(uint64_t get_id) const {
   std::lock_guard<std::mutex> lock(mu_);
-  auto it = gets_.find(get_id);
-  return it == gets_.end() ? nullptr : it->second;
+  return gets_.Find(get_id);
 }
 
 bool ClientSession::EraseGet(uint64_t get_id) {
   std::lock_guard<std::mutex> lock(mu_);
-  return gets_.erase(get_id) > 0;
+  return gets_.Take(get_id) != nullptr;
 }
 
 void ClientSession::ClearGets() {
   std::lock_guard<std::mutex> lock(mu_);
-  gets_.clear();
+  gets_.TakeAll();
 }
 
 void ClientSession::AddSegment(int64_t segment_id) {

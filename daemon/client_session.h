@@ -3,11 +3,12 @@
 //
 // Lifetime. The connection is closed (Close) when the peer hangs up, sends something
 // malformed, or a response cannot be delivered. Closing shuts the socket down at once
-// but tears nothing down while requests run: they still use the pool. Whoever brings the
-// running count to zero on a closed session (Close or Release returns true) must run the
-// teardown exactly once (StoreService::Teardown). The socket descriptor itself is closed
-// by the destructor, when the server and every request have let go of the session, so its
-// number cannot be reused while anyone might still write to it.
+// but tears nothing down while requests run: they still use the pool. Each running
+// request is a Request object; when the session is closed and no Request is left, the
+// session calls its teardown callback, exactly once, on the thread that brought that
+// about (the one closing it, or the one dropping the last Request). The socket descriptor
+// itself is closed by the destructor, when the server and every request have let go of
+// the session, so its number cannot be reused while anyone might still write to it.
 //
 // Thread-safety: every method may be called from any thread.
 #ifndef MOONCAKE_DAEMON_CLIENT_SESSION_H_
@@ -18,6 +19,8 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <functional>
+#include <limits>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -58,12 +61,17 @@ struct StagedGet {
   uint64_t generation = 0;  // ReadCache::remount_generation() before the lease was asked
 };
 
-class ClientSession {
+class ClientSession : public std::enable_shared_from_this<ClientSession> {
  public:
   // At most this many staged puts (and as many staged gets) open per connection.
   static constexpr size_t kMaxStaged = 4096;
 
-  ClientSession(int fd, uint64_t id);  // takes ownership of fd
+  // Releases what the connection holds (StoreService::Teardown). Receives the session so
+  // that it can hand the work to another thread and keep the session alive until then.
+  using Teardown = std::function<void(std::shared_ptr<ClientSession>)>;
+
+  // Takes ownership of fd. Create with std::make_shared: requests hold the session.
+  ClientSession(int fd, uint64_t id, Teardown teardown);
   ~ClientSession();
   ClientSession(const ClientSession&) = delete;
   ClientSession& operator=(const ClientSession&) = delete;
@@ -84,7 +92,7 @@ class ClientSession {
 
   // ---- responses ----
   // Writes one frame under the connection's write lock (bounded by SO_SNDTIMEO). A failed
-  // write closes the session. Only call while holding a request (Acquire).
+  // write closes the session. Only call while holding a Request.
   bool Send(uds::FrameBuilder* frame);
   bool SendBytes(const char* data, size_t size);
   // For the event-loop thread, which must never block: writes the frame only if the
@@ -94,22 +102,37 @@ class ClientSession {
   TrySendResult TrySend(const char* data, size_t size);
 
   // ---- lifecycle ----
-  // A request starts: false (and nothing counted) when the session is already closed.
-  bool Acquire();
-  // Acquire, refused also when limit requests are running already (one lock, not two:
-  // this is on every request's path).
-  enum class AcquireResult { kAcquired, kClosed, kTooMany };
-  AcquireResult AcquireBounded(int limit);
-  // A request ended: true when the caller must now run the teardown.
-  bool Release();
-  // Marks closed and shuts the socket down: true when the caller must run the teardown.
-  bool Close();
+  // One running request: counted from Acquire until the Request is destroyed, keeping the
+  // session alive meanwhile. Destroying the last one of a closed session runs the
+  // teardown, so no caller has to remember it. Move-only (hand it to the closure that
+  // finishes the request); a moved-from or refused Request holds nothing.
+  class Request {
+   public:
+    Request() = default;
+    Request(Request&&) noexcept = default;
+    Request& operator=(Request&&) = delete;
+    ~Request();
+
+    explicit operator bool() const { return session_ != nullptr; }
+    ClientSession* session() const { return session_.get(); }
+
+   private:
+    friend class ClientSession;
+    explicit Request(std::shared_ptr<ClientSession> session) : session_(std::move(session)) {}
+
+    std::shared_ptr<ClientSession> session_;
+  };
+  // A request starts, unless the session is closed or limit requests are running already:
+  // then the Request is empty (closed() tells which).
+  Request Acquire(int limit = std::numeric_limits<int>::max());
+  // Marks closed and shuts the socket down; runs the teardown now if no request runs.
+  void Close();
   bool closed() const;
   // No request running (shutdown waits for this before closing sessions).
   bool Quiet() const;
 
   // ---- staged puts and gets ----
-  // 0 when kMaxStaged are already open.
+  // Ids are unique across both kinds. Add returns 0 when kMaxStaged are already open.
   uint64_t AddPut(std::shared_ptr<StagedPut> put);
   std::shared_ptr<StagedPut> FindPut(uint64_t put_id) const;
   std::shared_ptr<StagedPut> TakePut(uint64_t put_id);
@@ -124,8 +147,27 @@ class ClientSession {
   std::vector<int64_t> TakeSegments();
 
  private:
+  // The open staged puts or gets, by id. Synchronized by the session's mu_.
+  template <typename T>
+  class StagedTable {
+   public:
+    // Adds entry under the id *next_id (then advances it); 0 when kMaxStaged are open.
+    uint64_t Add(std::shared_ptr<T> entry, uint64_t* next_id);
+    // nullptr when id is not open.
+    std::shared_ptr<T> Find(uint64_t id) const;
+    std::shared_ptr<T> Take(uint64_t id);
+    std::vector<std::shared_ptr<T>> TakeAll();
+
+   private:
+    std::map<uint64_t, std::shared_ptr<T>> entries_;
+  };
+
+  // A Request ended: true when it was the last one of a closed session.
+  bool Release();
+
   const int fd_;
   const uint64_t id_;
+  const Teardown teardown_;
   pid_t peer_pid_ = 0;
 
   char* pool_ = nullptr;  // set once at HELLO, before any other request runs
@@ -135,13 +177,13 @@ class ClientSession {
   std::mutex write_mu_;
 
   mutable std::mutex mu_;
-  bool closed_ = false;     // guarded by mu_
-  bool torn_down_ = false;  // guarded by mu_
-  int active_ = 0;          // requests running; guarded by mu_
-  uint64_t next_staged_id_ = 1;                             // guarded by mu_
-  std::map<uint64_t, std::shared_ptr<StagedPut>> puts_;     // guarded by mu_
-  std::map<uint64_t, std::shared_ptr<StagedGet>> gets_;     // guarded by mu_
-  std::vector<int64_t> segments_;                           // guarded by mu_
+  // Once closed_, active_ only falls, so it reaches 0 at most once: the teardown's moment.
+  bool closed_ = false;            // guarded by mu_
+  int active_ = 0;                 // Requests alive; guarded by mu_
+  uint64_t next_staged_id_ = 1;    // guarded by mu_
+  StagedTable<StagedPut> puts_;    // guarded by mu_
+  StagedTable<StagedGet> gets_;    // guarded by mu_
+  std::vector<int64_t> segments_;  // guarded by mu_
 };
 
 }  // namespace mooncake

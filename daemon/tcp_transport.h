@@ -31,8 +31,8 @@
 #include <string>
 #include <vector>
 
-#include "daemon/thread_pool.h"
 #include "daemon/transport.h"
+#include "daemon/worker_threads.h"
 
 namespace mooncake {
 
@@ -106,7 +106,7 @@ class TcpTransport : public Transport, public ControlCaller {
   std::atomic<uint64_t> next_request_id_{1};
   mutable std::mutex peers_mu_;
   std::map<std::string, std::unique_ptr<Peer>> peers_;  // guarded by peers_mu_; never erased
-  ThreadPool pool_;
+  WorkerThreads pool_;
 };
 
 }  // namespace mooncake

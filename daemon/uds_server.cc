@@ -11,9 +11,13 @@
 #include <chrono>
 #include <cstring>
 #include <filesystem>
+#include <memory>
+#include <utility>
 
+#include "common/error_code.h"
 #include "common/logging.h"
 #include "common/socket_timeout.h"
+#include "common/uds_ops.h"
 
 namespace mooncake {
 
@@ -36,24 +40,82 @@ bool MakeAddress(const std::string& path, sockaddr_un* addr) {
   return true;
 }
 
-// True when something accepts connections on path right now.
-bool SomeoneListens(const sockaddr_un& addr) {
-  int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  bool live = connect(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof(addr)) == 0;
-  close(fd);
-  return live;
+// Sets *error to "what: <errno text>" and returns false.
+bool SystemError(const std::string& what, std::string* error) {
+  *error = what + ": " + std::strerror(errno);
+  return false;
 }
+
+// Checks what is at path: nothing, or a socket file nobody listens on (a daemon died;
+// *stale is set), are fine. A live socket or another kind of file: false with *error.
+bool CheckSocketPath(const std::string& path, const sockaddr_un& addr, bool* stale,
+                     std::string* error) {
+  struct stat st;
+  if (lstat(path.c_str(), &st) != 0) {
+    if (errno == ENOENT) return true;
+    return SystemError("cannot stat " + path, error);
+  }
+  if (!S_ISSOCK(st.st_mode)) {
+    *error = path + " exists and is not a socket";
+    return false;
+  }
+  int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return SystemError("cannot tell whether " + path + " is in use: socket", error);
+  int rc = connect(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof(addr));
+  int connect_errno = errno;
+  close(fd);
+  if (rc == 0) {
+    *error = path + " is in use by a running daemon";
+    return false;
+  }
+  // Only a refusal proves nobody listens: anything else, and the file stays.
+  if (connect_errno != ECONNREFUSED && connect_errno != ENOENT) {
+    *error = "cannot tell whether " + path + " is in use: " + std::strerror(connect_errno);
+    return false;
+  }
+  *stale = connect_errno == ECONNREFUSED;
+  return true;
+}
+
+// A fresh directory next to the socket that only this user can enter (mkdtemp: 0700),
+// where the socket is bound and given its mode, out of everyone else's reach while it
+// still has the umask's. Removed, with the name bound in it, on destruction.
+class PrivateDir {
+ public:
+  PrivateDir() = default;
+  PrivateDir(const PrivateDir&) = delete;
+  PrivateDir& operator=(const PrivateDir&) = delete;
+  ~PrivateDir() {
+    if (path_.empty()) return;
+    unlink(socket_path().c_str());
+    rmdir(path_.c_str());
+  }
+
+  // false with *error when it cannot be made. The name says who left it, should the
+  // daemon die before removing it.
+  bool Make(const std::filesystem::path& parent, std::string* error) {
+    std::string name = (parent / ".mooncaked-XXXXXX").string();
+    if (mkdtemp(name.data()) == nullptr) return SystemError("mkdtemp " + name, error);
+    path_ = std::move(name);
+    return true;
+  }
+  std::string socket_path() const { return path_ + "/s"; }
+
+ private:
+  std::string path_;
+};
+
+// The event loop's thread, which must never block: a teardown due there goes to a worker.
+thread_local bool t_event_loop = false;
 
 }  // namespace
 
 UdsServer::UdsServer(StoreService* service, size_t worker_threads)
-    : service_(service), pool_(worker_threads) {}
+    : service_(service), workers_(worker_threads) {}
 
 UdsServer::~UdsServer() {
   if (loop_.joinable()) Shutdown(0);
-  if (listen_fd_ >= 0) close(listen_fd_);
-  if (epoll_fd_ >= 0) close(epoll_fd_);
-  if (wake_fd_ >= 0) close(wake_fd_);
+  CloseDescriptors();
 }
 
 bool UdsServer::Listen(const std::string& path, unsigned mode, std::string* error) {
@@ -69,37 +131,75 @@ bool UdsServer::Listen(const std::string& path, unsigned mode, std::string* erro
     *error = "cannot create " + dir.string() + ": " + ec.message();
     return false;
   }
-  struct stat st;
-  if (lstat(path.c_str(), &st) == 0) {
-    if (!S_ISSOCK(st.st_mode)) {
-      *error = path + " exists and is not a socket";
-      return false;
-    }
-    if (SomeoneListens(addr)) {
-      *error = path + " is in use by a running daemon";
-      return false;
-    }
-    unlink(path.c_str());  // left behind by a daemon that died
-  }
-  listen_fd_ = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-  if (listen_fd_ < 0 || bind(listen_fd_, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 ||
-      chmod(path.c_str(), mode) != 0 || listen(listen_fd_, 512) != 0) {
-    *error = "cannot listen on " + path + ": " + std::strerror(errno);
+  bool stale = false;
+  if (!CheckSocketPath(path, addr, &stale, error)) return false;
+  if (!OpenLoopDescriptors(error) || !ListenPrivately(path, mode, stale, error)) {
+    CloseDescriptors();
+    *error = "cannot listen on " + path + ": " + *error;
     return false;
   }
-  if (stat(path.c_str(), &st) == 0) socket_inode_ = st.st_ino;
   path_ = path;
+  return true;
+}
 
+bool UdsServer::OpenLoopDescriptors(std::string* error) {
   epoll_fd_ = epoll_create1(EPOLL_CLOEXEC);
+  if (epoll_fd_ < 0) return SystemError("epoll_create1", error);
   wake_fd_ = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  if (wake_fd_ < 0) return SystemError("eventfd", error);
+  return Watch(wake_fd_, kWakeTag, error);
+}
+
+bool UdsServer::ListenPrivately(const std::string& path, unsigned mode, bool replace_stale,
+                                std::string* error) {
+  PrivateDir private_dir;
+  if (!private_dir.Make(std::filesystem::path(path).parent_path(), error)) return false;
+  const std::string private_path = private_dir.socket_path();
+  sockaddr_un addr;
+  if (!MakeAddress(private_path, &addr)) {
+    *error = "the temporary name " + private_path + " is too long for a socket";
+    return false;
+  }
+  listen_fd_ = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  if (listen_fd_ < 0) return SystemError("socket", error);
+  if (bind(listen_fd_, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
+    return SystemError("bind " + private_path, error);
+  }
+  if (chmod(private_path.c_str(), mode) != 0) return SystemError("chmod " + private_path, error);
+  if (listen(listen_fd_, 512) != 0) return SystemError("listen", error);
+  struct stat st;
+  if (lstat(private_path.c_str(), &st) != 0) return SystemError("stat " + private_path, error);
+  if (!Watch(listen_fd_, kListenTag, error)) return false;
+  // The socket appears under its real name only now, complete. link(), unlike rename(),
+  // never replaces a file: a daemon that took the name since CheckSocketPath keeps it.
+  if (replace_stale && unlink(path.c_str()) != 0 && errno != ENOENT) {
+    return SystemError("cannot remove the stale " + path, error);
+  }
+  if (link(private_path.c_str(), path.c_str()) != 0) {
+    if (errno == EEXIST) {
+      *error = path + " was created meanwhile, by another daemon starting?";
+      return false;
+    }
+    return SystemError("link " + private_path, error);
+  }
+  socket_inode_ = st.st_ino;  // Shutdown removes the file only if it is still this one
+  return true;
+}
+
+bool UdsServer::Watch(int fd, uint64_t tag, std::string* error) {
   struct epoll_event ev;
   std::memset(&ev, 0, sizeof(ev));
   ev.events = EPOLLIN;
-  ev.data.u64 = kListenTag;
-  epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, listen_fd_, &ev);
-  ev.data.u64 = kWakeTag;
-  epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, wake_fd_, &ev);
+  ev.data.u64 = tag;
+  if (epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, fd, &ev) != 0) return SystemError("epoll_ctl", error);
   return true;
+}
+
+void UdsServer::CloseDescriptors() {
+  for (int* fd : {&listen_fd_, &epoll_fd_, &wake_fd_}) {
+    if (*fd >= 0) close(*fd);
+    *fd = -1;
+  }
 }
 
 void UdsServer::Start() {
@@ -107,6 +207,7 @@ void UdsServer::Start() {
 }
 
 void UdsServer::Loop() {
+  t_event_loop = true;
   struct epoll_event events[64];
   while (!stopping_.load()) {
     int n = epoll_wait(epoll_fd_, events, 64, -1);
@@ -131,7 +232,7 @@ void UdsServer::Loop() {
   struct stat st;
   if (stat(path_.c_str(), &st) == 0 && st.st_ino == socket_inode_) unlink(path_.c_str());
   for (auto& c : connections_) {
-    epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, c.second->session->fd(), nullptr);
+    Unwatch(c.second->session->fd());
     for (int fd : c.second->pending_fds) close(fd);
   }
   connections_.clear();  // the sessions live on in sessions_ until torn down
@@ -153,7 +254,8 @@ void UdsServer::AcceptAll() {
     SetSocketTimeout(fd, SO_RCVTIMEO, kRecvTimeoutMs);
     uint64_t id = next_id_++;
     auto conn = std::make_unique<Connection>();
-    conn->session = std::make_shared<ClientSession>(fd, id);
+    conn->session = std::make_shared<ClientSession>(
+        fd, id, [this](std::shared_ptr<ClientSession> s) { ScheduleTeardown(std::move(s)); });
     struct epoll_event ev;
     std::memset(&ev, 0, sizeof(ev));
     ev.events = EPOLLIN | EPOLLRDHUP;
@@ -206,11 +308,11 @@ bool UdsServer::OnFrame(Connection* conn, const std::string& payload, std::strin
     *why = "malformed frame";
     return false;
   }
-  const std::shared_ptr<ClientSession>& session = conn->session;
+  ClientSession* session = conn->session.get();
   if (conn->fd_after_hello) {
-    if (session->Acquire()) {
-      store_detail::Reply(session.get(), message.id, store_detail::kInvalid);
-      session->Release();  // not closed yet, so never the last one out
+    if (ClientSession::Request request = session->Acquire()) {
+      uds::ReplyFrame refusal(message.id, ErrorCode::INVALID_PARAMS, uds::NoReply());
+      session->Send(&refusal);
     }
     *why = "file descriptor sent after HELLO";
     return false;
@@ -220,40 +322,33 @@ bool UdsServer::OnFrame(Connection* conn, const std::string& payload, std::strin
       *why = "first frame is not HELLO";
       return false;
     }
-    if (!session->Acquire()) return false;
+    ClientSession::Request request = session->Acquire();
+    if (!request) return false;
     std::vector<int> fds;
     fds.swap(conn->pending_fds);
-    bool ok = service_->Hello(session.get(), message, std::move(fds), why);
-    session->Release();
+    bool ok = service_->Hello(session, message, std::move(fds), why);
     if (!ok) *why = "HELLO refused: " + *why;
     conn->hello_done = ok;
     return ok;
   }
-  if (message.head <= static_cast<int64_t>(uds::Op::kHello) ||
-      message.head > static_cast<int64_t>(uds::kMaxOp)) {
+  if (!uds::IsRequestOp(message.head)) {
     *why = "unknown op " + std::to_string(message.head);
     return false;
   }
-  switch (session->AcquireBounded(kMaxInFlight)) {
-    case ClientSession::AcquireResult::kClosed:
-      return true;  // closed by a worker meanwhile; the loop sees the hang-up next
-    case ClientSession::AcquireResult::kTooMany:
-      *why = "more than " + std::to_string(kMaxInFlight) + " requests in flight";
-      return false;
-    case ClientSession::AcquireResult::kAcquired:
-      break;
+  ClientSession::Request request = session->Acquire(kMaxInFlight);
+  if (!request) {
+    if (session->closed()) return true;  // by a worker meanwhile; the loop sees the hang-up next
+    *why = "more than " + std::to_string(kMaxInFlight) + " requests in flight";
+    return false;
   }
   std::string deferred;
-  switch (service_->TryInline(session.get(), message, &deferred)) {
+  switch (service_->TryInline(session, message, &deferred)) {
     case StoreService::Inline::kAnswered:
-      // Only a failed write can have closed the session while we held it, and then the
-      // teardown (master RPCs) is due: never on this thread.
-      if (session->Release()) pool_.Submit([this, session] { RunTeardown(session); });
-      return true;
+      return true;  // if a failed write closed the session, request hands its teardown on
     case StoreService::Inline::kDeferred:
-      pool_.Submit([this, session, frame = std::move(deferred)] {
-        if (!session->closed()) session->SendBytes(frame.data(), frame.size());
-        if (session->Release()) RunTeardown(session);
+      workers_.Submit([request = std::move(request), frame = std::move(deferred)] {
+        ClientSession* s = request.session();
+        if (!s->closed()) s->SendBytes(frame.data(), frame.size());
       });
       return true;
     case StoreService::Inline::kNotInline:
@@ -261,23 +356,21 @@ bool UdsServer::OnFrame(Connection* conn, const std::string& payload, std::strin
   }
   // Moving keeps the msgpack zone (a heap object) in place, so the parsed arguments stay
   // valid in the copy.
-  Dispatch(session, std::make_shared<uds::Message>(std::move(message)));
+  Dispatch(std::move(request), std::make_unique<uds::Message>(std::move(message)));
   return true;
 }
 
-void UdsServer::Dispatch(const std::shared_ptr<ClientSession>& session,
-                         std::shared_ptr<uds::Message> message) {
-  pool_.Submit([this, session, message] {
-    if (!session->closed()) {
-      std::string why;
-      if (!service_->Handle(session.get(), message.get(), &why)) {
-        MC_LOG_WARN("connection %llu (pid %d): %s; closing it",
-                    static_cast<unsigned long long>(session->id()),
-                    static_cast<int>(session->peer_pid()), why.c_str());
-        session->Close();
-      }
+void UdsServer::Dispatch(ClientSession::Request request, std::unique_ptr<uds::Message> message) {
+  workers_.Submit([this, request = std::move(request), message = std::move(message)] {
+    ClientSession* session = request.session();
+    if (session->closed()) return;
+    std::string why;
+    if (!service_->Handle(session, message.get(), &why)) {
+      MC_LOG_WARN("connection %llu (pid %d): %s; closing it",
+                  static_cast<unsigned long long>(session->id()),
+                  static_cast<int>(session->peer_pid()), why.c_str());
+      session->Close();
     }
-    if (session->Release()) RunTeardown(session);
   });
 }
 
@@ -288,11 +381,27 @@ void UdsServer::CloseConnection(ConnectionMap::iterator it, const std::string& w
                 static_cast<unsigned long long>(session->id()),
                 static_cast<int>(session->peer_pid()), why.c_str());
   }
-  epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, session->fd(), nullptr);
+  Unwatch(session->fd());
   for (int fd : it->second->pending_fds) close(fd);
   connections_.erase(it);
-  // The teardown makes master RPCs; keep them off the event loop.
-  if (session->Close()) pool_.Submit([this, session] { RunTeardown(session); });
+  session->Close();
+}
+
+void UdsServer::Unwatch(int fd) {
+  // Fails only if fd was never watched; its events would then be ignored anyway (no
+  // connection has its tag any more).
+  if (epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, fd, nullptr) != 0) {
+    MC_LOG_WARN("epoll_ctl(DEL): %s", std::strerror(errno));
+  }
+}
+
+void UdsServer::ScheduleTeardown(std::shared_ptr<ClientSession> session) {
+  // The teardown makes master RPCs, which the event loop must not wait for.
+  if (t_event_loop) {
+    workers_.Submit([this, session = std::move(session)] { RunTeardown(session); });
+  } else {
+    RunTeardown(session);
+  }
 }
 
 void UdsServer::RunTeardown(const std::shared_ptr<ClientSession>& session) {
@@ -329,9 +438,7 @@ void UdsServer::Shutdown(int64_t drain_ms) {
     std::lock_guard<std::mutex> lock(sessions_mu_);
     for (const auto& s : sessions_) all.push_back(s.second);
   }
-  for (const auto& s : all) {
-    if (s->Close()) RunTeardown(s);
-  }
+  for (const auto& s : all) s->Close();
   all.clear();
   {
     std::unique_lock<std::mutex> lock(sessions_mu_);
@@ -342,7 +449,7 @@ void UdsServer::Shutdown(int64_t drain_ms) {
       MC_LOG_WARN("%zu connections still busy at shutdown", sessions_.size());
     }
   }
-  pool_.Stop();
+  workers_.Stop();
 }
 
 }  // namespace mooncake

@@ -1,12 +1,16 @@
 // The Unix-socket front of the daemon (docs/protocol.md).
 //
 // One event-loop thread accepts connections and reads frames (epoll, level-triggered);
-// a pool of workers runs the requests, because requests block on master RPCs. The HELLO
+// worker threads run the requests, because requests block on master RPCs. The HELLO
 // handshake runs on the loop thread itself, so that no request of a connection can run
 // before its pool is mapped; so do the few requests that cannot block
 // (StoreService::TryInline: cached small reads, HOSTNAME, HEALTH), which saves them the
 // hand-off to a worker. Any number of requests of one connection run at once and
 // answer in any order; responses are written under the connection's write lock.
+//
+// The socket file never exists with a mode other than the one asked for: it is bound and
+// given its mode under a private name, in a fresh directory next to it that only this
+// user can enter, and only then linked to its real name.
 //
 // Anything malformed at the frame level (a length over 64 MiB, bytes that are not a
 // message, a first frame that is not HELLO, an unknown op, a descriptor after HELLO)
@@ -29,7 +33,7 @@
 #include "common/uds_protocol.h"
 #include "daemon/client_session.h"
 #include "daemon/store_service.h"
-#include "daemon/thread_pool.h"
+#include "daemon/worker_threads.h"
 
 namespace mooncake {
 
@@ -40,9 +44,9 @@ class UdsServer {
   UdsServer(const UdsServer&) = delete;
   UdsServer& operator=(const UdsServer&) = delete;
 
-  // Creates the socket's directory if missing, replaces a stale socket file (refusing one
-  // that a live daemon still answers on), listens, and sets the file's mode. false with
-  // *error on failure.
+  // Creates the socket's directory if missing and listens on path, the socket file having
+  // mode from the moment it appears. Replaces a stale socket file, but refuses one that a
+  // live daemon still answers on. false with *error (and nothing left behind) on failure.
   bool Listen(const std::string& path, unsigned mode, std::string* error);
   // Starts the event loop.
   void Start();
@@ -69,13 +73,22 @@ class UdsServer {
   // *warn tells whether that deserves a warning).
   bool OnFrame(Connection* conn, const std::string& payload, std::string* why);
   void CloseConnection(ConnectionMap::iterator it, const std::string& why, bool warn);
-  // Runs the request on a worker; the caller has acquired the session for it.
-  void Dispatch(const std::shared_ptr<ClientSession>& session,
-                std::shared_ptr<uds::Message> message);
+  // Runs the request on a worker, which ends it.
+  void Dispatch(ClientSession::Request request, std::unique_ptr<uds::Message> message);
+  // The sessions' teardown callback: runs RunTeardown here, or on a worker when called
+  // on the event loop.
+  void ScheduleTeardown(std::shared_ptr<ClientSession> session);
   void RunTeardown(const std::shared_ptr<ClientSession>& session);
 
+  // Listen's steps. false with *error naming what failed; CloseDescriptors cleans up.
+  bool OpenLoopDescriptors(std::string* error);
+  bool ListenPrivately(const std::string& path, unsigned mode, bool replace_stale,
+                       std::string* error);
+  bool Watch(int fd, uint64_t tag, std::string* error);
+  void CloseDescriptors();
+  void Unwatch(int fd);
+
   StoreService* const service_;
-  ThreadPool pool_;
   std::string path_;
   ino_t socket_inode_ = 0;
   int listen_fd_ = -1;
@@ -90,6 +103,9 @@ class UdsServer {
   std::mutex sessions_mu_;
   std::condition_variable sessions_cv_;
   std::map<uint64_t, std::shared_ptr<ClientSession>> sessions_;  // guarded by sessions_mu_
+
+  // Last: destroyed first, while everything its closures use is still there.
+  WorkerThreads workers_;
 };
 
 }  // namespace mooncake

@@ -1,23 +1,25 @@
-#include "daemon/thread_pool.h"
+#include "daemon/worker_threads.h"
 
 namespace mooncake {
 
-ThreadPool::ThreadPool(size_t threads) {
+WorkerThreads::WorkerThreads(size_t threads) {
   for (size_t i = 0; i < threads; ++i) workers_.emplace_back([this] { Work(); });
 }
 
-ThreadPool::~ThreadPool() { Stop(); }
+WorkerThreads::~WorkerThreads() { Stop(); }
 
-void ThreadPool::Submit(std::function<void()> task) {
+void WorkerThreads::Push(std::unique_ptr<Job> job) {
   {
     std::lock_guard<std::mutex> lock(mu_);
+    // Dropped: job is destroyed once the lock is released, since that can submit again
+    // (a Request's end can run a teardown that hands work over).
     if (stopping_) return;
-    queue_.push_back(std::move(task));
+    queue_.push_back(std::move(job));
   }
   cv_.notify_one();
 }
 
-void ThreadPool::Stop() {
+void WorkerThreads::Stop() {
   {
     std::lock_guard<std::mutex> lock(mu_);
     stopping_ = true;
@@ -28,17 +30,17 @@ void ThreadPool::Stop() {
   }
 }
 
-void ThreadPool::Work() {
+void WorkerThreads::Work() {
   for (;;) {
-    std::function<void()> task;
+    std::unique_ptr<Job> job;
     {
       std::unique_lock<std::mutex> lock(mu_);
       cv_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
       if (queue_.empty()) return;  // stopping, and nothing left
-      task = std::move(queue_.front());
+      job = std::move(queue_.front());
       queue_.pop_front();
     }
-    task();
+    job->Run();
   }
 }
 
