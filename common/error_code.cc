@@ -1,5 +1,7 @@
 #include "common/error_code.h"
 
+#include <climits>
+
 namespace mooncake {
 
 namespace {
@@ -32,6 +34,13 @@ const char* ErrorText(int32_t code) {
 }
 
 bool IsKnownErrorCode(int32_t value) { return Find(value) != nullptr; }
+
+ErrorCode FromWire(int64_t value) {
+  if (value > 0 || value < INT32_MIN || !IsKnownErrorCode(static_cast<int32_t>(value))) {
+    return ErrorCode::INTERNAL_ERROR;
+  }
+  return static_cast<ErrorCode>(value);
+}
 
 }  // namespace mooncake
 

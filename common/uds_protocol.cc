@@ -31,14 +31,6 @@ FrameBuilder::FrameBuilder(uint64_t id, int64_t head, uint32_t arg_count) : pack
   packer_.pack_array(arg_count);
 }
 
-void FrameBuilder::PackConfig(const WireConfig& config) {
-  packer_.pack_array(4);
-  packer_.pack(config.replica_num);
-  packer_.pack(config.with_soft_pin);
-  packer_.pack(config.with_hard_pin);
-  packer_.pack(config.preferred_segments);
-}
-
 const char* FrameBuilder::data() {
   uint32_t payload = static_cast<uint32_t>(buffer_.size() - kFrameHeaderBytes);
   unsigned char* p = reinterpret_cast<unsigned char*>(buffer_.data());
@@ -97,25 +89,20 @@ bool ArgReader::Bool() {
   return false;
 }
 
+bool ArgReader::Flag() {
+  const msgpack::object* o = Next();
+  if (o == nullptr) return false;
+  if (o->type == msgpack::type::BOOLEAN) return o->via.boolean;
+  if (o->type == msgpack::type::POSITIVE_INTEGER && o->via.u64 <= 1) return o->via.u64 == 1;
+  ok_ = false;
+  return false;
+}
+
 ArgReader ArgReader::Array() {
   const msgpack::object* o = Next();
   ArgReader inner = o ? ArgReader(*o) : ArgReader();
   if (!inner.ok()) ok_ = false;
   return inner;
-}
-
-WireConfig ArgReader::Config() {
-  WireConfig c;
-  ArgReader r = Array();
-  c.replica_num = r.U64();
-  c.with_soft_pin = r.Bool();
-  c.with_hard_pin = r.Bool();
-  ArgReader names = r.Array();
-  for (size_t i = 0; names.ok() && i < names.size(); ++i) {
-    c.preferred_segments.push_back(names.Str());
-  }
-  if (!r.ok() || !names.ok()) ok_ = false;
-  return c;
 }
 
 bool ParseMessage(const char* payload, size_t length, Message* out) {

@@ -1,7 +1,7 @@
-// The Unix-socket protocol between libmooncake_store and mooncaked (docs/protocol.md):
-// length-prefixed msgpack frames, a request id on every message, and one file descriptor
-// (the client's pool) passed with SCM_RIGHTS at the handshake. Both sides use only this
-// header, so the wire format is written down once.
+// The framing of the Unix-socket protocol between libmooncake_store and mooncaked
+// (docs/protocol.md): length-prefixed msgpack frames, a request id on every message, and
+// one file descriptor (the client's pool) passed with SCM_RIGHTS at the handshake. The
+// operations themselves, their arguments and replies, are in common/uds_ops.h.
 #ifndef MOONCAKE_COMMON_UDS_PROTOCOL_H_
 #define MOONCAKE_COMMON_UDS_PROTOCOL_H_
 
@@ -19,39 +19,6 @@ constexpr uint32_t kMaxFrameBytes = 64u << 20;
 constexpr uint32_t kFrameHeaderBytes = 4;
 constexpr size_t kMaxBatch = 65536;
 
-enum class Op : uint32_t {
-  kHello = 1,
-  kPut = 2,
-  kBatchPut = 3,
-  kUpsert = 4,
-  kPutBegin = 5,
-  kPutChunk = 6,
-  kPutCommit = 7,
-  kPutAbort = 8,
-  kGet = 9,
-  kBatchGet = 10,
-  kGetBegin = 11,
-  kGetChunk = 12,
-  kGetEnd = 13,
-  kExist = 14,
-  kBatchExist = 15,
-  kGetSize = 16,
-  kRemove = 17,
-  kRemoveByRegex = 18,
-  kRemoveAll = 19,
-  kHostname = 20,
-  kHealth = 21,
-  kMountSegment = 22,
-};
-constexpr uint32_t kMaxOp = 22;
-
-// How a put is placed, as it travels on the socket.
-struct WireConfig {
-  uint64_t replica_num = 1;
-  bool with_soft_pin = false;
-  bool with_hard_pin = false;
-  std::vector<std::string> preferred_segments;
-};
 
 // The bytes of one frame: a msgpack stream that keeps small frames inline (on the
 // builder's stack), because msgpack::sbuffer mallocs 8 KiB for every frame, however small,
@@ -74,14 +41,14 @@ class FrameBuffer {
 };
 
 // Builds one frame: [id, head, [args...]] behind its length prefix. head is the op of a
-// request or the code of a response. Pack exactly arg_count items into args().
+// request or the code of a response. Pack exactly arg_count items into args() (with
+// uds::PackFields, common/uds_fields.h).
 class FrameBuilder {
  public:
   FrameBuilder(uint64_t id, int64_t head, uint32_t arg_count);
   FrameBuilder(const FrameBuilder&) = delete;
   FrameBuilder& operator=(const FrameBuilder&) = delete;
   msgpack::packer<FrameBuffer>& args() { return packer_; }
-  void PackConfig(const WireConfig& config);
   // The finished frame, length prefix included.
   const char* data();
   size_t size() const { return buffer_.size(); }
@@ -93,7 +60,7 @@ class FrameBuilder {
 
 // Reads positional values from a msgpack array. A getter that meets the wrong type, or
 // runs past the end, marks the reader failed and returns a zero value; callers read
-// everything, then check ok() once.
+// everything, then check ok() once. common/uds_fields.h reads whole structs with it.
 class ArgReader {
  public:
   ArgReader() = default;
@@ -106,8 +73,11 @@ class ArgReader {
   uint64_t U64();
   int64_t I64();
   bool Bool();
+  // A msgpack boolean, or the integer 0 or 1.
+  bool Flag();
   ArgReader Array();
-  WireConfig Config();
+  // Marks the reader failed (a shape error found by the caller).
+  void Fail() { ok_ = false; }
 
  private:
   const msgpack::object* Next();

@@ -213,13 +213,13 @@ int main(int argc, char** argv) {
     int64_t segment_id = 0;
     int64_t backoff_ms = 50;
     for (;;) {
-      int32_t code = membership.Mount(segment, &segment_id);
-      if (code == 0) break;
-      if (code != ToInt(ErrorCode::RPC_FAIL) && code != ToInt(ErrorCode::CLIENT_NOT_FOUND)) {
+      ErrorCode code = membership.Mount(segment, &segment_id);
+      if (code == ErrorCode::OK) break;
+      if (code != ErrorCode::RPC_FAIL && code != ErrorCode::CLIENT_NOT_FOUND) {
         MC_LOG_ERROR("the master refused the global segment: %s", ErrorName(code));
         return 1;
       }
-      if (code == ToInt(ErrorCode::CLIENT_NOT_FOUND)) membership.Reregister();
+      if (code == ErrorCode::CLIENT_NOT_FOUND) membership.Reregister();
       MC_LOG_WARN("mounting the global segment failed (%s); retrying in %lld ms",
                   ErrorName(code), static_cast<long long>(backoff_ms));
       std::unique_lock<std::mutex> lock(stop_mu);

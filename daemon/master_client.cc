@@ -21,7 +21,6 @@ namespace {
 
 thread_local std::string g_last_error;
 
-constexpr int32_t kRpcFail = static_cast<int32_t>(ErrorCode::RPC_FAIL);
 
 }  // namespace
 
@@ -122,12 +121,12 @@ void MasterClient::DropIdle() {
   cv_.notify_all();
 }
 
-int32_t MasterClient::Call(const std::function<void(rpc::MasterServiceClient&)>& fn) {
+ErrorCode MasterClient::Call(const std::function<void(rpc::MasterServiceClient&)>& fn) {
   std::string error;
   std::unique_ptr<Connection> conn = Checkout(&error);
   if (conn == nullptr) {
     g_last_error = error;
-    return kRpcFail;
+    return ErrorCode::RPC_FAIL;
   }
   try {
     fn(*conn->client);
@@ -138,153 +137,188 @@ int32_t MasterClient::Call(const std::function<void(rpc::MasterServiceClient&)>&
     std::lock_guard<std::mutex> lock(mu_);
     --open_count_;
     cv_.notify_one();
-    return kRpcFail;
+    return ErrorCode::RPC_FAIL;
   }
   Checkin(std::move(conn));
-  return 0;
+  return ErrorCode::OK;
 }
+
+namespace {
+
+// The code of an RPC that returns one: RPC_FAIL when the call itself failed.
+ErrorCode CodeOf(ErrorCode call, int32_t wire) {
+  return call != ErrorCode::OK ? call : FromWire(wire);
+}
+
+// A batch RPC's outcome: RPC_FAIL also for a master that miscounts; *out is left empty
+// on failure.
+template <class T>
+ErrorCode ListOf(ErrorCode call, size_t expected, std::vector<T>* out) {
+  if (call == ErrorCode::OK && out->size() != expected) call = ErrorCode::RPC_FAIL;
+  if (call != ErrorCode::OK) out->clear();
+  return call;
+}
+
+// Per-key codes as they came on the wire.
+std::vector<ErrorCode> CodesOf(const std::vector<int32_t>& wire) {
+  std::vector<ErrorCode> codes;
+  codes.reserve(wire.size());
+  for (int32_t w : wire) codes.push_back(FromWire(w));
+  return codes;
+}
+
+// A count, or the code that came instead of it.
+Result<uint64_t> CountOf(ErrorCode call, int64_t wire) {
+  if (call != ErrorCode::OK) return call;
+  if (wire < 0) return FromWire(wire);
+  return static_cast<uint64_t>(wire);
+}
+
+}  // namespace
 
 // ---- wrappers ----
 
-int32_t MasterClient::RegisterDaemon(int64_t daemon_id, const std::string& name) {
+ErrorCode MasterClient::RegisterDaemon(int64_t daemon_id, const std::string& name) {
   int32_t code = 0;
-  int32_t rc = Call([&](rpc::MasterServiceClient& c) { code = c.RegisterDaemon(daemon_id, name); });
-  return rc != 0 ? rc : code;
+  ErrorCode call = Call([&](rpc::MasterServiceClient& c) { code = c.RegisterDaemon(daemon_id, name); });
+  return CodeOf(call, code);
 }
 
-int32_t MasterClient::Heartbeat(int64_t daemon_id, rpc::HeartbeatResult* out) {
-  int32_t rc = Call([&](rpc::MasterServiceClient& c) { c.Heartbeat(*out, daemon_id); });
-  return rc != 0 ? rc : out->code;
+ErrorCode MasterClient::Heartbeat(int64_t daemon_id, rpc::HeartbeatResult* out) {
+  ErrorCode call = Call([&](rpc::MasterServiceClient& c) { c.Heartbeat(*out, daemon_id); });
+  return CodeOf(call, out->code);
 }
 
-int32_t MasterClient::MountSegment(const rpc::SegmentInfo& segment) {
+ErrorCode MasterClient::MountSegment(const rpc::SegmentInfo& segment) {
   int32_t code = 0;
-  int32_t rc = Call([&](rpc::MasterServiceClient& c) { code = c.MountSegment(segment); });
-  return rc != 0 ? rc : code;
+  ErrorCode call = Call([&](rpc::MasterServiceClient& c) { code = c.MountSegment(segment); });
+  return CodeOf(call, code);
 }
 
-int32_t MasterClient::UnmountSegment(int64_t daemon_id, int64_t segment_id) {
+ErrorCode MasterClient::UnmountSegment(int64_t daemon_id, int64_t segment_id) {
   int32_t code = 0;
-  int32_t rc =
+  ErrorCode call =
       Call([&](rpc::MasterServiceClient& c) { code = c.UnmountSegment(daemon_id, segment_id); });
-  return rc != 0 ? rc : code;
+  return CodeOf(call, code);
 }
 
-int32_t MasterClient::GetAllSegments(std::vector<rpc::SegmentInfo>* out) {
+ErrorCode MasterClient::GetAllSegments(std::vector<rpc::SegmentInfo>* out) {
   return Call([&](rpc::MasterServiceClient& c) { c.GetAllSegments(*out); });
 }
 
-int32_t MasterClient::PutStart(int64_t writer, const std::string& key, int64_t size,
-                               const rpc::ReplicateConfig& config, rpc::PutStartResult* out) {
-  int32_t rc =
+ErrorCode MasterClient::PutStart(int64_t writer, const std::string& key, int64_t size,
+                                 const rpc::ReplicateConfig& config, rpc::PutStartResult* out) {
+  ErrorCode call =
       Call([&](rpc::MasterServiceClient& c) { c.PutStart(*out, writer, key, size, config); });
-  return rc != 0 ? rc : out->code;
+  return CodeOf(call, out->code);
 }
 
-int32_t MasterClient::PutEnd(int64_t writer, const std::string& key, int64_t checksum) {
+ErrorCode MasterClient::PutEnd(int64_t writer, const std::string& key, int64_t checksum) {
   int32_t code = 0;
-  int32_t rc = Call([&](rpc::MasterServiceClient& c) { code = c.PutEnd(writer, key, checksum); });
-  return rc != 0 ? rc : code;
+  ErrorCode call =
+      Call([&](rpc::MasterServiceClient& c) { code = c.PutEnd(writer, key, checksum); });
+  return CodeOf(call, code);
 }
 
-int32_t MasterClient::PutRevoke(int64_t writer, const std::string& key) {
+ErrorCode MasterClient::PutRevoke(int64_t writer, const std::string& key) {
   int32_t code = 0;
-  int32_t rc = Call([&](rpc::MasterServiceClient& c) { code = c.PutRevoke(writer, key); });
-  return rc != 0 ? rc : code;
+  ErrorCode call = Call([&](rpc::MasterServiceClient& c) { code = c.PutRevoke(writer, key); });
+  return CodeOf(call, code);
 }
 
-int32_t MasterClient::UpsertStart(int64_t writer, const std::string& key, int64_t size,
-                                  const rpc::ReplicateConfig& config, rpc::PutStartResult* out) {
-  int32_t rc =
-      Call([&](rpc::MasterServiceClient& c) { c.UpsertStart(*out, writer, key, size, config); });
-  return rc != 0 ? rc : out->code;
-}
-
-int32_t MasterClient::UpsertEnd(int64_t writer, const std::string& key, int64_t checksum) {
-  int32_t code = 0;
-  int32_t rc =
-      Call([&](rpc::MasterServiceClient& c) { code = c.UpsertEnd(writer, key, checksum); });
-  return rc != 0 ? rc : code;
-}
-
-int32_t MasterClient::UpsertRevoke(int64_t writer, const std::string& key) {
-  int32_t code = 0;
-  int32_t rc = Call([&](rpc::MasterServiceClient& c) { code = c.UpsertRevoke(writer, key); });
-  return rc != 0 ? rc : code;
-}
-
-int32_t MasterClient::BatchPutStart(int64_t writer, const std::vector<std::string>& keys,
-                                    const std::vector<int64_t>& sizes,
+ErrorCode MasterClient::UpsertStart(int64_t writer, const std::string& key, int64_t size,
                                     const rpc::ReplicateConfig& config,
-                                    std::vector<rpc::PutStartResult>* out) {
-  int32_t rc = Call(
+                                    rpc::PutStartResult* out) {
+  ErrorCode call =
+      Call([&](rpc::MasterServiceClient& c) { c.UpsertStart(*out, writer, key, size, config); });
+  return CodeOf(call, out->code);
+}
+
+ErrorCode MasterClient::UpsertEnd(int64_t writer, const std::string& key, int64_t checksum) {
+  int32_t code = 0;
+  ErrorCode call =
+      Call([&](rpc::MasterServiceClient& c) { code = c.UpsertEnd(writer, key, checksum); });
+  return CodeOf(call, code);
+}
+
+ErrorCode MasterClient::UpsertRevoke(int64_t writer, const std::string& key) {
+  int32_t code = 0;
+  ErrorCode call = Call([&](rpc::MasterServiceClient& c) { code = c.UpsertRevoke(writer, key); });
+  return CodeOf(call, code);
+}
+
+ErrorCode MasterClient::BatchPutStart(int64_t writer, const std::vector<std::string>& keys,
+                                      const std::vector<int64_t>& sizes,
+                                      const rpc::ReplicateConfig& config,
+                                      std::vector<rpc::PutStartResult>* out) {
+  ErrorCode call = Call(
       [&](rpc::MasterServiceClient& c) { c.BatchPutStart(*out, writer, keys, sizes, config); });
-  if (rc == 0 && out->size() != keys.size()) rc = kRpcFail;  // a master that miscounts
-  if (rc != 0) out->clear();
-  return rc;
+  return ListOf(call, keys.size(), out);
 }
 
-int32_t MasterClient::BatchPutEnd(int64_t writer, const std::vector<std::string>& keys,
-                                  std::vector<int32_t>* out,
-                                  const std::vector<int64_t>& checksums) {
-  int32_t rc =
-      Call([&](rpc::MasterServiceClient& c) { c.BatchPutEnd(*out, writer, keys, checksums); });
-  if (rc == 0 && out->size() != keys.size()) rc = kRpcFail;
-  if (rc != 0) out->clear();
-  return rc;
+ErrorCode MasterClient::BatchPutEnd(int64_t writer, const std::vector<std::string>& keys,
+                                    std::vector<ErrorCode>* out,
+                                    const std::vector<int64_t>& checksums) {
+  std::vector<int32_t> wire;
+  ErrorCode call =
+      Call([&](rpc::MasterServiceClient& c) { c.BatchPutEnd(wire, writer, keys, checksums); });
+  call = ListOf(call, keys.size(), &wire);
+  *out = CodesOf(wire);
+  return call;
 }
 
-int32_t MasterClient::BatchPutRevoke(int64_t writer, const std::vector<std::string>& keys,
-                                     std::vector<int32_t>* out) {
-  int32_t rc = Call([&](rpc::MasterServiceClient& c) { c.BatchPutRevoke(*out, writer, keys); });
-  if (rc == 0 && out->size() != keys.size()) rc = kRpcFail;
-  if (rc != 0) out->clear();
-  return rc;
+ErrorCode MasterClient::BatchPutRevoke(int64_t writer, const std::vector<std::string>& keys,
+                                       std::vector<ErrorCode>* out) {
+  std::vector<int32_t> wire;
+  ErrorCode call =
+      Call([&](rpc::MasterServiceClient& c) { c.BatchPutRevoke(wire, writer, keys); });
+  call = ListOf(call, keys.size(), &wire);
+  *out = CodesOf(wire);
+  return call;
 }
 
-int32_t MasterClient::GetReplicaList(const std::string& key, rpc::ReplicaListResult* out) {
-  int32_t rc = Call([&](rpc::MasterServiceClient& c) { c.GetReplicaList(*out, key); });
-  return rc != 0 ? rc : out->code;
+ErrorCode MasterClient::GetReplicaList(const std::string& key, rpc::ReplicaListResult* out) {
+  ErrorCode call = Call([&](rpc::MasterServiceClient& c) { c.GetReplicaList(*out, key); });
+  return CodeOf(call, out->code);
 }
 
-int32_t MasterClient::BatchGetReplicaList(const std::vector<std::string>& keys,
-                                          std::vector<rpc::ReplicaListResult>* out) {
-  int32_t rc = Call([&](rpc::MasterServiceClient& c) { c.BatchGetReplicaList(*out, keys); });
-  if (rc == 0 && out->size() != keys.size()) rc = kRpcFail;
-  if (rc != 0) out->clear();
-  return rc;
+ErrorCode MasterClient::BatchGetReplicaList(const std::vector<std::string>& keys,
+                                            std::vector<rpc::ReplicaListResult>* out) {
+  ErrorCode call = Call([&](rpc::MasterServiceClient& c) { c.BatchGetReplicaList(*out, keys); });
+  return ListOf(call, keys.size(), out);
 }
 
-int32_t MasterClient::ExistKey(const std::string& key) {
+Result<bool> MasterClient::ExistKey(const std::string& key) {
+  int32_t found = 0;
+  ErrorCode call = Call([&](rpc::MasterServiceClient& c) { found = c.ExistKey(key); });
+  if (call != ErrorCode::OK) return call;
+  if (found == 0 || found == 1) return found == 1;
+  return FromWire(found);
+}
+
+ErrorCode MasterClient::BatchExistKey(const std::vector<std::string>& keys,
+                                      std::vector<int32_t>* out) {
+  ErrorCode call = Call([&](rpc::MasterServiceClient& c) { c.BatchExistKey(*out, keys); });
+  return ListOf(call, keys.size(), out);
+}
+
+ErrorCode MasterClient::Remove(const std::string& key, bool force) {
   int32_t code = 0;
-  int32_t rc = Call([&](rpc::MasterServiceClient& c) { code = c.ExistKey(key); });
-  return rc != 0 ? rc : code;
+  ErrorCode call = Call([&](rpc::MasterServiceClient& c) { code = c.Remove(key, force); });
+  return CodeOf(call, code);
 }
 
-int32_t MasterClient::BatchExistKey(const std::vector<std::string>& keys,
-                                    std::vector<int32_t>* out) {
-  int32_t rc = Call([&](rpc::MasterServiceClient& c) { c.BatchExistKey(*out, keys); });
-  if (rc == 0 && out->size() != keys.size()) rc = kRpcFail;
-  if (rc != 0) out->clear();
-  return rc;
-}
-
-int32_t MasterClient::Remove(const std::string& key, bool force) {
-  int32_t code = 0;
-  int32_t rc = Call([&](rpc::MasterServiceClient& c) { code = c.Remove(key, force); });
-  return rc != 0 ? rc : code;
-}
-
-int64_t MasterClient::RemoveByRegex(const std::string& pattern, bool force) {
+Result<uint64_t> MasterClient::RemoveByRegex(const std::string& pattern, bool force) {
   int64_t count = 0;
-  int32_t rc = Call([&](rpc::MasterServiceClient& c) { count = c.RemoveByRegex(pattern, force); });
-  return rc != 0 ? rc : count;
+  ErrorCode call =
+      Call([&](rpc::MasterServiceClient& c) { count = c.RemoveByRegex(pattern, force); });
+  return CountOf(call, count);
 }
 
-int64_t MasterClient::RemoveAll(bool force) {
+Result<uint64_t> MasterClient::RemoveAll(bool force) {
   int64_t count = 0;
-  int32_t rc = Call([&](rpc::MasterServiceClient& c) { count = c.RemoveAll(force); });
-  return rc != 0 ? rc : count;
+  ErrorCode call = Call([&](rpc::MasterServiceClient& c) { count = c.RemoveAll(force); });
+  return CountOf(call, count);
 }
 
 }  // namespace mooncake

@@ -8,7 +8,8 @@
 // closed and dropped, and the call returns RPC_FAIL (-900); the next call opens a fresh
 // one. So a master restart costs the requests in flight at that moment and nothing more.
 //
-// Wrappers return the RPC's own code (0, -704, ...) or -900; results go to out-parameters.
+// Wrappers return the RPC's own code (OK, OBJECT_NOT_FOUND, ...) or RPC_FAIL; results go
+// to out-parameters. Codes become ErrorCode here, where they leave Thrift.
 #ifndef MOONCAKE_DAEMON_MASTER_CLIENT_H_
 #define MOONCAKE_DAEMON_MASTER_CLIENT_H_
 
@@ -21,6 +22,7 @@
 #include <vector>
 
 #include "MasterService.h"
+#include "common/error_code.h"
 
 namespace mooncake {
 
@@ -39,9 +41,9 @@ class MasterClient {
   MasterClient(const MasterClient&) = delete;
   MasterClient& operator=(const MasterClient&) = delete;
 
-  // Runs fn on a pooled connection. 0 when the RPC completed (its own result is whatever
-  // fn captured), -900 when the master was unreachable or the connection broke.
-  int32_t Call(const std::function<void(rpc::MasterServiceClient&)>& fn);
+  // Runs fn on a pooled connection. OK when the RPC completed (its own result is whatever
+  // fn captured), RPC_FAIL when the master was unreachable or the connection broke.
+  ErrorCode Call(const std::function<void(rpc::MasterServiceClient&)>& fn);
 
   // Closes every idle connection: after the master restarted they all point at a dead
   // socket. Connections checked out now are dropped when they come back.
@@ -51,43 +53,42 @@ class MasterClient {
   static std::string LastError();
 
   // ---- wrappers ----
-  int32_t RegisterDaemon(int64_t daemon_id, const std::string& name);
-  int32_t Heartbeat(int64_t daemon_id, rpc::HeartbeatResult* out);
-  int32_t MountSegment(const rpc::SegmentInfo& segment);
-  int32_t UnmountSegment(int64_t daemon_id, int64_t segment_id);
-  int32_t GetAllSegments(std::vector<rpc::SegmentInfo>* out);
+  ErrorCode RegisterDaemon(int64_t daemon_id, const std::string& name);
+  ErrorCode Heartbeat(int64_t daemon_id, rpc::HeartbeatResult* out);
+  ErrorCode MountSegment(const rpc::SegmentInfo& segment);
+  ErrorCode UnmountSegment(int64_t daemon_id, int64_t segment_id);
+  ErrorCode GetAllSegments(std::vector<rpc::SegmentInfo>* out);
 
-  int32_t PutStart(int64_t writer, const std::string& key, int64_t size,
+  ErrorCode PutStart(int64_t writer, const std::string& key, int64_t size,
                    const rpc::ReplicateConfig& config, rpc::PutStartResult* out);
   // checksum: the value's CRC-32C (common/crc32c.h), or -1 for none.
-  int32_t PutEnd(int64_t writer, const std::string& key, int64_t checksum = -1);
-  int32_t PutRevoke(int64_t writer, const std::string& key);
-  int32_t UpsertStart(int64_t writer, const std::string& key, int64_t size,
+  ErrorCode PutEnd(int64_t writer, const std::string& key, int64_t checksum = -1);
+  ErrorCode PutRevoke(int64_t writer, const std::string& key);
+  ErrorCode UpsertStart(int64_t writer, const std::string& key, int64_t size,
                       const rpc::ReplicateConfig& config, rpc::PutStartResult* out);
-  int32_t UpsertEnd(int64_t writer, const std::string& key, int64_t checksum = -1);
-  int32_t UpsertRevoke(int64_t writer, const std::string& key);
-  // The batch forms fill one result per key; on -900 the vectors are left empty.
-  int32_t BatchPutStart(int64_t writer, const std::vector<std::string>& keys,
+  ErrorCode UpsertEnd(int64_t writer, const std::string& key, int64_t checksum = -1);
+  ErrorCode UpsertRevoke(int64_t writer, const std::string& key);
+  // The batch forms fill one result per key; on RPC_FAIL the vectors are left empty.
+  ErrorCode BatchPutStart(int64_t writer, const std::vector<std::string>& keys,
                         const std::vector<int64_t>& sizes, const rpc::ReplicateConfig& config,
                         std::vector<rpc::PutStartResult>* out);
   // checksums: one per key, or empty for none.
-  int32_t BatchPutEnd(int64_t writer, const std::vector<std::string>& keys,
-                      std::vector<int32_t>* out, const std::vector<int64_t>& checksums = {});
-  int32_t BatchPutRevoke(int64_t writer, const std::vector<std::string>& keys,
-                         std::vector<int32_t>* out);
+  ErrorCode BatchPutEnd(int64_t writer, const std::vector<std::string>& keys,
+                      std::vector<ErrorCode>* out, const std::vector<int64_t>& checksums = {});
+  ErrorCode BatchPutRevoke(int64_t writer, const std::vector<std::string>& keys,
+                         std::vector<ErrorCode>* out);
 
-  // Returns out->code (or -900).
-  int32_t GetReplicaList(const std::string& key, rpc::ReplicaListResult* out);
-  int32_t BatchGetReplicaList(const std::vector<std::string>& keys,
+  // Returns out->code (or RPC_FAIL).
+  ErrorCode GetReplicaList(const std::string& key, rpc::ReplicaListResult* out);
+  ErrorCode BatchGetReplicaList(const std::vector<std::string>& keys,
                               std::vector<rpc::ReplicaListResult>* out);
-  // 1, 0, or a negative code.
-  int32_t ExistKey(const std::string& key);
-  int32_t BatchExistKey(const std::vector<std::string>& keys, std::vector<int32_t>* out);
+  Result<bool> ExistKey(const std::string& key);
+  // (*out)[i]: 1, 0, or a negative code, as the master sent it.
+  ErrorCode BatchExistKey(const std::vector<std::string>& keys, std::vector<int32_t>* out);
 
-  int32_t Remove(const std::string& key, bool force);
-  // A count, or a negative code.
-  int64_t RemoveByRegex(const std::string& pattern, bool force);
-  int64_t RemoveAll(bool force);
+  ErrorCode Remove(const std::string& key, bool force);
+  Result<uint64_t> RemoveByRegex(const std::string& pattern, bool force);
+  Result<uint64_t> RemoveAll(bool force);
 
  private:
   struct Connection;

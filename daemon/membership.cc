@@ -34,15 +34,15 @@ Membership::~Membership() { StopHeartbeat(); }
 bool Membership::RegisterWithRetry(const std::atomic<bool>& stop) {
   int64_t backoff_ms = 50;
   while (!stop.load()) {
-    int32_t code = master_->RegisterDaemon(daemon_id_, name_);
-    if (code == 0) {
+    ErrorCode code = master_->RegisterDaemon(daemon_id_, name_);
+    if (code == ErrorCode::OK) {
       healthy_ = true;
       LearnEpoch();
       MC_LOG_INFO("registered with the master as daemon %lld (%s)",
                   static_cast<long long>(daemon_id_), name_.c_str());
       return true;
     }
-    std::string why = code == ToInt(ErrorCode::RPC_FAIL) ? MasterClient::LastError()
+    std::string why = code == ErrorCode::RPC_FAIL ? MasterClient::LastError()
                                                          : ErrorName(code);
     MC_LOG_WARN("cannot register with the master: %s; retrying in %lld ms", why.c_str(),
                 static_cast<long long>(backoff_ms));
@@ -58,10 +58,10 @@ bool Membership::RegisterWithRetry(const std::atomic<bool>& stop) {
 
 void Membership::ReclaimPredecessors() {
   std::vector<rpc::SegmentInfo> all;
-  if (master_->GetAllSegments(&all) != 0) return;  // best effort; the master's TTL remains
+  if (master_->GetAllSegments(&all) != ErrorCode::OK) return;  // best effort; the master's TTL remains
   for (const auto& s : all) {
     if (s.name != name_ || s.daemon_id == daemon_id_) continue;
-    int32_t code = master_->UnmountSegment(s.daemon_id, s.segment_id);
+    ErrorCode code = master_->UnmountSegment(s.daemon_id, s.segment_id);
     MC_LOG_INFO("segment %lld left by a previous daemon %lld on %s: unmount %s",
                 static_cast<long long>(s.segment_id), static_cast<long long>(s.daemon_id),
                 name_.c_str(), ErrorName(code));
@@ -79,11 +79,11 @@ rpc::SegmentInfo Membership::Describe(int64_t segment_id, const SegmentMemory& m
   return info;
 }
 
-int32_t Membership::Mount(std::shared_ptr<SegmentMemory> memory, int64_t* segment_id) {
+ErrorCode Membership::Mount(std::shared_ptr<SegmentMemory> memory, int64_t* segment_id) {
   int64_t id = RandomId();
   // Registered before it is described: an RDMA endpoint carries the registration's key.
-  int32_t code = engine_->RegisterMemory(memory->base(), memory->size());
-  if (code != 0) return code;
+  ErrorCode code = engine_->RegisterMemory(memory->base(), memory->size());
+  if (code != ErrorCode::OK) return code;
   rpc::SegmentInfo info = Describe(id, *memory);
   {
     // Visible before the master hands out ranges in it, and included by a concurrent
@@ -92,8 +92,8 @@ int32_t Membership::Mount(std::shared_ptr<SegmentMemory> memory, int64_t* segmen
     segments_[id] = std::move(memory);
   }
   code = master_->MountSegment(info);
-  if (code == ToInt(ErrorCode::SEGMENT_ALREADY_EXISTS)) code = 0;
-  if (code != 0) {
+  if (code == ErrorCode::SEGMENT_ALREADY_EXISTS) code = ErrorCode::OK;
+  if (code != ErrorCode::OK) {
     char* base = nullptr;
     {
       std::unique_lock<std::shared_mutex> lock(segments_mu_);
@@ -106,15 +106,15 @@ int32_t Membership::Mount(std::shared_ptr<SegmentMemory> memory, int64_t* segmen
   *segment_id = id;
   MC_LOG_INFO("mounted segment %lld: %llu bytes", static_cast<long long>(id),
               static_cast<unsigned long long>(info.size));
-  return 0;
+  return ErrorCode::OK;
 }
 
-int32_t Membership::Unmount(int64_t segment_id) {
-  if (Find(segment_id) == nullptr) return ToInt(ErrorCode::SEGMENT_NOT_FOUND);
+ErrorCode Membership::Unmount(int64_t segment_id) {
+  if (Find(segment_id) == nullptr) return ErrorCode::SEGMENT_NOT_FOUND;
   // The master first: until it has stopped placing replicas in the segment, puts may still
   // be sent here, and must find it (a segment forgotten too early answered them -800).
-  int32_t code = master_->UnmountSegment(daemon_id_, segment_id);
-  if (code != 0) {
+  ErrorCode code = master_->UnmountSegment(daemon_id_, segment_id);
+  if (code != ErrorCode::OK) {
     MC_LOG_WARN("unmount of segment %lld at the master: %s", static_cast<long long>(segment_id),
                 ErrorName(code));
   }
@@ -146,19 +146,19 @@ std::shared_ptr<SegmentMemory> Membership::Find(int64_t segment_id) const {
   return it == segments_.end() ? nullptr : it->second;
 }
 
-int32_t Membership::Reregister() {
+ErrorCode Membership::Reregister() {
   std::lock_guard<std::mutex> lock(reregister_mu_);
   // After a master restart every request in flight meets -103 at about the same time;
   // one registration serves them all.
   if (std::chrono::steady_clock::now() - last_registered_ < std::chrono::milliseconds(200)) {
-    return 0;
+    return ErrorCode::OK;
   }
   // Connections opened to the old master are dead.
   master_->DropIdle();
-  int32_t code = master_->RegisterDaemon(daemon_id_, name_);
-  if (code != 0) {
+  ErrorCode code = master_->RegisterDaemon(daemon_id_, name_);
+  if (code != ErrorCode::OK) {
     MC_LOG_WARN("registering again failed: %s",
-                code == ToInt(ErrorCode::RPC_FAIL) ? MasterClient::LastError().c_str()
+                code == ErrorCode::RPC_FAIL ? MasterClient::LastError().c_str()
                                                    : ErrorName(code));
     return code;
   }
@@ -173,11 +173,11 @@ int32_t Membership::Reregister() {
   }
   size_t mounted = 0;
   for (const auto& s : snapshot) {
-    int32_t rc = master_->MountSegment(Describe(s.first, *s.second));
-    if (rc == 0 && Find(s.first) == nullptr) {
+    ErrorCode rc = master_->MountSegment(Describe(s.first, *s.second));
+    if (rc == ErrorCode::OK && Find(s.first) == nullptr) {
       // Unmounted here while we were mounting it there: do not leave it at the master.
       master_->UnmountSegment(daemon_id_, s.first);
-    } else if (rc == 0 || rc == ToInt(ErrorCode::SEGMENT_ALREADY_EXISTS)) {
+    } else if (rc == ErrorCode::OK || rc == ErrorCode::SEGMENT_ALREADY_EXISTS) {
       ++mounted;
     } else {
       MC_LOG_WARN("mounting segment %lld again failed: %s", static_cast<long long>(s.first),
@@ -187,13 +187,13 @@ int32_t Membership::Reregister() {
   last_registered_ = std::chrono::steady_clock::now();
   MC_LOG_INFO("registered again with the master; %zu of %zu segments mounted", mounted,
               snapshot.size());
-  return 0;
+  return ErrorCode::OK;
 }
 
 void Membership::LearnEpoch() {
   rpc::HeartbeatResult result;
-  int32_t code = master_->Heartbeat(daemon_id_, &result);
-  master_epoch_ = code == 0 ? result.master_epoch : -1;
+  ErrorCode code = master_->Heartbeat(daemon_id_, &result);
+  master_epoch_ = code == ErrorCode::OK ? result.master_epoch : -1;
   if (master_epoch_ == -1) {
     MC_LOG_WARN("the master's epoch is unknown until the next heartbeat: other daemons' "
                 "reads of our segments are refused meanwhile");
@@ -221,23 +221,23 @@ void Membership::HeartbeatLoop() {
     if (heartbeat_stop_) break;
     lock.unlock();
     rpc::HeartbeatResult result;
-    int32_t code = master_->Heartbeat(daemon_id_, &result);
-    if (code == ToInt(ErrorCode::CLIENT_NOT_FOUND)) {
+    ErrorCode code = master_->Heartbeat(daemon_id_, &result);
+    if (code == ErrorCode::CLIENT_NOT_FOUND) {
       MC_LOG_WARN("the master does not know this daemon (restarted?); registering again");
       code = Reregister();
-    } else if (code == 0 && epoch != 0 && result.master_epoch != epoch) {
+    } else if (code == ErrorCode::OK && epoch != 0 && result.master_epoch != epoch) {
       MC_LOG_INFO("the master restarted (epoch %lld -> %lld)", static_cast<long long>(epoch),
                   static_cast<long long>(result.master_epoch));
     }
-    if (code == 0 && result.master_epoch != 0) {
+    if (code == ErrorCode::OK && result.master_epoch != 0) {
       epoch = result.master_epoch;
       master_epoch_ = epoch;  // a heartbeat is answered only by the master we registered at
     }
-    if (code == 0 && !healthy_.exchange(true)) {
+    if (code == ErrorCode::OK && !healthy_.exchange(true)) {
       MC_LOG_INFO("the master is reachable again");
-    } else if (code != 0 && healthy_.exchange(false)) {
+    } else if (code != ErrorCode::OK && healthy_.exchange(false)) {
       MC_LOG_WARN("heartbeat failed: %s",
-                  code == ToInt(ErrorCode::RPC_FAIL) ? MasterClient::LastError().c_str()
+                  code == ErrorCode::RPC_FAIL ? MasterClient::LastError().c_str()
                                                      : ErrorName(code));
       master_->DropIdle();
     }

@@ -57,10 +57,10 @@ class Membership {
 
   // Mounts memory at the master under a fresh segment id (*segment_id) and makes it
   // visible to Find(). Returns MountSegment's code; on failure nothing is kept.
-  int32_t Mount(std::shared_ptr<SegmentMemory> memory, int64_t* segment_id);
+  ErrorCode Mount(std::shared_ptr<SegmentMemory> memory, int64_t* segment_id);
   // Unmounts at the master (which drops the objects in it) and forgets it here. The
   // memory itself lives until the last request copying from it lets go.
-  int32_t Unmount(int64_t segment_id);
+  ErrorCode Unmount(int64_t segment_id);
   void UnmountAll();
 
   // The segment with this id if this daemon owns it, else null. Hot path: a shared lock.
@@ -68,8 +68,8 @@ class Membership {
 
   // Registers and mounts everything again; called on -103 from a heartbeat or a put.
   // Serialized; callers that queue up behind a registration that just succeeded (within
-  // 200 ms) return 0 without repeating it. Returns the registration code.
-  int32_t Reregister();
+  // 200 ms) return OK without repeating it. Returns the registration code.
+  ErrorCode Reregister();
   // Runs in Reregister after the registration and before any segment is mounted again:
   // from then on the master may hand our segments' ranges to new objects, so whatever
   // was learnt from the old master (the read cache) must be forgotten first. Set once,

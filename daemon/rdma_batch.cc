@@ -129,7 +129,7 @@ bool RunRdmaBatch(RdmaSendQueue* queue, const std::vector<RdmaWork>& works,
   for (size_t i = 0; i < works.size(); ++i) {
     bool done = works[i].op->length == 0 ||
                 (i < next && state[i].in_flight == 0 && !state[i].failed);
-    works[i].op->result = done ? 0 : ToInt(ErrorCode::TRANSFER_FAIL);
+    works[i].op->result = done ? ErrorCode::OK : ErrorCode::TRANSFER_FAIL;
   }
   return healthy;
 }

@@ -139,8 +139,8 @@ const RdmaDevice* RdmaTransport::FindDevice(const std::string& name) const {
   return nullptr;
 }
 
-int32_t RdmaTransport::RegisterMemory(char* base, uint64_t size) {
-  if (base == nullptr || size == 0) return ToInt(ErrorCode::INVALID_PARAMS);
+ErrorCode RdmaTransport::RegisterMemory(char* base, uint64_t size) {
+  if (base == nullptr || size == 0) return ErrorCode::INVALID_PARAMS;
   std::vector<ibv_mr*> mrs;
   for (const auto& d : devices_) {
     ibv_mr* mr = ibv_reg_mr(d->pd(), base, size, kAccess);
@@ -151,7 +151,7 @@ int32_t RdmaTransport::RegisterMemory(char* base, uint64_t size) {
                    std::strerror(saved),
                    saved == ENOMEM ? " (is RLIMIT_MEMLOCK large enough to pin it?)" : "");
       Deregister(mrs);
-      return ToInt(ErrorCode::TRANSFER_FAIL);
+      return ErrorCode::TRANSFER_FAIL;
     }
     mrs.push_back(mr);
   }
@@ -161,9 +161,9 @@ int32_t RdmaTransport::RegisterMemory(char* base, uint64_t size) {
     MC_LOG_ERROR("RDMA registration of %llu bytes at %p overlaps a registered range",
                  static_cast<unsigned long long>(size), static_cast<void*>(base));
     Deregister(mrs);
-    return ToInt(ErrorCode::INVALID_PARAMS);
+    return ErrorCode::INVALID_PARAMS;
   }
-  return 0;
+  return ErrorCode::OK;
 }
 
 void RdmaTransport::UnregisterMemory(char* base) {
@@ -261,7 +261,7 @@ void RdmaTransport::Execute(std::vector<TransferOp*>* ops, Clock::time_point dea
   };
   std::vector<Group> groups;  // in the order of their first op
   for (TransferOp* op : *ops) {
-    op->result = ToInt(ErrorCode::TRANSFER_FAIL);
+    op->result = ErrorCode::TRANSFER_FAIL;
     RdmaRemote remote;
     std::string why;
     if (!ResolveRdmaRemote(*op, &remote, &why)) {

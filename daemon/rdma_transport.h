@@ -64,7 +64,7 @@ class RdmaTransport : public Transport {
   const char* protocol() const override { return "rdma"; }
   // Registers with every device: 0, -600 for an empty or overlapping range, -800 when a
   // device refuses (e.g. RLIMIT_MEMLOCK too low to pin it).
-  int32_t RegisterMemory(char* base, uint64_t size) override;
+  ErrorCode RegisterMemory(char* base, uint64_t size) override;
   void UnregisterMemory(char* base) override;
   // {"rdma", device name, EncodeRdmaDescriptor(...)}; false unless [base, base + size)
   // lies in registered memory.

@@ -10,8 +10,6 @@ namespace mooncake {
 
 namespace {
 
-constexpr int32_t kTransferFail = static_cast<int32_t>(ErrorCode::TRANSFER_FAIL);
-constexpr int32_t kChecksumMismatch = static_cast<int32_t>(ErrorCode::CHECKSUM_MISMATCH);
 
 bool InRange(uint64_t offset, uint64_t length, uint64_t size) {
   return length <= size && offset <= size - length;
@@ -19,11 +17,11 @@ bool InRange(uint64_t offset, uint64_t length, uint64_t size) {
 
 }  // namespace
 
-int32_t ReplicaIO::ResolveAll(const std::vector<rpc::ReplicaDescriptor>& replicas, uint64_t size,
-                              std::vector<ReplicaTarget>* out) {
+ErrorCode ReplicaIO::ResolveAll(const std::vector<rpc::ReplicaDescriptor>& replicas, uint64_t size,
+                                std::vector<ReplicaTarget>* out) {
   out->clear();
   for (const auto& r : replicas) {
-    if (r.kind != rpc::ReplicaKind::MEMORY || r.offset < 0) return kTransferFail;
+    if (r.kind != rpc::ReplicaKind::MEMORY || r.offset < 0) return ErrorCode::TRANSFER_FAIL;
     ReplicaTarget t;
     t.segment_id = r.segment_id;
     t.offset = static_cast<uint64_t>(r.offset);
@@ -32,10 +30,10 @@ int32_t ReplicaIO::ResolveAll(const std::vector<rpc::ReplicaDescriptor>& replica
     bool inside = t.segment != nullptr ? t.segment->Contains(t.offset, size)
                   : t.remote != nullptr ? InRange(t.offset, size, t.remote->size)
                                         : false;
-    if (!inside) return kTransferFail;
+    if (!inside) return ErrorCode::TRANSFER_FAIL;
     out->push_back(std::move(t));
   }
-  return out->empty() ? kTransferFail : 0;
+  return out->empty() ? ErrorCode::TRANSFER_FAIL : ErrorCode::OK;
 }
 
 std::vector<ReplicaTarget> ReplicaIO::Candidates(
@@ -93,7 +91,7 @@ void ReplicaIO::WriteAll(std::vector<ValueSlice>* slices,
   std::vector<size_t> owner;  // the slice of each op
   for (size_t i = 0; i < slices->size(); ++i) {
     ValueSlice& s = (*slices)[i];
-    s.result = 0;
+    s.result = ErrorCode::OK;
     s.crc = -1;
     bool crc_asked = false;  // of one remote replica: they all send the same bytes
     for (const ReplicaTarget& t : *s.targets) {
@@ -113,7 +111,7 @@ void ReplicaIO::WriteAll(std::vector<ValueSlice>* slices,
   engine_->Execute(&pointers, deadline);
   for (size_t k = 0; k < ops.size(); ++k) {
     ValueSlice& s = (*slices)[owner[k]];
-    if (ops[k].result != 0) s.result = kTransferFail;
+    if (ops[k].result != ErrorCode::OK) s.result = ErrorCode::TRANSFER_FAIL;
     if (ops[k].has_crc) s.crc = ops[k].crc;
   }
 }
@@ -125,7 +123,7 @@ void ReplicaIO::ReadAny(std::vector<ValueSlice>* slices, const std::vector<int64
   std::vector<size_t> pending(n);
   for (size_t i = 0; i < n; ++i) {
     pending[i] = i;
-    (*slices)[i].result = kTransferFail;
+    (*slices)[i].result = ErrorCode::TRANSFER_FAIL;
   }
   auto wants_crc = [&](size_t i) { return i < expected.size() && expected[i] >= 0; };
   std::vector<int64_t> summed(n, -1);  // a CRC the transport computed this round
@@ -159,7 +157,7 @@ void ReplicaIO::ReadAny(std::vector<ValueSlice>* slices, const std::vector<int64
       for (TransferOp& op : ops) pointers.push_back(&op);
       engine_->Execute(&pointers, deadline);
       for (size_t k = 0; k < ops.size(); ++k) {
-        failed[owner[k]] = ops[k].result != 0;
+        failed[owner[k]] = ops[k].result != ErrorCode::OK;
         if (ops[k].has_crc) summed[owner[k]] = ops[k].crc;
       }
     }
@@ -167,14 +165,14 @@ void ReplicaIO::ReadAny(std::vector<ValueSlice>* slices, const std::vector<int64
     for (size_t i : tried) {
       ValueSlice& s = (*slices)[i];
       if (!failed[i] && matches(i)) {
-        s.result = 0;
+        s.result = ErrorCode::OK;
         s.served = next[i];
         continue;
       }
       // A checksum mismatch outranks a transfer failure: it is what the reader must hear
       // if no replica turns out good.
-      if (!failed[i] || s.result != kChecksumMismatch) {
-        s.result = failed[i] ? kTransferFail : kChecksumMismatch;
+      if (!failed[i] || s.result != ErrorCode::CHECKSUM_MISMATCH) {
+        s.result = failed[i] ? ErrorCode::TRANSFER_FAIL : ErrorCode::CHECKSUM_MISMATCH;
       }
       ++next[i];
       pending.push_back(i);
@@ -182,21 +180,21 @@ void ReplicaIO::ReadAny(std::vector<ValueSlice>* slices, const std::vector<int64
   }
 }
 
-int ReplicaIO::ReadFrom(const std::vector<ReplicaTarget>& candidates, size_t first,
-                        uint64_t value_offset, char* pool, uint64_t length,
-                        std::chrono::steady_clock::time_point deadline) {
+Result<size_t> ReplicaIO::ReadFrom(const std::vector<ReplicaTarget>& candidates, size_t first,
+                                   uint64_t value_offset, char* pool, uint64_t length,
+                                   std::chrono::steady_clock::time_point deadline) {
   for (size_t k = first; k < candidates.size(); ++k) {
     const ReplicaTarget& t = candidates[k];
     if (t.local()) {
       CopyLocal(TransferKind::kRead, t, value_offset, pool, length);
-      return static_cast<int>(k);
+      return k;
     }
     TransferOp op = MakeOp(TransferKind::kRead, t, value_offset, pool, length);
     std::vector<TransferOp*> one{&op};
     engine_->Execute(&one, deadline);
-    if (op.result == 0) return static_cast<int>(k);
+    if (op.result == ErrorCode::OK) return k;
   }
-  return kTransferFail;
+  return ErrorCode::TRANSFER_FAIL;
 }
 
 }  // namespace mooncake

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "MasterService.h"
+#include "common/error_code.h"
 #include "daemon/membership.h"
 #include "daemon/replica_target.h"
 #include "daemon/segment_memory.h"
@@ -31,7 +32,7 @@ struct ValueSlice {
   uint64_t value_offset;                      // inside the value
   char* pool;                                 // the application's side
   uint64_t length;
-  int32_t result = 0;
+  ErrorCode result = ErrorCode::OK;
   size_t served = 0;  // reads: the candidate the bytes came from, when result is 0
   // Writes: set want_crc to have crc set to the bytes' CRC32C if a transport computed it
   // on the way (it stays -1 otherwise: compute it yourself).
@@ -46,9 +47,9 @@ class ReplicaIO {
 
   TransferEngine* engine() const { return engine_; }
 
-  // Every replica of a put (all memory replicas, which the writer must fill): -800 when
-  // one is neither ours nor a segment the master published, or its range is outside.
-  int32_t ResolveAll(const std::vector<rpc::ReplicaDescriptor>& replicas, uint64_t size,
+  // Every replica of a put (all memory replicas, which the writer must fill): TRANSFER_FAIL
+  // when one is neither ours nor a segment the master published, or its range is outside.
+  ErrorCode ResolveAll(const std::vector<rpc::ReplicaDescriptor>& replicas, uint64_t size,
                      std::vector<ReplicaTarget>* out);
   // The replicas a read may use, best first: ours, then other daemons' (those the engine
   // suspects dead last). Empty when none.
@@ -57,19 +58,19 @@ class ReplicaIO {
                                         uint64_t size, int64_t master_epoch);
 
   // Writes each slice's bytes to all its targets (local copies, then the remote ones, all
-  // slices in parallel); each slice's result is 0 or -800.
+  // slices in parallel); each slice's result is OK or TRANSFER_FAIL.
   void WriteAll(std::vector<ValueSlice>* slices, std::chrono::steady_clock::time_point deadline);
 
   // Reads each slice from its first candidate (the remote ones in parallel); a slice whose
   // read failed, or whose whole-value checksum (expected[i] >= 0, slices covering whole
-  // values only) does not match, is read again from the next candidate. results: 0, -800
-  // when no candidate could be read, -801 when none matched the checksum.
+  // values only) does not match, is read again from the next candidate. results: OK,
+  // TRANSFER_FAIL when no candidate could be read, CHECKSUM_MISMATCH when none matched.
   void ReadAny(std::vector<ValueSlice>* slices, const std::vector<int64_t>& expected,
                std::chrono::steady_clock::time_point deadline);
 
   // Reads one slice from candidate `first` onwards; the index that served it (>= first),
-  // or -800 (no checksum: a caller reading a part of a value checks nothing).
-  int ReadFrom(const std::vector<ReplicaTarget>& candidates, size_t first, uint64_t value_offset,
+  // or TRANSFER_FAIL (no checksum: a caller reading a part of a value checks nothing).
+  Result<size_t> ReadFrom(const std::vector<ReplicaTarget>& candidates, size_t first, uint64_t value_offset,
                char* pool, uint64_t length, std::chrono::steady_clock::time_point deadline);
 
  private:

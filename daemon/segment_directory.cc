@@ -26,8 +26,8 @@ std::shared_ptr<const RemoteSegment> SegmentDirectory::Find(int64_t segment_id) 
   std::this_thread::sleep_until(last_refresh_ + kMinRefreshInterval);
   last_refresh_ = std::chrono::steady_clock::now();
   std::vector<rpc::SegmentInfo> all;
-  int32_t code = master_->GetAllSegments(&all);
-  if (code != 0) {
+  ErrorCode code = master_->GetAllSegments(&all);
+  if (code != ErrorCode::OK) {
     MC_LOG_WARN("segment directory: cannot fetch the segments: %s", ErrorName(code));
     return nullptr;
   }

@@ -8,7 +8,6 @@
 
 namespace mooncake {
 
-using uds::ArgReader;
 using uds::Op;
 using namespace store_detail;
 
@@ -20,17 +19,6 @@ bool ValidKey(const std::string& key) {
 
 bool ValidSize(uint64_t size) { return size >= 1 && size <= MOONCAKE_STORE_MAX_VALUE_SIZE; }
 
-int ReadFlag(ArgReader* r) {
-  ArgReader probe = *r;
-  bool value = probe.Bool();
-  if (probe.ok()) {
-    *r = probe;
-    return value ? 1 : 0;
-  }
-  uint64_t number = r->U64();  // a wrong type fails the reader
-  return number > 1 ? -1 : static_cast<int>(number);
-}
-
 bool ToRpcConfig(const uds::WireConfig& wire, rpc::ReplicateConfig* out) {
   if (wire.replica_num < 1 || wire.replica_num > 64) return false;
   out->replica_num = static_cast<int32_t>(wire.replica_num);
@@ -39,28 +27,6 @@ bool ToRpcConfig(const uds::WireConfig& wire, rpc::ReplicateConfig* out) {
   out->preferred_segments = wire.preferred_segments;
   out->soft_pin_ttl_ms = 0;
   return true;
-}
-
-bool ReadKeyArg(ClientSession* s, uint64_t id, ArgReader* a, std::string* key) {
-  *key = a->Str();
-  if (!Done(*a)) return false;
-  if (!ValidKey(*key)) {
-    key->clear();
-    Reply(s, id, kInvalid);
-  }
-  return true;
-}
-
-void Reply(ClientSession* s, uint64_t id, int32_t code) {
-  uds::FrameBuilder frame(id, code, 0);
-  s->Send(&frame);
-}
-
-void ReplyInts(ClientSession* s, uint64_t id, int32_t code, const std::vector<int64_t>& values) {
-  if (code != 0) return Reply(s, id, code);
-  uds::FrameBuilder frame(id, code, static_cast<uint32_t>(values.size()));
-  for (int64_t v : values) frame.args().pack(v);
-  s->Send(&frame);
 }
 
 }  // namespace store_detail
@@ -82,36 +48,35 @@ int64_t StoreService::ValueChecksum(const ValueSlice& written) const {
 
 bool StoreService::Hello(ClientSession* s, const uds::Message& hello, std::vector<int> fds,
                          std::string* why) {
-  ArgReader args = hello.args;
-  uint64_t abi = args.U64();
-  uint64_t pool_size = args.U64();
-  args.U64();  // pid: the kernel's SO_PEERCRED is what we trust and log
-  std::string master = args.Str();
-  if (!Done(args)) {
+  uds::HelloArgs in;
+  if (!uds::ParseFields(hello.args, &in)) {
     for (int fd : fds) close(fd);
     *why = "malformed HELLO";
     return false;
   }
-  if (abi != MOONCAKE_STORE_ABI_VERSION) {
-    *why = "ABI version " + std::to_string(abi) + ", daemon speaks " +
+  if (in.abi_version != MOONCAKE_STORE_ABI_VERSION) {
+    *why = "ABI version " + std::to_string(in.abi_version) + ", daemon speaks " +
            std::to_string(MOONCAKE_STORE_ABI_VERSION);
-  } else if (!master.empty() && master != master_address_) {
-    *why = "client expects master " + master + ", daemon uses " + master_address_;
-  } else if (fds.size() > 1 || (pool_size == 0) != fds.empty()) {
-    *why = pool_size == 0 ? "a pool fd came with pool_size 0"
-                          : "pool_size " + std::to_string(pool_size) + " needs exactly one fd";
-  } else if (pool_size == 0 || s->AttachPool(fds[0], pool_size, why)) {
+  } else if (!in.master_address.empty() && in.master_address != master_address_) {
+    *why = "client expects master " + in.master_address + ", daemon uses " + master_address_;
+  } else if (fds.size() > 1 || (in.pool_size == 0) != fds.empty()) {
+    *why = in.pool_size == 0
+               ? "a pool fd came with pool_size 0"
+               : "pool_size " + std::to_string(in.pool_size) + " needs exactly one fd";
+  } else if (in.pool_size == 0 || s->AttachPool(fds[0], in.pool_size, why)) {
     fds.clear();  // the session owns the pool fd now
     // Remote reads land in the pool and remote writes leave from it: RDMA must know it.
-    char* pool = s->PoolRange(0, pool_size);
-    if (pool != nullptr && io_->engine()->RegisterMemory(pool, pool_size) != 0) {
+    char* pool = s->PoolRange(0, in.pool_size);
+    if (pool != nullptr && io_->engine()->RegisterMemory(pool, in.pool_size) != ErrorCode::OK) {
       *why = "the pool could not be registered with the transfer engine";
-      Reply(s, hello.id, ToInt(ErrorCode::TRANSFER_FAIL));
+      uds::ReplyFrame refusal(hello.id, ErrorCode::TRANSFER_FAIL, uds::NoReply());
+      s->Send(&refusal);
       return false;
     }
-    uds::FrameBuilder reply(hello.id, kOk, 2);
-    reply.args().pack(membership_->name());
-    reply.args().pack(static_cast<uint64_t>(membership_->daemon_id()));
+    uds::HelloReply out;
+    out.hostname = membership_->name();
+    out.daemon_id = static_cast<uint64_t>(membership_->daemon_id());
+    uds::ReplyFrame reply(hello.id, ErrorCode::OK, out);
     if (!s->Send(&reply)) {
       *why = "HELLO reply could not be sent";
       return false;
@@ -121,51 +86,49 @@ bool StoreService::Hello(ClientSession* s, const uds::Message& hello, std::vecto
     fds.clear();  // AttachPool closed it
   }
   for (int fd : fds) close(fd);
-  Reply(s, hello.id, kInvalid);
+  uds::ReplyFrame refusal(hello.id, ErrorCode::INVALID_PARAMS, uds::NoReply());
+  s->Send(&refusal);
   return false;
 }
 
-bool StoreService::Handle(ClientSession* s, uds::Message* m, std::string* why) {
-  ArgReader* a = &m->args;
-  uint64_t id = m->id;
-  bool ok = false;
-  switch (static_cast<Op>(m->head)) {
-    case Op::kPut: ok = OnPut(s, id, a, false); break;
-    case Op::kBatchPut: ok = OnBatchPut(s, id, a); break;
-    case Op::kUpsert: ok = OnPut(s, id, a, true); break;
-    case Op::kPutBegin: ok = OnPutBegin(s, id, a); break;
-    case Op::kPutChunk: ok = OnPutChunk(s, id, a); break;
-    case Op::kPutCommit: ok = OnPutEnd(s, id, a, true); break;
-    case Op::kPutAbort: ok = OnPutEnd(s, id, a, false); break;
-    case Op::kGet: ok = OnGet(s, id, a); break;
-    case Op::kBatchGet: ok = OnBatchGet(s, id, a); break;
-    case Op::kGetBegin: ok = OnGetBegin(s, id, a); break;
-    case Op::kGetChunk: ok = OnGetChunk(s, id, a); break;
-    case Op::kGetEnd: ok = OnGetEnd(s, id, a); break;
-    case Op::kExist: ok = OnExist(s, id, a); break;
-    case Op::kBatchExist: ok = OnBatchExist(s, id, a); break;
-    case Op::kGetSize: ok = OnGetSize(s, id, a); break;
-    case Op::kRemove: ok = OnRemove(s, id, a); break;
-    case Op::kRemoveByRegex: ok = OnRemoveByRegex(s, id, a); break;
-    case Op::kRemoveAll: ok = OnRemoveAll(s, id, a); break;
-    case Op::kHostname:
-      if ((ok = Done(*a))) {
-        uds::FrameBuilder frame(id, kOk, 1);
-        frame.args().pack(membership_->name());
-        s->Send(&frame);
-      }
-      break;
-    case Op::kHealth:
-      if ((ok = Done(*a))) ReplyInts(s, id, kOk, {membership_->healthy() ? 1 : 0});
-      break;
-    case Op::kMountSegment: ok = OnMountSegment(s, id, a); break;
-    case Op::kHello:
+template <Op op>
+bool StoreService::Run(ClientSession* s, const uds::Message& request,
+                       ErrorCode (StoreService::*handler)(ClientSession*,
+                                                          const typename uds::OpSpec<op>::Args&,
+                                                          typename uds::OpSpec<op>::Reply*)) {
+  typename uds::OpSpec<op>::Args in;
+  if (!uds::ParseFields(request.args, &in)) return false;
+  typename uds::OpSpec<op>::Reply out;
+  ErrorCode code = (this->*handler)(s, in, &out);
+  uds::ReplyFrame reply(request.id, code, out);
+  s->Send(&reply);
+  return true;
+}
+
+bool StoreService::Handle(ClientSession* s, uds::Message* request, std::string* why) {
+  const uds::Message& m = *request;
+  switch (m.head) {
+#define MC_UDS_DISPATCH_(name, wire, code, args, reply, note)                  \
+  case code:                                                                   \
+    if (Run<Op::k##name>(s, m, &StoreService::On##name)) return true;         \
+    *why = "malformed arguments for " wire;                                    \
+    return false;
+    MC_UDS_OPS(MC_UDS_DISPATCH_)
+#undef MC_UDS_DISPATCH_
     default:
-      *why = "unexpected op " + std::to_string(m->head);
+      *why = "unexpected op " + std::to_string(m.head);
       return false;
   }
-  if (!ok) *why = "malformed arguments for op " + std::to_string(m->head);
-  return ok;
+}
+
+ErrorCode StoreService::OnHostname(ClientSession*, const uds::NoArgs&, uds::HostnameReply* out) {
+  out->hostname = membership_->name();
+  return ErrorCode::OK;
+}
+
+ErrorCode StoreService::OnHealth(ClientSession*, const uds::NoArgs&, uds::HealthReply* out) {
+  out->master_reachable = membership_->healthy() ? 1 : 0;
+  return ErrorCode::OK;
 }
 
 void StoreService::Teardown(ClientSession* s) {
@@ -200,123 +163,107 @@ void StoreService::Teardown(ClientSession* s) {
 
 // ---- queries and removal ----
 
-bool StoreService::OnExist(ClientSession* s, uint64_t id, ArgReader* a) {
-  std::string key;
-  if (!ReadKeyArg(s, id, a, &key)) return false;
-  if (key.empty()) return true;  // answered -600
+ErrorCode StoreService::OnExist(ClientSession*, const uds::KeyArgs& in, uds::ExistReply* out) {
+  if (!ValidKey(in.key)) return ErrorCode::INVALID_PARAMS;
   ReadCache::Entry cached;
-  int32_t v = cache_->Lookup(key, &cached) ? 1 : master_->ExistKey(key);
-  ReplyInts(s, id, v < 0 ? v : kOk, {v});
-  return true;
+  if (cache_->Lookup(in.key, &cached)) {
+    out->present = 1;
+    return ErrorCode::OK;
+  }
+  Result<bool> found = master_->ExistKey(in.key);
+  out->present = found.ok() && found.value() ? 1 : 0;
+  return found.code();
 }
 
-bool StoreService::OnBatchExist(ClientSession* s, uint64_t id, ArgReader* a) {
-  ArgReader list = a->Array();
-  if (!Done(*a) || list.size() > uds::kMaxBatch) return false;
-  std::vector<int64_t> results(list.size(), kInvalid);
+ErrorCode StoreService::OnBatchExist(ClientSession*, const uds::BatchExistArgs& in,
+                                     uds::BatchExistReply* out) {
+  std::vector<int64_t>& results = out->values;
+  results.assign(in.keys.size(), ToInt(ErrorCode::INVALID_PARAMS));
   std::vector<std::string> keys;
   std::vector<size_t> index;
   ReadCache::Entry cached;
   for (size_t i = 0; i < results.size(); ++i) {
-    std::string key = list.Str();
+    const std::string& key = in.keys[i];
     if (!ValidKey(key)) continue;
     if (cache_->Lookup(key, &cached)) {
       results[i] = 1;
       continue;
     }
-    keys.push_back(std::move(key));
+    keys.push_back(key);
     index.push_back(i);
   }
-  if (!list.ok()) return false;
   if (!keys.empty()) {
     std::vector<int32_t> found;
-    int32_t rc = master_->BatchExistKey(keys, &found);
-    for (size_t j = 0; j < index.size(); ++j) results[index[j]] = rc != 0 ? rc : found[j];
+    ErrorCode rc = master_->BatchExistKey(keys, &found);
+    for (size_t j = 0; j < index.size(); ++j) {
+      results[index[j]] = rc != ErrorCode::OK ? ToInt(rc) : found[j];
+    }
   }
-  ReplyInts(s, id, kOk, results);
-  return true;
+  return ErrorCode::OK;
 }
 
-bool StoreService::OnGetSize(ClientSession* s, uint64_t id, ArgReader* a) {
-  std::string key;
-  if (!ReadKeyArg(s, id, a, &key)) return false;
-  if (key.empty()) return true;  // answered -600
+ErrorCode StoreService::OnGetSize(ClientSession*, const uds::KeyArgs& in, uds::SizeReply* out) {
+  if (!ValidKey(in.key)) return ErrorCode::INVALID_PARAMS;
   ReadCache::Entry cached;
-  if (cache_->Lookup(key, &cached)) {
-    ReplyInts(s, id, kOk, {static_cast<int64_t>(cached.size)});
-    return true;
+  if (cache_->Lookup(in.key, &cached)) {
+    out->size = cached.size;
+    return ErrorCode::OK;
   }
-  ReadCache::Ticket ticket = cache_->Begin(key);
+  ReadCache::Ticket ticket = cache_->Begin(in.key);
   auto asked_at = std::chrono::steady_clock::now();
   rpc::ReplicaListResult list;
-  int32_t code = master_->GetReplicaList(key, &list);
+  ErrorCode code = master_->GetReplicaList(in.key, &list);
   std::vector<ReplicaTarget> candidates;
   uint64_t size = 0;
   // Only to remember where the bytes are: the size is the answer whoever holds them. Not
   // a local replica of an object with a checksum: cached local reads do not verify it.
-  if (code == 0 && Locate(list, &candidates, &size) == 0 &&
+  if (code == ErrorCode::OK && Locate(list, &candidates, &size) == ErrorCode::OK &&
       (list.checksum < 0 || !candidates[0].local())) {
-    Remember(key, ticket, candidates[0], size, asked_at, list.lease_ttl_ms, list.checksum);
+    Remember(in.key, ticket, candidates[0], size, asked_at, list.lease_ttl_ms, list.checksum);
   }
-  ReplyInts(s, id, code, {list.size});
-  return true;
+  out->size = list.size > 0 ? static_cast<uint64_t>(list.size) : 0;
+  return code;
 }
 
-bool StoreService::OnRemove(ClientSession* s, uint64_t id, ArgReader* a) {
-  std::string key = a->Str();
-  int force = ReadFlag(a);
-  if (!Done(*a) || force < 0) return false;
-  if (!ValidKey(key)) {
-    Reply(s, id, kInvalid);
-    return true;
-  }
-  int32_t code = master_->Remove(key, force == 1);
+ErrorCode StoreService::OnRemove(ClientSession*, const uds::RemoveArgs& in, uds::NoReply*) {
+  if (!ValidKey(in.key)) return ErrorCode::INVALID_PARAMS;
+  ErrorCode code = master_->Remove(in.key, in.force.value);
   // Whatever the outcome (a -900 may hide a removal that happened), and before the client
   // hears of it: its next read must not come from the cache.
-  cache_->Invalidate(key);
-  Reply(s, id, code);
-  return true;
+  cache_->Invalidate(in.key);
+  return code;
 }
 
-bool StoreService::OnRemoveByRegex(ClientSession* s, uint64_t id, ArgReader* a) {
-  std::string pattern = a->Str();
-  int force = ReadFlag(a);
-  if (!Done(*a) || force < 0) return false;
-  int64_t n = master_->RemoveByRegex(pattern, force == 1);
+ErrorCode StoreService::OnRemoveByRegex(ClientSession*, const uds::RemoveByRegexArgs& in,
+                                        uds::CountReply* out) {
+  Result<uint64_t> removed = master_->RemoveByRegex(in.pattern, in.force.value);
   cache_->Clear();  // cheaper than matching the pattern against every entry
-  ReplyInts(s, id, n < 0 ? static_cast<int32_t>(n) : kOk, {n});
-  return true;
+  out->count = removed.value();
+  return removed.code();
 }
 
-bool StoreService::OnRemoveAll(ClientSession* s, uint64_t id, ArgReader* a) {
-  int force = ReadFlag(a);
-  if (!Done(*a) || force < 0) return false;
-  int64_t n = master_->RemoveAll(force == 1);
+ErrorCode StoreService::OnRemoveAll(ClientSession*, const uds::RemoveAllArgs& in,
+                                    uds::CountReply* out) {
+  Result<uint64_t> removed = master_->RemoveAll(in.force.value);
   cache_->Clear();
-  ReplyInts(s, id, n < 0 ? static_cast<int32_t>(n) : kOk, {n});
-  return true;
+  out->count = removed.value();
+  return removed.code();
 }
 
-bool StoreService::OnMountSegment(ClientSession* s, uint64_t id, ArgReader* a) {
-  uint64_t size = a->U64();
-  if (!Done(*a)) return false;
-  if (size == 0 || size > (1ull << 46)) {
-    Reply(s, id, kInvalid);
-    return true;
-  }
+ErrorCode StoreService::OnMountSegment(ClientSession* s, const uds::MountSegmentArgs& in,
+                                       uds::NoReply*) {
+  if (in.size == 0 || in.size > (1ull << 46)) return ErrorCode::INVALID_PARAMS;
   std::string error;
-  std::shared_ptr<SegmentMemory> memory = SegmentMemory::Create(size, &error);
+  std::shared_ptr<SegmentMemory> memory = SegmentMemory::Create(in.size, &error);
   if (memory == nullptr) {
     MC_LOG_WARN("connection %llu: extra segment: %s", static_cast<unsigned long long>(s->id()),
                 error.c_str());
-    Reply(s, id, ToInt(ErrorCode::NO_AVAILABLE_HANDLE));
-    return true;
+    return ErrorCode::NO_AVAILABLE_HANDLE;
   }
   int64_t segment_id = 0;
-  int32_t code = membership_->Mount(std::move(memory), &segment_id);
-  if (code == 0) s->AddSegment(segment_id);
-  Reply(s, id, code);
-  return true;
+  ErrorCode code = membership_->Mount(std::move(memory), &segment_id);
+  if (code == ErrorCode::OK) s->AddSegment(segment_id);
+  return code;
 }
 
 }  // namespace mooncake

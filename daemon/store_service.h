@@ -20,9 +20,13 @@
 // every get of an object that has one verifies it (CHECKSUM_MISMATCH, -801).
 //
 // Input is untrusted. A request whose shape is wrong (argument count or type, a batch
-// over uds::kMaxBatch) is malformed: the handler returns false and the caller closes the
-// connection. Values that are well-typed but unacceptable (key length, value size, a
-// pool range outside the pool, an unknown staged id) get INVALID_PARAMS (-600).
+// over uds::kMaxBatch) is malformed: it is refused in one place, before any handler runs
+// (common/uds_fields.h), and the caller closes the connection. Values that are
+// well-typed but unacceptable (key length, value size, a pool range outside the pool, an
+// unknown staged id) get INVALID_PARAMS (-600).
+//
+// Every op of common/uds_ops.h has one handler here, On<Name>: it gets the op's parsed
+// Args, fills its Reply, and returns the code; Handle sends [id, code, reply].
 #ifndef MOONCAKE_DAEMON_STORE_SERVICE_H_
 #define MOONCAKE_DAEMON_STORE_SERVICE_H_
 
@@ -33,6 +37,7 @@
 
 #include "MasterService.h"
 #include "common/error_code.h"
+#include "common/uds_ops.h"
 #include "common/uds_protocol.h"
 #include "daemon/client_session.h"
 #include "daemon/master_client.h"
@@ -80,43 +85,52 @@ class StoreService {
   void Teardown(ClientSession* session);
 
  private:
-  using Reader = uds::ArgReader;
+  // Parses request's Args for op, runs handler, sends the reply: false when malformed.
+  template <uds::Op op>
+  bool Run(ClientSession* s, const uds::Message& request,
+           ErrorCode (StoreService::*handler)(ClientSession*,
+                                              const typename uds::OpSpec<op>::Args&,
+                                              typename uds::OpSpec<op>::Reply*));
+
+  // ---- the handlers, one per op of MC_UDS_OPS ----
+#define MC_UDS_HANDLER_(name, wire, code, args, reply, note) \
+  ErrorCode On##name(ClientSession* s, const uds::args& in, uds::reply* out);
+  MC_UDS_OPS(MC_UDS_HANDLER_)
+#undef MC_UDS_HANDLER_
 
   // ---- puts (store_service_put.cc) ----
-  bool OnPut(ClientSession* s, uint64_t id, Reader* args, bool upsert);
-  bool OnBatchPut(ClientSession* s, uint64_t id, Reader* args);
+  // PUT and UPSERT.
+  ErrorCode PutWhole(ClientSession* s, const uds::PutArgs& in, bool upsert);
   // One entry of a BATCH_PUT: src is its range of the pool.
   struct BatchPutEntry {
     std::string key;
-    const char* src = nullptr;
+    char* src = nullptr;  // the pool is the daemon's mapping: writable, never written here
     uint64_t size = 0;
   };
   // Puts items[i] for every i in which, in three batched phases (reserve, write, publish
-  // or revoke), setting (*results)[i]; *retry gets the entries whose transfer failed and
-  // whose reservation was revoked.
+  // or revoke), setting (*results)[i] (a wire value: 0 or a code); *retry gets the entries
+  // whose transfer failed and whose reservation was revoked.
   void BatchPutRound(ClientSession* s, const std::vector<BatchPutEntry>& items,
                      const std::vector<size_t>& which, const rpc::ReplicateConfig& config,
                      std::vector<int64_t>* results, std::vector<size_t>* retry);
-  bool OnPutBegin(ClientSession* s, uint64_t id, Reader* args);
-  bool OnPutChunk(ClientSession* s, uint64_t id, Reader* args);
   // PUT_COMMIT (commit) or PUT_ABORT: both take the staged put and wait for its chunks.
-  bool OnPutEnd(ClientSession* s, uint64_t id, Reader* args, bool commit);
+  ErrorCode EndStagedPut(ClientSession* s, uint64_t put_id, bool commit);
   // Reserves (StartPut), writes every replica from src, and leaves the put reserved and
-  // written for FinishPut (*checksum: the value's, or -1), or revoked and a code.
+  // written for FinishPut (*checksum: the value's, or -1), or revokes it and returns why.
   // *retryable: a transfer failed and the revoke went through, so trying again may place
   // the replicas on daemons that answer.
-  int32_t ReserveAndWrite(const std::string& key, const char* src, uint64_t size,
-                          const rpc::ReplicateConfig& config, bool upsert, int64_t* checksum,
-                          bool* retryable);
+  ErrorCode ReserveAndWrite(const std::string& key, char* src, uint64_t size,
+                            const rpc::ReplicateConfig& config, bool upsert, int64_t* checksum,
+                            bool* retryable);
   // PutStart or UpsertStart, registering again and retrying once on -103. Daemons a
   // transfer just failed against are asked to be placed last (avoided_segments).
-  int32_t StartPut(const std::string& key, uint64_t size, const rpc::ReplicateConfig& config,
-                   bool upsert, rpc::PutStartResult* out);
-  int32_t EndPut(const std::string& key, bool upsert, int64_t checksum);
-  int32_t RevokePut(const std::string& key, bool upsert);
+  ErrorCode StartPut(const std::string& key, uint64_t size, const rpc::ReplicateConfig& config,
+                     bool upsert, rpc::PutStartResult* out);
+  ErrorCode EndPut(const std::string& key, bool upsert, int64_t checksum);
+  ErrorCode RevokePut(const std::string& key, bool upsert);
   // Publishes (with the value's checksum, or -1), or revokes when the client is gone or
   // the publish failed.
-  int32_t FinishPut(ClientSession* s, const std::string& key, bool upsert, int64_t checksum);
+  ErrorCode FinishPut(ClientSession* s, const std::string& key, bool upsert, int64_t checksum);
   // The CRC32C of a written value when this daemon computes them (the one a transport
   // computed on the way, if any), else -1.
   int64_t ValueChecksum(const ValueSlice& written) const;
@@ -125,11 +139,6 @@ class StoreService {
   }
 
   // ---- gets (store_service_get.cc) ----
-  bool OnGet(ClientSession* s, uint64_t id, Reader* args);
-  bool OnBatchGet(ClientSession* s, uint64_t id, Reader* args);
-  bool OnGetBegin(ClientSession* s, uint64_t id, Reader* args);
-  bool OnGetChunk(ClientSession* s, uint64_t id, Reader* args);
-  bool OnGetEnd(ClientSession* s, uint64_t id, Reader* args);
   // Objects the master listed, to be read into their destinations (the pool).
   struct ListedReads {
     std::vector<std::string> keys;
@@ -144,10 +153,10 @@ class StoreService {
   void ReadListed(const ListedReads& reads, std::chrono::steady_clock::time_point asked_at,
                   uint64_t generation, std::vector<int64_t>* results);
   // Copies a cached object of at most max_size bytes from this daemon's memory into dest
-  // (for the event loop, which must not wait on a transfer): bytes copied, -600 when it
-  // exceeds capacity, or 0 when the cache cannot answer (miss, remote, too big, or the
-  // copy overran the entry's deadline or overlapped a re-registration).
-  int64_t CopyCached(const std::string& key, char* dest, uint64_t capacity, uint64_t max_size);
+  // (for the event loop, which must not wait on a transfer): bytes copied, INVALID_PARAMS
+  // when it exceeds capacity, or 0 when the cache cannot answer (miss, remote, too big, or
+  // the copy overran the entry's deadline or overlapped a re-registration).
+  Result<uint64_t> CopyCached(const std::string& key, char* dest, uint64_t capacity, uint64_t max_size);
   // Answers what the read cache can of several reads: local entries by memcpy, remote ones
   // by transfer, in parallel. (*results)[j]: bytes, -600 (buffer too small), or 0: ask the
   // master (a miss, or a cached read that failed or cannot be trusted; a failed remote
@@ -155,24 +164,15 @@ class StoreService {
   void ReadCached(const std::vector<std::string>& keys, const std::vector<char*>& dests,
                   const std::vector<uint64_t>& capacities, std::vector<int64_t>* results);
   // The replicas a read of a listed object may use, best first (*size set); -800 if none.
-  int32_t Locate(const rpc::ReplicaListResult& list, std::vector<ReplicaTarget>* candidates,
-                 uint64_t* size);
+  ErrorCode Locate(const rpc::ReplicaListResult& list, std::vector<ReplicaTarget>* candidates,
+                   uint64_t* size);
   // Fills the read cache with the replica a read used (a remote one only over TCP, with
   // the value's checksum for later reads to verify).
   void Remember(const std::string& key, ReadCache::Ticket ticket, const ReplicaTarget& where,
                 uint64_t size, std::chrono::steady_clock::time_point asked_at,
                 int64_t lease_ttl_ms, int64_t checksum);
-  // One chunk of a staged get: 0, or -707, -800, -801 (the chunk completing a corrupt value).
-  int32_t ReadChunk(StagedGet* get, uint64_t value_offset, char* dest, uint64_t length);
-
-  // ---- everything else (store_service.cc) ----
-  bool OnExist(ClientSession* s, uint64_t id, Reader* args);
-  bool OnBatchExist(ClientSession* s, uint64_t id, Reader* args);
-  bool OnGetSize(ClientSession* s, uint64_t id, Reader* args);
-  bool OnRemove(ClientSession* s, uint64_t id, Reader* args);
-  bool OnRemoveByRegex(ClientSession* s, uint64_t id, Reader* args);
-  bool OnRemoveAll(ClientSession* s, uint64_t id, Reader* args);
-  bool OnMountSegment(ClientSession* s, uint64_t id, Reader* args);
+  // One chunk of a staged get: OK, or -707, -800, -801 (the chunk completing a corrupt value).
+  ErrorCode ReadChunk(StagedGet* get, uint64_t value_offset, char* dest, uint64_t length);
 
   MasterClient* const master_;
   Membership* const membership_;
@@ -185,27 +185,14 @@ class StoreService {
 // ---- helpers shared by the handler files ----
 namespace store_detail {
 
-constexpr int32_t kOk = 0;
-constexpr int32_t kInvalid = static_cast<int32_t>(ErrorCode::INVALID_PARAMS);
-
 bool ValidKey(const std::string& key);
 bool ValidSize(uint64_t size);
-// A msgpack boolean, or an integer 0/1 (C callers pass int flags): 1, 0, or -1 when the
-// argument is neither.
-int ReadFlag(uds::ArgReader* r);
 // Converts a wire config; false when replica_num is out of 1..64.
 bool ToRpcConfig(const uds::WireConfig& wire, rpc::ReplicateConfig* out);
-// All arguments read, of the right types, and nothing left over.
-inline bool Done(const uds::ArgReader& r) { return r.ok() && r.remaining() == 0; }
-
-// Reads the lone key of EXIST, GET_SIZE or GET_BEGIN: false when malformed; true with
-// *key empty when the key is unacceptable, -600 having been sent.
-bool ReadKeyArg(ClientSession* s, uint64_t id, uds::ArgReader* a, std::string* key);
-
-// [id, code, []]
-void Reply(ClientSession* s, uint64_t id, int32_t code);
-// [id, code, [v...]], or [id, code, []] when code is not 0.
-void ReplyInts(ClientSession* s, uint64_t id, int32_t code, const std::vector<int64_t>& values);
+// A wire value of a batch entry or a count: the value, or the code.
+inline int64_t EntryValue(ErrorCode code, int64_t value = 0) {
+  return code == ErrorCode::OK ? value : ToInt(code);
+}
 
 }  // namespace store_detail
 

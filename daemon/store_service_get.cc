@@ -22,14 +22,10 @@
 
 namespace mooncake {
 
-using uds::ArgReader;
 using namespace store_detail;
 using Clock = std::chrono::steady_clock;
 
 namespace {
-
-constexpr int32_t kLeaseExpired = static_cast<int32_t>(ErrorCode::LEASE_EXPIRED);
-constexpr int32_t kTransferFail = static_cast<int32_t>(ErrorCode::TRANSFER_FAIL);
 
 Clock::time_point Deadline(Clock::time_point asked_at, int64_t lease_ttl_ms) {
   return asked_at + std::chrono::milliseconds(lease_ttl_ms);
@@ -51,13 +47,13 @@ void StoreService::Remember(const std::string& key, ReadCache::Ticket ticket,
   cache_->Fill(key, ticket, std::move(entry));
 }
 
-int32_t StoreService::Locate(const rpc::ReplicaListResult& list,
-                             std::vector<ReplicaTarget>* candidates, uint64_t* size) {
-  if (list.code != 0) return list.code;
-  if (list.size <= 0) return kTransferFail;
+ErrorCode StoreService::Locate(const rpc::ReplicaListResult& list,
+                               std::vector<ReplicaTarget>* candidates, uint64_t* size) {
+  if (list.code != 0) return FromWire(list.code);
+  if (list.size <= 0) return ErrorCode::TRANSFER_FAIL;
   *size = static_cast<uint64_t>(list.size);
   *candidates = io_->Candidates(list.replicas, *size, list.master_epoch);
-  return candidates->empty() ? kTransferFail : kOk;
+  return candidates->empty() ? ErrorCode::TRANSFER_FAIL : ErrorCode::OK;
 }
 
 void StoreService::ReadListed(const ListedReads& reads, Clock::time_point asked_at,
@@ -73,13 +69,13 @@ void StoreService::ReadListed(const ListedReads& reads, Clock::time_point asked_
     // Too small a buffer is -600 whoever holds the replica.
     if (list.code == 0 && list.size > 0 &&
         static_cast<uint64_t>(list.size) > reads.capacities[j]) {
-      (*results)[j] = kInvalid;
+      (*results)[j] = ToInt(ErrorCode::INVALID_PARAMS);
       continue;
     }
     uint64_t size = 0;
-    int32_t code = Locate(list, &candidates[j], &size);
-    if (code != 0) {
-      (*results)[j] = code;
+    ErrorCode code = Locate(list, &candidates[j], &size);
+    if (code != ErrorCode::OK) {
+      (*results)[j] = ToInt(code);
       continue;
     }
     slices.push_back({&candidates[j], 0, reads.dests[j], size});
@@ -92,10 +88,10 @@ void StoreService::ReadListed(const ListedReads& reads, Clock::time_point asked_
   for (size_t k = 0; k < slices.size(); ++k) {
     size_t j = owner[k];
     const ValueSlice& s = slices[k];
-    if (s.result != 0) {
-      (*results)[j] = s.result;
+    if (s.result != ErrorCode::OK) {
+      (*results)[j] = ToInt(s.result);
     } else if (!in_time) {
-      (*results)[j] = kLeaseExpired;
+      (*results)[j] = ToInt(ErrorCode::LEASE_EXPIRED);
     } else {
       (*results)[j] = static_cast<int64_t>(s.length);
       Remember(reads.keys[j], reads.tickets[j], candidates[j][s.served], s.length, asked_at,
@@ -104,15 +100,15 @@ void StoreService::ReadListed(const ListedReads& reads, Clock::time_point asked_
   }
 }
 
-int64_t StoreService::CopyCached(const std::string& key, char* dest, uint64_t capacity,
-                                 uint64_t max_size) {
+Result<uint64_t> StoreService::CopyCached(const std::string& key, char* dest, uint64_t capacity,
+                                          uint64_t max_size) {
   uint64_t generation = cache_->remount_generation();
   ReadCache::Entry e;
-  if (!cache_->Lookup(key, &e) || !e.local() || e.size > max_size) return 0;
-  if (e.size > capacity) return kInvalid;
+  if (!cache_->Lookup(key, &e) || !e.local() || e.size > max_size) return uint64_t{0};
+  if (e.size > capacity) return ErrorCode::INVALID_PARAMS;
   std::memcpy(dest, e.data(), e.size);
-  if (Clock::now() > e.deadline || !cache_->SameGeneration(generation)) return 0;
-  return static_cast<int64_t>(e.size);
+  if (Clock::now() > e.deadline || !cache_->SameGeneration(generation)) return uint64_t{0};
+  return e.size;
 }
 
 void StoreService::ReadCached(const std::vector<std::string>& keys,
@@ -128,7 +124,7 @@ void StoreService::ReadCached(const std::vector<std::string>& keys,
     ReadCache::Entry e;
     if (!cache_->Lookup(keys[j], &e)) continue;
     if (e.size > capacities[j]) {
-      (*results)[j] = kInvalid;
+      (*results)[j] = ToInt(ErrorCode::INVALID_PARAMS);
     } else if (e.local()) {
       std::memcpy(dests[j], e.data(), e.size);
       bool trusted = Clock::now() <= e.deadline && cache_->SameGeneration(generation);
@@ -153,9 +149,9 @@ void StoreService::ReadCached(const std::vector<std::string>& keys,
   bool in_time = Clock::now() <= deadline && cache_->SameGeneration(generation);
   for (size_t k = 0; k < slices.size(); ++k) {
     size_t j = owner[k];
-    if (slices[k].result == 0 && in_time) {
+    if (slices[k].result == ErrorCode::OK && in_time) {
       (*results)[j] = static_cast<int64_t>(slices[k].length);
-    } else if (slices[k].result != 0) {
+    } else if (slices[k].result != ErrorCode::OK) {
       // The owner died, restarted, or refused the lease (its master restarted): forget
       // the place, and let the master say where the object is now.
       cache_->Invalidate(keys[j]);
@@ -163,59 +159,46 @@ void StoreService::ReadCached(const std::vector<std::string>& keys,
   }
 }
 
-bool StoreService::OnGet(ClientSession* s, uint64_t id, ArgReader* a) {
-  std::string key = a->Str();
-  uint64_t offset = a->U64();
-  uint64_t capacity = a->U64();
-  if (!Done(*a)) return false;
-  char* dest = s->PoolRange(offset, capacity);
-  if (!ValidKey(key) || dest == nullptr) {
-    Reply(s, id, kInvalid);
-    return true;
-  }
+ErrorCode StoreService::OnGet(ClientSession* s, const uds::GetArgs& in, uds::GetReply* out) {
+  char* dest = s->PoolRange(in.pool_offset, in.capacity);
+  if (!ValidKey(in.key) || dest == nullptr) return ErrorCode::INVALID_PARAMS;
   std::vector<int64_t> cached;
-  ReadCached({key}, {dest}, {capacity}, &cached);
+  ReadCached({in.key}, {dest}, {in.capacity}, &cached);
   int64_t n = cached[0];
   if (n == 0) {
     ListedReads reads;
-    reads.tickets.push_back(cache_->Begin(key));
+    reads.tickets.push_back(cache_->Begin(in.key));
     uint64_t generation = cache_->remount_generation();
     Clock::time_point asked_at = Clock::now();
     reads.lists.resize(1);
-    int32_t rc = master_->GetReplicaList(key, &reads.lists[0]);
-    if (rc != 0) {
-      n = rc;
-    } else {
-      reads.keys.push_back(std::move(key));
-      reads.dests.push_back(dest);
-      reads.capacities.push_back(capacity);
-      std::vector<int64_t> result(1);
-      ReadListed(reads, asked_at, generation, &result);
-      n = result[0];
-    }
+    ErrorCode rc = master_->GetReplicaList(in.key, &reads.lists[0]);
+    if (rc != ErrorCode::OK) return rc;
+    reads.keys.push_back(in.key);
+    reads.dests.push_back(dest);
+    reads.capacities.push_back(in.capacity);
+    std::vector<int64_t> result(1);
+    ReadListed(reads, asked_at, generation, &result);
+    n = result[0];
   }
-  ReplyInts(s, id, n < 0 ? static_cast<int32_t>(n) : kOk, {n});
-  return true;
+  if (n < 0) return FromWire(n);
+  out->bytes = static_cast<uint64_t>(n);
+  return ErrorCode::OK;
 }
 
-bool StoreService::OnBatchGet(ClientSession* s, uint64_t id, ArgReader* a) {
-  ArgReader entries = a->Array();
-  if (!Done(*a) || entries.size() > uds::kMaxBatch) return false;
-  const size_t n = entries.size();
-  std::vector<int64_t> results(n, kInvalid);
+ErrorCode StoreService::OnBatchGet(ClientSession* s, const uds::BatchGetArgs& in,
+                                   uds::BatchGetReply* out) {
+  const size_t n = in.entries.size();
+  std::vector<int64_t>& results = out->values;
+  results.assign(n, ToInt(ErrorCode::INVALID_PARAMS));
   ListedReads wanted;  // the acceptable entries
   std::vector<size_t> wanted_index;
   for (size_t i = 0; i < n; ++i) {
-    ArgReader e = entries.Array();
-    std::string key = e.Str();
-    uint64_t offset = e.U64();
-    uint64_t capacity = e.U64();
-    if (!Done(e)) return false;
-    char* dest = s->PoolRange(offset, capacity);
-    if (!ValidKey(key) || dest == nullptr) continue;
-    wanted.keys.push_back(std::move(key));
+    const uds::GetArgs& e = in.entries[i];
+    char* dest = s->PoolRange(e.pool_offset, e.capacity);
+    if (!ValidKey(e.key) || dest == nullptr) continue;
+    wanted.keys.push_back(e.key);
     wanted.dests.push_back(dest);
-    wanted.capacities.push_back(capacity);
+    wanted.capacities.push_back(e.capacity);
     wanted_index.push_back(i);
   }
   std::vector<int64_t> cached;
@@ -236,26 +219,24 @@ bool StoreService::OnBatchGet(ClientSession* s, uint64_t id, ArgReader* a) {
     for (const std::string& key : reads.keys) reads.tickets.push_back(cache_->Begin(key));
     uint64_t generation = cache_->remount_generation();
     Clock::time_point asked_at = Clock::now();
-    int32_t rc = master_->BatchGetReplicaList(reads.keys, &reads.lists);
-    std::vector<int64_t> listed(reads.keys.size(), rc);
-    if (rc == 0) ReadListed(reads, asked_at, generation, &listed);
+    ErrorCode rc = master_->BatchGetReplicaList(reads.keys, &reads.lists);
+    std::vector<int64_t> listed(reads.keys.size(), ToInt(rc));
+    if (rc == ErrorCode::OK) ReadListed(reads, asked_at, generation, &listed);
     for (size_t j = 0; j < index.size(); ++j) results[index[j]] = listed[j];
   }
-  ReplyInts(s, id, kOk, results);
-  return true;
+  return ErrorCode::OK;
 }
 
-bool StoreService::OnGetBegin(ClientSession* s, uint64_t id, ArgReader* a) {
-  std::string key;
-  if (!ReadKeyArg(s, id, a, &key)) return false;
-  if (key.empty()) return true;  // answered -600
+ErrorCode StoreService::OnGetBegin(ClientSession* s, const uds::KeyArgs& in,
+                                   uds::GetBeginReply* out) {
+  if (!ValidKey(in.key)) return ErrorCode::INVALID_PARAMS;
   auto get = std::make_shared<StagedGet>();
   get->generation = cache_->remount_generation();
-  int32_t code = kOk;
+  ErrorCode code = ErrorCode::OK;
   ReadCache::Entry cached;
   // Only a local entry: a remote one may have gone stale, and a large value is worth the
   // master round trip that finds its replicas now.
-  if (cache_->Lookup(key, &cached) && cached.local()) {
+  if (cache_->Lookup(in.key, &cached) && cached.local()) {
     // The chunks are bounded by the entry's deadline, which lies inside the lease.
     get->candidates.push_back(std::move(cached.where));
     get->size = cached.size;
@@ -263,63 +244,54 @@ bool StoreService::OnGetBegin(ClientSession* s, uint64_t id, ArgReader* a) {
   } else {
     Clock::time_point asked_at = Clock::now();
     rpc::ReplicaListResult list;
-    code = master_->GetReplicaList(key, &list);
-    if (code == 0) code = Locate(list, &get->candidates, &get->size);
-    if (code == 0) {
+    code = master_->GetReplicaList(in.key, &list);
+    if (code == ErrorCode::OK) code = Locate(list, &get->candidates, &get->size);
+    if (code == ErrorCode::OK) {
       get->deadline = Deadline(asked_at, list.lease_ttl_ms);
       get->checksum = list.checksum;
     }
   }
-  uint64_t get_id = 0;
-  if (code == 0 && (get_id = s->AddGet(get)) == 0) code = kInvalid;  // too many open
-  ReplyInts(s, id, code, {static_cast<int64_t>(get_id), static_cast<int64_t>(get->size)});
-  return true;
+  if (code != ErrorCode::OK) return code;
+  out->get_id = s->AddGet(get);
+  out->size = get->size;
+  return out->get_id == 0 ? ErrorCode::INVALID_PARAMS : ErrorCode::OK;  // too many open
 }
 
-int32_t StoreService::ReadChunk(StagedGet* get, uint64_t value_offset, char* dest,
-                                uint64_t length) {
-  if (Clock::now() > get->deadline) return kLeaseExpired;
+ErrorCode StoreService::ReadChunk(StagedGet* get, uint64_t value_offset, char* dest,
+                                  uint64_t length) {
+  if (Clock::now() > get->deadline) return ErrorCode::LEASE_EXPIRED;
   size_t first = get->current.load();
-  int served = io_->ReadFrom(get->candidates, first, value_offset, dest, length, get->deadline);
-  if (served < 0) return served;
+  Result<size_t> served =
+      io_->ReadFrom(get->candidates, first, value_offset, dest, length, get->deadline);
+  if (!served.ok()) return served.code();
   // Later chunks start where this one succeeded; two chunks racing here both moved on.
-  get->current.compare_exchange_strong(first, static_cast<size_t>(served));
+  get->current.compare_exchange_strong(first, served.value());
   if (Clock::now() > get->deadline || !cache_->SameGeneration(get->generation)) {
-    return kLeaseExpired;
+    return ErrorCode::LEASE_EXPIRED;
   }
-  if (get->checksum < 0) return kOk;
+  if (get->checksum < 0) return ErrorCode::OK;
   get->crc.Add(value_offset, dest, length);
   uint32_t crc = 0;
   // The chunk that completes the value answers for all of it.
   if (get->crc.bytes() == get->size && get->crc.Total(get->size, &crc) &&
       crc != static_cast<uint32_t>(get->checksum)) {
-    return ToInt(ErrorCode::CHECKSUM_MISMATCH);
+    return ErrorCode::CHECKSUM_MISMATCH;
   }
-  return kOk;
+  return ErrorCode::OK;
 }
 
-bool StoreService::OnGetChunk(ClientSession* s, uint64_t id, ArgReader* a) {
-  uint64_t get_id = a->U64();
-  uint64_t value_offset = a->U64();
-  uint64_t pool_offset = a->U64();
-  uint64_t length = a->U64();
-  if (!Done(*a)) return false;
-  std::shared_ptr<StagedGet> get = s->FindGet(get_id);
-  char* dest = s->PoolRange(pool_offset, length);
-  int32_t code = kInvalid;
-  if (get != nullptr && dest != nullptr && length <= get->size &&
-      value_offset <= get->size - length) {
-    code = ReadChunk(get.get(), value_offset, dest, length);
+ErrorCode StoreService::OnGetChunk(ClientSession* s, const uds::ChunkArgs& in, uds::NoReply*) {
+  std::shared_ptr<StagedGet> get = s->FindGet(in.staged_id);
+  char* dest = s->PoolRange(in.pool_offset, in.length);
+  if (get == nullptr || dest == nullptr || in.length > get->size ||
+      in.value_offset > get->size - in.length) {
+    return ErrorCode::INVALID_PARAMS;
   }
-  Reply(s, id, code);
-  return true;
+  return ReadChunk(get.get(), in.value_offset, dest, in.length);
 }
 
-bool StoreService::OnGetEnd(ClientSession* s, uint64_t id, ArgReader* a) {
-  uint64_t get_id = a->U64();
-  if (!Done(*a)) return false;
-  Reply(s, id, s->EraseGet(get_id) ? kOk : kInvalid);
-  return true;
+ErrorCode StoreService::OnGetEnd(ClientSession* s, const uds::StagedIdArgs& in, uds::NoReply*) {
+  return s->EraseGet(in.staged_id) ? ErrorCode::OK : ErrorCode::INVALID_PARAMS;
 }
 
 }  // namespace mooncake

@@ -13,18 +13,21 @@
 
 namespace mooncake {
 
-using uds::ArgReader;
 using uds::Op;
 using namespace store_detail;
 
 namespace {
 
-// Sends the frame now or hands it back for a worker.
-StoreService::Inline Finish(ClientSession* s, const char* data, size_t size,
+// Sends the reply now or hands its frame back for a worker.
+template <class Reply>
+StoreService::Inline Finish(ClientSession* s, uint64_t id, ErrorCode code, const Reply& reply,
                             std::string* deferred) {
-  switch (s->TrySend(data, size)) {
+  // A frame this small stays on the stack: no allocation on the inline path.
+  uds::ReplyFrame frame(id, code, reply);
+  const char* data = frame.data();
+  switch (s->TrySend(data, frame.size())) {
     case ClientSession::TrySendResult::kBusy:
-      deferred->assign(data, size);
+      deferred->assign(data, frame.size());
       return StoreService::Inline::kDeferred;
     case ClientSession::TrySendResult::kSent:
     case ClientSession::TrySendResult::kFailed:  // the session is closed; nothing to do
@@ -33,50 +36,45 @@ StoreService::Inline Finish(ClientSession* s, const char* data, size_t size,
   return StoreService::Inline::kAnswered;
 }
 
-StoreService::Inline FinishInt(ClientSession* s, uint64_t id, int32_t code, int64_t value,
-                               std::string* deferred) {
-  // FrameBuilder keeps a frame this small on the stack: no allocation on the inline path.
-  uds::FrameBuilder frame(id, code, code == 0 ? 1 : 0);
-  if (code == 0) frame.args().pack(value);
-  return Finish(s, frame.data(), frame.size(), deferred);
-}
-
 }  // namespace
 
 StoreService::Inline StoreService::TryInline(ClientSession* s, const uds::Message& m,
                                              std::string* deferred) {
-  ArgReader a = m.args;  // a copy: a request handed on must reach its handler unread
+  // Anything that does not parse is left for Handle, which logs it and closes.
   switch (static_cast<Op>(m.head)) {
     case Op::kHostname: {
-      if (!Done(a)) break;
-      uds::FrameBuilder frame(m.id, kOk, 1);
-      frame.args().pack(membership_->name());
-      const char* data = frame.data();
-      return Finish(s, data, frame.size(), deferred);
+      uds::NoArgs in;
+      uds::HostnameReply out;
+      if (!uds::ParseFields(m.args, &in)) break;
+      return Finish(s, m.id, OnHostname(s, in, &out), out, deferred);
     }
-    case Op::kHealth:
-      if (!Done(a)) break;
-      return FinishInt(s, m.id, kOk, membership_->healthy() ? 1 : 0, deferred);
+    case Op::kHealth: {
+      uds::NoArgs in;
+      uds::HealthReply out;
+      if (!uds::ParseFields(m.args, &in)) break;
+      return Finish(s, m.id, OnHealth(s, in, &out), out, deferred);
+    }
     case Op::kGet: {
-      if (!cache_->enabled()) break;
-      std::string key = a.Str();
-      uint64_t offset = a.U64();
-      uint64_t capacity = a.U64();
-      char* dest = s->PoolRange(offset, capacity);
-      if (!Done(a) || !ValidKey(key) || dest == nullptr) break;
-      int64_t n = CopyCached(key, dest, capacity, kInlineMaxBytes);
-      if (n == 0) break;
-      return n < 0 ? FinishInt(s, m.id, static_cast<int32_t>(n), 0, deferred)
-                   : FinishInt(s, m.id, kOk, n, deferred);
+      uds::GetArgs in;
+      if (!cache_->enabled() || !uds::ParseFields(m.args, &in)) break;
+      char* dest = s->PoolRange(in.pool_offset, in.capacity);
+      if (!ValidKey(in.key) || dest == nullptr) break;
+      Result<uint64_t> copied = CopyCached(in.key, dest, in.capacity, kInlineMaxBytes);
+      if (copied.ok() && copied.value() == 0) break;
+      return Finish(s, m.id, copied.code(), uds::GetReply{copied.value()}, deferred);
     }
     case Op::kExist:
     case Op::kGetSize: {
-      if (!cache_->enabled()) break;
-      std::string key = a.Str();
+      uds::KeyArgs in;
       ReadCache::Entry cached;
-      if (!Done(a) || !ValidKey(key) || !cache_->Lookup(key, &cached)) break;
-      int64_t value = m.head == static_cast<int64_t>(Op::kExist) ? 1 : static_cast<int64_t>(cached.size);
-      return FinishInt(s, m.id, kOk, value, deferred);
+      if (!cache_->enabled() || !uds::ParseFields(m.args, &in) || !ValidKey(in.key) ||
+          !cache_->Lookup(in.key, &cached)) {
+        break;
+      }
+      if (m.head == static_cast<int64_t>(Op::kExist)) {
+        return Finish(s, m.id, ErrorCode::OK, uds::ExistReply{1}, deferred);
+      }
+      return Finish(s, m.id, ErrorCode::OK, uds::SizeReply{cached.size}, deferred);
     }
     default:
       break;

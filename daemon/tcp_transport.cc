@@ -260,7 +260,7 @@ int32_t TcpTransport::RunPiece(const Piece& piece, Clock::time_point deadline, u
 void TcpTransport::Execute(std::vector<TransferOp*>* ops, Clock::time_point deadline) {
   std::vector<Piece> pieces;
   for (TransferOp* op : *ops) {
-    op->result = 0;
+    op->result = ErrorCode::OK;
     op->has_crc = false;
     uint64_t n = 1;
     if (options_.streams > 1 && op->length >= 2 * options_.stripe_min_bytes) {
@@ -288,11 +288,11 @@ void TcpTransport::Execute(std::vector<TransferOp*>* ops, Clock::time_point dead
   // An op's pieces are adjacent and in order: its CRC is theirs, combined.
   for (size_t i = 0; i < pieces.size(); ++i) {
     TransferOp* op = pieces[i].op;
-    if (results[i] != 0) op->result = results[i];
+    if (results[i] != 0) op->result = FromWire(results[i]);
     if (!op->want_crc) continue;
     op->crc = pieces[i].skip == 0 ? crcs[i] : Crc32cCombine(op->crc, crcs[i], pieces[i].length);
   }
-  for (TransferOp* op : *ops) op->has_crc = op->want_crc && op->result == 0;
+  for (TransferOp* op : *ops) op->has_crc = op->want_crc && op->result == ErrorCode::OK;
 }
 
 int32_t TcpTransport::CallControl(const std::string& address, transfer::ControlChannel channel,

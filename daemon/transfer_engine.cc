@@ -32,8 +32,8 @@ TransferEngine::TransferEngine(MasterClient* master, std::unique_ptr<TcpTranspor
                                std::unique_ptr<Transport> rdma)
     : directory_(master), tcp_(std::move(tcp)), rdma_(std::move(rdma)) {}
 
-int32_t TransferEngine::RegisterMemory(char* base, uint64_t size) {
-  return rdma_ != nullptr ? rdma_->RegisterMemory(base, size) : 0;
+ErrorCode TransferEngine::RegisterMemory(char* base, uint64_t size) {
+  return rdma_ != nullptr ? rdma_->RegisterMemory(base, size) : ErrorCode::OK;
 }
 
 void TransferEngine::UnregisterMemory(char* base) {
@@ -58,13 +58,13 @@ void TransferEngine::Execute(std::vector<TransferOp*>* ops,
   if (!over_rdma.empty()) {
     rdma_->Execute(&over_rdma, deadline);
     for (TransferOp* op : over_rdma) {
-      if (op->result != 0) over_tcp.push_back(op);  // once more, the slow way
+      if (op->result != ErrorCode::OK) over_tcp.push_back(op);  // once more, the slow way
     }
   }
   if (!over_tcp.empty()) tcp_->Execute(&over_tcp, deadline);
   auto until = std::chrono::steady_clock::now() + kSuspectFor;
   for (TransferOp* op : over_tcp) {
-    if (op->result == 0) continue;
+    if (op->result == ErrorCode::OK) continue;
     std::lock_guard<std::mutex> lock(suspects_mu_);
     suspects_[op->remote->name] = until;
   }

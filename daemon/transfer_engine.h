@@ -51,7 +51,7 @@ class TransferEngine {
   }
 
   // Memory of this daemon that transfers touch: its segments and the applications' pools.
-  int32_t RegisterMemory(char* base, uint64_t size);
+  ErrorCode RegisterMemory(char* base, uint64_t size);
   void UnregisterMemory(char* base);
   // The endpoints a segment of this daemon is published with.
   std::vector<rpc::TransportEndpoint> DescribeSegment(char* base, uint64_t size);

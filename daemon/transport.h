@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "MasterService.h"
+#include "common/error_code.h"
 #include "daemon/transfer_protocol.h"
 
 namespace mooncake {
@@ -54,7 +55,7 @@ struct TransferOp {
   // kRead: the epoch of the master whose lease covers the read, which the owner checks
   // (daemon/transfer_protocol.h); 0: unchecked.
   int64_t master_epoch = 0;
-  int32_t result = 0;          // set by Execute: 0, or a code (-800 TRANSFER_FAIL, ...)
+  ErrorCode result = ErrorCode::OK;  // set by Execute: OK, or why not (TRANSFER_FAIL, ...)
   // Checksums while the bytes are hot: a transport that can (TCP, which touches every byte
   // on the CPU anyway) computes the CRC32C of the bytes moved, piece by piece in parallel,
   // and sets has_crc. One that cannot (RDMA: the NIC moves them) leaves has_crc false.
@@ -70,8 +71,8 @@ class Transport {
   // "tcp" or "rdma": the endpoint protocol this transport publishes and uses.
   virtual const char* protocol() const = 0;
 
-  // Memory of this daemon that transfers may touch. 0, or a code.
-  virtual int32_t RegisterMemory(char* base, uint64_t size) = 0;
+  // Memory of this daemon that transfers may touch. OK, or why not.
+  virtual ErrorCode RegisterMemory(char* base, uint64_t size) = 0;
   virtual void UnregisterMemory(char* base) = 0;
 
   // The endpoint under which peers reach [base, base + size), a segment of this daemon

@@ -1,6 +1,7 @@
 // The extern "C" surface of include/mooncake_store.h: argument checks (NULL -> -1, limits
-// -> -600), conversion to C++ types, and a catch-all so no exception crosses the ABI
-// (-1). Everything else lives in StoreClient. Only functions marked MC_EXPORT (and
+// -> -600), conversion to C++ types and of ErrorCode / Result to the ABI's integers (here
+// and nowhere else), and a catch-all so no exception crosses the ABI (-1). Everything
+// else lives in StoreClient. Only functions marked MC_EXPORT (and
 // mooncake_store_strerror, from common/error_code.cc) leave the library; see
 // libmooncake_store.map.
 #include <cstdlib>
@@ -10,11 +11,14 @@
 #include <vector>
 
 #include "common/error_code.h"
+#include "common/units.h"
 #include "include/mooncake_store.h"
 #include "libmc/store_client.h"
 
 #define MC_EXPORT extern "C" __attribute__((visibility("default")))
 
+using mooncake::ErrorCode;
+using mooncake::Result;
 using mooncake::client::StoreClient;
 
 namespace {
@@ -24,6 +28,11 @@ constexpr int kInvalidParams = MOONCAKE_STORE_INVALID_PARAMS;
 constexpr const char* kDefaultSocket = "/run/mooncake/mooncaked.sock";
 
 StoreClient* AsClient(mooncake_store_t store) { return static_cast<StoreClient*>(store); }
+
+// The ABI's integers: a code, a count or the code, a flag (1/0) or the code.
+int ToAbi(ErrorCode code) { return mooncake::ToInt(code); }
+int64_t ToAbi(const Result<uint64_t>& r) { return mooncake::ToWire(r); }
+int ToAbi(const Result<bool>& r) { return r.ok() ? (r.value() ? 1 : 0) : ToAbi(r.code()); }
 
 // Runs f, turning any exception into on_error: nothing C++ escapes through the C ABI.
 template <typename R, typename F>
@@ -83,7 +92,7 @@ int CheckPut(StoreClient* client, const char* key, const void* value, size_t siz
   if (rc != 0) return rc;
   rc = CheckValueSize(size);
   if (rc != 0) return rc;
-  return client->CheckRegistered(value, size);
+  return ToAbi(client->CheckRegistered(value, size));
 }
 
 // mooncake_store_put and mooncake_store_upsert_from, which differ only in upsert.
@@ -95,16 +104,16 @@ int PutOrUpsert(mooncake_store_t store, const char* key, const void* value, size
     mooncake::uds::WireConfig c;
     int rc = CheckPut(AsClient(store), key, value, size, config, &k, &c);
     if (rc != 0) return rc;
-    return AsClient(store)->Put(k, value, size, c, upsert);
+    return ToAbi(AsClient(store)->Put(k, value, size, c, upsert));
   });
 }
 
 // What the batch put and get entry points share: the NULL checks, then check(client, i,
 // &key) for each entry (0, or its code, which is its result at once), then run(client,
 // items) for the entries that passed. 0 once the entries have their results, or -1.
-template <typename Item, typename Result, typename Check, typename Run>
+template <typename Item, typename Out, typename Check, typename Run>
 int BatchCall(mooncake_store_t store, const char** keys, void** buffers, const size_t* sizes,
-              size_t count, Result* results_out, Check check, Run run) {
+              size_t count, Out* results_out, Check check, Run run) {
   if (store == nullptr) return kInternal;
   if (count == 0) return 0;
   if (keys == nullptr || buffers == nullptr || sizes == nullptr || results_out == nullptr) {
@@ -113,6 +122,7 @@ int BatchCall(mooncake_store_t store, const char** keys, void** buffers, const s
   return Guard(kInternal, [&] {
     StoreClient* client = AsClient(store);
     std::vector<Item> items;
+    std::vector<size_t> where;  // the entry of each item
     items.reserve(count);
     for (size_t i = 0; i < count; ++i) {
       std::string k;
@@ -122,9 +132,11 @@ int BatchCall(mooncake_store_t store, const char** keys, void** buffers, const s
         continue;
       }
       // A char* fits both PutItem::data (const char*) and GetItem::buffer.
-      items.push_back({std::move(k), static_cast<char*>(buffers[i]), sizes[i], &results_out[i]});
+      items.push_back({std::move(k), static_cast<char*>(buffers[i]), sizes[i]});
+      where.push_back(i);
     }
     if (!items.empty()) run(client, items);
+    for (size_t j = 0; j < items.size(); ++j) results_out[where[j]] = ToAbi(items[j].result);
     return 0;
   });
 }
@@ -148,7 +160,7 @@ MC_EXPORT int mooncake_store_connect(mooncake_store_t store, const char* socket_
                                      uint64_t local_buffer_size) {
   if (store == nullptr) return kInternal;
   return Guard(kInternal, [&] {
-    return AsClient(store)->Connect(SocketPath(socket_path), local_buffer_size, "", 0);
+    return ToAbi(AsClient(store)->Connect(SocketPath(socket_path), local_buffer_size, "", 0));
   });
 }
 
@@ -162,15 +174,15 @@ MC_EXPORT int mooncake_store_setup(mooncake_store_t store, const char* local_hos
   (void)device_name;
   if (store == nullptr) return kInternal;
   return Guard(kInternal, [&] {
-    return AsClient(store)->Connect(SocketPath(nullptr), local_buffer_size,
-                                    master_server_addr ? master_server_addr : "",
-                                    global_segment_size);
+    return ToAbi(AsClient(store)->Connect(SocketPath(nullptr), local_buffer_size,
+                                          master_server_addr ? master_server_addr : "",
+                                          global_segment_size));
   });
 }
 
 MC_EXPORT int mooncake_store_close(mooncake_store_t store) {
   if (store == nullptr) return kInternal;
-  return Guard(kInternal, [&] { return AsClient(store)->Close(); });
+  return Guard(kInternal, [&] { return ToAbi(AsClient(store)->Close()); });
 }
 
 MC_EXPORT int mooncake_store_health_check(mooncake_store_t store) {
@@ -183,8 +195,8 @@ MC_EXPORT int mooncake_store_get_hostname(mooncake_store_t store, char* buf_out,
   if (store == nullptr || buf_out == nullptr) return kInternal;
   return Guard(kInternal, [&] {
     std::string hostname;
-    int rc = AsClient(store)->GetHostname(&hostname);
-    if (rc != 0) return rc;
+    ErrorCode rc = AsClient(store)->GetHostname(&hostname);
+    if (rc != ErrorCode::OK) return ToAbi(rc);
     if (hostname.size() + 1 > buf_len) return kInvalidParams;
     std::memcpy(buf_out, hostname.c_str(), hostname.size() + 1);
     return 0;
@@ -209,12 +221,12 @@ MC_EXPORT void mooncake_store_free(mooncake_store_t store, void* ptr) {
 MC_EXPORT int mooncake_store_register_buffer(mooncake_store_t store, void* buffer,
                                              size_t size) {
   if (store == nullptr || buffer == nullptr) return kInternal;
-  return Guard(kInternal, [&] { return AsClient(store)->RegisterBuffer(buffer, size); });
+  return Guard(kInternal, [&] { return ToAbi(AsClient(store)->RegisterBuffer(buffer, size)); });
 }
 
 MC_EXPORT int mooncake_store_unregister_buffer(mooncake_store_t store, void* buffer) {
   if (store == nullptr || buffer == nullptr) return kInternal;
-  return Guard(kInternal, [&] { return AsClient(store)->UnregisterBuffer(buffer); });
+  return Guard(kInternal, [&] { return ToAbi(AsClient(store)->UnregisterBuffer(buffer)); });
 }
 
 // ---- put ------------------------------------------------------------------------------
@@ -263,9 +275,9 @@ MC_EXPORT int64_t mooncake_store_get_into(mooncake_store_t store, const char* ke
   return Guard<int64_t>(kInternal, [&]() -> int64_t {
     std::string k;
     int rc = CheckKey(key, &k);
-    if (rc == 0) rc = AsClient(store)->CheckRegistered(buffer, size);
+    if (rc == 0) rc = ToAbi(AsClient(store)->CheckRegistered(buffer, size));
     if (rc != 0) return rc;
-    return AsClient(store)->GetInto(k, buffer, size);
+    return ToAbi(AsClient(store)->GetInto(k, buffer, size));
   });
 }
 
@@ -276,7 +288,7 @@ MC_EXPORT int mooncake_store_batch_get_into(mooncake_store_t store, const char**
       store, keys, buffers, sizes, count, results_out,
       [&](StoreClient* client, size_t i, std::string* k) {
         int rc = buffers[i] == nullptr ? kInternal : CheckKey(keys[i], k);
-        return rc != 0 ? rc : client->CheckRegistered(buffers[i], sizes[i]);
+        return rc != 0 ? rc : ToAbi(client->CheckRegistered(buffers[i], sizes[i]));
       },
       [](StoreClient* client, std::vector<StoreClient::GetItem>& items) {
         client->BatchGetInto(items);
@@ -291,7 +303,7 @@ MC_EXPORT int mooncake_store_is_exist(mooncake_store_t store, const char* key) {
     std::string k;
     int rc = CheckKey(key, &k);
     if (rc != 0) return rc;
-    return AsClient(store)->IsExist(k);
+    return ToAbi(AsClient(store)->IsExist(k));
   });
 }
 
@@ -316,9 +328,9 @@ MC_EXPORT int mooncake_store_batch_is_exist(mooncake_store_t store, const char**
       where.push_back(i);
     }
     if (!valid.empty()) {
-      std::vector<int> results;
+      std::vector<Result<bool>> results;
       AsClient(store)->BatchIsExist(valid, &results);
-      for (size_t j = 0; j < where.size(); ++j) results_out[where[j]] = results[j];
+      for (size_t j = 0; j < where.size(); ++j) results_out[where[j]] = ToAbi(results[j]);
     }
     return 0;
   });
@@ -330,7 +342,7 @@ MC_EXPORT int64_t mooncake_store_get_size(mooncake_store_t store, const char* ke
     std::string k;
     int rc = CheckKey(key, &k);
     if (rc != 0) return rc;
-    return AsClient(store)->GetSize(k);
+    return ToAbi(AsClient(store)->GetSize(k));
   });
 }
 
@@ -342,7 +354,7 @@ MC_EXPORT int mooncake_store_remove(mooncake_store_t store, const char* key, int
     std::string k;
     int rc = CheckKey(key, &k);
     if (rc != 0) return rc;
-    return AsClient(store)->Remove(k, force != 0);
+    return ToAbi(AsClient(store)->Remove(k, force != 0));
   });
 }
 
@@ -350,10 +362,22 @@ MC_EXPORT int64_t mooncake_store_remove_by_regex(mooncake_store_t store, const c
                                                  int force) {
   if (store == nullptr || pattern == nullptr) return kInternal;
   return Guard<int64_t>(kInternal,
-                        [&] { return AsClient(store)->RemoveByRegex(pattern, force != 0); });
+                        [&] { return ToAbi(AsClient(store)->RemoveByRegex(pattern, force != 0)); });
 }
 
 MC_EXPORT int64_t mooncake_store_remove_all(mooncake_store_t store, int force) {
   if (store == nullptr) return kInternal;
-  return Guard<int64_t>(kInternal, [&] { return AsClient(store)->RemoveAll(force != 0); });
+  return Guard<int64_t>(kInternal, [&] { return ToAbi(AsClient(store)->RemoveAll(force != 0)); });
+}
+
+// ---- utilities ------------------------------------------------------------------------
+
+MC_EXPORT int mooncake_store_parse_size(const char* text, uint64_t* out) {
+  if (text == nullptr || out == nullptr) return kInternal;
+  return Guard(kInternal, [&] {
+    uint64_t bytes = 0;
+    if (!mooncake::ParseSize(text, &bytes)) return kInvalidParams;
+    *out = bytes;
+    return 0;
+  });
 }

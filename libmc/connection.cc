@@ -22,9 +22,6 @@ namespace client {
 
 namespace {
 
-constexpr int kRpcFail = static_cast<int>(ErrorCode::RPC_FAIL);
-constexpr int kInvalidParams = static_cast<int>(ErrorCode::INVALID_PARAMS);
-constexpr int kInternal = static_cast<int>(ErrorCode::INTERNAL_ERROR);
 // connect() on a Unix socket only blocks while the listener's backlog is full.
 constexpr int kConnectTimeoutMs = 500;
 
@@ -36,10 +33,7 @@ constexpr int kReadSliceMs = 100;
 
 }  // namespace
 
-Request::Request(uds::Op op, uint32_t arg_count)
-    : id_(g_next_request_id.fetch_add(1, std::memory_order_relaxed)),
-      op_(op),
-      frame_(id_, static_cast<int64_t>(op), arg_count) {}
+uint64_t NextRequestId() { return g_next_request_id.fetch_add(1, std::memory_order_relaxed); }
 
 Ticket::~Ticket() {
   if (pending_) session_->Abandon(pending_.get());
@@ -58,10 +52,10 @@ Connection::Connection(Options options) : options_(std::move(options)) {}
 
 Connection::~Connection() { Close(); }
 
-int Connection::Open() {
-  int code = 0;
+ErrorCode Connection::Open() {
+  ErrorCode code = ErrorCode::OK;
   std::shared_ptr<Session> s = Current(&code);
-  return s ? 0 : code;
+  return s ? ErrorCode::OK : code;
 }
 
 void Connection::Close() {
@@ -74,9 +68,9 @@ void Connection::Close() {
   if (old) old->Fail(true);
 }
 
-int Connection::EnsureUp() {
-  int code = 0;
-  return Current(&code) ? 0 : code;
+ErrorCode Connection::EnsureUp() {
+  ErrorCode code = ErrorCode::OK;
+  return Current(&code) ? ErrorCode::OK : code;
 }
 
 std::string Connection::hostname() const {
@@ -84,14 +78,14 @@ std::string Connection::hostname() const {
   return hostname_;
 }
 
-std::shared_ptr<Session> Connection::Current(int* code) {
+std::shared_ptr<Session> Connection::Current(ErrorCode* code) {
   auto live = [&]() -> std::shared_ptr<Session> {
     if (closed_) {
-      *code = kInvalidParams;  // not connected
+      *code = ErrorCode::INVALID_PARAMS;  // not connected
       return nullptr;
     }
     if (session_ && !session_->IsDown()) return session_;
-    *code = kRpcFail;
+    *code = ErrorCode::RPC_FAIL;
     return nullptr;
   };
   {
@@ -109,17 +103,17 @@ std::shared_ptr<Session> Connection::Current(int* code) {
   }
   std::shared_ptr<Session> fresh;
   std::string hostname;
-  int rc = Dial(!reconnect, &fresh, &hostname);
+  ErrorCode rc = Dial(!reconnect, &fresh, &hostname);
   std::shared_ptr<Session> old;  // destroyed outside the lock (joins its background thread)
   std::lock_guard<std::mutex> lock(mu_);
   if (closed_) {
-    *code = kInvalidParams;
+    *code = ErrorCode::INVALID_PARAMS;
     return nullptr;
   }
-  if (rc != 0) {
+  if (rc != ErrorCode::OK) {
     if (reconnect && !lost_logged_) {
-      MC_LOG_WARN("mooncake_store: cannot reconnect to mooncaked at %s (code %d)",
-                  options_.socket_path.c_str(), rc);
+      MC_LOG_WARN("mooncake_store: cannot reconnect to mooncaked at %s (%s)",
+                  options_.socket_path.c_str(), ErrorName(rc));
       lost_logged_ = true;
     }
     *code = rc;
@@ -136,16 +130,16 @@ std::shared_ptr<Session> Connection::Current(int* code) {
   return fresh;
 }
 
-int Connection::Dial(bool first, std::shared_ptr<Session>* out, std::string* hostname) {
+ErrorCode Connection::Dial(bool first, std::shared_ptr<Session>* out, std::string* hostname) {
   struct sockaddr_un addr;
   std::memset(&addr, 0, sizeof(addr));
   addr.sun_family = AF_UNIX;
   if (options_.socket_path.empty() || options_.socket_path.size() >= sizeof(addr.sun_path)) {
-    return kInvalidParams;
+    return ErrorCode::INVALID_PARAMS;
   }
   std::memcpy(addr.sun_path, options_.socket_path.data(), options_.socket_path.size());
   int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return kRpcFail;
+  if (fd < 0) return ErrorCode::RPC_FAIL;
   SetSocketTimeout(fd, SO_SNDTIMEO, std::min(options_.timeout_ms, kConnectTimeoutMs));
   int rc;
   do {
@@ -153,47 +147,48 @@ int Connection::Dial(bool first, std::shared_ptr<Session>* out, std::string* hos
   } while (rc != 0 && errno == EINTR);
   if (rc != 0) {
     close(fd);
-    return kRpcFail;
+    return ErrorCode::RPC_FAIL;
   }
   SetSocketTimeout(fd, SO_SNDTIMEO, options_.timeout_ms);
   const int slice_ms = std::min(options_.timeout_ms, kReadSliceMs);
   SetSocketTimeout(fd, SO_RCVTIMEO, slice_ms);
   auto session = std::make_shared<Session>(fd, slice_ms);
 
-  Request hello(uds::Op::kHello, 4);
-  hello.args().pack(static_cast<uint64_t>(MOONCAKE_STORE_ABI_VERSION));
-  hello.args().pack(options_.pool_size);
-  hello.args().pack(static_cast<uint64_t>(getpid()));
-  hello.args().pack(options_.master_address);
+  uds::HelloArgs greeting;
+  greeting.abi_version = MOONCAKE_STORE_ABI_VERSION;
+  greeting.pool_size = options_.pool_size;
+  greeting.pid = static_cast<uint64_t>(getpid());
+  greeting.master_address = options_.master_address;
+  Request hello(uds::Op::kHello, greeting);
   Reply reply;
-  rc = CallOn(session, hello, &reply, nullptr, options_.pool_fd);
-  if (rc != 0) {
-    if (rc == kInvalidParams) {
+  ErrorCode code = CallOn(session, hello, &reply, nullptr, options_.pool_fd);
+  if (code != ErrorCode::OK) {
+    if (code == ErrorCode::INVALID_PARAMS) {
       MC_LOG_ERROR("mooncake_store: mooncaked refused the handshake (ABI version %d, "
                    "master \"%s\")", MOONCAKE_STORE_ABI_VERSION,
                    options_.master_address.c_str());
     }
-    return rc;
+    return code;
   }
-  *hostname = reply.results().Str();
-  if (!reply.results().ok()) {
+  uds::HelloReply welcome;
+  if (!uds::ParseFields(reply.message.args, &welcome)) {
     MC_LOG_ERROR("mooncake_store: malformed HELLO reply from mooncaked");
-    return kInternal;
+    return ErrorCode::INTERNAL_ERROR;
   }
+  *hostname = std::move(welcome.hostname);
   if (options_.mount_size > 0) {
-    Request mount(uds::Op::kMountSegment, 1);
-    mount.args().pack(options_.mount_size);
+    Request mount(uds::Op::kMountSegment, uds::MountSegmentArgs{options_.mount_size});
     Reply mount_reply;
-    rc = CallOn(session, mount, &mount_reply, nullptr, -1);
-    if (rc != 0) {
-      if (first) return rc;
+    code = CallOn(session, mount, &mount_reply, nullptr, -1);
+    if (code != ErrorCode::OK) {
+      if (first) return code;
       MC_LOG_WARN("mooncake_store: re-mounting the handle's segment after a reconnect "
-                  "failed (code %d)", rc);
+                  "failed (%s)", ErrorName(code));
     }
   }
   session->MarkEstablished();
   *out = std::move(session);
-  return 0;
+  return ErrorCode::OK;
 }
 
 Ticket Connection::SendOn(const std::shared_ptr<Session>& session, Request& request,
@@ -206,7 +201,7 @@ Ticket Connection::SendOn(const std::shared_ptr<Session>& session, Request& requ
   p->keepalive = std::move(keepalive);
   t.deadline_ = Clock::now() + std::chrono::milliseconds(options_.timeout_ms);
   if (!session->Send(p.get(), request.frame_.data(), request.frame_.size(), -1)) {
-    t.immediate_code_ = kRpcFail;
+    t.immediate_code_ = ErrorCode::RPC_FAIL;
     return t;
   }
   t.session_ = session;
@@ -214,23 +209,23 @@ Ticket Connection::SendOn(const std::shared_ptr<Session>& session, Request& requ
   return t;
 }
 
-int Connection::CallOn(const std::shared_ptr<Session>& session, Request& request,
-                       Reply* reply, std::shared_ptr<void> keepalive, int fd_to_pass) {
+ErrorCode Connection::CallOn(const std::shared_ptr<Session>& session, Request& request,
+                             Reply* reply, std::shared_ptr<void> keepalive, int fd_to_pass) {
   // On the stack: Session::Wait forgets p before it returns.
   Pending p;
   p.id = request.id_;
   p.keepalive = std::move(keepalive);
   Clock::time_point deadline = Clock::now() + std::chrono::milliseconds(options_.timeout_ms);
   if (!session->Send(&p, request.frame_.data(), request.frame_.size(), fd_to_pass)) {
-    reply->code = kRpcFail;
+    reply->code = ErrorCode::RPC_FAIL;
     return reply->code;
   }
   reply->code = session->Wait(&p, deadline, &reply->message);
   return reply->code;
 }
 
-int Connection::Call(Request& request, Reply* reply, std::shared_ptr<void> keepalive) {
-  int code = 0;
+ErrorCode Connection::Call(Request& request, Reply* reply, std::shared_ptr<void> keepalive) {
+  ErrorCode code = ErrorCode::OK;
   std::shared_ptr<Session> s = Current(&code);
   if (!s) {
     reply->code = code;
@@ -240,7 +235,7 @@ int Connection::Call(Request& request, Reply* reply, std::shared_ptr<void> keepa
 }
 
 Ticket Connection::Send(Request& request, std::shared_ptr<void> keepalive) {
-  int code = 0;
+  ErrorCode code = ErrorCode::OK;
   std::shared_ptr<Session> s = Current(&code);
   if (!s) {
     Ticket t;
@@ -250,9 +245,10 @@ Ticket Connection::Send(Request& request, std::shared_ptr<void> keepalive) {
   return SendOn(s, request, std::move(keepalive));
 }
 
-int Connection::Wait(Ticket& ticket, Reply* reply) {
+ErrorCode Connection::Wait(Ticket& ticket, Reply* reply) {
   if (!ticket.pending_) {
-    reply->code = ticket.immediate_code_ != 0 ? ticket.immediate_code_ : kInternal;
+    reply->code = ticket.immediate_code_ != ErrorCode::OK ? ticket.immediate_code_
+                                                          : ErrorCode::INTERNAL_ERROR;
     return reply->code;
   }
   reply->code = ticket.session_->Wait(ticket.pending_.get(), ticket.deadline_, &reply->message);

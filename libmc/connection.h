@@ -18,6 +18,8 @@
 #include <mutex>
 #include <string>
 
+#include "common/error_code.h"
+#include "common/uds_ops.h"
 #include "common/uds_protocol.h"
 
 namespace mooncake {
@@ -26,30 +28,29 @@ namespace client {
 class Session;
 struct Pending;
 
-// A request frame with a fresh id (unique in the process): [id, op, [args...]] behind its
-// length prefix, as uds::FrameBuilder writes it. Pack exactly arg_count values into args().
+// The id of a new request: unique in the process.
+uint64_t NextRequestId();
+
+// A request frame with a fresh id: [id, op, args] behind its length prefix, args being
+// the op's Args struct (common/uds_ops.h).
 class Request {
  public:
-  Request(uds::Op op, uint32_t arg_count);
-  msgpack::packer<uds::FrameBuffer>& args() { return frame_.args(); }
-  void PackConfig(const uds::WireConfig& config) { frame_.PackConfig(config); }
+  template <class Args>
+  Request(uds::Op op, const Args& args) : id_(NextRequestId()), frame_(id_, op, args) {}
   uint64_t id() const { return id_; }
-  uds::Op op() const { return op_; }
 
  private:
   friend class Connection;
 
   uint64_t id_;
-  uds::Op op_;
-  uds::FrameBuilder frame_;
+  uds::RequestFrame frame_;
 };
 
-// A response: code 0 and the results array, or a negative code (from the daemon, or
-// -900/-901 made here). results() is valid while the Reply lives.
+// A response: OK and the results array, or the code (from the daemon, or RPC_FAIL /
+// RPC_TIMEOUT made here). The message is valid while the Reply lives.
 struct Reply {
-  int code = 0;
+  ErrorCode code = ErrorCode::OK;
   uds::Message message;
-  uds::ArgReader& results() { return message.args; }
 };
 
 // A request in flight; pass it to Connection::Wait exactly once. Dropped unwaited, it is
@@ -67,7 +68,7 @@ class Ticket {
   friend class Connection;
   std::shared_ptr<Session> session_;
   std::shared_ptr<Pending> pending_;
-  int immediate_code_ = 0;  // set when the request never left (daemon gone)
+  ErrorCode immediate_code_ = ErrorCode::OK;  // set when the request never left (daemon gone)
   std::chrono::steady_clock::time_point deadline_;
 };
 
@@ -88,9 +89,9 @@ class Connection {
   Connection(const Connection&) = delete;
   Connection& operator=(const Connection&) = delete;
 
-  // First connection: dial, HELLO, MOUNT_SEGMENT if asked. 0, -900 when no daemon answers,
-  // or the daemon's code (-600 for an ABI or master mismatch).
-  int Open();
+  // First connection: dial, HELLO, MOUNT_SEGMENT if asked. OK, RPC_FAIL when no daemon
+  // answers, or the daemon's code (INVALID_PARAMS for an ABI or master mismatch).
+  ErrorCode Open();
   // Disconnects for good; pending requests fail with -900, later ones with -600.
   void Close();
 
@@ -100,26 +101,41 @@ class Connection {
   // daemon never touches memory that was given back.
   Ticket Send(Request& request, std::shared_ptr<void> keepalive = nullptr);
   // Waits for the response (bounded by the timeout); returns reply->code.
-  int Wait(Ticket& ticket, Reply* reply);
+  ErrorCode Wait(Ticket& ticket, Reply* reply);
   // Send and Wait in one, without a heap allocation for the pending request.
-  int Call(Request& request, Reply* reply, std::shared_ptr<void> keepalive = nullptr);
+  ErrorCode Call(Request& request, Reply* reply, std::shared_ptr<void> keepalive = nullptr);
 
-  // Makes sure a session is up (reconnecting if needed): 0 or a negative code.
-  int EnsureUp();
+  // The typed form of Call: sends op with args and parses the results into *out. The
+  // daemon's code, or INTERNAL_ERROR when a successful reply does not have op's shape.
+  template <uds::Op op>
+  ErrorCode Invoke(const typename uds::OpSpec<op>::Args& args,
+                   typename uds::OpSpec<op>::Reply* out,
+                   std::shared_ptr<void> keepalive = nullptr) {
+    Request request(op, args);
+    Reply reply;
+    ErrorCode code = Call(request, &reply, std::move(keepalive));
+    if (code == ErrorCode::OK && !uds::ParseFields(reply.message.args, out)) {
+      return ErrorCode::INTERNAL_ERROR;
+    }
+    return code;
+  }
+
+  // Makes sure a session is up (reconnecting if needed): OK or why not.
+  ErrorCode EnsureUp();
   // "host:port" from the latest HELLO.
   std::string hostname() const;
   int timeout_ms() const { return options_.timeout_ms; }
 
  private:
   // The live session, reconnecting when it is down; nullptr with *code set on failure.
-  std::shared_ptr<Session> Current(int* code);
+  std::shared_ptr<Session> Current(ErrorCode* code);
   // Dials and greets a new session (HELLO with the pool fd, then MOUNT_SEGMENT when asked;
   // a failed re-mount after a reconnect is only logged); 0 or a code.
-  int Dial(bool first, std::shared_ptr<Session>* out, std::string* hostname);
+  ErrorCode Dial(bool first, std::shared_ptr<Session>* out, std::string* hostname);
   Ticket SendOn(const std::shared_ptr<Session>& session, Request& request,
                 std::shared_ptr<void> keepalive);
-  int CallOn(const std::shared_ptr<Session>& session, Request& request, Reply* reply,
-             std::shared_ptr<void> keepalive, int fd_to_pass);
+  ErrorCode CallOn(const std::shared_ptr<Session>& session, Request& request, Reply* reply,
+                   std::shared_ptr<void> keepalive, int fd_to_pass);
 
   const Options options_;
   mutable std::mutex mu_;  // guards session_, closed_, hostname_

@@ -16,31 +16,31 @@ namespace client {
 
 PoolBlock::~PoolBlock() { pool_->ReleaseStage(node_); }
 
-int Pool::Create(uint64_t size, std::shared_ptr<Pool>* out) {
+ErrorCode Pool::Create(uint64_t size, std::shared_ptr<Pool>* out) {
   if (size == 0 || size > static_cast<uint64_t>(INT64_MAX)) {
-    return ToInt(ErrorCode::INVALID_PARAMS);
+    return ErrorCode::INVALID_PARAMS;
   }
   int fd = memfd_create("mooncake-pool", MFD_CLOEXEC | MFD_ALLOW_SEALING);
   if (fd < 0) {
     MC_LOG_ERROR("mooncake_store: memfd_create failed: %s", std::strerror(errno));
-    return ToInt(ErrorCode::INTERNAL_ERROR);
+    return ErrorCode::INTERNAL_ERROR;
   }
   if (ftruncate(fd, static_cast<off_t>(size)) != 0 ||
       fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW) != 0) {
     MC_LOG_ERROR("mooncake_store: sizing or sealing the pool (%llu bytes) failed: %s",
                  static_cast<unsigned long long>(size), std::strerror(errno));
     close(fd);
-    return ToInt(ErrorCode::INTERNAL_ERROR);
+    return ErrorCode::INTERNAL_ERROR;
   }
   void* base = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
   if (base == MAP_FAILED) {
     MC_LOG_ERROR("mooncake_store: mapping the pool (%llu bytes) failed: %s",
                  static_cast<unsigned long long>(size), std::strerror(errno));
     close(fd);
-    return ToInt(ErrorCode::INTERNAL_ERROR);
+    return ErrorCode::INTERNAL_ERROR;
   }
   out->reset(new Pool(fd, static_cast<char*>(base), size));
-  return 0;
+  return ErrorCode::OK;
 }
 
 Pool::Pool(int fd, char* base, uint64_t size)

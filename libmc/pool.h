@@ -18,6 +18,7 @@
 #include <mutex>
 #include <unordered_map>
 
+#include "common/error_code.h"
 #include "common/offset_allocator.h"
 
 namespace mooncake {
@@ -56,8 +57,9 @@ class Pool : public std::enable_shared_from_this<Pool> {
 
   // Creates a pool of size bytes: memfd_create("mooncake-pool"), ftruncate, seal
   // F_SEAL_SHRINK|F_SEAL_GROW (mooncaked refuses unsealed fds), mmap MAP_SHARED.
-  // Returns 0, or -600 for size 0 / too large, -1 when a system call fails (logged).
-  static int Create(uint64_t size, std::shared_ptr<Pool>* out);
+  // OK, or INVALID_PARAMS for size 0 / too large, INTERNAL_ERROR when a system call
+  // fails (logged).
+  static ErrorCode Create(uint64_t size, std::shared_ptr<Pool>* out);
   ~Pool();  // unmaps and closes the memfd
   Pool(const Pool&) = delete;
   Pool& operator=(const Pool&) = delete;

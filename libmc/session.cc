@@ -7,8 +7,6 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include <climits>
-
 #include "common/error_code.h"
 #include "common/logging.h"
 
@@ -17,20 +15,11 @@ namespace client {
 
 namespace {
 
-constexpr int kRpcFail = static_cast<int>(ErrorCode::RPC_FAIL);
-constexpr int kRpcTimeout = static_cast<int>(ErrorCode::RPC_TIMEOUT);
-constexpr int kInternal = static_cast<int>(ErrorCode::INTERNAL_ERROR);
-
 // How long the reader role must lie unused before the background thread takes it: long
 // enough that a thread calling in a loop never meets the background thread (every meeting
 // costs a wake-up), short enough that a daemon that died between calls is noticed before
 // the next call, which then redials at once instead of writing into a dead socket.
 constexpr auto kIdleGrace = std::chrono::milliseconds(5);
-
-int ClampCode(int64_t head) {
-  if (head > 0 || head < INT_MIN) return kInternal;  // a response code is 0 or negative
-  return static_cast<int>(head);
-}
 
 static_assert(sizeof(std::atomic<uint32_t>) == sizeof(uint32_t) &&
                   std::atomic<uint32_t>::is_always_lock_free,
@@ -110,7 +99,7 @@ void Session::Fail(bool deliberate) {
       p->linked = false;
       p->prev = p->next = nullptr;
       p->keepalive.reset();
-      p->code = kRpcFail;
+      p->code = ErrorCode::RPC_FAIL;
       p->done = true;
       p->signal.store(1, std::memory_order_release);
       WakeUp(&p->signal);  // under the lock (a rare path): p cannot be gone yet
@@ -141,13 +130,13 @@ bool Session::Send(Pending* p, const char* frame, size_t length, int fd_to_pass)
     Fail(false);
     if (error == EAGAIN || error == EWOULDBLOCK) {
       std::lock_guard<std::mutex> lock(mu_);
-      p->code = kRpcTimeout;
+      p->code = ErrorCode::RPC_TIMEOUT;
     }
   }
   return true;
 }
 
-int Session::Wait(Pending* p, Clock::time_point deadline, uds::Message* message) {
+ErrorCode Session::Wait(Pending* p, Clock::time_point deadline, uds::Message* message) {
   std::unique_lock<std::mutex> lock(mu_);
   for (;;) {
     Clock::time_point now = p->done ? Clock::time_point() : Clock::now();
@@ -173,7 +162,7 @@ int Session::Wait(Pending* p, Clock::time_point deadline, uds::Message* message)
     }
     if (late) {
       Forget(p);
-      return kRpcTimeout;
+      return ErrorCode::RPC_TIMEOUT;
     }
     p->sleeping = true;
     p->signal.store(0, std::memory_order_relaxed);  // set again by whoever wakes us
@@ -261,7 +250,7 @@ Session::Outcome Session::Dispatch(const std::string& payload, Pending* self) {
     // p->keepalive stays with p: the caller's own thread releases it when its call
     // returns, so a staging block is back in the pool before the call that used it ends.
     Unlink(p);
-    p->code = ClampCode(message.head);
+    p->code = FromWire(message.head);  // a code the table lacks is INTERNAL_ERROR
     p->message = std::move(message);
     p->done = true;
     if (p == self) return Outcome::kMine;

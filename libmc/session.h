@@ -32,6 +32,7 @@
 #include <thread>
 #include <unordered_map>
 
+#include "common/error_code.h"
 #include "common/uds_protocol.h"
 
 namespace mooncake {
@@ -49,7 +50,7 @@ struct Pending {
   bool linked = false;    // in the session's in-flight list
   bool sleeping = false;  // its caller sleeps on signal and could take the reader role
   bool lead = false;      // the reader role was handed to its caller while it slept
-  int code = 0;
+  ErrorCode code = ErrorCode::OK;
   uds::Message message;
   std::shared_ptr<void> keepalive;  // released by the caller once its call returns
   // The futex word its caller sleeps on: set to 1 (under the mutex) when it should look
@@ -86,7 +87,7 @@ class Session {
   // returns p's code and moves the response into *message. On return p is no longer
   // known to the session (a late answer to a timed-out request is dropped, its keepalive
   // kept until then).
-  int Wait(Pending* p, Clock::time_point deadline, uds::Message* message);
+  ErrorCode Wait(Pending* p, Clock::time_point deadline, uds::Message* message);
 
   // Forgets p without waiting for it (a ticket dropped unwaited), as a timeout would.
   void Abandon(Pending* p);

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <climits>
 #include <cstring>
 #include <deque>
 
@@ -12,12 +11,6 @@ namespace mooncake {
 namespace client {
 
 namespace {
-
-constexpr int kInternal = static_cast<int>(ErrorCode::INTERNAL_ERROR);
-constexpr int kInvalidParams = static_cast<int>(ErrorCode::INVALID_PARAMS);
-constexpr int kNoSpace = static_cast<int>(ErrorCode::NO_AVAILABLE_HANDLE);
-constexpr int kExists = static_cast<int>(ErrorCode::OBJECT_ALREADY_EXISTS);
-constexpr int kNotFound = static_cast<int>(ErrorCode::OBJECT_NOT_FOUND);
 
 // Staged transfers move chunks of up to kChunkBytes (at least kMinChunkBytes when the pool
 // is that large), kChunksInFlight at a time: one is copied here while the daemon copies
@@ -46,100 +39,90 @@ std::shared_ptr<PoolBlock> NextChunkBlock(Pool& pool, const Connection& conn,
   return idle ? pool.Stage(least, want, Deadline(conn)) : pool.TryStage(least, want);
 }
 
-// PUT_CHUNK / GET_CHUNK: [staged id, value offset, pool offset, length].
-void PackChunk(Request& r, uint64_t staged_id, uint64_t value_offset, const PoolBlock& block) {
-  r.args().pack(staged_id);
-  r.args().pack(value_offset);
-  r.args().pack(block.offset());
-  r.args().pack(block.size());
-}
-
-// The results array of a reply, read raw (so a 0/1 flag may come as an int or a bool).
-const msgpack::object* RawResults(Reply& reply) {
-  const msgpack::object& top = reply.message.handle.get();
-  if (top.type != msgpack::type::ARRAY || top.via.array.size != 3) return nullptr;
-  const msgpack::object& results = top.via.array.ptr[2];
-  return results.type == msgpack::type::ARRAY ? &results : nullptr;
-}
-
-bool AsInt(const msgpack::object& o, int64_t* value) {
-  switch (o.type) {
-    case msgpack::type::POSITIVE_INTEGER:
-      if (o.via.u64 > static_cast<uint64_t>(INT64_MAX)) return false;
-      *value = static_cast<int64_t>(o.via.u64);
-      return true;
-    case msgpack::type::NEGATIVE_INTEGER:
-      *value = o.via.i64;
-      return true;
-    case msgpack::type::BOOLEAN:
-      *value = o.via.boolean ? 1 : 0;
-      return true;
-    default:
-      return false;
+// The one chunk pipeline of staged puts and gets: the value's size bytes go through the
+// pool in chunks (PUT_CHUNK or GET_CHUNK of staged_id), kChunksInFlight at a time.
+// before_send(block, value_offset) fills a chunk's block before it is sent (puts);
+// after_reply(block, value_offset) empties it once the daemon answered OK (gets). The
+// first failure stops it; the chunks still in flight are waited for before it returns.
+template <class BeforeSend, class AfterReply>
+ErrorCode RunChunks(Connection& conn, Pool& pool, uds::Op op, uint64_t staged_id,
+                    uint64_t size, BeforeSend before_send, AfterReply after_reply) {
+  struct Chunk {
+    Ticket ticket;
+    std::shared_ptr<PoolBlock> block;
+    uint64_t value_offset;
+  };
+  std::deque<Chunk> in_flight;
+  uint64_t sent = 0;
+  ErrorCode rc = ErrorCode::OK;
+  while (rc == ErrorCode::OK && (sent < size || !in_flight.empty())) {
+    if (sent < size && in_flight.size() < kChunksInFlight) {
+      std::shared_ptr<PoolBlock> block = NextChunkBlock(pool, conn, size - sent, in_flight.empty());
+      if (block) {
+        before_send(*block, sent);
+        Request chunk(op, uds::ChunkArgs{staged_id, sent, block->offset(), block->size()});
+        in_flight.push_back({conn.Send(chunk, block), block, sent});
+        sent += block->size();
+        continue;
+      }
+      if (in_flight.empty()) {
+        rc = ErrorCode::NO_AVAILABLE_HANDLE;
+        break;
+      }
+    }
+    Chunk& front = in_flight.front();
+    Reply reply;
+    rc = conn.Wait(front.ticket, &reply);
+    if (rc == ErrorCode::OK) after_reply(*front.block, front.value_offset);
+    in_flight.pop_front();
   }
-}
-
-// results[i] of a reply as an integer; kInternal when missing or of another type.
-int64_t ResultAt(Reply& reply, size_t i) {
-  const msgpack::object* results = RawResults(reply);
-  int64_t value;
-  if (results == nullptr || i >= results->via.array.size ||
-      !AsInt(results->via.array.ptr[i], &value)) {
-    return kInternal;
+  for (Chunk& chunk : in_flight) {  // after a failure: let the others finish first
+    Reply ignored;
+    conn.Wait(chunk.ticket, &ignored);
   }
-  return value;
+  return rc;
 }
 
-int AsCode(int64_t value) {
-  return (value > 0 || value < INT_MIN) ? kInternal : static_cast<int>(value);
+// Present or not from an EXIST-style wire value: 1 present, 0 missing; a key missing or
+// still being written is not present; anything else is the code.
+Result<bool> Presence(int64_t value) {
+  if (value == 0 || value == 1) return value == 1;
+  ErrorCode code = FromWire(value);
+  if (code == ErrorCode::OBJECT_NOT_FOUND) return false;
+  return code;
 }
 
-// 1 present, 0 missing or not readable yet, or a code, from an EXIST-style entry.
-int ExistResult(int64_t value) {
-  if (value == 0 || value == 1) return static_cast<int>(value);
-  if (value == kNotFound) return 0;
-  return AsCode(value);
+// A batch entry's wire value as a count: bytes, or the code.
+Result<uint64_t> EntryCount(int64_t value) {
+  if (value >= 0) return static_cast<uint64_t>(value);
+  return FromWire(value);
 }
 
-// A batch reply's code: kInternal when a successful reply does not carry n results.
-int BatchCode(int code, Reply& reply, size_t n) {
-  const msgpack::object* results = code == 0 ? RawResults(reply) : nullptr;
-  return code == 0 && (results == nullptr || results->via.array.size != n) ? kInternal : code;
+// A batch frame's results: the daemon's per-entry values, or, when the frame failed as a
+// whole (or came back with the wrong count), its code for every entry.
+std::vector<int64_t> EntryValues(ErrorCode frame, std::vector<int64_t> values, size_t n) {
+  if (frame == ErrorCode::OK && values.size() != n) frame = ErrorCode::INTERNAL_ERROR;
+  if (frame != ErrorCode::OK) values.assign(n, ToInt(frame));
+  return values;
 }
 
-// Sends r and returns its first result, a size or count, or a code.
-int64_t CallForCount(Connection& conn, Request& r) {
-  Reply reply;
-  int rc = conn.Call(r, &reply);
-  if (rc != 0) return rc;
-  int64_t n = ResultAt(reply, 0);
-  return n < 0 ? kInternal : n;
-}
-
-void PackKeyRange(Request& r, const std::string& key, uint64_t offset, uint64_t size) {
-  r.args().pack(key);
-  r.args().pack(offset);
-  r.args().pack(size);
-}
-
-// One entry of a batch frame: [key, offset, size] on the wire.
+// One entry of a batch frame and where it came from.
 struct BatchEntry {
   size_t item;  // index into the caller's items
-  const std::string* key;
-  uint64_t offset;  // pool offset of the value (zero copy) or of its staging block
-  uint64_t size;
   PoolBlock* block;  // staging block (kept alive by the frame), nullptr for zero copy
 };
 
 // The machinery BatchPut and BatchGetInto share: a BATCH_PUT / BATCH_GET frame being
-// filled, sent once it holds uds::kMaxBatch entries or about kBatchFrameBudget bytes.
-// deliver(entry, value) gets each entry's result, value being the daemon's integer or the
-// frame's code (0 or negative, see Connection::Call) when the frame failed as a whole.
-template <typename Deliver>
+// filled (Args: BatchPutArgs or BatchGetArgs), sent once it holds uds::kMaxBatch entries
+// or about kBatchFrameBudget bytes. deliver(entry, value) gets each entry's wire value.
+template <uds::Op op, typename Deliver>
 class BatchFrame {
  public:
-  BatchFrame(Connection& conn, uds::Op op, const uds::WireConfig* config, Deliver deliver)
-      : conn_(conn), op_(op), config_(config), deliver_(std::move(deliver)) {}
+  using Args = typename uds::OpSpec<op>::Args;
+  using Entry = typename decltype(Args::entries)::value_type;
+
+  BatchFrame(Connection& conn, Args args, Deliver deliver)
+      : conn_(conn), args_(std::move(args)), deliver_(std::move(deliver)) {}
 
   // Where the n bytes at data go: their own pool offset when they lie in the pool (zero
   // copy), else a staging block (*block) of n bytes; when the pool is full, this frame is
@@ -157,29 +140,22 @@ class BatchFrame {
     return true;
   }
 
-  void Add(size_t item, const std::string& key, uint64_t offset, uint64_t size,
-           std::shared_ptr<PoolBlock> block) {
-    entries_.push_back({item, &key, offset, size, block.get()});
+  void Add(size_t item, Entry entry, std::shared_ptr<PoolBlock> block) {
+    frame_bytes_ += entry.key.size() + kEntryOverhead;
+    args_.entries.push_back(std::move(entry));
+    entries_.push_back({item, block.get()});
     if (block) blocks_->push_back(std::move(block));
-    frame_bytes_ += key.size() + kEntryOverhead;
     if (entries_.size() >= uds::kMaxBatch || frame_bytes_ >= kBatchFrameBudget) Flush();
   }
 
   void Flush() {
     if (entries_.empty()) return;
-    Request r(op_, config_ != nullptr ? 2 : 1);
-    r.args().pack_array(static_cast<uint32_t>(entries_.size()));
-    for (const BatchEntry& e : entries_) {
-      r.args().pack_array(3);
-      PackKeyRange(r, *e.key, e.offset, e.size);
-    }
-    if (config_ != nullptr) r.PackConfig(*config_);
-    Reply reply;
-    int code = BatchCode(conn_.Call(r, &reply, blocks_), reply, entries_.size());
-    for (size_t i = 0; i < entries_.size(); ++i) {
-      deliver_(entries_[i], code == 0 ? ResultAt(reply, i) : code);
-    }
+    typename uds::OpSpec<op>::Reply reply;
+    ErrorCode code = conn_.Invoke<op>(args_, &reply, blocks_);
+    std::vector<int64_t> values = EntryValues(code, std::move(reply.values), entries_.size());
+    for (size_t i = 0; i < entries_.size(); ++i) deliver_(entries_[i], values[i]);
     entries_.clear();
+    args_.entries.clear();
     // A fresh vector, not clear(): after a timeout the connection still holds the old one
     // until the daemon answers, so those blocks must not be given back yet.
     blocks_ = std::make_shared<std::vector<std::shared_ptr<PoolBlock>>>();
@@ -188,8 +164,7 @@ class BatchFrame {
 
  private:
   Connection& conn_;
-  const uds::Op op_;
-  const uds::WireConfig* const config_;  // packed after the entries; nullptr for none
+  Args args_;  // the entries so far, and what every frame repeats (the config)
   Deliver deliver_;
   std::vector<BatchEntry> entries_;
   std::shared_ptr<std::vector<std::shared_ptr<PoolBlock>>> blocks_ =
@@ -197,21 +172,27 @@ class BatchFrame {
   size_t frame_bytes_ = 0;
 };
 
+template <uds::Op op, typename Deliver>
+BatchFrame<op, Deliver> MakeBatchFrame(Connection& conn, typename uds::OpSpec<op>::Args args,
+                                       Deliver deliver) {
+  return BatchFrame<op, Deliver>(conn, std::move(args), std::move(deliver));
+}
+
 }  // namespace
 
 StoreClient::~StoreClient() { Close(); }
 
-int StoreClient::Connect(const std::string& socket_path, uint64_t local_buffer_size,
-                         const std::string& master_address, uint64_t mount_size) {
+ErrorCode StoreClient::Connect(const std::string& socket_path, uint64_t local_buffer_size,
+                               const std::string& master_address, uint64_t mount_size) {
   std::unique_lock<std::shared_mutex> lock(state_mu_);
-  if (connected_) return kInvalidParams;
+  if (connected_) return ErrorCode::INVALID_PARAMS;
   std::shared_ptr<Pool> pool;
   if (local_buffer_size > 0) {
     if (pool_ && pool_->size() == local_buffer_size) {
       pool = pool_;  // a reconnect after close keeps the application's pool pointers
     } else {
-      int rc = Pool::Create(local_buffer_size, &pool);
-      if (rc != 0) return rc;
+      ErrorCode rc = Pool::Create(local_buffer_size, &pool);
+      if (rc != ErrorCode::OK) return rc;
     }
   }
   Connection::Options options;
@@ -223,59 +204,59 @@ int StoreClient::Connect(const std::string& socket_path, uint64_t local_buffer_s
   options.mount_size = mount_size;
   options.timeout_ms = TimeoutFromEnvironment();
   auto conn = std::make_shared<Connection>(std::move(options));
-  int rc = conn->Open();
-  if (rc != 0) return rc;
+  ErrorCode rc = conn->Open();
+  if (rc != ErrorCode::OK) return rc;
   conn_ = std::move(conn);
   pool_ = std::move(pool);
   connected_ = true;
-  return 0;
+  return ErrorCode::OK;
 }
 
-int StoreClient::Close() {
+ErrorCode StoreClient::Close() {
   std::shared_ptr<Connection> conn;
   {
     std::unique_lock<std::shared_mutex> lock(state_mu_);
-    if (!connected_) return 0;
+    if (!connected_) return ErrorCode::OK;
     connected_ = false;
     conn = std::move(conn_);
   }
   conn->Close();
-  return 0;
+  return ErrorCode::OK;
 }
 
-int StoreClient::Acquire(Context* ctx) {
+ErrorCode StoreClient::Acquire(Context* ctx) {
   std::shared_lock<std::shared_mutex> lock(state_mu_);
-  if (!connected_) return kInvalidParams;
+  if (!connected_) return ErrorCode::INVALID_PARAMS;
   ctx->conn = conn_;
   ctx->pool = pool_;
-  return 0;
+  return ErrorCode::OK;
 }
 
 int StoreClient::HealthCheck() {
   Context c;
-  if (Acquire(&c) != 0) return 1;
-  Request r(uds::Op::kHealth, 0);
-  Reply reply;
-  if (c.conn->Call(r, &reply) != 0) return 1;
-  int64_t reachable = ResultAt(reply, 0);
-  if (reachable == 1) return 0;
-  if (reachable == 0) return 2;
+  uds::HealthReply health;
+  if (Acquire(&c) != ErrorCode::OK ||
+      c.conn->Invoke<uds::Op::kHealth>(uds::NoArgs(), &health) != ErrorCode::OK) {
+    return 1;
+  }
+  if (health.master_reachable == 1) return 0;
+  if (health.master_reachable == 0) return 2;
   return 1;
 }
 
-int StoreClient::GetHostname(std::string* hostname) {
+ErrorCode StoreClient::GetHostname(std::string* hostname) {
   Context c;
-  int rc = Acquire(&c);
-  if (rc != 0) return rc;
+  ErrorCode rc = Acquire(&c);
+  if (rc != ErrorCode::OK) return rc;
   rc = c.conn->EnsureUp();
-  if (rc != 0) return rc;
+  if (rc != ErrorCode::OK) return rc;
   *hostname = c.conn->hostname();
-  return 0;
+  return ErrorCode::OK;
 }
 
 void* StoreClient::Alloc(uint64_t size) {
   Context c;
-  if (Acquire(&c) != 0 || !c.pool || size == 0) return nullptr;
+  if (Acquire(&c) != ErrorCode::OK || !c.pool || size == 0) return nullptr;
   return c.pool->Allocate(size);
 }
 
@@ -288,56 +269,58 @@ void StoreClient::Free(void* ptr) {
   if (pool) pool->Free(ptr);
 }
 
-int StoreClient::RegisterBuffer(void* buffer, uint64_t size) {
+ErrorCode StoreClient::RegisterBuffer(void* buffer, uint64_t size) {
   Context c;
-  int rc = Acquire(&c);
-  if (rc != 0) return rc;
-  if (size == 0) return kInvalidParams;
+  ErrorCode rc = Acquire(&c);
+  if (rc != ErrorCode::OK) return rc;
+  if (size == 0) return ErrorCode::INVALID_PARAMS;
   uintptr_t start = reinterpret_cast<uintptr_t>(buffer);
-  if (start + size < start) return kInvalidParams;  // wraps around
+  if (start + size < start) return ErrorCode::INVALID_PARAMS;  // wraps around
   std::lock_guard<std::mutex> lock(registry_mu_);
   auto next = registered_.lower_bound(start);
-  if (next != registered_.end() && next->first < start + size) return kInvalidParams;
+  if (next != registered_.end() && next->first < start + size) return ErrorCode::INVALID_PARAMS;
   if (next != registered_.begin()) {
     auto prev = std::prev(next);
-    if (prev->first + prev->second > start) return kInvalidParams;  // overlaps
+    if (prev->first + prev->second > start) return ErrorCode::INVALID_PARAMS;  // overlaps
   }
   registered_.emplace(start, size);
-  return 0;
+  return ErrorCode::OK;
 }
 
-int StoreClient::UnregisterBuffer(void* buffer) {
+ErrorCode StoreClient::UnregisterBuffer(void* buffer) {
   Context c;
-  int rc = Acquire(&c);
-  if (rc != 0) return rc;
+  ErrorCode rc = Acquire(&c);
+  if (rc != ErrorCode::OK) return rc;
   std::lock_guard<std::mutex> lock(registry_mu_);
-  return registered_.erase(reinterpret_cast<uintptr_t>(buffer)) == 1 ? 0 : kInvalidParams;
+  return registered_.erase(reinterpret_cast<uintptr_t>(buffer)) == 1 ? ErrorCode::OK
+                                                                      : ErrorCode::INVALID_PARAMS;
 }
 
-int StoreClient::CheckRegistered(const void* buffer, uint64_t size) {
+ErrorCode StoreClient::CheckRegistered(const void* buffer, uint64_t size) {
   uintptr_t start = reinterpret_cast<uintptr_t>(buffer);
   std::lock_guard<std::mutex> lock(registry_mu_);
   auto it = registered_.upper_bound(start);
-  if (it == registered_.begin()) return 0;
+  if (it == registered_.begin()) return ErrorCode::OK;
   --it;
   uint64_t end = it->first + it->second;
-  if (start < end && size > end - start) return kInvalidParams;
-  return 0;
+  if (start < end && size > end - start) return ErrorCode::INVALID_PARAMS;
+  return ErrorCode::OK;
 }
 
 // ---- put ------------------------------------------------------------------------------
 
-int StoreClient::Put(const std::string& key, const void* value, uint64_t size,
-                     const uds::WireConfig& config, bool upsert) {
+ErrorCode StoreClient::Put(const std::string& key, const void* value, uint64_t size,
+                           const uds::WireConfig& config, bool upsert) {
   Context c;
-  int rc = Acquire(&c);
-  if (rc != 0) return rc;
+  ErrorCode rc = Acquire(&c);
+  if (rc != ErrorCode::OK) return rc;
   return PutOne(c, key, static_cast<const char*>(value), size, config, upsert);
 }
 
-int StoreClient::PutOne(Context& c, const std::string& key, const char* value, uint64_t size,
-                        const uds::WireConfig& config, bool upsert) {
-  if (!c.pool) return kInvalidParams;  // no pool: nothing can be copied (as in Mooncake)
+ErrorCode StoreClient::PutOne(Context& c, const std::string& key, const char* value,
+                              uint64_t size, const uds::WireConfig& config, bool upsert) {
+  // No pool: nothing can be copied (as in Mooncake).
+  if (!c.pool) return ErrorCode::INVALID_PARAMS;
   uint64_t offset;
   if (c.pool->Contains(value, size, &offset)) {
     return PutOnce(c, key, offset, size, config, upsert, nullptr);
@@ -350,95 +333,64 @@ int StoreClient::PutOne(Context& c, const std::string& key, const char* value, u
   return PutStaged(c, key, value, size, config, upsert);
 }
 
-int StoreClient::PutOnce(Context& c, const std::string& key, uint64_t pool_offset,
-                         uint64_t size, const uds::WireConfig& config, bool upsert,
-                         std::shared_ptr<void> keepalive) {
-  Request r(upsert ? uds::Op::kUpsert : uds::Op::kPut, 4);
-  PackKeyRange(r, key, pool_offset, size);
-  r.PackConfig(config);
-  Reply reply;
-  int rc = c.conn->Call(r, &reply, std::move(keepalive));
-  if (rc == kExists && !upsert) return 0;  // put never overwrites; the old value stays
+ErrorCode StoreClient::PutOnce(Context& c, const std::string& key, uint64_t pool_offset,
+                               uint64_t size, const uds::WireConfig& config, bool upsert,
+                               std::shared_ptr<void> keepalive) {
+  uds::PutArgs args{key, pool_offset, size, config};
+  uds::NoReply none;
+  ErrorCode rc = upsert ? c.conn->Invoke<uds::Op::kUpsert>(args, &none, std::move(keepalive))
+                        : c.conn->Invoke<uds::Op::kPut>(args, &none, std::move(keepalive));
+  // put never overwrites; the old value stays
+  if (rc == ErrorCode::OBJECT_ALREADY_EXISTS && !upsert) return ErrorCode::OK;
   return rc;
 }
 
-int StoreClient::PutStaged(Context& c, const std::string& key, const char* value,
-                           uint64_t size, const uds::WireConfig& config, bool upsert) {
-  Request begin(uds::Op::kPutBegin, 4);
-  begin.args().pack(key);
-  begin.args().pack(size);
-  begin.PackConfig(config);
-  begin.args().pack(upsert);
-  Reply reply;
-  int rc = c.conn->Call(begin, &reply);
-  if (rc == kExists && !upsert) return 0;
-  if (rc != 0) return rc;
-  uint64_t put_id = reply.results().U64();
-  if (!reply.results().ok()) return kInternal;
-
-  std::deque<Ticket> in_flight;
-  uint64_t sent = 0;
-  while (rc == 0 && (sent < size || !in_flight.empty())) {
-    if (sent < size && in_flight.size() < kChunksInFlight) {
-      std::shared_ptr<PoolBlock> block =
-          NextChunkBlock(*c.pool, *c.conn, size - sent, in_flight.empty());
-      if (block) {
-        std::memcpy(block->data(), value + sent, block->size());
-        Request chunk(uds::Op::kPutChunk, 4);
-        PackChunk(chunk, put_id, sent, *block);
-        sent += block->size();
-        in_flight.push_back(c.conn->Send(chunk, std::move(block)));
-        continue;
-      }
-      if (in_flight.empty()) {
-        rc = kNoSpace;
-        break;
-      }
-    }
-    Reply chunk_reply;
-    rc = c.conn->Wait(in_flight.front(), &chunk_reply);
-    in_flight.pop_front();
+ErrorCode StoreClient::PutStaged(Context& c, const std::string& key, const char* value,
+                                 uint64_t size, const uds::WireConfig& config, bool upsert) {
+  uds::PutBeginReply begun;
+  ErrorCode rc = c.conn->Invoke<uds::Op::kPutBegin>(
+      uds::PutBeginArgs{key, size, config, uds::Flag{upsert}}, &begun);
+  if (rc == ErrorCode::OBJECT_ALREADY_EXISTS && !upsert) return ErrorCode::OK;
+  if (rc != ErrorCode::OK) return rc;
+  rc = RunChunks(
+      *c.conn, *c.pool, uds::Op::kPutChunk, begun.put_id, size,
+      [&](PoolBlock& block, uint64_t at) { std::memcpy(block.data(), value + at, block.size()); },
+      [](PoolBlock&, uint64_t) {});
+  uds::NoReply none;
+  if (rc == ErrorCode::OK) {
+    return c.conn->Invoke<uds::Op::kPutCommit>(uds::StagedIdArgs{begun.put_id}, &none);
   }
-  for (Ticket& t : in_flight) {  // after a failure: let the others finish first
-    Reply ignored;
-    c.conn->Wait(t, &ignored);
-  }
-  if (rc == 0) {
-    Request commit(uds::Op::kPutCommit, 1);
-    commit.args().pack(put_id);
-    Reply commit_reply;
-    return c.conn->Call(commit, &commit_reply);
-  }
-  Request abort(uds::Op::kPutAbort, 1);
-  abort.args().pack(put_id);
-  Reply abort_reply;
-  c.conn->Call(abort, &abort_reply);  // best effort: a dead connection revokes it anyway
+  // Best effort: a dead connection revokes it anyway.
+  c.conn->Invoke<uds::Op::kPutAbort>(uds::StagedIdArgs{begun.put_id}, &none);
   return rc;
 }
 
 void StoreClient::BatchPut(std::vector<PutItem>& items, const uds::WireConfig& config) {
   Context c;
-  int rc = Acquire(&c);
-  if (rc != 0) {
-    for (PutItem& it : items) *it.result = rc;
+  ErrorCode rc = Acquire(&c);
+  if (rc != ErrorCode::OK) {
+    for (PutItem& it : items) it.result = rc;
     return;
   }
-  BatchFrame frame(*c.conn, uds::Op::kBatchPut, &config, [&](const BatchEntry& e, int64_t v) {
-    int code = AsCode(v);
-    *items[e.item].result = code == kExists ? 0 : code;
-  });
+  uds::BatchPutArgs shared;
+  shared.config = config;
+  auto frame = MakeBatchFrame<uds::Op::kBatchPut>(
+      *c.conn, std::move(shared), [&](const BatchEntry& e, int64_t value) {
+        ErrorCode code = value > 0 ? ErrorCode::INTERNAL_ERROR : FromWire(value);
+        items[e.item].result = code == ErrorCode::OBJECT_ALREADY_EXISTS ? ErrorCode::OK : code;
+      });
   for (size_t i = 0; i < items.size(); ++i) {
     PutItem& it = items[i];
     uint64_t offset = 0;
     std::shared_ptr<PoolBlock> block;
     if (!c.pool) {
-      *it.result = kInvalidParams;
+      it.result = ErrorCode::INVALID_PARAMS;
     } else if (!frame.Place(*c.pool, it.data, it.size, &offset, &block)) {
       // Too large for the pool right now: chunked, on its own.
-      *it.result = PutOne(c, it.key, it.data, it.size, config, false);
+      it.result = PutOne(c, it.key, it.data, it.size, config, false);
     } else {
       if (block) std::memcpy(block->data(), it.data, it.size);
-      frame.Add(i, it.key, offset, it.size, std::move(block));
+      frame.Add(i, uds::PutEntry{std::move(it.key), offset, it.size}, std::move(block));
     }
   }
   frame.Flush();
@@ -446,23 +398,21 @@ void StoreClient::BatchPut(std::vector<PutItem>& items, const uds::WireConfig& c
 
 // ---- get ------------------------------------------------------------------------------
 
-int64_t StoreClient::GetInto(const std::string& key, void* buffer, uint64_t capacity) {
+Result<uint64_t> StoreClient::GetInto(const std::string& key, void* buffer, uint64_t capacity) {
   Context c;
-  int rc = Acquire(&c);
-  if (rc != 0) return rc;
+  ErrorCode rc = Acquire(&c);
+  if (rc != ErrorCode::OK) return rc;
   return GetOne(c, key, static_cast<char*>(buffer), capacity);
 }
 
-int64_t StoreClient::GetOne(Context& c, const std::string& key, char* buffer,
-                            uint64_t capacity) {
+Result<uint64_t> StoreClient::GetOne(Context& c, const std::string& key, char* buffer,
+                                     uint64_t capacity) {
   if (capacity == 0) {  // nothing fits: -600 when the object exists, its miss code if not
-    Request r(uds::Op::kGetSize, 1);
-    r.args().pack(key);
-    Reply reply;
-    int code = c.conn->Call(r, &reply);
-    return code == 0 ? kInvalidParams : code;
+    uds::SizeReply size;
+    ErrorCode code = c.conn->Invoke<uds::Op::kGetSize>(uds::KeyArgs{key}, &size);
+    return code == ErrorCode::OK ? ErrorCode::INVALID_PARAMS : code;
   }
-  if (!c.pool) return kInvalidParams;
+  if (!c.pool) return ErrorCode::INVALID_PARAMS;
   uint64_t offset;
   std::shared_ptr<PoolBlock> block;
   if (!c.pool->Contains(buffer, capacity, &offset)) {
@@ -470,104 +420,62 @@ int64_t StoreClient::GetOne(Context& c, const std::string& key, char* buffer,
     if (!block) return GetStaged(c, key, buffer, capacity);
     offset = block->offset();
   }
-  Request r(uds::Op::kGet, 3);
-  r.args().pack(key);
-  r.args().pack(offset);
-  r.args().pack(capacity);
-  Reply reply;
-  int code = c.conn->Call(r, &reply, block);
-  if (code != 0) return code;
-  int64_t bytes = ResultAt(reply, 0);
-  if (bytes < 0 || static_cast<uint64_t>(bytes) > capacity) return kInternal;
-  if (block) std::memcpy(buffer, block->data(), static_cast<size_t>(bytes));
-  return bytes;
+  uds::GetReply got;
+  ErrorCode code = c.conn->Invoke<uds::Op::kGet>(uds::GetArgs{key, offset, capacity}, &got, block);
+  if (code != ErrorCode::OK) return code;
+  if (got.bytes > capacity) return ErrorCode::INTERNAL_ERROR;
+  if (block) std::memcpy(buffer, block->data(), static_cast<size_t>(got.bytes));
+  return got.bytes;
 }
 
-int64_t StoreClient::GetStaged(Context& c, const std::string& key, char* buffer,
-                               uint64_t capacity) {
-  Request begin(uds::Op::kGetBegin, 1);
-  begin.args().pack(key);
-  Reply reply;
-  int rc = c.conn->Call(begin, &reply);
-  if (rc != 0) return rc;
-  uint64_t get_id = reply.results().U64();
-  uint64_t size = reply.results().U64();
-  if (!reply.results().ok()) return kInternal;
-
-  int64_t result = static_cast<int64_t>(size);
-  if (size > capacity) {
-    result = kInvalidParams;
+Result<uint64_t> StoreClient::GetStaged(Context& c, const std::string& key, char* buffer,
+                                        uint64_t capacity) {
+  uds::GetBeginReply begun;
+  ErrorCode rc = c.conn->Invoke<uds::Op::kGetBegin>(uds::KeyArgs{key}, &begun);
+  if (rc != ErrorCode::OK) return rc;
+  Result<uint64_t> result = begun.size;
+  if (begun.size > capacity) {
+    result = ErrorCode::INVALID_PARAMS;
   } else {
-    struct Chunk {
-      Ticket ticket;
-      std::shared_ptr<PoolBlock> block;
-      uint64_t value_offset;
-    };
-    std::deque<Chunk> in_flight;
-    uint64_t requested = 0;
-    while (rc == 0 && (requested < size || !in_flight.empty())) {
-      if (requested < size && in_flight.size() < kChunksInFlight) {
-        std::shared_ptr<PoolBlock> block =
-            NextChunkBlock(*c.pool, *c.conn, size - requested, in_flight.empty());
-        if (block) {
-          Request chunk(uds::Op::kGetChunk, 4);
-          PackChunk(chunk, get_id, requested, *block);
-          Chunk entry{c.conn->Send(chunk, block), block, requested};
-          requested += block->size();
-          in_flight.push_back(std::move(entry));
-          continue;
-        }
-        if (in_flight.empty()) {
-          rc = kNoSpace;
-          break;
-        }
-      }
-      Chunk& front = in_flight.front();
-      Reply chunk_reply;
-      rc = c.conn->Wait(front.ticket, &chunk_reply);
-      if (rc == 0) {
-        std::memcpy(buffer + front.value_offset, front.block->data(), front.block->size());
-      }
-      in_flight.pop_front();
-    }
-    for (Chunk& chunk : in_flight) {
-      Reply ignored;
-      c.conn->Wait(chunk.ticket, &ignored);
-    }
-    if (rc != 0) result = rc;
+    rc = RunChunks(
+        *c.conn, *c.pool, uds::Op::kGetChunk, begun.get_id, begun.size,
+        [](PoolBlock&, uint64_t) {},
+        [&](PoolBlock& block, uint64_t at) { std::memcpy(buffer + at, block.data(), block.size()); });
+    if (rc != ErrorCode::OK) result = rc;
   }
-  Request end(uds::Op::kGetEnd, 1);
-  end.args().pack(get_id);
-  Reply end_reply;
-  c.conn->Call(end, &end_reply);  // ends the lease; its code does not change the result
+  uds::NoReply none;
+  // Ends the lease; its code does not change the result.
+  c.conn->Invoke<uds::Op::kGetEnd>(uds::StagedIdArgs{begun.get_id}, &none);
   return result;
 }
 
 void StoreClient::BatchGetInto(std::vector<GetItem>& items) {
   Context c;
-  int rc = Acquire(&c);
-  if (rc != 0) {
-    for (GetItem& it : items) *it.result = rc;
+  ErrorCode rc = Acquire(&c);
+  if (rc != ErrorCode::OK) {
+    for (GetItem& it : items) it.result = rc;
     return;
   }
-  BatchFrame frame(*c.conn, uds::Op::kBatchGet, nullptr, [&](const BatchEntry& e, int64_t v) {
-    GetItem& it = items[e.item];
-    if (v > 0 && static_cast<uint64_t>(v) > it.capacity) v = kInternal;
-    if (v > 0 && e.block != nullptr) {
-      std::memcpy(it.buffer, e.block->data(), static_cast<size_t>(v));
-    }
-    *it.result = v;
-  });
+  auto frame = MakeBatchFrame<uds::Op::kBatchGet>(
+      *c.conn, uds::BatchGetArgs(), [&](const BatchEntry& e, int64_t value) {
+        GetItem& it = items[e.item];
+        Result<uint64_t> got = EntryCount(value);
+        if (got.ok() && got.value() > it.capacity) got = ErrorCode::INTERNAL_ERROR;
+        if (got.ok() && got.value() > 0 && e.block != nullptr) {
+          std::memcpy(it.buffer, e.block->data(), static_cast<size_t>(got.value()));
+        }
+        it.result = got;
+      });
   for (size_t i = 0; i < items.size(); ++i) {
     GetItem& it = items[i];
     uint64_t offset = 0;
     std::shared_ptr<PoolBlock> block;
     if (!c.pool || it.capacity == 0) {
-      *it.result = GetOne(c, it.key, it.buffer, it.capacity);
+      it.result = GetOne(c, it.key, it.buffer, it.capacity);
     } else if (!frame.Place(*c.pool, it.buffer, it.capacity, &offset, &block)) {
-      *it.result = GetStaged(c, it.key, it.buffer, it.capacity);  // chunked, on its own
+      it.result = GetStaged(c, it.key, it.buffer, it.capacity);  // chunked, on its own
     } else {
-      frame.Add(i, it.key, offset, it.capacity, std::move(block));
+      frame.Add(i, uds::GetArgs{std::move(it.key), offset, it.capacity}, std::move(block));
     }
   }
   frame.Flush();
@@ -575,86 +483,81 @@ void StoreClient::BatchGetInto(std::vector<GetItem>& items) {
 
 // ---- query and remove -----------------------------------------------------------------
 
-int StoreClient::IsExist(const std::string& key) {
+Result<bool> StoreClient::IsExist(const std::string& key) {
   Context c;
-  int rc = Acquire(&c);
-  if (rc != 0) return rc;
-  Request r(uds::Op::kExist, 1);
-  r.args().pack(key);
-  Reply reply;
-  rc = c.conn->Call(r, &reply);
-  if (rc == kNotFound) return 0;
-  if (rc != 0) return rc;
-  return ExistResult(ResultAt(reply, 0));
+  ErrorCode rc = Acquire(&c);
+  if (rc != ErrorCode::OK) return rc;
+  uds::ExistReply exist;
+  rc = c.conn->Invoke<uds::Op::kExist>(uds::KeyArgs{key}, &exist);
+  if (rc != ErrorCode::OK) return Presence(ToInt(rc));
+  return Presence(static_cast<int64_t>(exist.present));
 }
 
 void StoreClient::BatchIsExist(const std::vector<std::string>& keys,
-                               std::vector<int>* results) {
-  results->assign(keys.size(), 0);
+                               std::vector<Result<bool>>* results) {
+  results->assign(keys.size(), false);
   Context c;
-  int rc = Acquire(&c);
-  if (rc != 0) {
+  ErrorCode rc = Acquire(&c);
+  if (rc != ErrorCode::OK) {
     std::fill(results->begin(), results->end(), rc);
     return;
   }
   size_t first = 0;
   while (first < keys.size()) {
-    size_t last = first;
+    uds::BatchExistArgs args;
     size_t frame_bytes = 0;
-    while (last < keys.size() && last - first < uds::kMaxBatch &&
+    while (first + args.keys.size() < keys.size() && args.keys.size() < uds::kMaxBatch &&
            frame_bytes < kBatchFrameBudget) {
-      frame_bytes += keys[last].size() + kEntryOverhead;
-      ++last;
+      const std::string& key = keys[first + args.keys.size()];
+      frame_bytes += key.size() + kEntryOverhead;
+      args.keys.push_back(key);
     }
-    Request r(uds::Op::kBatchExist, 1);
-    r.args().pack_array(static_cast<uint32_t>(last - first));
-    for (size_t i = first; i < last; ++i) r.args().pack(keys[i]);
-    Reply reply;
-    int code = BatchCode(c.conn->Call(r, &reply), reply, last - first);
-    for (size_t i = first; i < last; ++i) {
-      (*results)[i] = code == 0 ? ExistResult(ResultAt(reply, i - first)) : code;
-    }
-    first = last;
+    const size_t n = args.keys.size();
+    uds::BatchExistReply reply;
+    ErrorCode code = c.conn->Invoke<uds::Op::kBatchExist>(args, &reply);
+    std::vector<int64_t> values = EntryValues(code, std::move(reply.values), n);
+    for (size_t i = 0; i < n; ++i) (*results)[first + i] = Presence(values[i]);
+    first += n;
   }
 }
 
-int64_t StoreClient::GetSize(const std::string& key) {
+Result<uint64_t> StoreClient::GetSize(const std::string& key) {
   Context c;
-  int rc = Acquire(&c);
-  if (rc != 0) return rc;
-  Request r(uds::Op::kGetSize, 1);
-  r.args().pack(key);
-  return CallForCount(*c.conn, r);
+  ErrorCode rc = Acquire(&c);
+  if (rc != ErrorCode::OK) return rc;
+  uds::SizeReply size;
+  rc = c.conn->Invoke<uds::Op::kGetSize>(uds::KeyArgs{key}, &size);
+  if (rc != ErrorCode::OK) return rc;
+  return size.size;
 }
 
-int StoreClient::Remove(const std::string& key, bool force) {
+ErrorCode StoreClient::Remove(const std::string& key, bool force) {
   Context c;
-  int rc = Acquire(&c);
-  if (rc != 0) return rc;
-  Request r(uds::Op::kRemove, 2);
-  r.args().pack(key);
-  r.args().pack(force);
-  Reply reply;
-  return c.conn->Call(r, &reply);
+  ErrorCode rc = Acquire(&c);
+  if (rc != ErrorCode::OK) return rc;
+  uds::NoReply none;
+  return c.conn->Invoke<uds::Op::kRemove>(uds::RemoveArgs{key, uds::Flag{force}}, &none);
 }
 
-int64_t StoreClient::RemoveByRegex(const std::string& pattern, bool force) {
+Result<uint64_t> StoreClient::RemoveByRegex(const std::string& pattern, bool force) {
   Context c;
-  int rc = Acquire(&c);
-  if (rc != 0) return rc;
-  Request r(uds::Op::kRemoveByRegex, 2);
-  r.args().pack(pattern);
-  r.args().pack(force);
-  return CallForCount(*c.conn, r);
+  ErrorCode rc = Acquire(&c);
+  if (rc != ErrorCode::OK) return rc;
+  uds::CountReply removed;
+  rc = c.conn->Invoke<uds::Op::kRemoveByRegex>(uds::RemoveByRegexArgs{pattern, uds::Flag{force}},
+                                                &removed);
+  if (rc != ErrorCode::OK) return rc;
+  return removed.count;
 }
 
-int64_t StoreClient::RemoveAll(bool force) {
+Result<uint64_t> StoreClient::RemoveAll(bool force) {
   Context c;
-  int rc = Acquire(&c);
-  if (rc != 0) return rc;
-  Request r(uds::Op::kRemoveAll, 1);
-  r.args().pack(force);
-  return CallForCount(*c.conn, r);
+  ErrorCode rc = Acquire(&c);
+  if (rc != ErrorCode::OK) return rc;
+  uds::CountReply removed;
+  rc = c.conn->Invoke<uds::Op::kRemoveAll>(uds::RemoveAllArgs{uds::Flag{force}}, &removed);
+  if (rc != ErrorCode::OK) return rc;
+  return removed.count;
 }
 
 }  // namespace client

@@ -2,8 +2,8 @@
 // registry, and the data paths (zero copy, whole-value staging, chunked staging).
 //
 // Arguments arrive validated by c_api.cc (non-NULL, key 1..4096 bytes, value 1 byte..4 GiB,
-// replica_num >= 1); every method returns a result code of include/mooncake_store.h (or a
-// byte count / count where the C function does). Thread-safe: calls share the connection
+// replica_num >= 1); every method returns an ErrorCode, or a Result where the C function
+// returns a count (c_api.cc turns both into the ABI's integers). Thread-safe: calls share the connection
 // without a lock across round trips; Connect and Close exclude other calls briefly.
 //
 // Data paths, per buffer:
@@ -22,7 +22,8 @@
 #include <string>
 #include <vector>
 
-#include "common/uds_protocol.h"
+#include "common/error_code.h"
+#include "common/uds_ops.h"
 #include "libmc/connection.h"
 #include "libmc/pool.h"
 
@@ -36,14 +37,14 @@ class StoreClient {
     std::string key;
     const char* data;
     uint64_t size;
-    int* result;
+    ErrorCode result = ErrorCode::INTERNAL_ERROR;
   };
   // One get of a batch: result receives what GetInto would return.
   struct GetItem {
     std::string key;
     char* buffer;
     uint64_t capacity;
-    int64_t* result;
+    Result<uint64_t> result = ErrorCode::INTERNAL_ERROR;
   };
 
   StoreClient() = default;
@@ -52,37 +53,43 @@ class StoreClient {
   StoreClient& operator=(const StoreClient&) = delete;
 
   // Creates (or, for the same size, reuses) the pool, dials socket_path and says HELLO;
-  // mount_size > 0 mounts an extra segment for this handle. -600 when already connected.
-  int Connect(const std::string& socket_path, uint64_t local_buffer_size,
-              const std::string& master_address, uint64_t mount_size);
+  // mount_size > 0 mounts an extra segment for this handle. INVALID_PARAMS when already
+  // connected.
+  ErrorCode Connect(const std::string& socket_path, uint64_t local_buffer_size,
+                    const std::string& master_address, uint64_t mount_size);
   // Disconnects; the pool stays mapped (pointers stay readable) until the handle is
-  // destroyed or a connect with another size replaces it. 0, also when not connected.
-  int Close();
+  // destroyed or a connect with another size replaces it. OK, also when not connected.
+  ErrorCode Close();
 
-  int HealthCheck();                       // 0, 1 or 2 as in the header
-  int GetHostname(std::string* hostname);  // 0 or a code
+  // What mooncake_store_health_check() reports: 0 healthy, 1 the daemon cannot be reached,
+  // 2 the daemon cannot reach the master.
+  int HealthCheck();
+  ErrorCode GetHostname(std::string* hostname);
 
   void* Alloc(uint64_t size);
   void Free(void* ptr);
-  int RegisterBuffer(void* buffer, uint64_t size);
-  int UnregisterBuffer(void* buffer);
+  ErrorCode RegisterBuffer(void* buffer, uint64_t size);
+  ErrorCode UnregisterBuffer(void* buffer);
 
-  int Put(const std::string& key, const void* value, uint64_t size,
-          const uds::WireConfig& config, bool upsert);
+  ErrorCode Put(const std::string& key, const void* value, uint64_t size,
+                const uds::WireConfig& config, bool upsert);
   void BatchPut(std::vector<PutItem>& items, const uds::WireConfig& config);
-  int64_t GetInto(const std::string& key, void* buffer, uint64_t capacity);
+  // The bytes read into buffer.
+  Result<uint64_t> GetInto(const std::string& key, void* buffer, uint64_t capacity);
   void BatchGetInto(std::vector<GetItem>& items);
-  int IsExist(const std::string& key);
-  // results[i] for keys[i]: 1, 0 or a code.
-  void BatchIsExist(const std::vector<std::string>& keys, std::vector<int>* results);
-  int64_t GetSize(const std::string& key);
-  int Remove(const std::string& key, bool force);
-  int64_t RemoveByRegex(const std::string& pattern, bool force);
-  int64_t RemoveAll(bool force);
+  // Present or not (a key still being written is not present yet).
+  Result<bool> IsExist(const std::string& key);
+  // (*results)[i] for keys[i].
+  void BatchIsExist(const std::vector<std::string>& keys, std::vector<Result<bool>>* results);
+  Result<uint64_t> GetSize(const std::string& key);
+  ErrorCode Remove(const std::string& key, bool force);
+  // The number of objects removed.
+  Result<uint64_t> RemoveByRegex(const std::string& pattern, bool force);
+  Result<uint64_t> RemoveAll(bool force);
 
-  // -600 when [buffer, buffer + size) starts inside a registered range but runs past its
-  // end; 0 otherwise (unregistered memory is fine: it is staged).
-  int CheckRegistered(const void* buffer, uint64_t size);
+  // INVALID_PARAMS when [buffer, buffer + size) starts inside a registered range but runs
+  // past its end; OK otherwise (unregistered memory is fine: it is staged).
+  ErrorCode CheckRegistered(const void* buffer, uint64_t size);
 
  private:
   // What one call works with; taken under a short shared lock.
@@ -90,17 +97,18 @@ class StoreClient {
     std::shared_ptr<Connection> conn;
     std::shared_ptr<Pool> pool;  // nullptr when local_buffer_size was 0
   };
-  // 0 with *ctx filled, or -600 when not connected.
-  int Acquire(Context* ctx);
+  // OK with *ctx filled, or INVALID_PARAMS when not connected.
+  ErrorCode Acquire(Context* ctx);
 
-  int PutOnce(Context& c, const std::string& key, uint64_t pool_offset, uint64_t size,
-              const uds::WireConfig& config, bool upsert, std::shared_ptr<void> keepalive);
-  int PutStaged(Context& c, const std::string& key, const char* value, uint64_t size,
-                const uds::WireConfig& config, bool upsert);
-  int64_t GetStaged(Context& c, const std::string& key, char* buffer, uint64_t capacity);
-  int PutOne(Context& c, const std::string& key, const char* value, uint64_t size,
-             const uds::WireConfig& config, bool upsert);
-  int64_t GetOne(Context& c, const std::string& key, char* buffer, uint64_t capacity);
+  ErrorCode PutOnce(Context& c, const std::string& key, uint64_t pool_offset, uint64_t size,
+                    const uds::WireConfig& config, bool upsert, std::shared_ptr<void> keepalive);
+  ErrorCode PutStaged(Context& c, const std::string& key, const char* value, uint64_t size,
+                      const uds::WireConfig& config, bool upsert);
+  Result<uint64_t> GetStaged(Context& c, const std::string& key, char* buffer,
+                             uint64_t capacity);
+  ErrorCode PutOne(Context& c, const std::string& key, const char* value, uint64_t size,
+                   const uds::WireConfig& config, bool upsert);
+  Result<uint64_t> GetOne(Context& c, const std::string& key, char* buffer, uint64_t capacity);
 
   std::shared_mutex state_mu_;  // guards the members below
   bool connected_ = false;

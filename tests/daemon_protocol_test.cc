@@ -18,7 +18,7 @@
 #include <vector>
 
 #include "common/error_code.h"
-#include "common/uds_protocol.h"
+#include "common/uds_ops.h"
 #include "include/mooncake_store.h"
 #include "tests/cmocka_cpp.h"
 #include "tests/daemon_test_client.h"
@@ -153,7 +153,7 @@ void test_put_get_roundtrip(void**) {
       f->args().pack(static_cast<uint64_t>(i == 2 ? kPoolSize : i * 1000));
       f->args().pack(uint64_t{1000});
     }
-    f->PackConfig(uds::WireConfig());
+    uds::PackValue(f->args(), uds::WireConfig());
   }, 2, &v), 0);
   assert_int_equal(v.size(), 3);
   assert_int_equal(v[0], 0);
@@ -223,7 +223,7 @@ void test_many_requests_in_flight(void**) {
     f.args().pack("inflight-" + std::to_string(i));
     f.args().pack(static_cast<uint64_t>(i * 1024));
     f.args().pack(uint64_t{1024});
-    f.PackConfig(uds::WireConfig());
+    uds::PackValue(f.args(), uds::WireConfig());
     assert_true(c.Send(&f));
   }
   std::map<uint64_t, int64_t> answers;
@@ -274,7 +274,7 @@ void test_malformed_input_closes_only_that_connection(void**) {
     f.args().pack(12345);
     f.args().pack(0);
     f.args().pack(10);
-    f.PackConfig(uds::WireConfig());
+    uds::PackValue(f.args(), uds::WireConfig());
     bad.push_back(std::string(f.data(), f.size()));
   }
   {
@@ -365,7 +365,7 @@ void test_close_with_requests_in_flight(void**) {
       f.args().pack("abandoned-" + std::to_string(round) + "-" + std::to_string(i));
       f.args().pack(uint64_t{0});
       f.args().pack(uint64_t{256} << 10);
-      f.PackConfig(uds::WireConfig());
+      uds::PackValue(f.args(), uds::WireConfig());
       assert_true(c.Send(&f));
     }
   }  // closed without reading a single answer

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "common/error_code.h"
-#include "common/uds_protocol.h"
+#include "common/uds_ops.h"
 #include "tests/cmocka_cpp.h"
 #include "tests/daemon_test_client.h"
 #include "tests/process_harness.h"
@@ -100,7 +100,7 @@ void test_read_cache_local_writes_invalidate(void**) {
   assert_int_equal(c.Ints(Op::kPutBegin, [&](uds::FrameBuilder* f) {
     f->args().pack("inv");
     f->args().pack(n);
-    f->PackConfig(uds::WireConfig());
+    uds::PackValue(f->args(), uds::WireConfig());
     f->args().pack(true);
   }, 4, &v), 0);
   uint64_t put_id = static_cast<uint64_t>(v.at(0));

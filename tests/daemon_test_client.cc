@@ -117,7 +117,7 @@ int64_t Conn::Put(const std::string& key, uint64_t offset, uint64_t size, Op op)
     f->args().pack(key);
     f->args().pack(offset);
     f->args().pack(size);
-    f->PackConfig(uds::WireConfig());
+    uds::PackValue(f->args(), uds::WireConfig());
   }, 4);
 }
 
@@ -184,7 +184,7 @@ int64_t PutBegin(Conn* c, const std::string& key, uint64_t size, std::vector<int
   return c->Ints(Op::kPutBegin, [&](uds::FrameBuilder* f) {
     f->args().pack(key);
     f->args().pack(size);
-    f->PackConfig(uds::WireConfig());
+    uds::PackValue(f->args(), uds::WireConfig());
     f->args().pack(false);
   }, 4, v);
 }

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "common/error_code.h"
-#include "common/uds_protocol.h"
+#include "common/uds_ops.h"
 #include "include/mooncake_store.h"
 #include "tests/process_harness.h"
 

@@ -399,7 +399,7 @@ struct BatchFixture {
     op.kind = kind;
     op.local = local.data() + local_at;
     op.length = length;
-    op.result = 12345;
+    op.result = ErrorCode::INTERNAL_ERROR;  // a sentinel the batch must overwrite
     works.push_back(RdmaWork{&op, 0x11, reinterpret_cast<uintptr_t>(remote.data()) + remote_at,
                              0x22});
   }

@@ -115,7 +115,7 @@ struct Fixture {
     op.length = length;
     std::vector<TransferOp*> ops{&op};
     tcp->Execute(&ops, In(5000));
-    return op.result;
+    return ToInt(op.result);
   }
 };
 
@@ -206,8 +206,8 @@ void test_checksums_on_the_way(void**) {
     f.tcp->Execute(&w, In(5000));
     f.tcp->Execute(&r, In(5000));
     uint32_t expect = Crc32c(out.data(), length);
-    assert_true(write.result == 0 && write.has_crc && write.crc == expect);
-    assert_true(read.result == 0 && read.has_crc && read.crc == expect);
+    assert_true(write.result == ErrorCode::OK && write.has_crc && write.crc == expect);
+    assert_true(read.result == ErrorCode::OK && read.has_crc && read.crc == expect);
   }
   // Not asked for, not computed; a failed op has none.
   TransferOp plain{TransferKind::kRead, f.remote, 0, in.data(), 100};

@@ -9,7 +9,7 @@
 #include <cstring>
 #include <string>
 
-#include "common/uds_protocol.h"
+#include "common/uds_ops.h"
 #include "tests/cmocka_cpp.h"
 
 using namespace mooncake::uds;
@@ -30,7 +30,7 @@ void test_round_trip(void** state) {
   config.replica_num = 2;
   config.with_hard_pin = true;
   config.preferred_segments = {"10.0.0.1:12300", "10.0.0.2:12300"};
-  b.PackConfig(config);
+  PackValue(b.args(), config);
 
   // The length prefix is little-endian and counts the payload only.
   const unsigned char* p = reinterpret_cast<const unsigned char*>(b.data());
@@ -46,7 +46,8 @@ void test_round_trip(void** state) {
   assert_string_equal(m.args.Str().c_str(), "key-1");
   assert_int_equal(m.args.U64(), 4096);
   assert_int_equal(m.args.U64(), uint64_t{1} << 40);
-  WireConfig back = m.args.Config();
+  WireConfig back;
+  ReadValue(m.args, &back);
   assert_true(m.args.ok());
   assert_int_equal(back.replica_num, 2);
   assert_false(back.with_soft_pin);

@@ -1,0 +1,387 @@
+// The operations of the Unix-socket protocol between libmooncake_store and mooncaked,
+// each defined once: its code, its typed arguments, its typed reply, and its line of
+// docs/protocol.md (which a test checks against this table, so the two cannot drift).
+//
+// libmc fills an XxxArgs and reads an XxxReply; the daemon's handler for op kXxx gets the
+// XxxArgs already parsed (a wrong shape closes the connection, in one place: see
+// common/uds_fields.h) and fills the XxxReply. Adding an op is: its structs and one row
+// of MC_UDS_OPS here, one libmc call, one daemon handler.
+//
+// A request is [request_id, op, args]; a reply [request_id, code, results], where results
+// are the reply's fields when code is 0 and empty otherwise.
+#ifndef MOONCAKE_COMMON_UDS_OPS_H_
+#define MOONCAKE_COMMON_UDS_OPS_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "common/error_code.h"
+#include "common/uds_fields.h"
+
+namespace mooncake {
+namespace uds {
+
+// ---- building blocks ----
+
+// How a put is placed, as it travels on the socket.
+struct WireConfig {
+  uint64_t replica_num = 1;
+  bool with_soft_pin = false;
+  bool with_hard_pin = false;
+  std::vector<std::string> preferred_segments;
+  template <class S, class V>
+  static void Fields(S& s, V& v) {
+    v("replica_num", s.replica_num);
+    v("with_soft_pin", s.with_soft_pin);
+    v("with_hard_pin", s.with_hard_pin);
+    v("preferred \"host:port\"", s.preferred_segments);
+  }
+};
+
+struct NoArgs {
+  template <class S, class V>
+  static void Fields(S&, V&) {}
+};
+using NoReply = NoArgs;
+
+// A key alone: GET_BEGIN, EXIST, GET_SIZE.
+struct KeyArgs {
+  std::string key;
+  template <class S, class V>
+  static void Fields(S& s, V& v) { v("key", s.key); }
+};
+
+// One code per entry of a batch (or a value where the entry succeeded), in entry order.
+struct EntryResults {
+  std::vector<int64_t> values;
+};
+
+// ---- handshake ----
+
+struct HelloArgs {
+  uint64_t abi_version = 0;
+  uint64_t pool_size = 0;
+  uint64_t pid = 0;  // informational: the daemon trusts and logs SO_PEERCRED
+  std::string master_address;
+  template <class S, class V>
+  static void Fields(S& s, V& v) {
+    v("abi_version", s.abi_version);
+    v("pool_size", s.pool_size);
+    v("pid", s.pid);
+    v("master_address", s.master_address);
+  }
+};
+
+struct HelloReply {
+  std::string hostname;  // "host:port"
+  uint64_t daemon_id = 0;
+  template <class S, class V>
+  static void Fields(S& s, V& v) {
+    v("hostname \"host:port\"", s.hostname);
+    v("daemon_id", s.daemon_id);
+  }
+};
+
+// ---- puts ----
+
+struct PutArgs {  // PUT and UPSERT
+  std::string key;
+  uint64_t pool_offset = 0;
+  uint64_t size = 0;
+  WireConfig config;
+  template <class S, class V>
+  static void Fields(S& s, V& v) {
+    v("key", s.key);
+    v("pool_offset", s.pool_offset);
+    v("size", s.size);
+    v("config", s.config);
+  }
+};
+
+struct PutEntry {  // one value of a BATCH_PUT
+  std::string key;
+  uint64_t pool_offset = 0;
+  uint64_t size = 0;
+  template <class S, class V>
+  static void Fields(S& s, V& v) {
+    v("key", s.key);
+    v("pool_offset", s.pool_offset);
+    v("size", s.size);
+  }
+};
+
+struct BatchPutArgs {
+  std::vector<PutEntry> entries;
+  WireConfig config;
+  template <class S, class V>
+  static void Fields(S& s, V& v) {
+    v("entries", s.entries);
+    v("config", s.config);
+  }
+};
+
+struct BatchPutReply : EntryResults {
+  template <class S, class V>
+  static void Fields(S& s, V& v) { v.Spread("code", s.values); }
+};
+
+struct PutBeginArgs {
+  std::string key;
+  uint64_t size = 0;
+  WireConfig config;
+  Flag upsert;
+  template <class S, class V>
+  static void Fields(S& s, V& v) {
+    v("key", s.key);
+    v("size", s.size);
+    v("config", s.config);
+    v("upsert", s.upsert);
+  }
+};
+
+struct PutBeginReply {
+  uint64_t put_id = 0;
+  template <class S, class V>
+  static void Fields(S& s, V& v) { v("put_id", s.put_id); }
+};
+
+// PUT_CHUNK and GET_CHUNK: one chunk of a staged put or get, between the value and the
+// pool.
+struct ChunkArgs {
+  uint64_t staged_id = 0;  // the put_id or get_id
+  uint64_t value_offset = 0;
+  uint64_t pool_offset = 0;
+  uint64_t length = 0;
+  template <class S, class V>
+  static void Fields(S& s, V& v) {
+    v("staged_id", s.staged_id);
+    v("value_offset", s.value_offset);
+    v("pool_offset", s.pool_offset);
+    v("length", s.length);
+  }
+};
+
+// PUT_COMMIT, PUT_ABORT and GET_END.
+struct StagedIdArgs {
+  uint64_t staged_id = 0;
+  template <class S, class V>
+  static void Fields(S& s, V& v) { v("staged_id", s.staged_id); }
+};
+
+// ---- gets ----
+
+struct GetArgs {  // also one entry of a BATCH_GET
+  std::string key;
+  uint64_t pool_offset = 0;
+  uint64_t capacity = 0;
+  template <class S, class V>
+  static void Fields(S& s, V& v) {
+    v("key", s.key);
+    v("pool_offset", s.pool_offset);
+    v("capacity", s.capacity);
+  }
+};
+
+struct GetReply {
+  uint64_t bytes = 0;
+  template <class S, class V>
+  static void Fields(S& s, V& v) { v("bytes", s.bytes); }
+};
+
+struct BatchGetArgs {
+  std::vector<GetArgs> entries;
+  template <class S, class V>
+  static void Fields(S& s, V& v) { v("entries", s.entries); }
+};
+
+struct BatchGetReply : EntryResults {
+  template <class S, class V>
+  static void Fields(S& s, V& v) { v.Spread("bytes or code", s.values); }
+};
+
+struct GetBeginReply {
+  uint64_t get_id = 0;
+  uint64_t size = 0;
+  template <class S, class V>
+  static void Fields(S& s, V& v) {
+    v("get_id", s.get_id);
+    v("size", s.size);
+  }
+};
+
+// ---- queries and removal ----
+
+struct ExistReply {
+  uint64_t present = 0;  // 0 or 1
+  template <class S, class V>
+  static void Fields(S& s, V& v) { v("0 or 1", s.present); }
+};
+
+struct BatchExistArgs {
+  std::vector<std::string> keys;
+  template <class S, class V>
+  static void Fields(S& s, V& v) { v("key", s.keys); }
+};
+
+struct BatchExistReply : EntryResults {
+  template <class S, class V>
+  static void Fields(S& s, V& v) { v.Spread("0, 1 or code", s.values); }
+};
+
+struct SizeReply {
+  uint64_t size = 0;
+  template <class S, class V>
+  static void Fields(S& s, V& v) { v("size", s.size); }
+};
+
+struct RemoveArgs {
+  std::string key;
+  Flag force;
+  template <class S, class V>
+  static void Fields(S& s, V& v) {
+    v("key", s.key);
+    v("force", s.force);
+  }
+};
+
+struct RemoveByRegexArgs {
+  std::string pattern;
+  Flag force;
+  template <class S, class V>
+  static void Fields(S& s, V& v) {
+    v("pattern", s.pattern);
+    v("force", s.force);
+  }
+};
+
+struct RemoveAllArgs {
+  Flag force;
+  template <class S, class V>
+  static void Fields(S& s, V& v) { v("force", s.force); }
+};
+
+struct CountReply {
+  uint64_t count = 0;
+  template <class S, class V>
+  static void Fields(S& s, V& v) { v("count", s.count); }
+};
+
+// ---- the daemon ----
+
+struct HostnameReply {
+  std::string hostname;
+  template <class S, class V>
+  static void Fields(S& s, V& v) { v("\"host:port\"", s.hostname); }
+};
+
+struct HealthReply {
+  uint64_t master_reachable = 0;  // 0 or 1
+  template <class S, class V>
+  static void Fields(S& s, V& v) { v("master_reachable 0/1", s.master_reachable); }
+};
+
+struct MountSegmentArgs {
+  uint64_t size = 0;
+  template <class S, class V>
+  static void Fields(S& s, V& v) { v("size", s.size); }
+};
+
+// ---- the table ----
+//
+// X(Name, "WIRE_NAME", code, Args, Reply, "note for docs/protocol.md"): every op that may
+// follow HELLO. Codes are never reused; the daemon's handler of an op is On<Name>.
+#define MC_UDS_OPS(X)                                                                          \
+  X(Put, "PUT", 2, PutArgs, NoReply,                                                           \
+    "whole value already in the pool; code 0 also when the key exists (put never overwrites)") \
+  X(BatchPut, "BATCH_PUT", 3, BatchPutArgs, BatchPutReply, "one code per entry")               \
+  X(Upsert, "UPSERT", 4, PutArgs, NoReply, "replaces an existing value")                       \
+  X(PutBegin, "PUT_BEGIN", 5, PutBeginArgs, PutBeginReply,                                     \
+    "staged put of a value that does not fit in the pool at once; -705 when the key exists")   \
+  X(PutChunk, "PUT_CHUNK", 6, ChunkArgs, NoReply,                                              \
+    "`staged_id` is the `put_id`; copies one chunk into every replica")                        \
+  X(PutCommit, "PUT_COMMIT", 7, StagedIdArgs, NoReply, "publishes (PutEnd)")                   \
+  X(PutAbort, "PUT_ABORT", 8, StagedIdArgs, NoReply, "revokes")                                \
+  X(Get, "GET", 9, GetArgs, GetReply, "-600 when capacity < size")                             \
+  X(BatchGet, "BATCH_GET", 10, BatchGetArgs, BatchGetReply, "one result per entry")            \
+  X(GetBegin, "GET_BEGIN", 11, KeyArgs, GetBeginReply,                                         \
+    "staged get; holds the replica under its lease")                                           \
+  X(GetChunk, "GET_CHUNK", 12, ChunkArgs, NoReply,                                             \
+    "`staged_id` is the `get_id`; -707 once the lease ran out")                                \
+  X(GetEnd, "GET_END", 13, StagedIdArgs, NoReply, "ends the staged get")                       \
+  X(Exist, "EXIST", 14, KeyArgs, ExistReply, "")                                               \
+  X(BatchExist, "BATCH_EXIST", 15, BatchExistArgs, BatchExistReply, "")                        \
+  X(GetSize, "GET_SIZE", 16, KeyArgs, SizeReply, "")                                           \
+  X(Remove, "REMOVE", 17, RemoveArgs, NoReply, "")                                             \
+  X(RemoveByRegex, "REMOVE_BY_REGEX", 18, RemoveByRegexArgs, CountReply, "")                   \
+  X(RemoveAll, "REMOVE_ALL", 19, RemoveAllArgs, CountReply, "")                                \
+  X(Hostname, "HOSTNAME", 20, NoArgs, HostnameReply, "")                                       \
+  X(Health, "HEALTH", 21, NoArgs, HealthReply, "")                                             \
+  X(MountSegment, "MOUNT_SEGMENT", 22, MountSegmentArgs, NoReply,                              \
+    "an extra segment for this connection, unmounted with its objects when the connection "    \
+    "closes")
+
+#define MC_UDS_OP_ENUM_(name, wire, code, args, reply, note) k##name = (code),
+enum class Op : uint32_t { kHello = 1, MC_UDS_OPS(MC_UDS_OP_ENUM_) };
+#undef MC_UDS_OP_ENUM_
+
+// The types of an op: OpSpec<Op::kGet>::Args is GetArgs, ::Reply is GetReply.
+template <Op op>
+struct OpSpec;
+template <>
+struct OpSpec<Op::kHello> {
+  using Args = HelloArgs;
+  using Reply = HelloReply;
+};
+#define MC_UDS_OP_SPEC_(name, wire, code, args, reply, note) \
+  template <>                                                \
+  struct OpSpec<Op::k##name> {                               \
+    using Args = args;                                       \
+    using Reply = reply;                                     \
+  };
+MC_UDS_OPS(MC_UDS_OP_SPEC_)
+#undef MC_UDS_OP_SPEC_
+
+// A request frame: [id, op, args].
+class RequestFrame : public FrameBuilder {
+ public:
+  template <class Args>
+  RequestFrame(uint64_t id, Op op, const Args& args)
+      : FrameBuilder(id, static_cast<int64_t>(op), FieldCount(args)) {
+    PackFields(this->args(), args);
+  }
+};
+
+// A reply frame: [id, code, results], the results being reply's fields when code is OK
+// and nothing otherwise.
+class ReplyFrame : public FrameBuilder {
+ public:
+  template <class Reply>
+  ReplyFrame(uint64_t id, ErrorCode code, const Reply& reply)
+      : FrameBuilder(id, ToInt(code), code == ErrorCode::OK ? FieldCount(reply) : 0) {
+    if (code == ErrorCode::OK) PackFields(args(), reply);
+  }
+};
+
+// True for the code of an op of MC_UDS_OPS (HELLO is not one: it comes first, once).
+bool IsRequestOp(int64_t head);
+
+// One op as docs/protocol.md lists it.
+struct OpDoc {
+  std::string name;  // "GET"
+  uint32_t code = 0;
+  std::string args;     // "[key, pool_offset, capacity]"
+  std::string results;  // "[bytes]"
+  std::string note;
+};
+// HELLO, then every op of MC_UDS_OPS in table order.
+std::vector<OpDoc> DescribeOps();
+
+// The Markdown tables of docs/protocol.md: HELLO's, and the operations'.
+std::string HandshakeTableMarkdown();
+std::string OpsTableMarkdown();
+
+}  // namespace uds
+}  // namespace mooncake
+
+#endif  // MOONCAKE_COMMON_UDS_OPS_H_

@@ -1,0 +1,261 @@
+// common/uds_ops: every op of the table packs and parses back to the same struct, and its
+// parser refuses a missing field, an extra field and a field of the wrong type; docs/
+// protocol.md shows exactly the table (run with --write to regenerate its sections).
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "common/uds_ops.h"
+#include "tests/cmocka_cpp.h"
+
+using namespace mooncake;
+using namespace mooncake::uds;
+
+namespace {
+
+const char kDocPath[] = MC_SOURCE_DIR "/docs/protocol.md";
+
+// Packs the first `left` fields of a struct; field number `bad` (if any) as a value of
+// another msgpack type than the field's.
+struct SomeFields {
+  Packer& p;
+  uint32_t left;
+  uint32_t bad = UINT32_MAX;
+  uint32_t at = 0;
+  template <class F>
+  void operator()(const char*, const F& f) {
+    if (left == 0) return;
+    --left;
+    if (at++ != bad) return PackValue(p, f);
+    if (std::is_same<F, std::string>::value) {
+      p.pack(uint64_t{1});
+    } else {
+      p.pack(std::string("not this type"));
+    }
+  }
+  template <class F>
+  void Spread(const char*, const std::vector<F>& v) {
+    for (const F& e : v) (*this)("", e);
+  }
+};
+
+// Whether a struct's results are spread (any count is its shape).
+struct SpreadProbe {
+  bool spread = false;
+  template <class F>
+  void operator()(const char*, const F&) {}
+  template <class F>
+  void Spread(const char*, const std::vector<F>&) { spread = true; }
+};
+
+// The payload of a frame holding s's fields, parsed again.
+template <class T>
+Message RoundTrip(const T& s, int extra_items, bool drop_last) {
+  uint32_t n = FieldCount(s) + extra_items - (drop_last ? 1 : 0);
+  FrameBuilder frame(1, 2, n);
+  // The fields (all, or all but the last), then the extra items.
+  SomeFields some{frame.args(), FieldCount(s) - (drop_last ? 1 : 0)};
+  T::Fields(s, some);
+  for (int i = 0; i < extra_items; ++i) frame.args().pack(std::string("extra"));
+  Message m;
+  const char* data = frame.data();
+  assert_true(ParseMessage(data + kFrameHeaderBytes, frame.size() - kFrameHeaderBytes, &m));
+  return m;
+}
+
+// A struct whose every string is "s", number 7, flag true, list one entry: no field is
+// left at a default a broken codec might also produce.
+struct Filler {
+  void Fill(std::string* v) { *v = "s"; }
+  void Fill(uint64_t* v) { *v = 7; }
+  void Fill(int64_t* v) { *v = -7; }
+  void Fill(bool* v) { *v = true; }
+  void Fill(Flag* v) { v->value = true; }
+  template <class T>
+  void Fill(std::vector<T>* v) {
+    v->resize(1);
+    Fill(&(*v)[0]);
+  }
+  template <class T>
+  void Fill(T* s) {
+    T::Fields(*s, *this);
+  }
+  template <class T>
+  void operator()(const char*, T& field) { Fill(&field); }
+  template <class T>
+  void Spread(const char*, std::vector<T>& v) { Fill(&v); }
+};
+
+// Packs back what was parsed: equal bytes mean equal structs.
+template <class T>
+std::string Bytes(const T& s) {
+  FrameBuilder frame(1, 2, FieldCount(s));
+  PackFields(frame.args(), s);
+  return std::string(frame.data(), frame.size());
+}
+
+template <class T>
+void CheckCodec(const char* op) {
+  T full;
+  Filler filler;
+  filler.Fill(&full);
+  Message m = RoundTrip(full, 0, false);
+  T back;
+  if (!ParseFields(m.args, &back)) fail_msg("%s: a well-formed message did not parse", op);
+  if (Bytes(back) != Bytes(full)) fail_msg("%s: did not round-trip", op);
+  // Spread results take any count; every other struct wants exactly its fields.
+  SpreadProbe probe;
+  T::Fields(full, probe);
+  if (probe.spread) return;
+  Message longer = RoundTrip(full, 1, false);
+  if (ParseFields(longer.args, &back)) fail_msg("%s: an extra field was accepted", op);
+  if (FieldCount(full) == 0) return;
+  Message shorter = RoundTrip(full, 0, true);
+  if (ParseFields(shorter.args, &back)) fail_msg("%s: a missing field was accepted", op);
+}
+
+template <class T>
+void CheckWrongType(const char* op) {
+  T full;
+  Filler filler;
+  filler.Fill(&full);
+  uint32_t n = FieldCount(full);
+  if (n == 0) return;
+  // Each field in turn replaced by a value of another msgpack type.
+  for (uint32_t bad = 0; bad < n; ++bad) {
+    FrameBuilder frame(1, 2, n);
+    SomeFields replace{frame.args(), n, bad};
+    T::Fields(full, replace);
+    Message m;
+    const char* data = frame.data();
+    assert_true(ParseMessage(data + kFrameHeaderBytes, frame.size() - kFrameHeaderBytes, &m));
+    T back;
+    if (ParseFields(m.args, &back)) fail_msg("%s: field %u of the wrong type was accepted", op, bad);
+  }
+}
+
+void test_every_op_round_trips_and_refuses_bad_shapes(void**) {
+  CheckCodec<HelloArgs>("HELLO args");
+  CheckCodec<HelloReply>("HELLO reply");
+  CheckWrongType<HelloArgs>("HELLO args");
+#define CHECK_OP_(name, wire, code, args, reply, note) \
+  CheckCodec<args>(wire " args");                      \
+  CheckCodec<reply>(wire " reply");                    \
+  CheckWrongType<args>(wire " args");
+  MC_UDS_OPS(CHECK_OP_)
+#undef CHECK_OP_
+}
+
+void test_flags_accept_zero_and_one_only(void**) {
+  for (int64_t value : {0, 1, 2, -1}) {
+    FrameBuilder frame(1, 2, 1);
+    frame.args().pack(value);
+    Message m;
+    const char* data = frame.data();
+    assert_true(ParseMessage(data + kFrameHeaderBytes, frame.size() - kFrameHeaderBytes, &m));
+    RemoveAllArgs args;
+    bool ok = ParseFields(m.args, &args);
+    assert_int_equal(ok, value == 0 || value == 1);
+    if (ok) assert_int_equal(args.force.value, value == 1);
+  }
+}
+
+void test_batches_over_the_limit_are_refused(void**) {
+  BatchExistArgs args;
+  args.keys.assign(kMaxBatch + 1, "k");
+  FrameBuilder frame(1, 2, FieldCount(args));
+  PackFields(frame.args(), args);
+  Message m;
+  const char* data = frame.data();
+  assert_true(ParseMessage(data + kFrameHeaderBytes, frame.size() - kFrameHeaderBytes, &m));
+  BatchExistArgs back;
+  assert_false(ParseFields(m.args, &back));
+  args.keys.pop_back();
+  FrameBuilder fits(1, 2, FieldCount(args));
+  PackFields(fits.args(), args);
+  data = fits.data();
+  assert_true(ParseMessage(data + kFrameHeaderBytes, fits.size() - kFrameHeaderBytes, &m));
+  assert_true(ParseFields(m.args, &back));
+  assert_int_equal(back.keys.size(), kMaxBatch);
+}
+
+void test_op_codes(void**) {
+  assert_false(IsRequestOp(static_cast<int64_t>(Op::kHello)));
+  assert_true(IsRequestOp(static_cast<int64_t>(Op::kGet)));
+  assert_false(IsRequestOp(0));
+  assert_false(IsRequestOp(99));
+  std::vector<OpDoc> ops = DescribeOps();
+  for (size_t i = 1; i < ops.size(); ++i) {
+    assert_true(IsRequestOp(ops[i].code));
+    for (size_t j = 0; j < i; ++j) assert_int_not_equal(ops[i].code, ops[j].code);
+  }
+}
+
+// ---- docs/protocol.md ----
+
+std::string ReadFile(const char* path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// The sections of the doc the table generates, as they should read.
+struct Section {
+  const char* name;
+  std::string text;
+};
+std::vector<Section> Sections() {
+  return {{"handshake", HandshakeTableMarkdown()}, {"operations", OpsTableMarkdown()}};
+}
+
+// Puts each section's text between its markers; false when a marker is missing.
+bool Regenerate(std::string* doc) {
+  for (const Section& section : Sections()) {
+    std::string begin = std::string("<!-- generated: ") + section.name + " ";
+    size_t at = doc->find(begin);
+    if (at == std::string::npos) return false;
+    size_t from = doc->find("-->\n", at);
+    size_t to = doc->find("<!-- end generated -->", at);
+    if (from == std::string::npos || to == std::string::npos) return false;
+    from += 4;
+    doc->replace(from, to - from, section.text);
+  }
+  return true;
+}
+
+void test_doc_shows_the_table(void**) {
+  std::string doc = ReadFile(kDocPath);
+  assert_false(doc.empty());
+  std::string want = doc;
+  assert_true(Regenerate(&want));
+  if (want != doc) {
+    fail_msg("docs/protocol.md differs from common/uds_ops.h; run "
+             "build/tests/uds_ops_test --write to regenerate it");
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc == 2 && std::strcmp(argv[1], "--write") == 0) {
+    std::string doc = ReadFile(kDocPath);
+    if (!Regenerate(&doc)) {
+      std::fprintf(stderr, "%s: a generated section's markers are missing\n", kDocPath);
+      return 1;
+    }
+    std::ofstream(kDocPath) << doc;
+    std::printf("wrote %s\n", kDocPath);
+    return 0;
+  }
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_every_op_round_trips_and_refuses_bad_shapes),
+      cmocka_unit_test(test_flags_accept_zero_and_one_only),
+      cmocka_unit_test(test_batches_over_the_limit_are_refused),
+      cmocka_unit_test(test_op_codes),
+      cmocka_unit_test(test_doc_shows_the_table),
+  };
+  return cmocka_run_group_tests(tests, nullptr, nullptr);
+}
