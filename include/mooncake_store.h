@@ -84,6 +84,13 @@ enum mooncake_store_result { MOONCAKE_STORE_ERROR_TABLE(MOONCAKE_STORE_ERROR_ENU
 /* Returns a static, human-readable name for any code ("unknown error code" otherwise). */
 const char *mooncake_store_strerror(int code);
 
+/* Parses a size as the daemon's flags read it and writes the bytes to *out: "4096", "16MB",
+ * "16 MB", "4 GB", "1GiB", "1.5G", "512k". K/M/G/T, with or without a trailing B or iB,
+ * are binary multiples (1 MB = 2^20 bytes), as in Mooncake's setup(); case and blanks are
+ * ignored. -600 for anything else ("", "50%", "-1", "12XB", 2^64 bytes or more), and *out
+ * is then left unchanged. Needs no handle. */
+int mooncake_store_parse_size(const char *text, uint64_t *out);
+
 /* An opaque handle: one connection to the local daemon plus one shared-memory pool. */
 typedef void *mooncake_store_t;
 

@@ -274,6 +274,51 @@ static void test_setup_checks_master_address(void **state) {
   mooncake_store_destroy(s);
 }
 
+/* Sizes as the daemon's flags read them; no handle, no daemon needed. */
+static void test_parse_size(void **state) {
+  (void)state;
+  static const struct {
+    const char *text;
+    uint64_t bytes;
+  } valid[] = {
+      {"4096", 4096},
+      {"0", 0},
+      {"16MB", 16ull << 20},
+      {"16 MB", 16ull << 20},
+      {"16mb", 16ull << 20},
+      {"16MiB", 16ull << 20},
+      {" 4 GB ", 4ull << 30},
+      {"1GiB", 1ull << 30},
+      {"1.5GB", 3ull << 29},
+      {"1.5G", 3ull << 29},
+      {"512k", 512ull << 10},
+      {"2T", 2ull << 40},
+      {"7b", 7},
+      {"16777215TB", 16777215ull << 40}, /* just below 2^64 */
+  };
+  for (size_t i = 0; i < sizeof(valid) / sizeof(valid[0]); ++i) {
+    uint64_t out = 1;
+    assert_int_equal(mooncake_store_parse_size(valid[i].text, &out), MOONCAKE_STORE_OK);
+    assert_true(out == valid[i].bytes);
+  }
+
+  /* Garbage and overflow (2^64 bytes or more): -600, and *out untouched. */
+  static const char *const invalid[] = {
+      "", " ", "50%", "-1", "12XB", "MB", "1.2.3", "16 PB", "0x10", "1e3", "16MBB",
+      "16777216TB", "18446744073709551616", "99999999999999999999999"};
+  for (size_t i = 0; i < sizeof(invalid) / sizeof(invalid[0]); ++i) {
+    uint64_t out = 42;
+    assert_int_equal(mooncake_store_parse_size(invalid[i], &out), MOONCAKE_STORE_INVALID_PARAMS);
+    assert_true(out == 42);
+  }
+
+  /* NULL arguments: -1, as everywhere in the ABI. */
+  uint64_t out = 42;
+  assert_int_equal(mooncake_store_parse_size(NULL, &out), MOONCAKE_STORE_INTERNAL_ERROR);
+  assert_true(out == 42);
+  assert_int_equal(mooncake_store_parse_size("16MB", NULL), MOONCAKE_STORE_INTERNAL_ERROR);
+}
+
 int main(void) {
   g_cluster = mc_cluster_start(512u << 20);
   if (g_cluster == NULL) return 1;
@@ -293,6 +338,7 @@ int main(void) {
       cmocka_unit_test(test_value_larger_than_pool),
       cmocka_unit_test(test_zero_pool_rejects_copying_put),
       cmocka_unit_test(test_setup_checks_master_address),
+      cmocka_unit_test(test_parse_size),
   };
   int failed = cmocka_run_group_tests(tests, NULL, NULL);
   mc_cluster_stop(g_cluster);

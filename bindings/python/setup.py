@@ -60,14 +60,12 @@ if os.environ.get("MOONCAKE_STORE_BUILD_DIR"):
 else:
     include_dirs, library_dirs, libraries = from_pkg_config()
 
-# setup()'s size strings ("16MB") are read by the project's one parser, common/units.cc,
-# compiled in from the source tree this package lives in.
-_repo = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
-
+# The module is src/ alone, over the C ABI: even setup()'s size strings ("16MB") are read by
+# the library (mooncake_store_parse_size), so nothing of the project's common/ is needed.
 extension = Pybind11Extension(
     "mooncake_store",
-    sources=["src/module.cc", os.path.join(_repo, "common", "units.cc")],
-    include_dirs=include_dirs + [_repo],
+    sources=["src/module.cc"],
+    include_dirs=include_dirs,
     library_dirs=library_dirs,
     libraries=libraries,
     runtime_library_dirs=library_dirs,

@@ -24,8 +24,7 @@
 
 #include "mooncake_store.h"
 #include "replicate_config.h"
-#include "session.h"
-#include "common/units.h"  // sizes as the daemon's flags read them: "16MB", "16 MB"
+#include "store_handle.h"
 
 namespace py = pybind11;
 
@@ -154,11 +153,13 @@ class PoolMemory {
 
 class Store {
  public:
-  Store() : session_(std::make_shared<Session>()), registry_(std::make_shared<RangeRegistry>()) {}
+  Store()
+      : handle_(std::make_shared<StoreHandle>()),
+        registry_(std::make_shared<RangeRegistry>()) {}
 
   // The current handle. Read (and replaced) only with the GIL held; a call keeps its copy
   // for its whole length, so a concurrent close()/connect() never frees a handle in use.
-  std::shared_ptr<Session> session() const { return session_; }
+  std::shared_ptr<StoreHandle> handle() const { return handle_; }
   const std::shared_ptr<RangeRegistry>& registry() const { return registry_; }
 
   // The handle a connect/setup with this pool size should use. The C library keeps a closed
@@ -166,39 +167,40 @@ class Store {
   // alloc() memory stays valid; with another size it would unmap the old pool under live
   // memoryviews and BufferHandles. So then a fresh handle is made, and the old one lives
   // on until the last object pointing into its pool is gone.
-  std::shared_ptr<Session> SessionForConnect(uint64_t pool_size) {
-    if (open_ || !session_->connected_once || session_->pool_size == pool_size) return session_;
-    session_ = std::make_shared<Session>();
-    return session_;
+  std::shared_ptr<StoreHandle> HandleForConnect(uint64_t pool_size) {
+    if (open_ || !handle_->connected_once || handle_->pool_size == pool_size) return handle_;
+    handle_ = std::make_shared<StoreHandle>();
+    return handle_;
   }
 
   // Records a successful connect. A fresh handle knows none of the caller's registered
   // buffers: they are registered again, so register_buffer() survives close()+connect().
-  void Connected(const std::shared_ptr<Session>& session, uint64_t pool_size) {
-    bool fresh = !session->connected_once;
-    session->connected_once = true;
-    session->pool_size = pool_size;
+  void Connected(const std::shared_ptr<StoreHandle>& handle, uint64_t pool_size) {
+    bool fresh = !handle->connected_once;
+    handle->connected_once = true;
+    handle->pool_size = pool_size;
     open_ = true;
     if (!fresh) return;
     auto ranges = registry_->Registered();
     if (ranges.empty()) return;
     py::gil_scoped_release nogil;
     for (const auto& r : ranges) {
-      mooncake_store_register_buffer(session->handle(), reinterpret_cast<void*>(r.first), r.second);
+      mooncake_store_register_buffer(handle->get(), reinterpret_cast<void*>(r.first), r.second);
     }
   }
   void Closed() { open_ = false; }
 
  private:
-  std::shared_ptr<Session> session_;
+  std::shared_ptr<StoreHandle> handle_;
   std::shared_ptr<RangeRegistry> registry_;
   bool open_ = false;  // between a successful connect/setup and close()
 };
 
 // ---- lifecycle ------------------------------------------------------------------------------
 
-// A size argument of setup()/connect(): an int, or a string such as "16MB". False for
-// anything else (a negative int, "50%", a float).
+// A size argument of setup()/connect(): an int, or a string such as "16MB", read by the
+// library (mooncake_store_parse_size) exactly as the daemon's flags are. False for anything
+// else (a negative int, "50%", a float, a string with a NUL in it).
 bool SizeArg(py::handle value, uint64_t* out) {
   if (PyLong_Check(value.ptr()) && !PyBool_Check(value.ptr())) {
     unsigned long long v = PyLong_AsUnsignedLongLong(value.ptr());
@@ -209,8 +211,10 @@ bool SizeArg(py::handle value, uint64_t* out) {
     *out = v;
     return true;
   }
-  if (PyUnicode_Check(value.ptr())) return mooncake::ParseSize(value.cast<std::string>(), out);
-  return false;
+  if (!PyUnicode_Check(value.ptr())) return false;
+  std::string text = value.cast<std::string>();
+  if (text.find('\0') != std::string::npos) return false;  // "16\0MB" must not read as 16
+  return mooncake_store_parse_size(text.c_str(), out) == MOONCAKE_STORE_OK;
 }
 
 std::string StringArg(const char* name, py::handle value) {
@@ -277,15 +281,15 @@ int Setup(Store& self, const py::args& args, const py::kwargs& kwargs) {
     strings[i] = StringArg(kNames[i], values[i]);
   }
 
-  auto session = self.SessionForConnect(local_buffer_size);
+  auto handle = self.HandleForConnect(local_buffer_size);
   int rc;
   {
     py::gil_scoped_release nogil;
-    rc = mooncake_store_setup(session->handle(), strings[0].c_str(), strings[1].c_str(),
+    rc = mooncake_store_setup(handle->get(), strings[0].c_str(), strings[1].c_str(),
                               global_segment_size, local_buffer_size, strings[4].c_str(),
                               strings[5].c_str(), strings[6].c_str());
   }
-  if (rc == 0) self.Connected(session, local_buffer_size);
+  if (rc == 0) self.Connected(handle, local_buffer_size);
   return rc;
 }
 
@@ -293,33 +297,33 @@ int Connect(Store& self, const std::optional<std::string>& socket_path,
             py::handle local_buffer_size) {
   uint64_t pool_size = 0;
   if (!SizeArg(local_buffer_size, &pool_size)) return kInvalidParams;
-  auto session = self.SessionForConnect(pool_size);
+  auto handle = self.HandleForConnect(pool_size);
   int rc;
   {
     py::gil_scoped_release nogil;
-    rc = mooncake_store_connect(session->handle(), socket_path ? socket_path->c_str() : nullptr,
+    rc = mooncake_store_connect(handle->get(), socket_path ? socket_path->c_str() : nullptr,
                                 pool_size);
   }
-  if (rc == 0) self.Connected(session, pool_size);
+  if (rc == 0) self.Connected(handle, pool_size);
   return rc;
 }
 
 int Close(Store& self) {
-  auto s = self.session();
+  auto h = self.handle();
   int rc;
   {
     py::gil_scoped_release nogil;
-    rc = mooncake_store_close(s->handle());
+    rc = mooncake_store_close(h->get());
   }
   self.Closed();
   return rc;
 }
 
 std::string GetHostname(Store& self) {
-  auto s = self.session();
+  auto h = self.handle();
   py::gil_scoped_release nogil;
   char buf[1024];  // "host:port"; a longer name would answer -600, and then "" is returned
-  if (mooncake_store_get_hostname(s->handle(), buf, sizeof(buf)) != 0) return "";
+  if (mooncake_store_get_hostname(h->get(), buf, sizeof(buf)) != 0) return "";
   return buf;
 }
 
@@ -329,19 +333,19 @@ int Put(Store& self, const std::string& key, py::handle value, const ReplicateCo
   BufferView v(value, false);
   CConfig c(config);
   if (c.status() != 0) return c.status();
-  auto s = self.session();
+  auto h = self.handle();
   py::gil_scoped_release nogil;
-  return mooncake_store_put(s->handle(), CKey(key), v.data(), v.size(), c.get());
+  return mooncake_store_put(h->get(), CKey(key), v.data(), v.size(), c.get());
 }
 
 int Upsert(Store& self, const std::string& key, py::handle value, const ReplicateConfig* config) {
   BufferView v(value, false);
   CConfig c(config);
   if (c.status() != 0) return c.status();
-  auto s = self.session();
+  auto h = self.handle();
   py::gil_scoped_release nogil;
   // upsert_from only reads the buffer; its pointer is non-const to match put_from's.
-  return mooncake_store_upsert_from(s->handle(), CKey(key), v.data(), v.size(), c.get());
+  return mooncake_store_upsert_from(h->get(), CKey(key), v.data(), v.size(), c.get());
 }
 
 int PutFrom(Store& self, const std::string& key, py::handle buffer_ptr, uint64_t size,
@@ -351,10 +355,10 @@ int PutFrom(Store& self, const std::string& key, py::handle buffer_ptr, uint64_t
   if (!a.fits(size)) return kInvalidParams;
   CConfig c(config);
   if (c.status() != 0) return c.status();
-  auto s = self.session();
+  auto h = self.handle();
   py::gil_scoped_release nogil;
-  return upsert ? mooncake_store_upsert_from(s->handle(), CKey(key), a.ptr, size, c.get())
-                : mooncake_store_put_from(s->handle(), CKey(key), a.ptr, size, c.get());
+  return upsert ? mooncake_store_upsert_from(h->get(), CKey(key), a.ptr, size, c.get())
+                : mooncake_store_put_from(h->get(), CKey(key), a.ptr, size, c.get());
 }
 
 // put_parts(key, *parts): the parts are gathered into one pool block (then the put itself
@@ -380,15 +384,15 @@ int PutParts(Store& self, const std::string& key, const py::args& parts, const p
   CConfig c(config);
   if (c.status() != 0) return c.status();
   if (total == 0) return kInvalidParams;  // an empty value, as put(key, b"") answers
-  auto s = self.session();
+  auto h = self.handle();
   py::gil_scoped_release nogil;
-  Scratch gathered(s, total);
+  Scratch gathered(h, total);
   size_t offset = 0;
   for (const auto& v : views) {
     std::memcpy(gathered.data() + offset, v.data(), v.size());
     offset += v.size();
   }
-  return mooncake_store_put_from(s->handle(), CKey(key), gathered.data(), total, c.get());
+  return mooncake_store_put_from(h->get(), CKey(key), gathered.data(), total, c.get());
 }
 
 // put_batch(keys, values): one int, 0 when every put succeeded, else the first failure.
@@ -402,14 +406,14 @@ int PutBatch(Store& self, const std::vector<std::string>& keys,
   for (auto v : values) views.emplace_back(v, false);
   CConfig c(config);
   if (c.status() != 0) return c.status();
-  auto s = self.session();
+  auto h = self.handle();
   py::gil_scoped_release nogil;
   CBatch b;
   for (size_t i = 0; i < keys.size(); ++i) {
     b.Add(CKey(keys[i]), views[i].data(), views[i].size(), i);
   }
   std::vector<int> results(keys.size());
-  int rc = mooncake_store_batch_put_from(s->handle(), b.keys.data(), b.buffers.data(),
+  int rc = mooncake_store_batch_put_from(h->get(), b.keys.data(), b.buffers.data(),
                                          b.sizes.data(), keys.size(), c.get(), results.data());
   if (rc != 0) return rc;
   for (int r : results) {
@@ -443,9 +447,9 @@ std::vector<int> BatchPutFrom(Store& self, const std::vector<std::string>& keys,
   if (c.status() != 0) return std::vector<int>(n, c.status());
   std::vector<BufferView> keep;
   CBatch b = ResolveBatch(keys, buffer_ptrs, sizes, false, &keep);
-  auto s = self.session();
+  auto h = self.handle();
   py::gil_scoped_release nogil;
-  int rc = mooncake_store_batch_put_from(s->handle(), b.keys.data(), b.buffers.data(),
+  int rc = mooncake_store_batch_put_from(h->get(), b.keys.data(), b.buffers.data(),
                                          b.sizes.data(), n, c.get(), results.data());
   if (rc != 0) results.assign(n, rc);
   return results;
@@ -456,19 +460,19 @@ std::vector<int> BatchPutFrom(Store& self, const std::vector<std::string>& keys,
 // Reads one whole value (get_size, then get_into a block of that size), with the GIL
 // released by the caller. A value that grew in between (an upsert) answers -600 and is
 // read again into a larger buffer, a bounded number of times.
-Value ReadOne(const std::shared_ptr<Session>& s, const std::string& key) {
+Value ReadOne(const std::shared_ptr<StoreHandle>& h, const std::string& key) {
   Value v;
   int64_t largest = 0;
   for (int attempt = 0; attempt < kReadAttempts; ++attempt) {
-    int64_t size = mooncake_store_get_size(s->handle(), CKey(key));
+    int64_t size = mooncake_store_get_size(h->get(), CKey(key));
     if (size <= 0) {
       v.result = size == 0 ? int64_t{MOONCAKE_STORE_OBJECT_NOT_FOUND} : size;
       break;
     }
     largest = std::max(largest, size);
     size_t capacity = ReadCapacity(largest, attempt);
-    v.memory = Scratch(s, capacity);
-    v.result = mooncake_store_get_into(s->handle(), CKey(key), v.memory.data(), capacity);
+    v.memory = Scratch(h, capacity);
+    v.result = mooncake_store_get_into(h->get(), CKey(key), v.memory.data(), capacity);
     if (v.result != kInvalidParams) break;
   }
   if (!v.ok()) v.memory = Scratch();
@@ -477,15 +481,15 @@ Value ReadOne(const std::shared_ptr<Session>& s, const std::string& key) {
 
 // ReadOne and ReadWhole for a method: the GIL is released around the read.
 Value Read(Store& self, const std::string& key) {
-  auto s = self.session();
+  auto h = self.handle();
   py::gil_scoped_release nogil;
-  return ReadOne(s, key);
+  return ReadOne(h, key);
 }
 
 std::vector<Value> Read(Store& self, const std::vector<std::string>& keys) {
-  auto s = self.session();
+  auto h = self.handle();
   py::gil_scoped_release nogil;
-  return ReadWhole(s, keys);
+  return ReadWhole(h, keys);
 }
 
 py::bytes Get(Store& self, const std::string& key) {
@@ -529,9 +533,9 @@ int64_t GetInto(Store& self, const std::string& key, py::handle buffer_ptr, uint
   std::vector<BufferView> keep;
   Address a = ResolveAddress(buffer_ptr, true, &keep);
   if (!a.fits(size)) return kInvalidParams;
-  auto s = self.session();
+  auto h = self.handle();
   py::gil_scoped_release nogil;
-  return mooncake_store_get_into(s->handle(), CKey(key), a.ptr, size);
+  return mooncake_store_get_into(h->get(), CKey(key), a.ptr, size);
 }
 
 std::vector<int64_t> BatchGetInto(Store& self, const std::vector<std::string>& keys,
@@ -543,9 +547,9 @@ std::vector<int64_t> BatchGetInto(Store& self, const std::vector<std::string>& k
   if (n == 0) return results;
   std::vector<BufferView> keep;
   CBatch b = ResolveBatch(keys, buffer_ptrs, sizes, true, &keep);
-  auto s = self.session();
+  auto h = self.handle();
   py::gil_scoped_release nogil;
-  int rc = mooncake_store_batch_get_into(s->handle(), b.keys.data(), b.buffers.data(),
+  int rc = mooncake_store_batch_get_into(h->get(), b.keys.data(), b.buffers.data(),
                                          b.sizes.data(), n, results.data());
   if (rc != 0) results.assign(n, rc);
   return results;
@@ -590,7 +594,7 @@ std::vector<Parts> ResolveParts(const std::vector<std::vector<py::object>>& all_
 // of its total size in blocks[i], filled from its buffers when gather. An entry whose parts
 // were refused gets their code in results and stays out of the batch.
 template <typename R>
-CBatch PlanParts(const std::shared_ptr<Session>& s, const std::vector<std::string>& keys,
+CBatch PlanParts(const std::shared_ptr<StoreHandle>& h, const std::vector<std::string>& keys,
                  const std::vector<Parts>& parts, bool gather, std::vector<Scratch>* blocks,
                  std::vector<R>* results) {
   CBatch b;
@@ -602,7 +606,7 @@ CBatch PlanParts(const std::shared_ptr<Session>& s, const std::vector<std::strin
     }
     char* ptr = p.ptrs[0];
     if (p.ptrs.size() > 1 && p.total > 0) {
-      (*blocks)[i] = Scratch(s, p.total);
+      (*blocks)[i] = Scratch(h, p.total);
       ptr = (*blocks)[i].data();
       size_t offset = 0;
       for (size_t j = 0; gather && j < p.ptrs.size(); ++j) {
@@ -629,13 +633,13 @@ std::vector<int> BatchPutFromMulti(Store& self, const std::vector<std::string>& 
   if (c.status() != 0) return std::vector<int>(n, c.status());
   std::vector<BufferView> keep;
   std::vector<Parts> parts = ResolveParts(all_buffer_ptrs, all_sizes, false, &keep);
-  auto s = self.session();
+  auto h = self.handle();
   py::gil_scoped_release nogil;
   std::vector<Scratch> gathered(n);
-  CBatch b = PlanParts(s, keys, parts, true, &gathered, &results);
+  CBatch b = PlanParts(h, keys, parts, true, &gathered, &results);
   if (b.where.empty()) return results;
   std::vector<int> batch(b.where.size());
-  int rc = mooncake_store_batch_put_from(s->handle(), b.keys.data(), b.buffers.data(),
+  int rc = mooncake_store_batch_put_from(h->get(), b.keys.data(), b.buffers.data(),
                                          b.sizes.data(), b.where.size(), c.get(), batch.data());
   for (size_t j = 0; j < b.where.size(); ++j) results[b.where[j]] = rc != 0 ? rc : batch[j];
   return results;
@@ -653,13 +657,13 @@ std::vector<int64_t> BatchGetIntoMulti(Store& self, const std::vector<std::strin
   if (n == 0) return results;
   std::vector<BufferView> keep;
   std::vector<Parts> parts = ResolveParts(all_buffer_ptrs, all_sizes, true, &keep);
-  auto s = self.session();
+  auto h = self.handle();
   py::gil_scoped_release nogil;
   std::vector<Scratch> staging(n);
-  CBatch b = PlanParts(s, keys, parts, false, &staging, &results);
+  CBatch b = PlanParts(h, keys, parts, false, &staging, &results);
   if (b.where.empty()) return results;
   std::vector<int64_t> batch(b.where.size());
-  int rc = mooncake_store_batch_get_into(s->handle(), b.keys.data(), b.buffers.data(),
+  int rc = mooncake_store_batch_get_into(h->get(), b.keys.data(), b.buffers.data(),
                                          b.sizes.data(), b.where.size(), batch.data());
   for (size_t j = 0; j < b.where.size(); ++j) {
     size_t i = b.where[j];
@@ -716,10 +720,10 @@ py::object GetIntoRanges(Store& self, const std::vector<py::object>& buffer_ptrs
   std::sort(distinct.begin(), distinct.end());
   distinct.erase(std::unique(distinct.begin(), distinct.end()), distinct.end());
 
-  auto s = self.session();
+  auto h = self.handle();
   {
     py::gil_scoped_release nogil;
-    std::vector<Value> values = ReadWhole(s, distinct);
+    std::vector<Value> values = ReadWhole(h, distinct);
     for (size_t i = 0; top_ok && i < n; ++i) {
       if (all_dst_offsets[i].size() != all_keys[i].size() ||
           all_src_offsets[i].size() != all_keys[i].size() ||
@@ -758,11 +762,11 @@ py::object GetIntoRanges(Store& self, const std::vector<py::object>& buffer_ptrs
 std::vector<int> BatchIsExist(Store& self, const std::vector<std::string>& keys) {
   std::vector<int> results(keys.size(), 0);
   if (keys.empty()) return results;
-  auto s = self.session();
+  auto h = self.handle();
   py::gil_scoped_release nogil;
   std::vector<const char*> key_ptrs;
   for (const auto& k : keys) key_ptrs.push_back(CKey(k));
-  int rc = mooncake_store_batch_is_exist(s->handle(), key_ptrs.data(), keys.size(), results.data());
+  int rc = mooncake_store_batch_is_exist(h->get(), key_ptrs.data(), keys.size(), results.data());
   if (rc != 0) results.assign(keys.size(), rc);
   return results;
 }
@@ -771,11 +775,11 @@ std::vector<int> BatchIsExist(Store& self, const std::vector<std::string>& keys)
 
 py::memoryview Alloc(Store& self, uint64_t size) {
   if (size == 0) throw py::value_error("alloc(): size must be > 0");
-  auto s = self.session();
+  auto h = self.handle();
   std::unique_ptr<PoolBlock> block;
   {
     py::gil_scoped_release nogil;
-    block = PoolBlock::Alloc(s, size, self.registry());
+    block = PoolBlock::Alloc(h, size, self.registry());
   }
   if (!block) {
     PyErr_Format(PyExc_MemoryError,
@@ -794,9 +798,9 @@ py::memoryview Alloc(Store& self, uint64_t size) {
 template <typename R, typename... A>
 auto NoGil(R (*f)(mooncake_store_t, A...)) {
   return [f](Store& self, A... args) {
-    auto s = self.session();
+    auto h = self.handle();
     py::gil_scoped_release nogil;
-    return f(s->handle(), args...);
+    return f(h->get(), args...);
   };
 }
 
@@ -804,9 +808,9 @@ auto NoGil(R (*f)(mooncake_store_t, A...)) {
 template <typename R>
 auto NoGilKey(R (*f)(mooncake_store_t, const char*)) {
   return [f](Store& self, const std::string& key) {
-    auto s = self.session();
+    auto h = self.handle();
     py::gil_scoped_release nogil;
-    return f(s->handle(), CKey(key));
+    return f(h->get(), CKey(key));
   };
 }
 
@@ -938,26 +942,26 @@ PYBIND11_MODULE(mooncake_store, m) {
            "The value's size in bytes, -704 on a miss.")
       .def("remove",
            [](Store& self, const std::string& key, bool force) {
-             auto s = self.session();
+             auto h = self.handle();
              py::gil_scoped_release nogil;
-             return mooncake_store_remove(s->handle(), CKey(key), force ? 1 : 0);
+             return mooncake_store_remove(h->get(), CKey(key), force ? 1 : 0);
            },
            py::arg("key"), py::arg("force") = false)
       .def("remove_by_regex",
            [](Store& self, const std::string& pattern, bool force) {
-             auto s = self.session();
+             auto h = self.handle();
              py::gil_scoped_release nogil;
              // A pattern with a NUL cannot be passed: -600, as for a malformed pattern.
              if (pattern.find('\0') != std::string::npos) return int64_t{kInvalidParams};
-             return mooncake_store_remove_by_regex(s->handle(), pattern.c_str(), force ? 1 : 0);
+             return mooncake_store_remove_by_regex(h->get(), pattern.c_str(), force ? 1 : 0);
            },
            py::arg("regex_pattern"), py::arg("force") = false,
            "Removes the keys matching an ECMAScript regex; returns how many, or < 0.")
       .def("remove_all",
            [](Store& self, bool force) {
-             auto s = self.session();
+             auto h = self.handle();
              py::gil_scoped_release nogil;
-             return mooncake_store_remove_all(s->handle(), force ? 1 : 0);
+             return mooncake_store_remove_all(h->get(), force ? 1 : 0);
            },
            py::arg("force") = false)
       // memory
@@ -966,11 +970,11 @@ PYBIND11_MODULE(mooncake_store, m) {
              std::vector<BufferView> keep;
              Address a = ResolveAddress(ptr, false, &keep);
              if (!a.fits(size)) return kInvalidParams;
-             auto s = self.session();
+             auto h = self.handle();
              int rc;
              {
                py::gil_scoped_release nogil;
-               rc = mooncake_store_register_buffer(s->handle(), a.ptr, size);
+               rc = mooncake_store_register_buffer(h->get(), a.ptr, size);
              }
              if (rc == 0) {
                self.registry()->Add(RangeRegistry::kRegistered,
@@ -983,11 +987,11 @@ PYBIND11_MODULE(mooncake_store, m) {
            [](Store& self, py::handle ptr) {
              std::vector<BufferView> keep;
              Address a = ResolveAddress(ptr, false, &keep);
-             auto s = self.session();
+             auto h = self.handle();
              int rc;
              {
                py::gil_scoped_release nogil;
-               rc = mooncake_store_unregister_buffer(s->handle(), a.ptr);
+               rc = mooncake_store_unregister_buffer(h->get(), a.ptr);
              }
              if (rc == 0) {
                self.registry()->Remove(RangeRegistry::kRegistered,

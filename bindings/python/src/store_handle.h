@@ -2,8 +2,8 @@
 // memory borrowed from its pool, and the binding's record of caller buffers.
 //
 // Nothing here touches Python, so all of it can run with the GIL released.
-#ifndef MOONCAKE_STORE_PY_SESSION_H_
-#define MOONCAKE_STORE_PY_SESSION_H_
+#ifndef MOONCAKE_STORE_PY_STORE_HANDLE_H_
+#define MOONCAKE_STORE_PY_STORE_HANDLE_H_
 
 #include <algorithm>
 #include <cstdint>
@@ -20,28 +20,29 @@
 
 namespace mooncake_py {
 
-// One mooncake_store_t. Destroying the handle unmaps its pool, so every object that points
-// into the pool (an alloc() memoryview, a BufferHandle) holds a shared_ptr to its Session:
-// the handle lives until the last of them is gone, even after the store object itself.
-class Session {
+// One mooncake_store_t of the C ABI, owned: created here, destroyed with the last reference.
+// Destroying the handle unmaps its pool, so every object that points into the pool (an
+// alloc() memoryview, a BufferHandle) holds a shared_ptr to its StoreHandle: the handle
+// lives until the last of them is gone, even after the store object itself.
+class StoreHandle {
  public:
-  Session() : handle_(mooncake_store_create()) {
-    if (handle_ == nullptr) throw std::bad_alloc();
+  StoreHandle() : store_(mooncake_store_create()) {
+    if (store_ == nullptr) throw std::bad_alloc();
   }
-  ~Session() { mooncake_store_destroy(handle_); }
-  Session(const Session&) = delete;
-  Session& operator=(const Session&) = delete;
+  ~StoreHandle() { mooncake_store_destroy(store_); }
+  StoreHandle(const StoreHandle&) = delete;
+  StoreHandle& operator=(const StoreHandle&) = delete;
 
-  mooncake_store_t handle() const { return handle_; }
+  mooncake_store_t get() const { return store_; }
 
   // Set (with the GIL held) once connect/setup succeeded: the handle then owns a pool of
   // pool_size bytes that stays mapped after close() and is only replaced by a later connect
-  // with another size. See MooncakeDistributedStore::SessionForConnect.
+  // with another size. See MooncakeDistributedStore::HandleForConnect.
   bool connected_once = false;
   uint64_t pool_size = 0;
 
  private:
-  mooncake_store_t handle_;
+  mooncake_store_t store_;
 };
 
 // Address ranges the binding knows to be valid caller memory: buffers registered through
@@ -49,7 +50,7 @@ class Session {
 // but cannot be asked about them; get_into_ranges() writes at caller-given offsets and
 // needs the capacity behind a bare address to refuse writing past a buffer's end, as
 // Mooncake does. Registered ranges are also replayed onto a fresh handle (see
-// SessionForConnect). Thread-safe.
+// HandleForConnect). Thread-safe.
 class RangeRegistry {
  public:
   enum Kind { kRegistered, kPoolBlock };
@@ -93,17 +94,17 @@ class RangeRegistry {
 class PoolBlock {
  public:
   // nullptr when the pool has no free block of that size (or the handle has no pool).
-  static std::unique_ptr<PoolBlock> Alloc(std::shared_ptr<Session> session, size_t size,
+  static std::unique_ptr<PoolBlock> Alloc(std::shared_ptr<StoreHandle> handle, size_t size,
                                           std::shared_ptr<RangeRegistry> registry = nullptr) {
-    void* p = mooncake_store_alloc(session->handle(), size);
+    void* p = mooncake_store_alloc(handle->get(), size);
     if (p == nullptr) return nullptr;
     if (registry) registry->Add(RangeRegistry::kPoolBlock, reinterpret_cast<uintptr_t>(p), size);
     return std::unique_ptr<PoolBlock>(
-        new PoolBlock(std::move(session), std::move(registry), static_cast<char*>(p), size));
+        new PoolBlock(std::move(handle), std::move(registry), static_cast<char*>(p), size));
   }
   ~PoolBlock() {
     if (registry_) registry_->Remove(RangeRegistry::kPoolBlock, reinterpret_cast<uintptr_t>(data_));
-    mooncake_store_free(session_->handle(), data_);
+    mooncake_store_free(handle_->get(), data_);
   }
   PoolBlock(const PoolBlock&) = delete;
   PoolBlock& operator=(const PoolBlock&) = delete;
@@ -112,10 +113,10 @@ class PoolBlock {
   size_t size() const { return size_; }
 
  private:
-  PoolBlock(std::shared_ptr<Session> session, std::shared_ptr<RangeRegistry> registry, char* data,
-            size_t size)
-      : session_(std::move(session)), registry_(std::move(registry)), data_(data), size_(size) {}
-  std::shared_ptr<Session> session_;
+  PoolBlock(std::shared_ptr<StoreHandle> handle, std::shared_ptr<RangeRegistry> registry,
+            char* data, size_t size)
+      : handle_(std::move(handle)), registry_(std::move(registry)), data_(data), size_(size) {}
+  std::shared_ptr<StoreHandle> handle_;
   std::shared_ptr<RangeRegistry> registry_;
   char* data_;
   size_t size_;
@@ -127,8 +128,8 @@ class PoolBlock {
 class Scratch {
  public:
   Scratch() = default;
-  Scratch(const std::shared_ptr<Session>& session, size_t size) {
-    pool_ = PoolBlock::Alloc(session, size);
+  Scratch(const std::shared_ptr<StoreHandle>& handle, size_t size) {
+    pool_ = PoolBlock::Alloc(handle, size);
     if (pool_) {
       data_ = pool_->data();
     } else {
@@ -192,7 +193,7 @@ struct Value {
 // request per key: the ABI has no batch form), the reads from one batch_get_into. A value
 // that grew between the two (an upsert) answers -600 and is read again into a larger
 // buffer, a bounded number of times.
-inline std::vector<Value> ReadWhole(const std::shared_ptr<Session>& session,
+inline std::vector<Value> ReadWhole(const std::shared_ptr<StoreHandle>& handle,
                                     const std::vector<std::string>& keys) {
   std::vector<Value> values(keys.size());
   std::vector<size_t> pending(keys.size());
@@ -201,20 +202,20 @@ inline std::vector<Value> ReadWhole(const std::shared_ptr<Session>& session,
   for (int attempt = 0; attempt < kReadAttempts && !pending.empty(); ++attempt) {
     CBatch batch;
     for (size_t i : pending) {
-      int64_t size = mooncake_store_get_size(session->handle(), CKey(keys[i]));
+      int64_t size = mooncake_store_get_size(handle->get(), CKey(keys[i]));
       if (size <= 0) {
         values[i].result = size == 0 ? int64_t{MOONCAKE_STORE_OBJECT_NOT_FOUND} : size;
         continue;
       }
       largest[i] = std::max(largest[i], size);
       size_t capacity = ReadCapacity(largest[i], attempt);
-      values[i].memory = Scratch(session, capacity);
+      values[i].memory = Scratch(handle, capacity);
       batch.Add(CKey(keys[i]), values[i].memory.data(), capacity, i);
     }
     pending.clear();
     if (batch.where.empty()) break;
     std::vector<int64_t> results(batch.where.size());
-    int rc = mooncake_store_batch_get_into(session->handle(), batch.keys.data(),
+    int rc = mooncake_store_batch_get_into(handle->get(), batch.keys.data(),
                                            batch.buffers.data(), batch.sizes.data(),
                                            batch.where.size(), results.data());
     for (size_t j = 0; j < batch.where.size(); ++j) {
@@ -229,4 +230,4 @@ inline std::vector<Value> ReadWhole(const std::shared_ptr<Session>& session,
 
 }  // namespace mooncake_py
 
-#endif  // MOONCAKE_STORE_PY_SESSION_H_
+#endif  // MOONCAKE_STORE_PY_STORE_HANDLE_H_
