@@ -230,11 +230,11 @@ bool RdmaTransport::Connect(Connection* c, const RdmaRemote& remote, Clock::time
     return false;
   }
   std::string reply;
-  int32_t rc = control_->CallControl(remote.peer, transfer::ControlChannel::kRdmaConnect,
-                                     request, &reply, deadline);
-  if (rc != 0) {
+  ErrorCode rc = control_->CallControl(remote.peer, transfer::ControlChannel::kRdmaConnect,
+                                       request, &reply, deadline);
+  if (rc != ErrorCode::OK) {
     MC_LOG_ERROR("RDMA connection to %s: the connect request failed: %d (%s)", c->name.c_str(),
-                 rc, ErrorName(rc));
+                 ToInt(rc), ErrorName(rc));
     return false;
   }
   RdmaQpEndpoint theirs;
@@ -315,18 +315,18 @@ ControlHandler RdmaTransport::control_handler() {
   };
 }
 
-int32_t RdmaTransport::Accept(const std::string& request, std::string* reply) {
+ErrorCode RdmaTransport::Accept(const std::string& request, std::string* reply) {
   RdmaQpEndpoint theirs;
   if (!DecodeRdmaQpEndpoint(request, &theirs)) {
     MC_LOG_WARN("RDMA connect request of %zu bytes refused: it does not decode",
                 request.size());
-    return ToInt(ErrorCode::INVALID_PARAMS);
+    return ErrorCode::INVALID_PARAMS;
   }
   const RdmaDevice* device = FindDevice(theirs.device);
   if (device == nullptr) {
     MC_LOG_WARN("RDMA connect request for device %s refused: this daemon does not use it",
                 theirs.device.c_str());
-    return ToInt(ErrorCode::INVALID_PARAMS);
+    return ErrorCode::INVALID_PARAMS;
   }
   std::string error;
   // The answering side never posts: one send slot is all its queue pair needs.
@@ -334,7 +334,7 @@ int32_t RdmaTransport::Accept(const std::string& request, std::string* reply) {
   if (qp == nullptr || !qp->Connect(theirs, &error)) {
     MC_LOG_ERROR("RDMA connect request on %s from qp %u: %s", device->name().c_str(),
                  theirs.qpn, error.c_str());
-    return ToInt(ErrorCode::TRANSFER_FAIL);
+    return ErrorCode::TRANSFER_FAIL;
   }
   RdmaQpEndpoint mine = qp->local();
   mine.instance = instance_;
@@ -353,7 +353,7 @@ int32_t RdmaTransport::Accept(const std::string& request, std::string* reply) {
         [](const auto& a, const auto& b) { return a.second.sequence < b.second.sequence; });
     served_.erase(oldest);
   }
-  return 0;
+  return ErrorCode::OK;
 }
 
 }  // namespace mooncake

@@ -99,7 +99,7 @@ class RdmaTransport : public Transport {
   // Makes c->qp; false (logged) when it cannot.
   bool Connect(Connection* c, const RdmaRemote& remote,
                std::chrono::steady_clock::time_point deadline);
-  int32_t Accept(const std::string& request, std::string* reply);
+  ErrorCode Accept(const std::string& request, std::string* reply);
   const RdmaDevice* FindDevice(const std::string& name) const;
 
   std::vector<std::unique_ptr<RdmaDevice>> devices_;  // destroyed last: all else uses them

@@ -19,8 +19,6 @@ using transfer::Op;
 
 namespace {
 
-constexpr int32_t kTransferFail = static_cast<int32_t>(ErrorCode::TRANSFER_FAIL);
-
 int MillisLeft(Clock::time_point deadline) {
   auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
   return static_cast<int>(std::max<int64_t>(0, std::min<int64_t>(left.count(), INT32_MAX)));
@@ -57,10 +55,10 @@ struct TcpTransport::Peer {
 };
 
 TcpTransport::TcpTransport(Options options)
-    : options_(std::move(options)), pool_(std::max<size_t>(1, options_.threads)) {}
+    : options_(std::move(options)), workers_(std::max<size_t>(1, options_.threads)) {}
 
 TcpTransport::~TcpTransport() {
-  pool_.Stop();
+  workers_.Stop();
   std::lock_guard<std::mutex> lock(peers_mu_);
   for (auto& p : peers_) {
     for (int fd : p.second->idle) close(fd);
@@ -128,8 +126,8 @@ void TcpTransport::Release(Peer* peer, int fd, bool keep) {
   peer->cv.notify_one();
 }
 
-int32_t TcpTransport::RunOn(int fd, const Exchange& x, bool* in_step, bool* stalled,
-                            std::string* error) {
+ErrorCode TcpTransport::RunOn(int fd, const Exchange& x, bool* in_step, bool* stalled,
+                              std::string* error) {
   *in_step = false;
   *stalled = false;
   transfer::RequestHeader h;
@@ -147,13 +145,13 @@ int32_t TcpTransport::RunOn(int fd, const Exchange& x, bool* in_step, bool* stal
       !tcp_io::Recv(fd, reply_head, sizeof(reply_head))) {
     *stalled = errno == EAGAIN || errno == EWOULDBLOCK;
     *error = *stalled ? "no progress within the stall timeout" : std::strerror(errno);
-    return kTransferFail;
+    return ErrorCode::TRANSFER_FAIL;
   }
   if (!transfer::DecodeReply(reply_head, &reply) || reply.request_id != h.request_id) {
     *error = "reply out of step (bad magic or request id)";
-    return kTransferFail;
+    return ErrorCode::TRANSFER_FAIL;
   }
-  if (reply.code != 0) {
+  if (reply.code != ErrorCode::OK) {
     // The owner refused (unknown segment, range outside it). It closes the connection
     // after a refused WRITE or CONTROL, whose payload it did not read.
     *in_step = x.op == static_cast<uint16_t>(Op::kRead) && reply.length == 0;
@@ -165,46 +163,46 @@ int32_t TcpTransport::RunOn(int fd, const Exchange& x, bool* in_step, bool* stal
     if (reply.length != x.expect) {
       *error = "reply of " + std::to_string(reply.length) + " bytes, asked for " +
                std::to_string(x.expect);
-      return kTransferFail;
+      return ErrorCode::TRANSFER_FAIL;
     }
     ok = tcp_io::Recv(fd, x.into, x.expect);
   } else if (x.op == static_cast<uint16_t>(Op::kControl)) {
     if (reply.length > transfer::kMaxControlPayload) {
       *error = "control reply too long";
-      return kTransferFail;
+      return ErrorCode::TRANSFER_FAIL;
     }
     x.control_reply->assign(reply.length, '\0');
     ok = tcp_io::Recv(fd, &(*x.control_reply)[0], reply.length);
   } else if (reply.length != 0) {
     *error = "WRITE reply with a payload";
-    return kTransferFail;
+    return ErrorCode::TRANSFER_FAIL;
   }
   if (!ok) {
     *stalled = errno == EAGAIN || errno == EWOULDBLOCK;
     *error = *stalled ? "no progress within the stall timeout" : std::strerror(errno);
-    return kTransferFail;
+    return ErrorCode::TRANSFER_FAIL;
   }
   *in_step = true;
-  return 0;
+  return ErrorCode::OK;
 }
 
-int32_t TcpTransport::Run(Peer* peer, const Exchange& x, Clock::time_point deadline,
-                          std::string* error) {
+ErrorCode TcpTransport::Run(Peer* peer, const Exchange& x, Clock::time_point deadline,
+                            std::string* error) {
   for (int attempt = 0;; ++attempt) {
     if (Clock::now() >= deadline) {
       *error = "deadline passed before the transfer started";
-      return kTransferFail;
+      return ErrorCode::TRANSFER_FAIL;
     }
     bool reused = false;
     int fd = Acquire(peer, deadline, &reused, error);
-    if (fd < 0) return kTransferFail;
+    if (fd < 0) return ErrorCode::TRANSFER_FAIL;
     bool in_step = false;
     bool stalled = false;
-    int32_t code = RunOn(fd, x, &in_step, &stalled, error);
+    ErrorCode code = RunOn(fd, x, &in_step, &stalled, error);
     Release(peer, fd, in_step);
     // A peer that stalled is frozen or gone, not restarted: another try would only stall
     // as long again.
-    if (code != kTransferFail || !reused || stalled || attempt > 0) return code;
+    if (code != ErrorCode::TRANSFER_FAIL || !reused || stalled || attempt > 0) return code;
     // A pooled connection broke: the peer restarted or died, and its other idle
     // connections are as stale. Drop them and try once on a fresh connection.
     std::vector<int> stale;
@@ -217,7 +215,8 @@ int32_t TcpTransport::Run(Peer* peer, const Exchange& x, Clock::time_point deadl
   }
 }
 
-int32_t TcpTransport::RunPiece(const Piece& piece, Clock::time_point deadline, uint32_t* crc) {
+ErrorCode TcpTransport::RunPiece(const Piece& piece, Clock::time_point deadline,
+                                 uint32_t* crc) {
   TransferOp* op = piece.op;
   char* bytes = op->local + piece.skip;
   // A WRITE's source is read here into the cache that sendmsg then copies from; a READ's
@@ -225,7 +224,7 @@ int32_t TcpTransport::RunPiece(const Piece& piece, Clock::time_point deadline, u
   if (op->want_crc && op->kind == TransferKind::kWrite) *crc = Crc32c(bytes, piece.length);
   const rpc::TransportEndpoint* tcp = op->remote->Endpoint("tcp");
   std::string error;
-  int32_t code = kTransferFail;
+  ErrorCode code = ErrorCode::TRANSFER_FAIL;
   if (tcp == nullptr) {
     error = "the segment publishes no tcp endpoint";
   } else {
@@ -244,9 +243,9 @@ int32_t TcpTransport::RunPiece(const Piece& piece, Clock::time_point deadline, u
     }
     code = Run(PeerFor(tcp->address), x, deadline, &error);
   }
-  if (code == 0) {
+  if (code == ErrorCode::OK) {
     if (op->want_crc && op->kind == TransferKind::kRead) *crc = Crc32c(bytes, piece.length);
-    return 0;
+    return ErrorCode::OK;
   }
   MC_LOG_WARN("transfer: %s of %s at %llu in segment %lld on %s failed: %s",
               op->kind == TransferKind::kRead ? "READ" : "WRITE", FormatSize(piece.length).c_str(),
@@ -254,7 +253,7 @@ int32_t TcpTransport::RunPiece(const Piece& piece, Clock::time_point deadline, u
               static_cast<long long>(op->remote->segment_id), op->remote->name.c_str(),
               error.c_str());
   // Whatever the owner said, to the caller this replica could not be moved.
-  return kTransferFail;
+  return ErrorCode::TRANSFER_FAIL;
 }
 
 void TcpTransport::Execute(std::vector<TransferOp*>* ops, Clock::time_point deadline) {
@@ -274,11 +273,11 @@ void TcpTransport::Execute(std::vector<TransferOp*>* ops, Clock::time_point dead
     }
   }
   if (pieces.empty()) return;
-  std::vector<int32_t> results(pieces.size(), 0);
+  std::vector<ErrorCode> results(pieces.size(), ErrorCode::OK);
   std::vector<uint32_t> crcs(pieces.size(), 0);
   Latch done(pieces.size() - 1);
   for (size_t i = 1; i < pieces.size(); ++i) {
-    pool_.Submit([this, &pieces, &results, &crcs, i, deadline, &done] {
+    workers_.Submit([this, &pieces, &results, &crcs, i, deadline, &done] {
       results[i] = RunPiece(pieces[i], deadline, &crcs[i]);
       done.CountDown();
     });
@@ -288,16 +287,16 @@ void TcpTransport::Execute(std::vector<TransferOp*>* ops, Clock::time_point dead
   // An op's pieces are adjacent and in order: its CRC is theirs, combined.
   for (size_t i = 0; i < pieces.size(); ++i) {
     TransferOp* op = pieces[i].op;
-    if (results[i] != 0) op->result = FromWire(results[i]);
+    if (results[i] != ErrorCode::OK) op->result = results[i];
     if (!op->want_crc) continue;
     op->crc = pieces[i].skip == 0 ? crcs[i] : Crc32cCombine(op->crc, crcs[i], pieces[i].length);
   }
   for (TransferOp* op : *ops) op->has_crc = op->want_crc && op->result == ErrorCode::OK;
 }
 
-int32_t TcpTransport::CallControl(const std::string& address, transfer::ControlChannel channel,
-                                  const std::string& request, std::string* reply,
-                                  Clock::time_point deadline) {
+ErrorCode TcpTransport::CallControl(const std::string& address,
+                                    transfer::ControlChannel channel, const std::string& request,
+                                    std::string* reply, Clock::time_point deadline) {
   Exchange x;
   x.op = static_cast<uint16_t>(Op::kControl);
   x.segment_id = static_cast<int64_t>(channel);
@@ -305,8 +304,8 @@ int32_t TcpTransport::CallControl(const std::string& address, transfer::ControlC
   x.payload_length = request.size();
   x.control_reply = reply;
   std::string error;
-  int32_t code = Run(PeerFor(address), x, deadline, &error);
-  if (code != 0) {
+  ErrorCode code = Run(PeerFor(address), x, deadline, &error);
+  if (code != ErrorCode::OK) {
     MC_LOG_WARN("transfer: control call to %s failed: %s", address.c_str(), error.c_str());
   }
   return code;

@@ -10,7 +10,7 @@
 // retried: the peer is frozen or gone, and a retry would only stall as long again.
 //
 // Striping. An op of at least 2 x stripe_min_bytes is cut into up to `streams` pieces, each
-// on its own connection, run in parallel (by the caller and a small thread pool); so are
+// on its own connection, run in parallel (by the caller and a few worker threads); so are
 // the ops of one Execute, e.g. the replicas of a put.
 //
 // Copies. A WRITE goes out with one sendmsg of header and payload straight from the
@@ -58,9 +58,9 @@ class TcpTransport : public Transport, public ControlCaller {
   void Execute(std::vector<TransferOp*>* ops,
                std::chrono::steady_clock::time_point deadline) override;
 
-  int32_t CallControl(const std::string& address, transfer::ControlChannel channel,
-                      const std::string& request, std::string* reply,
-                      std::chrono::steady_clock::time_point deadline) override;
+  ErrorCode CallControl(const std::string& address, transfer::ControlChannel channel,
+                        const std::string& request, std::string* reply,
+                        std::chrono::steady_clock::time_point deadline) override;
 
   // Connections open now (idle or busy), over every peer; for tests and stats.
   size_t open_connections() const;
@@ -92,21 +92,22 @@ class TcpTransport : public Transport, public ControlCaller {
               std::string* error);
   void Release(Peer* peer, int fd, bool keep);
   // Runs x on a pooled connection, retried once on a fresh one when the pooled one broke.
-  // 0, the peer's refusal code, or -800 with *error.
-  int32_t Run(Peer* peer, const Exchange& x, std::chrono::steady_clock::time_point deadline,
-              std::string* error);
-  // One attempt on fd: 0, the peer's code (*in_step: the connection may be reused), or -800
-  // (*stalled: because the stall timeout passed, rather than the connection breaking).
-  int32_t RunOn(int fd, const Exchange& x, bool* in_step, bool* stalled, std::string* error);
-  // 0, or -800 (logged). *crc: the piece's CRC32C, when its op wants one.
-  int32_t RunPiece(const Piece& piece, std::chrono::steady_clock::time_point deadline,
-                   uint32_t* crc);
+  // OK, the peer's refusal code, or TRANSFER_FAIL with *error.
+  ErrorCode Run(Peer* peer, const Exchange& x, std::chrono::steady_clock::time_point deadline,
+                std::string* error);
+  // One attempt on fd: OK, the peer's code (*in_step: the connection may be reused), or
+  // TRANSFER_FAIL (*stalled: because the stall timeout passed, rather than the connection
+  // breaking).
+  ErrorCode RunOn(int fd, const Exchange& x, bool* in_step, bool* stalled, std::string* error);
+  // OK, or TRANSFER_FAIL (logged). *crc: the piece's CRC32C, when its op wants one.
+  ErrorCode RunPiece(const Piece& piece, std::chrono::steady_clock::time_point deadline,
+                     uint32_t* crc);
 
   const Options options_;
   std::atomic<uint64_t> next_request_id_{1};
   mutable std::mutex peers_mu_;
   std::map<std::string, std::unique_ptr<Peer>> peers_;  // guarded by peers_mu_; never erased
-  WorkerThreads pool_;
+  WorkerThreads workers_;  // run the pieces beyond the caller's own
 };
 
 }  // namespace mooncake

@@ -50,7 +50,7 @@ bool DecodeRequest(const char in[kRequestHeaderSize], RequestHeader* h) {
 void EncodeReply(const ReplyHeader& h, char out[kReplyHeaderSize]) {
   char* p = out;
   Put(p, h.magic);
-  Put(p, h.code);
+  Put(p, ToInt(h.code));
   Put(p, h.request_id);
   Put(p, h.length);
 }
@@ -58,7 +58,7 @@ void EncodeReply(const ReplyHeader& h, char out[kReplyHeaderSize]) {
 bool DecodeReply(const char in[kReplyHeaderSize], ReplyHeader* h) {
   const char* p = in;
   h->magic = Get<uint32_t>(p);
-  h->code = Get<int32_t>(p);
+  h->code = FromWire(Get<int32_t>(p));
   h->request_id = Get<uint64_t>(p);
   h->length = Get<uint64_t>(p);
   return h->magic == kReplyMagic;

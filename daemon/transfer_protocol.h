@@ -29,6 +29,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "common/error_code.h"
+
 namespace mooncake {
 namespace transfer {
 
@@ -65,7 +67,8 @@ struct RequestHeader {
 
 struct ReplyHeader {
   uint32_t magic = kReplyMagic;
-  int32_t code = 0;
+  ErrorCode code = ErrorCode::OK;  // the i32 on the wire; one outside the table decodes as
+                                   // INTERNAL_ERROR (FromWire)
   uint64_t request_id = 0;
   uint64_t length = 0;
 };

@@ -22,10 +22,6 @@ using transfer::RequestHeader;
 
 namespace {
 
-constexpr int32_t kInvalid = static_cast<int32_t>(ErrorCode::INVALID_PARAMS);
-constexpr int32_t kNoSegment = static_cast<int32_t>(ErrorCode::SEGMENT_NOT_FOUND);
-constexpr int32_t kLeaseExpired = static_cast<int32_t>(ErrorCode::LEASE_EXPIRED);
-
 std::string PeerName(const sockaddr_storage& addr) {
   char host[INET6_ADDRSTRLEN] = "?";
   int port = 0;
@@ -41,7 +37,7 @@ std::string PeerName(const sockaddr_storage& addr) {
   return std::string(host) + ":" + std::to_string(port);
 }
 
-bool SendReply(int fd, uint64_t request_id, int32_t code, const char* data, uint64_t length) {
+bool SendReply(int fd, uint64_t request_id, ErrorCode code, const char* data, uint64_t length) {
   ReplyHeader reply;
   reply.code = code;
   reply.request_id = request_id;
@@ -132,8 +128,8 @@ void TransferServer::Serve(int fd, std::string peer) {
   cv_.notify_all();
 }
 
-bool TransferServer::Refuse(int fd, const std::string& peer, const RequestHeader& h, int32_t code,
-                            const char* why) {
+bool TransferServer::Refuse(int fd, const std::string& peer, const RequestHeader& h,
+                            ErrorCode code, const char* why) {
   MC_LOG_WARN("transfer port: refused %s from %s: segment %lld offset %llu length %llu: %s",
               h.op == static_cast<uint16_t>(Op::kWrite)   ? "WRITE"
               : h.op == static_cast<uint16_t>(Op::kRead)  ? "READ"
@@ -154,35 +150,40 @@ bool TransferServer::ServeOne(int fd, const std::string& peer) {
   RequestHeader h;
   if (!transfer::DecodeRequest(head, &h)) {
     h.op = 0;  // whatever it claimed, nothing after it can be trusted
-    return Refuse(fd, peer, h, kInvalid, "malformed header (magic, version or op)");
+    return Refuse(fd, peer, h, ErrorCode::INVALID_PARAMS,
+                  "malformed header (magic, version or op)");
   }
   if (h.op == static_cast<uint16_t>(Op::kControl)) {
     auto handler = control_.find(h.segment_id);
     if (h.length > transfer::kMaxControlPayload) {
-      return Refuse(fd, peer, h, kInvalid, "control payload too long");
+      return Refuse(fd, peer, h, ErrorCode::INVALID_PARAMS, "control payload too long");
     }
     std::string request(h.length, '\0');
     if (!tcp_io::Recv(fd, &request[0], request.size())) return false;
     if (handler == control_.end()) {
-      Refuse(fd, peer, h, kInvalid, "no handler for this control channel");
+      Refuse(fd, peer, h, ErrorCode::INVALID_PARAMS, "no handler for this control channel");
       return true;  // the payload was read: still in step
     }
     std::string reply;
-    int32_t code = handler->second(request, &reply);
-    return SendReply(fd, h.request_id, code, reply.data(), code == 0 ? reply.size() : 0);
+    ErrorCode code = handler->second(request, &reply);
+    return SendReply(fd, h.request_id, code, reply.data(),
+                     code == ErrorCode::OK ? reply.size() : 0);
   }
 
   std::shared_ptr<SegmentMemory> segment = lookup_(h.segment_id);
-  if (segment == nullptr) return Refuse(fd, peer, h, kNoSegment, "no such segment here");
+  if (segment == nullptr) {
+    return Refuse(fd, peer, h, ErrorCode::SEGMENT_NOT_FOUND, "no such segment here");
+  }
   if (!segment->Contains(h.offset, h.length) || h.length == 0) {
-    return Refuse(fd, peer, h, kInvalid, "range outside the segment");
+    return Refuse(fd, peer, h, ErrorCode::INVALID_PARAMS, "range outside the segment");
   }
   char* bytes = segment->base() + h.offset;
   if (h.op == static_cast<uint16_t>(Op::kRead)) {
     if (h.master_epoch != 0 && epoch_ && h.master_epoch != epoch_()) {
-      return Refuse(fd, peer, h, kLeaseExpired, "read lease from another master (restarted?)");
+      return Refuse(fd, peer, h, ErrorCode::LEASE_EXPIRED,
+                    "read lease from another master (restarted?)");
     }
-    return SendReply(fd, h.request_id, 0, bytes, h.length);
+    return SendReply(fd, h.request_id, ErrorCode::OK, bytes, h.length);
   }
   // WRITE: straight into the segment. A peer that stalls or vanishes half-way leaves a
   // partly written range, which is harmless: the put it belongs to is revoked.
@@ -191,7 +192,7 @@ bool TransferServer::ServeOne(int fd, const std::string& peer) {
                 static_cast<long long>(h.segment_id), std::strerror(errno));
     return false;
   }
-  return SendReply(fd, h.request_id, 0, nullptr, 0);
+  return SendReply(fd, h.request_id, ErrorCode::OK, nullptr, 0);
 }
 
 }  // namespace mooncake

@@ -69,7 +69,7 @@ class TransferServer {
   void Serve(int fd, std::string peer);
   // One request; false when the connection must be closed.
   bool ServeOne(int fd, const std::string& peer);
-  bool Refuse(int fd, const std::string& peer, const transfer::RequestHeader& h, int32_t code,
+  bool Refuse(int fd, const std::string& peer, const transfer::RequestHeader& h, ErrorCode code,
               const char* why);
 
   const int listen_fd_;

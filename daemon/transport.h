@@ -80,25 +80,26 @@ class Transport {
   virtual bool DescribeSegment(char* base, uint64_t size, rpc::TransportEndpoint* out) = 0;
 
   // Runs every op, in parallel where the transport can, and returns when each has ended
-  // (result set). No op may run past deadline: one that would fails with -800.
+  // (result set). No op may run past deadline: one that would fails with TRANSFER_FAIL.
   virtual void Execute(std::vector<TransferOp*>* ops,
                        std::chrono::steady_clock::time_point deadline) = 0;
 };
 
 // CONTROL requests over the transfer port (daemon/transfer_protocol.h): how the RDMA
 // transport exchanges queue-pair endpoints with a peer before its first one-sided
-// operation. The TCP transport is the caller; the transfer server dispatches to handlers.
-using ControlHandler = std::function<int32_t(const std::string& request, std::string* reply)>;
+// operation. The TCP transport is the caller; the transfer server dispatches to handlers,
+// which answer OK (reply sent back as the payload) or why not (sent back as the code).
+using ControlHandler = std::function<ErrorCode(const std::string& request, std::string* reply)>;
 
 class ControlCaller {
  public:
   virtual ~ControlCaller() = default;
   // Sends request to the handler of channel on the daemon whose transfer port is address
-  // ("host:port") and waits for its answer: the handler's code, or -800 when the peer
-  // cannot be reached or does not answer before deadline.
-  virtual int32_t CallControl(const std::string& address, transfer::ControlChannel channel,
-                              const std::string& request, std::string* reply,
-                              std::chrono::steady_clock::time_point deadline) = 0;
+  // ("host:port") and waits for its answer: the handler's code, or TRANSFER_FAIL when the
+  // peer cannot be reached or does not answer before deadline.
+  virtual ErrorCode CallControl(const std::string& address, transfer::ControlChannel channel,
+                                const std::string& request, std::string* reply,
+                                std::chrono::steady_clock::time_point deadline) = 0;
 };
 
 }  // namespace mooncake

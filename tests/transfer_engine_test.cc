@@ -100,7 +100,7 @@ struct Fixture {
     server->SetControlHandler(transfer::ControlChannel::kRdmaConnect,
                               [](const std::string& in, std::string* out) {
                                 out->assign(in.rbegin(), in.rend());
-                                return 0;
+                                return ErrorCode::OK;
                               });
     server->Start();
   }
@@ -145,7 +145,7 @@ void test_protocol_round_trip(void**) {
   assert_int_equal(back.master_epoch, -77);
 
   transfer::ReplyHeader r;
-  r.code = -801;
+  r.code = ErrorCode::CHECKSUM_MISMATCH;
   r.request_id = 7;
   r.length = 99;
   char reply[transfer::kReplyHeaderSize];
@@ -414,8 +414,8 @@ void test_control_calls(void**) {
                                       "abc", &reply, In(2000)),
                    0);
   assert_string_equal(reply.c_str(), "cba");
-  int32_t code = f.tcp->CallControl(f.remote->name, static_cast<transfer::ControlChannel>(9), "x",
-                                    &reply, In(2000));
+  ErrorCode code = f.tcp->CallControl(f.remote->name, static_cast<transfer::ControlChannel>(9),
+                                      "x", &reply, In(2000));
   assert_int_equal(code, -600);
 }
 
