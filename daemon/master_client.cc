@@ -180,7 +180,8 @@ Result<uint64_t> CountOf(ErrorCode call, int64_t wire) {
 
 ErrorCode MasterClient::RegisterDaemon(int64_t daemon_id, const std::string& name) {
   int32_t code = 0;
-  ErrorCode call = Call([&](rpc::MasterServiceClient& c) { code = c.RegisterDaemon(daemon_id, name); });
+  ErrorCode call =
+      Call([&](rpc::MasterServiceClient& c) { code = c.RegisterDaemon(daemon_id, name); });
   return CodeOf(call, code);
 }
 

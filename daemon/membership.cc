@@ -58,7 +58,8 @@ bool Membership::RegisterWithRetry(const std::atomic<bool>& stop) {
 
 void Membership::ReclaimPredecessors() {
   std::vector<rpc::SegmentInfo> all;
-  if (master_->GetAllSegments(&all) != ErrorCode::OK) return;  // best effort; the master's TTL remains
+  // Best effort; the master's TTL remains.
+  if (master_->GetAllSegments(&all) != ErrorCode::OK) return;
   for (const auto& s : all) {
     if (s.name != name_ || s.daemon_id == daemon_id_) continue;
     ErrorCode code = master_->UnmountSegment(s.daemon_id, s.segment_id);

@@ -70,8 +70,9 @@ class ReplicaIO {
 
   // Reads one slice from candidate `first` onwards; the index that served it (>= first),
   // or TRANSFER_FAIL (no checksum: a caller reading a part of a value checks nothing).
-  Result<size_t> ReadFrom(const std::vector<ReplicaTarget>& candidates, size_t first, uint64_t value_offset,
-               char* pool, uint64_t length, std::chrono::steady_clock::time_point deadline);
+  Result<size_t> ReadFrom(const std::vector<ReplicaTarget>& candidates, size_t first,
+                          uint64_t value_offset, char* pool, uint64_t length,
+                          std::chrono::steady_clock::time_point deadline);
 
  private:
   // Builds the transfer of slice bytes [value_offset, +length) to or from target t.

@@ -46,7 +46,7 @@ int64_t StoreService::ValueChecksum(const ValueSlice& written) const {
   return static_cast<int64_t>(Crc32c(written.pool, written.length));
 }
 
-bool StoreService::Hello(ClientSession* s, const uds::Message& hello, std::vector<int> fds,
+bool StoreService::Hello(ClientConnection* s, const uds::Message& hello, std::vector<int> fds,
                          std::string* why) {
   uds::HelloArgs in;
   if (!uds::ParseFields(hello.args, &in)) {
@@ -64,7 +64,7 @@ bool StoreService::Hello(ClientSession* s, const uds::Message& hello, std::vecto
                ? "a pool fd came with pool_size 0"
                : "pool_size " + std::to_string(in.pool_size) + " needs exactly one fd";
   } else if (in.pool_size == 0 || s->AttachPool(fds[0], in.pool_size, why)) {
-    fds.clear();  // the session owns the pool fd now
+    fds.clear();  // the client owns the pool fd now
     // Remote reads land in the pool and remote writes leave from it: RDMA must know it.
     char* pool = s->PoolRange(0, in.pool_size);
     if (pool != nullptr && io_->engine()->RegisterMemory(pool, in.pool_size) != ErrorCode::OK) {
@@ -92,8 +92,8 @@ bool StoreService::Hello(ClientSession* s, const uds::Message& hello, std::vecto
 }
 
 template <Op op>
-bool StoreService::Run(ClientSession* s, const uds::Message& request,
-                       ErrorCode (StoreService::*handler)(ClientSession*,
+bool StoreService::Run(ClientConnection* s, const uds::Message& request,
+                       ErrorCode (StoreService::*handler)(ClientConnection*,
                                                           const typename uds::OpSpec<op>::Args&,
                                                           typename uds::OpSpec<op>::Reply*)) {
   typename uds::OpSpec<op>::Args in;
@@ -105,8 +105,7 @@ bool StoreService::Run(ClientSession* s, const uds::Message& request,
   return true;
 }
 
-bool StoreService::Handle(ClientSession* s, uds::Message* request, std::string* why) {
-  const uds::Message& m = *request;
+bool StoreService::Handle(ClientConnection* s, const uds::Message& m, std::string* why) {
   switch (m.head) {
 #define MC_UDS_DISPATCH_(name, wire, code, args, reply, note)                  \
   case code:                                                                   \
@@ -121,17 +120,17 @@ bool StoreService::Handle(ClientSession* s, uds::Message* request, std::string* 
   }
 }
 
-ErrorCode StoreService::OnHostname(ClientSession*, const uds::NoArgs&, uds::HostnameReply* out) {
+ErrorCode StoreService::OnHostname(ClientConnection*, const uds::NoArgs&, uds::HostnameReply* out) {
   out->hostname = membership_->name();
   return ErrorCode::OK;
 }
 
-ErrorCode StoreService::OnHealth(ClientSession*, const uds::NoArgs&, uds::HealthReply* out) {
+ErrorCode StoreService::OnHealth(ClientConnection*, const uds::NoArgs&, uds::HealthReply* out) {
   out->master_reachable = membership_->healthy() ? 1 : 0;
   return ErrorCode::OK;
 }
 
-void StoreService::Teardown(ClientSession* s) {
+void StoreService::Teardown(ClientConnection* s) {
   size_t revoked = 0;
   for (const auto& put : s->TakeAllPuts()) {
     std::unique_lock<std::shared_mutex> lock(put->mu);
@@ -163,7 +162,7 @@ void StoreService::Teardown(ClientSession* s) {
 
 // ---- queries and removal ----
 
-ErrorCode StoreService::OnExist(ClientSession*, const uds::KeyArgs& in, uds::ExistReply* out) {
+ErrorCode StoreService::OnExist(ClientConnection*, const uds::KeyArgs& in, uds::ExistReply* out) {
   if (!ValidKey(in.key)) return ErrorCode::INVALID_PARAMS;
   ReadCache::Entry cached;
   if (cache_->Lookup(in.key, &cached)) {
@@ -175,7 +174,7 @@ ErrorCode StoreService::OnExist(ClientSession*, const uds::KeyArgs& in, uds::Exi
   return found.code();
 }
 
-ErrorCode StoreService::OnBatchExist(ClientSession*, const uds::BatchExistArgs& in,
+ErrorCode StoreService::OnBatchExist(ClientConnection*, const uds::BatchExistArgs& in,
                                      uds::BatchExistReply* out) {
   std::vector<int64_t>& results = out->values;
   results.assign(in.keys.size(), ToInt(ErrorCode::INVALID_PARAMS));
@@ -202,7 +201,7 @@ ErrorCode StoreService::OnBatchExist(ClientSession*, const uds::BatchExistArgs& 
   return ErrorCode::OK;
 }
 
-ErrorCode StoreService::OnGetSize(ClientSession*, const uds::KeyArgs& in, uds::SizeReply* out) {
+ErrorCode StoreService::OnGetSize(ClientConnection*, const uds::KeyArgs& in, uds::SizeReply* out) {
   if (!ValidKey(in.key)) return ErrorCode::INVALID_PARAMS;
   ReadCache::Entry cached;
   if (cache_->Lookup(in.key, &cached)) {
@@ -225,7 +224,7 @@ ErrorCode StoreService::OnGetSize(ClientSession*, const uds::KeyArgs& in, uds::S
   return code;
 }
 
-ErrorCode StoreService::OnRemove(ClientSession*, const uds::RemoveArgs& in, uds::NoReply*) {
+ErrorCode StoreService::OnRemove(ClientConnection*, const uds::RemoveArgs& in, uds::NoReply*) {
   if (!ValidKey(in.key)) return ErrorCode::INVALID_PARAMS;
   ErrorCode code = master_->Remove(in.key, in.force.value);
   // Whatever the outcome (a -900 may hide a removal that happened), and before the client
@@ -234,7 +233,7 @@ ErrorCode StoreService::OnRemove(ClientSession*, const uds::RemoveArgs& in, uds:
   return code;
 }
 
-ErrorCode StoreService::OnRemoveByRegex(ClientSession*, const uds::RemoveByRegexArgs& in,
+ErrorCode StoreService::OnRemoveByRegex(ClientConnection*, const uds::RemoveByRegexArgs& in,
                                         uds::CountReply* out) {
   Result<uint64_t> removed = master_->RemoveByRegex(in.pattern, in.force.value);
   cache_->Clear();  // cheaper than matching the pattern against every entry
@@ -242,7 +241,7 @@ ErrorCode StoreService::OnRemoveByRegex(ClientSession*, const uds::RemoveByRegex
   return removed.code();
 }
 
-ErrorCode StoreService::OnRemoveAll(ClientSession*, const uds::RemoveAllArgs& in,
+ErrorCode StoreService::OnRemoveAll(ClientConnection*, const uds::RemoveAllArgs& in,
                                     uds::CountReply* out) {
   Result<uint64_t> removed = master_->RemoveAll(in.force.value);
   cache_->Clear();
@@ -250,7 +249,7 @@ ErrorCode StoreService::OnRemoveAll(ClientSession*, const uds::RemoveAllArgs& in
   return removed.code();
 }
 
-ErrorCode StoreService::OnMountSegment(ClientSession* s, const uds::MountSegmentArgs& in,
+ErrorCode StoreService::OnMountSegment(ClientConnection* s, const uds::MountSegmentArgs& in,
                                        uds::NoReply*) {
   if (in.size == 0 || in.size > (1ull << 46)) return ErrorCode::INVALID_PARAMS;
   std::string error;

@@ -39,7 +39,7 @@
 #include "common/error_code.h"
 #include "common/uds_ops.h"
 #include "common/uds_protocol.h"
-#include "daemon/client_session.h"
+#include "daemon/client_connection.h"
 #include "daemon/master_client.h"
 #include "daemon/membership.h"
 #include "daemon/read_cache.h"
@@ -64,43 +64,43 @@ class StoreService {
   // false (with *why for the log) when the connection must be closed: a malformed HELLO,
   // an ABI or master mismatch, or a pool fd that is missing, extra or unsealed.
   // Takes ownership of fds.
-  bool Hello(ClientSession* session, const uds::Message& hello, std::vector<int> fds,
+  bool Hello(ClientConnection* client, const uds::Message& hello, std::vector<int> fds,
              std::string* why);
 
   // Any request after HELLO. Sends the response, unless the request is malformed: then
   // false, with *why for the log, and the caller closes the connection.
-  bool Handle(ClientSession* session, uds::Message* request, std::string* why);
+  bool Handle(ClientConnection* client, const uds::Message& request, std::string* why);
 
   // Answers a request on the calling (event-loop) thread when that is cheap and cannot
   // block: never a master RPC, never a copy over kInlineMaxBytes, never a blocking write.
-  // The caller holds the session (Acquire). kNotInline: nothing was done or sent (also
+  // The caller holds the client (Acquire). kNotInline: nothing was done or sent (also
   // for anything malformed or unacceptable); hand the request to Handle on a worker.
   // kDeferred: the answer is in *deferred, for a worker to write (the socket was full, or
   // a worker was writing to it).
   enum class Inline { kNotInline, kAnswered, kDeferred };
-  Inline TryInline(ClientSession* session, const uds::Message& request, std::string* deferred);
+  Inline TryInline(ClientConnection* client, const uds::Message& request, std::string* deferred);
 
   // Runs once per connection, after it closed and its last request ended: revokes its
   // unfinished staged puts, ends its staged gets, unmounts its segments, unmaps its pool.
-  void Teardown(ClientSession* session);
+  void Teardown(ClientConnection* client);
 
  private:
   // Parses request's Args for op, runs handler, sends the reply: false when malformed.
   template <uds::Op op>
-  bool Run(ClientSession* s, const uds::Message& request,
-           ErrorCode (StoreService::*handler)(ClientSession*,
+  bool Run(ClientConnection* s, const uds::Message& request,
+           ErrorCode (StoreService::*handler)(ClientConnection*,
                                               const typename uds::OpSpec<op>::Args&,
                                               typename uds::OpSpec<op>::Reply*));
 
   // ---- the handlers, one per op of MC_UDS_OPS ----
 #define MC_UDS_HANDLER_(name, wire, code, args, reply, note) \
-  ErrorCode On##name(ClientSession* s, const uds::args& in, uds::reply* out);
+  ErrorCode On##name(ClientConnection* s, const uds::args& in, uds::reply* out);
   MC_UDS_OPS(MC_UDS_HANDLER_)
 #undef MC_UDS_HANDLER_
 
   // ---- puts (store_service_put.cc) ----
   // PUT and UPSERT.
-  ErrorCode PutWhole(ClientSession* s, const uds::PutArgs& in, bool upsert);
+  ErrorCode PutWhole(ClientConnection* s, const uds::PutArgs& in, bool upsert);
   // One entry of a BATCH_PUT: src is its range of the pool.
   struct BatchPutEntry {
     std::string key;
@@ -110,11 +110,11 @@ class StoreService {
   // Puts items[i] for every i in which, in three batched phases (reserve, write, publish
   // or revoke), setting (*results)[i] (a wire value: 0 or a code); *retry gets the entries
   // whose transfer failed and whose reservation was revoked.
-  void BatchPutRound(ClientSession* s, const std::vector<BatchPutEntry>& items,
+  void BatchPutRound(ClientConnection* s, const std::vector<BatchPutEntry>& items,
                      const std::vector<size_t>& which, const rpc::ReplicateConfig& config,
                      std::vector<int64_t>* results, std::vector<size_t>* retry);
   // PUT_COMMIT (commit) or PUT_ABORT: both take the staged put and wait for its chunks.
-  ErrorCode EndStagedPut(ClientSession* s, uint64_t put_id, bool commit);
+  ErrorCode EndStagedPut(ClientConnection* s, uint64_t put_id, bool commit);
   // Reserves (StartPut), writes every replica from src, and leaves the put reserved and
   // written for FinishPut (*checksum: the value's, or -1), or revokes it and returns why.
   // *retryable: a transfer failed and the revoke went through, so trying again may place
@@ -130,7 +130,7 @@ class StoreService {
   ErrorCode RevokePut(const std::string& key, bool upsert);
   // Publishes (with the value's checksum, or -1), or revokes when the client is gone or
   // the publish failed.
-  ErrorCode FinishPut(ClientSession* s, const std::string& key, bool upsert, int64_t checksum);
+  ErrorCode FinishPut(ClientConnection* s, const std::string& key, bool upsert, int64_t checksum);
   // The CRC32C of a written value when this daemon computes them (the one a transport
   // computed on the way, if any), else -1.
   int64_t ValueChecksum(const ValueSlice& written) const;
@@ -156,7 +156,8 @@ class StoreService {
   // (for the event loop, which must not wait on a transfer): bytes copied, INVALID_PARAMS
   // when it exceeds capacity, or 0 when the cache cannot answer (miss, remote, too big, or
   // the copy overran the entry's deadline or overlapped a re-registration).
-  Result<uint64_t> CopyCached(const std::string& key, char* dest, uint64_t capacity, uint64_t max_size);
+  Result<uint64_t> CopyCached(const std::string& key, char* dest, uint64_t capacity,
+                              uint64_t max_size);
   // Answers what the read cache can of several reads: local entries by memcpy, remote ones
   // by transfer, in parallel. (*results)[j]: bytes, -600 (buffer too small), or 0: ask the
   // master (a miss, or a cached read that failed or cannot be trusted; a failed remote
@@ -187,6 +188,10 @@ namespace store_detail {
 
 bool ValidKey(const std::string& key);
 bool ValidSize(uint64_t size);
+// The chunk's range lies inside a value of value_size bytes (overflow included).
+inline bool ChunkInside(const uds::ChunkArgs& chunk, uint64_t value_size) {
+  return chunk.length <= value_size && chunk.value_offset <= value_size - chunk.length;
+}
 // Converts a wire config; false when replica_num is out of 1..64.
 bool ToRpcConfig(const uds::WireConfig& wire, rpc::ReplicateConfig* out);
 // A wire value of a batch entry or a count: the value, or the code.

@@ -159,7 +159,7 @@ void StoreService::ReadCached(const std::vector<std::string>& keys,
   }
 }
 
-ErrorCode StoreService::OnGet(ClientSession* s, const uds::GetArgs& in, uds::GetReply* out) {
+ErrorCode StoreService::OnGet(ClientConnection* s, const uds::GetArgs& in, uds::GetReply* out) {
   char* dest = s->PoolRange(in.pool_offset, in.capacity);
   if (!ValidKey(in.key) || dest == nullptr) return ErrorCode::INVALID_PARAMS;
   std::vector<int64_t> cached;
@@ -185,7 +185,7 @@ ErrorCode StoreService::OnGet(ClientSession* s, const uds::GetArgs& in, uds::Get
   return ErrorCode::OK;
 }
 
-ErrorCode StoreService::OnBatchGet(ClientSession* s, const uds::BatchGetArgs& in,
+ErrorCode StoreService::OnBatchGet(ClientConnection* s, const uds::BatchGetArgs& in,
                                    uds::BatchGetReply* out) {
   const size_t n = in.entries.size();
   std::vector<int64_t>& results = out->values;
@@ -227,7 +227,7 @@ ErrorCode StoreService::OnBatchGet(ClientSession* s, const uds::BatchGetArgs& in
   return ErrorCode::OK;
 }
 
-ErrorCode StoreService::OnGetBegin(ClientSession* s, const uds::KeyArgs& in,
+ErrorCode StoreService::OnGetBegin(ClientConnection* s, const uds::KeyArgs& in,
                                    uds::GetBeginReply* out) {
   if (!ValidKey(in.key)) return ErrorCode::INVALID_PARAMS;
   auto get = std::make_shared<StagedGet>();
@@ -280,17 +280,16 @@ ErrorCode StoreService::ReadChunk(StagedGet* get, uint64_t value_offset, char* d
   return ErrorCode::OK;
 }
 
-ErrorCode StoreService::OnGetChunk(ClientSession* s, const uds::ChunkArgs& in, uds::NoReply*) {
+ErrorCode StoreService::OnGetChunk(ClientConnection* s, const uds::ChunkArgs& in, uds::NoReply*) {
   std::shared_ptr<StagedGet> get = s->FindGet(in.staged_id);
   char* dest = s->PoolRange(in.pool_offset, in.length);
-  if (get == nullptr || dest == nullptr || in.length > get->size ||
-      in.value_offset > get->size - in.length) {
+  if (get == nullptr || dest == nullptr || !ChunkInside(in, get->size)) {
     return ErrorCode::INVALID_PARAMS;
   }
   return ReadChunk(get.get(), in.value_offset, dest, in.length);
 }
 
-ErrorCode StoreService::OnGetEnd(ClientSession* s, const uds::StagedIdArgs& in, uds::NoReply*) {
+ErrorCode StoreService::OnGetEnd(ClientConnection* s, const uds::StagedIdArgs& in, uds::NoReply*) {
   return s->EraseGet(in.staged_id) ? ErrorCode::OK : ErrorCode::INVALID_PARAMS;
 }
 

@@ -20,17 +20,17 @@ namespace {
 
 // Sends the reply now or hands its frame back for a worker.
 template <class Reply>
-StoreService::Inline Finish(ClientSession* s, uint64_t id, ErrorCode code, const Reply& reply,
+StoreService::Inline Finish(ClientConnection* s, uint64_t id, ErrorCode code, const Reply& reply,
                             std::string* deferred) {
   // A frame this small stays on the stack: no allocation on the inline path.
   uds::ReplyFrame frame(id, code, reply);
   const char* data = frame.data();
   switch (s->TrySend(data, frame.size())) {
-    case ClientSession::TrySendResult::kBusy:
+    case ClientConnection::TrySendResult::kBusy:
       deferred->assign(data, frame.size());
       return StoreService::Inline::kDeferred;
-    case ClientSession::TrySendResult::kSent:
-    case ClientSession::TrySendResult::kFailed:  // the session is closed; nothing to do
+    case ClientConnection::TrySendResult::kSent:
+    case ClientConnection::TrySendResult::kFailed:  // the client is closed; nothing to do
       break;
   }
   return StoreService::Inline::kAnswered;
@@ -38,7 +38,7 @@ StoreService::Inline Finish(ClientSession* s, uint64_t id, ErrorCode code, const
 
 }  // namespace
 
-StoreService::Inline StoreService::TryInline(ClientSession* s, const uds::Message& m,
+StoreService::Inline StoreService::TryInline(ClientConnection* s, const uds::Message& m,
                                              std::string* deferred) {
   // Anything that does not parse is left for Handle, which logs it and closes.
   switch (static_cast<Op>(m.head)) {

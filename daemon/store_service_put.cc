@@ -42,7 +42,7 @@ ErrorCode StoreService::RevokePut(const std::string& key, bool upsert) {
   return upsert ? master_->UpsertRevoke(writer, key) : master_->PutRevoke(writer, key);
 }
 
-ErrorCode StoreService::FinishPut(ClientSession* s, const std::string& key, bool upsert,
+ErrorCode StoreService::FinishPut(ClientConnection* s, const std::string& key, bool upsert,
                                   int64_t checksum) {
   if (s->closed()) {
     // The client is gone and will never learn the outcome: publish nothing it left.
@@ -83,15 +83,15 @@ ErrorCode StoreService::ReserveAndWrite(const std::string& key, char* src, uint6
   return code;
 }
 
-ErrorCode StoreService::OnPut(ClientSession* s, const uds::PutArgs& in, uds::NoReply*) {
+ErrorCode StoreService::OnPut(ClientConnection* s, const uds::PutArgs& in, uds::NoReply*) {
   return PutWhole(s, in, false);
 }
 
-ErrorCode StoreService::OnUpsert(ClientSession* s, const uds::PutArgs& in, uds::NoReply*) {
+ErrorCode StoreService::OnUpsert(ClientConnection* s, const uds::PutArgs& in, uds::NoReply*) {
   return PutWhole(s, in, true);
 }
 
-ErrorCode StoreService::PutWhole(ClientSession* s, const uds::PutArgs& in, bool upsert) {
+ErrorCode StoreService::PutWhole(ClientConnection* s, const uds::PutArgs& in, bool upsert) {
   rpc::ReplicateConfig config;
   char* src = s->PoolRange(in.pool_offset, in.size);
   if (!ValidKey(in.key) || !ValidSize(in.size) || src == nullptr ||
@@ -111,7 +111,7 @@ ErrorCode StoreService::PutWhole(ClientSession* s, const uds::PutArgs& in, bool 
   return code != ErrorCode::OK ? code : FinishPut(s, in.key, upsert, checksum);
 }
 
-ErrorCode StoreService::OnBatchPut(ClientSession* s, const uds::BatchPutArgs& in,
+ErrorCode StoreService::OnBatchPut(ClientConnection* s, const uds::BatchPutArgs& in,
                                    uds::BatchPutReply* out) {
   const size_t n = in.entries.size();
   std::vector<BatchPutEntry> items(n);
@@ -139,7 +139,7 @@ ErrorCode StoreService::OnBatchPut(ClientSession* s, const uds::BatchPutArgs& in
   return ErrorCode::OK;
 }
 
-void StoreService::BatchPutRound(ClientSession* s, const std::vector<BatchPutEntry>& items,
+void StoreService::BatchPutRound(ClientConnection* s, const std::vector<BatchPutEntry>& items,
                                  const std::vector<size_t>& which,
                                  const rpc::ReplicateConfig& asked,
                                  std::vector<int64_t>* results, std::vector<size_t>* retry) {
@@ -234,7 +234,7 @@ void StoreService::BatchPutRound(ClientSession* s, const std::vector<BatchPutEnt
   }
 }
 
-ErrorCode StoreService::OnPutBegin(ClientSession* s, const uds::PutBeginArgs& in,
+ErrorCode StoreService::OnPutBegin(ClientConnection* s, const uds::PutBeginArgs& in,
                                    uds::PutBeginReply* out) {
   rpc::ReplicateConfig config;
   if (!ValidKey(in.key) || !ValidSize(in.size) || !ToRpcConfig(in.config, &config)) {
@@ -260,11 +260,10 @@ ErrorCode StoreService::OnPutBegin(ClientSession* s, const uds::PutBeginArgs& in
   return ErrorCode::OK;
 }
 
-ErrorCode StoreService::OnPutChunk(ClientSession* s, const uds::ChunkArgs& in, uds::NoReply*) {
+ErrorCode StoreService::OnPutChunk(ClientConnection* s, const uds::ChunkArgs& in, uds::NoReply*) {
   std::shared_ptr<StagedPut> put = s->FindPut(in.staged_id);
   char* src = s->PoolRange(in.pool_offset, in.length);
-  if (put == nullptr || src == nullptr || in.length > put->size ||
-      in.value_offset > put->size - in.length) {
+  if (put == nullptr || src == nullptr || !ChunkInside(in, put->size)) {
     return ErrorCode::INVALID_PARAMS;
   }
   std::shared_lock<std::shared_mutex> lock(put->mu);
@@ -287,16 +286,17 @@ ErrorCode StoreService::OnPutChunk(ClientSession* s, const uds::ChunkArgs& in, u
   return code;
 }
 
-ErrorCode StoreService::OnPutCommit(ClientSession* s, const uds::StagedIdArgs& in,
+ErrorCode StoreService::OnPutCommit(ClientConnection* s, const uds::StagedIdArgs& in,
                                     uds::NoReply*) {
   return EndStagedPut(s, in.staged_id, true);
 }
 
-ErrorCode StoreService::OnPutAbort(ClientSession* s, const uds::StagedIdArgs& in, uds::NoReply*) {
+ErrorCode StoreService::OnPutAbort(ClientConnection* s, const uds::StagedIdArgs& in,
+                                   uds::NoReply*) {
   return EndStagedPut(s, in.staged_id, false);
 }
 
-ErrorCode StoreService::EndStagedPut(ClientSession* s, uint64_t put_id, bool commit) {
+ErrorCode StoreService::EndStagedPut(ClientConnection* s, uint64_t put_id, bool commit) {
   std::shared_ptr<StagedPut> put = s->TakePut(put_id);
   if (put == nullptr) return ErrorCode::INVALID_PARAMS;
   std::unique_lock<std::shared_mutex> lock(put->mu);  // waits for running chunks

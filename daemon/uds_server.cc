@@ -221,8 +221,8 @@ void UdsServer::Loop() {
       if (tag == kListenTag) {
         AcceptAll();
       } else if (tag != kWakeTag) {
-        auto it = connections_.find(tag);
-        if (it != connections_.end()) OnReadable(it);
+        auto it = incoming_.find(tag);
+        if (it != incoming_.end()) OnReadable(it);
       }
     }
   }
@@ -231,11 +231,11 @@ void UdsServer::Loop() {
   listen_fd_ = -1;
   struct stat st;
   if (stat(path_.c_str(), &st) == 0 && st.st_ino == socket_inode_) unlink(path_.c_str());
-  for (auto& c : connections_) {
-    Unwatch(c.second->session->fd());
+  for (auto& c : incoming_) {
+    Unwatch(c.second->client->fd());
     for (int fd : c.second->pending_fds) close(fd);
   }
-  connections_.clear();  // the sessions live on in sessions_ until torn down
+  incoming_.clear();  // the connections live on in open_ until torn down
 }
 
 void UdsServer::AcceptAll() {
@@ -253,30 +253,30 @@ void UdsServer::AcceptAll() {
     SetSocketTimeout(fd, SO_SNDTIMEO, kSendTimeoutMs);
     SetSocketTimeout(fd, SO_RCVTIMEO, kRecvTimeoutMs);
     uint64_t id = next_id_++;
-    auto conn = std::make_unique<Connection>();
-    conn->session = std::make_shared<ClientSession>(
-        fd, id, [this](std::shared_ptr<ClientSession> s) { ScheduleTeardown(std::move(s)); });
+    auto conn = std::make_unique<Incoming>();
+    conn->client = std::make_shared<ClientConnection>(
+        fd, id, [this](std::shared_ptr<ClientConnection> s) { ScheduleTeardown(std::move(s)); });
     struct epoll_event ev;
     std::memset(&ev, 0, sizeof(ev));
     ev.events = EPOLLIN | EPOLLRDHUP;
     ev.data.u64 = id;
     if (epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, fd, &ev) != 0) {
       MC_LOG_WARN("epoll_ctl: %s", std::strerror(errno));
-      continue;  // the session's destructor closes fd
+      continue;  // the client's destructor closes fd
     }
     {
-      std::lock_guard<std::mutex> lock(sessions_mu_);
-      sessions_[id] = conn->session;
+      std::lock_guard<std::mutex> lock(open_mu_);
+      open_[id] = conn->client;
     }
     MC_LOG_DEBUG("connection %llu from pid %d", static_cast<unsigned long long>(id),
-                 static_cast<int>(conn->session->peer_pid()));
-    connections_[id] = std::move(conn);
+                 static_cast<int>(conn->client->peer_pid()));
+    incoming_[id] = std::move(conn);
   }
 }
 
-void UdsServer::OnReadable(ConnectionMap::iterator it) {
-  Connection* conn = it->second.get();
-  uds::FrameReader::Status status = conn->reader.ReadFrom(conn->session->fd());
+void UdsServer::OnReadable(IncomingMap::iterator it) {
+  Incoming* conn = it->second.get();
+  uds::FrameReader::Status status = conn->reader.ReadFrom(conn->client->fd());
   std::vector<int> fds = conn->reader.TakeFds();
   if (!fds.empty()) {
     if (conn->hello_done) {
@@ -301,18 +301,18 @@ void UdsServer::OnReadable(ConnectionMap::iterator it) {
   }
 }
 
-bool UdsServer::OnFrame(Connection* conn, const std::string& payload, std::string* why) {
+bool UdsServer::OnFrame(Incoming* conn, const std::string& payload, std::string* why) {
   // On the stack: most requests are answered inline and never need a shared copy.
   uds::Message message;
   if (!uds::ParseMessage(payload.data(), payload.size(), &message)) {
     *why = "malformed frame";
     return false;
   }
-  ClientSession* session = conn->session.get();
+  ClientConnection* client = conn->client.get();
   if (conn->fd_after_hello) {
-    if (ClientSession::Request request = session->Acquire()) {
+    if (ClientConnection::Request request = client->Acquire()) {
       uds::ReplyFrame refusal(message.id, ErrorCode::INVALID_PARAMS, uds::NoReply());
-      session->Send(&refusal);
+      client->Send(&refusal);
     }
     *why = "file descriptor sent after HELLO";
     return false;
@@ -322,11 +322,11 @@ bool UdsServer::OnFrame(Connection* conn, const std::string& payload, std::strin
       *why = "first frame is not HELLO";
       return false;
     }
-    ClientSession::Request request = session->Acquire();
+    ClientConnection::Request request = client->Acquire();
     if (!request) return false;
     std::vector<int> fds;
     fds.swap(conn->pending_fds);
-    bool ok = service_->Hello(session, message, std::move(fds), why);
+    bool ok = service_->Hello(client, message, std::move(fds), why);
     if (!ok) *why = "HELLO refused: " + *why;
     conn->hello_done = ok;
     return ok;
@@ -335,19 +335,19 @@ bool UdsServer::OnFrame(Connection* conn, const std::string& payload, std::strin
     *why = "unknown op " + std::to_string(message.head);
     return false;
   }
-  ClientSession::Request request = session->Acquire(kMaxInFlight);
+  ClientConnection::Request request = client->Acquire(kMaxInFlight);
   if (!request) {
-    if (session->closed()) return true;  // by a worker meanwhile; the loop sees the hang-up next
+    if (client->closed()) return true;  // by a worker meanwhile; the loop sees the hang-up next
     *why = "more than " + std::to_string(kMaxInFlight) + " requests in flight";
     return false;
   }
   std::string deferred;
-  switch (service_->TryInline(session, message, &deferred)) {
+  switch (service_->TryInline(client, message, &deferred)) {
     case StoreService::Inline::kAnswered:
-      return true;  // if a failed write closed the session, request hands its teardown on
+      return true;  // if a failed write closed the client, request hands its teardown on
     case StoreService::Inline::kDeferred:
       workers_.Submit([request = std::move(request), frame = std::move(deferred)] {
-        ClientSession* s = request.session();
+        ClientConnection* s = request.client();
         if (!s->closed()) s->SendBytes(frame.data(), frame.size());
       });
       return true;
@@ -360,31 +360,31 @@ bool UdsServer::OnFrame(Connection* conn, const std::string& payload, std::strin
   return true;
 }
 
-void UdsServer::Dispatch(ClientSession::Request request, std::unique_ptr<uds::Message> message) {
+void UdsServer::Dispatch(ClientConnection::Request request, std::unique_ptr<uds::Message> message) {
   workers_.Submit([this, request = std::move(request), message = std::move(message)] {
-    ClientSession* session = request.session();
-    if (session->closed()) return;
+    ClientConnection* client = request.client();
+    if (client->closed()) return;
     std::string why;
-    if (!service_->Handle(session, message.get(), &why)) {
+    if (!service_->Handle(client, *message, &why)) {
       MC_LOG_WARN("connection %llu (pid %d): %s; closing it",
-                  static_cast<unsigned long long>(session->id()),
-                  static_cast<int>(session->peer_pid()), why.c_str());
-      session->Close();
+                  static_cast<unsigned long long>(client->id()),
+                  static_cast<int>(client->peer_pid()), why.c_str());
+      client->Close();
     }
   });
 }
 
-void UdsServer::CloseConnection(ConnectionMap::iterator it, const std::string& why, bool warn) {
-  std::shared_ptr<ClientSession> session = it->second->session;
+void UdsServer::CloseConnection(IncomingMap::iterator it, const std::string& why, bool warn) {
+  std::shared_ptr<ClientConnection> client = it->second->client;
   if (warn) {
     MC_LOG_WARN("connection %llu (pid %d): %s; closing it",
-                static_cast<unsigned long long>(session->id()),
-                static_cast<int>(session->peer_pid()), why.c_str());
+                static_cast<unsigned long long>(client->id()),
+                static_cast<int>(client->peer_pid()), why.c_str());
   }
-  Unwatch(session->fd());
+  Unwatch(client->fd());
   for (int fd : it->second->pending_fds) close(fd);
-  connections_.erase(it);
-  session->Close();
+  incoming_.erase(it);
+  client->Close();
 }
 
 void UdsServer::Unwatch(int fd) {
@@ -395,20 +395,20 @@ void UdsServer::Unwatch(int fd) {
   }
 }
 
-void UdsServer::ScheduleTeardown(std::shared_ptr<ClientSession> session) {
+void UdsServer::ScheduleTeardown(std::shared_ptr<ClientConnection> client) {
   // The teardown makes master RPCs, which the event loop must not wait for.
   if (t_event_loop) {
-    workers_.Submit([this, session = std::move(session)] { RunTeardown(session); });
+    workers_.Submit([this, client = std::move(client)] { RunTeardown(client); });
   } else {
-    RunTeardown(session);
+    RunTeardown(client);
   }
 }
 
-void UdsServer::RunTeardown(const std::shared_ptr<ClientSession>& session) {
-  service_->Teardown(session.get());
-  std::lock_guard<std::mutex> lock(sessions_mu_);
-  sessions_.erase(session->id());
-  sessions_cv_.notify_all();
+void UdsServer::RunTeardown(const std::shared_ptr<ClientConnection>& client) {
+  service_->Teardown(client.get());
+  std::lock_guard<std::mutex> lock(open_mu_);
+  open_.erase(client->id());
+  open_cv_.notify_all();
 }
 
 void UdsServer::Shutdown(int64_t drain_ms) {
@@ -425,28 +425,28 @@ void UdsServer::Shutdown(int64_t drain_ms) {
   for (;;) {
     bool quiet = true;
     {
-      std::lock_guard<std::mutex> lock(sessions_mu_);
-      for (const auto& s : sessions_) quiet = quiet && s.second->Quiet();
+      std::lock_guard<std::mutex> lock(open_mu_);
+      for (const auto& s : open_) quiet = quiet && s.second->Quiet();
     }
     if (quiet || std::chrono::steady_clock::now() >= deadline) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
 
-  // Close everything: idle sessions are torn down here, busy ones by their last request.
-  std::vector<std::shared_ptr<ClientSession>> all;
+  // Close everything: idle connections are torn down here, busy ones by their last request.
+  std::vector<std::shared_ptr<ClientConnection>> all;
   {
-    std::lock_guard<std::mutex> lock(sessions_mu_);
-    for (const auto& s : sessions_) all.push_back(s.second);
+    std::lock_guard<std::mutex> lock(open_mu_);
+    for (const auto& s : open_) all.push_back(s.second);
   }
   for (const auto& s : all) s->Close();
   all.clear();
   {
-    std::unique_lock<std::mutex> lock(sessions_mu_);
+    std::unique_lock<std::mutex> lock(open_mu_);
     // Requests still running past the drain are bounded by the RPC timeout.
-    sessions_cv_.wait_for(lock, std::chrono::milliseconds(drain_ms + 1000),
-                          [this] { return sessions_.empty(); });
-    if (!sessions_.empty()) {
-      MC_LOG_WARN("%zu connections still busy at shutdown", sessions_.size());
+    open_cv_.wait_for(lock, std::chrono::milliseconds(drain_ms + 1000),
+                          [this] { return open_.empty(); });
+    if (!open_.empty()) {
+      MC_LOG_WARN("%zu connections still busy at shutdown", open_.size());
     }
   }
   workers_.Stop();

@@ -31,7 +31,7 @@
 #include <vector>
 
 #include "common/uds_protocol.h"
-#include "daemon/client_session.h"
+#include "daemon/client_connection.h"
 #include "daemon/store_service.h"
 #include "daemon/worker_threads.h"
 
@@ -56,29 +56,30 @@ class UdsServer {
   void Shutdown(int64_t drain_ms);
 
  private:
-  // Loop-thread state of one connection.
-  struct Connection {
-    std::shared_ptr<ClientSession> session;
+  // What the loop thread knows of one connection: its frames as they arrive and where its
+  // handshake stands.
+  struct Incoming {
+    std::shared_ptr<ClientConnection> client;
     uds::FrameReader reader;
     bool hello_done = false;
     bool fd_after_hello = false;  // refuse the next frame with -600, then close
     std::vector<int> pending_fds;  // arrived before HELLO was parsed
   };
-  using ConnectionMap = std::map<uint64_t, std::unique_ptr<Connection>>;
+  using IncomingMap = std::map<uint64_t, std::unique_ptr<Incoming>>;
 
   void Loop();
   void AcceptAll();
-  void OnReadable(ConnectionMap::iterator it);
+  void OnReadable(IncomingMap::iterator it);
   // Processes one complete frame; false when the connection must be closed (*why set,
   // *warn tells whether that deserves a warning).
-  bool OnFrame(Connection* conn, const std::string& payload, std::string* why);
-  void CloseConnection(ConnectionMap::iterator it, const std::string& why, bool warn);
+  bool OnFrame(Incoming* conn, const std::string& payload, std::string* why);
+  void CloseConnection(IncomingMap::iterator it, const std::string& why, bool warn);
   // Runs the request on a worker, which ends it.
-  void Dispatch(ClientSession::Request request, std::unique_ptr<uds::Message> message);
-  // The sessions' teardown callback: runs RunTeardown here, or on a worker when called
+  void Dispatch(ClientConnection::Request request, std::unique_ptr<uds::Message> message);
+  // The connections' teardown callback: runs RunTeardown here, or on a worker when called
   // on the event loop.
-  void ScheduleTeardown(std::shared_ptr<ClientSession> session);
-  void RunTeardown(const std::shared_ptr<ClientSession>& session);
+  void ScheduleTeardown(std::shared_ptr<ClientConnection> client);
+  void RunTeardown(const std::shared_ptr<ClientConnection>& client);
 
   // Listen's steps. false with *error naming what failed; CloseDescriptors cleans up.
   bool OpenLoopDescriptors(std::string* error);
@@ -97,12 +98,12 @@ class UdsServer {
   std::atomic<bool> stopping_{false};
   std::thread loop_;
   uint64_t next_id_ = 1;
-  ConnectionMap connections_;  // loop thread only
+  IncomingMap incoming_;  // loop thread only
 
-  // Every session not yet torn down, for Shutdown.
-  std::mutex sessions_mu_;
-  std::condition_variable sessions_cv_;
-  std::map<uint64_t, std::shared_ptr<ClientSession>> sessions_;  // guarded by sessions_mu_
+  // Every connection not yet torn down, for Shutdown.
+  std::mutex open_mu_;
+  std::condition_variable open_cv_;
+  std::map<uint64_t, std::shared_ptr<ClientConnection>> open_;  // guarded by open_mu_
 
   // Last: destroyed first, while everything its closures use is still there.
   WorkerThreads workers_;

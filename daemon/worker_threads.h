@@ -24,7 +24,7 @@ class WorkerThreads {
   WorkerThreads& operator=(const WorkerThreads&) = delete;
 
   // Queues task, any callable taking no arguments. Move-only ones are welcome: a closure
-  // may own what it must give back when done (a ClientSession::Request), and it is
+  // may own what it must give back when done (a ClientConnection::Request), and it is
   // destroyed on its worker right after it ran. Dropped (destroyed at once) after Stop().
   template <typename F>
   void Submit(F task) {

@@ -15,7 +15,7 @@
 #include "common/error_code.h"
 #include "common/logging.h"
 #include "common/socket_timeout.h"
-#include "libmc/session.h"
+#include "libmc/channel.h"
 
 namespace mooncake {
 namespace client {
@@ -28,7 +28,7 @@ constexpr int kConnectTimeoutMs = 500;
 std::atomic<uint64_t> g_next_request_id{1};
 
 // A caller reading the socket blocks in recv at most this long before it looks at its
-// deadline again (exactly its remaining time when that is shorter; see Session::Lead).
+// deadline again (exactly its remaining time when that is shorter; see Channel::Lead).
 constexpr int kReadSliceMs = 100;
 
 }  // namespace
@@ -36,7 +36,7 @@ constexpr int kReadSliceMs = 100;
 uint64_t NextRequestId() { return g_next_request_id.fetch_add(1, std::memory_order_relaxed); }
 
 Ticket::~Ticket() {
-  if (pending_) session_->Abandon(pending_.get());
+  if (pending_) channel_->Abandon(pending_.get());
 }
 
 int TimeoutFromEnvironment() {
@@ -54,16 +54,16 @@ Connection::~Connection() { Close(); }
 
 ErrorCode Connection::Open() {
   ErrorCode code = ErrorCode::OK;
-  std::shared_ptr<Session> s = Current(&code);
+  std::shared_ptr<Channel> s = Current(&code);
   return s ? ErrorCode::OK : code;
 }
 
 void Connection::Close() {
-  std::shared_ptr<Session> old;
+  std::shared_ptr<Channel> old;
   {
     std::lock_guard<std::mutex> lock(mu_);
     closed_ = true;
-    old = std::move(session_);
+    old = std::move(channel_);
   }
   if (old) old->Fail(true);
 }
@@ -78,33 +78,33 @@ std::string Connection::hostname() const {
   return hostname_;
 }
 
-std::shared_ptr<Session> Connection::Current(ErrorCode* code) {
-  auto live = [&]() -> std::shared_ptr<Session> {
+std::shared_ptr<Channel> Connection::Current(ErrorCode* code) {
+  auto live = [&]() -> std::shared_ptr<Channel> {
     if (closed_) {
       *code = ErrorCode::INVALID_PARAMS;  // not connected
       return nullptr;
     }
-    if (session_ && !session_->IsDown()) return session_;
+    if (channel_ && !channel_->IsDown()) return channel_;
     *code = ErrorCode::RPC_FAIL;
     return nullptr;
   };
   {
     std::lock_guard<std::mutex> lock(mu_);
-    std::shared_ptr<Session> s = live();
+    std::shared_ptr<Channel> s = live();
     if (s || closed_) return s;
   }
   std::lock_guard<std::mutex> dial_lock(dial_mu_);
   bool reconnect;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    std::shared_ptr<Session> s = live();  // another thread may have reconnected meanwhile
+    std::shared_ptr<Channel> s = live();  // another thread may have reconnected meanwhile
     if (s || closed_) return s;
-    reconnect = session_ != nullptr;
+    reconnect = channel_ != nullptr;
   }
-  std::shared_ptr<Session> fresh;
+  std::shared_ptr<Channel> fresh;
   std::string hostname;
   ErrorCode rc = Dial(!reconnect, &fresh, &hostname);
-  std::shared_ptr<Session> old;  // destroyed outside the lock (joins its background thread)
+  std::shared_ptr<Channel> old;  // destroyed outside the lock (joins its background thread)
   std::lock_guard<std::mutex> lock(mu_);
   if (closed_) {
     *code = ErrorCode::INVALID_PARAMS;
@@ -124,13 +124,13 @@ std::shared_ptr<Session> Connection::Current(ErrorCode* code) {
                 options_.socket_path.c_str());
   }
   lost_logged_ = false;
-  old = std::move(session_);
-  session_ = fresh;
+  old = std::move(channel_);
+  channel_ = fresh;
   hostname_ = std::move(hostname);
   return fresh;
 }
 
-ErrorCode Connection::Dial(bool first, std::shared_ptr<Session>* out, std::string* hostname) {
+ErrorCode Connection::Dial(bool first, std::shared_ptr<Channel>* out, std::string* hostname) {
   struct sockaddr_un addr;
   std::memset(&addr, 0, sizeof(addr));
   addr.sun_family = AF_UNIX;
@@ -152,7 +152,7 @@ ErrorCode Connection::Dial(bool first, std::shared_ptr<Session>* out, std::strin
   SetSocketTimeout(fd, SO_SNDTIMEO, options_.timeout_ms);
   const int slice_ms = std::min(options_.timeout_ms, kReadSliceMs);
   SetSocketTimeout(fd, SO_RCVTIMEO, slice_ms);
-  auto session = std::make_shared<Session>(fd, slice_ms);
+  auto channel = std::make_shared<Channel>(fd, slice_ms);
 
   uds::HelloArgs greeting;
   greeting.abi_version = MOONCAKE_STORE_ABI_VERSION;
@@ -161,7 +161,7 @@ ErrorCode Connection::Dial(bool first, std::shared_ptr<Session>* out, std::strin
   greeting.master_address = options_.master_address;
   Request hello(uds::Op::kHello, greeting);
   Reply reply;
-  ErrorCode code = CallOn(session, hello, &reply, nullptr, options_.pool_fd);
+  ErrorCode code = CallOn(channel, hello, &reply, nullptr, options_.pool_fd);
   if (code != ErrorCode::OK) {
     if (code == ErrorCode::INVALID_PARAMS) {
       MC_LOG_ERROR("mooncake_store: mooncaked refused the handshake (ABI version %d, "
@@ -179,54 +179,54 @@ ErrorCode Connection::Dial(bool first, std::shared_ptr<Session>* out, std::strin
   if (options_.mount_size > 0) {
     Request mount(uds::Op::kMountSegment, uds::MountSegmentArgs{options_.mount_size});
     Reply mount_reply;
-    code = CallOn(session, mount, &mount_reply, nullptr, -1);
+    code = CallOn(channel, mount, &mount_reply, nullptr, -1);
     if (code != ErrorCode::OK) {
       if (first) return code;
       MC_LOG_WARN("mooncake_store: re-mounting the handle's segment after a reconnect "
                   "failed (%s)", ErrorName(code));
     }
   }
-  session->MarkEstablished();
-  *out = std::move(session);
+  channel->MarkEstablished();
+  *out = std::move(channel);
   return ErrorCode::OK;
 }
 
-Ticket Connection::SendOn(const std::shared_ptr<Session>& session, Request& request,
+Ticket Connection::SendOn(const std::shared_ptr<Channel>& channel, Request& request,
                           std::shared_ptr<void> keepalive) {
   Ticket t;
-  // On the heap: a ticket moves (into a queue of chunks in flight) while the session
+  // On the heap: a ticket moves (into a queue of chunks in flight) while the channel
   // points to its pending request.
   auto p = std::make_shared<Pending>();
   p->id = request.id_;
   p->keepalive = std::move(keepalive);
   t.deadline_ = Clock::now() + std::chrono::milliseconds(options_.timeout_ms);
-  if (!session->Send(p.get(), request.frame_.data(), request.frame_.size(), -1)) {
+  if (!channel->Send(p.get(), request.frame_.data(), request.frame_.size(), -1)) {
     t.immediate_code_ = ErrorCode::RPC_FAIL;
     return t;
   }
-  t.session_ = session;
+  t.channel_ = channel;
   t.pending_ = std::move(p);
   return t;
 }
 
-ErrorCode Connection::CallOn(const std::shared_ptr<Session>& session, Request& request,
+ErrorCode Connection::CallOn(const std::shared_ptr<Channel>& channel, Request& request,
                              Reply* reply, std::shared_ptr<void> keepalive, int fd_to_pass) {
-  // On the stack: Session::Wait forgets p before it returns.
+  // On the stack: Channel::Wait forgets p before it returns.
   Pending p;
   p.id = request.id_;
   p.keepalive = std::move(keepalive);
   Clock::time_point deadline = Clock::now() + std::chrono::milliseconds(options_.timeout_ms);
-  if (!session->Send(&p, request.frame_.data(), request.frame_.size(), fd_to_pass)) {
+  if (!channel->Send(&p, request.frame_.data(), request.frame_.size(), fd_to_pass)) {
     reply->code = ErrorCode::RPC_FAIL;
     return reply->code;
   }
-  reply->code = session->Wait(&p, deadline, &reply->message);
+  reply->code = channel->Wait(&p, deadline, &reply->message);
   return reply->code;
 }
 
 ErrorCode Connection::Call(Request& request, Reply* reply, std::shared_ptr<void> keepalive) {
   ErrorCode code = ErrorCode::OK;
-  std::shared_ptr<Session> s = Current(&code);
+  std::shared_ptr<Channel> s = Current(&code);
   if (!s) {
     reply->code = code;
     return code;
@@ -236,7 +236,7 @@ ErrorCode Connection::Call(Request& request, Reply* reply, std::shared_ptr<void>
 
 Ticket Connection::Send(Request& request, std::shared_ptr<void> keepalive) {
   ErrorCode code = ErrorCode::OK;
-  std::shared_ptr<Session> s = Current(&code);
+  std::shared_ptr<Channel> s = Current(&code);
   if (!s) {
     Ticket t;
     t.immediate_code_ = code;
@@ -251,9 +251,9 @@ ErrorCode Connection::Wait(Ticket& ticket, Reply* reply) {
                                                           : ErrorCode::INTERNAL_ERROR;
     return reply->code;
   }
-  reply->code = ticket.session_->Wait(ticket.pending_.get(), ticket.deadline_, &reply->message);
+  reply->code = ticket.channel_->Wait(ticket.pending_.get(), ticket.deadline_, &reply->message);
   ticket.pending_.reset();
-  ticket.session_.reset();
+  ticket.channel_.reset();
   return reply->code;
 }
 

@@ -1,6 +1,6 @@
 // One handle's Unix-socket connection to mooncaked (docs/protocol.md), multiplexed: many
 // threads send requests on it at once and each response goes to the request with the same
-// id; who reads the socket is the business of Session (session.h: a waiting caller reads
+// id; who reads the socket is the business of Channel (channel.h: a waiting caller reads
 // its own reply when nobody else is reading). No lock is held across a round trip.
 //
 // Every wait is bounded by the timeout (MOONCAKE_STORE_TIMEOUT_MS, default 30000 ms):
@@ -25,7 +25,7 @@
 namespace mooncake {
 namespace client {
 
-class Session;
+class Channel;
 struct Pending;
 
 // The id of a new request: unique in the process.
@@ -66,7 +66,7 @@ class Ticket {
 
  private:
   friend class Connection;
-  std::shared_ptr<Session> session_;
+  std::shared_ptr<Channel> channel_;
   std::shared_ptr<Pending> pending_;
   ErrorCode immediate_code_ = ErrorCode::OK;  // set when the request never left (daemon gone)
   std::chrono::steady_clock::time_point deadline_;
@@ -95,9 +95,9 @@ class Connection {
   // Disconnects for good; pending requests fail with -900, later ones with -600.
   void Close();
 
-  // Sends a request on the live session, reconnecting first when the last one died.
+  // Sends a request on the live channel, reconnecting first when the last one died.
   // keepalive (e.g. the pool block the daemon reads or writes) is held until the daemon
-  // answers or the session dies, even when the caller gave up waiting (-901), so the
+  // answers or the channel dies, even when the caller gave up waiting (-901), so the
   // daemon never touches memory that was given back.
   Ticket Send(Request& request, std::shared_ptr<void> keepalive = nullptr);
   // Waits for the response (bounded by the timeout); returns reply->code.
@@ -120,26 +120,26 @@ class Connection {
     return code;
   }
 
-  // Makes sure a session is up (reconnecting if needed): OK or why not.
+  // Makes sure a channel is up (reconnecting if needed): OK or why not.
   ErrorCode EnsureUp();
   // "host:port" from the latest HELLO.
   std::string hostname() const;
   int timeout_ms() const { return options_.timeout_ms; }
 
  private:
-  // The live session, reconnecting when it is down; nullptr with *code set on failure.
-  std::shared_ptr<Session> Current(ErrorCode* code);
-  // Dials and greets a new session (HELLO with the pool fd, then MOUNT_SEGMENT when asked;
+  // The live channel, reconnecting when it is down; nullptr with *code set on failure.
+  std::shared_ptr<Channel> Current(ErrorCode* code);
+  // Dials and greets a new channel (HELLO with the pool fd, then MOUNT_SEGMENT when asked;
   // a failed re-mount after a reconnect is only logged); 0 or a code.
-  ErrorCode Dial(bool first, std::shared_ptr<Session>* out, std::string* hostname);
-  Ticket SendOn(const std::shared_ptr<Session>& session, Request& request,
+  ErrorCode Dial(bool first, std::shared_ptr<Channel>* out, std::string* hostname);
+  Ticket SendOn(const std::shared_ptr<Channel>& channel, Request& request,
                 std::shared_ptr<void> keepalive);
-  ErrorCode CallOn(const std::shared_ptr<Session>& session, Request& request, Reply* reply,
+  ErrorCode CallOn(const std::shared_ptr<Channel>& channel, Request& request, Reply* reply,
                    std::shared_ptr<void> keepalive, int fd_to_pass);
 
   const Options options_;
-  mutable std::mutex mu_;  // guards session_, closed_, hostname_
-  std::shared_ptr<Session> session_;
+  mutable std::mutex mu_;  // guards channel_, closed_, hostname_
+  std::shared_ptr<Channel> channel_;
   bool closed_ = false;
   bool lost_logged_ = false;
   std::string hostname_;

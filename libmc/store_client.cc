@@ -440,7 +440,9 @@ Result<uint64_t> StoreClient::GetStaged(Context& c, const std::string& key, char
     rc = RunChunks(
         *c.conn, *c.pool, uds::Op::kGetChunk, begun.get_id, begun.size,
         [](PoolBlock&, uint64_t) {},
-        [&](PoolBlock& block, uint64_t at) { std::memcpy(buffer + at, block.data(), block.size()); });
+        [&](PoolBlock& block, uint64_t at) {
+          std::memcpy(buffer + at, block.data(), block.size());
+        });
     if (rc != ErrorCode::OK) result = rc;
   }
   uds::NoReply none;

@@ -3,8 +3,9 @@
 //
 // Arguments arrive validated by c_api.cc (non-NULL, key 1..4096 bytes, value 1 byte..4 GiB,
 // replica_num >= 1); every method returns an ErrorCode, or a Result where the C function
-// returns a count (c_api.cc turns both into the ABI's integers). Thread-safe: calls share the connection
-// without a lock across round trips; Connect and Close exclude other calls briefly.
+// returns a count (c_api.cc turns both into the ABI's integers). Thread-safe: calls share
+// the connection without a lock across round trips; Connect and Close exclude other calls
+// briefly.
 //
 // Data paths, per buffer:
 //  - inside the pool: its pool offset goes to the daemon (zero copy on this side);

@@ -132,7 +132,9 @@ void CheckWrongType(const char* op) {
     const char* data = frame.data();
     assert_true(ParseMessage(data + kFrameHeaderBytes, frame.size() - kFrameHeaderBytes, &m));
     T back;
-    if (ParseFields(m.args, &back)) fail_msg("%s: field %u of the wrong type was accepted", op, bad);
+    if (ParseFields(m.args, &back)) {
+      fail_msg("%s: field %u of the wrong type was accepted", op, bad);
+    }
   }
 }
 

@@ -1,5 +1,5 @@
-// ClientSession on its own (over a socketpair): the teardown runs exactly once, when the
-// session is closed and its last Request is gone, wherever that Request ended (here, in a
+// ClientConnection on its own (over a socketpair): the teardown runs exactly once, when the
+// client is closed and its last Request is gone, wherever that Request ended (here, in a
 // WorkerThreads closure); the in-flight limit; and the staged-id tables (limit, ids unique
 // across puts and gets, never reused).
 #include <sys/socket.h>
@@ -13,32 +13,32 @@
 #include <utility>
 #include <vector>
 
-#include "daemon/client_session.h"
+#include "daemon/client_connection.h"
 #include "daemon/worker_threads.h"
 #include "tests/cmocka_cpp.h"
 
-using mooncake::ClientSession;
+using mooncake::ClientConnection;
 using mooncake::StagedGet;
 using mooncake::StagedPut;
 using mooncake::WorkerThreads;
 
 namespace {
 
-// Counts the teardowns of one session and remembers the thread of the last one.
+// Counts the teardowns of one client and remembers the thread of the last one.
 struct Teardowns {
   std::atomic<int> count{0};
   std::atomic<std::thread::id> thread;
-  ClientSession* session = nullptr;  // the one the callback was given
+  ClientConnection* client = nullptr;  // the one the callback was given
 };
 
-bool Held(const ClientSession::Request& r) { return static_cast<bool>(r); }
+bool Held(const ClientConnection::Request& r) { return static_cast<bool>(r); }
 
-std::shared_ptr<ClientSession> NewSession(Teardowns* t) {
+std::shared_ptr<ClientConnection> NewConnection(Teardowns* t) {
   int sv[2];
   assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
   close(sv[1]);
-  return std::make_shared<ClientSession>(sv[0], 7, [t](std::shared_ptr<ClientSession> s) {
-    t->session = s.get();
+  return std::make_shared<ClientConnection>(sv[0], 7, [t](std::shared_ptr<ClientConnection> s) {
+    t->client = s.get();
     t->thread = std::this_thread::get_id();
     ++t->count;
   });
@@ -46,26 +46,26 @@ std::shared_ptr<ClientSession> NewSession(Teardowns* t) {
 
 void test_close_without_requests_tears_down_at_once(void**) {
   Teardowns t;
-  std::shared_ptr<ClientSession> s = NewSession(&t);
-  { ClientSession::Request r = s->Acquire(); }  // a request that ended before the close
+  std::shared_ptr<ClientConnection> s = NewConnection(&t);
+  { ClientConnection::Request r = s->Acquire(); }  // a request that ended before the close
   assert_int_equal(t.count.load(), 0);
   s->Close();
   assert_int_equal(t.count.load(), 1);
-  assert_ptr_equal(t.session, s.get());
+  assert_ptr_equal(t.client, s.get());
   s->Close();
   assert_int_equal(t.count.load(), 1);
   assert_false(Held(s->Acquire()));  // closed: nothing counted
   assert_int_equal(t.count.load(), 1);
 }
 
-void test_last_request_of_closed_session_tears_down(void**) {
+void test_last_request_of_closed_connection_tears_down(void**) {
   Teardowns t;
-  std::shared_ptr<ClientSession> s = NewSession(&t);
-  auto first = std::make_unique<ClientSession::Request>(s->Acquire());
-  ClientSession::Request second = s->Acquire();
+  std::shared_ptr<ClientConnection> s = NewConnection(&t);
+  auto first = std::make_unique<ClientConnection::Request>(s->Acquire());
+  ClientConnection::Request second = s->Acquire();
   assert_true(Held(*first));
   assert_true(Held(second));
-  assert_ptr_equal(second.session(), s.get());
+  assert_ptr_equal(second.client(), s.get());
   s->Close();
   assert_true(s->closed());
   assert_false(s->Quiet());
@@ -73,7 +73,7 @@ void test_last_request_of_closed_session_tears_down(void**) {
   first.reset();
   assert_int_equal(t.count.load(), 0);
   {
-    ClientSession::Request moved(std::move(second));
+    ClientConnection::Request moved(std::move(second));
     assert_false(Held(second));  // NOLINT(bugprone-use-after-move): moved-from holds nothing
     assert_int_equal(t.count.load(), 0);
   }
@@ -83,11 +83,11 @@ void test_last_request_of_closed_session_tears_down(void**) {
 
 void test_acquire_refuses_over_the_limit(void**) {
   Teardowns t;
-  std::shared_ptr<ClientSession> s = NewSession(&t);
+  std::shared_ptr<ClientConnection> s = NewConnection(&t);
   {
-    ClientSession::Request a = s->Acquire(2);
-    ClientSession::Request b = s->Acquire(2);
-    ClientSession::Request c = s->Acquire(2);
+    ClientConnection::Request a = s->Acquire(2);
+    ClientConnection::Request b = s->Acquire(2);
+    ClientConnection::Request c = s->Acquire(2);
     assert_true(Held(a) && Held(b));
     assert_false(Held(c));
     assert_false(s->closed());  // how the caller tells "too many" from "closed"
@@ -100,10 +100,10 @@ void test_acquire_refuses_over_the_limit(void**) {
 // A request handed to a worker ends with its closure: the teardown then runs there.
 void test_request_ends_on_the_worker_that_ran_it(void**) {
   Teardowns t;
-  std::shared_ptr<ClientSession> s = NewSession(&t);
+  std::shared_ptr<ClientConnection> s = NewConnection(&t);
   WorkerThreads workers(2);
   std::atomic<bool> go{false};
-  ClientSession::Request request = s->Acquire();
+  ClientConnection::Request request = s->Acquire();
   workers.Submit([request = std::move(request), &go] {
     while (!go.load()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
   });
@@ -118,9 +118,9 @@ void test_request_ends_on_the_worker_that_ran_it(void**) {
 
   // After Stop, a closure is dropped at once: its request still ends.
   Teardowns t2;
-  std::shared_ptr<ClientSession> s2 = NewSession(&t2);
+  std::shared_ptr<ClientConnection> s2 = NewConnection(&t2);
   workers.Stop();
-  ClientSession::Request late = s2->Acquire();
+  ClientConnection::Request late = s2->Acquire();
   s2->Close();
   bool ran = false;
   workers.Submit([late = std::move(late), &ran] { ran = true; });
@@ -130,10 +130,10 @@ void test_request_ends_on_the_worker_that_ran_it(void**) {
 
 void test_staged_tables_are_bounded(void**) {
   Teardowns t;
-  std::shared_ptr<ClientSession> s = NewSession(&t);
+  std::shared_ptr<ClientConnection> s = NewConnection(&t);
   std::set<uint64_t> ids;
   std::vector<uint64_t> put_ids;
-  for (size_t i = 0; i < ClientSession::kMaxStaged; ++i) {
+  for (size_t i = 0; i < ClientConnection::kMaxStaged; ++i) {
     uint64_t id = s->AddPut(std::make_shared<StagedPut>());
     assert_true(id != 0);
     put_ids.push_back(id);
@@ -141,13 +141,13 @@ void test_staged_tables_are_bounded(void**) {
   }
   assert_int_equal(s->AddPut(std::make_shared<StagedPut>()), 0);  // full
   // Gets have a limit of their own, and ids unique across both.
-  for (size_t i = 0; i < ClientSession::kMaxStaged; ++i) {
+  for (size_t i = 0; i < ClientConnection::kMaxStaged; ++i) {
     uint64_t id = s->AddGet(std::make_shared<StagedGet>());
     assert_true(id != 0);
     ids.insert(id);
   }
   assert_int_equal(s->AddGet(std::make_shared<StagedGet>()), 0);
-  assert_int_equal(ids.size(), 2 * ClientSession::kMaxStaged);
+  assert_int_equal(ids.size(), 2 * ClientConnection::kMaxStaged);
   assert_null(s->FindGet(put_ids[0]).get());  // a put's id names no get
 
   // Taking one frees its slot; the new one gets a fresh id.
@@ -159,7 +159,7 @@ void test_staged_tables_are_bounded(void**) {
   assert_true(again != 0);
   assert_true(ids.count(again) == 0);
   assert_non_null(s->FindPut(again).get());
-  assert_int_equal(s->TakeAllPuts().size(), ClientSession::kMaxStaged);
+  assert_int_equal(s->TakeAllPuts().size(), ClientConnection::kMaxStaged);
   assert_null(s->FindPut(again).get());
 
   uint64_t get_id = *ids.rbegin();
@@ -176,7 +176,7 @@ void test_staged_tables_are_bounded(void**) {
 int main() {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_close_without_requests_tears_down_at_once),
-      cmocka_unit_test(test_last_request_of_closed_session_tears_down),
+      cmocka_unit_test(test_last_request_of_closed_connection_tears_down),
       cmocka_unit_test(test_acquire_refuses_over_the_limit),
       cmocka_unit_test(test_request_ends_on_the_worker_that_ran_it),
       cmocka_unit_test(test_staged_tables_are_bounded),

@@ -1,4 +1,4 @@
-#include "libmc/session.h"
+#include "libmc/channel.h"
 
 #include <errno.h>
 #include <linux/futex.h>
@@ -69,12 +69,12 @@ bool ParseReply(const char* payload, size_t length, uds::Message* out) {
 
 }  // namespace
 
-Session::Session(int fd, int read_slice_ms)
+Channel::Channel(int fd, int read_slice_ms)
     : fd_(fd), read_slice_ms_(read_slice_ms), free_since_(Clock::now()) {
   background_ = std::thread([this] { BackgroundLoop(); });
 }
 
-Session::~Session() {
+Channel::~Channel() {
   {
     std::lock_guard<std::mutex> lock(mu_);
     stop_ = true;
@@ -85,10 +85,10 @@ Session::~Session() {
   close(fd_);
 }
 
-void Session::Fail(bool deliberate) {
+void Channel::Fail(bool deliberate) {
   {
     // Keepalives (pool blocks) are released under the lock: this must not throw, and the
-    // pool never calls back into the session, so there is no lock order to respect.
+    // pool never calls back into the channel, so there is no lock order to respect.
     std::lock_guard<std::mutex> lock(mu_);
     if (!down_.load(std::memory_order_relaxed) && !deliberate && established_) {
       MC_LOG_WARN("mooncake_store: lost the connection to mooncaked");
@@ -112,7 +112,7 @@ void Session::Fail(bool deliberate) {
   shutdown(fd_, SHUT_RDWR);
 }
 
-bool Session::Send(Pending* p, const char* frame, size_t length, int fd_to_pass) {
+bool Channel::Send(Pending* p, const char* frame, size_t length, int fd_to_pass) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (down_.load(std::memory_order_relaxed)) return false;
@@ -136,7 +136,7 @@ bool Session::Send(Pending* p, const char* frame, size_t length, int fd_to_pass)
   return true;
 }
 
-ErrorCode Session::Wait(Pending* p, Clock::time_point deadline, uds::Message* message) {
+ErrorCode Channel::Wait(Pending* p, Clock::time_point deadline, uds::Message* message) {
   std::unique_lock<std::mutex> lock(mu_);
   for (;;) {
     Clock::time_point now = p->done ? Clock::time_point() : Clock::now();
@@ -173,17 +173,17 @@ ErrorCode Session::Wait(Pending* p, Clock::time_point deadline, uds::Message* me
   }
 }
 
-void Session::Abandon(Pending* p) {
+void Channel::Abandon(Pending* p) {
   std::lock_guard<std::mutex> lock(mu_);
   Forget(p);
 }
 
-void Session::MarkEstablished() {
+void Channel::MarkEstablished() {
   std::lock_guard<std::mutex> lock(mu_);
   established_ = true;
 }
 
-void Session::Lead(Pending* self, Clock::time_point deadline, Clock::time_point now) {
+void Channel::Lead(Pending* self, Clock::time_point deadline, Clock::time_point now) {
   try {
     for (;; now = Clock::now()) {
       Outcome outcome = DispatchBuffered(self);
@@ -209,7 +209,7 @@ void Session::Lead(Pending* self, Clock::time_point deadline, Clock::time_point 
   Fail(false);  // every pending request, self included, is done (-900) from here on
 }
 
-Session::Outcome Session::DispatchBuffered(Pending* self) {
+Channel::Outcome Channel::DispatchBuffered(Pending* self) {
   Outcome result = Outcome::kOther;
   bool oversized = false;
   // Every complete frame is dispatched, also after self's: others should not wait for
@@ -226,7 +226,7 @@ Session::Outcome Session::DispatchBuffered(Pending* self) {
   return result;
 }
 
-Session::Outcome Session::Dispatch(const std::string& payload, Pending* self) {
+Channel::Outcome Channel::Dispatch(const std::string& payload, Pending* self) {
   uds::Message message;  // parsed before taking the lock
   if (!ParseReply(payload.data(), payload.size(), &message)) {
     MC_LOG_ERROR("mooncake_store: mooncaked sent a malformed frame; disconnecting");
@@ -263,7 +263,7 @@ Session::Outcome Session::Dispatch(const std::string& payload, Pending* self) {
   return Outcome::kOther;
 }
 
-void Session::BackgroundLoop() {
+void Channel::BackgroundLoop() {
   std::unique_lock<std::mutex> lock(mu_);
   try {
     while (!stop_ && !down_.load(std::memory_order_relaxed)) {
@@ -321,7 +321,7 @@ void Session::BackgroundLoop() {
   }
 }
 
-bool Session::TryTakeRole() {
+bool Channel::TryTakeRole() {
   if (role_ == Role::kFree || (role_ == Role::kBackground && background_polling_)) {
     role_ = Role::kCaller;
     background_polling_ = false;
@@ -330,7 +330,7 @@ bool Session::TryTakeRole() {
   return false;
 }
 
-std::atomic<uint32_t>* Session::ReleaseRole() {
+std::atomic<uint32_t>* Channel::ReleaseRole() {
   // Hand the role to a caller asleep on a request still unanswered: it reads its own
   // reply without a further hop. Sleepers exist only while the role is held (they took it
   // otherwise), so none is ever left asleep with nobody reading.
@@ -349,7 +349,7 @@ std::atomic<uint32_t>* Session::ReleaseRole() {
   return nullptr;
 }
 
-void Session::Link(Pending* p) {
+void Channel::Link(Pending* p) {
   p->prev = tail_;
   p->next = nullptr;
   if (tail_ != nullptr) {
@@ -361,7 +361,7 @@ void Session::Link(Pending* p) {
   p->linked = true;
 }
 
-void Session::Unlink(Pending* p) {
+void Channel::Unlink(Pending* p) {
   if (p->prev != nullptr) {
     p->prev->next = p->next;
   } else {
@@ -376,7 +376,7 @@ void Session::Unlink(Pending* p) {
   p->linked = false;
 }
 
-Pending* Session::Find(uint64_t id) {
+Pending* Channel::Find(uint64_t id) {
   // Oldest first: answers mostly come in the order of the requests. The list is as long
   // as the requests in flight, i.e. short.
   for (Pending* p = head_; p != nullptr; p = p->next) {
@@ -385,7 +385,7 @@ Pending* Session::Find(uint64_t id) {
   return nullptr;
 }
 
-void Session::Forget(Pending* p) {
+void Channel::Forget(Pending* p) {
   if (!p->linked) return;  // answered or failed already
   Unlink(p);
   if (!p->keepalive) return;  // nothing to hold until the late answer

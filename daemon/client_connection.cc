@@ -1,4 +1,4 @@
-#include "daemon/client_session.h"
+#include "daemon/client_connection.h"
 
 #include <fcntl.h>
 #include <sys/mman.h>
@@ -12,19 +12,19 @@
 
 namespace mooncake {
 
-ClientSession::ClientSession(int fd, uint64_t id, Teardown teardown)
+ClientConnection::ClientConnection(int fd, uint64_t id, Teardown teardown)
     : fd_(fd), id_(id), teardown_(std::move(teardown)) {
   struct ucred cred;
   socklen_t len = sizeof(cred);
   if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) == 0) peer_pid_ = cred.pid;
 }
 
-ClientSession::~ClientSession() {
+ClientConnection::~ClientConnection() {
   UnmapPool();
   close(fd_);
 }
 
-bool ClientSession::AttachPool(int pool_fd, uint64_t pool_size, std::string* why) {
+bool ClientConnection::AttachPool(int pool_fd, uint64_t pool_size, std::string* why) {
   int seals = fcntl(pool_fd, F_GET_SEALS);
   struct stat st;
   const int kNeeded = F_SEAL_SHRINK | F_SEAL_GROW;
@@ -48,12 +48,12 @@ bool ClientSession::AttachPool(int pool_fd, uint64_t pool_size, std::string* why
   return false;
 }
 
-char* ClientSession::PoolRange(uint64_t offset, uint64_t length) const {
+char* ClientConnection::PoolRange(uint64_t offset, uint64_t length) const {
   if (pool_ == nullptr || length > pool_size_ || offset > pool_size_ - length) return nullptr;
   return pool_ + offset;
 }
 
-void ClientSession::UnmapPool() {
+void ClientConnection::UnmapPool() {
   if (pool_ != nullptr) munmap(pool_, pool_size_);
   if (pool_fd_ >= 0) close(pool_fd_);
   pool_ = nullptr;
@@ -61,12 +61,12 @@ void ClientSession::UnmapPool() {
   pool_size_ = 0;
 }
 
-bool ClientSession::Send(uds::FrameBuilder* frame) {
+bool ClientConnection::Send(uds::FrameBuilder* frame) {
   const char* data = frame->data();
   return SendBytes(data, frame->size());
 }
 
-bool ClientSession::SendBytes(const char* data, size_t size) {
+bool ClientConnection::SendBytes(const char* data, size_t size) {
   bool ok;
   {
     std::lock_guard<std::mutex> lock(write_mu_);
@@ -76,7 +76,7 @@ bool ClientSession::SendBytes(const char* data, size_t size) {
   return ok;
 }
 
-ClientSession::TrySendResult ClientSession::TrySend(const char* data, size_t size) {
+ClientConnection::TrySendResult ClientConnection::TrySend(const char* data, size_t size) {
   bool ok;
   {
     // A worker holding the lock may be stuck behind a client that does not read.
@@ -97,26 +97,26 @@ ClientSession::TrySendResult ClientSession::TrySend(const char* data, size_t siz
   return TrySendResult::kFailed;
 }
 
-ClientSession::Request::~Request() {
-  if (session_ == nullptr || !session_->Release()) return;
-  // session_ keeps the session (and so teardown_) alive until the call returns.
-  session_->teardown_(session_);
+ClientConnection::Request::~Request() {
+  if (client_ == nullptr || !client_->Release()) return;
+  // client_ keeps the client (and so teardown_) alive until the call returns.
+  client_->teardown_(client_);
 }
 
-ClientSession::Request ClientSession::Acquire(int limit) {
+ClientConnection::Request ClientConnection::Acquire(int limit) {
   std::lock_guard<std::mutex> lock(mu_);
   if (closed_ || active_ >= limit) return Request();
   ++active_;
   return Request(shared_from_this());
 }
 
-bool ClientSession::Release() {
+bool ClientConnection::Release() {
   std::lock_guard<std::mutex> lock(mu_);
   --active_;
   return closed_ && active_ == 0;
 }
 
-void ClientSession::Close() {
+void ClientConnection::Close() {
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (closed_) return;
@@ -125,22 +125,22 @@ void ClientSession::Close() {
     shutdown(fd_, SHUT_RDWR);
     if (active_ > 0) return;  // the last Request runs the teardown
   }
-  std::shared_ptr<ClientSession> self = shared_from_this();  // alive until the call returns
+  std::shared_ptr<ClientConnection> self = shared_from_this();  // alive until the call returns
   teardown_(self);
 }
 
-bool ClientSession::closed() const {
+bool ClientConnection::closed() const {
   std::lock_guard<std::mutex> lock(mu_);
   return closed_;
 }
 
-bool ClientSession::Quiet() const {
+bool ClientConnection::Quiet() const {
   std::lock_guard<std::mutex> lock(mu_);
   return active_ == 0;
 }
 
 template <typename T>
-uint64_t ClientSession::StagedTable<T>::Add(std::shared_ptr<T> entry, uint64_t* next_id) {
+uint64_t ClientConnection::StagedTable<T>::Add(std::shared_ptr<T> entry, uint64_t* next_id) {
   if (entries_.size() >= kMaxStaged) return 0;
   uint64_t id = (*next_id)++;
   entries_[id] = std::move(entry);
@@ -148,13 +148,13 @@ uint64_t ClientSession::StagedTable<T>::Add(std::shared_ptr<T> entry, uint64_t* 
 }
 
 template <typename T>
-std::shared_ptr<T> ClientSession::StagedTable<T>::Find(uint64_t id) const {
+std::shared_ptr<T> ClientConnection::StagedTable<T>::Find(uint64_t id) const {
   auto it = entries_.find(id);
   return it == entries_.end() ? nullptr : it->second;
 }
 
 template <typename T>
-std::shared_ptr<T> ClientSession::StagedTable<T>::Take(uint64_t id) {
+std::shared_ptr<T> ClientConnection::StagedTable<T>::Take(uint64_t id) {
   auto it = entries_.find(id);
   if (it == entries_.end()) return nullptr;
   std::shared_ptr<T> entry = std::move(it->second);
@@ -163,59 +163,59 @@ std::shared_ptr<T> ClientSession::StagedTable<T>::Take(uint64_t id) {
 }
 
 template <typename T>
-std::vector<std::shared_ptr<T>> ClientSession::StagedTable<T>::TakeAll() {
+std::vector<std::shared_ptr<T>> ClientConnection::StagedTable<T>::TakeAll() {
   std::vector<std::shared_ptr<T>> out;
   for (auto& e : entries_) out.push_back(std::move(e.second));
   entries_.clear();
   return out;
 }
 
-uint64_t ClientSession::AddPut(std::shared_ptr<StagedPut> put) {
+uint64_t ClientConnection::AddPut(std::shared_ptr<StagedPut> put) {
   std::lock_guard<std::mutex> lock(mu_);
   return puts_.Add(std::move(put), &next_staged_id_);
 }
 
-std::shared_ptr<StagedPut> ClientSession::FindPut(uint64_t put_id) const {
+std::shared_ptr<StagedPut> ClientConnection::FindPut(uint64_t put_id) const {
   std::lock_guard<std::mutex> lock(mu_);
   return puts_.Find(put_id);
 }
 
-std::shared_ptr<StagedPut> ClientSession::TakePut(uint64_t put_id) {
+std::shared_ptr<StagedPut> ClientConnection::TakePut(uint64_t put_id) {
   std::lock_guard<std::mutex> lock(mu_);
   return puts_.Take(put_id);
 }
 
-std::vector<std::shared_ptr<StagedPut>> ClientSession::TakeAllPuts() {
+std::vector<std::shared_ptr<StagedPut>> ClientConnection::TakeAllPuts() {
   std::lock_guard<std::mutex> lock(mu_);
   return puts_.TakeAll();
 }
 
-uint64_t ClientSession::AddGet(std::shared_ptr<StagedGet> get) {
+uint64_t ClientConnection::AddGet(std::shared_ptr<StagedGet> get) {
   std::lock_guard<std::mutex> lock(mu_);
   return gets_.Add(std::move(get), &next_staged_id_);
 }
 
-std::shared_ptr<StagedGet> ClientSession::FindGet(uint64_t get_id) const {
+std::shared_ptr<StagedGet> ClientConnection::FindGet(uint64_t get_id) const {
   std::lock_guard<std::mutex> lock(mu_);
   return gets_.Find(get_id);
 }
 
-bool ClientSession::EraseGet(uint64_t get_id) {
+bool ClientConnection::EraseGet(uint64_t get_id) {
   std::lock_guard<std::mutex> lock(mu_);
   return gets_.Take(get_id) != nullptr;
 }
 
-void ClientSession::ClearGets() {
+void ClientConnection::ClearGets() {
   std::lock_guard<std::mutex> lock(mu_);
   gets_.TakeAll();
 }
 
-void ClientSession::AddSegment(int64_t segment_id) {
+void ClientConnection::AddSegment(int64_t segment_id) {
   std::lock_guard<std::mutex> lock(mu_);
   segments_.push_back(segment_id);
 }
 
-std::vector<int64_t> ClientSession::TakeSegments() {
+std::vector<int64_t> ClientConnection::TakeSegments() {
   std::lock_guard<std::mutex> lock(mu_);
   std::vector<int64_t> out;
   out.swap(segments_);

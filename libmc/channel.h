@@ -11,7 +11,7 @@
 // (Pending::signal) until the holder completes their request or hands them the role.
 //
 // A background thread takes the role once it has been free for a short grace period
-// (kIdleGrace in session.cc): it notices a dead daemon while no call is waiting (so the
+// (kIdleGrace in channel.cc): it notices a dead daemon while no call is waiting (so the
 // next call redials instead of writing into a dead socket) and consumes late replies of
 // requests that timed out, releasing what they kept alive. While it merely waits for the
 // socket to become readable (poll), a caller may take the role from it; once it reads, it
@@ -19,8 +19,8 @@
 //
 // Every wait is bounded: sleepers wait until their deadline; a reading caller blocks in
 // recv at most a slice (SO_RCVTIMEO, set by the dialer) or exactly its remaining time.
-#ifndef MOONCAKE_LIBMC_SESSION_H_
-#define MOONCAKE_LIBMC_SESSION_H_
+#ifndef MOONCAKE_LIBMC_CHANNEL_H_
+#define MOONCAKE_LIBMC_CHANNEL_H_
 
 #include <atomic>
 #include <chrono>
@@ -41,13 +41,13 @@ namespace client {
 using Clock = std::chrono::steady_clock;
 
 // One request waiting for its response. Every field but signal is guarded by the
-// session's mutex. It may live on the caller's stack: the session forgets it before Wait
+// channel's mutex. It may live on the caller's stack: the channel forgets it before Wait
 // returns (or, for a request never waited for, in Abandon), so nothing points to it
 // afterwards.
 struct Pending {
   uint64_t id = 0;
   bool done = false;
-  bool linked = false;    // in the session's in-flight list
+  bool linked = false;    // in the channel's in-flight list
   bool sleeping = false;  // its caller sleeps on signal and could take the reader role
   bool lead = false;      // the reader role was handed to its caller while it slept
   ErrorCode code = ErrorCode::OK;
@@ -64,28 +64,28 @@ struct Pending {
   Pending* next = nullptr;
 };
 
-class Session {
+class Channel {
  public:
   // Takes fd (a connected socket with SO_RCVTIMEO set to read_slice_ms).
-  Session(int fd, int read_slice_ms);
-  ~Session();
-  Session(const Session&) = delete;
-  Session& operator=(const Session&) = delete;
+  Channel(int fd, int read_slice_ms);
+  ~Channel();
+  Channel(const Channel&) = delete;
+  Channel& operator=(const Channel&) = delete;
 
   // Lock-free: asked on every request by Connection::Current.
   bool IsDown() const { return down_.load(std::memory_order_acquire); }
 
-  // Marks the session down and fails every pending request with -900 at once; shuts the
+  // Marks the channel down and fails every pending request with -900 at once; shuts the
   // socket so the reader (and the daemon) see the end. deliberate: no log line.
   void Fail(bool deliberate);
 
-  // Registers p, then writes the frame. false when the session is already down (p is
-  // then not registered); a failed write fails the whole session, p included.
+  // Registers p, then writes the frame. false when the channel is already down (p is
+  // then not registered); a failed write fails the whole channel, p included.
   bool Send(Pending* p, const char* frame, size_t length, int fd_to_pass);
 
   // Waits for p until deadline, reading the socket itself when the reader role is free;
   // returns p's code and moves the response into *message. On return p is no longer
-  // known to the session (a late answer to a timed-out request is dropped, its keepalive
+  // known to the channel (a late answer to a timed-out request is dropped, its keepalive
   // kept until then).
   ErrorCode Wait(Pending* p, Clock::time_point deadline, uds::Message* message);
 
@@ -143,4 +143,4 @@ class Session {
 }  // namespace client
 }  // namespace mooncake
 
-#endif  // MOONCAKE_LIBMC_SESSION_H_
+#endif  // MOONCAKE_LIBMC_CHANNEL_H_
