@@ -141,6 +141,39 @@ int BatchCall(mooncake_store_t store, const char** keys, void** buffers, const s
   });
 }
 
+// What the batch calls on keys alone share: the NULL checks, each key checked (a bad one
+// gets its code in results_out at once), then run(client, valid_keys, &results) for the
+// rest, whose results land where their keys came from. 0, or -1.
+template <typename Result, typename Run>
+int KeysCall(mooncake_store_t store, const char** keys, size_t count, int* results_out,
+             Run run) {
+  if (store == nullptr) return kInternal;
+  if (count == 0) return 0;
+  if (keys == nullptr || results_out == nullptr) return kInternal;
+  return Guard(kInternal, [&] {
+    std::vector<std::string> valid;
+    std::vector<size_t> where;
+    valid.reserve(count);
+    where.reserve(count);
+    for (size_t i = 0; i < count; ++i) {
+      std::string k;
+      int rc = CheckKey(keys[i], &k);
+      if (rc != 0) {
+        results_out[i] = rc;
+        continue;
+      }
+      valid.push_back(std::move(k));
+      where.push_back(i);
+    }
+    if (!valid.empty()) {
+      std::vector<Result> results;
+      run(AsClient(store), valid, &results);
+      for (size_t j = 0; j < where.size(); ++j) results_out[where[j]] = ToAbi(results[j]);
+    }
+    return 0;
+  });
+}
+
 }  // namespace
 
 // ---- lifecycle ------------------------------------------------------------------------
@@ -309,31 +342,10 @@ MC_EXPORT int mooncake_store_is_exist(mooncake_store_t store, const char* key) {
 
 MC_EXPORT int mooncake_store_batch_is_exist(mooncake_store_t store, const char** keys,
                                             size_t count, int* results_out) {
-  if (store == nullptr) return kInternal;
-  if (count == 0) return 0;
-  if (keys == nullptr || results_out == nullptr) return kInternal;
-  return Guard(kInternal, [&] {
-    std::vector<std::string> valid;
-    std::vector<size_t> where;
-    valid.reserve(count);
-    where.reserve(count);
-    for (size_t i = 0; i < count; ++i) {
-      std::string k;
-      int rc = CheckKey(keys[i], &k);
-      if (rc != 0) {
-        results_out[i] = rc;
-        continue;
-      }
-      valid.push_back(std::move(k));
-      where.push_back(i);
-    }
-    if (!valid.empty()) {
-      std::vector<Result<bool>> results;
-      AsClient(store)->BatchIsExist(valid, &results);
-      for (size_t j = 0; j < where.size(); ++j) results_out[where[j]] = ToAbi(results[j]);
-    }
-    return 0;
-  });
+  return KeysCall<Result<bool>>(
+      store, keys, count, results_out,
+      [](StoreClient* client, const std::vector<std::string>& valid,
+         std::vector<Result<bool>>* results) { client->BatchIsExist(valid, results); });
 }
 
 MC_EXPORT int64_t mooncake_store_get_size(mooncake_store_t store, const char* key) {

@@ -106,6 +106,26 @@ std::vector<int64_t> EntryValues(ErrorCode frame, std::vector<int64_t> values, s
   return values;
 }
 
+// Splits keys into frames of at most uds::kMaxBatch keys and about kBatchFrameBudget bytes:
+// send(first, frame_keys) for each, in order, first being the index of frame_keys[0].
+template <class Send>
+void ForEachKeyFrame(const std::vector<std::string>& keys, Send send) {
+  size_t first = 0;
+  while (first < keys.size()) {
+    std::vector<std::string> frame;
+    size_t frame_bytes = 0;
+    while (first + frame.size() < keys.size() && frame.size() < uds::kMaxBatch &&
+           frame_bytes < kBatchFrameBudget) {
+      const std::string& key = keys[first + frame.size()];
+      frame_bytes += key.size() + kEntryOverhead;
+      frame.push_back(key);
+    }
+    const size_t n = frame.size();
+    send(first, std::move(frame));
+    first += n;
+  }
+}
+
 // One entry of a batch frame and where it came from.
 struct BatchEntry {
   size_t item;  // index into the caller's items
@@ -504,23 +524,14 @@ void StoreClient::BatchIsExist(const std::vector<std::string>& keys,
     std::fill(results->begin(), results->end(), rc);
     return;
   }
-  size_t first = 0;
-  while (first < keys.size()) {
-    uds::BatchExistArgs args;
-    size_t frame_bytes = 0;
-    while (first + args.keys.size() < keys.size() && args.keys.size() < uds::kMaxBatch &&
-           frame_bytes < kBatchFrameBudget) {
-      const std::string& key = keys[first + args.keys.size()];
-      frame_bytes += key.size() + kEntryOverhead;
-      args.keys.push_back(key);
-    }
-    const size_t n = args.keys.size();
+  ForEachKeyFrame(keys, [&](size_t first, std::vector<std::string> frame) {
+    const size_t n = frame.size();
     uds::BatchExistReply reply;
-    ErrorCode code = c.conn->Invoke<uds::Op::kBatchExist>(args, &reply);
+    ErrorCode code =
+        c.conn->Invoke<uds::Op::kBatchExist>(uds::BatchExistArgs{std::move(frame)}, &reply);
     std::vector<int64_t> values = EntryValues(code, std::move(reply.values), n);
     for (size_t i = 0; i < n; ++i) (*results)[first + i] = Presence(values[i]);
-    first += n;
-  }
+  });
 }
 
 Result<uint64_t> StoreClient::GetSize(const std::string& key) {

@@ -1,4 +1,4 @@
-/* The C ABI conventions of shared/API.md, one test each, against a real master and daemon.
+/* The C ABI conventions of docs/design.md, one test each, against a real master and daemon.
  * Written in C on purpose: it also proves the public header is plain C. */
 #include <setjmp.h>
 #include <stdarg.h>
