@@ -261,6 +261,21 @@ struct RemoveAllArgs {
   static void Fields(S& s, V& v) { v("force", s.force); }
 };
 
+struct BatchRemoveArgs {
+  std::vector<std::string> keys;
+  Flag force;
+  template <class S, class V>
+  static void Fields(S& s, V& v) {
+    v("key", s.keys);
+    v("force", s.force);
+  }
+};
+
+struct BatchRemoveReply : EntryResults {
+  template <class S, class V>
+  static void Fields(S& s, V& v) { v.Spread("code", s.values); }
+};
+
 struct CountReply {
   uint64_t count = 0;
   template <class S, class V>
@@ -319,7 +334,9 @@ struct MountSegmentArgs {
   X(Health, "HEALTH", 21, NoArgs, HealthReply, "")                                             \
   X(MountSegment, "MOUNT_SEGMENT", 22, MountSegmentArgs, NoReply,                              \
     "an extra segment for this connection, unmounted with its objects when the connection "    \
-    "closes")
+    "closes")                                                                                  \
+  X(BatchRemove, "BATCH_REMOVE", 23, BatchRemoveArgs, BatchRemoveReply,                        \
+    "one code per key, as `REMOVE` answers it")
 
 #define MC_UDS_OP_ENUM_(name, wire, code, args, reply, note) k##name = (code),
 enum class Op : uint32_t { kHello = 1, MC_UDS_OPS(MC_UDS_OP_ENUM_) };

@@ -233,6 +233,20 @@ ErrorCode StoreService::OnRemove(ClientConnection*, const uds::RemoveArgs& in, u
   return code;
 }
 
+ErrorCode StoreService::OnBatchRemove(ClientConnection*, const uds::BatchRemoveArgs& in,
+                                      uds::BatchRemoveReply* out) {
+  out->values.reserve(in.keys.size());
+  for (const std::string& key : in.keys) {
+    ErrorCode code = ErrorCode::INVALID_PARAMS;
+    if (ValidKey(key)) {
+      code = master_->Remove(key, in.force.value);
+      cache_->Invalidate(key);  // as in OnRemove
+    }
+    out->values.push_back(ToInt(code));
+  }
+  return ErrorCode::OK;
+}
+
 ErrorCode StoreService::OnRemoveByRegex(ClientConnection*, const uds::RemoveByRegexArgs& in,
                                         uds::CountReply* out) {
   Result<uint64_t> removed = master_->RemoveByRegex(in.pattern, in.force.value);

@@ -206,6 +206,11 @@ int64_t mooncake_store_get_size(mooncake_store_t store, const char *key);
  * are kept. -703 for an object still being written, even with force. */
 int mooncake_store_remove(mooncake_store_t store, const char *key, int force);
 
+/* count removals in one request; results_out[i] as remove would return it for keys[i].
+ * Returns 0 once every entry has its result, or -1 for a NULL argument. */
+int mooncake_store_batch_remove(mooncake_store_t store, const char **keys, size_t count,
+                                int force, int *results_out);
+
 /* Removes every key matching the ECMAScript regular expression; returns how many were
  * removed (>= 0) or a negative code (-600 for a malformed pattern). */
 int64_t mooncake_store_remove_by_regex(mooncake_store_t store, const char *pattern, int force);

@@ -370,6 +370,14 @@ MC_EXPORT int mooncake_store_remove(mooncake_store_t store, const char* key, int
   });
 }
 
+MC_EXPORT int mooncake_store_batch_remove(mooncake_store_t store, const char** keys,
+                                          size_t count, int force, int* results_out) {
+  return KeysCall<ErrorCode>(
+      store, keys, count, results_out,
+      [force](StoreClient* client, const std::vector<std::string>& valid,
+              std::vector<ErrorCode>* results) { client->BatchRemove(valid, force != 0, results); });
+}
+
 MC_EXPORT int64_t mooncake_store_remove_by_regex(mooncake_store_t store, const char* pattern,
                                                  int force) {
   if (store == nullptr || pattern == nullptr) return kInternal;

@@ -552,6 +552,22 @@ ErrorCode StoreClient::Remove(const std::string& key, bool force) {
   return c.conn->Invoke<uds::Op::kRemove>(uds::RemoveArgs{key, uds::Flag{force}}, &none);
 }
 
+void StoreClient::BatchRemove(const std::vector<std::string>& keys, bool force,
+                              std::vector<ErrorCode>* results) {
+  Context c;
+  ErrorCode rc = Acquire(&c);
+  results->assign(keys.size(), rc);
+  if (rc != ErrorCode::OK) return;
+  ForEachKeyFrame(keys, [&](size_t first, std::vector<std::string> frame) {
+    const size_t n = frame.size();
+    uds::BatchRemoveReply reply;
+    ErrorCode code = c.conn->Invoke<uds::Op::kBatchRemove>(
+        uds::BatchRemoveArgs{std::move(frame), uds::Flag{force}}, &reply);
+    std::vector<int64_t> values = EntryValues(code, std::move(reply.values), n);
+    for (size_t i = 0; i < n; ++i) (*results)[first + i] = FromWire(values[i]);
+  });
+}
+
 Result<uint64_t> StoreClient::RemoveByRegex(const std::string& pattern, bool force) {
   Context c;
   ErrorCode rc = Acquire(&c);

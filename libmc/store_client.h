@@ -84,6 +84,9 @@ class StoreClient {
   void BatchIsExist(const std::vector<std::string>& keys, std::vector<Result<bool>>* results);
   Result<uint64_t> GetSize(const std::string& key);
   ErrorCode Remove(const std::string& key, bool force);
+  // (*results)[i]: what Remove would return for keys[i].
+  void BatchRemove(const std::vector<std::string>& keys, bool force,
+                   std::vector<ErrorCode>* results);
   // The number of objects removed.
   Result<uint64_t> RemoveByRegex(const std::string& pattern, bool force);
   Result<uint64_t> RemoveAll(bool force);

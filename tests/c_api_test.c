@@ -162,6 +162,37 @@ static void test_batch_rules(void **state) {
   assert_int_equal(untouched[0], 55);
 }
 
+static void test_batch_remove(void **state) {
+  fixture *f = *state;
+  char value[32], out[32];
+  fill(value, sizeof(value), 5);
+  assert_int_equal(mooncake_store_put(f->store, "br-free", value, sizeof(value), NULL), 0);
+  assert_int_equal(mooncake_store_put(f->store, "br-leased", value, sizeof(value), NULL), 0);
+  assert_int_equal(mooncake_store_get_into(f->store, "br-leased", out, sizeof(out)), 32);
+  /* Each entry answers as remove would: gone, missing, leased (kept), a NULL key, an
+   * over-long key. */
+  char long_key[MOONCAKE_STORE_MAX_KEY_LEN + 2];
+  memset(long_key, 'k', sizeof(long_key) - 1);
+  long_key[sizeof(long_key) - 1] = '\0';
+  const char *keys[5] = {"br-free", "br-missing", "br-leased", NULL, long_key};
+  int results[5] = {55, 55, 55, 55, 55};
+  assert_int_equal(mooncake_store_batch_remove(f->store, keys, 5, 0, results), 0);
+  assert_int_equal(results[0], 0);
+  assert_int_equal(results[1], -704);
+  assert_int_equal(results[2], -706);
+  assert_int_equal(results[3], -1);
+  assert_int_equal(results[4], -600);
+  assert_int_equal(mooncake_store_is_exist(f->store, "br-free"), 0);
+  assert_int_equal(mooncake_store_is_exist(f->store, "br-leased"), 1);
+  /* force removes the leased one. */
+  assert_int_equal(mooncake_store_batch_remove(f->store, keys + 2, 1, 1, results), 0);
+  assert_int_equal(results[0], 0);
+  assert_int_equal(mooncake_store_is_exist(f->store, "br-leased"), 0);
+  assert_int_equal(mooncake_store_batch_remove(f->store, keys, 0, 0, NULL), 0);
+  assert_int_equal(mooncake_store_batch_remove(f->store, NULL, 1, 0, results), -1);
+  assert_int_equal(mooncake_store_batch_remove(NULL, keys, 1, 0, results), -1);
+}
+
 static void test_remove_respects_lease(void **state) {
   fixture *f = *state;
   char value[64], out[64];
@@ -332,6 +363,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_buffer_too_small, setup_store, teardown_store),
       cmocka_unit_test_setup_teardown(test_batch_rules, setup_store, teardown_store),
       cmocka_unit_test_setup_teardown(test_remove_respects_lease, setup_store, teardown_store),
+      cmocka_unit_test_setup_teardown(test_batch_remove, setup_store, teardown_store),
       cmocka_unit_test_setup_teardown(test_remove_all_and_regex, setup_store, teardown_store),
       cmocka_unit_test_setup_teardown(test_hostname_and_health, setup_store, teardown_store),
       cmocka_unit_test_setup_teardown(test_pool_zero_copy, setup_store, teardown_store),

@@ -114,6 +114,9 @@ declare! {
     // remove
     pub fn mooncake_store_remove(store: mooncake_store_t, key: *const c_char,
                                  force: c_int) -> c_int;
+    pub fn mooncake_store_batch_remove(store: mooncake_store_t, keys: *mut *const c_char,
+                                       count: usize, force: c_int, results_out: *mut c_int)
+                                       -> c_int;
     pub fn mooncake_store_remove_by_regex(store: mooncake_store_t, pattern: *const c_char,
                                           force: c_int) -> i64;
     pub fn mooncake_store_remove_all(store: mooncake_store_t, force: c_int) -> i64;

@@ -636,6 +636,26 @@ impl Store {
         check(unsafe { ffi::mooncake_store_remove(self.raw(), key.as_ptr(), c_int::from(force)) })
     }
 
+    /// Removes many keys in one request: one result per key, in order, as [`Self::remove`]
+    /// would return it.
+    pub fn batch_remove<K: AsRef<[u8]>>(&self, keys: &[K], force: bool) -> Result<Vec<Result<()>>> {
+        let (mut batch, errors) = KeyBatch::new(keys);
+        let mut results: Vec<c_int> = vec![0; batch.index.len()];
+        if !batch.index.is_empty() {
+            // SAFETY: a live handle; count NUL-terminated keys; count writable results.
+            check(unsafe {
+                ffi::mooncake_store_batch_remove(
+                    self.raw(),
+                    batch.pointers.as_mut_ptr(),
+                    batch.index.len(),
+                    c_int::from(force),
+                    results.as_mut_ptr(),
+                )
+            })?;
+        }
+        Ok(merge(errors, &batch.index, results, check))
+    }
+
     /// Removes every key matching the ECMAScript regular expression `pattern`; returns how
     /// many were removed. [`Error::InvalidParams`] for a malformed pattern.
     pub fn remove_by_regex(&self, pattern: &str, force: bool) -> Result<u64> {

@@ -418,6 +418,28 @@ fn replicate_config() {
 }
 
 #[test]
+fn batch_remove_answers_per_key() {
+    let store = connect(16 * MIB);
+    let p = prefix("batch-remove");
+    store.put(p.clone() + "free", b"v").unwrap();
+    store.put(p.clone() + "read", b"v").unwrap();
+    assert!(store.get(p.clone() + "read").unwrap().is_some());
+    let keys = [p.clone() + "free", p.clone() + "missing", p.clone() + "read", String::new()];
+    assert_eq!(
+        store.batch_remove(&keys, false).unwrap(),
+        vec![
+            Ok(()),
+            Err(Error::ObjectNotFound),
+            Err(Error::ObjectHasLease),
+            Err(Error::InvalidParams)
+        ]
+    );
+    assert_eq!(store.is_exist(p.clone() + "read"), Ok(true));
+    assert_eq!(store.batch_remove(&keys[2..3], true).unwrap(), vec![Ok(())]);
+    assert_eq!(store.is_exist(p.clone() + "read"), Ok(false));
+}
+
+#[test]
 fn remove_and_leases_and_pins() {
     let store = connect(16 * MIB);
     let p = prefix("remove");
