@@ -4,11 +4,11 @@
 // Lifetime. The connection is closed (Close) when the peer hangs up, sends something
 // malformed, or a response cannot be delivered. Closing shuts the socket down at once
 // but tears nothing down while requests run: they still use the pool. Each running
-// request is a Request object; when the client is closed and no Request is left, the
-// client calls its teardown callback, exactly once, on the thread that brought that
+// request is a Request object; when the connection is closed and no Request is left,
+// it calls its teardown callback, exactly once, on the thread that brought that
 // about (the one closing it, or the one dropping the last Request). The socket descriptor
 // itself is closed by the destructor, when the server and every request have let go of
-// the client, so its number cannot be reused while anyone might still write to it.
+// the connection, so its number cannot be reused while anyone might still write to it.
 //
 // Thread-safety: every method may be called from any thread.
 #ifndef MOONCAKE_DAEMON_CLIENT_CONNECTION_H_
@@ -66,11 +66,11 @@ class ClientConnection : public std::enable_shared_from_this<ClientConnection> {
   // At most this many staged puts (and as many staged gets) open per connection.
   static constexpr size_t kMaxStaged = 4096;
 
-  // Releases what the connection holds (StoreService::Teardown). Receives the client so
-  // that it can hand the work to another thread and keep the client alive until then.
+  // Releases what the connection holds (StoreService::Teardown). Receives the connection so
+  // that it can hand the work to another thread and keep it alive until then.
   using Teardown = std::function<void(std::shared_ptr<ClientConnection>)>;
 
-  // Takes ownership of fd. Create with std::make_shared: requests hold the client.
+  // Takes ownership of fd. Create with std::make_shared: requests hold the connection.
   ClientConnection(int fd, uint64_t id, Teardown teardown);
   ~ClientConnection();
   ClientConnection(const ClientConnection&) = delete;
@@ -92,18 +92,18 @@ class ClientConnection : public std::enable_shared_from_this<ClientConnection> {
 
   // ---- responses ----
   // Writes one frame under the connection's write lock (bounded by SO_SNDTIMEO). A failed
-  // write closes the client. Only call while holding a Request.
+  // write closes the connection. Only call while holding a Request.
   bool Send(uds::FrameBuilder* frame);
   bool SendBytes(const char* data, size_t size);
   // For the event-loop thread, which must never block: writes the frame only if the
   // write lock is free and the socket takes it now. kBusy: nothing was written; have a
-  // worker Send it. kFailed: the client is closed.
+  // worker Send it. kFailed: the connection is closed.
   enum class TrySendResult { kSent, kBusy, kFailed };
   TrySendResult TrySend(const char* data, size_t size);
 
   // ---- lifecycle ----
   // One running request: counted from Acquire until the Request is destroyed, keeping the
-  // client alive meanwhile. Destroying the last one of a closed client runs the
+  // connection alive meanwhile. Destroying the last one of a closed connection runs the
   // teardown, so no caller has to remember it. Move-only (hand it to the closure that
   // finishes the request); a moved-from or refused Request holds nothing.
   class Request {
@@ -114,7 +114,7 @@ class ClientConnection : public std::enable_shared_from_this<ClientConnection> {
     ~Request();
 
     explicit operator bool() const { return client_ != nullptr; }
-    ClientConnection* client() const { return client_.get(); }
+    ClientConnection* connection() const { return client_.get(); }
 
    private:
     friend class ClientConnection;
@@ -122,7 +122,7 @@ class ClientConnection : public std::enable_shared_from_this<ClientConnection> {
 
     std::shared_ptr<ClientConnection> client_;
   };
-  // A request starts, unless the client is closed or limit requests are running already:
+  // A request starts, unless the connection is closed or limit requests are running already:
   // then the Request is empty (closed() tells which).
   Request Acquire(int limit = std::numeric_limits<int>::max());
   // Marks closed and shuts the socket down; runs the teardown now if no request runs.
@@ -147,7 +147,7 @@ class ClientConnection : public std::enable_shared_from_this<ClientConnection> {
   std::vector<int64_t> TakeSegments();
 
  private:
-  // The open staged puts or gets, by id. Synchronized by the client's mu_.
+  // The open staged puts or gets, by id. Synchronized by the connection's mu_.
   template <typename T>
   class StagedTable {
    public:
@@ -162,7 +162,7 @@ class ClientConnection : public std::enable_shared_from_this<ClientConnection> {
     std::map<uint64_t, std::shared_ptr<T>> entries_;
   };
 
-  // A Request ended: true when it was the last one of a closed client.
+  // A Request ended: true when it was the last one of a closed connection.
   bool Release();
 
   const int fd_;

@@ -347,7 +347,7 @@ bool UdsServer::OnFrame(Incoming* conn, const std::string& payload, std::string*
       return true;  // if a failed write closed the client, request hands its teardown on
     case StoreService::Inline::kDeferred:
       workers_.Submit([request = std::move(request), frame = std::move(deferred)] {
-        ClientConnection* s = request.client();
+        ClientConnection* s = request.connection();
         if (!s->closed()) s->SendBytes(frame.data(), frame.size());
       });
       return true;
@@ -362,7 +362,7 @@ bool UdsServer::OnFrame(Incoming* conn, const std::string& payload, std::string*
 
 void UdsServer::Dispatch(ClientConnection::Request request, std::unique_ptr<uds::Message> message) {
   workers_.Submit([this, request = std::move(request), message = std::move(message)] {
-    ClientConnection* client = request.client();
+    ClientConnection* client = request.connection();
     if (client->closed()) return;
     std::string why;
     if (!service_->Handle(client, *message, &why)) {

@@ -65,7 +65,7 @@ void test_last_request_of_closed_connection_tears_down(void**) {
   ClientConnection::Request second = s->Acquire();
   assert_true(Held(*first));
   assert_true(Held(second));
-  assert_ptr_equal(second.client(), s.get());
+  assert_ptr_equal(second.connection(), s.get());
   s->Close();
   assert_true(s->closed());
   assert_false(s->Quiet());
