@@ -54,6 +54,12 @@ struct Counter {
   void Spread(const char*, const std::vector<T>& v) { count += static_cast<uint32_t>(v.size()); }
 };
 
+// True for a struct that lists its fields (the nested structs of a message).
+template <class T, class = void>
+struct HasFields : std::false_type {};
+template <class T>
+struct HasFields<T, std::void_t<decltype(&T::template Fields<T, Counter>)>> : std::true_type {};
+
 // ---- packing ----
 inline void Write(Packer& p, const std::string& v) { p.pack(v); }
 inline void Write(Packer& p, uint64_t v) { p.pack(v); }
@@ -62,7 +68,7 @@ inline void Write(Packer& p, bool v) { p.pack(v); }
 inline void Write(Packer& p, Flag v) { p.pack(v.value); }
 template <class T>
 void Write(Packer& p, const std::vector<T>& v);
-template <class T, class = decltype(&T::template Fields<const T, Counter>)>
+template <class T, class = std::enable_if_t<HasFields<T>::value>>
 void Write(Packer& p, const T& s);
 
 struct PackVisitor {
@@ -98,7 +104,7 @@ inline void Read(ArgReader& r, bool* out) { *out = r.Bool(); }
 inline void Read(ArgReader& r, Flag* out) { out->value = r.Flag(); }
 template <class T>
 void Read(ArgReader& r, std::vector<T>* out);
-template <class T, class = decltype(&T::template Fields<T, Counter>)>
+template <class T, class = std::enable_if_t<HasFields<T>::value>>
 void Read(ArgReader& r, T* s);
 
 struct ParseVisitor {
@@ -159,10 +165,6 @@ std::string DocOfFields() {
   return "[" + v.text + "]";
 }
 
-template <class T, class = void>
-struct HasFields : std::false_type {};
-template <class T>
-struct HasFields<T, std::void_t<decltype(&T::template Fields<T, Counter>)>> : std::true_type {};
 
 // A list of structs shows one entry's layout: "[[key, pool_offset, size], ...]".
 template <class T>

@@ -194,10 +194,6 @@ inline bool ChunkInside(const uds::ChunkArgs& chunk, uint64_t value_size) {
 }
 // Converts a wire config; false when replica_num is out of 1..64.
 bool ToRpcConfig(const uds::WireConfig& wire, rpc::ReplicateConfig* out);
-// A wire value of a batch entry or a count: the value, or the code.
-inline int64_t EntryValue(ErrorCode code, int64_t value = 0) {
-  return code == ErrorCode::OK ? value : ToInt(code);
-}
 
 }  // namespace store_detail
 

@@ -511,7 +511,8 @@ Result<bool> StoreClient::IsExist(const std::string& key) {
   if (rc != ErrorCode::OK) return rc;
   uds::ExistReply exist;
   rc = c.conn->Invoke<uds::Op::kExist>(uds::KeyArgs{key}, &exist);
-  if (rc != ErrorCode::OK) return Presence(ToInt(rc));
+  if (rc == ErrorCode::OBJECT_NOT_FOUND) return false;
+  if (rc != ErrorCode::OK) return rc;
   return Presence(static_cast<int64_t>(exist.present));
 }
 
