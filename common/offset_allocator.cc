@@ -106,6 +106,22 @@ void OffsetAllocator::RemoveFree(uint32_t n) {
   --free_ranges_;
 }
 
+// Puts node r into the address list right before n.
+void OffsetAllocator::LinkBefore(uint32_t n, uint32_t r) {
+  nodes_[r].addr_next = n;
+  nodes_[r].addr_prev = nodes_[n].addr_prev;
+  if (nodes_[r].addr_prev != kNoNode) nodes_[nodes_[r].addr_prev].addr_next = r;
+  nodes_[n].addr_prev = r;
+}
+
+// Puts node r into the address list right after n.
+void OffsetAllocator::LinkAfter(uint32_t n, uint32_t r) {
+  nodes_[r].addr_prev = n;
+  nodes_[r].addr_next = nodes_[n].addr_next;
+  if (nodes_[r].addr_next != kNoNode) nodes_[nodes_[r].addr_next].addr_prev = r;
+  nodes_[n].addr_next = r;
+}
+
 // First non-empty bin with index >= bin, or kNoNode.
 uint32_t OffsetAllocator::FindBinAtLeast(uint32_t bin) const {
   const uint32_t exponent = bin >> kMantissaBits;
@@ -166,18 +182,96 @@ OffsetAllocator::Allocation OffsetAllocator::Allocate(uint64_t size) {
   node.used = true;
   if (rest != kNoNode) {
     // The remainder sits right after the allocation in address order.
-    Node& r = nodes_[rest];
-    r.offset = node.offset + units;
-    r.size = remainder;
-    r.addr_prev = n;
-    r.addr_next = node.addr_next;
-    if (r.addr_next != kNoNode) nodes_[r.addr_next].addr_prev = rest;
-    node.addr_next = rest;
+    nodes_[rest].offset = node.offset + units;
+    nodes_[rest].size = remainder;
+    LinkAfter(n, rest);
     InsertFree(rest);
   }
   used_units_ += units;
   ++allocations_;
   result.offset = node.offset << shift_;
+  result.node = n;
+  return result;
+}
+
+// The range, free or allocated, holding `unit` (< capacity_units_); kNoNode
+// only when there is neither a hint nor a free range to start from.
+uint32_t OffsetAllocator::FindRange(uint64_t unit) const {
+  uint32_t n = at_hint_;
+  // Every range has at least one unit and ReleaseNode() resets spares to size
+  // 0, so this tells a hint merged away from one that is still a range.
+  if (n == kNoNode || (!nodes_[n].used && nodes_[n].size == 0)) {
+    // Any range is a valid start and the bitmaps find a free one in O(1). With
+    // no free range left, AllocateAt() has to fail anyway.
+    if (top_bitmap_ == 0) return kNoNode;
+    const uint32_t e = LowestBit(top_bitmap_);
+    n = bin_heads_[(e << kMantissaBits) | LowestBit(bin_bitmaps_[e])];
+  }
+  // The ranges tile [0, capacity) in address order, so both walks end.
+  while (unit < nodes_[n].offset) n = nodes_[n].addr_prev;
+  while (unit >= nodes_[n].offset + nodes_[n].size) n = nodes_[n].addr_next;
+  return n;
+}
+
+OffsetAllocator::Allocation OffsetAllocator::AllocateAt(uint64_t offset,
+                                                        uint64_t size) {
+  Allocation result;
+  const uint64_t align_mask = (uint64_t{1} << shift_) - 1;
+  // Comparing with what is left after offset cannot overflow, and since
+  // capacity is a multiple of the alignment the round-up below cannot either.
+  if (size == 0 || (offset & align_mask) != 0 || offset >= capacity() ||
+      size > capacity() - offset) {
+    return result;
+  }
+  const uint64_t first = offset >> shift_;
+  const uint64_t units = (size + align_mask) >> shift_;
+  const uint32_t n = FindRange(first);
+  // Free() merges free neighbours, so a free range is always followed by an
+  // allocation (or the end): a request running past it overlaps that one.
+  if (n == kNoNode || nodes_[n].used ||
+      first + units > nodes_[n].offset + nodes_[n].size) {
+    return result;
+  }
+
+  // Take the nodes of the free parts left before and after the request before
+  // touching lists, as Allocate() does; handing back the first when the second
+  // cannot be had leaves the allocator as it was.
+  const uint64_t head = first - nodes_[n].offset;
+  const uint64_t tail = nodes_[n].offset + nodes_[n].size - (first + units);
+  uint32_t before = kNoNode;
+  if (head != 0) {
+    before = NewNode();
+    if (before == kNoNode) return result;
+  }
+  uint32_t after = kNoNode;
+  if (tail != 0) {
+    after = NewNode();
+    if (after == kNoNode) {
+      if (before != kNoNode) ReleaseNode(before);
+      return result;
+    }
+  }
+
+  RemoveFree(n);
+  if (before != kNoNode) {
+    nodes_[before].offset = nodes_[n].offset;
+    nodes_[before].size = head;
+    LinkBefore(n, before);
+    InsertFree(before);
+  }
+  if (after != kNoNode) {
+    nodes_[after].offset = first + units;
+    nodes_[after].size = tail;
+    LinkAfter(n, after);
+    InsertFree(after);
+  }
+  nodes_[n].offset = first;
+  nodes_[n].size = units;
+  nodes_[n].used = true;
+  used_units_ += units;
+  ++allocations_;
+  at_hint_ = n;
+  result.offset = offset;
   result.node = n;
   return result;
 }

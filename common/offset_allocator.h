@@ -21,6 +21,12 @@
 // the single bin just below (whose ranges may or may not fit) is scanned
 // linearly, so Allocate() fails only when no free range is large enough.
 //
+// AllocateAt() instead reserves a range the caller names: a restored master
+// rebuilds a segment's allocator from the replica ranges it reloaded. It walks
+// the address links to the range holding the offset, starting from the range
+// the previous AllocateAt() reserved, so a restore made in increasing offset
+// order costs O(1) per call.
+//
 // Not thread-safe: the owner (a segment) serialises all calls.
 
 #ifndef MOONCAKE_COMMON_OFFSET_ALLOCATOR_H_
@@ -52,8 +58,20 @@ class OffsetAllocator {
   // alignment). Fails (!ok()) for size 0 or when no free range is big enough.
   Allocation Allocate(uint64_t size);
 
-  // Returns the range of a successful Allocate() to the free pool, merging it
-  // with free address neighbours. Unknown handles and double frees are
+  // Reserves exactly [offset, offset + size rounded up to the alignment): the
+  // range a previous Allocate() returned before the process restarted. Fails
+  // (!ok()), changing nothing, for size 0, an offset that is not a multiple of
+  // the alignment, a range that does not lie inside capacity(), or one that
+  // overlaps a live allocation. The handle is freed with Free() like any other;
+  // allocation_size() is the aligned length.
+  // Cost: the walk from the previously reserved range to the one holding
+  // `offset`, so O(1) amortized for calls in increasing (or decreasing) offset
+  // order, as a restore makes them after sorting; linear in the ranges passed
+  // otherwise.
+  Allocation AllocateAt(uint64_t offset, uint64_t size);
+
+  // Returns the range of a successful Allocate() or AllocateAt() to the free
+  // pool, merging it with free address neighbours. Unknown handles and double frees are
   // ignored. (A handle that has since been reused by a newer allocation cannot
   // be told apart from that allocation: do not free stale handles.)
   void Free(uint32_t node);
@@ -103,12 +121,19 @@ class OffsetAllocator {
   void RemoveFree(uint32_t n);
   uint32_t FindBinAtLeast(uint32_t bin) const;
   uint32_t ScanBin(uint32_t bin, uint64_t units) const;
+  uint32_t FindRange(uint64_t unit) const;
+  void LinkBefore(uint32_t n, uint32_t r);
+  void LinkAfter(uint32_t n, uint32_t r);
 
   uint64_t capacity_units_ = 0;
   uint32_t shift_ = 0;  // log2(alignment)
 
   std::vector<Node> nodes_;
   uint32_t spare_head_ = kNoNode;  // Intrusive list of recyclable nodes.
+  // Where AllocateAt() starts its walk: the node of its last success. Frees
+  // since may have merged it away (it is then a spare) or recycled it for a
+  // range elsewhere (still a valid, if distant, start).
+  uint32_t at_hint_ = kNoNode;
 
   uint64_t top_bitmap_ = 0;               // Bit e: some bin of exponent e set.
   uint8_t bin_bitmaps_[kNumExponents] = {};  // Bit m: bin (e, m) non-empty.
