@@ -1,0 +1,199 @@
+// The master's operation log (write-ahead log). Every change of state a client may have
+// been told about (an object published or removed, a segment mounted or unmounted, an
+// eviction) is appended here as an opaque payload (the caller encodes it; the log never
+// interprets it) and numbered with a sequence number. A snapshot records the sequence at
+// which it was taken; at restart the master loads the newest valid snapshot and replays the
+// records after its sequence (Recover), then appends after them (Start).
+//
+// Appending never does I/O: request threads append while they hold a shard lock, so Append
+// only copies the payload into a buffer under a mutex. One flusher thread writes the buffer
+// with write(2) and makes it durable with fdatasync(2); Sync(seq) waits for that before an
+// RPC answers (group commit: every Sync waiting during one write + fdatasync is served by
+// the next one).
+//
+//   kStrict   the flusher writes as soon as anything is pending.
+//   kRelaxed  it writes every flush_interval_ms when something is pending, or at once when
+//             someone calls Sync.
+//
+// A disk that fills (or fails) loses nothing: the records not yet durable stay in memory,
+// the file is cut back to its last durable length (so no torn frame is ever followed by
+// later records) and the flusher retries every 100 ms. healthy() is false meanwhile and
+// Sync answers PERSISTENT_FAIL after sync_timeout_ms. Memory grows until the disk takes the
+// records again.
+//
+// On-disk format. The directory holds files named <first seq, 20 decimal digits>.log, e.g.
+// 00000000000000000001.log; each file holds consecutive records, and the next file starts
+// with the seq after this one's last. All integers little-endian.
+//
+//   header (24 bytes)  "MCOPLOG1" (8) | first seq u64 | format version u32 (1)
+//                      | CRC-32C u32 of the 20 bytes before it
+//   frame, repeated    payload length u32 (at most kMaxPayload; more is corruption)
+//                      | seq u64 | payload | CRC-32C u32 of the 12 + length bytes before it
+//
+// Files recovery cut off are renamed <name>.cut, files DiscardAll gave up <name>.discarded;
+// neither is ever read again.
+//
+// One OpLog per directory, and one process: nothing locks the directory.
+#ifndef MOONCAKE_MASTER_OPLOG_H_
+#define MOONCAKE_MASTER_OPLOG_H_
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <thread>
+
+#include "common/error_code.h"
+
+namespace mooncake {
+
+enum class OpLogMode { kRelaxed, kStrict };
+
+struct OpLogOptions {
+  std::string dir;                    // created (with parents) if missing
+  OpLogMode mode = OpLogMode::kRelaxed;
+  int64_t flush_interval_ms = 100;    // relaxed: longest a record waits in memory before it
+                                      // is written and fdatasync'ed
+  uint64_t file_bytes = 64ull << 20;  // a new file is started once the current one has
+                                      // reached this size after a flush
+  int64_t sync_timeout_ms = 5000;     // Sync gives up (PERSISTENT_FAIL) when the disk has
+                                      // not taken the records by then
+};
+
+struct OpLogStats {
+  uint64_t files = 0;           // *.log files in the directory
+  uint64_t bytes = 0;           // their total size
+  uint64_t fdatasyncs = 0;      // fdatasync calls made on log files since construction
+  uint64_t failed_flushes = 0;  // write or fdatasync attempts that failed (and were retried)
+};
+
+class OpLog {
+ public:
+  static constexpr char kMagic[8] = {'M', 'C', 'O', 'P', 'L', 'O', 'G', '1'};
+  static constexpr uint32_t kFormatVersion = 1;
+  static constexpr size_t kHeaderBytes = 24;
+  static constexpr size_t kFrameOverhead = 16;  // length, seq, CRC
+  static constexpr uint32_t kMaxPayload = 64u << 20;
+
+  explicit OpLog(OpLogOptions options);
+  // Writes and syncs what is pending (one attempt: best effort; what a failing disk still
+  // refuses is reported with MC_LOG_ERROR), stops the flusher thread, closes the file.
+  ~OpLog();
+  OpLog(const OpLog&) = delete;
+  OpLog& operator=(const OpLog&) = delete;
+
+  // Before Start, from one thread. Creates the directory if missing, then reads its *.log
+  // files in sequence order and calls apply(seq, payload) for every record with
+  // seq > after_seq, in order (payload points into a read buffer: valid during the call).
+  // Records with seq <= after_seq are skipped: the snapshot holds them.
+  //
+  // The records replayed form a contiguous chain after_seq+1, after_seq+2, ...: replay
+  // stops at the first record that is torn (a crash cut it), fails its checksum, is
+  // undecodable (bad file header, length above kMaxPayload, a file whose first record is
+  // not the seq in its name), does not continue the chain (a gap), or for which apply
+  // returns false. That record and everything after it is cut off, point-in-time style:
+  // its file is truncated right before it (renamed <name>.cut instead when nothing would be
+  // left of it but the header), and every later file is renamed <name>.cut. One MC_LOG_WARN
+  // line says which file, at which byte offset, why, and how many bytes and files were cut.
+  // A file holding only its header (a crash right after it was created) is deleted.
+  //
+  // Returns the last seq of the log after the cut: after_seq when nothing was replayed (so
+  // 0 for an empty log and after_seq 0). Errors: INVALID_PARAMS after Start or with an
+  // empty dir option, FILE_OPEN_FAIL when the directory cannot be created or listed,
+  // FILE_READ_FAIL when a file cannot be read, FILE_WRITE_FAIL when the cut cannot be made.
+  using ApplyFn = std::function<bool(uint64_t seq, std::string_view payload)>;
+  Result<uint64_t> Recover(uint64_t after_seq, const ApplyFn& apply);
+
+  // Before Start, instead of replaying: renames every *.log file to <name>.discarded (a
+  // restore found no valid snapshot to replay them on, so they must never be replayed onto
+  // a different state). Creates the directory if missing. INVALID_PARAMS after Start,
+  // FILE_OPEN_FAIL when the directory cannot be created or listed, FILE_WRITE_FAIL when a
+  // rename fails.
+  ErrorCode DiscardAll();
+
+  // Starts appending after seq `last` in a new file named after last+1 (its header written
+  // and synced, the directory fsync'ed), and starts the flusher thread. Recover or
+  // DiscardAll must have run first, and last must be at least what Recover returned, so
+  // no seq is ever used twice. INVALID_PARAMS otherwise (or when already started, or for
+  // options out of range), FILE_OPEN_FAIL / FILE_WRITE_FAIL when the file cannot be created.
+  ErrorCode Start(uint64_t last);
+
+  // Thread-safe; never blocks on I/O (copies the payload into a buffer under a mutex).
+  // Returns the record's sequence number (consecutive, starting at Start's last + 1) and
+  // remembers it as the calling thread's last append. Returns 0, appending nothing, before
+  // Start or for a payload longer than kMaxPayload.
+  uint64_t Append(std::string_view payload);
+
+  // The seq the calling thread's last successful Append returned (0 if none): what an RPC
+  // handler passes to Sync before it answers. Thread-local, shared by all OpLogs (the
+  // master has one).
+  static uint64_t LastAppendedByThisThread();
+
+  // Thread-safe. Blocks until every record up to seq is written and fdatasync'ed, asking
+  // the flusher to write now rather than at the interval. Returns OK at once, taking no
+  // lock, when seq <= synced() (it is called after every RPC). PERSISTENT_FAIL when the
+  // records are not on disk within sync_timeout_ms (the disk refuses them: full, I/O
+  // error); they stay queued and keep being retried. INVALID_PARAMS for seq > last().
+  ErrorCode Sync(uint64_t seq);
+
+  // Thread-safe, lock-free. synced: the highest seq written and fdatasync'ed; last: the
+  // highest appended; healthy: false while the last write or fdatasync failed.
+  uint64_t synced() const { return synced_.load(std::memory_order_acquire); }
+  uint64_t last() const { return last_.load(std::memory_order_acquire); }
+  bool healthy() const { return healthy_.load(std::memory_order_acquire); }
+  OpLogMode mode() const { return options_.mode; }
+
+  // Thread-safe; lists and unlinks files, so call it from upkeep, not under a shard lock.
+  // Deletes the files all of whose records have seq <= seq: the records a retained
+  // snapshot already holds. The last file (the one being appended to, once started) is
+  // never deleted. A file that cannot be deleted is logged and left for the next call.
+  void DropThrough(uint64_t seq);
+
+  // Thread-safe. Lists the directory (files, bytes) and reads the counters; a file's
+  // header costs one fdatasync, every flush one more.
+  OpLogStats stats() const;
+
+ private:
+  void FlusherLoop();
+  // Flusher thread: writes batch_ and fdatasyncs it; on failure cuts the file back to its
+  // durable length and describes what failed in *error.
+  bool Flush(std::string* error);
+  bool DataSync(int fd);  // fdatasync(2), counted
+  // Creates <dir>/<first_seq>.log with its header, durable with its directory entry; on
+  // failure removes what it created.
+  ErrorCode OpenFile(uint64_t first_seq, std::string* error);
+
+  const OpLogOptions options_;
+
+  std::mutex mu_;
+  std::condition_variable flusher_cv_;  // wakes the flusher: records, a Sync, stopping
+  std::condition_variable synced_cv_;   // wakes Sync callers: synced_ moved
+  std::string pending_;          // mu_: frames appended since the flusher took them (no CRC)
+  bool started_ = false;         // mu_
+  bool stopping_ = false;        // mu_
+  uint64_t sync_wanted_ = 0;     // mu_: highest seq a Sync waits for (relaxed: flush early)
+  bool recovered_ = false;       // mu_: Recover or DiscardAll ran
+  uint64_t recovered_last_ = 0;  // mu_: what it left as the log's last seq
+
+  std::atomic<uint64_t> last_{0};
+  std::atomic<uint64_t> synced_{0};
+  std::atomic<bool> healthy_{true};
+  std::atomic<uint64_t> fdatasyncs_{0};
+  std::atomic<uint64_t> failed_flushes_{0};
+
+  // The flusher thread's (Start sets them up before it exists).
+  int fd_ = -1;                // the file being appended to, opened O_APPEND
+  std::string file_path_;
+  uint64_t file_bytes_ = 0;    // its durable length
+  bool dirty_ = false;         // bytes past file_bytes_ may be on disk: cut them before writing
+  std::string batch_;          // frames not yet durable, records synced_+1 .. batch_last_
+  uint64_t batch_last_ = 0;
+  std::thread flusher_;
+};
+
+}  // namespace mooncake
+
+#endif  // MOONCAKE_MASTER_OPLOG_H_
