@@ -37,6 +37,10 @@ struct SegmentInfo {
   5: i64 daemon_id,
   6: list<TransportEndpoint> endpoints,
   7: i64 used,                            // filled by GetAllSegments
+  8: i64 incarnation,                     // a secret the daemon draws at start and mounts with:
+                                          // after a master restart it proves the re-mount comes
+                                          // from the daemon that owns the memory. Never listed
+                                          // (GetAllSegments answers 0).
 }
 
 struct ReplicateConfig {
@@ -63,6 +67,8 @@ struct ReplicaDescriptor {
 struct PutStartResult {
   1: i32 code,
   2: list<ReplicaDescriptor> replicas,    // where to write; PROCESSING until PutEnd
+  3: i64 master_epoch,                    // of the master that reserved them: owners refuse
+                                          // writes under another master's reservations
 }
 
 struct ReplicaListResult {
@@ -89,6 +95,23 @@ struct MasterStats {
   6: i64 resident_bytes,                  // the master process's RSS
   7: i64 evicted_objects,
   8: i64 master_epoch,
+  9: i64 oplog_sequence,                  // last operation-log record appended (0: no log)
+  10: i64 oplog_synced,                   // last one written and fdatasync'ed
+  11: i64 snapshot_sequence,              // oplog sequence of the newest snapshot published (0: none)
+  12: i64 restore_ms,                     // how long the restore at start took (0: none)
+  13: i64 restored_objects,               // objects the restore at start brought back
+  14: i64 pending_segments,               // restored segments whose daemon has not re-attached yet
+}
+
+struct SnapshotResult {
+  1: i32 code,                            // 0, -1011 when snapshots are off, -1503 when it failed
+  2: string name,                         // directory under <snapshot_dir>/snapshots
+  3: i64 sequence,                        // oplog sequence it holds everything up to
+  4: i64 pause_us,                        // how long request handlers were held (lock + fork)
+  5: i64 duration_ms,                     // fork to published
+  6: i64 bytes,                           // payloads + manifest + descriptor
+  7: i64 objects,
+  8: string error,                        // why it failed, when it did
 }
 
 service MasterService {
@@ -130,4 +153,8 @@ service MasterService {
   i64 RemoveAll(1: bool force),
 
   MasterStats GetStats(),
+
+  // Admin: takes a snapshot now (fork + copy-on-write, as the periodic ones) and answers once
+  // it is published, or failed. One at a time: a call during a running snapshot waits for it.
+  SnapshotResult Snapshot(),
 }

@@ -14,8 +14,9 @@ namespace mooncake {
 void InitLogging(const std::string& level_name);
 
 // Blocks SIGINT and SIGTERM in the calling thread (and so in every thread it starts after)
-// and ignores SIGPIPE. Call it before starting threads; returns the blocked set for
-// sigwait.
+// and ignores SIGPIPE and SIGXFSZ (a write past a file-size limit then fails with EFBIG,
+// which the writer reports and survives, instead of killing the process). Call it before
+// starting threads; returns the blocked set for sigwait.
 sigset_t BlockStopSignals();
 
 }  // namespace mooncake

@@ -4,22 +4,29 @@ namespace mooncake {
 
 bool DaemonRegistry::Register(int64_t daemon_id, const std::string& name, int64_t now_ms) {
   std::lock_guard<std::mutex> lock(mu_);
-  auto [it, inserted] = daemons_.try_emplace(daemon_id, Daemon{name, now_ms});
-  it->second = Daemon{name, now_ms};
-  return inserted;
+  auto [it, inserted] = daemons_.try_emplace(daemon_id, Daemon{name, now_ms, 0});
+  bool was_expected = it->second.expected_until_ms > 0;
+  it->second = Daemon{name, now_ms, 0};
+  return inserted || was_expected;
+}
+
+void DaemonRegistry::ExpectBack(int64_t daemon_id, const std::string& name, int64_t deadline_ms) {
+  std::lock_guard<std::mutex> lock(mu_);
+  daemons_.try_emplace(daemon_id, Daemon{name, 0, deadline_ms});
 }
 
 bool DaemonRegistry::Heartbeat(int64_t daemon_id, int64_t now_ms) {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = daemons_.find(daemon_id);
-  if (it == daemons_.end()) return false;
+  if (it == daemons_.end() || it->second.expected_until_ms > 0) return false;
   it->second.last_seen_ms = now_ms;
   return true;
 }
 
 bool DaemonRegistry::Known(int64_t daemon_id) const {
   std::lock_guard<std::mutex> lock(mu_);
-  return daemons_.count(daemon_id) != 0;
+  auto it = daemons_.find(daemon_id);
+  return it != daemons_.end() && it->second.expected_until_ms == 0;
 }
 
 std::vector<int64_t> DaemonRegistry::TakeReplaced(const std::string& name,
@@ -37,12 +44,16 @@ std::vector<int64_t> DaemonRegistry::TakeReplaced(const std::string& name,
   return replaced;
 }
 
-std::vector<int64_t> DaemonRegistry::TakeExpired(int64_t now_ms, int64_t ttl_ms) {
+std::vector<int64_t> DaemonRegistry::TakeExpired(int64_t now_ms, int64_t ttl_ms,
+                                                 std::vector<int64_t>* late) {
   std::lock_guard<std::mutex> lock(mu_);
   std::vector<int64_t> expired;
   for (auto it = daemons_.begin(); it != daemons_.end();) {
-    if (it->second.last_seen_ms + ttl_ms < now_ms) {
+    const Daemon& d = it->second;
+    bool expected = d.expected_until_ms > 0;
+    if (expected ? d.expected_until_ms < now_ms : d.last_seen_ms + ttl_ms < now_ms) {
       expired.push_back(it->first);
+      if (expected && late != nullptr) late->push_back(it->first);
       it = daemons_.erase(it);
     } else {
       ++it;
@@ -53,7 +64,16 @@ std::vector<int64_t> DaemonRegistry::TakeExpired(int64_t now_ms, int64_t ttl_ms)
 
 size_t DaemonRegistry::count() const {
   std::lock_guard<std::mutex> lock(mu_);
-  return daemons_.size();
+  size_t n = 0;
+  for (const auto& d : daemons_) n += d.second.expected_until_ms == 0;
+  return n;
+}
+
+size_t DaemonRegistry::expected_count() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  size_t n = 0;
+  for (const auto& d : daemons_) n += d.second.expected_until_ms > 0;
+  return n;
 }
 
 }  // namespace mooncake

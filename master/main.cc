@@ -1,6 +1,7 @@
-// mooncake-master: the control plane. Parses flags, serves MasterService over Thrift
-// (framed transport, binary protocol, non-blocking server with rpc_thread_num I/O threads),
-// runs upkeep every 100 ms, and exits 0 on SIGINT/SIGTERM.
+// mooncake-master: the control plane. Parses flags, restores and keeps its state when
+// snapshots are on (master/durability.h), serves MasterService over Thrift (framed
+// transport, binary protocol, non-blocking server with rpc_thread_num I/O threads), runs
+// upkeep every 100 ms, and exits 0 on SIGINT/SIGTERM.
 #include <signal.h>
 #include <unistd.h>
 
@@ -20,6 +21,7 @@
 #include "common/logging.h"
 #include "common/process_setup.h"
 #include "common/rpc_logging.h"
+#include "master/durability.h"
 #include "master/master_options.h"
 #include "master/master_service.h"
 #include "master/rpc_handler.h"
@@ -70,7 +72,19 @@ int main(int argc, char** argv) {
   sigset_t stop_signals = mooncake::BlockStopSignals();
 
   mooncake::MasterService service(options);
-  auto handler = std::make_shared<mooncake::RpcHandler>(&service);
+  std::unique_ptr<mooncake::Durability> durability;
+  if (options.enable_snapshot) {
+    int exit_code = 1;
+    durability = mooncake::Durability::Open(options, &service, &error, &exit_code);
+    if (!durability) {
+      MC_LOG_ERROR("%s", error.c_str());
+      return exit_code;
+    }
+  } else {
+    MC_LOG_INFO("durability: off (--enable_snapshot): a restart forgets every object");
+  }
+  auto handler = std::make_shared<mooncake::RpcHandler>(
+      &service, durability ? durability->snapshotter() : nullptr);
   auto processor = std::make_shared<mooncake::rpc::MasterServiceProcessor>(handler);
   auto socket = std::make_shared<TNonblockingServerSocket>(options.rpc_address,
                                                            static_cast<int>(options.rpc_port));
@@ -97,6 +111,7 @@ int main(int argc, char** argv) {
     server->stop();
   });
 
+  if (durability) durability->Start();
   int rc = 0;
   try {
     server->serve();
@@ -112,5 +127,6 @@ int main(int argc, char** argv) {
   tick_cv.notify_all();
   upkeep.join();
   signal_waiter.join();
+  durability.reset();  // the last records reach the disk before we exit
   return rc;
 }

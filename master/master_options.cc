@@ -26,6 +26,27 @@ void RegisterMasterFlags(FlagSet* f, MasterOptions* o) {
                "how replicas are spread over segments");
   f->AddChoice("log_level", &o->log_level, {"debug", "info", "warning", "error"},
                "least severe level logged");
+
+  f->AddBool("enable_snapshot", &o->enable_snapshot,
+             "take periodic fork+copy-on-write snapshots of the directory (and keep the oplog)");
+  f->AddString("snapshot_dir", &o->snapshot_dir,
+               "where snapshots and the operation log live (required with --enable_snapshot)");
+  f->AddDuration("snapshot_interval_seconds", &o->snapshot_interval_ms, 1000,
+                 "time between periodic snapshots (s)");
+  f->AddInt("snapshot_retention_count", &o->snapshot_retention_count,
+            "published snapshots kept; older ones (and the log before them) are deleted");
+  f->AddDuration("snapshot_child_timeout_seconds", &o->snapshot_child_timeout_ms, 1000,
+                 "a snapshot child running longer (s) is killed and its directory removed");
+  f->AddBool("enable_snapshot_restore", &o->enable_snapshot_restore,
+             "at start, load the newest valid snapshot and replay the operation log");
+  f->AddChoice("oplog_mode", &o->oplog_mode, {"disabled", "relaxed", "strict"},
+               "operation log: disabled (snapshots only), relaxed (flushed in the background), "
+               "strict (a change is acknowledged once its record is fdatasync'ed)");
+  f->AddDuration("oplog_flush_interval", &o->oplog_flush_interval_ms, 1,
+                 "relaxed oplog: longest a record waits before it is written and synced, ms");
+  f->AddDuration("reattach_grace_period_sec", &o->reattach_grace_ms, 1000,
+                 "after a restore, a segment whose daemon has not mounted it again within "
+                 "this (s) is dropped with its replicas");
 }
 
 bool ValidateMasterOptions(const MasterOptions& o, std::string* error) {
@@ -46,6 +67,20 @@ bool ValidateMasterOptions(const MasterOptions& o, std::string* error) {
   } else if (o.put_start_discard_timeout_ms <= 0 ||
              o.put_start_release_timeout_ms < o.put_start_discard_timeout_ms) {
     *error = "--put_start_release_timeout_sec must be >= --put_start_discard_timeout_sec > 0";
+  } else if (o.enable_snapshot && o.snapshot_dir.empty()) {
+    *error = "--enable_snapshot needs --snapshot_dir";
+  } else if (o.enable_snapshot_restore && !o.enable_snapshot) {
+    // A restored master that logged nothing would, at the next restart, bring back a state
+    // whose space has been reused since.
+    *error = "--enable_snapshot_restore needs --enable_snapshot";
+  } else if (o.snapshot_interval_ms <= 0 || o.snapshot_child_timeout_ms <= 0) {
+    *error = "--snapshot_interval_seconds and --snapshot_child_timeout_seconds must be positive";
+  } else if (o.snapshot_retention_count < 1 || o.snapshot_retention_count > 1000) {
+    *error = "--snapshot_retention_count must be in 1..1000";
+  } else if (o.oplog_flush_interval_ms <= 0 || o.oplog_flush_interval_ms > 60000) {
+    *error = "--oplog_flush_interval must be in (0, 60 s]";
+  } else if (o.reattach_grace_ms <= 0) {
+    *error = "--reattach_grace_period_sec must be positive";
   } else {
     return true;
   }

@@ -25,6 +25,19 @@ struct MasterOptions {
   std::string allocation_strategy = "random";
   std::string log_level = "info";
 
+  // Durability (docs/durability.md). The log lives in <snapshot_dir>/oplog and needs
+  // snapshots, which bound it.
+  bool enable_snapshot = false;
+  std::string snapshot_dir;
+  int64_t snapshot_interval_ms = 600000;
+  int64_t snapshot_retention_count = 2;
+  int64_t snapshot_child_timeout_ms = 300000;
+  bool enable_snapshot_restore = false;
+  std::string oplog_mode = "relaxed";  // disabled | relaxed | strict
+  int64_t oplog_flush_interval_ms = 100;
+  // After a restore: how long a restored segment's daemon has to mount it again.
+  int64_t reattach_grace_ms = 30000;
+
   // Milliseconds on a monotonic clock. Tests replace it to move time by hand.
   std::function<int64_t()> now_ms;
 };

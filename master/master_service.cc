@@ -1,5 +1,6 @@
 // Object operations of MasterService: puts, upserts, reads and removals.
-// Daemon liveness, deferred frees and eviction are in master_service_upkeep.cc.
+// Daemon liveness, deferred frees and eviction are in master_service_upkeep.cc; the log,
+// snapshot export and restore in master_service_durable.cc.
 #include "master/master_service.h"
 
 #include <algorithm>
@@ -31,11 +32,6 @@ rpc::ReplicaListResult ReplicaListError(ErrorCode code) {
   return r;
 }
 
-bool ValidKey(const std::string& key) {
-  return !key.empty() && key.size() <= MOONCAKE_STORE_MAX_KEY_LEN &&
-         key.find('\0') == std::string::npos;
-}
-
 // Negative is "none"; a CRC-32C has 32 bits.
 bool ValidChecksum(int64_t checksum) { return checksum <= int64_t{0xFFFFFFFF}; }
 
@@ -56,6 +52,11 @@ MasterService::MasterService(MasterOptions options)
                 /*alignment=*/64),
       shards_(new Shard[kShardCount]) {}
 
+bool MasterService::ValidKey(std::string_view key) {
+  return !key.empty() && key.size() <= MOONCAKE_STORE_MAX_KEY_LEN &&
+         key.find('\0') == std::string_view::npos;
+}
+
 MasterService::LockedKey::LockedKey(MasterService& service, const std::string& key)
     : key(key),
       hash(ObjectTable::Hash(key)),
@@ -67,6 +68,7 @@ MasterService::LockedKey::LockedKey(MasterService& service, const std::string& k
 // ---- daemons and segments --------------------------------------------------------------
 
 ErrorCode MasterService::RegisterDaemon(int64_t daemon_id, const std::string& name) {
+  StateGate::Shared gate(gate_);
   // A new daemon at the endpoint of a known one is that host's daemon restarted: the old
   // one's memory is gone, so drop it now rather than after client_live_ttl.
   for (int64_t old : daemons_.TakeReplaced(name, daemon_id)) {
@@ -81,6 +83,7 @@ ErrorCode MasterService::RegisterDaemon(int64_t daemon_id, const std::string& na
 }
 
 rpc::HeartbeatResult MasterService::Heartbeat(int64_t daemon_id) {
+  StateGate::Shared gate(gate_);
   rpc::HeartbeatResult r;
   r.master_epoch = epoch_;
   r.code = ToInt(daemons_.Heartbeat(daemon_id, Now()) ? ErrorCode::OK
@@ -89,20 +92,32 @@ rpc::HeartbeatResult MasterService::Heartbeat(int64_t daemon_id) {
 }
 
 ErrorCode MasterService::MountSegment(const rpc::SegmentInfo& segment) {
+  StateGate::Shared gate(gate_);
   if (!daemons_.Known(segment.daemon_id)) return ErrorCode::CLIENT_NOT_FOUND;
-  ErrorCode rc = segments_.Mount(segment);
-  if (rc == ErrorCode::OK) {
-    MC_LOG_INFO("segment %lld of %s mounted: %lld bytes",
-                static_cast<long long>(segment.segment_id), segment.name.c_str(),
-                static_cast<long long>(segment.size));
+  if (LogRefusing()) return ErrorCode::PERSISTENT_FAIL;
+  SegmentRegistry::MountOutcome outcome;
+  ErrorCode rc = segments_.Mount(segment, &outcome);
+  if (rc == ErrorCode::SEGMENT_ALREADY_EXISTS) {
+    MC_LOG_WARN("mount of segment %lld by daemon %lld (%s) refused: the segment is known "
+                "with another owner, name, range or incarnation",
+                static_cast<long long>(segment.segment_id),
+                static_cast<long long>(segment.daemon_id), segment.name.c_str());
   }
+  if (rc != ErrorCode::OK || outcome == SegmentRegistry::MountOutcome::kAgain) return rc;
+  LogMount(segment);
+  MC_LOG_INFO("segment %lld of %s %s: %lld bytes", static_cast<long long>(segment.segment_id),
+              segment.name.c_str(),
+              outcome == SegmentRegistry::MountOutcome::kReattached ? "re-attached" : "mounted",
+              static_cast<long long>(segment.size));
   return rc;
 }
 
 ErrorCode MasterService::UnmountSegment(int64_t daemon_id, int64_t segment_id) {
+  StateGate::Shared gate(gate_);
   std::shared_ptr<Segment> segment;
   ErrorCode rc = segments_.BeginUnmount(daemon_id, segment_id, &segment);
   if (rc != ErrorCode::OK) return rc;
+  LogUnmount(segment_id);
   DropSegmentReplicas(segment->slot());
   segments_.Erase(segment->slot());
   MC_LOG_INFO("segment %lld of %s unmounted", static_cast<long long>(segment_id),
@@ -110,7 +125,10 @@ ErrorCode MasterService::UnmountSegment(int64_t daemon_id, int64_t segment_id) {
   return ErrorCode::OK;
 }
 
-std::vector<rpc::SegmentInfo> MasterService::GetAllSegments() const { return segments_.List(); }
+std::vector<rpc::SegmentInfo> MasterService::GetAllSegments() const {
+  StateGate::Shared gate(gate_);
+  return segments_.List();
+}
 
 // ---- helpers -------------------------------------------------------------------------
 
@@ -122,6 +140,7 @@ ErrorCode MasterService::ValidatePut(int64_t writer, const std::string& key, int
     return ErrorCode::INVALID_PARAMS;
   }
   if (!daemons_.Known(writer)) return ErrorCode::CLIENT_NOT_FOUND;
+  if (LogRefusing()) return ErrorCode::PERSISTENT_FAIL;
   return ErrorCode::OK;
 }
 
@@ -152,8 +171,9 @@ ErrorCode MasterService::Reserve(uint64_t size, const rpc::ReplicateConfig& conf
   uint64_t wanted = std::max<uint64_t>(
       size * static_cast<uint64_t>(config.replica_num),
       static_cast<uint64_t>(options_.eviction_ratio * static_cast<double>(segments_.capacity())));
-  if (Evict(wanted) > 0 && TryReserve(size, config, out)) return ErrorCode::OK;
-  return ErrorCode::NO_AVAILABLE_HANDLE;
+  if (Evict(wanted) == 0) return ErrorCode::NO_AVAILABLE_HANDLE;
+  ReclaimEvicted();
+  return TryReserve(size, config, out) ? ErrorCode::OK : ErrorCode::NO_AVAILABLE_HANDLE;
 }
 
 void MasterService::DescribeReplicas(const ReplicaList& replicas, uint64_t size,
@@ -165,6 +185,7 @@ void MasterService::DescribeReplicas(const ReplicaList& replicas, uint64_t size,
     if (!include_processing && r.status != ReplicaStatus::kComplete) continue;
     std::shared_ptr<Segment> segment = segments_.Get(r.segment);
     if (!segment) continue;  // unmounted a moment ago; its replica is being dropped
+    if (!segment->attached()) continue;  // restored; its daemon has not proven it is back
     rpc::ReplicaDescriptor d;
     d.replica_id = r.id();
     d.kind = static_cast<rpc::ReplicaKind::type>(r.kind);
@@ -178,33 +199,46 @@ void MasterService::DescribeReplicas(const ReplicaList& replicas, uint64_t size,
   }
 }
 
+bool MasterService::Readable(const ReplicaList& replicas) const {
+  for (size_t i = 0; i < replicas.size(); ++i) {
+    std::shared_ptr<Segment> segment = segments_.Get(replicas[i].segment);
+    if (segment && segment->attached()) return true;
+  }
+  return false;
+}
+
 void MasterService::FreeReplicas(const ReplicaList& replicas) {
   for (size_t i = 0; i < replicas.size(); ++i) {
     segments_.Free(replicas[i].segment, replicas[i].alloc_node);
   }
 }
 
-void MasterService::DeferFree(const ReplicaList& replicas, int64_t due_ms) {
+void MasterService::DeferFree(const ReplicaList& replicas, int64_t due_ms, uint64_t due_seq) {
   std::lock_guard<std::mutex> lock(deferred_mu_);
   for (size_t i = 0; i < replicas.size(); ++i) {
-    deferred_.push_back({due_ms, replicas[i].segment, replicas[i].alloc_node});
+    deferred_.push_back({due_ms, due_seq, replicas[i].segment, replicas[i].alloc_node});
   }
 }
 
-void MasterService::ReleaseObject(Shard& shard, std::string_view key, ObjectMetadata& meta) {
+void MasterService::ReleaseObject(Shard& shard, std::string_view key, ObjectMetadata& meta,
+                                  uint64_t removed_at) {
   int64_t now = Now();
   if (!meta.complete) {
     processing_count_.fetch_sub(1);
     FreeReplicas(meta.replicas);
-  } else if (meta.leased(now)) {
+  } else if (meta.leased(now) || removed_at > 0) {
     // Removed by force while someone may still be reading: keep the bytes until the
-    // lease runs out.
-    DeferFree(meta.replicas, meta.time_ms);
+    // lease runs out. Logged: keep them until the removal is on disk.
+    DeferFree(meta.replicas, meta.leased(now) ? meta.time_ms : 0, removed_at);
   } else {
     FreeReplicas(meta.replicas);
   }
   DropPendingUpsert(shard, key);
   object_count_.fetch_sub(1);
+}
+
+void MasterService::RemoveLogged(Shard& shard, std::string_view key, ObjectMetadata& meta) {
+  ReleaseObject(shard, key, meta, LogRemove(key));
 }
 
 void MasterService::DropPendingUpsert(Shard& shard, std::string_view key) {
@@ -230,6 +264,7 @@ rpc::PutStartResult MasterService::StartLocked(LockedKey& locked, int64_t writer
   for (size_t i = 0; i < reserved.size(); ++i) meta.replicas.push_back(reserved[i]);
   rpc::PutStartResult result;
   result.code = ToInt(ErrorCode::OK);
+  result.master_epoch = epoch_;
   DescribeReplicas(meta.replicas, size, /*include_processing=*/true, &result.replicas);
   locked.object = locked.shard.objects.Insert(locked.key, locked.hash, std::move(meta));
   object_count_.fetch_add(1);
@@ -239,6 +274,7 @@ rpc::PutStartResult MasterService::StartLocked(LockedKey& locked, int64_t writer
 
 rpc::PutStartResult MasterService::PutStart(int64_t writer, const std::string& key, int64_t size,
                                             const rpc::ReplicateConfig& config) {
+  StateGate::Shared gate(gate_);
   ErrorCode rc = ValidatePut(writer, key, size, config);
   if (rc != ErrorCode::OK) return PutStartError(rc);
   {
@@ -277,6 +313,7 @@ rpc::PutStartResult MasterService::PutStart(int64_t writer, const std::string& k
 }
 
 ErrorCode MasterService::PutEnd(int64_t writer, const std::string& key, int64_t checksum) {
+  StateGate::Shared gate(gate_);
   if (!ValidKey(key) || !ValidChecksum(checksum)) return ErrorCode::INVALID_PARAMS;
   LockedKey locked(*this, key);
   if (locked.object == nullptr) return ErrorCode::OBJECT_NOT_FOUND;
@@ -292,10 +329,12 @@ ErrorCode MasterService::PutEnd(int64_t writer, const std::string& key, int64_t 
   meta.time_ms = now;  // no lease yet; eviction age counts from publication
   if (meta.soft_pin_ms > 0) meta.soft_pin_ms += now;
   processing_count_.fetch_sub(1);
+  LogPublish(key, meta);
   return ErrorCode::OK;
 }
 
 ErrorCode MasterService::PutRevoke(int64_t writer, const std::string& key) {
+  StateGate::Shared gate(gate_);
   if (!ValidKey(key)) return ErrorCode::INVALID_PARAMS;
   LockedKey locked(*this, key);
   ObjectMetadata* meta = locked.object;
@@ -311,6 +350,7 @@ ErrorCode MasterService::PutRevoke(int64_t writer, const std::string& key) {
 
 rpc::PutStartResult MasterService::UpsertStart(int64_t writer, const std::string& key,
                                                int64_t size, const rpc::ReplicateConfig& config) {
+  StateGate::Shared gate(gate_);
   ErrorCode rc = ValidatePut(writer, key, size, config);
   if (rc != ErrorCode::OK) return PutStartError(rc);
   ReplicaList reserved;
@@ -342,11 +382,13 @@ rpc::PutStartResult MasterService::UpsertStart(int64_t writer, const std::string
   for (size_t i = 0; i < reserved.size(); ++i) up.replicas.push_back(reserved[i]);
   rpc::PutStartResult result;
   result.code = ToInt(ErrorCode::OK);
+  result.master_epoch = epoch_;
   DescribeReplicas(up.replicas, up.size, /*include_processing=*/true, &result.replicas);
   return result;
 }
 
 ErrorCode MasterService::UpsertEnd(int64_t writer, const std::string& key, int64_t checksum) {
+  StateGate::Shared gate(gate_);
   if (!ValidKey(key) || !ValidChecksum(checksum)) return ErrorCode::INVALID_PARAMS;
   {
     LockedKey locked(*this, key);
@@ -361,8 +403,8 @@ ErrorCode MasterService::UpsertEnd(int64_t writer, const std::string& key, int64
       }
       ObjectMetadata& meta = *locked.object;
       int64_t now = Now();
-      // Readers holding a lease may still read the old bytes.
-      DeferFree(meta.replicas, std::max(now, meta.time_ms));
+      ReplicaList old = std::move(meta.replicas);
+      int64_t old_lease = meta.time_ms;
       meta.replicas = std::move(up.replicas);
       for (size_t i = 0; i < meta.replicas.size(); ++i) {
         meta.replicas[i].status = ReplicaStatus::kComplete;
@@ -373,6 +415,9 @@ ErrorCode MasterService::UpsertEnd(int64_t writer, const std::string& key, int64
       meta.hard_pin = up.hard_pin;
       meta.soft_pin_ms = up.soft_pin_ttl_ms > 0 ? now + up.soft_pin_ttl_ms : 0;
       shard.upserts.erase(pending);
+      // Readers holding a lease may still read the old bytes, and until the new value's
+      // record is on disk a restart would bring the old one back.
+      DeferFree(old, std::max(now, old_lease), LogPublish(key, meta));
       return ErrorCode::OK;
     }
   }
@@ -380,6 +425,7 @@ ErrorCode MasterService::UpsertEnd(int64_t writer, const std::string& key, int64
 }
 
 ErrorCode MasterService::UpsertRevoke(int64_t writer, const std::string& key) {
+  StateGate::Shared gate(gate_);
   if (!ValidKey(key)) return ErrorCode::INVALID_PARAMS;
   {
     LockedKey locked(*this, key);
@@ -398,6 +444,7 @@ ErrorCode MasterService::UpsertRevoke(int64_t writer, const std::string& key) {
 // ---- reads ---------------------------------------------------------------------------
 
 rpc::ReplicaListResult MasterService::GetReplicaList(const std::string& key) {
+  StateGate::Shared gate(gate_);
   if (!ValidKey(key)) return ReplicaListError(ErrorCode::INVALID_PARAMS);
   LockedKey locked(*this, key);
   if (locked.object == nullptr) return ReplicaListError(ErrorCode::OBJECT_NOT_FOUND);
@@ -409,20 +456,24 @@ rpc::ReplicaListResult MasterService::GetReplicaList(const std::string& key) {
     meta.soft_pin_ms = std::max(meta.soft_pin_ms, now + options_.default_kv_soft_pin_ttl_ms);
   }
   rpc::ReplicaListResult result;
+  DescribeReplicas(meta.replicas, meta.size, /*include_processing=*/false, &result.replicas);
+  // Restored, and no daemon holding a replica has re-attached yet.
+  if (result.replicas.empty()) return ReplicaListError(ErrorCode::REPLICA_IS_NOT_READY);
   result.code = ToInt(ErrorCode::OK);
   result.size = static_cast<int64_t>(meta.size);
   result.lease_ttl_ms = options_.default_kv_lease_ttl_ms;
   result.checksum = meta.checksum_or_none();
   result.master_epoch = epoch_;
-  DescribeReplicas(meta.replicas, meta.size, /*include_processing=*/false, &result.replicas);
   return result;
 }
 
 int32_t MasterService::ExistKey(const std::string& key) {
+  StateGate::Shared gate(gate_);
   if (!ValidKey(key)) return ToInt(ErrorCode::INVALID_PARAMS);
   LockedKey locked(*this, key);
   ObjectMetadata* meta = locked.object;
   if (meta == nullptr || !meta->complete) return 0;
+  if (segments_.detached_count() > 0 && !Readable(meta->replicas)) return 0;
   meta->time_ms = std::max(meta->time_ms, Now() + options_.default_kv_lease_ttl_ms);
   return 1;
 }
@@ -430,6 +481,7 @@ int32_t MasterService::ExistKey(const std::string& key) {
 // ---- removal -------------------------------------------------------------------------
 
 ErrorCode MasterService::Remove(const std::string& key, bool force) {
+  StateGate::Shared gate(gate_);
   if (!ValidKey(key)) return ErrorCode::INVALID_PARAMS;
   LockedKey locked(*this, key);
   ObjectMetadata* meta = locked.object;
@@ -437,7 +489,7 @@ ErrorCode MasterService::Remove(const std::string& key, bool force) {
   if (!meta->complete) return ErrorCode::REPLICA_IS_NOT_READY;
   if (!force && meta->leased(Now())) return ErrorCode::OBJECT_HAS_LEASE;
   if (!force && meta->hard_pin) return ErrorCode::UNAVAILABLE_IN_CURRENT_STATUS;
-  ReleaseObject(locked.shard, key, *meta);
+  RemoveLogged(locked.shard, key, *meta);
   locked.Erase();
   return ErrorCode::OK;
 }
@@ -458,6 +510,7 @@ int64_t MasterService::RemoveAll(bool force) {
 
 int64_t MasterService::RemoveMatching(bool force,
                                       const std::function<bool(const std::string&)>& match) {
+  StateGate::Shared gate(gate_);
   int64_t removed = 0;
   for (size_t s = 0; s < kShardCount; ++s) {
     Shard& shard = shards_[s];
@@ -466,7 +519,7 @@ int64_t MasterService::RemoveMatching(bool force,
     shard.objects.ForEach([&](std::string_view key, ObjectMetadata& meta) {
       bool removable = meta.complete && (force || (!meta.leased(now) && !meta.hard_pin));
       if (!removable || !match(std::string(key))) return false;
-      ReleaseObject(shard, key, meta);
+      RemoveLogged(shard, key, meta);
       ++removed;
       return true;
     });

@@ -9,7 +9,18 @@
 //   removed without force.
 //
 // Concurrency: objects live in 1024 shards by key hash, each with its own mutex; no lock
-// is global on the hot path. Lock order: shard → segment registry → segment.
+// is global on the hot path. Lock order: state gate (shared) → shard → segment registry →
+// segment → deferred frees. Every public call but Sync holds the state gate
+// shared for its duration (master/state_gate.h): a snapshot takes it exclusively to fork.
+//
+// Durability (docs/durability.md): with an operation log attached, every change a client
+// may be told about is appended under the shard lock that made it, so the log's order is
+// the order changes happened in (master/state_records.h spells the records). Space freed
+// by a logged change (a remove, an eviction, the old value of an upsert) is reused only
+// once that record is on disk: were it reused earlier, a crash could restore the old object
+// pointing at bytes that have since become another's. A restored master starts from a
+// snapshot plus the log (master/state_restore.h) with every segment detached until its
+// daemon re-attaches (master/segment.h).
 #ifndef MOONCAKE_MASTER_MASTER_SERVICE_H_
 #define MOONCAKE_MASTER_MASTER_SERVICE_H_
 
@@ -28,9 +39,13 @@
 #include "master/object_metadata.h"
 #include "master/object_table.h"
 #include "master/segment_registry.h"
+#include "master/state_gate.h"
+#include "master/state_records.h"
 #include "master_types.h"
 
 namespace mooncake {
+
+class OpLog;
 
 class MasterService {
  public:
@@ -44,17 +59,22 @@ class MasterService {
 
   // ---- daemons and segments ----
   ErrorCode RegisterDaemon(int64_t daemon_id, const std::string& name);
-  // code -103 tells the daemon the master does not know it: register and mount again.
+  // code -103 tells the daemon the master does not know it: register and mount again
+  // (also what a daemon expected back after a restore hears, so that it re-mounts).
   rpc::HeartbeatResult Heartbeat(int64_t daemon_id);
+  // A known segment id re-mounted with the same identity (owner, name, base, size and
+  // incarnation) is a no-op, or re-attaches a restored segment; -102 otherwise.
   ErrorCode MountSegment(const rpc::SegmentInfo& segment);
   // Drops every replica in the segment; objects left without a replica disappear.
   ErrorCode UnmountSegment(int64_t daemon_id, int64_t segment_id);
+  // Attached segments; incarnations read 0.
   std::vector<rpc::SegmentInfo> GetAllSegments() const;
 
   // ---- writes ----
   // -705 when a complete object has the key (or another writer's put is younger than
   // put_start_discard_timeout), -200 when not even one replica fits after eviction,
-  // -600 for a bad key, size or config, -103 for an unknown writer.
+  // -600 for a bad key, size or config, -103 for an unknown writer, -1503 while the
+  // operation log cannot write (a full or failing disk: nothing new is accepted).
   rpc::PutStartResult PutStart(int64_t writer, const std::string& key, int64_t size,
                                const rpc::ReplicateConfig& config);
   // Only the writer that started the put may end or revoke it (-601 otherwise).
@@ -74,9 +94,11 @@ class MasterService {
 
   // ---- reads ----
   // COMPLETE replicas only, a lease of default_kv_lease_ttl, and the checksum (-1: none).
-  // -704 missing, -703 still being written.
+  // -704 missing, -703 still being written, or restored with every replica on a segment
+  // whose daemon has not re-attached yet.
   rpc::ReplicaListResult GetReplicaList(const std::string& key);
-  // 1 readable (granting a lease), 0 missing or still being written, -600 bad key.
+  // 1 readable (granting a lease), 0 missing, still being written or not readable yet
+  // (restored, waiting for its daemon), -600 bad key.
   int32_t ExistKey(const std::string& key);
 
   // ---- removal ----
@@ -89,6 +111,46 @@ class MasterService {
   int64_t RemoveAll(bool force);
 
   rpc::MasterStats GetStats() const;
+
+  // ---- durability ----
+  // Before serving: from now on every change is appended to log (not owned; outlives us).
+  void AttachOpLog(OpLog* log) { oplog_ = log; }
+  // After a call that changed something, before its reply: with a strict log, waits until
+  // every record this thread appended is on disk (-1503 when the disk does not take it);
+  // otherwise OK at once. Holds no lock while it waits.
+  ErrorCode Sync();
+  StateGate& gate() { return gate_; }
+
+  // Snapshot encoding (the forked child; tests call it directly): every segment, and each
+  // non-empty shard's complete objects as a msgpack array of objects, handed to
+  // emit(shard, bytes, count) one shard at a time. Stops when emit returns false.
+  std::vector<SegmentRecord> ExportSegments() const;
+  bool ExportObjects(
+      const std::function<bool(size_t shard, const std::string& objects, uint32_t count)>& emit);
+
+  // Restore, before serving (master/state_restore.h drives it): segments first, then
+  // objects, then the log's records in order. A replica on a segment that is not known is
+  // dropped. FinishRestore then rebuilds every segment's allocator from its replicas'
+  // ranges (dropping a replica that overlaps another or lies outside its segment, and an
+  // object left with none), leaves every segment detached and expects its daemon back
+  // within reattach_grace. ClearState undoes a candidate that failed half-way.
+  struct RestoreCounts {
+    int64_t objects = 0;
+    int64_t segments = 0;
+    int64_t dropped_replicas = 0;
+    int64_t dropped_objects = 0;
+  };
+  void RestoreSegment(const SegmentRecord& segment);
+  void RestoreObject(ObjectRecord&& object);
+  // False when the payload is not a record this version knows.
+  bool ApplyLogRecord(std::string_view payload);
+  RestoreCounts FinishRestore();
+  void ClearState();
+  // For GetStats: what the restore at start did.
+  void NoteRestore(int64_t elapsed_ms, int64_t objects) {
+    restore_ms_ = elapsed_ms;
+    restored_objects_ = objects;
+  }
 
   // Upkeep, about every 100 ms from the server (tests call it after moving the clock):
   // declares silent daemons dead, frees abandoned reservations and deferred ranges, and
@@ -114,9 +176,11 @@ class MasterService {
     ObjectTable objects;
     std::unordered_map<std::string, PendingUpsert> upserts;  // rare: a plain map will do
   };
-  // A range whose bytes someone may still be reading or writing; freed when due.
+  // A range whose bytes someone may still be reading or writing, or whose freeing is not
+  // on disk yet; freed once the clock has reached due_ms and the log due_seq.
   struct DeferredFree {
     int64_t due_ms;
+    uint64_t due_seq;
     uint32_t slot;
     uint32_t node;
   };
@@ -149,6 +213,8 @@ class MasterService {
   };
 
   int64_t Now() const { return options_.now_ms(); }
+  // 1..MOONCAKE_STORE_MAX_KEY_LEN bytes, no NUL.
+  static bool ValidKey(std::string_view key);
   ErrorCode ValidatePut(int64_t writer, const std::string& key, int64_t size,
                         const rpc::ReplicateConfig& config) const;
   int64_t SoftPinTtl(const rpc::ReplicateConfig& config) const;
@@ -165,15 +231,34 @@ class MasterService {
 
   void DescribeReplicas(const ReplicaList& replicas, uint64_t size, bool include_processing,
                         std::vector<rpc::ReplicaDescriptor>* out) const;
+  // Some replica lies in an attached segment.
+  bool Readable(const ReplicaList& replicas) const;
   void FreeReplicas(const ReplicaList& replicas);
-  void DeferFree(const ReplicaList& replicas, int64_t due_ms);
+  void DeferFree(const ReplicaList& replicas, int64_t due_ms, uint64_t due_seq = 0);
   // Releases what an object holds (its space, its counts, a pending upsert of it) before
-  // the caller takes it out of the shard's table.
-  void ReleaseObject(Shard& shard, std::string_view key, ObjectMetadata& meta);
+  // the caller takes it out of the shard's table. removed_at: the log record saying it is
+  // gone (0: none, e.g. an unfinished put nobody was told about).
+  void ReleaseObject(Shard& shard, std::string_view key, ObjectMetadata& meta,
+                     uint64_t removed_at = 0);
+  // Removes a complete object for good: logs it, releases it. The caller erases it.
+  void RemoveLogged(Shard& shard, std::string_view key, ObjectMetadata& meta);
   void DropPendingUpsert(Shard& shard, std::string_view key);
   // Removes complete objects whose key matches (leased and hard-pinned ones only with
   // force); the body of RemoveByRegex and RemoveAll.
   int64_t RemoveMatching(bool force, const std::function<bool(const std::string&)>& match);
+
+  // Appends a record to the log (0 and nothing when there is none); under the lock that
+  // made the change it records. Unmount records also cover the objects the drop removes.
+  uint64_t LogPublish(std::string_view key, const ObjectMetadata& meta);
+  uint64_t LogRemove(std::string_view key);
+  uint64_t LogMount(const rpc::SegmentInfo& segment);
+  uint64_t LogUnmount(int64_t segment_id);
+  // -1503 while the log cannot write: new objects and segments are refused until it can.
+  bool LogRefusing() const;
+  // Replica ranges as records name them (segment ids rather than slots).
+  size_t DescribeForLog(const ReplicaList& replicas, ReplicaRecord* out) const;
+  // Erases an object during a restore (nothing is allocated yet, so nothing is freed).
+  void EraseRestored(const std::string& key);
 
   // Maintenance pieces of Tick().
   void DeclareDead(int64_t daemon_id);
@@ -183,11 +268,16 @@ class MasterService {
   // Frees unfinished puts and upserts for which match(writer, start_ms) holds.
   void DropUnfinished(const std::function<bool(int64_t, int64_t)>& match);
   void RunDeferredFrees(int64_t now);
+  // After an eviction made room: puts the evictions on disk and frees their space now,
+  // rather than at the next Tick.
+  void ReclaimEvicted();
   void EvictAboveWatermark();
   uint64_t EvictPass(uint64_t target_bytes, bool include_soft_pinned, int64_t now);
 
   const MasterOptions options_;
   const int64_t epoch_;
+  mutable StateGate gate_;  // const readers (GetAllSegments) hold it too
+  OpLog* oplog_ = nullptr;
   SegmentRegistry segments_;
   DaemonRegistry daemons_;
   std::unique_ptr<Shard[]> shards_;
@@ -200,6 +290,9 @@ class MasterService {
   std::atomic<int64_t> processing_count_{0};  // lets Tick skip the abandoned-put scan
   std::atomic<int64_t> evicted_count_{0};
   int64_t last_abandoned_scan_ms_ = 0;  // only touched by Tick
+  RestoreCounts restore_counts_;        // only touched by the restore, before serving
+  std::atomic<int64_t> restore_ms_{0};
+  std::atomic<int64_t> restored_objects_{0};
 };
 
 }  // namespace mooncake

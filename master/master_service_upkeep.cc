@@ -8,6 +8,7 @@
 
 #include "common/logging.h"
 #include "master/master_service.h"
+#include "master/oplog.h"
 
 namespace mooncake {
 
@@ -25,10 +26,17 @@ int64_t ResidentBytes() {
 }  // namespace
 
 void MasterService::Tick() {
+  StateGate::Shared gate(gate_);
   int64_t now = Now();
-  for (int64_t daemon : daemons_.TakeExpired(now, options_.client_live_ttl_ms)) {
-    MC_LOG_WARN("daemon %lld silent for %lld ms", static_cast<long long>(daemon),
-                static_cast<long long>(options_.client_live_ttl_ms));
+  std::vector<int64_t> late;
+  for (int64_t daemon : daemons_.TakeExpired(now, options_.client_live_ttl_ms, &late)) {
+    if (std::find(late.begin(), late.end(), daemon) != late.end()) {
+      MC_LOG_WARN("daemon %lld did not re-attach within %lld ms of the restore",
+                  static_cast<long long>(daemon), static_cast<long long>(options_.reattach_grace_ms));
+    } else {
+      MC_LOG_WARN("daemon %lld silent for %lld ms", static_cast<long long>(daemon),
+                  static_cast<long long>(options_.client_live_ttl_ms));
+    }
     DeclareDead(daemon);
   }
   ReleaseAbandonedPuts(now);
@@ -42,6 +50,7 @@ void MasterService::DeclareDead(int64_t daemon_id) {
               static_cast<long long>(daemon_id), segments.size());
   for (const auto& segment : segments) {
     segment->StopAllocating();
+    LogUnmount(segment->info().segment_id);
     DropSegmentReplicas(segment->slot());
     segments_.Erase(segment->slot());
   }
@@ -111,14 +120,23 @@ void MasterService::DropUnfinished(const std::function<bool(int64_t, int64_t)>& 
 
 void MasterService::RunDeferredFrees(int64_t now) {
   std::vector<DeferredFree> due;
+  uint64_t synced = oplog_ != nullptr ? oplog_->synced() : 0;
   {
     std::lock_guard<std::mutex> lock(deferred_mu_);
-    auto split = std::partition(deferred_.begin(), deferred_.end(),
-                                [now](const DeferredFree& d) { return d.due_ms > now; });
+    auto split = std::partition(deferred_.begin(), deferred_.end(), [&](const DeferredFree& d) {
+      return d.due_ms > now || d.due_seq > synced;
+    });
     due.assign(split, deferred_.end());
     deferred_.erase(split, deferred_.end());
   }
   for (const DeferredFree& d : due) segments_.Free(d.slot, d.node);
+}
+
+void MasterService::ReclaimEvicted() {
+  // Sync's failure needs no answer here: what is not on disk stays deferred, and the retry
+  // of the reservation fails for want of space.
+  if (oplog_ != nullptr) oplog_->Sync(oplog_->last());
+  RunDeferredFrees(Now());
 }
 
 void MasterService::EvictAboveWatermark() {
@@ -130,6 +148,7 @@ void MasterService::EvictAboveWatermark() {
 }
 
 uint64_t MasterService::Evict(uint64_t target_bytes) {
+  StateGate::Shared gate(gate_);
   std::lock_guard<std::mutex> evicting(evict_mu_);
   int64_t now = Now();
   uint64_t freed = EvictPass(target_bytes, /*include_soft_pinned=*/false, now);
@@ -178,7 +197,7 @@ uint64_t MasterService::EvictPass(uint64_t target_bytes, bool include_soft_pinne
     shard.objects.ForEach([&](std::string_view key, ObjectMetadata& meta) {
       if (freed >= target_bytes || !evictable(meta) || meta.time_ms > threshold) return false;
       freed += meta.size * meta.replicas.size();
-      ReleaseObject(shard, key, meta);
+      RemoveLogged(shard, key, meta);
       ++evicted;
       return true;
     });
@@ -188,6 +207,7 @@ uint64_t MasterService::EvictPass(uint64_t target_bytes, bool include_soft_pinne
 }
 
 rpc::MasterStats MasterService::GetStats() const {
+  StateGate::Shared gate(gate_);
   rpc::MasterStats stats;
   stats.objects = object_count_.load();
   stats.segments = static_cast<int64_t>(segments_.count());
@@ -197,6 +217,13 @@ rpc::MasterStats MasterService::GetStats() const {
   stats.resident_bytes = ResidentBytes();
   stats.evicted_objects = evicted_count_.load();
   stats.master_epoch = epoch_;
+  if (oplog_ != nullptr) {
+    stats.oplog_sequence = static_cast<int64_t>(oplog_->last());
+    stats.oplog_synced = static_cast<int64_t>(oplog_->synced());
+  }
+  stats.restore_ms = restore_ms_.load();
+  stats.restored_objects = restored_objects_.load();
+  stats.pending_segments = static_cast<int64_t>(segments_.detached_count());
   return stats;
 }
 

@@ -2,8 +2,23 @@
 
 namespace mooncake {
 
+int32_t RpcHandler::Acknowledge(ErrorCode code) {
+  if (code == ErrorCode::OK && service_->Sync() != ErrorCode::OK) {
+    code = ErrorCode::PERSISTENT_FAIL;
+  }
+  return ToInt(code);
+}
+
+template <typename T>
+void RpcHandler::AcknowledgeAll(std::vector<T>* results) {
+  if (service_->Sync() == ErrorCode::OK) return;
+  for (T& r : *results) {
+    if (r >= 0) r = ToInt(ErrorCode::PERSISTENT_FAIL);
+  }
+}
+
 int32_t RpcHandler::RegisterDaemon(int64_t daemon_id, const std::string& name) {
-  return ToInt(service_->RegisterDaemon(daemon_id, name));
+  return Acknowledge(service_->RegisterDaemon(daemon_id, name));
 }
 
 void RpcHandler::Heartbeat(rpc::HeartbeatResult& out, int64_t daemon_id) {
@@ -11,11 +26,11 @@ void RpcHandler::Heartbeat(rpc::HeartbeatResult& out, int64_t daemon_id) {
 }
 
 int32_t RpcHandler::MountSegment(const rpc::SegmentInfo& segment) {
-  return ToInt(service_->MountSegment(segment));
+  return Acknowledge(service_->MountSegment(segment));
 }
 
 int32_t RpcHandler::UnmountSegment(int64_t daemon_id, int64_t segment_id) {
-  return ToInt(service_->UnmountSegment(daemon_id, segment_id));
+  return Acknowledge(service_->UnmountSegment(daemon_id, segment_id));
 }
 
 void RpcHandler::GetAllSegments(std::vector<rpc::SegmentInfo>& out) {
@@ -28,7 +43,7 @@ void RpcHandler::PutStart(rpc::PutStartResult& out, int64_t writer, const std::s
 }
 
 int32_t RpcHandler::PutEnd(int64_t writer, const std::string& key, int64_t checksum) {
-  return ToInt(service_->PutEnd(writer, key, checksum));
+  return Acknowledge(service_->PutEnd(writer, key, checksum));
 }
 
 int32_t RpcHandler::PutRevoke(int64_t writer, const std::string& key) {
@@ -61,6 +76,7 @@ void RpcHandler::BatchPutEnd(std::vector<int32_t>& out, int64_t writer,
     int64_t checksum = checksums.empty() ? MasterService::kNoChecksum : checksums[i];
     out[i] = ToInt(service_->PutEnd(writer, keys[i], checksum));
   }
+  AcknowledgeAll(&out);
 }
 
 void RpcHandler::BatchPutRevoke(std::vector<int32_t>& out, int64_t writer,
@@ -75,7 +91,7 @@ void RpcHandler::UpsertStart(rpc::PutStartResult& out, int64_t writer, const std
 }
 
 int32_t RpcHandler::UpsertEnd(int64_t writer, const std::string& key, int64_t checksum) {
-  return ToInt(service_->UpsertEnd(writer, key, checksum));
+  return Acknowledge(service_->UpsertEnd(writer, key, checksum));
 }
 
 int32_t RpcHandler::UpsertRevoke(int64_t writer, const std::string& key) {
@@ -100,21 +116,50 @@ void RpcHandler::BatchExistKey(std::vector<int32_t>& out, const std::vector<std:
 }
 
 int32_t RpcHandler::Remove(const std::string& key, bool force) {
-  return ToInt(service_->Remove(key, force));
+  return Acknowledge(service_->Remove(key, force));
 }
 
 void RpcHandler::BatchRemove(std::vector<int32_t>& out, const std::vector<std::string>& keys,
                              bool force) {
   out.resize(keys.size());
   for (size_t i = 0; i < keys.size(); ++i) out[i] = ToInt(service_->Remove(keys[i], force));
+  AcknowledgeAll(&out);
 }
 
 int64_t RpcHandler::RemoveByRegex(const std::string& pattern, bool force) {
-  return service_->RemoveByRegex(pattern, force);
+  std::vector<int64_t> removed{service_->RemoveByRegex(pattern, force)};
+  AcknowledgeAll(&removed);
+  return removed[0];
 }
 
-int64_t RpcHandler::RemoveAll(bool force) { return service_->RemoveAll(force); }
+int64_t RpcHandler::RemoveAll(bool force) {
+  std::vector<int64_t> removed{service_->RemoveAll(force)};
+  AcknowledgeAll(&removed);
+  return removed[0];
+}
 
-void RpcHandler::GetStats(rpc::MasterStats& out) { out = service_->GetStats(); }
+void RpcHandler::GetStats(rpc::MasterStats& out) {
+  out = service_->GetStats();
+  if (snapshotter_ != nullptr) {
+    out.snapshot_sequence = static_cast<int64_t>(snapshotter_->last_sequence());
+  }
+}
+
+void RpcHandler::Snapshot(rpc::SnapshotResult& out) {
+  if (snapshotter_ == nullptr) {
+    out.code = ToInt(ErrorCode::UNAVAILABLE_IN_CURRENT_MODE);
+    out.error = "snapshots are off (--enable_snapshot)";
+    return;
+  }
+  SnapshotOutcome taken = snapshotter_->Take();
+  out.code = ToInt(taken.code);
+  out.name = taken.name;
+  out.sequence = static_cast<int64_t>(taken.sequence);
+  out.pause_us = taken.pause_us;
+  out.duration_ms = taken.duration_ms;
+  out.bytes = taken.bytes;
+  out.objects = taken.objects;
+  out.error = taken.error;
+}
 
 }  // namespace mooncake

@@ -1,16 +1,24 @@
 // Thrift front of MasterService: unpacks each RPC, forwards it, and turns batch calls into
 // loops over the single forms (one result per key, in order).
+//
+// A reply that acknowledges a change (PutEnd, UpsertEnd, removals, mounts) is sent only
+// once MasterService::Sync says the change is as durable as the log mode promises; when it
+// is not (-1503), the results that said OK say -1503 instead: the change may or may not
+// survive a crash, so it is not acknowledged.
 #ifndef MOONCAKE_MASTER_RPC_HANDLER_H_
 #define MOONCAKE_MASTER_RPC_HANDLER_H_
 
 #include "MasterService.h"
 #include "master/master_service.h"
+#include "master/snapshotter.h"
 
 namespace mooncake {
 
 class RpcHandler : public rpc::MasterServiceIf {
  public:
-  explicit RpcHandler(MasterService* service) : service_(service) {}
+  // snapshotter: null when snapshots are off (Snapshot then answers -1011).
+  explicit RpcHandler(MasterService* service, Snapshotter* snapshotter = nullptr)
+      : service_(service), snapshotter_(snapshotter) {}
 
   int32_t RegisterDaemon(int64_t daemon_id, const std::string& name) override;
   void Heartbeat(rpc::HeartbeatResult& out, int64_t daemon_id) override;
@@ -49,9 +57,17 @@ class RpcHandler : public rpc::MasterServiceIf {
   int64_t RemoveAll(bool force) override;
 
   void GetStats(rpc::MasterStats& out) override;
+  void Snapshot(rpc::SnapshotResult& out) override;
 
  private:
+  // code, or -1503 when it is OK but the change it reports is not durable.
+  int32_t Acknowledge(ErrorCode code);
+  // The same for every OK (0 or a count) of a list of results.
+  template <typename T>
+  void AcknowledgeAll(std::vector<T>* results);
+
   MasterService* const service_;
+  Snapshotter* const snapshotter_;
 };
 
 }  // namespace mooncake

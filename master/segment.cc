@@ -2,8 +2,20 @@
 
 namespace mooncake {
 
-Segment::Segment(uint32_t slot, rpc::SegmentInfo info, uint64_t alignment)
-    : slot_(slot), info_(std::move(info)), allocator_(static_cast<uint64_t>(info_.size), alignment) {}
+Segment::Segment(uint32_t slot, rpc::SegmentInfo info, uint64_t alignment, bool attached)
+    : slot_(slot),
+      info_(std::move(info)),
+      allocator_(static_cast<uint64_t>(info_.size), alignment),
+      allocating_(attached),
+      attached_(attached) {}
+
+Segment::Segment(uint32_t slot, rpc::SegmentInfo info, Segment& replaced)
+    : slot_(slot), info_(std::move(info)), allocator_(0), attached_(false) {
+  std::lock_guard<std::mutex> lock(replaced.mu_);
+  allocator_ = std::move(replaced.allocator_);
+  allocating_ = replaced.allocating_;
+  attached_ = replaced.attached();
+}
 
 bool Segment::Allocate(uint64_t size, uint64_t* offset, uint32_t* node) {
   std::lock_guard<std::mutex> lock(mu_);
@@ -13,6 +25,19 @@ bool Segment::Allocate(uint64_t size, uint64_t* offset, uint32_t* node) {
   *offset = a.offset;
   *node = a.node;
   return true;
+}
+
+bool Segment::Reserve(uint64_t offset, uint64_t size, uint32_t* node) {
+  std::lock_guard<std::mutex> lock(mu_);
+  OffsetAllocator::Allocation a = allocator_.AllocateAt(offset, size);
+  *node = a.node;
+  return a.ok();
+}
+
+void Segment::Attach() {
+  std::lock_guard<std::mutex> lock(mu_);
+  allocating_ = true;
+  attached_.store(true, std::memory_order_release);
 }
 
 void Segment::Free(uint32_t node) {

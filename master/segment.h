@@ -1,8 +1,14 @@
 // A memory segment a daemon lends to the cluster, as the master sees it: who owns it, how
 // to reach it, and which ranges inside it are taken.
+//
+// A segment restored from a snapshot starts detached: its replicas are known but its daemon
+// has not yet proven it is still alive with the same memory (by mounting it again with the
+// same identity, see SegmentRegistry::Mount). Until then nothing is allocated in it and
+// readers are not sent to it.
 #ifndef MOONCAKE_MASTER_SEGMENT_H_
 #define MOONCAKE_MASTER_SEGMENT_H_
 
+#include <atomic>
 #include <cstdint>
 #include <mutex>
 
@@ -13,7 +19,10 @@ namespace mooncake {
 
 class Segment {
  public:
-  Segment(uint32_t slot, rpc::SegmentInfo info, uint64_t alignment);
+  Segment(uint32_t slot, rpc::SegmentInfo info, uint64_t alignment, bool attached = true);
+  // The same segment described anew (its daemon re-attached with other endpoints), taking
+  // over the ranges of the one it replaces.
+  Segment(uint32_t slot, rpc::SegmentInfo info, Segment& replaced);
 
   uint32_t slot() const { return slot_; }
   // Immutable after mount; safe to read without a lock.
@@ -22,8 +31,15 @@ class Segment {
   // Reserves size bytes; false when no free range fits or the segment is being unmounted.
   bool Allocate(uint64_t size, uint64_t* offset, uint32_t* node);
   void Free(uint32_t node);
+  // Takes exactly [offset, offset + size): the range of a restored replica. False when
+  // it is outside the segment or overlaps one already taken.
+  bool Reserve(uint64_t offset, uint64_t size, uint32_t* node);
   // After this no Allocate succeeds; the unmount then drops every replica in it.
   void StopAllocating();
+
+  bool attached() const { return attached_.load(std::memory_order_acquire); }
+  // Its daemon mounted it again: allocation and reads resume.
+  void Attach();
 
   uint64_t capacity() const;
   uint64_t used() const;
@@ -35,6 +51,7 @@ class Segment {
   mutable std::mutex mu_;
   OffsetAllocator allocator_;  // guarded by mu_
   bool allocating_ = true;     // guarded by mu_
+  std::atomic<bool> attached_;
 };
 
 }  // namespace mooncake

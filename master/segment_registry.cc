@@ -10,20 +10,57 @@ namespace mooncake {
 SegmentRegistry::SegmentRegistry(AllocationStrategy strategy, uint64_t alignment)
     : strategy_(strategy), alignment_(alignment) {}
 
-ErrorCode SegmentRegistry::Mount(const rpc::SegmentInfo& info) {
+ErrorCode SegmentRegistry::Mount(const rpc::SegmentInfo& info, MountOutcome* outcome) {
+  *outcome = MountOutcome::kNew;
   if (info.size <= 0 || info.name.empty()) return ErrorCode::INVALID_PARAMS;
   std::unique_lock<std::shared_mutex> lock(mu_);
   auto it = slot_by_id_.find(info.segment_id);
+  if (it == slot_by_id_.end()) {
+    uint32_t slot = static_cast<uint32_t>(slots_.size());
+    slots_.push_back(std::make_shared<Segment>(slot, info, alignment_));
+    slot_by_id_[info.segment_id] = slot;
+    return ErrorCode::OK;
+  }
+  std::shared_ptr<Segment>& known = slots_[it->second];
+  const rpc::SegmentInfo& was = known->info();
+  // The incarnation is the proof: ids and names are listed to anyone, it never is.
+  bool same = was.daemon_id == info.daemon_id && was.base == info.base &&
+              was.size == info.size && was.name == info.name &&
+              was.incarnation == info.incarnation;
+  if (!same) return ErrorCode::SEGMENT_ALREADY_EXISTS;
+  *outcome = MountOutcome::kAgain;
+  if (known->attached()) return ErrorCode::OK;
+  if (was.endpoints != info.endpoints) {
+    // Nobody allocates in a detached segment or frees outside this lock, so the ranges
+    // move over whole.
+    known = std::make_shared<Segment>(known->slot(), info, *known);
+  }
+  known->Attach();
+  detached_.fetch_sub(1);
+  *outcome = MountOutcome::kReattached;
+  return ErrorCode::OK;
+}
+
+void SegmentRegistry::Restore(const rpc::SegmentInfo& info) {
+  std::unique_lock<std::shared_mutex> lock(mu_);
+  auto it = slot_by_id_.find(info.segment_id);
   if (it != slot_by_id_.end()) {
-    const rpc::SegmentInfo& known = slots_[it->second]->info();
-    bool same = known.daemon_id == info.daemon_id && known.base == info.base &&
-                known.size == info.size && known.name == info.name;
-    return same ? ErrorCode::OK : ErrorCode::SEGMENT_ALREADY_EXISTS;
+    if (slots_[it->second]->attached()) detached_.fetch_add(1);
+    slots_[it->second] = std::make_shared<Segment>(it->second, info, alignment_, false);
+    return;
   }
   uint32_t slot = static_cast<uint32_t>(slots_.size());
-  slots_.push_back(std::make_shared<Segment>(slot, info, alignment_));
+  slots_.push_back(std::make_shared<Segment>(slot, info, alignment_, /*attached=*/false));
   slot_by_id_[info.segment_id] = slot;
-  return ErrorCode::OK;
+  detached_.fetch_add(1);
+}
+
+bool SegmentRegistry::SlotOf(int64_t segment_id, uint32_t* slot) const {
+  std::shared_lock<std::shared_mutex> lock(mu_);
+  auto it = slot_by_id_.find(segment_id);
+  if (it == slot_by_id_.end()) return false;
+  *slot = it->second;
+  return true;
 }
 
 ErrorCode SegmentRegistry::BeginUnmount(int64_t daemon_id, int64_t segment_id,
@@ -41,6 +78,7 @@ ErrorCode SegmentRegistry::BeginUnmount(int64_t daemon_id, int64_t segment_id,
 void SegmentRegistry::Erase(uint32_t slot) {
   std::unique_lock<std::shared_mutex> lock(mu_);
   if (slot >= slots_.size() || !slots_[slot]) return;
+  if (!slots_[slot]->attached()) detached_.fetch_sub(1);
   slot_by_id_.erase(slots_[slot]->info().segment_id);
   slots_[slot].reset();
 }
@@ -133,11 +171,28 @@ std::vector<rpc::SegmentInfo> SegmentRegistry::List() const {
   std::shared_lock<std::shared_mutex> lock(mu_);
   std::vector<rpc::SegmentInfo> out;
   for (const auto& s : slots_) {
-    if (!s) continue;
+    if (!s || !s->attached()) continue;
     out.push_back(s->info());
     out.back().used = static_cast<int64_t>(s->used());
+    out.back().incarnation = 0;
   }
   return out;
+}
+
+std::vector<std::shared_ptr<Segment>> SegmentRegistry::All() const {
+  std::shared_lock<std::shared_mutex> lock(mu_);
+  std::vector<std::shared_ptr<Segment>> out;
+  for (const auto& s : slots_) {
+    if (s) out.push_back(s);
+  }
+  return out;
+}
+
+void SegmentRegistry::Clear() {
+  std::unique_lock<std::shared_mutex> lock(mu_);
+  slots_.clear();
+  slot_by_id_.clear();
+  detached_ = 0;
 }
 
 size_t SegmentRegistry::count() const {

@@ -2,6 +2,7 @@
 #ifndef MOONCAKE_MASTER_SEGMENT_REGISTRY_H_
 #define MOONCAKE_MASTER_SEGMENT_REGISTRY_H_
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <shared_mutex>
@@ -27,15 +28,25 @@ class SegmentRegistry {
  public:
   SegmentRegistry(AllocationStrategy strategy, uint64_t alignment);
 
-  // Adds a segment. Mounting the same segment again with the same owner, base and size
-  // is a no-op (a daemon retrying after a lost reply); anything else with a known id → -102.
-  ErrorCode Mount(const rpc::SegmentInfo& info);
+  // Adds a segment. Mounting a known segment again with the same identity (owner, name,
+  // base, size and incarnation) is a no-op for an attached one (a daemon retrying after a
+  // lost reply) and re-attaches a detached (restored) one, taking its new endpoints;
+  // anything else with a known id → -102. *outcome says which of those it was.
+  enum class MountOutcome { kNew, kReattached, kAgain };
+  ErrorCode Mount(const rpc::SegmentInfo& info, MountOutcome* outcome);
+  // Adds a segment restored from a snapshot or the log, detached (see segment.h). A known
+  // id is described anew (the later record wins) in the same slot.
+  void Restore(const rpc::SegmentInfo& info);
+  // The slot of a segment id, or false.
+  bool SlotOf(int64_t segment_id, uint32_t* slot) const;
 
   // First half of an unmount: stops allocation in the segment and returns it. The caller
   // drops the replicas that live in it, then calls Erase(). -101 unknown id, -601 when
   // daemon_id does not own it.
   ErrorCode BeginUnmount(int64_t daemon_id, int64_t segment_id, std::shared_ptr<Segment>* out);
   void Erase(uint32_t slot);
+  // Forgets every segment (a restore candidate that failed half-way).
+  void Clear();
 
   std::vector<std::shared_ptr<Segment>> SegmentsOf(int64_t daemon_id) const;
   std::shared_ptr<Segment> Get(uint32_t slot) const;  // null once erased
@@ -50,8 +61,13 @@ class SegmentRegistry {
                                   const std::vector<std::string>& preferred,
                                   const std::vector<std::string>& avoided = {});
 
-  std::vector<rpc::SegmentInfo> List() const;  // with used bytes filled in
+  // Attached segments, with used bytes filled in and incarnations blanked.
+  std::vector<rpc::SegmentInfo> List() const;
+  // Every segment, as stored (snapshots); the caller holds the master's state gate.
+  std::vector<std::shared_ptr<Segment>> All() const;
   size_t count() const;
+  // Restored segments not re-attached yet; an atomic read, for hot paths.
+  size_t detached_count() const { return detached_.load(std::memory_order_acquire); }
   uint64_t capacity() const;
   uint64_t used() const;
 
@@ -64,6 +80,7 @@ class SegmentRegistry {
   mutable std::shared_mutex mu_;
   std::vector<std::shared_ptr<Segment>> slots_;            // index = slot; null once erased
   std::unordered_map<int64_t, uint32_t> slot_by_id_;       // segment id → slot
+  std::atomic<size_t> detached_{0};                        // changed under mu_
 };
 
 }  // namespace mooncake

@@ -8,108 +8,11 @@
 
 #include "common/logging.h"
 #include "master/master_service.h"
-#include "tests/cmocka_cpp.h"
-
-using mooncake::ErrorCode;
-using mooncake::MasterOptions;
-using mooncake::MasterService;
-using mooncake::ToInt;
-namespace rpc = mooncake::rpc;
+#include "tests/master_service_fixture.h"
 
 static_assert(MasterService::kShardCount == 1024, "metadata is sharded 1024 ways");
 
 namespace {
-
-constexpr int64_t kT0 = 1000;
-constexpr int64_t kLease = 100;
-constexpr int64_t kDiscard = 1000;
-constexpr int64_t kRelease = 10000;
-constexpr int64_t kMiB = 1 << 20;
-
-// Result codes, as the service returns them.
-constexpr int kNoSpace = static_cast<int>(ErrorCode::NO_AVAILABLE_HANDLE);
-constexpr int kUnknownDaemon = static_cast<int>(ErrorCode::CLIENT_NOT_FOUND);
-constexpr int kExists = static_cast<int>(ErrorCode::OBJECT_ALREADY_EXISTS);
-constexpr int kNotReady = static_cast<int>(ErrorCode::REPLICA_IS_NOT_READY);
-constexpr int kNotFound = static_cast<int>(ErrorCode::OBJECT_NOT_FOUND);
-constexpr int kNotOwner = static_cast<int>(ErrorCode::ILLEGAL_CLIENT);
-constexpr int kLeased = static_cast<int>(ErrorCode::OBJECT_HAS_LEASE);
-constexpr int kUnavailable = static_cast<int>(ErrorCode::UNAVAILABLE_IN_CURRENT_STATUS);
-constexpr int kBadParams = static_cast<int>(ErrorCode::INVALID_PARAMS);
-constexpr int kSegmentExists = static_cast<int>(ErrorCode::SEGMENT_ALREADY_EXISTS);
-constexpr int kNoSegment = static_cast<int>(ErrorCode::SEGMENT_NOT_FOUND);
-
-int64_t g_now = kT0;
-
-// Small TTLs; daemons live "forever" unless a test says otherwise. Restarts the clock.
-MasterOptions Options() {
-  g_now = kT0;
-  MasterOptions o;
-  o.now_ms = [] { return g_now; };
-  o.default_kv_lease_ttl_ms = kLease;
-  o.default_kv_soft_pin_ttl_ms = 100000;
-  o.client_live_ttl_ms = 100000000;
-  o.put_start_discard_timeout_ms = kDiscard;
-  o.put_start_release_timeout_ms = kRelease;
-  o.eviction_high_watermark_ratio = 0.75;
-  o.eviction_ratio = 0.25;
-  return o;
-}
-
-std::string Name(int64_t daemon) { return "10.0.0." + std::to_string(daemon) + ":7000"; }
-
-void Mount(MasterService& s, int64_t daemon, int64_t segment_id, int64_t size) {
-  rpc::SegmentInfo info;
-  info.segment_id = segment_id;
-  info.name = Name(daemon);
-  info.base = segment_id << 32;
-  info.size = size;
-  info.daemon_id = daemon;
-  assert_int_equal(ToInt(s.MountSegment(info)), 0);
-}
-
-// Registers a daemon and mounts one segment for it, id daemon * 10 + 1.
-void AddDaemon(MasterService& s, int64_t daemon, int64_t segment_size = kMiB) {
-  assert_int_equal(ToInt(s.RegisterDaemon(daemon, Name(daemon))), 0);
-  Mount(s, daemon, daemon * 10 + 1, segment_size);
-}
-
-rpc::ReplicateConfig Cfg(int32_t replicas = 1) {
-  rpc::ReplicateConfig c;
-  c.replica_num = replicas;
-  return c;
-}
-
-// One replica, preferably on the given daemon's segment.
-rpc::ReplicateConfig On(int64_t daemon) {
-  rpc::ReplicateConfig c = Cfg();
-  c.preferred_segments = {Name(daemon)};
-  return c;
-}
-
-rpc::ReplicateConfig Pinned(bool hard) {
-  rpc::ReplicateConfig c = Cfg();
-  (hard ? c.with_hard_pin : c.with_soft_pin) = true;
-  return c;
-}
-
-// PutStart + PutEnd, both asserted OK; returns the replicas handed to the writer.
-std::vector<rpc::ReplicaDescriptor> Put(MasterService& s, int64_t writer, const std::string& key,
-                                        int64_t size, const rpc::ReplicateConfig& c = Cfg()) {
-  rpc::PutStartResult r = s.PutStart(writer, key, size, c);
-  assert_int_equal(r.code, 0);
-  assert_int_equal(ToInt(s.PutEnd(writer, key)), 0);
-  return r.replicas;
-}
-
-int64_t Used(const MasterService& s) { return s.GetStats().used_bytes; }
-
-int64_t SegmentUsed(const MasterService& s, int64_t segment_id) {
-  for (const rpc::SegmentInfo& info : s.GetAllSegments()) {
-    if (info.segment_id == segment_id) return info.used;
-  }
-  return -1;
-}
 
 template <typename Field>
 std::set<int64_t> Distinct(const std::vector<rpc::ReplicaDescriptor>& replicas, Field field) {

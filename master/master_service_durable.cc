@@ -1,0 +1,297 @@
+// Durability of MasterService: appending changes to the operation log, exporting the state
+// for a snapshot, and loading it back at a restore. The rules are in master_service.h.
+#include <algorithm>
+
+#include "common/logging.h"
+#include "master/master_service.h"
+#include "master/oplog.h"
+
+namespace mooncake {
+
+namespace {
+
+SegmentRecord ToRecord(const rpc::SegmentInfo& info) {
+  SegmentRecord r;
+  r.segment_id = info.segment_id;
+  r.name = info.name;
+  r.base = info.base;
+  r.size = info.size;
+  r.daemon_id = info.daemon_id;
+  r.incarnation = info.incarnation;
+  for (const rpc::TransportEndpoint& e : info.endpoints) {
+    r.endpoints.push_back({e.protocol, e.address, e.descriptor});
+  }
+  return r;
+}
+
+rpc::SegmentInfo ToInfo(const SegmentRecord& r) {
+  rpc::SegmentInfo info;
+  info.segment_id = r.segment_id;
+  info.name = r.name;
+  info.base = r.base;
+  info.size = r.size;
+  info.daemon_id = r.daemon_id;
+  info.incarnation = r.incarnation;
+  for (const EndpointRecord& e : r.endpoints) {
+    rpc::TransportEndpoint endpoint;
+    endpoint.protocol = e.protocol;
+    endpoint.address = e.address;
+    endpoint.descriptor = e.descriptor;
+    info.endpoints.push_back(std::move(endpoint));
+  }
+  return info;
+}
+
+// Records are built in one buffer per thread: the log copies them, and a put should not
+// pay an allocation for its record.
+std::string& RecordBuffer() {
+  thread_local std::string buffer;
+  buffer.clear();
+  return buffer;
+}
+
+}  // namespace
+
+// ---- the log ---------------------------------------------------------------------------
+
+size_t MasterService::DescribeForLog(const ReplicaList& replicas, ReplicaRecord* out) const {
+  size_t n = 0;
+  for (size_t i = 0; i < replicas.size(); ++i) {
+    std::shared_ptr<Segment> segment = segments_.Get(replicas[i].segment);
+    if (!segment) continue;  // being dropped with its segment, whose unmount is logged
+    out[n].segment_id = segment->info().segment_id;
+    out[n].offset = replicas[i].offset;
+    out[n].kind = static_cast<uint8_t>(replicas[i].kind);
+    ++n;
+  }
+  return n;
+}
+
+uint64_t MasterService::LogPublish(std::string_view key, const ObjectMetadata& meta) {
+  if (oplog_ == nullptr) return 0;
+  ReplicaRecord replicas[kMaxReplicaNum];
+  size_t n = DescribeForLog(meta.replicas, replicas);
+  std::string& record = RecordBuffer();
+  AppendPublishRecord(&record, key, meta.size, meta.checksum_or_none(), meta.hard_pin, replicas, n);
+  return oplog_->Append(record);
+}
+
+uint64_t MasterService::LogRemove(std::string_view key) {
+  if (oplog_ == nullptr) return 0;
+  std::string& record = RecordBuffer();
+  AppendRemoveRecord(&record, key);
+  return oplog_->Append(record);
+}
+
+uint64_t MasterService::LogMount(const rpc::SegmentInfo& segment) {
+  if (oplog_ == nullptr) return 0;
+  std::string& record = RecordBuffer();
+  AppendMountRecord(&record, ToRecord(segment));
+  return oplog_->Append(record);
+}
+
+uint64_t MasterService::LogUnmount(int64_t segment_id) {
+  if (oplog_ == nullptr) return 0;
+  std::string& record = RecordBuffer();
+  AppendUnmountRecord(&record, segment_id);
+  return oplog_->Append(record);
+}
+
+bool MasterService::LogRefusing() const { return oplog_ != nullptr && !oplog_->healthy(); }
+
+ErrorCode MasterService::Sync() {
+  if (oplog_ == nullptr || oplog_->mode() != OpLogMode::kStrict) return ErrorCode::OK;
+  return oplog_->Sync(OpLog::LastAppendedByThisThread());
+}
+
+// ---- snapshot export -------------------------------------------------------------------
+
+std::vector<SegmentRecord> MasterService::ExportSegments() const {
+  StateGate::Shared gate(gate_);
+  std::vector<SegmentRecord> out;
+  for (const std::shared_ptr<Segment>& s : segments_.All()) out.push_back(ToRecord(s->info()));
+  return out;
+}
+
+bool MasterService::ExportObjects(
+    const std::function<bool(size_t, const std::string&, uint32_t)>& emit) {
+  StateGate::Shared gate(gate_);
+  std::string bytes;
+  ReplicaRecord replicas[kMaxReplicaNum];
+  for (size_t s = 0; s < kShardCount; ++s) {
+    Shard& shard = shards_[s];
+    std::lock_guard<std::mutex> lock(shard.mu);
+    uint32_t count = 0;
+    shard.objects.ForEach([&](std::string_view, ObjectMetadata& meta) {
+      count += meta.complete;
+      return false;
+    });
+    if (count == 0) continue;
+    bytes.clear();
+    AppendArrayHeader(&bytes, count);
+    shard.objects.ForEach([&](std::string_view key, ObjectMetadata& meta) {
+      if (!meta.complete) return false;
+      size_t n = DescribeForLog(meta.replicas, replicas);
+      AppendObject(&bytes, key, meta.size, meta.checksum_or_none(), meta.hard_pin, replicas, n);
+      return false;
+    });
+    if (!emit(s, bytes, count)) return false;
+  }
+  return true;
+}
+
+// ---- restore ---------------------------------------------------------------------------
+
+void MasterService::RestoreSegment(const SegmentRecord& segment) {
+  segments_.Restore(ToInfo(segment));
+}
+
+void MasterService::RestoreObject(ObjectRecord&& object) {
+  ObjectMetadata meta;
+  bool valid = ValidKey(object.key) && object.size > 0 &&
+               object.size <= MOONCAKE_STORE_MAX_VALUE_SIZE &&
+               object.checksum <= int64_t{0xFFFFFFFF} &&
+               object.replicas.size() <= kMaxReplicaNum;
+  if (valid) {
+    meta.size = object.size;
+    meta.time_ms = Now();  // no lease, and eviction age counts from the restore
+    meta.complete = true;
+    meta.hard_pin = object.hard_pin;
+    meta.set_checksum(object.checksum);
+    for (const ReplicaRecord& r : object.replicas) {
+      Replica replica;
+      if (r.kind > static_cast<uint8_t>(ReplicaKind::kLocalDisk) ||
+          !segments_.SlotOf(r.segment_id, &replica.segment)) {
+        ++restore_counts_.dropped_replicas;
+        continue;
+      }
+      replica.offset = r.offset;
+      replica.alloc_node = OffsetAllocator::kNoNode;  // FinishRestore reserves its range
+      replica.kind = static_cast<ReplicaKind>(r.kind);
+      replica.status = ReplicaStatus::kComplete;
+      meta.replicas.push_back(replica);
+    }
+  }
+  if (meta.replicas.empty()) {
+    // Nothing left to read it from: whatever the key held before is gone too.
+    ++restore_counts_.dropped_objects;
+    if (ValidKey(object.key)) EraseRestored(object.key);
+    return;
+  }
+  LockedKey locked(*this, object.key);
+  if (locked.object != nullptr) {
+    *locked.object = std::move(meta);
+  } else {
+    locked.shard.objects.Insert(object.key, locked.hash, std::move(meta));
+    object_count_.fetch_add(1);
+  }
+}
+
+void MasterService::EraseRestored(const std::string& key) {
+  LockedKey locked(*this, key);
+  if (locked.object == nullptr) return;
+  locked.Erase();
+  object_count_.fetch_sub(1);
+}
+
+bool MasterService::ApplyLogRecord(std::string_view payload) {
+  LogRecord record;
+  if (!DecodeLogRecord(payload, &record)) return false;
+  switch (record.op) {
+    case LogOp::kPublish:
+      RestoreObject(std::move(record.object));
+      break;
+    case LogOp::kRemove:
+      if (ValidKey(record.key)) EraseRestored(record.key);
+      break;
+    case LogOp::kMount:
+      segments_.Restore(ToInfo(record.segment));
+      break;
+    case LogOp::kUnmount: {
+      uint32_t slot;
+      if (segments_.SlotOf(record.segment_id, &slot)) {
+        DropSegmentReplicas(slot);
+        segments_.Erase(slot);
+      }
+      break;
+    }
+  }
+  return true;
+}
+
+MasterService::RestoreCounts MasterService::FinishRestore() {
+  // A segment's allocator is rebuilt from its replicas' ranges, in address order (which
+  // makes each reservation O(1)). One that overlaps a range already taken, or lies outside
+  // its segment, cannot be trusted: its replica goes.
+  struct Range {
+    uint32_t slot;
+    uint64_t offset;
+    uint64_t size;
+    Replica* replica;
+  };
+  std::vector<Range> ranges;
+  ranges.reserve(static_cast<size_t>(object_count_.load()));
+  for (size_t s = 0; s < kShardCount; ++s) {
+    std::lock_guard<std::mutex> lock(shards_[s].mu);
+    shards_[s].objects.ForEach([&](std::string_view, ObjectMetadata& meta) {
+      for (size_t i = 0; i < meta.replicas.size(); ++i) {
+        Replica& r = meta.replicas[i];
+        ranges.push_back({r.segment, r.offset, meta.size, &r});
+      }
+      return false;
+    });
+  }
+  std::sort(ranges.begin(), ranges.end(), [](const Range& a, const Range& b) {
+    return a.slot != b.slot ? a.slot < b.slot : a.offset < b.offset;
+  });
+  std::shared_ptr<Segment> segment;
+  for (const Range& range : ranges) {
+    if (!segment || segment->slot() != range.slot) segment = segments_.Get(range.slot);
+    uint32_t node = OffsetAllocator::kNoNode;
+    if (segment && segment->Reserve(range.offset, range.size, &node)) {
+      range.replica->alloc_node = node;
+    } else {
+      range.replica->status = ReplicaStatus::kFailed;
+    }
+  }
+  for (size_t s = 0; s < kShardCount; ++s) {
+    std::lock_guard<std::mutex> lock(shards_[s].mu);
+    shards_[s].objects.ForEach([&](std::string_view, ObjectMetadata& meta) {
+      for (size_t i = meta.replicas.size(); i-- > 0;) {
+        if (meta.replicas[i].status != ReplicaStatus::kFailed) continue;
+        meta.replicas.erase(i);
+        ++restore_counts_.dropped_replicas;
+      }
+      if (!meta.replicas.empty()) return false;
+      ++restore_counts_.dropped_objects;
+      object_count_.fetch_sub(1);
+      return true;
+    });
+  }
+  std::vector<std::shared_ptr<Segment>> all = segments_.All();
+  int64_t deadline = Now() + options_.reattach_grace_ms;
+  for (const std::shared_ptr<Segment>& s : all) {
+    daemons_.ExpectBack(s->info().daemon_id, s->info().name, deadline);
+  }
+  restore_counts_.objects = object_count_.load();
+  restore_counts_.segments = static_cast<int64_t>(all.size());
+  return restore_counts_;
+}
+
+void MasterService::ClearState() {
+  for (size_t s = 0; s < kShardCount; ++s) {
+    std::lock_guard<std::mutex> lock(shards_[s].mu);
+    shards_[s].objects.ForEach([](std::string_view, ObjectMetadata&) { return true; });
+    shards_[s].upserts.clear();
+  }
+  segments_.Clear();
+  {
+    std::lock_guard<std::mutex> lock(deferred_mu_);
+    deferred_.clear();
+  }
+  object_count_ = 0;
+  processing_count_ = 0;
+  restore_counts_ = RestoreCounts();
+}
+
+}  // namespace mooncake

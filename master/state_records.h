@@ -1,0 +1,97 @@
+// The master's durable state, spelt once for both places that keep it: the snapshot's
+// payloads and the operation log's records. Each is a msgpack array of fields in the order
+// below; a record written by one format version is read back field for field.
+//
+//   segment   [segment_id, name, base, size, daemon_id, incarnation,
+//              [[protocol, address, descriptor(bin)], ...]]
+//   object    [key, size, checksum (-1: none), hard_pin, [[segment_id, offset, kind], ...]]
+//   log record  [1, object]        published (PutEnd, UpsertEnd): the object as it is now
+//               [2, key]           gone (Remove, RemoveAll, RemoveByRegex, eviction)
+//               [3, segment]       mounted (or re-attached after a restore)
+//               [4, segment_id]    unmounted, or its daemon declared dead: its replicas go
+//
+// What is not here, on purpose: objects still being written (PROCESSING puts and pending
+// upserts are revoked by a restart), leases and soft pins (runtime state; leases restart),
+// allocator internals (a segment's allocator is rebuilt from the replica ranges, which are
+// its whole state) and daemons (those that own a restored segment are expected back).
+//
+// Input policy: decoding is strict — the exact shape, msgpack types and field counts, or
+// false. Snapshot payloads and log records are checksummed before they get here, so a
+// decoding failure means a bug or a format from another version, never a crash.
+#ifndef MOONCAKE_MASTER_STATE_RECORDS_H_
+#define MOONCAKE_MASTER_STATE_RECORDS_H_
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace mooncake {
+
+struct EndpointRecord {
+  std::string protocol;
+  std::string address;
+  std::string descriptor;
+};
+
+struct SegmentRecord {
+  int64_t segment_id = 0;
+  std::string name;
+  int64_t base = 0;
+  int64_t size = 0;
+  int64_t daemon_id = 0;
+  int64_t incarnation = 0;
+  std::vector<EndpointRecord> endpoints;
+};
+
+struct ReplicaRecord {
+  int64_t segment_id = 0;
+  uint64_t offset = 0;
+  uint8_t kind = 0;  // ReplicaKind
+};
+
+struct ObjectRecord {
+  std::string key;
+  uint64_t size = 0;
+  int64_t checksum = -1;
+  bool hard_pin = false;
+  std::vector<ReplicaRecord> replicas;
+};
+
+enum class LogOp : uint8_t { kPublish = 1, kRemove = 2, kMount = 3, kUnmount = 4 };
+
+struct LogRecord {
+  LogOp op = LogOp::kPublish;
+  ObjectRecord object;    // kPublish
+  std::string key;        // kRemove
+  SegmentRecord segment;  // kMount
+  int64_t segment_id = 0; // kUnmount
+};
+
+// ---- encoding (each appends to *out) ----
+
+// One object as a bare array (a snapshot shard is an array of these).
+void AppendObject(std::string* out, std::string_view key, uint64_t size, int64_t checksum,
+                  bool hard_pin, const ReplicaRecord* replicas, size_t replica_count);
+void AppendSegment(std::string* out, const SegmentRecord& segment);
+// The header of an array of count elements (a shard's objects, the segment list).
+void AppendArrayHeader(std::string* out, uint32_t count);
+
+void AppendPublishRecord(std::string* out, std::string_view key, uint64_t size, int64_t checksum,
+                         bool hard_pin, const ReplicaRecord* replicas, size_t replica_count);
+void AppendRemoveRecord(std::string* out, std::string_view key);
+void AppendMountRecord(std::string* out, const SegmentRecord& segment);
+void AppendUnmountRecord(std::string* out, int64_t segment_id);
+
+// ---- decoding ----
+
+bool DecodeLogRecord(std::string_view bytes, LogRecord* out);
+bool DecodeSegments(std::string_view bytes, std::vector<SegmentRecord>* out);
+// Calls visit for each object of an array of objects; false when the bytes are malformed
+// (objects already visited stay visited: the caller discards what it built).
+bool DecodeObjects(std::string_view bytes, const std::function<void(ObjectRecord&&)>& visit);
+
+}  // namespace mooncake
+
+#endif  // MOONCAKE_MASTER_STATE_RECORDS_H_
