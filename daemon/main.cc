@@ -201,7 +201,7 @@ int main(int argc, char** argv) {
     transfer_server.SetControlHandler(transfer::ControlChannel::kRdmaConnect,
                                       rdma->control_handler());
   }
-  transfer_server.SetMasterEpoch([&membership] { return membership.master_epoch(); });
+  transfer_server.SetEpochGate(membership.epoch_gate());
   transfer_server.Start();
 
   if (options.global_segment_size > 0) {

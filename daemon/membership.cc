@@ -27,6 +27,7 @@ Membership::Membership(MasterClient* master, TransferEngine* engine, std::string
       engine_(engine),
       name_(std::move(name)),
       daemon_id_(RandomId()),
+      incarnation_(RandomId()),
       heartbeat_interval_ms_(heartbeat_interval_ms) {}
 
 Membership::~Membership() { StopHeartbeat(); }
@@ -37,7 +38,7 @@ bool Membership::RegisterWithRetry(const std::atomic<bool>& stop) {
     ErrorCode code = master_->RegisterDaemon(daemon_id_, name_);
     if (code == ErrorCode::OK) {
       healthy_ = true;
-      LearnEpoch();
+      gate_.Set(LearnEpoch());
       MC_LOG_INFO("registered with the master as daemon %lld (%s)",
                   static_cast<long long>(daemon_id_), name_.c_str());
       return true;
@@ -76,6 +77,7 @@ rpc::SegmentInfo Membership::Describe(int64_t segment_id, const SegmentMemory& m
   info.base = static_cast<int64_t>(reinterpret_cast<uintptr_t>(memory.base()));
   info.size = static_cast<int64_t>(memory.size());
   info.daemon_id = daemon_id_;
+  info.incarnation = incarnation_;
   info.endpoints = engine_->DescribeSegment(memory.base(), memory.size());
   return info;
 }
@@ -164,8 +166,12 @@ ErrorCode Membership::Reregister() {
     return code;
   }
   // Before anything is mounted there again: from then on the new master may hand our
-  // ranges to new objects, and reads under the old master's leases must be refused.
-  LearnEpoch();
+  // ranges to new objects, so grants of the old master are refused from now on, and the
+  // writes already admitted under them must be over.
+  if (!gate_.Advance(LearnEpoch(), std::chrono::seconds(30))) {
+    MC_LOG_WARN("writes under the previous master's reservations still running after 30 s; "
+                "mounting again regardless");
+  }
   if (before_remount_) before_remount_();
   std::vector<std::pair<int64_t, std::shared_ptr<SegmentMemory>>> snapshot;
   {
@@ -191,14 +197,15 @@ ErrorCode Membership::Reregister() {
   return ErrorCode::OK;
 }
 
-void Membership::LearnEpoch() {
+int64_t Membership::LearnEpoch() {
   rpc::HeartbeatResult result;
   ErrorCode code = master_->Heartbeat(daemon_id_, &result);
-  master_epoch_ = code == ErrorCode::OK ? result.master_epoch : -1;
-  if (master_epoch_ == -1) {
-    MC_LOG_WARN("the master's epoch is unknown until the next heartbeat: other daemons' "
-                "reads of our segments are refused meanwhile");
+  int64_t epoch = code == ErrorCode::OK ? result.master_epoch : -1;
+  if (epoch == -1) {
+    MC_LOG_WARN("the master's epoch is unknown until the next heartbeat: reads and writes "
+                "of our segments are refused meanwhile");
   }
+  return epoch;
 }
 
 void Membership::StartHeartbeat() {
@@ -232,7 +239,7 @@ void Membership::HeartbeatLoop() {
     }
     if (code == ErrorCode::OK && result.master_epoch != 0) {
       epoch = result.master_epoch;
-      master_epoch_ = epoch;  // a heartbeat is answered only by the master we registered at
+      gate_.Set(epoch);  // a heartbeat is answered only by the master we registered at
     }
     if (code == ErrorCode::OK && !healthy_.exchange(true)) {
       MC_LOG_INFO("the master is reachable again");

@@ -7,10 +7,14 @@
 // endpoints the transfer engine reaches it by (registering it with RDMA first, when RDMA
 // is in use).
 //
-// The master keeps all of this in memory only. When a heartbeat is answered with -103 the
-// master has forgotten us (it restarted, or declared us dead after a stall): we register
-// again under the same id and mount every segment again under the same ids. Objects the
-// old master knew are gone; new puts work at once.
+// Each segment is also mounted with an incarnation: a random secret drawn once per process,
+// which the master never lists. When a heartbeat is answered with -103 the master has
+// forgotten us (it restarted, or declared us dead after a stall): we register again under
+// the same id and mount every segment again under the same ids and incarnation. A master
+// that restored its directory (docs/durability.md) takes that as proof that the memory its
+// restored replicas point into is still ours, and re-attaches the segment: the objects in
+// it are readable again without a byte moved. A master that restored nothing simply sees
+// new segments, and new puts work at once.
 //
 // Thread-safety: all methods may be called from any thread.
 #ifndef MOONCAKE_DAEMON_MEMBERSHIP_H_
@@ -28,6 +32,7 @@
 #include <string>
 #include <thread>
 
+#include "daemon/epoch_gate.h"
 #include "daemon/master_client.h"
 #include "daemon/segment_memory.h"
 #include "daemon/transfer_engine.h"
@@ -81,20 +86,22 @@ class Membership {
   // True while the last heartbeat was answered.
   bool healthy() const { return healthy_.load(); }
   // The epoch of the master our segments are mounted at now, learnt before mounting them;
-  // -1 while unknown (the heartbeat after a registration failed). The transfer server
-  // refuses reads under any other master's lease.
-  int64_t master_epoch() const { return master_epoch_.load(); }
+  // -1 while unknown (the heartbeat after a registration failed). Reads and writes of our
+  // segments under another master's grant are refused (daemon/epoch_gate.h).
+  int64_t master_epoch() const { return gate_.epoch(); }
+  EpochGate* epoch_gate() { return &gate_; }
 
  private:
   rpc::SegmentInfo Describe(int64_t segment_id, const SegmentMemory& memory) const;
   // Right after a registration: asks the registering master's epoch (-1 if it won't say).
-  void LearnEpoch();
+  int64_t LearnEpoch();
   void HeartbeatLoop();
 
   MasterClient* const master_;
   TransferEngine* const engine_;
   const std::string name_;
   const int64_t daemon_id_;
+  const int64_t incarnation_;  // never logged: it is what proves a re-mount is ours
   const int64_t heartbeat_interval_ms_;
 
   mutable std::shared_mutex segments_mu_;
@@ -105,7 +112,7 @@ class Membership {
   std::chrono::steady_clock::time_point last_registered_;  // guarded by reregister_mu_
 
   std::atomic<bool> healthy_{false};
-  std::atomic<int64_t> master_epoch_{-1};
+  EpochGate gate_;
   std::mutex heartbeat_mu_;
   std::condition_variable heartbeat_cv_;
   bool heartbeat_stop_ = false;  // guarded by heartbeat_mu_

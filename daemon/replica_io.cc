@@ -18,13 +18,14 @@ bool InRange(uint64_t offset, uint64_t length, uint64_t size) {
 }  // namespace
 
 ErrorCode ReplicaIO::ResolveAll(const std::vector<rpc::ReplicaDescriptor>& replicas, uint64_t size,
-                                std::vector<ReplicaTarget>* out) {
+                                int64_t master_epoch, std::vector<ReplicaTarget>* out) {
   out->clear();
   for (const auto& r : replicas) {
     if (r.kind != rpc::ReplicaKind::MEMORY || r.offset < 0) return ErrorCode::TRANSFER_FAIL;
     ReplicaTarget t;
     t.segment_id = r.segment_id;
     t.offset = static_cast<uint64_t>(r.offset);
+    t.master_epoch = master_epoch;
     t.segment = membership_->Find(r.segment_id);
     if (t.segment == nullptr) t.remote = engine_->FindSegment(r.segment_id);
     bool inside = t.segment != nullptr ? t.segment->Contains(t.offset, size)
@@ -69,7 +70,7 @@ TransferOp ReplicaIO::MakeOp(TransferKind kind, const ReplicaTarget& t, uint64_t
   op.kind = kind;
   op.remote = t.remote;
   op.remote_offset = t.offset + value_offset;
-  if (kind == TransferKind::kRead) op.master_epoch = t.master_epoch;
+  op.master_epoch = t.master_epoch;
   op.local = pool;
   op.length = length;
   return op;
@@ -96,7 +97,12 @@ void ReplicaIO::WriteAll(std::vector<ValueSlice>* slices,
     bool crc_asked = false;  // of one remote replica: they all send the same bytes
     for (const ReplicaTarget& t : *s.targets) {
       if (t.local()) {
-        CopyLocal(TransferKind::kWrite, t, s.value_offset, s.pool, s.length);
+        EpochGate::Write admitted(membership_->epoch_gate(), t.master_epoch);
+        if (admitted.admitted()) {
+          CopyLocal(TransferKind::kWrite, t, s.value_offset, s.pool, s.length);
+        } else {
+          s.result = ErrorCode::TRANSFER_FAIL;  // reserved by a master we are no longer at
+        }
       } else {
         ops.push_back(MakeOp(TransferKind::kWrite, t, s.value_offset, s.pool, s.length));
         ops.back().want_crc = s.want_crc && !crc_asked;

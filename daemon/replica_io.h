@@ -49,8 +49,9 @@ class ReplicaIO {
 
   // Every replica of a put (all memory replicas, which the writer must fill): TRANSFER_FAIL
   // when one is neither ours nor a segment the master published, or its range is outside.
+  // master_epoch: of the master that reserved them, which the owners check.
   ErrorCode ResolveAll(const std::vector<rpc::ReplicaDescriptor>& replicas, uint64_t size,
-                     std::vector<ReplicaTarget>* out);
+                       int64_t master_epoch, std::vector<ReplicaTarget>* out);
   // The replicas a read may use, best first: ours, then other daemons' (those the engine
   // suspects dead last). Empty when none.
   // master_epoch: of the master that listed them, which the owners check.
@@ -58,7 +59,8 @@ class ReplicaIO {
                                         uint64_t size, int64_t master_epoch);
 
   // Writes each slice's bytes to all its targets (local copies, then the remote ones, all
-  // slices in parallel); each slice's result is OK or TRANSFER_FAIL.
+  // slices in parallel); each slice's result is OK or TRANSFER_FAIL (also when an owner,
+  // this daemon included, is mounted at another master than the one that reserved it).
   void WriteAll(std::vector<ValueSlice>* slices, std::chrono::steady_clock::time_point deadline);
 
   // Reads each slice from its first candidate (the remote ones in parallel); a slice whose

@@ -18,7 +18,9 @@ struct ReplicaTarget {
   std::shared_ptr<const RemoteSegment> remote;  // set when another daemon does
   int64_t segment_id = 0;
   uint64_t offset = 0;  // of the value, inside the segment
-  int64_t master_epoch = 0;  // reads: of the master whose lease covers them (0: unchecked)
+  // Of the master whose grant covers the access: the lease of a read, the reservation of a
+  // write (0: unchecked).
+  int64_t master_epoch = 0;
 
   bool local() const { return segment != nullptr; }
   char* data() const { return segment->base() + offset; }  // local only

@@ -68,7 +68,7 @@ ErrorCode StoreService::ReserveAndWrite(const std::string& key, char* src, uint6
   ErrorCode code = StartPut(key, size, config, upsert, &started);
   if (code != ErrorCode::OK) return code;
   std::vector<ReplicaTarget> targets;
-  code = io_->ResolveAll(started.replicas, size, &targets);
+  code = io_->ResolveAll(started.replicas, size, started.master_epoch, &targets);
   if (code == ErrorCode::OK) {
     std::vector<ValueSlice> slice{ValueSlice{&targets, 0, src, size}};
     slice[0].want_crc = checksum_;
@@ -182,7 +182,8 @@ void StoreService::BatchPutRound(ClientConnection* s, const std::vector<BatchPut
     // Already there: the old value stays.
     (*results)[i] = code == ErrorCode::OBJECT_ALREADY_EXISTS ? 0 : ToInt(code);
     if (code != ErrorCode::OK) continue;
-    code = io_->ResolveAll(started[j].replicas, items[i].size, &targets[j]);
+    code = io_->ResolveAll(started[j].replicas, items[i].size, started[j].master_epoch,
+                           &targets[j]);
     if (code != ErrorCode::OK) {
       (*results)[i] = ToInt(code);
       revoke(j);
@@ -249,7 +250,7 @@ ErrorCode StoreService::OnPutBegin(ClientConnection* s, const uds::PutBeginArgs&
   // -705 goes back as is
   ErrorCode code = StartPut(in.key, in.size, config, put->upsert, &started);
   if (code != ErrorCode::OK) return code;
-  code = io_->ResolveAll(started.replicas, in.size, &put->targets);
+  code = io_->ResolveAll(started.replicas, in.size, started.master_epoch, &put->targets);
   uint64_t put_id = code == ErrorCode::OK ? s->AddPut(put) : 0;
   if (put_id == 0) {
     RevokePut(in.key, put->upsert);

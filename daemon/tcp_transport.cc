@@ -231,9 +231,9 @@ ErrorCode TcpTransport::RunPiece(const Piece& piece, Clock::time_point deadline,
     Exchange x;
     x.segment_id = op->remote->segment_id;
     x.offset = op->remote_offset + piece.skip;
+    x.master_epoch = op->master_epoch;
     if (op->kind == TransferKind::kRead) {
       x.op = static_cast<uint16_t>(Op::kRead);
-      x.master_epoch = op->master_epoch;
       x.into = op->local + piece.skip;
       x.expect = piece.length;
     } else {

@@ -78,7 +78,7 @@ class TcpTransport : public Transport, public ControlCaller {
     uint16_t op = 0;
     int64_t segment_id = 0;
     uint64_t offset = 0;
-    int64_t master_epoch = 0;       // READ
+    int64_t master_epoch = 0;       // READ, WRITE
     const char* payload = nullptr;  // WRITE, CONTROL
     uint64_t payload_length = 0;
     char* into = nullptr;  // READ: exactly expect bytes land here

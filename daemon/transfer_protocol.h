@@ -8,10 +8,11 @@
 //   u32 magic "MCTP" | u16 version | u16 op | u64 request id | i64 segment id |
 //   u64 offset | u64 length | i64 master epoch
 //
-// The master epoch (READ only; 0 elsewhere) names the master whose read lease the reader
-// holds. The owner refuses a READ under another master's lease with -707 LEASE_EXPIRED:
-// after a master restart the new master may already have given that range to another
-// object. 0 asks for no check.
+// The master epoch (READ and WRITE; 0 for CONTROL) names the master whose grant the peer
+// holds: the read lease of a READ, the reservation of a WRITE. The owner refuses either
+// under another master's grant with -707 LEASE_EXPIRED: after a master restart the new
+// master may already have given that range to another object (daemon/epoch_gate.h).
+// 0 asks for no check.
 //
 // A reply is a fixed 24-byte header, then for a successful READ the `length` bytes read
 // and for CONTROL the reply payload:

@@ -179,11 +179,16 @@ bool TransferServer::ServeOne(int fd, const std::string& peer) {
   }
   char* bytes = segment->base() + h.offset;
   if (h.op == static_cast<uint16_t>(Op::kRead)) {
-    if (h.master_epoch != 0 && epoch_ && h.master_epoch != epoch_()) {
+    if (gate_ != nullptr && !gate_->Accepts(h.master_epoch)) {
       return Refuse(fd, peer, h, ErrorCode::LEASE_EXPIRED,
                     "read lease from another master (restarted?)");
     }
     return SendReply(fd, h.request_id, ErrorCode::OK, bytes, h.length);
+  }
+  EpochGate::Write admitted(gate_, h.master_epoch);
+  if (!admitted.admitted()) {
+    return Refuse(fd, peer, h, ErrorCode::LEASE_EXPIRED,
+                  "reservation from another master (restarted?)");
   }
   // WRITE: straight into the segment. A peer that stalls or vanishes half-way leaves a
   // partly written range, which is harmless: the put it belongs to is revoked.

@@ -31,6 +31,7 @@
 #include <string>
 #include <thread>
 
+#include "daemon/epoch_gate.h"
 #include "daemon/segment_memory.h"
 #include "daemon/transfer_protocol.h"
 #include "daemon/transport.h"
@@ -56,9 +57,10 @@ class TransferServer {
 
   // Before Start: who answers CONTROL requests on channel.
   void SetControlHandler(transfer::ControlChannel channel, ControlHandler handler);
-  // Before Start: the epoch of the master this daemon's segments are mounted at now
-  // (Membership::master_epoch). A READ carrying another epoch is refused with -707.
-  void SetMasterEpoch(std::function<int64_t()> epoch) { epoch_ = std::move(epoch); }
+  // Before Start: the epoch of the master this daemon's segments are mounted at now, and
+  // the gate writes pass (Membership::epoch_gate). A READ or WRITE carrying another epoch
+  // is refused with -707.
+  void SetEpochGate(EpochGate* gate) { gate_ = gate; }
 
   void Start();
   // Stops accepting, shuts every connection down and waits for their threads.
@@ -76,7 +78,7 @@ class TransferServer {
   const SegmentLookup lookup_;
   const Options options_;
   std::map<int64_t, ControlHandler> control_;  // set before Start, read-only after
-  std::function<int64_t()> epoch_;             // likewise; null: no check
+  EpochGate* gate_ = nullptr;                  // likewise; null: no check
 
   std::thread accept_thread_;
   std::mutex mu_;

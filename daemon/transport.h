@@ -52,8 +52,8 @@ struct TransferOp {
   uint64_t remote_offset = 0;  // inside the remote segment
   char* local = nullptr;       // registered memory of this daemon
   uint64_t length = 0;
-  // kRead: the epoch of the master whose lease covers the read, which the owner checks
-  // (daemon/transfer_protocol.h); 0: unchecked.
+  // The epoch of the master whose grant covers the transfer (kRead: its lease; kWrite: its
+  // reservation), which the owner checks (daemon/transfer_protocol.h); 0: unchecked.
   int64_t master_epoch = 0;
   ErrorCode result = ErrorCode::OK;  // set by Execute: OK, or why not (TRANSFER_FAIL, ...)
   // Checksums while the bytes are hot: a transport that can (TCP, which touches every byte

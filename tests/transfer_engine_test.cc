@@ -13,6 +13,7 @@
 #include <memory>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "common/crc32c.h"
@@ -67,6 +68,7 @@ struct Fixture {
   std::unique_ptr<TransferServer> server;
   std::unique_ptr<TcpTransport> tcp;
   std::shared_ptr<RemoteSegment> remote = std::make_shared<RemoteSegment>();
+  EpochGate gate;  // the owner's: mounted at the master of kMasterEpoch
 
   explicit Fixture(int streams = 4, int stall_ms = 2000) {
     std::string error;
@@ -96,7 +98,8 @@ struct Fixture {
     options.stall_timeout_ms = 1000;
     server.reset(new TransferServer(
         fd, [s](int64_t id) { return id == kSegmentId ? s : nullptr; }, options));
-    server->SetMasterEpoch([] { return kMasterEpoch; });
+    gate.Set(kMasterEpoch);
+    server->SetEpochGate(&gate);
     server->SetControlHandler(transfer::ControlChannel::kRdmaConnect,
                               [](const std::string& in, std::string* out) {
                                 out->assign(in.rbegin(), in.rend());
@@ -232,13 +235,48 @@ void test_reads_under_another_masters_lease_are_refused(void**) {
     f.tcp->Execute(&ops, In(2000));
     assert_int_equal(read.result, epoch == kMasterEpoch + 1 ? kTransferFail : 0);
   }
-  // Writes carry no epoch: the master that reserved the range is the current one.
-  TransferOp write{TransferKind::kWrite, f.remote, 0, buf, sizeof(buf)};
-  write.master_epoch = kMasterEpoch + 1;  // ignored for writes
-  std::vector<TransferOp*> ops{&write};
-  f.tcp->Execute(&ops, In(2000));
-  assert_int_equal(write.result, 0);
   assert_int_equal(f.tcp->open_connections(), 1);  // a refused READ keeps the connection
+}
+
+// The same for writes, under the reservation of the master that placed them: one from a
+// master the owner has left would overwrite what the new master put in that range.
+void test_writes_under_another_masters_reservation_are_refused(void**) {
+  Fixture f(1);
+  std::vector<char> buf(64, 'w');
+  std::memset(f.segment->base(), 0, buf.size());
+  for (int64_t epoch : {kMasterEpoch + 1, kMasterEpoch, int64_t{0}}) {
+    TransferOp write{TransferKind::kWrite, f.remote, 0, buf.data(), buf.size()};
+    write.master_epoch = epoch;
+    std::vector<TransferOp*> ops{&write};
+    f.tcp->Execute(&ops, In(2000));
+    assert_int_equal(write.result, epoch == kMasterEpoch + 1 ? kTransferFail : 0);
+    // The refused one wrote nothing.
+    assert_int_equal(f.segment->base()[0], epoch == kMasterEpoch + 1 ? 0 : 'w');
+  }
+}
+
+// An owner moving to a new master waits for the writes it admitted under the old one, and
+// admits no more of them.
+void test_epoch_gate_drains_admitted_writes(void**) {
+  EpochGate gate;
+  gate.Set(1);
+  std::atomic<bool> done{false};
+  auto admitted = std::make_unique<EpochGate::Write>(&gate, 1);
+  assert_true(admitted->admitted());
+  std::thread mover([&] {
+    assert_true(gate.Advance(2, std::chrono::seconds(5)));
+    done = true;
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  assert_false(done.load());  // still waiting for the write admitted under epoch 1
+  assert_false(EpochGate::Write(&gate, 1).admitted());
+  admitted.reset();
+  mover.join();
+  assert_true(done.load());
+  assert_true(EpochGate::Write(&gate, 2).admitted());
+  assert_true(EpochGate::Write(&gate, 0).admitted());
+  EpochGate::Write stuck(&gate, 2);
+  assert_false(gate.Advance(3, std::chrono::milliseconds(20)));  // gives up, says so
 }
 
 // Gigabytes through one connection, both ways, with no error and no reconnect.
@@ -499,6 +537,8 @@ int main() {
       cmocka_unit_test(test_write_then_read_small_and_striped),
       cmocka_unit_test(test_checksums_on_the_way),
       cmocka_unit_test(test_reads_under_another_masters_lease_are_refused),
+      cmocka_unit_test(test_writes_under_another_masters_reservation_are_refused),
+      cmocka_unit_test(test_epoch_gate_drains_admitted_writes),
       cmocka_unit_test(test_gigabytes_through_one_connection),
       cmocka_unit_test(test_connections_are_pooled),
       cmocka_unit_test(test_refusals_fail_the_op_and_the_server_goes_on),
