@@ -268,6 +268,9 @@ class MasterService {
   // Frees unfinished puts and upserts for which match(writer, start_ms) holds.
   void DropUnfinished(const std::function<bool(int64_t, int64_t)>& match);
   void RunDeferredFrees(int64_t now);
+  // Once the re-attach grace period is over: drops every segment still detached (its
+  // daemon never came back, or came back and could not prove the segment was its own).
+  void DropDetached(int64_t now);
   // After an eviction made room: puts the evictions on disk and frees their space now,
   // rather than at the next Tick.
   void ReclaimEvicted();
@@ -291,6 +294,7 @@ class MasterService {
   std::atomic<int64_t> evicted_count_{0};
   int64_t last_abandoned_scan_ms_ = 0;  // only touched by Tick
   RestoreCounts restore_counts_;        // only touched by the restore, before serving
+  int64_t reattach_deadline_ms_ = 0;    // set by the restore, then only touched by Tick
   std::atomic<int64_t> restore_ms_{0};
   std::atomic<int64_t> restored_objects_{0};
 };

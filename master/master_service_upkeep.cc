@@ -39,6 +39,7 @@ void MasterService::Tick() {
     }
     DeclareDead(daemon);
   }
+  DropDetached(now);
   ReleaseAbandonedPuts(now);
   RunDeferredFrees(now);
   EvictAboveWatermark();
@@ -55,6 +56,21 @@ void MasterService::DeclareDead(int64_t daemon_id) {
     segments_.Erase(segment->slot());
   }
   RevokeWriter(daemon_id);
+}
+
+void MasterService::DropDetached(int64_t now) {
+  if (reattach_deadline_ms_ == 0 || now <= reattach_deadline_ms_) return;
+  reattach_deadline_ms_ = 0;
+  for (const std::shared_ptr<Segment>& segment : segments_.All()) {
+    if (segment->attached()) continue;
+    MC_LOG_WARN("segment %lld of %s was not re-attached within %lld ms of the restore: "
+                "dropping it with its replicas",
+                static_cast<long long>(segment->info().segment_id), segment->info().name.c_str(),
+                static_cast<long long>(options_.reattach_grace_ms));
+    LogUnmount(segment->info().segment_id);
+    DropSegmentReplicas(segment->slot());
+    segments_.Erase(segment->slot());
+  }
 }
 
 void MasterService::DropSegmentReplicas(uint32_t slot) {
@@ -134,8 +150,9 @@ void MasterService::RunDeferredFrees(int64_t now) {
 
 void MasterService::ReclaimEvicted() {
   // Sync's failure needs no answer here: what is not on disk stays deferred, and the retry
-  // of the reservation fails for want of space.
-  if (oplog_ != nullptr) oplog_->Sync(oplog_->last());
+  // of the reservation fails for want of space. A failing disk is not waited for (this
+  // thread holds the state gate).
+  if (oplog_ != nullptr && oplog_->healthy()) oplog_->Sync(oplog_->last());
   RunDeferredFrees(Now());
 }
 

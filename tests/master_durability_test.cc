@@ -38,13 +38,9 @@ MasterOptions DurableOptions() {
 
 int64_t Incarnation(int64_t daemon) { return daemon * 1000 + 7; }
 
+// As the daemon mounts it, incarnation included.
 rpc::SegmentInfo Segment(int64_t daemon, int64_t segment_id, int64_t size) {
-  rpc::SegmentInfo info;
-  info.segment_id = segment_id;
-  info.name = Name(daemon);
-  info.base = segment_id << 32;
-  info.size = size;
-  info.daemon_id = daemon;
+  rpc::SegmentInfo info = SegmentOf(daemon, segment_id, size);
   info.incarnation = Incarnation(daemon);
   return info;
 }
@@ -86,6 +82,31 @@ std::unique_ptr<MasterService> Restore(const std::string& dir) {
   auto restored = mooncake::RestoreMasterState(s.get(), &store, &log);
   assert_true(restored.ok());
   return s;
+}
+
+// Daemons 1 and 2 with an object each ("on-1", "on-2"), snapshotted, restored in a new
+// master: neither has re-attached yet.
+std::unique_ptr<MasterService> RestoredTwoDaemons(const std::string& dir) {
+  MasterService a(DurableOptions());
+  Join(a, 1);
+  Join(a, 2);
+  Put(a, 1, "on-1", 512, On(1));
+  Put(a, 2, "on-2", 512, On(2));
+  TakeSnapshot(a, dir, 0, 1);
+  return Restore(dir);
+}
+
+// A log in dir/oplog, recovered (empty) and started.
+std::unique_ptr<OpLog> StartedLog(const std::string& dir, OpLogMode mode,
+                                  int64_t flush_interval_ms = 100) {
+  OpLogOptions o;
+  o.dir = dir + "/oplog";
+  o.mode = mode;
+  o.flush_interval_ms = flush_interval_ms;
+  auto log = std::make_unique<OpLog>(o);
+  assert_true(log->Recover(0, [](uint64_t, std::string_view) { return true; }).ok());
+  assert_int_equal(ToInt(log->Start(0)), 0);
+  return log;
 }
 
 // Every object as the snapshot encodes it, shard by shard: two services hold the same
@@ -180,13 +201,7 @@ void test_remount_must_prove_identity(void**) {
 
 void test_segments_not_back_within_grace_are_dropped(void**) {
   TempDir dir;
-  MasterService a(DurableOptions());
-  Join(a, 1);
-  Join(a, 2);
-  Put(a, 1, "on-1", 512, On(1));
-  Put(a, 2, "on-2", 512, On(2));
-  TakeSnapshot(a, dir.path, 0, 1);
-  std::unique_ptr<MasterService> b = Restore(dir.path);
+  std::unique_ptr<MasterService> b = RestoredTwoDaemons(dir.path);
   assert_int_equal(Rejoin(*b, 1), kReattached);
   g_now += kGrace - 1;
   b->Tick();
@@ -201,15 +216,29 @@ void test_segments_not_back_within_grace_are_dropped(void**) {
   assert_int_equal(b->GetStats().objects, 1);
 }
 
+// A daemon that comes back but cannot prove a segment is its own is live, yet that segment
+// goes with the grace period all the same.
+void test_unproven_segment_dropped_after_grace(void**) {
+  TempDir dir;
+  std::unique_ptr<MasterService> b = RestoredTwoDaemons(dir.path);
+  assert_int_equal(Rejoin(*b, 1), kReattached);
+  assert_int_equal(ToInt(b->RegisterDaemon(2, Name(2))), 0);
+  rpc::SegmentInfo forged = Segment(2, 21, kMiB);
+  forged.incarnation += 1;
+  assert_int_equal(ToInt(b->MountSegment(forged)), kSegmentExists);
+  g_now += kGrace + 1;
+  b->Heartbeat(1);
+  b->Heartbeat(2);
+  b->Tick();
+  assert_int_equal(b->GetStats().pending_segments, 0);
+  assert_int_equal(Get(*b, "on-2").code, kNotFound);
+  assert_int_equal(Get(*b, "on-1").code, 0);
+  assert_int_equal(b->GetStats().daemons, 2);  // both still registered
+}
+
 void test_daemon_restarted_meanwhile_replaces_restored_one(void**) {
   TempDir dir;
-  MasterService a(DurableOptions());
-  Join(a, 1);
-  Join(a, 2);
-  Put(a, 2, "on-2", 512, On(2));
-  Put(a, 1, "on-1", 512, On(1));
-  TakeSnapshot(a, dir.path, 0, 1);
-  std::unique_ptr<MasterService> b = Restore(dir.path);
+  std::unique_ptr<MasterService> b = RestoredTwoDaemons(dir.path);
   // A new process on daemon 2's endpoint: its memory is new, the old segment is gone.
   assert_int_equal(ToInt(b->RegisterDaemon(99, Name(2))), 0);
   assert_int_equal(Get(*b, "on-2").code, kNotFound);
@@ -256,11 +285,7 @@ void test_new_puts_never_overlap_restored_ranges(void**) {
 // rebuilds exactly the directory the first one had.
 void test_snapshot_plus_log_rebuilds_the_directory(void**) {
   TempDir dir;
-  OpLogOptions lo;
-  lo.dir = dir.path + "/oplog";
-  auto log = std::make_unique<OpLog>(lo);
-  assert_true(log->Recover(0, [](uint64_t, std::string_view) { return true; }).ok());
-  assert_int_equal(ToInt(log->Start(0)), 0);
+  std::unique_ptr<OpLog> log = StartedLog(dir.path, OpLogMode::kRelaxed);
   MasterService a(DurableOptions());
   a.AttachOpLog(log.get());
   Join(a, 1, 64 * 1024);
@@ -293,12 +318,9 @@ void test_snapshot_plus_log_rebuilds_the_directory(void**) {
 // otherwise a crash could restore the object on bytes that have become another's.
 void test_freed_space_waits_for_its_record(void**) {
   TempDir dir;
-  OpLogOptions lo;
-  lo.dir = dir.path + "/oplog";
-  lo.flush_interval_ms = 60000;  // nothing reaches the disk unless asked
-  OpLog log(lo);
-  assert_true(log.Recover(0, [](uint64_t, std::string_view) { return true; }).ok());
-  assert_int_equal(ToInt(log.Start(0)), 0);
+  // Nothing reaches the disk unless asked.
+  std::unique_ptr<OpLog> started = StartedLog(dir.path, OpLogMode::kRelaxed, 60000);
+  OpLog& log = *started;
   MasterService s(DurableOptions());
   s.AttachOpLog(&log);
   Join(s, 1);
@@ -348,12 +370,8 @@ void test_restore_drops_what_cannot_be_valid(void**) {
 
 void test_strict_sync_waits_for_the_disk(void**) {
   TempDir dir;
-  OpLogOptions lo;
-  lo.dir = dir.path + "/oplog";
-  lo.mode = OpLogMode::kStrict;
-  OpLog log(lo);
-  assert_true(log.Recover(0, [](uint64_t, std::string_view) { return true; }).ok());
-  assert_int_equal(ToInt(log.Start(0)), 0);
+  std::unique_ptr<OpLog> started = StartedLog(dir.path, OpLogMode::kStrict);
+  OpLog& log = *started;
   MasterService s(DurableOptions());
   s.AttachOpLog(&log);
   Join(s, 1);
@@ -371,6 +389,7 @@ int main(void) {
       cmocka_unit_test(test_snapshot_round_trip_and_reattach),
       cmocka_unit_test(test_remount_must_prove_identity),
       cmocka_unit_test(test_segments_not_back_within_grace_are_dropped),
+      cmocka_unit_test(test_unproven_segment_dropped_after_grace),
       cmocka_unit_test(test_daemon_restarted_meanwhile_replaces_restored_one),
       cmocka_unit_test(test_new_puts_never_overlap_restored_ranges),
       cmocka_unit_test(test_snapshot_plus_log_rebuilds_the_directory),

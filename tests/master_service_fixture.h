@@ -56,14 +56,19 @@ inline MasterOptions Options() {
 
 inline std::string Name(int64_t daemon) { return "10.0.0." + std::to_string(daemon) + ":7000"; }
 
-inline void Mount(MasterService& s, int64_t daemon, int64_t segment_id, int64_t size) {
+// A segment of daemon's, at a base of its own.
+inline rpc::SegmentInfo SegmentOf(int64_t daemon, int64_t segment_id, int64_t size) {
   rpc::SegmentInfo info;
   info.segment_id = segment_id;
   info.name = Name(daemon);
   info.base = segment_id << 32;
   info.size = size;
   info.daemon_id = daemon;
-  assert_int_equal(ToInt(s.MountSegment(info)), 0);
+  return info;
+}
+
+inline void Mount(MasterService& s, int64_t daemon, int64_t segment_id, int64_t size) {
+  assert_int_equal(ToInt(s.MountSegment(SegmentOf(daemon, segment_id, size))), 0);
 }
 
 // Registers a daemon and mounts one segment for it, id daemon * 10 + 1.
