@@ -19,6 +19,7 @@
 #include "common/error_code.h"
 #include "master/master_service.h"
 #include "master/snapshot_store.h"
+#include "master/snapshot_writer.h"
 
 namespace mooncake {
 

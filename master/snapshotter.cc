@@ -13,6 +13,8 @@
 
 #include "common/logging.h"
 #include "master/snapshot_codec.h"
+#include "master/snapshot_format.h"
+#include "master/snapshot_writer.h"
 
 namespace mooncake {
 

@@ -5,7 +5,7 @@
 // and fork()s; the gate is released as soon as fork returns, so that pause is all the
 // requests see. The child, holding a copy-on-write image of memory frozen at that instant,
 // encodes every non-empty shard (master/snapshot_codec.h), writes the payloads, manifest,
-// descriptor and latest pointer (master/snapshot_store.h) and reports over a pipe. The
+// descriptor and latest pointer (master/snapshot_format.h) and reports over a pipe. The
 // parent never blocks a request on it: it waits on its own thread, kills a child that
 // overruns child_timeout and removes its partial directory. After a published snapshot
 // it deletes snapshots beyond the retention count and the log records every remaining

@@ -13,6 +13,7 @@
 #include "master/oplog.h"
 #include "master/snapshot_codec.h"
 #include "master/snapshot_store.h"
+#include "master/snapshot_writer.h"
 #include "master/state_restore.h"
 #include "tests/master_service_fixture.h"
 #include "tests/process_harness.h"

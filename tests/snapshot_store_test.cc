@@ -25,7 +25,9 @@
 #include <vector>
 
 #include "common/crc32c.h"
+#include "master/snapshot_format.h"
 #include "master/snapshot_store.h"
+#include "master/snapshot_writer.h"
 #include "tests/cmocka_cpp.h"
 #include "tests/process_harness.h"
 
