@@ -33,6 +33,7 @@ demo: build
 bench: build
 	$(BUILD_DIR)/bench/master_bench --spawn_master $(BUILD_DIR)/master/mooncake-master
 	$(BUILD_DIR)/bench/store_bench --build_dir $(BUILD_DIR)
+	$(BUILD_DIR)/bench/durability_bench --spawn_master $(BUILD_DIR)/master/mooncake-master
 
 install: build
 	cmake --install $(BUILD_DIR)

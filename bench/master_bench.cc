@@ -14,34 +14,20 @@
 //
 // See bench/README.md for how to run it and what the columns mean.
 #include <signal.h>
-#include <sys/resource.h>
 #include <sys/wait.h>
-#include <thrift/protocol/TBinaryProtocol.h>
-#include <thrift/transport/TBufferTransports.h>
-#include <thrift/transport/TSocket.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
-#include <chrono>
 #include <cinttypes>
-#include <cmath>
-#include <condition_variable>
-#include <cstdarg>
 #include <cstdio>
-#include <cstdlib>
-#include <cstring>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <random>
-#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
 
-#include "MasterService.h"
-#include "common/crc32c.h"
+#include "bench/master_bench_util.h"
 #include "common/error_code.h"
 #include "common/flags.h"
 #include "common/units.h"
@@ -54,45 +40,32 @@
 namespace {
 
 namespace rpc = mooncake::rpc;
-using apache::thrift::protocol::TBinaryProtocol;
-using apache::thrift::transport::TFramedTransport;
-using apache::thrift::transport::TSocket;
-using Clock = std::chrono::steady_clock;
-
-// ---- fatal errors --------------------------------------------------------------------
+using mooncake::bench::Body;
+using mooncake::bench::CheckBatchSize;
+using mooncake::bench::CheckCode;
+using mooncake::bench::CheckReplicaList;
+using mooncake::bench::Clock;
+using mooncake::bench::CodeText;
+using mooncake::bench::Conn;
+using mooncake::bench::Connect;
+using mooncake::bench::CsvFile;
+using mooncake::bench::Die;
+using mooncake::bench::FakeDaemon;
+using mooncake::bench::Fixed;
+using mooncake::bench::Format;
+using mooncake::bench::KeyMaker;
+using mooncake::bench::ParseHostPort;
+using mooncake::bench::PhaseResult;
+using mooncake::bench::PutKeys;
+using mooncake::bench::Recorder;
+using mooncake::bench::RunPhase;
+using mooncake::bench::Share;
+using mooncake::bench::SplitWords;
+using mooncake::bench::Table;
 
 // The master we spawned, if any. Started with PR_SET_PDEATHSIG, so it never outlives us,
 // even when Die() ends the run from another thread.
 mooncake::testing::ChildProcess* g_master = nullptr;
-std::mutex g_die_mu;
-
-// Aborts the whole run, from any thread: a benchmark that keeps counting after an error
-// measures nothing.
-[[noreturn]] __attribute__((format(printf, 1, 2))) void Die(const char* format, ...) {
-  g_die_mu.lock();  // never released: the first failure is the one reported
-  std::fflush(stdout);
-  std::fprintf(stderr, "\nmaster_bench: FATAL: ");
-  va_list args;
-  va_start(args, format);
-  std::vfprintf(stderr, format, args);
-  va_end(args);
-  std::fprintf(stderr, "\n");
-  std::fflush(stderr);
-  _exit(1);
-}
-
-std::string CodeText(int64_t code) {
-  char buf[200];
-  std::snprintf(buf, sizeof(buf), "%" PRId64 " (%s: %s)", code,
-                mooncake::ErrorName(static_cast<int32_t>(code)),
-                mooncake::ErrorText(static_cast<int32_t>(code)));
-  return buf;
-}
-
-// The first 24 characters of a key, for error messages.
-std::string Short(const std::string& key) {
-  return key.size() <= 24 ? key : key.substr(0, 24) + "...";
-}
 
 // ---- flags -----------------------------------------------------------------------------
 
@@ -113,85 +86,11 @@ struct Options {
   std::string forms = "both";
 };
 
-// ---- keys ------------------------------------------------------------------------------
-
-// splitmix64's finalizer: a bijection on 64-bit values, so distinct seeds give distinct
-// first 16 hex digits.
-uint64_t Mix(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ULL;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
-}
-
-// Keys look like content hashes (lowercase hex), as KV-cache keys do. Key i of set s is
-// unique for the run: its seed is base + s * 2^40 + i, and Mix is a bijection.
-class KeyMaker {
- public:
-  KeyMaker(uint64_t base, size_t size) : base_(base), size_(size) {}
-  std::string Make(uint64_t set, uint64_t index) const {
-    static const char kHex[] = "0123456789abcdef";
-    std::string key(size_, '0');
-    uint64_t h = Mix(base_ + (set << 40) + index);
-    for (size_t i = 0; i < size_; ++i) {
-      if (i > 0 && i % 16 == 0) h = Mix(h + i);
-      key[i] = kHex[(h >> (60 - 4 * (i % 16))) & 15];
-    }
-    return key;
-  }
-
- private:
-  uint64_t base_;
-  size_t size_;
-};
-
 constexpr uint64_t kSetPutSingle = 1;
 constexpr uint64_t kSetPutBatch = 2;
 constexpr uint64_t kSetMemory = 3;
 
-// ---- connections -----------------------------------------------------------------------
-
-// One Thrift connection: TSocket, framed transport (the master is a TNonblockingServer),
-// binary protocol.
-class Conn {
- public:
-  Conn(const std::string& host, int port) {
-    socket_ = std::make_shared<TSocket>(host, port);
-    socket_->setConnTimeout(5000);
-    socket_->setRecvTimeout(120000);  // a master stuck for 2 min fails the run
-    socket_->setSendTimeout(120000);
-    socket_->setNoDelay(true);
-    transport_ = std::make_shared<TFramedTransport>(socket_);
-    client_ =
-        std::make_unique<rpc::MasterServiceClient>(std::make_shared<TBinaryProtocol>(transport_));
-    try {
-      transport_->open();
-    } catch (const std::exception& e) {
-      Die("cannot connect to the master at %s:%d: %s", host.c_str(), port, e.what());
-    }
-  }
-  ~Conn() {
-    try {
-      transport_->close();
-    } catch (...) {
-    }
-  }
-  rpc::MasterServiceClient* operator->() { return client_.get(); }
-
- private:
-  std::shared_ptr<TSocket> socket_;
-  std::shared_ptr<TFramedTransport> transport_;
-  std::unique_ptr<rpc::MasterServiceClient> client_;
-};
-
 // ---- the spawned master ----------------------------------------------------------------
-
-std::vector<std::string> SplitWords(const std::string& text) {
-  std::istringstream in(text);
-  std::vector<std::string> words;
-  for (std::string w; in >> w;) words.push_back(w);
-  return words;
-}
 
 // Starts the master on a free port of 127.0.0.1 and waits until it accepts.
 void SpawnMaster(const Options& o, int* port) {
@@ -216,388 +115,57 @@ void StopSpawnedMaster() {
   }
 }
 
-// CPU seconds (user + system) the spawned master has used; -1 when there is none.
-double MasterCpuSeconds() {
-  if (!g_master->running()) return -1;
-  char path[64];
-  std::snprintf(path, sizeof(path), "/proc/%d/stat", static_cast<int>(g_master->pid()));
-  FILE* f = std::fopen(path, "r");
-  if (f == nullptr) return -1;
-  char buf[1024];
-  size_t n = std::fread(buf, 1, sizeof(buf) - 1, f);
-  std::fclose(f);
-  buf[n] = '\0';
-  const char* p = std::strrchr(buf, ')');  // the command name may contain spaces
-  if (p == nullptr) return -1;
-  std::istringstream in(p + 1);
-  std::vector<std::string> fields;
-  for (std::string w; in >> w;) fields.push_back(w);
-  if (fields.size() < 13) return -1;
-  // fields[0] is field 3 (state); utime and stime are fields 14 and 15.
-  double ticks =
-      std::strtod(fields[11].c_str(), nullptr) + std::strtod(fields[12].c_str(), nullptr);
-  return ticks / static_cast<double>(sysconf(_SC_CLK_TCK));
-}
-
-double SelfCpuSeconds() {
-  rusage ru{};
-  getrusage(RUSAGE_SELF, &ru);
-  return static_cast<double>(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
-         static_cast<double>(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
-}
-
-// ---- the fake daemon -------------------------------------------------------------------
-
-// Registers the daemon, mounts the segment, and heartbeats on its own connection so the
-// master never declares it dead (which would drop the segment and every object in it).
-class FakeDaemon {
- public:
-  FakeDaemon(const Options& o, const std::string& host, int port, int64_t daemon_id,
-             int64_t segment_id)
-      : host_(host), port_(port), daemon_id_(daemon_id) {
-    Conn conn(host, port);
-    std::string name = "127.0.0.1:" + std::to_string(20000 + daemon_id % 40000);
-    int32_t rc = conn->RegisterDaemon(daemon_id, name);
-    if (rc != 0) Die("RegisterDaemon returned %s", CodeText(rc).c_str());
-    rpc::SegmentInfo segment;
-    segment.segment_id = segment_id;
-    segment.name = name;
-    segment.base = static_cast<int64_t>(1ULL << 40);
-    segment.size = static_cast<int64_t>(o.segment_size);
-    segment.daemon_id = daemon_id;
-    rpc::TransportEndpoint endpoint;
-    endpoint.protocol = "tcp";
-    endpoint.address = name;
-    segment.endpoints.push_back(endpoint);
-    rc = conn->MountSegment(segment);
-    if (rc != 0) Die("MountSegment returned %s", CodeText(rc).c_str());
-    heartbeat_ = std::thread([this] { HeartbeatLoop(); });
-  }
-  ~FakeDaemon() {
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      stop_ = true;
-    }
-    cv_.notify_all();
-    heartbeat_.join();
-  }
-
- private:
-  void HeartbeatLoop() {
-    Conn conn(host_, port_);
-    std::unique_lock<std::mutex> lock(mu_);
-    while (!cv_.wait_for(lock, std::chrono::seconds(1), [this] { return stop_; })) {
-      rpc::HeartbeatResult r;
-      try {
-        conn->Heartbeat(r, daemon_id_);
-      } catch (const std::exception& e) {
-        Die("Heartbeat failed: %s", e.what());
-      }
-      if (r.code != 0) {
-        Die("Heartbeat returned %s: the master dropped this daemon and its objects",
-            CodeText(r.code).c_str());
-      }
-    }
-  }
-
-  std::string host_;
-  int port_;
-  int64_t daemon_id_;
-  std::mutex mu_;
-  std::condition_variable cv_;
-  bool stop_ = false;
-  std::thread heartbeat_;
-};
-
-// ---- phases ----------------------------------------------------------------------------
-
-struct PhaseResult {
-  std::string operation;
-  std::string form;
-  int64_t threads = 0;
-  int64_t keys = 0;
-  int64_t rpcs = 0;
-  double seconds = 0;
-  double keys_per_s = 0;
-  double p50_us = 0;
-  double p99_us = 0;
-  double master_cores = -1;       // CPU the master used during the phase, in cores; -1 unknown
-  double bench_cores = 0;         // same for this process
-  double master_us_per_key = -1;  // master CPU time per key, µs; -1 unknown
-  double bytes_per_object = -1;
-};
-
-// What one worker thread measures.
-class Recorder {
- public:
-  Recorder(std::string phase, std::atomic<int64_t>* progress)
-      : phase_(std::move(phase)), progress_(progress) {}
-
-  // Runs one RPC and records its latency.
-  template <typename F>
-  void Rpc(F&& call) {
-    auto t0 = Clock::now();
-    try {
-      call();
-    } catch (const std::exception& e) {
-      Die("%s: RPC failed (is the master still up?): %s", phase_.c_str(), e.what());
-    }
-    latencies_ns_.push_back(
-        std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - t0).count());
-  }
-  void KeysDone(int64_t n) { progress_->fetch_add(n, std::memory_order_relaxed); }
-  std::vector<int64_t>& latencies() { return latencies_ns_; }
-
- private:
-  std::string phase_;
-  std::atomic<int64_t>* progress_;
-  std::vector<int64_t> latencies_ns_;
-};
-
-// The body of one worker: thread index, its connection, its recorder.
-using Body = std::function<void(size_t, Conn&, Recorder&)>;
-
-double Percentile(std::vector<int64_t>* v, double q) {
-  if (v->empty()) return 0;
-  size_t rank = static_cast<size_t>(std::ceil(q * static_cast<double>(v->size())));
-  rank = std::min(v->size() - 1, rank == 0 ? 0 : rank - 1);
-  std::nth_element(v->begin(), v->begin() + static_cast<ptrdiff_t>(rank), v->end());
-  return static_cast<double>((*v)[rank]) / 1000.0;
-}
-
-// Runs body on every connection at once, timing from the moment all threads are released
-// until the last one finishes, and prints progress to stderr about once a second.
-PhaseResult RunPhase(const std::string& operation, const std::string& form, int64_t total_keys,
-                     std::vector<std::unique_ptr<Conn>>& conns, const Body& body) {
-  size_t n = conns.size();
-  std::atomic<int64_t> progress{0};
-  std::atomic<size_t> ready{0};
-  std::atomic<size_t> finished{0};
-  std::atomic<bool> go{false};
-  std::vector<std::unique_ptr<Recorder>> recorders;
-  for (size_t t = 0; t < n; ++t)
-    recorders.push_back(std::make_unique<Recorder>(operation + " " + form, &progress));
-  // Each worker notes when it finished; the phase ends with the last of them (the loop
-  // below only polls, so its own clock would be late by up to a polling period).
-  std::vector<Clock::time_point> ends(n);
-  std::vector<std::thread> workers;
-  for (size_t t = 0; t < n; ++t) {
-    workers.emplace_back([&, t] {
-      ready.fetch_add(1);
-      while (!go.load(std::memory_order_acquire)) std::this_thread::yield();
-      body(t, *conns[t], *recorders[t]);
-      ends[t] = Clock::now();
-      finished.fetch_add(1);
-    });
-  }
-  while (ready.load() < n) std::this_thread::yield();
-  double master_cpu0 = MasterCpuSeconds();
-  double self_cpu0 = SelfCpuSeconds();
-  auto t0 = Clock::now();
-  go.store(true, std::memory_order_release);
-
-  auto last_print = t0;
-  int64_t last_progress = 0;
-  while (finished.load() < n) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-    auto now = Clock::now();
-    double since = std::chrono::duration<double>(now - last_print).count();
-    if (since >= 1.0 && finished.load() < n) {
-      int64_t done = progress.load();
-      std::fprintf(
-          stderr, "  [%s %s] %" PRId64 "/%" PRId64 " keys (%3.0f%%)  %.0f keys/s  %.1f s\n",
-          operation.c_str(), form.c_str(), done, total_keys,
-          total_keys > 0 ? 100.0 * static_cast<double>(done) / static_cast<double>(total_keys)
-                         : 0.0,
-          static_cast<double>(done - last_progress) / since,
-          std::chrono::duration<double>(now - t0).count());
-      last_print = now;
-      last_progress = done;
-    }
-  }
-  double master_cpu1 = MasterCpuSeconds();
-  double self_cpu1 = SelfCpuSeconds();
-  for (auto& w : workers) w.join();
-  auto t1 = *std::max_element(ends.begin(), ends.end());
-
-  PhaseResult r;
-  r.operation = operation;
-  r.form = form;
-  r.threads = static_cast<int64_t>(n);
-  r.keys = progress.load();
-  if (r.keys != total_keys) {
-    Die("%s %s: %" PRId64 " keys done, %" PRId64 " expected", operation.c_str(), form.c_str(),
-        r.keys, total_keys);
-  }
-  r.seconds = std::chrono::duration<double>(t1 - t0).count();
-  r.keys_per_s = r.seconds > 0 ? static_cast<double>(r.keys) / r.seconds : 0;
-  std::vector<int64_t> all;
-  for (auto& rec : recorders) {
-    all.insert(all.end(), rec->latencies().begin(), rec->latencies().end());
-  }
-  r.rpcs = static_cast<int64_t>(all.size());
-  r.p50_us = Percentile(&all, 0.50);
-  r.p99_us = Percentile(&all, 0.99);
-  if (master_cpu0 >= 0 && master_cpu1 >= 0 && r.seconds > 0) {
-    r.master_cores = (master_cpu1 - master_cpu0) / r.seconds;
-    if (r.keys > 0)
-      r.master_us_per_key = (master_cpu1 - master_cpu0) * 1e6 / static_cast<double>(r.keys);
-  }
-  r.bench_cores = r.seconds > 0 ? (self_cpu1 - self_cpu0) / r.seconds : 0;
-  return r;
-}
-
-// Thread t's share [begin, end) of count items.
-std::pair<int64_t, int64_t> Share(int64_t count, size_t t, size_t n) {
-  int64_t begin = count * static_cast<int64_t>(t) / static_cast<int64_t>(n);
-  int64_t end = count * static_cast<int64_t>(t + 1) / static_cast<int64_t>(n);
-  return {begin, end};
-}
-
-void CheckPutStart(const rpc::PutStartResult& r, const std::string& key, const char* call) {
-  if (r.code != 0) Die("%s('%s') returned %s", call, Short(key).c_str(), CodeText(r.code).c_str());
-  if (r.replicas.size() != 1) {
-    Die("%s('%s') returned %zu replicas, 1 expected", call, Short(key).c_str(), r.replicas.size());
-  }
-}
-
-// The checksum each put reports. There are no bytes here, so the key's CRC-32C stands in
-// for the value's, and a read can check it.
-int64_t ChecksumOf(const std::string& key) { return mooncake::Crc32c(key.data(), key.size()); }
-
-void CheckReplicaList(const rpc::ReplicaListResult& r, const std::string& key, int64_t size,
-                      const char* call) {
-  if (r.code != 0) Die("%s('%s') returned %s", call, Short(key).c_str(), CodeText(r.code).c_str());
-  if (r.checksum != ChecksumOf(key)) {
-    Die("%s('%s') returned checksum %" PRId64 ", expected %" PRId64, call, Short(key).c_str(),
-        static_cast<int64_t>(r.checksum), ChecksumOf(key));
-  }
-  if (r.size != size || r.replicas.size() != 1 ||
-      r.replicas[0].status != rpc::ReplicaStatus::COMPLETE) {
-    Die("%s('%s') returned size %" PRId64 " with %zu replica(s); expected size %" PRId64
-        " with 1 COMPLETE replica",
-        call, Short(key).c_str(), static_cast<int64_t>(r.size), r.replicas.size(), size);
-  }
-}
-
-void CheckCode(int32_t code, int32_t expected, const std::string& key, const char* call) {
-  if (code != expected) {
-    Die("%s('%s') returned %s, expected %d", call, Short(key).c_str(), CodeText(code).c_str(),
-        expected);
-  }
-}
-
-template <typename T>
-void CheckBatchSize(const std::vector<T>& results, size_t keys, const char* call) {
-  if (results.size() != keys)
-    Die("%s returned %zu results for %zu keys", call, results.size(), keys);
-}
-
-// Puts keys [begin, end) of one thread's list, single or batch. make_key gives key i.
-void PutKeys(Conn& conn, Recorder& rec, int64_t writer, int64_t object_size, int64_t batch,
-             bool batched, int64_t begin, int64_t end,
-             const std::function<std::string(int64_t)>& make_key) {
-  rpc::ReplicateConfig config;
-  config.replica_num = 1;
-  if (!batched) {
-    for (int64_t i = begin; i < end; ++i) {
-      std::string key = make_key(i);
-      rpc::PutStartResult started;
-      rec.Rpc([&] { conn->PutStart(started, writer, key, object_size, config); });
-      CheckPutStart(started, key, "PutStart");
-      int32_t rc = 0;
-      rec.Rpc([&] { rc = conn->PutEnd(writer, key, ChecksumOf(key)); });
-      CheckCode(rc, 0, key, "PutEnd");
-      rec.KeysDone(1);
-    }
-    return;
-  }
-  std::vector<std::string> keys;
-  std::vector<int64_t> sizes;
-  std::vector<int64_t> checksums;
-  std::vector<rpc::PutStartResult> started;
-  std::vector<int32_t> ended;
-  for (int64_t i = begin; i < end; i += batch) {
-    int64_t stop = std::min(end, i + batch);
-    keys.clear();
-    checksums.clear();
-    for (int64_t j = i; j < stop; ++j) {
-      keys.push_back(make_key(j));
-      checksums.push_back(ChecksumOf(keys.back()));
-    }
-    sizes.assign(keys.size(), object_size);
-    rec.Rpc([&] { conn->BatchPutStart(started, writer, keys, sizes, config); });
-    CheckBatchSize(started, keys.size(), "BatchPutStart");
-    for (size_t k = 0; k < keys.size(); ++k) CheckPutStart(started[k], keys[k], "BatchPutStart");
-    rec.Rpc([&] { conn->BatchPutEnd(ended, writer, keys, checksums); });
-    CheckBatchSize(ended, keys.size(), "BatchPutEnd");
-    for (size_t k = 0; k < keys.size(); ++k) CheckCode(ended[k], 0, keys[k], "BatchPutEnd");
-    rec.KeysDone(static_cast<int64_t>(keys.size()));
-  }
-}
-
 // ---- report ----------------------------------------------------------------------------
 
-std::string Fixed(double v, int decimals) {
-  if (v < 0) return "-";
-  char buf[64];
-  std::snprintf(buf, sizeof(buf), "%.*f", decimals, v);
-  return buf;
+const Table& PhaseTable() {
+  static const Table table({{"operation", 16, true},
+                            {"form", 6, true},
+                            {"thr", 3},
+                            {"keys", 9},
+                            {"rpcs", 9},
+                            {"seconds", 8},
+                            {"keys/s", 10},
+                            {"p50_us", 9},
+                            {"p99_us", 9},
+                            {"mst_cpu", 7},
+                            {"cli_cpu", 7},
+                            {"mst_us", 7}});
+  return table;
 }
 
-void PrintTableHeader() {
-  std::printf("%-16s %-6s %3s %9s %9s %8s %10s %9s %9s %7s %7s %7s\n", "operation", "form", "thr",
-              "keys", "rpcs", "seconds", "keys/s", "p50_us", "p99_us", "mst_cpu", "cli_cpu",
-              "mst_us");
-}
+void PrintTableHeader() { PhaseTable().PrintHeader(); }
 
 void PrintRow(const PhaseResult& r) {
-  std::printf("%-16s %-6s %3" PRId64 " %9" PRId64 " %9" PRId64
-              " %8.2f %10.0f %9.1f %9.1f %7s %7s %7s\n",
-              r.operation.c_str(), r.form.c_str(), r.threads, r.keys, r.rpcs, r.seconds,
-              r.keys_per_s, r.p50_us, r.p99_us, Fixed(r.master_cores, 2).c_str(),
-              Fixed(r.bench_cores, 2).c_str(), Fixed(r.master_us_per_key, 2).c_str());
-  std::fflush(stdout);
+  PhaseTable().PrintRow({r.operation, r.form, Format("%" PRId64, r.threads),
+                         Format("%" PRId64, r.keys), Format("%" PRId64, r.rpcs),
+                         Format("%.2f", r.seconds), Format("%.0f", r.keys_per_s),
+                         Format("%.1f", r.p50_us), Format("%.1f", r.p99_us),
+                         Fixed(r.master_cores, 2), Fixed(r.bench_cores, 2),
+                         Fixed(r.master_us_per_key, 2)});
 }
 
-void WriteCsv(const std::string& path, const std::vector<PhaseResult>& rows, int64_t key_size) {
-  FILE* f = std::fopen(path.c_str(), "w");
-  if (f == nullptr) Die("cannot write --csv %s: %s", path.c_str(), std::strerror(errno));
-  std::fprintf(f,
-               "operation,form,threads,keys,rpcs,seconds,keys_per_s,p50_us,p99_us,"
-               "master_cores,bench_cores,master_us_per_key,key_size,bytes_per_object\n");
+// One row per phase; bytes_per_object goes on the load row (the only one that has it).
+void WriteCsv(const std::string& path, const std::vector<PhaseResult>& rows, int64_t key_size,
+              double bytes_per_object) {
+  CsvFile csv(path, {"operation", "form", "threads", "keys", "rpcs", "seconds", "keys_per_s",
+                     "p50_us", "p99_us", "master_cores", "bench_cores", "master_us_per_key",
+                     "key_size", "bytes_per_object"});
   for (const PhaseResult& r : rows) {
-    std::fprintf(
-        f,
-        "%s,%s,%" PRId64 ",%" PRId64 ",%" PRId64 ",%.4f,%.1f,%.2f,%.2f,%s,%.3f,%s,%" PRId64 ",%s\n",
-        r.operation.c_str(), r.form.c_str(), r.threads, r.keys, r.rpcs, r.seconds, r.keys_per_s,
-        r.p50_us, r.p99_us, r.master_cores < 0 ? "" : Fixed(r.master_cores, 3).c_str(),
-        r.bench_cores, r.master_us_per_key < 0 ? "" : Fixed(r.master_us_per_key, 3).c_str(),
-        key_size, r.bytes_per_object < 0 ? "" : Fixed(r.bytes_per_object, 1).c_str());
+    bool load = r.form == "load" && bytes_per_object >= 0;
+    csv.Row({r.operation, r.form, Format("%" PRId64, r.threads), Format("%" PRId64, r.keys),
+             Format("%" PRId64, r.rpcs), Format("%.4f", r.seconds), Format("%.1f", r.keys_per_s),
+             Format("%.2f", r.p50_us), Format("%.2f", r.p99_us),
+             r.master_cores < 0 ? "" : Fixed(r.master_cores, 3), Format("%.3f", r.bench_cores),
+             r.master_us_per_key < 0 ? "" : Fixed(r.master_us_per_key, 3),
+             Format("%" PRId64, key_size), load ? Fixed(bytes_per_object, 1) : ""});
   }
-  std::fclose(f);
-}
-
-bool ParseHostPort(const std::string& text, std::string* host, int* port) {
-  size_t colon = text.rfind(':');
-  if (colon == std::string::npos || colon == 0) return false;
-  *host = text.substr(0, colon);
-  char* end = nullptr;
-  long p = std::strtol(text.c_str() + colon + 1, &end, 10);
-  if (*end != '\0' || p <= 0 || p > 65535) return false;
-  *port = static_cast<int>(p);
-  return true;
-}
-
-std::vector<std::unique_ptr<Conn>> Connect(const std::string& host, int port, int64_t n) {
-  std::vector<std::unique_ptr<Conn>> conns;
-  for (int64_t t = 0; t < n; ++t) conns.push_back(std::make_unique<Conn>(host, port));
-  return conns;
+  csv.Close();
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
+  mooncake::bench::SetProgramName("master_bench");
   Options o;
   mooncake::FlagSet flags("master_bench",
                           "Throughput, latency and memory per object of a mooncake-master.");
@@ -672,9 +240,10 @@ int main(int argc, char** argv) {
       std::thread::hardware_concurrency(), MC_BUILD_TYPE, keys.Make(0, 0).c_str());
   std::fflush(stdout);
 
-  auto daemon = std::make_unique<FakeDaemon>(o, host, port, daemon_id, segment_id);
+  auto daemon = std::make_unique<FakeDaemon>(host, port, daemon_id, segment_id, o.segment_size);
   auto conns = Connect(host, port, o.threads);
   std::vector<PhaseResult> results;
+  double bytes_per_object = -1;  // the memory phase's figure, when it ran
   size_t n = conns.size();
   int64_t batch = o.batch;
 
@@ -776,7 +345,7 @@ int main(int argc, char** argv) {
     if (batched) phases.push_back({"ExistKey", "batch", exist_batch});
     PrintTableHeader();
     for (const Phase& phase : phases) {
-      results.push_back(RunPhase(phase.operation, phase.form, o.keys, conns, phase.body));
+      results.push_back(RunPhase(phase.operation, phase.form, o.keys, conns, phase.body, master));
       PrintRow(results.back());
     }
   }
@@ -792,7 +361,7 @@ int main(int argc, char** argv) {
       daemon.reset();
       StopSpawnedMaster();
       SpawnMaster(o, &port);
-      daemon = std::make_unique<FakeDaemon>(o, host, port, daemon_id, segment_id);
+      daemon = std::make_unique<FakeDaemon>(host, port, daemon_id, segment_id, o.segment_size);
       conns = Connect(host, port, o.threads);
     }
     rpc::MasterStats before, after;
@@ -806,11 +375,13 @@ int main(int argc, char** argv) {
     std::fflush(stdout);
     PrintTableHeader();
     PhaseResult load = RunPhase(
-        "PutStart+PutEnd", "load", o.rss_objects, conns, [&](size_t t, Conn& c, Recorder& r) {
+        "PutStart+PutEnd", "load", o.rss_objects, conns,
+        [&](size_t t, Conn& c, Recorder& r) {
           auto [b, e] = Share(o.rss_objects, t, n);
           PutKeys(c, r, daemon_id, object_size, batch, /*batched=*/true, b, e,
                   [&keys](int64_t i) { return keys.Make(kSetMemory, static_cast<uint64_t>(i)); });
-        });
+        },
+        master);
     (*conns[0])->GetStats(after);
     int64_t added = after.objects - before.objects;
     if (added != o.rss_objects) {
@@ -818,7 +389,7 @@ int main(int argc, char** argv) {
           o.rss_objects);
     }
     int64_t delta = after.resident_bytes - before.resident_bytes;
-    load.bytes_per_object = static_cast<double>(delta) / static_cast<double>(o.rss_objects);
+    bytes_per_object = static_cast<double>(delta) / static_cast<double>(o.rss_objects);
     PrintRow(load);
     results.push_back(load);
     std::printf("  resident before %s, after %s: +%s for %" PRId64 " objects\n",
@@ -832,7 +403,7 @@ int main(int argc, char** argv) {
                 mooncake::FormatSize(static_cast<uint64_t>(after.capacity_bytes)).c_str());
     std::printf("  => %.1f bytes of master memory per single-replica object (key %" PRId64
                 " bytes; target <= 250 with 64-byte keys)%s\n",
-                load.bytes_per_object, o.key_size,
+                bytes_per_object, o.key_size,
                 g_master->running() && o.rss_fresh_master
                     ? ""
                     : (o.keys > 0 ? "\n     (same master process as the throughput phases: memory "
@@ -849,7 +420,7 @@ int main(int argc, char** argv) {
                 r.keys_per_s, r.keys_per_s >= 300000 ? "met" : "NOT met");
   }
   if (!o.csv.empty()) {
-    WriteCsv(o.csv, results, o.key_size);
+    WriteCsv(o.csv, results, o.key_size, bytes_per_object);
     std::printf("CSV written to %s\n", o.csv.c_str());
   }
   if (o.cleanup) {
