@@ -12,7 +12,6 @@ std::unique_ptr<Durability> Durability::Open(const MasterOptions& options,
   SnapshotStore store(options.snapshot_dir);
   OpLogOptions log_options;
   log_options.dir = options.snapshot_dir + "/oplog";
-  log_options.mode = options.oplog_mode == "strict" ? OpLogMode::kStrict : OpLogMode::kRelaxed;
   log_options.flush_interval_ms = options.oplog_flush_interval_ms;
   // With the log disabled one is still opened, read-only in effect, so that a restore
   // replays what an earlier run with the log on wrote; it is never started.
@@ -51,7 +50,7 @@ std::unique_ptr<Durability> Durability::Open(const MasterOptions& options,
       *exit_code = 1;
       return nullptr;
     }
-    service->AttachOpLog(oplog.get());
+    service->AttachOpLog(oplog.get(), options.oplog_mode == "strict");
     d->oplog_ = std::move(oplog);
   }
   SnapshotterOptions snap;

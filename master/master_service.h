@@ -113,8 +113,12 @@ class MasterService {
   rpc::MasterStats GetStats() const;
 
   // ---- durability ----
-  // Before serving: from now on every change is appended to log (not owned; outlives us).
-  void AttachOpLog(OpLog* log) { oplog_ = log; }
+  // Before serving: from now on every change is appended to log (not owned; outlives us);
+  // strict: replies that acknowledge a change wait until it is on disk (Sync).
+  void AttachOpLog(OpLog* log, bool strict) {
+    oplog_ = log;
+    strict_ = strict;
+  }
   // After a call that changed something, before its reply: with a strict log, waits until
   // every record this thread appended is on disk (-1503 when the disk does not take it);
   // otherwise OK at once. Holds no lock while it waits.
@@ -281,6 +285,7 @@ class MasterService {
   const int64_t epoch_;
   mutable StateGate gate_;  // const readers (GetAllSegments) hold it too
   OpLog* oplog_ = nullptr;
+  bool strict_ = false;
   SegmentRegistry segments_;
   DaemonRegistry daemons_;
   std::unique_ptr<Shard[]> shards_;

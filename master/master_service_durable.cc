@@ -100,7 +100,7 @@ uint64_t MasterService::LogUnmount(int64_t segment_id) {
 bool MasterService::LogRefusing() const { return oplog_ != nullptr && !oplog_->healthy(); }
 
 ErrorCode MasterService::Sync() {
-  if (oplog_ == nullptr || oplog_->mode() != OpLogMode::kStrict) return ErrorCode::OK;
+  if (oplog_ == nullptr || !strict_) return ErrorCode::OK;
   return oplog_->Sync(OpLog::LastAppendedByThisThread());
 }
 

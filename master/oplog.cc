@@ -321,14 +321,11 @@ uint64_t OpLog::Append(std::string_view payload) {
   if (!started_) return 0;
   const uint64_t seq = last_.load(std::memory_order_relaxed) + 1;
   PutLittleEndian(&p, seq, 8);
-  // A strict flusher sleeps only on an empty buffer, so only the first record wakes it.
-  const bool wake = options_.mode == OpLogMode::kStrict && pending_.empty();
   pending_.append(head, kFrameHead);
   pending_.append(payload.data(), payload.size());
-  pending_.append(4, '\0');  // the CRC, which the flusher fills in
+  pending_.append(4, '\0');  // the CRC, which the flush fills in
   last_.store(seq, std::memory_order_release);
   lock.unlock();
-  if (wake) flusher_cv_.notify_one();
   t_last_appended = seq;
   return seq;
 }
@@ -339,65 +336,32 @@ ErrorCode OpLog::Sync(uint64_t seq) {
   if (seq <= synced()) return ErrorCode::OK;
   std::unique_lock<std::mutex> lock(mu_);
   if (seq > last()) return ErrorCode::INVALID_PARAMS;
-  if (options_.mode == OpLogMode::kRelaxed && seq > sync_wanted_) {
-    sync_wanted_ = seq;
-    flusher_cv_.notify_one();
+  const auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::milliseconds(options_.sync_timeout_ms);
+  while (synced() < seq) {
+    // The first to find no flush running writes everything pending itself, on its own
+    // thread: no thread to wake and none to wake it, the cost a request would otherwise
+    // pay twice. A failing disk is left to the flusher's retries.
+    if (!flushing_ && !failing_ && started_) {
+      FlushLocked(lock);
+    } else if (synced_cv_.wait_until(lock, deadline) == std::cv_status::timeout &&
+               synced() < seq) {
+      return ErrorCode::PERSISTENT_FAIL;
+    }
   }
-  const auto timeout = std::chrono::milliseconds(options_.sync_timeout_ms);
-  const bool durable = synced_cv_.wait_for(lock, timeout, [&] { return synced() >= seq; });
-  return durable ? ErrorCode::OK : ErrorCode::PERSISTENT_FAIL;
+  return ErrorCode::OK;
 }
 
 void OpLog::FlusherLoop() {
   const auto interval = std::chrono::milliseconds(options_.flush_interval_ms);
-  bool failing = false;
   std::unique_lock<std::mutex> lock(mu_);
   while (true) {
-    if (failing) {
-      // Syncs do not wake it: a disk that refuses is retried at its own pace.
-      flusher_cv_.wait_for(lock, kRetryInterval, [&] { return stopping_; });
-    } else if (options_.mode == OpLogMode::kStrict) {
-      flusher_cv_.wait(lock, [&] { return stopping_ || !pending_.empty(); });
-    } else {
-      flusher_cv_.wait_for(lock, interval, [&] {
-        return stopping_ || (sync_wanted_ > synced() && !pending_.empty());
-      });
-    }
+    // Syncs do not wake it: they flush themselves, and a disk that refuses is retried at
+    // its own pace.
+    flusher_cv_.wait_for(lock, failing_ ? kRetryInterval : interval, [&] { return stopping_; });
     const bool stop = stopping_;
-    // Records appended while the last write failed join the records it kept: they are
-    // written again, together, in order.
-    if (batch_.empty()) {
-      batch_.swap(pending_);  // pending_ gets the old batch's buffer: no allocation
-    } else {
-      batch_.append(pending_);
-      pending_.clear();
-    }
-    if (batch_.empty()) {
-      if (stop) return;
-      continue;
-    }
-    batch_last_ = last();
-    lock.unlock();
-    FillCrcs(&batch_);
-    std::string error;
-    const bool ok = Flush(&error);
-    lock.lock();
-    if (ok) {
-      synced_.store(batch_last_, std::memory_order_release);
-      batch_.clear();
-      synced_cv_.notify_all();
-      if (failing) MC_LOG_INFO("oplog: writes succeed again; synced through %" PRIu64, batch_last_);
-      failing = false;
-    } else {
-      failed_flushes_.fetch_add(1, std::memory_order_relaxed);
-      if (!failing) {
-        MC_LOG_ERROR("oplog: %s; records %" PRIu64 "..%" PRIu64
-                     " stay in memory, retrying every %lld ms", error.c_str(), synced() + 1,
-                     batch_last_, static_cast<long long>(kRetryInterval.count()));
-      }
-      failing = true;
-    }
-    healthy_.store(ok, std::memory_order_release);
+    synced_cv_.wait(lock, [&] { return !flushing_; });  // one flush at a time
+    const bool ok = FlushLocked(lock);
     if (stop) {
       if (!ok) {
         MC_LOG_ERROR("oplog: stopped with records %" PRIu64 "..%" PRIu64 " not on disk",
@@ -406,6 +370,43 @@ void OpLog::FlusherLoop() {
       return;
     }
   }
+}
+
+bool OpLog::FlushLocked(std::unique_lock<std::mutex>& lock) {
+  // Records appended while the last write failed join the records it kept: they are
+  // written again, together, in order.
+  if (batch_.empty()) {
+    batch_.swap(pending_);  // pending_ gets the old batch's buffer: no allocation
+  } else {
+    batch_.append(pending_);
+    pending_.clear();
+  }
+  if (batch_.empty()) return true;
+  flushing_ = true;
+  batch_last_ = last();
+  lock.unlock();
+  FillCrcs(&batch_);
+  std::string error;
+  const bool ok = Flush(&error);
+  lock.lock();
+  flushing_ = false;
+  if (ok) {
+    synced_.store(batch_last_, std::memory_order_release);
+    batch_.clear();
+    if (failing_) MC_LOG_INFO("oplog: writes succeed again; synced through %" PRIu64, batch_last_);
+    failing_ = false;
+  } else {
+    failed_flushes_.fetch_add(1, std::memory_order_relaxed);
+    if (!failing_) {
+      MC_LOG_ERROR("oplog: %s; records %" PRIu64 "..%" PRIu64
+                   " stay in memory, retrying every %lld ms", error.c_str(), synced() + 1,
+                   batch_last_, static_cast<long long>(kRetryInterval.count()));
+    }
+    failing_ = true;
+  }
+  healthy_.store(ok, std::memory_order_release);
+  synced_cv_.notify_all();  // synced moved, or the flush is free again
+  return ok;
 }
 
 bool OpLog::Flush(std::string* error) {

@@ -6,14 +6,12 @@
 // records after its sequence (Recover), then appends after them (Start).
 //
 // Appending never does I/O: request threads append while they hold a shard lock, so Append
-// only copies the payload into a buffer under a mutex. One flusher thread writes the buffer
-// with write(2) and makes it durable with fdatasync(2); Sync(seq) waits for that before an
-// RPC answers (group commit: every Sync waiting during one write + fdatasync is served by
-// the next one).
-//
-//   kStrict   the flusher writes as soon as anything is pending.
-//   kRelaxed  it writes every flush_interval_ms when something is pending, or at once when
-//             someone calls Sync.
+// only copies the payload into a buffer under a mutex. Records reach the disk (write(2),
+// then fdatasync(2)) in one of two ways: a flusher thread writes what is pending every
+// flush_interval_ms, and Sync(seq), which an RPC calls before it answers, writes at once on
+// the caller's own thread when no write is running (group commit, leader style: the Syncs
+// arriving during one write + fdatasync are all served by the next, which the first of them
+// makes). Whether a reply waits for Sync is the caller's choice: the master's strict mode.
 //
 // A disk that fills (or fails) loses nothing: the records not yet durable stay in memory,
 // the file is cut back to its last durable length (so no torn frame is ever followed by
@@ -50,13 +48,10 @@
 
 namespace mooncake {
 
-enum class OpLogMode { kRelaxed, kStrict };
-
 struct OpLogOptions {
   std::string dir;                    // created (with parents) if missing
-  OpLogMode mode = OpLogMode::kRelaxed;
-  int64_t flush_interval_ms = 100;    // relaxed: longest a record waits in memory before it
-                                      // is written and fdatasync'ed
+  int64_t flush_interval_ms = 100;    // longest a record nobody Syncs waits in memory before
+                                      // it is written and fdatasync'ed
   uint64_t file_bytes = 64ull << 20;  // a new file is started once the current one has
                                       // reached this size after a flush
   int64_t sync_timeout_ms = 5000;     // Sync gives up (PERSISTENT_FAIL) when the disk has
@@ -132,11 +127,12 @@ class OpLog {
   // master has one).
   static uint64_t LastAppendedByThisThread();
 
-  // Thread-safe. Blocks until every record up to seq is written and fdatasync'ed, asking
-  // the flusher to write now rather than at the interval. Returns OK at once, taking no
+  // Thread-safe. Blocks until every record up to seq is written and fdatasync'ed, writing
+  // them itself when no write is running (see the top). Returns OK at once, taking no
   // lock, when seq <= synced() (it is called after every RPC). PERSISTENT_FAIL when the
   // records are not on disk within sync_timeout_ms (the disk refuses them: full, I/O
-  // error); they stay queued and keep being retried. INVALID_PARAMS for seq > last().
+  // error); they stay queued and the flusher keeps retrying. INVALID_PARAMS for
+  // seq > last().
   ErrorCode Sync(uint64_t seq);
 
   // Thread-safe, lock-free. synced: the highest seq written and fdatasync'ed; last: the
@@ -144,7 +140,6 @@ class OpLog {
   uint64_t synced() const { return synced_.load(std::memory_order_acquire); }
   uint64_t last() const { return last_.load(std::memory_order_acquire); }
   bool healthy() const { return healthy_.load(std::memory_order_acquire); }
-  OpLogMode mode() const { return options_.mode; }
 
   // Thread-safe; lists and unlinks files, so call it from upkeep, not under a shard lock.
   // Deletes the files all of whose records have seq <= seq: the records a retained
@@ -158,8 +153,11 @@ class OpLog {
 
  private:
   void FlusherLoop();
-  // Flusher thread: writes batch_ and fdatasyncs it; on failure cuts the file back to its
-  // durable length and describes what failed in *error.
+  // With mu_ held (released meanwhile) and no flush running: makes everything pending
+  // durable on the calling thread, or records the failure. False when it failed.
+  bool FlushLocked(std::unique_lock<std::mutex>& lock);
+  // Writes batch_ and fdatasyncs it; on failure cuts the file back to its durable length
+  // and describes what failed in *error. Only ever one at a time (flushing_).
   bool Flush(std::string* error);
   bool DataSync(int fd);  // fdatasync(2), counted
   // Creates <dir>/<first_seq>.log with its header, durable with its directory entry; on
@@ -169,12 +167,13 @@ class OpLog {
   const OpLogOptions options_;
 
   std::mutex mu_;
-  std::condition_variable flusher_cv_;  // wakes the flusher: records, a Sync, stopping
-  std::condition_variable synced_cv_;   // wakes Sync callers: synced_ moved
+  std::condition_variable flusher_cv_;  // wakes the flusher: stopping
+  std::condition_variable synced_cv_;   // synced_ moved, or a flush ended
   std::string pending_;          // mu_: frames appended since the flusher took them (no CRC)
   bool started_ = false;         // mu_
   bool stopping_ = false;        // mu_
-  uint64_t sync_wanted_ = 0;     // mu_: highest seq a Sync waits for (relaxed: flush early)
+  bool flushing_ = false;        // mu_: a flush is running (it owns batch_ and the file)
+  bool failing_ = false;         // mu_: the last flush failed; the flusher retries
   bool recovered_ = false;       // mu_: Recover or DiscardAll ran
   uint64_t recovered_last_ = 0;  // mu_: what it left as the log's last seq
 
@@ -184,7 +183,7 @@ class OpLog {
   std::atomic<uint64_t> fdatasyncs_{0};
   std::atomic<uint64_t> failed_flushes_{0};
 
-  // The flusher thread's (Start sets them up before it exists).
+  // The flushing thread's, whichever it is (Start sets them up before any flush).
   int fd_ = -1;                // the file being appended to, opened O_APPEND
   std::string file_path_;
   uint64_t file_bytes_ = 0;    // its durable length

@@ -20,7 +20,6 @@
 
 using mooncake::LoadSnapshotPayloads;
 using mooncake::OpLog;
-using mooncake::OpLogMode;
 using mooncake::OpLogOptions;
 using mooncake::SnapshotFigures;
 using mooncake::SnapshotStore;
@@ -98,11 +97,9 @@ std::unique_ptr<MasterService> RestoredTwoDaemons(const std::string& dir) {
 }
 
 // A log in dir/oplog, recovered (empty) and started.
-std::unique_ptr<OpLog> StartedLog(const std::string& dir, OpLogMode mode,
-                                  int64_t flush_interval_ms = 100) {
+std::unique_ptr<OpLog> StartedLog(const std::string& dir, int64_t flush_interval_ms = 100) {
   OpLogOptions o;
   o.dir = dir + "/oplog";
-  o.mode = mode;
   o.flush_interval_ms = flush_interval_ms;
   auto log = std::make_unique<OpLog>(o);
   assert_true(log->Recover(0, [](uint64_t, std::string_view) { return true; }).ok());
@@ -286,9 +283,9 @@ void test_new_puts_never_overlap_restored_ranges(void**) {
 // rebuilds exactly the directory the first one had.
 void test_snapshot_plus_log_rebuilds_the_directory(void**) {
   TempDir dir;
-  std::unique_ptr<OpLog> log = StartedLog(dir.path, OpLogMode::kRelaxed);
+  std::unique_ptr<OpLog> log = StartedLog(dir.path);
   MasterService a(DurableOptions());
-  a.AttachOpLog(log.get());
+  a.AttachOpLog(log.get(), /*strict=*/false);
   Join(a, 1, 64 * 1024);
   Join(a, 2, 64 * 1024);
   for (int i = 0; i < 20; ++i) Put(a, 1 + i % 2, "k" + std::to_string(i), 1024);
@@ -320,10 +317,10 @@ void test_snapshot_plus_log_rebuilds_the_directory(void**) {
 void test_freed_space_waits_for_its_record(void**) {
   TempDir dir;
   // Nothing reaches the disk unless asked.
-  std::unique_ptr<OpLog> started = StartedLog(dir.path, OpLogMode::kRelaxed, 60000);
+  std::unique_ptr<OpLog> started = StartedLog(dir.path, 60000);
   OpLog& log = *started;
   MasterService s(DurableOptions());
-  s.AttachOpLog(&log);
+  s.AttachOpLog(&log, /*strict=*/false);
   Join(s, 1);
   Put(s, 1, "a", 256 * 1024);
   Put(s, 1, "b", 256 * 1024);
@@ -371,10 +368,10 @@ void test_restore_drops_what_cannot_be_valid(void**) {
 
 void test_strict_sync_waits_for_the_disk(void**) {
   TempDir dir;
-  std::unique_ptr<OpLog> started = StartedLog(dir.path, OpLogMode::kStrict);
+  std::unique_ptr<OpLog> started = StartedLog(dir.path);
   OpLog& log = *started;
   MasterService s(DurableOptions());
-  s.AttachOpLog(&log);
+  s.AttachOpLog(&log, /*strict=*/true);
   Join(s, 1);
   Put(s, 1, "k", 512);
   assert_int_equal(ToInt(s.Sync()), 0);

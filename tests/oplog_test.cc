@@ -27,7 +27,6 @@
 
 using mooncake::ErrorCode;
 using mooncake::OpLog;
-using mooncake::OpLogMode;
 using mooncake::OpLogOptions;
 
 namespace {
@@ -51,10 +50,9 @@ std::string Payload(uint64_t seq) {
   return p;
 }
 
-OpLogOptions Options(const std::string& dir, OpLogMode mode = OpLogMode::kStrict) {
+OpLogOptions Options(const std::string& dir) {
   OpLogOptions o;
   o.dir = dir;
-  o.mode = mode;
   return o;
 }
 
@@ -192,10 +190,12 @@ void test_on_disk_format(void** state) {
 
 // ---- append, recover, skip ----
 
-void AppendAndRecover(OpLogMode mode) {
+// sync_each: every record made durable on its own (how a strict master acknowledges), or
+// all at the end.
+void AppendAndRecover(bool sync_each) {
   TempDir dir;
-  const OpLogOptions options = Options(dir.path, mode);
-  assert_int_equal(AppendRecords(options, 1000, /*sync_each=*/false), 1000);
+  const OpLogOptions options = Options(dir.path);
+  assert_int_equal(AppendRecords(options, 1000, sync_each), 1000);
   Records all;
   assert_int_equal(RecoverAll(options, 0, &all).value(), 1000);
   AssertChain(all, 1, 1000);
@@ -208,14 +208,14 @@ void AppendAndRecover(OpLogMode mode) {
   assert_true(FilesEndingWith(dir.path, ".cut").empty());  // a clean log is never cut
 }
 
-void test_append_recover_strict(void** state) {
+void test_append_recover_each_synced(void** state) {
   (void)state;
-  AppendAndRecover(OpLogMode::kStrict);
+  AppendAndRecover(/*sync_each=*/true);
 }
 
-void test_append_recover_relaxed(void** state) {
+void test_append_recover_synced_once(void** state) {
   (void)state;
-  AppendAndRecover(OpLogMode::kRelaxed);
+  AppendAndRecover(/*sync_each=*/false);
 }
 
 // Misuse answered with codes, and the lock-free fast path of Sync.
@@ -240,7 +240,6 @@ void test_contract(void** state) {
   assert_int_equal(log.Sync(1), ErrorCode::OK);
   assert_int_equal(log.Sync(1), ErrorCode::OK);
   assert_true(log.healthy());
-  assert_true(log.mode() == OpLogMode::kStrict);
 
   TempDir other;
   AppendRecords(Options(other.path), 5);
@@ -468,7 +467,7 @@ void test_group_commit(void** state) {
   constexpr int kThreads = 8;
   constexpr int kPerThread = 2000;
   TempDir dir;
-  const OpLogOptions options = Options(dir.path, OpLogMode::kStrict);
+  const OpLogOptions options = Options(dir.path);
   uint64_t syncs_before = 0, syncs = 0;
   std::atomic<int> failures{0};
   const auto t0 = Clock::now();
@@ -514,7 +513,7 @@ void test_group_commit(void** state) {
 void test_relaxed_flushes_on_its_own(void** state) {
   (void)state;
   TempDir dir;
-  OpLogOptions options = Options(dir.path, OpLogMode::kRelaxed);
+  OpLogOptions options = Options(dir.path);
   options.flush_interval_ms = 50;
   OpLog log(options);
   assert_int_equal(log.Recover(0, [](uint64_t, std::string_view) { return true; }).value(), 0);
@@ -532,7 +531,7 @@ void test_relaxed_flushes_on_its_own(void** state) {
 
   // With a long interval nothing is written until a Sync asks; then at once.
   TempDir lazy_dir;
-  OpLogOptions lazy_options = Options(lazy_dir.path, OpLogMode::kRelaxed);
+  OpLogOptions lazy_options = Options(lazy_dir.path);
   lazy_options.flush_interval_ms = 60000;
   OpLog lazy(lazy_options);
   assert_int_equal(lazy.Recover(0, [](uint64_t, std::string_view) { return true; }).value(), 0);
@@ -552,7 +551,7 @@ void test_relaxed_flushes_on_its_own(void** state) {
 // The child's steps; its exit status is the number of the first that failed (0: all passed).
 int DiskFullChild(const std::string& dir) {
   signal(SIGXFSZ, SIG_IGN);  // the write fails with EFBIG instead of killing the process
-  OpLogOptions options = Options(dir, OpLogMode::kStrict);
+  OpLogOptions options = Options(dir);
   options.sync_timeout_ms = 500;
   const std::string path = dir + "/00000000000000000001.log";
   {
@@ -623,8 +622,8 @@ void test_disk_full(void** state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_on_disk_format),
-      cmocka_unit_test(test_append_recover_strict),
-      cmocka_unit_test(test_append_recover_relaxed),
+      cmocka_unit_test(test_append_recover_each_synced),
+      cmocka_unit_test(test_append_recover_synced_once),
       cmocka_unit_test(test_contract),
       cmocka_unit_test(test_restart_continuity),
       cmocka_unit_test(test_rotation_and_drop),
