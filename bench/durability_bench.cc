@@ -8,10 +8,10 @@
 //   1. load      --objects single-replica objects with BatchPutStart + BatchPutEnd, into a
 //                master with --enable_snapshot --enable_snapshot_restore --oplog_mode relaxed
 //                (periodic snapshots pushed a day away, so only ours run).
-//   2. snapshot  --snapshots Snapshot() calls, --snapshot_gap apart, while --readers threads
+//   2. snapshot  --snapshots snapshots, --snapshot_gap apart, while --readers threads
 //                loop on ExistKey / GetReplicaList of loaded keys and time every call. For each
 //                snapshot: the master's own pause_us (state gate + fork), the reads that
-//                overlapped the Snapshot() call (how many took over 20 ms, the longest), the
+//                overlapped the snapshot (how many took over 20 ms, the longest), the
 //                snapshot's size and write time; for the reads outside every call: p50, p99,
 //                max.
 //   3. restore   SIGKILL the master, start it again with the same flags on the same port:
@@ -206,7 +206,8 @@ struct Read {
   int64_t latency_ns;
 };
 
-// One Snapshot() call: from just before it was sent until its answer, and the answer.
+// One snapshot asked for: from just before Snapshot() was sent until LastSnapshot() said it
+// was published, and that answer.
 struct Window {
   int64_t begin_ns = 0;
   int64_t end_ns = 0;
@@ -304,7 +305,7 @@ class Bench {
     Restore(&master);
   }
 
-  // Part 2: the readers run from before the first Snapshot() call until after the last.
+  // Part 2: the readers run from before the first snapshot until after the last.
   void Snapshots(const SpawnedMaster& master) {
     std::fprintf(stderr, "[2/4] %" PRId64 " snapshots while %" PRId64 " readers read\n",
                  o_.snapshots, o_.readers);
@@ -321,8 +322,16 @@ class Bench {
       std::this_thread::sleep_for(std::chrono::milliseconds(o_.snapshot_gap_ms));
       Window w;
       w.begin_ns = NanosSince(t0);
+      // Snapshot() answers once the child has forked; the window runs until LastSnapshot()
+      // says that snapshot is published, so it covers the whole of its writing.
       try {
-        admin->Snapshot(w.result);
+        rpc::SnapshotResult started;
+        admin->Snapshot(started);
+        w.result = started;
+        while (w.result.code == 0 && (w.result.running || w.result.name != started.name)) {
+          std::this_thread::sleep_for(std::chrono::milliseconds(5));
+          admin->LastSnapshot(w.result);
+        }
       } catch (const std::exception& e) {
         Die("Snapshot() failed: %s", e.what());
       }
@@ -346,7 +355,7 @@ class Bench {
     ReportSnapshots(windows, reads);
   }
 
-  // A read belongs to every Snapshot() call it overlapped; the others are the baseline.
+  // A read belongs to every snapshot it overlapped; the others are the baseline.
   void ReportSnapshots(const std::vector<Window>& windows,
                        const std::vector<std::vector<Read>>& reads) {
     std::vector<int64_t> outside;
@@ -363,7 +372,7 @@ class Bench {
         if (!in_any) outside.push_back(r.latency_ns);
       }
     }
-    std::printf("\n2. snapshot pause: %" PRId64 " Snapshot() calls %.1f s apart while %" PRId64
+    std::printf("\n2. snapshot pause: %" PRId64 " snapshots %.1f s apart while %" PRId64
                 " readers loop on ExistKey / GetReplicaList\n",
                 o_.snapshots, static_cast<double>(o_.snapshot_gap_ms) / 1000, o_.readers);
     Table table({{"snap", 4}, {"pause_us", 8}, {"call_ms", 7}, {"write_ms", 8},
@@ -404,7 +413,7 @@ class Bench {
     size_t outside_n = outside.size();
     double p50 = Percentile(&outside, 0.5), p99 = Percentile(&outside, 0.99);
     double max = Percentile(&outside, 1.0);
-    std::printf("  reads outside every Snapshot() call: %zu, p50 %.1f us, p99 %.1f us, "
+    std::printf("  reads outside every snapshot: %zu, p50 %.1f us, p99 %.1f us, "
                 "max %.0f us\n",
                 outside_n, p50, p99, max);
     CsvRow("reads_outside", "relaxed",
@@ -414,7 +423,7 @@ class Bench {
             {"p99_us", Format("%.2f", p99)},
             {"max_us", Format("%.1f", max)}});
     std::printf("  => pause (the master's pause_us, gate + fork): worst %.1f ms, aim <= %.0f ms "
-                "at 1M objects: %s; the longest read during a Snapshot() call took %.1f ms\n",
+                "at 1M objects: %s; the longest read during a snapshot took %.1f ms\n",
                 static_cast<double>(worst_pause_us) / 1000,
                 static_cast<double>(kPauseAimUs) / 1000,
                 worst_pause_us <= kPauseAimUs ? "met" : "NOT met", worst_read_us / 1000);
@@ -756,7 +765,7 @@ int main(int argc, char** argv) {
   flags.AddInt("batch", &o.batch, "keys per batch call");
   flags.AddInt("threads", &o.threads, "client threads for the load and the puts");
   flags.AddInt("readers", &o.readers, "reader threads during the snapshots");
-  flags.AddInt("snapshots", &o.snapshots, "Snapshot() calls");
+  flags.AddInt("snapshots", &o.snapshots, "snapshots");
   flags.AddDuration("snapshot_gap", &o.snapshot_gap_ms, 1,
                     "pause before each snapshot and after the last, ms");
   flags.AddInt("verify_keys", &o.verify_keys, "random keys read back after the restore");

@@ -105,13 +105,14 @@ struct MasterStats {
 
 struct SnapshotResult {
   1: i32 code,                            // 0, -1011 when snapshots are off, -1503 when it failed
-  2: string name,                         // directory under <snapshot_dir>/snapshots
+  2: string name,                         // directory under <snapshot_dir>/snapshots; empty: none
   3: i64 sequence,                        // oplog sequence it holds everything up to
   4: i64 pause_us,                        // how long request handlers were held (lock + fork)
   5: i64 duration_ms,                     // fork to published
   6: i64 bytes,                           // payloads + manifest + descriptor
   7: i64 objects,
   8: string error,                        // why it failed, when it did
+  9: bool running,                        // forked and still being written (5-7 not known yet)
 }
 
 service MasterService {
@@ -154,7 +155,10 @@ service MasterService {
 
   MasterStats GetStats(),
 
-  // Admin: takes a snapshot now (fork + copy-on-write, as the periodic ones) and answers once
-  // it is published, or failed. One at a time: a call during a running snapshot waits for it.
+  // Admin: takes a snapshot now (fork + copy-on-write, as the periodic ones), or joins the one
+  // running, and answers once it has forked (running, with its name and sequence): writing
+  // it takes seconds, which no handler may spend on the server's I/O threads.
+  // LastSnapshot answers how the newest snapshot that ended, ended.
   SnapshotResult Snapshot(),
+  SnapshotResult LastSnapshot(),
 }

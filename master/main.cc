@@ -2,6 +2,13 @@
 // snapshots are on (master/durability.h), serves MasterService over Thrift (framed
 // transport, binary protocol, non-blocking server with rpc_thread_num I/O threads), runs
 // upkeep every 100 ms, and exits 0 on SIGINT/SIGTERM.
+//
+// Handlers run on the I/O threads themselves: no hand-off to a worker and back, which on
+// this path costs more than most handlers do. Each connection is served by one I/O thread,
+// so a handler that waits (a strict log's fdatasync) holds up the other connections of its
+// thread: hence more I/O threads than cores by default, so that daemons' connections
+// rarely share one. Nothing waits longer than that: the Snapshot admin call answers once
+// the snapshot has forked.
 #include <signal.h>
 #include <unistd.h>
 
@@ -65,7 +72,7 @@ int main(int argc, char** argv) {
   // Thrift narrates its server start and stop; that belongs at debug level.
   mooncake::RouteThriftOutputToDebugLog();
   if (options.rpc_thread_num == 0) {
-    options.rpc_thread_num = std::max(1u, std::thread::hardware_concurrency());
+    options.rpc_thread_num = std::max(8u, std::thread::hardware_concurrency());
   }
 
   // Signals are taken by one thread with sigwait, so every other thread runs unbothered.

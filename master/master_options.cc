@@ -5,7 +5,8 @@ namespace mooncake {
 void RegisterMasterFlags(FlagSet* f, MasterOptions* o) {
   f->AddString("rpc_address", &o->rpc_address, "address the Thrift server listens on");
   f->AddInt("rpc_port", &o->rpc_port, "Thrift port (0: pick a free one and log it)");
-  f->AddInt("rpc_thread_num", &o->rpc_thread_num, "RPC worker threads (0: one per core)");
+  f->AddInt("rpc_thread_num", &o->rpc_thread_num,
+            "Thrift I/O threads, which run the handlers (0: one per core, at least 8)");
   f->AddDuration("default_kv_lease_ttl", &o->default_kv_lease_ttl_ms, 1,
                  "read lease granted by each hit, ms");
   f->AddDuration("default_kv_soft_pin_ttl", &o->default_kv_soft_pin_ttl_ms, 1,

@@ -13,7 +13,7 @@ namespace mooncake {
 struct MasterOptions {
   std::string rpc_address = "0.0.0.0";
   int64_t rpc_port = 50051;
-  int64_t rpc_thread_num = 0;  // 0: one per core
+  int64_t rpc_thread_num = 0;  // 0: one per core, at least 8
   int64_t default_kv_lease_ttl_ms = 10000;
   int64_t default_kv_soft_pin_ttl_ms = 1800000;
   int64_t max_kv_soft_pin_ttl_ms = 86400000;

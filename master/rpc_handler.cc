@@ -145,21 +145,36 @@ void RpcHandler::GetStats(rpc::MasterStats& out) {
   }
 }
 
+namespace {
+
+void Describe(const SnapshotOutcome& taken, rpc::SnapshotResult* out) {
+  out->code = ToInt(taken.code);
+  out->name = taken.name;
+  out->sequence = static_cast<int64_t>(taken.sequence);
+  out->pause_us = taken.pause_us;
+  out->duration_ms = taken.duration_ms;
+  out->bytes = taken.bytes;
+  out->objects = taken.objects;
+  out->error = taken.error;
+  out->running = taken.running;
+}
+
+// -1011 when snapshots are off.
+bool SnapshotsOff(const Snapshotter* snapshotter, rpc::SnapshotResult* out) {
+  if (snapshotter != nullptr) return false;
+  out->code = ToInt(ErrorCode::UNAVAILABLE_IN_CURRENT_MODE);
+  out->error = "snapshots are off (--enable_snapshot)";
+  return true;
+}
+
+}  // namespace
+
 void RpcHandler::Snapshot(rpc::SnapshotResult& out) {
-  if (snapshotter_ == nullptr) {
-    out.code = ToInt(ErrorCode::UNAVAILABLE_IN_CURRENT_MODE);
-    out.error = "snapshots are off (--enable_snapshot)";
-    return;
-  }
-  SnapshotOutcome taken = snapshotter_->Take();
-  out.code = ToInt(taken.code);
-  out.name = taken.name;
-  out.sequence = static_cast<int64_t>(taken.sequence);
-  out.pause_us = taken.pause_us;
-  out.duration_ms = taken.duration_ms;
-  out.bytes = taken.bytes;
-  out.objects = taken.objects;
-  out.error = taken.error;
+  if (!SnapshotsOff(snapshotter_, &out)) Describe(snapshotter_->Request(), &out);
+}
+
+void RpcHandler::LastSnapshot(rpc::SnapshotResult& out) {
+  if (!SnapshotsOff(snapshotter_, &out)) Describe(snapshotter_->Last(), &out);
 }
 
 }  // namespace mooncake

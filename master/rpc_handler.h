@@ -58,6 +58,7 @@ class RpcHandler : public rpc::MasterServiceIf {
 
   void GetStats(rpc::MasterStats& out) override;
   void Snapshot(rpc::SnapshotResult& out) override;
+  void LastSnapshot(rpc::SnapshotResult& out) override;
 
  private:
   // code, or -1503 when it is OK but the change it reports is not durable.

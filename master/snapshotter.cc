@@ -55,33 +55,73 @@ void Snapshotter::Start() {
 
 void Snapshotter::Stop() {
   {
-    std::lock_guard<std::mutex> lock(loop_mu_);
+    std::lock_guard<std::mutex> lock(mu_);
     stopping_ = true;
   }
   loop_cv_.notify_all();
+  state_cv_.notify_all();
   pid_t child = child_.load();
   if (child > 0) kill(child, SIGKILL);  // AwaitChild reaps it and removes its directory
   if (loop_.joinable()) loop_.join();
 }
 
 void Snapshotter::Loop() {
-  std::unique_lock<std::mutex> lock(loop_mu_);
+  std::unique_lock<std::mutex> lock(mu_);
   for (;;) {
-    if (loop_cv_.wait_for(lock, std::chrono::milliseconds(options_.interval_ms),
-                          [this] { return stopping_; })) {
-      return;
-    }
+    loop_cv_.wait_for(lock, std::chrono::milliseconds(options_.interval_ms),
+                      [this] { return stopping_ || requested_; });
+    if (stopping_) return;
+    requested_ = false;
     lock.unlock();
     Take();
     lock.lock();
   }
 }
 
+SnapshotOutcome Snapshotter::Request() {
+  std::unique_lock<std::mutex> lock(mu_);
+  if (current_.running) return current_;  // join it
+  uint64_t forks = forks_, ends = ends_;
+  requested_ = true;
+  loop_cv_.notify_all();
+  state_cv_.wait(lock, [&] { return stopping_ || forks_ != forks || ends_ != ends; });
+  if (forks_ != forks && current_.running) return current_;
+  if (ends_ != ends) return last_;  // it failed before forking, or has ended already
+  SnapshotOutcome stopped;
+  stopped.code = ErrorCode::UNAVAILABLE_IN_CURRENT_STATUS;
+  stopped.error = "the master is shutting down";
+  return stopped;
+}
+
+SnapshotOutcome Snapshotter::Last() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return last_;
+}
+
 SnapshotOutcome Snapshotter::Take() {
   std::lock_guard<std::mutex> one_at_a_time(take_mu_);
+  SnapshotOutcome outcome = Run();
+  std::lock_guard<std::mutex> lock(mu_);
+  current_ = SnapshotOutcome();
+  last_ = outcome;
+  ++ends_;
+  state_cv_.notify_all();
+  return outcome;
+}
+
+void Snapshotter::Forked(const SnapshotOutcome& so_far) {
+  std::lock_guard<std::mutex> lock(mu_);
+  current_ = so_far;
+  current_.running = true;
+  ++forks_;
+  requested_ = false;  // this one serves whoever asked
+  state_cv_.notify_all();
+}
+
+SnapshotOutcome Snapshotter::Run() {
   SnapshotOutcome outcome;
   {
-    std::lock_guard<std::mutex> lock(loop_mu_);
+    std::lock_guard<std::mutex> lock(mu_);
     if (stopping_) {
       outcome.code = ErrorCode::UNAVAILABLE_IN_CURRENT_STATUS;
       outcome.error = "the master is shutting down";
@@ -121,6 +161,7 @@ SnapshotOutcome Snapshotter::Take() {
     return outcome;
   }
   child_ = pid;
+  Forked(outcome);
   AwaitChild(pid, report[0], options_.dir + "/snapshots/" + outcome.name, &outcome);
   child_ = 0;
   close(report[0]);

@@ -1,4 +1,7 @@
-// Takes the master's snapshots: periodically, and on demand (the Snapshot admin RPC).
+// Takes the master's snapshots, on its own thread: periodically, and when asked (the
+// Snapshot admin RPC, which returns once the snapshot has forked: the RPC server runs
+// handlers on its I/O threads, and one waiting for a whole snapshot would hold up every
+// connection its thread serves; LastSnapshot then tells how it ended).
 //
 // One snapshot: the snapshot thread takes the state gate exclusively (request handlers
 // finish what they are doing and new ones wait), notes the operation log's last sequence
@@ -15,8 +18,7 @@
 // can grow up to the size of the directory in the worst case; and fork() itself copies the
 // page tables (about 2 ms per GB of resident memory).
 //
-// Thread-safety: Take may be called from any thread; one snapshot runs at a time and a
-// caller arriving meanwhile waits for it, then takes its own.
+// Thread-safety: every method may be called from any thread; one snapshot runs at a time.
 #ifndef MOONCAKE_MASTER_SNAPSHOTTER_H_
 #define MOONCAKE_MASTER_SNAPSHOTTER_H_
 
@@ -46,11 +48,12 @@ struct SnapshotterOptions {
   uint64_t base_sequence = 0;
 };
 
-// What one snapshot did.
+// What one snapshot did, or has done so far.
 struct SnapshotOutcome {
   ErrorCode code = ErrorCode::OK;
   std::string error;  // why, when code is not OK
-  std::string name;
+  bool running = false;  // forked, still being written (bytes, objects, duration unknown)
+  std::string name;      // empty: there is none (Last before the first one ended)
   uint64_t sequence = 0;
   int64_t pause_us = 0;     // the gate held exclusively, fork included
   int64_t duration_ms = 0;  // fork to published
@@ -66,17 +69,29 @@ class Snapshotter {
   Snapshotter(const Snapshotter&) = delete;
   Snapshotter& operator=(const Snapshotter&) = delete;
 
-  // Starts the periodic thread (one snapshot every interval, the first one interval from now).
+  // Starts the snapshot thread (one snapshot every interval, the first one interval from
+  // now, and one whenever Request asks).
   void Start();
   // Stops it; a running child is killed and its directory removed.
   void Stop();
 
+  // Asks the snapshot thread for a snapshot now, or joins the one running, and returns
+  // once it has forked: running, with its name, sequence and pause. A snapshot that failed
+  // before it could fork is returned with its failure. Needs Start.
+  SnapshotOutcome Request();
+  // How the newest snapshot that ended, ended.
+  SnapshotOutcome Last() const;
+  // Takes one on the calling thread, start to end (the snapshot thread's work; tests).
   SnapshotOutcome Take();
 
   // The sequence of the newest snapshot published by this process (0: none yet).
   uint64_t last_sequence() const { return last_sequence_.load(); }
 
  private:
+  // One snapshot, start to end (Take records its outcome).
+  SnapshotOutcome Run();
+  // Right after the fork: what Request answers.
+  void Forked(const SnapshotOutcome& so_far);
   // Runs in the child; returns its exit status. Writes "<bytes> <objects>" or the error
   // to report_fd.
   int RunChild(uint64_t sequence, int64_t created_ms, int report_fd);
@@ -93,9 +108,15 @@ class Snapshotter {
   std::atomic<uint64_t> last_sequence_{0};
   std::atomic<pid_t> child_{0};  // the running child, for Stop
 
-  std::mutex loop_mu_;
-  std::condition_variable loop_cv_;
-  bool stopping_ = false;  // guarded by loop_mu_
+  mutable std::mutex mu_;
+  std::condition_variable loop_cv_;   // wakes the snapshot thread: a request, stopping
+  std::condition_variable state_cv_;  // a snapshot forked or ended
+  bool stopping_ = false;             // guarded by mu_
+  bool requested_ = false;            // guarded by mu_
+  SnapshotOutcome current_;           // guarded by mu_: the running one (running set)
+  SnapshotOutcome last_;              // guarded by mu_: the newest that ended
+  uint64_t forks_ = 0;                // guarded by mu_: snapshots that got as far as fork
+  uint64_t ends_ = 0;                 // guarded by mu_: snapshots that ended, however
   std::thread loop_;
 };
 
