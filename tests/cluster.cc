@@ -1,7 +1,9 @@
 #include "tests/cluster.h"
 
 #include <signal.h>
+#include <unistd.h>
 
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
@@ -28,6 +30,16 @@ std::vector<std::string> FlagList(const char* const* flags) {
   std::vector<std::string> out;
   for (; flags != nullptr && *flags != nullptr; ++flags) out.emplace_back(*flags);
   return out;
+}
+
+// "{dir}" in each flag becomes dir.
+std::vector<std::string> InDir(std::vector<std::string> flags, const std::string& dir) {
+  for (std::string& f : flags) {
+    for (size_t at = f.find("{dir}"); at != std::string::npos; at = f.find("{dir}", at)) {
+      f.replace(at, 5, dir);
+    }
+  }
+  return flags;
 }
 
 }  // namespace
@@ -104,8 +116,8 @@ mc_cluster* mc_cluster_start_with(const mc_cluster_options* options) {
   c->dir = harness::MakeTempDir("mc-cluster-");
   c->segment_size = options->segment_size;
   c->lease_ms = options->lease_ms > 0 ? options->lease_ms : 1000;
-  c->master_flags = FlagList(options->master_flags);
-  c->daemon_flags = FlagList(options->daemon_flags);
+  c->master_flags = InDir(FlagList(options->master_flags), c->dir);
+  c->daemon_flags = InDir(FlagList(options->daemon_flags), c->dir);
   c->master_port = harness::FreeTcpPort();
   bool ok = StartMasterOn(c);
   for (int i = 0; ok && i < options->daemons; ++i) {
@@ -168,6 +180,29 @@ int mc_cluster_restart_daemon_at(mc_cluster* c, int i) {
   return StartDaemonOn(c, At(c, i)) ? 0 : -1;
 }
 
+int mc_cluster_spawn_daemon_at(mc_cluster* c, int i) {
+  Daemon* d = At(c, i);
+  // The argv harness::StartDaemon and StartDaemonOn make, without the wait.
+  std::vector<std::string> argv = {harness::BuildPath("daemon/mooncaked"),
+                                   "--master", "127.0.0.1:" + std::to_string(c->master_port),
+                                   "--socket", d->socket_path,
+                                   "--hostname", "127.0.0.1",
+                                   "--port", std::to_string(d->port),
+                                   "--global_segment_size", std::to_string(c->segment_size)};
+  argv.insert(argv.end(), d->flags.begin(), d->flags.end());
+  return d->process.Start(argv, d->log_path) ? 0 : -1;
+}
+
+int mc_cluster_await_daemon_at(mc_cluster* c, int i, int timeout_ms) {
+  Daemon* d = At(c, i);
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (harness::WaitForUnixSocket(d->socket_path, 100)) return 0;
+    if (!d->process.running() || d->process.Wait(0) != -1) return -1;
+  }
+  return -1;
+}
+
 int mc_cluster_daemon_alive(mc_cluster* c, int i) {
   Daemon* d = At(c, i);
   d->process.Wait(0);  // reaps it if it has exited
@@ -175,7 +210,7 @@ int mc_cluster_daemon_alive(mc_cluster* c, int i) {
 }
 
 int mc_cluster_add_daemon(mc_cluster* c, const char* const* extra_flags) {
-  Daemon* d = NewDaemon(c, FlagList(extra_flags));
+  Daemon* d = NewDaemon(c, InDir(FlagList(extra_flags), c->dir));
   StartDaemonOn(c, d);
   return d->process.running() || d->process.exit_status() != -1
              ? static_cast<int>(c->daemons.size() - 1)
@@ -192,6 +227,9 @@ void mc_cluster_kill_daemon(mc_cluster* c, int sig) { mc_cluster_kill_daemon_at(
 void mc_cluster_kill_master(mc_cluster* c, int sig) { c->master.Stop(sig, 10000); }
 int mc_cluster_restart_daemon(mc_cluster* c) { return mc_cluster_restart_daemon_at(c, 0); }
 int mc_cluster_restart_master(mc_cluster* c) { return StartMasterOn(c) ? 0 : -1; }
+
+const char* mc_cluster_dir(const mc_cluster* c) { return c->dir.c_str(); }
+const char* mc_cluster_master_log(const mc_cluster* c) { return c->master.log_path().c_str(); }
 
 int mc_cluster_pause_master(mc_cluster* c) { return c->master.Pause() ? 0 : -1; }
 
@@ -226,6 +264,48 @@ int mc_cluster_replica_at(const mc_cluster* c, const char* key, int r, int64_t* 
   }
   *segment_id = list.replicas[static_cast<size_t>(r)].segment_id;
   *offset = static_cast<uint64_t>(list.replicas[static_cast<size_t>(r)].offset);
+  return 0;
+}
+
+int mc_cluster_master_snapshot(const mc_cluster* c, int64_t* sequence, int64_t* objects) {
+  mooncake::rpc::SnapshotResult started, result;
+  if (!harness::WithMasterClient(c->master_port, [&](mooncake::rpc::MasterServiceClient& m) {
+        m.Snapshot(started);
+      })) {
+    return -1;
+  }
+  result = started;
+  // It answers once forked; the outcome is LastSnapshot's once that names it.
+  for (int polls = 0; result.code == 0 && result.running && polls < 6000; ++polls) {
+    usleep(10 * 1000);
+    if (!harness::WithMasterClient(c->master_port, [&](mooncake::rpc::MasterServiceClient& m) {
+          m.LastSnapshot(result);
+        })) {
+      return -1;
+    }
+    if (result.name != started.name) result.running = true;  // an older one: keep waiting
+  }
+  if (result.code != 0) std::fprintf(stderr, "Snapshot: %d %s\n", result.code, result.error.c_str());
+  if (sequence != nullptr) *sequence = result.sequence;
+  if (objects != nullptr) *objects = result.objects;
+  return result.code;
+}
+
+int mc_cluster_master_stats_get(const mc_cluster* c, mc_cluster_master_stats* out) {
+  mooncake::rpc::MasterStats stats;
+  if (!harness::WithMasterClient(c->master_port, [&](mooncake::rpc::MasterServiceClient& m) {
+        m.GetStats(stats);
+      })) {
+    return -1;
+  }
+  out->objects = stats.objects;
+  out->daemons = stats.daemons;
+  out->pending_segments = stats.pending_segments;
+  out->oplog_sequence = stats.oplog_sequence;
+  out->oplog_synced = stats.oplog_synced;
+  out->restore_ms = stats.restore_ms;
+  out->restored_objects = stats.restored_objects;
+  out->master_epoch = stats.master_epoch;
   return 0;
 }
 

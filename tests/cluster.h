@@ -19,7 +19,8 @@ typedef struct mc_cluster_options {
   uint64_t segment_size; /* each daemon's --global_segment_size */
   int lease_ms;          /* the master's read lease; 0: 1000 (lease tests stay short) */
   /* Extra flags, NULL-terminated (NULL: none): for the master, and for every daemon
-   * (including ones started later by restart or add_daemon). */
+   * (including ones started later by restart or add_daemon). "{dir}" in a flag stands for
+   * the cluster's directory (e.g. "--snapshot_dir", "{dir}/snapshots"). */
   const char *const *master_flags;
   const char *const *daemon_flags;
 } mc_cluster_options;
@@ -52,6 +53,14 @@ int mc_cluster_pause_daemon_at(mc_cluster *c, int i);
 int mc_cluster_resume_daemon_at(mc_cluster *c, int i);
 /* Starts daemon i again with the same socket, port and flags; 0 once serving. */
 int mc_cluster_restart_daemon_at(mc_cluster *c, int i);
+/* Starts daemon i again like mc_cluster_restart_daemon_at but returns once it is forked
+ * (0; -1 when it could not be): a daemon serves its socket only after it has registered
+ * with the master, so this is how to start one while the master is down. Call it from the
+ * thread that will outlive the daemon (children die with the thread that forked them). */
+int mc_cluster_spawn_daemon_at(mc_cluster *c, int i);
+/* Waits up to timeout_ms for daemon i to serve its socket: 0 once it does, -1 when it
+ * exits or does not in time. */
+int mc_cluster_await_daemon_at(mc_cluster *c, int i, int timeout_ms);
 /* 1 while daemon i's process exists (a stopped one too), 0 once it has exited. */
 int mc_cluster_daemon_alive(mc_cluster *c, int i);
 /* Starts one more daemon with the cluster's daemon flags, then extra_flags
@@ -68,6 +77,9 @@ void mc_cluster_kill_master(mc_cluster *c, int sig);
 /* Starts them again with the same socket, ports and flags; 0 once serving. */
 int mc_cluster_restart_daemon(mc_cluster *c);
 int mc_cluster_restart_master(mc_cluster *c);
+/* The directory every process of the cluster lives in (logs, sockets, "{dir}"). */
+const char *mc_cluster_dir(const mc_cluster *c);
+const char *mc_cluster_master_log(const mc_cluster *c);
 /* SIGSTOP the master (0 once stopped) and SIGCONT it: reads that still reach it hang. */
 int mc_cluster_pause_master(mc_cluster *c);
 void mc_cluster_resume_master(mc_cluster *c);
@@ -86,6 +98,24 @@ int mc_cluster_segment_at(const mc_cluster *c, int i, mc_cluster_segment *out);
  * -1 when there is no such replica. */
 int mc_cluster_replica_at(const mc_cluster *c, const char *key, int r, int64_t *segment_id,
                           uint64_t *offset);
+
+/* The master's Snapshot admin call, waited for (LastSnapshot polled until it names the
+ * snapshot started): its code (0 once published; -1 when the master cannot be asked), with
+ * the published snapshot's sequence and object count. */
+int mc_cluster_master_snapshot(const mc_cluster *c, int64_t *sequence, int64_t *objects);
+
+/* Some of the master's GetStats figures; 0, or -1 when it cannot be asked. */
+typedef struct mc_cluster_master_stats {
+  int64_t objects;
+  int64_t daemons;
+  int64_t pending_segments; /* restored segments whose daemon has not re-attached yet */
+  int64_t oplog_sequence;
+  int64_t oplog_synced;
+  int64_t restore_ms;
+  int64_t restored_objects;
+  int64_t master_epoch;
+} mc_cluster_master_stats;
+int mc_cluster_master_stats_get(const mc_cluster *c, mc_cluster_master_stats *out);
 
 /* Stops every daemon, then the master (SIGTERM), and removes the directory unless
  * $MC_KEEP_TEST_DIR is set. NULL is ignored. */

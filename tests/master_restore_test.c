@@ -1,0 +1,676 @@
+/* The master keeps what it acknowledged: snapshots, the operation log, restore with fallback,
+ * daemons re-attaching. Real processes on 127.0.0.1: a master with --enable_snapshot and
+ * --enable_snapshot_restore, three daemons with --checksum (every get verifies the bytes
+ * against the CRC the master restored), applications through the C ABI. The master is
+ * killed with SIGKILL and started again in place; objects must read back with the right
+ * bytes and no byte moved (the daemons keep their memory, the master only its directory). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "include/mooncake_store.h"
+#include "tests/cluster.h"
+#include "tests/cluster_test_util.h"
+
+#define MiB ((size_t)1 << 20)
+#define BATCH 128
+#define SIZE ((size_t)1024)
+
+/* A master that snapshots into {dir}/snap and restores from it; the periodic snapshots are
+ * far apart so that the tests take theirs by hand. */
+#define MASTER_FLAGS(mode)                                                               \
+  "--enable_snapshot", "--snapshot_dir", "{dir}/snap", "--enable_snapshot_restore",      \
+      "--snapshot_interval_seconds", "3600", "--oplog_mode", mode,                       \
+      "--reattach_grace_period_sec", "5"
+#define GRACE_S 5.0
+
+static const char *const k_daemon_flags[] = {"--checksum", NULL};
+static const char *const k_strict[] = {MASTER_FLAGS("strict"), NULL};
+static const char *const k_relaxed[] = {MASTER_FLAGS("relaxed"), NULL};
+static const char *const k_disabled[] = {MASTER_FLAGS("disabled"), NULL};
+
+static mc_cluster *start(const char *const *master_flags, int daemons) {
+  mc_cluster_options o = {daemons, 128 * MiB, 10000, master_flags, k_daemon_flags};
+  mc_cluster *c = mc_cluster_start_with(&o);
+  assert_non_null(c);
+  return c;
+}
+
+static void key_of(char *out, size_t n, const char *prefix, int i) {
+  snprintf(out, n, "%s/%08d", prefix, i);
+}
+
+/* Object prefix/i holds fill_pattern(seed_of(prefix, i)): every key its own bytes. */
+static uint64_t seed_of(const char *prefix, int i) {
+  uint64_t h = 1469598103934665603ull; /* FNV-1a */
+  for (const char *p = prefix; *p != '\0'; ++p) h = (h ^ (unsigned char)*p) * 1099511628211ull;
+  return h + (uint64_t)i;
+}
+
+/* Puts prefix/0..count-1 from s in batches (config may be NULL); every result must be 0. */
+static void put_many(mooncake_store_t s, const char *prefix, int count,
+                     const mooncake_replicate_config_t *config) {
+  char *pool = mooncake_store_alloc(s, BATCH * SIZE);
+  assert_non_null(pool);
+  char names[BATCH][48];
+  const char *keys[BATCH];
+  void *bufs[BATCH];
+  size_t sizes[BATCH];
+  int results[BATCH];
+  for (int base = 0; base < count; base += BATCH) {
+    int n = count - base < BATCH ? count - base : BATCH;
+    for (int j = 0; j < n; ++j) {
+      key_of(names[j], sizeof(names[j]), prefix, base + j);
+      keys[j] = names[j];
+      bufs[j] = pool + (size_t)j * SIZE;
+      sizes[j] = SIZE;
+      fill_pattern(bufs[j], SIZE, seed_of(prefix, base + j));
+    }
+    assert_int_equal(
+        mooncake_store_batch_put_from(s, keys, bufs, sizes, (size_t)n, config, results), 0);
+    for (int j = 0; j < n; ++j) {
+      if (results[j] != 0) fail_msg("put %s: %d", keys[j], results[j]);
+    }
+  }
+  mooncake_store_free(s, pool);
+}
+
+typedef struct tally {
+  int good;      /* read with exactly their bytes */
+  int missing;   /* -704 */
+  int not_ready; /* -703 */
+} tally;
+
+/* Reads prefix/0..count-1 back in batches; codes (may be NULL) gets every answer. Any
+ * answer but the size, -704 or -703, and any wrong byte, fails the test: a restored
+ * directory must never point at someone else's bytes. */
+static tally read_all(mooncake_store_t s, const char *prefix, int count, int64_t *codes) {
+  char *pool = mooncake_store_alloc(s, BATCH * SIZE);
+  assert_non_null(pool);
+  char names[BATCH][48];
+  const char *keys[BATCH];
+  void *bufs[BATCH];
+  size_t sizes[BATCH];
+  int64_t results[BATCH];
+  tally t = {0, 0, 0};
+  for (int base = 0; base < count; base += BATCH) {
+    int n = count - base < BATCH ? count - base : BATCH;
+    for (int j = 0; j < n; ++j) {
+      key_of(names[j], sizeof(names[j]), prefix, base + j);
+      keys[j] = names[j];
+      bufs[j] = pool + (size_t)j * SIZE;
+      sizes[j] = SIZE;
+    }
+    assert_int_equal(mooncake_store_batch_get_into(s, keys, bufs, sizes, (size_t)n, results), 0);
+    for (int j = 0; j < n; ++j) {
+      if (codes != NULL) codes[base + j] = results[j];
+      if (results[j] == MOONCAKE_STORE_OBJECT_NOT_FOUND) {
+        ++t.missing;
+      } else if (results[j] == MOONCAKE_STORE_REPLICA_IS_NOT_READY) {
+        ++t.not_ready;
+      } else if (results[j] != (int64_t)SIZE) {
+        fail_msg("get %s: %lld", keys[j], (long long)results[j]);
+      } else {
+        int64_t bad = check_pattern(bufs[j], SIZE, seed_of(prefix, base + j));
+        if (bad != -1) fail_msg("get %s: wrong byte at %lld", keys[j], (long long)bad);
+        ++t.good;
+      }
+    }
+  }
+  mooncake_store_free(s, pool);
+  return t;
+}
+
+/* Every one of prefix/0..count-1 reads back with exactly its bytes. */
+static void assert_all_read(mooncake_store_t s, const char *prefix, int count) {
+  tally t = read_all(s, prefix, count, NULL);
+  if (t.good != count) {
+    fail_msg("%s: %d of %d read, %d missing, %d not ready", prefix, t.good, count, t.missing,
+             t.not_ready);
+  }
+}
+
+/* None of them is there any more (-704). */
+static void assert_all_missing(mooncake_store_t s, const char *prefix, int count) {
+  tally t = read_all(s, prefix, count, NULL);
+  if (t.missing != count) fail_msg("%s: %d of %d missing", prefix, t.missing, count);
+}
+
+static mc_cluster_master_stats stats(mc_cluster *c) {
+  mc_cluster_master_stats st;
+  assert_int_equal(mc_cluster_master_stats_get(c, &st), 0);
+  return st;
+}
+
+/* Waits until exactly n restored segments still wait for their daemon. */
+static void await_pending(mc_cluster *c, int64_t n, double timeout_s) {
+  double until = now_seconds() + timeout_s;
+  mc_cluster_master_stats st;
+  for (;;) {
+    if (mc_cluster_master_stats_get(c, &st) == 0 && st.pending_segments == n) return;
+    if (now_seconds() > until) {
+      fail_msg("pending_segments %lld, not %lld, after %.0f s", (long long)st.pending_segments,
+               (long long)n, timeout_s);
+    }
+    usleep(50 * 1000);
+  }
+}
+
+/* Waits until every restored segment has been re-attached by its daemon. */
+static void await_reattached(mc_cluster *c, double timeout_s) { await_pending(c, 0, timeout_s); }
+
+/* Waits until the master lists a segment of daemon i (it has registered and mounted). */
+static void await_mounted(mc_cluster *c, int i, double timeout_s) {
+  mc_cluster_segment seg;
+  for (double until = now_seconds() + timeout_s; mc_cluster_segment_at(c, i, &seg) != 0;) {
+    if (now_seconds() > until) fail_msg("daemon %d has no segment after %.0f s", i, timeout_s);
+    usleep(50 * 1000);
+  }
+}
+
+static void crash_and_restore(mc_cluster *c) {
+  mc_cluster_kill_master(c, SIGKILL);
+  assert_int_equal(mc_cluster_restart_master(c), 0);
+  await_reattached(c, 20);
+}
+
+/* ---- snapshot files ---------------------------------------------------------------- */
+
+/* <dir>/snap/snapshots/<name>[/<file>] */
+static void snap_path(char *out, size_t n, mc_cluster *c, const char *name, const char *file) {
+  snprintf(out, n, "%s/snap/snapshots/%s%s%s", mc_cluster_dir(c), name, file ? "/" : "",
+           file ? file : "");
+}
+
+/* Takes a snapshot (it must succeed) and returns the name <dir>/snap/latest gives it. */
+static void take_snapshot(mc_cluster *c, char *name, size_t n, int64_t *objects) {
+  int64_t sequence = 0, count = 0;
+  assert_int_equal(mc_cluster_master_snapshot(c, &sequence, &count), 0);
+  if (objects != NULL) *objects = count;
+  char path[512];
+  snprintf(path, sizeof(path), "%s/snap/latest", mc_cluster_dir(c));
+  FILE *f = fopen(path, "r");
+  assert_non_null(f);
+  assert_non_null(fgets(name, (int)n, f));
+  fclose(f);
+  name[strcspn(name, "\n")] = '\0';
+  char dir[512];
+  snap_path(dir, sizeof(dir), c, name, "descriptor");
+  assert_int_equal(access(dir, F_OK), 0);
+}
+
+enum corruption { FLIP_BYTE, TRUNCATE_HALF, DELETE_MANIFEST };
+
+static void corrupt(mc_cluster *c, const char *name, enum corruption how) {
+  char path[512];
+  snap_path(path, sizeof(path), c, name, how == DELETE_MANIFEST ? "manifest" : "metadata");
+  struct stat st;
+  assert_int_equal(stat(path, &st), 0);
+  assert_true(st.st_size > 16);
+  if (how == DELETE_MANIFEST) {
+    assert_int_equal(unlink(path), 0);
+  } else if (how == TRUNCATE_HALF) {
+    assert_int_equal(truncate(path, st.st_size / 2), 0);
+  } else {
+    FILE *f = fopen(path, "r+b");
+    assert_non_null(f);
+    assert_int_equal(fseek(f, st.st_size / 2, SEEK_SET), 0);
+    int byte = fgetc(f);
+    assert_true(byte != EOF);
+    assert_int_equal(fseek(f, st.st_size / 2, SEEK_SET), 0);
+    assert_true(fputc(byte ^ 0x5a, f) != EOF);
+    assert_int_equal(fclose(f), 0);
+  }
+}
+
+/* Lines of the master's log holding both needle and "<name>". */
+static int log_lines_naming(mc_cluster *c, const char *needle, const char *name) {
+  return count_log_lines(mc_cluster_master_log(c), needle, name);
+}
+
+/* ---- 1. strict ------------------------------------------------------------------------ */
+
+/* Strict: a snapshot in the middle (60,000 objects before, 40,000 after), SIGKILL right
+ * after the last put returned. Every acknowledged object reads back, byte for byte, from
+ * every daemon. */
+static void test_strict_loses_nothing_acknowledged(void **state) {
+  (void)state;
+  mc_cluster *c = start(k_strict, 3);
+  mooncake_store_t a = connect_app(c, 0, 64 * MiB), b = connect_app(c, 1, 64 * MiB);
+  const int before = 60000, after = 40000;
+  put_many(a, "before", before, NULL);
+  int64_t sequence = 0, objects = 0;
+  assert_int_equal(mc_cluster_master_snapshot(c, &sequence, &objects), 0);
+  assert_int_equal(objects, before);
+  put_many(b, "after", after, NULL);
+  crash_and_restore(c);
+
+  assert_int_equal(stats(c).restored_objects, before + after);
+  assert_all_read(a, "before", before);
+  assert_all_read(b, "after", after);
+  mooncake_store_t x = connect_app(c, 2, 64 * MiB);
+  assert_all_read(x, "after", after);
+  /* New puts land in the restored segments without overwriting anything. */
+  put_many(x, "new", 5000, NULL);
+  assert_all_read(a, "before", before);
+  assert_all_read(a, "new", 5000);
+  mooncake_store_destroy(a);
+  mooncake_store_destroy(b);
+  mooncake_store_destroy(x);
+  mc_cluster_stop(c);
+}
+
+/* ---- 2. strict, under fire -------------------------------------------------------------- */
+
+#define FIRE_CAP 200000
+
+/* Puts prefix/0, 1, ... one at a time until told to stop, recording every result. */
+typedef struct writer {
+  mooncake_store_t s;
+  const char *prefix;
+  int stop;      /* __atomic */
+  int done;      /* __atomic: results[0..done) are final */
+  int acked;     /* __atomic: how many returned 0 */
+  int *results;
+} writer;
+
+static void *writer_main(void *arg) {
+  writer *w = arg;
+  char key[48], buf[SIZE];
+  for (int i = 0; i < FIRE_CAP && !__atomic_load_n(&w->stop, __ATOMIC_ACQUIRE); ++i) {
+    key_of(key, sizeof(key), w->prefix, i);
+    fill_pattern(buf, SIZE, seed_of(w->prefix, i));
+    w->results[i] = mooncake_store_put(w->s, key, buf, SIZE, NULL);
+    if (w->results[i] == 0) __atomic_add_fetch(&w->acked, 1, __ATOMIC_RELEASE);
+    __atomic_store_n(&w->done, i + 1, __ATOMIC_RELEASE);
+  }
+  return NULL;
+}
+
+/* A writer puts continuously while the master is killed at an arbitrary moment and started
+ * again: every put that returned 0 reads back with its bytes; a failed one may be missing
+ * or present, but never with other bytes. */
+static void test_strict_under_fire(void **state) {
+  (void)state;
+  mc_cluster *c = start(k_strict, 3);
+  mooncake_store_t a = connect_app(c, 0, 64 * MiB);
+  writer w = {a, "fire", 0, 0, 0, calloc(FIRE_CAP, sizeof(int))};
+  assert_non_null(w.results);
+  pthread_t thread;
+  assert_int_equal(pthread_create(&thread, NULL, writer_main, &w), 0);
+  usleep(1000 * 1000);
+  mc_cluster_kill_master(c, SIGKILL);
+  int acked_at_kill = __atomic_load_n(&w.acked, __ATOMIC_ACQUIRE);
+  assert_true(acked_at_kill > 0);
+  usleep(300 * 1000); /* the writer's puts fail meanwhile */
+  assert_int_equal(mc_cluster_restart_master(c), 0);
+  await_reattached(c, 20);
+  /* Puts work again once the daemons are back. */
+  int acked_at_restore = __atomic_load_n(&w.acked, __ATOMIC_ACQUIRE);
+  for (double until = now_seconds() + 10;
+       __atomic_load_n(&w.acked, __ATOMIC_ACQUIRE) < acked_at_restore + 100;) {
+    if (now_seconds() > until) fail_msg("no puts acknowledged after the restore");
+    usleep(20 * 1000);
+  }
+  __atomic_store_n(&w.stop, 1, __ATOMIC_RELEASE);
+  assert_int_equal(pthread_join(thread, NULL), 0);
+
+  int n = w.done, failed = 0, failed_present = 0;
+  int64_t *codes = calloc((size_t)n, sizeof(int64_t));
+  assert_non_null(codes);
+  read_all(a, w.prefix, n, codes); /* checks the bytes of every key present */
+  for (int i = 0; i < n; ++i) {
+    if (w.results[i] == 0) {
+      if (codes[i] != (int64_t)SIZE) fail_msg("acked fire/%08d: get %lld", i, (long long)codes[i]);
+    } else {
+      ++failed;
+      if (codes[i] == (int64_t)SIZE) {
+        ++failed_present;
+      } else if (codes[i] != MOONCAKE_STORE_OBJECT_NOT_FOUND) {
+        fail_msg("failed fire/%08d: get %lld", i, (long long)codes[i]);
+      }
+    }
+  }
+  print_message("%d puts: %d acknowledged before the kill, %d failed (%d of them present)\n", n,
+                acked_at_kill, failed, failed_present);
+  free(codes);
+  free(w.results);
+  mooncake_store_destroy(a);
+  mc_cluster_stop(c);
+}
+
+/* ---- 3. relaxed ------------------------------------------------------------------------- */
+
+/* Relaxed: what was put more than a flush interval (100 ms) before the crash survives it. */
+static void test_relaxed_within_its_bound(void **state) {
+  (void)state;
+  mc_cluster *c = start(k_relaxed, 3);
+  mooncake_store_t a = connect_app(c, 0, 64 * MiB);
+  const int count = 20000;
+  put_many(a, "relaxed", count, NULL);
+  usleep(500 * 1000);
+  mc_cluster_master_stats st = stats(c);
+  assert_true(st.oplog_sequence >= count);
+  assert_int_equal(st.oplog_synced, st.oplog_sequence); /* the background flush happened */
+  crash_and_restore(c);
+  assert_int_equal(stats(c).restored_objects, count);
+  assert_all_read(a, "relaxed", count);
+  mooncake_store_destroy(a);
+  mc_cluster_stop(c);
+}
+
+/* ---- 4. snapshots only ------------------------------------------------------------------- */
+
+/* --oplog_mode disabled: what the snapshot holds survives; what came after is lost, and
+ * answers -704 (never someone else's bytes). */
+static void test_snapshot_only(void **state) {
+  (void)state;
+  mc_cluster *c = start(k_disabled, 3);
+  mooncake_store_t a = connect_app(c, 0, 64 * MiB);
+  put_many(a, "kept", 20000, NULL);
+  char name[128];
+  int64_t objects = 0;
+  take_snapshot(c, name, sizeof(name), &objects);
+  assert_int_equal(objects, 20000);
+  put_many(a, "lost", 10000, NULL);
+  crash_and_restore(c);
+  assert_int_equal(stats(c).restored_objects, 20000);
+  assert_all_read(a, "kept", 20000);
+  assert_all_missing(a, "lost", 10000);
+  mooncake_store_destroy(a);
+  mc_cluster_stop(c);
+}
+
+/* ---- 5. corrupted latest ------------------------------------------------------------------ */
+
+/* S1, more puts, S2 (latest), more puts, SIGKILL, S2 corrupted: the restore says S2 is not
+ * valid, falls back to S1, replays the log from S1's sequence (so every object is back)
+ * and renames S2 *.invalid. One cluster, restarted once per kind of corruption. */
+static void test_corrupted_latest_falls_back(void **state) {
+  (void)state;
+  mc_cluster *c = start(k_strict, 3);
+  mooncake_store_t a = connect_app(c, 0, 64 * MiB);
+  const int n = 3000;
+  const char *const phases[3] = {"s1", "s2", "tail"};
+  for (int round = 0; round < 3; ++round) {
+    char prefix[32], s1[128], s2[128], path[512];
+    snprintf(prefix, sizeof(prefix), "r%d-%s", round, phases[0]);
+    put_many(a, prefix, n, NULL);
+    take_snapshot(c, s1, sizeof(s1), NULL);
+    snprintf(prefix, sizeof(prefix), "r%d-%s", round, phases[1]);
+    put_many(a, prefix, n, NULL);
+    take_snapshot(c, s2, sizeof(s2), NULL);
+    assert_string_not_equal(s1, s2);
+    snprintf(prefix, sizeof(prefix), "r%d-%s", round, phases[2]);
+    put_many(a, prefix, n, NULL);
+    mc_cluster_kill_master(c, SIGKILL);
+    corrupt(c, s2, (enum corruption)round);
+    assert_int_equal(mc_cluster_restart_master(c), 0);
+    await_reattached(c, 20);
+
+    assert_int_equal(log_lines_naming(c, "is not valid", s2), 1);
+    assert_int_equal(log_lines_naming(c, "falling back to the next older", s2), 1);
+    assert_int_equal(log_lines_naming(c, "loaded", s1), 1);
+    snap_path(path, sizeof(path), c, s2, NULL);
+    strcat(path, ".invalid");
+    struct stat st;
+    assert_int_equal(stat(path, &st), 0);
+    assert_true(S_ISDIR(st.st_mode));
+    assert_int_equal(stats(c).restored_objects, 3 * n * (round + 1));
+    for (int r = 0; r <= round; ++r) {
+      for (int p = 0; p < 3; ++p) {
+        snprintf(prefix, sizeof(prefix), "r%d-%s", r, phases[p]);
+        assert_all_read(a, prefix, n);
+      }
+    }
+  }
+  mooncake_store_destroy(a);
+  mc_cluster_stop(c);
+}
+
+/* ---- 6. every snapshot corrupted ---------------------------------------------------------- */
+
+/* No log and no valid snapshot: the master says so, starts empty and serves. */
+static void test_all_snapshots_corrupted(void **state) {
+  (void)state;
+  mc_cluster *c = start(k_disabled, 3);
+  mooncake_store_t a = connect_app(c, 0, 64 * MiB);
+  char s1[128], s2[128];
+  put_many(a, "old1", 5000, NULL);
+  take_snapshot(c, s1, sizeof(s1), NULL);
+  put_many(a, "old2", 5000, NULL);
+  take_snapshot(c, s2, sizeof(s2), NULL);
+  mc_cluster_kill_master(c, SIGKILL);
+  corrupt(c, s1, FLIP_BYTE);
+  corrupt(c, s2, FLIP_BYTE);
+  /* The first start, on an empty directory, said so too. */
+  const char *log = mc_cluster_master_log(c);
+  int none = count_log_lines(log, "restore: no valid snapshot", NULL);
+  int empty = count_log_lines(log, "starting empty", NULL);
+  assert_int_equal(mc_cluster_restart_master(c), 0);
+
+  assert_int_equal(log_lines_naming(c, "is not valid", s1), 1);
+  assert_int_equal(log_lines_naming(c, "is not valid", s2), 1);
+  assert_int_equal(count_log_lines(log, "restore: no valid snapshot", NULL), none + 1);
+  assert_int_equal(count_log_lines(log, "starting empty", NULL), empty + 1);
+  mc_cluster_master_stats st = stats(c);
+  assert_int_equal(st.objects, 0);
+  assert_int_equal(st.restored_objects, 0);
+  assert_int_equal(st.pending_segments, 0);
+  assert_all_missing(a, "old1", 5000);
+  assert_all_missing(a, "old2", 5000);
+  for (int i = 0; i < 3; ++i) await_mounted(c, i, 10);
+  put_many(a, "fresh", 5000, NULL);
+  assert_all_read(a, "fresh", 5000);
+  assert_all_missing(a, "old1", 5000);
+  mooncake_store_destroy(a);
+  mc_cluster_stop(c);
+}
+
+/* ---- 7. snapshots under load -------------------------------------------------------------- */
+
+/* Puts prefix/i one by one, reading back each one and an older one, until told to stop;
+ * counts every failure. */
+typedef struct loader {
+  mooncake_store_t s;
+  const char *prefix;
+  int stop; /* __atomic */
+  int done;
+  int failures;
+} loader;
+
+static void *loader_main(void *arg) {
+  loader *l = arg;
+  char key[48], in[SIZE], out[SIZE];
+  uint64_t rnd = 88172645463325252ull;
+  for (int i = 0; i < FIRE_CAP && !__atomic_load_n(&l->stop, __ATOMIC_ACQUIRE); ++i) {
+    key_of(key, sizeof(key), l->prefix, i);
+    fill_pattern(in, SIZE, seed_of(l->prefix, i));
+    int rc = mooncake_store_put(l->s, key, in, SIZE, NULL);
+    if (rc != 0) {
+      print_message("put %s: %d\n", key, rc);
+      ++l->failures;
+    }
+    l->done = i + 1;
+    rnd ^= rnd << 13, rnd ^= rnd >> 7, rnd ^= rnd << 17;
+    int older = (int)(rnd % (uint64_t)(i + 1));
+    for (int k = 0; k < 2; ++k) {
+      int j = k == 0 ? i : older;
+      key_of(key, sizeof(key), l->prefix, j);
+      int64_t got = mooncake_store_get_into(l->s, key, out, SIZE);
+      if (got != (int64_t)SIZE || check_pattern(out, SIZE, seed_of(l->prefix, j)) != -1) {
+        print_message("get %s: %lld\n", key, (long long)got);
+        ++l->failures;
+      }
+    }
+  }
+  return NULL;
+}
+
+/* Ten snapshots while two applications put and get: no request fails, every snapshot is
+ * published, their object counts never go down, and a restore brings every key back. */
+static void test_snapshots_under_load(void **state) {
+  (void)state;
+  mc_cluster *c = start(k_strict, 3);
+  loader l[2] = {{connect_app(c, 0, 16 * MiB), "load0", 0, 0, 0},
+                 {connect_app(c, 1, 16 * MiB), "load1", 0, 0, 0}};
+  pthread_t threads[2];
+  for (int t = 0; t < 2; ++t) {
+    assert_int_equal(pthread_create(&threads[t], NULL, loader_main, &l[t]), 0);
+  }
+  usleep(200 * 1000);
+  int64_t last = 0;
+  for (int k = 0; k < 10; ++k) {
+    int64_t sequence = 0, objects = 0;
+    assert_int_equal(mc_cluster_master_snapshot(c, &sequence, &objects), 0);
+    assert_true(objects >= last);
+    last = objects;
+    usleep(100 * 1000);
+  }
+  for (int t = 0; t < 2; ++t) __atomic_store_n(&l[t].stop, 1, __ATOMIC_RELEASE);
+  for (int t = 0; t < 2; ++t) assert_int_equal(pthread_join(threads[t], NULL), 0);
+  print_message("%d + %d puts around 10 snapshots (the last one of %lld objects)\n", l[0].done,
+                l[1].done, (long long)last);
+  assert_true(last > 0);
+  for (int t = 0; t < 2; ++t) {
+    assert_int_equal(l[t].failures, 0);
+    assert_true(l[t].done > 100);
+  }
+  crash_and_restore(c);
+  assert_int_equal(stats(c).restored_objects, l[0].done + l[1].done);
+  for (int t = 0; t < 2; ++t) {
+    assert_all_read(l[t].s, l[0].prefix, l[0].done);
+    assert_all_read(l[t].s, l[1].prefix, l[1].done);
+  }
+  for (int t = 0; t < 2; ++t) mooncake_store_destroy(l[t].s);
+  mc_cluster_stop(c);
+}
+
+/* ---- 8, 9. daemons that do not come back as they were -------------------------------------- */
+
+/* n objects on each daemon: on<i>/0..n-1 has its only replica on daemon i. */
+static void put_on_each(mc_cluster *c, mooncake_store_t s, int n) {
+  for (int i = 0; i < 3; ++i) {
+    char prefix[16], key[48];
+    snprintf(prefix, sizeof(prefix), "on%d", i);
+    placement p;
+    steer(&p, c, &i, 1, 1);
+    put_many(s, prefix, n, &p.config);
+    key_of(key, sizeof(key), prefix, n / 2);
+    assert_int_equal(replica_daemon(c, key, 0), i);
+  }
+}
+
+/* A daemon dies while the master is down: its objects are not ready during the grace
+ * period, then gone; the others' objects read throughout. */
+static void test_daemon_dies_while_master_down(void **state) {
+  (void)state;
+  mc_cluster *c = start(k_strict, 3);
+  mooncake_store_t a = connect_app(c, 0, 64 * MiB), b = connect_app(c, 1, 64 * MiB);
+  const int n = 4000;
+  put_on_each(c, a, n);
+  mc_cluster_kill_master(c, SIGKILL);
+  mc_cluster_kill_daemon_at(c, 2, SIGKILL);
+  double restarted = now_seconds();
+  assert_int_equal(mc_cluster_restart_master(c), 0);
+  await_pending(c, 1, 20);
+  assert_all_read(a, "on0", n);
+  assert_all_read(b, "on1", n);
+  tally t = read_all(a, "on2", n, NULL);
+  double read_at = now_seconds() - restarted;
+  print_message("on2 %.1f s after the restart: %d not ready, %d missing\n", read_at,
+                t.not_ready, t.missing);
+  assert_int_equal(t.good, 0);
+  if (read_at < GRACE_S - 1) assert_int_equal(t.not_ready, n); /* detached, not dropped */
+  assert_int_equal(stats(c).pending_segments, 1);
+
+  await_pending(c, 0, 15);
+  double dropped_at = now_seconds() - restarted;
+  print_message("daemon 2's segment dropped %.1f s after the restart\n", dropped_at);
+  assert_true(dropped_at >= GRACE_S - 1); /* not before the grace period ran out */
+  assert_true(count_log_lines(mc_cluster_master_log(c), "did not re-attach within", NULL) >= 1);
+  assert_all_missing(a, "on2", n);
+  assert_all_missing(b, "on2", n);
+  assert_all_read(a, "on0", n);
+  assert_all_read(b, "on1", n);
+  assert_all_read(a, "on1", n);
+  mooncake_store_destroy(a);
+  mooncake_store_destroy(b);
+  mc_cluster_stop(c);
+}
+
+/* A daemon restarted while the master is down (same port, new process, new daemon id):
+ * once it registers, the master drops its predecessor's restored segment at once, without
+ * waiting for the grace period; the other daemons' objects read, and the new daemon takes
+ * new puts. */
+static void test_daemon_restarted_while_master_down(void **state) {
+  (void)state;
+  mc_cluster *c = start(k_strict, 3);
+  mooncake_store_t a = connect_app(c, 0, 64 * MiB), b = connect_app(c, 1, 64 * MiB);
+  const int n = 4000;
+  put_on_each(c, a, n);
+  mc_cluster_kill_master(c, SIGKILL);
+  mc_cluster_kill_daemon_at(c, 2, SIGKILL);
+  /* The new daemon starts now and retries its registration until the master is back; it
+   * serves its socket once it has registered. */
+  assert_int_equal(mc_cluster_spawn_daemon_at(c, 2), 0);
+  usleep(500 * 1000);
+  double restarted = now_seconds();
+  assert_int_equal(mc_cluster_restart_master(c), 0);
+  assert_int_equal(mc_cluster_await_daemon_at(c, 2, 10000), 0);
+  /* It serves once it has registered, and its registration dropped the old segment. */
+  assert_all_missing(a, "on2", n);
+  double dropped = now_seconds() - restarted;
+  assert_true(count_log_lines(mc_cluster_master_log(c), "replaced by daemon", NULL) >= 1);
+  await_pending(c, 0, 10);
+  double settled = now_seconds() - restarted;
+  print_message("old segment dropped %.1f s, none pending %.1f s after the restart\n", dropped,
+                settled);
+  assert_true(settled < GRACE_S - 1); /* the grace period was not waited out */
+  assert_all_missing(a, "on2", n);
+  assert_all_read(a, "on0", n);
+  assert_all_read(b, "on1", n);
+
+  await_mounted(c, 2, 10);
+  mooncake_store_t x = connect_app(c, 2, 64 * MiB);
+  assert_all_missing(x, "on2", n);
+  int two = 2;
+  placement p;
+  steer(&p, c, &two, 1, 1);
+  put_many(a, "new2", n, &p.config);
+  assert_int_equal(replica_daemon(c, "new2/00000000", 0), 2);
+  assert_all_read(x, "new2", n);
+  assert_all_read(b, "new2", n);
+  assert_all_read(x, "on0", n);
+  mooncake_store_destroy(a);
+  mooncake_store_destroy(b);
+  mooncake_store_destroy(x);
+  mc_cluster_stop(c);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_strict_loses_nothing_acknowledged),
+      cmocka_unit_test(test_strict_under_fire),
+      cmocka_unit_test(test_relaxed_within_its_bound),
+      cmocka_unit_test(test_snapshot_only),
+      cmocka_unit_test(test_corrupted_latest_falls_back),
+      cmocka_unit_test(test_all_snapshots_corrupted),
+      cmocka_unit_test(test_snapshots_under_load),
+      cmocka_unit_test(test_daemon_dies_while_master_down),
+      cmocka_unit_test(test_daemon_restarted_while_master_down),
+  };
+  /* MC_TEST_FILTER=test_relaxed* runs only the tests whose names match. */
+  if (getenv("MC_TEST_FILTER") != NULL) cmocka_set_test_filter(getenv("MC_TEST_FILTER"));
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
