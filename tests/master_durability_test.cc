@@ -4,6 +4,9 @@
 // by a logged change held until that record is on disk.
 
 #include <algorithm>
+#include <filesystem>
+#include <thread>
+#include <chrono>
 #include <memory>
 #include <string>
 #include <utility>
@@ -13,6 +16,7 @@
 #include "master/oplog.h"
 #include "master/snapshot_codec.h"
 #include "master/snapshot_store.h"
+#include "master/snapshotter.h"
 #include "master/snapshot_writer.h"
 #include "master/state_restore.h"
 #include "tests/master_service_fixture.h"
@@ -107,14 +111,25 @@ std::unique_ptr<OpLog> StartedLog(const std::string& dir, int64_t flush_interval
   return log;
 }
 
-// Every object as the snapshot encodes it, shard by shard: two services hold the same
-// directory exactly when these are equal.
+// Every object as the snapshot encodes it, one line each, sorted (a shard's table orders
+// its objects by the history of its slots, which a restore does not repeat): two services
+// hold the same directory exactly when these are equal.
 std::string Export(MasterService& s) {
-  std::string all;
-  s.ExportObjects([&](size_t shard, const std::string& bytes, uint32_t) {
-    all += std::to_string(shard) + ":" + bytes;
+  std::vector<std::string> lines;
+  s.ExportObjects([&](size_t, const std::string& bytes, uint32_t) {
+    assert_true(mooncake::DecodeObjects(bytes, [&](mooncake::ObjectRecord&& o) {
+      std::string line = o.key + " " + std::to_string(o.size) + " " +
+                         std::to_string(o.checksum) + " " + std::to_string(o.hard_pin);
+      for (const mooncake::ReplicaRecord& r : o.replicas) {
+        line += " " + std::to_string(r.segment_id) + "@" + std::to_string(r.offset);
+      }
+      lines.push_back(std::move(line));
+    }));
     return true;
   });
+  std::sort(lines.begin(), lines.end());
+  std::string all;
+  for (const std::string& line : lines) all += line + "\n";
   return all;
 }
 
@@ -379,6 +394,111 @@ void test_strict_sync_waits_for_the_disk(void**) {
   assert_true(OpLog::LastAppendedByThisThread() > 0);
 }
 
+// ---- the snapshotter ---------------------------------------------------------------------
+
+mooncake::SnapshotterOptions SnapOptions(const std::string& dir) {
+  mooncake::SnapshotterOptions o;
+  o.dir = dir;
+  o.interval_ms = 3600 * 1000;
+  o.retention_count = 2;
+  o.child_timeout_ms = 60000;
+  return o;
+}
+
+// Forked snapshots keep retention_count of themselves, and the log only back to the
+// oldest kept; a restore from what is left rebuilds the directory exactly.
+void test_snapshots_retained_and_log_dropped(void**) {
+  TempDir dir;
+  OpLogOptions lo;
+  lo.dir = dir.path + "/oplog";
+  lo.file_bytes = 4096;  // a file every few dozen records, so there is something to drop
+  auto log = std::make_unique<OpLog>(lo);
+  assert_true(log->Recover(0, [](uint64_t, std::string_view) { return true; }).ok());
+  assert_int_equal(ToInt(log->Start(0)), 0);
+  MasterService a(DurableOptions());
+  a.AttachOpLog(log.get(), /*strict=*/true);
+  Join(a, 1, 64 * kMiB);
+  mooncake::Snapshotter snapshotter(&a, log.get(), SnapOptions(dir.path));
+  std::vector<uint64_t> sequences;
+  for (int round = 0; round < 3; ++round) {
+    for (int i = 0; i < 200; ++i) {
+      Put(a, 1, "r" + std::to_string(round) + "-" + std::to_string(i), 4096);
+    }
+    assert_int_equal(ToInt(a.Sync()), 0);
+    mooncake::SnapshotOutcome taken = snapshotter.Take();
+    assert_int_equal(ToInt(taken.code), 0);
+    assert_int_equal(taken.objects, 200 * (round + 1));
+    assert_true(taken.pause_us > 0 && taken.bytes > 0);
+    assert_false(taken.running);
+    sequences.push_back(taken.sequence);
+  }
+  SnapshotStore store(dir.path);
+  std::vector<std::string> kept = store.Candidates();
+  assert_int_equal(kept.size(), 2);
+  assert_int_equal(store.OldestRetainedSequence(), sequences[1]);
+  // The log starts right after what the oldest snapshot kept holds: what only the dropped
+  // snapshot needed is gone, what a fallback to the oldest kept one needs is there.
+  std::vector<std::string> files;
+  for (const auto& e : std::filesystem::directory_iterator(lo.dir)) {
+    files.push_back(e.path().filename().string());
+  }
+  std::sort(files.begin(), files.end());
+  assert_false(files.empty());
+  uint64_t first = std::stoull(files[0]);
+  assert_true(first > sequences[0] && first <= sequences[1] + 1);
+  Put(a, 1, "after", 4096);
+  assert_int_equal(ToInt(a.Sync()), 0);
+  std::string expected = Export(a);
+  log.reset();
+  std::unique_ptr<MasterService> b = Restore(dir.path);
+  assert_int_equal(Rejoin(*b, 1, 64 * kMiB), kReattached);
+  assert_true(Export(*b) == expected);
+}
+
+// A child past its timeout is killed and leaves nothing behind; the next one works.
+void test_snapshot_child_timeout(void**) {
+  TempDir dir;
+  MasterService a(DurableOptions());
+  Join(a, 1, 1024 * kMiB);
+  for (int i = 0; i < 100000; ++i) Put(a, 1, "k" + std::to_string(i), 4096);
+  mooncake::SnapshotterOptions o = SnapOptions(dir.path);
+  o.child_timeout_ms = 1;
+  {
+    mooncake::Snapshotter hasty(&a, nullptr, o);
+    mooncake::SnapshotOutcome taken = hasty.Take();
+    assert_int_equal(ToInt(taken.code), ToInt(ErrorCode::PERSISTENT_FAIL));
+    assert_true(taken.error.find("timeout") != std::string::npos);
+  }
+  assert_true(std::filesystem::is_empty(dir.path + "/snapshots"));
+  mooncake::Snapshotter patient(&a, nullptr, SnapOptions(dir.path));
+  assert_int_equal(ToInt(patient.Take().code), 0);
+  assert_int_equal(SnapshotStore(dir.path).Candidates().size(), 1);
+}
+
+// Request answers once the child has forked; Last then tells how it ended.
+void test_snapshot_request_and_last(void**) {
+  TempDir dir;
+  MasterService a(DurableOptions());
+  Join(a, 1);
+  Put(a, 1, "k", 512);
+  mooncake::Snapshotter snapshotter(&a, nullptr, SnapOptions(dir.path));
+  assert_true(snapshotter.Last().name.empty());  // none yet
+  snapshotter.Start();
+  mooncake::SnapshotOutcome started = snapshotter.Request();
+  assert_int_equal(ToInt(started.code), 0);
+  assert_false(started.name.empty());
+  mooncake::SnapshotOutcome ended;
+  for (int i = 0; i < 2000 && ended.name != started.name; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    ended = snapshotter.Last();
+  }
+  assert_string_equal(ended.name.c_str(), started.name.c_str());
+  assert_int_equal(ToInt(ended.code), 0);
+  assert_false(ended.running);
+  assert_int_equal(ended.objects, 1);
+  snapshotter.Stop();
+}
+
 }  // namespace
 
 int main(void) {
@@ -394,6 +514,9 @@ int main(void) {
       cmocka_unit_test(test_freed_space_waits_for_its_record),
       cmocka_unit_test(test_restore_drops_what_cannot_be_valid),
       cmocka_unit_test(test_strict_sync_waits_for_the_disk),
+      cmocka_unit_test(test_snapshots_retained_and_log_dropped),
+      cmocka_unit_test(test_snapshot_child_timeout),
+      cmocka_unit_test(test_snapshot_request_and_last),
   };
   return cmocka_run_group_tests(tests, nullptr, nullptr);
 }
