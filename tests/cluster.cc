@@ -228,6 +228,9 @@ void mc_cluster_kill_master(mc_cluster* c, int sig) { c->master.Stop(sig, 10000)
 int mc_cluster_restart_daemon(mc_cluster* c) { return mc_cluster_restart_daemon_at(c, 0); }
 int mc_cluster_restart_master(mc_cluster* c) { return StartMasterOn(c) ? 0 : -1; }
 
+int mc_cluster_master_pid(const mc_cluster* c) {
+  return c->master.running() ? static_cast<int>(c->master.pid()) : -1;
+}
 const char* mc_cluster_dir(const mc_cluster* c) { return c->dir.c_str(); }
 const char* mc_cluster_master_log(const mc_cluster* c) { return c->master.log_path().c_str(); }
 

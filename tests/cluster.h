@@ -77,6 +77,8 @@ void mc_cluster_kill_master(mc_cluster *c, int sig);
 /* Starts them again with the same socket, ports and flags; 0 once serving. */
 int mc_cluster_restart_daemon(mc_cluster *c);
 int mc_cluster_restart_master(mc_cluster *c);
+/* The master's process id (e.g. to change its resource limits), or -1. */
+int mc_cluster_master_pid(const mc_cluster *c);
 /* The directory every process of the cluster lives in (logs, sockets, "{dir}"). */
 const char *mc_cluster_dir(const mc_cluster *c);
 const char *mc_cluster_master_log(const mc_cluster *c);

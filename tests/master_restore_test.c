@@ -4,17 +4,20 @@
  * against the CRC the master restored), applications through the C ABI. The master is
  * killed with SIGKILL and started again in place; objects must read back with the right
  * bytes and no byte moved (the daemons keep their memory, the master only its directory). */
+#define _GNU_SOURCE /* prlimit */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <dirent.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -613,6 +616,73 @@ static void test_daemon_dies_while_master_down(void **state) {
  * once it registers, the master drops its predecessor's restored segment at once, without
  * waiting for the grace period; the other daemons' objects read, and the new daemon takes
  * new puts. */
+/* ---- a disk that fills ------------------------------------------------------------ */
+
+/* Where the newest log file's records end (its last non-zero byte + 1): a zero tail is
+ * space the log set aside, not records. */
+static off_t oplog_written_end(mc_cluster *c) {
+  char dir[512], path[1024], newest[256] = "";
+  snprintf(dir, sizeof(dir), "%s/snap/oplog", mc_cluster_dir(c));
+  DIR *d = opendir(dir);
+  assert_non_null(d);
+  for (struct dirent *e; (e = readdir(d)) != NULL;) {
+    size_t n = strlen(e->d_name);
+    if (n > 4 && strcmp(e->d_name + n - 4, ".log") == 0 && strcmp(e->d_name, newest) > 0) {
+      snprintf(newest, sizeof(newest), "%s", e->d_name);
+    }
+  }
+  closedir(d);
+  snprintf(path, sizeof(path), "%s/%s", dir, newest);
+  FILE *f = fopen(path, "rb");
+  assert_non_null(f);
+  off_t end = 0, at = 0;
+  for (int ch; (ch = fgetc(f)) != EOF; ++at) {
+    if (ch != 0) end = at + 1;
+  }
+  fclose(f);
+  return end;
+}
+
+/* The master's log cannot grow (RLIMIT_FSIZE at its end, as a full disk): the put whose
+ * record cannot be written is not acknowledged, the next ones are refused at once, reads go
+ * on; once there is room again puts work, and after a crash everything acknowledged, before
+ * and after, reads back. */
+static void test_full_disk_refuses_and_loses_nothing(void **state) {
+  (void)state;
+  mc_cluster *c = start(k_strict, 1);
+  mooncake_store_t a = connect_app(c, 0, 16 * MiB);
+  put_many(a, "before", 2000, NULL);
+  struct rlimit full = {(rlim_t)oplog_written_end(c), RLIM_INFINITY};
+  assert_int_equal(prlimit(mc_cluster_master_pid(c), RLIMIT_FSIZE, &full, NULL), 0);
+  char value[SIZE];
+  fill_pattern(value, SIZE, 99);
+  assert_int_equal(mooncake_store_put(a, "unacknowledged", value, SIZE, NULL),
+                   MOONCAKE_STORE_PERSISTENT_FAIL);
+  double t0 = now_seconds();
+  assert_int_equal(mooncake_store_put(a, "refused", value, SIZE, NULL),
+                   MOONCAKE_STORE_PERSISTENT_FAIL);
+  assert_true(now_seconds() - t0 < 1.0);  // refused, not waited for
+  assert_all_read(a, "before", 2000);
+  assert_true(count_log_lines(mc_cluster_master_log(c), "File too large", NULL) >= 1);
+
+  struct rlimit room = {RLIM_INFINITY, RLIM_INFINITY};
+  assert_int_equal(prlimit(mc_cluster_master_pid(c), RLIMIT_FSIZE, &room, NULL), 0);
+  int rc = -1;
+  for (double until = now_seconds() + 10; rc != 0 && now_seconds() < until; usleep(50 * 1000)) {
+    rc = mooncake_store_put(a, "room-again", value, SIZE, NULL);
+  }
+  assert_int_equal(rc, 0);
+  put_many(a, "after", 2000, NULL);
+  crash_and_restore(c);
+  assert_all_read(a, "before", 2000);
+  assert_all_read(a, "after", 2000);
+  char back[SIZE];
+  assert_int_equal(mooncake_store_get_into(a, "room-again", back, SIZE), (int64_t)SIZE);
+  assert_int_equal(check_pattern(back, SIZE, 99), -1);
+  mooncake_store_destroy(a);
+  mc_cluster_stop(c);
+}
+
 static void test_daemon_restarted_while_master_down(void **state) {
   (void)state;
   mc_cluster *c = start(k_strict, 3);
@@ -669,6 +739,7 @@ int main(void) {
       cmocka_unit_test(test_snapshots_under_load),
       cmocka_unit_test(test_daemon_dies_while_master_down),
       cmocka_unit_test(test_daemon_restarted_while_master_down),
+      cmocka_unit_test(test_full_disk_refuses_and_loses_nothing),
   };
   /* MC_TEST_FILTER=test_relaxed* runs only the tests whose names match. */
   if (getenv("MC_TEST_FILTER") != NULL) cmocka_set_test_filter(getenv("MC_TEST_FILTER"));
