@@ -67,30 +67,7 @@ namespace {
 
 namespace rpc = mooncake::rpc;
 namespace testing = mooncake::testing;
-using mooncake::bench::CheckBatchSize;
-using mooncake::bench::CheckCode;
-using mooncake::bench::CheckPutStart;
-using mooncake::bench::CheckReplicaList;
-using mooncake::bench::ChecksumOf;
-using mooncake::bench::Clock;
-using mooncake::bench::CodeText;
-using mooncake::bench::Conn;
-using mooncake::bench::Connect;
-using mooncake::bench::CsvFile;
-using mooncake::bench::Die;
-using mooncake::bench::FakeDaemon;
-using mooncake::bench::Fixed;
-using mooncake::bench::Format;
-using mooncake::bench::KeyMaker;
-using mooncake::bench::Percentile;
-using mooncake::bench::PhaseResult;
-using mooncake::bench::PutKeys;
-using mooncake::bench::Recorder;
-using mooncake::bench::RunPhase;
-using mooncake::bench::Share;
-using mooncake::bench::SpawnedMaster;
-using mooncake::bench::SplitWords;
-using mooncake::bench::Table;
+using namespace mooncake::bench;  // what the master benchmarks share
 
 struct Options {
   std::string spawn_master = "build/master/mooncake-master";

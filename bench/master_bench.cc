@@ -40,28 +40,7 @@
 namespace {
 
 namespace rpc = mooncake::rpc;
-using mooncake::bench::Body;
-using mooncake::bench::CheckBatchSize;
-using mooncake::bench::CheckCode;
-using mooncake::bench::CheckReplicaList;
-using mooncake::bench::Clock;
-using mooncake::bench::CodeText;
-using mooncake::bench::Conn;
-using mooncake::bench::Connect;
-using mooncake::bench::CsvFile;
-using mooncake::bench::Die;
-using mooncake::bench::FakeDaemon;
-using mooncake::bench::Fixed;
-using mooncake::bench::Format;
-using mooncake::bench::KeyMaker;
-using mooncake::bench::ParseHostPort;
-using mooncake::bench::PhaseResult;
-using mooncake::bench::PutKeys;
-using mooncake::bench::Recorder;
-using mooncake::bench::RunPhase;
-using mooncake::bench::Share;
-using mooncake::bench::SplitWords;
-using mooncake::bench::Table;
+using namespace mooncake::bench;  // what the master benchmarks share
 
 // The master we spawned, if any. Started with PR_SET_PDEATHSIG, so it never outlives us,
 // even when Die() ends the run from another thread.

@@ -22,25 +22,7 @@
 
 namespace mooncake {
 
-using snapshot_format::ErrnoText;
-using snapshot_format::FsyncPath;
-using snapshot_format::Hex8;
-using snapshot_format::I64Text;
-using snapshot_format::kDescriptorFile;
-using snapshot_format::kDescriptorHeader;
-using snapshot_format::kLatestFile;
-using snapshot_format::kManifestFile;
-using snapshot_format::kManifestHeader;
-using snapshot_format::kSnapshotsDir;
-using snapshot_format::ParentOf;
-using snapshot_format::ParseCanonicalI64;
-using snapshot_format::ParseCanonicalU64;
-using snapshot_format::ParseHex8;
-using snapshot_format::ReservedKey;
-using snapshot_format::U64Text;
-using snapshot_format::ValidPayloadName;
-using snapshot_format::ValidToken;
-using snapshot_format::ValidValue;
+using namespace snapshot_format;  // the pieces the writer and the reader share
 
 namespace {
 
