@@ -27,6 +27,7 @@ constexpr size_t kFrameHead = 12;  // length u32 + seq u64, what precedes the pa
 constexpr auto kRetryInterval = std::chrono::milliseconds(100);
 constexpr char kSuffix[] = ".log";
 constexpr size_t kSeqDigits = 20;
+constexpr uint64_t kMaxPreallocate = 1ull << 30;
 
 thread_local uint64_t t_last_appended = 0;
 
@@ -100,10 +101,10 @@ bool RenameAll(const std::vector<LogFile>& files, size_t from, const char* suffi
   return true;
 }
 
-// write(2) until all is written: it may write less than asked, or be interrupted.
-bool WriteAll(int fd, const char* p, size_t n) {
+// pwrite(2) until all is written: it may write less than asked, or be interrupted.
+bool PwriteAll(int fd, const char* p, size_t n, uint64_t offset) {
   while (n > 0) {
-    const ssize_t w = write(fd, p, n);
+    const ssize_t w = pwrite(fd, p, n, static_cast<off_t>(offset));
     if (w < 0 && errno == EINTR) continue;
     if (w <= 0) {
       if (w == 0) errno = EIO;
@@ -111,8 +112,29 @@ bool WriteAll(int fd, const char* p, size_t n) {
     }
     p += w;
     n -= static_cast<size_t>(w);
+    offset += static_cast<uint64_t>(w);
   }
   return true;
+}
+
+// Writes zeros into fd from *size up to `to`, advancing *size as chunks land (so that after
+// a failure it still says how far the file surely holds zeros).
+bool WriteZeros(int fd, uint64_t* size, uint64_t to) {
+  static const char zeros[64 << 10] = {};
+  while (*size < to) {
+    const size_t n = static_cast<size_t>(std::min<uint64_t>(sizeof(zeros), to - *size));
+    if (!PwriteAll(fd, zeros, n, *size)) return false;
+    *size += n;
+  }
+  return true;
+}
+
+// n rounded up to a multiple of step (step > 0, at most kMaxPreallocate: no overflow for
+// any file size this log reaches).
+uint64_t RoundUp(uint64_t n, uint64_t step) { return (n + step - 1) / step * step; }
+
+bool AllZero(const char* p, size_t n) {
+  return std::all_of(p, p + n, [](char c) { return c == 0; });
 }
 
 bool ReadWholeFile(const std::string& path, std::string* out) {
@@ -142,7 +164,8 @@ void FillCrcs(std::string* frames) {
   }
 }
 
-// Where replay stopped inside one file, and why (reason null: it ran to the file's end).
+// Where replay stopped inside one file, and why (reason null: it ran to the end of the
+// file's records, offset its logical size: where the zero tail starts, or the file's end).
 struct Cut {
   const char* reason = nullptr;
   uint64_t offset = 0;
@@ -162,10 +185,16 @@ Cut ReplayFile(const LogFile& file, const std::string& data, uint64_t after_seq,
   if (version != OpLog::kFormatVersion) return {"unknown format version", 0};
   if (first_seq != file.first_seq) return {"header seq differs from the file name", 0};
 
-  for (size_t pos = OpLog::kHeaderBytes; pos < data.size();) {
+  size_t pos = OpLog::kHeaderBytes;
+  while (pos < data.size()) {
     const size_t left = data.size() - pos;
-    if (left < kFrameHead) return {"torn frame", pos};
     const char* f = data.data() + pos;
+    const size_t head = std::min(left, kFrameHead);
+    if (AllZero(f, head)) {  // no frame has seq 0: the preallocated tail, if zeros only
+      if (AllZero(f + head, left - head)) break;
+      return {"zero frame head before non-zero bytes", pos};
+    }
+    if (left < kFrameHead) return {"torn frame", pos};
     const uint64_t length = GetLittleEndian(&f, 4);
     const uint64_t seq = GetLittleEndian(&f, 8);
     if (length > OpLog::kMaxPayload) return {"payload length above 64 MiB", pos};
@@ -185,7 +214,7 @@ Cut ReplayFile(const LogFile& file, const std::string& data, uint64_t after_seq,
     }
     pos += OpLog::kFrameOverhead + length;
   }
-  return {};
+  return {nullptr, pos};
 }
 
 // Cuts the log at files[i], cut.offset: truncates that file there (or sets it aside when
@@ -233,6 +262,7 @@ Result<uint64_t> OpLog::Recover(uint64_t after_seq, const ApplyFn& apply) {
   if (code != ErrorCode::OK) return code;
   uint64_t last = after_seq, replayed = 0;
   std::string data;
+  std::string kept;  // the last file left with records in it
   for (size_t i = 0; i < files.size(); ++i) {
     if (!ReadWholeFile(files[i].path, &data)) {
       MC_LOG_ERROR("oplog: cannot read %s: %s", files[i].path.c_str(), ErrnoText(errno).c_str());
@@ -242,15 +272,26 @@ Result<uint64_t> OpLog::Recover(uint64_t after_seq, const ApplyFn& apply) {
     if (cut.reason != nullptr) {
       code = CutLog(options_.dir, files, i, data.size(), cut, last);
       if (code != ErrorCode::OK) return code;
+      if (cut.offset > kHeaderBytes) kept = files[i].path;
       break;
     }
-    // A crash right after a file was created leaves it with its header only; its name is
-    // the one the next Start wants.
-    if (data.size() == kHeaderBytes && unlink(files[i].path.c_str()) != 0) {
-      MC_LOG_ERROR("oplog: cannot delete the empty %s: %s", files[i].path.c_str(),
-                   ErrnoText(errno).c_str());
-      return ErrorCode::FILE_WRITE_FAIL;
+    // A crash right after a file was created leaves it with its header only (and maybe
+    // zeros); its name is the one the next Start wants.
+    if (cut.offset == kHeaderBytes) {
+      if (unlink(files[i].path.c_str()) != 0) {
+        MC_LOG_ERROR("oplog: cannot delete the empty %s: %s", files[i].path.c_str(),
+                     ErrnoText(errno).c_str());
+        return ErrorCode::FILE_WRITE_FAIL;
+      }
+    } else {
+      kept = files[i].path;
     }
+  }
+  // Only the last file can hold what no fdatasync covered (zeros extended after its last
+  // flush, records of a killed process): make it durable before a later file exists.
+  if (!kept.empty() && !SyncPath(kept, O_RDONLY)) {
+    MC_LOG_ERROR("oplog: cannot fsync %s: %s", kept.c_str(), ErrnoText(errno).c_str());
+    return ErrorCode::FILE_WRITE_FAIL;
   }
   MC_LOG_INFO("oplog: replayed %" PRIu64 " record(s) after seq %" PRIu64
               " from %s; the log ends at seq %" PRIu64,
@@ -285,7 +326,8 @@ ErrorCode OpLog::DiscardAll() {
 }
 
 ErrorCode OpLog::Start(uint64_t last) {
-  if (options_.flush_interval_ms < 1 || options_.sync_timeout_ms < 0 || options_.file_bytes == 0) {
+  if (options_.flush_interval_ms < 1 || options_.sync_timeout_ms < 0 || options_.file_bytes == 0 ||
+      options_.preallocate_bytes > kMaxPreallocate) {
     return ErrorCode::INVALID_PARAMS;
   }
   // Nobody appends before Start returns, so the file I/O under mu_ delays no one.
@@ -357,10 +399,13 @@ void OpLog::FlusherLoop() {
   std::unique_lock<std::mutex> lock(mu_);
   while (true) {
     // Syncs do not wake it: they flush themselves, and a disk that refuses is retried at
-    // its own pace.
-    flusher_cv_.wait_for(lock, failing_ ? kRetryInterval : interval, [&] { return stopping_; });
+    // its own pace. A flush that leaves little room does, to have the file extended.
+    flusher_cv_.wait_for(lock, failing_ ? kRetryInterval : interval,
+                         [&] { return stopping_ || extend_wanted_; });
     const bool stop = stopping_;
     synced_cv_.wait(lock, [&] { return !flushing_; });  // one flush at a time
+    // Extending first lets the flush below (if anything is pending) sync the zeros.
+    if (extend_wanted_ && !stop) ExtendLocked(lock);
     const bool ok = FlushLocked(lock);
     if (stop) {
       if (!ok) {
@@ -395,6 +440,10 @@ bool OpLog::FlushLocked(std::unique_lock<std::mutex>& lock) {
     batch_.clear();
     if (failing_) MC_LOG_INFO("oplog: writes succeed again; synced through %" PRIu64, batch_last_);
     failing_ = false;
+    if (low_room_ && !extend_wanted_) {
+      extend_wanted_ = true;
+      flusher_cv_.notify_one();
+    }
   } else {
     failed_flushes_.fetch_add(1, std::memory_order_relaxed);
     if (!failing_) {
@@ -411,9 +460,13 @@ bool OpLog::FlushLocked(std::unique_lock<std::mutex>& lock) {
 
 bool OpLog::Flush(std::string* error) {
   // Drops what a failed write left past the durable length, so that no torn frame is ever
-  // followed by records (a later fdatasync would make them durable behind it).
+  // followed by records (a later fdatasync would make them durable behind it). The zeros
+  // go with it: the next attempt extends again.
   auto cut_back = [&] {
-    if (ftruncate(fd_, static_cast<off_t>(file_bytes_)) == 0) dirty_ = false;
+    if (ftruncate(fd_, static_cast<off_t>(file_bytes_)) == 0) {
+      dirty_ = false;
+      alloc_bytes_ = file_bytes_;
+    }
     return !dirty_;
   };
   auto fail = [&](const char* step) {
@@ -424,12 +477,62 @@ bool OpLog::Flush(std::string* error) {
   if (dirty_ && !cut_back()) return fail("ftruncate");
   const bool full = file_bytes_ >= options_.file_bytes;
   if (full && OpenFile(synced() + 1, error) != ErrorCode::OK) return false;
+  const uint64_t step = options_.preallocate_bytes;
+  const uint64_t end = file_bytes_ + batch_.size();
   dirty_ = true;
-  if (!WriteAll(fd_, batch_.data(), batch_.size())) return fail("write");
+  // Zeros ahead are an optimization: a disk without room for a whole step may still take
+  // the records, written past the zeros as into any file. Until an extension succeeds
+  // again, none is attempted here, so that a full disk is not filled with zeros and cut
+  // back at every retry.
+  if (step != 0 && end > alloc_bytes_ && !extend_failing_ && !Preallocate(end)) {
+    MC_LOG_WARN("oplog: cannot preallocate %s: %s; writing without", file_path_.c_str(),
+                ErrnoText(errno).c_str());
+    extend_failing_ = true;
+  }
+  if (!PwriteAll(fd_, batch_.data(), batch_.size(), file_bytes_)) return fail("write");
   if (!DataSync(fd_)) return fail("fdatasync");
-  file_bytes_ += batch_.size();
+  file_bytes_ = end;
+  alloc_bytes_ = std::max(alloc_bytes_, end);
   dirty_ = false;
+  // A full file is never extended: the next flush starts a new one.
+  low_room_ =
+      step != 0 && file_bytes_ < options_.file_bytes && alloc_bytes_ - file_bytes_ < step / 2;
   return true;
+}
+
+void OpLog::ExtendLocked(std::unique_lock<std::mutex>& lock) {
+  extend_wanted_ = false;
+  if (failing_) return;  // the retried flush extends (or fails) itself
+  flushing_ = true;
+  lock.unlock();
+  const uint64_t half = options_.preallocate_bytes / 2;
+  const auto now = std::chrono::steady_clock::now();
+  // After a failure, once a second: each attempt fills what room the disk has with zeros.
+  const bool due = !extend_failing_ || now - last_extend_try_ >= std::chrono::seconds(1);
+  if (due && !dirty_ && file_bytes_ < options_.file_bytes && alloc_bytes_ - file_bytes_ < half) {
+    // A failure costs nothing yet: the flushes use the room left, then write past it.
+    last_extend_try_ = now;
+    const bool ok = Preallocate(file_bytes_ + half);
+    if (!ok && !extend_failing_) {
+      MC_LOG_WARN("oplog: cannot preallocate %s: %s", file_path_.c_str(), ErrnoText(errno).c_str());
+    }
+    extend_failing_ = !ok;
+  }
+  lock.lock();
+  flushing_ = false;
+  synced_cv_.notify_all();  // the flush is free again
+}
+
+bool OpLog::Preallocate(uint64_t end) {
+  const uint64_t before = alloc_bytes_;
+  if (WriteZeros(fd_, &alloc_bytes_, RoundUp(end, options_.preallocate_bytes))) return true;
+  // The zeros that did fit would take the room the records need.
+  const int err = errno;
+  if (ftruncate(fd_, static_cast<off_t>(std::max(before, file_bytes_))) == 0) {
+    alloc_bytes_ = std::max(before, file_bytes_);
+  }
+  errno = err;
+  return false;
 }
 
 bool OpLog::DataSync(int fd) {
@@ -439,18 +542,22 @@ bool OpLog::DataSync(int fd) {
 
 ErrorCode OpLog::OpenFile(uint64_t first_seq, std::string* error) {
   const std::string path = options_.dir + "/" + FileName(first_seq);
-  // O_EXCL: a file of that name holds records of an earlier run; never write over it.
-  // O_APPEND: after a failed write is cut back, the next one lands at the new end.
-  const int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_APPEND | O_CLOEXEC, 0644);
+  // O_EXCL: a file of that name holds records of an earlier run; never write over it. No
+  // O_APPEND: records go at the logical end (pwrite), before the preallocated zeros.
+  const int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
   if (fd < 0) {
     *error = "create " + path + ": " + ErrnoText(errno);
     return ErrorCode::FILE_OPEN_FAIL;
   }
   const std::string header = EncodeHeader(first_seq);
+  const uint64_t prealloc = options_.preallocate_bytes;
+  uint64_t size = kHeaderBytes;
   const char* step = nullptr;
-  if (!WriteAll(fd, header.data(), header.size())) {
+  if (!PwriteAll(fd, header.data(), header.size(), 0)) {
     step = "write";
-  } else if (!DataSync(fd)) {
+  } else if (prealloc != 0 && !WriteZeros(fd, &size, RoundUp(size, prealloc))) {
+    step = "preallocate";
+  } else if (!DataSync(fd)) {  // the header (and the zeros) durable before the name is
     step = "fdatasync";
   } else if (!SyncDir(options_.dir)) {
     step = "fsync the directory of";
@@ -465,7 +572,9 @@ ErrorCode OpLog::OpenFile(uint64_t first_seq, std::string* error) {
   fd_ = fd;
   file_path_ = path;
   file_bytes_ = kHeaderBytes;
+  alloc_bytes_ = size;
   dirty_ = false;
+  low_room_ = false;
   return ErrorCode::OK;
 }
 
