@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -137,6 +138,7 @@ SnapshotOutcome Snapshotter::Run() {
   }
   int64_t created_ms = WallClockMs();
   Clock::time_point started = Clock::now();
+  const pid_t parent = getpid();
   pid_t pid;
   {
     StateGate::Exclusive gate(service_->gate());
@@ -146,7 +148,7 @@ SnapshotOutcome Snapshotter::Run() {
     if (pid == 0) {
       // Still inside the guard: the child's only thread holds its copy of the gate
       // exclusively, so the state walk's shared guards pass without touching the lock.
-      close(report[0]);
+      LetGoOfTheParent(parent, report[1]);
       _exit(RunChild(outcome.sequence, created_ms, report[1]));
     }
     outcome.pause_us = MicrosSince(started);
@@ -180,6 +182,18 @@ SnapshotOutcome Snapshotter::Run() {
               static_cast<long long>(outcome.bytes), static_cast<long long>(outcome.pause_us),
               static_cast<long long>(outcome.duration_ms));
   return outcome;
+}
+
+void Snapshotter::LetGoOfTheParent(pid_t parent, int report_fd) {
+  // Every descriptor but stdio and the report pipe: the listening socket and the clients'
+  // connections above all. A child holding them would keep a dead master's port bound
+  // (its successor could not listen), queue new connections nobody accepts, and keep a
+  // closed connection open for its peer.
+  if (report_fd > 3) close_range(3, static_cast<unsigned>(report_fd) - 1, 0);
+  close_range(static_cast<unsigned>(report_fd) + 1, ~0u, 0);
+  // A snapshot outliving its master would race its successor's on the latest pointer.
+  prctl(PR_SET_PDEATHSIG, SIGKILL);
+  if (getppid() != parent) _exit(1);  // it died before the line above
 }
 
 int Snapshotter::RunChild(uint64_t sequence, int64_t created_ms, int report_fd) {

@@ -92,6 +92,9 @@ class Snapshotter {
   SnapshotOutcome Run();
   // Right after the fork: what Request answers.
   void Forked(const SnapshotOutcome& so_far);
+  // In the child, first: closes what it inherited but the report pipe, and makes sure it
+  // dies with the master.
+  static void LetGoOfTheParent(pid_t parent, int report_fd);
   // Runs in the child; returns its exit status. Writes "<bytes> <objects>" or the error
   // to report_fd.
   int RunChild(uint64_t sequence, int64_t created_ms, int report_fd);

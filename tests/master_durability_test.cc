@@ -3,8 +3,12 @@
 // segments detached until their daemon proves who it is, the grace period, and space freed
 // by a logged change held until that record is on disk.
 
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <filesystem>
+#include <fstream>
 #include <thread>
 #include <chrono>
 #include <memory>
@@ -499,6 +503,48 @@ void test_snapshot_request_and_last(void**) {
   snapshotter.Stop();
 }
 
+// The children this process has now (listed per thread that forked them).
+std::vector<std::string> Children() {
+  std::vector<std::string> out;
+  for (const auto& task : std::filesystem::directory_iterator("/proc/self/task")) {
+    std::ifstream in(task.path() / "children");
+    for (std::string pid; in >> pid;) out.push_back(pid);
+  }
+  return out;
+}
+
+// The child holds nothing of the master's but stdio and its report pipe: not the
+// listening socket (a dead master's port would stay bound), not a client's connection.
+void test_snapshot_child_holds_no_descriptor_of_the_master(void**) {
+  TempDir dir;
+  MasterService a(DurableOptions());
+  Join(a, 1, 4096 * kMiB);
+  for (int i = 0; i < 300000; ++i) Put(a, 1, "k" + std::to_string(i), 4096);
+  int listener = socket(AF_INET, SOCK_STREAM, 0);
+  assert_true(listener >= 0);
+  mooncake::Snapshotter snapshotter(&a, nullptr, SnapOptions(dir.path));
+  snapshotter.Start();
+  assert_int_equal(ToInt(snapshotter.Request().code), 0);
+  std::vector<std::string> children = Children();
+  assert_int_equal(children.size(), 1);  // still writing: 300k objects take it a while
+  std::string listener_link = std::filesystem::read_symlink("/proc/self/fd/" +
+                                                            std::to_string(listener));
+  int held = 0;
+  for (const auto& fd : std::filesystem::directory_iterator("/proc/" + children[0] + "/fd")) {
+    std::error_code ec;
+    std::string link = std::filesystem::read_symlink(fd.path(), ec).string();
+    assert_true(link != listener_link);
+    ++held;
+  }
+  assert_true(held <= 5);  // stdin, stdout, stderr, the report pipe, the file being written
+  for (int i = 0; i < 6000 && snapshotter.Last().name.empty(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  assert_int_equal(ToInt(snapshotter.Last().code), 0);
+  snapshotter.Stop();
+  close(listener);
+}
+
 }  // namespace
 
 int main(void) {
@@ -517,6 +563,7 @@ int main(void) {
       cmocka_unit_test(test_snapshots_retained_and_log_dropped),
       cmocka_unit_test(test_snapshot_child_timeout),
       cmocka_unit_test(test_snapshot_request_and_last),
+      cmocka_unit_test(test_snapshot_child_holds_no_descriptor_of_the_master),
   };
   return cmocka_run_group_tests(tests, nullptr, nullptr);
 }
