@@ -159,7 +159,9 @@ int mooncake_store_unregister_buffer(mooncake_store_t store, void *buffer);
 
 /* Copies size bytes from value into the store under key. -200 when the cluster has no
  * space for even one replica (back-pressure: retry later). -800 when a replica on another
- * daemon could not be written (that daemon died or stalled): nothing was stored. */
+ * daemon could not be written (that daemon died or stalled): nothing was stored. -1503
+ * when the master cannot persist the put (its disk is full or failing, with its log on):
+ * the put may or may not be kept; no new put is taken until the disk takes the log. */
 int mooncake_store_put(mooncake_store_t store, const char *key, const void *value,
                        size_t size, const mooncake_replicate_config_t *config);
 
