@@ -742,7 +742,7 @@ int main(int argc, char** argv) {
   flags.AddInt("batch", &o.batch, "keys per batch call");
   flags.AddInt("threads", &o.threads, "client threads for the load and the puts");
   flags.AddInt("readers", &o.readers, "reader threads during the snapshots");
-  flags.AddInt("snapshots", &o.snapshots, "snapshots");
+  flags.AddInt("snapshots", &o.snapshots, "snapshots to take while the readers read");
   flags.AddDuration("snapshot_gap", &o.snapshot_gap_ms, 1,
                     "pause before each snapshot and after the last, ms");
   flags.AddInt("verify_keys", &o.verify_keys, "random keys read back after the restore");
