@@ -247,8 +247,15 @@ ErrorCode StoreService::OnBatchRemove(ClientConnection*, const uds::BatchRemoveA
   return ErrorCode::OK;
 }
 
-ErrorCode StoreService::OnRemoveByRegex(ClientConnection*, const uds::RemoveByRegexArgs& in,
+ErrorCode StoreService::OnRemoveByRegex(ClientConnection* s, const uds::RemoveByRegexArgs& in,
                                         uds::CountReply* out) {
+  // The master refuses it too; refused here, it costs neither an RPC nor the read cache.
+  if (in.pattern.size() > MOONCAKE_STORE_MAX_PATTERN_LEN) {
+    MC_LOG_WARN("connection %llu: REMOVE_BY_REGEX refused: a pattern of %zu bytes, more than %d",
+                static_cast<unsigned long long>(s->id()), in.pattern.size(),
+                MOONCAKE_STORE_MAX_PATTERN_LEN);
+    return ErrorCode::INVALID_PARAMS;
+  }
   Result<uint64_t> removed = master_->RemoveByRegex(in.pattern, in.force.value);
   cache_->Clear();  // cheaper than matching the pattern against every entry
   out->count = removed.value();

@@ -33,6 +33,8 @@ extern "C" {
 
 #define MOONCAKE_STORE_MAX_KEY_LEN 4096
 #define MOONCAKE_STORE_MAX_VALUE_SIZE (4ULL << 30)
+/* The longest pattern mooncake_store_remove_by_regex takes, in bytes. */
+#define MOONCAKE_STORE_MAX_PATTERN_LEN 4096
 
 /*
  * Result codes. One table for every layer (master, daemon, this library, every binding);
@@ -213,8 +215,11 @@ int mooncake_store_remove(mooncake_store_t store, const char *key, int force);
 int mooncake_store_batch_remove(mooncake_store_t store, const char **keys, size_t count,
                                 int force, int *results_out);
 
-/* Removes every key matching the ECMAScript regular expression; returns how many were
- * removed (>= 0) or a negative code (-600 for a malformed pattern). */
+/* Removes every key in which the RE2 regular expression finds a match (RE2 syntax: no
+ * backreferences or lookaround; keys and pattern are taken byte for byte, as Latin-1);
+ * returns how many were removed (>= 0) or a negative code (-600 for a malformed pattern,
+ * one longer than MOONCAKE_STORE_MAX_PATTERN_LEN, or one too large once compiled). RE2
+ * runs in time linear in the key, so no pattern can make the master hang. */
 int64_t mooncake_store_remove_by_regex(mooncake_store_t store, const char *pattern, int force);
 
 /* Removes every complete object (without force, leased and hard-pinned ones are kept);

@@ -2,23 +2,25 @@
 
 namespace mooncake {
 
-bool DaemonRegistry::Register(int64_t daemon_id, const std::string& name, int64_t now_ms) {
+DaemonRegistry::Absence DaemonRegistry::Register(int64_t daemon_id, const std::string& name,
+                                                 int64_t now_ms, bool* known) {
   std::lock_guard<std::mutex> lock(mu_);
-  auto [it, inserted] = daemons_.try_emplace(daemon_id, Daemon{name, now_ms, 0});
-  bool was_expected = it->second.expected_until_ms > 0;
-  it->second = Daemon{name, now_ms, 0};
-  return inserted || was_expected;
+  auto [it, inserted] = daemons_.try_emplace(daemon_id);
+  Absence was = it->second.absence;
+  *known = !inserted && was == Absence::kNone;
+  it->second = Daemon{name, now_ms, 0, Absence::kNone};
+  return was;
 }
 
 void DaemonRegistry::ExpectBack(int64_t daemon_id, const std::string& name, int64_t deadline_ms) {
   std::lock_guard<std::mutex> lock(mu_);
-  daemons_.try_emplace(daemon_id, Daemon{name, 0, deadline_ms});
+  daemons_.try_emplace(daemon_id, Daemon{name, 0, deadline_ms, Absence::kRestored});
 }
 
 bool DaemonRegistry::Heartbeat(int64_t daemon_id, int64_t now_ms) {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = daemons_.find(daemon_id);
-  if (it == daemons_.end() || it->second.expected_until_ms > 0) return false;
+  if (it == daemons_.end() || it->second.absence != Absence::kNone) return false;
   it->second.last_seen_ms = now_ms;
   return true;
 }
@@ -26,7 +28,7 @@ bool DaemonRegistry::Heartbeat(int64_t daemon_id, int64_t now_ms) {
 bool DaemonRegistry::Known(int64_t daemon_id) const {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = daemons_.find(daemon_id);
-  return it != daemons_.end() && it->second.expected_until_ms == 0;
+  return it != daemons_.end() && it->second.absence == Absence::kNone;
 }
 
 std::vector<int64_t> DaemonRegistry::TakeReplaced(const std::string& name,
@@ -44,35 +46,57 @@ std::vector<int64_t> DaemonRegistry::TakeReplaced(const std::string& name,
   return replaced;
 }
 
-std::vector<int64_t> DaemonRegistry::TakeExpired(int64_t now_ms, int64_t ttl_ms,
-                                                 std::vector<int64_t>* late) {
+std::vector<int64_t> DaemonRegistry::MarkSilent(int64_t now_ms, int64_t ttl_ms,
+                                                int64_t deadline_ms) {
   std::lock_guard<std::mutex> lock(mu_);
-  std::vector<int64_t> expired;
+  std::vector<int64_t> silent;
+  for (auto& [id, d] : daemons_) {
+    if (d.absence != Absence::kNone || d.last_seen_ms + ttl_ms >= now_ms) continue;
+    d.absence = Absence::kSilent;
+    d.expected_until_ms = deadline_ms;
+    silent.push_back(id);
+  }
+  return silent;
+}
+
+std::vector<std::pair<int64_t, DaemonRegistry::Absence>> DaemonRegistry::TakeOverdue(
+    int64_t now_ms) {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<std::pair<int64_t, Absence>> overdue;
   for (auto it = daemons_.begin(); it != daemons_.end();) {
     const Daemon& d = it->second;
-    bool expected = d.expected_until_ms > 0;
-    if (expected ? d.expected_until_ms < now_ms : d.last_seen_ms + ttl_ms < now_ms) {
-      expired.push_back(it->first);
-      if (expected && late != nullptr) late->push_back(it->first);
+    if (d.absence != Absence::kNone && d.expected_until_ms < now_ms) {
+      overdue.emplace_back(it->first, d.absence);
       it = daemons_.erase(it);
     } else {
       ++it;
     }
   }
-  return expired;
+  return overdue;
+}
+
+void DaemonRegistry::ForgiveStall(int64_t now_ms, int64_t lost_ms) {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (auto& [id, d] : daemons_) {
+    if (d.absence == Absence::kNone) {
+      d.last_seen_ms = now_ms;
+    } else {
+      d.expected_until_ms += lost_ms;
+    }
+  }
 }
 
 size_t DaemonRegistry::count() const {
   std::lock_guard<std::mutex> lock(mu_);
   size_t n = 0;
-  for (const auto& d : daemons_) n += d.second.expected_until_ms == 0;
+  for (const auto& d : daemons_) n += d.second.absence == Absence::kNone;
   return n;
 }
 
 size_t DaemonRegistry::expected_count() const {
   std::lock_guard<std::mutex> lock(mu_);
   size_t n = 0;
-  for (const auto& d : daemons_) n += d.second.expected_until_ms > 0;
+  for (const auto& d : daemons_) n += d.second.absence != Absence::kNone;
   return n;
 }
 

@@ -1,9 +1,15 @@
 // The daemons the master knows, and when each was last heard from.
 //
-// After a restore the daemons that own restored segments are expected back: they are known
-// by id and name, but answer to no heartbeat and may not write until they register again
-// (which makes them re-mount, proving who they are, see SegmentRegistry::Mount). One that has
-// not registered by its deadline is declared dead with its segments.
+// A daemon is either registered (it heartbeats; its last heartbeat is remembered) or
+// expected back by a deadline. Expected back are the daemons that own restored segments
+// (after a restore), and those that fell silent for the TTL (MarkSilent; their segments
+// are detached meanwhile, see MasterService's "Liveness"). One expected back is known by
+// id and name, but answers to no heartbeat and may not write until it registers again
+// (which makes it re-mount, proving who it is, see SegmentRegistry::Mount). One that has
+// not registered by its deadline is declared dead with its segments (TakeOverdue).
+//
+// Thread-safety: every method may be called from any thread (one mutex, a leaf in the
+// master's lock order).
 #ifndef MOONCAKE_MASTER_DAEMON_REGISTRY_H_
 #define MOONCAKE_MASTER_DAEMON_REGISTRY_H_
 
@@ -11,15 +17,19 @@
 #include <mutex>
 #include <string>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 namespace mooncake {
 
 class DaemonRegistry {
  public:
-  // Adds the daemon or refreshes it; returns true when it was not registered before (new,
-  // or expected back).
-  bool Register(int64_t daemon_id, const std::string& name, int64_t now_ms);
+  // Why a daemon is expected back.
+  enum class Absence { kNone, kRestored, kSilent };
+
+  // Adds the daemon or refreshes it. Returns what it was before: kNone for a new daemon or
+  // a refresh of a registered one (*known tells which), else why it was expected back.
+  Absence Register(int64_t daemon_id, const std::string& name, int64_t now_ms, bool* known);
   // A daemon owning restored segments, expected to register again by deadline_ms. No-op
   // when it is known already.
   void ExpectBack(int64_t daemon_id, const std::string& name, int64_t deadline_ms);
@@ -32,18 +42,25 @@ class DaemonRegistry {
   // that registers with the endpoint of a known one has replaced it (it restarted), so
   // the old one is dead.
   std::vector<int64_t> TakeReplaced(const std::string& name, int64_t new_daemon_id);
-  // Forgets and returns the daemons not heard from since now_ms - ttl_ms, and those
-  // expected back whose deadline has passed (*late, when given, gets those).
-  std::vector<int64_t> TakeExpired(int64_t now_ms, int64_t ttl_ms,
-                                   std::vector<int64_t>* late = nullptr);
+  // The registered daemons not heard from since now_ms - ttl_ms become expected back by
+  // deadline_ms (kSilent); returns them.
+  std::vector<int64_t> MarkSilent(int64_t now_ms, int64_t ttl_ms, int64_t deadline_ms);
+  // Forgets and returns the daemons expected back whose deadline has passed, each with why
+  // it was expected.
+  std::vector<std::pair<int64_t, Absence>> TakeOverdue(int64_t now_ms);
+  // After the master itself stood still for lost_ms (upkeep found a gap in its own rounds):
+  // registered daemons count as heard from now, and deadlines move lost_ms later, so that
+  // nobody is judged over time the master was not running.
+  void ForgiveStall(int64_t now_ms, int64_t lost_ms);
   size_t count() const;           // registered ones
   size_t expected_count() const;  // expected back, not registered yet
 
  private:
   struct Daemon {
     std::string name;
-    int64_t last_seen_ms;
-    int64_t expected_until_ms;  // > 0 while expected back
+    int64_t last_seen_ms = 0;
+    int64_t expected_until_ms = 0;  // > 0 while expected back
+    Absence absence = Absence::kNone;
   };
   mutable std::mutex mu_;
   std::unordered_map<int64_t, Daemon> daemons_;

@@ -106,7 +106,7 @@ int main(int argc, char** argv) {
   std::thread upkeep([&] {
     std::unique_lock<std::mutex> lock(tick_mu);
     while (!stopping.load()) {
-      tick_cv.wait_for(lock, std::chrono::milliseconds(100));
+      tick_cv.wait_for(lock, std::chrono::milliseconds(options.upkeep_interval_ms));
       if (!stopping.load()) service.Tick();
     }
   });

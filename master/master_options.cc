@@ -18,7 +18,11 @@ void RegisterMasterFlags(FlagSet* f, MasterOptions* o) {
   f->AddDouble("eviction_ratio", &o->eviction_ratio,
                "fraction of the pool freed by one eviction round");
   f->AddDuration("client_live_ttl_sec", &o->client_live_ttl_ms, 1000,
-                 "a daemon silent this long (s) is declared dead");
+                 "a daemon silent this long (s) has its segments detached (its objects are "
+                 "unreadable until it comes back)");
+  f->AddDuration("daemon_grace_period_sec", &o->daemon_grace_ms, 1000,
+                 "a daemon detached for silence that has not come back within this (s; at "
+                 "least one read lease) is declared dead and its objects dropped");
   f->AddDuration("put_start_discard_timeout_sec", &o->put_start_discard_timeout_ms, 1000,
                  "a put unfinished after this long (s) may be taken over by a new writer");
   f->AddDuration("put_start_release_timeout_sec", &o->put_start_release_timeout_ms, 1000,
@@ -65,6 +69,8 @@ bool ValidateMasterOptions(const MasterOptions& o, std::string* error) {
     *error = "--eviction_ratio must be in (0, 1]";
   } else if (o.client_live_ttl_ms <= 0) {
     *error = "--client_live_ttl_sec must be positive";
+  } else if (o.daemon_grace_ms < 0) {
+    *error = "--daemon_grace_period_sec must not be negative";
   } else if (o.put_start_discard_timeout_ms <= 0 ||
              o.put_start_release_timeout_ms < o.put_start_discard_timeout_ms) {
     *error = "--put_start_release_timeout_sec must be >= --put_start_discard_timeout_sec > 0";

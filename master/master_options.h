@@ -20,6 +20,10 @@ struct MasterOptions {
   double eviction_high_watermark_ratio = 0.9;
   double eviction_ratio = 0.05;
   int64_t client_live_ttl_ms = 10000;
+  // A daemon silent for client_live_ttl has its segments detached (its objects unreadable
+  // there, nothing new placed there) for this long, at least one read lease, before it is
+  // declared dead: one that comes back meanwhile re-attaches them with its objects intact.
+  int64_t daemon_grace_ms = 60000;
   int64_t put_start_discard_timeout_ms = 30000;
   int64_t put_start_release_timeout_ms = 600000;
   std::string allocation_strategy = "random";
@@ -37,6 +41,12 @@ struct MasterOptions {
   int64_t oplog_flush_interval_ms = 100;
   // After a restore: how long a restored segment's daemon has to mount it again.
   int64_t reattach_grace_ms = 30000;
+
+  // How often the server runs MasterService::Tick. A gap between two rounds longer than
+  // twice this plus kStallMarginMs is taken for a stall of the master itself (master/
+  // master_service.h, "Liveness"). Not a flag: the server's loop and that rule share it.
+  int64_t upkeep_interval_ms = 100;
+  static constexpr int64_t kStallMarginMs = 500;
 
   // Milliseconds on a monotonic clock. Tests replace it to move time by hand.
   std::function<int64_t()> now_ms;

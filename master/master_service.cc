@@ -6,7 +6,8 @@
 #include <algorithm>
 #include <chrono>
 #include <random>
-#include <regex>
+
+#include <re2/re2.h>
 
 #include "common/logging.h"
 
@@ -69,14 +70,21 @@ MasterService::LockedKey::LockedKey(MasterService& service, const std::string& k
 
 ErrorCode MasterService::RegisterDaemon(int64_t daemon_id, const std::string& name) {
   StateGate::Shared gate(gate_);
+  std::lock_guard<std::mutex> membership(membership_mu_);
   // A new daemon at the endpoint of a known one is that host's daemon restarted: the old
-  // one's memory is gone, so drop it now rather than after client_live_ttl.
+  // one's memory is gone, so drop it now rather than after client_live_ttl (or its grace).
   for (int64_t old : daemons_.TakeReplaced(name, daemon_id)) {
     MC_LOG_WARN("daemon %lld (%s) replaced by daemon %lld", static_cast<long long>(old),
                 name.c_str(), static_cast<long long>(daemon_id));
     DeclareDead(old);
   }
-  if (daemons_.Register(daemon_id, name, Now())) {
+  bool known = false;
+  DaemonRegistry::Absence was = daemons_.Register(daemon_id, name, Now(), &known);
+  if (was == DaemonRegistry::Absence::kSilent) {
+    MC_LOG_INFO("daemon %lld (%s) is back within its grace period; its segments re-attach "
+                "as it mounts them again",
+                static_cast<long long>(daemon_id), name.c_str());
+  } else if (!known) {
     MC_LOG_INFO("daemon %lld (%s) registered", static_cast<long long>(daemon_id), name.c_str());
   }
   return ErrorCode::OK;
@@ -93,6 +101,7 @@ rpc::HeartbeatResult MasterService::Heartbeat(int64_t daemon_id) {
 
 ErrorCode MasterService::MountSegment(const rpc::SegmentInfo& segment) {
   StateGate::Shared gate(gate_);
+  std::lock_guard<std::mutex> membership(membership_mu_);
   if (!daemons_.Known(segment.daemon_id)) return ErrorCode::CLIENT_NOT_FOUND;
   if (LogRefusing()) return ErrorCode::PERSISTENT_FAIL;
   SegmentRegistry::MountOutcome outcome;
@@ -114,12 +123,11 @@ ErrorCode MasterService::MountSegment(const rpc::SegmentInfo& segment) {
 
 ErrorCode MasterService::UnmountSegment(int64_t daemon_id, int64_t segment_id) {
   StateGate::Shared gate(gate_);
+  std::lock_guard<std::mutex> membership(membership_mu_);
   std::shared_ptr<Segment> segment;
   ErrorCode rc = segments_.BeginUnmount(daemon_id, segment_id, &segment);
   if (rc != ErrorCode::OK) return rc;
-  LogUnmount(segment_id);
-  DropSegmentReplicas(segment->slot());
-  segments_.Erase(segment->slot());
+  DropSegment(segment);
   MC_LOG_INFO("segment %lld of %s unmounted", static_cast<long long>(segment_id),
               segment->info().name.c_str());
   return ErrorCode::OK;
@@ -495,36 +503,90 @@ ErrorCode MasterService::Remove(const std::string& key, bool force) {
 }
 
 int64_t MasterService::RemoveByRegex(const std::string& pattern, bool force) {
-  std::regex re;
-  try {
-    re = std::regex(pattern, std::regex::ECMAScript | std::regex::optimize);
-  } catch (const std::regex_error&) {
+  // Only the pattern's first bytes go to the log: it may be long, and is anyone's input.
+  const int shown = static_cast<int>(std::min<size_t>(pattern.size(), 64));
+  if (pattern.size() > MOONCAKE_STORE_MAX_PATTERN_LEN) {
+    MC_LOG_WARN("RemoveByRegex refused: a pattern of %zu bytes, more than %d ('%.*s...')",
+                pattern.size(), MOONCAKE_STORE_MAX_PATTERN_LEN, shown, pattern.data());
     return ToInt(ErrorCode::INVALID_PARAMS);
   }
-  return RemoveMatching(force, [&re](const std::string& key) { return std::regex_search(key, re); });
+  RE2::Options options;
+  options.set_encoding(RE2::Options::EncodingLatin1);  // keys are bytes, as std::regex saw them
+  options.set_max_mem(kRegexMaxMem);  // a program that needs more fails to compile
+  options.set_never_capture(true);
+  options.set_log_errors(false);  // said once, below
+  RE2 re(pattern, options);
+  if (!re.ok()) {
+    MC_LOG_WARN("RemoveByRegex refused: %s (pattern '%.*s'%s)", re.error().c_str(), shown,
+                pattern.data(), pattern.size() > static_cast<size_t>(shown) ? "..." : "");
+    return ToInt(ErrorCode::INVALID_PARAMS);
+  }
+  KeyMatch match = [&re](std::string_view key) { return RE2::PartialMatch(key, re); };
+  return RemoveMatching(force, &match);
 }
 
-int64_t MasterService::RemoveAll(bool force) {
-  return RemoveMatching(force, [](const std::string&) { return true; });
-}
+int64_t MasterService::RemoveAll(bool force) { return RemoveMatching(force, nullptr); }
 
-int64_t MasterService::RemoveMatching(bool force,
-                                      const std::function<bool(const std::string&)>& match) {
-  StateGate::Shared gate(gate_);
+int64_t MasterService::RemoveMatching(bool force, const KeyMatch* match) {
   int64_t removed = 0;
   for (size_t s = 0; s < kShardCount; ++s) {
     Shard& shard = shards_[s];
-    std::lock_guard<std::mutex> lock(shard.mu);
-    int64_t now = Now();
-    shard.objects.ForEach([&](std::string_view key, ObjectMetadata& meta) {
-      bool removable = meta.complete && (force || (!meta.leased(now) && !meta.hard_pin));
-      if (!removable || !match(std::string(key))) return false;
-      RemoveLogged(shard, key, meta);
-      ++removed;
-      return true;
-    });
+    if (match == nullptr) {
+      ScanShard(shard, [&](std::string_view key, ObjectMetadata& meta) {
+        if (!Removable(meta, force)) return false;
+        RemoveLogged(shard, key, meta);
+        ++removed;
+        return true;
+      });
+      continue;
+    }
+    // A slice's candidates are copied out under the lock; the pattern runs on them with no
+    // lock held; the matches are removed under the lock again, if still removable.
+    std::vector<std::string> keys;
+    auto collect = [&](std::string_view key, ObjectMetadata& meta) {
+      if (Removable(meta, force)) keys.emplace_back(key);
+      return false;
+    };
+    auto remove_matches = [&] {
+      keys.erase(std::remove_if(keys.begin(), keys.end(),
+                                [match](const std::string& key) { return !(*match)(key); }),
+                 keys.end());
+      if (keys.empty()) return;
+      StateGate::Shared gate(gate_);
+      std::lock_guard<std::mutex> lock(shard.mu);
+      for (const std::string& key : keys) {
+        uint64_t hash = ObjectTable::Hash(key);
+        ObjectMetadata* meta = shard.objects.Find(key, hash);
+        if (meta == nullptr || !Removable(*meta, force)) continue;  // changed meanwhile
+        RemoveLogged(shard, key, *meta);
+        shard.objects.Erase(key, hash);
+        ++removed;
+      }
+      keys.clear();
+    };
+    ScanShard(shard, collect, remove_matches);
   }
   return removed;
+}
+
+void MasterService::ScanShard(Shard& shard, const ShardVisit& visit,
+                              const std::function<void()>& between,
+                              const std::function<void()>& restarted) {
+  size_t cursor = 0;
+  uint64_t layout = 0;
+  for (bool done = false; !done;) {
+    {
+      StateGate::Shared gate(gate_);
+      std::lock_guard<std::mutex> lock(shard.mu);
+      if (cursor > 0 && shard.objects.layout() != layout) {
+        cursor = 0;
+        if (restarted) restarted();
+      }
+      layout = shard.objects.layout();
+      done = shard.objects.Walk(&cursor, kScanSlice, visit);
+    }
+    if (between) between();
+  }
 }
 
 }  // namespace mooncake

@@ -9,9 +9,26 @@
 //   removed without force.
 //
 // Concurrency: objects live in 1024 shards by key hash, each with its own mutex; no lock
-// is global on the hot path. Lock order: state gate (shared) → shard → segment registry →
-// segment → deferred frees. Every public call but Sync holds the state gate
-// shared for its duration (master/state_gate.h): a snapshot takes it exclusively to fork.
+// is global on the hot path. Lock order: state gate (shared) → membership → shard →
+// segment registry → segment → deferred frees; the daemon registry's lock is a leaf.
+// Every public call but Sync and the removals by pattern holds the state gate shared for
+// its duration (master/state_gate.h): a snapshot takes it exclusively to fork. A walk over
+// every object (removal by pattern, RemoveAll, dropping a segment's replicas, revoking a
+// writer's puts, eviction) holds a shard's lock for a slice of kScanSlice slots at a time
+// (ScanShard), so requests and the upkeep never wait long for one; the removals by pattern
+// also take the gate per slice and run the pattern with no lock held at all.
+//
+// Liveness: a daemon silent for client_live_ttl is not dropped at once: its segments are
+// detached (as after a restore: their replicas are not listed, so reads go to other
+// replicas or answer -703, and nothing new is placed there) and it is expected back within
+// daemon_grace (at least one read lease). When it registers again and mounts the same
+// segments with the same incarnation, they re-attach with every object in place; when it
+// does not, it is declared dead at the deadline (its segments dropped with their replicas,
+// its unfinished puts revoked). A new daemon at its endpoint replaces it at once. Silence
+// is only counted over time the master itself ran: when upkeep finds a gap between two of
+// its rounds longer than 2 × upkeep_interval + kStallMarginMs (the master was stopped,
+// swapped out or starved), every registered daemon counts as heard from now, and every
+// deadline of a daemon or segment expected back moves later by the time lost.
 //
 // Durability (docs/durability.md): with an operation log attached, every change a client
 // may be told about is appended under the shard lock that made it, so the log's order is
@@ -30,6 +47,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -63,7 +81,8 @@ class MasterService {
   // (also what a daemon expected back after a restore hears, so that it re-mounts).
   rpc::HeartbeatResult Heartbeat(int64_t daemon_id);
   // A known segment id re-mounted with the same identity (owner, name, base, size and
-  // incarnation) is a no-op, or re-attaches a restored segment; -102 otherwise.
+  // incarnation) is a no-op, or re-attaches a detached (restored or silent) segment; -102
+  // otherwise.
   ErrorCode MountSegment(const rpc::SegmentInfo& segment);
   // Drops every replica in the segment; objects left without a replica disappear.
   ErrorCode UnmountSegment(int64_t daemon_id, int64_t segment_id);
@@ -105,10 +124,19 @@ class MasterService {
   // -703 while being written (even with force); without force -706 while leased and
   // -1010 when hard-pinned.
   ErrorCode Remove(const std::string& key, bool force);
-  // Number removed, or -600 for a malformed ECMAScript pattern.
+  // Removes the complete objects whose key the RE2 pattern finds (a search, not a full
+  // match; keys and pattern are taken as Latin-1, byte for byte); without force, leased and
+  // hard-pinned ones stay. Number removed, or -600 for a pattern that is longer than
+  // MOONCAKE_STORE_MAX_PATTERN_LEN, malformed, or needs more than kRegexMaxMem compiled.
+  // RE2 matches in time linear in the key, and the pattern runs with no lock held.
+  // Objects complete when the call starts, and still there when the walk reaches them, are
+  // matched; objects published meanwhile may or may not be.
   int64_t RemoveByRegex(const std::string& pattern, bool force);
-  // Removes complete objects; without force, leased and hard-pinned ones stay.
+  // Removes complete objects; without force, leased and hard-pinned ones stay. Objects
+  // published meanwhile may or may not be removed.
   int64_t RemoveAll(bool force);
+  // The memory one compiled pattern may take (RE2's program and its DFA cache).
+  static constexpr int64_t kRegexMaxMem = 1 << 20;
 
   rpc::MasterStats GetStats() const;
 
@@ -136,8 +164,9 @@ class MasterService {
   // objects, then the log's records in order. A replica on a segment that is not known is
   // dropped. FinishRestore then rebuilds every segment's allocator from its replicas'
   // ranges (dropping a replica that overlaps another or lies outside its segment, and an
-  // object left with none), leaves every segment detached and expects its daemon back
-  // within reattach_grace. ClearState undoes a candidate that failed half-way.
+  // object left with none), leaves every segment detached until reattach_grace from now
+  // and expects its daemon back by then. ClearState undoes a candidate that failed
+  // half-way.
   struct RestoreCounts {
     int64_t objects = 0;
     int64_t segments = 0;
@@ -156,9 +185,10 @@ class MasterService {
     restored_objects_ = objects;
   }
 
-  // Upkeep, about every 100 ms from the server (tests call it after moving the clock):
-  // declares silent daemons dead, frees abandoned reservations and deferred ranges, and
-  // evicts when usage is above the high watermark.
+  // Upkeep, every upkeep_interval from the server (tests call it after moving the clock):
+  // forgives its own stalls, detaches silent daemons and declares dead those whose grace
+  // ran out, frees abandoned reservations and deferred ranges, and evicts when usage is
+  // above the high watermark. Called from one thread at a time.
   void Tick();
 
   // Evicts complete, unleased, not hard-pinned objects, oldest lease first (soft-pinned
@@ -248,8 +278,26 @@ class MasterService {
   void RemoveLogged(Shard& shard, std::string_view key, ObjectMetadata& meta);
   void DropPendingUpsert(Shard& shard, std::string_view key);
   // Removes complete objects whose key matches (leased and hard-pinned ones only with
-  // force); the body of RemoveByRegex and RemoveAll.
-  int64_t RemoveMatching(bool force, const std::function<bool(const std::string&)>& match);
+  // force); the body of RemoveByRegex and RemoveAll (match null: every key). match runs
+  // with no lock held, on keys copied out of the shard a slice at a time.
+  using KeyMatch = std::function<bool(std::string_view)>;
+  int64_t RemoveMatching(bool force, const KeyMatch* match);
+  bool Removable(const ObjectMetadata& meta, bool force) const {
+    return meta.complete && (force || (!meta.hard_pin && !meta.leased(Now())));
+  }
+
+  // Walks one shard's objects as ObjectTable::ForEach does, but a slice at a time: visit
+  // runs under the shard's lock (and the state gate, shared) for at most kScanSlice slots,
+  // then both are let go so that waiting requests get their turn, and between (with no
+  // lock held) runs. A table rehashed between two slices (an insert grew it) is walked
+  // again from the start, after restarted: every object present for the whole walk is
+  // visited, those added meanwhile may or may not be, and one already visited may be
+  // visited again (so visit must be idempotent, or restarted undo what it collected).
+  static constexpr size_t kScanSlice = 256;
+  using ShardVisit = std::function<bool(std::string_view, ObjectMetadata&)>;
+  void ScanShard(Shard& shard, const ShardVisit& visit,
+                 const std::function<void()>& between = nullptr,
+                 const std::function<void()>& restarted = nullptr);
 
   // Appends a record to the log (0 and nothing when there is none); under the lock that
   // made the change it records. Unmount records also cover the objects the drop removes.
@@ -265,16 +313,27 @@ class MasterService {
   void EraseRestored(const std::string& key);
 
   // Maintenance pieces of Tick().
+  // A gap since the previous round longer than 2 × upkeep_interval + kStallMarginMs is the
+  // master's own stall: the daemons' clocks restart (see "Liveness" above).
+  void ForgiveOwnStall(int64_t now);
+  // Detaches daemons silent past the TTL; declares dead those expected back too long.
+  void CheckLiveness(int64_t now);
+  // Under membership_mu_: drops the daemon's segments with their replicas, and revokes its
+  // unfinished puts (their space is freed only put_start_release_timeout after each
+  // started: a daemon declared dead may only be stopped, and write on when it resumes).
   void DeclareDead(int64_t daemon_id);
   void DropSegmentReplicas(uint32_t slot);
   void RevokeWriter(int64_t writer);
   void ReleaseAbandonedPuts(int64_t now);
-  // Frees unfinished puts and upserts for which match(writer, start_ms) holds.
+  // Drops unfinished puts and upserts for which match(writer, start_ms) holds; their space
+  // is freed put_start_release_timeout after they started (at once when that is past).
   void DropUnfinished(const std::function<bool(int64_t, int64_t)>& match);
   void RunDeferredFrees(int64_t now);
-  // Once the re-attach grace period is over: drops every segment still detached (its
-  // daemon never came back, or came back and could not prove the segment was its own).
+  // Drops every segment detached past its deadline (its daemon never came back, or came
+  // back and could not prove the segment was its own).
   void DropDetached(int64_t now);
+  // Drops one segment with its replicas (the unmount logged first); under membership_mu_.
+  void DropSegment(const std::shared_ptr<Segment>& segment);
   // After an eviction made room: puts the evictions on disk and frees their space now,
   // rather than at the next Tick.
   void ReclaimEvicted();
@@ -286,6 +345,9 @@ class MasterService {
   mutable StateGate gate_;  // const readers (GetAllSegments) hold it too
   OpLog* oplog_ = nullptr;
   bool strict_ = false;
+  // Serializes the changes of who is live: registering, mounting, unmounting, detaching,
+  // declaring dead. Without it a daemon re-attaching a segment could race its drop.
+  std::mutex membership_mu_;
   SegmentRegistry segments_;
   DaemonRegistry daemons_;
   std::unique_ptr<Shard[]> shards_;
@@ -298,8 +360,8 @@ class MasterService {
   std::atomic<int64_t> processing_count_{0};  // lets Tick skip the abandoned-put scan
   std::atomic<int64_t> evicted_count_{0};
   int64_t last_abandoned_scan_ms_ = 0;  // only touched by Tick
+  int64_t last_upkeep_end_ms_ = -1;     // only touched by Tick; -1 before its first round
   RestoreCounts restore_counts_;        // only touched by the restore, before serving
-  int64_t reattach_deadline_ms_ = 0;    // set by the restore, then only touched by Tick
   std::atomic<int64_t> restore_ms_{0};
   std::atomic<int64_t> restored_objects_{0};
 };

@@ -270,8 +270,8 @@ MasterService::RestoreCounts MasterService::FinishRestore() {
   }
   std::vector<std::shared_ptr<Segment>> all = segments_.All();
   int64_t deadline = Now() + options_.reattach_grace_ms;
-  reattach_deadline_ms_ = all.empty() ? 0 : deadline;
   for (const std::shared_ptr<Segment>& s : all) {
+    s->set_detach_deadline_ms(deadline);  // restored detached: dropped then if not back
     daemons_.ExpectBack(s->info().daemon_id, s->info().name, deadline);
   }
   restore_counts_.objects = object_count_.load();

@@ -1,4 +1,5 @@
-// Upkeep of MasterService: dead daemons, abandoned puts, deferred frees, eviction, stats.
+// Upkeep of MasterService: its own stalls, silent and dead daemons, abandoned puts,
+// deferred frees, eviction, stats.
 // Object operations are in master_service.cc.
 #include <unistd.h>
 
@@ -28,21 +29,58 @@ int64_t ResidentBytes() {
 void MasterService::Tick() {
   StateGate::Shared gate(gate_);
   int64_t now = Now();
-  std::vector<int64_t> late;
-  for (int64_t daemon : daemons_.TakeExpired(now, options_.client_live_ttl_ms, &late)) {
-    if (std::find(late.begin(), late.end(), daemon) != late.end()) {
-      MC_LOG_WARN("daemon %lld did not re-attach within %lld ms of the restore",
-                  static_cast<long long>(daemon), static_cast<long long>(options_.reattach_grace_ms));
-    } else {
-      MC_LOG_WARN("daemon %lld silent for %lld ms", static_cast<long long>(daemon),
-                  static_cast<long long>(options_.client_live_ttl_ms));
-    }
-    DeclareDead(daemon);
-  }
+  ForgiveOwnStall(now);
+  CheckLiveness(now);
   DropDetached(now);
   ReleaseAbandonedPuts(now);
   RunDeferredFrees(now);
   EvictAboveWatermark();
+  // From the end of the round: a round that took long doing its own work (a big eviction)
+  // was the master running, and must not pass for a stall, or dead daemons would be
+  // forgiven for as long as evictions keep coming.
+  last_upkeep_end_ms_ = Now();
+}
+
+void MasterService::ForgiveOwnStall(int64_t now) {
+  if (last_upkeep_end_ms_ < 0) return;
+  int64_t gap = now - last_upkeep_end_ms_;
+  if (gap <= 2 * options_.upkeep_interval_ms + MasterOptions::kStallMarginMs) return;
+  // Heartbeats that came meanwhile were not answered either (the whole process stood
+  // still), so silence over the gap proves nothing.
+  int64_t lost = gap - options_.upkeep_interval_ms;
+  MC_LOG_WARN("upkeep stalled: %lld ms since its previous round (every %lld ms); the master "
+              "itself was not running, so every daemon counts as heard from now and every "
+              "grace period is %lld ms longer",
+              static_cast<long long>(gap), static_cast<long long>(options_.upkeep_interval_ms),
+              static_cast<long long>(lost));
+  std::lock_guard<std::mutex> membership(membership_mu_);
+  daemons_.ForgiveStall(now, lost);
+  segments_.PostponeDetached(lost);
+}
+
+void MasterService::CheckLiveness(int64_t now) {
+  std::lock_guard<std::mutex> membership(membership_mu_);
+  // At least a lease: a reader may have been granted one on a replica there just before
+  // the daemon fell silent, and until it runs out the range must not be handed out again.
+  int64_t deadline = now + std::max(options_.daemon_grace_ms, options_.default_kv_lease_ttl_ms);
+  for (int64_t daemon : daemons_.MarkSilent(now, options_.client_live_ttl_ms, deadline)) {
+    std::vector<std::shared_ptr<Segment>> detached = segments_.Detach(daemon, deadline);
+    MC_LOG_WARN("daemon %lld silent for %lld ms: its %zu segment(s) detached (their objects "
+                "unreadable there) until it comes back, for %lld ms at most",
+                static_cast<long long>(daemon),
+                static_cast<long long>(options_.client_live_ttl_ms), detached.size(),
+                static_cast<long long>(deadline - now));
+  }
+  for (const auto& [daemon, absence] : daemons_.TakeOverdue(now)) {
+    if (absence == DaemonRegistry::Absence::kRestored) {
+      MC_LOG_WARN("daemon %lld did not re-attach within %lld ms of the restore",
+                  static_cast<long long>(daemon), static_cast<long long>(options_.reattach_grace_ms));
+    } else {
+      MC_LOG_WARN("daemon %lld did not come back within its grace period",
+                  static_cast<long long>(daemon));
+    }
+    DeclareDead(daemon);
+  }
 }
 
 void MasterService::DeclareDead(int64_t daemon_id) {
@@ -51,26 +89,27 @@ void MasterService::DeclareDead(int64_t daemon_id) {
               static_cast<long long>(daemon_id), segments.size());
   for (const auto& segment : segments) {
     segment->StopAllocating();
-    LogUnmount(segment->info().segment_id);
-    DropSegmentReplicas(segment->slot());
-    segments_.Erase(segment->slot());
+    DropSegment(segment);
   }
   RevokeWriter(daemon_id);
 }
 
 void MasterService::DropDetached(int64_t now) {
-  if (reattach_deadline_ms_ == 0 || now <= reattach_deadline_ms_) return;
-  reattach_deadline_ms_ = 0;
-  for (const std::shared_ptr<Segment>& segment : segments_.All()) {
-    if (segment->attached()) continue;
-    MC_LOG_WARN("segment %lld of %s was not re-attached within %lld ms of the restore: "
-                "dropping it with its replicas",
-                static_cast<long long>(segment->info().segment_id), segment->info().name.c_str(),
-                static_cast<long long>(options_.reattach_grace_ms));
-    LogUnmount(segment->info().segment_id);
-    DropSegmentReplicas(segment->slot());
-    segments_.Erase(segment->slot());
+  if (segments_.detached_count() == 0) return;
+  std::lock_guard<std::mutex> membership(membership_mu_);
+  for (const std::shared_ptr<Segment>& segment : segments_.DetachedPast(now)) {
+    MC_LOG_WARN("segment %lld of %s was not re-attached by its daemon in time: dropping it "
+                "with its replicas",
+                static_cast<long long>(segment->info().segment_id), segment->info().name.c_str());
+    segment->StopAllocating();
+    DropSegment(segment);
   }
+}
+
+void MasterService::DropSegment(const std::shared_ptr<Segment>& segment) {
+  LogUnmount(segment->info().segment_id);
+  DropSegmentReplicas(segment->slot());
+  segments_.Erase(segment->slot());
 }
 
 void MasterService::DropSegmentReplicas(uint32_t slot) {
@@ -82,13 +121,14 @@ void MasterService::DropSegmentReplicas(uint32_t slot) {
   };
   for (size_t s = 0; s < kShardCount; ++s) {
     Shard& shard = shards_[s];
-    std::lock_guard<std::mutex> lock(shard.mu);
-    shard.objects.ForEach([&](std::string_view key, ObjectMetadata& meta) {
+    ScanShard(shard, [&](std::string_view key, ObjectMetadata& meta) {
       drop_in(meta.replicas);
       if (!meta.replicas.empty()) return false;
       ReleaseObject(shard, key, meta);
       return true;
     });
+    // Few: one per upsert in flight.
+    std::lock_guard<std::mutex> lock(shard.mu);
     for (auto it = shard.upserts.begin(); it != shard.upserts.end();) {
       drop_in(it->second.replicas);
       it = it->second.replicas.empty() ? shard.upserts.erase(it) : std::next(it);
@@ -111,23 +151,29 @@ void MasterService::ReleaseAbandonedPuts(int64_t now) {
 }
 
 void MasterService::DropUnfinished(const std::function<bool(int64_t, int64_t)>& match) {
+  const int64_t release = options_.put_start_release_timeout_ms;
   for (size_t s = 0; s < kShardCount; ++s) {
     Shard& shard = shards_[s];
-    std::lock_guard<std::mutex> lock(shard.mu);
-    for (auto it = shard.upserts.begin(); it != shard.upserts.end();) {
-      if (match(it->second.writer, it->second.start_ms)) {
-        FreeReplicas(it->second.replicas);
-        it = shard.upserts.erase(it);
-      } else {
-        ++it;
+    {
+      std::lock_guard<std::mutex> lock(shard.mu);  // few: one per upsert in flight
+      for (auto it = shard.upserts.begin(); it != shard.upserts.end();) {
+        if (match(it->second.writer, it->second.start_ms)) {
+          DeferFree(it->second.replicas, it->second.start_ms + release);
+          it = shard.upserts.erase(it);
+        } else {
+          ++it;
+        }
       }
     }
     if (processing_count_.load() == 0) continue;
-    shard.objects.ForEach([&](std::string_view key, ObjectMetadata& meta) {
+    ScanShard(shard, [&](std::string_view key, ObjectMetadata& meta) {
       if (meta.complete || !match(meta.writer, meta.time_ms)) return false;
       MC_LOG_WARN("put of '%.*s' by daemon %lld dropped unfinished",
                   static_cast<int>(std::min<size_t>(key.size(), 64)), key.data(),
                   static_cast<long long>(meta.writer));
+      // Its writer may still be copying into it: as for a put taken over (PutStart).
+      DeferFree(meta.replicas, meta.time_ms + release);
+      meta.replicas.clear();
       ReleaseObject(shard, key, meta);
       return true;
     });
@@ -188,11 +234,14 @@ uint64_t MasterService::EvictPass(uint64_t target_bytes, bool include_soft_pinne
   // (deadline, size) pairs are copied, so this is cheap even for millions of objects.
   std::vector<std::pair<int64_t, uint64_t>> candidates;
   for (size_t s = 0; s < kShardCount; ++s) {
-    std::lock_guard<std::mutex> lock(shards_[s].mu);
-    shards_[s].objects.ForEach([&](std::string_view, ObjectMetadata& meta) {
-      if (evictable(meta)) candidates.emplace_back(meta.time_ms, meta.size * meta.replicas.size());
-      return false;
-    });
+    size_t shard_start = candidates.size();
+    ScanShard(
+        shards_[s],
+        [&](std::string_view, ObjectMetadata& meta) {
+          if (evictable(meta)) candidates.emplace_back(meta.time_ms, meta.size * meta.replicas.size());
+          return false;
+        },
+        nullptr, [&] { candidates.resize(shard_start); });  // walked again: count once
   }
   if (candidates.empty()) return 0;
   std::sort(candidates.begin(), candidates.end());
@@ -210,8 +259,7 @@ uint64_t MasterService::EvictPass(uint64_t target_bytes, bool include_soft_pinne
   int64_t evicted = 0;
   for (size_t s = 0; s < kShardCount && freed < target_bytes; ++s) {
     Shard& shard = shards_[s];
-    std::lock_guard<std::mutex> lock(shard.mu);
-    shard.objects.ForEach([&](std::string_view key, ObjectMetadata& meta) {
+    ScanShard(shard, [&](std::string_view key, ObjectMetadata& meta) {
       if (freed >= target_bytes || !evictable(meta) || meta.time_ms > threshold) return false;
       freed += meta.size * meta.replicas.size();
       RemoveLogged(shard, key, meta);

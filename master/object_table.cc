@@ -77,6 +77,7 @@ void ObjectTable::Rehash(size_t capacity) {
   old_tags.swap(tags_);
   old_slots.swap(slots_);
   tombstones_ = 0;
+  ++layout_;
   const size_t mask = capacity - 1;
   for (size_t j = 0; j < old_slots.size(); ++j) {
     if (old_tags[j] < kFirstTag) continue;

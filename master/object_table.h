@@ -11,6 +11,7 @@
 #ifndef MOONCAKE_MASTER_OBJECT_TABLE_H_
 #define MOONCAKE_MASTER_OBJECT_TABLE_H_
 
+#include <algorithm>
 #include <cstdint>
 #include <string_view>
 #include <vector>
@@ -42,12 +43,30 @@ class ObjectTable {
   // erased right after the call. Erasing moves nothing, so the walk sees each object once.
   template <typename Visit>
   void ForEach(Visit visit) {
-    for (size_t i = 0; i < slots_.size(); ++i) {
+    size_t cursor = 0;
+    Walk(&cursor, slots_.size(), visit);
+  }
+
+  // ForEach in slices, so that the caller can let go of the shard's lock between them:
+  // visits the objects in the next max_slots slots from *cursor (0 to start), advances
+  // *cursor past them, and returns true once the walk has reached the end. The cursor stays
+  // meaningful across slices as long as layout() does not change: erasing moves nothing,
+  // an object inserted meanwhile lands in a slot either side of it. A Rehash (an insert that
+  // found too few empty slots) moves every object and changes layout(): the walk must then
+  // start over.
+  template <typename Visit>
+  bool Walk(size_t* cursor, size_t max_slots, Visit visit) {
+    const size_t end = std::min(slots_.size(), *cursor + max_slots);
+    for (size_t i = *cursor; i < end; ++i) {
       if (tags_[i] < kFirstTag) continue;
       Entry* e = slots_[i];
       if (visit(std::string_view(e->key, e->key_len), e->meta)) EraseSlot(i);
     }
+    *cursor = end;
+    return end == slots_.size();
   }
+  // Changes whenever the objects move to other slots.
+  uint64_t layout() const { return layout_; }
 
  private:
   struct Entry {
@@ -71,6 +90,7 @@ class ObjectTable {
   std::vector<Entry*> slots_;   // power-of-two size
   size_t size_ = 0;
   size_t tombstones_ = 0;
+  uint64_t layout_ = 0;  // Rehash count
 };
 
 }  // namespace mooncake

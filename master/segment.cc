@@ -6,7 +6,6 @@ Segment::Segment(uint32_t slot, rpc::SegmentInfo info, uint64_t alignment, bool 
     : slot_(slot),
       info_(std::move(info)),
       allocator_(static_cast<uint64_t>(info_.size), alignment),
-      allocating_(attached),
       attached_(attached) {}
 
 Segment::Segment(uint32_t slot, rpc::SegmentInfo info, Segment& replaced)
@@ -15,11 +14,12 @@ Segment::Segment(uint32_t slot, rpc::SegmentInfo info, Segment& replaced)
   allocator_ = std::move(replaced.allocator_);
   allocating_ = replaced.allocating_;
   attached_ = replaced.attached();
+  detach_deadline_ms_ = replaced.detach_deadline_ms();
 }
 
 bool Segment::Allocate(uint64_t size, uint64_t* offset, uint32_t* node) {
   std::lock_guard<std::mutex> lock(mu_);
-  if (!allocating_) return false;
+  if (!allocating_ || !attached()) return false;
   OffsetAllocator::Allocation a = allocator_.Allocate(size);
   if (!a.ok()) return false;
   *offset = a.offset;
@@ -36,8 +36,15 @@ bool Segment::Reserve(uint64_t offset, uint64_t size, uint32_t* node) {
 
 void Segment::Attach() {
   std::lock_guard<std::mutex> lock(mu_);
-  allocating_ = true;
   attached_.store(true, std::memory_order_release);
+  detach_deadline_ms_.store(0);
+}
+
+void Segment::Detach(int64_t deadline_ms) {
+  // Under mu_, so that an Allocate that saw the segment attached has finished.
+  std::lock_guard<std::mutex> lock(mu_);
+  attached_.store(false, std::memory_order_release);
+  detach_deadline_ms_.store(deadline_ms);
 }
 
 void Segment::Free(uint32_t node) {

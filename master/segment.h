@@ -3,8 +3,9 @@
 //
 // A segment restored from a snapshot starts detached: its replicas are known but its daemon
 // has not yet proven it is still alive with the same memory (by mounting it again with the
-// same identity, see SegmentRegistry::Mount). Until then nothing is allocated in it and
-// readers are not sent to it.
+// same identity, see SegmentRegistry::Mount). A segment whose daemon fell silent is
+// detached the same way. Until it is attached again nothing is allocated in it and readers
+// are not sent to it; past its detach deadline the master drops it with its replicas.
 #ifndef MOONCAKE_MASTER_SEGMENT_H_
 #define MOONCAKE_MASTER_SEGMENT_H_
 
@@ -28,7 +29,8 @@ class Segment {
   // Immutable after mount; safe to read without a lock.
   const rpc::SegmentInfo& info() const { return info_; }
 
-  // Reserves size bytes; false when no free range fits or the segment is being unmounted.
+  // Reserves size bytes; false when no free range fits, or the segment is detached or
+  // being unmounted.
   bool Allocate(uint64_t size, uint64_t* offset, uint32_t* node);
   void Free(uint32_t node);
   // Takes exactly [offset, offset + size): the range of a restored replica. False when
@@ -40,6 +42,13 @@ class Segment {
   bool attached() const { return attached_.load(std::memory_order_acquire); }
   // Its daemon mounted it again: allocation and reads resume.
   void Attach();
+  // Its daemon fell silent (or a restore made it): until it is attached again by
+  // deadline_ms, nothing is allocated in it and it is not read. SegmentRegistry keeps the
+  // count of detached segments, so only it calls these.
+  void Detach(int64_t deadline_ms);
+  // While detached: when the master drops it if its daemon has not re-attached it.
+  int64_t detach_deadline_ms() const { return detach_deadline_ms_.load(); }
+  void set_detach_deadline_ms(int64_t deadline_ms) { detach_deadline_ms_.store(deadline_ms); }
 
   uint64_t capacity() const;
   uint64_t used() const;
@@ -50,8 +59,9 @@ class Segment {
   const rpc::SegmentInfo info_;
   mutable std::mutex mu_;
   OffsetAllocator allocator_;  // guarded by mu_
-  bool allocating_ = true;     // guarded by mu_
+  bool allocating_ = true;     // guarded by mu_; false once an unmount has begun
   std::atomic<bool> attached_;
+  std::atomic<int64_t> detach_deadline_ms_{0};
 };
 
 }  // namespace mooncake

@@ -83,6 +83,35 @@ void SegmentRegistry::Erase(uint32_t slot) {
   slots_[slot].reset();
 }
 
+std::vector<std::shared_ptr<Segment>> SegmentRegistry::Detach(int64_t daemon_id,
+                                                             int64_t deadline_ms) {
+  std::unique_lock<std::shared_mutex> lock(mu_);
+  std::vector<std::shared_ptr<Segment>> out;
+  for (const auto& s : slots_) {
+    if (!s || s->info().daemon_id != daemon_id || !s->attached()) continue;
+    s->Detach(deadline_ms);
+    detached_.fetch_add(1);
+    out.push_back(s);
+  }
+  return out;
+}
+
+std::vector<std::shared_ptr<Segment>> SegmentRegistry::DetachedPast(int64_t now_ms) const {
+  std::shared_lock<std::shared_mutex> lock(mu_);
+  std::vector<std::shared_ptr<Segment>> out;
+  for (const auto& s : slots_) {
+    if (s && !s->attached() && s->detach_deadline_ms() < now_ms) out.push_back(s);
+  }
+  return out;
+}
+
+void SegmentRegistry::PostponeDetached(int64_t lost_ms) {
+  std::unique_lock<std::shared_mutex> lock(mu_);
+  for (const auto& s : slots_) {
+    if (s && !s->attached()) s->set_detach_deadline_ms(s->detach_deadline_ms() + lost_ms);
+  }
+}
+
 std::vector<std::shared_ptr<Segment>> SegmentRegistry::SegmentsOf(int64_t daemon_id) const {
   std::shared_lock<std::shared_mutex> lock(mu_);
   std::vector<std::shared_ptr<Segment>> out;

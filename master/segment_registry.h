@@ -30,8 +30,9 @@ class SegmentRegistry {
 
   // Adds a segment. Mounting a known segment again with the same identity (owner, name,
   // base, size and incarnation) is a no-op for an attached one (a daemon retrying after a
-  // lost reply) and re-attaches a detached (restored) one, taking its new endpoints;
-  // anything else with a known id → -102. *outcome says which of those it was.
+  // lost reply) and re-attaches a detached one (restored, or its daemon fell silent),
+  // taking its new endpoints; anything else with a known id → -102. *outcome says which
+  // of those it was.
   enum class MountOutcome { kNew, kReattached, kAgain };
   ErrorCode Mount(const rpc::SegmentInfo& info, MountOutcome* outcome);
   // Adds a segment restored from a snapshot or the log, detached (see segment.h). A known
@@ -47,6 +48,14 @@ class SegmentRegistry {
   void Erase(uint32_t slot);
   // Forgets every segment (a restore candidate that failed half-way).
   void Clear();
+
+  // Detaches the attached segments of a daemon that fell silent, until deadline_ms (see
+  // segment.h); returns them.
+  std::vector<std::shared_ptr<Segment>> Detach(int64_t daemon_id, int64_t deadline_ms);
+  // Detached segments whose deadline is before now_ms.
+  std::vector<std::shared_ptr<Segment>> DetachedPast(int64_t now_ms) const;
+  // Moves every detached segment's deadline lost_ms later (the master stood still).
+  void PostponeDetached(int64_t lost_ms);
 
   std::vector<std::shared_ptr<Segment>> SegmentsOf(int64_t daemon_id) const;
   std::shared_ptr<Segment> Get(uint32_t slot) const;  // null once erased
@@ -66,7 +75,7 @@ class SegmentRegistry {
   // Every segment, as stored (snapshots); the caller holds the master's state gate.
   std::vector<std::shared_ptr<Segment>> All() const;
   size_t count() const;
-  // Restored segments not re-attached yet; an atomic read, for hot paths.
+  // Detached segments (restored, or of a silent daemon); an atomic read, for hot paths.
   size_t detached_count() const { return detached_.load(std::memory_order_acquire); }
   uint64_t capacity() const;
   uint64_t used() const;

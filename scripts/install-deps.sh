@@ -11,6 +11,7 @@ PACKAGES=(
   libevent-dev                          # Thrift's non-blocking server
   liburing-dev                          # SSD tier I/O
   libzstd-dev libmsgpack-cxx-dev        # snapshots, Unix-socket protocol
+  libre2-dev                            # the master's RemoveByRegex (linear-time matching)
   libyaml-cpp-dev                       # --config FILE (YAML or JSON)
   libcmocka-dev                         # C/C++ unit and ABI tests
   pybind11-dev python3-pybind11 python3-pytest python3-numpy python3-dev

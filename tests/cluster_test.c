@@ -478,8 +478,8 @@ static void test_daemon_killed(void **state) {
   /* Before the master notices, a read of B's replica fails and the get goes on to C's. */
   check_values(a, "dual", k_sizes, NSIZES, 700);
   check_values(c, "dual", k_sizes, NSIZES, 700);
-  /* Values only B held are never read again, and are gone once the master's TTL (3 s
-   * here) has declared B dead. */
+  /* Values only B held are never read again, and are gone once the master's TTL and grace
+   * (3 + 2 s here) have declared B dead. */
   for (size_t i = 0; i < NSIZES; ++i) {
     snprintf(key, sizeof(key), "solo-%zu", i);
     assert_int_equal(poll_until_missing(a, key, k_sizes[i], 20), MOONCAKE_STORE_OBJECT_NOT_FOUND);
@@ -649,11 +649,13 @@ static int start_plain(void **state) {
   return start_cluster(GiB, NULL, NULL);
 }
 
-/* The master declares a silent daemon dead after 3 s; daemons heartbeat every 500 ms so
- * that a loaded machine delaying one or two does not kill a live one. */
+/* The master detaches a silent daemon after 3 s and declares it dead 2 s later; daemons
+ * heartbeat every 500 ms so that a loaded machine delaying one or two does not detach a
+ * live one. */
 static int start_short_ttl(void **state) {
   (void)state;
-  static const char *const master[] = {"--client_live_ttl_sec", "3", NULL};
+  static const char *const master[] = {"--client_live_ttl_sec", "3", "--daemon_grace_period_sec",
+                                       "2", NULL};
   static const char *const daemon[] = {"--heartbeat_interval", "500ms", NULL};
   return start_cluster(256 * MiB, master, daemon);
 }

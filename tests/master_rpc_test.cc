@@ -52,10 +52,11 @@ std::unique_ptr<rpc::MasterServiceClient> Connect(int port,
 int Setup(void** state) {
   auto* f = new Fixture;
   f->dir = harness::MakeTempDir("mc-master-rpc-");
-  // A short daemon TTL and lease keep the timeout tests quick; 3 s, not less, so that a
-  // loaded machine does not declare the daemons of the other tests dead.
+  // A short daemon TTL, grace and lease keep the timeout tests quick; 3 s, not less, so
+  // that a loaded machine does not detach the daemons of the other tests.
   if (!harness::StartMaster(&f->master, &f->port, f->dir + "/master.log",
-                            {"--client_live_ttl_sec", "3", "--default_kv_lease_ttl", "400ms"})) {
+                            {"--client_live_ttl_sec", "3", "--daemon_grace_period_sec", "3",
+                             "--default_kv_lease_ttl", "400ms"})) {
     delete f;
     return -1;
   }
@@ -286,7 +287,9 @@ void test_heartbeat_timeout_drops_segment(void** state) {
   assert_int_equal(started.replicas[0].daemon_id, kDaemon + 1);
   assert_int_equal(c->PutEnd(kDaemon, "on-dying", -1), 0);
 
-  // Only the first daemon keeps beating; the second goes silent past the 3 s TTL.
+  // Only the first daemon keeps beating; the second goes silent past the 3 s TTL: its
+  // segment is detached (not listed, its object unreadable), then dropped once the 3 s
+  // grace is over too.
   rpc::HeartbeatResult beat;
   for (int i = 0; i < 22; ++i) {
     c->Heartbeat(beat, kDaemon);
@@ -299,9 +302,15 @@ void test_heartbeat_timeout_drops_segment(void** state) {
   assert_int_equal(segments[0].segment_id, kSegment);
   rpc::ReplicaListResult list;
   c->GetReplicaList(list, "on-dying");
-  assert_int_equal(list.code, ToInt(ErrorCode::OBJECT_NOT_FOUND));
+  assert_int_equal(list.code, ToInt(ErrorCode::REPLICA_IS_NOT_READY));
   c->Heartbeat(beat, kDaemon + 1);
   assert_int_equal(beat.code, ToInt(ErrorCode::CLIENT_NOT_FOUND));  // re-register, re-mount
+  for (int i = 0; i < 50 && list.code != ToInt(ErrorCode::OBJECT_NOT_FOUND); ++i) {
+    c->Heartbeat(beat, kDaemon);
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    c->GetReplicaList(list, "on-dying");
+  }
+  assert_int_equal(list.code, ToInt(ErrorCode::OBJECT_NOT_FOUND));
 }
 
 void test_bad_flags_exit_2(void** state) {

@@ -358,9 +358,13 @@ void test_restarted_daemon_replaces_old_one(void**) {
   assert_int_equal(s.GetReplicaList("on-2").code, 0);
 }
 
+// A daemon silent past the TTL is detached first (master_liveness_test covers its coming
+// back); once its grace runs out it is dead: its segments go, with the objects only they
+// held, and its unfinished puts are revoked.
 void test_dead_daemon_is_dropped(void**) {
   MasterOptions o = Options();
   o.client_live_ttl_ms = 1000;
+  o.daemon_grace_ms = 300;
   MasterService s(o);
   assert_int_equal(s.Heartbeat(99).code, kUnknownDaemon);
   AddDaemon(s, 1);  // segment 11
@@ -383,7 +387,17 @@ void test_dead_daemon_is_dropped(void**) {
   g_now = kT0 + 1501;
   s.Tick();
   assert_int_equal(s.GetStats().daemons, 1);
+  assert_int_equal(s.GetStats().pending_segments, 1);  // detached, not dropped
   assert_int_equal(s.Heartbeat(1).code, kUnknownDaemon);
+  assert_int_equal(s.GetReplicaList("only-on-1").code, kNotReady);
+  assert_int_equal(s.GetStats().objects, 4);
+
+  g_now = kT0 + 1700;
+  assert_int_equal(s.Heartbeat(2).code, 0);
+  s.Tick();
+  g_now = kT0 + 1802;  // the grace (300 ms) is over
+  s.Tick();
+  assert_int_equal(s.GetStats().pending_segments, 0);
   std::vector<rpc::SegmentInfo> segments = s.GetAllSegments();
   assert_int_equal(segments.size(), 1);
   assert_int_equal(segments[0].segment_id, 21);
@@ -394,11 +408,19 @@ void test_dead_daemon_is_dropped(void**) {
   assert_int_equal(both.code, 0);
   assert_int_equal(both.replicas.size(), 1);
   assert_int_equal(both.replicas[0].daemon_id, 2);
-  // The dead writer's reservation is revoked and its space on daemon 2 freed.
+  // The dead writer's reservation is revoked; its space on daemon 2 comes back only
+  // put_start_release_timeout after the put started: the "dead" writer may only be
+  // stopped, and copy on when it resumes.
   assert_int_equal(s.GetReplicaList("writing-by-1").code, kNotFound);
-  assert_int_equal(SegmentUsed(s, 21), 512);
   assert_int_equal(s.GetStats().objects, 2);
   assert_int_equal(s.PutStart(2, "writing-by-1", 256, Cfg()).code, 0);
+  assert_int_equal(ToInt(s.PutRevoke(2, "writing-by-1")), 0);
+  assert_int_equal(SegmentUsed(s, 21), 768);
+  for (g_now = kT0 + 2000; g_now <= kT0 + kRelease + 100; g_now += 100) {
+    assert_int_equal(s.Heartbeat(2).code, 0);
+    s.Tick();
+  }
+  assert_int_equal(SegmentUsed(s, 21), 512);
 }
 
 // ---- rule 8: validation ----------------------------------------------------------------
