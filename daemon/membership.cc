@@ -231,7 +231,8 @@ void Membership::HeartbeatLoop() {
     rpc::HeartbeatResult result;
     ErrorCode code = master_->Heartbeat(daemon_id_, &result);
     if (code == ErrorCode::CLIENT_NOT_FOUND) {
-      MC_LOG_WARN("the master does not know this daemon (restarted?); registering again");
+      MC_LOG_WARN("the master does not know this daemon (it restarted, or found us silent); "
+                  "registering again");
       code = Reregister();
     } else if (code == ErrorCode::OK && epoch != 0 && result.master_epoch != epoch) {
       MC_LOG_INFO("the master restarted (epoch %lld -> %lld)", static_cast<long long>(epoch),

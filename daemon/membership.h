@@ -9,12 +9,13 @@
 //
 // Each segment is also mounted with an incarnation: a random secret drawn once per process,
 // which the master never lists. When a heartbeat is answered with -103 the master has
-// forgotten us (it restarted, or declared us dead after a stall): we register again under
-// the same id and mount every segment again under the same ids and incarnation. A master
-// that restored its directory (docs/durability.md) takes that as proof that the memory its
-// restored replicas point into is still ours, and re-attaches the segment: the objects in
-// it are readable again without a byte moved. A master that restored nothing simply sees
-// new segments, and new puts work at once.
+// forgotten us (it restarted), or found us silent for its TTL (we were stopped or starved:
+// it detached our segments for a grace period, or declared us dead after it): we register
+// again under the same id and mount every segment again under the same ids and
+// incarnation. A master that restored its directory (docs/durability.md), or detached our
+// segments, takes that as proof that the memory its replicas point into is still ours,
+// and re-attaches the segment: the objects in it are readable again without a byte moved.
+// A master that knows nothing of them simply sees new segments, and new puts work at once.
 //
 // Thread-safety: all methods may be called from any thread.
 #ifndef MOONCAKE_DAEMON_MEMBERSHIP_H_
