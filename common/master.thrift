@@ -100,7 +100,7 @@ struct MasterStats {
   11: i64 snapshot_sequence,              // oplog sequence of the newest snapshot published (0: none)
   12: i64 restore_ms,                     // how long the restore at start took (0: none)
   13: i64 restored_objects,               // objects the restore at start brought back
-  14: i64 pending_segments,               // restored segments whose daemon has not re-attached yet
+  14: i64 pending_segments,               // detached segments (restored, or of a silent daemon)
 }
 
 struct SnapshotResult {

@@ -110,7 +110,7 @@ int mc_cluster_master_snapshot(const mc_cluster *c, int64_t *sequence, int64_t *
 typedef struct mc_cluster_master_stats {
   int64_t objects;
   int64_t daemons;
-  int64_t pending_segments; /* restored segments whose daemon has not re-attached yet */
+  int64_t pending_segments; /* detached segments (restored, or of a silent daemon) */
   int64_t oplog_sequence;
   int64_t oplog_synced;
   int64_t restore_ms;
