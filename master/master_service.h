@@ -11,12 +11,13 @@
 // Concurrency: objects live in 1024 shards by key hash, each with its own mutex; no lock
 // is global on the hot path. Lock order: state gate (shared) → membership → shard →
 // segment registry → segment → deferred frees; the daemon registry's lock is a leaf.
-// Every public call but Sync and the removals by pattern holds the state gate shared for
+// Every public call but Sync, RemoveByRegex and RemoveAll holds the state gate shared for
 // its duration (master/state_gate.h): a snapshot takes it exclusively to fork. A walk over
 // every object (removal by pattern, RemoveAll, dropping a segment's replicas, revoking a
 // writer's puts, eviction) holds a shard's lock for a slice of kScanSlice slots at a time
-// (ScanShard), so requests and the upkeep never wait long for one; the removals by pattern
-// also take the gate per slice and run the pattern with no lock held at all.
+// (ScanShard), so requests and the upkeep never wait long for one; RemoveByRegex and
+// RemoveAll take the gate per slice too, and RemoveByRegex runs the pattern with no lock
+// held at all.
 //
 // Liveness: a daemon silent for client_live_ttl is not dropped at once: its segments are
 // detached (as after a restore: their replicas are not listed, so reads go to other
@@ -289,7 +290,7 @@ class MasterService {
   // Walks one shard's objects as ObjectTable::ForEach does, but a slice at a time: visit
   // runs under the shard's lock (and the state gate, shared) for at most kScanSlice slots,
   // then both are let go so that waiting requests get their turn, and between (with no
-  // lock held) runs. A table rehashed between two slices (an insert grew it) is walked
+  // lock held) runs. A table rehashed between two slices (by an insert) is walked
   // again from the start, after restarted: every object present for the whole walk is
   // visited, those added meanwhile may or may not be, and one already visited may be
   // visited again (so visit must be idempotent, or restarted undo what it collected).

@@ -92,7 +92,7 @@ void test_requests_answered_during_a_slow_pattern(void**) {
   MasterService s(Options());
   AddDaemon(s, 1, 64 * kMiB);
   const size_t shard = 7;
-  std::vector<std::string> slow = KeysInShard(std::string(4000, 'a'), shard, 40);
+  std::vector<std::string> slow = KeysInShard(std::string(4000, 'a'), shard, 20);
   for (const std::string& key : slow) Put(s, 1, key, 64);
   std::vector<std::string> probes = KeysInShard("probe-", shard, 2000);
   Put(s, 1, probes[0], 64);
