@@ -15,6 +15,7 @@ Segment::Segment(uint32_t slot, rpc::SegmentInfo info, Segment& replaced)
   allocator_ = std::move(replaced.allocator_);
   allocating_ = replaced.allocating_;
   attached_ = replaced.attached();
+  draining_ = replaced.draining();
 }
 
 bool Segment::Allocate(uint64_t size, uint64_t* offset, uint32_t* node) {
@@ -36,7 +37,7 @@ bool Segment::Reserve(uint64_t offset, uint64_t size, uint32_t* node) {
 
 void Segment::Attach() {
   std::lock_guard<std::mutex> lock(mu_);
-  allocating_ = true;
+  allocating_ = !draining();
   attached_.store(true, std::memory_order_release);
 }
 
@@ -48,6 +49,12 @@ void Segment::Free(uint32_t node) {
 void Segment::StopAllocating() {
   std::lock_guard<std::mutex> lock(mu_);
   allocating_ = false;
+}
+
+void Segment::MarkDraining() {
+  std::lock_guard<std::mutex> lock(mu_);
+  allocating_ = false;
+  draining_.store(true, std::memory_order_release);
 }
 
 uint64_t Segment::capacity() const { return allocator_.capacity(); }

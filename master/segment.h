@@ -5,6 +5,9 @@
 // has not yet proven it is still alive with the same memory (by mounting it again with the
 // same identity, see SegmentRegistry::Mount). Until then nothing is allocated in it and
 // readers are not sent to it.
+//
+// A segment being drained (its owner moves its objects out before unmounting it, see
+// MasterService::DrainSegment) takes no new allocation, but stays readable until unmounted.
 #ifndef MOONCAKE_MASTER_SEGMENT_H_
 #define MOONCAKE_MASTER_SEGMENT_H_
 
@@ -36,6 +39,11 @@ class Segment {
   bool Reserve(uint64_t offset, uint64_t size, uint32_t* node);
   // After this no Allocate succeeds; the unmount then drops every replica in it.
   void StopAllocating();
+  // Stops allocating for good (a re-attach does not resume it): the segment is leaving.
+  void MarkDraining();
+  bool draining() const { return draining_.load(std::memory_order_acquire); }
+  // Memory an application's connection lent, which leaves with it (SegmentInfo).
+  bool lent() const { return info_.lent_by_client; }
 
   bool attached() const { return attached_.load(std::memory_order_acquire); }
   // Its daemon mounted it again: allocation and reads resume.
@@ -52,6 +60,7 @@ class Segment {
   OffsetAllocator allocator_;  // guarded by mu_
   bool allocating_ = true;     // guarded by mu_
   std::atomic<bool> attached_;
+  std::atomic<bool> draining_{false};  // changed under mu_
 };
 
 }  // namespace mooncake
