@@ -28,8 +28,8 @@
 // it and recording the reservation: from then on every replica bound for it is visible in
 // the shards. A move is reserved like an upsert's new value (a PendingMove beside the
 // object) and committed by swapping one replica; any change of the object in between (a
-// remove, an eviction, an upsert's end, the loss of either segment) drops the pending move,
-// so a commit either swaps the very replica it copied or fails cleanly.
+// remove, an eviction, an upsert's end) orphans the pending move, and the loss of either
+// segment drops it, so a commit either swaps the very replica it copied or fails cleanly.
 #ifndef MOONCAKE_MASTER_MASTER_SERVICE_H_
 #define MOONCAKE_MASTER_MASTER_SERVICE_H_
 
@@ -217,6 +217,9 @@ class MasterService {
     uint32_t from_slot = 0;
     uint32_t from_node = 0;
     ReplicaList to;  // one replica, PROCESSING
+    // The object changed or went since: the move can only fail, but its mover may still
+    // be copying into `to`, which is freed when it commits or revokes (it is done then).
+    bool orphaned = false;
   };
   struct Shard {
     std::mutex mu;
@@ -291,8 +294,9 @@ class MasterService {
   // Removes a complete object for good: logs it, releases it. The caller erases it.
   void RemoveLogged(Shard& shard, std::string_view key, ObjectMetadata& meta);
   void DropPendingUpsert(Shard& shard, std::string_view key);
-  // Forgets a key's pending move (its object changed or went) and frees its target once
-  // the mover must have given up copying into it.
+  // Orphans a key's pending move (its object changed or went): its commit fails, and its
+  // target is freed when the mover commits or revokes it, or once the mover must have
+  // given up (put_start_release_timeout, as an abandoned upsert).
   void DropPendingMove(Shard& shard, std::string_view key);
   // The owner check and slot of DrainSegment, CommitMoves and RevokeMoves.
   ErrorCode FindOwnSegment(int64_t daemon_id, int64_t segment_id,

@@ -90,7 +90,9 @@ rpc::DrainBatchResult MasterService::DrainSegment(int64_t daemon_id, int64_t seg
     for (const auto& [key, up] : shard.upserts) {
       result.busy += ReplicaIn(up.replicas, slot) != kNone;
     }
-    for (const auto& [key, move] : shard.moves) result.busy += move.to[0].segment == slot;
+    for (const auto& [key, move] : shard.moves) {
+      result.busy += move.to[0].segment == slot && !move.orphaned;
+    }
     shard.objects.ForEach([&](std::string_view key, ObjectMetadata& meta) {
       size_t in = ReplicaIn(meta.replicas, slot);
       if (in == kNone) return false;
@@ -175,13 +177,20 @@ std::vector<int32_t> MasterService::CommitMoves(int64_t daemon_id, int64_t segme
       out[k] = ToInt(ErrorCode::ILLEGAL_CLIENT);
       continue;
     }
+    if (move.orphaned) {  // the object changed or went: the copy is nobody's
+      FreeReplicas(move.to);
+      locked.shard.moves.erase(it);
+      out[k] = ToInt(ErrorCode::OBJECT_NOT_FOUND);
+      continue;
+    }
     // Any change of the object dropped the move, so the replica copied is still there;
     // checked all the same, since a swap into the wrong replica would lose data.
     size_t in = locked.object != nullptr ? ReplicaIn(locked.object->replicas, move.from_slot)
                                          : kNone;
     if (in == kNone || locked.object->replicas[in].alloc_node != move.from_node) {
       MC_LOG_ERROR("move of '%.64s' no longer matches its object; dropped", key.c_str());
-      DropPendingMove(locked.shard, key);
+      FreeReplicas(move.to);
+      locked.shard.moves.erase(it);
       out[k] = ToInt(ErrorCode::OBJECT_NOT_FOUND);
       continue;
     }
@@ -221,8 +230,8 @@ std::vector<int32_t> MasterService::RevokeMoves(int64_t daemon_id, int64_t segme
       out[k] = ToInt(ErrorCode::ILLEGAL_CLIENT);
     } else {
       FreeReplicas(it->second.to);  // its mover is done with it
+      out[k] = ToInt(it->second.orphaned ? ErrorCode::OBJECT_NOT_FOUND : ErrorCode::OK);
       locked.shard.moves.erase(it);
-      out[k] = ToInt(ErrorCode::OK);
     }
   }
   return out;
@@ -231,10 +240,7 @@ std::vector<int32_t> MasterService::RevokeMoves(int64_t daemon_id, int64_t segme
 void MasterService::DropPendingMove(Shard& shard, std::string_view key) {
   if (shard.moves.empty()) return;
   auto it = shard.moves.find(std::string(key));
-  if (it == shard.moves.end()) return;
-  // Its mover may still be copying into the target: free it only when it must have given up.
-  DeferFree(it->second.to, it->second.start_ms + options_.put_start_release_timeout_ms);
-  shard.moves.erase(it);
+  if (it != shard.moves.end()) it->second.orphaned = true;
 }
 
 }  // namespace mooncake
