@@ -11,7 +11,8 @@
 // Concurrency: objects live in 1024 shards by key hash, each with its own mutex; no lock
 // is global on the hot path. Lock order: state gate (shared) → shard → segment registry →
 // segment → deferred frees. Every public call but Sync holds the state gate
-// shared for its duration (master/state_gate.h): a snapshot takes it exclusively to fork.
+// shared for its duration (master/state_gate.h): a snapshot takes it exclusively to fork, a
+// drain to mark its segment (DrainSegment holds no shared guard then).
 //
 // Durability (docs/durability.md): with an operation log attached, every change a client
 // may be told about is appended under the shard lock that made it, so the log's order is

@@ -124,7 +124,14 @@ std::vector<std::shared_ptr<Segment>> SegmentRegistry::CandidateOrder(
                      [](const auto& a, const auto& b) { return a.first > b.first; });
     for (size_t i = 0; i < live.size(); ++i) live[i] = ranked[i].second;
   }
-  if (preferred.empty() && avoided.empty() && lent_ == 0) return live;
+  if (preferred.empty() && avoided.empty()) {
+    // The common put, which names no daemon: lent memory last, and no copies (the hot path).
+    if (lent_ > 0) {
+      std::stable_partition(live.begin(), live.end(),
+                            [](const std::shared_ptr<Segment>& s) { return !s->lent(); });
+    }
+    return live;
+  }
   // The tiers of the placement policy (segment_registry.h); the strategy's order holds
   // within each. A name both preferred and avoided is preferred: the caller's wish wins.
   std::vector<std::shared_ptr<Segment>> ordered;
