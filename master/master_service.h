@@ -12,7 +12,7 @@
 // is global on the hot path. Lock order: state gate (shared) → shard → segment registry →
 // segment → deferred frees. Every public call but Sync holds the state gate
 // shared for its duration (master/state_gate.h): a snapshot takes it exclusively to fork, a
-// drain to mark its segment (DrainSegment holds no shared guard then).
+// drain as a barrier after marking its segment (DrainSegment holds no shared guard then).
 //
 // Durability (docs/durability.md): with an operation log attached, every change a client
 // may be told about is appended under the shard lock that made it, so the log's order is
@@ -25,9 +25,9 @@
 //
 // Draining (master_service_drain.cc): before a segment's owner unmounts it, it may move the
 // objects living only there to other segments. The segment is marked draining (no new
-// allocation) while the state gate is held exclusively, so no put is between reserving in
-// it and recording the reservation: from then on every replica bound for it is visible in
-// the shards. A move is reserved like an upsert's new value (a PendingMove beside the
+// allocation), then the state gate is taken exclusively for a moment, which waits out every
+// put between reserving in it and recording the reservation: from then on every replica
+// bound for it is visible in the shards. A move is reserved like an upsert's new value (a PendingMove beside the
 // object) and committed by swapping one replica; any change of the object in between (a
 // remove, an eviction, an upsert's end) orphans the pending move, and the loss of either
 // segment drops it, so a commit either swaps the very replica it copied or fails cleanly.

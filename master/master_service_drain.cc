@@ -62,13 +62,18 @@ rpc::DrainBatchResult MasterService::DrainSegment(int64_t daemon_id, int64_t seg
     ErrorCode rc = FindOwnSegment(daemon_id, segment_id, &segment);
     if (rc != ErrorCode::OK) return DrainError(rc);
   }
-  if (!segment->draining()) {
-    // Exclusively: a put holds the gate shared from reserving its replicas to recording
-    // them in its shard, so once this returns, every replica ever bound for the segment
-    // is in a shard for the walk to see. Taken once per drain (the pause is a snapshot's
-    // without the fork).
-    StateGate::Exclusive exclusive(gate_);
+  if (!segment->drain_settled()) {
     segment->MarkDraining();
+    // A put holds the gate shared from reserving its replicas to recording them in its
+    // shard, so taking it exclusively waits out every put that reserved in the segment
+    // before the mark: after that, every replica ever bound for the segment is in a shard
+    // for the walks to see. Once per drain (the pause is a snapshot's without the fork),
+    // and not at all for a segment with nothing allocated in it (the common lent memory
+    // the cluster never needed): no put can be between the two steps there.
+    if (segment->used() > 0) {
+      StateGate::Exclusive barrier(gate_);
+    }
+    segment->MarkDrainSettled();
   }
   StateGate::Shared gate(gate_);
   ErrorCode rc = FindOwnSegment(daemon_id, segment_id, &segment);  // unmounted meanwhile?

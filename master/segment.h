@@ -42,6 +42,10 @@ class Segment {
   // Stops allocating for good (a re-attach does not resume it): the segment is leaving.
   void MarkDraining();
   bool draining() const { return draining_.load(std::memory_order_acquire); }
+  // Set once every reservation made before MarkDraining is recorded where a drain's walk
+  // sees it (MasterService::DrainSegment).
+  void MarkDrainSettled() { drain_settled_.store(true, std::memory_order_release); }
+  bool drain_settled() const { return drain_settled_.load(std::memory_order_acquire); }
   // Memory an application's connection lent, which leaves with it (SegmentInfo).
   bool lent() const { return info_.lent_by_client; }
 
@@ -61,6 +65,7 @@ class Segment {
   bool allocating_ = true;     // guarded by mu_
   std::atomic<bool> attached_;
   std::atomic<bool> draining_{false};  // changed under mu_
+  std::atomic<bool> drain_settled_{false};
 };
 
 }  // namespace mooncake

@@ -13,8 +13,8 @@
 //
 // Thread roles: any thread may hold it shared (request handlers, the upkeep thread); the
 // snapshot thread takes it exclusively to fork, and a request handler starting a drain
-// (MasterService::DrainSegment) for the moment of marking its segment, holding no shared
-// guard then. It is never held across blocking I/O: a strict
+// (MasterService::DrainSegment) as a barrier right after marking its segment, holding no
+// shared guard then. It is never held across blocking I/O: a strict
 // oplog's fdatasync wait happens after the guard is gone.
 #ifndef MOONCAKE_MASTER_STATE_GATE_H_
 #define MOONCAKE_MASTER_STATE_GATE_H_

@@ -10,11 +10,14 @@
 #include <string>
 #include <vector>
 
+#include <msgpack.hpp>
+
 #include "common/logging.h"
 #include "master/oplog.h"
 #include "master/snapshot_codec.h"
 #include "master/snapshot_store.h"
 #include "master/snapshot_writer.h"
+#include "master/state_records.h"
 #include "master/state_restore.h"
 #include "tests/master_service_fixture.h"
 #include "tests/process_harness.h"
@@ -346,6 +349,40 @@ std::unique_ptr<MasterService> Restore(const std::string& dir) {
   return s;
 }
 
+// A segment record of 8 fields carries the flag; one of 7, as masters before it wrote
+// them, reads as a daemon's own segment.
+void test_segment_records_old_and_new(void**) {
+  mooncake::SegmentRecord lent;
+  lent.segment_id = 31;
+  lent.name = Name(3);
+  lent.size = kMiB;
+  lent.lent_by_client = true;
+  std::string bytes;
+  mooncake::AppendArrayHeader(&bytes, 1);
+  mooncake::AppendSegment(&bytes, lent);
+  std::vector<mooncake::SegmentRecord> read;
+  assert_true(mooncake::DecodeSegments(bytes, &read));
+  assert_int_equal(read.size(), 1);
+  assert_true(read[0].lent_by_client);
+  assert_int_equal(read[0].segment_id, 31);
+
+  msgpack::sbuffer old;
+  msgpack::packer<msgpack::sbuffer> p(old);
+  p.pack_array(1);
+  p.pack_array(7);
+  p.pack(int64_t{11});
+  p.pack(Name(1));
+  p.pack(int64_t{0});
+  p.pack(int64_t{kMiB});
+  p.pack(int64_t{1});
+  p.pack(int64_t{7});
+  p.pack_array(0);
+  assert_true(mooncake::DecodeSegments(std::string_view(old.data(), old.size()), &read));
+  assert_int_equal(read.size(), 1);
+  assert_false(read[0].lent_by_client);
+  assert_int_equal(read[0].incarnation, 7);
+}
+
 // The lent flag travels in the snapshot and in the log's mount records, and a committed
 // move in the log: the restored master places as before and reads at the new place.
 void test_restored_master_knows_lent_memory_and_moves(void**) {
@@ -407,6 +444,7 @@ int main(void) {
       cmocka_unit_test(test_drain_counts_shed_stranded_and_busy),
       cmocka_unit_test(test_moves_of_changed_objects_fail_cleanly),
       cmocka_unit_test(test_dead_mover_releases_its_moves),
+      cmocka_unit_test(test_segment_records_old_and_new),
       cmocka_unit_test(test_restored_master_knows_lent_memory_and_moves),
   };
   return cmocka_run_group_tests(tests, nullptr, nullptr);
