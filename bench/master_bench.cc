@@ -59,6 +59,7 @@ struct Options {
   int64_t rss_objects = 1000000;
   bool rss_fresh_master = true;
   bool cleanup = true;
+  int64_t lent_segments = 0;
   std::string csv;
   std::string spawn_master;
   std::string master_args;
@@ -161,6 +162,9 @@ int main(int argc, char** argv) {
                 "with --spawn_master: measure memory on a newly started master, so memory "
                 "freed by the earlier phases (kept and reused by malloc) does not hide cost");
   flags.AddBool("cleanup", &o.cleanup, "RemoveAll(true) and unmount the segment at the end");
+  flags.AddInt("lent_segments", &o.lent_segments,
+               "also mount this many segments marked lent by a client (placement passes them "
+               "over while the main one has room: what the policy costs a put)");
   flags.AddChoice("forms", &o.forms, {"both", "single", "batch"},
                   "which forms of the throughput phases to run");
   flags.AddString("csv", &o.csv, "also write one CSV row per phase to this file");
@@ -172,6 +176,7 @@ int main(int argc, char** argv) {
   if (o.threads < 1 || o.threads > 1024) Die("--threads must be in 1..1024");
   if (o.keys < 0 || o.rss_objects < 0) Die("--keys and --rss_objects must be >= 0");
   if (o.batch < 1) Die("--batch must be >= 1");
+  if (o.lent_segments < 0 || o.lent_segments > 1000) Die("--lent_segments must be in 0..1000");
   if (o.key_size < 16 || o.key_size > MOONCAKE_STORE_MAX_KEY_LEN) {
     Die("--key_size must be in 16..%d", MOONCAKE_STORE_MAX_KEY_LEN);
   }
@@ -219,7 +224,8 @@ int main(int argc, char** argv) {
       std::thread::hardware_concurrency(), MC_BUILD_TYPE, keys.Make(0, 0).c_str());
   std::fflush(stdout);
 
-  auto daemon = std::make_unique<FakeDaemon>(host, port, daemon_id, segment_id, o.segment_size);
+  auto daemon = std::make_unique<FakeDaemon>(host, port, daemon_id, segment_id, o.segment_size,
+                                        o.lent_segments);
   auto conns = Connect(host, port, o.threads);
   std::vector<PhaseResult> results;
   double bytes_per_object = -1;  // the memory phase's figure, when it ran
@@ -340,7 +346,8 @@ int main(int argc, char** argv) {
       daemon.reset();
       StopSpawnedMaster();
       SpawnMaster(o, &port);
-      daemon = std::make_unique<FakeDaemon>(host, port, daemon_id, segment_id, o.segment_size);
+      daemon = std::make_unique<FakeDaemon>(host, port, daemon_id, segment_id, o.segment_size,
+                                        o.lent_segments);
       conns = Connect(host, port, o.threads);
     }
     rpc::MasterStats before, after;
@@ -407,8 +414,10 @@ int main(int argc, char** argv) {
     if (removed < 0) Die("final RemoveAll(true) returned %s", CodeText(removed).c_str());
     // Leaves no segment behind on a master that keeps running (it would otherwise stay
     // until the master notices the missing heartbeats).
-    int32_t rc = (*conns[0])->UnmountSegment(daemon_id, segment_id);
-    if (rc != 0) Die("UnmountSegment returned %s", CodeText(rc).c_str());
+    for (int64_t i = 0; i <= o.lent_segments; ++i) {
+      int32_t rc = (*conns[0])->UnmountSegment(daemon_id, segment_id + i);
+      if (rc != 0) Die("UnmountSegment returned %s", CodeText(rc).c_str());
+    }
   }
   conns.clear();
   daemon.reset();

@@ -177,7 +177,7 @@ double SelfCpuSeconds() {
 // ---- the fake daemon -------------------------------------------------------------------
 
 FakeDaemon::FakeDaemon(const std::string& host, int port, int64_t daemon_id, int64_t segment_id,
-                       uint64_t segment_size)
+                       uint64_t segment_size, int64_t lent_segments)
     : host_(host), port_(port), daemon_id_(daemon_id) {
   Conn conn(host, port);
   std::string name = "127.0.0.1:" + std::to_string(20000 + daemon_id % 40000);
@@ -195,6 +195,13 @@ FakeDaemon::FakeDaemon(const std::string& host, int port, int64_t daemon_id, int
   segment.endpoints.push_back(endpoint);
   rc = conn->MountSegment(segment);
   if (rc != 0) Die("MountSegment returned %s", CodeText(rc).c_str());
+  for (int64_t i = 1; i <= lent_segments; ++i) {
+    segment.segment_id = segment_id + i;
+    segment.base = static_cast<int64_t>((1ULL << 40) * static_cast<uint64_t>(i + 1));
+    segment.lent_by_client = true;
+    rc = conn->MountSegment(segment);
+    if (rc != 0) Die("MountSegment (lent) returned %s", CodeText(rc).c_str());
+  }
   heartbeat_ = std::thread([this] { HeartbeatLoop(); });
 }
 

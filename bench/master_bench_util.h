@@ -107,14 +107,16 @@ double SelfCpuSeconds();
 // ---- the fake daemon -------------------------------------------------------------------
 
 // Registers a daemon, mounts one segment of segment_size bytes (the master only does
-// bookkeeping and no bytes move, so it needs no memory), and heartbeats every second on its
+// bookkeeping and no bytes move, so it needs no memory) and lent_segments more marked
+// lent_by_client (which placement uses only once the first is full: what they cost is the
+// placement policy's ordering), and heartbeats every second on its
 // own connection so the master never declares it dead (which would drop the segment and
 // every object in it). A failed heartbeat ends the run; so destroy it before stopping the
 // master on purpose.
 class FakeDaemon {
  public:
   FakeDaemon(const std::string& host, int port, int64_t daemon_id, int64_t segment_id,
-             uint64_t segment_size);
+             uint64_t segment_size, int64_t lent_segments = 0);
   ~FakeDaemon();  // stops the heartbeats; the segment stays mounted
   FakeDaemon(const FakeDaemon&) = delete;
   FakeDaemon& operator=(const FakeDaemon&) = delete;

@@ -41,6 +41,10 @@ struct SegmentInfo {
                                           // after a master restart it proves the re-mount comes
                                           // from the daemon that owns the memory. Never listed
                                           // (GetAllSegments answers 0).
+  9: bool lent_by_client = false,         // memory an application's connection lent (setup with
+                                          // a segment size): it leaves when that client does, so
+                                          // placement uses it only when the daemons' own segments
+                                          // are full, or when a put names its daemon
 }
 
 struct ReplicateConfig {
@@ -86,6 +90,28 @@ struct HeartbeatResult {
   2: i64 master_epoch,                    // changes when the master restarts
 }
 
+// One object to move out of a draining segment: its bytes are at from_offset there, and go
+// to `to`, reserved for the move (PROCESSING) until CommitMoves or RevokeMoves.
+struct SegmentMove {
+  1: string key,
+  2: i64 size,
+  3: i64 from_offset,                     // inside the draining segment
+  4: ReplicaDescriptor to,
+}
+
+// One batch of a walk over the objects of a draining segment (DrainSegment).
+struct DrainBatchResult {
+  1: i32 code,
+  2: list<SegmentMove> moves,             // reserved now; commit or revoke each
+  3: i64 next_cursor,                     // where the walk goes on; -1: this walk is over
+  4: i64 stranded,                        // objects left in place: no space for them elsewhere
+  5: i64 shed,                            // objects with a complete replica elsewhere, which
+                                          // simply lose the one in this segment
+  6: i64 busy,                            // objects being written into the segment or already
+                                          // moving: a later walk finds them settled
+  7: i64 master_epoch,                    // of the master that reserved the moves' targets
+}
+
 struct MasterStats {
   1: i64 objects,
   2: i64 segments,
@@ -122,6 +148,18 @@ service MasterService {
   i32 MountSegment(1: SegmentInfo segment),
   i32 UnmountSegment(1: i64 daemon_id, 2: i64 segment_id),
   list<SegmentInfo> GetAllSegments(),
+
+  // Draining (docs/master.md, "Draining a segment"), by the segment's owner before it
+  // unmounts it: DrainSegment stops new allocations in the segment and, from cursor (0 to
+  // start a walk), reserves a new place for each object living only there, batch by batch
+  // (about max_moves objects each; avoided_segments as in ReplicateConfig). The owner
+  // copies each object's bytes and commits the move, which swaps the object's replica to
+  // its new place; an object removed or replaced meanwhile answers -704 and is left alone.
+  // -101 unknown segment, -601 not the caller's.
+  DrainBatchResult DrainSegment(1: i64 daemon_id, 2: i64 segment_id, 3: i64 cursor,
+                                4: i32 max_moves, 5: list<string> avoided_segments),
+  list<i32> CommitMoves(1: i64 daemon_id, 2: i64 segment_id, 3: list<string> keys),
+  list<i32> RevokeMoves(1: i64 daemon_id, 2: i64 segment_id, 3: list<string> keys),
 
   // Writes: PutStart reserves, the writer moves the bytes, PutEnd publishes or PutRevoke frees.
   // checksum: the CRC-32C (common/crc32c.h) of the value, 0..2^32-1, stored with the object

@@ -302,6 +302,17 @@ struct MountSegmentArgs {
   static void Fields(S& s, V& v) { v("size", s.size); }
 };
 
+// What UNMOUNT_SEGMENTS did with the objects in the connection's segments.
+struct UnmountSegmentsReply {
+  uint64_t moved = 0;    // moved to other segments
+  uint64_t dropped = 0;  // no room for them elsewhere: gone with the segments
+  template <class S, class V>
+  static void Fields(S& s, V& v) {
+    v("moved", s.moved);
+    v("dropped", s.dropped);
+  }
+};
+
 // ---- the table ----
 //
 // X(Name, "WIRE_NAME", code, Args, Reply, "note for docs/protocol.md"): every op that may
@@ -333,10 +344,13 @@ struct MountSegmentArgs {
   X(Hostname, "HOSTNAME", 20, NoArgs, HostnameReply, "")                                       \
   X(Health, "HEALTH", 21, NoArgs, HealthReply, "")                                             \
   X(MountSegment, "MOUNT_SEGMENT", 22, MountSegmentArgs, NoReply,                              \
-    "an extra segment for this connection, unmounted with its objects when the connection "    \
-    "closes")                                                                                  \
+    "an extra segment for this connection; drained (its objects moved to other segments) and " \
+    "unmounted when the connection closes")                                                    \
   X(BatchRemove, "BATCH_REMOVE", 23, BatchRemoveArgs, BatchRemoveReply,                        \
-    "one code per key, as `REMOVE` answers it")
+    "one code per key, as `REMOVE` answers it")                                                \
+  X(UnmountSegments, "UNMOUNT_SEGMENTS", 24, NoArgs, UnmountSegmentsReply,                     \
+    "drains and unmounts this connection's extra segments now, answering once done (a "        \
+    "graceful close sends it)")
 
 #define MC_UDS_OP_ENUM_(name, wire, code, args, reply, note) k##name = (code),
 enum class Op : uint32_t { kHello = 1, MC_UDS_OPS(MC_UDS_OP_ENUM_) };

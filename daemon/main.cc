@@ -233,7 +233,9 @@ int main(int argc, char** argv) {
   }
 
   ReplicaIO io(&membership, engine.get());
-  StoreService service(&master, &membership, &cache, &io, options.master, options.checksum);
+  SegmentDrainer drainer(&master, &membership, &io);
+  StoreService service(&master, &membership, &cache, &io, &drainer, options.master,
+                       options.checksum);
   UdsServer server(&service, workers);
   if (!server.Listen(options.socket, options.socket_mode_bits, &error)) {
     MC_LOG_ERROR("%s", error.c_str());
@@ -252,6 +254,9 @@ int main(int argc, char** argv) {
     std::unique_lock<std::mutex> lock(stop_mu);
     stop_cv.wait(lock, [&] { return stop.load(); });
   }
+  // A daemon that stops drains nothing: the objects in its own segment go with it anyway,
+  // and the shutdown must not wait for copies.
+  drainer.Stop();
   server.Shutdown(options.shutdown_timeout_ms);
   membership.StopHeartbeat();
   membership.UnmountAll();

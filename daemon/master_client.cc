@@ -207,6 +207,37 @@ ErrorCode MasterClient::GetAllSegments(std::vector<rpc::SegmentInfo>* out) {
   return Call([&](rpc::MasterServiceClient& c) { c.GetAllSegments(*out); });
 }
 
+ErrorCode MasterClient::DrainSegment(int64_t daemon_id, int64_t segment_id, int64_t cursor,
+                                     int32_t max_moves, const std::vector<std::string>& avoided,
+                                     rpc::DrainBatchResult* out) {
+  ErrorCode call = Call([&](rpc::MasterServiceClient& c) {
+    c.DrainSegment(*out, daemon_id, segment_id, cursor, max_moves, avoided);
+  });
+  return CodeOf(call, out->code);
+}
+
+ErrorCode MasterClient::CommitMoves(int64_t daemon_id, int64_t segment_id,
+                                    const std::vector<std::string>& keys,
+                                    std::vector<ErrorCode>* out) {
+  std::vector<int32_t> wire;
+  ErrorCode call =
+      Call([&](rpc::MasterServiceClient& c) { c.CommitMoves(wire, daemon_id, segment_id, keys); });
+  call = ListOf(call, keys.size(), &wire);
+  *out = CodesOf(wire);
+  return call;
+}
+
+ErrorCode MasterClient::RevokeMoves(int64_t daemon_id, int64_t segment_id,
+                                    const std::vector<std::string>& keys,
+                                    std::vector<ErrorCode>* out) {
+  std::vector<int32_t> wire;
+  ErrorCode call =
+      Call([&](rpc::MasterServiceClient& c) { c.RevokeMoves(wire, daemon_id, segment_id, keys); });
+  call = ListOf(call, keys.size(), &wire);
+  *out = CodesOf(wire);
+  return call;
+}
+
 ErrorCode MasterClient::PutStart(int64_t writer, const std::string& key, int64_t size,
                                  const rpc::ReplicateConfig& config, rpc::PutStartResult* out) {
   ErrorCode call =

@@ -58,6 +58,15 @@ class MasterClient {
   ErrorCode MountSegment(const rpc::SegmentInfo& segment);
   ErrorCode UnmountSegment(int64_t daemon_id, int64_t segment_id);
   ErrorCode GetAllSegments(std::vector<rpc::SegmentInfo>* out);
+  // Returns out->code (or RPC_FAIL).
+  ErrorCode DrainSegment(int64_t daemon_id, int64_t segment_id, int64_t cursor,
+                         int32_t max_moves, const std::vector<std::string>& avoided,
+                         rpc::DrainBatchResult* out);
+  // One code per key, as the batch forms below.
+  ErrorCode CommitMoves(int64_t daemon_id, int64_t segment_id,
+                        const std::vector<std::string>& keys, std::vector<ErrorCode>* out);
+  ErrorCode RevokeMoves(int64_t daemon_id, int64_t segment_id,
+                        const std::vector<std::string>& keys, std::vector<ErrorCode>* out);
 
   ErrorCode PutStart(int64_t writer, const std::string& key, int64_t size,
                    const rpc::ReplicateConfig& config, rpc::PutStartResult* out);

@@ -79,21 +79,26 @@ rpc::SegmentInfo Membership::Describe(int64_t segment_id, const SegmentMemory& m
   info.daemon_id = daemon_id_;
   info.incarnation = incarnation_;
   info.endpoints = engine_->DescribeSegment(memory.base(), memory.size());
+  std::shared_lock<std::shared_mutex> lock(segments_mu_);
+  info.lent_by_client = lent_.count(segment_id) != 0;
   return info;
 }
 
-ErrorCode Membership::Mount(std::shared_ptr<SegmentMemory> memory, int64_t* segment_id) {
+ErrorCode Membership::Mount(std::shared_ptr<SegmentMemory> memory, int64_t* segment_id,
+                            bool lent) {
   int64_t id = RandomId();
   // Registered before it is described: an RDMA endpoint carries the registration's key.
   ErrorCode code = engine_->RegisterMemory(memory->base(), memory->size());
   if (code != ErrorCode::OK) return code;
-  rpc::SegmentInfo info = Describe(id, *memory);
+  std::shared_ptr<SegmentMemory> described = memory;
   {
     // Visible before the master hands out ranges in it, and included by a concurrent
     // Reregister (whose mount makes ours answer -102, which is fine).
     std::unique_lock<std::shared_mutex> lock(segments_mu_);
     segments_[id] = std::move(memory);
+    if (lent) lent_.insert(id);
   }
+  rpc::SegmentInfo info = Describe(id, *described);
   code = master_->MountSegment(info);
   if (code == ErrorCode::SEGMENT_ALREADY_EXISTS) code = ErrorCode::OK;
   if (code != ErrorCode::OK) {
@@ -102,6 +107,7 @@ ErrorCode Membership::Mount(std::shared_ptr<SegmentMemory> memory, int64_t* segm
       std::unique_lock<std::shared_mutex> lock(segments_mu_);
       base = segments_[id]->base();
       segments_.erase(id);
+      lent_.erase(id);
     }
     engine_->UnregisterMemory(base);
     return code;
@@ -128,6 +134,7 @@ ErrorCode Membership::Unmount(int64_t segment_id) {
     if (it == segments_.end()) return code;
     gone = std::move(it->second);
     segments_.erase(it);
+    lent_.erase(segment_id);
   }
   // Transfers still running against it fail, and their readers move to another replica.
   engine_->UnregisterMemory(gone->base());

@@ -29,6 +29,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <shared_mutex>
 #include <string>
 #include <thread>
@@ -62,10 +63,14 @@ class Membership {
   void ReclaimPredecessors();
 
   // Mounts memory at the master under a fresh segment id (*segment_id) and makes it
-  // visible to Find(). Returns MountSegment's code; on failure nothing is kept.
-  ErrorCode Mount(std::shared_ptr<SegmentMemory> memory, int64_t* segment_id);
-  // Unmounts at the master (which drops the objects in it) and forgets it here. The
-  // memory itself lives until the last request copying from it lets go.
+  // visible to Find(). lent: an application's connection lends it (MOUNT_SEGMENT), so it
+  // leaves with that client; the master places objects there last (and knows it again
+  // after every re-mount). Returns MountSegment's code; on failure nothing is kept.
+  ErrorCode Mount(std::shared_ptr<SegmentMemory> memory, int64_t* segment_id,
+                  bool lent = false);
+  // Unmounts at the master (which drops the objects in it: drain it first, see
+  // daemon/segment_drainer.h) and forgets it here. The memory itself lives until the last
+  // request copying from it lets go.
   ErrorCode Unmount(int64_t segment_id);
   void UnmountAll();
 
@@ -107,6 +112,7 @@ class Membership {
 
   mutable std::shared_mutex segments_mu_;
   std::map<int64_t, std::shared_ptr<SegmentMemory>> segments_;  // guarded by segments_mu_
+  std::set<int64_t> lent_;  // the ids of segments_ that clients lent; guarded by segments_mu_
 
   std::function<void()> before_remount_;
   std::mutex reregister_mu_;  // one re-registration at a time

@@ -32,11 +32,13 @@ bool ToRpcConfig(const uds::WireConfig& wire, rpc::ReplicateConfig* out) {
 }  // namespace store_detail
 
 StoreService::StoreService(MasterClient* master, Membership* membership, ReadCache* cache,
-                           ReplicaIO* io, std::string master_address, bool checksum)
+                           ReplicaIO* io, SegmentDrainer* drainer, std::string master_address,
+                           bool checksum)
     : master_(master),
       membership_(membership),
       cache_(cache),
       io_(io),
+      drainer_(drainer),
       master_address_(std::move(master_address)),
       checksum_(checksum) {}
 
@@ -140,13 +142,10 @@ void StoreService::Teardown(ClientConnection* s) {
     ++revoked;
   }
   s->ClearGets();
+  // A client that closed without UNMOUNT_SEGMENTS (it crashed, or never asked): the memory
+  // is ours, so its objects can still be moved out.
   std::vector<int64_t> segments = s->TakeSegments();
-  for (int64_t segment : segments) {
-    // Forgotten here only after Membership stopped resolving it and the master dropped
-    // its objects, so no fill can bring an entry for it back.
-    membership_->Unmount(segment);
-    cache_->DropSegment(segment);
-  }
+  DrainSegments(segments);
   char* pool = s->PoolRange(0, s->pool_size());
   if (pool != nullptr) io_->engine()->UnregisterMemory(pool);
   s->UnmapPool();
@@ -270,6 +269,28 @@ ErrorCode StoreService::OnRemoveAll(ClientConnection*, const uds::RemoveAllArgs&
   return removed.code();
 }
 
+SegmentDrainer::Outcome StoreService::DrainSegments(const std::vector<int64_t>& segments) {
+  SegmentDrainer::Outcome total;
+  for (int64_t segment : segments) {
+    SegmentDrainer::Outcome drained = drainer_->DrainAndUnmount(segment);
+    // Forgotten here only after Membership stopped resolving it and the master dropped
+    // its objects, so no fill can bring an entry for it back.
+    cache_->DropSegment(segment);
+    total.moved += drained.moved;
+    total.shed += drained.shed;
+    total.dropped += drained.dropped;
+  }
+  return total;
+}
+
+ErrorCode StoreService::OnUnmountSegments(ClientConnection* s, const uds::NoArgs&,
+                                          uds::UnmountSegmentsReply* out) {
+  SegmentDrainer::Outcome drained = DrainSegments(s->TakeSegments());
+  out->moved = drained.moved;
+  out->dropped = drained.dropped;
+  return ErrorCode::OK;
+}
+
 ErrorCode StoreService::OnMountSegment(ClientConnection* s, const uds::MountSegmentArgs& in,
                                        uds::NoReply*) {
   if (in.size == 0 || in.size > (1ull << 46)) return ErrorCode::INVALID_PARAMS;
@@ -281,7 +302,7 @@ ErrorCode StoreService::OnMountSegment(ClientConnection* s, const uds::MountSegm
     return ErrorCode::NO_AVAILABLE_HANDLE;
   }
   int64_t segment_id = 0;
-  ErrorCode code = membership_->Mount(std::move(memory), &segment_id);
+  ErrorCode code = membership_->Mount(std::move(memory), &segment_id, /*lent=*/true);
   if (code == ErrorCode::OK) s->AddSegment(segment_id);
   return code;
 }

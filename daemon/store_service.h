@@ -25,6 +25,11 @@
 // well-typed but unacceptable (key length, value size, a pool range outside the pool, an
 // unknown staged id) get INVALID_PARAMS (-600).
 //
+// A connection's extra segments (MOUNT_SEGMENT: memory the application lends) are drained
+// before they are unmounted (daemon/segment_drainer.h): on UNMOUNT_SEGMENTS, which a
+// graceful close sends, and at the teardown of a connection that went without (a crash),
+// since the memory is the daemon's own mapping and outlives the client.
+//
 // Every op of common/uds_ops.h has one handler here, On<Name>: it gets the op's parsed
 // Args, fills its Reply, and returns the code; Handle sends [id, code, reply].
 #ifndef MOONCAKE_DAEMON_STORE_SERVICE_H_
@@ -44,6 +49,7 @@
 #include "daemon/membership.h"
 #include "daemon/read_cache.h"
 #include "daemon/replica_io.h"
+#include "daemon/segment_drainer.h"
 
 namespace mooncake {
 
@@ -58,7 +64,7 @@ class StoreService {
 
   // checksum: compute a CRC32C of every value put through this daemon.
   StoreService(MasterClient* master, Membership* membership, ReadCache* cache, ReplicaIO* io,
-               std::string master_address, bool checksum);
+               SegmentDrainer* drainer, std::string master_address, bool checksum);
 
   // The handshake, run before any other frame of the connection is read. Sends the reply.
   // false (with *why for the log) when the connection must be closed: a malformed HELLO,
@@ -81,7 +87,8 @@ class StoreService {
   Inline TryInline(ClientConnection* client, const uds::Message& request, std::string* deferred);
 
   // Runs once per connection, after it closed and its last request ended: revokes its
-  // unfinished staged puts, ends its staged gets, unmounts its segments, unmaps its pool.
+  // unfinished staged puts, ends its staged gets, drains and unmounts its segments (on the
+  // calling worker, for as long as the drain takes), unmaps its pool.
   void Teardown(ClientConnection* client);
 
  private:
@@ -97,6 +104,9 @@ class StoreService {
   ErrorCode On##name(ClientConnection* s, const uds::args& in, uds::reply* out);
   MC_UDS_OPS(MC_UDS_HANDLER_)
 #undef MC_UDS_HANDLER_
+
+  // Drains and unmounts segments taken from a connection, forgetting them in the read cache.
+  SegmentDrainer::Outcome DrainSegments(const std::vector<int64_t>& segments);
 
   // ---- puts (store_service_put.cc) ----
   // PUT and UPSERT.
@@ -179,6 +189,7 @@ class StoreService {
   Membership* const membership_;
   ReadCache* const cache_;
   ReplicaIO* const io_;
+  SegmentDrainer* const drainer_;
   const std::string master_address_;
   const bool checksum_;
 };

@@ -122,8 +122,10 @@ int mooncake_store_connect(mooncake_store_t store, const char *socket_path,
 
 /* The Mooncake-compatible entry: connects to the local daemon like connect().
  * local_buffer_size sizes the pool (0: every copying put fails with -600);
- * global_segment_size > 0 asks the daemon to mount that much extra memory for this handle
- * (unmounted, its objects dropped, at close); master_server_addr, if not NULL or empty,
+ * global_segment_size > 0 asks the daemon to mount that much extra memory for this handle,
+ * lent to the cluster: the master places objects there only once the daemons' own memory
+ * is full (or when a put names this daemon and its own memory is full), and at close it is
+ * drained (see close) and unmounted; master_server_addr, if not NULL or empty,
  * must match the daemon's master or the call fails with -600. local_hostname,
  * metadata_server, protocol and device_name are accepted for compatibility. */
 int mooncake_store_setup(mooncake_store_t store, const char *local_hostname,
@@ -131,7 +133,12 @@ int mooncake_store_setup(mooncake_store_t store, const char *local_hostname,
                          uint64_t local_buffer_size, const char *protocol,
                          const char *device_name, const char *master_server_addr);
 
-/* Disconnects: unfinished puts are revoked, extra segments unmounted. Safe to call twice. */
+/* Disconnects: unfinished puts are revoked; the extra segment of setup() is drained first —
+ * every object living only in it (other handles' puts too) is moved to another segment
+ * where there is room, and close returns once that is done (waiting at most the handle's
+ * timeout, MOONCAKE_STORE_TIMEOUT_MS; the daemon finishes it either way) — then unmounted.
+ * Objects no segment had room for are dropped with it, and the daemon logs how many. A
+ * process that dies without close is drained the same way. Safe to call twice. */
 int mooncake_store_close(mooncake_store_t store);
 
 /* 0 connected and the daemon reaches its master, 1 not connected (or daemon gone),

@@ -125,6 +125,8 @@ class Connection {
   // "host:port" from the latest HELLO.
   std::string hostname() const;
   int timeout_ms() const { return options_.timeout_ms; }
+  // The handle mounts an extra segment (memory it lends) with every HELLO.
+  bool lends_memory() const { return options_.mount_size > 0; }
 
  private:
   // The live channel, reconnecting when it is down; nullptr with *code set on failure.

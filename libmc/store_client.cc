@@ -6,6 +6,7 @@
 #include <deque>
 
 #include "common/error_code.h"
+#include "common/logging.h"
 
 namespace mooncake {
 namespace client {
@@ -239,6 +240,22 @@ ErrorCode StoreClient::Close() {
     if (!connected_) return ErrorCode::OK;
     connected_ = false;
     conn = std::move(conn_);
+  }
+  if (conn->lends_memory()) {
+    // Before the connection goes: the daemon moves the objects in the lent memory (others'
+    // puts too) to other segments, and answers once done. Should the wait run out, the
+    // daemon finishes the drain all the same.
+    uds::UnmountSegmentsReply drained;
+    ErrorCode code = conn->Invoke<uds::Op::kUnmountSegments>(uds::NoArgs(), &drained);
+    if (code != ErrorCode::OK) {
+      MC_LOG_WARN("mooncake_store: close: draining the handle's segment: %s (the daemon "
+                  "drains it when the connection is gone)", ErrorName(code));
+    } else if (drained.dropped > 0) {
+      MC_LOG_WARN("mooncake_store: close: %llu objects moved out of the handle's segment, "
+                  "%llu dropped with it (no room elsewhere)",
+                  static_cast<unsigned long long>(drained.moved),
+                  static_cast<unsigned long long>(drained.dropped));
+    }
   }
   conn->Close();
   return ErrorCode::OK;

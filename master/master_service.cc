@@ -127,9 +127,10 @@ ErrorCode MasterService::UnmountSegment(int64_t daemon_id, int64_t segment_id) {
   std::shared_ptr<Segment> segment;
   ErrorCode rc = segments_.BeginUnmount(daemon_id, segment_id, &segment);
   if (rc != ErrorCode::OK) return rc;
-  DropSegment(segment);
-  MC_LOG_INFO("segment %lld of %s unmounted", static_cast<long long>(segment_id),
-              segment->info().name.c_str());
+  int64_t dropped = DropSegment(segment);
+  MC_LOG_INFO("segment %lld of %s unmounted%s: %lld objects dropped with it",
+              static_cast<long long>(segment_id), segment->info().name.c_str(),
+              segment->draining() ? " after draining" : "", static_cast<long long>(dropped));
   return ErrorCode::OK;
 }
 
@@ -242,6 +243,7 @@ void MasterService::ReleaseObject(Shard& shard, std::string_view key, ObjectMeta
     FreeReplicas(meta.replicas);
   }
   DropPendingUpsert(shard, key);
+  DropPendingMove(shard, key);
   object_count_.fetch_sub(1);
 }
 
@@ -423,6 +425,7 @@ ErrorCode MasterService::UpsertEnd(int64_t writer, const std::string& key, int64
       meta.hard_pin = up.hard_pin;
       meta.soft_pin_ms = up.soft_pin_ttl_ms > 0 ? now + up.soft_pin_ttl_ms : 0;
       shard.upserts.erase(pending);
+      DropPendingMove(shard, key);  // it was copying the old value
       // Readers holding a lease may still read the old bytes, and until the new value's
       // record is on disk a restart would bring the old one back.
       DeferFree(old, std::max(now, old_lease), LogPublish(key, meta));

@@ -12,7 +12,8 @@
 // is global on the hot path. Lock order: state gate (shared) → membership → shard →
 // segment registry → segment → deferred frees; the daemon registry's lock is a leaf.
 // Every public call but Sync, RemoveByRegex and RemoveAll holds the state gate shared for
-// its duration (master/state_gate.h): a snapshot takes it exclusively to fork. A walk over
+// its duration (master/state_gate.h): a snapshot takes it exclusively to fork, a drain as a
+// barrier after marking its segment (DrainSegment holds no shared guard then). A walk over
 // every object (removal by pattern, RemoveAll, dropping a segment's replicas, revoking a
 // writer's puts, eviction) holds a shard's lock for a slice of kScanSlice slots at a time
 // (ScanShard), so requests and the upkeep never wait long for one; RemoveByRegex and
@@ -39,6 +40,15 @@
 // pointing at bytes that have since become another's. A restored master starts from a
 // snapshot plus the log (master/state_restore.h) with every segment detached until its
 // daemon re-attaches (master/segment.h).
+//
+// Draining (master_service_drain.cc): before a segment's owner unmounts it, it may move the
+// objects living only there to other segments. The segment is marked draining (no new
+// allocation), then the state gate is taken exclusively for a moment, which waits out every
+// put between reserving in it and recording the reservation: from then on every replica
+// bound for it is visible in the shards. A move is reserved like an upsert's new value (a PendingMove beside the
+// object) and committed by swapping one replica; any change of the object in between (a
+// remove, an eviction, an upsert's end) orphans the pending move, and the loss of either
+// segment drops it, so a commit either swaps the very replica it copied or fails cleanly.
 #ifndef MOONCAKE_MASTER_MASTER_SERVICE_H_
 #define MOONCAKE_MASTER_MASTER_SERVICE_H_
 
@@ -89,6 +99,31 @@ class MasterService {
   ErrorCode UnmountSegment(int64_t daemon_id, int64_t segment_id);
   // Attached segments; incarnations read 0.
   std::vector<rpc::SegmentInfo> GetAllSegments() const;
+
+  // ---- draining a segment (master_service_drain.cc) ----
+  // Marks the segment draining (from the first call on: no new allocation in it, until it
+  // is unmounted) and walks its objects from cursor (0: a new walk; then next_cursor until
+  // it is -1), one shard range at a time, stopping after the shard in which about
+  // max_moves moves were reserved. For each complete object whose only readable replica
+  // is in the segment, reserves a range elsewhere (placement as for a put without
+  // preference; avoided as in ReplicateConfig; no eviction: a drain uses free space only)
+  // and answers a move; the object is counted stranded when none fits, shed when it keeps
+  // a complete replica in another attached, non-draining segment, busy when it is being
+  // written into the segment (a put, an upsert or another move bound for it) or already
+  // moving. -101 unknown segment, -601 not daemon_id's, -600 a bad cursor or max_moves.
+  rpc::DrainBatchResult DrainSegment(int64_t daemon_id, int64_t segment_id, int64_t cursor,
+                                     int32_t max_moves,
+                                     const std::vector<std::string>& avoided);
+  // Per key: OK once the object's replica in the segment is swapped for the move's target
+  // (logged as the object's new state; the old range is freed once no lease covers it and
+  // the record is on disk), -704 when no move of the key is pending any more (the object
+  // was removed, replaced or dropped meanwhile: its target is freed), -601 when the move
+  // is another daemon's or from another segment, -600 a bad key.
+  std::vector<int32_t> CommitMoves(int64_t daemon_id, int64_t segment_id,
+                                   const std::vector<std::string>& keys);
+  // Per key: frees a pending move's target (the copy failed), OK or -704 / -601 / -600.
+  std::vector<int32_t> RevokeMoves(int64_t daemon_id, int64_t segment_id,
+                                   const std::vector<std::string>& keys);
 
   // ---- writes ----
   // -705 when a complete object has the key (or another writer's put is younger than
@@ -206,10 +241,23 @@ class MasterService {
     int64_t soft_pin_ttl_ms = 0;
     ReplicaList replicas;
   };
+  // An object's replica being moved out of a draining segment: from (a replica of the
+  // object, by slot and allocator node) is copied to `to` by the segment's owner.
+  struct PendingMove {
+    int64_t mover = 0;  // the daemon draining the segment
+    int64_t start_ms = 0;
+    uint32_t from_slot = 0;
+    uint32_t from_node = 0;
+    ReplicaList to;  // one replica, PROCESSING
+    // The object changed or went since: the move can only fail, but its mover may still
+    // be copying into `to`, which is freed when it commits or revokes (it is done then).
+    bool orphaned = false;
+  };
   struct Shard {
     std::mutex mu;
     ObjectTable objects;
     std::unordered_map<std::string, PendingUpsert> upserts;  // rare: a plain map will do
+    std::unordered_map<std::string, PendingMove> moves;      // only while a segment drains
   };
   // A range whose bytes someone may still be reading or writing, or whose freeing is not
   // on disk yet; freed once the clock has reached due_ms and the log due_seq.
@@ -278,6 +326,18 @@ class MasterService {
   // Removes a complete object for good: logs it, releases it. The caller erases it.
   void RemoveLogged(Shard& shard, std::string_view key, ObjectMetadata& meta);
   void DropPendingUpsert(Shard& shard, std::string_view key);
+  // Orphans a key's pending move (its object changed or went): its commit fails, and its
+  // target is freed when the mover commits or revokes it, or once the mover must have
+  // given up (put_start_release_timeout, as an abandoned upsert).
+  void DropPendingMove(Shard& shard, std::string_view key);
+  // The owner check and slot of DrainSegment, CommitMoves and RevokeMoves.
+  ErrorCode FindOwnSegment(int64_t daemon_id, int64_t segment_id,
+                           std::shared_ptr<Segment>* out) const;
+  // DrainSegment's look at one complete object with a replica in slot: a move reserved
+  // into *result, or the count it adds to.
+  void PlanMove(Shard& shard, std::string_view key, ObjectMetadata& meta, size_t in_slot,
+                int64_t daemon_id, const std::vector<std::string>& avoided,
+                rpc::DrainBatchResult* result);
   // Removes complete objects whose key matches (leased and hard-pinned ones only with
   // force); the body of RemoveByRegex and RemoveAll (match null: every key). match runs
   // with no lock held, on keys copied out of the shard a slice at a time.
@@ -323,7 +383,10 @@ class MasterService {
   // unfinished puts (their space is freed only put_start_release_timeout after each
   // started: a daemon declared dead may only be stopped, and write on when it resumes).
   void DeclareDead(int64_t daemon_id);
-  void DropSegmentReplicas(uint32_t slot);
+  // Drops every replica in the segment (objects left with none go, unlogged: the caller
+  // logged the unmount) and every pending move from or into it; the number of objects
+  // that went.
+  int64_t DropSegmentReplicas(uint32_t slot);
   void RevokeWriter(int64_t writer);
   void ReleaseAbandonedPuts(int64_t now);
   // Drops unfinished puts and upserts for which match(writer, start_ms) holds; their space
@@ -334,7 +397,8 @@ class MasterService {
   // back and could not prove the segment was its own).
   void DropDetached(int64_t now);
   // Drops one segment with its replicas (the unmount logged first); under membership_mu_.
-  void DropSegment(const std::shared_ptr<Segment>& segment);
+  // The number of objects that went with it.
+  int64_t DropSegment(const std::shared_ptr<Segment>& segment);
   // After an eviction made room: puts the evictions on disk and frees their space now,
   // rather than at the next Tick.
   void ReclaimEvicted();

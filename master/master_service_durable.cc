@@ -18,6 +18,7 @@ SegmentRecord ToRecord(const rpc::SegmentInfo& info) {
   r.size = info.size;
   r.daemon_id = info.daemon_id;
   r.incarnation = info.incarnation;
+  r.lent_by_client = info.lent_by_client;
   for (const rpc::TransportEndpoint& e : info.endpoints) {
     r.endpoints.push_back({e.protocol, e.address, e.descriptor});
   }
@@ -32,6 +33,7 @@ rpc::SegmentInfo ToInfo(const SegmentRecord& r) {
   info.size = r.size;
   info.daemon_id = r.daemon_id;
   info.incarnation = r.incarnation;
+  info.lent_by_client = r.lent_by_client;
   for (const EndpointRecord& e : r.endpoints) {
     rpc::TransportEndpoint endpoint;
     endpoint.protocol = e.protocol;
@@ -284,6 +286,7 @@ void MasterService::ClearState() {
     std::lock_guard<std::mutex> lock(shards_[s].mu);
     shards_[s].objects.ForEach([](std::string_view, ObjectMetadata&) { return true; });
     shards_[s].upserts.clear();
+    shards_[s].moves.clear();
   }
   segments_.Clear();
   {

@@ -89,7 +89,10 @@ void MasterService::DeclareDead(int64_t daemon_id) {
               static_cast<long long>(daemon_id), segments.size());
   for (const auto& segment : segments) {
     segment->StopAllocating();
-    DropSegment(segment);
+    int64_t dropped = DropSegment(segment);
+    MC_LOG_WARN("segment %lld of dead daemon %lld dropped with %lld objects",
+                static_cast<long long>(segment->info().segment_id),
+                static_cast<long long>(daemon_id), static_cast<long long>(dropped));
   }
   RevokeWriter(daemon_id);
 }
@@ -106,24 +109,42 @@ void MasterService::DropDetached(int64_t now) {
   }
 }
 
-void MasterService::DropSegment(const std::shared_ptr<Segment>& segment) {
+int64_t MasterService::DropSegment(const std::shared_ptr<Segment>& segment) {
   LogUnmount(segment->info().segment_id);
-  DropSegmentReplicas(segment->slot());
+  int64_t dropped = DropSegmentReplicas(segment->slot());
   segments_.Erase(segment->slot());
+  return dropped;
 }
 
-void MasterService::DropSegmentReplicas(uint32_t slot) {
+int64_t MasterService::DropSegmentReplicas(uint32_t slot) {
   // The segment's space disappears with it, so its replicas are dropped, not freed.
   auto drop_in = [slot](ReplicaList& replicas) {
     for (size_t i = replicas.size(); i-- > 0;) {
       if (replicas[i].segment == slot) replicas.erase(i);
     }
   };
+  int64_t dropped = 0;
   for (size_t s = 0; s < kShardCount; ++s) {
     Shard& shard = shards_[s];
+    {
+      std::lock_guard<std::mutex> lock(shard.mu);
+      for (auto it = shard.moves.begin(); it != shard.moves.end();) {
+        PendingMove& move = it->second;
+        if (move.from_slot != slot && move.to[0].segment != slot) {
+          ++it;
+          continue;
+        }
+        // From it: its mover may still be copying into the target. Into it: gone with it.
+        if (move.to[0].segment != slot) {
+          DeferFree(move.to, move.start_ms + options_.put_start_release_timeout_ms);
+        }
+        it = shard.moves.erase(it);
+      }
+    }
     ScanShard(shard, [&](std::string_view key, ObjectMetadata& meta) {
       drop_in(meta.replicas);
       if (!meta.replicas.empty()) return false;
+      dropped += meta.complete;
       ReleaseObject(shard, key, meta);
       return true;
     });
@@ -134,6 +155,7 @@ void MasterService::DropSegmentReplicas(uint32_t slot) {
       it = it->second.replicas.empty() ? shard.upserts.erase(it) : std::next(it);
     }
   }
+  return dropped;
 }
 
 void MasterService::RevokeWriter(int64_t writer) {
@@ -163,6 +185,14 @@ void MasterService::DropUnfinished(const std::function<bool(int64_t, int64_t)>& 
         } else {
           ++it;
         }
+      }
+    }
+    for (auto it = shard.moves.begin(); it != shard.moves.end();) {
+      if (match(it->second.mover, it->second.start_ms)) {
+        FreeReplicas(it->second.to);
+        it = shard.moves.erase(it);
+      } else {
+        ++it;
       }
     }
     if (processing_count_.load() == 0) continue;

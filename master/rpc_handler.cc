@@ -37,6 +37,23 @@ void RpcHandler::GetAllSegments(std::vector<rpc::SegmentInfo>& out) {
   out = service_->GetAllSegments();
 }
 
+void RpcHandler::DrainSegment(rpc::DrainBatchResult& out, int64_t daemon_id, int64_t segment_id,
+                              int64_t cursor, int32_t max_moves,
+                              const std::vector<std::string>& avoided_segments) {
+  out = service_->DrainSegment(daemon_id, segment_id, cursor, max_moves, avoided_segments);
+}
+
+void RpcHandler::CommitMoves(std::vector<int32_t>& out, int64_t daemon_id, int64_t segment_id,
+                             const std::vector<std::string>& keys) {
+  out = service_->CommitMoves(daemon_id, segment_id, keys);
+  AcknowledgeAll(&out);
+}
+
+void RpcHandler::RevokeMoves(std::vector<int32_t>& out, int64_t daemon_id, int64_t segment_id,
+                             const std::vector<std::string>& keys) {
+  out = service_->RevokeMoves(daemon_id, segment_id, keys);
+}
+
 void RpcHandler::PutStart(rpc::PutStartResult& out, int64_t writer, const std::string& key,
                           int64_t size, const rpc::ReplicateConfig& config) {
   out = service_->PutStart(writer, key, size, config);

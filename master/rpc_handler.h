@@ -1,7 +1,7 @@
 // Thrift front of MasterService: unpacks each RPC, forwards it, and turns batch calls into
 // loops over the single forms (one result per key, in order).
 //
-// A reply that acknowledges a change (PutEnd, UpsertEnd, removals, mounts) is sent only
+// A reply that acknowledges a change (PutEnd, UpsertEnd, removals, mounts, moves) is sent only
 // once MasterService::Sync says the change is as durable as the log mode promises; when it
 // is not (-1503), the results that said OK say -1503 instead: the change may or may not
 // survive a crash, so it is not acknowledged.
@@ -25,6 +25,14 @@ class RpcHandler : public rpc::MasterServiceIf {
   int32_t MountSegment(const rpc::SegmentInfo& segment) override;
   int32_t UnmountSegment(int64_t daemon_id, int64_t segment_id) override;
   void GetAllSegments(std::vector<rpc::SegmentInfo>& out) override;
+
+  void DrainSegment(rpc::DrainBatchResult& out, int64_t daemon_id, int64_t segment_id,
+                    int64_t cursor, int32_t max_moves,
+                    const std::vector<std::string>& avoided_segments) override;
+  void CommitMoves(std::vector<int32_t>& out, int64_t daemon_id, int64_t segment_id,
+                   const std::vector<std::string>& keys) override;
+  void RevokeMoves(std::vector<int32_t>& out, int64_t daemon_id, int64_t segment_id,
+                   const std::vector<std::string>& keys) override;
 
   void PutStart(rpc::PutStartResult& out, int64_t writer, const std::string& key, int64_t size,
                 const rpc::ReplicateConfig& config) override;

@@ -15,6 +15,7 @@ Segment::Segment(uint32_t slot, rpc::SegmentInfo info, Segment& replaced)
   allocating_ = replaced.allocating_;
   attached_ = replaced.attached();
   detach_deadline_ms_ = replaced.detach_deadline_ms();
+  draining_ = replaced.draining();
 }
 
 bool Segment::Allocate(uint64_t size, uint64_t* offset, uint32_t* node) {
@@ -36,6 +37,7 @@ bool Segment::Reserve(uint64_t offset, uint64_t size, uint32_t* node) {
 
 void Segment::Attach() {
   std::lock_guard<std::mutex> lock(mu_);
+  allocating_ = !draining();
   attached_.store(true, std::memory_order_release);
   detach_deadline_ms_.store(0);
 }
@@ -55,6 +57,12 @@ void Segment::Free(uint32_t node) {
 void Segment::StopAllocating() {
   std::lock_guard<std::mutex> lock(mu_);
   allocating_ = false;
+}
+
+void Segment::MarkDraining() {
+  std::lock_guard<std::mutex> lock(mu_);
+  allocating_ = false;
+  draining_.store(true, std::memory_order_release);
 }
 
 uint64_t Segment::capacity() const { return allocator_.capacity(); }

@@ -6,6 +6,9 @@
 // same identity, see SegmentRegistry::Mount). A segment whose daemon fell silent is
 // detached the same way. Until it is attached again nothing is allocated in it and readers
 // are not sent to it; past its detach deadline the master drops it with its replicas.
+//
+// A segment being drained (its owner moves its objects out before unmounting it, see
+// MasterService::DrainSegment) takes no new allocation, but stays readable until unmounted.
 #ifndef MOONCAKE_MASTER_SEGMENT_H_
 #define MOONCAKE_MASTER_SEGMENT_H_
 
@@ -38,6 +41,15 @@ class Segment {
   bool Reserve(uint64_t offset, uint64_t size, uint32_t* node);
   // After this no Allocate succeeds; the unmount then drops every replica in it.
   void StopAllocating();
+  // Stops allocating for good (a re-attach does not resume it): the segment is leaving.
+  void MarkDraining();
+  bool draining() const { return draining_.load(std::memory_order_acquire); }
+  // Set once every reservation made before MarkDraining is recorded where a drain's walk
+  // sees it (MasterService::DrainSegment).
+  void MarkDrainSettled() { drain_settled_.store(true, std::memory_order_release); }
+  bool drain_settled() const { return drain_settled_.load(std::memory_order_acquire); }
+  // Memory an application's connection lent, which leaves with it (SegmentInfo).
+  bool lent() const { return info_.lent_by_client; }
 
   bool attached() const { return attached_.load(std::memory_order_acquire); }
   // Its daemon mounted it again: allocation and reads resume.
@@ -62,6 +74,8 @@ class Segment {
   bool allocating_ = true;     // guarded by mu_; false once an unmount has begun
   std::atomic<bool> attached_;
   std::atomic<int64_t> detach_deadline_ms_{0};
+  std::atomic<bool> draining_{false};  // changed under mu_
+  std::atomic<bool> drain_settled_{false};
 };
 
 }  // namespace mooncake

@@ -19,6 +19,7 @@ ErrorCode SegmentRegistry::Mount(const rpc::SegmentInfo& info, MountOutcome* out
     uint32_t slot = static_cast<uint32_t>(slots_.size());
     slots_.push_back(std::make_shared<Segment>(slot, info, alignment_));
     slot_by_id_[info.segment_id] = slot;
+    lent_ += info.lent_by_client;
     return ErrorCode::OK;
   }
   std::shared_ptr<Segment>& known = slots_[it->second];
@@ -30,9 +31,10 @@ ErrorCode SegmentRegistry::Mount(const rpc::SegmentInfo& info, MountOutcome* out
   if (!same) return ErrorCode::SEGMENT_ALREADY_EXISTS;
   *outcome = MountOutcome::kAgain;
   if (known->attached()) return ErrorCode::OK;
-  if (was.endpoints != info.endpoints) {
+  if (was.endpoints != info.endpoints || was.lent_by_client != info.lent_by_client) {
     // Nobody allocates in a detached segment or frees outside this lock, so the ranges
-    // move over whole.
+    // move over whole. The daemon knows best whose memory it is.
+    lent_ += static_cast<size_t>(info.lent_by_client) - static_cast<size_t>(was.lent_by_client);
     known = std::make_shared<Segment>(known->slot(), info, *known);
   }
   known->Attach();
@@ -46,6 +48,8 @@ void SegmentRegistry::Restore(const rpc::SegmentInfo& info) {
   auto it = slot_by_id_.find(info.segment_id);
   if (it != slot_by_id_.end()) {
     if (slots_[it->second]->attached()) detached_.fetch_add(1);
+    lent_ += static_cast<size_t>(info.lent_by_client) -
+             static_cast<size_t>(slots_[it->second]->lent());
     slots_[it->second] = std::make_shared<Segment>(it->second, info, alignment_, false);
     return;
   }
@@ -53,6 +57,7 @@ void SegmentRegistry::Restore(const rpc::SegmentInfo& info) {
   slots_.push_back(std::make_shared<Segment>(slot, info, alignment_, /*attached=*/false));
   slot_by_id_[info.segment_id] = slot;
   detached_.fetch_add(1);
+  lent_ += info.lent_by_client;
 }
 
 bool SegmentRegistry::SlotOf(int64_t segment_id, uint32_t* slot) const {
@@ -79,6 +84,7 @@ void SegmentRegistry::Erase(uint32_t slot) {
   std::unique_lock<std::shared_mutex> lock(mu_);
   if (slot >= slots_.size() || !slots_[slot]) return;
   if (!slots_[slot]->attached()) detached_.fetch_sub(1);
+  lent_ -= slots_[slot]->lent();
   slot_by_id_.erase(slots_[slot]->info().segment_id);
   slots_[slot].reset();
 }
@@ -147,23 +153,34 @@ std::vector<std::shared_ptr<Segment>> SegmentRegistry::CandidateOrder(
                      [](const auto& a, const auto& b) { return a.first > b.first; });
     for (size_t i = 0; i < live.size(); ++i) live[i] = ranked[i].second;
   }
-  if (preferred.empty() && avoided.empty()) return live;
-  // Preferred names move to the front, in the order given, and avoided ones (unless also
-  // preferred: the caller's explicit wish wins) to the back; the strategy's order holds
-  // among the rest.
+  if (preferred.empty() && avoided.empty()) {
+    // The common put, which names no daemon: lent memory last, and no copies (the hot path).
+    if (lent_ > 0) {
+      std::stable_partition(live.begin(), live.end(),
+                            [](const std::shared_ptr<Segment>& s) { return !s->lent(); });
+    }
+    return live;
+  }
+  // The tiers of the placement policy (segment_registry.h); the strategy's order holds
+  // within each. A name both preferred and avoided is preferred: the caller's wish wins.
   std::vector<std::shared_ptr<Segment>> ordered;
+  ordered.reserve(live.size());
   std::unordered_set<const Segment*> taken;
   for (const std::string& name : preferred) {
-    for (const auto& s : live) {
-      if (s->info().name == name && taken.insert(s.get()).second) ordered.push_back(s);
+    for (int lent = 0; lent < 2; ++lent) {
+      for (const auto& s : live) {
+        if (s->info().name == name && s->lent() == (lent == 1) && taken.insert(s.get()).second) {
+          ordered.push_back(s);
+        }
+      }
     }
   }
   std::unordered_set<std::string> avoid(avoided.begin(), avoided.end());
-  for (int last = 0; last < 2; ++last) {
+  for (int tier = 0; tier < 4; ++tier) {
+    bool avoided_tier = tier >= 2, lent_tier = tier % 2 == 1;
     for (const auto& s : live) {
-      if (!taken.count(s.get()) && (avoid.count(s->info().name) != 0) == (last == 1)) {
-        ordered.push_back(s);
-      }
+      if (s->lent() != lent_tier || taken.count(s.get()) != 0) continue;
+      if ((avoid.count(s->info().name) != 0) == avoided_tier) ordered.push_back(s);
     }
   }
   return ordered;
@@ -222,6 +239,7 @@ void SegmentRegistry::Clear() {
   slots_.clear();
   slot_by_id_.clear();
   detached_ = 0;
+  lent_ = 0;
 }
 
 size_t SegmentRegistry::count() const {

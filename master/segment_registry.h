@@ -1,4 +1,16 @@
 // Every mounted segment in the cluster, and the placement of new replicas across them.
+//
+// Placement policy. Segments come in two kinds: a daemon's own (--global_segment_size),
+// which lives as long as the daemon, and memory an application's connection lent
+// (SegmentInfo.lent_by_client: setup with a segment size), which leaves when that client
+// disconnects. An object put there must be moved out when it leaves (draining, see
+// MasterService::DrainSegment) or is lost with it, so lent memory is the last resort:
+//   1. segments named in preferred, in the order given (a daemon's own before the memory
+//      lent at it, for each name): the caller's explicit wish;
+//   2. the other daemons' own segments, in the strategy's order (random or free ratio);
+//   3. lent segments, in the strategy's order: used only once no segment of 2. has room;
+//   4. segments named in avoided (daemons the writer just failed to reach): own, then lent.
+// A draining or detached segment takes no allocation at all.
 #ifndef MOONCAKE_MASTER_SEGMENT_REGISTRY_H_
 #define MOONCAKE_MASTER_SEGMENT_REGISTRY_H_
 
@@ -62,10 +74,10 @@ class SegmentRegistry {
   // Frees a range; a no-op when the segment has been unmounted since (its space is gone).
   void Free(uint32_t slot, uint32_t node) const;
 
-  // Reserves up to replica_num ranges of size bytes, each on a different segment:
-  // segments named in preferred ("host:port") first, in order; then the rest by the
-  // strategy, those named in avoided last, one segment per daemon before a daemon gets a
-  // second replica. Returns fewer than replica_num (possibly none) when space runs out.
+  // Reserves up to replica_num ranges of size bytes, each on a different segment, in the
+  // order of the placement policy above ("host:port" names in preferred and avoided), one
+  // segment per daemon before a daemon gets a second replica. Returns fewer than
+  // replica_num (possibly none) when space runs out.
   std::vector<Placement> Allocate(uint64_t size, size_t replica_num,
                                   const std::vector<std::string>& preferred,
                                   const std::vector<std::string>& avoided = {});
@@ -90,6 +102,7 @@ class SegmentRegistry {
   std::vector<std::shared_ptr<Segment>> slots_;            // index = slot; null once erased
   std::unordered_map<int64_t, uint32_t> slot_by_id_;       // segment id → slot
   std::atomic<size_t> detached_{0};                        // changed under mu_
+  size_t lent_ = 0;  // segments lent by clients; guarded by mu_ (none: the order is the strategy's)
 };
 
 }  // namespace mooncake

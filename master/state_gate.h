@@ -11,8 +11,10 @@
 // thread). The count is per thread, not per gate: a thread holds at most one gate shared at
 // a time (MasterService never calls into another MasterService).
 //
-// Thread roles: any thread may hold it shared (request handlers, the upkeep thread); only
-// the snapshot thread takes it exclusively. It is never held across blocking I/O: a strict
+// Thread roles: any thread may hold it shared (request handlers, the upkeep thread); the
+// snapshot thread takes it exclusively to fork, and a request handler starting a drain
+// (MasterService::DrainSegment) as a barrier right after marking its segment, holding no
+// shared guard then. It is never held across blocking I/O: a strict
 // oplog's fdatasync wait happens after the guard is gone.
 #ifndef MOONCAKE_MASTER_STATE_GATE_H_
 #define MOONCAKE_MASTER_STATE_GATE_H_
@@ -50,7 +52,7 @@ class StateGate {
     StateGate& gate_;
   };
 
-  // Held by the snapshot thread around fork().
+  // Held by the snapshot thread around fork(), and by a drain's start around one flag.
   class Exclusive {
    public:
     explicit Exclusive(StateGate& gate) : gate_(gate) {

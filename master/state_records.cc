@@ -37,7 +37,7 @@ void PackObject(Packer& p, std::string_view key, uint64_t size, int64_t checksum
 }
 
 void PackSegment(Packer& p, const SegmentRecord& s) {
-  p.pack_array(7);
+  p.pack_array(8);
   p.pack(s.segment_id);
   PackString(p, s.name);
   p.pack(s.base);
@@ -52,6 +52,7 @@ void PackSegment(Packer& p, const SegmentRecord& s) {
     p.pack_bin(static_cast<uint32_t>(e.descriptor.size()));
     p.pack_bin_body(e.descriptor.data(), static_cast<uint32_t>(e.descriptor.size()));
   }
+  p.pack(s.lent_by_client);
 }
 
 // Reading reuses the Unix-socket protocol's strict array reader: the same job (exact
@@ -80,7 +81,7 @@ bool ReadObject(ArgReader a, ObjectRecord* out) {
 }
 
 bool ReadSegment(ArgReader a, SegmentRecord* out) {
-  if (a.size() != 7) return false;
+  if (a.size() != 7 && a.size() != 8) return false;
   out->segment_id = a.I64();
   out->name = a.Str();
   out->base = a.I64();
@@ -98,7 +99,8 @@ bool ReadSegment(ArgReader a, SegmentRecord* out) {
     e.descriptor = fields.Str();
     if (!fields.ok()) return false;
   }
-  return list.ok();
+  out->lent_by_client = a.size() == 8 && a.Bool();
+  return list.ok() && a.ok();
 }
 
 // Parses bytes as exactly one msgpack value (trailing bytes are malformed).

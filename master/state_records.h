@@ -3,15 +3,19 @@
 // below; a record written by one format version is read back field for field.
 //
 //   segment   [segment_id, name, base, size, daemon_id, incarnation,
-//              [[protocol, address, descriptor(bin)], ...]]
+//              [[protocol, address, descriptor(bin)], ...], lent_by_client]
+//             (lent_by_client came later: a segment of 7 fields, as older masters wrote
+//             it, is a daemon's own)
 //   object    [key, size, checksum (-1: none), hard_pin, [[segment_id, offset, kind], ...]]
-//   log record  [1, object]        published (PutEnd, UpsertEnd): the object as it is now
+//   log record  [1, object]        published (PutEnd, UpsertEnd), or moved out of a
+//                                  draining segment (CommitMoves): the object as it is now
 //               [2, key]           gone (Remove, RemoveAll, RemoveByRegex, eviction)
 //               [3, segment]       mounted (or re-attached after a restore)
 //               [4, segment_id]    unmounted, or its daemon declared dead: its replicas go
 //
-// What is not here, on purpose: objects still being written (PROCESSING puts and pending
-// upserts are revoked by a restart), leases and soft pins (runtime state; leases restart),
+// What is not here, on purpose: objects still being written (PROCESSING puts, pending
+// upserts and pending moves are revoked by a restart; a segment's draining state too: its
+// owner's drain starts again, see daemon/segment_drainer.h), leases and soft pins (runtime state; leases restart),
 // allocator internals (a segment's allocator is rebuilt from the replica ranges, which are
 // its whole state) and daemons (those that own a restored segment are expected back).
 //
@@ -43,6 +47,7 @@ struct SegmentRecord {
   int64_t daemon_id = 0;
   int64_t incarnation = 0;
   std::vector<EndpointRecord> endpoints;
+  bool lent_by_client = false;  // placement's last resort (master/segment_registry.h)
 };
 
 struct ReplicaRecord {

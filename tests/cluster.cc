@@ -247,7 +247,7 @@ int mc_cluster_segment_at(const mc_cluster* c, int i, mc_cluster_segment* out) {
     return -1;
   }
   for (const auto& s : segments) {
-    if (s.name != name) continue;
+    if (s.name != name || s.lent_by_client) continue;
     out->id = s.segment_id;
     out->size = static_cast<uint64_t>(s.size);
     out->used = static_cast<uint64_t>(s.used);
@@ -317,6 +317,27 @@ void mc_cluster_stop(mc_cluster* c) {
   StopAll(c, SIGTERM);
   if (std::getenv("MC_KEEP_TEST_DIR") == nullptr) harness::RemoveTree(c->dir);
   delete c;
+}
+
+int mc_cluster_lent_segments_at(const mc_cluster* c, int i, mc_cluster_segment* out, int max) {
+  const std::string& name = At(c, i)->name;
+  std::vector<mooncake::rpc::SegmentInfo> segments;
+  if (!harness::WithMasterClient(c->master_port, [&](mooncake::rpc::MasterServiceClient& m) {
+        m.GetAllSegments(segments);
+      })) {
+    return -1;
+  }
+  int n = 0;
+  for (const auto& s : segments) {
+    if (s.name != name || !s.lent_by_client) continue;
+    if (n < max) {
+      out[n].id = s.segment_id;
+      out[n].size = static_cast<uint64_t>(s.size);
+      out[n].used = static_cast<uint64_t>(s.used);
+    }
+    ++n;
+  }
+  return n;
 }
 
 }  // extern "C"

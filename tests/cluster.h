@@ -93,8 +93,8 @@ typedef struct mc_cluster_segment {
   uint64_t size;
   uint64_t used; /* bytes allocated to replicas, finished or still being written */
 } mc_cluster_segment;
-/* Daemon i's segment as the master lists it under daemon i's name: 0, or -1 when the
- * master lists none (or cannot be asked). */
+/* Daemon i's own segment (--global_segment_size) as the master lists it under daemon i's
+ * name: 0, or -1 when the master lists none (or cannot be asked). */
 int mc_cluster_segment_at(const mc_cluster *c, int i, mc_cluster_segment *out);
 /* Where COMPLETE replica r of key lies (GetReplicaList, which grants a read lease): 0, or
  * -1 when there is no such replica. */
@@ -122,6 +122,11 @@ int mc_cluster_master_stats_get(const mc_cluster *c, mc_cluster_master_stats *ou
 /* Stops every daemon, then the master (SIGTERM), and removes the directory unless
  * $MC_KEEP_TEST_DIR is set. NULL is ignored. */
 void mc_cluster_stop(mc_cluster *c);
+
+/* The segments applications lent at daemon i (setup with a global_segment_size: the
+ * master lists them under daemon i's name, marked lent_by_client), up to max of them into
+ * out: how many the master lists, or -1 when it cannot be asked. */
+int mc_cluster_lent_segments_at(const mc_cluster *c, int i, mc_cluster_segment *out, int max);
 
 #ifdef __cplusplus
 }
