@@ -27,6 +27,7 @@
 #include "common/process_setup.h"
 #include "common/rpc_logging.h"
 #include "common/units.h"
+#include "daemon/cache_invalidator.h"
 #include "daemon/daemon_options.h"
 #include "daemon/master_client.h"
 #include "daemon/membership.h"
@@ -201,6 +202,8 @@ int main(int argc, char** argv) {
     transfer_server.SetControlHandler(transfer::ControlChannel::kRdmaConnect,
                                       rdma->control_handler());
   }
+  transfer_server.SetControlHandler(transfer::ControlChannel::kCacheInvalidate,
+                                    CacheInvalidator::Handler(&cache));
   transfer_server.SetEpochGate(membership.epoch_gate());
   transfer_server.Start();
 
@@ -233,7 +236,9 @@ int main(int argc, char** argv) {
   }
 
   ReplicaIO io(&membership, engine.get());
-  StoreService service(&master, &membership, &cache, &io, options.master, options.checksum);
+  CacheInvalidator invalidator(engine->tcp());
+  StoreService service(&master, &membership, &cache, &invalidator, &io, options.master,
+                       options.checksum);
   UdsServer server(&service, workers);
   if (!server.Listen(options.socket, options.socket_mode_bits, &error)) {
     MC_LOG_ERROR("%s", error.c_str());

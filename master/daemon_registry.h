@@ -11,6 +11,7 @@
 #include <mutex>
 #include <string>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 namespace mooncake {
@@ -36,6 +37,11 @@ class DaemonRegistry {
   // expected back whose deadline has passed (*late, when given, gets those).
   std::vector<int64_t> TakeExpired(int64_t now_ms, int64_t ttl_ms,
                                    std::vector<int64_t>* late = nullptr);
+  // The name ("host:port" of its transfer port) of a daemon registered or expected back;
+  // false when it is not known.
+  bool NameOf(int64_t daemon_id, std::string* name) const;
+  // Every daemon registered or expected back, with its name.
+  std::vector<std::pair<int64_t, std::string>> List() const;
   size_t count() const;           // registered ones
   size_t expected_count() const;  // expected back, not registered yet
 

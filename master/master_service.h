@@ -8,9 +8,17 @@
 //   and every hit grants a read lease during which the object is neither evicted nor
 //   removed without force.
 //
+// Fresh reads everywhere: a reader that will cache a replica list names itself, and the
+// shard records it (master/cache_holders.h). A change (UpsertEnd, a removal) takes those
+// records into a CacheHolderSet; DescribeHolders turns it into the daemons the reply names,
+// whose caches the writer empties of the key before it answers (docs/daemon.md, "Read
+// cache"). Where the master cannot know who holds an entry it says "unknown, wait until"
+// instead, never nothing. Nothing of this is logged or snapshotted: leases do not survive a
+// restart, and for one lease after a restore every change says "unknown" (restore_fence).
+//
 // Concurrency: objects live in 1024 shards by key hash, each with its own mutex; no lock
 // is global on the hot path. Lock order: state gate (shared) → shard → segment registry →
-// segment → deferred frees. Every public call but Sync holds the state gate
+// segment → deferred frees; the daemon registry is taken alone. Every public call but Sync holds the state gate
 // shared for its duration (master/state_gate.h): a snapshot takes it exclusively to fork.
 //
 // Durability (docs/durability.md): with an operation log attached, every change a client
@@ -34,6 +42,7 @@
 #include <vector>
 
 #include "common/error_code.h"
+#include "master/cache_holders.h"
 #include "master/daemon_registry.h"
 #include "master/master_options.h"
 #include "master/object_metadata.h"
@@ -89,26 +98,45 @@ class MasterService {
   // old value's checksum stays with it until then, and UpsertEnd's becomes the object's.
   rpc::PutStartResult UpsertStart(int64_t writer, const std::string& key, int64_t size,
                                   const rpc::ReplicateConfig& config);
-  ErrorCode UpsertEnd(int64_t writer, const std::string& key, int64_t checksum = kNoChecksum);
+  // holders (when given) gets the daemons that may still cache the old value.
+  ErrorCode UpsertEnd(int64_t writer, const std::string& key, int64_t checksum = kNoChecksum,
+                      CacheHolderSet* holders = nullptr);
   ErrorCode UpsertRevoke(int64_t writer, const std::string& key);
 
   // ---- reads ----
   // COMPLETE replicas only, a lease of default_kv_lease_ttl, and the checksum (-1: none).
   // -704 missing, -703 still being written, or restored with every replica on a segment
-  // whose daemon has not re-attached yet.
-  rpc::ReplicaListResult GetReplicaList(const std::string& key);
+  // whose daemon has not re-attached yet. reader: the daemon that will cache the answer,
+  // recorded as a holder for the lease (0: none).
+  rpc::ReplicaListResult GetReplicaList(const std::string& key, int64_t reader = 0);
   // 1 readable (granting a lease), 0 missing, still being written or not readable yet
   // (restored, waiting for its daemon), -600 bad key.
   int32_t ExistKey(const std::string& key);
 
   // ---- removal ----
   // -703 while being written (even with force); without force -706 while leased and
-  // -1010 when hard-pinned.
-  ErrorCode Remove(const std::string& key, bool force);
+  // -1010 when hard-pinned. holders (when given) gets the daemons that may still cache the
+  // removed object, under key_index (a batch's position of the key).
+  ErrorCode Remove(const std::string& key, bool force, CacheHolderSet* holders = nullptr,
+                   int32_t key_index = 0);
   // Number removed, or -600 for a malformed ECMAScript pattern.
-  int64_t RemoveByRegex(const std::string& pattern, bool force);
+  int64_t RemoveByRegex(const std::string& pattern, bool force,
+                        CacheHolderSet* holders = nullptr);
   // Removes complete objects; without force, leased and hard-pinned ones stay.
-  int64_t RemoveAll(bool force);
+  int64_t RemoveAll(bool force, CacheHolderSet* holders = nullptr);
+
+  // ---- read caches ----
+  // The daemons a change's reply names (rpc::CacheHolder), leaving out caller: each one
+  // holders has whose lease is live, with its address; every known daemon for an untracked
+  // object; and one without an address (the writer cannot reach it and waits ms_left)
+  // standing for what the master cannot name: a holder it no longer knows (declared dead),
+  // a daemon forgotten while an untracked object's lease ran, or any cache at all filled
+  // under the master before a restore, for one lease after it. with_keys: fill each one's
+  // key indices (BatchRemove). Empty when nothing changed.
+  std::vector<rpc::CacheHolder> DescribeHolders(const CacheHolderSet& holders, int64_t caller,
+                                                bool with_keys) const;
+  // Records held over all shards, for tests and logs.
+  size_t cache_holder_records() const;
 
   rpc::MasterStats GetStats() const;
 
@@ -179,6 +207,7 @@ class MasterService {
     std::mutex mu;
     ObjectTable objects;
     std::unordered_map<std::string, PendingUpsert> upserts;  // rare: a plain map will do
+    CacheHolderTable holders;  // daemons that may cache the shard's objects
   };
   // A range whose bytes someone may still be reading or writing, or whose freeing is not
   // on disk yet; freed once the clock has reached due_ms and the log due_seq.
@@ -247,9 +276,18 @@ class MasterService {
   // Removes a complete object for good: logs it, releases it. The caller erases it.
   void RemoveLogged(Shard& shard, std::string_view key, ObjectMetadata& meta);
   void DropPendingUpsert(Shard& shard, std::string_view key);
+  // The object changed: moves who may cache it into *out (key_index: as Remove's) and
+  // forgets them; the object is tracked again from here on.
+  void TakeHolders(Shard& shard, ObjectMetadata& meta, int64_t now, int32_t key_index,
+                   CacheHolderSet* out);
+  // Raises unlisted_until_ms_ to until_ms.
+  void ExtendUnlisted(int64_t until_ms);
+  // Upkeep: prunes expired holder records in the next slice of shards.
+  void PruneHolders(int64_t now);
   // Removes complete objects whose key matches (leased and hard-pinned ones only with
   // force); the body of RemoveByRegex and RemoveAll.
-  int64_t RemoveMatching(bool force, const std::function<bool(const std::string&)>& match);
+  int64_t RemoveMatching(bool force, const std::function<bool(const std::string&)>& match,
+                         CacheHolderSet* holders);
 
   // Appends a record to the log (0 and nothing when there is none); under the lock that
   // made the change it records. Unmount records also cover the objects the drop removes.
@@ -300,6 +338,14 @@ class MasterService {
   int64_t last_abandoned_scan_ms_ = 0;  // only touched by Tick
   RestoreCounts restore_counts_;        // only touched by the restore, before serving
   int64_t reattach_deadline_ms_ = 0;    // set by the restore, then only touched by Tick
+  size_t holder_sweep_next_ = 0;        // the shard PruneHolders starts at; only touched by Tick
+  // Until then a daemon the registry no longer lists may cache an untracked object: the
+  // latest lease granted to an unregistered reader of one, or one lease after a daemon
+  // was declared dead.
+  std::atomic<int64_t> unlisted_until_ms_{0};
+  // Set by the restore: until then, caches filled under the previous master may hold any
+  // restored object (leases are not logged). 0: no restore.
+  int64_t restore_fence_ms_ = 0;
   std::atomic<int64_t> restore_ms_{0};
   std::atomic<int64_t> restored_objects_{0};
 };

@@ -269,6 +269,9 @@ MasterService::RestoreCounts MasterService::FinishRestore() {
     });
   }
   std::vector<std::shared_ptr<Segment>> all = segments_.All();
+  // Leases are not logged: the previous master's grants are unknown, and the caches they
+  // filled outlive them by no more than one lease (DescribeHolders).
+  restore_fence_ms_ = Now() + options_.default_kv_lease_ttl_ms;
   int64_t deadline = Now() + options_.reattach_grace_ms;
   reattach_deadline_ms_ = all.empty() ? 0 : deadline;
   for (const std::shared_ptr<Segment>& s : all) {
@@ -284,6 +287,7 @@ void MasterService::ClearState() {
     std::lock_guard<std::mutex> lock(shards_[s].mu);
     shards_[s].objects.ForEach([](std::string_view, ObjectMetadata&) { return true; });
     shards_[s].upserts.clear();
+    shards_[s].holders.Clear();
   }
   segments_.Clear();
   {

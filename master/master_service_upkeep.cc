@@ -40,12 +40,16 @@ void MasterService::Tick() {
     DeclareDead(daemon);
   }
   DropDetached(now);
+  PruneHolders(now);
   ReleaseAbandonedPuts(now);
   RunDeferredFrees(now);
   EvictAboveWatermark();
 }
 
 void MasterService::DeclareDead(int64_t daemon_id) {
+  // It may be alive (stopped, partitioned) and still serve cached reads of untracked
+  // objects, which "every daemon" no longer reaches: one lease from now they have ended.
+  ExtendUnlisted(Now() + options_.default_kv_lease_ttl_ms);
   auto segments = segments_.SegmentsOf(daemon_id);
   MC_LOG_WARN("daemon %lld is dead: dropping its %zu segment(s) and unfinished puts",
               static_cast<long long>(daemon_id), segments.size());
@@ -56,6 +60,17 @@ void MasterService::DeclareDead(int64_t daemon_id) {
     segments_.Erase(segment->slot());
   }
   RevokeWriter(daemon_id);
+}
+
+void MasterService::PruneHolders(int64_t now) {
+  // A sixteenth of the shards per tick: each is swept about every 1.6 s, and no tick holds
+  // a shard lock for more than one shard's records.
+  for (size_t i = 0; i < kShardCount / 16; ++i) {
+    Shard& shard = shards_[holder_sweep_next_];
+    holder_sweep_next_ = (holder_sweep_next_ + 1) % kShardCount;
+    std::lock_guard<std::mutex> lock(shard.mu);
+    if (!shard.holders.empty()) shard.holders.Prune(now);
+  }
 }
 
 void MasterService::DropDetached(int64_t now) {
