@@ -1,6 +1,6 @@
 // Drives the real mooncake-master binary through the generated Thrift client: mount, put
-// start/end, replica lists, lease refusal, batch forms, checksums, a heartbeat timeout that
-// drops a segment, and the exit code for bad flags.
+// start/end, replica lists, lease refusal, batch forms, checksums, the cache holders a
+// change names, a heartbeat timeout that drops a segment, and the exit code for bad flags.
 #include <signal.h>
 #include <sys/wait.h>
 #include <thrift/protocol/TBinaryProtocol.h>
@@ -296,6 +296,45 @@ void test_checksums(void** state) {
   assert_int_equal(list.checksum, -1);
 }
 
+// A reader that names itself is named, over the wire, to the next change: with its address
+// and what is left of its lease; a batch says which keys; the caller is left out.
+void test_changes_name_cache_holders(void** state) {
+  auto* f = static_cast<Fixture*>(*state);
+  auto* c = f->client.get();
+  const int64_t kReader = kDaemon + 1;
+  MountOne(c, kDaemon, kSegment, 64 << 20);
+  MountOne(c, kReader, kSegment + 1, 64 << 20);
+  std::vector<std::string> keys = {"held-0", "held-1", "held-2"};
+  std::vector<rpc::PutStartResult> started;
+  c->BatchPutStart(started, kDaemon, keys, {100, 100, 100}, rpc::ReplicateConfig());
+  std::vector<int32_t> codes;
+  c->BatchPutEnd(codes, kDaemon, keys, {});
+  rpc::ReplicaListResult list;
+  c->GetReplicaList(list, "held-0", kReader);
+  assert_int_equal(list.code, 0);
+  rpc::PutStartResult up;
+  c->UpsertStart(up, kDaemon, "held-0", 200, rpc::ReplicateConfig());
+  assert_int_equal(up.code, 0);
+  rpc::ChangeResult changed;
+  c->UpsertEnd(changed, kDaemon, "held-0", -1);
+  assert_int_equal(changed.code, 0);
+  assert_int_equal(changed.holders.size(), 1);
+  assert_int_equal(changed.holders[0].daemon_id, kReader);
+  assert_string_equal(changed.holders[0].address.c_str(),
+                      ("127.0.0.1:" + std::to_string(12300 + kReader % 100)).c_str());
+  assert_true(changed.holders[0].ms_left > 0 && changed.holders[0].ms_left <= 400);
+  // Read by the reader and by the caller itself: only the reader is named, with its keys.
+  std::vector<rpc::ReplicaListResult> lists;
+  c->BatchGetReplicaList(lists, {"held-1", "held-2"}, kReader);
+  c->BatchGetReplicaList(lists, {"held-0", "held-2"}, kDaemon);
+  rpc::BatchChangeResult removed;
+  c->BatchRemove(removed, keys, true, kDaemon);
+  assert_true(removed.codes == (std::vector<int32_t>{0, 0, 0}));
+  assert_int_equal(removed.holders.size(), 1);
+  assert_int_equal(removed.holders[0].daemon_id, kReader);
+  assert_true(removed.holders[0].keys == (std::vector<int32_t>{1, 2}));
+}
+
 void test_heartbeat_timeout_drops_segment(void** state) {
   auto* f = static_cast<Fixture*>(*state);
   auto* c = f->client.get();
@@ -355,6 +394,7 @@ int main() {
       cmocka_unit_test_setup_teardown(test_put_get_and_lease, Setup, Teardown),
       cmocka_unit_test_setup_teardown(test_batch_forms, Setup, Teardown),
       cmocka_unit_test_setup_teardown(test_checksums, Setup, Teardown),
+      cmocka_unit_test_setup_teardown(test_changes_name_cache_holders, Setup, Teardown),
       cmocka_unit_test_setup_teardown(test_heartbeat_timeout_drops_segment, Setup, Teardown),
       cmocka_unit_test(test_bad_flags_exit_2),
   };
