@@ -176,11 +176,12 @@ CacheInvalidator::Outcome CacheInvalidator::Forget(const StaleCaches& stale,
     payloads[i] = everything ? std::vector<std::string>{invalidation::EncodeEverything()}
                              : invalidation::EncodeKeys(keys, h.keys, transfer::kMaxControlPayload);
     tried[i] = 1;
-    if (first < 0) {
-      first = static_cast<int>(i);
-      continue;
-    }
-    workers_.Submit([this, round, i, address = h.address, sent = std::move(payloads[i]),
+    if (first < 0) first = static_cast<int>(i);
+  }
+  // Every state is set: from here on the workers change them, under the round's lock.
+  for (size_t i = 0; i < holders.size(); ++i) {
+    if (!tried[i] || static_cast<int>(i) == first) continue;
+    workers_.Submit([this, round, i, address = holders[i].address, sent = payloads[i],
                      deadline = deadlines[i]] { round->Set(i, Tell(address, sent, deadline)); });
   }
   if (first >= 0) {
