@@ -4,7 +4,9 @@
 // Errors are values: every call returns a code from the table in include/mooncake_store.h
 // (0 OK, -704 not found, ...) inside its result, never a Thrift exception. Every call on
 // keys has a batch form taking many keys in one round trip; a batch returns one result per
-// key, in order. Transport: framed, binary protocol.
+// key, in order. Transport: framed, binary protocol. A master and the daemons talking to it
+// come from one build: the changes' replies became structs (ChangeResult) when they began
+// naming cache holders, which an older daemon cannot read.
 
 namespace cpp mooncake.rpc
 
@@ -89,8 +91,8 @@ struct CacheHolder {
                                           // master does not know it (declared dead, or a
                                           // lease from before a restore): the writer cannot
                                           // reach it and waits ms_left instead
-  3: i64 ms_left,                         // every entry it may hold of those keys dies within
-                                          // this long from the reply (its lease, 0.9 x of it)
+  3: i64 ms_left,                         // its lease on them ends this long after the reply;
+                                          // its cache entries end before (at 0.9 x the lease)
   4: list<i32> keys,                      // BatchRemove: which of the batch's keys (indices);
                                           // empty for the other calls (the one key, or for
                                           // RemoveByRegex and RemoveAll: forget everything)
