@@ -421,7 +421,7 @@ class Bench {
         if (i % 2 == 0) {
           exists = conn->ExistKey(key);
         } else {
-          conn->GetReplicaList(replicas, key);
+          conn->GetReplicaList(replicas, key, 0);
         }
       } catch (const std::exception& e) {
         Die("reader: %s failed: %s", i % 2 == 0 ? "ExistKey" : "GetReplicaList", e.what());
@@ -490,7 +490,7 @@ class Bench {
         chunk.push_back(keys_.Make(kSetLoad, static_cast<uint64_t>(pick(rng))));
       }
       try {
-        conn->BatchGetReplicaList(out, chunk);
+        conn->BatchGetReplicaList(out, chunk, 0);
       } catch (const std::exception& e) {
         Die("BatchGetReplicaList after the restore failed: %s", e.what());
       }

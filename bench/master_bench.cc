@@ -282,7 +282,7 @@ int main(int argc, char** argv) {
     Body get_single = [&](size_t t, Conn& c, Recorder& r) {
       rpc::ReplicaListResult result;
       for (const std::string& key : read[t]) {
-        r.Rpc([&] { c->GetReplicaList(result, key); });
+        r.Rpc([&] { c->GetReplicaList(result, key, 0); });
         CheckReplicaList(result, key, object_size, "GetReplicaList");
         r.KeysDone(1);
       }
@@ -290,7 +290,7 @@ int main(int argc, char** argv) {
     Body get_batch = [&](size_t t, Conn& c, Recorder& r) {
       std::vector<rpc::ReplicaListResult> out;
       for_each_chunk(t, [&](std::vector<std::string>& chunk) {
-        r.Rpc([&] { c->BatchGetReplicaList(out, chunk); });
+        r.Rpc([&] { c->BatchGetReplicaList(out, chunk, 0); });
         CheckBatchSize(out, chunk.size(), "BatchGetReplicaList");
         for (size_t k = 0; k < chunk.size(); ++k) {
           CheckReplicaList(out[k], chunk[k], object_size, "BatchGetReplicaList");
@@ -351,7 +351,9 @@ int main(int argc, char** argv) {
       conns = Connect(host, port, o.threads);
     }
     rpc::MasterStats before, after;
-    int64_t removed = (*conns[0])->RemoveAll(true);
+    rpc::ChangeResult all;
+    (*conns[0])->RemoveAll(all, true, 0);
+    int64_t removed = all.code;
     if (removed < 0) Die("RemoveAll(true) returned %s", CodeText(removed).c_str());
     (*conns[0])->GetStats(before);
     std::printf("  RemoveAll(true) removed %" PRId64 " objects; master now holds %" PRId64
@@ -410,7 +412,9 @@ int main(int argc, char** argv) {
     std::printf("CSV written to %s\n", o.csv.c_str());
   }
   if (o.cleanup) {
-    int64_t removed = (*conns[0])->RemoveAll(true);
+    rpc::ChangeResult all;
+    (*conns[0])->RemoveAll(all, true, 0);
+    int64_t removed = all.code;
     if (removed < 0) Die("final RemoveAll(true) returned %s", CodeText(removed).c_str());
     // Leaves no segment behind on a master that keeps running (it would otherwise stay
     // until the master notices the missing heartbeats).

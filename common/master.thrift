@@ -4,7 +4,9 @@
 // Errors are values: every call returns a code from the table in include/mooncake_store.h
 // (0 OK, -704 not found, ...) inside its result, never a Thrift exception. Every call on
 // keys has a batch form taking many keys in one round trip; a batch returns one result per
-// key, in order. Transport: framed, binary protocol.
+// key, in order. Transport: framed, binary protocol. A master and the daemons talking to it
+// come from one build: the changes' replies became structs (ChangeResult) when they began
+// naming cache holders, which an older daemon cannot read.
 
 namespace cpp mooncake.rpc
 
@@ -83,6 +85,33 @@ struct ReplicaListResult {
   5: i64 checksum = -1,                   // CRC-32C of the value as its writer gave it; -1: none
   6: i64 master_epoch,                    // of the master that granted the lease; owners refuse
                                           // reads under another master's leases
+}
+
+// A daemon whose read cache may still hold keys a write just changed (docs/daemon.md,
+// "Read cache"). The writer tells it to forget them before answering its own client.
+struct CacheHolder {
+  1: i64 daemon_id,
+  2: string address,                      // its transfer port, "host:port"; empty when the
+                                          // master does not know it (declared dead, or a
+                                          // lease from before a restore): the writer cannot
+                                          // reach it and waits ms_left instead
+  3: i64 ms_left,                         // its lease on them ends this long after the reply;
+                                          // its cache entries end before (at 0.9 x the lease)
+  4: list<i32> keys,                      // BatchRemove: which of the batch's keys (indices);
+                                          // empty for the other calls (the one key, or for
+                                          // RemoveByRegex and RemoveAll: forget everything)
+}
+
+// What a change (UpsertEnd, Remove, RemoveByRegex, RemoveAll) did, and whose read caches
+// it may have left behind. holders never names the caller.
+struct ChangeResult {
+  1: i64 code,                            // a code; RemoveByRegex, RemoveAll: the count removed
+  2: list<CacheHolder> holders,
+}
+
+struct BatchChangeResult {
+  1: list<i32> codes,                     // one per key, in order
+  2: list<CacheHolder> holders,
 }
 
 struct HeartbeatResult {
@@ -176,20 +205,24 @@ service MasterService {
 
   // Upserts: like puts, but an existing value stays readable until UpsertEnd replaces it.
   PutStartResult UpsertStart(1: i64 writer, 2: string key, 3: i64 size, 4: ReplicateConfig config),
-  i32 UpsertEnd(1: i64 writer, 2: string key, 3: i64 checksum = -1),  // checksum as for PutEnd
+  // checksum as for PutEnd. The holders are the daemons that may still serve the old value
+  // from their read caches.
+  ChangeResult UpsertEnd(1: i64 writer, 2: string key, 3: i64 checksum = -1),
   i32 UpsertRevoke(1: i64 writer, 2: string key),
 
-  // Reads: each hit grants a lease of lease_ttl_ms.
-  ReplicaListResult GetReplicaList(1: string key),
-  list<ReplicaListResult> BatchGetReplicaList(1: list<string> keys),
+  // Reads: each hit grants a lease of lease_ttl_ms. reader: the daemon asking, when it will
+  // remember the answer in its read cache; the master then names it to whoever changes the
+  // key within the lease (CacheHolder). 0 (or omitted): nothing is remembered.
+  ReplicaListResult GetReplicaList(1: string key, 2: i64 reader = 0),
+  list<ReplicaListResult> BatchGetReplicaList(1: list<string> keys, 2: i64 reader = 0),
   i32 ExistKey(1: string key),                 // 1 readable, 0 missing or PROCESSING, < 0 error
   list<i32> BatchExistKey(1: list<string> keys),
 
-  // Removal
-  i32 Remove(1: string key, 2: bool force),
-  list<i32> BatchRemove(1: list<string> keys, 2: bool force),
-  i64 RemoveByRegex(1: string pattern, 2: bool force),   // count removed, or a code
-  i64 RemoveAll(1: bool force),
+  // Removal. caller: the daemon asking, which the holders leave out (0: none).
+  ChangeResult Remove(1: string key, 2: bool force, 3: i64 caller = 0),
+  BatchChangeResult BatchRemove(1: list<string> keys, 2: bool force, 3: i64 caller = 0),
+  ChangeResult RemoveByRegex(1: string pattern, 2: bool force, 3: i64 caller = 0),  // code: count removed, or a code
+  ChangeResult RemoveAll(1: bool force, 2: i64 caller = 0),
 
   MasterStats GetStats(),
 

@@ -27,6 +27,7 @@
 #include "common/process_setup.h"
 #include "common/rpc_logging.h"
 #include "common/units.h"
+#include "daemon/cache_invalidator.h"
 #include "daemon/daemon_options.h"
 #include "daemon/master_client.h"
 #include "daemon/membership.h"
@@ -201,6 +202,8 @@ int main(int argc, char** argv) {
     transfer_server.SetControlHandler(transfer::ControlChannel::kRdmaConnect,
                                       rdma->control_handler());
   }
+  transfer_server.SetControlHandler(transfer::ControlChannel::kCacheInvalidate,
+                                    CacheInvalidator::Handler(&cache));
   transfer_server.SetEpochGate(membership.epoch_gate());
   transfer_server.Start();
 
@@ -234,7 +237,8 @@ int main(int argc, char** argv) {
 
   ReplicaIO io(&membership, engine.get());
   SegmentDrainer drainer(&master, &membership, &io);
-  StoreService service(&master, &membership, &cache, &io, &drainer, options.master,
+  CacheInvalidator invalidator(engine->tcp());
+  StoreService service(&master, &membership, &cache, &invalidator, &io, &drainer, options.master,
                        options.checksum);
   UdsServer server(&service, workers);
   if (!server.Listen(options.socket, options.socket_mode_bits, &error)) {

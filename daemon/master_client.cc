@@ -174,6 +174,13 @@ Result<uint64_t> CountOf(ErrorCode call, int64_t wire) {
   return static_cast<uint64_t>(wire);
 }
 
+// What a change's reply said about other daemons' read caches, stamped now.
+void StaleOf(ErrorCode call, std::vector<rpc::CacheHolder>* holders, StaleCaches* stale) {
+  stale->received_at = std::chrono::steady_clock::now();
+  stale->holders.clear();
+  if (call == ErrorCode::OK) stale->holders.swap(*holders);
+}
+
 }  // namespace
 
 // ---- wrappers ----
@@ -266,11 +273,13 @@ ErrorCode MasterClient::UpsertStart(int64_t writer, const std::string& key, int6
   return CodeOf(call, out->code);
 }
 
-ErrorCode MasterClient::UpsertEnd(int64_t writer, const std::string& key, int64_t checksum) {
-  int32_t code = 0;
+ErrorCode MasterClient::UpsertEnd(int64_t writer, const std::string& key, int64_t checksum,
+                                  StaleCaches* stale) {
+  rpc::ChangeResult result;
   ErrorCode call =
-      Call([&](rpc::MasterServiceClient& c) { code = c.UpsertEnd(writer, key, checksum); });
-  return CodeOf(call, code);
+      Call([&](rpc::MasterServiceClient& c) { c.UpsertEnd(result, writer, key, checksum); });
+  StaleOf(call, &result.holders, stale);
+  return CodeOf(call, static_cast<int32_t>(result.code));
 }
 
 ErrorCode MasterClient::UpsertRevoke(int64_t writer, const std::string& key) {
@@ -309,14 +318,16 @@ ErrorCode MasterClient::BatchPutRevoke(int64_t writer, const std::vector<std::st
   return call;
 }
 
-ErrorCode MasterClient::GetReplicaList(const std::string& key, rpc::ReplicaListResult* out) {
-  ErrorCode call = Call([&](rpc::MasterServiceClient& c) { c.GetReplicaList(*out, key); });
+ErrorCode MasterClient::GetReplicaList(const std::string& key, int64_t reader,
+                                       rpc::ReplicaListResult* out) {
+  ErrorCode call = Call([&](rpc::MasterServiceClient& c) { c.GetReplicaList(*out, key, reader); });
   return CodeOf(call, out->code);
 }
 
-ErrorCode MasterClient::BatchGetReplicaList(const std::vector<std::string>& keys,
+ErrorCode MasterClient::BatchGetReplicaList(const std::vector<std::string>& keys, int64_t reader,
                                             std::vector<rpc::ReplicaListResult>* out) {
-  ErrorCode call = Call([&](rpc::MasterServiceClient& c) { c.BatchGetReplicaList(*out, keys); });
+  ErrorCode call =
+      Call([&](rpc::MasterServiceClient& c) { c.BatchGetReplicaList(*out, keys, reader); });
   return ListOf(call, keys.size(), out);
 }
 
@@ -334,23 +345,41 @@ ErrorCode MasterClient::BatchExistKey(const std::vector<std::string>& keys,
   return ListOf(call, keys.size(), out);
 }
 
-ErrorCode MasterClient::Remove(const std::string& key, bool force) {
-  int32_t code = 0;
-  ErrorCode call = Call([&](rpc::MasterServiceClient& c) { code = c.Remove(key, force); });
-  return CodeOf(call, code);
+ErrorCode MasterClient::Remove(const std::string& key, bool force, int64_t caller,
+                              StaleCaches* stale) {
+  rpc::ChangeResult result;
+  ErrorCode call = Call([&](rpc::MasterServiceClient& c) { c.Remove(result, key, force, caller); });
+  StaleOf(call, &result.holders, stale);
+  return CodeOf(call, static_cast<int32_t>(result.code));
 }
 
-Result<uint64_t> MasterClient::RemoveByRegex(const std::string& pattern, bool force) {
-  int64_t count = 0;
+ErrorCode MasterClient::BatchRemove(const std::vector<std::string>& keys, bool force,
+                                    int64_t caller, std::vector<ErrorCode>* out,
+                                    StaleCaches* stale) {
+  rpc::BatchChangeResult result;
   ErrorCode call =
-      Call([&](rpc::MasterServiceClient& c) { count = c.RemoveByRegex(pattern, force); });
-  return CountOf(call, count);
+      Call([&](rpc::MasterServiceClient& c) { c.BatchRemove(result, keys, force, caller); });
+  // A master that miscounts is as good as no answer, but the holders it named are real.
+  StaleOf(call, &result.holders, stale);
+  call = ListOf(call, keys.size(), &result.codes);
+  *out = CodesOf(result.codes);
+  return call;
 }
 
-Result<uint64_t> MasterClient::RemoveAll(bool force) {
-  int64_t count = 0;
-  ErrorCode call = Call([&](rpc::MasterServiceClient& c) { count = c.RemoveAll(force); });
-  return CountOf(call, count);
+Result<uint64_t> MasterClient::RemoveByRegex(const std::string& pattern, bool force,
+                                             int64_t caller, StaleCaches* stale) {
+  rpc::ChangeResult result;
+  ErrorCode call =
+      Call([&](rpc::MasterServiceClient& c) { c.RemoveByRegex(result, pattern, force, caller); });
+  StaleOf(call, &result.holders, stale);
+  return CountOf(call, result.code);
+}
+
+Result<uint64_t> MasterClient::RemoveAll(bool force, int64_t caller, StaleCaches* stale) {
+  rpc::ChangeResult result;
+  ErrorCode call = Call([&](rpc::MasterServiceClient& c) { c.RemoveAll(result, force, caller); });
+  StaleOf(call, &result.holders, stale);
+  return CountOf(call, result.code);
 }
 
 }  // namespace mooncake

@@ -13,6 +13,7 @@
 #ifndef MOONCAKE_DAEMON_MASTER_CLIENT_H_
 #define MOONCAKE_DAEMON_MASTER_CLIENT_H_
 
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
@@ -32,6 +33,14 @@ struct MasterClientOptions {
   int connect_timeout_ms = 2000;
   int rpc_timeout_ms = 10000;
   size_t max_connections = 16;
+};
+
+// Whose read caches a change may have left stale, as the master's reply named them
+// (rpc::CacheHolder), and when that reply arrived: their ms_left count from then
+// (daemon/cache_invalidator.h). Empty when the call failed.
+struct StaleCaches {
+  std::vector<rpc::CacheHolder> holders;
+  std::chrono::steady_clock::time_point received_at;
 };
 
 class MasterClient {
@@ -75,7 +84,8 @@ class MasterClient {
   ErrorCode PutRevoke(int64_t writer, const std::string& key);
   ErrorCode UpsertStart(int64_t writer, const std::string& key, int64_t size,
                       const rpc::ReplicateConfig& config, rpc::PutStartResult* out);
-  ErrorCode UpsertEnd(int64_t writer, const std::string& key, int64_t checksum = -1);
+  ErrorCode UpsertEnd(int64_t writer, const std::string& key, int64_t checksum,
+                      StaleCaches* stale);
   ErrorCode UpsertRevoke(int64_t writer, const std::string& key);
   // The batch forms fill one result per key; on RPC_FAIL the vectors are left empty.
   ErrorCode BatchPutStart(int64_t writer, const std::vector<std::string>& keys,
@@ -87,17 +97,22 @@ class MasterClient {
   ErrorCode BatchPutRevoke(int64_t writer, const std::vector<std::string>& keys,
                          std::vector<ErrorCode>* out);
 
-  // Returns out->code (or RPC_FAIL).
-  ErrorCode GetReplicaList(const std::string& key, rpc::ReplicaListResult* out);
-  ErrorCode BatchGetReplicaList(const std::vector<std::string>& keys,
+  // Returns out->code (or RPC_FAIL). reader: this daemon's id when it will cache the
+  // answer (the master then names it to whoever changes the key), else 0.
+  ErrorCode GetReplicaList(const std::string& key, int64_t reader, rpc::ReplicaListResult* out);
+  ErrorCode BatchGetReplicaList(const std::vector<std::string>& keys, int64_t reader,
                               std::vector<rpc::ReplicaListResult>* out);
   Result<bool> ExistKey(const std::string& key);
   // (*out)[i]: 1, 0, or a negative code, as the master sent it.
   ErrorCode BatchExistKey(const std::vector<std::string>& keys, std::vector<int32_t>* out);
 
-  ErrorCode Remove(const std::string& key, bool force);
-  Result<uint64_t> RemoveByRegex(const std::string& pattern, bool force);
-  Result<uint64_t> RemoveAll(bool force);
+  // caller: this daemon's id, which the master leaves out of *stale.
+  ErrorCode Remove(const std::string& key, bool force, int64_t caller, StaleCaches* stale);
+  ErrorCode BatchRemove(const std::vector<std::string>& keys, bool force, int64_t caller,
+                        std::vector<ErrorCode>* out, StaleCaches* stale);
+  Result<uint64_t> RemoveByRegex(const std::string& pattern, bool force, int64_t caller,
+                                 StaleCaches* stale);
+  Result<uint64_t> RemoveAll(bool force, int64_t caller, StaleCaches* stale);
 
  private:
   struct Connection;

@@ -14,18 +14,31 @@
 // ranges at once), so a master restart cannot make a remembered remote range serve
 // another object's bytes. (RDMA reads bypass the owner's CPU, so they are not kept.)
 //
-// What it costs in freshness. A remove or upsert of the key made through *this* daemon
-// invalidates it before the writer is answered, so its own clients see their writes at
-// once. One made through another daemon is seen here only when our entry runs out: until
-// then readers get the old value, whole (never a mix, never freed memory).
+// Freshness. A get or exist that starts after an upsert or remove has returned, on any
+// host, never answers the old value. A change made through *this* daemon invalidates the
+// key here before its writer is answered. One made through another daemon reaches us
+// before *its* writer is answered: a read that fills this cache names this daemon to the
+// master (GetReplicaList's reader), the master names us to the writer as a holder of the
+// key, and the writer sends us an INVALIDATE on the transfer port, which runs Invalidate()
+// or Clear() here and only then acknowledges (daemon/cache_invalidator.h). If we cannot
+// answer (stopped, partitioned), the writer waits until our lease on the key has ended;
+// our entry ended before that. So a hit costs no master round trip, and a key nobody
+// changes (the KV-cache case) costs nothing more than before; a change pays one round trip
+// to each daemon that read the key within its lease.
 //
 // Races. A fill takes a ticket (the epoch of the key's stripe, one of 4096) before the
 // RPC and is dropped if any invalidation of that stripe ran meanwhile, so a reply the
 // master gave before a remove can never be cached after it; unrelated writes seldom cost
-// a fill. ClearForRemount() (re-registration: a restarted master knows
-// no leases and will reuse our segment's offsets once we mount again) also bumps a
-// generation that every copy made under a lease checks afterwards, seqlock style: a copy
-// that overlapped it may be torn, so it is not trusted.
+// a fill. That holds for remote invalidations as well: a request the master ordered
+// before the change got us named, our ticket predates that request, and the INVALIDATE
+// runs here after the change, so it bumps the stripe after the ticket was taken (a request
+// ordered after the change got the new value). A fill whose deadline has passed (we were
+// stopped between the master's answer and the fill, and the writer waited our lease out)
+// is dropped too. Every ordering is spelled out in daemon/cache_invalidator.h.
+// ClearForRemount() (re-registration: a restarted master knows no leases and will reuse
+// our segment's offsets once we mount again) also bumps a generation that every copy made
+// under a lease checks afterwards, seqlock style: a copy that overlapped it may be torn,
+// so it is not trusted.
 //
 // Bounded: at most max_entries keys and roughly max_bytes of keys and bookkeeping. A full
 // shard first drops what has expired, then arbitrary entries down to 7/8 of its share.
@@ -80,10 +93,12 @@ class ReadCache {
   // A live entry (copied out), or false. Expired entries are dropped on the way.
   bool Lookup(const std::string& key, Entry* out);
 
-  // Forgets the key (and voids fills of its shard in flight).
+  // Forgets the key (and voids fills of its stripe in flight). A local write, or another
+  // daemon's INVALIDATE.
   void Invalidate(const std::string& key);
-  // Forgets everything (removal by pattern). Leases granted before stay valid, so copies
-  // running meanwhile are still sound.
+  // Forgets everything and voids every fill in flight (removal by pattern, here or
+  // through another daemon). Leases granted before stay valid, so copies running
+  // meanwhile are still sound.
   void Clear();
   // Forgets everything before the segments are mounted again at a master that may have
   // restarted (its leases are gone), and bumps remount_generation(). Runs even when the

@@ -32,11 +32,12 @@ bool ToRpcConfig(const uds::WireConfig& wire, rpc::ReplicateConfig* out) {
 }  // namespace store_detail
 
 StoreService::StoreService(MasterClient* master, Membership* membership, ReadCache* cache,
-                           ReplicaIO* io, SegmentDrainer* drainer, std::string master_address,
-                           bool checksum)
+                           CacheInvalidator* invalidator, ReplicaIO* io,
+                           SegmentDrainer* drainer, std::string master_address, bool checksum)
     : master_(master),
       membership_(membership),
       cache_(cache),
+      invalidator_(invalidator),
       io_(io),
       drainer_(drainer),
       master_address_(std::move(master_address)),
@@ -210,7 +211,7 @@ ErrorCode StoreService::OnGetSize(ClientConnection*, const uds::KeyArgs& in, uds
   ReadCache::Ticket ticket = cache_->Begin(in.key);
   auto asked_at = std::chrono::steady_clock::now();
   rpc::ReplicaListResult list;
-  ErrorCode code = master_->GetReplicaList(in.key, &list);
+  ErrorCode code = master_->GetReplicaList(in.key, CacheReader(), &list);
   std::vector<ReplicaTarget> candidates;
   uint64_t size = 0;
   // Only to remember where the bytes are: the size is the answer whoever holds them. Not
@@ -223,48 +224,70 @@ ErrorCode StoreService::OnGetSize(ClientConnection*, const uds::KeyArgs& in, uds
   return code;
 }
 
+void StoreService::ForgetEverywhere(const StaleCaches& stale, const std::vector<std::string>& keys,
+                                    bool everything) {
+  // Here whatever the outcome (a -900 may hide a change that happened): the writer's next
+  // read must not come from the cache.
+  if (everything) {
+    cache_->Clear();  // cheaper than matching a pattern against every entry
+  } else {
+    for (const std::string& key : keys) cache_->Invalidate(key);
+  }
+  invalidator_->Forget(stale, keys, everything);
+}
+
 ErrorCode StoreService::OnRemove(ClientConnection*, const uds::RemoveArgs& in, uds::NoReply*) {
   if (!ValidKey(in.key)) return ErrorCode::INVALID_PARAMS;
-  ErrorCode code = master_->Remove(in.key, in.force.value);
-  // Whatever the outcome (a -900 may hide a removal that happened), and before the client
-  // hears of it: its next read must not come from the cache.
-  cache_->Invalidate(in.key);
+  StaleCaches stale;
+  ErrorCode code = master_->Remove(in.key, in.force.value, membership_->daemon_id(), &stale);
+  ForgetEverywhere(stale, {in.key}, false);
   return code;
 }
 
 ErrorCode StoreService::OnBatchRemove(ClientConnection*, const uds::BatchRemoveArgs& in,
                                       uds::BatchRemoveReply* out) {
-  out->values.reserve(in.keys.size());
-  for (const std::string& key : in.keys) {
-    ErrorCode code = ErrorCode::INVALID_PARAMS;
-    if (ValidKey(key)) {
-      code = master_->Remove(key, in.force.value);
-      cache_->Invalidate(key);  // as in OnRemove
-    }
-    out->values.push_back(ToInt(code));
+  out->values.assign(in.keys.size(), ToInt(ErrorCode::INVALID_PARAMS));
+  std::vector<std::string> keys;
+  std::vector<size_t> index;
+  for (size_t i = 0; i < in.keys.size(); ++i) {
+    if (!ValidKey(in.keys[i])) continue;
+    keys.push_back(in.keys[i]);
+    index.push_back(i);
+  }
+  if (keys.empty()) return ErrorCode::OK;
+  std::vector<ErrorCode> codes;
+  StaleCaches stale;  // its key indices are into keys
+  ErrorCode rc = master_->BatchRemove(keys, in.force.value, membership_->daemon_id(), &codes,
+                                      &stale);
+  ForgetEverywhere(stale, keys, false);
+  for (size_t j = 0; j < index.size(); ++j) {
+    out->values[index[j]] = ToInt(rc != ErrorCode::OK ? rc : codes[j]);
   }
   return ErrorCode::OK;
 }
 
 ErrorCode StoreService::OnRemoveByRegex(ClientConnection* s, const uds::RemoveByRegexArgs& in,
                                         uds::CountReply* out) {
-  // The master refuses it too; refused here, it costs neither an RPC nor the read cache.
+  // The master refuses it too; refused here, it costs neither an RPC nor a cache.
   if (in.pattern.size() > MOONCAKE_STORE_MAX_PATTERN_LEN) {
     MC_LOG_WARN("connection %llu: REMOVE_BY_REGEX refused: a pattern of %zu bytes, more than %d",
                 static_cast<unsigned long long>(s->id()), in.pattern.size(),
                 MOONCAKE_STORE_MAX_PATTERN_LEN);
     return ErrorCode::INVALID_PARAMS;
   }
-  Result<uint64_t> removed = master_->RemoveByRegex(in.pattern, in.force.value);
-  cache_->Clear();  // cheaper than matching the pattern against every entry
+  StaleCaches stale;
+  Result<uint64_t> removed =
+      master_->RemoveByRegex(in.pattern, in.force.value, membership_->daemon_id(), &stale);
+  ForgetEverywhere(stale, {}, true);
   out->count = removed.value();
   return removed.code();
 }
 
 ErrorCode StoreService::OnRemoveAll(ClientConnection*, const uds::RemoveAllArgs& in,
                                     uds::CountReply* out) {
-  Result<uint64_t> removed = master_->RemoveAll(in.force.value);
-  cache_->Clear();
+  StaleCaches stale;
+  Result<uint64_t> removed = master_->RemoveAll(in.force.value, membership_->daemon_id(), &stale);
+  ForgetEverywhere(stale, {}, true);
   out->count = removed.value();
   return removed.code();
 }

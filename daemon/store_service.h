@@ -8,7 +8,9 @@
 //
 // Reads remember where the object lives for 90% of its lease (daemon/read_cache.h), and
 // later reads of the key within it skip the master. Every write or removal made here
-// invalidates what it touches before its client is answered.
+// invalidates what it touches before its client is answered: here, and in every other
+// daemon's read cache the master names as a holder (daemon/cache_invalidator.h), so that a
+// read that starts after the answer sees the change on every host.
 //
 // Most requests run on workers. A few that cannot block (HOSTNAME, HEALTH, and a small
 // GET, EXIST or GET_SIZE the read cache answers) run on the event-loop thread through
@@ -44,6 +46,7 @@
 #include "common/error_code.h"
 #include "common/uds_ops.h"
 #include "common/uds_protocol.h"
+#include "daemon/cache_invalidator.h"
 #include "daemon/client_connection.h"
 #include "daemon/master_client.h"
 #include "daemon/membership.h"
@@ -63,8 +66,9 @@ class StoreService {
   static constexpr std::chrono::seconds kPutTransferBudget{60};
 
   // checksum: compute a CRC32C of every value put through this daemon.
-  StoreService(MasterClient* master, Membership* membership, ReadCache* cache, ReplicaIO* io,
-               SegmentDrainer* drainer, std::string master_address, bool checksum);
+  StoreService(MasterClient* master, Membership* membership, ReadCache* cache,
+               CacheInvalidator* invalidator, ReplicaIO* io, SegmentDrainer* drainer,
+               std::string master_address, bool checksum);
 
   // The handshake, run before any other frame of the connection is read. Sends the reply.
   // false (with *why for the log) when the connection must be closed: a malformed HELLO,
@@ -136,7 +140,8 @@ class StoreService {
   // transfer just failed against are asked to be placed last (avoided_segments).
   ErrorCode StartPut(const std::string& key, uint64_t size, const rpc::ReplicateConfig& config,
                      bool upsert, rpc::PutStartResult* out);
-  ErrorCode EndPut(const std::string& key, bool upsert, int64_t checksum);
+  // *stale: the other daemons whose caches may hold the value an upsert replaced.
+  ErrorCode EndPut(const std::string& key, bool upsert, int64_t checksum, StaleCaches* stale);
   ErrorCode RevokePut(const std::string& key, bool upsert);
   // Publishes (with the value's checksum, or -1), or revokes when the client is gone or
   // the publish failed.
@@ -147,6 +152,14 @@ class StoreService {
   static std::chrono::steady_clock::time_point TransferDeadline() {
     return std::chrono::steady_clock::now() + kPutTransferBudget;
   }
+
+  // The reader id a replica list is asked under: ours when the answer may be cached (the
+  // master then names us to whoever changes the key), else 0.
+  int64_t CacheReader() const { return cache_->enabled() ? membership_->daemon_id() : 0; }
+  // After a change made here: forgets keys (or everything) in our cache and in every
+  // holder's stale names, before the client is answered.
+  void ForgetEverywhere(const StaleCaches& stale, const std::vector<std::string>& keys,
+                        bool everything);
 
   // ---- gets (store_service_get.cc) ----
   // Objects the master listed, to be read into their destinations (the pool).
@@ -188,6 +201,7 @@ class StoreService {
   MasterClient* const master_;
   Membership* const membership_;
   ReadCache* const cache_;
+  CacheInvalidator* const invalidator_;
   ReplicaIO* const io_;
   SegmentDrainer* const drainer_;
   const std::string master_address_;

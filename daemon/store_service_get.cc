@@ -171,7 +171,7 @@ ErrorCode StoreService::OnGet(ClientConnection* s, const uds::GetArgs& in, uds::
     uint64_t generation = cache_->remount_generation();
     Clock::time_point asked_at = Clock::now();
     reads.lists.resize(1);
-    ErrorCode rc = master_->GetReplicaList(in.key, &reads.lists[0]);
+    ErrorCode rc = master_->GetReplicaList(in.key, CacheReader(), &reads.lists[0]);
     if (rc != ErrorCode::OK) return rc;
     reads.keys.push_back(in.key);
     reads.dests.push_back(dest);
@@ -219,7 +219,7 @@ ErrorCode StoreService::OnBatchGet(ClientConnection* s, const uds::BatchGetArgs&
     for (const std::string& key : reads.keys) reads.tickets.push_back(cache_->Begin(key));
     uint64_t generation = cache_->remount_generation();
     Clock::time_point asked_at = Clock::now();
-    ErrorCode rc = master_->BatchGetReplicaList(reads.keys, &reads.lists);
+    ErrorCode rc = master_->BatchGetReplicaList(reads.keys, CacheReader(), &reads.lists);
     std::vector<int64_t> listed(reads.keys.size(), ToInt(rc));
     if (rc == ErrorCode::OK) ReadListed(reads, asked_at, generation, &listed);
     for (size_t j = 0; j < index.size(); ++j) results[index[j]] = listed[j];
@@ -244,7 +244,7 @@ ErrorCode StoreService::OnGetBegin(ClientConnection* s, const uds::KeyArgs& in,
   } else {
     Clock::time_point asked_at = Clock::now();
     rpc::ReplicaListResult list;
-    code = master_->GetReplicaList(in.key, &list);
+    code = master_->GetReplicaList(in.key, 0, &list);  // never cached: no holder
     if (code == ErrorCode::OK) code = Locate(list, &get->candidates, &get->size);
     if (code == ErrorCode::OK) {
       get->deadline = Deadline(asked_at, list.lease_ttl_ms);

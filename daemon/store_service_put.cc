@@ -31,9 +31,10 @@ ErrorCode StoreService::StartPut(const std::string& key, uint64_t size,
   }
 }
 
-ErrorCode StoreService::EndPut(const std::string& key, bool upsert, int64_t checksum) {
+ErrorCode StoreService::EndPut(const std::string& key, bool upsert, int64_t checksum,
+                               StaleCaches* stale) {
   int64_t writer = membership_->daemon_id();
-  return upsert ? master_->UpsertEnd(writer, key, checksum)
+  return upsert ? master_->UpsertEnd(writer, key, checksum, stale)
                 : master_->PutEnd(writer, key, checksum);
 }
 
@@ -49,14 +50,15 @@ ErrorCode StoreService::FinishPut(ClientConnection* s, const std::string& key, b
     RevokePut(key, upsert);
     return ErrorCode::TRANSFER_FAIL;
   }
-  ErrorCode code = EndPut(key, upsert, checksum);
+  StaleCaches stale;
+  ErrorCode code = EndPut(key, upsert, checksum, &stale);
   // If the publish failed on the wire it may or may not have happened; a revoke of a
   // published object is refused (-1010), so trying is always safe.
   if (code != ErrorCode::OK) RevokePut(key, upsert);
-  // Before the writer is answered, so that its next read sees the new value. A plain put
-  // matters too: the key may have been removed through another daemon while we still
-  // remember the old value.
-  cache_->Invalidate(key);
+  // Before the writer is answered, so that its next read sees the new value, and so does
+  // every host's (an upsert names the daemons that may cache the old one). A plain put
+  // matters here too: a fill of ours may have raced the removal that freed the key.
+  ForgetEverywhere(stale, {key}, false);
   return code;
 }
 

@@ -198,7 +198,14 @@ ErrorCode TcpTransport::Run(Peer* peer, const Exchange& x, Clock::time_point dea
     if (fd < 0) return ErrorCode::TRANSFER_FAIL;
     bool in_step = false;
     bool stalled = false;
+    // The stall timeout bounds each send and receive; a deadline nearer than that bounds
+    // them instead, for this request (a CONTROL call with little time left, e.g. a cache
+    // invalidation that must not outlast its holder's lease).
+    int left = MillisLeft(deadline);
+    bool tightened = options_.stall_timeout_ms <= 0 || left < options_.stall_timeout_ms;
+    if (tightened) tcp_io::Configure(fd, std::max(left, 1));
     ErrorCode code = RunOn(fd, x, &in_step, &stalled, error);
+    if (tightened && in_step) tcp_io::Configure(fd, options_.stall_timeout_ms);
     Release(peer, fd, in_step);
     // A peer that stalled is frozen or gone, not restarted: another try would only stall
     // as long again.

@@ -18,7 +18,8 @@
 // checksum gets it computed per piece, on the piece's thread, while its bytes are in cache.
 //
 // Time. connect_timeout_ms bounds a connect, stall_timeout_ms any send or receive that
-// makes no progress: a dead or frozen peer fails a transfer within seconds.
+// makes no progress: a dead or frozen peer fails a transfer within seconds. A request
+// whose deadline is nearer than the stall timeout gets what is left of it instead.
 #ifndef MOONCAKE_DAEMON_TCP_TRANSPORT_H_
 #define MOONCAKE_DAEMON_TCP_TRANSPORT_H_
 

@@ -40,7 +40,8 @@ constexpr uint32_t kReplyMagic = 0x5254434d;    // "MCTR"
 constexpr uint16_t kVersion = 1;
 constexpr size_t kRequestHeaderSize = 48;
 constexpr size_t kReplyHeaderSize = 24;
-// CONTROL payloads (RDMA connection set-up) are small; anything longer is hostile.
+// CONTROL payloads (RDMA connection set-up, cache invalidations) are small; anything
+// longer is hostile.
 constexpr uint64_t kMaxControlPayload = 64 * 1024;
 
 enum class Op : uint16_t {
@@ -52,7 +53,9 @@ enum class Op : uint16_t {
 
 // Which handler a CONTROL request is for (carried in the segment id field).
 enum class ControlChannel : int64_t {
-  kRdmaConnect = 1,  // exchange of RDMA queue-pair endpoints (daemon/rdma_transport.h)
+  kRdmaConnect = 1,      // exchange of RDMA queue-pair endpoints (daemon/rdma_transport.h)
+  kCacheInvalidate = 2,  // INVALIDATE: forget keys (or everything) in the read cache; the
+                         // payload is in daemon/cache_invalidator.h, the reply empty
 };
 
 struct RequestHeader {

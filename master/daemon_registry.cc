@@ -86,6 +86,22 @@ void DaemonRegistry::ForgiveStall(int64_t now_ms, int64_t lost_ms) {
   }
 }
 
+bool DaemonRegistry::NameOf(int64_t daemon_id, std::string* name) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = daemons_.find(daemon_id);
+  if (it == daemons_.end()) return false;
+  *name = it->second.name;
+  return true;
+}
+
+std::vector<std::pair<int64_t, std::string>> DaemonRegistry::List() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<std::pair<int64_t, std::string>> out;
+  out.reserve(daemons_.size());
+  for (const auto& d : daemons_) out.emplace_back(d.first, d.second.name);
+  return out;
+}
+
 size_t DaemonRegistry::count() const {
   std::lock_guard<std::mutex> lock(mu_);
   size_t n = 0;

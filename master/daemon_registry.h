@@ -52,6 +52,11 @@ class DaemonRegistry {
   // registered daemons count as heard from now, and deadlines move lost_ms later, so that
   // nobody is judged over time the master was not running.
   void ForgiveStall(int64_t now_ms, int64_t lost_ms);
+  // The name ("host:port" of its transfer port) of a daemon registered or expected back;
+  // false when it is not known.
+  bool NameOf(int64_t daemon_id, std::string* name) const;
+  // Every daemon registered or expected back, with its name.
+  std::vector<std::pair<int64_t, std::string>> List() const;
   size_t count() const;           // registered ones
   size_t expected_count() const;  // expected back, not registered yet
 

@@ -27,6 +27,10 @@ void RegisterMasterFlags(FlagSet* f, MasterOptions* o) {
                  "a put unfinished after this long (s) may be taken over by a new writer");
   f->AddDuration("put_start_release_timeout_sec", &o->put_start_release_timeout_ms, 1000,
                  "space of an abandoned put is freed this long (s) after it started");
+  f->AddInt("max_cache_holders", &o->max_cache_holders,
+            "records of which daemon may cache which object, kept to tell writers whose read "
+            "caches to invalidate; past it, a change of an object read meanwhile tells every "
+            "daemon");
   f->AddChoice("allocation_strategy", &o->allocation_strategy, {"random", "free_ratio_first"},
                "how replicas are spread over segments");
   f->AddChoice("log_level", &o->log_level, {"debug", "info", "warning", "error"},
@@ -74,6 +78,8 @@ bool ValidateMasterOptions(const MasterOptions& o, std::string* error) {
   } else if (o.put_start_discard_timeout_ms <= 0 ||
              o.put_start_release_timeout_ms < o.put_start_discard_timeout_ms) {
     *error = "--put_start_release_timeout_sec must be >= --put_start_discard_timeout_sec > 0";
+  } else if (o.max_cache_holders < 0) {
+    *error = "--max_cache_holders must be >= 0";
   } else if (o.enable_snapshot && o.snapshot_dir.empty()) {
     *error = "--enable_snapshot needs --snapshot_dir";
   } else if (o.enable_snapshot_restore && !o.enable_snapshot) {

@@ -26,6 +26,10 @@ struct MasterOptions {
   int64_t daemon_grace_ms = 60000;
   int64_t put_start_discard_timeout_ms = 30000;
   int64_t put_start_release_timeout_ms = 600000;
+  // Records of which daemons may hold which objects in their read caches
+  // (master/cache_holders.h), master-wide; past it, a cached read makes the object
+  // "untracked": a change to it then names every daemon.
+  int64_t max_cache_holders = 1 << 20;
   std::string allocation_strategy = "random";
   std::string log_level = "info";
 

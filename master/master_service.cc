@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <map>
 #include <random>
 
 #include <re2/re2.h>
@@ -51,7 +52,14 @@ MasterService::MasterService(MasterOptions options)
                     ? AllocationStrategy::kFreeRatioFirst
                     : AllocationStrategy::kRandom,
                 /*alignment=*/64),
-      shards_(new Shard[kShardCount]) {}
+      shards_(new Shard[kShardCount]) {
+  // Each shard gets its share of the master-wide bound (keys hash evenly), and room for at
+  // least one object's records.
+  size_t per_shard = std::max<size_t>(CacheHolderTable::kMaxPerObject,
+                                      static_cast<size_t>(options_.max_cache_holders) / kShardCount);
+  if (options_.max_cache_holders == 0) per_shard = 0;
+  for (size_t s = 0; s < kShardCount; ++s) shards_[s].holders.set_max_records(per_shard);
+}
 
 bool MasterService::ValidKey(std::string_view key) {
   return !key.empty() && key.size() <= MOONCAKE_STORE_MAX_KEY_LEN &&
@@ -244,11 +252,25 @@ void MasterService::ReleaseObject(Shard& shard, std::string_view key, ObjectMeta
   }
   DropPendingUpsert(shard, key);
   DropPendingMove(shard, key);
+  shard.holders.Forget(&meta);
   object_count_.fetch_sub(1);
 }
 
 void MasterService::RemoveLogged(Shard& shard, std::string_view key, ObjectMetadata& meta) {
   ReleaseObject(shard, key, meta, LogRemove(key));
+}
+
+void MasterService::TakeHolders(Shard& shard, ObjectMetadata& meta, int64_t now,
+                                int32_t key_index, CacheHolderSet* out) {
+  shard.holders.Take(&meta, now, key_index, out);
+  if (meta.untracked_holders && meta.time_ms > now) out->AddEveryone(meta.time_ms, key_index);
+  meta.untracked_holders = false;
+}
+
+void MasterService::ExtendUnlisted(int64_t until_ms) {
+  int64_t seen = unlisted_until_ms_.load();
+  while (seen < until_ms && !unlisted_until_ms_.compare_exchange_weak(seen, until_ms)) {
+  }
 }
 
 void MasterService::DropPendingUpsert(Shard& shard, std::string_view key) {
@@ -397,7 +419,8 @@ rpc::PutStartResult MasterService::UpsertStart(int64_t writer, const std::string
   return result;
 }
 
-ErrorCode MasterService::UpsertEnd(int64_t writer, const std::string& key, int64_t checksum) {
+ErrorCode MasterService::UpsertEnd(int64_t writer, const std::string& key, int64_t checksum,
+                                   CacheHolderSet* holders) {
   StateGate::Shared gate(gate_);
   if (!ValidKey(key) || !ValidChecksum(checksum)) return ErrorCode::INVALID_PARAMS;
   {
@@ -426,6 +449,8 @@ ErrorCode MasterService::UpsertEnd(int64_t writer, const std::string& key, int64
       meta.soft_pin_ms = up.soft_pin_ttl_ms > 0 ? now + up.soft_pin_ttl_ms : 0;
       shard.upserts.erase(pending);
       DropPendingMove(shard, key);  // it was copying the old value
+      CacheHolderSet ignored;
+      TakeHolders(shard, meta, now, 0, holders != nullptr ? holders : &ignored);
       // Readers holding a lease may still read the old bytes, and until the new value's
       // record is on disk a restart would bring the old one back.
       DeferFree(old, std::max(now, old_lease), LogPublish(key, meta));
@@ -454,7 +479,7 @@ ErrorCode MasterService::UpsertRevoke(int64_t writer, const std::string& key) {
 
 // ---- reads ---------------------------------------------------------------------------
 
-rpc::ReplicaListResult MasterService::GetReplicaList(const std::string& key) {
+rpc::ReplicaListResult MasterService::GetReplicaList(const std::string& key, int64_t reader) {
   StateGate::Shared gate(gate_);
   if (!ValidKey(key)) return ReplicaListError(ErrorCode::INVALID_PARAMS);
   LockedKey locked(*this, key);
@@ -462,7 +487,9 @@ rpc::ReplicaListResult MasterService::GetReplicaList(const std::string& key) {
   ObjectMetadata& meta = *locked.object;
   if (!meta.complete) return ReplicaListError(ErrorCode::REPLICA_IS_NOT_READY);
   int64_t now = Now();
-  meta.time_ms = std::max(meta.time_ms, now + options_.default_kv_lease_ttl_ms);
+  if (meta.time_ms <= now) meta.untracked_holders = false;  // every earlier lease has ended
+  int64_t until = now + options_.default_kv_lease_ttl_ms;
+  meta.time_ms = std::max(meta.time_ms, until);
   if (meta.soft_pin_ms > 0) {
     meta.soft_pin_ms = std::max(meta.soft_pin_ms, now + options_.default_kv_soft_pin_ttl_ms);
   }
@@ -470,6 +497,14 @@ rpc::ReplicaListResult MasterService::GetReplicaList(const std::string& key) {
   DescribeReplicas(meta.replicas, meta.size, /*include_processing=*/false, &result.replicas);
   // Restored, and no daemon holding a replica has re-attached yet.
   if (result.replicas.empty()) return ReplicaListError(ErrorCode::REPLICA_IS_NOT_READY);
+  if (reader != 0) {
+    if (!meta.untracked_holders && !locked.shard.holders.Grant(&meta, reader, until, now)) {
+      meta.untracked_holders = true;
+    }
+    // A reader the registry does not list (declared dead and not told yet) would be left
+    // out of "every daemon": remember that one may hold an untracked object until then.
+    if (meta.untracked_holders && !daemons_.Known(reader)) ExtendUnlisted(until);
+  }
   result.code = ToInt(ErrorCode::OK);
   result.size = static_cast<int64_t>(meta.size);
   result.lease_ttl_ms = options_.default_kv_lease_ttl_ms;
@@ -491,7 +526,8 @@ int32_t MasterService::ExistKey(const std::string& key) {
 
 // ---- removal -------------------------------------------------------------------------
 
-ErrorCode MasterService::Remove(const std::string& key, bool force) {
+ErrorCode MasterService::Remove(const std::string& key, bool force, CacheHolderSet* holders,
+                                int32_t key_index) {
   StateGate::Shared gate(gate_);
   if (!ValidKey(key)) return ErrorCode::INVALID_PARAMS;
   LockedKey locked(*this, key);
@@ -500,12 +536,15 @@ ErrorCode MasterService::Remove(const std::string& key, bool force) {
   if (!meta->complete) return ErrorCode::REPLICA_IS_NOT_READY;
   if (!force && meta->leased(Now())) return ErrorCode::OBJECT_HAS_LEASE;
   if (!force && meta->hard_pin) return ErrorCode::UNAVAILABLE_IN_CURRENT_STATUS;
+  CacheHolderSet ignored;
+  TakeHolders(locked.shard, *meta, Now(), key_index, holders != nullptr ? holders : &ignored);
   RemoveLogged(locked.shard, key, *meta);
   locked.Erase();
   return ErrorCode::OK;
 }
 
-int64_t MasterService::RemoveByRegex(const std::string& pattern, bool force) {
+int64_t MasterService::RemoveByRegex(const std::string& pattern, bool force,
+                                     CacheHolderSet* holders) {
   // Only the pattern's first bytes go to the log: it may be long, and is anyone's input.
   const int shown = static_cast<int>(std::min<size_t>(pattern.size(), 64));
   if (pattern.size() > MOONCAKE_STORE_MAX_PATTERN_LEN) {
@@ -525,18 +564,24 @@ int64_t MasterService::RemoveByRegex(const std::string& pattern, bool force) {
     return ToInt(ErrorCode::INVALID_PARAMS);
   }
   KeyMatch match = [&re](std::string_view key) { return RE2::PartialMatch(key, re); };
-  return RemoveMatching(force, &match);
+  return RemoveMatching(force, &match, holders);
 }
 
-int64_t MasterService::RemoveAll(bool force) { return RemoveMatching(force, nullptr); }
+int64_t MasterService::RemoveAll(bool force, CacheHolderSet* holders) {
+  return RemoveMatching(force, nullptr, holders);
+}
 
-int64_t MasterService::RemoveMatching(bool force, const KeyMatch* match) {
+int64_t MasterService::RemoveMatching(bool force, const KeyMatch* match,
+                                      CacheHolderSet* holders) {
+  CacheHolderSet ignored;
+  if (holders == nullptr) holders = &ignored;
   int64_t removed = 0;
   for (size_t s = 0; s < kShardCount; ++s) {
     Shard& shard = shards_[s];
     if (match == nullptr) {
       ScanShard(shard, [&](std::string_view key, ObjectMetadata& meta) {
         if (!Removable(meta, force)) return false;
+        TakeHolders(shard, meta, Now(), -1, holders);  // the writer forgets everything
         RemoveLogged(shard, key, meta);
         ++removed;
         return true;
@@ -561,6 +606,7 @@ int64_t MasterService::RemoveMatching(bool force, const KeyMatch* match) {
         uint64_t hash = ObjectTable::Hash(key);
         ObjectMetadata* meta = shard.objects.Find(key, hash);
         if (meta == nullptr || !Removable(*meta, force)) continue;  // changed meanwhile
+        TakeHolders(shard, *meta, Now(), -1, holders);
         RemoveLogged(shard, key, *meta);
         shard.objects.Erase(key, hash);
         ++removed;
@@ -590,6 +636,78 @@ void MasterService::ScanShard(Shard& shard, const ShardVisit& visit,
     }
     if (between) between();
   }
+}
+
+// ---- read caches -----------------------------------------------------------------------
+
+namespace {
+
+rpc::CacheHolder Describe(int64_t daemon, std::string address, const CacheHolderSet::Holder& h,
+                          int64_t now, bool with_keys) {
+  rpc::CacheHolder out;
+  out.daemon_id = daemon;
+  out.address = std::move(address);
+  out.ms_left = h.until_ms - now;
+  if (with_keys) out.keys = h.keys;
+  return out;
+}
+
+}  // namespace
+
+std::vector<rpc::CacheHolder> MasterService::DescribeHolders(const CacheHolderSet& holders,
+                                                             int64_t caller,
+                                                             bool with_keys) const {
+  StateGate::Shared gate(gate_);
+  std::vector<rpc::CacheHolder> out;
+  if (!holders.changed()) return out;
+  int64_t now = Now();
+  // Who cannot be told, only waited for: holders the registry forgot, and the blind spots.
+  CacheHolderSet::Holder unreachable;
+  std::map<int64_t, CacheHolderSet::Holder> reachable;
+  std::map<int64_t, std::string> names;
+  for (const auto& [daemon, h] : holders.daemons()) {
+    if (daemon == caller || h.until_ms <= now) continue;
+    std::string name;
+    if (daemons_.NameOf(daemon, &name)) {
+      names[daemon] = name;
+      CacheHolderSet::Merge(h, &reachable[daemon]);
+    } else {
+      CacheHolderSet::Merge(h, &unreachable);
+    }
+  }
+  const CacheHolderSet::Holder& everyone = holders.everyone();
+  if (everyone.until_ms > now) {
+    for (const auto& [daemon, name] : daemons_.List()) {
+      if (daemon == caller) continue;
+      names[daemon] = name;
+      CacheHolderSet::Merge(everyone, &reachable[daemon]);
+    }
+    int64_t unlisted = unlisted_until_ms_.load();
+    if (unlisted > now) {
+      CacheHolderSet::Holder blind = everyone;
+      blind.until_ms = std::min(everyone.until_ms, unlisted);
+      CacheHolderSet::Merge(blind, &unreachable);
+    }
+  }
+  if (restore_fence_ms_ > now) {
+    CacheHolderSet::Holder blind;
+    blind.until_ms = restore_fence_ms_;
+    CacheHolderSet::Merge(blind, &unreachable);
+  }
+  for (const auto& [daemon, h] : reachable) {
+    out.push_back(Describe(daemon, names[daemon], h, now, with_keys));
+  }
+  if (unreachable.until_ms > now) out.push_back(Describe(0, "", unreachable, now, with_keys));
+  return out;
+}
+
+size_t MasterService::cache_holder_records() const {
+  size_t n = 0;
+  for (size_t s = 0; s < kShardCount; ++s) {
+    std::lock_guard<std::mutex> lock(shards_[s].mu);
+    n += shards_[s].holders.records();
+  }
+  return n;
 }
 
 }  // namespace mooncake

@@ -8,6 +8,14 @@
 //   and every hit grants a read lease during which the object is neither evicted nor
 //   removed without force.
 //
+// Fresh reads everywhere: a reader that will cache a replica list names itself, and the
+// shard records it (master/cache_holders.h). A change (UpsertEnd, a removal) takes those
+// records into a CacheHolderSet; DescribeHolders turns it into the daemons the reply names,
+// whose caches the writer empties of the key before it answers (docs/daemon.md, "Read
+// cache"). Where the master cannot know who holds an entry it says "unknown, wait until"
+// instead, never nothing. Nothing of this is logged or snapshotted: leases do not survive a
+// restart, and for one lease after a restore every change says "unknown" (restore_fence).
+//
 // Concurrency: objects live in 1024 shards by key hash, each with its own mutex; no lock
 // is global on the hot path. Lock order: state gate (shared) → membership → shard →
 // segment registry → segment → deferred frees; the daemon registry's lock is a leaf.
@@ -63,6 +71,7 @@
 #include <vector>
 
 #include "common/error_code.h"
+#include "master/cache_holders.h"
 #include "master/daemon_registry.h"
 #include "master/master_options.h"
 #include "master/object_metadata.h"
@@ -144,35 +153,54 @@ class MasterService {
   // old value's checksum stays with it until then, and UpsertEnd's becomes the object's.
   rpc::PutStartResult UpsertStart(int64_t writer, const std::string& key, int64_t size,
                                   const rpc::ReplicateConfig& config);
-  ErrorCode UpsertEnd(int64_t writer, const std::string& key, int64_t checksum = kNoChecksum);
+  // holders (when given) gets the daemons that may still cache the old value.
+  ErrorCode UpsertEnd(int64_t writer, const std::string& key, int64_t checksum = kNoChecksum,
+                      CacheHolderSet* holders = nullptr);
   ErrorCode UpsertRevoke(int64_t writer, const std::string& key);
 
   // ---- reads ----
   // COMPLETE replicas only, a lease of default_kv_lease_ttl, and the checksum (-1: none).
   // -704 missing, -703 still being written, or restored with every replica on a segment
-  // whose daemon has not re-attached yet.
-  rpc::ReplicaListResult GetReplicaList(const std::string& key);
+  // whose daemon has not re-attached yet. reader: the daemon that will cache the answer,
+  // recorded as a holder for the lease (0: none).
+  rpc::ReplicaListResult GetReplicaList(const std::string& key, int64_t reader = 0);
   // 1 readable (granting a lease), 0 missing, still being written or not readable yet
   // (restored, waiting for its daemon), -600 bad key.
   int32_t ExistKey(const std::string& key);
 
   // ---- removal ----
   // -703 while being written (even with force); without force -706 while leased and
-  // -1010 when hard-pinned.
-  ErrorCode Remove(const std::string& key, bool force);
+  // -1010 when hard-pinned. holders (when given) gets the daemons that may still cache the
+  // removed object, under key_index (a batch's position of the key).
+  ErrorCode Remove(const std::string& key, bool force, CacheHolderSet* holders = nullptr,
+                   int32_t key_index = 0);
   // Removes the complete objects whose key the RE2 pattern finds (a search, not a full
   // match; keys and pattern are taken as Latin-1, byte for byte); without force, leased and
   // hard-pinned ones stay. Number removed, or -600 for a pattern that is longer than
   // MOONCAKE_STORE_MAX_PATTERN_LEN, malformed, or needs more than kRegexMaxMem compiled.
   // RE2 matches in time linear in the key, and the pattern runs with no lock held.
   // Objects complete when the call starts, and still there when the walk reaches them, are
-  // matched; objects published meanwhile may or may not be.
-  int64_t RemoveByRegex(const std::string& pattern, bool force);
+  // matched; objects published meanwhile may or may not be. holders: as Remove's.
+  int64_t RemoveByRegex(const std::string& pattern, bool force,
+                        CacheHolderSet* holders = nullptr);
   // Removes complete objects; without force, leased and hard-pinned ones stay. Objects
   // published meanwhile may or may not be removed.
-  int64_t RemoveAll(bool force);
+  int64_t RemoveAll(bool force, CacheHolderSet* holders = nullptr);
   // The memory one compiled pattern may take (RE2's program and its DFA cache).
   static constexpr int64_t kRegexMaxMem = 1 << 20;
+
+  // ---- read caches ----
+  // The daemons a change's reply names (rpc::CacheHolder), leaving out caller: each one
+  // holders has whose lease is live, with its address; every known daemon for an untracked
+  // object; and one without an address (the writer cannot reach it and waits ms_left)
+  // standing for what the master cannot name: a holder it no longer knows (declared dead),
+  // a daemon forgotten while an untracked object's lease ran, or any cache at all filled
+  // under the master before a restore, for one lease after it. with_keys: fill each one's
+  // key indices (BatchRemove). Empty when nothing changed.
+  std::vector<rpc::CacheHolder> DescribeHolders(const CacheHolderSet& holders, int64_t caller,
+                                                bool with_keys) const;
+  // Records held over all shards, for tests and logs.
+  size_t cache_holder_records() const;
 
   rpc::MasterStats GetStats() const;
 
@@ -258,6 +286,7 @@ class MasterService {
     ObjectTable objects;
     std::unordered_map<std::string, PendingUpsert> upserts;  // rare: a plain map will do
     std::unordered_map<std::string, PendingMove> moves;      // only while a segment drains
+    CacheHolderTable holders;  // daemons that may cache the shard's objects
   };
   // A range whose bytes someone may still be reading or writing, or whose freeing is not
   // on disk yet; freed once the clock has reached due_ms and the log due_seq.
@@ -340,9 +369,10 @@ class MasterService {
                 rpc::DrainBatchResult* result);
   // Removes complete objects whose key matches (leased and hard-pinned ones only with
   // force); the body of RemoveByRegex and RemoveAll (match null: every key). match runs
-  // with no lock held, on keys copied out of the shard a slice at a time.
+  // with no lock held, on keys copied out of the shard a slice at a time. holders: as
+  // Remove's.
   using KeyMatch = std::function<bool(std::string_view)>;
-  int64_t RemoveMatching(bool force, const KeyMatch* match);
+  int64_t RemoveMatching(bool force, const KeyMatch* match, CacheHolderSet* holders);
   bool Removable(const ObjectMetadata& meta, bool force) const {
     return meta.complete && (force || (!meta.hard_pin && !meta.leased(Now())));
   }
@@ -359,6 +389,14 @@ class MasterService {
   void ScanShard(Shard& shard, const ShardVisit& visit,
                  const std::function<void()>& between = nullptr,
                  const std::function<void()>& restarted = nullptr);
+  // The object changed: moves who may cache it into *out (key_index: as Remove's) and
+  // forgets them; the object is tracked again from here on.
+  void TakeHolders(Shard& shard, ObjectMetadata& meta, int64_t now, int32_t key_index,
+                   CacheHolderSet* out);
+  // Raises unlisted_until_ms_ to until_ms.
+  void ExtendUnlisted(int64_t until_ms);
+  // Upkeep: prunes expired holder records in the next slice of shards.
+  void PruneHolders(int64_t now);
 
   // Appends a record to the log (0 and nothing when there is none); under the lock that
   // made the change it records. Unmount records also cover the objects the drop removes.
@@ -427,6 +465,14 @@ class MasterService {
   int64_t last_abandoned_scan_ms_ = 0;  // only touched by Tick
   int64_t last_upkeep_end_ms_ = -1;     // only touched by Tick; -1 before its first round
   RestoreCounts restore_counts_;        // only touched by the restore, before serving
+  size_t holder_sweep_next_ = 0;        // the shard PruneHolders starts at; only touched by Tick
+  // Until then a daemon the registry no longer lists may cache an untracked object: the
+  // latest lease granted to an unregistered reader of one, or one lease after a daemon
+  // was declared dead.
+  std::atomic<int64_t> unlisted_until_ms_{0};
+  // Set by the restore: until then, caches filled under the previous master may hold any
+  // restored object (leases are not logged). 0: no restore.
+  int64_t restore_fence_ms_ = 0;
   std::atomic<int64_t> restore_ms_{0};
   std::atomic<int64_t> restored_objects_{0};
 };

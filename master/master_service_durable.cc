@@ -271,6 +271,9 @@ MasterService::RestoreCounts MasterService::FinishRestore() {
     });
   }
   std::vector<std::shared_ptr<Segment>> all = segments_.All();
+  // Leases are not logged: the previous master's grants are unknown, and the caches they
+  // filled outlive them by no more than one lease (DescribeHolders).
+  restore_fence_ms_ = Now() + options_.default_kv_lease_ttl_ms;
   int64_t deadline = Now() + options_.reattach_grace_ms;
   for (const std::shared_ptr<Segment>& s : all) {
     s->set_detach_deadline_ms(deadline);  // restored detached: dropped then if not back
@@ -287,6 +290,7 @@ void MasterService::ClearState() {
     shards_[s].objects.ForEach([](std::string_view, ObjectMetadata&) { return true; });
     shards_[s].upserts.clear();
     shards_[s].moves.clear();
+    shards_[s].holders.Clear();
   }
   segments_.Clear();
   {

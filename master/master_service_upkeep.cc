@@ -32,6 +32,7 @@ void MasterService::Tick() {
   ForgiveOwnStall(now);
   CheckLiveness(now);
   DropDetached(now);
+  PruneHolders(now);
   ReleaseAbandonedPuts(now);
   RunDeferredFrees(now);
   EvictAboveWatermark();
@@ -84,6 +85,9 @@ void MasterService::CheckLiveness(int64_t now) {
 }
 
 void MasterService::DeclareDead(int64_t daemon_id) {
+  // It may be alive (stopped, partitioned) and still serve cached reads of untracked
+  // objects, which "every daemon" no longer reaches: one lease from now they have ended.
+  ExtendUnlisted(Now() + options_.default_kv_lease_ttl_ms);
   auto segments = segments_.SegmentsOf(daemon_id);
   MC_LOG_WARN("daemon %lld is dead: dropping its %zu segment(s) and unfinished puts",
               static_cast<long long>(daemon_id), segments.size());
@@ -95,6 +99,17 @@ void MasterService::DeclareDead(int64_t daemon_id) {
                 static_cast<long long>(daemon_id), static_cast<long long>(dropped));
   }
   RevokeWriter(daemon_id);
+}
+
+void MasterService::PruneHolders(int64_t now) {
+  // A sixteenth of the shards per tick: each is swept about every 1.6 s, and no tick holds
+  // a shard lock for more than one shard's records.
+  for (size_t i = 0; i < kShardCount / 16; ++i) {
+    Shard& shard = shards_[holder_sweep_next_];
+    holder_sweep_next_ = (holder_sweep_next_ + 1) % kShardCount;
+    std::lock_guard<std::mutex> lock(shard.mu);
+    if (!shard.holders.empty()) shard.holders.Prune(now);
+  }
 }
 
 void MasterService::DropDetached(int64_t now) {

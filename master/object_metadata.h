@@ -80,6 +80,10 @@ struct ObjectMetadata {
   ReplicaList replicas;
   bool complete = false;
   bool hard_pin = false;
+  // Some daemon was granted a lease it may cache without a record of it (the shard's
+  // CacheHolderTable was full, master/cache_holders.h): until time_ms, a change must assume
+  // that any daemon holds it. In what was padding, so free.
+  bool untracked_holders = false;
   // The CRC-32C the writer gave at PutEnd/UpsertEnd, if any. Placed in the padding after
   // the bools, so it costs no memory.
   bool has_checksum = false;

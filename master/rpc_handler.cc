@@ -107,22 +107,26 @@ void RpcHandler::UpsertStart(rpc::PutStartResult& out, int64_t writer, const std
   out = service_->UpsertStart(writer, key, size, config);
 }
 
-int32_t RpcHandler::UpsertEnd(int64_t writer, const std::string& key, int64_t checksum) {
-  return Acknowledge(service_->UpsertEnd(writer, key, checksum));
+void RpcHandler::UpsertEnd(rpc::ChangeResult& out, int64_t writer, const std::string& key,
+                           int64_t checksum) {
+  CacheHolderSet holders;
+  out.code = Acknowledge(service_->UpsertEnd(writer, key, checksum, &holders));
+  out.holders = service_->DescribeHolders(holders, writer, /*with_keys=*/false);
 }
 
 int32_t RpcHandler::UpsertRevoke(int64_t writer, const std::string& key) {
   return ToInt(service_->UpsertRevoke(writer, key));
 }
 
-void RpcHandler::GetReplicaList(rpc::ReplicaListResult& out, const std::string& key) {
-  out = service_->GetReplicaList(key);
+void RpcHandler::GetReplicaList(rpc::ReplicaListResult& out, const std::string& key,
+                                int64_t reader) {
+  out = service_->GetReplicaList(key, reader);
 }
 
 void RpcHandler::BatchGetReplicaList(std::vector<rpc::ReplicaListResult>& out,
-                                     const std::vector<std::string>& keys) {
+                                     const std::vector<std::string>& keys, int64_t reader) {
   out.resize(keys.size());
-  for (size_t i = 0; i < keys.size(); ++i) out[i] = service_->GetReplicaList(keys[i]);
+  for (size_t i = 0; i < keys.size(); ++i) out[i] = service_->GetReplicaList(keys[i], reader);
 }
 
 int32_t RpcHandler::ExistKey(const std::string& key) { return service_->ExistKey(key); }
@@ -132,27 +136,39 @@ void RpcHandler::BatchExistKey(std::vector<int32_t>& out, const std::vector<std:
   for (size_t i = 0; i < keys.size(); ++i) out[i] = service_->ExistKey(keys[i]);
 }
 
-int32_t RpcHandler::Remove(const std::string& key, bool force) {
-  return Acknowledge(service_->Remove(key, force));
+void RpcHandler::Remove(rpc::ChangeResult& out, const std::string& key, bool force,
+                        int64_t caller) {
+  CacheHolderSet holders;
+  out.code = Acknowledge(service_->Remove(key, force, &holders));
+  out.holders = service_->DescribeHolders(holders, caller, /*with_keys=*/false);
 }
 
-void RpcHandler::BatchRemove(std::vector<int32_t>& out, const std::vector<std::string>& keys,
-                             bool force) {
-  out.resize(keys.size());
-  for (size_t i = 0; i < keys.size(); ++i) out[i] = ToInt(service_->Remove(keys[i], force));
-  AcknowledgeAll(&out);
+void RpcHandler::BatchRemove(rpc::BatchChangeResult& out, const std::vector<std::string>& keys,
+                             bool force, int64_t caller) {
+  CacheHolderSet holders;
+  out.codes.resize(keys.size());
+  for (size_t i = 0; i < keys.size(); ++i) {
+    out.codes[i] = ToInt(service_->Remove(keys[i], force, &holders, static_cast<int32_t>(i)));
+  }
+  AcknowledgeAll(&out.codes);
+  out.holders = service_->DescribeHolders(holders, caller, /*with_keys=*/true);
 }
 
-int64_t RpcHandler::RemoveByRegex(const std::string& pattern, bool force) {
-  std::vector<int64_t> removed{service_->RemoveByRegex(pattern, force)};
+void RpcHandler::RemoveByRegex(rpc::ChangeResult& out, const std::string& pattern, bool force,
+                               int64_t caller) {
+  CacheHolderSet holders;
+  std::vector<int64_t> removed{service_->RemoveByRegex(pattern, force, &holders)};
   AcknowledgeAll(&removed);
-  return removed[0];
+  out.code = removed[0];
+  out.holders = service_->DescribeHolders(holders, caller, /*with_keys=*/false);
 }
 
-int64_t RpcHandler::RemoveAll(bool force) {
-  std::vector<int64_t> removed{service_->RemoveAll(force)};
+void RpcHandler::RemoveAll(rpc::ChangeResult& out, bool force, int64_t caller) {
+  CacheHolderSet holders;
+  std::vector<int64_t> removed{service_->RemoveAll(force, &holders)};
   AcknowledgeAll(&removed);
-  return removed[0];
+  out.code = removed[0];
+  out.holders = service_->DescribeHolders(holders, caller, /*with_keys=*/false);
 }
 
 void RpcHandler::GetStats(rpc::MasterStats& out) {

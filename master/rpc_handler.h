@@ -5,6 +5,10 @@
 // once MasterService::Sync says the change is as durable as the log mode promises; when it
 // is not (-1503), the results that said OK say -1503 instead: the change may or may not
 // survive a crash, so it is not acknowledged.
+//
+// A change's reply also names the daemons whose read caches may hold what it changed
+// (MasterService::DescribeHolders), whatever its code: the change is made in memory either
+// way, and the writer invalidates them before it answers.
 #ifndef MOONCAKE_MASTER_RPC_HANDLER_H_
 #define MOONCAKE_MASTER_RPC_HANDLER_H_
 
@@ -49,20 +53,24 @@ class RpcHandler : public rpc::MasterServiceIf {
 
   void UpsertStart(rpc::PutStartResult& out, int64_t writer, const std::string& key,
                    int64_t size, const rpc::ReplicateConfig& config) override;
-  int32_t UpsertEnd(int64_t writer, const std::string& key, int64_t checksum) override;
+  void UpsertEnd(rpc::ChangeResult& out, int64_t writer, const std::string& key,
+                 int64_t checksum) override;
   int32_t UpsertRevoke(int64_t writer, const std::string& key) override;
 
-  void GetReplicaList(rpc::ReplicaListResult& out, const std::string& key) override;
+  void GetReplicaList(rpc::ReplicaListResult& out, const std::string& key,
+                      int64_t reader) override;
   void BatchGetReplicaList(std::vector<rpc::ReplicaListResult>& out,
-                           const std::vector<std::string>& keys) override;
+                           const std::vector<std::string>& keys, int64_t reader) override;
   int32_t ExistKey(const std::string& key) override;
   void BatchExistKey(std::vector<int32_t>& out, const std::vector<std::string>& keys) override;
 
-  int32_t Remove(const std::string& key, bool force) override;
-  void BatchRemove(std::vector<int32_t>& out, const std::vector<std::string>& keys,
-                   bool force) override;
-  int64_t RemoveByRegex(const std::string& pattern, bool force) override;
-  int64_t RemoveAll(bool force) override;
+  void Remove(rpc::ChangeResult& out, const std::string& key, bool force,
+              int64_t caller) override;
+  void BatchRemove(rpc::BatchChangeResult& out, const std::vector<std::string>& keys, bool force,
+                   int64_t caller) override;
+  void RemoveByRegex(rpc::ChangeResult& out, const std::string& pattern, bool force,
+                     int64_t caller) override;
+  void RemoveAll(rpc::ChangeResult& out, bool force, int64_t caller) override;
 
   void GetStats(rpc::MasterStats& out) override;
   void Snapshot(rpc::SnapshotResult& out) override;

@@ -260,7 +260,7 @@ int mc_cluster_replica_at(const mc_cluster* c, const char* key, int r, int64_t* 
                           uint64_t* offset) {
   mooncake::rpc::ReplicaListResult list;
   if (!harness::WithMasterClient(c->master_port, [&](mooncake::rpc::MasterServiceClient& m) {
-        m.GetReplicaList(list, key);
+        m.GetReplicaList(list, key, 0);
       }) ||
       list.code != 0 || r < 0 || static_cast<size_t>(r) >= list.replicas.size()) {
     return -1;

@@ -1,17 +1,22 @@
-// The daemon's read cache, spoken to over docs/protocol.md: reads inside the lease skip
-// the master; local writes, lease expiry, an unmounted segment and a master restart each
-// invalidate; --read_cache false turns it off. Every test runs its own master and daemon
-// (OwnCluster), so that it can choose the lease and stop the master.
+// The daemon's read cache. In process, the orderings a remote invalidation relies on
+// (daemon/cache_invalidator.h): a fill whose ticket predates an invalidation of its key
+// (or a Clear) is dropped, one that came first is erased, one that began after is kept,
+// and an expired fill never enters. Then spoken to over docs/protocol.md: reads inside the
+// lease skip the master; local writes, lease expiry, an unmounted segment and a master
+// restart each invalidate; --read_cache false turns it off. Those tests run their own
+// master and daemon (OwnCluster), so that they can choose the lease and stop the master.
 #include <signal.h>
 
 #include <chrono>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "common/error_code.h"
 #include "common/uds_ops.h"
+#include "daemon/read_cache.h"
 #include "tests/cmocka_cpp.h"
 #include "tests/daemon_test_client.h"
 #include "tests/process_harness.h"
@@ -24,6 +29,80 @@ using namespace mooncake::testing;  // the protocol client (tests/daemon_test_cl
 using uds::Op;
 
 namespace {
+
+// ---- ReadCache, in process ----------------------------------------------------------
+
+using mooncake::ReadCache;
+
+ReadCache::Entry EntryFor(std::chrono::milliseconds ttl) {
+  ReadCache::Entry e;
+  e.where.remote = std::make_shared<mooncake::RemoteSegment>();  // no memory needed
+  e.size = 64;
+  e.deadline = ReadCache::Clock::now() + ttl;
+  return e;
+}
+
+bool Cached(ReadCache& cache, const std::string& key) {
+  ReadCache::Entry e;
+  return cache.Lookup(key, &e);
+}
+
+void test_fill_orders_against_invalidation(void**) {
+  ReadCache cache(true);
+  const auto live = std::chrono::seconds(10);
+  // Asked before the change, answered after the holder forgot the key: dropped.
+  ReadCache::Ticket before = cache.Begin("k");
+  cache.Invalidate("k");
+  cache.Fill("k", before, EntryFor(live));
+  assert_false(Cached(cache, "k"));
+  // Filled before the invalidation: erased by it.
+  cache.Fill("k", cache.Begin("k"), EntryFor(live));
+  assert_true(Cached(cache, "k"));
+  cache.Invalidate("k");
+  assert_false(Cached(cache, "k"));
+  // Asked after it: kept.
+  ReadCache::Ticket after = cache.Begin("k");
+  cache.Fill("k", after, EntryFor(live));
+  assert_true(Cached(cache, "k"));
+  // Two fills raced, an old one and a new one: the invalidation between their tickets
+  // drops the old whichever lands last.
+  ReadCache::Ticket old_read = cache.Begin("r");
+  cache.Invalidate("r");
+  ReadCache::Ticket new_read = cache.Begin("r");
+  cache.Fill("r", new_read, EntryFor(live));
+  cache.Fill("r", old_read, EntryFor(live * 2));  // a later deadline does not help it
+  ReadCache::Entry e;
+  assert_true(cache.Lookup("r", &e));
+  assert_true(e.deadline < ReadCache::Clock::now() + live + std::chrono::seconds(1));
+}
+
+void test_clear_voids_fills_of_every_key(void**) {
+  ReadCache cache(true);
+  std::vector<ReadCache::Ticket> tickets;
+  for (int i = 0; i < 1000; ++i) tickets.push_back(cache.Begin("key-" + std::to_string(i)));
+  cache.Fill("cached", cache.Begin("cached"), EntryFor(std::chrono::seconds(10)));
+  cache.Clear();
+  assert_int_equal(cache.size(), 0);
+  for (int i = 0; i < 1000; ++i) {
+    cache.Fill("key-" + std::to_string(i), tickets[i], EntryFor(std::chrono::seconds(10)));
+  }
+  assert_int_equal(cache.size(), 0);
+}
+
+// A holder stopped between the master's answer and its fill resumes after the writer has
+// waited its lease out: the entry's deadline has passed, so it never enters the cache.
+void test_an_expired_fill_never_enters(void**) {
+  ReadCache cache(true);
+  cache.Fill("k", cache.Begin("k"), EntryFor(std::chrono::milliseconds(-1)));
+  assert_false(Cached(cache, "k"));
+  assert_int_equal(cache.size(), 0);
+  cache.Fill("k", cache.Begin("k"), EntryFor(std::chrono::milliseconds(30)));
+  assert_true(Cached(cache, "k"));
+  std::this_thread::sleep_for(std::chrono::milliseconds(40));
+  assert_false(Cached(cache, "k"));  // and an entry is not served past its deadline
+}
+
+// ---- over the protocol ----------------------------------------------------------------
 
 void test_read_cache_serves_reads_within_lease(void**) {
   OwnCluster cluster("10s", {});
@@ -219,6 +298,9 @@ void test_read_cache_cleared_on_reregistration(void**) {
 
 int main() {
   const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_fill_orders_against_invalidation),
+      cmocka_unit_test(test_clear_voids_fills_of_every_key),
+      cmocka_unit_test(test_an_expired_fill_never_enters),
       cmocka_unit_test(test_read_cache_serves_reads_within_lease),
       cmocka_unit_test(test_read_cache_local_writes_invalidate),
       cmocka_unit_test(test_read_cache_expires_with_lease),

@@ -1,6 +1,6 @@
 // Drives the real mooncake-master binary through the generated Thrift client: mount, put
-// start/end, replica lists, lease refusal, batch forms, checksums, a heartbeat timeout that
-// drops a segment, and the exit code for bad flags.
+// start/end, replica lists, lease refusal, batch forms, checksums, the cache holders a
+// change names, a heartbeat timeout that drops a segment, and the exit code for bad flags.
 #include <signal.h>
 #include <sys/wait.h>
 #include <thrift/protocol/TBinaryProtocol.h>
@@ -91,6 +91,25 @@ void MountOne(rpc::MasterServiceClient* c, int64_t daemon, int64_t segment, int6
   assert_int_equal(c->MountSegment(info), 0);
 }
 
+// The single-code (or count) changes, without the read-cache holders their replies carry.
+int64_t Removed(rpc::MasterServiceClient* c, const std::string& key, bool force) {
+  rpc::ChangeResult r;
+  c->Remove(r, key, force, 0);
+  return r.code;
+}
+
+int64_t RemovedByRegex(rpc::MasterServiceClient* c, const std::string& pattern, bool force) {
+  rpc::ChangeResult r;
+  c->RemoveByRegex(r, pattern, force, 0);
+  return r.code;
+}
+
+int64_t RemovedAll(rpc::MasterServiceClient* c, bool force) {
+  rpc::ChangeResult r;
+  c->RemoveAll(r, force, 0);
+  return r.code;
+}
+
 void test_put_get_and_lease(void** state) {
   auto* f = static_cast<Fixture*>(*state);
   auto* c = f->client.get();
@@ -111,13 +130,13 @@ void test_put_get_and_lease(void** state) {
   assert_int_equal(started.replicas[0].status, rpc::ReplicaStatus::PROCESSING);
 
   rpc::ReplicaListResult list;
-  c->GetReplicaList(list, "rpc-key");
+  c->GetReplicaList(list, "rpc-key", 0);
   assert_int_equal(list.code, ToInt(ErrorCode::REPLICA_IS_NOT_READY));
   assert_int_equal(c->ExistKey("rpc-key"), 0);
 
   assert_int_equal(c->PutEnd(kDaemon + 1, "rpc-key", -1), ToInt(ErrorCode::ILLEGAL_CLIENT));
   assert_int_equal(c->PutEnd(kDaemon, "rpc-key", -1), 0);
-  c->GetReplicaList(list, "rpc-key");
+  c->GetReplicaList(list, "rpc-key", 0);
   assert_int_equal(list.code, 0);
   assert_int_equal(list.size, 4096);
   assert_int_equal(list.replicas.size(), 1);
@@ -125,12 +144,12 @@ void test_put_get_and_lease(void** state) {
   assert_int_equal(list.replicas[0].status, rpc::ReplicaStatus::COMPLETE);
 
   // The read above granted a lease: remove is refused until it runs out.
-  assert_int_equal(c->Remove("rpc-key", false), ToInt(ErrorCode::OBJECT_HAS_LEASE));
+  assert_int_equal(Removed(c, "rpc-key", false), ToInt(ErrorCode::OBJECT_HAS_LEASE));
   c->PutStart(started, kDaemon, "rpc-key", 4096, config);
   assert_int_equal(started.code, ToInt(ErrorCode::OBJECT_ALREADY_EXISTS));
   std::this_thread::sleep_for(std::chrono::milliseconds(600));
-  assert_int_equal(c->Remove("rpc-key", false), 0);
-  c->GetReplicaList(list, "rpc-key");
+  assert_int_equal(Removed(c, "rpc-key", false), 0);
+  c->GetReplicaList(list, "rpc-key", 0);
   assert_int_equal(list.code, ToInt(ErrorCode::OBJECT_NOT_FOUND));
 
   // Hostile input gets a code, never a crash.
@@ -141,7 +160,7 @@ void test_put_get_and_lease(void** state) {
   config.replica_num = 0;
   c->PutStart(started, kDaemon, "no-replicas", 16, config);
   assert_int_equal(started.code, ToInt(ErrorCode::INVALID_PARAMS));
-  assert_int_equal(c->RemoveByRegex("(unclosed", false), ToInt(ErrorCode::INVALID_PARAMS));
+  assert_int_equal(RemovedByRegex(c, "(unclosed", false), ToInt(ErrorCode::INVALID_PARAMS));
 }
 
 void test_batch_forms(void** state) {
@@ -170,7 +189,7 @@ void test_batch_forms(void** state) {
   assert_int_equal(codes[1], 0);
   assert_int_equal(codes[2], 1);
   std::vector<rpc::ReplicaListResult> lists;
-  c->BatchGetReplicaList(lists, probe);
+  c->BatchGetReplicaList(lists, probe, 0);
   assert_int_equal(lists[0].code, 0);
   assert_int_equal(lists[0].size, 1024);
   assert_int_equal(lists[1].code, ToInt(ErrorCode::OBJECT_NOT_FOUND));
@@ -182,11 +201,13 @@ void test_batch_forms(void** state) {
   assert_int_equal(started[0].code, ToInt(ErrorCode::INVALID_PARAMS));
   assert_int_equal(started[1].code, ToInt(ErrorCode::INVALID_PARAMS));
 
-  c->BatchRemove(codes, {"batch-5", "missing"}, true);
-  assert_int_equal(codes[0], 0);
-  assert_int_equal(codes[1], ToInt(ErrorCode::OBJECT_NOT_FOUND));
-  assert_int_equal(c->RemoveByRegex("^batch-1[0-9]$", true), 10);
-  assert_int_equal(c->RemoveAll(true), 128 - 1 - 10);
+  rpc::BatchChangeResult removed;
+  c->BatchRemove(removed, {"batch-5", "missing"}, true, 0);
+  assert_int_equal(removed.codes.size(), 2);
+  assert_int_equal(removed.codes[0], 0);
+  assert_int_equal(removed.codes[1], ToInt(ErrorCode::OBJECT_NOT_FOUND));
+  assert_int_equal(RemovedByRegex(c, "^batch-1[0-9]$", true), 10);
+  assert_int_equal(RemovedAll(c, true), 128 - 1 - 10);
   rpc::MasterStats stats;
   c->GetStats(stats);
   assert_int_equal(stats.objects, 0);
@@ -212,17 +233,19 @@ void test_checksums(void** state) {
   assert_int_equal(c->PutEnd(kDaemon, "crc", kTooBig), kBadParams);
   assert_int_equal(c->PutEnd(kDaemon, "crc", kCrc), 0);
   rpc::ReplicaListResult list;
-  c->GetReplicaList(list, "crc");
+  c->GetReplicaList(list, "crc", 0);
   assert_int_equal(list.checksum, kCrc);
 
   // An upsert: readers get the old value's checksum until UpsertEnd publishes the new one.
   c->UpsertStart(started, kDaemon, "crc", 200, rpc::ReplicateConfig());
   assert_int_equal(started.code, 0);
-  c->GetReplicaList(list, "crc");
+  c->GetReplicaList(list, "crc", 0);
   assert_int_equal(list.size, 100);
   assert_int_equal(list.checksum, kCrc);
-  assert_int_equal(c->UpsertEnd(kDaemon, "crc", 0), 0);
-  c->GetReplicaList(list, "crc");
+  rpc::ChangeResult upserted;
+  c->UpsertEnd(upserted, kDaemon, "crc", 0);
+  assert_int_equal(upserted.code, 0);
+  c->GetReplicaList(list, "crc", 0);
   assert_int_equal(list.size, 200);
   assert_int_equal(list.checksum, 0);
 
@@ -243,7 +266,7 @@ void test_checksums(void** state) {
   c->BatchPutEnd(codes, kDaemon, {"b2"}, {});
   assert_int_equal(codes[0], 0);
   std::vector<rpc::ReplicaListResult> lists;
-  c->BatchGetReplicaList(lists, {"b0", "b1", "b2", "missing"});
+  c->BatchGetReplicaList(lists, {"b0", "b1", "b2", "missing"}, 0);
   assert_int_equal(lists.size(), 4);
   assert_int_equal(lists[0].checksum, 0xFFFFFFFF);
   assert_int_equal(lists[1].checksum, -1);
@@ -269,9 +292,48 @@ void test_checksums(void** state) {
   out->getTransport()->writeEnd();
   out->getTransport()->flush();
   assert_int_equal(c->recv_PutEnd(), 0);
-  c->GetReplicaList(list, "old-caller");
+  c->GetReplicaList(list, "old-caller", 0);
   assert_int_equal(list.code, 0);
   assert_int_equal(list.checksum, -1);
+}
+
+// A reader that names itself is named, over the wire, to the next change: with its address
+// and what is left of its lease; a batch says which keys; the caller is left out.
+void test_changes_name_cache_holders(void** state) {
+  auto* f = static_cast<Fixture*>(*state);
+  auto* c = f->client.get();
+  const int64_t kReader = kDaemon + 1;
+  MountOne(c, kDaemon, kSegment, 64 << 20);
+  MountOne(c, kReader, kSegment + 1, 64 << 20);
+  std::vector<std::string> keys = {"held-0", "held-1", "held-2"};
+  std::vector<rpc::PutStartResult> started;
+  c->BatchPutStart(started, kDaemon, keys, {100, 100, 100}, rpc::ReplicateConfig());
+  std::vector<int32_t> codes;
+  c->BatchPutEnd(codes, kDaemon, keys, {});
+  rpc::ReplicaListResult list;
+  c->GetReplicaList(list, "held-0", kReader);
+  assert_int_equal(list.code, 0);
+  rpc::PutStartResult up;
+  c->UpsertStart(up, kDaemon, "held-0", 200, rpc::ReplicateConfig());
+  assert_int_equal(up.code, 0);
+  rpc::ChangeResult changed;
+  c->UpsertEnd(changed, kDaemon, "held-0", -1);
+  assert_int_equal(changed.code, 0);
+  assert_int_equal(changed.holders.size(), 1);
+  assert_int_equal(changed.holders[0].daemon_id, kReader);
+  assert_string_equal(changed.holders[0].address.c_str(),
+                      ("127.0.0.1:" + std::to_string(12300 + kReader % 100)).c_str());
+  assert_true(changed.holders[0].ms_left > 0 && changed.holders[0].ms_left <= 400);
+  // Read by the reader and by the caller itself: only the reader is named, with its keys.
+  std::vector<rpc::ReplicaListResult> lists;
+  c->BatchGetReplicaList(lists, {"held-1", "held-2"}, kReader);
+  c->BatchGetReplicaList(lists, {"held-0", "held-2"}, kDaemon);
+  rpc::BatchChangeResult removed;
+  c->BatchRemove(removed, keys, true, kDaemon);
+  assert_true(removed.codes == (std::vector<int32_t>{0, 0, 0}));
+  assert_int_equal(removed.holders.size(), 1);
+  assert_int_equal(removed.holders[0].daemon_id, kReader);
+  assert_true(removed.holders[0].keys == (std::vector<int32_t>{1, 2}));
 }
 
 void test_heartbeat_timeout_drops_segment(void** state) {
@@ -301,14 +363,14 @@ void test_heartbeat_timeout_drops_segment(void** state) {
   assert_int_equal(segments.size(), 1);
   assert_int_equal(segments[0].segment_id, kSegment);
   rpc::ReplicaListResult list;
-  c->GetReplicaList(list, "on-dying");
+  c->GetReplicaList(list, "on-dying", 0);
   assert_int_equal(list.code, ToInt(ErrorCode::REPLICA_IS_NOT_READY));
   c->Heartbeat(beat, kDaemon + 1);
   assert_int_equal(beat.code, ToInt(ErrorCode::CLIENT_NOT_FOUND));  // re-register, re-mount
   for (int i = 0; i < 50 && list.code != ToInt(ErrorCode::OBJECT_NOT_FOUND); ++i) {
     c->Heartbeat(beat, kDaemon);
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
-    c->GetReplicaList(list, "on-dying");
+    c->GetReplicaList(list, "on-dying", 0);
   }
   assert_int_equal(list.code, ToInt(ErrorCode::OBJECT_NOT_FOUND));
 }
@@ -341,6 +403,7 @@ int main() {
       cmocka_unit_test_setup_teardown(test_put_get_and_lease, Setup, Teardown),
       cmocka_unit_test_setup_teardown(test_batch_forms, Setup, Teardown),
       cmocka_unit_test_setup_teardown(test_checksums, Setup, Teardown),
+      cmocka_unit_test_setup_teardown(test_changes_name_cache_holders, Setup, Teardown),
       cmocka_unit_test_setup_teardown(test_heartbeat_timeout_drops_segment, Setup, Teardown),
       cmocka_unit_test(test_bad_flags_exit_2),
   };
