@@ -61,6 +61,9 @@ void Fill(char* p, size_t n, uint32_t seed) {
 
 Clock::time_point In(int ms) { return Clock::now() + std::chrono::milliseconds(ms); }
 
+// For the raw connections of the tests, opened with a stall timeout of 2 s.
+const tcp_io::Bounds kBounds{2000};
+
 // A segment served on a loopback port, and a transport to reach it.
 struct Fixture {
   std::shared_ptr<SegmentMemory> segment;
@@ -333,7 +336,7 @@ void test_hostile_requests(void**) {
   };
   auto reply_code = [](int fd, transfer::ReplyHeader* r) {
     char head[transfer::kReplyHeaderSize];
-    if (!tcp_io::Recv(fd, head, sizeof(head))) return false;
+    if (!tcp_io::Recv(fd, head, sizeof(head), kBounds)) return false;
     return transfer::DecodeReply(head, r);
   };
   transfer::ReplyHeader r;
@@ -342,7 +345,7 @@ void test_hostile_requests(void**) {
   int fd = connect();
   char garbage[transfer::kRequestHeaderSize];
   Fill(garbage, sizeof(garbage), 4);
-  assert_true(tcp_io::Send(fd, garbage, sizeof(garbage), nullptr, 0));
+  assert_true(tcp_io::Send(fd, garbage, sizeof(garbage), nullptr, 0, kBounds));
   assert_true(reply_code(fd, &r));
   assert_int_equal(r.code, -600);
   char byte;
@@ -358,24 +361,24 @@ void test_hostile_requests(void**) {
   h.length = 100;
   char head[transfer::kRequestHeaderSize];
   transfer::EncodeRequest(h, head);
-  assert_true(tcp_io::Send(fd, head, sizeof(head), nullptr, 0));
+  assert_true(tcp_io::Send(fd, head, sizeof(head), nullptr, 0, kBounds));
   assert_true(reply_code(fd, &r));
   assert_int_equal(r.code, -600);
   h.offset = 0;
   h.length = 1ull << 40;  // a huge length
   transfer::EncodeRequest(h, head);
-  assert_true(tcp_io::Send(fd, head, sizeof(head), nullptr, 0));
+  assert_true(tcp_io::Send(fd, head, sizeof(head), nullptr, 0, kBounds));
   assert_true(reply_code(fd, &r));
   assert_int_equal(r.code, -600);
   h.length = 64;
   h.request_id = 77;
   transfer::EncodeRequest(h, head);
-  assert_true(tcp_io::Send(fd, head, sizeof(head), nullptr, 0));
+  assert_true(tcp_io::Send(fd, head, sizeof(head), nullptr, 0, kBounds));
   assert_true(reply_code(fd, &r));
   assert_int_equal(r.code, 0);
   assert_int_equal(r.request_id, 77);
   char data[64];
-  assert_true(tcp_io::Recv(fd, data, sizeof(data)));
+  assert_true(tcp_io::Recv(fd, data, sizeof(data), kBounds));
   assert_memory_equal(data, f.segment->base(), 64);
   close(fd);
 
@@ -385,21 +388,21 @@ void test_hostile_requests(void**) {
   h.segment_id = 999;
   h.length = 1ull << 40;
   transfer::EncodeRequest(h, head);
-  assert_true(tcp_io::Send(fd, head, sizeof(head), nullptr, 0));
+  assert_true(tcp_io::Send(fd, head, sizeof(head), nullptr, 0, kBounds));
   assert_true(reply_code(fd, &r));
   assert_int_equal(r.code, -101);
   close(fd);
 
   // A truncated header, then hang up; a WRITE whose payload never comes in full.
   fd = connect();
-  assert_true(tcp_io::Send(fd, head, 20, nullptr, 0));
+  assert_true(tcp_io::Send(fd, head, 20, nullptr, 0, kBounds));
   close(fd);
   fd = connect();
   h.segment_id = kSegmentId;
   h.offset = 0;
   h.length = 1 << 20;
   transfer::EncodeRequest(h, head);
-  assert_true(tcp_io::Send(fd, head, sizeof(head), data, sizeof(data)));
+  assert_true(tcp_io::Send(fd, head, sizeof(head), data, sizeof(data), kBounds));
   close(fd);
 
   // The server is unharmed.
