@@ -13,8 +13,8 @@
 // used to be dropped after up to twice the stall timeout. So Configure sets the socket
 // timeouts to a slice (1/32) of the stall timeout and the calls watch the slices that pass
 // without a byte: a stall is detected within two slices after the stall timeout (never
-// before it), a deadline within one slice after it passes. A call that completes at once (the common
-// case) costs nothing more: no clock is read and no extra system call is made.
+// before it), a deadline within one slice after it passes. A call that completes at once
+// (the common case) costs nothing more: no clock is read, no extra system call made.
 #ifndef MOONCAKE_DAEMON_TCP_IO_H_
 #define MOONCAKE_DAEMON_TCP_IO_H_
 

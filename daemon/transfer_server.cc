@@ -294,7 +294,7 @@ bool TransferServer::ServeHello(Connection* c, const std::string& peer, const Re
            "this daemon's connections are all busy (--transfer_connections)");
     return false;
   }
-  if (took) LogAdmission("closed a waiting connection of the same daemon to serve", hello.daemon_name);
+  if (took) LogAdmission("closed a waiting connection of the same daemon for", hello.daemon_name);
   MC_LOG_DEBUG("transfer port: %s is %s", peer.c_str(), hello.daemon_name.c_str());
   return SendReply(fd, h.request_id, ErrorCode::OK, nullptr, 0, bounds);
 }
