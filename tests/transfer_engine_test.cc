@@ -164,6 +164,30 @@ void test_protocol_round_trip(void**) {
   assert_false(transfer::DecodeReply(reply, &rb));
 }
 
+// HELLO's payload: what one daemon encodes, another decodes; anything else is refused.
+void test_hello_round_trip(void**) {
+  assert_true(transfer::KnownOp(static_cast<uint16_t>(transfer::Op::kHello)));
+  assert_false(transfer::KnownOp(0x101));
+  transfer::Hello hello{std::string(transfer::kMaxDaemonName, 'n')};
+  std::string wire = transfer::EncodeHello(hello);
+  transfer::Hello back;
+  const char* why = nullptr;
+  assert_true(transfer::DecodeHello(wire.data(), wire.size(), &back, &why));
+  assert_true(back.daemon_name == hello.daemon_name);
+  // A truncated field, or one byte short, or one too many.
+  for (size_t cut : {size_t{0}, size_t{3}, wire.size() - 1}) {
+    assert_false(transfer::DecodeHello(wire.data(), cut, &back, &why));
+  }
+  std::string longer = wire + "x";
+  assert_false(transfer::DecodeHello(longer.data(), longer.size(), &back, &why));
+  for (const std::string& name : {std::string(), std::string(transfer::kMaxDaemonName + 1, 'n'),
+                                  std::string("a b:1"), std::string("a\x01:1")}) {
+    wire = transfer::EncodeHello(transfer::Hello{name});
+    assert_false(transfer::DecodeHello(wire.data(), wire.size(), &back, &why));
+    assert_non_null(why);
+  }
+}
+
 void test_write_then_read_small_and_striped(void**) {
   Fixture f;
   std::vector<char> out(12 << 20), in(12 << 20);
@@ -537,6 +561,7 @@ void test_chunked_checksum(void**) {
 int main() {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_protocol_round_trip),
+      cmocka_unit_test(test_hello_round_trip),
       cmocka_unit_test(test_write_then_read_small_and_striped),
       cmocka_unit_test(test_checksums_on_the_way),
       cmocka_unit_test(test_reads_under_another_masters_lease_are_refused),
