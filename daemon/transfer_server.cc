@@ -55,6 +55,11 @@ const char* OpName(uint16_t op) {
   }
 }
 
+// Who a connection is, for the log (not on the path of a request served).
+std::string Who(const TransferConnections::Connection& c, const std::string& peer) {
+  return c.peer().empty() ? peer : c.peer() + " at " + peer;
+}
+
 int MillisLeft(Clock::time_point deadline) {
   auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
   return static_cast<int>(std::max<int64_t>(0, std::min<int64_t>(left.count(), INT32_MAX)));
@@ -221,51 +226,51 @@ bool TransferServer::ServeOne(Connection* c, const std::string& peer, bool first
     ~EndRequest() { TransferConnections::EndRequest(c); }
   } end_request{c};
 
-  const std::string who = c->peer().empty() ? peer : c->peer() + " at " + peer;
   bool hello = h.op == static_cast<uint16_t>(Op::kHello);
   if (hello) {
     if (!first) {
-      Refuse(fd, who, h, ErrorCode::INVALID_PARAMS, "HELLO after the first request");
+      Refuse(fd, Who(*c, peer), h, ErrorCode::INVALID_PARAMS, "HELLO after the first request");
       return false;
     }
     return ServeHello(c, peer, h, bounds);  // still within the handshake deadline
   }
   bool took = false;
   if (first && !connections_.Settle(c, "", &took)) {
-    Refuse(fd, who, h, ErrorCode::TOO_MANY_CONNECTIONS,
+    Refuse(fd, Who(*c, peer), h, ErrorCode::TOO_MANY_CONNECTIONS,
            "every connection of this address that did not say HELLO is busy");
     return false;
   }
   if (took) LogAdmission("closed a waiting unnamed connection to serve", peer);
   bounds.deadline = Clock::time_point::max();  // only the header had to be quick
-  if (h.op == static_cast<uint16_t>(Op::kControl)) return ServeControl(fd, who, h);
+  if (h.op == static_cast<uint16_t>(Op::kControl)) return ServeControl(c, peer, h);
 
   std::shared_ptr<SegmentMemory> segment = lookup_(h.segment_id);
   if (segment == nullptr) {
-    return Refuse(fd, who, h, ErrorCode::SEGMENT_NOT_FOUND, "no such segment here");
+    return Refuse(fd, Who(*c, peer), h, ErrorCode::SEGMENT_NOT_FOUND, "no such segment here");
   }
   if (!segment->Contains(h.offset, h.length) || h.length == 0) {
-    return Refuse(fd, who, h, ErrorCode::INVALID_PARAMS, "range outside the segment");
+    return Refuse(fd, Who(*c, peer), h, ErrorCode::INVALID_PARAMS, "range outside the segment");
   }
   char* bytes = segment->base() + h.offset;
   if (h.op == static_cast<uint16_t>(Op::kRead)) {
     if (gate_ != nullptr && !gate_->Accepts(h.master_epoch)) {
-      return Refuse(fd, who, h, ErrorCode::LEASE_EXPIRED,
+      return Refuse(fd, Who(*c, peer), h, ErrorCode::LEASE_EXPIRED,
                     "read lease from another master (restarted?)");
     }
     return SendReply(fd, h.request_id, ErrorCode::OK, bytes, h.length, bounds);
   }
   EpochGate::Write admitted(gate_, h.master_epoch);
   if (!admitted.admitted()) {
-    return Refuse(fd, who, h, ErrorCode::LEASE_EXPIRED,
+    return Refuse(fd, Who(*c, peer), h, ErrorCode::LEASE_EXPIRED,
                   "reservation from another master (restarted?)");
   }
   // WRITE: straight into the segment. A peer that stalls or vanishes half-way leaves a
   // partly written range, which is harmless: the put it belongs to is revoked.
   if (!tcp_io::Recv(fd, bytes, h.length, bounds)) {
-    MC_LOG_WARN("transfer port: WRITE from %s to segment %lld broke off: %s", who.c_str(),
-                static_cast<long long>(h.segment_id),
-                errno == ETIMEDOUT ? "no byte within the transfer timeout" : std::strerror(errno));
+    int err = errno;
+    MC_LOG_WARN("transfer port: WRITE from %s to segment %lld broke off: %s",
+                Who(*c, peer).c_str(), static_cast<long long>(h.segment_id),
+                err == ETIMEDOUT ? "no byte within the transfer timeout" : std::strerror(err));
     return false;
   }
   return SendReply(fd, h.request_id, ErrorCode::OK, nullptr, 0, bounds);
@@ -299,19 +304,21 @@ bool TransferServer::ServeHello(Connection* c, const std::string& peer, const Re
   return SendReply(fd, h.request_id, ErrorCode::OK, nullptr, 0, bounds);
 }
 
-bool TransferServer::ServeControl(int fd, const std::string& who, const RequestHeader& h) {
+bool TransferServer::ServeControl(Connection* c, const std::string& peer, const RequestHeader& h) {
+  const int fd = c->fd();
   if (h.offset != 0 || h.master_epoch != 0) {
-    return Refuse(fd, who, h, ErrorCode::INVALID_PARAMS, "CONTROL with fields it does not use set");
+    return Refuse(fd, Who(*c, peer), h, ErrorCode::INVALID_PARAMS,
+                  "CONTROL with fields it does not use set");
   }
   if (h.length > transfer::kMaxControlPayload) {
-    return Refuse(fd, who, h, ErrorCode::INVALID_PARAMS, "control payload too long");
+    return Refuse(fd, Who(*c, peer), h, ErrorCode::INVALID_PARAMS, "control payload too long");
   }
   tcp_io::Bounds bounds{options_.stall_timeout_ms};
   std::string request(h.length, '\0');
   if (!tcp_io::Recv(fd, &request[0], request.size(), bounds)) return false;
   auto handler = control_.find(h.segment_id);
   if (handler == control_.end()) {
-    Refuse(fd, who, h, ErrorCode::INVALID_PARAMS, "no handler for this control channel");
+    Refuse(fd, Who(*c, peer), h, ErrorCode::INVALID_PARAMS, "no handler for this control channel");
     return true;  // the payload was read: still in step
   }
   std::string reply;

@@ -1,5 +1,6 @@
 // The transfer port: serves other daemons' one-sided READ and WRITE on the segments this
-// daemon owns, and their CONTROL requests (daemon/transfer_protocol.h).
+// daemon owns, their CONTROL requests, and the HELLO that opens a connection
+// (daemon/transfer_protocol.h).
 //
 // One thread per connection, blocking I/O: peers keep a few persistent connections each
 // (daemon/tcp_transport.h), so connections are few and long-lived, and a blocking thread
@@ -90,7 +91,7 @@ class TransferServer {
                 std::chrono::steady_clock::time_point handshake_deadline);
   bool ServeHello(Connection* c, const std::string& peer, const transfer::RequestHeader& h,
                   const tcp_io::Bounds& bounds);
-  bool ServeControl(int fd, const std::string& who, const transfer::RequestHeader& h);
+  bool ServeControl(Connection* c, const std::string& peer, const transfer::RequestHeader& h);
   // Answers h with code and logs why; true when the connection is still in step.
   bool Refuse(int fd, const std::string& peer, const transfer::RequestHeader& h, ErrorCode code,
               const std::string& why);

@@ -87,7 +87,9 @@ struct Owner {
 
   std::string address() const { return "127.0.0.1:" + std::to_string(port); }
 
-  // Waits (5 s at most) until exactly n connections have a request in progress.
+  // Waits (5 s at most) until exactly n connections have a request in progress. (The
+  // owner ends a request just after its reply went out, so a peer that has the reply may
+  // still find it busy; a test that depends on which ended first waits for this.)
   void AwaitBusy(size_t n) {
     for (auto until = Clock::now() + std::chrono::seconds(5);;) {
       if (server->connection_stats().busy == n) return;
@@ -313,6 +315,7 @@ void test_port_full_of_idle_connections_serves_a_fresh_peer(void**) {
     idle.push_back(Connect(o));
     assert_int_equal(Hello(idle.back(), "idle-" + std::to_string(i) + ":1"), 0);
     assert_int_equal(Read(idle.back(), 0, 64), 0);
+    o.AwaitBusy(0);  // idle from now on: in the order opened
   }
   TcpTransport::Options options;
   options.address = "127.0.0.1:1";
@@ -351,7 +354,10 @@ void test_busy_connections_are_never_taken(void**) {
   int late = Connect(o);
   assert_int_equal(Hello(late, "late:1"), kClosed);
   close(late);
-  for (int fd : busy) assert_int_equal(FinishWrite(fd, 4096 - 100), 0);  // unharmed
+  for (size_t i = 0; i < busy.size(); ++i) {
+    assert_int_equal(FinishWrite(busy[i], 4096 - 100), 0);  // unharmed
+    o.AwaitBusy(busy.size() - 1 - i);
+  }
   late = Connect(o);
   assert_int_equal(Hello(late, "late:1"), 0);
   assert_true(ClosedWithin(busy[0], 2000));  // idle the longest
@@ -377,7 +383,9 @@ void test_peer_over_its_cap_is_refused_while_another_is_served(void**) {
   assert_int_equal(Hello(y, "y:1"), 0);
   assert_int_equal(Read(y, 0, 4096), 0);
   assert_int_equal(FinishWrite(x1, 4096 - 10), 0);
+  o.AwaitBusy(1);
   assert_int_equal(FinishWrite(x2, 4096 - 10), 0);
+  o.AwaitBusy(0);
   int x4 = Connect(o);
   assert_int_equal(Hello(x4, "x:1"), 0);
   assert_true(ClosedWithin(x1, 2000));
@@ -391,7 +399,9 @@ void test_unnamed_connections_are_capped_per_address(void**) {
   Owner o(Limits(64, 2, 64));
   int u1 = Connect(o), u2 = Connect(o), u3 = Connect(o);
   assert_int_equal(Read(u1, 0, 64), 0);
+  o.AwaitBusy(0);
   assert_int_equal(Read(u2, 0, 64), 0);
+  o.AwaitBusy(0);
   assert_int_equal(Read(u3, 0, 64), 0);  // u1, idle the longest, made room
   assert_true(ClosedWithin(u1, 2000));
   StartWrite(u2, 4096, 10);
