@@ -35,7 +35,11 @@ void RegisterDaemonFlags(FlagSet* f, DaemonOptions* o) {
   f->AddDuration("transfer_timeout", &o->transfer_timeout_ms, 1,
                  "a transfer to another daemon that makes no progress this long fails, ms");
   f->AddInt("transfer_connections", &o->transfer_connections,
-            "pooled TCP connections to one peer daemon, at most");
+            "pooled TCP connections to one peer daemon, at most; also how many one peer may "
+            "hold to this daemon's transfer port");
+  f->AddInt("transfer_max_connections", &o->transfer_max_connections,
+            "connections to this daemon's transfer port, all peers together (idle ones make "
+            "room for new peers)");
   f->AddBool("checksum", &o->checksum,
              "store a CRC32C of every value put through this daemon; gets verify it (-801)");
   f->AddChoice("log_level", &o->log_level, {"debug", "info", "warning", "error"},
@@ -65,9 +69,11 @@ bool ValidateDaemonOptions(DaemonOptions* o, std::string* error) {
     *error = "--worker_threads must be in 0..1024 and --max_master_connections in 0..4096";
   } else if (o->transfer_streams < 1 || o->transfer_streams > 64 ||
              o->transfer_connections < 1 || o->transfer_connections > 4096 ||
-             o->transfer_timeout_ms <= 0) {
+             o->transfer_timeout_ms <= 0 || o->transfer_timeout_ms > 3600 * 1000) {
     *error = "--transfer_streams must be in 1..64, --transfer_connections in 1..4096, and "
-             "--transfer_timeout positive";
+             "--transfer_timeout in 1 ms..1 h";
+  } else if (o->transfer_max_connections < 1 || o->transfer_max_connections > 65536) {
+    *error = "--transfer_max_connections must be in 1..65536";
   } else {
     o->master_host = o->master.substr(0, colon);
     o->master_port = static_cast<int>(port);

@@ -28,7 +28,8 @@ struct DaemonOptions {
   std::string rdma_devices;              // comma-separated; "" = every device found
   int64_t transfer_streams = 2;          // TCP connections one large transfer is striped over
   int64_t transfer_timeout_ms = 5000;    // a transfer making no progress this long fails
-  int64_t transfer_connections = 64;     // TCP connections per peer, at most
+  int64_t transfer_connections = 64;     // TCP connections per peer, at most (each way)
+  int64_t transfer_max_connections = 1024;  // connections to this daemon's transfer port
   bool checksum = false;                 // CRC32C at put, verified at get
   std::string log_level = "info";
 

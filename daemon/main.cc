@@ -29,6 +29,7 @@
 #include "common/units.h"
 #include "daemon/cache_invalidator.h"
 #include "daemon/daemon_options.h"
+#include "daemon/descriptor_limit.h"
 #include "daemon/master_client.h"
 #include "daemon/membership.h"
 #include "daemon/rdma_transport.h"
@@ -56,7 +57,10 @@ int ReserveTransferPort(int64_t port, int* bound) {
     addr.sin_family = AF_INET;
     addr.sin_port = htons(static_cast<uint16_t>(p));
     addr.sin_addr.s_addr = htonl(INADDR_ANY);
-    if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0 && listen(fd, 64) == 0) {
+    // A deep backlog: a burst of connections (a flood, or many peers at once) must not
+    // drop a fresh peer's SYN before the accept thread has seen it.
+    if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0 &&
+        listen(fd, SOMAXCONN) == 0) {
       *bound = p;
       return fd;
     }
@@ -115,6 +119,27 @@ std::unique_ptr<mooncake::TransferEngine> OpenTransferEngine(const mooncake::Dae
   return std::make_unique<TransferEngine>(master, std::move(tcp), std::move(rdma));
 }
 
+// The transfer port's caps: --transfer_max_connections within half the descriptor limit,
+// --transfer_connections per peer, a quarter of the port for the new connections of one
+// address (a flood from one host cannot fill it).
+mooncake::TransferConnections::Limits TransferPortLimits(const mooncake::DaemonOptions& options,
+                                                        uint64_t descriptors) {
+  mooncake::TransferConnections::Limits limits;
+  uint64_t wanted = static_cast<uint64_t>(options.transfer_max_connections);
+  limits.max_connections = mooncake::TransferConnectionsWithin(descriptors, wanted);
+  limits.per_peer = static_cast<size_t>(options.transfer_connections);
+  limits.new_per_address = std::max<size_t>(1, limits.max_connections / 4);
+  if (limits.max_connections < wanted) {
+    MC_LOG_WARN("transfer port: at most %zu connections, not --transfer_max_connections "
+                "%llu: half the descriptor limit (raise it: ulimit -n, LimitNOFILE=)",
+                limits.max_connections, static_cast<unsigned long long>(wanted));
+  }
+  MC_LOG_INFO("transfer port: at most %zu connections, %zu per peer, %zu new ones per "
+              "address; idle ones make room for new peers",
+              limits.max_connections, limits.per_peer, limits.new_per_address);
+  return limits;
+}
+
 std::string MachineHostname() {
   char name[256] = {0};
   if (gethostname(name, sizeof(name) - 1) != 0 || name[0] == '\0') return "localhost";
@@ -138,6 +163,9 @@ int main(int argc, char** argv) {
   }
   InitLogging(options.log_level);
   RouteThriftOutputToDebugLog();
+  std::string limit_message;
+  uint64_t descriptors = RaiseDescriptorLimit(&limit_message);
+  MC_LOG_INFO("%s", limit_message.c_str());
 
   // Signals are taken by one thread with sigwait; every other thread runs unbothered.
   sigset_t stop_signals = BlockStopSignals();
@@ -196,6 +224,7 @@ int main(int argc, char** argv) {
   // Serving before the first segment is mounted: peers may write to it from then on.
   TransferServer::Options server_options;
   server_options.stall_timeout_ms = static_cast<int>(options.transfer_timeout_ms);
+  server_options.limits = TransferPortLimits(options, descriptors);
   TransferServer transfer_server(
       transfer_fd, [&membership](int64_t id) { return membership.Find(id); }, server_options);
   if (auto* rdma = dynamic_cast<RdmaTransport*>(engine->rdma())) {

@@ -20,6 +20,8 @@ namespace tcp_io {
 
 namespace {
 
+using Clock = std::chrono::steady_clock;
+
 bool SplitAddress(const std::string& address, std::string* host, std::string* port) {
   size_t colon = address.rfind(':');
   if (colon == std::string::npos || colon == 0 || colon + 1 == address.size()) return false;
@@ -54,11 +56,56 @@ int ConnectOne(const addrinfo* ai, int timeout_ms) {
   return fd;
 }
 
+// A stall is detected within two slices after the stall timeout: the return that brought
+// the last bytes comes up to a slice after them, and the silence is checked at the end of
+// each slice. 1/32 of the timeout: 5 s are detected by 5.31 s.
+constexpr int kSlicesPerStall = 32;
+
+// Decides, each time a system call of one Send or Recv returns with the message still
+// unfinished (a socket-timeout slice passed, with or without some bytes moved), whether to
+// go on. No clock is read until that happens.
+class Patience {
+ public:
+  explicit Patience(const Bounds& bounds) : bounds_(bounds) {}
+
+  // moved: the call moved some bytes. False (errno ETIMEDOUT) to give up.
+  bool Wait(bool moved) {
+    Clock::time_point now = Clock::now();
+    if (now >= bounds_.deadline) return TimedOut();
+    if (moved) {
+      silent_since_ = Clock::time_point::min();  // from this return on, if nothing comes
+      return true;
+    }
+    if (silent_since_ == Clock::time_point::min()) {
+      // Nothing came during the slice that just passed: the silence began when it began.
+      silent_since_ = now - std::chrono::milliseconds(SliceMillis(bounds_.stall_timeout_ms));
+    }
+    if (now - silent_since_ >= std::chrono::milliseconds(bounds_.stall_timeout_ms)) {
+      return TimedOut();
+    }
+    return true;
+  }
+
+ private:
+  static bool TimedOut() {
+    errno = ETIMEDOUT;
+    return false;
+  }
+
+  const Bounds& bounds_;
+  Clock::time_point silent_since_ = Clock::time_point::min();
+};
+
 }  // namespace
 
+int SliceMillis(int stall_timeout_ms) {
+  return stall_timeout_ms <= 0 ? 0 : std::max(1, stall_timeout_ms / kSlicesPerStall);
+}
+
 void Configure(int fd, int stall_timeout_ms) {
-  SetSocketTimeout(fd, SO_SNDTIMEO, stall_timeout_ms);
-  SetSocketTimeout(fd, SO_RCVTIMEO, stall_timeout_ms);
+  int slice = SliceMillis(stall_timeout_ms);
+  SetSocketTimeout(fd, SO_SNDTIMEO, slice);
+  SetSocketTimeout(fd, SO_RCVTIMEO, slice);
   int one = 1;
   setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 }
@@ -93,10 +140,12 @@ int Connect(const std::string& address, int timeout_ms, int stall_timeout_ms, st
   return fd;
 }
 
-bool Send(int fd, const char* head, size_t head_len, const char* data, size_t data_len) {
+bool Send(int fd, const char* head, size_t head_len, const char* data, size_t data_len,
+          const Bounds& bounds) {
   iovec iov[2] = {{const_cast<char*>(head), head_len}, {const_cast<char*>(data), data_len}};
   int first = head_len > 0 ? 0 : 1;
   int count = data_len > 0 ? 2 : 1;
+  Patience patience(bounds);
   while (first < count) {
     msghdr msg{};
     msg.msg_iov = iov + first;
@@ -104,7 +153,8 @@ bool Send(int fd, const char* head, size_t head_len, const char* data, size_t da
     ssize_t n = sendmsg(fd, &msg, MSG_NOSIGNAL);
     if (n < 0) {
       if (errno == EINTR) continue;
-      return false;  // EAGAIN here means the stall timeout passed
+      if ((errno != EAGAIN && errno != EWOULDBLOCK) || !patience.Wait(false)) return false;
+      continue;  // a slice passed and the peer took nothing
     }
     size_t sent = static_cast<size_t>(n);
     while (first < count && sent >= iov[first].iov_len) {
@@ -114,13 +164,15 @@ bool Send(int fd, const char* head, size_t head_len, const char* data, size_t da
     if (first < count) {
       iov[first].iov_base = static_cast<char*>(iov[first].iov_base) + sent;
       iov[first].iov_len -= sent;
+      if (!patience.Wait(true)) return false;  // a slice passed, some bytes went
     }
   }
   return true;
 }
 
-bool Recv(int fd, char* data, size_t n) {
+bool Recv(int fd, char* data, size_t n, const Bounds& bounds) {
   size_t got = 0;
+  Patience patience(bounds);
   while (got < n) {
     ssize_t r = recv(fd, data + got, n - got, MSG_WAITALL);
     if (r == 0) {
@@ -129,19 +181,11 @@ bool Recv(int fd, char* data, size_t n) {
     }
     if (r < 0) {
       if (errno == EINTR) continue;
-      return false;
+      if ((errno != EAGAIN && errno != EWOULDBLOCK) || !patience.Wait(false)) return false;
+      continue;  // a slice passed without a byte
     }
     got += static_cast<size_t>(r);
-  }
-  return true;
-}
-
-bool Discard(int fd, size_t n) {
-  char sink[64 * 1024];
-  while (n > 0) {
-    size_t step = std::min(n, sizeof(sink));
-    if (!Recv(fd, sink, step)) return false;
-    n -= step;
+    if (got < n && !patience.Wait(true)) return false;  // a slice passed, some bytes came
   }
   return true;
 }

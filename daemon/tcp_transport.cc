@@ -24,6 +24,14 @@ int MillisLeft(Clock::time_point deadline) {
   return static_cast<int>(std::max<int64_t>(0, std::min<int64_t>(left.count(), INT32_MAX)));
 }
 
+// What a send or receive that failed says, with errno as it left it.
+ErrorCode Broken(bool* stalled, std::string* error) {
+  *stalled = errno == ETIMEDOUT;
+  *error = *stalled ? "no progress within the transfer timeout (or the deadline passed)"
+                    : std::strerror(errno);
+  return ErrorCode::TRANSFER_FAIL;
+}
+
 // Waits for a count of pieces to end.
 class Latch {
  public:
@@ -109,10 +117,48 @@ int TcpTransport::Acquire(Peer* peer, Clock::time_point deadline, bool* reused,
     ++peer->open;  // a slot for the connection made below
   }
   *reused = false;
-  int timeout = std::min(options_.connect_timeout_ms, MillisLeft(deadline));
-  int fd = tcp_io::Connect(peer->address, std::max(timeout, 1), options_.stall_timeout_ms, error);
+  // Connecting and saying HELLO together take at most connect_timeout_ms.
+  Clock::time_point until =
+      std::min(deadline, Clock::now() + std::chrono::milliseconds(options_.connect_timeout_ms));
+  int fd = tcp_io::Connect(peer->address, std::max(MillisLeft(until), 1),
+                           options_.stall_timeout_ms, error);
+  if (fd >= 0 && !Hello(fd, until, error)) {
+    close(fd);
+    fd = -1;
+  }
   if (fd < 0) Release(peer, -1, false);
   return fd;
+}
+
+bool TcpTransport::Hello(int fd, Clock::time_point deadline, std::string* error) {
+  transfer::Hello hello;
+  hello.daemon_name = options_.address;
+  std::string payload = transfer::EncodeHello(hello);
+  transfer::RequestHeader h;
+  h.op = static_cast<uint16_t>(Op::kHello);
+  h.request_id = next_request_id_.fetch_add(1, std::memory_order_relaxed);
+  h.length = payload.size();
+  char head[transfer::kRequestHeaderSize];
+  transfer::EncodeRequest(h, head);
+  char reply_head[transfer::kReplyHeaderSize];
+  tcp_io::Bounds bounds{options_.stall_timeout_ms, deadline};
+  transfer::ReplyHeader reply;
+  if (!tcp_io::Send(fd, head, sizeof(head), payload.data(), payload.size(), bounds) ||
+      !tcp_io::Recv(fd, reply_head, sizeof(reply_head), bounds)) {
+    *error = std::string("HELLO unanswered: ") +
+             (errno == ETIMEDOUT ? "no answer within the connect timeout" : std::strerror(errno));
+    return false;
+  }
+  if (!transfer::DecodeReply(reply_head, &reply) || reply.request_id != h.request_id ||
+      reply.length != 0) {
+    *error = "HELLO answered out of step";
+    return false;
+  }
+  if (reply.code != ErrorCode::OK) {
+    *error = std::string("HELLO refused by the owner: ") + ErrorName(reply.code);
+    return false;
+  }
+  return true;
 }
 
 void TcpTransport::Release(Peer* peer, int fd, bool keep) {
@@ -126,8 +172,9 @@ void TcpTransport::Release(Peer* peer, int fd, bool keep) {
   peer->cv.notify_one();
 }
 
-ErrorCode TcpTransport::RunOn(int fd, const Exchange& x, bool* in_step, bool* stalled,
-                              std::string* error) {
+ErrorCode TcpTransport::RunOn(int fd, const Exchange& x, Clock::time_point deadline,
+                              bool* in_step, bool* stalled, std::string* error) {
+  const tcp_io::Bounds bounds{options_.stall_timeout_ms, deadline};
   *in_step = false;
   *stalled = false;
   transfer::RequestHeader h;
@@ -141,11 +188,9 @@ ErrorCode TcpTransport::RunOn(int fd, const Exchange& x, bool* in_step, bool* st
   transfer::EncodeRequest(h, head);
   char reply_head[transfer::kReplyHeaderSize];
   transfer::ReplyHeader reply;
-  if (!tcp_io::Send(fd, head, sizeof(head), x.payload, x.payload_length) ||
-      !tcp_io::Recv(fd, reply_head, sizeof(reply_head))) {
-    *stalled = errno == EAGAIN || errno == EWOULDBLOCK;
-    *error = *stalled ? "no progress within the stall timeout" : std::strerror(errno);
-    return ErrorCode::TRANSFER_FAIL;
+  if (!tcp_io::Send(fd, head, sizeof(head), x.payload, x.payload_length, bounds) ||
+      !tcp_io::Recv(fd, reply_head, sizeof(reply_head), bounds)) {
+    return Broken(stalled, error);
   }
   if (!transfer::DecodeReply(reply_head, &reply) || reply.request_id != h.request_id) {
     *error = "reply out of step (bad magic or request id)";
@@ -165,23 +210,19 @@ ErrorCode TcpTransport::RunOn(int fd, const Exchange& x, bool* in_step, bool* st
                std::to_string(x.expect);
       return ErrorCode::TRANSFER_FAIL;
     }
-    ok = tcp_io::Recv(fd, x.into, x.expect);
+    ok = tcp_io::Recv(fd, x.into, x.expect, bounds);
   } else if (x.op == static_cast<uint16_t>(Op::kControl)) {
     if (reply.length > transfer::kMaxControlPayload) {
       *error = "control reply too long";
       return ErrorCode::TRANSFER_FAIL;
     }
     x.control_reply->assign(reply.length, '\0');
-    ok = tcp_io::Recv(fd, &(*x.control_reply)[0], reply.length);
+    ok = tcp_io::Recv(fd, &(*x.control_reply)[0], reply.length, bounds);
   } else if (reply.length != 0) {
     *error = "WRITE reply with a payload";
     return ErrorCode::TRANSFER_FAIL;
   }
-  if (!ok) {
-    *stalled = errno == EAGAIN || errno == EWOULDBLOCK;
-    *error = *stalled ? "no progress within the stall timeout" : std::strerror(errno);
-    return ErrorCode::TRANSFER_FAIL;
-  }
+  if (!ok) return Broken(stalled, error);
   *in_step = true;
   return ErrorCode::OK;
 }
@@ -198,14 +239,7 @@ ErrorCode TcpTransport::Run(Peer* peer, const Exchange& x, Clock::time_point dea
     if (fd < 0) return ErrorCode::TRANSFER_FAIL;
     bool in_step = false;
     bool stalled = false;
-    // The stall timeout bounds each send and receive; a deadline nearer than that bounds
-    // them instead, for this request (a CONTROL call with little time left, e.g. a cache
-    // invalidation that must not outlast its holder's lease).
-    int left = MillisLeft(deadline);
-    bool tightened = options_.stall_timeout_ms <= 0 || left < options_.stall_timeout_ms;
-    if (tightened) tcp_io::Configure(fd, std::max(left, 1));
-    ErrorCode code = RunOn(fd, x, &in_step, &stalled, error);
-    if (tightened && in_step) tcp_io::Configure(fd, options_.stall_timeout_ms);
+    ErrorCode code = RunOn(fd, x, deadline, &in_step, &stalled, error);
     Release(peer, fd, in_step);
     // A peer that stalled is frozen or gone, not restarted: another try would only stall
     // as long again.

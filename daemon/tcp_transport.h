@@ -3,7 +3,10 @@
 //
 // Connections. Each peer has a pool of persistent connections, opened on demand up to
 // max_connections_per_peer and kept idle between transfers, so transfers never pay a
-// handshake and a busy daemon never runs out of ports (no TIME_WAIT churn). A request
+// handshake and a busy daemon never runs out of ports (no TIME_WAIT churn). A new
+// connection opens with HELLO naming this daemon (options.address), so the owner counts it
+// against this daemon's share of its port (daemon/transfer_connections.h); the owner may
+// close an idle one to make room for another peer, which the retry below absorbs. A request
 // owns its connection from header to reply. A transfer that fails on a pooled connection
 // (the peer restarted since) drops every idle connection to that peer and is retried once
 // on a fresh one: reads and writes of a range are idempotent. One that stalled is not
@@ -17,9 +20,11 @@
 // caller's memory; a READ's payload is received straight into it. An op that wants a
 // checksum gets it computed per piece, on the piece's thread, while its bytes are in cache.
 //
-// Time. connect_timeout_ms bounds a connect, stall_timeout_ms any send or receive that
-// makes no progress: a dead or frozen peer fails a transfer within seconds. A request
-// whose deadline is nearer than the stall timeout gets what is left of it instead.
+// Time. connect_timeout_ms bounds a connect and its HELLO; stall_timeout_ms any send or
+// receive that makes no progress, counted from the last byte moved (daemon/tcp_io.h); and
+// no transfer runs past its deadline. A dead or frozen peer fails a transfer within the
+// stall timeout, as the owner drops a peer that stalls mid-request within the same time
+// (both are --transfer_timeout).
 #ifndef MOONCAKE_DAEMON_TCP_TRANSPORT_H_
 #define MOONCAKE_DAEMON_TCP_TRANSPORT_H_
 
@@ -40,7 +45,8 @@ namespace mooncake {
 class TcpTransport : public Transport, public ControlCaller {
  public:
   struct Options {
-    std::string address;  // this daemon's transfer port, "host:port", as published
+    std::string address;  // this daemon's transfer port, "host:port", as published; its
+                          // name in HELLO
     int streams = 2;
     uint64_t stripe_min_bytes = 512ull << 10;
     int connect_timeout_ms = 2000;
@@ -91,15 +97,18 @@ class TcpTransport : public Transport, public ControlCaller {
   // A connection to peer (idle or new), or -1 with *error. *reused: it was idle.
   int Acquire(Peer* peer, std::chrono::steady_clock::time_point deadline, bool* reused,
               std::string* error);
+  // Says HELLO on a new connection; false with *error when it is not answered OK by then.
+  bool Hello(int fd, std::chrono::steady_clock::time_point deadline, std::string* error);
   void Release(Peer* peer, int fd, bool keep);
   // Runs x on a pooled connection, retried once on a fresh one when the pooled one broke.
   // OK, the peer's refusal code, or TRANSFER_FAIL with *error.
   ErrorCode Run(Peer* peer, const Exchange& x, std::chrono::steady_clock::time_point deadline,
                 std::string* error);
   // One attempt on fd: OK, the peer's code (*in_step: the connection may be reused), or
-  // TRANSFER_FAIL (*stalled: because the stall timeout passed, rather than the connection
-  // breaking).
-  ErrorCode RunOn(int fd, const Exchange& x, bool* in_step, bool* stalled, std::string* error);
+  // TRANSFER_FAIL (*stalled: because the stall timeout or the deadline passed, rather than
+  // the connection breaking).
+  ErrorCode RunOn(int fd, const Exchange& x, std::chrono::steady_clock::time_point deadline,
+                  bool* in_step, bool* stalled, std::string* error);
   // OK, or TRANSFER_FAIL (logged). *crc: the piece's CRC32C, when its op wants one.
   ErrorCode RunPiece(const Piece& piece, std::chrono::steady_clock::time_point deadline,
                      uint32_t* crc);

@@ -17,7 +17,71 @@ T Get(const char*& p) {
   return static_cast<T>(GetLittleEndian(&p, sizeof(T)));
 }
 
+enum HelloTag : uint16_t {
+  kDaemonNameTag = 1,
+};
+
 }  // namespace
+
+bool KnownOp(uint16_t op) {
+  switch (static_cast<Op>(op)) {
+    case Op::kWrite:
+    case Op::kRead:
+    case Op::kControl:
+    case Op::kHello:
+      return true;
+  }
+  return false;
+}
+
+std::string EncodeHello(const Hello& hello) {
+  std::string out;
+  AppendLittleEndian(&out, kDaemonNameTag, 2);
+  AppendLittleEndian(&out, hello.daemon_name.size(), 2);
+  out += hello.daemon_name;
+  return out;
+}
+
+bool DecodeHello(const char* payload, size_t length, Hello* hello, const char** why) {
+  const char* p = payload;
+  const char* end = payload + length;
+  bool named = false;
+  while (p != end) {
+    if (end - p < 4) {
+      *why = "HELLO field header cut short";
+      return false;
+    }
+    uint16_t tag = Get<uint16_t>(p);
+    uint16_t size = Get<uint16_t>(p);
+    if (size > end - p) {
+      *why = "HELLO field longer than the payload";
+      return false;
+    }
+    if (tag != kDaemonNameTag) {
+      *why = "unknown HELLO field";
+      return false;
+    }
+    if (named) {
+      *why = "HELLO names the daemon twice";
+      return false;
+    }
+    named = true;
+    hello->daemon_name.assign(p, size);
+    p += size;
+  }
+  const std::string& name = hello->daemon_name;
+  if (!named || name.empty() || name.size() > kMaxDaemonName) {
+    *why = "HELLO without a daemon name of 1..255 bytes";
+    return false;
+  }
+  for (char c : name) {
+    if (c <= ' ' || c > '~') {
+      *why = "HELLO daemon name not printable ASCII";
+      return false;
+    }
+  }
+  return true;
+}
 
 void EncodeRequest(const RequestHeader& h, char out[kRequestHeaderSize]) {
   char* p = out;
@@ -41,10 +105,7 @@ bool DecodeRequest(const char in[kRequestHeaderSize], RequestHeader* h) {
   h->offset = Get<uint64_t>(p);
   h->length = Get<uint64_t>(p);
   h->master_epoch = Get<int64_t>(p);
-  bool known_op = h->op == static_cast<uint16_t>(Op::kWrite) ||
-                  h->op == static_cast<uint16_t>(Op::kRead) ||
-                  h->op == static_cast<uint16_t>(Op::kControl);
-  return h->magic == kRequestMagic && h->version == kVersion && known_op;
+  return h->magic == kRequestMagic && h->version == kVersion && KnownOp(h->op);
 }
 
 void EncodeReply(const ReplyHeader& h, char out[kReplyHeaderSize]) {

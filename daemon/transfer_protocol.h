@@ -14,6 +14,20 @@
 // master may already have given that range to another object (daemon/epoch_gate.h).
 // 0 asks for no check.
 //
+// HELLO (op 0x100) may open a connection, and only open it: it names the peer daemon, so
+// that the owner counts the connection against that daemon's share of the port rather
+// than against its source address (daemon/transfer_connections.h). Its segment id, offset
+// and master epoch are 0; its length is that of the payload, at most kMaxHelloPayload, a
+// list of fields `u16 tag | u16 length | value`, each tag at most once, no byte after the
+// last field:
+//
+//   tag 1, daemon name: the peer's "host:port" as it publishes its segments, 1..255
+//          printable ASCII characters; required
+//
+// An unknown tag is refused, so a field that must be understood (a proof of the cluster
+// key, say) can be added with a tag of its own. The reply carries no payload. Ops from
+// 0x100 up set up a connection; those below move bytes.
+//
 // A reply is a fixed 24-byte header, then for a successful READ the `length` bytes read
 // and for CONTROL the reply payload:
 //
@@ -22,13 +36,16 @@
 // Requests on one connection are answered in order, one at a time. Every request is
 // checked before a byte of payload is touched: a bad magic, version or op, an unknown
 // segment, or a range outside the segment gets an error reply (-600 INVALID_PARAMS,
-// -101 SEGMENT_NOT_FOUND, -707 LEASE_EXPIRED) and a log line. After a refused WRITE or CONTROL the owner
-// closes the connection rather than reading a payload it cannot trust the length of.
+// -101 SEGMENT_NOT_FOUND, -707 LEASE_EXPIRED, -1305 TOO_MANY_CONNECTIONS) and a log line;
+// so does a field an op does not use that is not 0 (the offset and master epoch of a
+// CONTROL). After a refused WRITE, CONTROL or HELLO the owner closes the connection rather
+// than reading a payload it cannot trust the length of.
 #ifndef MOONCAKE_DAEMON_TRANSFER_PROTOCOL_H_
 #define MOONCAKE_DAEMON_TRANSFER_PROTOCOL_H_
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 
 #include "common/error_code.h"
 
@@ -43,13 +60,20 @@ constexpr size_t kReplyHeaderSize = 24;
 // CONTROL payloads (RDMA connection set-up, cache invalidations) are small; anything
 // longer is hostile.
 constexpr uint64_t kMaxControlPayload = 64 * 1024;
+// A HELLO is a name and room for a few fields more.
+constexpr uint64_t kMaxHelloPayload = 1024;
+constexpr size_t kMaxDaemonName = 255;
 
 enum class Op : uint16_t {
   kWrite = 1,    // payload -> segment[offset, offset + length)
   kRead = 2,     // segment[offset, offset + length) -> reply payload
   kControl = 3,  // payload is handed to a registered handler (segment id names which);
                  // its answer is the reply payload
+  kHello = 0x100,  // first on a connection: who the peer is (payload: HelloFields)
 };
+
+// True for the ops above. (A switch: two ops given one number do not compile.)
+bool KnownOp(uint16_t op);
 
 // Which handler a CONTROL request is for (carried in the segment id field).
 enum class ControlChannel : int64_t {
@@ -76,6 +100,18 @@ struct ReplyHeader {
   uint64_t request_id = 0;
   uint64_t length = 0;
 };
+
+// What a HELLO says.
+struct Hello {
+  std::string daemon_name;  // "host:port"
+};
+
+// The payload of a HELLO.
+std::string EncodeHello(const Hello& hello);
+// False, with *why, when payload is not a HELLO this version accepts: a field cut short,
+// an unknown or repeated tag, bytes after the last field, no daemon name, or a name that is
+// empty, longer than kMaxDaemonName or not printable ASCII.
+bool DecodeHello(const char* payload, size_t length, Hello* hello, const char** why);
 
 void EncodeRequest(const RequestHeader& h, char out[kRequestHeaderSize]);
 // False when the bytes are not a request this version understands (magic, version, op);

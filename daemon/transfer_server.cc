@@ -7,22 +7,24 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
-#include <vector>
+#include <system_error>
 
 #include "common/error_code.h"
 #include "common/logging.h"
-#include "daemon/tcp_io.h"
 
 namespace mooncake {
 
+using Clock = std::chrono::steady_clock;
 using transfer::Op;
 using transfer::ReplyHeader;
 using transfer::RequestHeader;
 
 namespace {
 
-std::string PeerName(const sockaddr_storage& addr) {
+// The source IP of a connection, and "ip:port" for the log.
+void DescribePeer(const sockaddr_storage& addr, std::string* ip, std::string* name) {
   char host[INET6_ADDRSTRLEN] = "?";
   int port = 0;
   if (addr.ss_family == AF_INET) {
@@ -34,23 +36,53 @@ std::string PeerName(const sockaddr_storage& addr) {
     inet_ntop(AF_INET6, &in6->sin6_addr, host, sizeof(host));
     port = ntohs(in6->sin6_port);
   }
-  return std::string(host) + ":" + std::to_string(port);
+  *ip = host;
+  *name = *ip + ":" + std::to_string(port);
 }
 
-bool SendReply(int fd, uint64_t request_id, ErrorCode code, const char* data, uint64_t length) {
+const char* OpName(uint16_t op) {
+  switch (op) {
+    case static_cast<uint16_t>(Op::kWrite):
+      return "WRITE";
+    case static_cast<uint16_t>(Op::kRead):
+      return "READ";
+    case static_cast<uint16_t>(Op::kControl):
+      return "CONTROL";
+    case static_cast<uint16_t>(Op::kHello):
+      return "HELLO";
+    default:
+      return "request";
+  }
+}
+
+// Who a connection is, for the log (not on the path of a request served).
+std::string Who(const TransferConnections::Connection& c, const std::string& peer) {
+  return c.peer().empty() ? peer : c.peer() + " at " + peer;
+}
+
+int MillisLeft(Clock::time_point deadline) {
+  auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+  return static_cast<int>(std::max<int64_t>(0, std::min<int64_t>(left.count(), INT32_MAX)));
+}
+
+bool SendReply(int fd, uint64_t request_id, ErrorCode code, const char* data, uint64_t length,
+               const tcp_io::Bounds& bounds) {
   ReplyHeader reply;
   reply.code = code;
   reply.request_id = request_id;
   reply.length = length;
   char head[transfer::kReplyHeaderSize];
   transfer::EncodeReply(reply, head);
-  return tcp_io::Send(fd, head, sizeof(head), data, length);
+  return tcp_io::Send(fd, head, sizeof(head), data, length, bounds);
 }
 
 }  // namespace
 
 TransferServer::TransferServer(int listen_fd, SegmentLookup lookup, Options options)
-    : listen_fd_(listen_fd), lookup_(std::move(lookup)), options_(options) {}
+    : listen_fd_(listen_fd),
+      lookup_(std::move(lookup)),
+      options_(options),
+      connections_(options.limits) {}
 
 TransferServer::~TransferServer() {
   Stop();
@@ -67,17 +99,28 @@ void TransferServer::Start() {
 }
 
 void TransferServer::Stop() {
-  std::unique_lock<std::mutex> lock(mu_);
-  if (stopping_ || !started_) {
-    stopping_ = true;
+  if (stopping_.exchange(true) || !started_) return;
+  shutdown(listen_fd_, SHUT_RDWR);  // wakes accept()
+  accept_thread_.join();            // admits no more
+  connections_.Shutdown();          // and waits for every connection's thread
+}
+
+void TransferServer::LogAdmission(const char* what, const std::string& peer) {
+  int64_t now = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                    Clock::now().time_since_epoch())
+                    .count();
+  int64_t next = next_admission_log_ns_.load(std::memory_order_relaxed);
+  if (now < next ||
+      !next_admission_log_ns_.compare_exchange_strong(next, now + 1000 * 1000 * 1000)) {
     return;
   }
-  stopping_ = true;
-  shutdown(listen_fd_, SHUT_RDWR);  // wakes accept()
-  for (int fd : connections_) shutdown(fd, SHUT_RDWR);
-  cv_.wait(lock, [this] { return connections_.empty(); });
-  lock.unlock();
-  accept_thread_.join();
+  TransferConnections::Stats s = connections_.stats();
+  MC_LOG_WARN("transfer port: %s %s (so far %llu admitted, %llu waiting ones closed to make "
+              "room, %llu refused, %llu closed silent; %zu open)",
+              what, peer.c_str(), static_cast<unsigned long long>(s.admitted),
+              static_cast<unsigned long long>(s.taken),
+              static_cast<unsigned long long>(s.refused),
+              static_cast<unsigned long long>(silent_closed_.load()), s.open);
 }
 
 void TransferServer::AcceptLoop() {
@@ -87,117 +130,201 @@ void TransferServer::AcceptLoop() {
     int fd = accept4(listen_fd_, reinterpret_cast<sockaddr*>(&addr), &len, SOCK_CLOEXEC);
     if (fd < 0) {
       if (errno == EINTR || errno == ECONNABORTED) continue;
-      std::lock_guard<std::mutex> lock(mu_);
       if (stopping_) return;
-      MC_LOG_WARN("transfer port: accept: %s", std::strerror(errno));
       if (errno == EMFILE || errno == ENFILE) {
-        // Out of descriptors: back off instead of spinning on the pending connection.
-        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+        // Out of descriptors: free one by closing a waiting connection, so that the
+        // pending peer is served; back off instead of spinning when there is none.
+        bool freed = connections_.Reclaim();
+        LogAdmission(freed ? "out of descriptors: closed a waiting connection for"
+                           : "out of descriptors, and every connection busy: cannot accept",
+                     "a pending peer");
+        std::this_thread::sleep_for(std::chrono::milliseconds(freed ? 1 : 100));
+        continue;
       }
+      MC_LOG_WARN("transfer port: accept: %s", std::strerror(errno));
       continue;
     }
-    std::string peer = PeerName(addr);
-    std::lock_guard<std::mutex> lock(mu_);
-    if (stopping_ || connections_.size() >= options_.max_connections) {
-      if (!stopping_) {
-        MC_LOG_WARN("transfer port: refusing %s: %zu connections open already", peer.c_str(),
-                    connections_.size());
-      }
+    std::string ip, peer;
+    DescribePeer(addr, &ip, &peer);
+    bool took = false;
+    std::shared_ptr<Connection> c = connections_.Admit(fd, ip, &took);
+    if (c == nullptr) {
       close(fd);
+      if (stopping_) return;
+      LogAdmission("refused a connection, every connection in its way busy:", peer);
       continue;
     }
-    connections_.insert(fd);
-    std::thread([this, fd, peer] { Serve(fd, peer); }).detach();
+    if (took) LogAdmission("closed a waiting connection to admit", peer);
+    try {
+      std::thread([this, c, peer] { Serve(c, peer); }).detach();
+    } catch (const std::system_error& e) {
+      MC_LOG_WARN("transfer port: no thread for %s: %s", peer.c_str(), e.what());
+      connections_.Remove(c);
+    }
   }
 }
 
-void TransferServer::Serve(int fd, std::string peer) {
+void TransferServer::Serve(std::shared_ptr<Connection> c, std::string peer) {
+  const int fd = c->fd();
   tcp_io::Configure(fd, options_.stall_timeout_ms);
+  const Clock::time_point handshake_deadline =
+      Clock::now() + std::chrono::milliseconds(options_.handshake_timeout_ms);
   MC_LOG_DEBUG("transfer port: %s connected", peer.c_str());
-  for (;;) {
-    // Between requests the connection may idle (it is pooled); within one, it may not.
+  for (bool first = true;;) {
+    // Between requests the connection may idle (it is pooled); before its first one, only
+    // as long as the handshake may take.
     pollfd p{fd, POLLIN, 0};
-    int ready = poll(&p, 1, options_.idle_timeout_ms);
+    int ready = poll(&p, 1, first ? MillisLeft(handshake_deadline) : options_.idle_timeout_ms);
     if (ready < 0 && errno == EINTR) continue;
-    if (ready <= 0 || !ServeOne(fd, peer)) break;
+    if (ready == 0 && first) {
+      silent_closed_.fetch_add(1);
+      LogAdmission("closed a connection silent for the handshake timeout:", peer);
+    }
+    if (ready <= 0 || !ServeOne(c.get(), peer, first, handshake_deadline)) break;
+    first = false;
   }
   MC_LOG_DEBUG("transfer port: %s disconnected", peer.c_str());
-  std::lock_guard<std::mutex> lock(mu_);
-  connections_.erase(fd);
-  close(fd);
-  cv_.notify_all();
+  connections_.Remove(c);  // the last thing this thread does with the server
 }
 
 bool TransferServer::Refuse(int fd, const std::string& peer, const RequestHeader& h,
-                            ErrorCode code, const char* why) {
+                            ErrorCode code, const std::string& why) {
   MC_LOG_WARN("transfer port: refused %s from %s: segment %lld offset %llu length %llu: %s",
-              h.op == static_cast<uint16_t>(Op::kWrite)   ? "WRITE"
-              : h.op == static_cast<uint16_t>(Op::kRead)  ? "READ"
-              : h.op == static_cast<uint16_t>(Op::kControl) ? "CONTROL"
-                                                          : "request",
-              peer.c_str(), static_cast<long long>(h.segment_id),
+              OpName(h.op), peer.c_str(), static_cast<long long>(h.segment_id),
               static_cast<unsigned long long>(h.offset), static_cast<unsigned long long>(h.length),
-              why);
-  bool sent = SendReply(fd, h.request_id, code, nullptr, 0);
+              why.c_str());
+  bool sent = SendReply(fd, h.request_id, code, nullptr, 0,
+                        tcp_io::Bounds{options_.stall_timeout_ms});
   // Only a READ carries no payload, so only after one is the stream still in step.
   return sent && h.op == static_cast<uint16_t>(Op::kRead) && h.magic == transfer::kRequestMagic &&
          h.version == transfer::kVersion;
 }
 
-bool TransferServer::ServeOne(int fd, const std::string& peer) {
+bool TransferServer::ServeOne(Connection* c, const std::string& peer, bool first,
+                              Clock::time_point handshake_deadline) {
+  const int fd = c->fd();
+  tcp_io::Bounds bounds{options_.stall_timeout_ms};
+  if (first) bounds.deadline = handshake_deadline;
   char head[transfer::kRequestHeaderSize];
-  if (!tcp_io::Recv(fd, head, sizeof(head))) return false;  // gone, or a truncated header
+  if (!tcp_io::Recv(fd, head, sizeof(head), bounds)) {
+    if (first && errno == ETIMEDOUT) {
+      silent_closed_.fetch_add(1);
+      LogAdmission("closed a connection whose first header did not come in time:", peer);
+    }
+    return false;  // gone, or a truncated header
+  }
   RequestHeader h;
   if (!transfer::DecodeRequest(head, &h)) {
     h.op = 0;  // whatever it claimed, nothing after it can be trusted
     return Refuse(fd, peer, h, ErrorCode::INVALID_PARAMS,
                   "malformed header (magic, version or op)");
   }
-  if (h.op == static_cast<uint16_t>(Op::kControl)) {
-    auto handler = control_.find(h.segment_id);
-    if (h.length > transfer::kMaxControlPayload) {
-      return Refuse(fd, peer, h, ErrorCode::INVALID_PARAMS, "control payload too long");
+  // From here on a request is in progress: the connection is not taken to make room.
+  if (!TransferConnections::BeginRequest(c)) return false;  // it was, just before
+  struct EndRequest {
+    Connection* c;
+    ~EndRequest() { TransferConnections::EndRequest(c); }
+  } end_request{c};
+
+  bool hello = h.op == static_cast<uint16_t>(Op::kHello);
+  if (hello) {
+    if (!first) {
+      Refuse(fd, Who(*c, peer), h, ErrorCode::INVALID_PARAMS, "HELLO after the first request");
+      return false;
     }
-    std::string request(h.length, '\0');
-    if (!tcp_io::Recv(fd, &request[0], request.size())) return false;
-    if (handler == control_.end()) {
-      Refuse(fd, peer, h, ErrorCode::INVALID_PARAMS, "no handler for this control channel");
-      return true;  // the payload was read: still in step
-    }
-    std::string reply;
-    ErrorCode code = handler->second(request, &reply);
-    return SendReply(fd, h.request_id, code, reply.data(),
-                     code == ErrorCode::OK ? reply.size() : 0);
+    return ServeHello(c, peer, h, bounds);  // still within the handshake deadline
   }
+  bool took = false;
+  if (first && !connections_.Settle(c, "", &took)) {
+    Refuse(fd, Who(*c, peer), h, ErrorCode::TOO_MANY_CONNECTIONS,
+           "every connection of this address that did not say HELLO is busy");
+    return false;
+  }
+  if (took) LogAdmission("closed a waiting unnamed connection to serve", peer);
+  bounds.deadline = Clock::time_point::max();  // only the header had to be quick
+  if (h.op == static_cast<uint16_t>(Op::kControl)) return ServeControl(c, peer, h);
 
   std::shared_ptr<SegmentMemory> segment = lookup_(h.segment_id);
   if (segment == nullptr) {
-    return Refuse(fd, peer, h, ErrorCode::SEGMENT_NOT_FOUND, "no such segment here");
+    return Refuse(fd, Who(*c, peer), h, ErrorCode::SEGMENT_NOT_FOUND, "no such segment here");
   }
   if (!segment->Contains(h.offset, h.length) || h.length == 0) {
-    return Refuse(fd, peer, h, ErrorCode::INVALID_PARAMS, "range outside the segment");
+    return Refuse(fd, Who(*c, peer), h, ErrorCode::INVALID_PARAMS, "range outside the segment");
   }
   char* bytes = segment->base() + h.offset;
   if (h.op == static_cast<uint16_t>(Op::kRead)) {
     if (gate_ != nullptr && !gate_->Accepts(h.master_epoch)) {
-      return Refuse(fd, peer, h, ErrorCode::LEASE_EXPIRED,
+      return Refuse(fd, Who(*c, peer), h, ErrorCode::LEASE_EXPIRED,
                     "read lease from another master (restarted?)");
     }
-    return SendReply(fd, h.request_id, ErrorCode::OK, bytes, h.length);
+    return SendReply(fd, h.request_id, ErrorCode::OK, bytes, h.length, bounds);
   }
   EpochGate::Write admitted(gate_, h.master_epoch);
   if (!admitted.admitted()) {
-    return Refuse(fd, peer, h, ErrorCode::LEASE_EXPIRED,
+    return Refuse(fd, Who(*c, peer), h, ErrorCode::LEASE_EXPIRED,
                   "reservation from another master (restarted?)");
   }
   // WRITE: straight into the segment. A peer that stalls or vanishes half-way leaves a
   // partly written range, which is harmless: the put it belongs to is revoked.
-  if (!tcp_io::Recv(fd, bytes, h.length)) {
-    MC_LOG_WARN("transfer port: WRITE from %s to segment %lld broke off: %s", peer.c_str(),
-                static_cast<long long>(h.segment_id), std::strerror(errno));
+  if (!tcp_io::Recv(fd, bytes, h.length, bounds)) {
+    int err = errno;
+    MC_LOG_WARN("transfer port: WRITE from %s to segment %lld broke off: %s",
+                Who(*c, peer).c_str(), static_cast<long long>(h.segment_id),
+                err == ETIMEDOUT ? "no byte within the transfer timeout" : std::strerror(err));
     return false;
   }
-  return SendReply(fd, h.request_id, ErrorCode::OK, nullptr, 0);
+  return SendReply(fd, h.request_id, ErrorCode::OK, nullptr, 0, bounds);
+}
+
+bool TransferServer::ServeHello(Connection* c, const std::string& peer, const RequestHeader& h,
+                                const tcp_io::Bounds& bounds) {
+  const int fd = c->fd();
+  if (h.segment_id != 0 || h.offset != 0 || h.master_epoch != 0) {
+    return Refuse(fd, peer, h, ErrorCode::INVALID_PARAMS, "HELLO with fields it does not use set");
+  }
+  if (h.length == 0 || h.length > transfer::kMaxHelloPayload) {
+    return Refuse(fd, peer, h, ErrorCode::INVALID_PARAMS, "HELLO payload empty or too long");
+  }
+  std::string payload(h.length, '\0');
+  if (!tcp_io::Recv(fd, &payload[0], payload.size(), bounds)) return false;
+  transfer::Hello hello;
+  const char* why = "";
+  if (!transfer::DecodeHello(payload.data(), payload.size(), &hello, &why)) {
+    Refuse(fd, peer, h, ErrorCode::INVALID_PARAMS, why);
+    return false;
+  }
+  bool took = false;
+  if (!connections_.Settle(c, hello.daemon_name, &took)) {
+    Refuse(fd, hello.daemon_name + " at " + peer, h, ErrorCode::TOO_MANY_CONNECTIONS,
+           "this daemon's connections are all busy (--transfer_connections)");
+    return false;
+  }
+  if (took) LogAdmission("closed a waiting connection of the same daemon for", hello.daemon_name);
+  MC_LOG_DEBUG("transfer port: %s is %s", peer.c_str(), hello.daemon_name.c_str());
+  return SendReply(fd, h.request_id, ErrorCode::OK, nullptr, 0, bounds);
+}
+
+bool TransferServer::ServeControl(Connection* c, const std::string& peer, const RequestHeader& h) {
+  const int fd = c->fd();
+  if (h.offset != 0 || h.master_epoch != 0) {
+    return Refuse(fd, Who(*c, peer), h, ErrorCode::INVALID_PARAMS,
+                  "CONTROL with fields it does not use set");
+  }
+  if (h.length > transfer::kMaxControlPayload) {
+    return Refuse(fd, Who(*c, peer), h, ErrorCode::INVALID_PARAMS, "control payload too long");
+  }
+  tcp_io::Bounds bounds{options_.stall_timeout_ms};
+  std::string request(h.length, '\0');
+  if (!tcp_io::Recv(fd, &request[0], request.size(), bounds)) return false;
+  auto handler = control_.find(h.segment_id);
+  if (handler == control_.end()) {
+    Refuse(fd, Who(*c, peer), h, ErrorCode::INVALID_PARAMS, "no handler for this control channel");
+    return true;  // the payload was read: still in step
+  }
+  std::string reply;
+  ErrorCode code = handler->second(request, &reply);
+  return SendReply(fd, h.request_id, code, reply.data(), code == ErrorCode::OK ? reply.size() : 0,
+                   bounds);
 }
 
 }  // namespace mooncake

@@ -1,17 +1,29 @@
 // The transfer port: serves other daemons' one-sided READ and WRITE on the segments this
-// daemon owns, and their CONTROL requests (daemon/transfer_protocol.h).
+// daemon owns, their CONTROL requests, and the HELLO that opens a connection
+// (daemon/transfer_protocol.h).
 //
 // One thread per connection, blocking I/O: peers keep a few persistent connections each
 // (daemon/tcp_transport.h), so connections are few and long-lived, and a blocking thread
 // moves a multi-MiB payload between the socket and the segment in a handful of system
-// calls with no copy in between. Connections past max_connections are refused at accept.
+// calls with no copy in between.
+//
+// Connections. Each is admitted under per-peer caps and a cap on the port
+// (daemon/transfer_connections.h): when the port is full, a fresh peer's connection takes
+// the place of an idle one (never of one with a request in progress) instead of being
+// refused. A peer names itself with HELLO as its first request; one that does not counts
+// against its source address.
+//
+// Time. A new connection must deliver its first request header (and a HELLO its payload)
+// within handshake_timeout_ms, or it is closed: a silent connection holds a slot for that
+// long at most. Between requests a connection may idle for idle_timeout_ms. Within a
+// request, a peer that moves no byte for stall_timeout_ms is dropped
+// (daemon/tcp_io.h: counted from the last byte, not per system call).
 //
 // Input is untrusted. Every header is checked before any payload is touched: a request
 // that does not decode, names a segment this daemon does not own, or a range outside it
 // is answered with an error code and logged; the connection survives a refused READ (no
 // payload follows it) and is closed after anything else refused (its payload length
-// cannot be trusted). A peer that stalls mid-request is dropped after stall_timeout_ms;
-// an idle connection after idle_timeout_ms.
+// cannot be trusted).
 //
 // A segment is held (shared_ptr) for the whole of a request, so one unmounted meanwhile
 // stays mapped until the request ends. A READ under the lease of a master other than the
@@ -21,18 +33,18 @@
 #define MOONCAKE_DAEMON_TRANSFER_SERVER_H_
 
 #include <atomic>
-#include <condition_variable>
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <map>
 #include <memory>
-#include <mutex>
-#include <set>
 #include <string>
 #include <thread>
 
 #include "daemon/epoch_gate.h"
 #include "daemon/segment_memory.h"
+#include "daemon/tcp_io.h"
+#include "daemon/transfer_connections.h"
 #include "daemon/transfer_protocol.h"
 #include "daemon/transport.h"
 
@@ -45,8 +57,9 @@ class TransferServer {
 
   struct Options {
     int stall_timeout_ms = 5000;
+    int handshake_timeout_ms = 2000;
     int idle_timeout_ms = 10 * 60 * 1000;
-    size_t max_connections = 1024;
+    TransferConnections::Limits limits;
   };
 
   // listen_fd: a listening TCP socket, owned from now on.
@@ -66,13 +79,26 @@ class TransferServer {
   // Stops accepting, shuts every connection down and waits for their threads.
   void Stop();
 
+  TransferConnections::Stats connection_stats() const { return connections_.stats(); }
+
  private:
-  void AcceptLoop();
-  void Serve(int fd, std::string peer);
-  // One request; false when the connection must be closed.
-  bool ServeOne(int fd, const std::string& peer);
+  using Connection = TransferConnections::Connection;
+  // A connection's thread: its requests until it closes, then its removal.
+  void Serve(std::shared_ptr<Connection> c, std::string peer);
+  // One request; false when the connection must be closed. first: it opens the
+  // connection, and must have arrived by handshake_deadline.
+  bool ServeOne(Connection* c, const std::string& peer, bool first,
+                std::chrono::steady_clock::time_point handshake_deadline);
+  bool ServeHello(Connection* c, const std::string& peer, const transfer::RequestHeader& h,
+                  const tcp_io::Bounds& bounds);
+  bool ServeControl(Connection* c, const std::string& peer, const transfer::RequestHeader& h);
+  // Answers h with code and logs why; true when the connection is still in step.
   bool Refuse(int fd, const std::string& peer, const transfer::RequestHeader& h, ErrorCode code,
-              const char* why);
+              const std::string& why);
+  void AcceptLoop();
+  // At most one line a second about connections taken or refused (a flood would fill the
+  // log otherwise); the counts say how many since the start.
+  void LogAdmission(const char* what, const std::string& peer);
 
   const int listen_fd_;
   const SegmentLookup lookup_;
@@ -80,12 +106,12 @@ class TransferServer {
   std::map<int64_t, ControlHandler> control_;  // set before Start, read-only after
   EpochGate* gate_ = nullptr;                  // likewise; null: no check
 
+  TransferConnections connections_;
   std::thread accept_thread_;
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::set<int> connections_;  // guarded by mu_; open connection sockets
-  bool stopping_ = false;      // guarded by mu_
+  std::atomic<bool> stopping_{false};
   bool started_ = false;
+  std::atomic<int64_t> next_admission_log_ns_{0};
+  std::atomic<uint64_t> silent_closed_{0};  // closed for saying nothing in time
 };
 
 }  // namespace mooncake

@@ -79,6 +79,7 @@ struct Writer {
   Writer() : tcp(Options()), invalidator(&tcp) {}
   static TcpTransport::Options Options() {
     TcpTransport::Options o;
+    o.address = "127.0.0.1:1";  // the name its HELLO gives (an empty one is refused)
     o.connect_timeout_ms = 1000;
     o.stall_timeout_ms = 5000;  // longer than the leases below: the deadline must bound
     return o;

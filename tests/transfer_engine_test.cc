@@ -61,6 +61,9 @@ void Fill(char* p, size_t n, uint32_t seed) {
 
 Clock::time_point In(int ms) { return Clock::now() + std::chrono::milliseconds(ms); }
 
+// For the raw connections of the tests, opened with a stall timeout of 2 s.
+const tcp_io::Bounds kBounds{2000};
+
 // A segment served on a loopback port, and a transport to reach it.
 struct Fixture {
   std::shared_ptr<SegmentMemory> segment;
@@ -159,6 +162,30 @@ void test_protocol_round_trip(void**) {
   assert_int_equal(rb.length, 99);
   reply[0] = 'X';
   assert_false(transfer::DecodeReply(reply, &rb));
+}
+
+// HELLO's payload: what one daemon encodes, another decodes; anything else is refused.
+void test_hello_round_trip(void**) {
+  assert_true(transfer::KnownOp(static_cast<uint16_t>(transfer::Op::kHello)));
+  assert_false(transfer::KnownOp(0x101));
+  transfer::Hello hello{std::string(transfer::kMaxDaemonName, 'n')};
+  std::string wire = transfer::EncodeHello(hello);
+  transfer::Hello back;
+  const char* why = nullptr;
+  assert_true(transfer::DecodeHello(wire.data(), wire.size(), &back, &why));
+  assert_true(back.daemon_name == hello.daemon_name);
+  // A truncated field, or one byte short, or one too many.
+  for (size_t cut : {size_t{0}, size_t{3}, wire.size() - 1}) {
+    assert_false(transfer::DecodeHello(wire.data(), cut, &back, &why));
+  }
+  std::string longer = wire + "x";
+  assert_false(transfer::DecodeHello(longer.data(), longer.size(), &back, &why));
+  for (const std::string& name : {std::string(), std::string(transfer::kMaxDaemonName + 1, 'n'),
+                                  std::string("a b:1"), std::string("a\x01:1")}) {
+    wire = transfer::EncodeHello(transfer::Hello{name});
+    assert_false(transfer::DecodeHello(wire.data(), wire.size(), &back, &why));
+    assert_non_null(why);
+  }
 }
 
 void test_write_then_read_small_and_striped(void**) {
@@ -333,7 +360,7 @@ void test_hostile_requests(void**) {
   };
   auto reply_code = [](int fd, transfer::ReplyHeader* r) {
     char head[transfer::kReplyHeaderSize];
-    if (!tcp_io::Recv(fd, head, sizeof(head))) return false;
+    if (!tcp_io::Recv(fd, head, sizeof(head), kBounds)) return false;
     return transfer::DecodeReply(head, r);
   };
   transfer::ReplyHeader r;
@@ -342,7 +369,7 @@ void test_hostile_requests(void**) {
   int fd = connect();
   char garbage[transfer::kRequestHeaderSize];
   Fill(garbage, sizeof(garbage), 4);
-  assert_true(tcp_io::Send(fd, garbage, sizeof(garbage), nullptr, 0));
+  assert_true(tcp_io::Send(fd, garbage, sizeof(garbage), nullptr, 0, kBounds));
   assert_true(reply_code(fd, &r));
   assert_int_equal(r.code, -600);
   char byte;
@@ -358,24 +385,24 @@ void test_hostile_requests(void**) {
   h.length = 100;
   char head[transfer::kRequestHeaderSize];
   transfer::EncodeRequest(h, head);
-  assert_true(tcp_io::Send(fd, head, sizeof(head), nullptr, 0));
+  assert_true(tcp_io::Send(fd, head, sizeof(head), nullptr, 0, kBounds));
   assert_true(reply_code(fd, &r));
   assert_int_equal(r.code, -600);
   h.offset = 0;
   h.length = 1ull << 40;  // a huge length
   transfer::EncodeRequest(h, head);
-  assert_true(tcp_io::Send(fd, head, sizeof(head), nullptr, 0));
+  assert_true(tcp_io::Send(fd, head, sizeof(head), nullptr, 0, kBounds));
   assert_true(reply_code(fd, &r));
   assert_int_equal(r.code, -600);
   h.length = 64;
   h.request_id = 77;
   transfer::EncodeRequest(h, head);
-  assert_true(tcp_io::Send(fd, head, sizeof(head), nullptr, 0));
+  assert_true(tcp_io::Send(fd, head, sizeof(head), nullptr, 0, kBounds));
   assert_true(reply_code(fd, &r));
   assert_int_equal(r.code, 0);
   assert_int_equal(r.request_id, 77);
   char data[64];
-  assert_true(tcp_io::Recv(fd, data, sizeof(data)));
+  assert_true(tcp_io::Recv(fd, data, sizeof(data), kBounds));
   assert_memory_equal(data, f.segment->base(), 64);
   close(fd);
 
@@ -385,21 +412,21 @@ void test_hostile_requests(void**) {
   h.segment_id = 999;
   h.length = 1ull << 40;
   transfer::EncodeRequest(h, head);
-  assert_true(tcp_io::Send(fd, head, sizeof(head), nullptr, 0));
+  assert_true(tcp_io::Send(fd, head, sizeof(head), nullptr, 0, kBounds));
   assert_true(reply_code(fd, &r));
   assert_int_equal(r.code, -101);
   close(fd);
 
   // A truncated header, then hang up; a WRITE whose payload never comes in full.
   fd = connect();
-  assert_true(tcp_io::Send(fd, head, 20, nullptr, 0));
+  assert_true(tcp_io::Send(fd, head, 20, nullptr, 0, kBounds));
   close(fd);
   fd = connect();
   h.segment_id = kSegmentId;
   h.offset = 0;
   h.length = 1 << 20;
   transfer::EncodeRequest(h, head);
-  assert_true(tcp_io::Send(fd, head, sizeof(head), data, sizeof(data)));
+  assert_true(tcp_io::Send(fd, head, sizeof(head), data, sizeof(data), kBounds));
   close(fd);
 
   // The server is unharmed.
@@ -534,6 +561,7 @@ void test_chunked_checksum(void**) {
 int main() {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_protocol_round_trip),
+      cmocka_unit_test(test_hello_round_trip),
       cmocka_unit_test(test_write_then_read_small_and_striped),
       cmocka_unit_test(test_checksums_on_the_way),
       cmocka_unit_test(test_reads_under_another_masters_lease_are_refused),
