@@ -129,6 +129,18 @@ void ClientConnection::Close() {
   teardown_(self);
 }
 
+bool ClientConnection::ReleaseInput(size_t bytes, size_t limit) {
+  size_t left = input_bytes_.fetch_sub(bytes) - bytes;
+  return left < limit && input_paused_.load();
+}
+
+bool ClientConnection::PauseInput(size_t limit) {
+  input_paused_.store(true);
+  if (input_bytes_.load() >= limit) return true;
+  input_paused_.store(false);
+  return false;
+}
+
 bool ClientConnection::closed() const {
   std::lock_guard<std::mutex> lock(mu_);
   return closed_;

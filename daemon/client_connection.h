@@ -142,6 +142,22 @@ class ClientConnection : public std::enable_shared_from_this<ClientConnection> {
   bool EraseGet(uint64_t get_id);
   void ClearGets();
 
+  // ---- requests in flight, in bytes ----
+  // Bytes of this connection's parsed requests queued for or running on workers (their
+  // messages' zones). The event loop charges a request when it hands it over, and stops
+  // reading the connection while the total is at or over its limit (so a client that
+  // sends faster than it is served holds a bounded amount of daemon memory); the worker
+  // that finishes the request releases it.
+  void ChargeInput(size_t bytes) { input_bytes_.fetch_add(bytes); }
+  // true when this release took the total below limit while reading was paused: the
+  // caller then asks the event loop to resume.
+  bool ReleaseInput(size_t bytes, size_t limit);
+  // The event loop's: pauses reading when the total is at or over limit; false (nothing
+  // paused) when it is not, also when a release brought it below meanwhile.
+  bool PauseInput(size_t limit);
+  void ResumeInput() { input_paused_.store(false); }
+  size_t input_bytes() const { return input_bytes_.load(); }
+
   // ---- segments mounted for this connection ----
   void AddSegment(int64_t segment_id);
   std::vector<int64_t> TakeSegments();
@@ -175,6 +191,10 @@ class ClientConnection : public std::enable_shared_from_this<ClientConnection> {
   int pool_fd_ = -1;
 
   std::mutex write_mu_;
+
+  // Sequentially consistent both: a release either sees the pause or is seen by it.
+  std::atomic<size_t> input_bytes_{0};
+  std::atomic<bool> input_paused_{false};
 
   mutable std::mutex mu_;
   // Once closed_, active_ only falls, so it reaches 0 at most once: the teardown's moment.

@@ -23,6 +23,9 @@ void RegisterDaemonFlags(FlagSet* f, DaemonOptions* o) {
   f->AddInt("worker_threads", &o->worker_threads, "request workers (0: max(4, 2 x cores))");
   f->AddDuration("shutdown_timeout", &o->shutdown_timeout_ms, 1,
                  "on SIGTERM, how long running requests may take to finish, ms");
+  f->AddDuration("hello_timeout", &o->hello_timeout_ms, 1,
+                 "a client connection that has not sent HELLO this long after connecting is "
+                 "closed, ms");
   f->AddBool("read_cache", &o->read_cache,
              "remember where read objects live for 90% of their read lease, so repeated "
              "reads skip the master");
@@ -58,8 +61,9 @@ bool ValidateDaemonOptions(DaemonOptions* o, std::string* error) {
   } else if (!mode_ok) {
     *error = "--socket_mode must be octal permissions such as 0660";
   } else if (o->heartbeat_interval_ms <= 0 || o->rpc_timeout_ms <= 0 ||
-             o->connect_timeout_ms <= 0) {
-    *error = "--heartbeat_interval, --rpc_timeout and --connect_timeout must be positive";
+             o->connect_timeout_ms <= 0 || o->hello_timeout_ms <= 0) {
+    *error = "--heartbeat_interval, --rpc_timeout, --connect_timeout and --hello_timeout must "
+             "be positive";
   } else if (o->worker_threads < 0 || o->worker_threads > 1024 ||
              o->max_master_connections < 0 || o->max_master_connections > 4096) {
     *error = "--worker_threads must be in 0..1024 and --max_master_connections in 0..4096";

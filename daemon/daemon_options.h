@@ -22,6 +22,7 @@ struct DaemonOptions {
   int64_t max_master_connections = 0;    // 0 = worker_threads + 4
   int64_t worker_threads = 0;            // 0 = max(4, 2 x cores)
   int64_t shutdown_timeout_ms = 5000;    // how long SIGTERM waits for running requests
+  int64_t hello_timeout_ms = 5000;       // a connection silent this long after connect is closed
   bool read_cache = true;                // serve repeated reads within their lease locally
   // Transfer engine (daemon to daemon).
   std::string protocol = "auto";         // auto | tcp | rdma

@@ -234,7 +234,9 @@ int main(int argc, char** argv) {
 
   ReplicaIO io(&membership, engine.get());
   StoreService service(&master, &membership, &cache, &io, options.master, options.checksum);
-  UdsServer server(&service, workers);
+  UdsServer::Limits limits;
+  limits.hello_timeout_ms = options.hello_timeout_ms;
+  UdsServer server(&service, workers, limits);
   if (!server.Listen(options.socket, options.socket_mode_bits, &error)) {
     MC_LOG_ERROR("%s", error.c_str());
     membership.UnmountAll();

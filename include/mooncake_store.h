@@ -72,6 +72,7 @@ extern "C" {
   X(BUCKET_ALREADY_EXISTS, -1201, "bucket already exists")                                 \
   X(KEYS_EXCEED_BUCKET_LIMIT, -1202, "keys exceed the bucket limit")                       \
   X(KEYS_ULTRA_LIMIT, -1203, "too many keys")                                              \
+  X(RESOURCE_LIMIT_EXCEEDED, -1300, "a daemon resource limit would be exceeded")           \
   X(SERIALIZE_UNSUPPORTED, -1500, "serialization unsupported")                             \
   X(SERIALIZE_FAIL, -1501, "serialization failed")                                         \
   X(DESERIALIZE_FAIL, -1502, "deserialization failed")                                     \

@@ -46,27 +46,6 @@ void WakeUp(std::atomic<uint32_t>* word) {
   }
 }
 
-// uds::ParseMessage with a small first zone chunk: msgpack's default zone mallocs 8 KiB
-// for every message, while most replies are a few dozen bytes and a small chunk comes from
-// malloc's per-thread cache. A larger reply makes the zone grow as needed.
-bool ParseReply(const char* payload, size_t length, uds::Message* out) {
-  constexpr size_t kZoneChunkBytes = 512;
-  try {
-    std::unique_ptr<msgpack::zone> zone(new msgpack::zone(kZoneChunkBytes));
-    size_t offset = 0;
-    msgpack::object object = msgpack::v1::unpack(*zone, payload, length, offset);
-    out->handle = msgpack::object_handle(object, std::move(zone));
-  } catch (const std::exception&) {
-    return false;
-  }
-  uds::ArgReader top(out->handle.get());
-  if (top.size() != 3) return false;
-  out->id = top.U64();
-  out->head = top.I64();
-  out->args = top.Array();
-  return top.ok();
-}
-
 }  // namespace
 
 Channel::Channel(int fd, int read_slice_ms)
@@ -212,10 +191,12 @@ void Channel::Lead(Pending* self, Clock::time_point deadline, Clock::time_point 
 Channel::Outcome Channel::DispatchBuffered(Pending* self) {
   Outcome result = Outcome::kOther;
   bool oversized = false;
+  const char* payload = nullptr;
+  size_t length = 0;
   // Every complete frame is dispatched, also after self's: others should not wait for
   // the next holder of the role.
-  while (frames_.Next(&payload_, &oversized)) {
-    Outcome outcome = Dispatch(payload_, self);
+  while (frames_.Next(&payload, &length, &oversized)) {
+    Outcome outcome = Dispatch(payload, length, self);
     if (outcome == Outcome::kBroken) return outcome;
     if (outcome == Outcome::kMine) result = outcome;
   }
@@ -226,10 +207,12 @@ Channel::Outcome Channel::DispatchBuffered(Pending* self) {
   return result;
 }
 
-Channel::Outcome Channel::Dispatch(const std::string& payload, Pending* self) {
+Channel::Outcome Channel::Dispatch(const char* payload, size_t length, Pending* self) {
   uds::Message message;  // parsed before taking the lock
-  if (!ParseReply(payload.data(), payload.size(), &message)) {
-    MC_LOG_ERROR("mooncake_store: mooncaked sent a malformed frame; disconnecting");
+  std::string why;
+  if (!uds::ParseMessage(payload, length, &message, &why)) {
+    MC_LOG_ERROR("mooncake_store: mooncaked sent a malformed frame (%s); disconnecting",
+                 why.c_str());
     return Outcome::kBroken;
   }
   std::shared_ptr<void> keepalive;  // of an abandoned request: released after the lock

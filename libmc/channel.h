@@ -106,7 +106,7 @@ class Channel {
   // Cuts and dispatches every complete buffered frame; kMine when one completed self,
   // kBroken when the stream is unusable.
   Outcome DispatchBuffered(Pending* self);
-  Outcome Dispatch(const std::string& payload, Pending* self);
+  Outcome Dispatch(const char* payload, size_t length, Pending* self);
 
   // The rest need mu_ held.
   bool TryTakeRole();
@@ -135,7 +135,6 @@ class Channel {
 
   // Reader state: touched only by the holder of the reader role (handed over under mu_).
   uds::FrameReader frames_;
-  std::string payload_;
 
   std::thread background_;  // last: started once everything above exists
 };

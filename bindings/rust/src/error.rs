@@ -118,6 +118,8 @@ error_table! {
     KeysExceedBucketLimit = -1202, "KEYS_EXCEED_BUCKET_LIMIT";
     /// -1203: too many keys.
     KeysUltraLimit = -1203, "KEYS_ULTRA_LIMIT";
+    /// -1300: a daemon resource limit would be exceeded.
+    ResourceLimitExceeded = -1300, "RESOURCE_LIMIT_EXCEEDED";
     /// -1500: serialization unsupported.
     SerializeUnsupported = -1500, "SERIALIZE_UNSUPPORTED";
     /// -1501: serialization failed.
