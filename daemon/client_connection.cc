@@ -222,6 +222,23 @@ void ClientConnection::ClearGets() {
   gets_.TakeAll();
 }
 
+bool ClientConnection::ReserveSegmentBytes(uint64_t size, uint64_t limit) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (size > limit || segment_bytes_ > limit - size) return false;
+  segment_bytes_ += size;
+  return true;
+}
+
+void ClientConnection::ReturnSegmentBytes(uint64_t size) {
+  std::lock_guard<std::mutex> lock(mu_);
+  segment_bytes_ -= size;
+}
+
+uint64_t ClientConnection::segment_bytes() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return segment_bytes_;
+}
+
 void ClientConnection::AddSegment(int64_t segment_id) {
   std::lock_guard<std::mutex> lock(mu_);
   segments_.push_back(segment_id);

@@ -159,6 +159,11 @@ class ClientConnection : public std::enable_shared_from_this<ClientConnection> {
   size_t input_bytes() const { return input_bytes_.load(); }
 
   // ---- segments mounted for this connection ----
+  // Counts size more bytes of segments against this connection, unless that would take
+  // it over limit (false: nothing counted). Return what a mount that failed had counted.
+  bool ReserveSegmentBytes(uint64_t size, uint64_t limit);
+  void ReturnSegmentBytes(uint64_t size);
+  uint64_t segment_bytes() const;
   void AddSegment(int64_t segment_id);
   std::vector<int64_t> TakeSegments();
 
@@ -204,6 +209,7 @@ class ClientConnection : public std::enable_shared_from_this<ClientConnection> {
   StagedTable<StagedPut> puts_;    // guarded by mu_
   StagedTable<StagedGet> gets_;    // guarded by mu_
   std::vector<int64_t> segments_;  // guarded by mu_
+  uint64_t segment_bytes_ = 0;     // mounted or being mounted; guarded by mu_
 };
 
 }  // namespace mooncake

@@ -11,6 +11,12 @@ void RegisterDaemonFlags(FlagSet* f, DaemonOptions* o) {
   f->AddInt("port", &o->port, "transfer-engine TCP port (0: first free one in 12300..14300)");
   f->AddSize("global_segment_size", &o->global_segment_size,
              "memory lent to the cluster pool (0: none)");
+  f->AddSize("client_segment_budget", &o->client_segment_budget,
+             "memory all clients together may have mounted (setup's global_segment_size, "
+             "MOUNT_SEGMENT); 0: half of MemAvailable at start");
+  f->AddSize("client_segment_budget_per_client", &o->client_segment_budget_per_client,
+             "memory one client connection may have mounted; 0: a quarter of "
+             "--client_segment_budget");
   f->AddString("socket_mode", &o->socket_mode, "permissions of the socket file, octal");
   f->AddDuration("heartbeat_interval", &o->heartbeat_interval_ms, 1,
                  "time between heartbeats to the master, ms");

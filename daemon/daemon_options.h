@@ -15,6 +15,10 @@ struct DaemonOptions {
   std::string hostname;                                 // advertised; "" = gethostname()
   int64_t port = 0;  // transfer-engine port; 0 = first free one in 12300..14300
   uint64_t global_segment_size = 1ull << 30;            // lent to the pool; 0 = none
+  // What clients may have mounted with MOUNT_SEGMENT (daemon/segment_budget.h); 0 = derived
+  // from the memory available at start: half of it in all, a quarter of that per client.
+  uint64_t client_segment_budget = 0;
+  uint64_t client_segment_budget_per_client = 0;
   std::string socket_mode = "0660";                     // octal permissions of the socket
   int64_t heartbeat_interval_ms = 1000;
   int64_t rpc_timeout_ms = 10000;        // send/receive bound on one master RPC
