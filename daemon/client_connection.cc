@@ -40,6 +40,7 @@ bool ClientConnection::AttachPool(int pool_fd, uint64_t pool_size, std::string* 
       pool_ = static_cast<char*>(p);
       pool_size_ = pool_size;
       pool_fd_ = pool_fd;
+      pool_identity_ = {static_cast<uint64_t>(st.st_dev), static_cast<uint64_t>(st.st_ino)};
       return true;
     }
     *why = std::string("cannot map the pool: ") + std::strerror(errno);

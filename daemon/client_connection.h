@@ -26,6 +26,7 @@
 #include <mutex>
 #include <shared_mutex>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "common/uds_protocol.h"
@@ -88,6 +89,10 @@ class ClientConnection : public std::enable_shared_from_this<ClientConnection> {
   // [offset, offset + length) of the pool, or nullptr when that is not inside it.
   char* PoolRange(uint64_t offset, uint64_t length) const;
   uint64_t pool_size() const { return pool_size_; }
+  // The pool's memfd as the kernel knows it (device, inode): the same on every connection
+  // it is passed on, so it tells which connections share a pool. {0, 0} without a pool;
+  // kept after UnmapPool.
+  std::pair<uint64_t, uint64_t> pool_identity() const { return pool_identity_; }
   void UnmapPool();
 
   // ---- responses ----
@@ -194,6 +199,7 @@ class ClientConnection : public std::enable_shared_from_this<ClientConnection> {
   char* pool_ = nullptr;  // set once at HELLO, before any other request runs
   uint64_t pool_size_ = 0;
   int pool_fd_ = -1;
+  std::pair<uint64_t, uint64_t> pool_identity_{0, 0};  // set with pool_
 
   std::mutex write_mu_;
 

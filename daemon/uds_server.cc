@@ -385,7 +385,11 @@ bool UdsServer::OnFrame(Incoming* conn, const char* payload, size_t length, std:
     if (!ok) *why = "HELLO refused: " + *why;
     conn->hello_done = ok;
     if (ok) conn->reader.set_max_frame_bytes(uds::kMaxFrameBytes);
+    if (ok && client->pool_size() > 0) fences_.Mapped(client->pool_identity(), client->id());
     return ok;
+  }
+  if (message.head == static_cast<int64_t>(uds::Op::kPoolFence)) {
+    return OnPoolFence(conn, message, why);
   }
   if (!uds::IsRequestOp(message.head)) {
     *why = "unknown op " + std::to_string(message.head);
@@ -412,6 +416,32 @@ bool UdsServer::OnFrame(Incoming* conn, const char* payload, size_t length, std:
   }
   // The worker runs after the read buffer has moved on: it gets a copy of its own.
   Dispatch(std::move(request), std::make_unique<uds::Message>(uds::Detach(message)));
+  return true;
+}
+
+bool UdsServer::OnPoolFence(Incoming* conn, const uds::Message& message, std::string* why) {
+  ClientConnection* client = conn->client.get();
+  uds::NoArgs none;
+  if (!uds::ParseFields(message.args, &none)) {
+    *why = "malformed arguments for POOL_FENCE";
+    return false;
+  }
+  ClientConnection::Request request = client->Acquire(kMaxInFlight);
+  if (!request) {
+    if (client->closed()) return true;
+    *why = "more than " + std::to_string(kMaxInFlight) + " requests in flight";
+    return false;
+  }
+  // Without a pool there is nothing to fence: the answer is due at once.
+  if (client->pool_size() > 0 &&
+      fences_.Wait(client->pool_identity(), client->id(), message.id, &request)) {
+    return true;
+  }
+  workers_.Submit([request = std::move(request), id = message.id] {
+    uds::ReplyFrame reply(id, ErrorCode::OK, uds::NoReply());
+    ClientConnection* s = request.connection();
+    if (!s->closed()) s->Send(&reply);
+  });
   return true;
 }
 
@@ -501,6 +531,8 @@ void UdsServer::ScheduleTeardown(std::shared_ptr<ClientConnection> client) {
 
 void UdsServer::RunTeardown(const std::shared_ptr<ClientConnection>& client) {
   service_->Teardown(client.get());
+  // The pool is unmapped: nothing of this connection can touch it any more.
+  fences_.Unmapped(client->pool_identity(), client->id());
   std::lock_guard<std::mutex> lock(open_mu_);
   open_.erase(client->id());
   open_cv_.notify_all();
@@ -535,6 +567,7 @@ void UdsServer::Shutdown(int64_t drain_ms) {
   }
   for (const auto& s : all) s->Close();
   all.clear();
+  fences_.Abandon();  // closed, all of them: nobody is left to answer
   {
     std::unique_lock<std::mutex> lock(open_mu_);
     // Requests still running past the drain are bounded by the RPC timeout.

@@ -8,6 +8,10 @@
 // hand-off to a worker. Any number of requests of one connection run at once and
 // answer in any order; responses are written under the connection's write lock.
 //
+// POOL_FENCE, which is about the connection's pool rather than the store, is the server's
+// too (daemon/pool_fences.h): it knows which connections map which pool and when their
+// teardown is done.
+//
 // The socket file never exists with a mode other than the one asked for: it is bound and
 // given its mode under a private name, in a fresh directory next to it that only this
 // user can enter, and only then linked to its real name.
@@ -43,6 +47,7 @@
 
 #include "common/uds_protocol.h"
 #include "daemon/client_connection.h"
+#include "daemon/pool_fences.h"
 #include "daemon/store_service.h"
 #include "daemon/worker_threads.h"
 
@@ -97,6 +102,8 @@ class UdsServer {
   // Processes one complete frame; false when the connection must be closed (*why set).
   bool OnFrame(Incoming* conn, const char* payload, size_t length, std::string* why);
   void CloseConnection(IncomingMap::iterator it, const std::string& why, bool warn);
+  // POOL_FENCE: answered on a worker now, or by the teardown it waits for.
+  bool OnPoolFence(Incoming* conn, const uds::Message& message, std::string* why);
   // Runs the request on a worker, which ends it.
   void Dispatch(ClientConnection::Request request, std::unique_ptr<uds::Message> message);
   // Closes the connections whose HELLO deadline passed; the epoll timeout until the next.
@@ -133,6 +140,8 @@ class UdsServer {
 
   std::mutex resume_mu_;
   std::vector<uint64_t> resume_;  // paused connections to look at; guarded by resume_mu_
+
+  PoolFences fences_;
 
   // Every connection not yet torn down, for Shutdown.
   std::mutex open_mu_;

@@ -152,7 +152,7 @@ ErrorCode Connection::Dial(bool first, std::shared_ptr<Channel>* out, std::strin
   SetSocketTimeout(fd, SO_SNDTIMEO, options_.timeout_ms);
   const int slice_ms = std::min(options_.timeout_ms, kReadSliceMs);
   SetSocketTimeout(fd, SO_RCVTIMEO, slice_ms);
-  auto channel = std::make_shared<Channel>(fd, slice_ms);
+  auto channel = std::make_shared<Channel>(fd, slice_ms, options_.quarantine);
 
   uds::HelloArgs greeting;
   greeting.abi_version = MOONCAKE_STORE_ABI_VERSION;
@@ -186,7 +186,15 @@ ErrorCode Connection::Dial(bool first, std::shared_ptr<Channel>* out, std::strin
                   "failed (%s)", ErrorName(code));
     }
   }
-  channel->MarkEstablished();
+  channel->MarkEstablished(welcome.daemon_id);
+  if (options_.quarantine) {
+    if (std::shared_ptr<void> held = options_.quarantine->TakeFor(welcome.daemon_id)) {
+      // Not waited for: the answer, whenever it comes, releases the held memory; should
+      // this channel die first, the memory goes back to the quarantine with it.
+      Request fence(uds::Op::kPoolFence, uds::NoArgs());
+      SendOn(channel, fence, std::move(held));
+    }
+  }
   *out = std::move(channel);
   return ErrorCode::OK;
 }
