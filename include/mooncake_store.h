@@ -101,7 +101,7 @@ typedef struct mooncake_replicate_config {
   int with_soft_pin;               /* evicted only when nothing else qualifies */
   int with_hard_pin;               /* never evicted; removed only with force */
   const char **preferred_segments; /* "host:port" of daemons to try first, in order */
-  size_t preferred_segments_count;
+  size_t preferred_segments_count; /* at most 65536 names of at most 4096 bytes (else -600) */
 } mooncake_replicate_config_t;
 
 /* ---- lifecycle ------------------------------------------------------------------- */

@@ -199,9 +199,22 @@ ErrorCode Connection::Dial(bool first, std::shared_ptr<Channel>* out, std::strin
   return ErrorCode::OK;
 }
 
+namespace {
+
+// A frame the daemon would refuse as oversized (closing the connection) is not sent.
+bool FitsAFrame(size_t frame_bytes) {
+  return frame_bytes <= uds::kFrameHeaderBytes + uds::kMaxFrameBytes;
+}
+
+}  // namespace
+
 Ticket Connection::SendOn(const std::shared_ptr<Channel>& channel, Request& request,
                           std::shared_ptr<void> keepalive) {
   Ticket t;
+  if (!FitsAFrame(request.frame_.size())) {
+    t.immediate_code_ = ErrorCode::INVALID_PARAMS;
+    return t;
+  }
   // On the heap: a ticket moves (into a queue of chunks in flight) while the channel
   // points to its pending request.
   auto p = std::make_shared<Pending>();
@@ -219,6 +232,10 @@ Ticket Connection::SendOn(const std::shared_ptr<Channel>& channel, Request& requ
 
 ErrorCode Connection::CallOn(const std::shared_ptr<Channel>& channel, Request& request,
                              Reply* reply, std::shared_ptr<void> keepalive, int fd_to_pass) {
+  if (!FitsAFrame(request.frame_.size())) {
+    reply->code = ErrorCode::INVALID_PARAMS;
+    return reply->code;
+  }
   // On the stack: Channel::Wait forgets p before it returns.
   Pending p;
   p.id = request.id_;
