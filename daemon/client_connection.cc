@@ -136,6 +136,7 @@ bool ClientConnection::ReleaseInput(size_t bytes, size_t limit) {
 }
 
 bool ClientConnection::PauseInput(size_t limit) {
+  if (input_bytes_.load() < limit) return false;  // nearly always: one load per frame
   input_paused_.store(true);
   if (input_bytes_.load() >= limit) return true;
   input_paused_.store(false);
