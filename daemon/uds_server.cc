@@ -311,12 +311,10 @@ void UdsServer::OnReadable(IncomingMap::iterator it) {
       conn->pending_fds.insert(conn->pending_fds.end(), fds.begin(), fds.end());
     }
   }
-  if (status == uds::FrameReader::Status::kError) {
-    return CloseConnection(it, std::string("read: ") + std::strerror(errno), false);
-  }
   // Complete frames first, even when the peer already hung up: a client may send its
-  // last request and close its write side.
-  conn->peer_closed = status == uds::FrameReader::Status::kClosed;
+  // last request and close its write side. (A read error ends the connection the same way.)
+  conn->peer_closed = status == uds::FrameReader::Status::kClosed ||
+                      status == uds::FrameReader::Status::kError;
   ServeBuffered(it);
 }
 
