@@ -352,8 +352,13 @@ struct UnmountSegmentsReply {
     "drains and unmounts this connection's extra segments now, answering once done (a "        \
     "graceful close sends it)")
 
+// Besides the table, two ops about the connection itself rather than the store, which
+// the daemon's server handles: HELLO (first, once), and POOL_FENCE: answered, with no
+// results, once no connection opened before this one still has this connection's pool
+// mapped (their requests have all ended and the daemon unmapped it there), so that
+// libmc may reuse the pool memory a lost connection's requests were using.
 #define MC_UDS_OP_ENUM_(name, wire, code, args, reply, note) k##name = (code),
-enum class Op : uint32_t { kHello = 1, MC_UDS_OPS(MC_UDS_OP_ENUM_) };
+enum class Op : uint32_t { kHello = 1, MC_UDS_OPS(MC_UDS_OP_ENUM_) kPoolFence = 30 };
 #undef MC_UDS_OP_ENUM_
 
 // The types of an op: OpSpec<Op::kGet>::Args is GetArgs, ::Reply is GetReply.
@@ -363,6 +368,11 @@ template <>
 struct OpSpec<Op::kHello> {
   using Args = HelloArgs;
   using Reply = HelloReply;
+};
+template <>
+struct OpSpec<Op::kPoolFence> {
+  using Args = NoArgs;
+  using Reply = NoReply;
 };
 #define MC_UDS_OP_SPEC_(name, wire, code, args, reply, note) \
   template <>                                                \
@@ -394,7 +404,7 @@ class ReplyFrame : public FrameBuilder {
   }
 };
 
-// True for the code of an op of MC_UDS_OPS (HELLO is not one: it comes first, once).
+// True for the code of an op that may follow HELLO: MC_UDS_OPS and POOL_FENCE.
 bool IsRequestOp(int64_t head);
 
 // One op as docs/protocol.md lists it.
@@ -405,10 +415,11 @@ struct OpDoc {
   std::string results;  // "[bytes]"
   std::string note;
 };
-// HELLO, then every op of MC_UDS_OPS in table order.
+// HELLO, POOL_FENCE, then every op of MC_UDS_OPS in table order.
 std::vector<OpDoc> DescribeOps();
 
-// The Markdown tables of docs/protocol.md: HELLO's, and the operations'.
+// The Markdown tables of docs/protocol.md: the connection's ops (HELLO, POOL_FENCE), and
+// the operations'.
 std::string HandshakeTableMarkdown();
 std::string OpsTableMarkdown();
 

@@ -105,18 +105,116 @@ ArgReader ArgReader::Array() {
   return inner;
 }
 
-bool ParseMessage(const char* payload, size_t length, Message* out) {
-  try {
-    out->handle = msgpack::unpack(payload, length);
-  } catch (const std::exception&) {
+namespace {
+
+// The first chunk of a message's zone: msgpack's default mallocs 8 KiB for every message,
+// while most are a few dozen bytes; a larger one makes the zone grow as needed.
+constexpr size_t kZoneChunkBytes = 512;
+// Payloads up to this size are parsed at once: whatever they declare, their objects cost
+// at most 24 x (their size + kMaxDepth x their size) bytes. Larger ones are counted first.
+constexpr size_t kCountAboveBytes = 64u << 10;
+
+msgpack::unpack_limit Limits(size_t length) {
+  // An array cannot have more items than the payload has bytes: a 10-byte frame cannot
+  // declare 65536 of them (the parser allocates what an array declares before it reads).
+  size_t array = std::min(kMaxBatch, length);
+  return msgpack::unpack_limit(array, /*map=*/0, kMaxStringBytes, kMaxStringBytes, /*ext=*/0,
+                               kMaxDepth);
+}
+
+// Counts the objects a payload holds with msgpack's event parser, which builds nothing,
+// stopping as soon as a limit is passed.
+class ObjectCounter : public msgpack::null_visitor {
+ public:
+  bool start_array(uint32_t items) {
+    objects_ += items;
+    return ++depth_ <= kMaxDepth && objects_ <= kMaxFrameObjects;
+  }
+  bool end_array() {
+    --depth_;
+    return true;
+  }
+  bool start_map(uint32_t) { return false; }  // no op uses one
+  size_t objects() const { return objects_; }
+
+ private:
+  size_t objects_ = 1;
+  size_t depth_ = 0;
+};
+
+void Say(std::string* why, const char* text) {
+  if (why != nullptr) *why = text;
+}
+
+// The shape check shared by both parsers: [uint, int, array].
+bool ReadTop(Message* out, std::string* why) {
+  ArgReader top(out->handle.get());
+  if (top.size() != 3) {
+    Say(why, "not an array of 3 items");
     return false;
   }
-  ArgReader top(out->handle.get());
-  if (top.size() != 3) return false;
   out->id = top.U64();
   out->head = top.I64();
   out->args = top.Array();
+  if (!top.ok()) Say(why, "not [id, op or code, args]");
   return top.ok();
+}
+
+bool Parse(const char* payload, size_t length, bool in_place, Message* out, std::string* why) {
+  if (length > kCountAboveBytes) {
+    ObjectCounter counter;
+    size_t offset = 0;
+    bool parsed = msgpack::v2::parse(payload, length, offset, counter);
+    if (counter.objects() > kMaxFrameObjects) {
+      Say(why, "more msgpack objects than a frame may hold");
+      return false;
+    }
+    if (!parsed) {
+      Say(why, "not msgpack, nested too deep, or a map");
+      return false;
+    }
+  }
+  auto reference = [](msgpack::type::object_type, size_t, void* in_place) -> bool {
+    return in_place != nullptr;
+  };
+  try {
+    std::unique_ptr<msgpack::zone> zone(new msgpack::zone(kZoneChunkBytes));
+    size_t offset = 0;
+    bool referenced = false;
+    msgpack::object object = msgpack::v2::unpack(*zone, payload, length, offset, referenced,
+                                                 reference, in_place ? out : nullptr,
+                                                 Limits(length));
+    if (offset != length) {
+      Say(why, offset == 0 ? "not one complete msgpack value" : "bytes after the message");
+      return false;
+    }
+    out->handle = msgpack::object_handle(object, std::move(zone));
+  } catch (const msgpack::size_overflow&) {
+    Say(why, "an array, string or nesting over the protocol's limits, or a map or ext");
+    return false;
+  } catch (const std::exception&) {
+    Say(why, "not one msgpack value");
+    return false;
+  }
+  return ReadTop(out, why);
+}
+
+}  // namespace
+
+bool ParseMessage(const char* payload, size_t length, Message* out, std::string* why) {
+  return Parse(payload, length, false, out, why);
+}
+
+bool ParseMessageInPlace(const char* payload, size_t length, Message* out, std::string* why) {
+  return Parse(payload, length, true, out, why);
+}
+
+Message Detach(const Message& m) {
+  Message copy;
+  copy.bytes = msgpack::aligned_zone_size(m.handle.get());
+  copy.handle = msgpack::clone(m.handle.get());
+  ReadTop(&copy, nullptr);  // the shape was checked when m was parsed
+  return copy;
 }
 
 bool SendFrame(int sock, const char* frame, size_t length, int fd_to_pass) {
@@ -149,20 +247,39 @@ bool SendFrame(int sock, const char* frame, size_t length, int fd_to_pass) {
   return true;
 }
 
+namespace {
+
+constexpr size_t kReadChunk = 64 * 1024;
+
+uint32_t LengthPrefix(const char* at) {
+  const unsigned char* p = reinterpret_cast<const unsigned char*>(at);
+  uint32_t length = 0;
+  for (uint32_t i = 0; i < kFrameHeaderBytes; ++i) length |= static_cast<uint32_t>(p[i]) << (8 * i);
+  return length;
+}
+
+}  // namespace
+
 FrameReader::Status FrameReader::ReadFrom(int sock) {
-  constexpr size_t kReadChunk = 64 * 1024;
   if (start_ > 0) {  // drop consumed frames; what stays is at most one partial frame
     std::memmove(buffer_.get(), buffer_.get() + start_, end_ - start_);
     end_ -= start_;
     start_ = 0;
   }
-  if (capacity_ - end_ < kReadChunk) {
-    size_t capacity = std::max(capacity_ * 2, end_ + kReadChunk);
-    std::unique_ptr<char[]> grown(new char[capacity]);
+  // Room for many small frames per read, or for the whole of the frame being read.
+  size_t wanted = kReadChunk;
+  if (end_ >= kFrameHeaderBytes) {
+    uint32_t length = LengthPrefix(buffer_.get());
+    if (length > max_frame_bytes_) return Status::kOk;  // Next reports it
+    wanted = std::max(wanted, kFrameHeaderBytes + static_cast<size_t>(length));
+  }
+  if (capacity_ < wanted) {
+    std::unique_ptr<char[]> grown(new char[wanted]);
     if (end_ > 0) std::memcpy(grown.get(), buffer_.get(), end_);
     buffer_ = std::move(grown);
-    capacity_ = capacity;
+    capacity_ = wanted;
   }
+  if (capacity_ == end_) return Status::kOk;  // a whole frame is buffered already
   struct iovec iov;
   iov.iov_base = buffer_.get() + end_;
   iov.iov_len = capacity_ - end_;
@@ -192,21 +309,26 @@ FrameReader::Status FrameReader::ReadFrom(int sock) {
   return (errno == EAGAIN || errno == EWOULDBLOCK) ? Status::kWouldBlock : Status::kError;
 }
 
-bool FrameReader::Next(std::string* payload, bool* oversized) {
+bool FrameReader::Next(const char** payload, size_t* length, bool* oversized) {
   *oversized = false;
   size_t available = end_ - start_;
   if (available < kFrameHeaderBytes) return false;
-  const unsigned char* p = reinterpret_cast<const unsigned char*>(buffer_.get() + start_);
-  uint32_t length = 0;
-  for (uint32_t i = 0; i < kFrameHeaderBytes; ++i) length |= static_cast<uint32_t>(p[i]) << (8 * i);
-  if (length > kMaxFrameBytes) {
+  uint32_t announced = LengthPrefix(buffer_.get() + start_);
+  if (announced > max_frame_bytes_) {
     *oversized = true;
     return false;
   }
-  if (available < kFrameHeaderBytes + length) return false;
-  payload->assign(buffer_.get() + start_ + kFrameHeaderBytes, length);
-  start_ += kFrameHeaderBytes + length;
+  if (available < kFrameHeaderBytes + announced) return false;
+  *payload = buffer_.get() + start_ + kFrameHeaderBytes;
+  *length = announced;
+  start_ += kFrameHeaderBytes + announced;
   return true;
+}
+
+void FrameReader::Trim() {
+  if (start_ != end_ || capacity_ <= kReadChunk) return;
+  buffer_.reset();
+  capacity_ = start_ = end_ = 0;
 }
 
 std::vector<int> FrameReader::TakeFds() {

@@ -15,10 +15,28 @@
 namespace mooncake {
 namespace uds {
 
-constexpr uint32_t kMaxFrameBytes = 64u << 20;
+// ---- limits (docs/protocol.md, "Frames") ----
+//
+// Input is untrusted: these bound what one frame can make its reader allocate, whatever
+// its bytes say. libmc's largest frames (batches, cut at about 16 MiB) stay far below
+// every one of them.
+//
+// The payload of one frame, at most. The reader's buffer never grows past one frame.
+constexpr uint32_t kMaxFrameBytes = 32u << 20;
+// ... and of a connection's first frame (HELLO is a few hundred bytes): a connection that
+// has not said who it is cannot make the daemon buffer more.
+constexpr uint32_t kMaxHelloFrameBytes = 64u << 10;
 constexpr uint32_t kFrameHeaderBytes = 4;
+// Entries of one batch (and items of any one array).
 constexpr size_t kMaxBatch = 65536;
-
+// Nesting: [id, op, [args: [entries: [entry]]]] is 4 deep; a little room for new ops.
+constexpr size_t kMaxDepth = 6;
+// One string or bin (keys are 4 KiB at most; a longer but well-formed one is the
+// handlers' -600, not a malformed frame).
+constexpr size_t kMaxStringBytes = 1u << 20;
+// msgpack objects one frame may hold: each costs 24 bytes once parsed, and a frame of
+// 1-byte items would otherwise cost 24x its size. A full BATCH_PUT is about 5 x kMaxBatch.
+constexpr size_t kMaxFrameObjects = 8 * kMaxBatch;
 
 // The bytes of one frame: a msgpack stream that keeps small frames inline (on the
 // builder's stack), because msgpack::sbuffer mallocs 8 KiB for every frame, however small,
@@ -93,26 +111,51 @@ struct Message {
   int64_t head = 0;  // op (request) or code (response)
   ArgReader args;
   msgpack::object_handle handle;
+  // Bytes its zone holds, once Detach made it self-contained: what keeping it costs.
+  size_t bytes = 0;
 };
 
-// Parses a frame payload (without the length prefix); false when it is not
-// [uint, int, array].
-bool ParseMessage(const char* payload, size_t length, Message* out);
+// Parses a frame payload (without the length prefix) into a self-contained message (its
+// strings copied into its zone). false, with *why when asked, when the payload is not
+// exactly one [uint, int, array] within the limits above: a wrong shape, an array over
+// kMaxBatch, a map or ext, a string over kMaxStringBytes, nesting over kMaxDepth, more
+// than kMaxFrameObjects objects, or bytes after the array. No allocation exceeds a small
+// multiple of the payload's size, and a large payload's objects are counted before any
+// is built.
+bool ParseMessage(const char* payload, size_t length, Message* out, std::string* why = nullptr);
+// The same, but the message's strings point into payload, which must outlive it: for a
+// message used on the spot (the daemon's event loop answers many requests before the
+// next read). Detach it to keep it longer.
+bool ParseMessageInPlace(const char* payload, size_t length, Message* out,
+                         std::string* why = nullptr);
+// A self-contained copy of m (one exactly sized zone, strings copied): for a message
+// parsed in place that must outlive its payload.
+Message Detach(const Message& m);
 
 // Writes a whole frame, retrying partial writes and EINTR; attaches fd_to_pass (if >= 0)
 // with SCM_RIGHTS. false when the peer is gone or the send times out.
 bool SendFrame(int sock, const char* frame, size_t length, int fd_to_pass = -1);
 
-// Accumulates bytes read from a stream socket and cuts them into frame payloads.
+// Accumulates bytes read from a stream socket and cuts them into frame payloads. The
+// buffer holds at most one frame beyond what a single read brings (it grows to the length
+// a frame's prefix announces, never further) and shrinks back once a large frame is
+// consumed (Trim), so an idle connection holds 64 KiB at most.
 class FrameReader {
  public:
   enum class Status { kOk, kWouldBlock, kClosed, kError };
 
-  // One recvmsg() into the buffer; descriptors that arrive are kept for TakeFds().
+  // The longest payload accepted (kMaxFrameBytes unless set lower, e.g. before HELLO).
+  void set_max_frame_bytes(uint32_t bytes) { max_frame_bytes_ = bytes; }
+  // One recvmsg() into the buffer; descriptors that arrive are kept for TakeFds(). Reads
+  // nothing (kOk) while the next frame's prefix announces an oversized one.
   Status ReadFrom(int sock);
-  // Moves the next complete payload into *payload. false when none is complete yet.
-  // Sets *oversized (and returns false) when a length prefix exceeds kMaxFrameBytes.
-  bool Next(std::string* payload, bool* oversized);
+  // The next complete payload: *payload points into the buffer and stays valid until the
+  // next ReadFrom or Trim. false when none is complete yet; sets *oversized (and returns
+  // false) when a length prefix exceeds the maximum.
+  bool Next(const char** payload, size_t* length, bool* oversized);
+  // Frees a buffer grown for a large frame once every byte of it was consumed.
+  void Trim();
+  size_t capacity() const { return capacity_; }
   std::vector<int> TakeFds();
   ~FrameReader();
 
@@ -123,6 +166,7 @@ class FrameReader {
   size_t capacity_ = 0;
   size_t start_ = 0;  // bytes before this are consumed
   size_t end_ = 0;    // bytes before this hold data
+  uint32_t max_frame_bytes_ = kMaxFrameBytes;
   std::vector<int> fds_;
 };
 

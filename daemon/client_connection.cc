@@ -40,6 +40,7 @@ bool ClientConnection::AttachPool(int pool_fd, uint64_t pool_size, std::string* 
       pool_ = static_cast<char*>(p);
       pool_size_ = pool_size;
       pool_fd_ = pool_fd;
+      pool_identity_ = {static_cast<uint64_t>(st.st_dev), static_cast<uint64_t>(st.st_ino)};
       return true;
     }
     *why = std::string("cannot map the pool: ") + std::strerror(errno);
@@ -129,6 +130,19 @@ void ClientConnection::Close() {
   teardown_(self);
 }
 
+bool ClientConnection::ReleaseInput(size_t bytes, size_t limit) {
+  size_t left = input_bytes_.fetch_sub(bytes) - bytes;
+  return left < limit && input_paused_.load();
+}
+
+bool ClientConnection::PauseInput(size_t limit) {
+  if (input_bytes_.load() < limit) return false;  // nearly always: one load per frame
+  input_paused_.store(true);
+  if (input_bytes_.load() >= limit) return true;
+  input_paused_.store(false);
+  return false;
+}
+
 bool ClientConnection::closed() const {
   std::lock_guard<std::mutex> lock(mu_);
   return closed_;
@@ -208,6 +222,23 @@ bool ClientConnection::EraseGet(uint64_t get_id) {
 void ClientConnection::ClearGets() {
   std::lock_guard<std::mutex> lock(mu_);
   gets_.TakeAll();
+}
+
+bool ClientConnection::ReserveSegmentBytes(uint64_t size, uint64_t limit) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (size > limit || segment_bytes_ > limit - size) return false;
+  segment_bytes_ += size;
+  return true;
+}
+
+void ClientConnection::ReturnSegmentBytes(uint64_t size) {
+  std::lock_guard<std::mutex> lock(mu_);
+  segment_bytes_ -= size;
+}
+
+uint64_t ClientConnection::segment_bytes() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return segment_bytes_;
 }
 
 void ClientConnection::AddSegment(int64_t segment_id) {

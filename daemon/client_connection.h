@@ -26,6 +26,7 @@
 #include <mutex>
 #include <shared_mutex>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "common/uds_protocol.h"
@@ -88,6 +89,10 @@ class ClientConnection : public std::enable_shared_from_this<ClientConnection> {
   // [offset, offset + length) of the pool, or nullptr when that is not inside it.
   char* PoolRange(uint64_t offset, uint64_t length) const;
   uint64_t pool_size() const { return pool_size_; }
+  // The pool's memfd as the kernel knows it (device, inode): the same on every connection
+  // it is passed on, so it tells which connections share a pool. {0, 0} without a pool;
+  // kept after UnmapPool.
+  std::pair<uint64_t, uint64_t> pool_identity() const { return pool_identity_; }
   void UnmapPool();
 
   // ---- responses ----
@@ -142,7 +147,28 @@ class ClientConnection : public std::enable_shared_from_this<ClientConnection> {
   bool EraseGet(uint64_t get_id);
   void ClearGets();
 
+  // ---- requests in flight, in bytes ----
+  // Bytes of this connection's parsed requests queued for or running on workers (their
+  // messages' zones). The event loop charges a request when it hands it over, and stops
+  // reading the connection while the total is at or over its limit (so a client that
+  // sends faster than it is served holds a bounded amount of daemon memory); the worker
+  // that finishes the request releases it.
+  void ChargeInput(size_t bytes) { input_bytes_.fetch_add(bytes); }
+  // true when this release took the total below limit while reading was paused: the
+  // caller then asks the event loop to resume.
+  bool ReleaseInput(size_t bytes, size_t limit);
+  // The event loop's: pauses reading when the total is at or over limit; false (nothing
+  // paused) when it is not, also when a release brought it below meanwhile.
+  bool PauseInput(size_t limit);
+  void ResumeInput() { input_paused_.store(false); }
+  size_t input_bytes() const { return input_bytes_.load(); }
+
   // ---- segments mounted for this connection ----
+  // Counts size more bytes of segments against this connection, unless that would take
+  // it over limit (false: nothing counted). Return what a mount that failed had counted.
+  bool ReserveSegmentBytes(uint64_t size, uint64_t limit);
+  void ReturnSegmentBytes(uint64_t size);
+  uint64_t segment_bytes() const;
   void AddSegment(int64_t segment_id);
   std::vector<int64_t> TakeSegments();
 
@@ -173,8 +199,13 @@ class ClientConnection : public std::enable_shared_from_this<ClientConnection> {
   char* pool_ = nullptr;  // set once at HELLO, before any other request runs
   uint64_t pool_size_ = 0;
   int pool_fd_ = -1;
+  std::pair<uint64_t, uint64_t> pool_identity_{0, 0};  // set with pool_
 
   std::mutex write_mu_;
+
+  // Sequentially consistent both: a release either sees the pause or is seen by it.
+  std::atomic<size_t> input_bytes_{0};
+  std::atomic<bool> input_paused_{false};
 
   mutable std::mutex mu_;
   // Once closed_, active_ only falls, so it reaches 0 at most once: the teardown's moment.
@@ -184,6 +215,7 @@ class ClientConnection : public std::enable_shared_from_this<ClientConnection> {
   StagedTable<StagedPut> puts_;    // guarded by mu_
   StagedTable<StagedGet> gets_;    // guarded by mu_
   std::vector<int64_t> segments_;  // guarded by mu_
+  uint64_t segment_bytes_ = 0;     // mounted or being mounted; guarded by mu_
 };
 
 }  // namespace mooncake

@@ -11,6 +11,12 @@ void RegisterDaemonFlags(FlagSet* f, DaemonOptions* o) {
   f->AddInt("port", &o->port, "transfer-engine TCP port (0: first free one in 12300..14300)");
   f->AddSize("global_segment_size", &o->global_segment_size,
              "memory lent to the cluster pool (0: none)");
+  f->AddSize("client_segment_budget", &o->client_segment_budget,
+             "memory all clients together may have mounted (setup's global_segment_size, "
+             "MOUNT_SEGMENT); 0: half of MemAvailable at start");
+  f->AddSize("client_segment_budget_per_client", &o->client_segment_budget_per_client,
+             "memory one client connection may have mounted; 0: a quarter of "
+             "--client_segment_budget");
   f->AddString("socket_mode", &o->socket_mode, "permissions of the socket file, octal");
   f->AddDuration("heartbeat_interval", &o->heartbeat_interval_ms, 1,
                  "time between heartbeats to the master, ms");
@@ -23,6 +29,9 @@ void RegisterDaemonFlags(FlagSet* f, DaemonOptions* o) {
   f->AddInt("worker_threads", &o->worker_threads, "request workers (0: max(4, 2 x cores))");
   f->AddDuration("shutdown_timeout", &o->shutdown_timeout_ms, 1,
                  "on SIGTERM, how long running requests may take to finish, ms");
+  f->AddDuration("hello_timeout", &o->hello_timeout_ms, 1,
+                 "a client connection that has not sent HELLO this long after connecting is "
+                 "closed, ms");
   f->AddBool("read_cache", &o->read_cache,
              "remember where read objects live for 90% of their read lease, so repeated "
              "reads skip the master");
@@ -62,8 +71,9 @@ bool ValidateDaemonOptions(DaemonOptions* o, std::string* error) {
   } else if (!mode_ok) {
     *error = "--socket_mode must be octal permissions such as 0660";
   } else if (o->heartbeat_interval_ms <= 0 || o->rpc_timeout_ms <= 0 ||
-             o->connect_timeout_ms <= 0) {
-    *error = "--heartbeat_interval, --rpc_timeout and --connect_timeout must be positive";
+             o->connect_timeout_ms <= 0 || o->hello_timeout_ms <= 0) {
+    *error = "--heartbeat_interval, --rpc_timeout, --connect_timeout and --hello_timeout must "
+             "be positive";
   } else if (o->worker_threads < 0 || o->worker_threads > 1024 ||
              o->max_master_connections < 0 || o->max_master_connections > 4096) {
     *error = "--worker_threads must be in 0..1024 and --max_master_connections in 0..4096";

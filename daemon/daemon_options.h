@@ -15,6 +15,10 @@ struct DaemonOptions {
   std::string hostname;                                 // advertised; "" = gethostname()
   int64_t port = 0;  // transfer-engine port; 0 = first free one in 12300..14300
   uint64_t global_segment_size = 1ull << 30;            // lent to the pool; 0 = none
+  // What clients may have mounted with MOUNT_SEGMENT (daemon/segment_budget.h); 0 = derived
+  // from the memory available at start: half of it in all, a quarter of that per client.
+  uint64_t client_segment_budget = 0;
+  uint64_t client_segment_budget_per_client = 0;
   std::string socket_mode = "0660";                     // octal permissions of the socket
   int64_t heartbeat_interval_ms = 1000;
   int64_t rpc_timeout_ms = 10000;        // send/receive bound on one master RPC
@@ -22,6 +26,7 @@ struct DaemonOptions {
   int64_t max_master_connections = 0;    // 0 = worker_threads + 4
   int64_t worker_threads = 0;            // 0 = max(4, 2 x cores)
   int64_t shutdown_timeout_ms = 5000;    // how long SIGTERM waits for running requests
+  int64_t hello_timeout_ms = 5000;       // a connection silent this long after connect is closed
   bool read_cache = true;                // serve repeated reads within their lease locally
   // Transfer engine (daemon to daemon).
   std::string protocol = "auto";         // auto | tcp | rdma

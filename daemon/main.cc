@@ -35,6 +35,7 @@
 #include "daemon/rdma_transport.h"
 #include "daemon/read_cache.h"
 #include "daemon/replica_io.h"
+#include "daemon/segment_budget.h"
 #include "daemon/segment_memory.h"
 #include "daemon/store_service.h"
 #include "daemon/tcp_transport.h"
@@ -264,12 +265,25 @@ int main(int argc, char** argv) {
                 segment->huge_pages() ? " (huge pages)" : "");
   }
 
+  // Measured now, with the global segment in place: what is left is what clients share.
+  uint64_t physical = static_cast<uint64_t>(sysconf(_SC_PHYS_PAGES)) *
+                      static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
+  auto segment_budget = std::make_shared<SegmentBudget>(
+      SegmentBudget::Resolve(options.client_segment_budget,
+                             options.client_segment_budget_per_client,
+                             SegmentBudget::ReadMeminfo(), physical));
+  MC_LOG_INFO("client segments: at most %s in all, %s per connection",
+              FormatSize(segment_budget->limits().total).c_str(),
+              FormatSize(segment_budget->limits().per_client).c_str());
+
   ReplicaIO io(&membership, engine.get());
   SegmentDrainer drainer(&master, &membership, &io);
   CacheInvalidator invalidator(engine->tcp());
   StoreService service(&master, &membership, &cache, &invalidator, &io, &drainer, options.master,
-                       options.checksum);
-  UdsServer server(&service, workers);
+                       options.checksum, segment_budget);
+  UdsServer::Limits limits;
+  limits.hello_timeout_ms = options.hello_timeout_ms;
+  UdsServer server(&service, workers, limits);
   if (!server.Listen(options.socket, options.socket_mode_bits, &error)) {
     MC_LOG_ERROR("%s", error.c_str());
     membership.UnmountAll();

@@ -4,6 +4,7 @@
 
 #include "common/crc32c.h"
 #include "common/logging.h"
+#include "common/units.h"
 #include "include/mooncake_store.h"
 
 namespace mooncake {
@@ -33,7 +34,8 @@ bool ToRpcConfig(const uds::WireConfig& wire, rpc::ReplicateConfig* out) {
 
 StoreService::StoreService(MasterClient* master, Membership* membership, ReadCache* cache,
                            CacheInvalidator* invalidator, ReplicaIO* io,
-                           SegmentDrainer* drainer, std::string master_address, bool checksum)
+                           SegmentDrainer* drainer, std::string master_address, bool checksum,
+                           std::shared_ptr<SegmentBudget> segment_budget)
     : master_(master),
       membership_(membership),
       cache_(cache),
@@ -41,7 +43,8 @@ StoreService::StoreService(MasterClient* master, Membership* membership, ReadCac
       io_(io),
       drainer_(drainer),
       master_address_(std::move(master_address)),
-      checksum_(checksum) {}
+      checksum_(checksum),
+      segment_budget_(std::move(segment_budget)) {}
 
 int64_t StoreService::ValueChecksum(const ValueSlice& written) const {
   if (!checksum_) return -1;
@@ -317,17 +320,33 @@ ErrorCode StoreService::OnUnmountSegments(ClientConnection* s, const uds::NoArgs
 ErrorCode StoreService::OnMountSegment(ClientConnection* s, const uds::MountSegmentArgs& in,
                                        uds::NoReply*) {
   if (in.size == 0 || in.size > (1ull << 46)) return ErrorCode::INVALID_PARAMS;
-  std::string error;
-  std::shared_ptr<SegmentMemory> memory = SegmentMemory::Create(in.size, &error);
+  // Every limit before a byte is mapped (daemon/segment_budget.h), the connection's first.
+  ErrorCode code = ErrorCode::OK;
+  std::string why;
+  std::shared_ptr<SegmentMemory> memory;
+  uint64_t per_client = segment_budget_->limits().per_client;
+  if (!s->ReserveSegmentBytes(in.size, per_client)) {
+    code = ErrorCode::RESOURCE_LIMIT_EXCEEDED;
+    why = "over --client_segment_budget_per_client (" + FormatSize(s->segment_bytes()) + " of " +
+          FormatSize(per_client) + " mounted for this connection)";
+  } else if ((memory = segment_budget_->Map(in.size, &code, &why)) == nullptr) {
+    s->ReturnSegmentBytes(in.size);
+  }
   if (memory == nullptr) {
-    MC_LOG_WARN("connection %llu: extra segment: %s", static_cast<unsigned long long>(s->id()),
-                error.c_str());
-    return ErrorCode::NO_AVAILABLE_HANDLE;
+    MC_LOG_WARN("connection %llu (pid %d): MOUNT_SEGMENT of %s refused (%s): %s",
+                static_cast<unsigned long long>(s->id()), static_cast<int>(s->peer_pid()),
+                FormatSize(in.size).c_str(), ErrorName(code), why.c_str());
+    return code;
   }
   int64_t segment_id = 0;
-  ErrorCode code = membership_->Mount(std::move(memory), &segment_id, /*lent=*/true);
-  if (code == ErrorCode::OK) s->AddSegment(segment_id);
-  return code;
+  // Marked lent: placement uses it last. Mount frees the memory when refused.
+  code = membership_->Mount(std::move(memory), &segment_id, /*lent=*/true);
+  if (code != ErrorCode::OK) {
+    s->ReturnSegmentBytes(in.size);
+    return code;
+  }
+  s->AddSegment(segment_id);
+  return ErrorCode::OK;
 }
 
 }  // namespace mooncake

@@ -39,6 +39,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -53,6 +54,7 @@
 #include "daemon/read_cache.h"
 #include "daemon/replica_io.h"
 #include "daemon/segment_drainer.h"
+#include "daemon/segment_budget.h"
 
 namespace mooncake {
 
@@ -65,10 +67,12 @@ class StoreService {
   // Puts give a transfer this long to finish; a dead peer fails it sooner (stall timeout).
   static constexpr std::chrono::seconds kPutTransferBudget{60};
 
-  // checksum: compute a CRC32C of every value put through this daemon.
+  // checksum: compute a CRC32C of every value put through this daemon. segment_budget
+  // pays for MOUNT_SEGMENT (daemon/segment_budget.h).
   StoreService(MasterClient* master, Membership* membership, ReadCache* cache,
                CacheInvalidator* invalidator, ReplicaIO* io, SegmentDrainer* drainer,
-               std::string master_address, bool checksum);
+               std::string master_address, bool checksum,
+               std::shared_ptr<SegmentBudget> segment_budget);
 
   // The handshake, run before any other frame of the connection is read. Sends the reply.
   // false (with *why for the log) when the connection must be closed: a malformed HELLO,
@@ -206,6 +210,7 @@ class StoreService {
   SegmentDrainer* const drainer_;
   const std::string master_address_;
   const bool checksum_;
+  const std::shared_ptr<SegmentBudget> segment_budget_;
 };
 
 // ---- helpers shared by the handler files ----

@@ -111,7 +111,10 @@ thread_local bool t_event_loop = false;
 }  // namespace
 
 UdsServer::UdsServer(StoreService* service, size_t worker_threads)
-    : service_(service), workers_(worker_threads) {}
+    : UdsServer(service, worker_threads, Limits()) {}
+
+UdsServer::UdsServer(StoreService* service, size_t worker_threads, Limits limits)
+    : service_(service), limits_(limits), workers_(worker_threads) {}
 
 UdsServer::~UdsServer() {
   if (loop_.joinable()) Shutdown(0);
@@ -210,7 +213,7 @@ void UdsServer::Loop() {
   t_event_loop = true;
   struct epoll_event events[64];
   while (!stopping_.load()) {
-    int n = epoll_wait(epoll_fd_, events, 64, -1);
+    int n = epoll_wait(epoll_fd_, events, 64, ExpireHellos());
     if (n < 0) {
       if (errno == EINTR) continue;
       MC_LOG_ERROR("epoll_wait: %s", std::strerror(errno));
@@ -220,7 +223,9 @@ void UdsServer::Loop() {
       uint64_t tag = events[i].data.u64;
       if (tag == kListenTag) {
         AcceptAll();
-      } else if (tag != kWakeTag) {
+      } else if (tag == kWakeTag) {
+        ResumePaused();
+      } else {
         auto it = incoming_.find(tag);
         if (it != incoming_.end()) OnReadable(it);
       }
@@ -232,10 +237,30 @@ void UdsServer::Loop() {
   struct stat st;
   if (stat(path_.c_str(), &st) == 0 && st.st_ino == socket_inode_) unlink(path_.c_str());
   for (auto& c : incoming_) {
-    Unwatch(c.second->client->fd());
+    if (c.second->watched) Unwatch(c.second->client->fd());
     for (int fd : c.second->pending_fds) close(fd);
   }
   incoming_.clear();  // the connections live on in open_ until torn down
+}
+
+int UdsServer::ExpireHellos() {
+  Clock::time_point now = Clock::now();
+  while (!hello_deadlines_.empty()) {
+    auto [deadline, id] = hello_deadlines_.front();
+    auto it = incoming_.find(id);
+    if (it == incoming_.end() || it->second->hello_done) {
+      hello_deadlines_.pop_front();  // closed, or greeted in time
+      continue;
+    }
+    if (deadline > now) {
+      return static_cast<int>(
+          std::chrono::ceil<std::chrono::milliseconds>(deadline - now).count());
+    }
+    hello_deadlines_.pop_front();
+    CloseConnection(it, "no HELLO within " + std::to_string(limits_.hello_timeout_ms) + " ms",
+                    true);
+  }
+  return -1;
 }
 
 void UdsServer::AcceptAll() {
@@ -256,12 +281,10 @@ void UdsServer::AcceptAll() {
     auto conn = std::make_unique<Incoming>();
     conn->client = std::make_shared<ClientConnection>(
         fd, id, [this](std::shared_ptr<ClientConnection> s) { ScheduleTeardown(std::move(s)); });
-    struct epoll_event ev;
-    std::memset(&ev, 0, sizeof(ev));
-    ev.events = EPOLLIN | EPOLLRDHUP;
-    ev.data.u64 = id;
-    if (epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, fd, &ev) != 0) {
-      MC_LOG_WARN("epoll_ctl: %s", std::strerror(errno));
+    conn->reader.set_max_frame_bytes(uds::kMaxHelloFrameBytes);
+    std::string error;
+    if (!Watch(fd, id, &error)) {
+      MC_LOG_WARN("%s", error.c_str());
       continue;  // the client's destructor closes fd
     }
     {
@@ -271,6 +294,8 @@ void UdsServer::AcceptAll() {
     MC_LOG_DEBUG("connection %llu from pid %d", static_cast<unsigned long long>(id),
                  static_cast<int>(conn->client->peer_pid()));
     incoming_[id] = std::move(conn);
+    hello_deadlines_.emplace_back(
+        Clock::now() + std::chrono::milliseconds(limits_.hello_timeout_ms), id);
   }
 }
 
@@ -287,25 +312,53 @@ void UdsServer::OnReadable(IncomingMap::iterator it) {
     }
   }
   // Complete frames first, even when the peer already hung up: a client may send its
-  // last request and close its write side.
-  std::string payload;
-  std::string why;
-  bool oversized = false;
-  while (conn->reader.Next(&payload, &oversized)) {
-    if (!OnFrame(conn, payload, &why)) return CloseConnection(it, why, true);
-  }
-  if (oversized) return CloseConnection(it, "frame length over 64 MiB", true);
-  if (status == uds::FrameReader::Status::kClosed) return CloseConnection(it, "peer closed", false);
-  if (status == uds::FrameReader::Status::kError) {
-    return CloseConnection(it, std::string("read: ") + std::strerror(errno), false);
-  }
+  // last request and close its write side. (A read error ends the connection the same way.)
+  conn->peer_closed = status == uds::FrameReader::Status::kClosed ||
+                      status == uds::FrameReader::Status::kError;
+  ServeBuffered(it);
 }
 
-bool UdsServer::OnFrame(Incoming* conn, const std::string& payload, std::string* why) {
-  // On the stack: most requests are answered inline and never need a shared copy.
+bool UdsServer::ServeBuffered(IncomingMap::iterator it) {
+  Incoming* conn = it->second.get();
+  const char* payload = nullptr;
+  size_t length = 0;
+  bool oversized = false;
+  std::string why;
+  while (!conn->paused && conn->reader.Next(&payload, &length, &oversized)) {
+    if (!OnFrame(conn, payload, length, &why)) {
+      CloseConnection(it, why, true);
+      return false;
+    }
+    if (conn->client->PauseInput(limits_.max_in_flight_bytes)) {
+      // Until workers have finished enough (RequestResume); the frames stay buffered.
+      conn->paused = true;
+      if (conn->watched) Unwatch(conn->client->fd());
+      conn->watched = false;
+    }
+  }
+  if (conn->paused) return true;
+  if (oversized) {
+    CloseConnection(it, "frame length over " + std::to_string(conn->hello_done
+                                                                   ? uds::kMaxFrameBytes
+                                                                   : uds::kMaxHelloFrameBytes) +
+                            " bytes",
+                    true);
+    return false;
+  }
+  if (conn->peer_closed) {
+    CloseConnection(it, "peer closed", false);
+    return false;
+  }
+  conn->reader.Trim();
+  return true;
+}
+
+bool UdsServer::OnFrame(Incoming* conn, const char* payload, size_t length, std::string* why) {
+  // On the stack, its strings in the read buffer: most requests are answered inline and
+  // never need a copy of their own.
   uds::Message message;
-  if (!uds::ParseMessage(payload.data(), payload.size(), &message)) {
-    *why = "malformed frame";
+  if (!uds::ParseMessageInPlace(payload, length, &message, why)) {
+    *why = "malformed frame: " + *why;
     return false;
   }
   ClientConnection* client = conn->client.get();
@@ -329,7 +382,12 @@ bool UdsServer::OnFrame(Incoming* conn, const std::string& payload, std::string*
     bool ok = service_->Hello(client, message, std::move(fds), why);
     if (!ok) *why = "HELLO refused: " + *why;
     conn->hello_done = ok;
+    if (ok) conn->reader.set_max_frame_bytes(uds::kMaxFrameBytes);
+    if (ok && client->pool_size() > 0) fences_.Mapped(client->pool_identity(), client->id());
     return ok;
+  }
+  if (message.head == static_cast<int64_t>(uds::Op::kPoolFence)) {
+    return OnPoolFence(conn, message, why);
   }
   if (!uds::IsRequestOp(message.head)) {
     *why = "unknown op " + std::to_string(message.head);
@@ -354,23 +412,88 @@ bool UdsServer::OnFrame(Incoming* conn, const std::string& payload, std::string*
     case StoreService::Inline::kNotInline:
       break;
   }
-  // Moving keeps the msgpack zone (a heap object) in place, so the parsed arguments stay
-  // valid in the copy.
-  Dispatch(std::move(request), std::make_unique<uds::Message>(std::move(message)));
+  // The worker runs after the read buffer has moved on: it gets a copy of its own.
+  Dispatch(std::move(request), std::make_unique<uds::Message>(uds::Detach(message)));
   return true;
 }
 
+bool UdsServer::OnPoolFence(Incoming* conn, const uds::Message& message, std::string* why) {
+  ClientConnection* client = conn->client.get();
+  uds::NoArgs none;
+  if (!uds::ParseFields(message.args, &none)) {
+    *why = "malformed arguments for POOL_FENCE";
+    return false;
+  }
+  ClientConnection::Request request = client->Acquire(kMaxInFlight);
+  if (!request) {
+    if (client->closed()) return true;
+    *why = "more than " + std::to_string(kMaxInFlight) + " requests in flight";
+    return false;
+  }
+  // Without a pool there is nothing to fence: the answer is due at once.
+  if (client->pool_size() > 0 &&
+      fences_.Wait(client->pool_identity(), client->id(), message.id, &request)) {
+    return true;
+  }
+  workers_.Submit([request = std::move(request), id = message.id] {
+    uds::ReplyFrame reply(id, ErrorCode::OK, uds::NoReply());
+    ClientConnection* s = request.connection();
+    if (!s->closed()) s->Send(&reply);
+  });
+  return true;
+}
+
+void UdsServer::RequestResume(uint64_t id) {
+  {
+    std::lock_guard<std::mutex> lock(resume_mu_);
+    resume_.push_back(id);
+  }
+  uint64_t one = 1;
+  if (write(wake_fd_, &one, sizeof(one)) < 0 && errno != EAGAIN) {
+    MC_LOG_WARN("eventfd write: %s", std::strerror(errno));
+  }
+}
+
+void UdsServer::ResumePaused() {
+  uint64_t count;
+  if (read(wake_fd_, &count, sizeof(count)) < 0 && errno != EAGAIN) {
+    MC_LOG_WARN("eventfd read: %s", std::strerror(errno));
+  }
+  std::vector<uint64_t> ids;
+  {
+    std::lock_guard<std::mutex> lock(resume_mu_);
+    ids.swap(resume_);
+  }
+  for (uint64_t id : ids) {
+    auto it = incoming_.find(id);
+    if (it == incoming_.end() || !it->second->paused) continue;  // closed, or resumed already
+    Incoming* conn = it->second.get();
+    conn->paused = false;
+    conn->client->ResumeInput();
+    if (!ServeBuffered(it) || conn->paused) continue;
+    std::string error;
+    if (!Watch(conn->client->fd(), id, &error)) {
+      CloseConnection(it, error, true);
+      continue;
+    }
+    conn->watched = true;
+  }
+}
+
 void UdsServer::Dispatch(ClientConnection::Request request, std::unique_ptr<uds::Message> message) {
-  workers_.Submit([this, request = std::move(request), message = std::move(message)] {
+  request.connection()->ChargeInput(message->bytes);
+  workers_.Submit([this, request = std::move(request), message = std::move(message)]() mutable {
     ClientConnection* client = request.connection();
-    if (client->closed()) return;
     std::string why;
-    if (!service_->Handle(client, *message, &why)) {
+    if (!client->closed() && !service_->Handle(client, *message, &why)) {
       MC_LOG_WARN("connection %llu (pid %d): %s; closing it",
                   static_cast<unsigned long long>(client->id()),
                   static_cast<int>(client->peer_pid()), why.c_str());
       client->Close();
     }
+    size_t bytes = message->bytes;
+    message.reset();
+    if (client->ReleaseInput(bytes, limits_.max_in_flight_bytes)) RequestResume(client->id());
   });
 }
 
@@ -381,7 +504,7 @@ void UdsServer::CloseConnection(IncomingMap::iterator it, const std::string& why
                 static_cast<unsigned long long>(client->id()),
                 static_cast<int>(client->peer_pid()), why.c_str());
   }
-  Unwatch(client->fd());
+  if (it->second->watched) Unwatch(client->fd());
   for (int fd : it->second->pending_fds) close(fd);
   incoming_.erase(it);
   client->Close();
@@ -406,6 +529,8 @@ void UdsServer::ScheduleTeardown(std::shared_ptr<ClientConnection> client) {
 
 void UdsServer::RunTeardown(const std::shared_ptr<ClientConnection>& client) {
   service_->Teardown(client.get());
+  // The pool is unmapped: nothing of this connection can touch it any more.
+  fences_.Unmapped(client->pool_identity(), client->id());
   std::lock_guard<std::mutex> lock(open_mu_);
   open_.erase(client->id());
   open_cv_.notify_all();
@@ -440,6 +565,7 @@ void UdsServer::Shutdown(int64_t drain_ms) {
   }
   for (const auto& s : all) s->Close();
   all.clear();
+  fences_.Abandon();  // closed, all of them: nobody is left to answer
   {
     std::unique_lock<std::mutex> lock(open_mu_);
     // Requests still running past the drain are bounded by the RPC timeout.

@@ -8,21 +8,36 @@
 // hand-off to a worker. Any number of requests of one connection run at once and
 // answer in any order; responses are written under the connection's write lock.
 //
+// POOL_FENCE, which is about the connection's pool rather than the store, is the server's
+// too (daemon/pool_fences.h): it knows which connections map which pool and when their
+// teardown is done.
+//
 // The socket file never exists with a mode other than the one asked for: it is bound and
 // given its mode under a private name, in a fresh directory next to it that only this
 // user can enter, and only then linked to its real name.
 //
-// Anything malformed at the frame level (a length over 64 MiB, bytes that are not a
-// message, a first frame that is not HELLO, an unknown op, a descriptor after HELLO)
-// costs one warning line and that connection only.
+// Anything malformed at the frame level (a length over uds::kMaxFrameBytes, or over
+// uds::kMaxHelloFrameBytes before HELLO; bytes that are not exactly one message within the
+// decode limits of common/uds_protocol.h; a first frame that is not HELLO; an unknown op;
+// a descriptor after HELLO) costs one warning line and that connection only. So does
+// saying nothing: a connection that has not completed HELLO within hello_timeout_ms is
+// closed.
+//
+// Memory a connection can make the daemon hold is bounded: its read buffer never exceeds
+// one frame (common/uds_protocol.h), and the requests it has queued or running on workers
+// at most max_in_flight_bytes (their parsed messages): past that, the loop stops reading
+// the connection until workers have finished enough of them (backpressure, not a
+// refusal: the client's frames wait in its socket).
 #ifndef MOONCAKE_DAEMON_UDS_SERVER_H_
 #define MOONCAKE_DAEMON_UDS_SERVER_H_
 
 #include <sys/types.h>
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <deque>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -32,6 +47,7 @@
 
 #include "common/uds_protocol.h"
 #include "daemon/client_connection.h"
+#include "daemon/pool_fences.h"
 #include "daemon/store_service.h"
 #include "daemon/worker_threads.h"
 
@@ -39,7 +55,13 @@ namespace mooncake {
 
 class UdsServer {
  public:
-  UdsServer(StoreService* service, size_t worker_threads);
+  struct Limits {
+    int64_t hello_timeout_ms = 5000;           // --hello_timeout
+    size_t max_in_flight_bytes = 256u << 20;  // per connection, see above
+  };
+
+  UdsServer(StoreService* service, size_t worker_threads);  // the default Limits
+  UdsServer(StoreService* service, size_t worker_threads, Limits limits);
   ~UdsServer();
   UdsServer(const UdsServer&) = delete;
   UdsServer& operator=(const UdsServer&) = delete;
@@ -63,19 +85,32 @@ class UdsServer {
     uds::FrameReader reader;
     bool hello_done = false;
     bool fd_after_hello = false;  // refuse the next frame with -600, then close
+    bool watched = true;          // in the epoll set; not while reading is paused
+    bool paused = false;          // too many bytes in flight (ClientConnection::PauseInput)
+    bool peer_closed = false;     // end of file seen; frames still buffered are served
     std::vector<int> pending_fds;  // arrived before HELLO was parsed
   };
   using IncomingMap = std::map<uint64_t, std::unique_ptr<Incoming>>;
+  using Clock = std::chrono::steady_clock;
 
   void Loop();
   void AcceptAll();
   void OnReadable(IncomingMap::iterator it);
-  // Processes one complete frame; false when the connection must be closed (*why set,
-  // *warn tells whether that deserves a warning).
-  bool OnFrame(Incoming* conn, const std::string& payload, std::string* why);
+  // Serves the complete frames buffered, until none is left or reading pauses; closes
+  // the connection (and returns false) when one is malformed or the peer is gone.
+  bool ServeBuffered(IncomingMap::iterator it);
+  // Processes one complete frame; false when the connection must be closed (*why set).
+  bool OnFrame(Incoming* conn, const char* payload, size_t length, std::string* why);
   void CloseConnection(IncomingMap::iterator it, const std::string& why, bool warn);
+  // POOL_FENCE: answered on a worker now, or by the teardown it waits for.
+  bool OnPoolFence(Incoming* conn, const uds::Message& message, std::string* why);
   // Runs the request on a worker, which ends it.
   void Dispatch(ClientConnection::Request request, std::unique_ptr<uds::Message> message);
+  // Closes the connections whose HELLO deadline passed; the epoll timeout until the next.
+  int ExpireHellos();
+  // A worker released enough of a paused connection's bytes: the loop resumes it.
+  void RequestResume(uint64_t id);
+  void ResumePaused();
   // The connections' teardown callback: runs RunTeardown here, or on a worker when called
   // on the event loop.
   void ScheduleTeardown(std::shared_ptr<ClientConnection> client);
@@ -90,6 +125,7 @@ class UdsServer {
   void Unwatch(int fd);
 
   StoreService* const service_;
+  const Limits limits_;
   std::string path_;
   ino_t socket_inode_ = 0;
   int listen_fd_ = -1;
@@ -99,6 +135,13 @@ class UdsServer {
   std::thread loop_;
   uint64_t next_id_ = 1;
   IncomingMap incoming_;  // loop thread only
+  // Connections in accept order, each with its HELLO deadline; loop thread only.
+  std::deque<std::pair<Clock::time_point, uint64_t>> hello_deadlines_;
+
+  std::mutex resume_mu_;
+  std::vector<uint64_t> resume_;  // paused connections to look at; guarded by resume_mu_
+
+  PoolFences fences_;
 
   // Every connection not yet torn down, for Shutdown.
   std::mutex open_mu_;

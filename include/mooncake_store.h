@@ -74,6 +74,7 @@ extern "C" {
   X(BUCKET_ALREADY_EXISTS, -1201, "bucket already exists")                                 \
   X(KEYS_EXCEED_BUCKET_LIMIT, -1202, "keys exceed the bucket limit")                       \
   X(KEYS_ULTRA_LIMIT, -1203, "too many keys")                                              \
+  X(RESOURCE_LIMIT_EXCEEDED, -1300, "a daemon resource limit would be exceeded")           \
   X(TOO_MANY_CONNECTIONS, -1305, "too many connections from one peer")                     \
   X(SERIALIZE_UNSUPPORTED, -1500, "serialization unsupported")                             \
   X(SERIALIZE_FAIL, -1501, "serialization failed")                                         \
@@ -103,7 +104,7 @@ typedef struct mooncake_replicate_config {
   int with_soft_pin;               /* evicted only when nothing else qualifies */
   int with_hard_pin;               /* never evicted; removed only with force */
   const char **preferred_segments; /* "host:port" of daemons to try first, in order */
-  size_t preferred_segments_count;
+  size_t preferred_segments_count; /* at most 65536 names of at most 4096 bytes (else -600) */
 } mooncake_replicate_config_t;
 
 /* ---- lifecycle ------------------------------------------------------------------- */

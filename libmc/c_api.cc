@@ -71,11 +71,16 @@ int CheckConfig(const mooncake_replicate_config_t* config, mooncake::uds::WireCo
   if (config->preferred_segments_count > 0 && config->preferred_segments == nullptr) {
     return kInternal;
   }
+  // More names than a frame may list would cost the connection (docs/protocol.md).
+  if (config->preferred_segments_count > mooncake::uds::kMaxBatch) return kInvalidParams;
   out->replica_num = config->replica_num;
   out->with_soft_pin = config->with_soft_pin != 0;
   out->with_hard_pin = config->with_hard_pin != 0;
   for (size_t i = 0; i < config->preferred_segments_count; ++i) {
     if (config->preferred_segments[i] == nullptr) return kInternal;
+    if (std::strlen(config->preferred_segments[i]) > MOONCAKE_STORE_MAX_KEY_LEN) {
+      return kInvalidParams;  // no "host:port" is that long
+    }
     out->preferred_segments.emplace_back(config->preferred_segments[i]);
   }
   return 0;

@@ -46,31 +46,26 @@ void WakeUp(std::atomic<uint32_t>* word) {
   }
 }
 
-// uds::ParseMessage with a small first zone chunk: msgpack's default zone mallocs 8 KiB
-// for every message, while most replies are a few dozen bytes and a small chunk comes from
-// malloc's per-thread cache. A larger reply makes the zone grow as needed.
-bool ParseReply(const char* payload, size_t length, uds::Message* out) {
-  constexpr size_t kZoneChunkBytes = 512;
-  try {
-    std::unique_ptr<msgpack::zone> zone(new msgpack::zone(kZoneChunkBytes));
-    size_t offset = 0;
-    msgpack::object object = msgpack::v1::unpack(*zone, payload, length, offset);
-    out->handle = msgpack::object_handle(object, std::move(zone));
-  } catch (const std::exception&) {
-    return false;
-  }
-  uds::ArgReader top(out->handle.get());
-  if (top.size() != 3) return false;
-  out->id = top.U64();
-  out->head = top.I64();
-  out->args = top.Array();
-  return top.ok();
+}  // namespace
+
+namespace {
+
+// The pidfd of the process at the other end of a Unix socket, or -1.
+int PeerPidfd(int fd) {
+  struct ucred cred;
+  socklen_t len = sizeof(cred);
+  if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0) return -1;
+  return PoolQuarantine::OpenPidfd(cred.pid);
 }
 
 }  // namespace
 
-Channel::Channel(int fd, int read_slice_ms)
-    : fd_(fd), read_slice_ms_(read_slice_ms), free_since_(Clock::now()) {
+Channel::Channel(int fd, int read_slice_ms, std::shared_ptr<PoolQuarantine> quarantine)
+    : fd_(fd),
+      read_slice_ms_(read_slice_ms),
+      quarantine_(std::move(quarantine)),
+      daemon_pidfd_(quarantine_ ? PeerPidfd(fd) : -1),
+      free_since_(Clock::now()) {
   background_ = std::thread([this] { BackgroundLoop(); });
 }
 
@@ -83,22 +78,35 @@ Channel::~Channel() {
   shutdown(fd_, SHUT_RDWR);  // ends the background thread's poll
   if (background_.joinable()) background_.join();
   close(fd_);
+  if (daemon_pidfd_ >= 0) close(daemon_pidfd_);
 }
 
 void Channel::Fail(bool deliberate) {
   {
-    // Keepalives (pool blocks) are released under the lock: this must not throw, and the
-    // pool never calls back into the channel, so there is no lock order to respect.
+    // The quarantine and the pool are called under the lock: they never call back into
+    // the channel, so there is no lock order to respect.
     std::lock_guard<std::mutex> lock(mu_);
     if (!down_.load(std::memory_order_relaxed) && !deliberate && established_) {
       MC_LOG_WARN("mooncake_store: lost the connection to mooncaked");
     }
     down_.store(true, std::memory_order_release);
+    // The daemon may still be running these requests, reading and writing what they named.
+    bool in_flight = head_ != nullptr || !abandoned_.empty();
+    std::vector<std::shared_ptr<void>> pinned;
+    for (auto& a : abandoned_) pinned.push_back(std::move(a.second));
+    for (Pending* p = head_; p != nullptr; p = p->next) {
+      if (p->keepalive) pinned.push_back(std::move(p->keepalive));
+    }
+    abandoned_.clear();
+    // Only requests after HELLO name pool memory (HELLO and MOUNT_SEGMENT do not).
+    if (in_flight && established_ && quarantine_) {
+      quarantine_->Hold(daemon_id_, daemon_pidfd_, std::move(pinned));
+    }
+    pinned.clear();  // without a pool nothing could be written: released here
     for (Pending* p = head_; p != nullptr;) {
       Pending* next = p->next;
       p->linked = false;
       p->prev = p->next = nullptr;
-      p->keepalive.reset();
       p->code = ErrorCode::RPC_FAIL;
       p->done = true;
       p->signal.store(1, std::memory_order_release);
@@ -106,7 +114,6 @@ void Channel::Fail(bool deliberate) {
       p = next;
     }
     head_ = tail_ = nullptr;
-    abandoned_.clear();
   }
   background_cv_.notify_all();
   shutdown(fd_, SHUT_RDWR);
@@ -178,9 +185,10 @@ void Channel::Abandon(Pending* p) {
   Forget(p);
 }
 
-void Channel::MarkEstablished() {
+void Channel::MarkEstablished(uint64_t daemon_id) {
   std::lock_guard<std::mutex> lock(mu_);
   established_ = true;
+  daemon_id_ = daemon_id;
 }
 
 void Channel::Lead(Pending* self, Clock::time_point deadline, Clock::time_point now) {
@@ -212,10 +220,12 @@ void Channel::Lead(Pending* self, Clock::time_point deadline, Clock::time_point 
 Channel::Outcome Channel::DispatchBuffered(Pending* self) {
   Outcome result = Outcome::kOther;
   bool oversized = false;
+  const char* payload = nullptr;
+  size_t length = 0;
   // Every complete frame is dispatched, also after self's: others should not wait for
   // the next holder of the role.
-  while (frames_.Next(&payload_, &oversized)) {
-    Outcome outcome = Dispatch(payload_, self);
+  while (frames_.Next(&payload, &length, &oversized)) {
+    Outcome outcome = Dispatch(payload, length, self);
     if (outcome == Outcome::kBroken) return outcome;
     if (outcome == Outcome::kMine) result = outcome;
   }
@@ -226,10 +236,12 @@ Channel::Outcome Channel::DispatchBuffered(Pending* self) {
   return result;
 }
 
-Channel::Outcome Channel::Dispatch(const std::string& payload, Pending* self) {
+Channel::Outcome Channel::Dispatch(const char* payload, size_t length, Pending* self) {
   uds::Message message;  // parsed before taking the lock
-  if (!ParseReply(payload.data(), payload.size(), &message)) {
-    MC_LOG_ERROR("mooncake_store: mooncaked sent a malformed frame; disconnecting");
+  std::string why;
+  if (!uds::ParseMessage(payload, length, &message, &why)) {
+    MC_LOG_ERROR("mooncake_store: mooncaked sent a malformed frame (%s); disconnecting",
+                 why.c_str());
     return Outcome::kBroken;
   }
   std::shared_ptr<void> keepalive;  // of an abandoned request: released after the lock
@@ -388,8 +400,11 @@ Pending* Channel::Find(uint64_t id) {
 void Channel::Forget(Pending* p) {
   if (!p->linked) return;  // answered or failed already
   Unlink(p);
-  if (!p->keepalive) return;  // nothing to hold until the late answer
   try {
+    // Zero copy: the request named the application's own pool memory, which must not be
+    // handed out again (freed by the application meanwhile) before the daemon is done.
+    if (!p->keepalive && quarantine_ && established_) p->keepalive = quarantine_->PinAllocations();
+    if (!p->keepalive) return;  // nothing to hold until the late answer
     abandoned_.emplace(p->id, std::move(p->keepalive));
   } catch (...) {
     // Out of memory: the block is given back early, the lesser evil than a leak that

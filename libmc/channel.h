@@ -19,6 +19,12 @@
 //
 // Every wait is bounded: sleepers wait until their deadline; a reading caller blocks in
 // recv at most a slice (SO_RCVTIMEO, set by the dialer) or exactly its remaining time.
+//
+// What a request keeps alive (its keepalive: the staging block the daemon reads or writes)
+// is never given back while the daemon may still touch it: on an answer, yes; on a
+// timeout it waits for the late answer; when the channel dies it goes, with the
+// application's allocations live at that moment, to the handle's PoolQuarantine, which
+// gives it back once the daemon has provably finished (libmc/pool_quarantine.h).
 #ifndef MOONCAKE_LIBMC_CHANNEL_H_
 #define MOONCAKE_LIBMC_CHANNEL_H_
 
@@ -34,6 +40,7 @@
 
 #include "common/error_code.h"
 #include "common/uds_protocol.h"
+#include "libmc/pool_quarantine.h"
 
 namespace mooncake {
 namespace client {
@@ -66,8 +73,9 @@ struct Pending {
 
 class Channel {
  public:
-  // Takes fd (a connected socket with SO_RCVTIMEO set to read_slice_ms).
-  Channel(int fd, int read_slice_ms);
+  // Takes fd (a connected socket with SO_RCVTIMEO set to read_slice_ms). quarantine (may
+  // be null: no pool) receives what requests in flight pinned when the channel dies.
+  Channel(int fd, int read_slice_ms, std::shared_ptr<PoolQuarantine> quarantine);
   ~Channel();
   Channel(const Channel&) = delete;
   Channel& operator=(const Channel&) = delete;
@@ -76,7 +84,8 @@ class Channel {
   bool IsDown() const { return down_.load(std::memory_order_acquire); }
 
   // Marks the channel down and fails every pending request with -900 at once; shuts the
-  // socket so the reader (and the daemon) see the end. deliberate: no log line.
+  // socket so the reader (and the daemon) see the end. deliberate: no log line. What the
+  // requests in flight pinned goes to the quarantine, not back to the pool.
   void Fail(bool deliberate);
 
   // Registers p, then writes the frame. false when the channel is already down (p is
@@ -92,8 +101,9 @@ class Channel {
   // Forgets p without waiting for it (a ticket dropped unwaited), as a timeout would.
   void Abandon(Pending* p);
 
-  // Called once the handshake succeeded: from then on a lost socket is worth a log line.
-  void MarkEstablished();
+  // Called once the handshake succeeded (with the daemon's id from HELLO): from then on a
+  // lost socket is worth a log line, and quarantines what its requests pinned.
+  void MarkEstablished(uint64_t daemon_id);
 
  private:
   enum class Role { kFree, kCaller, kBackground };
@@ -106,7 +116,7 @@ class Channel {
   // Cuts and dispatches every complete buffered frame; kMine when one completed self,
   // kBroken when the stream is unusable.
   Outcome DispatchBuffered(Pending* self);
-  Outcome Dispatch(const std::string& payload, Pending* self);
+  Outcome Dispatch(const char* payload, size_t length, Pending* self);
 
   // The rest need mu_ held.
   bool TryTakeRole();
@@ -119,13 +129,17 @@ class Channel {
 
   const int fd_;
   const int read_slice_ms_;
+  const std::shared_ptr<PoolQuarantine> quarantine_;
+  const int daemon_pidfd_;  // the peer's process (SO_PEERCRED at dial), -1 if unknown
   std::mutex mu_;  // guards everything below but the reader state, and every Pending
   std::atomic<bool> down_{false};
   bool established_ = false;
+  uint64_t daemon_id_ = 0;
   bool stop_ = false;
   Pending* head_ = nullptr;
   Pending* tail_ = nullptr;
-  // Requests whose caller gave up: their keepalive until the answer (or the end) comes.
+  // Requests whose caller gave up: their keepalive until the answer (or the end) comes;
+  // for one without, the application's allocations pinned (it may name any of them).
   std::unordered_map<uint64_t, std::shared_ptr<void>> abandoned_;
   Role role_ = Role::kFree;
   bool background_polling_ = false;  // the background thread holds the role but only polls
@@ -135,7 +149,6 @@ class Channel {
 
   // Reader state: touched only by the holder of the reader role (handed over under mu_).
   uds::FrameReader frames_;
-  std::string payload_;
 
   std::thread background_;  // last: started once everything above exists
 };

@@ -152,7 +152,7 @@ ErrorCode Connection::Dial(bool first, std::shared_ptr<Channel>* out, std::strin
   SetSocketTimeout(fd, SO_SNDTIMEO, options_.timeout_ms);
   const int slice_ms = std::min(options_.timeout_ms, kReadSliceMs);
   SetSocketTimeout(fd, SO_RCVTIMEO, slice_ms);
-  auto channel = std::make_shared<Channel>(fd, slice_ms);
+  auto channel = std::make_shared<Channel>(fd, slice_ms, options_.quarantine);
 
   uds::HelloArgs greeting;
   greeting.abi_version = MOONCAKE_STORE_ABI_VERSION;
@@ -186,14 +186,35 @@ ErrorCode Connection::Dial(bool first, std::shared_ptr<Channel>* out, std::strin
                   "failed (%s)", ErrorName(code));
     }
   }
-  channel->MarkEstablished();
+  channel->MarkEstablished(welcome.daemon_id);
+  if (options_.quarantine) {
+    if (std::shared_ptr<void> held = options_.quarantine->TakeFor(welcome.daemon_id)) {
+      // Not waited for: the answer, whenever it comes, releases the held memory; should
+      // this channel die first, the memory goes back to the quarantine with it.
+      Request fence(uds::Op::kPoolFence, uds::NoArgs());
+      SendOn(channel, fence, std::move(held));
+    }
+  }
   *out = std::move(channel);
   return ErrorCode::OK;
 }
 
+namespace {
+
+// A frame the daemon would refuse as oversized (closing the connection) is not sent.
+bool FitsAFrame(size_t frame_bytes) {
+  return frame_bytes <= uds::kFrameHeaderBytes + uds::kMaxFrameBytes;
+}
+
+}  // namespace
+
 Ticket Connection::SendOn(const std::shared_ptr<Channel>& channel, Request& request,
                           std::shared_ptr<void> keepalive) {
   Ticket t;
+  if (!FitsAFrame(request.frame_.size())) {
+    t.immediate_code_ = ErrorCode::INVALID_PARAMS;
+    return t;
+  }
   // On the heap: a ticket moves (into a queue of chunks in flight) while the channel
   // points to its pending request.
   auto p = std::make_shared<Pending>();
@@ -211,6 +232,10 @@ Ticket Connection::SendOn(const std::shared_ptr<Channel>& channel, Request& requ
 
 ErrorCode Connection::CallOn(const std::shared_ptr<Channel>& channel, Request& request,
                              Reply* reply, std::shared_ptr<void> keepalive, int fd_to_pass) {
+  if (!FitsAFrame(request.frame_.size())) {
+    reply->code = ErrorCode::INVALID_PARAMS;
+    return reply->code;
+  }
   // On the stack: Channel::Wait forgets p before it returns.
   Pending p;
   p.id = request.id_;

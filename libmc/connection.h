@@ -8,7 +8,10 @@
 // or was killed), every pending request fails at once with -900 and the connection is
 // down; the next request dials again, says HELLO with the same pool fd (so pool pointers
 // stay valid) and re-mounts the handle's extra segment. When the daemon is still gone the
-// dial fails at once and the request returns -900.
+// dial fails at once and the request returns -900. What the failed requests pinned stays
+// out of the pool (PoolQuarantine) until the daemon is done with it: after every HELLO
+// while something is held for that daemon, the connection sends POOL_FENCE, whose answer
+// gives it back.
 #ifndef MOONCAKE_LIBMC_CONNECTION_H_
 #define MOONCAKE_LIBMC_CONNECTION_H_
 
@@ -21,6 +24,7 @@
 #include "common/error_code.h"
 #include "common/uds_ops.h"
 #include "common/uds_protocol.h"
+#include "libmc/pool_quarantine.h"
 
 namespace mooncake {
 namespace client {
@@ -82,6 +86,7 @@ class Connection {
     std::string master_address;  // "" or what the daemon's --master must equal
     uint64_t mount_size = 0;     // > 0: MOUNT_SEGMENT after every HELLO
     int timeout_ms = 30000;
+    std::shared_ptr<PoolQuarantine> quarantine;  // the pool's; null without a pool
   };
 
   explicit Connection(Options options);
@@ -132,7 +137,8 @@ class Connection {
   // The live channel, reconnecting when it is down; nullptr with *code set on failure.
   std::shared_ptr<Channel> Current(ErrorCode* code);
   // Dials and greets a new channel (HELLO with the pool fd, then MOUNT_SEGMENT when asked;
-  // a failed re-mount after a reconnect is only logged); 0 or a code.
+  // a failed re-mount after a reconnect is only logged; then POOL_FENCE when the
+  // quarantine holds memory for this daemon); 0 or a code.
   ErrorCode Dial(bool first, std::shared_ptr<Channel>* out, std::string* hostname);
   Ticket SendOn(const std::shared_ptr<Channel>& channel, Request& request,
                 std::shared_ptr<void> keepalive);

@@ -60,7 +60,7 @@ void* Pool::Allocate(uint64_t size) {
   std::lock_guard<std::mutex> lock(mu_);
   OffsetAllocator::Allocation a = allocator_.Allocate(size);
   if (!a.ok()) return nullptr;
-  app_nodes_.emplace(a.offset, a.node);
+  app_blocks_.emplace(a.offset, AppBlock{a.node});
   return base_ + a.offset;
 }
 
@@ -70,12 +70,49 @@ void Pool::Free(void* ptr) {
   if (!Contains(ptr, 0, &offset)) return;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    auto it = app_nodes_.find(offset);
-    if (it == app_nodes_.end()) return;
-    allocator_.Free(it->second);
-    app_nodes_.erase(it);
+    auto it = app_blocks_.find(offset);
+    if (it == app_blocks_.end() || it->second.freed) return;
+    if (it->second.pins > 0) {
+      it->second.freed = true;  // the daemon may still write it: the last pin frees it
+      return;
+    }
+    allocator_.Free(it->second.node);
+    app_blocks_.erase(it);
   }
   stage_freed_.notify_all();  // a staged transfer may be waiting for room
+}
+
+// The offsets one PinAllocations token pins; unpinned when the last holder lets go.
+struct Pool::PinSet {
+  std::shared_ptr<Pool> pool;
+  std::vector<uint64_t> offsets;
+  ~PinSet() { pool->Unpin(offsets); }
+};
+
+std::shared_ptr<void> Pool::PinAllocations() {
+  auto pins = std::make_shared<PinSet>();
+  pins->pool = shared_from_this();
+  std::lock_guard<std::mutex> lock(mu_);
+  pins->offsets.reserve(app_blocks_.size());
+  for (auto& [offset, block] : app_blocks_) {
+    if (block.freed) continue;
+    ++block.pins;
+    pins->offsets.push_back(offset);
+  }
+  return pins;
+}
+
+void Pool::Unpin(const std::vector<uint64_t>& offsets) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (uint64_t offset : offsets) {
+      auto it = app_blocks_.find(offset);
+      if (it == app_blocks_.end() || --it->second.pins > 0 || !it->second.freed) continue;
+      allocator_.Free(it->second.node);
+      app_blocks_.erase(it);
+    }
+  }
+  stage_freed_.notify_all();
 }
 
 bool Pool::Contains(const void* ptr, uint64_t length, uint64_t* offset) const {

@@ -17,6 +17,7 @@
 #include <memory>
 #include <mutex>
 #include <unordered_map>
+#include <vector>
 
 #include "common/error_code.h"
 #include "common/offset_allocator.h"
@@ -69,9 +70,15 @@ class Pool : public std::enable_shared_from_this<Pool> {
   char* base() const { return base_; }
 
   // The application's allocations (mooncake_store_alloc / _free). nullptr when full or
-  // size is 0. Free ignores pointers it did not hand out.
+  // size is 0. Free ignores pointers it did not hand out (or already freed).
   void* Allocate(uint64_t size);
   void Free(void* ptr);
+
+  // Keeps every application allocation live now from going back to the allocator while
+  // the token lives: one freed meanwhile is given back when its last pin is gone. For
+  // memory the daemon may still write although the call that named it has returned (a
+  // lost connection, a timed-out request: see PoolQuarantine).
+  std::shared_ptr<void> PinAllocations();
 
   // When [ptr, ptr + length) lies wholly inside the pool, stores its offset and returns
   // true. length 0 counts as inside when ptr does.
@@ -96,8 +103,18 @@ class Pool : public std::enable_shared_from_this<Pool> {
  private:
   friend class PoolBlock;
   Pool(int fd, char* base, uint64_t size);
+  // An application allocation, by offset.
+  struct AppBlock {
+    uint32_t node;
+    uint32_t pins = 0;   // PinAllocations tokens holding it
+    bool freed = false;  // Free came while pinned: given back with the last pin
+  };
+
+  struct PinSet;  // a PinAllocations token
+
   std::shared_ptr<PoolBlock> StageLocked(uint64_t min_size, uint64_t max_size);
   void ReleaseStage(uint32_t node);
+  void Unpin(const std::vector<uint64_t>& offsets);
 
   const int fd_;
   char* const base_;
@@ -106,7 +123,7 @@ class Pool : public std::enable_shared_from_this<Pool> {
   mutable std::mutex mu_;
   std::condition_variable stage_freed_;
   OffsetAllocator allocator_;                         // guarded by mu_
-  std::unordered_map<uint64_t, uint32_t> app_nodes_;  // offset -> node; guarded by mu_
+  std::unordered_map<uint64_t, AppBlock> app_blocks_;  // by offset; guarded by mu_
   uint64_t staged_blocks_ = 0;                        // guarded by mu_
 };
 

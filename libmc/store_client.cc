@@ -208,12 +208,15 @@ ErrorCode StoreClient::Connect(const std::string& socket_path, uint64_t local_bu
   std::unique_lock<std::shared_mutex> lock(state_mu_);
   if (connected_) return ErrorCode::INVALID_PARAMS;
   std::shared_ptr<Pool> pool;
+  std::shared_ptr<PoolQuarantine> quarantine;
   if (local_buffer_size > 0) {
     if (pool_ && pool_->size() == local_buffer_size) {
       pool = pool_;  // a reconnect after close keeps the application's pool pointers
+      quarantine = quarantine_;  // and what the daemon may still write in it
     } else {
       ErrorCode rc = Pool::Create(local_buffer_size, &pool);
       if (rc != ErrorCode::OK) return rc;
+      quarantine = std::make_shared<PoolQuarantine>(pool);
     }
   }
   Connection::Options options;
@@ -224,11 +227,13 @@ ErrorCode StoreClient::Connect(const std::string& socket_path, uint64_t local_bu
   options.master_address = master_address;
   options.mount_size = mount_size;
   options.timeout_ms = TimeoutFromEnvironment();
+  options.quarantine = quarantine;
   auto conn = std::make_shared<Connection>(std::move(options));
   ErrorCode rc = conn->Open();
   if (rc != ErrorCode::OK) return rc;
   conn_ = std::move(conn);
   pool_ = std::move(pool);
+  quarantine_ = std::move(quarantine);
   connected_ = true;
   return ErrorCode::OK;
 }

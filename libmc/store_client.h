@@ -27,6 +27,7 @@
 #include "common/uds_ops.h"
 #include "libmc/connection.h"
 #include "libmc/pool.h"
+#include "libmc/pool_quarantine.h"
 
 namespace mooncake {
 namespace client {
@@ -118,6 +119,7 @@ class StoreClient {
   bool connected_ = false;
   std::shared_ptr<Connection> conn_;
   std::shared_ptr<Pool> pool_;
+  std::shared_ptr<PoolQuarantine> quarantine_;  // pool_'s: it lives across reconnects
 
   std::mutex registry_mu_;
   std::map<uintptr_t, uint64_t> registered_;  // start -> length

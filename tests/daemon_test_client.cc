@@ -63,12 +63,13 @@ bool Conn::Send(uds::FrameBuilder* frame, int pass_fd) {
 }
 
 bool Conn::Recv(uds::Message* out) {
-  std::string payload;
+  const char* payload = nullptr;
+  size_t length = 0;
   bool oversized = false;
-  while (!reader.Next(&payload, &oversized)) {
+  while (!reader.Next(&payload, &length, &oversized)) {
     if (reader.ReadFrom(fd) != uds::FrameReader::Status::kOk) return false;
   }
-  return uds::ParseMessage(payload.data(), payload.size(), out);
+  return uds::ParseMessage(payload, length, out);
 }
 
 bool Conn::ClosedByPeer() {

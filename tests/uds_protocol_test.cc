@@ -113,15 +113,16 @@ void test_reader_cuts_frames_and_passes_fds(void** state) {
   assert_true(SendFrame(sv[0], second.data(), second.size()));
 
   FrameReader reader;
-  std::string payload;
+  const char* payload = nullptr;
+  size_t length = 0;
   bool oversized = false;
   int frames = 0;
   while (frames < 2) {
     assert_int_equal(static_cast<int>(reader.ReadFrom(sv[1])),
                      static_cast<int>(FrameReader::Status::kOk));
-    while (reader.Next(&payload, &oversized)) {
+    while (reader.Next(&payload, &length, &oversized)) {
       Message m;
-      assert_true(ParseMessage(payload.data(), payload.size(), &m));
+      assert_true(ParseMessage(payload, length, &m));
       assert_int_equal(m.id, ++frames);
     }
     assert_false(oversized);
@@ -140,7 +141,7 @@ void test_reader_cuts_frames_and_passes_fds(void** state) {
   assert_int_equal(write(sv[0], huge, 4), 4);
   assert_int_equal(static_cast<int>(reader.ReadFrom(sv[1])),
                    static_cast<int>(FrameReader::Status::kOk));
-  assert_false(reader.Next(&payload, &oversized));
+  assert_false(reader.Next(&payload, &length, &oversized));
   assert_true(oversized);
 
   close(sv[0]);
@@ -157,7 +158,8 @@ void test_partial_frames(void** state) {
   FrameBuilder b(9, 14, 1);
   b.args().pack(std::string(1000, 'k'));
   FrameReader reader;
-  std::string payload;
+  const char* payload = nullptr;
+  size_t length = 0;
   bool oversized = false;
   // Deliver the frame a few bytes at a time: nothing comes out until it is whole.
   for (size_t sent = 0; sent < b.size();) {
@@ -165,11 +167,11 @@ void test_partial_frames(void** state) {
     assert_int_equal(write(sv[0], b.data() + sent, n), static_cast<ssize_t>(n));
     sent += n;
     reader.ReadFrom(sv[1]);
-    bool got = reader.Next(&payload, &oversized);
+    bool got = reader.Next(&payload, &length, &oversized);
     assert_true(got == (sent == b.size()));
   }
   Message m;
-  assert_true(ParseMessage(payload.data(), payload.size(), &m));
+  assert_true(ParseMessage(payload, length, &m));
   assert_int_equal(m.id, 9);
   close(sv[0]);
   close(sv[1]);

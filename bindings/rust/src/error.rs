@@ -118,6 +118,8 @@ error_table! {
     KeysExceedBucketLimit = -1202, "KEYS_EXCEED_BUCKET_LIMIT";
     /// -1203: too many keys.
     KeysUltraLimit = -1203, "KEYS_ULTRA_LIMIT";
+    /// -1300: a daemon resource limit would be exceeded.
+    ResourceLimitExceeded = -1300, "RESOURCE_LIMIT_EXCEEDED";
     /// -1305: too many connections from one peer.
     TooManyConnections = -1305, "TOO_MANY_CONNECTIONS";
     /// -1500: serialization unsupported.

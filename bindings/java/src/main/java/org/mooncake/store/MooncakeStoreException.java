@@ -47,6 +47,7 @@ public class MooncakeStoreException extends RuntimeException {
     public static final int BUCKET_ALREADY_EXISTS = -1201;
     public static final int KEYS_EXCEED_BUCKET_LIMIT = -1202;
     public static final int KEYS_ULTRA_LIMIT = -1203;
+    public static final int RESOURCE_LIMIT_EXCEEDED = -1300;
     public static final int TOO_MANY_CONNECTIONS = -1305;
     public static final int SERIALIZE_UNSUPPORTED = -1500;
     public static final int SERIALIZE_FAIL = -1501;
