@@ -106,11 +106,19 @@ ArgReader ArgReader::Array() {
 }
 
 bool ParseMessage(const char* payload, size_t length, Message* out) {
+  // msgpack allocates for the count an array or map declares before it reads the items
+  // (an 11-byte frame asked for 89 GB), so no count may exceed the bytes that could hold
+  // the items, nor nesting go deeper than a message does (4: a BATCH_PUT entry, a
+  // config's list). One message per frame, nothing after it (docs/protocol.md).
+  constexpr size_t kMaxNesting = 8;
+  const msgpack::unpack_limit limit(length, length / 2, length, length, length, kMaxNesting);
+  size_t consumed = 0;
   try {
-    out->handle = msgpack::unpack(payload, length);
+    out->handle = msgpack::unpack(payload, length, consumed, nullptr, nullptr, limit);
   } catch (const std::exception&) {
     return false;
   }
+  if (consumed != length) return false;
   ArgReader top(out->handle.get());
   if (top.size() != 3) return false;
   out->id = top.U64();
