@@ -7,13 +7,17 @@
 //    bytes after its message was accepted;
 //  - a Thrift call declaring a long string or list made the master allocate and zero-fill
 //    it before reading it (a 30-byte call, 1.3 GB);
+//  - a snapshot shard whose zstd header claimed up to 4 GiB made a restore zero-fill that
+//    much before finding the frame empty;
 //  - a config file whose key is a list or a map threw out of the flag parser and killed
 //    the binary.
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <thrift/protocol/TBinaryProtocol.h>
+#include <zstd.h>
 #include <thrift/transport/TBufferTransports.h>
 #include <unistd.h>
 
@@ -25,7 +29,10 @@
 
 #include "MasterService.h"
 #include "common/flags.h"
+#include "common/little_endian.h"
 #include "common/uds_ops.h"
+#include "master/master_service.h"
+#include "master/snapshot_codec.h"
 #include "master/state_records.h"
 #include "tests/cmocka_cpp.h"
 #include "tests/process_harness.h"
@@ -97,6 +104,44 @@ void test_record_declaring_more_entries_than_bytes_is_refused(void**) {
   AppendPublishRecord(&bytes, "key-1", 100, 7, true, replicas, 2);
   assert_true(DecodeLogRecord(bytes, &record));
   assert_int_equal(record.object.replicas.size(), 2);
+}
+
+// ---- snapshots ----
+
+long PeakResidentMiBOfThisProcess() {
+  struct rusage usage;
+  getrusage(RUSAGE_SELF, &usage);
+  return usage.ru_maxrss / 1024;
+}
+
+void test_snapshot_shard_claiming_more_than_it_can_hold_is_refused(void**) {
+  LoadedSnapshot snapshot;
+  std::string segments(ZSTD_compressBound(1), '\0');
+  segments.resize(ZSTD_compress(segments.data(), segments.size(), "\x90", 1, 3));  // []
+  snapshot.payloads["segments"] = segments;
+  // A zstd frame header that says 1.5 GiB follow (magic, a 4-byte content size, a window),
+  // and nothing after it: what the fuzzer sent, a shard of 1.5 GiB in 9 bytes.
+  const uint64_t claimed = 1536ull << 20;
+  std::string packed("\x28\xb5\x2f\xfd\x80\x00", 6);
+  AppendLittleEndian(&packed, claimed, 4);
+  std::string& metadata = snapshot.payloads["metadata"];
+  AppendLittleEndian(&metadata, 0, 4);  // shard
+  AppendLittleEndian(&metadata, 1, 4);  // objects
+  AppendLittleEndian(&metadata, claimed, 4);
+  AppendLittleEndian(&metadata, packed.size(), 4);
+  metadata += packed;
+  assert_int_equal(ZSTD_getFrameContentSize(packed.data(), packed.size()), claimed);
+
+  const long before = PeakResidentMiBOfThisProcess();
+  MasterService service{MasterOptions()};
+  SnapshotFigures figures;
+  std::string why;
+  assert_int_equal(ToInt(LoadSnapshotPayloads(&service, snapshot, &figures, &why)),
+                   ToInt(ErrorCode::DESERIALIZE_FAIL));
+  const long after = PeakResidentMiBOfThisProcess();
+  std::printf("peak resident memory: %ld MiB before the load, %ld MiB after (%s)\n", before,
+              after, why.c_str());
+  assert_true(after < before + 256);
 }
 
 // ---- the master's RPC ----
@@ -212,6 +257,7 @@ int main() {
       cmocka_unit_test(test_frame_nested_deeper_than_any_message_is_refused),
       cmocka_unit_test(test_deepest_real_frames_still_parse),
       cmocka_unit_test(test_record_declaring_more_entries_than_bytes_is_refused),
+      cmocka_unit_test(test_snapshot_shard_claiming_more_than_it_can_hold_is_refused),
       cmocka_unit_test(test_master_refuses_calls_declaring_huge_strings_and_lists),
       cmocka_unit_test(test_config_key_that_is_not_a_name_is_an_error),
   };
