@@ -4,8 +4,11 @@
 // MasterService with an operation log in strict mode, on a clock the input moves.
 //
 // Input: repeated [clock byte][one Thrift call message]. The clock byte moves the clock by
-// kSteps[byte & 7] ms, and with bit 3 set runs the upkeep (Tick) first. Each input gets a
-// fresh service, log and clock, so state stays bounded by the input.
+// kSteps[byte & 7] ms; bit 4 then takes a snapshot (as the snapshot child writes one),
+// bit 5 restarts the master (a clean shutdown, then the restore a restart makes: the
+// newest snapshot and the log after it), and bit 3 runs the upkeep (Tick), before the
+// call. Each input starts with a fresh service, log, directory and clock, so state stays
+// bounded by the input.
 //
 // Invariants, after every call:
 //  - errors are values: no handler throws (the processor would answer T_EXCEPTION), and
@@ -16,14 +19,18 @@
 //    them, of the object's size; GetAllSegments never shows an incarnation;
 //  - the stats agree with the segments (used <= size each, used and capacity are their
 //    sums);
+// at every restart:
+//  - the restore drops nothing (what a clean shutdown left is consistent) and loads the
+//    newest snapshot;
 // and after the last call:
 //  - the state is consistent: exported as a snapshot is and restored into a fresh
 //    service, no replica overlaps another or leaves its segment (FinishRestore drops none);
-//  - the operation log says what the state is: replayed into a fresh service it yields
-//    the same segments and objects.
+//  - the snapshots and the operation log say what the state is: what a restart restores
+//    (the newest snapshot and the log after it) has the same segments and objects.
 #include <thrift/protocol/TBinaryProtocol.h>
 #include <thrift/transport/TBufferTransports.h>
 
+#include <algorithm>
 #include <map>
 #include <memory>
 #include <set>
@@ -37,6 +44,8 @@
 #include "master/master_service.h"
 #include "master/oplog.h"
 #include "master/rpc_handler.h"
+#include "master/snapshot_store.h"
+#include "master/state_restore.h"
 
 namespace {
 
@@ -262,24 +271,94 @@ void CheckReply(const std::shared_ptr<TMemoryBuffer>& out) {
   FUZZ_CHECK(out->available_read() == 0, "%s answered more than one message", name.c_str());
 }
 
-// The stats against the segments they sum.
+// The stats against the segments they sum (detached ones, restored and not yet
+// re-attached, are counted but not listed).
 void CheckStats(MasterService* service) {
   rpc::MasterStats stats = service->GetStats();
+  const std::vector<rpc::SegmentInfo> attached = service->GetAllSegments();
+  const std::vector<SegmentRecord> all = service->ExportSegments();
   uint64_t used = 0, capacity = 0;
-  for (const rpc::SegmentInfo& s : service->GetAllSegments()) {
+  for (const rpc::SegmentInfo& s : attached) {
     FUZZ_CHECK(s.used >= 0 && s.used <= s.size, "segment %lld uses %lld of %lld bytes",
                static_cast<long long>(s.segment_id), static_cast<long long>(s.used),
                static_cast<long long>(s.size));
     used += static_cast<uint64_t>(s.used);
+  }
+  for (const SegmentRecord& s : all) {
     capacity += static_cast<uint64_t>(s.size) / 64 * 64;  // the allocator's alignment
   }
-  FUZZ_CHECK(static_cast<uint64_t>(stats.used_bytes) == used &&
-                 static_cast<uint64_t>(stats.capacity_bytes) == capacity,
+  FUZZ_CHECK(stats.segments == static_cast<int64_t>(all.size()) &&
+                 stats.pending_segments == static_cast<int64_t>(all.size() - attached.size()),
+             "stats say %lld segments, %lld pending; there are %zu, %zu attached",
+             static_cast<long long>(stats.segments), static_cast<long long>(stats.pending_segments),
+             all.size(), attached.size());
+  FUZZ_CHECK(static_cast<uint64_t>(stats.capacity_bytes) == capacity &&
+                 (stats.pending_segments == 0 ? static_cast<uint64_t>(stats.used_bytes) == used
+                                              : static_cast<uint64_t>(stats.used_bytes) >= used),
              "stats say %lld of %lld bytes used, the segments %llu of %llu",
              static_cast<long long>(stats.used_bytes), static_cast<long long>(stats.capacity_bytes),
              static_cast<unsigned long long>(used), static_cast<unsigned long long>(capacity));
   FUZZ_CHECK(stats.objects >= 0, "%lld objects", static_cast<long long>(stats.objects));
 }
+
+// One master's life: a service with its strict log in dir/oplog, served by the generated
+// processor through CheckedHandler. Restored (as at a restart: RestoreMasterState over the
+// newest snapshot in dir and the log after it) or new.
+struct Master {
+  std::unique_ptr<MasterService> service;
+  std::unique_ptr<OpLog> oplog;
+  std::unique_ptr<rpc::MasterServiceProcessor> processor;
+
+  // expect_snapshot: the snapshot the restore must load (empty: none may have been taken).
+  Master(const std::string& dir, bool restore, const std::string* expect_snapshot = nullptr) {
+    OpLogOptions log_options;
+    log_options.dir = dir + "/oplog";
+    log_options.flush_interval_ms = 60000;  // only the strict Syncs write: deterministic
+    log_options.preallocate_bytes = 0;
+    service = std::make_unique<MasterService>(Options());
+    oplog = std::make_unique<OpLog>(log_options);
+    uint64_t last = 0;
+    if (restore) {
+      SnapshotStore store(dir);
+      Result<RestoreOutcome> restored = RestoreMasterState(service.get(), &store, oplog.get());
+      FUZZ_CHECK(restored.ok(), "the restore failed: %d", ToInt(restored.code()));
+      const RestoreOutcome& outcome = restored.value();
+      FUZZ_CHECK(outcome.counts.dropped_replicas == 0 && outcome.counts.dropped_objects == 0,
+                 "the restore dropped %lld replicas and %lld objects of a clean shutdown",
+                 static_cast<long long>(outcome.counts.dropped_replicas),
+                 static_cast<long long>(outcome.counts.dropped_objects));
+      FUZZ_CHECK(expect_snapshot == nullptr || outcome.snapshot == *expect_snapshot,
+                 "the restore loaded snapshot \"%s\", the newest is \"%s\"",
+                 outcome.snapshot.c_str(), expect_snapshot->c_str());
+      last = outcome.last_sequence;
+    } else {
+      FUZZ_CHECK(oplog->Recover(0, [](uint64_t, std::string_view) { return true; }).ok(),
+                 "cannot recover an empty log");
+    }
+    FUZZ_CHECK(oplog->Start(last) == ErrorCode::OK, "cannot start the log after %llu",
+               static_cast<unsigned long long>(last));
+    service->AttachOpLog(oplog.get(), /*strict=*/true);
+    processor = std::make_unique<rpc::MasterServiceProcessor>(
+        std::make_shared<CheckedHandler>(service.get()));
+  }
+
+  // A snapshot of the state as the log stands (every record is on disk: strict), with a
+  // name of its own.
+  std::string Snapshot(const std::string& dir, int64_t created_ms) {
+    FUZZ_CHECK(oplog->Sync(oplog->last()) == ErrorCode::OK, "the log does not sync");
+    return fuzz::WriteSnapshot(service.get(), dir, oplog->last(), created_ms);
+  }
+
+  // Shuts the master down as SIGTERM does (the log's last records reach the disk); the
+  // service stays to be looked at. Returns the log's last seq.
+  uint64_t Stop() {
+    processor.reset();
+    service->AttachOpLog(nullptr, false);
+    const uint64_t last = oplog->last();
+    oplog.reset();
+    return last;
+  }
+};
 
 }  // namespace
 
@@ -291,44 +370,39 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   g_now = 1000;
-  OpLogOptions log_options;
-  log_options.dir = fuzz::FreshDir() + "/oplog";
-  log_options.flush_interval_ms = 60000;  // only the strict Syncs write: deterministic
-  log_options.preallocate_bytes = 0;
-  MasterService service(Options());
-  uint64_t logged = 0;
-  {
-    OpLog oplog(log_options);
-    FUZZ_CHECK(oplog.Recover(0, [](uint64_t, std::string_view) { return true; }).ok(),
-               "cannot recover an empty log");
-    FUZZ_CHECK(oplog.Start(0) == ErrorCode::OK, "cannot start the log");
-    service.AttachOpLog(&oplog, /*strict=*/true);
-
-    auto in = std::make_shared<TMemoryBuffer>(const_cast<uint8_t*>(data),
-                                              static_cast<uint32_t>(size));
-    auto out = std::make_shared<TMemoryBuffer>();
-    const auto factory = MakeRpcProtocolFactory();
-    std::shared_ptr<TProtocol> in_protocol = factory->getProtocol(in);
-    std::shared_ptr<TProtocol> out_protocol = factory->getProtocol(out);
-    rpc::MasterServiceProcessor processor(std::make_shared<CheckedHandler>(&service));
-    while (in->available_read() > 1) {
-      uint8_t clock = 0;
-      in->read(&clock, 1);
-      g_now += kSteps[clock & 7];
-      if (clock & 8) service.Tick();
-      out->resetBuffer();
-      try {
-        if (!processor.process(in_protocol, out_protocol, nullptr)) break;
-      } catch (const std::exception&) {
-        break;  // what the server does too (TNonblockingServer): it closes the connection
-      }
-      CheckReply(out);
-      CheckStats(&service);
+  const std::string dir = fuzz::FreshDir();
+  auto in = std::make_shared<TMemoryBuffer>(const_cast<uint8_t*>(data),
+                                            static_cast<uint32_t>(size));
+  auto out = std::make_shared<TMemoryBuffer>();
+  const auto factory = MakeRpcProtocolFactory();
+  std::shared_ptr<TProtocol> in_protocol = factory->getProtocol(in);
+  std::shared_ptr<TProtocol> out_protocol = factory->getProtocol(out);
+  auto master = std::make_unique<Master>(dir, /*restore=*/false);
+  uint64_t logged = 0;          // records appended by every master of this input
+  int64_t snapshot_clock = 0;   // created_ms of the snapshots, each a new name
+  std::string newest_snapshot;  // the last one taken
+  while (in->available_read() > 1) {
+    uint8_t clock = 0;
+    in->read(&clock, 1);
+    g_now += kSteps[clock & 7];
+    if (clock & 0x10) newest_snapshot = master->Snapshot(dir, ++snapshot_clock);
+    if (clock & 0x20) {
+      logged = std::max(logged, master->Stop());
+      master = std::make_unique<Master>(dir, /*restore=*/true, &newest_snapshot);
+      CheckStats(master->service.get());
     }
-    service.AttachOpLog(nullptr, false);
-    logged = oplog.last();
-  }  // the log's last records reach the disk
-  const fuzz::ExportedState live = fuzz::Export(&service);
+    if (clock & 8) master->service->Tick();
+    out->resetBuffer();
+    try {
+      if (!master->processor->process(in_protocol, out_protocol, nullptr)) break;
+    } catch (const std::exception&) {
+      break;  // what the server does too (TNonblockingServer): it closes the connection
+    }
+    CheckReply(out);
+    CheckStats(master->service.get());
+  }
+  logged = std::max(logged, master->Stop());  // the log's last records reach the disk
+  const fuzz::ExportedState live = fuzz::Export(master->service.get());
   if (logged == 0) {
     // Nothing logged, so nothing to restore: the state must be empty (a mount and a
     // publish are logged), which spares most inputs the two services below.
@@ -338,13 +412,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     return 0;
   }
   fuzz::CheckRestorable(live);
-  MasterService replayed(Options());
-  OpLog replay(log_options);
-  FUZZ_CHECK(replay.Recover(0, [&](uint64_t, std::string_view record) {
-                     return replayed.ApplyLogRecord(record);
-                   }).ok(),
-             "the log does not recover");
-  replayed.FinishRestore();
-  fuzz::CheckSameState(live, fuzz::Export(&replayed), "the live state", "the log's replay");
+  // What the next restart would restore: the newest snapshot and the log after it.
+  Master restarted(dir, /*restore=*/true, &newest_snapshot);
+  restarted.Stop();
+  fuzz::CheckSameState(live, fuzz::Export(restarted.service.get()), "the live state",
+                       "a restart's restore");
   return 0;
 }

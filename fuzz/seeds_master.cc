@@ -38,15 +38,20 @@ class RpcScript {
         client_(std::make_shared<TBinaryProtocol>(buffer_)) {}
 
   // The clock byte before the next call: kSteps index step (0..7), and the upkeep first.
-  rpc::MasterServiceClient& At(int step, bool tick = false) {
-    uint8_t b = static_cast<uint8_t>(step | (tick ? 8 : 0));
-    buffer_->write(&b, 1);
-    return client_;
-  }
+  rpc::MasterServiceClient& At(int step, bool tick = false) { return Clock(step | (tick ? 8 : 0)); }
+  // A snapshot before the next call, or a restart of the master.
+  rpc::MasterServiceClient& AfterSnapshot() { return Clock(0x10); }
+  rpc::MasterServiceClient& AfterRestart() { return Clock(0x20); }
   rpc::MasterServiceClient& Now() { return At(0); }
   std::string bytes() { return buffer_->getBufferAsString(); }
 
  private:
+  rpc::MasterServiceClient& Clock(int bits) {
+    uint8_t b = static_cast<uint8_t>(bits);
+    buffer_->write(&b, 1);
+    return client_;
+  }
+
   std::shared_ptr<TMemoryBuffer> buffer_;
   rpc::MasterServiceClient client_;
 };
@@ -370,6 +375,26 @@ Seeds MasterRpcSeeds() {
     s.Now().send_Snapshot();
     s.Now().send_LastSnapshot();
     seeds.emplace_back("seed-unfinished", s.bytes());
+  }
+  {  // a snapshot, more changes, a restart: one daemon re-attaches, the other never does
+    RpcScript s;
+    Daemon(s, 1);
+    Daemon(s, 2);
+    for (const char* key : {"a", "b", "c"}) {
+      s.Now().send_PutStart(1, key, 4096, Config(2));
+      s.Now().send_PutEnd(1, key, -1);
+    }
+    s.AfterSnapshot().send_Remove("a", true);
+    s.Now().send_PutStart(1, "d", 100, Config());
+    s.Now().send_PutEnd(1, "d", 5);
+    s.AfterRestart().send_Heartbeat(1);
+    s.Now().send_RegisterDaemon(1, Name(1));
+    s.Now().send_MountSegment(Segment(1, 11, 1 << 20));
+    s.Now().send_GetReplicaList("b");
+    for (int i = 0; i < 3; ++i) s.At(6, true).send_Heartbeat(1);  // past the re-attach grace
+    s.Now().send_GetAllSegments();
+    s.AfterRestart().send_GetStats();
+    seeds.emplace_back("seed-restart", s.bytes());
   }
   return seeds;
 }
