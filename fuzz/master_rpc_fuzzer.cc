@@ -17,8 +17,8 @@
 //    sizes of 1..4 GiB, 1..64 replicas, checksums up to 2^32-1, segments of size > 0;
 //  - a reservation or replica list names distinct attached segments and ranges inside
 //    them, of the object's size; GetAllSegments never shows an incarnation;
-//  - the stats agree with the segments (used <= size each, used and capacity are their
-//    sums);
+//  - the stats agree with the segments (used <= size each; capacity sums every segment,
+//    used the attached ones' while none is detached);
 // at every restart:
 //  - the restore drops nothing (what a clean shutdown left is consistent) and loads the
 //    newest snapshot;

@@ -128,5 +128,6 @@ for h in "${harnesses[@]}"; do
   printf '%-26s %12s %9s %8s  %s\n' "$h" "${runs:-?}" "${rate:-?}" "$corpus" "$result"
 done
 echo "fuzz.sh: $total_runs executions in ${#harnesses[@]} harnesses (${seconds}s each," \
-     "build ${build_seconds}s); $failed failed; crash inputs go to $build_dir/artifacts/"
+     "build ${build_seconds}s); crashes (timeouts, out-of-memory): $failed;" \
+     "inputs that fail go to $build_dir/artifacts/"
 [ $failed -eq 0 ]
