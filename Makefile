@@ -3,11 +3,15 @@
 
 BUILD_DIR ?= build
 ASAN_DIR  ?= build-asan
+FUZZ_DIR  ?= build-fuzz
+# make fuzz: how long each harness runs; make test: how long each fuzzes after its corpus.
+FUZZ_SECONDS ?= 120
+FUZZ_SMOKE_SECONDS ?= 5
 BUILD_TYPE ?= RelWithDebInfo
 JOBS      ?= $(shell nproc)
 CTEST_ARGS ?= --output-on-failure
 
-.PHONY: all build deps test asan demo bench clean install
+.PHONY: all build deps test asan fuzz fuzz-smoke fuzz-seeds demo bench clean install
 
 all: build
 
@@ -18,14 +22,28 @@ build: deps
 	@cmake -S . -B $(BUILD_DIR) -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) > /dev/null
 	@cmake --build $(BUILD_DIR) -j $(JOBS) -- --no-print-directory
 
+# The CTest suites, then a short run of every fuzz harness over its corpus (fuzz-smoke).
 test: build
 	cd $(BUILD_DIR) && ctest $(CTEST_ARGS) -j $(JOBS)
+	@$(MAKE) --no-print-directory fuzz-smoke
 
 # The whole test suite under AddressSanitizer and UndefinedBehaviorSanitizer.
 asan: deps
 	@cmake -S . -B $(ASAN_DIR) -DCMAKE_BUILD_TYPE=Debug -DMC_ASAN=ON > /dev/null
 	@cmake --build $(ASAN_DIR) -j $(JOBS) -- --no-print-directory
 	cd $(ASAN_DIR) && ctest $(CTEST_ARGS) -j $(JOBS)
+
+# The libFuzzer harnesses (docs/fuzzing.md), built with clang in $(FUZZ_DIR): each runs
+# for FUZZ_SECONDS; crash inputs land in $(FUZZ_DIR)/artifacts/.
+fuzz: deps
+	@bash scripts/fuzz.sh --build-dir $(FUZZ_DIR) --seconds $(FUZZ_SECONDS)
+
+fuzz-smoke: deps
+	@bash scripts/fuzz.sh --build-dir $(FUZZ_DIR) --seconds $(FUZZ_SMOKE_SECONDS) --smoke
+
+# Rewrites the committed seeds (fuzz/corpus/*/seed-*) from the current encoders.
+fuzz-seeds: deps
+	@bash scripts/fuzz.sh --build-dir $(FUZZ_DIR) --write-seeds
 
 demo: build
 	@bash scripts/demo.sh $(BUILD_DIR)
@@ -40,4 +58,4 @@ install: build
 	cmake --install $(BUILD_DIR)
 
 clean:
-	rm -rf $(BUILD_DIR) $(ASAN_DIR)
+	rm -rf $(BUILD_DIR) $(ASAN_DIR) $(FUZZ_DIR)

@@ -190,7 +190,13 @@ bool FlagSet::LoadConfigFile(const std::string& path, std::string* error) {
     return false;
   }
   for (const auto& entry : root) {
-    std::string name = entry.first.as<std::string>();
+    // A key that is itself a list or a map ({[a, b]: 1}) has no string to convert to: as<>
+    // would throw out of here and take the process down.
+    if (!entry.first.IsScalar()) {
+      *error = "config file " + path + " has a key that is not a flag name";
+      return false;
+    }
+    std::string name = entry.first.Scalar();
     if (!entry.second.IsScalar()) {
       *error = "config key '" + name + "' in " + path + " must have a single value";
       return false;

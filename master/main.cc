@@ -14,7 +14,6 @@
 
 #include <string>
 
-#include <thrift/protocol/TBinaryProtocol.h>
 #include <thrift/server/TNonblockingServer.h>
 #include <thrift/transport/TNonblockingServerSocket.h>
 
@@ -33,7 +32,6 @@
 #include "master/master_service.h"
 #include "master/rpc_handler.h"
 
-using apache::thrift::protocol::TBinaryProtocolFactory;
 using apache::thrift::server::TNonblockingServer;
 using apache::thrift::server::TServerEventHandler;
 using apache::thrift::transport::TNonblockingServerSocket;
@@ -96,7 +94,7 @@ int main(int argc, char** argv) {
   auto socket = std::make_shared<TNonblockingServerSocket>(options.rpc_address,
                                                            static_cast<int>(options.rpc_port));
   auto server = std::make_shared<TNonblockingServer>(
-      processor, std::make_shared<TBinaryProtocolFactory>(), socket);
+      processor, mooncake::MakeRpcProtocolFactory(), socket);
   server->setNumIOThreads(static_cast<size_t>(options.rpc_thread_num));
   server->setServerEventHandler(std::make_shared<ListenLogger>(socket, options.rpc_address));
 

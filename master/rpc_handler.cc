@@ -1,6 +1,19 @@
 #include "master/rpc_handler.h"
 
+#include <thrift/protocol/TBinaryProtocol.h>
+
+#include "common/uds_protocol.h"
+
 namespace mooncake {
+
+static_assert(kMaxRpcListEntries >= static_cast<int64_t>(uds::kMaxBatch),
+              "a daemon forwards a whole batch of the socket protocol in one call");
+static_assert(kMaxRpcStringBytes >= MOONCAKE_STORE_MAX_KEY_LEN, "a key must fit");
+
+std::shared_ptr<apache::thrift::protocol::TProtocolFactory> MakeRpcProtocolFactory() {
+  return std::make_shared<apache::thrift::protocol::TBinaryProtocolFactory>(
+      kMaxRpcStringBytes, kMaxRpcListEntries, /*strict_read=*/false, /*strict_write=*/true);
+}
 
 int32_t RpcHandler::Acknowledge(ErrorCode code) {
   if (code == ErrorCode::OK && service_->Sync() != ErrorCode::OK) {

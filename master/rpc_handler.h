@@ -12,11 +12,26 @@
 #ifndef MOONCAKE_MASTER_RPC_HANDLER_H_
 #define MOONCAKE_MASTER_RPC_HANDLER_H_
 
+#include <memory>
+
+#include <thrift/protocol/TProtocol.h>
+
 #include "MasterService.h"
 #include "master/master_service.h"
 #include "master/snapshotter.h"
 
 namespace mooncake {
+
+// What one call may declare. Thrift's binary protocol allocates a string or a list as
+// long as the call says before it reads it (a 30-byte call made the master zero-fill
+// 1.3 GB), so anything longer is refused before that: strings carry keys (4 KiB at most),
+// names and descriptors; lists carry at most a daemon's batch (uds::kMaxBatch entries).
+constexpr int32_t kMaxRpcStringBytes = 1 << 16;
+constexpr int32_t kMaxRpcListEntries = 1 << 18;
+
+// The protocol the master reads calls with and answers in (master/main.cc): binary, with
+// the limits above.
+std::shared_ptr<apache::thrift::protocol::TProtocolFactory> MakeRpcProtocolFactory();
 
 class RpcHandler : public rpc::MasterServiceIf {
  public:

@@ -13,6 +13,9 @@ constexpr int kFrameHeaderBytes = 16;
 // A shard of a KV-cache directory is a few MB; this bounds what a corrupt header can make
 // a restore allocate.
 constexpr uint64_t kMaxRawShardBytes = 1ull << 32;
+// zstd's largest expansion: a block of 128 KiB takes at least 4 bytes (an RLE block), so
+// a frame that says it holds more than this times its own size lies.
+constexpr uint64_t kMaxZstdExpansion = 32768;
 
 bool Compress(std::string_view raw, std::string* out) {
   out->resize(ZSTD_compressBound(raw.size()));
@@ -22,10 +25,11 @@ bool Compress(std::string_view raw, std::string* out) {
   return true;
 }
 
-// raw_size is what the frame says it holds, so a header that lies cannot make it allocate
-// more than the frame would produce.
+// raw_size must be what the frame says it holds and what its size can hold, so a header
+// that lies cannot make it allocate more than the frame would produce (a 30-byte payload
+// claiming 4 GiB made a restore zero-fill 4 GiB before finding out).
 bool Decompress(std::string_view packed, uint64_t raw_size, std::string* out) {
-  if (raw_size > kMaxRawShardBytes ||
+  if (raw_size > kMaxRawShardBytes || raw_size / kMaxZstdExpansion > packed.size() ||
       ZSTD_getFrameContentSize(packed.data(), packed.size()) != raw_size) {
     return false;
   }

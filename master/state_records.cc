@@ -103,11 +103,17 @@ bool ReadSegment(ArgReader a, SegmentRecord* out) {
   return list.ok() && a.ok();
 }
 
-// Parses bytes as exactly one msgpack value (trailing bytes are malformed).
+// Parses bytes as exactly one msgpack value (trailing bytes are malformed). msgpack
+// allocates for the count an array or map declares before it reads the items (a 5-byte
+// record asked for 5 GB), so no count may exceed the bytes that could hold the items, nor
+// nesting go deeper than a record does (4: a log record's object's replicas).
 bool Unpack(std::string_view bytes, msgpack::object_handle* out) {
+  constexpr size_t kMaxNesting = 8;
+  const size_t n = bytes.size();
+  const msgpack::unpack_limit limit(n, n / 2, n, n, n, kMaxNesting);
   try {
     size_t offset = 0;
-    *out = msgpack::unpack(bytes.data(), bytes.size(), offset);
+    *out = msgpack::unpack(bytes.data(), bytes.size(), offset, nullptr, nullptr, limit);
     return offset == bytes.size();
   } catch (const std::exception&) {
     return false;

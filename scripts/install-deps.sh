@@ -14,6 +14,7 @@ PACKAGES=(
   libre2-dev                            # the master's RemoveByRegex (linear-time matching)
   libyaml-cpp-dev                       # --config FILE (YAML or JSON)
   libcmocka-dev                         # C/C++ unit and ABI tests
+  clang libfuzzer-14-dev                # fuzz harnesses (make fuzz; make test runs them briefly)
   pybind11-dev python3-pybind11 python3-pytest python3-numpy python3-dev
   python3-pip python3-venv python3-setuptools python3-wheel   # pip install ./bindings/python
   openjdk-17-jdk-headless junit4        # Java binding (JNI) and its tests

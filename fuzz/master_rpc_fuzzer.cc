@@ -1,0 +1,421 @@
+// The master's RPC handlers as the Thrift server runs them (master/main.cc): the generated
+// MasterServiceProcessor reads call messages with the protocol the server uses
+// (MakeRpcProtocolFactory) and hands the decoded structs to RpcHandler, over a
+// MasterService with an operation log in strict mode, on a clock the input moves.
+//
+// Input: repeated [clock byte][one Thrift call message]. The clock byte moves the clock by
+// kSteps[byte & 7] ms; bit 4 then takes a snapshot (as the snapshot child writes one),
+// bit 5 restarts the master (a clean shutdown, then the restore a restart makes: the
+// newest snapshot and the log after it), and bit 3 runs the upkeep (Tick), before the
+// call. Each input starts with a fresh service, log, directory and clock, so state stays
+// bounded by the input.
+//
+// Invariants, after every call:
+//  - errors are values: no handler throws (the processor would answer T_EXCEPTION), and
+//    every reply is one well-formed message;
+//  - what a call accepted keeps the documented limits: keys of 1..4096 bytes without NUL,
+//    sizes of 1..4 GiB, 1..64 replicas, checksums up to 2^32-1, segments of size > 0;
+//  - a reservation or replica list names distinct attached segments and ranges inside
+//    them, of the object's size; GetAllSegments never shows an incarnation;
+//  - the stats agree with the segments (used <= size each; capacity sums every segment,
+//    used the attached ones' while none is detached);
+// at every restart:
+//  - the restore drops nothing (what a clean shutdown left is consistent) and loads the
+//    newest snapshot;
+// and after the last call:
+//  - the state is consistent: exported as a snapshot is and restored into a fresh
+//    service, no replica overlaps another or leaves its segment (FinishRestore drops none);
+//  - the snapshots and the operation log say what the state is: what a restart restores
+//    (the newest snapshot and the log after it) has the same segments and objects.
+#include <thrift/protocol/TBinaryProtocol.h>
+#include <thrift/transport/TBufferTransports.h>
+
+#include <algorithm>
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "MasterService.h"
+#include "common/rpc_logging.h"
+#include "fuzz/fuzz_util.h"
+#include "fuzz/master_state.h"
+#include "master/master_service.h"
+#include "master/oplog.h"
+#include "master/rpc_handler.h"
+#include "master/snapshot_store.h"
+#include "master/state_restore.h"
+
+namespace {
+
+using namespace mooncake;
+using apache::thrift::TApplicationException;
+using apache::thrift::protocol::TBinaryProtocol;
+using apache::thrift::protocol::TMessageType;
+using apache::thrift::protocol::TProtocol;
+using apache::thrift::transport::TMemoryBuffer;
+
+int64_t g_now = 0;
+
+// Time steps reaching every timeout of Options(): none, a tick, past a lease, past the
+// discard and release timeouts, past a soft pin, past the daemons' TTL.
+constexpr int64_t kSteps[8] = {0, 1, 60, 150, 1100, 6000, 11000, 31000};
+
+MasterOptions Options() {
+  MasterOptions o;
+  o.now_ms = [] { return g_now; };
+  o.default_kv_lease_ttl_ms = 100;
+  o.default_kv_soft_pin_ttl_ms = 5000;
+  o.max_kv_soft_pin_ttl_ms = 20000;
+  o.client_live_ttl_ms = 30000;
+  o.put_start_discard_timeout_ms = 1000;
+  o.put_start_release_timeout_ms = 10000;
+  o.eviction_high_watermark_ratio = 0.75;
+  o.eviction_ratio = 0.25;
+  o.allocation_strategy = "free_ratio_first";  // "random" would make runs differ
+  return o;
+}
+
+bool ValidKey(const std::string& key) {
+  return !key.empty() && key.size() <= MOONCAKE_STORE_MAX_KEY_LEN &&
+         key.find('\0') == std::string::npos;
+}
+
+// RpcHandler with a check of every answer against what the call asked.
+class CheckedHandler : public RpcHandler {
+ public:
+  explicit CheckedHandler(MasterService* service) : RpcHandler(service), service_(service) {}
+
+  int32_t MountSegment(const rpc::SegmentInfo& segment) override {
+    int32_t rc = RpcHandler::MountSegment(segment);
+    FUZZ_CHECK(rc != 0 || (segment.size > 0 && !segment.name.empty()),
+               "mounted a segment of size %lld named \"%s\"",
+               static_cast<long long>(segment.size), segment.name.c_str());
+    return rc;
+  }
+
+  void GetAllSegments(std::vector<rpc::SegmentInfo>& out) override {
+    RpcHandler::GetAllSegments(out);
+    for (const rpc::SegmentInfo& s : out) {
+      FUZZ_CHECK(s.incarnation == 0, "GetAllSegments shows segment %lld's incarnation",
+                 static_cast<long long>(s.segment_id));
+    }
+  }
+
+  void PutStart(rpc::PutStartResult& out, int64_t writer, const std::string& key, int64_t size,
+                const rpc::ReplicateConfig& config) override {
+    RpcHandler::PutStart(out, writer, key, size, config);
+    CheckReservation(out, key, size, config);
+  }
+
+  void UpsertStart(rpc::PutStartResult& out, int64_t writer, const std::string& key,
+                   int64_t size, const rpc::ReplicateConfig& config) override {
+    RpcHandler::UpsertStart(out, writer, key, size, config);
+    CheckReservation(out, key, size, config);
+  }
+
+  void BatchPutStart(std::vector<rpc::PutStartResult>& out, int64_t writer,
+                     const std::vector<std::string>& keys, const std::vector<int64_t>& sizes,
+                     const rpc::ReplicateConfig& config) override {
+    RpcHandler::BatchPutStart(out, writer, keys, sizes, config);
+    FUZZ_CHECK(out.size() == keys.size(), "BatchPutStart: %zu results for %zu keys", out.size(),
+               keys.size());
+    for (size_t i = 0; i < keys.size(); ++i) {
+      FUZZ_CHECK(out[i].code != 0 || sizes.size() == keys.size(),
+                 "BatchPutStart reserved with %zu sizes for %zu keys", sizes.size(), keys.size());
+      if (sizes.size() == keys.size()) CheckReservation(out[i], keys[i], sizes[i], config);
+    }
+  }
+
+  int32_t PutEnd(int64_t writer, const std::string& key, int64_t checksum) override {
+    return CheckEnd(RpcHandler::PutEnd(writer, key, checksum), key, checksum);
+  }
+
+  int32_t UpsertEnd(int64_t writer, const std::string& key, int64_t checksum) override {
+    return CheckEnd(RpcHandler::UpsertEnd(writer, key, checksum), key, checksum);
+  }
+
+  void BatchPutEnd(std::vector<int32_t>& out, int64_t writer,
+                   const std::vector<std::string>& keys,
+                   const std::vector<int64_t>& checksums) override {
+    RpcHandler::BatchPutEnd(out, writer, keys, checksums);
+    FUZZ_CHECK(out.size() == keys.size(), "BatchPutEnd: %zu results for %zu keys", out.size(),
+               keys.size());
+    for (size_t i = 0; i < keys.size(); ++i) {
+      FUZZ_CHECK(out[i] != 0 || checksums.empty() || checksums.size() == keys.size(),
+                 "BatchPutEnd published with %zu checksums for %zu keys", checksums.size(),
+                 keys.size());
+      CheckEnd(out[i], keys[i], checksums.size() == keys.size() ? checksums[i] : -1);
+    }
+  }
+
+  void GetReplicaList(rpc::ReplicaListResult& out, const std::string& key) override {
+    RpcHandler::GetReplicaList(out, key);
+    CheckReplicaList(out, key);
+  }
+
+  void BatchGetReplicaList(std::vector<rpc::ReplicaListResult>& out,
+                           const std::vector<std::string>& keys) override {
+    RpcHandler::BatchGetReplicaList(out, keys);
+    FUZZ_CHECK(out.size() == keys.size(), "BatchGetReplicaList: %zu results for %zu keys",
+               out.size(), keys.size());
+    for (size_t i = 0; i < keys.size(); ++i) CheckReplicaList(out[i], keys[i]);
+  }
+
+  int32_t ExistKey(const std::string& key) override {
+    int32_t rc = RpcHandler::ExistKey(key);
+    FUZZ_CHECK(rc == 0 || rc == ToInt(ErrorCode::INVALID_PARAMS) || (rc == 1 && ValidKey(key)),
+               "ExistKey answered %d", rc);
+    return rc;
+  }
+
+  int64_t RemoveByRegex(const std::string& pattern, bool force) override {
+    return CheckCount(RpcHandler::RemoveByRegex(pattern, force));
+  }
+
+  int64_t RemoveAll(bool force) override { return CheckCount(RpcHandler::RemoveAll(force)); }
+
+  void GetStats(rpc::MasterStats& out) override {
+    RpcHandler::GetStats(out);
+    FUZZ_CHECK(out.objects >= 0 && out.segments >= 0 && out.daemons >= 0,
+               "negative counts in the stats");
+  }
+
+ private:
+  void CheckReservation(const rpc::PutStartResult& r, const std::string& key, int64_t size,
+                        const rpc::ReplicateConfig& config) {
+    if (r.code != 0) {
+      FUZZ_CHECK(r.code < 0, "PutStart answered code %d", r.code);
+      return;
+    }
+    FUZZ_CHECK(ValidKey(key) && size > 0 &&
+                   static_cast<uint64_t>(size) <= MOONCAKE_STORE_MAX_VALUE_SIZE &&
+                   config.replica_num >= 1 &&
+                   static_cast<size_t>(config.replica_num) <= MasterService::kMaxReplicaNum &&
+                   config.soft_pin_ttl_ms >= 0,
+               "reserved for a %zu-byte key, size %lld, %d replicas", key.size(),
+               static_cast<long long>(size), config.replica_num);
+    FUZZ_CHECK(!r.replicas.empty() && r.replicas.size() <= static_cast<size_t>(config.replica_num),
+               "%zu replicas reserved for %d asked", r.replicas.size(), config.replica_num);
+    CheckReplicas(r.replicas, size, rpc::ReplicaStatus::PROCESSING, "reservation");
+  }
+
+  void CheckReplicaList(const rpc::ReplicaListResult& r, const std::string& key) {
+    if (r.code != 0) return;
+    FUZZ_CHECK(ValidKey(key), "a replica list for a %zu-byte key", key.size());
+    FUZZ_CHECK(!r.replicas.empty(), "an OK replica list without replicas");
+    FUZZ_CHECK(r.checksum >= -1 && r.checksum <= int64_t{0xFFFFFFFF}, "checksum %lld",
+               static_cast<long long>(r.checksum));
+    CheckReplicas(r.replicas, r.size, rpc::ReplicaStatus::COMPLETE, "replica list");
+  }
+
+  void CheckReplicas(const std::vector<rpc::ReplicaDescriptor>& replicas, int64_t size,
+                     rpc::ReplicaStatus::type status, const char* what) {
+    std::map<int64_t, rpc::SegmentInfo> segments;
+    for (const rpc::SegmentInfo& s : service_->GetAllSegments()) segments[s.segment_id] = s;
+    std::set<int64_t> seen;
+    for (const rpc::ReplicaDescriptor& d : replicas) {
+      FUZZ_CHECK(d.size == size && d.status == status, "%s: a replica of size %lld, status %d",
+                 what, static_cast<long long>(d.size), static_cast<int>(d.status));
+      FUZZ_CHECK(seen.insert(d.segment_id).second, "%s: two replicas on segment %lld", what,
+                 static_cast<long long>(d.segment_id));
+      auto s = segments.find(d.segment_id);
+      FUZZ_CHECK(s != segments.end(), "%s: segment %lld is not attached", what,
+                 static_cast<long long>(d.segment_id));
+      FUZZ_CHECK(d.offset >= 0 && d.size <= s->second.size && d.offset <= s->second.size - d.size,
+                 "%s: [%lld, +%lld) outside segment %lld of %lld bytes", what,
+                 static_cast<long long>(d.offset), static_cast<long long>(d.size),
+                 static_cast<long long>(d.segment_id), static_cast<long long>(s->second.size));
+      FUZZ_CHECK(d.daemon_id == s->second.daemon_id && d.segment_name == s->second.name,
+                 "%s: replica names another owner than its segment", what);
+    }
+  }
+
+  int32_t CheckEnd(int32_t rc, const std::string& key, int64_t checksum) {
+    FUZZ_CHECK(rc != 0 || (ValidKey(key) && checksum <= int64_t{0xFFFFFFFF}),
+               "published a %zu-byte key with checksum %lld", key.size(),
+               static_cast<long long>(checksum));
+    return rc;
+  }
+
+  int64_t CheckCount(int64_t removed) {
+    FUZZ_CHECK(removed >= 0 || FromWire(removed) != ErrorCode::INTERNAL_ERROR,
+               "a removal answered %lld", static_cast<long long>(removed));
+    return removed;
+  }
+
+  MasterService* const service_;
+};
+
+// The reply the processor wrote for one call: one message, a T_REPLY, or a T_EXCEPTION
+// only for a method the service does not have.
+void CheckReply(const std::shared_ptr<TMemoryBuffer>& out) {
+  if (out->available_read() == 0) return;  // the call did not decode: nothing answered
+  TBinaryProtocol reader(out);
+  std::string name;
+  TMessageType type;
+  int32_t seqid;
+  reader.readMessageBegin(name, type, seqid);
+  if (type == apache::thrift::protocol::T_EXCEPTION) {
+    TApplicationException x;
+    x.read(&reader);
+    FUZZ_CHECK(x.getType() == TApplicationException::UNKNOWN_METHOD,
+               "%s answered an exception: %s", name.c_str(), x.what());
+  } else {
+    FUZZ_CHECK(type == apache::thrift::protocol::T_REPLY, "%s answered message type %d",
+               name.c_str(), static_cast<int>(type));
+    reader.skip(apache::thrift::protocol::T_STRUCT);
+  }
+  reader.readMessageEnd();
+  FUZZ_CHECK(out->available_read() == 0, "%s answered more than one message", name.c_str());
+}
+
+// The stats against the segments they sum (detached ones, restored and not yet
+// re-attached, are counted but not listed).
+void CheckStats(MasterService* service) {
+  rpc::MasterStats stats = service->GetStats();
+  const std::vector<rpc::SegmentInfo> attached = service->GetAllSegments();
+  const std::vector<SegmentRecord> all = service->ExportSegments();
+  uint64_t used = 0, capacity = 0;
+  for (const rpc::SegmentInfo& s : attached) {
+    FUZZ_CHECK(s.used >= 0 && s.used <= s.size, "segment %lld uses %lld of %lld bytes",
+               static_cast<long long>(s.segment_id), static_cast<long long>(s.used),
+               static_cast<long long>(s.size));
+    used += static_cast<uint64_t>(s.used);
+  }
+  for (const SegmentRecord& s : all) {
+    capacity += static_cast<uint64_t>(s.size) / 64 * 64;  // the allocator's alignment
+  }
+  FUZZ_CHECK(stats.segments == static_cast<int64_t>(all.size()) &&
+                 stats.pending_segments == static_cast<int64_t>(all.size() - attached.size()),
+             "stats say %lld segments, %lld pending; there are %zu, %zu attached",
+             static_cast<long long>(stats.segments), static_cast<long long>(stats.pending_segments),
+             all.size(), attached.size());
+  FUZZ_CHECK(static_cast<uint64_t>(stats.capacity_bytes) == capacity &&
+                 (stats.pending_segments == 0 ? static_cast<uint64_t>(stats.used_bytes) == used
+                                              : static_cast<uint64_t>(stats.used_bytes) >= used),
+             "stats say %lld of %lld bytes used, the segments %llu of %llu",
+             static_cast<long long>(stats.used_bytes), static_cast<long long>(stats.capacity_bytes),
+             static_cast<unsigned long long>(used), static_cast<unsigned long long>(capacity));
+  FUZZ_CHECK(stats.objects >= 0, "%lld objects", static_cast<long long>(stats.objects));
+}
+
+// One master's life: a service with its strict log in dir/oplog, served by the generated
+// processor through CheckedHandler. Restored (as at a restart: RestoreMasterState over the
+// newest snapshot in dir and the log after it) or new.
+struct Master {
+  std::unique_ptr<MasterService> service;
+  std::unique_ptr<OpLog> oplog;
+  std::unique_ptr<rpc::MasterServiceProcessor> processor;
+
+  // expect_snapshot: the snapshot the restore must load (empty: none may have been taken).
+  Master(const std::string& dir, bool restore, const std::string* expect_snapshot = nullptr) {
+    OpLogOptions log_options;
+    log_options.dir = dir + "/oplog";
+    log_options.flush_interval_ms = 60000;  // only the strict Syncs write: deterministic
+    log_options.preallocate_bytes = 0;
+    service = std::make_unique<MasterService>(Options());
+    oplog = std::make_unique<OpLog>(log_options);
+    uint64_t last = 0;
+    if (restore) {
+      SnapshotStore store(dir);
+      Result<RestoreOutcome> restored = RestoreMasterState(service.get(), &store, oplog.get());
+      FUZZ_CHECK(restored.ok(), "the restore failed: %d", ToInt(restored.code()));
+      const RestoreOutcome& outcome = restored.value();
+      FUZZ_CHECK(outcome.counts.dropped_replicas == 0 && outcome.counts.dropped_objects == 0,
+                 "the restore dropped %lld replicas and %lld objects of a clean shutdown",
+                 static_cast<long long>(outcome.counts.dropped_replicas),
+                 static_cast<long long>(outcome.counts.dropped_objects));
+      FUZZ_CHECK(expect_snapshot == nullptr || outcome.snapshot == *expect_snapshot,
+                 "the restore loaded snapshot \"%s\", the newest is \"%s\"",
+                 outcome.snapshot.c_str(), expect_snapshot->c_str());
+      last = outcome.last_sequence;
+    } else {
+      FUZZ_CHECK(oplog->Recover(0, [](uint64_t, std::string_view) { return true; }).ok(),
+                 "cannot recover an empty log");
+    }
+    FUZZ_CHECK(oplog->Start(last) == ErrorCode::OK, "cannot start the log after %llu",
+               static_cast<unsigned long long>(last));
+    service->AttachOpLog(oplog.get(), /*strict=*/true);
+    processor = std::make_unique<rpc::MasterServiceProcessor>(
+        std::make_shared<CheckedHandler>(service.get()));
+  }
+
+  // A snapshot of the state as the log stands (every record is on disk: strict), with a
+  // name of its own.
+  std::string Snapshot(const std::string& dir, int64_t created_ms) {
+    FUZZ_CHECK(oplog->Sync(oplog->last()) == ErrorCode::OK, "the log does not sync");
+    return fuzz::WriteSnapshot(service.get(), dir, oplog->last(), created_ms);
+  }
+
+  // Shuts the master down as SIGTERM does (the log's last records reach the disk); the
+  // service stays to be looked at. Returns the log's last seq.
+  uint64_t Stop() {
+    processor.reset();
+    service->AttachOpLog(nullptr, false);
+    const uint64_t last = oplog->last();
+    oplog.reset();
+    return last;
+  }
+};
+
+}  // namespace
+
+extern "C" int LLVMFuzzerInitialize(int*, char***) {
+  mooncake::fuzz::QuietLogs();
+  mooncake::RouteThriftOutputToDebugLog();
+  return 0;
+}
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  g_now = 1000;
+  const std::string dir = fuzz::FreshDir();
+  auto in = std::make_shared<TMemoryBuffer>(const_cast<uint8_t*>(data),
+                                            static_cast<uint32_t>(size));
+  auto out = std::make_shared<TMemoryBuffer>();
+  const auto factory = MakeRpcProtocolFactory();
+  std::shared_ptr<TProtocol> in_protocol = factory->getProtocol(in);
+  std::shared_ptr<TProtocol> out_protocol = factory->getProtocol(out);
+  auto master = std::make_unique<Master>(dir, /*restore=*/false);
+  uint64_t logged = 0;          // records appended by every master of this input
+  int64_t snapshot_clock = 0;   // created_ms of the snapshots, each a new name
+  std::string newest_snapshot;  // the last one taken
+  while (in->available_read() > 1) {
+    uint8_t clock = 0;
+    in->read(&clock, 1);
+    g_now += kSteps[clock & 7];
+    if (clock & 0x10) newest_snapshot = master->Snapshot(dir, ++snapshot_clock);
+    if (clock & 0x20) {
+      logged = std::max(logged, master->Stop());
+      master = std::make_unique<Master>(dir, /*restore=*/true, &newest_snapshot);
+      CheckStats(master->service.get());
+    }
+    if (clock & 8) master->service->Tick();
+    out->resetBuffer();
+    try {
+      if (!master->processor->process(in_protocol, out_protocol, nullptr)) break;
+    } catch (const std::exception&) {
+      break;  // what the server does too (TNonblockingServer): it closes the connection
+    }
+    CheckReply(out);
+    CheckStats(master->service.get());
+  }
+  logged = std::max(logged, master->Stop());  // the log's last records reach the disk
+  const fuzz::ExportedState live = fuzz::Export(master->service.get());
+  if (logged == 0) {
+    // Nothing logged, so nothing to restore: the state must be empty (a mount and a
+    // publish are logged), which spares most inputs the two services below.
+    FUZZ_CHECK(live.segments.empty() && live.objects.empty(),
+               "%zu segments and %zu objects, and not one log record", live.segments.size(),
+               live.objects.size());
+    return 0;
+  }
+  fuzz::CheckRestorable(live);
+  // What the next restart would restore: the newest snapshot and the log after it.
+  Master restarted(dir, /*restore=*/true, &newest_snapshot);
+  restarted.Stop();
+  fuzz::CheckSameState(live, fuzz::Export(restarted.service.get()), "the live state",
+                       "a restart's restore");
+  return 0;
+}

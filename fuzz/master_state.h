@@ -1,0 +1,40 @@
+// What the master's harnesses check a MasterService's state with: its own snapshot export
+// (master/state_records.h records), compared field for field.
+#ifndef MOONCAKE_FUZZ_MASTER_STATE_H_
+#define MOONCAKE_FUZZ_MASTER_STATE_H_
+
+#include <cstdint>
+#include <map>
+#include <string>
+
+#include "master/master_service.h"
+#include "master/state_records.h"
+
+namespace mooncake {
+namespace fuzz {
+
+// Every segment, by id, and every complete object, by key, as a snapshot exports them.
+struct ExportedState {
+  std::map<int64_t, SegmentRecord> segments;
+  std::map<std::string, ObjectRecord> objects;
+};
+ExportedState Export(MasterService* service);
+
+// A state that can be trusted: restored (as from a snapshot) into a fresh service, no
+// replica overlaps another or lies outside its segment (FinishRestore drops none), and
+// the restored service exports the same state.
+void CheckRestorable(const ExportedState& state);
+
+// a and b hold the same segments and objects (the names say which is which when not).
+void CheckSameState(const ExportedState& a, const ExportedState& b, const char* a_name,
+                    const char* b_name);
+
+// Takes a snapshot of service into dir as the snapshot child does (master/snapshotter.cc:
+// SnapshotWriter, WriteSnapshotPayloads, Publish) and returns its name.
+std::string WriteSnapshot(MasterService* service, const std::string& dir, uint64_t sequence,
+                          int64_t created_ms);
+
+}  // namespace fuzz
+}  // namespace mooncake
+
+#endif  // MOONCAKE_FUZZ_MASTER_STATE_H_

@@ -1,0 +1,198 @@
+// Seeds of the daemon's harnesses and of the flags: frames built by the protocol's own
+// frame builders, headers and descriptors by the transfer port's encoders, command lines
+// and config files from the binaries' own flag tables.
+#include <string>
+#include <vector>
+
+#include "common/flags.h"
+#include "common/uds_ops.h"
+#include "daemon/daemon_options.h"
+#include "daemon/rdma_endpoint.h"
+#include "daemon/transfer_protocol.h"
+#include "fuzz/fuzz_util.h"
+#include "fuzz/seeds.h"
+#include "include/mooncake_store.h"
+#include "master/master_options.h"
+
+namespace mooncake {
+namespace fuzz {
+
+namespace {
+
+template <class Args>
+std::string Request(uint64_t id, uds::Op op, const Args& args) {
+  uds::RequestFrame frame(id, op, args);
+  return std::string(frame.data(), frame.size());
+}
+
+std::string Hello() {
+  uds::HelloArgs hello;
+  hello.abi_version = MOONCAKE_STORE_ABI_VERSION;
+  hello.pool_size = 1 << 20;
+  hello.pid = 4242;
+  hello.master_address = "127.0.0.1:50051";
+  return Request(1, uds::Op::kHello, hello);
+}
+
+uds::WireConfig Config() {
+  uds::WireConfig c;
+  c.replica_num = 2;
+  c.with_soft_pin = true;
+  c.preferred_segments = {"10.0.0.1:12300"};
+  return c;
+}
+
+// One request of every op, as libmc sends them after HELLO.
+std::vector<std::pair<std::string, std::string>> EveryOp() {
+  std::vector<std::pair<std::string, std::string>> ops;
+  uds::PutArgs put{"key-1", 0, 4096, Config()};
+  ops.emplace_back("put", Request(2, uds::Op::kPut, put));
+  ops.emplace_back("upsert", Request(3, uds::Op::kUpsert, put));
+  uds::BatchPutArgs batch_put;
+  batch_put.entries = {{"a", 0, 10}, {"b", 64, 20}};
+  batch_put.config = Config();
+  ops.emplace_back("batch-put", Request(4, uds::Op::kBatchPut, batch_put));
+  uds::PutBeginArgs begin{"big", 1 << 30, Config(), uds::Flag{true}};
+  ops.emplace_back("put-begin", Request(5, uds::Op::kPutBegin, begin));
+  uds::ChunkArgs chunk{7, 0, 0, 1 << 20};
+  ops.emplace_back("put-chunk", Request(6, uds::Op::kPutChunk, chunk));
+  ops.emplace_back("put-commit", Request(7, uds::Op::kPutCommit, uds::StagedIdArgs{7}));
+  ops.emplace_back("put-abort", Request(8, uds::Op::kPutAbort, uds::StagedIdArgs{7}));
+  uds::GetArgs get{"key-1", 4096, 4096};
+  ops.emplace_back("get", Request(9, uds::Op::kGet, get));
+  uds::BatchGetArgs batch_get;
+  batch_get.entries = {get, {"b", 0, 64}};
+  ops.emplace_back("batch-get", Request(10, uds::Op::kBatchGet, batch_get));
+  ops.emplace_back("get-begin", Request(11, uds::Op::kGetBegin, uds::KeyArgs{"big"}));
+  ops.emplace_back("get-chunk", Request(12, uds::Op::kGetChunk, chunk));
+  ops.emplace_back("get-end", Request(13, uds::Op::kGetEnd, uds::StagedIdArgs{9}));
+  ops.emplace_back("exist", Request(14, uds::Op::kExist, uds::KeyArgs{"key-1"}));
+  uds::BatchExistArgs exist;
+  exist.keys = {"a", "b", "c"};
+  ops.emplace_back("batch-exist", Request(15, uds::Op::kBatchExist, exist));
+  ops.emplace_back("get-size", Request(16, uds::Op::kGetSize, uds::KeyArgs{"key-1"}));
+  ops.emplace_back("remove", Request(17, uds::Op::kRemove, uds::RemoveArgs{"key-1", {true}}));
+  uds::RemoveByRegexArgs regex{"^key-[0-9]+$", {false}};
+  ops.emplace_back("remove-by-regex", Request(18, uds::Op::kRemoveByRegex, regex));
+  ops.emplace_back("remove-all", Request(19, uds::Op::kRemoveAll, uds::RemoveAllArgs{{true}}));
+  ops.emplace_back("hostname", Request(20, uds::Op::kHostname, uds::NoArgs{}));
+  ops.emplace_back("health", Request(21, uds::Op::kHealth, uds::NoArgs{}));
+  ops.emplace_back("mount-segment",
+                   Request(22, uds::Op::kMountSegment, uds::MountSegmentArgs{64 << 20}));
+  uds::BatchRemoveArgs batch_remove;
+  batch_remove.keys = {"a", "b"};
+  ops.emplace_back("batch-remove", Request(23, uds::Op::kBatchRemove, batch_remove));
+  return ops;
+}
+
+// "--name=default" for every flag a FlagSet lists in its usage text.
+std::vector<std::string> EveryFlag(const FlagSet& flags) {
+  std::vector<std::string> args;
+  const std::string usage = flags.Usage();
+  for (size_t pos = usage.find("\n  --"); pos != std::string::npos;
+       pos = usage.find("\n  --", pos + 1)) {
+    const size_t name_end = usage.find("  ", pos + 5);
+    const std::string name = usage.substr(pos + 5, name_end - pos - 5);
+    const size_t def = usage.find("[default: ", name_end);
+    const size_t line_end = usage.find('\n', name_end);
+    if (name == "config" || def == std::string::npos || def > line_end) continue;
+    args.push_back("--" + name + "=" + usage.substr(def + 10, usage.find(']', def) - def - 10));
+  }
+  return args;
+}
+
+}  // namespace
+
+Seeds UdsFrameSeeds() {
+  Seeds seeds;
+  std::string session = Hello();
+  for (const auto& [name, frame] : EveryOp()) {
+    seeds.emplace_back("seed-" + name, Hello() + frame);
+    session += frame;
+  }
+  seeds.emplace_back("seed-session", session);
+  seeds.emplace_back("seed-hello", Hello());
+  return seeds;
+}
+
+Seeds TransferHeaderSeeds() {
+  Seeds seeds;
+  auto request = [](transfer::Op op, int64_t segment, uint64_t length) {
+    transfer::RequestHeader h;
+    h.op = static_cast<uint16_t>(op);
+    h.request_id = 77;
+    h.segment_id = segment;
+    h.offset = 4096;
+    h.length = length;
+    h.master_epoch = 0x1234;
+    char out[transfer::kRequestHeaderSize];
+    transfer::EncodeRequest(h, out);
+    return std::string(out, sizeof(out));
+  };
+  seeds.emplace_back("seed-write", request(transfer::Op::kWrite, 11, 1 << 20));
+  seeds.emplace_back("seed-read", request(transfer::Op::kRead, 11, 4096));
+  seeds.emplace_back("seed-control",
+                     request(transfer::Op::kControl,
+                             static_cast<int64_t>(transfer::ControlChannel::kRdmaConnect), 100));
+  transfer::ReplyHeader reply;
+  reply.code = ErrorCode::SEGMENT_NOT_FOUND;
+  reply.request_id = 77;
+  reply.length = 4096;
+  char out[transfer::kReplyHeaderSize];
+  transfer::EncodeReply(reply, out);
+  seeds.emplace_back("seed-reply", std::string(out, sizeof(out)));
+  RdmaSegmentDescriptor d;
+  d.mtu = 5;
+  d.lid = 3;
+  d.rkey = 0xabcd;
+  d.base = 1ull << 40;
+  d.size = 1 << 30;
+  seeds.emplace_back("seed-rdma-descriptor", EncodeRdmaDescriptor(d));
+  RdmaQpEndpoint e;
+  e.mtu = 3;
+  e.rd_atomic = 16;
+  e.qpn = 0x1234;
+  e.psn = 0x55aa;
+  e.instance = 99;
+  e.device = "mlx5_0";
+  seeds.emplace_back("seed-rdma-endpoint", EncodeRdmaQpEndpoint(e));
+  return seeds;
+}
+
+Seeds FlagsSeeds() {
+  MasterOptions master;
+  FlagSet master_flags("mooncake-master", "");
+  RegisterMasterFlags(&master_flags, &master);
+  DaemonOptions daemon;
+  FlagSet daemon_flags("mooncaked", "");
+  RegisterDaemonFlags(&daemon_flags, &daemon);
+  auto command_line = [](const std::vector<std::string>& args) {
+    std::string input;
+    for (const std::string& a : args) AppendSection(&input, 0, a);
+    return input;
+  };
+  Seeds seeds;
+  seeds.emplace_back("seed-master-every-flag", command_line(EveryFlag(master_flags)));
+  seeds.emplace_back("seed-daemon-every-flag", command_line(EveryFlag(daemon_flags)));
+  seeds.emplace_back("seed-forms",
+                     command_line({"--rpc_port", "0", "--enable_snapshot", "--snapshot_dir=/x",
+                                   "--read_cache", "false", "--global_segment_size", "1.5 GiB",
+                                   "--client_live_ttl_sec=2.5s", "--transfer_timeout", "250ms"}));
+  std::string yaml;
+  for (const std::string& a : EveryFlag(master_flags)) {
+    const size_t eq = a.find('=');
+    yaml += a.substr(2, eq - 2) + ": \"" + a.substr(eq + 1) + "\"\n";
+  }
+  std::string with_yaml = command_line({"--rpc_port=7000"});
+  AppendSection(&with_yaml, 1, yaml);
+  seeds.emplace_back("seed-master-config-yaml", with_yaml);
+  std::string with_json = command_line({"--port", "12345"});
+  AppendSection(&with_json, 1,
+                "{\"master\": \"10.0.0.1:50051\", \"socket_mode\": \"0600\", "
+                "\"protocol\": \"tcp\", \"worker_threads\": 8, \"checksum\": true}");
+  seeds.emplace_back("seed-daemon-config-json", with_json);
+  return seeds;
+}
+
+}  // namespace fuzz
+}  // namespace mooncake
