@@ -456,3 +456,13 @@ void await_pending(const mc_cluster *c, int64_t n, double timeout_s) {
     usleep(50 * 1000);
   }
 }
+
+/* ---- a child process --------------------------------------------------------------- */
+
+pid_t fork_with_pipe(int fds[2]) {
+  assert_int_equal(pipe(fds), 0);
+  pid_t child = fork();
+  assert_true(child >= 0);
+  close(child == 0 ? fds[0] : fds[1]);
+  return child;
+}

@@ -7,6 +7,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "include/mooncake_store.h"
 #include "tests/cluster.h"
@@ -133,5 +134,11 @@ mc_cluster_master_stats master_stats(const mc_cluster *c);
 /* Waits until exactly n restored segments still wait for their daemon; fails after
  * timeout_s. */
 void await_pending(const mc_cluster *c, int64_t n, double timeout_s);
+
+/* ---- a child process --------------------------------------------------------------- */
+
+/* Forks with a pipe from the child to the parent: 0 in the child, which keeps the write
+ * end fds[1], the child's pid in the parent, which keeps the read end fds[0]. */
+pid_t fork_with_pipe(int fds[2]);
 
 #endif /* MOONCAKE_TESTS_CLUSTER_TEST_UTIL_H_ */
