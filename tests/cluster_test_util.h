@@ -1,7 +1,8 @@
 /* Helpers of tests/cluster_test.c: value patterns, handles on daemon i, placement configs,
- * bounded polling, a raw client of a daemon's transfer port (daemon/transfer_protocol.h)
- * and a put that pauses half-way through its value so a test can hurt the replica's owner
- * while the put is in flight, and many small objects put and read back in batches. Failures are CMocka assertions. */
+ * bounded polling, a raw client of a daemon's transfer port (daemon/transfer_protocol.h),
+ * a put that pauses half-way through its value so a test can hurt the replica's owner
+ * while the put is in flight, many small objects put and read back in batches, and a
+ * forked child. Failures are CMocka assertions. */
 #ifndef MOONCAKE_TESTS_CLUSTER_TEST_UTIL_H_
 #define MOONCAKE_TESTS_CLUSTER_TEST_UTIL_H_
 

@@ -1,7 +1,7 @@
 // A client that speaks docs/protocol.md directly to a real mooncaked, for the daemon
-// integration suites (daemon_protocol_test, daemon_read_cache_test, uds_limits_test): a sealed memfd pool,
-// a connection with blocking request/response helpers, a master and daemon of a test's
-// own, and a Thrift peek at the master. Failures are CMocka assertions.
+// integration suites (daemon_protocol_test, daemon_read_cache_test, uds_limits_test): a
+// sealed memfd pool, a connection with blocking request/response helpers, a master and
+// daemon of a test's own, and a Thrift peek at the master. Failures are CMocka assertions.
 #ifndef MOONCAKE_TESTS_DAEMON_TEST_CLIENT_H_
 #define MOONCAKE_TESTS_DAEMON_TEST_CLIENT_H_
 
