@@ -97,17 +97,6 @@ constexpr uint64_t kSetPut = 2;
 constexpr uint64_t kSetSingleOne = 3;
 constexpr uint64_t kSetSingleMany = 4;
 
-int64_t NanosSince(Clock::time_point t0) {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - t0).count();
-}
-
-double Median(std::vector<double> v) {
-  if (v.empty()) return -1;
-  std::sort(v.begin(), v.end());
-  size_t n = v.size();
-  return n % 2 == 1 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
 // The temporary directory everything goes under; removed at the end, and by the Die hook.
 std::string g_top_dir;
 
@@ -125,16 +114,6 @@ std::vector<std::string> DurableFlags(const std::string& state_dir, const char* 
   return {"--enable_snapshot",     "--snapshot_dir",  state_dir,
           "--oplog_mode",          oplog_mode,        "--snapshot_interval_seconds",
           "86400"};
-}
-
-rpc::MasterStats Stats(Conn& conn) {
-  rpc::MasterStats stats;
-  try {
-    conn->GetStats(stats);
-  } catch (const std::exception& e) {
-    Die("GetStats failed: %s", e.what());
-  }
-  return stats;
 }
 
 // ---- the report ------------------------------------------------------------------------

@@ -127,6 +127,16 @@ std::vector<std::unique_ptr<Conn>> Connect(const std::string& host, int port, in
   return conns;
 }
 
+rpc::MasterStats Stats(Conn& conn) {
+  rpc::MasterStats stats;
+  try {
+    conn->GetStats(stats);
+  } catch (const std::exception& e) {
+    Die("GetStats failed: %s", e.what());
+  }
+  return stats;
+}
+
 bool ParseHostPort(const std::string& text, std::string* host, int* port) {
   size_t colon = text.rfind(':');
   if (colon == std::string::npos || colon == 0) return false;
@@ -243,6 +253,13 @@ double Percentile(std::vector<int64_t>* v, double q) {
   rank = std::min(v->size() - 1, rank == 0 ? 0 : rank - 1);
   std::nth_element(v->begin(), v->begin() + static_cast<ptrdiff_t>(rank), v->end());
   return static_cast<double>((*v)[rank]) / 1000.0;
+}
+
+double Median(std::vector<double> v) {
+  if (v.empty()) return -1;
+  std::sort(v.begin(), v.end());
+  size_t n = v.size();
+  return n % 2 == 1 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
 std::pair<int64_t, int64_t> Share(int64_t count, size_t t, size_t n) {

@@ -32,6 +32,10 @@ namespace bench {
 
 using Clock = std::chrono::steady_clock;
 
+inline int64_t NanosSince(Clock::time_point t0) {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - t0).count();
+}
+
 // ---- fatal errors ----------------------------------------------------------------------
 
 // The prefix of Die's message ("<program>: FATAL: ..."); set once at the start of main.
@@ -93,6 +97,9 @@ class Conn {
 };
 
 std::vector<std::unique_ptr<Conn>> Connect(const std::string& host, int port, int64_t n);
+
+// The master's GetStats; dies when the call fails.
+rpc::MasterStats Stats(Conn& conn);
 
 // "host:port"; false when malformed.
 bool ParseHostPort(const std::string& text, std::string* host, int* port);
@@ -166,8 +173,7 @@ class Recorder {
     } catch (const std::exception& e) {
       DieRpcFailed(e);
     }
-    latencies_ns_.push_back(
-        std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - t0).count());
+    latencies_ns_.push_back(NanosSince(t0));
   }
   void KeysDone(int64_t n) { progress_->fetch_add(n, std::memory_order_relaxed); }
   std::vector<int64_t>& latencies() { return latencies_ns_; }
@@ -185,6 +191,9 @@ using Body = std::function<void(size_t, Conn&, Recorder&)>;
 
 // The q-quantile (0..1) of v in µs (v holds ns; reordered); 0 when empty. Nearest rank.
 double Percentile(std::vector<int64_t>* v, double q);
+
+// The median of v; -1 when empty.
+double Median(std::vector<double> v);
 
 // Thread t's share [begin, end) of count items split over n threads.
 std::pair<int64_t, int64_t> Share(int64_t count, size_t t, size_t n);

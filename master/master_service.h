@@ -362,6 +362,13 @@ class MasterService {
   // The owner check and slot of DrainSegment, CommitMoves and RevokeMoves.
   ErrorCode FindOwnSegment(int64_t daemon_id, int64_t segment_id,
                            std::shared_ptr<Segment>* out) const;
+  // The walk of CommitMoves and RevokeMoves: each key that names a move of daemon_id's out
+  // of its segment segment_id is settled (its code) under the key's shard lock, and the
+  // move is erased; other keys answer -600 (a bad key), -704 (no such move, or it was
+  // dropped) or -601 (not daemon_id's move out of that segment).
+  std::vector<int32_t> SettleMoves(
+      int64_t daemon_id, int64_t segment_id, const std::vector<std::string>& keys,
+      const std::function<ErrorCode(LockedKey&, PendingMove&)>& settle);
   // DrainSegment's look at one complete object with a replica in slot: a move reserved
   // into *result, or the count it adds to.
   void PlanMove(Shard& shard, std::string_view key, ObjectMetadata& meta, size_t in_slot,

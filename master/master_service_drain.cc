@@ -158,8 +158,9 @@ void MasterService::PlanMove(Shard& shard, std::string_view key, ObjectMetadata&
   shard.moves.emplace(std::string(key), std::move(move));
 }
 
-std::vector<int32_t> MasterService::CommitMoves(int64_t daemon_id, int64_t segment_id,
-                                                const std::vector<std::string>& keys) {
+std::vector<int32_t> MasterService::SettleMoves(
+    int64_t daemon_id, int64_t segment_id, const std::vector<std::string>& keys,
+    const std::function<ErrorCode(LockedKey&, PendingMove&)>& settle) {
   StateGate::Shared gate(gate_);
   std::shared_ptr<Segment> segment;
   ErrorCode rc = FindOwnSegment(daemon_id, segment_id, &segment);
@@ -175,71 +176,52 @@ std::vector<int32_t> MasterService::CommitMoves(int64_t daemon_id, int64_t segme
     auto it = locked.shard.moves.find(key);
     if (it == locked.shard.moves.end()) {
       out[k] = ToInt(ErrorCode::OBJECT_NOT_FOUND);  // changed or gone: its move was dropped
-      continue;
-    }
-    PendingMove& move = it->second;
-    if (move.mover != daemon_id || move.from_slot != segment->slot()) {
+    } else if (it->second.mover != daemon_id || it->second.from_slot != segment->slot()) {
       out[k] = ToInt(ErrorCode::ILLEGAL_CLIENT);
-      continue;
+    } else {
+      out[k] = ToInt(settle(locked, it->second));
+      locked.shard.moves.erase(it);
     }
+  }
+  return out;
+}
+
+std::vector<int32_t> MasterService::CommitMoves(int64_t daemon_id, int64_t segment_id,
+                                                const std::vector<std::string>& keys) {
+  return SettleMoves(daemon_id, segment_id, keys, [this](LockedKey& locked, PendingMove& move) {
     if (move.orphaned) {  // the object changed or went: the copy is nobody's
       FreeReplicas(move.to);
-      locked.shard.moves.erase(it);
-      out[k] = ToInt(ErrorCode::OBJECT_NOT_FOUND);
-      continue;
+      return ErrorCode::OBJECT_NOT_FOUND;
     }
     // Any change of the object dropped the move, so the replica copied is still there;
     // checked all the same, since a swap into the wrong replica would lose data.
     size_t in = locked.object != nullptr ? ReplicaIn(locked.object->replicas, move.from_slot)
                                          : kNone;
     if (in == kNone || locked.object->replicas[in].alloc_node != move.from_node) {
-      MC_LOG_ERROR("move of '%.64s' no longer matches its object; dropped", key.c_str());
+      MC_LOG_ERROR("move of '%.64s' no longer matches its object; dropped",
+                   locked.key.c_str());
       FreeReplicas(move.to);
-      locked.shard.moves.erase(it);
-      out[k] = ToInt(ErrorCode::OBJECT_NOT_FOUND);
-      continue;
+      return ErrorCode::OBJECT_NOT_FOUND;
     }
     ObjectMetadata& meta = *locked.object;
     Replica old = meta.replicas[in];
     meta.replicas[in] = move.to[0];
     meta.replicas[in].status = ReplicaStatus::kComplete;
-    locked.shard.moves.erase(it);
     ReplicaList freed;
     freed.push_back(old);
     // As an upsert's old value: leased readers may still read it, and until the record
     // is on disk a restart would bring the old place back.
-    DeferFree(freed, std::max(Now(), meta.time_ms), LogPublish(key, meta));
-    out[k] = ToInt(ErrorCode::OK);
-  }
-  return out;
+    DeferFree(freed, std::max(Now(), meta.time_ms), LogPublish(locked.key, meta));
+    return ErrorCode::OK;
+  });
 }
 
 std::vector<int32_t> MasterService::RevokeMoves(int64_t daemon_id, int64_t segment_id,
                                                 const std::vector<std::string>& keys) {
-  StateGate::Shared gate(gate_);
-  std::shared_ptr<Segment> segment;
-  ErrorCode rc = FindOwnSegment(daemon_id, segment_id, &segment);
-  std::vector<int32_t> out(keys.size(), ToInt(rc));
-  if (rc != ErrorCode::OK) return out;
-  for (size_t k = 0; k < keys.size(); ++k) {
-    const std::string& key = keys[k];
-    if (!ValidKey(key)) {
-      out[k] = ToInt(ErrorCode::INVALID_PARAMS);
-      continue;
-    }
-    LockedKey locked(*this, key);
-    auto it = locked.shard.moves.find(key);
-    if (it == locked.shard.moves.end()) {
-      out[k] = ToInt(ErrorCode::OBJECT_NOT_FOUND);
-    } else if (it->second.mover != daemon_id || it->second.from_slot != segment->slot()) {
-      out[k] = ToInt(ErrorCode::ILLEGAL_CLIENT);
-    } else {
-      FreeReplicas(it->second.to);  // its mover is done with it
-      out[k] = ToInt(it->second.orphaned ? ErrorCode::OBJECT_NOT_FOUND : ErrorCode::OK);
-      locked.shard.moves.erase(it);
-    }
-  }
-  return out;
+  return SettleMoves(daemon_id, segment_id, keys, [this](LockedKey&, PendingMove& move) {
+    FreeReplicas(move.to);  // its mover is done with it
+    return move.orphaned ? ErrorCode::OBJECT_NOT_FOUND : ErrorCode::OK;
+  });
 }
 
 void MasterService::DropPendingMove(Shard& shard, std::string_view key) {

@@ -12,23 +12,17 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "include/mooncake_store.h"
 #include "tests/cluster.h"
+#include "tests/cluster_test_util.h"
 
 #define SEGMENT_SIZE (384u << 20)
 #define CHILD_VALUE (256u << 20)
 
 static mc_cluster *g_cluster;
 static int g_fault_pipe = -1;
-
-static double now_seconds(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + ts.tv_nsec / 1e9;
-}
 
 static mooncake_store_t connect_store(uint64_t pool) {
   mooncake_store_t s = mooncake_store_create();
@@ -65,15 +59,11 @@ static void child_put_until_fault(void) {
 static void test_client_killed_mid_put(void **state) {
   (void)state;
   int fds[2];
-  assert_int_equal(pipe(fds), 0);
-  pid_t child = fork();
-  assert_true(child >= 0);
+  pid_t child = fork_with_pipe(fds);
   if (child == 0) {
-    close(fds[0]);
     g_fault_pipe = fds[1];
     child_put_until_fault();
   }
-  close(fds[1]);
   char c = 0;
   assert_int_equal(read(fds[0], &c, 1), 1); /* the child is in the middle of its put */
   close(fds[0]);

@@ -251,14 +251,8 @@ static void test_crashed_client_is_drained_too(void **state) {
   int c = daemon_c();
   await_empty_daemons();
   int fds[2];
-  assert_int_equal(pipe(fds), 0);
-  pid_t child = fork();
-  assert_true(child >= 0);
-  if (child == 0) {
-    close(fds[0]);
-    child_lend_and_wait(c, fds[1]);
-  }
-  close(fds[1]);
+  pid_t child = fork_with_pipe(fds);
+  if (child == 0) child_lend_and_wait(c, fds[1]);
   int64_t lent = 0;
   assert_int_equal(read(fds[0], &lent, sizeof(lent)), (ssize_t)sizeof(lent));
   close(fds[0]);

@@ -344,3 +344,125 @@ int paused_put_finish(paused_put *p, double timeout_s) {
   free(p);
   return rc;
 }
+
+/* ---- many small objects ------------------------------------------------------------ */
+
+#define MANY_BATCH 128
+
+void key_of(char *out, size_t n, const char *prefix, int i) {
+  snprintf(out, n, "%s/%08d", prefix, i);
+}
+
+uint64_t seed_of(const char *prefix, int i) {
+  uint64_t h = 1469598103934665603ull; /* FNV-1a */
+  for (const char *p = prefix; *p != '\0'; ++p) h = (h ^ (unsigned char)*p) * 1099511628211ull;
+  return h + (uint64_t)i;
+}
+
+/* One batch of put_many or read_all: the keys prefix/base.. and their slots of a pool. */
+typedef struct many_batch {
+  char names[MANY_BATCH][48];
+  const char *keys[MANY_BATCH];
+  void *bufs[MANY_BATCH];
+  size_t sizes[MANY_BATCH];
+} many_batch;
+
+/* Fills b for the keys from base on (MANY_BATCH of them at most, below count); how many. */
+static int name_batch(many_batch *b, char *pool, const char *prefix, int base, int count) {
+  int n = count - base < MANY_BATCH ? count - base : MANY_BATCH;
+  for (int j = 0; j < n; ++j) {
+    key_of(b->names[j], sizeof(b->names[j]), prefix, base + j);
+    b->keys[j] = b->names[j];
+    b->bufs[j] = pool + (size_t)j * MANY_SIZE;
+    b->sizes[j] = MANY_SIZE;
+  }
+  return n;
+}
+
+void put_many(mooncake_store_t s, const char *prefix, int count,
+              const mooncake_replicate_config_t *config) {
+  char *pool = mooncake_store_alloc(s, MANY_BATCH * MANY_SIZE);
+  assert_non_null(pool);
+  many_batch b;
+  int results[MANY_BATCH];
+  for (int base = 0; base < count; base += MANY_BATCH) {
+    int n = name_batch(&b, pool, prefix, base, count);
+    for (int j = 0; j < n; ++j) fill_pattern(b.bufs[j], MANY_SIZE, seed_of(prefix, base + j));
+    assert_int_equal(mooncake_store_batch_put_from(s, b.keys, b.bufs, b.sizes, (size_t)n,
+                                                   config, results),
+                     0);
+    for (int j = 0; j < n; ++j) {
+      if (results[j] != 0) fail_msg("put %s: %d", b.keys[j], results[j]);
+    }
+  }
+  mooncake_store_free(s, pool);
+}
+
+tally read_all(mooncake_store_t s, const char *prefix, int count, int64_t *codes) {
+  char *pool = mooncake_store_alloc(s, MANY_BATCH * MANY_SIZE);
+  assert_non_null(pool);
+  many_batch b;
+  int64_t results[MANY_BATCH];
+  tally t = {0, 0, 0};
+  for (int base = 0; base < count; base += MANY_BATCH) {
+    int n = name_batch(&b, pool, prefix, base, count);
+    /* Zeroed, so that a get that claims the size without writing cannot pass on what
+     * put_many left in the same pool. */
+    memset(pool, 0, (size_t)n * MANY_SIZE);
+    assert_int_equal(
+        mooncake_store_batch_get_into(s, b.keys, b.bufs, b.sizes, (size_t)n, results), 0);
+    for (int j = 0; j < n; ++j) {
+      if (codes != NULL) codes[base + j] = results[j];
+      if (results[j] == MOONCAKE_STORE_OBJECT_NOT_FOUND) {
+        ++t.missing;
+      } else if (results[j] == MOONCAKE_STORE_REPLICA_IS_NOT_READY) {
+        ++t.not_ready;
+      } else if (results[j] != (int64_t)MANY_SIZE) {
+        fail_msg("get %s: %lld", b.keys[j], (long long)results[j]);
+      } else {
+        int64_t bad = check_pattern(b.bufs[j], MANY_SIZE, seed_of(prefix, base + j));
+        if (bad != -1) fail_msg("get %s: wrong byte at %lld", b.keys[j], (long long)bad);
+        ++t.good;
+      }
+    }
+  }
+  mooncake_store_free(s, pool);
+  return t;
+}
+
+void assert_all_read(mooncake_store_t s, const char *prefix, int count) {
+  tally t = read_all(s, prefix, count, NULL);
+  if (t.good != count) {
+    fail_msg("%s: %d of %d read, %d missing, %d not ready", prefix, t.good, count, t.missing,
+             t.not_ready);
+  }
+}
+
+mc_cluster_master_stats master_stats(const mc_cluster *c) {
+  mc_cluster_master_stats st;
+  assert_int_equal(mc_cluster_master_stats_get(c, &st), 0);
+  return st;
+}
+
+void await_pending(const mc_cluster *c, int64_t n, double timeout_s) {
+  double until = now_seconds() + timeout_s;
+  mc_cluster_master_stats st = {0};
+  for (;;) {
+    if (mc_cluster_master_stats_get(c, &st) == 0 && st.pending_segments == n) return;
+    if (now_seconds() > until) {
+      fail_msg("pending_segments %lld, not %lld, after %.0f s", (long long)st.pending_segments,
+               (long long)n, timeout_s);
+    }
+    usleep(50 * 1000);
+  }
+}
+
+/* ---- a child process --------------------------------------------------------------- */
+
+pid_t fork_with_pipe(int fds[2]) {
+  assert_int_equal(pipe(fds), 0);
+  pid_t child = fork();
+  assert_true(child >= 0);
+  close(child == 0 ? fds[0] : fds[1]);
+  return child;
+}

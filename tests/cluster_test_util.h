@@ -1,12 +1,14 @@
 /* Helpers of tests/cluster_test.c: value patterns, handles on daemon i, placement configs,
- * bounded polling, a raw client of a daemon's transfer port (daemon/transfer_protocol.h)
- * and a put that pauses half-way through its value so a test can hurt the replica's owner
- * while the put is in flight. Failures are CMocka assertions. */
+ * bounded polling, a raw client of a daemon's transfer port (daemon/transfer_protocol.h),
+ * a put that pauses half-way through its value so a test can hurt the replica's owner
+ * while the put is in flight, many small objects put and read back in batches, and a
+ * forked child. Failures are CMocka assertions. */
 #ifndef MOONCAKE_TESTS_CLUSTER_TEST_UTIL_H_
 #define MOONCAKE_TESTS_CLUSTER_TEST_UTIL_H_
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "include/mooncake_store.h"
 #include "tests/cluster.h"
@@ -101,5 +103,43 @@ paused_put *paused_put_start(const mc_cluster *c, mooncake_store_t s, int target
 /* Lets it go on and waits (timeout_s at most) for its result; frees p. -1000 when it did
  * not end in time (its thread is then left behind). */
 int paused_put_finish(paused_put *p, double timeout_s);
+
+/* ---- many small objects ------------------------------------------------------------ */
+
+/* Object prefix/i (the key key_of writes) holds MANY_SIZE bytes of
+ * fill_pattern(seed_of(prefix, i)): every key its own bytes. */
+#define MANY_SIZE ((size_t)1024)
+void key_of(char *out, size_t n, const char *prefix, int i);
+uint64_t seed_of(const char *prefix, int i);
+
+/* Puts prefix/0..count-1 from s in batches (config may be NULL); every result must be 0. */
+void put_many(mooncake_store_t s, const char *prefix, int count,
+              const mooncake_replicate_config_t *config);
+
+typedef struct tally {
+  int good;      /* read with exactly their bytes */
+  int missing;   /* -704 */
+  int not_ready; /* -703 */
+} tally;
+
+/* Reads prefix/0..count-1 back in batches; codes (may be NULL) gets every answer. Any
+ * answer but the size, -704 or -703, and any wrong byte, fails the test. */
+tally read_all(mooncake_store_t s, const char *prefix, int count, int64_t *codes);
+
+/* Every one of prefix/0..count-1 reads back with exactly its bytes. */
+void assert_all_read(mooncake_store_t s, const char *prefix, int count);
+
+/* The master's figures (asserted to be fetched). */
+mc_cluster_master_stats master_stats(const mc_cluster *c);
+
+/* Waits until exactly n restored segments still wait for their daemon; fails after
+ * timeout_s. */
+void await_pending(const mc_cluster *c, int64_t n, double timeout_s);
+
+/* ---- a child process --------------------------------------------------------------- */
+
+/* Forks with a pipe from the child to the parent: 0 in the child, which keeps the write
+ * end fds[1], the child's pid in the parent, which keeps the read end fds[0]. */
+pid_t fork_with_pipe(int fds[2]);
 
 #endif /* MOONCAKE_TESTS_CLUSTER_TEST_UTIL_H_ */

@@ -3,9 +3,6 @@
 // holder's handler, a remote invalidation voiding a read-cache fill that was in flight,
 // and Forget's waits: none for a holder that answers, its deadline (no longer) for one
 // that is stopped, refuses or has no address, and holders told in parallel.
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -23,24 +20,12 @@
 #include "daemon/transfer_server.h"
 #include "include/mooncake_store.h"
 #include "tests/cmocka_cpp.h"
+#include "tests/process_harness.h"
 
 using namespace mooncake;
 using Clock = std::chrono::steady_clock;
 
 namespace {
-
-int Listen(int* port) {
-  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  assert_int_equal(bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
-  assert_int_equal(listen(fd, 64), 0);
-  socklen_t len = sizeof(addr);
-  getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  *port = ntohs(addr.sin_port);
-  return fd;
-}
 
 std::string Address(int port) { return "127.0.0.1:" + std::to_string(port); }
 
@@ -62,7 +47,8 @@ bool Cached(ReadCache& cache, const std::string& key) {
 // A holder daemon: a read cache behind a transfer port that answers INVALIDATE.
 struct Holder {
   Holder() : cache(true) {
-    int fd = Listen(&port);
+    int fd = testing::ListenOnLoopback(&port);
+    assert_true(fd >= 0);
     server = std::make_unique<TransferServer>(
         fd, [](int64_t) { return std::shared_ptr<SegmentMemory>(); }, TransferServer::Options());
     server->SetControlHandler(transfer::ControlChannel::kCacheInvalidate,
@@ -249,9 +235,10 @@ void test_unanswering_holders_are_waited_out_to_their_deadline(void**) {
   Holder live;
   Writer writer;
   int stopped_port = 0;
-  int stopped = Listen(&stopped_port);  // accepts, never answers
+  int stopped = testing::ListenOnLoopback(&stopped_port);  // accepts, never answers
+  assert_true(stopped >= 0);
   int gone_port = 0;
-  close(Listen(&gone_port));  // nothing listens there
+  close(testing::ListenOnLoopback(&gone_port));  // nothing listens there
   live.cache.Fill("k", live.cache.Begin("k"), EntryFor(5000));
   constexpr int64_t kLeft = 600;
   for (const std::string& address : {Address(stopped_port), Address(gone_port), std::string()}) {

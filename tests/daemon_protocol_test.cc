@@ -52,13 +52,7 @@ int GroupSetup(void** state) {
 
 int GroupTeardown(void** state) {
   auto* f = static_cast<Fixture*>(*state);
-  if (f->daemon.running()) f->daemon.Stop(SIGKILL, 2000);
-  f->master.Stop(SIGTERM, 5000);
-  if (std::getenv("MC_KEEP_TEST_DIR") == nullptr) {
-    harness::RemoveTree(f->dir);
-  } else {
-    std::printf("logs kept in %s\n", f->dir.c_str());
-  }
+  StopFixture(f);
   delete f;
   return 0;
 }

@@ -7,6 +7,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <random>
@@ -200,6 +201,16 @@ OwnCluster::OwnCluster(const std::string& lease, std::vector<std::string> daemon
                         {"--default_kv_lease_ttl", lease}) &&
             StartDaemon(&daemon, master_port, socket_path, dir + "/daemon.log", daemon_flags);
   assert_true(ok);
+}
+
+void StopFixture(Fixture* f) {
+  if (f->daemon.running()) f->daemon.Stop(SIGKILL, 2000);
+  f->master.Stop(SIGTERM, 5000);
+  if (std::getenv("MC_KEEP_TEST_DIR") == nullptr) {
+    RemoveTree(f->dir);
+  } else {
+    std::printf("logs kept in %s\n", f->dir.c_str());
+  }
 }
 
 OwnCluster::~OwnCluster() {

@@ -1,7 +1,7 @@
 // A client that speaks docs/protocol.md directly to a real mooncaked, for the daemon
-// integration suites (daemon_protocol_test, daemon_read_cache_test): a sealed memfd pool,
-// a connection with blocking request/response helpers, a master and daemon of a test's
-// own, and a Thrift peek at the master. Failures are CMocka assertions.
+// integration suites (daemon_protocol_test, daemon_read_cache_test, uds_limits_test): a
+// sealed memfd pool, a connection with blocking request/response helpers, a master and
+// daemon of a test's own, and a Thrift peek at the master. Failures are CMocka assertions.
 #ifndef MOONCAKE_TESTS_DAEMON_TEST_CLIENT_H_
 #define MOONCAKE_TESTS_DAEMON_TEST_CLIENT_H_
 
@@ -34,6 +34,9 @@ struct Fixture {
   int master_port = 0;
 };
 extern Fixture* g_fixture;
+// A group teardown's part for f: the daemon (if still running) killed, the master
+// stopped, f->dir removed unless MC_KEEP_TEST_DIR is set (then its path is printed).
+void StopFixture(Fixture* f);
 
 // A sealed memfd pool (unsealed if !seal), mapped here as libmc would.
 struct Pool {

@@ -26,8 +26,7 @@
 #include "tests/cluster_test_util.h"
 
 #define MiB ((size_t)1 << 20)
-#define BATCH 128
-#define SIZE ((size_t)1024)
+#define SIZE MANY_SIZE /* put_many's values */
 
 /* A master that snapshots into {dir}/snap and restores from it; the periodic snapshots are
  * far apart so that the tests take theirs by hand. */
@@ -49,124 +48,10 @@ static mc_cluster *start(const char *const *master_flags, int daemons) {
   return c;
 }
 
-static void key_of(char *out, size_t n, const char *prefix, int i) {
-  snprintf(out, n, "%s/%08d", prefix, i);
-}
-
-/* Object prefix/i holds fill_pattern(seed_of(prefix, i)): every key its own bytes. */
-static uint64_t seed_of(const char *prefix, int i) {
-  uint64_t h = 1469598103934665603ull; /* FNV-1a */
-  for (const char *p = prefix; *p != '\0'; ++p) h = (h ^ (unsigned char)*p) * 1099511628211ull;
-  return h + (uint64_t)i;
-}
-
-/* Puts prefix/0..count-1 from s in batches (config may be NULL); every result must be 0. */
-static void put_many(mooncake_store_t s, const char *prefix, int count,
-                     const mooncake_replicate_config_t *config) {
-  char *pool = mooncake_store_alloc(s, BATCH * SIZE);
-  assert_non_null(pool);
-  char names[BATCH][48];
-  const char *keys[BATCH];
-  void *bufs[BATCH];
-  size_t sizes[BATCH];
-  int results[BATCH];
-  for (int base = 0; base < count; base += BATCH) {
-    int n = count - base < BATCH ? count - base : BATCH;
-    for (int j = 0; j < n; ++j) {
-      key_of(names[j], sizeof(names[j]), prefix, base + j);
-      keys[j] = names[j];
-      bufs[j] = pool + (size_t)j * SIZE;
-      sizes[j] = SIZE;
-      fill_pattern(bufs[j], SIZE, seed_of(prefix, base + j));
-    }
-    assert_int_equal(
-        mooncake_store_batch_put_from(s, keys, bufs, sizes, (size_t)n, config, results), 0);
-    for (int j = 0; j < n; ++j) {
-      if (results[j] != 0) fail_msg("put %s: %d", keys[j], results[j]);
-    }
-  }
-  mooncake_store_free(s, pool);
-}
-
-typedef struct tally {
-  int good;      /* read with exactly their bytes */
-  int missing;   /* -704 */
-  int not_ready; /* -703 */
-} tally;
-
-/* Reads prefix/0..count-1 back in batches; codes (may be NULL) gets every answer. Any
- * answer but the size, -704 or -703, and any wrong byte, fails the test: a restored
- * directory must never point at someone else's bytes. */
-static tally read_all(mooncake_store_t s, const char *prefix, int count, int64_t *codes) {
-  char *pool = mooncake_store_alloc(s, BATCH * SIZE);
-  assert_non_null(pool);
-  char names[BATCH][48];
-  const char *keys[BATCH];
-  void *bufs[BATCH];
-  size_t sizes[BATCH];
-  int64_t results[BATCH];
-  tally t = {0, 0, 0};
-  for (int base = 0; base < count; base += BATCH) {
-    int n = count - base < BATCH ? count - base : BATCH;
-    for (int j = 0; j < n; ++j) {
-      key_of(names[j], sizeof(names[j]), prefix, base + j);
-      keys[j] = names[j];
-      bufs[j] = pool + (size_t)j * SIZE;
-      sizes[j] = SIZE;
-    }
-    assert_int_equal(mooncake_store_batch_get_into(s, keys, bufs, sizes, (size_t)n, results), 0);
-    for (int j = 0; j < n; ++j) {
-      if (codes != NULL) codes[base + j] = results[j];
-      if (results[j] == MOONCAKE_STORE_OBJECT_NOT_FOUND) {
-        ++t.missing;
-      } else if (results[j] == MOONCAKE_STORE_REPLICA_IS_NOT_READY) {
-        ++t.not_ready;
-      } else if (results[j] != (int64_t)SIZE) {
-        fail_msg("get %s: %lld", keys[j], (long long)results[j]);
-      } else {
-        int64_t bad = check_pattern(bufs[j], SIZE, seed_of(prefix, base + j));
-        if (bad != -1) fail_msg("get %s: wrong byte at %lld", keys[j], (long long)bad);
-        ++t.good;
-      }
-    }
-  }
-  mooncake_store_free(s, pool);
-  return t;
-}
-
-/* Every one of prefix/0..count-1 reads back with exactly its bytes. */
-static void assert_all_read(mooncake_store_t s, const char *prefix, int count) {
-  tally t = read_all(s, prefix, count, NULL);
-  if (t.good != count) {
-    fail_msg("%s: %d of %d read, %d missing, %d not ready", prefix, t.good, count, t.missing,
-             t.not_ready);
-  }
-}
-
 /* None of them is there any more (-704). */
 static void assert_all_missing(mooncake_store_t s, const char *prefix, int count) {
   tally t = read_all(s, prefix, count, NULL);
   if (t.missing != count) fail_msg("%s: %d of %d missing", prefix, t.missing, count);
-}
-
-static mc_cluster_master_stats stats(mc_cluster *c) {
-  mc_cluster_master_stats st;
-  assert_int_equal(mc_cluster_master_stats_get(c, &st), 0);
-  return st;
-}
-
-/* Waits until exactly n restored segments still wait for their daemon. */
-static void await_pending(mc_cluster *c, int64_t n, double timeout_s) {
-  double until = now_seconds() + timeout_s;
-  mc_cluster_master_stats st;
-  for (;;) {
-    if (mc_cluster_master_stats_get(c, &st) == 0 && st.pending_segments == n) return;
-    if (now_seconds() > until) {
-      fail_msg("pending_segments %lld, not %lld, after %.0f s", (long long)st.pending_segments,
-               (long long)n, timeout_s);
-    }
-    usleep(50 * 1000);
-  }
 }
 
 /* Waits until every restored segment has been re-attached by its daemon. */
@@ -258,7 +143,7 @@ static void test_strict_loses_nothing_acknowledged(void **state) {
   put_many(b, "after", after, NULL);
   crash_and_restore(c);
 
-  assert_int_equal(stats(c).restored_objects, before + after);
+  assert_int_equal(master_stats(c).restored_objects, before + after);
   assert_all_read(a, "before", before);
   assert_all_read(b, "after", after);
   mooncake_store_t x = connect_app(c, 2, 64 * MiB);
@@ -365,17 +250,17 @@ static void test_relaxed_within_its_bound(void **state) {
    * Sync; polled rather than slept, so that a loaded machine's slow fdatasync says how slow
    * instead of failing. */
   double t0 = now_seconds();
-  mc_cluster_master_stats st = stats(c);
+  mc_cluster_master_stats st = master_stats(c);
   while (st.oplog_synced != st.oplog_sequence && now_seconds() - t0 < 3) {
     usleep(20 * 1000);
-    st = stats(c);
+    st = master_stats(c);
   }
   print_message("relaxed: %lld records durable %.0f ms after the last put returned\n",
                 (long long)st.oplog_sequence, (now_seconds() - t0) * 1000);
   assert_true(st.oplog_sequence >= count);
   assert_int_equal(st.oplog_synced, st.oplog_sequence);
   crash_and_restore(c);
-  mc_cluster_master_stats after = stats(c);
+  mc_cluster_master_stats after = master_stats(c);
   if (after.restored_objects != count) {
     fail_msg("restored %lld objects of %d", (long long)after.restored_objects, count);
   }
@@ -399,7 +284,7 @@ static void test_snapshot_only(void **state) {
   assert_int_equal(objects, 20000);
   put_many(a, "lost", 10000, NULL);
   crash_and_restore(c);
-  assert_int_equal(stats(c).restored_objects, 20000);
+  assert_int_equal(master_stats(c).restored_objects, 20000);
   assert_all_read(a, "kept", 20000);
   assert_all_missing(a, "lost", 10000);
   mooncake_store_destroy(a);
@@ -441,7 +326,7 @@ static void test_corrupted_latest_falls_back(void **state) {
     struct stat st;
     assert_int_equal(stat(path, &st), 0);
     assert_true(S_ISDIR(st.st_mode));
-    assert_int_equal(stats(c).restored_objects, 3 * n * (round + 1));
+    assert_int_equal(master_stats(c).restored_objects, 3 * n * (round + 1));
     for (int r = 0; r <= round; ++r) {
       for (int p = 0; p < 3; ++p) {
         snprintf(prefix, sizeof(prefix), "r%d-%s", r, phases[p]);
@@ -478,7 +363,7 @@ static void test_all_snapshots_corrupted(void **state) {
   assert_int_equal(log_lines_naming(c, "is not valid", s2), 1);
   assert_int_equal(count_log_lines(log, "restore: no valid snapshot", NULL), none + 1);
   assert_int_equal(count_log_lines(log, "starting empty", NULL), empty + 1);
-  mc_cluster_master_stats st = stats(c);
+  mc_cluster_master_stats st = master_stats(c);
   assert_int_equal(st.objects, 0);
   assert_int_equal(st.restored_objects, 0);
   assert_int_equal(st.pending_segments, 0);
@@ -562,7 +447,7 @@ static void test_snapshots_under_load(void **state) {
     assert_true(l[t].done > 100);
   }
   crash_and_restore(c);
-  assert_int_equal(stats(c).restored_objects, l[0].done + l[1].done);
+  assert_int_equal(master_stats(c).restored_objects, l[0].done + l[1].done);
   for (int t = 0; t < 2; ++t) {
     assert_all_read(l[t].s, l[0].prefix, l[0].done);
     assert_all_read(l[t].s, l[1].prefix, l[1].done);
@@ -607,7 +492,7 @@ static void test_daemon_dies_while_master_down(void **state) {
                 t.not_ready, t.missing);
   assert_int_equal(t.good, 0);
   if (read_at < GRACE_S - 1) assert_int_equal(t.not_ready, n); /* detached, not dropped */
-  assert_int_equal(stats(c).pending_segments, 1);
+  assert_int_equal(master_stats(c).pending_segments, 1);
 
   await_pending(c, 0, 15);
   double dropped_at = now_seconds() - restarted;

@@ -24,8 +24,7 @@
 #include "tests/cluster_test_util.h"
 
 #define MiB ((size_t)1 << 20)
-#define BATCH 128
-#define SIZE ((size_t)1024)
+#define SIZE MANY_SIZE /* put_many's values */
 #define PAUSE_S 15
 
 enum { A = 0, B = 1 };
@@ -40,90 +39,6 @@ static mc_cluster *start(void) {
   mc_cluster *c = mc_cluster_start_with(&o);
   assert_non_null(c);
   return c;
-}
-
-static void key_of(char *out, size_t n, const char *prefix, int i) {
-  snprintf(out, n, "%s/%05d", prefix, i);
-}
-
-static uint64_t seed_of(const char *prefix, int i) {
-  uint64_t h = 1469598103934665603ull; /* FNV-1a */
-  for (const char *p = prefix; *p != '\0'; ++p) h = (h ^ (unsigned char)*p) * 1099511628211ull;
-  return h + (uint64_t)i;
-}
-
-/* Puts prefix/0..count-1 (SIZE bytes each, its own pattern) in batches; all must be 0. */
-static void put_many(mooncake_store_t s, const char *prefix, int count,
-                     const mooncake_replicate_config_t *config) {
-  char *pool = mooncake_store_alloc(s, BATCH * SIZE);
-  assert_non_null(pool);
-  char names[BATCH][48];
-  const char *keys[BATCH];
-  void *bufs[BATCH];
-  size_t sizes[BATCH];
-  int results[BATCH];
-  for (int base = 0; base < count; base += BATCH) {
-    int n = count - base < BATCH ? count - base : BATCH;
-    for (int j = 0; j < n; ++j) {
-      key_of(names[j], sizeof(names[j]), prefix, base + j);
-      keys[j] = names[j];
-      bufs[j] = pool + (size_t)j * SIZE;
-      sizes[j] = SIZE;
-      fill_pattern(bufs[j], SIZE, seed_of(prefix, base + j));
-    }
-    assert_int_equal(
-        mooncake_store_batch_put_from(s, keys, bufs, sizes, (size_t)n, config, results), 0);
-    for (int j = 0; j < n; ++j) {
-      if (results[j] != 0) fail_msg("put %s: %d", keys[j], results[j]);
-    }
-  }
-  mooncake_store_free(s, pool);
-}
-
-/* Every one of prefix/0..count-1 reads back from s with exactly its bytes. */
-static void assert_all_read(mooncake_store_t s, const char *prefix, int count) {
-  char *pool = mooncake_store_alloc(s, BATCH * SIZE);
-  assert_non_null(pool);
-  char names[BATCH][48];
-  const char *keys[BATCH];
-  void *bufs[BATCH];
-  size_t sizes[BATCH];
-  int64_t results[BATCH];
-  for (int base = 0; base < count; base += BATCH) {
-    int n = count - base < BATCH ? count - base : BATCH;
-    for (int j = 0; j < n; ++j) {
-      key_of(names[j], sizeof(names[j]), prefix, base + j);
-      keys[j] = names[j];
-      bufs[j] = pool + (size_t)j * SIZE;
-      sizes[j] = SIZE;
-      memset(bufs[j], 0, SIZE);
-    }
-    assert_int_equal(mooncake_store_batch_get_into(s, keys, bufs, sizes, (size_t)n, results), 0);
-    for (int j = 0; j < n; ++j) {
-      if (results[j] != (int64_t)SIZE) fail_msg("get %s: %lld", keys[j], (long long)results[j]);
-      int64_t bad = check_pattern(bufs[j], SIZE, seed_of(prefix, base + j));
-      if (bad != -1) fail_msg("get %s: wrong byte at %lld", keys[j], (long long)bad);
-    }
-  }
-  mooncake_store_free(s, pool);
-}
-
-static mc_cluster_master_stats stats_of(const mc_cluster *c) {
-  mc_cluster_master_stats st;
-  assert_int_equal(mc_cluster_master_stats_get(c, &st), 0);
-  return st;
-}
-
-/* Polls the master until pending_segments is want (timeout_s at most); the last figures. */
-static mc_cluster_master_stats await_pending(const mc_cluster *c, int64_t want,
-                                             double timeout_s) {
-  mc_cluster_master_stats st = stats_of(c);
-  for (double deadline = now_seconds() + timeout_s;
-       st.pending_segments != want && now_seconds() < deadline;) {
-    usleep(100 * 1000);
-    st = stats_of(c);
-  }
-  return st;
 }
 
 static void put_small(mooncake_store_t s, const char *key) {
@@ -262,7 +177,7 @@ static void test_regex_never_stalls_the_master(void **state) {
   assert_all_read(a, "keep", 500);
   assert_int_equal(mooncake_store_is_exist(a, longest), 0);
   assert_int_equal(mooncake_store_is_exist(a, "t000-aaaaaaaaaaaaaaaaaaaaaaaaaaaaab"), 1);
-  mc_cluster_master_stats st = stats_of(c);
+  mc_cluster_master_stats st = master_stats(c);
   assert_int_equal(st.daemons, 2);
   assert_int_equal(st.pending_segments, 0);
   assert_int_equal(count_log_lines(mc_cluster_master_log(c), "silent for", NULL), 0);
@@ -296,7 +211,7 @@ static void test_master_stopped_loses_nothing(void **state) {
   /* The daemons are never detached: not at the resume, nor while their heartbeats come
    * back after it. */
   for (double until = now_seconds() + 3.0; now_seconds() < until;) {
-    mc_cluster_master_stats st = stats_of(c);
+    mc_cluster_master_stats st = master_stats(c);
     assert_int_equal(st.daemons, 2);
     assert_int_equal(st.pending_segments, 0);
     assert_int_equal(st.objects, 4000);
@@ -353,7 +268,7 @@ static void test_daemon_stopped_keeps_its_objects(void **state) {
     usleep(50 * 1000);
   }
   mooncake_store_free(a, out);
-  mc_cluster_master_stats st = stats_of(c);
+  mc_cluster_master_stats st = master_stats(c);
   print_message("%d reads of the stopped daemon's objects: %d answered -703, the slowest in "
                 "%.2f s\n", reads, not_ready, slowest);
   assert_int_equal(st.pending_segments, 1); /* detached, not dropped */
@@ -365,7 +280,8 @@ static void test_daemon_stopped_keeps_its_objects(void **state) {
   while (now_seconds() - paused_at < PAUSE_S) usleep(50 * 1000);
   assert_int_equal(mc_cluster_resume_daemon_at(c, B), 0);
 
-  st = await_pending(c, 0, 15);
+  await_pending(c, 0, 15);
+  st = master_stats(c);
   assert_int_equal(st.pending_segments, 0);
   assert_int_equal(st.daemons, 2);
   assert_int_equal(st.objects, 4000);

@@ -52,6 +52,20 @@ int FreeTcpPort() {
   return port;
 }
 
+int ListenOnLoopback(int* port) {
+  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in addr = Loopback(0);
+  socklen_t len = sizeof(addr);
+  // A deep backlog: some tests connect many peers before the server accepts any.
+  if (fd < 0 || bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 ||
+      listen(fd, 256) != 0 || getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+    if (fd >= 0) close(fd);
+    return -1;
+  }
+  *port = ntohs(addr.sin_port);
+  return fd;
+}
+
 std::string BuildPath(const std::string& relative) {
   const char* dir = std::getenv("MC_BUILD_DIR");
   return std::string(dir ? dir : "build") + "/" + relative;

@@ -18,6 +18,10 @@ namespace testing {
 // A TCP port on 127.0.0.1 that was free a moment ago.
 int FreeTcpPort();
 
+// A TCP socket listening on 127.0.0.1 at a port the kernel chose (*port), for tests that
+// serve in process; -1 when it cannot be had.
+int ListenOnLoopback(int* port);
+
 // $MC_BUILD_DIR/relative (CTest sets MC_BUILD_DIR to the build tree).
 std::string BuildPath(const std::string& relative);
 

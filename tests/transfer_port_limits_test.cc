@@ -4,8 +4,6 @@
 // never taken, per-peer caps (named by HELLO, or by source address), the handshake
 // deadline, and stalls mid-message dropped within the stall timeout on either side
 // (daemon/tcp_io.h). The same against real daemons: tests/transfer_limits_test.c.
-#include <arpa/inet.h>
-#include <netinet/in.h>
 #include <poll.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
@@ -28,6 +26,7 @@
 #include "daemon/transfer_protocol.h"
 #include "daemon/transfer_server.h"
 #include "tests/cmocka_cpp.h"
+#include "tests/process_harness.h"
 
 using namespace mooncake;
 using Clock = std::chrono::steady_clock;
@@ -44,17 +43,12 @@ double SecondsSince(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
 }
 
-int Listen(int* port) {
-  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  assert_int_equal(bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
-  assert_int_equal(listen(fd, 256), 0);
-  socklen_t len = sizeof(addr);
-  getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  *port = ntohs(addr.sin_port);
-  return fd;
+TransferConnections::Limits TableLimits(size_t max, size_t per_peer, size_t new_per_address) {
+  TransferConnections::Limits limits;
+  limits.max_connections = max;
+  limits.per_peer = per_peer;
+  limits.new_per_address = new_per_address;
+  return limits;
 }
 
 TransferServer::Options Limits(size_t max, size_t per_peer, size_t new_per_address,
@@ -62,9 +56,7 @@ TransferServer::Options Limits(size_t max, size_t per_peer, size_t new_per_addre
   TransferServer::Options o;
   o.stall_timeout_ms = stall_ms;
   o.handshake_timeout_ms = handshake_ms;
-  o.limits.max_connections = max;
-  o.limits.per_peer = per_peer;
-  o.limits.new_per_address = new_per_address;
+  o.limits = TableLimits(max, per_peer, new_per_address);
   return o;
 }
 
@@ -78,7 +70,8 @@ struct Owner {
     std::string error;
     segment = SegmentMemory::Create(kSegmentSize, &error);
     assert_non_null(segment.get());
-    int fd = Listen(&port);
+    int fd = testing::ListenOnLoopback(&port);
+    assert_true(fd >= 0);
     std::shared_ptr<SegmentMemory> s = segment;
     server.reset(new TransferServer(
         fd, [s](int64_t id) { return id == kSegmentId ? s : nullptr; }, options));
@@ -203,11 +196,7 @@ struct Pair {
 };
 
 void test_table_takes_new_connections_first_then_the_longest_idle(void**) {
-  TransferConnections::Limits limits;
-  limits.max_connections = 3;
-  limits.per_peer = 2;
-  limits.new_per_address = 2;
-  TransferConnections t(limits);
+  TransferConnections t(TableLimits(3, 2, 2));
   Pair p[6];
   bool took = false;
   // The new connections of one address: the third takes the place of the first.
@@ -259,11 +248,7 @@ void test_table_takes_new_connections_first_then_the_longest_idle(void**) {
 // A named peer at its cap: a waiting connection of its own gives way; when all are busy
 // the newcomer is refused. Other peers are not touched either way.
 void test_table_per_peer_cap(void**) {
-  TransferConnections::Limits limits;
-  limits.max_connections = 100;
-  limits.per_peer = 2;
-  limits.new_per_address = 100;
-  TransferConnections t(limits);
+  TransferConnections t(TableLimits(100, 2, 100));
   Pair p[5];
   std::vector<std::shared_ptr<TransferConnections::Connection>> c;
   bool took = false;
@@ -504,7 +489,8 @@ void test_server_drops_a_stalled_request_within_the_stall_timeout(void**) {
 // within the stall timeout, and a transfer never runs past its deadline.
 void test_client_gives_up_on_a_stalled_owner_within_the_stall_timeout(void**) {
   int port = 0;
-  int listen_fd = Listen(&port);
+  int listen_fd = testing::ListenOnLoopback(&port);
+  assert_true(listen_fd >= 0);
   std::atomic<bool> done{false};
   // Answers HELLO, then a READ with its header and half its bytes, then nothing.
   auto serve = [&](int fd) {

@@ -76,13 +76,7 @@ int GroupTeardown(void** state) {
   auto* f = static_cast<Fixture*>(*state);
   g_b->Resume();
   g_b->Stop(SIGKILL, 2000);
-  if (f->daemon.running()) f->daemon.Stop(SIGKILL, 2000);
-  f->master.Stop(SIGTERM, 5000);
-  if (std::getenv("MC_KEEP_TEST_DIR") == nullptr) {
-    harness::RemoveTree(f->dir);
-  } else {
-    std::printf("logs kept in %s\n", f->dir.c_str());
-  }
+  StopFixture(f);
   delete g_b;
   delete g_b_socket;
   delete f;

@@ -63,7 +63,7 @@ static void put_on_b(mc_cluster *c, const char *key, uint64_t seed) {
 typedef struct pending_get {
   mooncake_store_t store;
   const char *key;
-  char *buffer; /* VALUE bytes */
+  char *buffer; /* VALUE bytes, malloc'd; the test frees it */
   int64_t result;
   pthread_t thread;
 } pending_get;
@@ -74,14 +74,21 @@ static void *run_get(void *arg) {
   return NULL;
 }
 
-static void start_get(pending_get *g, mooncake_store_t store, const char *key, char *buffer) {
-  g->store = store;
+/* Puts key (pattern seed) on B, stops B and starts A's get of it: the copy into A's
+ * staging block hangs in mid-transfer until B resumes. Returns A's handle (pool POOL). */
+static mooncake_store_t start_hung_get(pending_get *g, mc_cluster *c, const char *key,
+                                       uint64_t seed) {
+  put_on_b(c, key, seed);
+  mooncake_store_t a = connect_app(c, A, POOL);
+  assert_int_equal(mc_cluster_pause_daemon_at(c, B), 0);
+  g->store = a;
   g->key = key;
-  g->buffer = buffer;
+  g->buffer = malloc(VALUE);
   g->result = 1;
   assert_int_equal(pthread_create(&g->thread, NULL, run_get, g), 0);
   /* Long enough for A to have asked the master and started reading from the stopped B. */
   usleep(1000 * 1000);
+  return a;
 }
 
 /* Whether process pid's command line names socket_path (the daemon serving it). */
@@ -150,12 +157,8 @@ static int all_bytes_are(const char *p, size_t n, char value) {
 static void test_lost_connection_keeps_the_block_until_the_daemon_is_done(void **state) {
   (void)state;
   mc_cluster *c = start_cluster();
-  put_on_b(c, "staging-lost", 71);
-  mooncake_store_t a = connect_app(c, A, POOL);
-  assert_int_equal(mc_cluster_pause_daemon_at(c, B), 0);
-  char *outside = malloc(VALUE);
   pending_get g;
-  start_get(&g, a, "staging-lost", outside);
+  mooncake_store_t a = start_hung_get(&g, c, "staging-lost", 71);
 
   int fd = socket_connected_to(mc_cluster_socket_at(c, A));
   assert_true(fd >= 0);
@@ -178,9 +181,9 @@ static void test_lost_connection_keeps_the_block_until_the_daemon_is_done(void *
   /* The handle works on as before. */
   mooncake_store_free(a, back);
   mooncake_store_free(a, mine);
-  assert_int_equal(mooncake_store_get_into(a, "staging-lost", outside, VALUE), (int64_t)VALUE);
-  assert_int_equal(check_pattern(outside, VALUE, 71), -1);
-  free(outside);
+  assert_int_equal(mooncake_store_get_into(a, "staging-lost", g.buffer, VALUE), (int64_t)VALUE);
+  assert_int_equal(check_pattern(g.buffer, VALUE, 71), -1);
+  free(g.buffer);
   mooncake_store_destroy(a);
   mc_cluster_stop(c);
 }
@@ -190,12 +193,8 @@ static void test_lost_connection_keeps_the_block_until_the_daemon_is_done(void *
 static void test_daemon_death_gives_the_block_back(void **state) {
   (void)state;
   mc_cluster *c = start_cluster();
-  put_on_b(c, "staging-death", 72);
-  mooncake_store_t a = connect_app(c, A, POOL);
-  assert_int_equal(mc_cluster_pause_daemon_at(c, B), 0);
-  char *outside = malloc(VALUE);
   pending_get g;
-  start_get(&g, a, "staging-death", outside);
+  mooncake_store_t a = start_hung_get(&g, c, "staging-death", 72);
 
   mc_cluster_kill_daemon_at(c, A, SIGKILL);
   pthread_join(g.thread, NULL);
@@ -206,7 +205,7 @@ static void test_daemon_death_gives_the_block_back(void **state) {
   assert_non_null(second);  /* both halves: the staging block came back */
 
   assert_int_equal(mc_cluster_resume_daemon_at(c, B), 0);
-  free(outside);
+  free(g.buffer);
   mooncake_store_destroy(a);
   mc_cluster_stop(c);
 }
