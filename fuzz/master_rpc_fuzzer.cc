@@ -17,6 +17,11 @@
 //    sizes of 1..4 GiB, 1..64 replicas, checksums up to 2^32-1, segments of size > 0;
 //  - a reservation or replica list names distinct attached segments and ranges inside
 //    them, of the object's size; GetAllSegments never shows an incarnation;
+//  - a change's reply (UpsertEnd, the removals) never names its caller as a cache holder,
+//    gives each holder time left, and key indices only within a BatchRemove's batch;
+//  - a drain batch moves distinct keys from ranges inside the draining segment to
+//    PROCESSING ranges in other attached segments; CommitMoves and RevokeMoves answer
+//    one code per key;
 //  - the stats agree with the segments (used <= size each; capacity sums every segment,
 //    used the attached ones' while none is detached);
 // at every restart:
@@ -132,8 +137,13 @@ class CheckedHandler : public RpcHandler {
     return CheckEnd(RpcHandler::PutEnd(writer, key, checksum), key, checksum);
   }
 
-  int32_t UpsertEnd(int64_t writer, const std::string& key, int64_t checksum) override {
-    return CheckEnd(RpcHandler::UpsertEnd(writer, key, checksum), key, checksum);
+  void UpsertEnd(rpc::ChangeResult& out, int64_t writer, const std::string& key,
+                 int64_t checksum) override {
+    RpcHandler::UpsertEnd(out, writer, key, checksum);
+    FUZZ_CHECK(out.code == static_cast<int32_t>(out.code), "UpsertEnd answered %lld",
+               static_cast<long long>(out.code));
+    CheckEnd(static_cast<int32_t>(out.code), key, checksum);
+    CheckHolders(out.holders, writer, 0);
   }
 
   void BatchPutEnd(std::vector<int32_t>& out, int64_t writer,
@@ -150,14 +160,15 @@ class CheckedHandler : public RpcHandler {
     }
   }
 
-  void GetReplicaList(rpc::ReplicaListResult& out, const std::string& key) override {
-    RpcHandler::GetReplicaList(out, key);
+  void GetReplicaList(rpc::ReplicaListResult& out, const std::string& key,
+                      int64_t reader) override {
+    RpcHandler::GetReplicaList(out, key, reader);
     CheckReplicaList(out, key);
   }
 
   void BatchGetReplicaList(std::vector<rpc::ReplicaListResult>& out,
-                           const std::vector<std::string>& keys) override {
-    RpcHandler::BatchGetReplicaList(out, keys);
+                           const std::vector<std::string>& keys, int64_t reader) override {
+    RpcHandler::BatchGetReplicaList(out, keys, reader);
     FUZZ_CHECK(out.size() == keys.size(), "BatchGetReplicaList: %zu results for %zu keys",
                out.size(), keys.size());
     for (size_t i = 0; i < keys.size(); ++i) CheckReplicaList(out[i], keys[i]);
@@ -170,11 +181,82 @@ class CheckedHandler : public RpcHandler {
     return rc;
   }
 
-  int64_t RemoveByRegex(const std::string& pattern, bool force) override {
-    return CheckCount(RpcHandler::RemoveByRegex(pattern, force));
+  void Remove(rpc::ChangeResult& out, const std::string& key, bool force,
+              int64_t caller) override {
+    RpcHandler::Remove(out, key, force, caller);
+    FUZZ_CHECK(out.code <= 0 && (out.code != 0 || ValidKey(key)),
+               "Remove of a %zu-byte key answered %lld", key.size(),
+               static_cast<long long>(out.code));
+    CheckHolders(out.holders, caller, 0);
   }
 
-  int64_t RemoveAll(bool force) override { return CheckCount(RpcHandler::RemoveAll(force)); }
+  void BatchRemove(rpc::BatchChangeResult& out, const std::vector<std::string>& keys, bool force,
+                   int64_t caller) override {
+    RpcHandler::BatchRemove(out, keys, force, caller);
+    FUZZ_CHECK(out.codes.size() == keys.size(), "BatchRemove: %zu results for %zu keys",
+               out.codes.size(), keys.size());
+    CheckHolders(out.holders, caller, keys.size());
+  }
+
+  void RemoveByRegex(rpc::ChangeResult& out, const std::string& pattern, bool force,
+                     int64_t caller) override {
+    RpcHandler::RemoveByRegex(out, pattern, force, caller);
+    CheckCount(out.code);
+    CheckHolders(out.holders, caller, 0);
+  }
+
+  void RemoveAll(rpc::ChangeResult& out, bool force, int64_t caller) override {
+    RpcHandler::RemoveAll(out, force, caller);
+    CheckCount(out.code);
+    CheckHolders(out.holders, caller, 0);
+  }
+
+  void DrainSegment(rpc::DrainBatchResult& out, int64_t daemon_id, int64_t segment_id,
+                    int64_t cursor, int32_t max_moves,
+                    const std::vector<std::string>& avoided_segments) override {
+    RpcHandler::DrainSegment(out, daemon_id, segment_id, cursor, max_moves, avoided_segments);
+    if (out.code != 0) {
+      FUZZ_CHECK(out.code < 0 && out.moves.empty(), "DrainSegment answered %d with %zu moves",
+                 out.code, out.moves.size());
+      return;
+    }
+    FUZZ_CHECK(cursor >= 0 && max_moves > 0 && out.next_cursor >= -1 && out.stranded >= 0 &&
+                   out.shed >= 0 && out.busy >= 0,
+               "DrainSegment from %lld (%d moves) answered cursor %lld, counts %lld %lld %lld",
+               static_cast<long long>(cursor), max_moves, static_cast<long long>(out.next_cursor),
+               static_cast<long long>(out.stranded), static_cast<long long>(out.shed),
+               static_cast<long long>(out.busy));
+    int64_t from_size = -1;
+    for (const SegmentRecord& s : service_->ExportSegments()) {
+      if (s.segment_id == segment_id) from_size = s.size;
+    }
+    FUZZ_CHECK(from_size > 0, "drained segment %lld is not known",
+               static_cast<long long>(segment_id));
+    std::set<std::string> keys;
+    for (const rpc::SegmentMove& m : out.moves) {
+      FUZZ_CHECK(ValidKey(m.key) && keys.insert(m.key).second, "a move of a %zu-byte key, or twice",
+                 m.key.size());
+      FUZZ_CHECK(m.size > 0 && m.from_offset >= 0 && m.size <= from_size &&
+                     m.from_offset <= from_size - m.size,
+                 "a move from [%lld, +%lld) of segment %lld of %lld bytes",
+                 static_cast<long long>(m.from_offset), static_cast<long long>(m.size),
+                 static_cast<long long>(segment_id), static_cast<long long>(from_size));
+      FUZZ_CHECK(m.to.segment_id != segment_id, "a move within the draining segment");
+      CheckReplicas({m.to}, m.size, rpc::ReplicaStatus::PROCESSING, "move target");
+    }
+  }
+
+  void CommitMoves(std::vector<int32_t>& out, int64_t daemon_id, int64_t segment_id,
+                   const std::vector<std::string>& keys) override {
+    RpcHandler::CommitMoves(out, daemon_id, segment_id, keys);
+    CheckMoveCodes(out, keys, "CommitMoves");
+  }
+
+  void RevokeMoves(std::vector<int32_t>& out, int64_t daemon_id, int64_t segment_id,
+                   const std::vector<std::string>& keys) override {
+    RpcHandler::RevokeMoves(out, daemon_id, segment_id, keys);
+    CheckMoveCodes(out, keys, "RevokeMoves");
+  }
 
   void GetStats(rpc::MasterStats& out) override {
     RpcHandler::GetStats(out);
@@ -237,6 +319,33 @@ class CheckedHandler : public RpcHandler {
                "published a %zu-byte key with checksum %lld", key.size(),
                static_cast<long long>(checksum));
     return rc;
+  }
+
+  // The holders a change names: never its caller, each with time left on its lease, key
+  // indices (batch_size > 0: BatchRemove) only within the batch.
+  void CheckHolders(const std::vector<rpc::CacheHolder>& holders, int64_t caller,
+                    size_t batch_size) {
+    for (const rpc::CacheHolder& h : holders) {
+      FUZZ_CHECK(caller == 0 || h.daemon_id != caller, "a change names its caller %lld",
+                 static_cast<long long>(caller));
+      FUZZ_CHECK(h.ms_left > 0, "a holder with %lld ms left", static_cast<long long>(h.ms_left));
+      FUZZ_CHECK(batch_size > 0 || h.keys.empty(), "%zu key indices outside a batch",
+                 h.keys.size());
+      for (int32_t k : h.keys) {
+        FUZZ_CHECK(k >= 0 && static_cast<size_t>(k) < batch_size,
+                   "key index %d in a batch of %zu", k, batch_size);
+      }
+    }
+  }
+
+  void CheckMoveCodes(const std::vector<int32_t>& out, const std::vector<std::string>& keys,
+                      const char* what) {
+    FUZZ_CHECK(out.size() == keys.size(), "%s: %zu results for %zu keys", what, out.size(),
+               keys.size());
+    for (size_t i = 0; i < out.size(); ++i) {
+      FUZZ_CHECK(out[i] <= 0 && (out[i] != 0 || ValidKey(keys[i])), "%s answered %d", what,
+                 out[i]);
+    }
   }
 
   int64_t CheckCount(int64_t removed) {

@@ -14,7 +14,7 @@ namespace {
 bool SameSegment(const SegmentRecord& a, const SegmentRecord& b) {
   if (a.segment_id != b.segment_id || a.name != b.name || a.base != b.base || a.size != b.size ||
       a.daemon_id != b.daemon_id || a.incarnation != b.incarnation ||
-      a.endpoints.size() != b.endpoints.size()) {
+      a.lent_by_client != b.lent_by_client || a.endpoints.size() != b.endpoints.size()) {
     return false;
   }
   for (size_t i = 0; i < a.endpoints.size(); ++i) {

@@ -6,6 +6,7 @@
 
 #include "common/flags.h"
 #include "common/uds_ops.h"
+#include "daemon/cache_invalidator.h"
 #include "daemon/daemon_options.h"
 #include "daemon/rdma_endpoint.h"
 #include "daemon/transfer_protocol.h"
@@ -82,6 +83,8 @@ std::vector<std::pair<std::string, std::string>> EveryOp() {
   uds::BatchRemoveArgs batch_remove;
   batch_remove.keys = {"a", "b"};
   ops.emplace_back("batch-remove", Request(23, uds::Op::kBatchRemove, batch_remove));
+  ops.emplace_back("unmount-segments", Request(24, uds::Op::kUnmountSegments, uds::NoArgs{}));
+  ops.emplace_back("pool-fence", Request(25, uds::Op::kPoolFence, uds::NoArgs{}));
   return ops;
 }
 
@@ -141,6 +144,18 @@ Seeds TransferHeaderSeeds() {
   char out[transfer::kReplyHeaderSize];
   transfer::EncodeReply(reply, out);
   seeds.emplace_back("seed-reply", std::string(out, sizeof(out)));
+  transfer::Hello hello;
+  hello.daemon_name = "10.0.0.1:12300";
+  const std::string hello_payload = transfer::EncodeHello(hello);
+  seeds.emplace_back("seed-hello", hello_payload);
+  seeds.emplace_back("seed-hello-request",
+                     request(transfer::Op::kHello, 0, hello_payload.size()) + hello_payload);
+  const std::vector<std::string> keys = {"key-1", "key-2", std::string(100, 'k')};
+  seeds.emplace_back("seed-invalidate-keys",
+                     invalidation::EncodeKeys(keys, {}, transfer::kMaxControlPayload)[0]);
+  seeds.emplace_back("seed-invalidate-everything", invalidation::EncodeEverything());
+  seeds.emplace_back("seed-lines", "\x20\x01key-1\nkey-2\n\n10.0.0.2:12300\n" +
+                                       std::string(100, 'k'));
   RdmaSegmentDescriptor d;
   d.mtu = 5;
   d.lid = 3;

@@ -255,7 +255,9 @@ Seeds StateRecordsSeeds() {
   std::string segments;
   AppendArrayHeader(&segments, 2);
   AppendSegment(&segments, SegmentRec(11, 1 << 20));
-  AppendSegment(&segments, SegmentRec(12, 64 << 10));
+  SegmentRecord lent = SegmentRec(12, 64 << 10);
+  lent.lent_by_client = true;
+  AppendSegment(&segments, lent);
   seeds.emplace_back("seed-segments", segments);
   std::string objects;
   const ReplicaRecord replicas[] = {{11, 0, 0}, {12, 128, 1}};
@@ -290,10 +292,10 @@ Seeds MasterRpcSeeds() {
     Daemon(s, 1);
     s.Now().send_PutStart(1, "key-1", 4096, Config());
     s.Now().send_PutEnd(1, "key-1", 0x1234abcd);
-    s.Now().send_GetReplicaList("key-1");
+    s.Now().send_GetReplicaList("key-1", 0);
     s.Now().send_ExistKey("key-1");
     s.At(3).send_Heartbeat(1);
-    s.Now().send_Remove("key-1", false);
+    s.Now().send_Remove("key-1", false, 1);
     s.Now().send_GetStats();
     s.Now().send_GetAllSegments();
     s.Now().send_UnmountSegment(1, 11);
@@ -308,10 +310,10 @@ Seeds MasterRpcSeeds() {
     two.avoided_segments = {Name(3)};
     s.Now().send_BatchPutStart(1, {"a", "b", "c"}, {100, 20000, 300000}, two);
     s.Now().send_BatchPutEnd(1, {"a", "b", "c"}, {1, 2, -1});
-    s.Now().send_BatchGetReplicaList({"a", "b", "c", "missing"});
+    s.Now().send_BatchGetReplicaList({"a", "b", "c", "missing"}, 2);
     s.Now().send_BatchExistKey({"a", "missing"});
     s.At(3).send_BatchPutRevoke(1, {"c"});
-    s.Now().send_BatchRemove({"a", "b"}, true);
+    s.Now().send_BatchRemove({"a", "b"}, true, 1);
     seeds.emplace_back("seed-batches", s.bytes());
   }
   {  // an upsert replacing a value that is being read
@@ -319,11 +321,11 @@ Seeds MasterRpcSeeds() {
     Daemon(s, 1);
     s.Now().send_PutStart(1, "k", 1000, Config());
     s.Now().send_PutEnd(1, "k", -1);
-    s.Now().send_GetReplicaList("k");
+    s.Now().send_GetReplicaList("k", 0);
     s.Now().send_UpsertStart(1, "k", 5000, Config());
-    s.Now().send_GetReplicaList("k");
+    s.Now().send_GetReplicaList("k", 0);
     s.Now().send_UpsertEnd(1, "k", 77);
-    s.Now().send_GetReplicaList("k");
+    s.Now().send_GetReplicaList("k", 0);
     s.Now().send_UpsertStart(1, "k", 10, Config());
     s.At(2, true).send_UpsertRevoke(1, "k");
     seeds.emplace_back("seed-upsert", s.bytes());
@@ -341,10 +343,10 @@ Seeds MasterRpcSeeds() {
       s.Now().send_PutStart(1, key, 10000, i % 3 == 0 ? soft : i % 3 == 1 ? hard : Config());
       s.Now().send_PutEnd(1, key, i);
     }
-    s.Now().send_GetReplicaList("obj-0");
+    s.Now().send_GetReplicaList("obj-0", 0);
     s.At(3, true).send_GetStats();
-    s.At(5, true).send_RemoveAll(false);
-    s.Now().send_RemoveByRegex("^obj-[0-9]+$", true);
+    s.At(5, true).send_RemoveAll(false, 0);
+    s.Now().send_RemoveByRegex("^obj-[0-9]+$", true, 1);
     seeds.emplace_back("seed-eviction", s.bytes());
   }
   {  // a daemon that falls silent, and one replaced at the same endpoint
@@ -355,7 +357,7 @@ Seeds MasterRpcSeeds() {
     s.Now().send_PutEnd(2, "on-2", -1);
     s.At(6, true).send_Heartbeat(1);
     s.At(6, true).send_Heartbeat(1);
-    s.At(6, true).send_GetReplicaList("on-2");
+    s.At(6, true).send_GetReplicaList("on-2", 0);
     s.Now().send_RegisterDaemon(3, Name(1));
     s.Now().send_Heartbeat(1);
     s.Now().send_MountSegment(Segment(3, 31, 1 << 20));
@@ -384,17 +386,61 @@ Seeds MasterRpcSeeds() {
       s.Now().send_PutStart(1, key, 4096, Config(2));
       s.Now().send_PutEnd(1, key, -1);
     }
-    s.AfterSnapshot().send_Remove("a", true);
+    s.AfterSnapshot().send_Remove("a", true, 0);
     s.Now().send_PutStart(1, "d", 100, Config());
     s.Now().send_PutEnd(1, "d", 5);
     s.AfterRestart().send_Heartbeat(1);
     s.Now().send_RegisterDaemon(1, Name(1));
     s.Now().send_MountSegment(Segment(1, 11, 1 << 20));
-    s.Now().send_GetReplicaList("b");
+    s.Now().send_GetReplicaList("b", 0);
     for (int i = 0; i < 3; ++i) s.At(6, true).send_Heartbeat(1);  // past the re-attach grace
     s.Now().send_GetAllSegments();
     s.AfterRestart().send_GetStats();
     seeds.emplace_back("seed-restart", s.bytes());
+  }
+  {  // read caches: daemon 2 caches what it reads; changes by daemon 1 name it
+    RpcScript s;
+    Daemon(s, 1);
+    Daemon(s, 2);
+    for (const char* key : {"a", "b", "c"}) {
+      s.Now().send_PutStart(1, key, 4096, Config());
+      s.Now().send_PutEnd(1, key, -1);
+    }
+    s.Now().send_GetReplicaList("a", 2);
+    s.Now().send_BatchGetReplicaList({"b", "c"}, 2);
+    s.Now().send_UpsertStart(1, "a", 2048, Config());
+    s.Now().send_UpsertEnd(1, "a", 9);
+    s.Now().send_Remove("a", false, 1);
+    s.Now().send_BatchRemove({"c", "b", "missing"}, true, 1);
+    s.Now().send_GetReplicaList("b", 2);
+    s.At(1).send_RemoveByRegex("^[a-c]$", true, 1);
+    s.AfterRestart().send_RemoveAll(true, 2);
+    seeds.emplace_back("seed-cache-holders", s.bytes());
+  }
+  {  // a segment drained into another (one a client lent) before its daemon unmounts it
+    RpcScript s;
+    Daemon(s, 1);
+    Daemon(s, 2);
+    rpc::SegmentInfo lent = Segment(2, 22, 1 << 20);
+    lent.lent_by_client = true;
+    s.Now().send_MountSegment(lent);
+    rpc::ReplicateConfig on1 = Config();
+    on1.preferred_segments = {Name(1)};
+    for (const char* key : {"a", "b", "c", "d"}) {
+      s.Now().send_PutStart(1, key, 4096, on1);
+      s.Now().send_PutEnd(1, key, -1);
+    }
+    s.Now().send_DrainSegment(1, 11, 0, 64, {Name(3)});  // the whole walk: every object
+    s.Now().send_CommitMoves(1, 11, {"a", "b"});
+    s.Now().send_RevokeMoves(1, 11, {"c", "d"});
+    s.Now().send_DrainSegment(1, 11, 0, 1, {Name(2)});   // a walk of a shard or two
+    s.Now().send_DrainSegment(1, 11, 0, 64, {});
+    s.Now().send_CommitMoves(1, 11, {"c", "missing"});
+    s.Now().send_DrainSegment(2, 11, 0, 64, {});         // not daemon 2's
+    s.Now().send_GetReplicaList("a", 0);
+    s.Now().send_UnmountSegment(1, 11);
+    s.Now().send_GetAllSegments();
+    seeds.emplace_back("seed-drain", s.bytes());
   }
   return seeds;
 }

@@ -3,7 +3,8 @@
 // sent through a real socket pair in pieces, uds::FrameReader cuts what arrives into
 // frames, uds::ParseMessage reads each as [id, head, args], the first must be HELLO and
 // parse as HelloArgs, and every later one must name an op whose Args parse
-// (common/uds_ops.h). Where the daemon would close the connection, the input ends.
+// (common/uds_ops.h, and POOL_FENCE). Where the daemon would close the connection, the
+// input ends.
 //
 // Invariants:
 //  - framing: FrameReader returns exactly the frames a plain reading of the length
@@ -11,7 +12,8 @@
 //    prefix exactly when one comes up before the bytes run out;
 //  - ParseMessage accepts only [uint, int, array] with nothing after it (docs/protocol.md:
 //    trailing bytes are malformed), and a message it accepts, packed again, parses back
-//    equal;
+//    equal; ParseMessageInPlace (the daemon's) accepts the same frames, reading the same
+//    id, head and arguments, and a refusal says why;
 //  - an op's Args (and, read as results, its Reply) that parse hold no list over
 //    kMaxBatch, and packed again by RequestFrame parse back to the same bytes.
 #include <sys/socket.h>
@@ -109,6 +111,10 @@ bool ParseOp(const Message& m) {
   }
     MC_UDS_OPS(MC_FUZZ_OP_)
 #undef MC_FUZZ_OP_
+    case static_cast<int64_t>(Op::kPoolFence): {  // UdsServer::OnPoolFence
+      NoArgs none;
+      return ParseFields(m.args, &none);
+    }
     default:
       return false;
   }
@@ -153,9 +159,21 @@ std::string PackAgain(const Message& m) {
 
 // One frame's payload, as UdsServer::OnFrame takes it; false when the daemon would close.
 bool OnFrame(const std::string& payload, bool* hello_done) {
-  Message m;
-  const bool parsed = ParseMessage(payload.data(), payload.size(), &m);
-  if (!parsed) return false;
+  // The daemon parses in place (UdsServer::OnFrame); the copying parse must agree.
+  Message m, in_place;
+  std::string why, why_in_place;
+  const bool parsed = ParseMessage(payload.data(), payload.size(), &m, &why);
+  const bool parsed_in_place =
+      ParseMessageInPlace(payload.data(), payload.size(), &in_place, &why_in_place);
+  FUZZ_CHECK(parsed == parsed_in_place, "ParseMessage %d, ParseMessageInPlace %d", parsed,
+             parsed_in_place);
+  if (!parsed) {
+    FUZZ_CHECK(!why.empty() && !why_in_place.empty(), "a frame refused without a reason");
+    return false;
+  }
+  FUZZ_CHECK(in_place.id == m.id && in_place.head == m.head &&
+                 in_place.args.size() == m.args.size(),
+             "the two parses read different messages");
   // Where the first value of the payload ends (counts bounded as ParseMessage bounds them:
   // msgpack allocates for them up front).
   size_t consumed = 0;
@@ -248,8 +266,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     FrameReader::Status status = reader.ReadFrom(sv[1]);
     FUZZ_CHECK(status == FrameReader::Status::kOk || status == FrameReader::Status::kWouldBlock,
                "ReadFrom of a live socket pair: status %d", static_cast<int>(status));
-    std::string payload;
-    while (open && reader.Next(&payload, &oversized)) {
+    const char* at = nullptr;
+    size_t length = 0;
+    while (open && reader.Next(&at, &length, &oversized)) {
+      std::string payload(at, length);
       FUZZ_CHECK(payload.size() <= kMaxFrameBytes, "a %zu-byte frame", payload.size());
       FUZZ_CHECK(frames.size() < expected.size() && payload == expected[frames.size()],
                  "frame %zu differs from the length prefixes' reading", frames.size());

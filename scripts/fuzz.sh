@@ -37,7 +37,7 @@ done
 # What each harness needs its inputs to reach: -max_len (bytes) for each.
 declare -A max_len=(
   [uds_frame_fuzzer]=131072        # a batch of uds::kMaxBatch entries and more
-  [transfer_header_fuzzer]=256
+  [transfer_header_fuzzer]=2048    # a HELLO payload of kMaxHelloPayload and more
   [master_rpc_fuzzer]=8192
   [flags_fuzzer]=4096
   [state_records_fuzzer]=8192

@@ -22,7 +22,9 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <memory>
 #include <string>
@@ -251,6 +253,13 @@ void test_config_key_that_is_not_a_name_is_an_error(void**) {
 }  // namespace
 
 int main() {
+  // Run by hand (from build/ or anywhere), it finds the binaries it spawns next to itself
+  // (<build>/tests/fuzz_findings_test); ctest sets MC_BUILD_DIR.
+  std::error_code ignored;
+  const std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", ignored);
+  if (std::getenv("MC_BUILD_DIR") == nullptr && !self.empty()) {
+    setenv("MC_BUILD_DIR", self.parent_path().parent_path().c_str(), 0);
+  }
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_frame_declaring_more_entries_than_bytes_is_refused),
       cmocka_unit_test(test_frame_with_bytes_after_the_message_is_refused),
