@@ -16,7 +16,11 @@ ClientConnection::ClientConnection(int fd, uint64_t id, Teardown teardown)
     : fd_(fd), id_(id), teardown_(std::move(teardown)) {
   struct ucred cred;
   socklen_t len = sizeof(cred);
-  if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) == 0) peer_pid_ = cred.pid;
+  if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) == 0) {
+    peer_pid_ = cred.pid;
+    peer_uid_ = cred.uid;
+    peer_gid_ = cred.gid;
+  }
 }
 
 ClientConnection::~ClientConnection() {

@@ -79,7 +79,10 @@ class ClientConnection : public std::enable_shared_from_this<ClientConnection> {
 
   uint64_t id() const { return id_; }
   int fd() const { return fd_; }
+  // Who connected, as the kernel saw it at connect (SO_PEERCRED); -1 when unknown.
   pid_t peer_pid() const { return peer_pid_; }
+  uid_t peer_uid() const { return peer_uid_; }
+  gid_t peer_gid() const { return peer_gid_; }
 
   // ---- handshake and pool ----
   // Maps the pool passed at HELLO: a memfd sealed against shrinking and growing, of
@@ -195,6 +198,8 @@ class ClientConnection : public std::enable_shared_from_this<ClientConnection> {
   const uint64_t id_;
   const Teardown teardown_;
   pid_t peer_pid_ = 0;
+  uid_t peer_uid_ = static_cast<uid_t>(-1);
+  gid_t peer_gid_ = static_cast<gid_t>(-1);
 
   char* pool_ = nullptr;  // set once at HELLO, before any other request runs
   uint64_t pool_size_ = 0;

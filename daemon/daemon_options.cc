@@ -51,6 +51,9 @@ void RegisterDaemonFlags(FlagSet* f, DaemonOptions* o) {
             "room for new peers)");
   f->AddBool("checksum", &o->checksum,
              "store a CRC32C of every value put through this daemon; gets verify it (-801)");
+  f->AddString("cluster_key_file", &o->cluster_key_file,
+               "file (mode 0600) of the key every master and daemon of the cluster shares; "
+               "peers prove it at connect (default: none, loopback peers only)");
   f->AddChoice("log_level", &o->log_level, {"debug", "info", "warning", "error"},
                "least severe level logged");
 }

@@ -36,6 +36,7 @@ struct DaemonOptions {
   int64_t transfer_connections = 64;     // TCP connections per peer, at most (each way)
   int64_t transfer_max_connections = 1024;  // connections to this daemon's transfer port
   bool checksum = false;                 // CRC32C at put, verified at get
+  std::string cluster_key_file;          // "" = no key: loopback peers only (docs/security.md)
   std::string log_level = "info";
 
   // Filled by ValidateDaemonOptions from the strings above.

@@ -22,6 +22,7 @@
 #include <thread>
 #include <vector>
 
+#include "common/cluster_key.h"
 #include "common/error_code.h"
 #include "common/logging.h"
 #include "common/process_setup.h"
@@ -164,6 +165,8 @@ int main(int argc, char** argv) {
   }
   InitLogging(options.log_level);
   RouteThriftOutputToDebugLog();
+  std::shared_ptr<const ClusterKey> cluster_key;
+  if (!LoadClusterKeyForProcess(options.cluster_key_file, &cluster_key)) return 2;
   std::string limit_message;
   uint64_t descriptors = RaiseDescriptorLimit(&limit_message);
   MC_LOG_INFO("%s", limit_message.c_str());

@@ -76,6 +76,9 @@ extern "C" {
   X(KEYS_ULTRA_LIMIT, -1203, "too many keys")                                              \
   X(RESOURCE_LIMIT_EXCEEDED, -1300, "a daemon resource limit would be exceeded")           \
   X(TOO_MANY_CONNECTIONS, -1305, "too many connections from one peer")                     \
+  X(UNAUTHENTICATED, -1400, "peer not admitted: no or a wrong proof of the cluster key")   \
+  X(PERMISSION_DENIED, -1401, "caller not allowed here (its uid or gid, or its tenant)")   \
+  X(QUOTA_EXCEEDED, -1402, "the tenant's memory quota would be exceeded")                  \
   X(SERIALIZE_UNSUPPORTED, -1500, "serialization unsupported")                             \
   X(SERIALIZE_FAIL, -1501, "serialization failed")                                         \
   X(DESERIALIZE_FAIL, -1502, "deserialization failed")                                     \

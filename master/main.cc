@@ -24,6 +24,7 @@
 #include <memory>
 #include <thread>
 
+#include "common/cluster_key.h"
 #include "common/logging.h"
 #include "common/process_setup.h"
 #include "common/rpc_logging.h"
@@ -72,6 +73,9 @@ int main(int argc, char** argv) {
   if (options.rpc_thread_num == 0) {
     options.rpc_thread_num = std::max(8u, std::thread::hardware_concurrency());
   }
+
+  std::shared_ptr<const mooncake::ClusterKey> cluster_key;
+  if (!mooncake::LoadClusterKeyForProcess(options.cluster_key_file, &cluster_key)) return 2;
 
   // Signals are taken by one thread with sigwait, so every other thread runs unbothered.
   sigset_t stop_signals = mooncake::BlockStopSignals();

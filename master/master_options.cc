@@ -5,6 +5,9 @@ namespace mooncake {
 void RegisterMasterFlags(FlagSet* f, MasterOptions* o) {
   f->AddString("rpc_address", &o->rpc_address, "address the Thrift server listens on");
   f->AddInt("rpc_port", &o->rpc_port, "Thrift port (0: pick a free one and log it)");
+  f->AddString("cluster_key_file", &o->cluster_key_file,
+               "file (mode 0600) of the key every master and daemon of the cluster shares; "
+               "peers prove it at connect (default: none, loopback peers only)");
   f->AddInt("rpc_thread_num", &o->rpc_thread_num,
             "Thrift I/O threads, which run the handlers (0: one per core, at least 8)");
   f->AddDuration("default_kv_lease_ttl", &o->default_kv_lease_ttl_ms, 1,

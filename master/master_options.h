@@ -32,6 +32,7 @@ struct MasterOptions {
   int64_t max_cache_holders = 1 << 20;
   std::string allocation_strategy = "random";
   std::string log_level = "info";
+  std::string cluster_key_file;  // "" = no key: loopback peers only (docs/security.md)
 
   // Durability (docs/durability.md). The log lives in <snapshot_dir>/oplog and needs
   // snapshots, which bound it.

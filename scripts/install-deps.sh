@@ -8,6 +8,7 @@ PACKAGES=(
   libibverbs-dev librdmacm-dev          # RDMA transport (compiled always, used when a device exists)
   libboost-dev                          # Boost.Interprocess allocators, small_vector
   thrift-compiler libthrift-dev         # master RPC (IDL compiled at build time)
+  libssl-dev                            # HMAC-SHA256 of the cluster key (libcrypto)
   libevent-dev                          # Thrift's non-blocking server
   liburing-dev                          # SSD tier I/O
   libzstd-dev libmsgpack-cxx-dev        # snapshots, Unix-socket protocol

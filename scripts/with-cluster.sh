@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs a command against a real cluster on 127.0.0.1: starts mooncake-master and one
 # mooncaked (or --daemons N of them, each its own "host": socket, transfer port, segment),
-# with free ports and a temp dir, exports MOONCAKE_SOCKET, MOONCAKE_MASTER and
+# with free ports, a temp dir and a fresh cluster key (MOONCAKE_CLUSTER_KEY_FILE), exports
+# MOONCAKE_SOCKET, MOONCAKE_MASTER and
 # MOONCAKE_HOSTNAME (the first daemon) and MOONCAKE_SOCKET_2.. (the others) for the
 # command, and stops them afterwards. Exits with the command's status. Used by `make demo`
 # and by the binding test suites.
@@ -38,6 +39,9 @@ trap cleanup EXIT
 free_port() {
   /usr/bin/python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
 }
+# One cluster key for the master and the daemons, as a real deployment has.
+export MOONCAKE_CLUSTER_KEY_FILE="$DIR/cluster.key"
+(umask 077 && head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' > "$MOONCAKE_CLUSTER_KEY_FILE")
 MASTER_PORT=$(free_port)
 DAEMON_PORT=$(free_port)
 export MOONCAKE_SOCKET="$DIR/mooncaked.sock"
@@ -45,6 +49,7 @@ export MOONCAKE_MASTER="127.0.0.1:$MASTER_PORT"
 export MOONCAKE_HOSTNAME="127.0.0.1:$DAEMON_PORT"
 
 "$BUILD_DIR/master/mooncake-master" --rpc_address 127.0.0.1 --rpc_port "$MASTER_PORT" \
+  --cluster_key_file "$MOONCAKE_CLUSTER_KEY_FILE" \
   ${MASTER_FLAGS[@]+"${MASTER_FLAGS[@]}"} > "$DIR/master.log" 2>&1 &
 PIDS+=($!)
 # Daemon i (1-based) serves $DIR/mooncaked-i.sock; daemon 1 is also $MOONCAKE_SOCKET.
@@ -55,6 +60,7 @@ for i in $(seq 1 "$DAEMONS"); do
   [ "$i" -gt 1 ] && export "MOONCAKE_SOCKET_$i=$socket"
   "$BUILD_DIR/daemon/mooncaked" --master "$MOONCAKE_MASTER" --socket "$socket" \
     --hostname 127.0.0.1 --port "$port" --global_segment_size "$SEGMENT" \
+    --cluster_key_file "$MOONCAKE_CLUSTER_KEY_FILE" \
     > "$DIR/daemon-$i.log" 2>&1 &
   PIDS+=($!)
   for _ in $(seq 1 100); do [ -S "$socket" ] && break; sleep 0.1; done

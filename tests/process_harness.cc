@@ -6,6 +6,7 @@
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -16,6 +17,7 @@
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <random>
 #include <thread>
 
 #include <thrift/protocol/TBinaryProtocol.h>
@@ -175,6 +177,40 @@ bool WaitForTcpPort(int port, int timeout_ms) {
   return false;
 }
 
+std::string RandomClusterKey() {
+  std::random_device random;
+  std::string key;
+  static const char kHex[] = "0123456789abcdef";
+  for (int i = 0; i < 64; ++i) key += kHex[random() % 16];
+  return key;
+}
+
+bool WriteClusterKeyFile(const std::string& path, const std::vector<std::string>& keys) {
+  int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  if (fd < 0) return false;
+  std::string text;
+  for (const std::string& key : keys) text += key + "\n";
+  bool ok = fchmod(fd, 0600) == 0 &&
+            write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
+  close(fd);
+  return ok;
+}
+
+const std::string& ClusterKeyFile() {
+  static const std::string* path = [] {
+    static std::string dir = MakeTempDir("mc-cluster-key");
+    static pid_t owner = getpid();
+    // Only the process that made it: a forked child that exits must not take it away.
+    std::atexit([] {
+      if (getpid() == owner) RemoveTree(dir);
+    });
+    auto* file = new std::string(dir + "/cluster.key");
+    if (!WriteClusterKeyFile(*file, {RandomClusterKey()})) std::abort();
+    return file;
+  }();
+  return *path;
+}
+
 bool StartMaster(ChildProcess* master, int* port, const std::string& log_path,
                  const std::vector<std::string>& extra_flags, const std::string& binary) {
   // The port can be taken between FreeTcpPort() and the master's bind; try a few.
@@ -189,7 +225,8 @@ bool StartMasterOnPort(ChildProcess* master, int port, const std::string& log_pa
                        const std::vector<std::string>& extra_flags, const std::string& binary) {
   std::vector<std::string> argv = {binary.empty() ? BuildPath("master/mooncake-master") : binary,
                                    "--rpc_address", "127.0.0.1", "--rpc_port",
-                                   std::to_string(port)};
+                                   std::to_string(port), "--cluster_key_file",
+                                   ClusterKeyFile()};
   argv.insert(argv.end(), extra_flags.begin(), extra_flags.end());
   if (!master->Start(argv, log_path)) return false;
   if (WaitForTcpPort(port, 5000)) return true;
@@ -223,7 +260,9 @@ bool StartDaemon(ChildProcess* daemon, int master_port, const std::string& socke
                                    "--hostname",
                                    "127.0.0.1",
                                    "--global_segment_size",
-                                   "64MB"};
+                                   "64MB",
+                                   "--cluster_key_file",
+                                   ClusterKeyFile()};
   argv.insert(argv.end(), extra_flags.begin(), extra_flags.end());
   if (!daemon->Start(argv, log_path)) return false;
   // A daemon refusing its flags exits at once; waiting the full time for it would only

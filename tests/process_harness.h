@@ -62,6 +62,16 @@ class ChildProcess {
 // Polls until something accepts TCP connections on 127.0.0.1:port.
 bool WaitForTcpPort(int port, int timeout_ms);
 
+// The cluster key every master and daemon the harness starts shares: a file holding one
+// random key, mode 0600, made on first use in a temp dir that is removed at exit.
+// StartMaster(OnPort) and StartDaemon pass it as --cluster_key_file; a later
+// --cluster_key_file in extra_flags wins ("" runs one without a key).
+const std::string& ClusterKeyFile();
+// Writes keys (one per line) to path with mode 0600: other keys for tests of refusal and
+// rotation. RandomClusterKey() is a fresh 64-hex-digit key.
+bool WriteClusterKeyFile(const std::string& path, const std::vector<std::string>& keys);
+std::string RandomClusterKey();
+
 // Starts a mooncake-master (binary, default build/master/mooncake-master) on a free
 // port of 127.0.0.1 with extra flags; true once it serves.
 bool StartMaster(ChildProcess* master, int* port, const std::string& log_path,

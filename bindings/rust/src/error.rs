@@ -122,6 +122,12 @@ error_table! {
     ResourceLimitExceeded = -1300, "RESOURCE_LIMIT_EXCEEDED";
     /// -1305: too many connections from one peer.
     TooManyConnections = -1305, "TOO_MANY_CONNECTIONS";
+    /// -1400: peer not admitted: no or a wrong proof of the cluster key.
+    Unauthenticated = -1400, "UNAUTHENTICATED";
+    /// -1401: caller not allowed here (its uid or gid, or its tenant).
+    PermissionDenied = -1401, "PERMISSION_DENIED";
+    /// -1402: the tenant's memory quota would be exceeded.
+    QuotaExceeded = -1402, "QUOTA_EXCEEDED";
     /// -1500: serialization unsupported.
     SerializeUnsupported = -1500, "SERIALIZE_UNSUPPORTED";
     /// -1501: serialization failed.

@@ -49,6 +49,9 @@ public class MooncakeStoreException extends RuntimeException {
     public static final int KEYS_ULTRA_LIMIT = -1203;
     public static final int RESOURCE_LIMIT_EXCEEDED = -1300;
     public static final int TOO_MANY_CONNECTIONS = -1305;
+    public static final int UNAUTHENTICATED = -1400;
+    public static final int PERMISSION_DENIED = -1401;
+    public static final int QUOTA_EXCEEDED = -1402;
     public static final int SERIALIZE_UNSUPPORTED = -1500;
     public static final int SERIALIZE_FAIL = -1501;
     public static final int DESERIALIZE_FAIL = -1502;
