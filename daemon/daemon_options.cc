@@ -18,6 +18,12 @@ void RegisterDaemonFlags(FlagSet* f, DaemonOptions* o) {
              "memory one client connection may have mounted; 0: a quarter of "
              "--client_segment_budget");
   f->AddString("socket_mode", &o->socket_mode, "permissions of the socket file, octal");
+  f->AddString("allowed_uids", &o->allowed_uids,
+               "users (numbers or names, comma-separated) admitted on the socket besides "
+               "root, the daemon's uid and --allowed_gids; others get -1401");
+  f->AddString("allowed_gids", &o->allowed_gids,
+               "groups (numbers or names, comma-separated) whose members are admitted on the "
+               "socket (default: the socket file's group)");
   f->AddDuration("heartbeat_interval", &o->heartbeat_interval_ms, 1,
                  "time between heartbeats to the master, ms");
   f->AddDuration("rpc_timeout", &o->rpc_timeout_ms, 1,
@@ -87,6 +93,9 @@ bool ValidateDaemonOptions(DaemonOptions* o, std::string* error) {
              "--transfer_timeout in 1 ms..1 h";
   } else if (o->transfer_max_connections < 1 || o->transfer_max_connections > 65536) {
     *error = "--transfer_max_connections must be in 1..65536";
+  } else if (!ResolveLocalAccessRules(o->allowed_uids, o->allowed_gids, &o->local_access,
+                                      error)) {
+    // *error names the flag
   } else {
     o->master_host = o->master.substr(0, colon);
     o->master_port = static_cast<int>(port);

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "common/flags.h"
+#include "daemon/local_access.h"
 
 namespace mooncake {
 
@@ -20,6 +21,10 @@ struct DaemonOptions {
   uint64_t client_segment_budget = 0;
   uint64_t client_segment_budget_per_client = 0;
   std::string socket_mode = "0660";                     // octal permissions of the socket
+  // Who may use the socket besides root and the daemon's uid (daemon/local_access.h):
+  // comma-separated numbers or names; "" = none, and the socket file's group.
+  std::string allowed_uids;
+  std::string allowed_gids;
   int64_t heartbeat_interval_ms = 1000;
   int64_t rpc_timeout_ms = 10000;        // send/receive bound on one master RPC
   int64_t connect_timeout_ms = 2000;     // TCP connect bound to the master
@@ -43,6 +48,7 @@ struct DaemonOptions {
   std::string master_host;
   int master_port = 0;
   unsigned socket_mode_bits = 0660;
+  LocalAccessRules local_access;  // allowed_uids and allowed_gids resolved
 };
 
 void RegisterDaemonFlags(FlagSet* flags, DaemonOptions* options);

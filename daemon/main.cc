@@ -31,6 +31,7 @@
 #include "daemon/cache_invalidator.h"
 #include "daemon/daemon_options.h"
 #include "daemon/descriptor_limit.h"
+#include "daemon/local_access.h"
 #include "daemon/master_client.h"
 #include "daemon/membership.h"
 #include "daemon/rdma_transport.h"
@@ -292,6 +293,10 @@ int main(int argc, char** argv) {
     membership.UnmountAll();
     return 1;
   }
+  LocalAccess access(options.local_access, geteuid(), server.socket_group());
+  MC_LOG_INFO("socket %s (mode %04o) admits %s", options.socket.c_str(),
+              options.socket_mode_bits, access.Describe().c_str());
+  server.SetLocalAccess(std::move(access));
   server.Start();
   membership.StartHeartbeat();
   MC_LOG_INFO("mooncaked %s serving %s (master %s, %zu workers, read cache %s, transfers "

@@ -186,6 +186,7 @@ bool UdsServer::ListenPrivately(const std::string& path, unsigned mode, bool rep
     return SystemError("link " + private_path, error);
   }
   socket_inode_ = st.st_ino;  // Shutdown removes the file only if it is still this one
+  socket_group_ = st.st_gid;  // the daemon's, or the directory's when it is set-group-ID
   return true;
 }
 
@@ -291,6 +292,9 @@ void UdsServer::AcceptAll() {
       std::lock_guard<std::mutex> lock(open_mu_);
       open_[id] = conn->client;
     }
+    conn->peer = ReadLocalPeer(fd);
+    conn->admission = access_.Check(conn->peer);
+    if (conn->admission == LocalAccess::Verdict::kRefused) LogRefusal(*conn);
     MC_LOG_DEBUG("connection %llu from pid %d", static_cast<unsigned long long>(id),
                  static_cast<int>(conn->client->peer_pid()));
     incoming_[id] = std::move(conn);
@@ -371,6 +375,11 @@ bool UdsServer::OnFrame(Incoming* conn, const char* payload, size_t length, std:
     return false;
   }
   if (!conn->hello_done) {
+    if (conn->admission == LocalAccess::Verdict::kRefused) {
+      Refuse(conn, message);
+      *why = "not admitted";
+      return false;
+    }
     if (message.head != static_cast<int64_t>(uds::Op::kHello)) {
       *why = "first frame is not HELLO";
       return false;
@@ -382,7 +391,12 @@ bool UdsServer::OnFrame(Incoming* conn, const char* payload, size_t length, std:
     bool ok = service_->Hello(client, message, std::move(fds), why);
     if (!ok) *why = "HELLO refused: " + *why;
     conn->hello_done = ok;
-    if (ok) conn->reader.set_max_frame_bytes(uds::kMaxFrameBytes);
+    if (ok) {
+      conn->reader.set_max_frame_bytes(uds::kMaxFrameBytes);
+      MC_LOG_INFO("connection %llu admitted (%s): %s",
+                  static_cast<unsigned long long>(client->id()),
+                  LocalAccess::VerdictName(conn->admission), LocalPeerText(conn->peer).c_str());
+    }
     if (ok && client->pool_size() > 0) fences_.Mapped(client->pool_identity(), client->id());
     return ok;
   }
@@ -497,9 +511,29 @@ void UdsServer::Dispatch(ClientConnection::Request request, std::unique_ptr<uds:
   });
 }
 
+void UdsServer::Refuse(Incoming* conn, const uds::Message& first) {
+  ClientConnection* client = conn->client.get();
+  if (ClientConnection::Request request = client->Acquire()) {
+    uds::ReplyFrame refusal(first.id, ErrorCode::PERMISSION_DENIED, uds::NoReply());
+    // Never blocks the loop: a connection that was sent nothing yet takes a small frame.
+    client->TrySend(refusal.data(), refusal.size());
+  }
+}
+
+void UdsServer::LogRefusal(const Incoming& conn) {
+  uint64_t unlogged = 0;
+  if (!refusals_.Allow(Clock::now(), &unlogged)) return;
+  std::string more;
+  if (unlogged > 0) more = "; " + std::to_string(unlogged) + " more refused since the last such line";
+  MC_LOG_WARN("connection %llu refused: %s is not admitted (--allowed_uids, --allowed_gids; "
+              "docs/security.md); answered -1401 and closed%s",
+              static_cast<unsigned long long>(conn.client->id()),
+              LocalPeerText(conn.peer).c_str(), more.c_str());
+}
+
 void UdsServer::CloseConnection(IncomingMap::iterator it, const std::string& why, bool warn) {
   std::shared_ptr<ClientConnection> client = it->second->client;
-  if (warn) {
+  if (warn && it->second->admission != LocalAccess::Verdict::kRefused) {
     MC_LOG_WARN("connection %llu (pid %d): %s; closing it",
                 static_cast<unsigned long long>(client->id()),
                 static_cast<int>(client->peer_pid()), why.c_str());

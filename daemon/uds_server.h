@@ -8,6 +8,10 @@
 // hand-off to a worker. Any number of requests of one connection run at once and
 // answer in any order; responses are written under the connection's write lock.
 //
+// Who may connect is checked at accept (daemon/local_access.h): a peer the rule refuses
+// gets -1401 in reply to its first frame and is closed, before anything is served or its
+// pool mapped; refusals are logged at a bounded rate, admissions once each, at HELLO.
+//
 // POOL_FENCE, which is about the connection's pool rather than the store, is the server's
 // too (daemon/pool_fences.h): it knows which connections map which pool and when their
 // teardown is done.
@@ -47,6 +51,7 @@
 
 #include "common/uds_protocol.h"
 #include "daemon/client_connection.h"
+#include "daemon/local_access.h"
 #include "daemon/pool_fences.h"
 #include "daemon/store_service.h"
 #include "daemon/worker_threads.h"
@@ -70,6 +75,10 @@ class UdsServer {
   // mode from the moment it appears. Replaces a stale socket file, but refuses one that a
   // live daemon still answers on. false with *error (and nothing left behind) on failure.
   bool Listen(const std::string& path, unsigned mode, std::string* error);
+  // The socket file's group, once Listen succeeded: the default group LocalAccess admits.
+  gid_t socket_group() const { return socket_group_; }
+  // Who may connect; call before Start. Default: LocalAccess().
+  void SetLocalAccess(LocalAccess access) { access_ = std::move(access); }
   // Starts the event loop.
   void Start();
   // Stops accepting and reading, removes the socket file, lets running requests finish
@@ -84,6 +93,8 @@ class UdsServer {
     std::shared_ptr<ClientConnection> client;
     uds::FrameReader reader;
     bool hello_done = false;
+    LocalPeer peer;  // read at accept
+    LocalAccess::Verdict admission = LocalAccess::Verdict::kRefused;
     bool fd_after_hello = false;  // refuse the next frame with -600, then close
     bool watched = true;          // in the epoll set; not while reading is paused
     bool paused = false;          // too many bytes in flight (ClientConnection::PauseInput)
@@ -101,7 +112,13 @@ class UdsServer {
   bool ServeBuffered(IncomingMap::iterator it);
   // Processes one complete frame; false when the connection must be closed (*why set).
   bool OnFrame(Incoming* conn, const char* payload, size_t length, std::string* why);
+  // Closes; warns with why unless told not to, or the connection was refused (its refusal
+  // was logged, throttled, at accept).
   void CloseConnection(IncomingMap::iterator it, const std::string& why, bool warn);
+  // The refusal's log line, unless the throttle holds it back.
+  void LogRefusal(const Incoming& conn);
+  // Answers a refused connection's first frame with -1401 (then it is closed).
+  void Refuse(Incoming* conn, const uds::Message& first);
   // POOL_FENCE: answered on a worker now, or by the teardown it waits for.
   bool OnPoolFence(Incoming* conn, const uds::Message& message, std::string* why);
   // Runs the request on a worker, which ends it.
@@ -128,6 +145,9 @@ class UdsServer {
   const Limits limits_;
   std::string path_;
   ino_t socket_inode_ = 0;
+  gid_t socket_group_ = 0;
+  LocalAccess access_;
+  RefusalThrottle refusals_;  // loop thread only
   int listen_fd_ = -1;
   int epoll_fd_ = -1;
   int wake_fd_ = -1;

@@ -121,11 +121,12 @@ void mooncake_store_destroy(mooncake_store_t store);
 
 /* The native entry. Connects to the daemon's Unix socket (NULL: $MOONCAKE_SOCKET, else
  * /run/mooncake/mooncaked.sock) and creates a pool of local_buffer_size bytes shared with
- * it. -900 when no daemon answers, -600 on an ABI version mismatch. */
+ * it. -900 when no daemon answers, -600 on an ABI version mismatch, -1401 when the daemon
+ * does not admit this process's uid and groups (its --allowed_uids, --allowed_gids). */
 int mooncake_store_connect(mooncake_store_t store, const char *socket_path,
                            uint64_t local_buffer_size);
 
-/* The Mooncake-compatible entry: connects to the local daemon like connect().
+/* The Mooncake-compatible entry: connects to the local daemon like connect() (same codes).
  * local_buffer_size sizes the pool (0: every copying put fails with -600);
  * global_segment_size > 0 asks the daemon to mount that much extra memory for this handle,
  * lent to the cluster: the master places objects there only once the daemons' own memory

@@ -167,6 +167,12 @@ ErrorCode Connection::Dial(bool first, std::shared_ptr<Channel>* out, std::strin
       MC_LOG_ERROR("mooncake_store: mooncaked refused the handshake (ABI version %d, "
                    "master \"%s\")", MOONCAKE_STORE_ABI_VERSION,
                    options_.master_address.c_str());
+    } else if (code == ErrorCode::PERMISSION_DENIED) {
+      MC_LOG_ERROR("mooncake_store: mooncaked at %s does not admit this process (uid %u, "
+                   "gid %u): its --allowed_uids and --allowed_gids say who may connect "
+                   "(docs/security.md)",
+                   options_.socket_path.c_str(), static_cast<unsigned>(geteuid()),
+                   static_cast<unsigned>(getegid()));
     }
     return code;
   }
