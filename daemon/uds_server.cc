@@ -524,7 +524,9 @@ void UdsServer::LogRefusal(const Incoming& conn) {
   uint64_t unlogged = 0;
   if (!refusals_.Allow(Clock::now(), &unlogged)) return;
   std::string more;
-  if (unlogged > 0) more = "; " + std::to_string(unlogged) + " more refused since the last such line";
+  if (unlogged > 0) {
+    more = "; " + std::to_string(unlogged) + " more refused since the last such line";
+  }
   MC_LOG_WARN("connection %llu refused: %s is not admitted (--allowed_uids, --allowed_gids; "
               "docs/security.md); answered -1401 and closed%s",
               static_cast<unsigned long long>(conn.client->id()),

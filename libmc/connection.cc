@@ -167,7 +167,8 @@ ErrorCode Connection::Dial(bool first, std::shared_ptr<Channel>* out, std::strin
       MC_LOG_ERROR("mooncake_store: mooncaked refused the handshake (ABI version %d, "
                    "master \"%s\")", MOONCAKE_STORE_ABI_VERSION,
                    options_.master_address.c_str());
-    } else if (code == ErrorCode::PERMISSION_DENIED) {
+    } else if (code == ErrorCode::PERMISSION_DENIED && first) {
+      // The first connect only: Current logs a refused reconnect once, like any other.
       MC_LOG_ERROR("mooncake_store: mooncaked at %s does not admit this process (uid %u, "
                    "gid %u): its --allowed_uids and --allowed_gids say who may connect "
                    "(docs/security.md)",

@@ -315,7 +315,8 @@ std::string PeerText(pid_t pid, uid_t uid, gid_t gid) {
 mooncake_store_t RootClient(int i) {
   mooncake_store_t store = mooncake_store_create();
   assert_non_null(store);
-  assert_int_equal(mooncake_store_connect(store, mc_cluster_socket_at(g_cluster, i), kPoolBytes), 0);
+  assert_int_equal(
+      mooncake_store_connect(store, mc_cluster_socket_at(g_cluster, i), kPoolBytes), 0);
   return store;
 }
 

@@ -134,7 +134,8 @@ void test_describe(void**) {
   assert_true(mooncake::ResolveLocalAccessRules("nobody", "", &rules, &error));
   std::string text = LocalAccess(rules, 1000, 65534).Describe();
   if (!Contains(text, "root, uid 1000") || !Contains(text, "(the daemon's)") ||
-      !Contains(text, "uid 65534 (nobody)") || !Contains(text, "members of group 65534 (nogroup)")) {
+      !Contains(text, "uid 65534 (nobody)") ||
+      !Contains(text, "members of group 65534 (nogroup)")) {
     fail_msg("%s", text.c_str());
   }
   assert_string_equal(LocalAccess(LocalAccessRules(), 0, 0).Describe().c_str(),
@@ -222,7 +223,9 @@ void test_refusal_throttle(void**) {
     assert_true(throttle.Allow(t0, &unlogged));
     assert_int_equal(unlogged, 0);
   }
-  for (int i = 0; i < 100; ++i) assert_false(throttle.Allow(t0 + std::chrono::milliseconds(i), &unlogged));
+  for (int i = 0; i < 100; ++i) {
+    assert_false(throttle.Allow(t0 + std::chrono::milliseconds(i), &unlogged));
+  }
   // A second on, one line, which counts the 100 left out.
   assert_true(throttle.Allow(t0 + std::chrono::milliseconds(1000), &unlogged));
   assert_int_equal(unlogged, 100);
