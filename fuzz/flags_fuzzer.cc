@@ -156,6 +156,15 @@ void CheckDaemon(std::vector<std::string> args) {
                  options.socket.size() < 108 && options.transfer_streams >= 1 &&
                  options.transfer_streams <= 64 && options.transfer_timeout_ms > 0,
              "mooncaked's options validated out of their ranges");
+  // Ids resolved: never the kernel's "no id", and the socket's group only when no group given.
+  const LocalAccessRules& access = options.local_access;
+  const bool gids_given = options.allowed_gids.find_first_not_of(" \t") != std::string::npos;
+  FUZZ_CHECK(access.gids_given == gids_given &&
+                 std::count(access.uids.begin(), access.uids.end(), LocalPeer::kUnknownUid) == 0 &&
+                 std::count(access.gids.begin(), access.gids.end(), LocalPeer::kUnknownGid) == 0,
+             "--allowed_uids \"%s\" --allowed_gids \"%s\" resolved to %zu uids, %zu gids%s",
+             options.allowed_uids.c_str(), options.allowed_gids.c_str(), access.uids.size(),
+             access.gids.size(), access.gids_given ? "" : " (the socket's group)");
 }
 
 }  // namespace
