@@ -79,7 +79,9 @@ void SpawnMaster(const Options& o, int* port) {
     Die("--spawn_master %s: not an executable file", o.spawn_master.c_str());
   }
   std::vector<std::string> flags = {"--log_level", "warning"};
-  if (!o.cluster_key_file.empty()) flags.insert(flags.end(), {"--cluster_key_file", o.cluster_key_file});
+  if (!o.cluster_key_file.empty()) {
+    flags.insert(flags.end(), {"--cluster_key_file", o.cluster_key_file});
+  }
   for (const std::string& w : SplitWords(o.master_args)) flags.push_back(w);
   std::fprintf(stderr, "spawning %s on 127.0.0.1 with --log_level warning %s\n",
                o.spawn_master.c_str(), o.master_args.c_str());

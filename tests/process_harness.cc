@@ -252,7 +252,7 @@ bool WaitForUnixSocket(const std::string& path, int timeout_ms) {
   return false;
 }
 
-bool StartDaemon(ChildProcess* daemon, int master_port, const std::string& socket_path,
+bool SpawnDaemon(ChildProcess* daemon, int master_port, const std::string& socket_path,
                  const std::string& log_path, const std::vector<std::string>& extra_flags) {
   std::vector<std::string> argv = {BuildPath("daemon/mooncaked"),
                                    "--master",
@@ -266,7 +266,12 @@ bool StartDaemon(ChildProcess* daemon, int master_port, const std::string& socke
                                    "--cluster_key_file",
                                    ClusterKeyFile()};
   argv.insert(argv.end(), extra_flags.begin(), extra_flags.end());
-  if (!daemon->Start(argv, log_path)) return false;
+  return daemon->Start(argv, log_path);
+}
+
+bool StartDaemon(ChildProcess* daemon, int master_port, const std::string& socket_path,
+                 const std::string& log_path, const std::vector<std::string>& extra_flags) {
+  if (!SpawnDaemon(daemon, master_port, socket_path, log_path, extra_flags)) return false;
   // A daemon refusing its flags exits at once; waiting the full time for it would only
   // slow down the tests that expect that.
   auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);

@@ -92,6 +92,12 @@ bool WaitForUnixSocket(const std::string& path, int timeout_ms);
 bool StartDaemon(ChildProcess* daemon, int master_port, const std::string& socket_path,
                  const std::string& log_path, const std::vector<std::string>& extra_flags);
 
+// Starts mooncaked as StartDaemon does, returning once it is forked (false: fork failed)
+// without waiting for it to serve: for a daemon that is expected never to (one whose key
+// the master refuses, or that refuses the master).
+bool SpawnDaemon(ChildProcess* daemon, int master_port, const std::string& socket_path,
+                 const std::string& log_path, const std::vector<std::string>& extra_flags);
+
 // Calls fn with a Thrift client of the master on 127.0.0.1:port, connected as daemons
 // connect (framed transport, binary protocol) and admitted with the key of
 // ClusterKeyFile() (the handshake of common/master_auth.h); false when it cannot be
