@@ -736,6 +736,7 @@ int main(int argc, char** argv) {
   flags.AddString("png", &o.png, "plot of the put throughput per mode (needs gnuplot; empty: none)");
   flags.AddString("plot_script", &o.plot_script, "the gnuplot script that draws it");
   mooncake::ParseFlagsOrExit(&flags, argc, argv);
+  SetClusterKeyFile(testing::ClusterKeyFile());  // the key every SpawnedMaster runs with
   if (o.objects < 1 || o.put_keys < 1 || o.single_keys < 1) {
     Die("--objects, --put_keys and --single_keys must be >= 1");
   }

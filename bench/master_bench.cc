@@ -63,6 +63,7 @@ struct Options {
   std::string csv;
   std::string spawn_master;
   std::string master_args;
+  std::string cluster_key_file;
   std::string forms = "both";
 };
 
@@ -78,6 +79,9 @@ void SpawnMaster(const Options& o, int* port) {
     Die("--spawn_master %s: not an executable file", o.spawn_master.c_str());
   }
   std::vector<std::string> flags = {"--log_level", "warning"};
+  if (!o.cluster_key_file.empty()) {
+    flags.insert(flags.end(), {"--cluster_key_file", o.cluster_key_file});
+  }
   for (const std::string& w : SplitWords(o.master_args)) flags.push_back(w);
   std::fprintf(stderr, "spawning %s on 127.0.0.1 with --log_level warning %s\n",
                o.spawn_master.c_str(), o.master_args.c_str());
@@ -172,7 +176,14 @@ int main(int argc, char** argv) {
                   "path of a mooncake-master binary to start on a free port and stop at the end");
   flags.AddString("master_args", &o.master_args,
                   "extra flags for the spawned master, space-separated");
+  flags.AddString("cluster_key_file", &o.cluster_key_file,
+                  "the cluster key file to prove to the master (default: with --spawn_master, "
+                  "a fresh key it gives the master too; otherwise none)");
   mooncake::ParseFlagsOrExit(&flags, argc, argv);
+  if (!o.spawn_master.empty() && o.cluster_key_file.empty()) {
+    o.cluster_key_file = mooncake::testing::ClusterKeyFile();
+  }
+  SetClusterKeyFile(o.cluster_key_file);
   if (o.threads < 1 || o.threads > 1024) Die("--threads must be in 1..1024");
   if (o.keys < 0 || o.rss_objects < 0) Die("--keys and --rss_objects must be >= 0");
   if (o.batch < 1) Die("--batch must be >= 1");

@@ -98,6 +98,12 @@ int64_t ChecksumOf(const std::string& key) { return Crc32c(key.data(), key.size(
 
 // ---- connections and processes ---------------------------------------------------------
 
+namespace {
+std::string g_cluster_key_file;
+}  // namespace
+
+void SetClusterKeyFile(const std::string& path) { g_cluster_key_file = path; }
+
 Conn::Conn(const std::string& host, int port) {
   socket_ = std::make_shared<TSocket>(host, port);
   socket_->setConnTimeout(5000);
@@ -111,6 +117,12 @@ Conn::Conn(const std::string& host, int port) {
     transport_->open();
   } catch (const std::exception& e) {
     Die("cannot connect to the master at %s:%d: %s", host.c_str(), port, e.what());
+  }
+  std::string error;
+  if (!g_cluster_key_file.empty() &&
+      !testing::AuthenticateMasterClient(client_.get(), g_cluster_key_file, &error)) {
+    Die("the master at %s:%d and this benchmark do not share a cluster key (%s): %s",
+        host.c_str(), port, g_cluster_key_file.c_str(), error.c_str());
   }
 }
 

@@ -80,8 +80,15 @@ int64_t ChecksumOf(const std::string& key);
 
 // ---- connections and processes ---------------------------------------------------------
 
+// The cluster key file every Conn (and FakeDaemon) proves to the master with
+// (common/master_auth.h); "" (the default): no handshake, for a master without a key on
+// this host. A benchmark that spawns its master gives it testing::ClusterKeyFile() and
+// sets that here. Set once, before the first connection.
+void SetClusterKeyFile(const std::string& path);
+
 // One Thrift connection: TSocket, framed transport (the master is a TNonblockingServer),
-// binary protocol. Dies when it cannot connect.
+// binary protocol, admitted by the cluster key's handshake. Dies when it cannot connect
+// or either side's proof fails.
 class Conn {
  public:
   Conn(const std::string& host, int port);

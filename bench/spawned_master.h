@@ -19,8 +19,9 @@ namespace bench {
 
 class SpawnedMaster {
  public:
-  // binary: the mooncake-master to run; flags: after --rpc_address 127.0.0.1 --rpc_port P;
-  // its stdout and stderr are appended to log_path.
+  // binary: the mooncake-master to run; flags: after --rpc_address 127.0.0.1 --rpc_port P
+  // --cluster_key_file testing::ClusterKeyFile() (which the benchmark's connections
+  // prove: SetClusterKeyFile); its stdout and stderr are appended to log_path.
   SpawnedMaster(std::string binary, std::vector<std::string> flags, std::string log_path,
                 int64_t start_timeout_ms);
   ~SpawnedMaster();  // SIGKILL if still running

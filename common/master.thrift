@@ -170,7 +170,26 @@ struct SnapshotResult {
   9: bool running,                        // forked and still being written (5-7 not known yet)
 }
 
+// The cluster key's handshake (common/cluster_key.h, context "master"), answered by the
+// connection's AuthenticatedProcessor (master/authenticated_processor.h).
+struct AuthChallengeResult {
+  1: i32 code,                            // 0, or -1400 (the connection is refused for good)
+  2: binary server_nonce,                 // 32 random bytes
+}
+
+struct AuthenticateResult {
+  1: i32 code,                            // 0: admitted; -1400: refused for good
+  2: binary server_proof,                 // the master's proof, made with the key the
+                                          // client's proof checked against
+}
+
 service MasterService {
+  // The handshake, first on every connection: the client's nonce, then its proof over
+  // both nonces. A master without a key admits peers on its own host without them (its
+  // connections answer both with -600: there is no key to prove), and refuses the others.
+  AuthChallengeResult AuthChallenge(1: binary client_nonce),
+  AuthenticateResult Authenticate(1: binary client_proof),
+
   // Daemons
   i32 RegisterDaemon(1: i64 daemon_id, 2: string name),
   HeartbeatResult Heartbeat(1: i64 daemon_id),

@@ -5,7 +5,9 @@
 namespace mooncake {
 
 void RegisterDaemonFlags(FlagSet* f, DaemonOptions* o) {
-  f->AddString("master", &o->master, "the master's host:port");
+  f->AddString("master", &o->master,
+               "the master's host:port (default: this host's own address, what its name "
+               "resolves to, port 50051: where a master listens by default)");
   f->AddString("socket", &o->socket, "Unix socket applications connect to");
   f->AddString("hostname", &o->hostname, "advertised host name (default: this machine's)");
   f->AddInt("port", &o->port, "transfer-engine TCP port (0: first free one in 12300..14300)");
@@ -57,6 +59,9 @@ void RegisterDaemonFlags(FlagSet* f, DaemonOptions* o) {
             "room for new peers)");
   f->AddBool("checksum", &o->checksum,
              "store a CRC32C of every value put through this daemon; gets verify it (-801)");
+  f->AddBool("drain_on_shutdown", &o->drain_on_shutdown,
+             "at SIGTERM, move the global segment's objects to other daemons with room before "
+             "leaving (up to 60 s, serving meanwhile), so that a restart loses none");
   f->AddString("cluster_key_file", &o->cluster_key_file,
                "file (mode 0600) of the key every master and daemon of the cluster shares; "
                "peers prove it at connect (default: none, loopback peers only)");
@@ -65,13 +70,19 @@ void RegisterDaemonFlags(FlagSet* f, DaemonOptions* o) {
 }
 
 bool ValidateDaemonOptions(DaemonOptions* o, std::string* error) {
-  size_t colon = o->master.rfind(':');
+  // "" is this host's address, which main resolves (a parser of flags asks no resolver).
+  size_t colon = o->master.empty() ? 0 : o->master.rfind(':');
   char* end = nullptr;
-  long port = colon == std::string::npos ? -1 : std::strtol(o->master.c_str() + colon + 1, &end, 10);
+  long port = o->master.empty() ? 50051
+              : colon == std::string::npos
+                  ? -1
+                  : std::strtol(o->master.c_str() + colon + 1, &end, 10);
   if (end != nullptr && *end != '\0') port = -1;
   long mode = std::strtol(o->socket_mode.c_str(), &end, 8);
   bool mode_ok = !o->socket_mode.empty() && *end == '\0' && mode >= 0 && mode <= 0777;
-  if (colon == std::string::npos || colon == 0 || port <= 0 || port > 65535) {
+  bool master_ok = o->master.empty() ||
+                   (colon != std::string::npos && colon != 0 && port > 0 && port <= 65535);
+  if (!master_ok) {
     *error = "--master must be host:port";
   } else if (o->socket.empty() || o->socket.size() >= 108) {
     *error = "--socket must be a path shorter than 108 bytes";
@@ -97,7 +108,7 @@ bool ValidateDaemonOptions(DaemonOptions* o, std::string* error) {
                                       error)) {
     // *error names the flag
   } else {
-    o->master_host = o->master.substr(0, colon);
+    o->master_host = o->master.substr(0, colon);  // "" when master is
     o->master_port = static_cast<int>(port);
     o->socket_mode_bits = static_cast<unsigned>(mode);
     return true;

@@ -11,7 +11,9 @@
 namespace mooncake {
 
 struct DaemonOptions {
-  std::string master = "127.0.0.1:50051";               // the master's host:port
+  // The master's host:port; "" = this host's address (ThisHostAddress, where a master
+  // listens by default) and port 50051, filled in by main.
+  std::string master;
   std::string socket = "/run/mooncake/mooncaked.sock";  // where applications connect
   std::string hostname;                                 // advertised; "" = gethostname()
   int64_t port = 0;  // transfer-engine port; 0 = first free one in 12300..14300
@@ -41,10 +43,15 @@ struct DaemonOptions {
   int64_t transfer_connections = 64;     // TCP connections per peer, at most (each way)
   int64_t transfer_max_connections = 1024;  // connections to this daemon's transfer port
   bool checksum = false;                 // CRC32C at put, verified at get
+  // At SIGTERM, move the objects of the global segment to other segments with room before
+  // unmounting it (daemon/segment_drainer.h), so a restart loses nothing: at most
+  // SegmentDrainer::kBudget, while the daemon still serves.
+  bool drain_on_shutdown = false;
   std::string cluster_key_file;          // "" = no key: loopback peers only (docs/security.md)
   std::string log_level = "info";
 
-  // Filled by ValidateDaemonOptions from the strings above.
+  // Filled by ValidateDaemonOptions from the strings above (master_host "" when master
+  // is: main resolves it).
   std::string master_host;
   int master_port = 0;
   unsigned socket_mode_bits = 0660;

@@ -2,8 +2,9 @@
 // port (so "host:port" names this daemon uniquely); choose the transport (RDMA or TCP);
 // register with the master (retrying with back-off); serve the transfer port; create and
 // mount the global segment; serve the Unix socket; heartbeat.
-// SIGTERM/SIGINT: stop accepting, let running requests finish (bounded), revoke what is
-// unfinished, unmount at the master, remove the socket, exit 0.
+// SIGTERM/SIGINT: with --drain_on_shutdown, first move the global segment's objects to
+// other segments while still serving; then stop accepting, let running requests finish
+// (bounded), revoke what is unfinished, unmount at the master, remove the socket, exit 0.
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <signal.h>
@@ -24,6 +25,7 @@
 
 #include "common/cluster_key.h"
 #include "common/error_code.h"
+#include "common/host_address.h"
 #include "common/logging.h"
 #include "common/process_setup.h"
 #include "common/rpc_logging.h"
@@ -199,8 +201,13 @@ int main(int argc, char** argv) {
   size_t cores = std::max(1u, std::thread::hardware_concurrency());
   size_t workers = options.worker_threads > 0 ? static_cast<size_t>(options.worker_threads)
                                               : std::max<size_t>(4, 2 * cores);
+  if (options.master_host.empty()) {
+    options.master_host = ThisHostAddress();
+    options.master = options.master_host + ":" + std::to_string(options.master_port);
+  }
   MasterClientOptions client_options;
   client_options.host = options.master_host;
+  client_options.cluster_key = cluster_key;
   client_options.port = options.master_port;
   client_options.connect_timeout_ms = static_cast<int>(options.connect_timeout_ms);
   client_options.rpc_timeout_ms = static_cast<int>(options.rpc_timeout_ms);
@@ -241,6 +248,7 @@ int main(int argc, char** argv) {
   transfer_server.SetEpochGate(membership.epoch_gate());
   transfer_server.Start();
 
+  int64_t global_segment_id = 0;  // when global_segment_size > 0
   if (options.global_segment_size > 0) {
     std::shared_ptr<SegmentMemory> segment = SegmentMemory::Create(options.global_segment_size, &error);
     if (segment == nullptr) {
@@ -251,7 +259,10 @@ int main(int argc, char** argv) {
     int64_t backoff_ms = 50;
     for (;;) {
       ErrorCode code = membership.Mount(segment, &segment_id);
-      if (code == ErrorCode::OK) break;
+      if (code == ErrorCode::OK) {
+        global_segment_id = segment_id;
+        break;
+      }
       if (code != ErrorCode::RPC_FAIL && code != ErrorCode::CLIENT_NOT_FOUND) {
         MC_LOG_ERROR("the master refused the global segment: %s", ErrorName(code));
         return 1;
@@ -309,8 +320,15 @@ int main(int argc, char** argv) {
     std::unique_lock<std::mutex> lock(stop_mu);
     stop_cv.wait(lock, [&] { return stop.load(); });
   }
-  // A daemon that stops drains nothing: the objects in its own segment go with it anyway,
-  // and the shutdown must not wait for copies.
+  // Asked to, the global segment is drained first, while everything still runs: clients
+  // are served (new puts go elsewhere: the drain stops allocation in it), peers read from
+  // it until each object has moved, heartbeats go on. Then nothing is drained any more:
+  // the segments clients lent go with the daemon (their objects too), and the shutdown
+  // waits for no copy.
+  if (options.drain_on_shutdown && options.global_segment_size > 0) {
+    MC_LOG_INFO("draining the global segment before stopping (--drain_on_shutdown)");
+    drainer.DrainAndUnmount(global_segment_id);
+  }
   drainer.Stop();
   server.Shutdown(options.shutdown_timeout_ms);
   membership.StopHeartbeat();

@@ -10,6 +10,7 @@
 #include <thrift/transport/TSocket.h>
 
 #include "common/error_code.h"
+#include "common/master_auth.h"
 
 namespace mooncake {
 
@@ -20,7 +21,6 @@ using apache::thrift::transport::TSocket;
 namespace {
 
 thread_local std::string g_last_error;
-
 
 }  // namespace
 
@@ -63,6 +63,12 @@ std::unique_ptr<MasterClient::Connection> MasterClient::Open(std::string* error)
   }
   conn->client =
       std::make_unique<rpc::MasterServiceClient>(std::make_shared<TBinaryProtocol>(conn->transport));
+  ErrorCode admitted = AuthenticateToMaster(conn->client.get(), options_.cluster_key.get(), error);
+  if (admitted != ErrorCode::OK) {
+    *error = "master " + options_.host + ":" + std::to_string(options_.port) + ": " + *error;
+    conn->transport->close();
+    return nullptr;
+  }
   return conn;
 }
 

@@ -8,6 +8,11 @@
 // closed and dropped, and the call returns RPC_FAIL (-900); the next call opens a fresh
 // one. So a master restart costs the requests in flight at that moment and nothing more.
 //
+// Each new connection first runs the cluster key's handshake (common/master_auth.h): a
+// master that refuses our key, or cannot prove the key itself, is treated as unreachable
+// (RPC_FAIL, LastError saying which), so the daemon never registers with an impostor nor
+// sends it anything.
+//
 // Wrappers return the RPC's own code (OK, OBJECT_NOT_FOUND, ...) or RPC_FAIL; results go
 // to out-parameters. Codes become ErrorCode here, where they leave Thrift.
 #ifndef MOONCAKE_DAEMON_MASTER_CLIENT_H_
@@ -23,6 +28,7 @@
 #include <vector>
 
 #include "MasterService.h"
+#include "common/cluster_key.h"
 #include "common/error_code.h"
 
 namespace mooncake {
@@ -33,6 +39,7 @@ struct MasterClientOptions {
   int connect_timeout_ms = 2000;
   int rpc_timeout_ms = 10000;
   size_t max_connections = 16;
+  std::shared_ptr<const ClusterKey> cluster_key;  // null: none (loopback masters only)
 };
 
 // Whose read caches a change may have left stale, as the master's reply named them

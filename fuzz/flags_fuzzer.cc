@@ -146,10 +146,14 @@ void CheckDaemon(std::vector<std::string> args) {
     FUZZ_CHECK(!error.empty(), "mooncaked's options refused without a reason");
     return;
   }
+  // An empty --master is this host's address (main resolves it), port 50051.
   const size_t colon = options.master.rfind(':');
-  FUZZ_CHECK(colon != std::string::npos && options.master_host == options.master.substr(0, colon) &&
-                 !options.master_host.empty() && options.master_port >= 1 &&
-                 options.master_port <= 65535,
+  FUZZ_CHECK(options.master.empty()
+                 ? options.master_host.empty() && options.master_port == 50051
+                 : colon != std::string::npos &&
+                       options.master_host == options.master.substr(0, colon) &&
+                       !options.master_host.empty() && options.master_port >= 1 &&
+                       options.master_port <= 65535,
              "--master \"%s\" became host \"%s\" port %d", options.master.c_str(),
              options.master_host.c_str(), options.master_port);
   FUZZ_CHECK(options.socket_mode_bits <= 0777 && !options.socket.empty() &&

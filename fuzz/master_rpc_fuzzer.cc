@@ -1,18 +1,32 @@
-// The master's RPC handlers as the Thrift server runs them (master/main.cc): the generated
-// MasterServiceProcessor reads call messages with the protocol the server uses
-// (MakeRpcProtocolFactory) and hands the decoded structs to RpcHandler, over a
-// MasterService with an operation log in strict mode, on a clock the input moves.
+// The master's RPC handlers as the Thrift server runs them (master/main.cc): a
+// connection's AuthenticatedProcessor reads call messages with the protocol the server
+// uses (MakeRpcProtocolFactory) and, once the connection is admitted, the generated
+// dispatch hands the decoded structs to RpcHandler, over a MasterService with an operation
+// log in strict mode, on a clock the input moves.
 //
 // Input: repeated [clock byte][one Thrift call message]. The clock byte moves the clock by
 // kSteps[byte & 7] ms; bit 4 then takes a snapshot (as the snapshot child writes one),
 // bit 5 restarts the master (a clean shutdown, then the restore a restart makes: the
-// newest snapshot and the log after it), and bit 3 runs the upkeep (Tick), before the
-// call. Each input starts with a fresh service, log, directory and clock, so state stays
-// bounded by the input.
+// newest snapshot and the log after it; the calls then come on a new connection of the
+// same kind), bits 6-7 open a new connection (kPeers), and bit 3 runs the upkeep (Tick),
+// before the call. The first connection is a peer on this host of a master without a key
+// (admitted at connect); a new one is that again, or a peer of a master holding
+// kFuzzClusterKey (admitted by the handshake; its server nonce is kFuzzServerNonce, so a
+// seed can prove), or another host's peer of a master without a key (refused). Each input
+// starts with a fresh service, log, directory and clock, so state stays bounded by it.
 //
+// Invariants of admission, at every call:
+//  - a connection not admitted has every call but the handshake's answered with the
+//    refusal ("-1400 UNAUTHENTICATED: ...") and nothing else, and the call changes nothing
+//    (no log record, the same objects, segments and daemons);
+//  - it is admitted only by an Authenticate whose proof checks (with the key, over the
+//    nonce of the one AuthChallenge before it and the master's), which answers 0 with the
+//    master's own proof; and such an Authenticate always admits (no false refusal), as an
+//    AuthChallenge of 32 bytes first on a keyed connection is always answered;
+//  - on an admitted connection the handshake answers -600.
 // Invariants, after every call:
-//  - errors are values: no handler throws (the processor would answer T_EXCEPTION), and
-//    every reply is one well-formed message;
+//  - errors are values: no handler throws (the processor would answer T_EXCEPTION, which
+//    only an unknown method may get), and every reply is one well-formed message;
 //  - what a call accepted keeps the documented limits: keys of 1..4096 bytes without NUL,
 //    sizes of 1..4 GiB, 1..64 replicas, checksums up to 2^32-1, segments of size > 0;
 //  - a reservation or replica list names distinct attached segments and ranges inside
@@ -43,9 +57,12 @@
 #include <vector>
 
 #include "MasterService.h"
+#include "common/cluster_key.h"
+#include "common/master_auth.h"
 #include "common/rpc_logging.h"
 #include "fuzz/fuzz_util.h"
 #include "fuzz/master_state.h"
+#include "master/authenticated_processor.h"
 #include "master/master_service.h"
 #include "master/oplog.h"
 #include "master/rpc_handler.h"
@@ -357,27 +374,181 @@ class CheckedHandler : public RpcHandler {
   MasterService* const service_;
 };
 
-// The reply the processor wrote for one call: one message, a T_REPLY, or a T_EXCEPTION
-// only for a method the service does not have.
-void CheckReply(const std::shared_ptr<TMemoryBuffer>& out) {
-  if (out->available_read() == 0) return;  // the call did not decode: nothing answered
-  TBinaryProtocol reader(out);
+// Who a connection's calls come from (master_rpc_fuzzer's input, bits 6-7 of a clock byte:
+// kPeers[bits - 1]).
+enum class Peer { kThisHost, kKeyed, kRemote };
+constexpr Peer kPeers[3] = {Peer::kKeyed, Peer::kRemote, Peer::kThisHost};
+
+const ClusterKey& FuzzKey() {
+  static const ClusterKey key = ClusterKey::FromKeys({fuzz::kFuzzClusterKey});
+  return key;
+}
+
+// A connection's processor, as the server's factory makes one: with the key for kKeyed,
+// without one (admitting only this host) for the others.
+std::unique_ptr<AuthenticatedProcessor> Connect(const std::shared_ptr<RpcHandler>& handler,
+                                                Peer peer) {
+  std::shared_ptr<const ClusterKey> key;
+  if (peer == Peer::kKeyed) key = std::make_shared<const ClusterKey>(FuzzKey());
+  return std::make_unique<AuthenticatedProcessor>(
+      handler, key, AuthenticatedProcessor::Peer{"fuzz:1", peer == Peer::kThisHost},
+      [] { return fuzz::kFuzzServerNonce; });
+}
+
+// The call just served, read again from its bytes: its name, and the argument of a
+// handshake call (decoded: it was one and it decoded).
+struct Call {
   std::string name;
-  TMessageType type;
+  bool decoded = false;
+  std::string auth_argument;  // AuthChallenge's nonce, Authenticate's proof
+};
+
+Call ReadCall(const uint8_t* bytes, size_t size) {
+  Call call;
+  try {
+    auto buffer = std::make_shared<TMemoryBuffer>(const_cast<uint8_t*>(bytes),
+                                                  static_cast<uint32_t>(size));
+    TBinaryProtocol reader(buffer);
+    TMessageType type;
+    int32_t seqid;
+    reader.readMessageBegin(call.name, type, seqid);
+    if (call.name == "AuthChallenge") {
+      rpc::MasterService_AuthChallenge_args args;
+      args.read(&reader);
+      call.auth_argument = args.client_nonce;
+      call.decoded = true;
+    } else if (call.name == "Authenticate") {
+      rpc::MasterService_Authenticate_args args;
+      args.read(&reader);
+      call.auth_argument = args.client_proof;
+      call.decoded = true;
+    }
+  } catch (const std::exception&) {
+    call.decoded = false;
+  }
+  return call;
+}
+
+// The reply the processor wrote for one call: one message, checked to be well formed.
+struct Reply {
+  bool present = false;  // false: the call did not decode, nothing was answered
+  std::string name;
+  TMessageType type = apache::thrift::protocol::T_REPLY;
+  int exception_type = -1;
+  std::string exception;  // T_EXCEPTION: its message
+  int32_t auth_code = 0;  // a handshake call's reply: its code and nonce or proof
+  std::string auth_bytes;
+};
+
+Reply ReadReply(const std::shared_ptr<TMemoryBuffer>& out) {
+  Reply reply;
+  if (out->available_read() == 0) return reply;
+  reply.present = true;
+  TBinaryProtocol reader(out);
   int32_t seqid;
-  reader.readMessageBegin(name, type, seqid);
-  if (type == apache::thrift::protocol::T_EXCEPTION) {
+  reader.readMessageBegin(reply.name, reply.type, seqid);
+  if (reply.type == apache::thrift::protocol::T_EXCEPTION) {
     TApplicationException x;
     x.read(&reader);
-    FUZZ_CHECK(x.getType() == TApplicationException::UNKNOWN_METHOD,
-               "%s answered an exception: %s", name.c_str(), x.what());
+    reply.exception_type = x.getType();
+    reply.exception = x.what();
+  } else if (reply.name == "AuthChallenge") {
+    rpc::MasterService_AuthChallenge_result result;
+    result.read(&reader);
+    reply.auth_code = result.success.code;
+    reply.auth_bytes = result.success.server_nonce;
+  } else if (reply.name == "Authenticate") {
+    rpc::MasterService_Authenticate_result result;
+    result.read(&reader);
+    reply.auth_code = result.success.code;
+    reply.auth_bytes = result.success.server_proof;
   } else {
-    FUZZ_CHECK(type == apache::thrift::protocol::T_REPLY, "%s answered message type %d",
-               name.c_str(), static_cast<int>(type));
+    FUZZ_CHECK(reply.type == apache::thrift::protocol::T_REPLY, "%s answered message type %d",
+               reply.name.c_str(), static_cast<int>(reply.type));
     reader.skip(apache::thrift::protocol::T_STRUCT);
   }
   reader.readMessageEnd();
-  FUZZ_CHECK(out->available_read() == 0, "%s answered more than one message", name.c_str());
+  FUZZ_CHECK(out->available_read() == 0, "%s answered more than one message", reply.name.c_str());
+  return reply;
+}
+
+// What a refused call must leave as it was.
+struct Footprint {
+  uint64_t logged;
+  int64_t objects, segments, daemons;
+  bool operator==(const Footprint& o) const {
+    return logged == o.logged && objects == o.objects && segments == o.segments &&
+           daemons == o.daemons;
+  }
+};
+
+// One connection's handshake so far, as its processor must see it.
+struct Handshake {
+  static Handshake Fresh(Peer peer) {
+    Handshake h;
+    h.peer = peer;
+    return h;
+  }
+  Peer peer = Peer::kThisHost;
+  int calls = 0;          // AuthChallenge and Authenticate calls served
+  bool challenged = false;  // the first was an AuthChallenge answered 0
+  std::string client_nonce;
+};
+
+// The admission invariants (the header's) for one call served on a connection.
+void CheckAdmission(const Call& call, const Reply& reply, bool admitted_before,
+                    bool admitted_after, Handshake* handshake, const Footprint& before,
+                    const Footprint& after) {
+  const bool handshake_call = call.name == "AuthChallenge" || call.name == "Authenticate";
+  if (admitted_before) {
+    FUZZ_CHECK(admitted_after, "an admitted connection lost its admission");
+    FUZZ_CHECK(!reply.present || reply.type != apache::thrift::protocol::T_EXCEPTION ||
+                   reply.exception_type == TApplicationException::UNKNOWN_METHOD,
+               "%s answered an exception: %s", reply.name.c_str(), reply.exception.c_str());
+    FUZZ_CHECK(!reply.present || !handshake_call ||
+                   reply.auth_code == ToInt(ErrorCode::INVALID_PARAMS),
+               "%s on an admitted connection answered %d", call.name.c_str(), reply.auth_code);
+    return;
+  }
+  if (!handshake_call) {
+    FUZZ_CHECK(!admitted_after, "%s admitted a connection", call.name.c_str());
+    FUZZ_CHECK(before == after, "%s changed the master's state before the handshake",
+               call.name.c_str());
+    FUZZ_CHECK(!reply.present || (reply.type == apache::thrift::protocol::T_EXCEPTION &&
+                                  IsUnauthenticatedMessage(reply.exception)),
+               "%s before the handshake was answered, not refused", call.name.c_str());
+    return;
+  }
+  if (!call.decoded || !reply.present) return;  // the processor threw: the server closes
+  FUZZ_CHECK(reply.type == apache::thrift::protocol::T_REPLY && before == after,
+             "%s answered an exception or changed the state", call.name.c_str());
+  const int call_index = handshake->calls++;
+  if (call.name == "AuthChallenge") {
+    const bool answerable = handshake->peer == Peer::kKeyed && call_index == 0 &&
+                            call.auth_argument.size() == ClusterKey::kNonceBytes;
+    FUZZ_CHECK((reply.auth_code == 0) == answerable && !admitted_after,
+               "AuthChallenge %d of a connection answered %d", call_index, reply.auth_code);
+    if (answerable) {
+      FUZZ_CHECK(reply.auth_bytes == fuzz::kFuzzServerNonce, "a server nonce of %zu bytes",
+                 reply.auth_bytes.size());
+      handshake->challenged = true;
+      handshake->client_nonce = call.auth_argument;
+    }
+    return;
+  }
+  const bool proves = handshake->challenged && call_index == 1 &&
+                      FuzzKey().Check(call.auth_argument, ClusterKey::Role::kClient,
+                                      kMasterAuthContext, handshake->client_nonce,
+                                      fuzz::kFuzzServerNonce) == 0;
+  FUZZ_CHECK((reply.auth_code == 0) == proves && admitted_after == proves,
+             "Authenticate with a proof that %s answered %d (admitted: %d)",
+             proves ? "checks" : "does not check", reply.auth_code, admitted_after);
+  if (proves) {
+    FUZZ_CHECK(reply.auth_bytes == FuzzKey().Prove(ClusterKey::Role::kServer, kMasterAuthContext,
+                                                   handshake->client_nonce,
+                                                   fuzz::kFuzzServerNonce),
+               "the master's proof does not check");
+  }
 }
 
 // The stats against the segments they sum (detached ones, restored and not yet
@@ -416,10 +587,12 @@ void CheckStats(MasterService* service) {
 struct Master {
   std::unique_ptr<MasterService> service;
   std::unique_ptr<OpLog> oplog;
-  std::unique_ptr<rpc::MasterServiceProcessor> processor;
+  std::shared_ptr<RpcHandler> handler;
+  std::unique_ptr<AuthenticatedProcessor> processor;  // the connection the calls come on
 
   // expect_snapshot: the snapshot the restore must load (empty: none may have been taken).
-  Master(const std::string& dir, bool restore, const std::string* expect_snapshot = nullptr) {
+  Master(const std::string& dir, bool restore, Peer peer,
+         const std::string* expect_snapshot = nullptr) {
     OpLogOptions log_options;
     log_options.dir = dir + "/oplog";
     log_options.flush_interval_ms = 60000;  // only the strict Syncs write: deterministic
@@ -447,8 +620,13 @@ struct Master {
     FUZZ_CHECK(oplog->Start(last) == ErrorCode::OK, "cannot start the log after %llu",
                static_cast<unsigned long long>(last));
     service->AttachOpLog(oplog.get(), /*strict=*/true);
-    processor = std::make_unique<rpc::MasterServiceProcessor>(
-        std::make_shared<CheckedHandler>(service.get()));
+    handler = std::make_shared<CheckedHandler>(service.get());
+    processor = Connect(handler, peer);
+  }
+
+  Footprint Print() const {
+    rpc::MasterStats stats = service->GetStats();
+    return {oplog->last(), stats.objects, stats.segments, stats.daemons};
   }
 
   // A snapshot of the state as the log stands (every record is on disk: strict), with a
@@ -462,6 +640,7 @@ struct Master {
   // service stays to be looked at. Returns the log's last seq.
   uint64_t Stop() {
     processor.reset();
+    handler.reset();
     service->AttachOpLog(nullptr, false);
     const uint64_t last = oplog->last();
     oplog.reset();
@@ -486,7 +665,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const auto factory = MakeRpcProtocolFactory();
   std::shared_ptr<TProtocol> in_protocol = factory->getProtocol(in);
   std::shared_ptr<TProtocol> out_protocol = factory->getProtocol(out);
-  auto master = std::make_unique<Master>(dir, /*restore=*/false);
+  Handshake handshake;  // of the connection the calls come on
+  auto master = std::make_unique<Master>(dir, /*restore=*/false, handshake.peer);
   uint64_t logged = 0;          // records appended by every master of this input
   int64_t snapshot_clock = 0;   // created_ms of the snapshots, each a new name
   std::string newest_snapshot;  // the last one taken
@@ -495,19 +675,29 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     in->read(&clock, 1);
     g_now += kSteps[clock & 7];
     if (clock & 0x10) newest_snapshot = master->Snapshot(dir, ++snapshot_clock);
+    if (clock & 0xC0) handshake = Handshake::Fresh(kPeers[(clock >> 6) - 1]);
     if (clock & 0x20) {
       logged = std::max(logged, master->Stop());
-      master = std::make_unique<Master>(dir, /*restore=*/true, &newest_snapshot);
+      master = std::make_unique<Master>(dir, /*restore=*/true, handshake.peer, &newest_snapshot);
       CheckStats(master->service.get());
+      handshake = Handshake::Fresh(handshake.peer);  // a restart breaks every connection
+    } else if (clock & 0xC0) {
+      master->processor = Connect(master->handler, handshake.peer);
     }
     if (clock & 8) master->service->Tick();
     out->resetBuffer();
+    const bool admitted = master->processor->admitted();
+    const Footprint before = master->Print();
+    const size_t unread = in->available_read();
     try {
       if (!master->processor->process(in_protocol, out_protocol, nullptr)) break;
     } catch (const std::exception&) {
       break;  // what the server does too (TNonblockingServer): it closes the connection
     }
-    CheckReply(out);
+    const Call call = ReadCall(data + (size - unread), unread - in->available_read());
+    const Reply reply = ReadReply(out);
+    CheckAdmission(call, reply, admitted, master->processor->admitted(), &handshake, before,
+                   master->Print());
     CheckStats(master->service.get());
   }
   logged = std::max(logged, master->Stop());  // the log's last records reach the disk
@@ -522,7 +712,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   fuzz::CheckRestorable(live);
   // What the next restart would restore: the newest snapshot and the log after it.
-  Master restarted(dir, /*restore=*/true, &newest_snapshot);
+  Master restarted(dir, /*restore=*/true, Peer::kThisHost, &newest_snapshot);
   restarted.Stop();
   fuzz::CheckSameState(live, fuzz::Export(restarted.service.get()), "the live state",
                        "a restart's restore");

@@ -29,6 +29,12 @@ void CheckRestorable(const ExportedState& state);
 void CheckSameState(const ExportedState& a, const ExportedState& b, const char* a_name,
                     const char* b_name);
 
+// master_rpc_fuzzer's connections that need the handshake: the cluster key their master
+// holds, and the server nonce it draws (fixed, so that a seed can carry a proof that
+// checks: fuzz/seeds_master.cc).
+inline const std::string kFuzzClusterKey(64, 'k');
+inline const std::string kFuzzServerNonce(32, 'n');
+
 // Takes a snapshot of service into dir as the snapshot child does (master/snapshotter.cc:
 // SnapshotWriter, WriteSnapshotPayloads, Publish) and returns its name.
 std::string WriteSnapshot(MasterService* service, const std::string& dir, uint64_t sequence,

@@ -13,7 +13,9 @@
 #include <memory>
 
 #include "MasterService.h"
+#include "common/cluster_key.h"
 #include "common/little_endian.h"
+#include "common/master_auth.h"
 #include "fuzz/fuzz_util.h"
 #include "fuzz/master_state.h"
 #include "fuzz/seeds.h"
@@ -42,6 +44,11 @@ class RpcScript {
   // A snapshot before the next call, or a restart of the master.
   rpc::MasterServiceClient& AfterSnapshot() { return Clock(0x10); }
   rpc::MasterServiceClient& AfterRestart() { return Clock(0x20); }
+  // The next call on a new connection: of a peer of a master with kFuzzClusterKey, of
+  // another host's peer of one without a key, of a peer on this host (as the first).
+  rpc::MasterServiceClient& OnKeyedConnection() { return Clock(0x40); }
+  rpc::MasterServiceClient& OnRemoteConnection() { return Clock(0x80); }
+  rpc::MasterServiceClient& OnLocalConnection() { return Clock(0xC0); }
   rpc::MasterServiceClient& Now() { return At(0); }
   std::string bytes() { return buffer_->getBufferAsString(); }
 
@@ -77,6 +84,16 @@ rpc::ReplicateConfig Config(int32_t replicas = 1) {
   rpc::ReplicateConfig c;
   c.replica_num = replicas;
   return c;
+}
+
+// The handshake, on the connection the script is on (a keyed one), with a proof made with
+// the master's key or another.
+void Handshake(RpcScript& s, bool right_key = true) {
+  const std::string client_nonce(32, 'c');
+  ClusterKey key = ClusterKey::FromKeys({right_key ? kFuzzClusterKey : std::string(64, 'x')});
+  s.Now().send_AuthChallenge(client_nonce);
+  s.Now().send_Authenticate(
+      key.Prove(ClusterKey::Role::kClient, kMasterAuthContext, client_nonce, kFuzzServerNonce));
 }
 
 void Daemon(RpcScript& s, int64_t daemon, int64_t segment_size = 1 << 20) {
@@ -441,6 +458,39 @@ Seeds MasterRpcSeeds() {
     s.Now().send_UnmountSegment(1, 11);
     s.Now().send_GetAllSegments();
     seeds.emplace_back("seed-drain", s.bytes());
+  }
+  {  // a daemon that proves the key, and proves it again after a restart of the master
+    RpcScript s;
+    s.OnKeyedConnection().send_GetStats();  // refused: no handshake yet
+    Handshake(s);
+    Daemon(s, 1);
+    s.Now().send_PutStart(1, "k", 4096, Config());
+    s.Now().send_PutEnd(1, "k", -1);
+    s.Now().send_AuthChallenge(std::string(32, 'c'));  // admitted already: -600
+    s.AfterRestart().send_Heartbeat(1);                 // a new connection: refused
+    Handshake(s);
+    s.Now().send_RegisterDaemon(1, Name(1));
+    s.Now().send_MountSegment(Segment(1, 11, 1 << 20));
+    s.Now().send_GetReplicaList("k", 0);
+    seeds.emplace_back("seed-authenticated", s.bytes());
+  }
+  {  // attack 2: a peer without the key, or with another, gets refusals only
+    RpcScript s;
+    Daemon(s, 1);  // on this host, no key: admitted
+    s.Now().send_PutStart(1, "k", 4096, Config());
+    s.Now().send_PutEnd(1, "k", -1);
+    s.OnKeyedConnection().send_RemoveAll(true, 0);
+    s.Now().send_GetAllSegments();
+    s.Now().send_GetReplicaList("k", 0);
+    Handshake(s, /*right_key=*/false);
+    s.Now().send_RegisterDaemon(6, Name(6));
+    s.Now().send_MountSegment(Segment(6, 61, 1 << 30));
+    s.OnKeyedConnection().send_Authenticate(std::string(32, 'p'));  // no challenge first
+    s.Now().send_UnmountSegment(1, 11);
+    s.OnRemoteConnection().send_AuthChallenge(std::string(32, 'c'));
+    s.Now().send_Snapshot();
+    s.OnLocalConnection().send_GetReplicaList("k", 0);
+    seeds.emplace_back("seed-refused", s.bytes());
   }
   return seeds;
 }

@@ -1,7 +1,9 @@
 // mooncake-master: the control plane. Parses flags, restores and keeps its state when
 // snapshots are on (master/durability.h), serves MasterService over Thrift (framed
-// transport, binary protocol, non-blocking server with rpc_thread_num I/O threads), runs
-// upkeep every 100 ms, and exits 0 on SIGINT/SIGTERM.
+// transport, binary protocol, non-blocking server with rpc_thread_num I/O threads) on
+// --rpc_address (default: this host's own address), admitting only peers that prove the
+// cluster key (master/authenticated_processor.h), runs upkeep every 100 ms, and exits 0 on
+// SIGINT/SIGTERM.
 //
 // Handlers run on the I/O threads themselves: no hand-off to a worker and back, which on
 // this path costs more than most handlers do. Each connection is served by one I/O thread,
@@ -25,9 +27,11 @@
 #include <thread>
 
 #include "common/cluster_key.h"
+#include "common/host_address.h"
 #include "common/logging.h"
 #include "common/process_setup.h"
 #include "common/rpc_logging.h"
+#include "master/authenticated_processor.h"
 #include "master/durability.h"
 #include "master/master_options.h"
 #include "master/master_service.h"
@@ -94,11 +98,13 @@ int main(int argc, char** argv) {
   }
   auto handler = std::make_shared<mooncake::RpcHandler>(
       &service, durability ? durability->snapshotter() : nullptr);
-  auto processor = std::make_shared<mooncake::rpc::MasterServiceProcessor>(handler);
+  // A processor per connection: each has its own handshake (AuthenticatedProcessor).
+  auto processors = std::make_shared<mooncake::AuthenticatedProcessorFactory>(handler, cluster_key);
+  if (options.rpc_address.empty()) options.rpc_address = mooncake::ThisHostAddress();
   auto socket = std::make_shared<TNonblockingServerSocket>(options.rpc_address,
                                                            static_cast<int>(options.rpc_port));
   auto server = std::make_shared<TNonblockingServer>(
-      processor, mooncake::MakeRpcProtocolFactory(), socket);
+      processors, mooncake::MakeRpcProtocolFactory(), socket);
   server->setNumIOThreads(static_cast<size_t>(options.rpc_thread_num));
   server->setServerEventHandler(std::make_shared<ListenLogger>(socket, options.rpc_address));
 

@@ -3,7 +3,9 @@
 namespace mooncake {
 
 void RegisterMasterFlags(FlagSet* f, MasterOptions* o) {
-  f->AddString("rpc_address", &o->rpc_address, "address the Thrift server listens on");
+  f->AddString("rpc_address", &o->rpc_address,
+               "address the Thrift server listens on (default: this host's own, what its name "
+               "resolves to; 0.0.0.0: every interface)");
   f->AddInt("rpc_port", &o->rpc_port, "Thrift port (0: pick a free one and log it)");
   f->AddString("cluster_key_file", &o->cluster_key_file,
                "file (mode 0600) of the key every master and daemon of the cluster shares; "

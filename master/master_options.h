@@ -11,7 +11,9 @@
 namespace mooncake {
 
 struct MasterOptions {
-  std::string rpc_address = "0.0.0.0";
+  // "" = this host's address (ThisHostAddress: what its name resolves to); "0.0.0.0" =
+  // every interface, only when asked.
+  std::string rpc_address;
   int64_t rpc_port = 50051;
   int64_t rpc_thread_num = 0;  // 0: one per core, at least 8
   int64_t default_kv_lease_ttl_ms = 10000;

@@ -30,6 +30,14 @@ void RpcHandler::AcknowledgeAll(std::vector<T>* results) {
   }
 }
 
+void RpcHandler::AuthChallenge(rpc::AuthChallengeResult& out, const std::string&) {
+  out.code = ToInt(ErrorCode::INVALID_PARAMS);
+}
+
+void RpcHandler::Authenticate(rpc::AuthenticateResult& out, const std::string&) {
+  out.code = ToInt(ErrorCode::INVALID_PARAMS);
+}
+
 int32_t RpcHandler::RegisterDaemon(int64_t daemon_id, const std::string& name) {
   return Acknowledge(service_->RegisterDaemon(daemon_id, name));
 }

@@ -39,6 +39,12 @@ class RpcHandler : public rpc::MasterServiceIf {
   explicit RpcHandler(MasterService* service, Snapshotter* snapshotter = nullptr)
       : service_(service), snapshotter_(snapshotter) {}
 
+  // Reached only on a connection already admitted (master/authenticated_processor.h
+  // answers the handshake before): by a handshake, or as a peer on this host of a master
+  // without a key, which has no key to prove. Both answer -600 and change nothing.
+  void AuthChallenge(rpc::AuthChallengeResult& out, const std::string& client_nonce) override;
+  void Authenticate(rpc::AuthenticateResult& out, const std::string& client_proof) override;
+
   int32_t RegisterDaemon(int64_t daemon_id, const std::string& name) override;
   void Heartbeat(rpc::HeartbeatResult& out, int64_t daemon_id) override;
   int32_t MountSegment(const rpc::SegmentInfo& segment) override;

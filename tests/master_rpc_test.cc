@@ -8,6 +8,7 @@
 #include <thrift/transport/TSocket.h>
 
 #include <chrono>
+#include <cstdio>
 #include <memory>
 #include <thread>
 
@@ -46,7 +47,14 @@ std::unique_ptr<rpc::MasterServiceClient> Connect(int port,
   socket->setRecvTimeout(5000);
   *transport = std::make_shared<TFramedTransport>(socket);
   (*transport)->open();
-  return std::make_unique<rpc::MasterServiceClient>(std::make_shared<TBinaryProtocol>(*transport));
+  auto client =
+      std::make_unique<rpc::MasterServiceClient>(std::make_shared<TBinaryProtocol>(*transport));
+  std::string error;
+  if (!harness::AuthenticateMasterClient(client.get(), "", &error)) {
+    std::fprintf(stderr, "the master refused the harness key: %s\n", error.c_str());
+    return nullptr;
+  }
+  return client;
 }
 
 int Setup(void** state) {
@@ -61,6 +69,10 @@ int Setup(void** state) {
     return -1;
   }
   f->client = Connect(f->port, &f->transport);
+  if (f->client == nullptr) {
+    delete f;
+    return -1;
+  }
   *state = f;
   return 0;
 }

@@ -25,6 +25,8 @@
 #include <thrift/transport/TSocket.h>
 
 #include "MasterService.h"
+#include "common/cluster_key.h"
+#include "common/master_auth.h"
 
 namespace mooncake {
 namespace testing {
@@ -250,7 +252,7 @@ bool WaitForUnixSocket(const std::string& path, int timeout_ms) {
   return false;
 }
 
-bool StartDaemon(ChildProcess* daemon, int master_port, const std::string& socket_path,
+bool SpawnDaemon(ChildProcess* daemon, int master_port, const std::string& socket_path,
                  const std::string& log_path, const std::vector<std::string>& extra_flags) {
   std::vector<std::string> argv = {BuildPath("daemon/mooncaked"),
                                    "--master",
@@ -264,7 +266,12 @@ bool StartDaemon(ChildProcess* daemon, int master_port, const std::string& socke
                                    "--cluster_key_file",
                                    ClusterKeyFile()};
   argv.insert(argv.end(), extra_flags.begin(), extra_flags.end());
-  if (!daemon->Start(argv, log_path)) return false;
+  return daemon->Start(argv, log_path);
+}
+
+bool StartDaemon(ChildProcess* daemon, int master_port, const std::string& socket_path,
+                 const std::string& log_path, const std::vector<std::string>& extra_flags) {
+  if (!SpawnDaemon(daemon, master_port, socket_path, log_path, extra_flags)) return false;
   // A daemon refusing its flags exits at once; waiting the full time for it would only
   // slow down the tests that expect that.
   auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
@@ -276,7 +283,18 @@ bool StartDaemon(ChildProcess* daemon, int master_port, const std::string& socke
   return false;
 }
 
-bool WithMasterClient(int port, const std::function<void(rpc::MasterServiceClient&)>& fn) {
+bool AuthenticateMasterClient(rpc::MasterServiceClient* client, const std::string& key_file,
+                              std::string* error) {
+  std::string why;
+  Result<ClusterKey> key = ClusterKey::Load(key_file.empty() ? ClusterKeyFile() : key_file, &why);
+  bool ok = key.ok() && AuthenticateToMaster(client, &key.value(), &why) == ErrorCode::OK;
+  if (!ok && error != nullptr) *error = why;
+  return ok;
+}
+
+bool WithMasterClientKey(int port, const std::string& key_file,
+                         const std::function<void(rpc::MasterServiceClient&)>& fn,
+                         std::string* error) {
   using apache::thrift::protocol::TBinaryProtocol;
   using apache::thrift::transport::TFramedTransport;
   using apache::thrift::transport::TSocket;
@@ -288,12 +306,21 @@ bool WithMasterClient(int port, const std::function<void(rpc::MasterServiceClien
     auto transport = std::make_shared<TFramedTransport>(socket);
     transport->open();
     rpc::MasterServiceClient client(std::make_shared<TBinaryProtocol>(transport));
+    if (!key_file.empty() && !AuthenticateMasterClient(&client, key_file, error)) {
+      transport->close();
+      return false;
+    }
     fn(client);
     transport->close();
     return true;
-  } catch (const std::exception&) {
+  } catch (const std::exception& e) {
+    if (error != nullptr) *error = e.what();
     return false;
   }
+}
+
+bool WithMasterClient(int port, const std::function<void(rpc::MasterServiceClient&)>& fn) {
+  return WithMasterClientKey(port, ClusterKeyFile(), fn);
 }
 
 }  // namespace testing

@@ -92,10 +92,31 @@ bool WaitForUnixSocket(const std::string& path, int timeout_ms);
 bool StartDaemon(ChildProcess* daemon, int master_port, const std::string& socket_path,
                  const std::string& log_path, const std::vector<std::string>& extra_flags);
 
+// Starts mooncaked as StartDaemon does, returning once it is forked (false: fork failed)
+// without waiting for it to serve: for a daemon that is expected never to (one whose key
+// the master refuses, or that refuses the master).
+bool SpawnDaemon(ChildProcess* daemon, int master_port, const std::string& socket_path,
+                 const std::string& log_path, const std::vector<std::string>& extra_flags);
+
 // Calls fn with a Thrift client of the master on 127.0.0.1:port, connected as daemons
-// connect (framed transport, binary protocol); false when it cannot be reached or the
-// call throws.
+// connect (framed transport, binary protocol) and admitted with the key of
+// ClusterKeyFile() (the handshake of common/master_auth.h); false when it cannot be
+// reached, the handshake fails or the call throws.
 bool WithMasterClient(int port, const std::function<void(rpc::MasterServiceClient&)>& fn);
+
+// The same with the key of key_file, or, with key_file "", without any handshake (as a
+// client that holds no key: a master with a key then refuses every call). *error (may be
+// null) says why it returned false: the handshake's failure or what fn threw.
+bool WithMasterClientKey(int port, const std::string& key_file,
+                         const std::function<void(rpc::MasterServiceClient&)>& fn,
+                         std::string* error = nullptr);
+
+// Runs the handshake on client, a connection just opened, with the key of key_file
+// (ClusterKeyFile() when ""): for tests and benchmarks that keep their own connections.
+// False, with *error (may be null) saying why, when the key cannot be loaded or either
+// side's proof fails.
+bool AuthenticateMasterClient(rpc::MasterServiceClient* client, const std::string& key_file,
+                              std::string* error = nullptr);
 
 }  // namespace testing
 }  // namespace mooncake

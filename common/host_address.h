@@ -1,0 +1,32 @@
+// This host's own address, where the master listens and where daemons look for it when
+// nobody says otherwise, and whether a connection's peer is on this host (what a process
+// without a cluster key admits).
+#ifndef MOONCAKE_COMMON_HOST_ADDRESS_H_
+#define MOONCAKE_COMMON_HOST_ADDRESS_H_
+
+#include <sys/socket.h>
+
+#include <string>
+
+namespace mooncake {
+
+// The numeric address this host's name (gethostname) resolves to: its first IPv4
+// address, else its first IPv6 one, else 127.0.0.1 (a name that does not resolve). The
+// default of the master's --rpc_address and of the host in the daemon's --master, so a
+// master and daemons on one host find each other without flags (on Debian the name often
+// resolves to 127.0.1.1; both ends ask the same question and get the same answer).
+std::string ThisHostAddress();
+
+// True when the peer of the connected socket fd is on this host: a loopback address
+// (IsLoopbackAddress), or the very address the connection arrived at (a daemon reaching
+// the master through this host's own address). Linux drops packets from another host that
+// carry one of ours as their source (net.ipv4.conf.*.accept_local is 0 by default), so a
+// TCP connection cannot pose as one. False when either address cannot be read.
+bool PeerIsThisHost(int fd);
+
+// "1.2.3.4:5678" or "[::1]:5678"; "?" for anything but IPv4 and IPv6.
+std::string FormatAddress(const sockaddr* addr);
+
+}  // namespace mooncake
+
+#endif  // MOONCAKE_COMMON_HOST_ADDRESS_H_

@@ -1,0 +1,103 @@
+// Who may use the master's Thrift service. Each connection gets its own processor, which
+// answers the cluster key's handshake (AuthChallenge, Authenticate; the client side is
+// common/master_auth.h) and, until the connection is admitted, refuses every other call:
+// its arguments are skipped unread and the answer is a TApplicationException
+// "-1400 UNAUTHENTICATED: ...". So a peer that has not proved the key learns nothing (no
+// segment list, no replica locations, no stats) and changes nothing (no RemoveAll, no
+// RegisterDaemon, MountSegment or UnmountSegment, no Snapshot). Refusals are logged with
+// the peer's address, at most one line a second for the whole master.
+//
+// Admission:
+//  - with a cluster key, once the peer's proof checks against one of its keys; the master
+//    answers with its own proof made with that key, so during a rolling restart through
+//    [old, new], [new, old], [new] every pair of processes still agrees. One failed step
+//    (a proof that does not check, a handshake out of order or repeated) refuses the
+//    connection for good: every later call, the handshake's too, is refused.
+//  - without a key, a peer on this host (PeerIsThisHost) is admitted at connect without
+//    a handshake; any other peer is refused.
+// The handshake on an admitted connection reaches RpcHandler, which answers -600.
+//
+// Cost: an admitted connection pays one test of a flag per call before the generated
+// dispatch; a connection, one getpeername (and without a key, one getsockname).
+//
+// Thread roles: TNonblockingServer asks the factory for a processor per connection, on
+// the I/O thread that serves the connection, and runs all of its calls on that thread:
+// the processor's state needs no lock.
+#ifndef MOONCAKE_MASTER_AUTHENTICATED_PROCESSOR_H_
+#define MOONCAKE_MASTER_AUTHENTICATED_PROCESSOR_H_
+
+#include <functional>
+#include <memory>
+#include <string>
+
+#include <thrift/TProcessor.h>
+
+#include "MasterService.h"
+#include "common/cluster_key.h"
+
+namespace mooncake {
+
+// Where the server nonces come from: ClusterKey::NewNonce, or a fixed one in fuzzers.
+using NonceSource = std::function<std::string()>;
+
+class AuthenticatedProcessor : public rpc::MasterServiceProcessor {
+ public:
+  struct Peer {
+    std::string address;  // "ip:port", for the log
+    bool on_this_host = false;
+  };
+
+  // key: null when the master runs without one.
+  AuthenticatedProcessor(std::shared_ptr<rpc::MasterServiceIf> handler,
+                         std::shared_ptr<const ClusterKey> key, Peer peer,
+                         NonceSource new_nonce);
+
+  bool admitted() const { return stage_ == Stage::kAdmitted; }
+
+ protected:
+  bool dispatchCall(apache::thrift::protocol::TProtocol* in,
+                    apache::thrift::protocol::TProtocol* out, const std::string& fname,
+                    int32_t seqid, void* call_context) override;
+
+ private:
+  enum class Stage { kFresh, kChallenged, kAdmitted, kRefused };
+
+  // The calls of a connection not admitted (yet).
+  bool DispatchUnadmitted(apache::thrift::protocol::TProtocol* in,
+                          apache::thrift::protocol::TProtocol* out, const std::string& fname,
+                          int32_t seqid);
+  rpc::AuthChallengeResult Challenge(const std::string& client_nonce);
+  rpc::AuthenticateResult Authenticate(const std::string& client_proof);
+  // Why this connection's calls are refused now, for the refusal and the log.
+  std::string RefusalReason() const;
+  // Ends the handshake: every later call is refused.
+  void RefuseForGood(const char* why);
+
+  const std::shared_ptr<const ClusterKey> key_;
+  const Peer peer_;
+  const NonceSource new_nonce_;
+  Stage stage_ = Stage::kFresh;
+  std::string client_nonce_;  // kChallenged
+  std::string server_nonce_;  // kChallenged
+  std::string failure_;       // kRefused after a failed handshake: why
+};
+
+// What master/main.cc gives its TNonblockingServer: an AuthenticatedProcessor for each
+// connection, over the one handler.
+class AuthenticatedProcessorFactory : public apache::thrift::TProcessorFactory {
+ public:
+  AuthenticatedProcessorFactory(std::shared_ptr<rpc::MasterServiceIf> handler,
+                                std::shared_ptr<const ClusterKey> key)
+      : handler_(std::move(handler)), key_(std::move(key)) {}
+
+  std::shared_ptr<apache::thrift::TProcessor> getProcessor(
+      const apache::thrift::TConnectionInfo& connection) override;
+
+ private:
+  const std::shared_ptr<rpc::MasterServiceIf> handler_;
+  const std::shared_ptr<const ClusterKey> key_;
+};
+
+}  // namespace mooncake
+
+#endif  // MOONCAKE_MASTER_AUTHENTICATED_PROCESSOR_H_

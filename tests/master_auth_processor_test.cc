@@ -1,0 +1,260 @@
+// master/authenticated_processor: the handshake's state machine and the refusal of every
+// other call, driven in process through the generated client and the server's protocol
+// over a real MasterService and RpcHandler; and common/host_address.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <thrift/TApplicationException.h>
+#include <thrift/protocol/TBinaryProtocol.h>
+#include <thrift/transport/TBufferTransports.h>
+
+#include "common/cluster_key.h"
+#include "common/host_address.h"
+#include "common/logging.h"
+#include "common/master_auth.h"
+#include "master/authenticated_processor.h"
+#include "master/rpc_handler.h"
+#include "tests/cmocka_cpp.h"
+#include "tests/master_service_fixture.h"
+#include "tests/process_harness.h"
+
+namespace {
+
+using apache::thrift::TApplicationException;
+using apache::thrift::protocol::TBinaryProtocol;
+using apache::thrift::transport::TMemoryBuffer;
+using mooncake::AuthenticatedProcessor;
+using mooncake::ClusterKey;
+using mooncake::kMasterAuthContext;
+
+const std::string kKeyA(64, 'a');
+const std::string kKeyB(64, 'b');
+const std::string kServerNonce(ClusterKey::kNonceBytes, 's');
+const std::string kClientNonce(ClusterKey::kNonceBytes, 'c');
+
+// One connection: a client whose calls go into the processor and whose replies come back,
+// over the protocol the master serves with.
+struct Connection {
+  MasterService service{Options()};
+  std::shared_ptr<TMemoryBuffer> calls = std::make_shared<TMemoryBuffer>();
+  std::shared_ptr<TMemoryBuffer> replies = std::make_shared<TMemoryBuffer>();
+  std::shared_ptr<apache::thrift::protocol::TProtocol> in =
+      mooncake::MakeRpcProtocolFactory()->getProtocol(calls);
+  std::shared_ptr<apache::thrift::protocol::TProtocol> out =
+      mooncake::MakeRpcProtocolFactory()->getProtocol(replies);
+  rpc::MasterServiceClient client{std::make_shared<TBinaryProtocol>(replies),
+                                  std::make_shared<TBinaryProtocol>(calls)};
+  AuthenticatedProcessor processor;
+
+  Connection(std::vector<std::string> keys, bool on_this_host)
+      : processor(std::make_shared<mooncake::RpcHandler>(&service),
+                  keys.empty() ? nullptr
+                               : std::make_shared<const ClusterKey>(
+                                     ClusterKey::FromKeys(std::move(keys))),
+                  {"10.9.8.7:4321", on_this_host}, [] { return kServerNonce; }) {}
+
+  // Runs the call the client just sent.
+  void Serve() { assert_true(processor.process(in, out, nullptr)); }
+
+  rpc::AuthChallengeResult Challenge(const std::string& nonce = kClientNonce) {
+    client.send_AuthChallenge(nonce);
+    Serve();
+    rpc::AuthChallengeResult r;
+    client.recv_AuthChallenge(r);
+    return r;
+  }
+  rpc::AuthenticateResult Prove(const std::string& proof) {
+    client.send_Authenticate(proof);
+    Serve();
+    rpc::AuthenticateResult r;
+    client.recv_Authenticate(r);
+    return r;
+  }
+  // The whole handshake as common/master_auth.cc runs it, with the client's key.
+  rpc::AuthenticateResult Handshake(const ClusterKey& key) {
+    rpc::AuthChallengeResult c = Challenge();
+    assert_int_equal(c.code, 0);
+    assert_true(c.server_nonce == kServerNonce);
+    return Prove(key.Prove(ClusterKey::Role::kClient, kMasterAuthContext, kClientNonce,
+                           c.server_nonce));
+  }
+
+  // RegisterDaemon through the processor: its code, or -1400 when it was refused (with
+  // the refusal's message checked).
+  int Register(int64_t daemon) {
+    client.send_RegisterDaemon(daemon, Name(daemon));
+    Serve();
+    try {
+      return client.recv_RegisterDaemon();
+    } catch (const TApplicationException& e) {
+      assert_true(mooncake::IsUnauthenticatedMessage(e.what()));
+      return ToInt(ErrorCode::UNAUTHENTICATED);
+    }
+  }
+};
+
+constexpr int kRefused = static_cast<int>(ErrorCode::UNAUTHENTICATED);
+
+bool ChecksAsServerProof(const std::string& key, const std::string& proof) {
+  return ClusterKey::FromKeys({key}).Check(proof, ClusterKey::Role::kServer, kMasterAuthContext,
+                                           kClientNonce, kServerNonce) == 0;
+}
+
+void test_calls_before_the_handshake_are_refused_and_change_nothing(void**) {
+  Connection c({kKeyA}, /*on_this_host=*/true);  // with a key, loopback proves nothing
+  assert_int_equal(c.Register(1), kRefused);
+  rpc::MasterStats stats = c.service.GetStats();
+  assert_int_equal(stats.daemons, 0);
+  // The arguments were skipped whole: the next call on the connection reads fine.
+  assert_int_equal(c.Handshake(ClusterKey::FromKeys({kKeyA})).code, 0);
+  assert_int_equal(c.Register(1), 0);
+  assert_int_equal(c.service.GetStats().daemons, 1);
+}
+
+void test_a_proof_that_checks_admits_and_the_master_proves_back(void**) {
+  Connection c({kKeyA}, false);
+  rpc::AuthenticateResult r = c.Handshake(ClusterKey::FromKeys({kKeyA}));
+  assert_int_equal(r.code, 0);
+  assert_true(c.processor.admitted());
+  assert_true(ChecksAsServerProof(kKeyA, r.server_proof));
+  // A second handshake on an admitted connection reaches the handler: -600, nothing else.
+  assert_int_equal(c.Challenge().code, kBadParams);
+  assert_true(c.processor.admitted());
+}
+
+void test_rotation_the_master_answers_with_the_key_that_checked(void**) {
+  // A master on [A, B] and a client that already moved to [B]: the master proves with B.
+  Connection c({kKeyA, kKeyB}, false);
+  rpc::AuthenticateResult r = c.Handshake(ClusterKey::FromKeys({kKeyB, kKeyA}));
+  assert_int_equal(r.code, 0);
+  assert_true(ChecksAsServerProof(kKeyB, r.server_proof));
+  assert_false(ChecksAsServerProof(kKeyA, r.server_proof));
+}
+
+void test_a_wrong_proof_refuses_the_connection_for_good(void**) {
+  Connection c({kKeyA}, false);
+  rpc::AuthenticateResult r = c.Handshake(ClusterKey::FromKeys({kKeyB}));
+  assert_int_equal(r.code, kRefused);
+  assert_true(r.server_proof.empty());  // nothing a prober could learn from
+  assert_false(c.processor.admitted());
+  // No second try on this connection, not even with the right key.
+  assert_int_equal(c.Challenge().code, kRefused);
+  assert_int_equal(c.Prove(ClusterKey::FromKeys({kKeyA}).Prove(
+                               ClusterKey::Role::kClient, kMasterAuthContext, kClientNonce,
+                               kServerNonce))
+                       .code,
+                   kRefused);
+  assert_int_equal(c.Register(1), kRefused);
+  assert_int_equal(c.service.GetStats().daemons, 0);
+}
+
+void test_handshake_out_of_order_is_refused(void**) {
+  const ClusterKey a = ClusterKey::FromKeys({kKeyA});
+  {  // Authenticate first: there is no challenge it could answer.
+    Connection c({kKeyA}, false);
+    assert_int_equal(
+        c.Prove(a.Prove(ClusterKey::Role::kClient, kMasterAuthContext, kClientNonce,
+                        kServerNonce))
+            .code,
+        kRefused);
+    assert_int_equal(c.Challenge().code, kRefused);
+  }
+  {  // A client nonce that is not 32 bytes.
+    Connection c({kKeyA}, false);
+    assert_int_equal(c.Challenge("short").code, kRefused);
+    assert_false(c.processor.admitted());
+  }
+  {  // A server's proof replayed as a client's (the role is inside the MAC).
+    Connection c({kKeyA}, false);
+    assert_int_equal(c.Challenge().code, 0);
+    assert_int_equal(c.Prove(a.Prove(ClusterKey::Role::kServer, kMasterAuthContext,
+                                     kClientNonce, kServerNonce))
+                         .code,
+                     kRefused);
+  }
+}
+
+void test_without_a_key_only_this_host_is_admitted(void**) {
+  Connection local({}, /*on_this_host=*/true);
+  assert_true(local.processor.admitted());
+  assert_int_equal(local.Register(1), 0);
+  assert_int_equal(local.Challenge().code, kBadParams);  // no key to prove: -600
+
+  Connection remote({}, /*on_this_host=*/false);
+  assert_false(remote.processor.admitted());
+  assert_int_equal(remote.Register(1), kRefused);
+  assert_int_equal(remote.Challenge().code, kRefused);
+  assert_int_equal(remote.service.GetStats().daemons, 0);
+}
+
+void test_refusal_reads_nothing_of_a_huge_call(void**) {
+  // A refused call is skipped under the same limits as a decoded one: a string declared
+  // longer than kMaxRpcStringBytes throws (the server closes the connection) instead of
+  // allocating it.
+  Connection c({kKeyA}, false);
+  c.in->writeMessageBegin("PutStart", apache::thrift::protocol::T_CALL, 1);
+  c.in->writeStructBegin("args");
+  c.in->writeFieldBegin("key", apache::thrift::protocol::T_STRING, 2);
+  c.in->writeI32(1500 << 20);
+  bool threw = false;
+  try {
+    c.processor.process(c.in, c.out, nullptr);
+  } catch (const std::exception&) {
+    threw = true;
+  }
+  assert_true(threw);
+  assert_int_equal(c.service.GetStats().objects, 0);
+}
+
+void test_peer_is_this_host_on_loopback(void**) {
+  int port = 0;
+  int listener = mooncake::testing::ListenOnLoopback(&port);
+  assert_true(listener >= 0);
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  assert_int_equal(connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+  int accepted = accept(listener, nullptr, nullptr);
+  assert_true(accepted >= 0);
+  assert_true(mooncake::PeerIsThisHost(accepted));
+  assert_true(mooncake::PeerIsThisHost(fd));
+  assert_false(mooncake::PeerIsThisHost(listener));  // no peer at all
+  sockaddr_in peer{};
+  socklen_t length = sizeof(peer);
+  getpeername(accepted, reinterpret_cast<sockaddr*>(&peer), &length);
+  std::string text = mooncake::FormatAddress(reinterpret_cast<sockaddr*>(&peer));
+  assert_int_equal(text.rfind("127.0.0.1:", 0), 0);
+  close(accepted);
+  close(fd);
+  close(listener);
+  // Whatever the host's name resolves to, it is a numeric address one can bind.
+  std::string self = mooncake::ThisHostAddress();
+  in6_addr parsed{};
+  assert_true(inet_pton(AF_INET, self.c_str(), &parsed) == 1 ||
+              inet_pton(AF_INET6, self.c_str(), &parsed) == 1);
+}
+
+}  // namespace
+
+int main() {
+  mooncake::SetLogLevel(mooncake::LogLevel::kError);  // refusals log warnings by design
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_calls_before_the_handshake_are_refused_and_change_nothing),
+      cmocka_unit_test(test_a_proof_that_checks_admits_and_the_master_proves_back),
+      cmocka_unit_test(test_rotation_the_master_answers_with_the_key_that_checked),
+      cmocka_unit_test(test_a_wrong_proof_refuses_the_connection_for_good),
+      cmocka_unit_test(test_handshake_out_of_order_is_refused),
+      cmocka_unit_test(test_without_a_key_only_this_host_is_admitted),
+      cmocka_unit_test(test_refusal_reads_nothing_of_a_huge_call),
+      cmocka_unit_test(test_peer_is_this_host_on_loopback),
+  };
+  return cmocka_run_group_tests(tests, nullptr, nullptr);
+}
