@@ -190,10 +190,10 @@ void TransferServer::AcceptLoop() {
       bool got_local = getsockname(fd, reinterpret_cast<sockaddr*>(&local), &local_len) == 0;
       if (!PeerOnThisHost(reinterpret_cast<const sockaddr*>(&addr),
                           got_local ? reinterpret_cast<const sockaddr*>(&local) : nullptr)) {
-        close(fd);  // not a byte read or sent
         LogUnauthenticated("not on this host, closed at accept (without --cluster_key_file "
                            "only peers on this host are admitted)",
                            peer);
+        close(fd);  // not a byte read or sent
         continue;
       }
     }
