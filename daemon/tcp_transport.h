@@ -70,7 +70,9 @@ class TcpTransport : public Transport, public ControlCaller {
   ~TcpTransport() override;
 
   const char* protocol() const override { return "tcp"; }
-  ErrorCode RegisterMemory(char*, uint64_t) override { return ErrorCode::OK; }  // nothing to pin
+  ErrorCode RegisterMemory(char*, uint64_t, MemoryAccess) override {
+    return ErrorCode::OK;  // nothing to pin
+  }
   void UnregisterMemory(char*) override {}
   bool DescribeSegment(char* base, uint64_t size, rpc::TransportEndpoint* out) override;
   void Execute(std::vector<TransferOp*>* ops,
