@@ -80,9 +80,12 @@ bool ResolveTransferBindAddress(const std::string& wanted, const std::string& ho
 
 std::string FormatAddress(const sockaddr_storage& addr) {
   char text[INET6_ADDRSTRLEN] = "?";
-  const void* ip = addr.ss_family == AF_INET
-                       ? static_cast<const void*>(&reinterpret_cast<const sockaddr_in*>(&addr)->sin_addr)
-                       : static_cast<const void*>(&reinterpret_cast<const sockaddr_in6*>(&addr)->sin6_addr);
+  const void* ip = nullptr;
+  if (addr.ss_family == AF_INET) {
+    ip = &reinterpret_cast<const sockaddr_in*>(&addr)->sin_addr;
+  } else {
+    ip = &reinterpret_cast<const sockaddr_in6*>(&addr)->sin6_addr;
+  }
   inet_ntop(addr.ss_family, ip, text, sizeof(text));
   return text;
 }

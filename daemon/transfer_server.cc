@@ -431,7 +431,9 @@ bool TransferServer::ServeAuth(Connection* c, const std::string& peer, const Req
            "this daemon's connections are all busy (--transfer_connections)");
     return false;
   }
-  if (took) LogAdmission("closed a waiting connection of the same daemon for", opening->daemon_name);
+  if (took) {
+    LogAdmission("closed a waiting connection of the same daemon for", opening->daemon_name);
+  }
   opening->stage = Opening::kServing;
   std::string answer =
       options_.cluster_key->ProveWith(static_cast<size_t>(key), ClusterKey::Role::kServer,

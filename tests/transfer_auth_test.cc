@@ -346,7 +346,8 @@ void test_a_wrong_or_replayed_proof_is_refused(void**) {
   assert_int_equal(Auth(fd, seen_proof), kUnauthenticated);
   close(fd);
 
-  assert_true(AwaitLogLine(mc_cluster_log_at(g_keyed, B), "wrong proof", "guesser:1 at 127.0.0.1:"));
+  assert_true(
+      AwaitLogLine(mc_cluster_log_at(g_keyed, B), "wrong proof", "guesser:1 at 127.0.0.1:"));
   int lines = count_log_lines(mc_cluster_log_at(g_keyed, B), "refused", "want of the cluster key");
   double all = SecondsSince(t0);
   print_message("32 wrong proofs in %.2f s (%.2f s with the rest): %d lines about refusals "
