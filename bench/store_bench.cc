@@ -6,6 +6,12 @@
 // --daemons 2: the transfer engine instead. A client on daemon A puts with the replica
 // steered onto daemon B and gets those objects back on A, so every byte crosses the
 // transfer port; the baseline is raw loopback TCP measured in the same run.
+//
+// --daemons 2 --auth both: what the cluster key costs the transfer engine. Rounds of two
+// clusters, one without a key (master and daemons: --cluster_key_file "") and one with the
+// harness's key, in alternating order: remote 4 KiB puts and 4 MiB gets in each, and what
+// a new transfer connection costs (connect, opening, one 4 KiB READ); the medians of the
+// rounds side by side, with the ratio on/off.
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <pthread.h>
@@ -24,10 +30,13 @@
 #include <thread>
 #include <vector>
 
+#include "common/cluster_key.h"
 #include "common/flags.h"
 #include "common/units.h"
+#include "daemon/tcp_transport.h"
 #include "include/mooncake_store.h"
 #include "tests/cluster.h"
+#include "tests/process_harness.h"
 
 namespace {
 
@@ -45,6 +54,8 @@ struct Options {
   uint64_t pool_size = 1ull << 30;
   uint64_t segment_size = 0;  // 0: the mode's default
   int64_t lease_ms = 3000;  // the master's read lease (spawned: set to this)
+  std::string auth = "on";  // --daemons 2: with the cluster key, without, or both compared
+  int64_t auth_rounds = 3;
   std::string csv;
 };
 
@@ -497,6 +508,148 @@ void RunTwoDaemons(const Options& o, mc_cluster* cluster, mooncake_store_t store
   }
 }
 
+// The master and daemons of one run: with the harness's cluster key, or none at all.
+mc_cluster* SpawnCluster(const Options& o, bool keyed) {
+  setenv("MC_BUILD_DIR", o.build_dir.c_str(), 1);
+  std::fprintf(stderr, "spawning mooncake-master and %d mooncaked from %s (%s) ...\n",
+               static_cast<int>(o.daemons), o.build_dir.c_str(),
+               keyed ? "with a cluster key" : "without a cluster key");
+  std::vector<std::string> args = SplitArgs(o.daemon_args);
+  if (!keyed) args.insert(args.end(), {"--cluster_key_file", ""});
+  std::vector<const char*> daemon_flags;
+  for (const auto& a : args) daemon_flags.push_back(a.c_str());
+  daemon_flags.push_back(nullptr);
+  static const char* const keyless_master[] = {"--cluster_key_file", "", nullptr};
+  // A 3 s lease: long enough that re-reads hit the read cache, short enough that space
+  // of removed (leased) objects comes back before the next phases need it.
+  mc_cluster_options options{static_cast<int>(o.daemons), o.segment_size,
+                             static_cast<int>(o.lease_ms), keyed ? nullptr : keyless_master,
+                             daemon_flags.data()};
+  return mc_cluster_start_with(&options);
+}
+
+struct AuthFigures {
+  double put4k_ops_per_s = 0, get4m_gbps = 0, connection_us = 0;
+};
+
+double Median(std::vector<double> v) { return Percentile(std::move(v), 0.5); }
+
+// p50 of a new transfer connection to B: a fresh TcpTransport (so a fresh connection)
+// connects, opens (HELLO; with the key AUTH too) and READs 4 KiB of B's segment.
+double NewConnectionUs(mc_cluster* cluster, bool keyed) {
+  mc_cluster_segment b{};
+  if (mc_cluster_segment_at(cluster, 1, &b) != 0) Die("finding B's segment", -1);
+  auto remote = std::make_shared<mooncake::RemoteSegment>();
+  remote->segment_id = b.id;
+  remote->name = mc_cluster_name_at(cluster, 1);
+  remote->endpoints.push_back(mooncake::rpc::TransportEndpoint());
+  remote->endpoints[0].protocol = "tcp";
+  remote->endpoints[0].address = remote->name;
+  mooncake::TcpTransport::Options options;
+  options.address = "127.0.0.1:1";
+  options.streams = 1;
+  options.threads = 1;
+  if (keyed) {
+    std::string error;
+    auto key = mooncake::ClusterKey::Load(mooncake::testing::ClusterKeyFile(), &error);
+    if (!key.ok()) Die(error.c_str(), -1);
+    options.cluster_key = std::make_shared<const mooncake::ClusterKey>(key.value());
+  }
+  std::vector<char> buf(4096);
+  std::vector<double> us;
+  for (int i = 0; i < 300; ++i) {
+    auto start = Clock::now();
+    mooncake::TcpTransport transport(options);
+    mooncake::TransferOp op{mooncake::TransferKind::kRead, remote, 0, buf.data(), buf.size()};
+    std::vector<mooncake::TransferOp*> ops{&op};
+    transport.Execute(&ops, Clock::now() + std::chrono::seconds(5));
+    if (op.result != mooncake::ErrorCode::OK) Die("a READ on a new connection", ToInt(op.result));
+    us.push_back(std::chrono::duration<double, std::micro>(Clock::now() - start).count());
+  }
+  return Median(us);
+}
+
+// One round on a fresh cluster: 4 KiB puts A->B, 4 MiB puts A->B then gets B->A (the
+// first read of each: a master round trip and a transfer), --threads threads each.
+AuthFigures MeasureAuthRound(const Options& o, mc_cluster* cluster, bool keyed, int run,
+                             FILE* csv) {
+  mooncake_store_t store = mooncake_store_create();
+  int rc = mooncake_store_connect(store, mc_cluster_socket(cluster), o.pool_size);
+  if (rc != 0) Die("connect", rc);
+  const char* target[] = {mc_cluster_name_at(cluster, 1)};
+  mooncake_replicate_config_t to_b{1, 0, 0, target, 1};
+  const int threads = static_cast<int>(o.threads);
+  const char* mode = keyed ? "key" : "no key";
+  // Warm-up, not measured: the pools of connections (client to daemon, daemon to daemon,
+  // daemon to master) fill, each paying its handshake once, as in any long-lived cluster.
+  Phase warm{store, 4096, threads, 256, 1, true, run++, &to_b};
+  double ignored = 0;
+  RunPhase(warm, true, &ignored);
+  mooncake_store_remove_all(store, 1);
+  AuthFigures f;
+  for (uint64_t size : {uint64_t{4096}, uint64_t{4} << 20}) {
+    int64_t ops = PhaseOps(o, size, threads);
+    Phase p{store, size, threads, ops / threads, 1, true, run++, &to_b};
+    for (int pass = 0; pass < (size == 4096 ? 1 : 2); ++pass) {
+      Row r{pass == 0 ? "put" : "get", "pool", pass == 0 ? "A->B" : "B->A", size, threads,
+            p.ops_per_thread * threads};
+      std::vector<double> lat = RunPhase(p, pass == 0, &r.seconds);
+      r.p50_us = Percentile(lat, 0.5);
+      r.p99_us = Percentile(lat, 0.99);
+      r.form += keyed ? " key" : " nokey";
+      Print(r, csv);
+      if (size == 4096) f.put4k_ops_per_s = r.ops_per_s();
+      if (pass == 1) f.get4m_gbps = r.gbps();
+    }
+    mooncake_store_remove_all(store, 1);
+  }
+  mooncake_store_destroy(store);
+  f.connection_us = NewConnectionUs(cluster, keyed);
+  std::printf("  %s: 4 KiB put %.0f ops/s, 4 MiB get %.2f GB/s, new connection + 4 KiB READ "
+              "p50 %.1f us\n", mode, f.put4k_ops_per_s, f.get4m_gbps, f.connection_us);
+  std::fflush(stdout);
+  return f;
+}
+
+// --auth both: rounds of a keyless and a keyed cluster, in alternating order, so that a
+// machine growing faster or slower during the run favours neither.
+void RunAuthComparison(const Options& o, FILE* csv) {
+  std::printf("machine: %u cores; remote 4 KiB puts and 4 MiB gets (A's client, B's segment), "
+              "%d threads, with and without the cluster key, %d rounds\n",
+              std::thread::hardware_concurrency(), static_cast<int>(o.threads),
+              static_cast<int>(o.auth_rounds));
+  PrintHeader("-", "-", csv);
+  std::vector<AuthFigures> with[2];  // [0] without a key, [1] with
+  int run = static_cast<int>(getpid());
+  for (int round = 0; round < o.auth_rounds; ++round) {
+    for (int k = 0; k < 2; ++k) {
+      bool keyed = (round % 2 == 0) == (k == 1);
+      mc_cluster* cluster = SpawnCluster(o, keyed);
+      if (cluster == nullptr) Die("starting the cluster", -1);
+      with[keyed].push_back(MeasureAuthRound(o, cluster, keyed, run, csv));
+      run += 8;
+      mc_cluster_stop(cluster);
+    }
+  }
+  auto median = [&](int keyed, double AuthFigures::*field) {
+    std::vector<double> v;
+    for (const AuthFigures& f : with[keyed]) v.push_back(f.*field);
+    return Median(v);
+  };
+  std::printf("\nmedians of %d rounds, without the key / with it (ratio; aim >= 0.95):\n",
+              static_cast<int>(o.auth_rounds));
+  double put_off = median(0, &AuthFigures::put4k_ops_per_s);
+  double put_on = median(1, &AuthFigures::put4k_ops_per_s);
+  double get_off = median(0, &AuthFigures::get4m_gbps), get_on = median(1, &AuthFigures::get4m_gbps);
+  double conn_off = median(0, &AuthFigures::connection_us);
+  double conn_on = median(1, &AuthFigures::connection_us);
+  std::printf("  4 KiB put A->B: %.0f / %.0f ops/s (%.3f)\n", put_off, put_on, put_on / put_off);
+  std::printf("  4 MiB get B->A: %.2f / %.2f GB/s (%.3f)\n", get_off, get_on, get_on / get_off);
+  std::printf("  new transfer connection + 4 KiB READ, p50: %.1f / %.1f us (+%.1f us for the "
+              "handshake, paid once per pooled connection)\n",
+              conn_off, conn_on, conn_on - conn_off);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -523,6 +676,10 @@ int main(int argc, char** argv) {
                 "default 3GB, with --daemons 2 1GB each");
   flags.AddDuration("lease_ms", &o.lease_ms, 1,
                     "the master's read lease (spawned: set to this; --socket: say what it is)");
+  flags.AddChoice("auth", &o.auth, {"on", "off", "both"},
+                  "spawned clusters with the cluster key (on), without (off), or with --daemons "
+                  "2 both compared: remote 4 KiB puts and 4 MiB gets, rounds of each");
+  flags.AddInt("auth_rounds", &o.auth_rounds, "--auth both: rounds of each (medians reported)");
   flags.AddString("csv", &o.csv, "also write the rows to this CSV file");
   mooncake::ParseFlagsOrExit(&flags, argc, argv);
   bool two = o.daemons == 2;
@@ -533,22 +690,21 @@ int main(int argc, char** argv) {
   if (o.sizes.empty()) o.sizes = two ? "1MB,4MB" : "4KB,64KB,1MB,4MB,16MB";
   // Two daemons pre-fault a segment each; 1 GiB apiece is plenty for their 1-4 MiB phases.
   if (o.segment_size == 0) o.segment_size = two ? (1ull << 30) : (3ull << 30);
+  if (o.auth == "both") {
+    if (!two || o.auth_rounds < 1) {
+      std::fprintf(stderr, "store_bench: --auth both needs --daemons 2 and --auth_rounds >= 1\n");
+      return 2;
+    }
+    FILE* csv = o.csv.empty() ? nullptr : std::fopen(o.csv.c_str(), "w");
+    RunAuthComparison(o, csv);
+    if (csv) std::fclose(csv);
+    return 0;
+  }
 
   mc_cluster* cluster = nullptr;
   std::string socket = o.socket;
   if (socket.empty()) {
-    setenv("MC_BUILD_DIR", o.build_dir.c_str(), 1);
-    std::fprintf(stderr, "spawning mooncake-master and %d mooncaked from %s ...\n",
-                 static_cast<int>(o.daemons), o.build_dir.c_str());
-    std::vector<std::string> args = SplitArgs(o.daemon_args);
-    std::vector<const char*> daemon_flags;
-    for (const auto& a : args) daemon_flags.push_back(a.c_str());
-    daemon_flags.push_back(nullptr);
-    // A 3 s lease: long enough that re-reads hit the read cache, short enough that space
-    // of removed (leased) objects comes back before the next phases need it.
-    mc_cluster_options options{static_cast<int>(o.daemons), o.segment_size,
-                               static_cast<int>(o.lease_ms), nullptr, daemon_flags.data()};
-    cluster = mc_cluster_start_with(&options);
+    cluster = SpawnCluster(o, o.auth == "on");
     if (cluster == nullptr) return 1;
     socket = mc_cluster_socket(cluster);
   }
