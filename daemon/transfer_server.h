@@ -32,11 +32,14 @@
 // request, a peer that moves no byte for stall_timeout_ms is dropped
 // (daemon/tcp_io.h: counted from the last byte, not per system call).
 //
-// Input is untrusted. Every header is checked before any payload is touched: a request
-// that does not decode, names a segment this daemon does not own, or a range outside it
-// is answered with an error code and logged; the connection survives a refused READ (no
-// payload follows it) and is closed after anything else refused (its payload length
-// cannot be trusted).
+// Input is untrusted, from an authenticated peer too. Every header is checked before any
+// payload is touched: a request that does not decode, names a segment this daemon does
+// not own, or a range outside it is answered with an error code and logged; the
+// connection survives a refused READ (no payload follows it) and is closed after anything
+// else refused (its payload length cannot be trusted).
+//
+// Threads: the accept thread admits; each connection's thread serves it, its Opening
+// its own. Counters are atomics.
 //
 // A segment is held (shared_ptr) for the whole of a request, so one unmounted meanwhile
 // stays mapped until the request ends. A READ under the lease of a master other than the
