@@ -193,7 +193,8 @@ int mc_cluster_spawn_daemon_at(mc_cluster* c, int i) {
                                    "--socket", d->socket_path,
                                    "--hostname", "127.0.0.1",
                                    "--port", std::to_string(d->port),
-                                   "--global_segment_size", std::to_string(c->segment_size)};
+                                   "--global_segment_size", std::to_string(c->segment_size),
+                                   "--cluster_key_file", harness::ClusterKeyFile()};
   argv.insert(argv.end(), d->flags.begin(), d->flags.end());
   return d->process.Start(argv, d->log_path) ? 0 : -1;
 }
