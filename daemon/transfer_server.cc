@@ -19,11 +19,11 @@ namespace mooncake {
 
 using Clock = std::chrono::steady_clock;
 using transfer::Op;
+using transfer::ReplyHeader;
+using transfer::RequestHeader;
 
 static_assert(transfer::kNonceBytes == ClusterKey::kNonceBytes, "HELLO carries the key's nonce");
 static_assert(transfer::kProofBytes == ClusterKey::kProofBytes, "AUTH carries the key's proof");
-using transfer::ReplyHeader;
-using transfer::RequestHeader;
 
 namespace {
 
