@@ -6,6 +6,12 @@
 // --daemons 2: the transfer engine instead. A client on daemon A puts with the replica
 // steered onto daemon B and gets those objects back on A, so every byte crosses the
 // transfer port; the baseline is raw loopback TCP measured in the same run.
+//
+// --daemons 2 --auth both: what the cluster key costs the transfer engine. Rounds of two
+// clusters, one without a key (master and daemons: --cluster_key_file "") and one with the
+// harness's key, in alternating order: remote 4 KiB puts and 4 MiB gets in each; the
+// medians of the rounds side by side, with the ratio on/off; then what the handshake adds
+// to a new transfer connection, measured in process.
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <pthread.h>
@@ -24,10 +30,15 @@
 #include <thread>
 #include <vector>
 
+#include "common/cluster_key.h"
 #include "common/flags.h"
 #include "common/units.h"
+#include "daemon/segment_memory.h"
+#include "daemon/tcp_transport.h"
+#include "daemon/transfer_server.h"
 #include "include/mooncake_store.h"
 #include "tests/cluster.h"
+#include "tests/process_harness.h"
 
 namespace {
 
@@ -45,6 +56,8 @@ struct Options {
   uint64_t pool_size = 1ull << 30;
   uint64_t segment_size = 0;  // 0: the mode's default
   int64_t lease_ms = 3000;  // the master's read lease (spawned: set to this)
+  std::string auth = "on";  // --daemons 2: with the cluster key, without, or both compared
+  int64_t auth_rounds = 3;
   std::string csv;
 };
 
@@ -497,6 +510,201 @@ void RunTwoDaemons(const Options& o, mc_cluster* cluster, mooncake_store_t store
   }
 }
 
+// The master and daemons of one run: with the harness's cluster key, or none at all.
+mc_cluster* SpawnCluster(const Options& o, bool keyed) {
+  setenv("MC_BUILD_DIR", o.build_dir.c_str(), 1);
+  std::fprintf(stderr, "spawning mooncake-master and %d mooncaked from %s (%s) ...\n",
+               static_cast<int>(o.daemons), o.build_dir.c_str(),
+               keyed ? "with a cluster key" : "without a cluster key");
+  std::vector<std::string> args = SplitArgs(o.daemon_args);
+  if (!keyed) args.insert(args.end(), {"--cluster_key_file", ""});
+  std::vector<const char*> daemon_flags;
+  for (const auto& a : args) daemon_flags.push_back(a.c_str());
+  daemon_flags.push_back(nullptr);
+  static const char* const keyless_master[] = {"--cluster_key_file", "", nullptr};
+  // A 3 s lease: long enough that re-reads hit the read cache, short enough that space
+  // of removed (leased) objects comes back before the next phases need it.
+  mc_cluster_options options{static_cast<int>(o.daemons), o.segment_size,
+                             static_cast<int>(o.lease_ms), keyed ? nullptr : keyless_master,
+                             daemon_flags.data()};
+  return mc_cluster_start_with(&options);
+}
+
+struct AuthFigures {
+  double put4k_kops_per_s = 0, get4m_gbps = 0;
+};
+
+double Median(std::vector<double> v) { return Percentile(std::move(v), 0.5); }
+
+// What the key costs a transfer, measured in process where the cases can alternate sample
+// by sample (a shared machine's noise hits them alike), against transfer servers on
+// loopback with and without it: a 4 KiB READ on a new connection (a fresh TcpTransport
+// connects, opens -- HELLO, with the key AUTH too -- and reads), and one on a pooled
+// connection. p50 in microseconds, [0] without the key, [1] with it.
+void TransferCostUs(double fresh[2], double reused[2]) {
+  std::string error;
+  std::shared_ptr<mooncake::SegmentMemory> segment =
+      mooncake::SegmentMemory::Create(1 << 20, &error);
+  if (segment == nullptr) Die(error.c_str(), -1);
+  auto key = std::make_shared<const mooncake::ClusterKey>(
+      mooncake::ClusterKey::FromKeys({mooncake::testing::RandomClusterKey()}));
+  std::unique_ptr<mooncake::TransferServer> servers[2];
+  std::shared_ptr<mooncake::RemoteSegment> remotes[2];
+  for (int keyed = 0; keyed < 2; ++keyed) {
+    int port = 0;
+    int fd = mooncake::testing::ListenOnLoopback(&port);
+    if (fd < 0) Die("a loopback port for the transfer server", -1);
+    mooncake::TransferServer::Options options;
+    if (keyed) options.cluster_key = key;
+    servers[keyed].reset(new mooncake::TransferServer(
+        fd, [segment](int64_t id) { return id == 1 ? segment : nullptr; }, options));
+    servers[keyed]->Start();
+    remotes[keyed] = std::make_shared<mooncake::RemoteSegment>();
+    remotes[keyed]->segment_id = 1;
+    remotes[keyed]->name = "127.0.0.1:" + std::to_string(port);
+    remotes[keyed]->endpoints.push_back(mooncake::rpc::TransportEndpoint());
+    remotes[keyed]->endpoints[0].protocol = "tcp";
+    remotes[keyed]->endpoints[0].address = remotes[keyed]->name;
+  }
+  std::vector<char> buf(4096);
+  std::vector<double> fresh_us[2], pooled_us[2];
+  auto options_for = [&](int keyed) {
+    mooncake::TcpTransport::Options options;
+    options.address = "127.0.0.1:1";
+    options.streams = 1;
+    options.threads = 1;
+    if (keyed) options.cluster_key = key;
+    return options;
+  };
+  auto read = [&](mooncake::TcpTransport* transport, int keyed) {
+    mooncake::TransferOp op{mooncake::TransferKind::kRead, remotes[keyed], 0, buf.data(),
+                            buf.size()};
+    std::vector<mooncake::TransferOp*> ops{&op};
+    transport->Execute(&ops, Clock::now() + std::chrono::seconds(5));
+    if (op.result != mooncake::ErrorCode::OK) Die("a 4 KiB READ", ToInt(op.result));
+  };
+  std::unique_ptr<mooncake::TcpTransport> pooled[2];
+  for (int keyed = 0; keyed < 2; ++keyed) {
+    pooled[keyed].reset(new mooncake::TcpTransport(options_for(keyed)));
+    read(pooled[keyed].get(), keyed);  // its connection made, and kept
+  }
+  for (int i = 0; i < 4000; ++i) {
+    const int keyed = i % 2;
+    auto start = Clock::now();
+    {
+      mooncake::TcpTransport transport(options_for(keyed));
+      read(&transport, keyed);
+    }
+    fresh_us[keyed].push_back(
+        std::chrono::duration<double, std::micro>(Clock::now() - start).count());
+  }
+  for (int i = 0; i < 20000; ++i) {
+    const int keyed = i % 2;
+    auto start = Clock::now();
+    read(pooled[keyed].get(), keyed);
+    pooled_us[keyed].push_back(
+        std::chrono::duration<double, std::micro>(Clock::now() - start).count());
+  }
+  for (int keyed = 0; keyed < 2; ++keyed) {
+    servers[keyed]->Stop();
+    fresh[keyed] = Median(fresh_us[keyed]);
+    reused[keyed] = Median(pooled_us[keyed]);
+  }
+}
+
+// One round on a fresh cluster: 4 KiB puts A->B, 4 MiB puts A->B then gets B->A (the
+// first read of each: a master round trip and a transfer), --threads threads each.
+AuthFigures MeasureAuthRound(const Options& o, mc_cluster* cluster, bool keyed, int run,
+                             FILE* csv) {
+  mooncake_store_t store = mooncake_store_create();
+  int rc = mooncake_store_connect(store, mc_cluster_socket(cluster), o.pool_size);
+  if (rc != 0) Die("connect", rc);
+  const char* target[] = {mc_cluster_name_at(cluster, 1)};
+  mooncake_replicate_config_t to_b{1, 0, 0, target, 1};
+  const int threads = static_cast<int>(o.threads);
+  const char* mode = keyed ? "key" : "no key";
+  // Warm-up, not measured: the pools of connections (client to daemon, daemon to daemon,
+  // daemon to master) fill, each paying its handshake once, as in any long-lived cluster.
+  Phase warm{store, 4096, threads, 256, 1, true, run++, &to_b};
+  double ignored = 0;
+  RunPhase(warm, true, &ignored);
+  mooncake_store_remove_all(store, 1);
+  AuthFigures f;
+  for (uint64_t size : {uint64_t{4096}, uint64_t{4} << 20}) {
+    int64_t ops = PhaseOps(o, size, threads);
+    Phase p{store, size, threads, ops / threads, 1, true, run++, &to_b};
+    for (int pass = 0; pass < (size == 4096 ? 1 : 2); ++pass) {
+      Row r{pass == 0 ? "put" : "get", "pool", pass == 0 ? "A->B" : "B->A", size, threads,
+            p.ops_per_thread * threads};
+      std::vector<double> lat = RunPhase(p, pass == 0, &r.seconds);
+      r.p50_us = Percentile(lat, 0.5);
+      r.p99_us = Percentile(lat, 0.99);
+      r.form += keyed ? " key" : " nokey";
+      Print(r, csv);
+      if (size == 4096) f.put4k_kops_per_s = r.ops_per_s() / 1000;
+      if (pass == 1) f.get4m_gbps = r.gbps();
+    }
+    mooncake_store_remove_all(store, 1);
+  }
+  mooncake_store_destroy(store);
+  std::printf("  %s: 4 KiB put %.2f kops/s, 4 MiB get %.2f GB/s\n", mode, f.put4k_kops_per_s,
+              f.get4m_gbps);
+  std::fflush(stdout);
+  return f;
+}
+
+// --auth both: rounds of a keyless and a keyed cluster, in alternating order, so that a
+// machine growing faster or slower during the run favours neither.
+void RunAuthComparison(const Options& o, FILE* csv) {
+  std::printf("machine: %u cores; remote 4 KiB puts and 4 MiB gets (A's client, B's segment), "
+              "%d threads, with and without the cluster key, %d rounds\n",
+              std::thread::hardware_concurrency(), static_cast<int>(o.threads),
+              static_cast<int>(o.auth_rounds));
+  PrintHeader("-", "-", csv);
+  std::vector<AuthFigures> with[2];  // [0] without a key, [1] with
+  int run = static_cast<int>(getpid());
+  for (int round = 0; round < o.auth_rounds; ++round) {
+    for (int k = 0; k < 2; ++k) {
+      bool keyed = (round % 2 == 0) == (k == 1);
+      mc_cluster* cluster = SpawnCluster(o, keyed);
+      if (cluster == nullptr) Die("starting the cluster", -1);
+      with[keyed].push_back(MeasureAuthRound(o, cluster, keyed, run, csv));
+      run += 8;
+      mc_cluster_stop(cluster);
+    }
+  }
+  // Three views of the same rounds: the medians, the best (what the machine gives when the
+  // other work on it leaves it alone), and the median of each round's own ratio (its two
+  // clusters ran back to back).
+  auto figures = [&](int keyed, double AuthFigures::*field) {
+    std::vector<double> v;
+    for (const AuthFigures& f : with[keyed]) v.push_back(f.*field);
+    return v;
+  };
+  auto report = [&](const char* what, const char* unit, double AuthFigures::*field) {
+    std::vector<double> off = figures(0, field), on = figures(1, field), ratios;
+    for (size_t i = 0; i < off.size(); ++i) ratios.push_back(on[i] / off[i]);
+    double best_off = *std::max_element(off.begin(), off.end());
+    double best_on = *std::max_element(on.begin(), on.end());
+    std::printf("  %s: median %.2f / %.2f %s (%.3f), best %.2f / %.2f (%.3f), median of the "
+                "rounds' ratios %.3f\n",
+                what, Median(off), Median(on), unit, Median(on) / Median(off), best_off, best_on,
+                best_on / best_off, Median(ratios));
+  };
+  std::printf("\n%d rounds, without the key / with it (ratio with/without; aim >= 0.95):\n",
+              static_cast<int>(o.auth_rounds));
+  if (o.auth_rounds > 0) {
+    report("4 KiB put A->B", "kops/s", &AuthFigures::put4k_kops_per_s);
+    report("4 MiB get B->A", "GB/s", &AuthFigures::get4m_gbps);
+  }
+  double fresh[2], reused[2];
+  TransferCostUs(fresh, reused);
+  std::printf("  in process, alternating: a 4 KiB READ on a new connection (connect, opening, "
+              "READ; 2000 of each) p50 %.1f / %.1f us: the handshake adds %.1f us, once per "
+              "pooled connection; on a pooled one (10000 of each) p50 %.1f / %.1f us\n",
+              fresh[0], fresh[1], fresh[1] - fresh[0], reused[0], reused[1]);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -523,6 +731,11 @@ int main(int argc, char** argv) {
                 "default 3GB, with --daemons 2 1GB each");
   flags.AddDuration("lease_ms", &o.lease_ms, 1,
                     "the master's read lease (spawned: set to this; --socket: say what it is)");
+  flags.AddChoice("auth", &o.auth, {"on", "off", "both"},
+                  "spawned clusters with the cluster key (on), without (off), or with --daemons "
+                  "2 both compared: remote 4 KiB puts and 4 MiB gets, rounds of each");
+  flags.AddInt("auth_rounds", &o.auth_rounds,
+               "--auth both: rounds of each (0: only the in-process figures of the handshake)");
   flags.AddString("csv", &o.csv, "also write the rows to this CSV file");
   mooncake::ParseFlagsOrExit(&flags, argc, argv);
   bool two = o.daemons == 2;
@@ -533,22 +746,21 @@ int main(int argc, char** argv) {
   if (o.sizes.empty()) o.sizes = two ? "1MB,4MB" : "4KB,64KB,1MB,4MB,16MB";
   // Two daemons pre-fault a segment each; 1 GiB apiece is plenty for their 1-4 MiB phases.
   if (o.segment_size == 0) o.segment_size = two ? (1ull << 30) : (3ull << 30);
+  if (o.auth == "both") {
+    if (!two || o.auth_rounds < 0) {
+      std::fprintf(stderr, "store_bench: --auth both needs --daemons 2 and --auth_rounds >= 0\n");
+      return 2;
+    }
+    FILE* csv = o.csv.empty() ? nullptr : std::fopen(o.csv.c_str(), "w");
+    RunAuthComparison(o, csv);
+    if (csv) std::fclose(csv);
+    return 0;
+  }
 
   mc_cluster* cluster = nullptr;
   std::string socket = o.socket;
   if (socket.empty()) {
-    setenv("MC_BUILD_DIR", o.build_dir.c_str(), 1);
-    std::fprintf(stderr, "spawning mooncake-master and %d mooncaked from %s ...\n",
-                 static_cast<int>(o.daemons), o.build_dir.c_str());
-    std::vector<std::string> args = SplitArgs(o.daemon_args);
-    std::vector<const char*> daemon_flags;
-    for (const auto& a : args) daemon_flags.push_back(a.c_str());
-    daemon_flags.push_back(nullptr);
-    // A 3 s lease: long enough that re-reads hit the read cache, short enough that space
-    // of removed (leased) objects comes back before the next phases need it.
-    mc_cluster_options options{static_cast<int>(o.daemons), o.segment_size,
-                               static_cast<int>(o.lease_ms), nullptr, daemon_flags.data()};
-    cluster = mc_cluster_start_with(&options);
+    cluster = SpawnCluster(o, o.auth == "on");
     if (cluster == nullptr) return 1;
     socket = mc_cluster_socket(cluster);
   }

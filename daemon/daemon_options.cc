@@ -11,6 +11,9 @@ void RegisterDaemonFlags(FlagSet* f, DaemonOptions* o) {
   f->AddString("socket", &o->socket, "Unix socket applications connect to");
   f->AddString("hostname", &o->hostname, "advertised host name (default: this machine's)");
   f->AddInt("port", &o->port, "transfer-engine TCP port (0: first free one in 12300..14300)");
+  f->AddString("transfer_bind_address", &o->transfer_bind_address,
+               "address the transfer port listens on (default: the one --hostname, or this "
+               "machine's name, resolves to; 0.0.0.0: every interface)");
   f->AddSize("global_segment_size", &o->global_segment_size,
              "memory lent to the cluster pool (0: none)");
   f->AddSize("client_segment_budget", &o->client_segment_budget,

@@ -17,6 +17,9 @@ struct DaemonOptions {
   std::string socket = "/run/mooncake/mooncaked.sock";  // where applications connect
   std::string hostname;                                 // advertised; "" = gethostname()
   int64_t port = 0;  // transfer-engine port; 0 = first free one in 12300..14300
+  // What the transfer port binds: "" = the address hostname resolves to (the one peers are
+  // told); "0.0.0.0" or "::" = every interface, only when asked.
+  std::string transfer_bind_address;
   uint64_t global_segment_size = 1ull << 30;            // lent to the pool; 0 = none
   // What clients may have mounted with MOUNT_SEGMENT (daemon/segment_budget.h); 0 = derived
   // from the memory available at start: half of it in all, a quarter of that per client.

@@ -1,11 +1,13 @@
-// mooncaked: the per-host daemon. Start-up, in order: parse flags; reserve the transfer
-// port (so "host:port" names this daemon uniquely); choose the transport (RDMA or TCP);
+// mooncaked: the per-host daemon. Start-up, in order: parse flags; load the cluster key;
+// reserve the transfer port on its bind address (so "host:port" names this daemon
+// uniquely); choose the transport (RDMA or TCP);
 // register with the master (retrying with back-off); serve the transfer port; create and
 // mount the global segment; serve the Unix socket; heartbeat.
 // SIGTERM/SIGINT: with --drain_on_shutdown, first move the global segment's objects to
 // other segments while still serving; then stop accepting, let running requests finish
 // (bounded), revoke what is unfinished, unmount at the master, remove the socket, exit 0.
 #include <arpa/inet.h>
+#include <netdb.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <sys/socket.h>
@@ -49,22 +51,67 @@
 
 namespace {
 
-// Binds and listens on the transfer-engine port: the first free one in 12300..14300 when
-// port is 0. Returns the socket (held for the daemon's lifetime) or -1.
-int ReserveTransferPort(int64_t port, int* bound) {
+// The address the transfer port binds: --transfer_bind_address when given, else what host
+// (the name peers are told) resolves to, an IPv4 address first as peers try them. False,
+// with *error, when it does not resolve.
+bool ResolveTransferBindAddress(const std::string& wanted, const std::string& host,
+                                sockaddr_storage* out, std::string* error) {
+  const std::string& name = wanted.empty() ? host : wanted;
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* found = nullptr;
+  int rc = getaddrinfo(name.c_str(), nullptr, &hints, &found);
+  if (rc != 0) {
+    *error = "the transfer port's address: cannot resolve " + name + " (" +
+             (wanted.empty() ? "--hostname, or this machine's name" : "--transfer_bind_address") +
+             "): " + gai_strerror(rc) + "; set --transfer_bind_address";
+    return false;
+  }
+  const addrinfo* chosen = found;
+  for (const addrinfo* ai = found; ai != nullptr; ai = ai->ai_next) {
+    if (ai->ai_family == AF_INET) {
+      chosen = ai;
+      break;
+    }
+  }
+  *out = sockaddr_storage{};
+  std::memcpy(out, chosen->ai_addr, chosen->ai_addrlen);
+  freeaddrinfo(found);
+  return true;
+}
+
+std::string FormatAddress(const sockaddr_storage& addr) {
+  char text[INET6_ADDRSTRLEN] = "?";
+  const void* ip = nullptr;
+  if (addr.ss_family == AF_INET) {
+    ip = &reinterpret_cast<const sockaddr_in*>(&addr)->sin_addr;
+  } else {
+    ip = &reinterpret_cast<const sockaddr_in6*>(&addr)->sin6_addr;
+  }
+  inet_ntop(addr.ss_family, ip, text, sizeof(text));
+  return text;
+}
+
+// Binds and listens on the transfer-engine port at address: the first free one in
+// 12300..14300 when port is 0. Returns the socket (held for the daemon's lifetime) or -1.
+int ReserveTransferPort(sockaddr_storage address, int64_t port, int* bound) {
   int first = port == 0 ? 12300 : static_cast<int>(port);
   int last = port == 0 ? 14300 : static_cast<int>(port);
+  const bool v4 = address.ss_family == AF_INET;
+  const socklen_t length = v4 ? sizeof(sockaddr_in) : sizeof(sockaddr_in6);
   for (int p = first; p <= last; ++p) {
-    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    int fd = socket(address.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
     int one = 1;
     setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_port = htons(static_cast<uint16_t>(p));
-    addr.sin_addr.s_addr = htonl(INADDR_ANY);
+    if (v4) {
+      reinterpret_cast<sockaddr_in*>(&address)->sin_port = htons(static_cast<uint16_t>(p));
+    } else {
+      reinterpret_cast<sockaddr_in6*>(&address)->sin6_port = htons(static_cast<uint16_t>(p));
+    }
     // A deep backlog: a burst of connections (a flood, or many peers at once) must not
     // drop a fresh peer's SYN before the accept thread has seen it.
-    if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0 &&
+    if (bind(fd, reinterpret_cast<sockaddr*>(&address), length) == 0 &&
         listen(fd, SOMAXCONN) == 0) {
       *bound = p;
       return fd;
@@ -87,12 +134,13 @@ std::vector<std::string> SplitCommas(const std::string& list) {
 
 // The transports --protocol asks for: TCP always, RDMA when chosen and it opens. Null
 // (after logging why) when the daemon cannot start.
-std::unique_ptr<mooncake::TransferEngine> OpenTransferEngine(const mooncake::DaemonOptions& options,
-                                                             const std::string& name,
-                                                             mooncake::MasterClient* master) {
+std::unique_ptr<mooncake::TransferEngine> OpenTransferEngine(
+    const mooncake::DaemonOptions& options, const std::string& name,
+    std::shared_ptr<const mooncake::ClusterKey> cluster_key, mooncake::MasterClient* master) {
   using namespace mooncake;
   TcpTransport::Options tcp_options;
   tcp_options.address = name;
+  tcp_options.cluster_key = std::move(cluster_key);
   tcp_options.streams = static_cast<int>(options.transfer_streams);
   tcp_options.stall_timeout_ms = static_cast<int>(options.transfer_timeout_ms);
   tcp_options.connect_timeout_ms = static_cast<int>(std::min<int64_t>(options.transfer_timeout_ms, 2000));
@@ -188,15 +236,26 @@ int main(int argc, char** argv) {
     stop_cv.notify_all();
   }).detach();
 
+  std::string host = options.hostname.empty() ? MachineHostname() : options.hostname;
+  sockaddr_storage bind_address{};
+  if (!ResolveTransferBindAddress(options.transfer_bind_address, host, &bind_address, &error)) {
+    MC_LOG_ERROR("%s", error.c_str());
+    return 1;
+  }
   int port = 0;
-  int transfer_fd = ReserveTransferPort(options.port, &port);
+  int transfer_fd = ReserveTransferPort(bind_address, options.port, &port);
   if (transfer_fd < 0) {
-    MC_LOG_ERROR("no free transfer port (%s)",
+    MC_LOG_ERROR("no free transfer port on %s (%s)", FormatAddress(bind_address).c_str(),
                  options.port == 0 ? "12300..14300" : std::to_string(options.port).c_str());
     return 1;
   }
-  std::string host = options.hostname.empty() ? MachineHostname() : options.hostname;
   std::string name = host + ":" + std::to_string(port);
+  MC_LOG_INFO("transfer port: listening on %s port %d (%s)%s", FormatAddress(bind_address).c_str(),
+              port,
+              options.transfer_bind_address.empty() ? "what the advertised host name resolves to"
+                                                    : "--transfer_bind_address",
+              cluster_key != nullptr ? "; peers must prove the cluster key"
+                                     : "; no cluster key: peers on this host only");
 
   size_t cores = std::max(1u, std::thread::hardware_concurrency());
   size_t workers = options.worker_threads > 0 ? static_cast<size_t>(options.worker_threads)
@@ -215,7 +274,7 @@ int main(int argc, char** argv) {
                                        ? static_cast<size_t>(options.max_master_connections)
                                        : workers + 4;
   MasterClient master(client_options);
-  std::unique_ptr<TransferEngine> engine = OpenTransferEngine(options, name, &master);
+  std::unique_ptr<TransferEngine> engine = OpenTransferEngine(options, name, cluster_key, &master);
   if (engine == nullptr) {
     close(transfer_fd);
     return 1;
@@ -237,6 +296,7 @@ int main(int argc, char** argv) {
   TransferServer::Options server_options;
   server_options.stall_timeout_ms = static_cast<int>(options.transfer_timeout_ms);
   server_options.limits = TransferPortLimits(options, descriptors);
+  server_options.cluster_key = cluster_key;
   TransferServer transfer_server(
       transfer_fd, [&membership](int64_t id) { return membership.Find(id); }, server_options);
   if (auto* rdma = dynamic_cast<RdmaTransport*>(engine->rdma())) {

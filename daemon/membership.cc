@@ -88,7 +88,7 @@ ErrorCode Membership::Mount(std::shared_ptr<SegmentMemory> memory, int64_t* segm
                             bool lent) {
   int64_t id = RandomId();
   // Registered before it is described: an RDMA endpoint carries the registration's key.
-  ErrorCode code = engine_->RegisterMemory(memory->base(), memory->size());
+  ErrorCode code = engine_->RegisterMemory(memory->base(), memory->size(), MemoryAccess::kPeers);
   if (code != ErrorCode::OK) return code;
   std::shared_ptr<SegmentMemory> described = memory;
   {

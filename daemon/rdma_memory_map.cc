@@ -4,7 +4,8 @@
 
 namespace mooncake {
 
-bool RdmaMemoryMap::Insert(const char* base, uint64_t size, std::vector<ibv_mr*> mrs) {
+bool RdmaMemoryMap::Insert(const char* base, uint64_t size, std::vector<ibv_mr*> mrs,
+                           bool for_peers) {
   uintptr_t start = reinterpret_cast<uintptr_t>(base);
   if (size == 0 || size - 1 > UINTPTR_MAX - start) return false;
   auto next = regions_.lower_bound(start);
@@ -13,7 +14,7 @@ bool RdmaMemoryMap::Insert(const char* base, uint64_t size, std::vector<ibv_mr*>
     const Region& prev = std::prev(next)->second;
     if (start - prev.base < prev.size) return false;
   }
-  regions_.emplace(start, Region{start, size, std::move(mrs)});
+  regions_.emplace(start, Region{start, size, std::move(mrs), for_peers});
   return true;
 }
 

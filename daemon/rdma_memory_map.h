@@ -24,11 +24,12 @@ class RdmaMemoryMap {
     uintptr_t base = 0;
     uint64_t size = 0;
     std::vector<ibv_mr*> mrs;  // one per device
+    bool for_peers = false;    // with remote access (a segment), not local only (a pool)
   };
 
   // False (nothing changed) when size is 0, the range wraps around, or it overlaps a
   // region already present: one address must have one key per device.
-  bool Insert(const char* base, uint64_t size, std::vector<ibv_mr*> mrs);
+  bool Insert(const char* base, uint64_t size, std::vector<ibv_mr*> mrs, bool for_peers = false);
   // The memory regions of the region starting at base, for deregistration; empty when
   // there is none.
   std::vector<ibv_mr*> Remove(const char* base);

@@ -20,9 +20,11 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// Remote peers read and write registered memory; the NIC writes it for READs.
-constexpr int kAccess =
+// Peers read and write a segment; the NIC writes a pool for this daemon's READs, and reads
+// it for WRITEs (always allowed).
+constexpr int kPeerAccess =
     IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_WRITE;
+constexpr int kLocalAccess = IBV_ACCESS_LOCAL_WRITE;
 
 // The devices ibv_get_device_list reports, and why there are none when there are none.
 struct DeviceList {
@@ -139,11 +141,12 @@ const RdmaDevice* RdmaTransport::FindDevice(const std::string& name) const {
   return nullptr;
 }
 
-ErrorCode RdmaTransport::RegisterMemory(char* base, uint64_t size) {
+ErrorCode RdmaTransport::RegisterMemory(char* base, uint64_t size, MemoryAccess access) {
   if (base == nullptr || size == 0) return ErrorCode::INVALID_PARAMS;
   std::vector<ibv_mr*> mrs;
+  const int flags = access == MemoryAccess::kPeers ? kPeerAccess : kLocalAccess;
   for (const auto& d : devices_) {
-    ibv_mr* mr = ibv_reg_mr(d->pd(), base, size, kAccess);
+    ibv_mr* mr = ibv_reg_mr(d->pd(), base, size, flags);
     if (mr == nullptr) {
       int saved = errno;
       MC_LOG_ERROR("RDMA device %s: ibv_reg_mr of %llu bytes at %p: %s%s", d->name().c_str(),
@@ -156,7 +159,7 @@ ErrorCode RdmaTransport::RegisterMemory(char* base, uint64_t size) {
     mrs.push_back(mr);
   }
   std::unique_lock<std::shared_mutex> lock(memory_mu_);
-  if (!memory_.Insert(base, size, mrs)) {
+  if (!memory_.Insert(base, size, mrs, access == MemoryAccess::kPeers)) {
     lock.unlock();
     MC_LOG_ERROR("RDMA registration of %llu bytes at %p overlaps a registered range",
                  static_cast<unsigned long long>(size), static_cast<void*>(base));
@@ -181,7 +184,9 @@ void RdmaTransport::UnregisterMemory(char* base) {
 bool RdmaTransport::DescribeSegment(char* base, uint64_t size, rpc::TransportEndpoint* out) {
   std::shared_lock<std::shared_mutex> lock(memory_mu_);
   const RdmaMemoryMap::Region* region = memory_.Find(base, size);
-  if (region == nullptr || size == 0) return false;
+  if (region == nullptr || size == 0 || !region->for_peers) {
+    return false;  // not registered, or a pool: no peer may address it
+  }
   size_t i = next_device_.fetch_add(1, std::memory_order_relaxed) % devices_.size();
   const RdmaDevice& d = *devices_[i];
   RdmaSegmentDescriptor desc;

@@ -63,11 +63,12 @@ class RdmaTransport : public Transport {
 
   const char* protocol() const override { return "rdma"; }
   // Registers with every device: 0, -600 for an empty or overlapping range, -800 when a
-  // device refuses (e.g. RLIMIT_MEMLOCK too low to pin it).
-  ErrorCode RegisterMemory(char* base, uint64_t size) override;
+  // device refuses (e.g. RLIMIT_MEMLOCK too low to pin it). Remote read and write access
+  // only for kPeers (segments); a pool can be the local side of a transfer and nothing else.
+  ErrorCode RegisterMemory(char* base, uint64_t size, MemoryAccess access) override;
   void UnregisterMemory(char* base) override;
   // {"rdma", device name, EncodeRdmaDescriptor(...)}; false unless [base, base + size)
-  // lies in registered memory.
+  // lies in memory registered for kPeers.
   bool DescribeSegment(char* base, uint64_t size, rpc::TransportEndpoint* out) override;
   // An op fails with -800 (and a log line) when its segment has no usable rdma endpoint,
   // its range is outside the segment, its local buffer is not registered, the connection

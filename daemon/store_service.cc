@@ -71,9 +71,12 @@ bool StoreService::Hello(ClientConnection* s, const uds::Message& hello, std::ve
                : "pool_size " + std::to_string(in.pool_size) + " needs exactly one fd";
   } else if (in.pool_size == 0 || s->AttachPool(fds[0], in.pool_size, why)) {
     fds.clear();  // the client owns the pool fd now
-    // Remote reads land in the pool and remote writes leave from it: RDMA must know it.
+    // Remote reads land in the pool and remote writes leave from it: RDMA must know it,
+    // as memory no peer may address.
     char* pool = s->PoolRange(0, in.pool_size);
-    if (pool != nullptr && io_->engine()->RegisterMemory(pool, in.pool_size) != ErrorCode::OK) {
+    if (pool != nullptr && io_->engine()->RegisterMemory(pool, in.pool_size,
+                                                         MemoryAccess::kLocalOnly) !=
+                               ErrorCode::OK) {
       *why = "the pool could not be registered with the transfer engine";
       uds::ReplyFrame refusal(hello.id, ErrorCode::TRANSFER_FAIL, uds::NoReply());
       s->Send(&refusal);

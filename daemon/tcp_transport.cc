@@ -130,32 +130,79 @@ int TcpTransport::Acquire(Peer* peer, Clock::time_point deadline, bool* reused,
   return fd;
 }
 
-bool TcpTransport::Hello(int fd, Clock::time_point deadline, std::string* error) {
-  transfer::Hello hello;
-  hello.daemon_name = options_.address;
-  std::string payload = transfer::EncodeHello(hello);
+bool TcpTransport::OpeningRequest(int fd, Op op, const std::string& payload,
+                                  size_t reply_length, std::string* reply,
+                                  Clock::time_point deadline, std::string* error) {
+  const char* name = op == Op::kHello ? "HELLO" : "AUTH";
   transfer::RequestHeader h;
-  h.op = static_cast<uint16_t>(Op::kHello);
+  h.op = static_cast<uint16_t>(op);
   h.request_id = next_request_id_.fetch_add(1, std::memory_order_relaxed);
   h.length = payload.size();
   char head[transfer::kRequestHeaderSize];
   transfer::EncodeRequest(h, head);
   char reply_head[transfer::kReplyHeaderSize];
   tcp_io::Bounds bounds{options_.stall_timeout_ms, deadline};
-  transfer::ReplyHeader reply;
+  transfer::ReplyHeader r;
   if (!tcp_io::Send(fd, head, sizeof(head), payload.data(), payload.size(), bounds) ||
       !tcp_io::Recv(fd, reply_head, sizeof(reply_head), bounds)) {
-    *error = std::string("HELLO unanswered: ") +
+    *error = std::string(name) + " unanswered: " +
              (errno == ETIMEDOUT ? "no answer within the connect timeout" : std::strerror(errno));
     return false;
   }
-  if (!transfer::DecodeReply(reply_head, &reply) || reply.request_id != h.request_id ||
-      reply.length != 0) {
-    *error = "HELLO answered out of step";
+  if (!transfer::DecodeReply(reply_head, &r) || r.request_id != h.request_id) {
+    *error = std::string(name) + " answered out of step";
     return false;
   }
-  if (reply.code != ErrorCode::OK) {
-    *error = std::string("HELLO refused by the owner: ") + ErrorName(reply.code);
+  if (r.code != ErrorCode::OK) {
+    *error = std::string(name) + " refused by the owner: " + ErrorName(r.code);
+    if (r.code == ErrorCode::UNAUTHENTICATED) {
+      *error += options_.cluster_key != nullptr
+                    ? " (it holds another cluster key, or none: compare the fingerprints "
+                      "both log at start)"
+                    : " (it requires a cluster key: give this daemon its --cluster_key_file)";
+    }
+    return false;
+  }
+  if (r.length != reply_length) {
+    *error = std::string(name) + " answered with " + std::to_string(r.length) +
+             " bytes, not " + std::to_string(reply_length) +
+             (op == Op::kHello && reply_length > 0
+                  ? ": the owner runs without a cluster key and cannot prove it"
+                  : "");
+    return false;
+  }
+  reply->assign(reply_length, '\0');
+  if (reply_length > 0 && !tcp_io::Recv(fd, &(*reply)[0], reply_length, bounds)) {
+    *error = std::string(name) + " answer cut short";
+    return false;
+  }
+  return true;
+}
+
+bool TcpTransport::Hello(int fd, Clock::time_point deadline, std::string* error) {
+  const ClusterKey* key = options_.cluster_key.get();
+  transfer::Hello hello;
+  hello.daemon_name = options_.address;
+  if (key != nullptr) hello.client_nonce = ClusterKey::NewNonce();
+  std::string server_nonce;
+  if (!OpeningRequest(fd, Op::kHello, transfer::EncodeHello(hello),
+                      key != nullptr ? transfer::kNonceBytes : 0, &server_nonce, deadline,
+                      error)) {
+    return false;
+  }
+  if (key == nullptr) return true;
+  const std::string& client_nonce = hello.client_nonce;
+  std::string proof = key->Prove(ClusterKey::Role::kClient, transfer::kAuthContext, client_nonce,
+                                 server_nonce);
+  std::string answer;
+  if (!OpeningRequest(fd, Op::kAuth, proof, transfer::kProofBytes, &answer, deadline, error)) {
+    return false;
+  }
+  // An owner that cannot prove the key is not one of ours: nothing is sent to it, and
+  // nothing it would send is read.
+  if (key->Check(answer, ClusterKey::Role::kServer, transfer::kAuthContext, client_nonce,
+                 server_nonce) < 0) {
+    *error = "the owner's proof of the cluster key is wrong (an impostor, or another key)";
     return false;
   }
   return true;

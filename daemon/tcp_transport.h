@@ -5,7 +5,14 @@
 // max_connections_per_peer and kept idle between transfers, so transfers never pay a
 // handshake and a busy daemon never runs out of ports (no TIME_WAIT churn). A new
 // connection opens with HELLO naming this daemon (options.address), so the owner counts it
-// against this daemon's share of its port (daemon/transfer_connections.h); the owner may
+// against this daemon's share of its port (daemon/transfer_connections.h), and, with a
+// cluster key, runs the handshake (daemon/transfer_protocol.h): HELLO with a client
+// nonce, AUTH with this daemon's proof, and the owner's proof checked before the
+// connection carries a request. An owner that refuses, or cannot prove the key itself, is
+// never sent a byte of a transfer nor believed: the transfer fails (-800) with a log line
+// naming the owner and why, within the connect timeout. Connections are pooled, so the
+// handshake's extra round trip and two HMACs are paid once per connection, not per
+// transfer. The owner may
 // close an idle one to make room for another peer, which the retry below absorbs. A request
 // owns its connection from header to reply. A transfer that fails on a pooled connection
 // (the peer restarted since) drops every idle connection to that peer and is retried once
@@ -20,7 +27,7 @@
 // caller's memory; a READ's payload is received straight into it. An op that wants a
 // checksum gets it computed per piece, on the piece's thread, while its bytes are in cache.
 //
-// Time. connect_timeout_ms bounds a connect and its HELLO; stall_timeout_ms any send or
+// Time. connect_timeout_ms bounds a connect and its HELLO (and AUTH); stall_timeout_ms any send or
 // receive that makes no progress, counted from the last byte moved (daemon/tcp_io.h); and
 // no transfer runs past its deadline. A dead or frozen peer fails a transfer within the
 // stall timeout, as the owner drops a peer that stalls mid-request within the same time
@@ -37,6 +44,7 @@
 #include <string>
 #include <vector>
 
+#include "common/cluster_key.h"
 #include "daemon/transport.h"
 #include "daemon/worker_threads.h"
 
@@ -53,13 +61,18 @@ class TcpTransport : public Transport, public ControlCaller {
     int stall_timeout_ms = 5000;
     size_t max_connections_per_peer = 64;
     size_t threads = 8;  // run the pieces beyond the caller's own
+    // The cluster's key, proved to every owner and checked of it; null: no handshake
+    // (owners on this host only admit such a peer).
+    std::shared_ptr<const ClusterKey> cluster_key;
   };
 
   explicit TcpTransport(Options options);
   ~TcpTransport() override;
 
   const char* protocol() const override { return "tcp"; }
-  ErrorCode RegisterMemory(char*, uint64_t) override { return ErrorCode::OK; }  // nothing to pin
+  ErrorCode RegisterMemory(char*, uint64_t, MemoryAccess) override {
+    return ErrorCode::OK;  // nothing to pin
+  }
   void UnregisterMemory(char*) override {}
   bool DescribeSegment(char* base, uint64_t size, rpc::TransportEndpoint* out) override;
   void Execute(std::vector<TransferOp*>* ops,
@@ -97,8 +110,14 @@ class TcpTransport : public Transport, public ControlCaller {
   // A connection to peer (idle or new), or -1 with *error. *reused: it was idle.
   int Acquire(Peer* peer, std::chrono::steady_clock::time_point deadline, bool* reused,
               std::string* error);
-  // Says HELLO on a new connection; false with *error when it is not answered OK by then.
+  // Says HELLO on a new connection, and with a key completes the handshake; false with
+  // *error when the owner does not answer OK by then, or cannot prove the key.
   bool Hello(int fd, std::chrono::steady_clock::time_point deadline, std::string* error);
+  // One request of the opening (HELLO, AUTH) and its reply, whose payload must be exactly
+  // reply_length bytes (into *reply); false with *error.
+  bool OpeningRequest(int fd, transfer::Op op, const std::string& payload, size_t reply_length,
+                      std::string* reply, std::chrono::steady_clock::time_point deadline,
+                      std::string* error);
   void Release(Peer* peer, int fd, bool keep);
   // Runs x on a pooled connection, retried once on a fresh one when the pooled one broke.
   // OK, the peer's refusal code, or TRANSFER_FAIL with *error.

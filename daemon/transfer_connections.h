@@ -19,11 +19,13 @@
 // shut down; its peer sees a pooled connection break and opens another one
 // (daemon/tcp_transport.h), which is admitted the same way.
 //
-// Trust. Names are not authenticated yet: anyone can claim one, and a peer that claims
-// many gets many shares. What the caps guarantee is that idle connections, however many
-// and whoever holds them, never keep a fresh peer out, and that a peer holds at most
-// per_peer connections busy; a busy connection ends within the stall timeout once its
-// peer stops moving bytes.
+// Trust. With a cluster key the server settles a connection under the name its HELLO
+// gave only once AUTH has proved the key (daemon/transfer_server.h): a name claimed
+// without it takes no one's place. A key holder (or, without a key, any process on the
+// host) may still claim many names and get many shares. What the caps guarantee is that
+// idle connections, however many and whoever holds them, never keep a fresh peer out,
+// and that a peer holds at most per_peer connections busy; a busy connection ends within
+// the stall timeout once its peer stops moving bytes.
 //
 // Threads. The accept thread calls Admit and Reclaim; each connection's own thread calls
 // Settle, BeginRequest, EndRequest and Remove. One mutex guards the table. BeginRequest

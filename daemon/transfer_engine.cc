@@ -32,8 +32,8 @@ TransferEngine::TransferEngine(MasterClient* master, std::unique_ptr<TcpTranspor
                                std::unique_ptr<Transport> rdma)
     : directory_(master), tcp_(std::move(tcp)), rdma_(std::move(rdma)) {}
 
-ErrorCode TransferEngine::RegisterMemory(char* base, uint64_t size) {
-  return rdma_ != nullptr ? rdma_->RegisterMemory(base, size) : ErrorCode::OK;
+ErrorCode TransferEngine::RegisterMemory(char* base, uint64_t size, MemoryAccess access) {
+  return rdma_ != nullptr ? rdma_->RegisterMemory(base, size, access) : ErrorCode::OK;
 }
 
 void TransferEngine::UnregisterMemory(char* base) {

@@ -50,8 +50,9 @@ class TransferEngine {
     return directory_.Find(segment_id);
   }
 
-  // Memory of this daemon that transfers touch: its segments and the applications' pools.
-  ErrorCode RegisterMemory(char* base, uint64_t size);
+  // Memory of this daemon that transfers touch: its segments (kPeers) and the
+  // applications' pools (kLocalOnly).
+  ErrorCode RegisterMemory(char* base, uint64_t size, MemoryAccess access);
   void UnregisterMemory(char* base);
   // The endpoints a segment of this daemon is published with.
   std::vector<rpc::TransportEndpoint> DescribeSegment(char* base, uint64_t size);

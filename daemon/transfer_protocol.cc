@@ -19,7 +19,14 @@ T Get(const char*& p) {
 
 enum HelloTag : uint16_t {
   kDaemonNameTag = 1,
+  kClientNonceTag = 2,
 };
+
+void AppendField(std::string* out, uint16_t tag, const std::string& value) {
+  AppendLittleEndian(out, tag, 2);
+  AppendLittleEndian(out, value.size(), 2);
+  *out += value;
+}
 
 }  // namespace
 
@@ -29,6 +36,7 @@ bool KnownOp(uint16_t op) {
     case Op::kRead:
     case Op::kControl:
     case Op::kHello:
+    case Op::kAuth:
       return true;
   }
   return false;
@@ -36,9 +44,8 @@ bool KnownOp(uint16_t op) {
 
 std::string EncodeHello(const Hello& hello) {
   std::string out;
-  AppendLittleEndian(&out, kDaemonNameTag, 2);
-  AppendLittleEndian(&out, hello.daemon_name.size(), 2);
-  out += hello.daemon_name;
+  AppendField(&out, kDaemonNameTag, hello.daemon_name);
+  if (!hello.client_nonce.empty()) AppendField(&out, kClientNonceTag, hello.client_nonce);
   return out;
 }
 
@@ -46,6 +53,7 @@ bool DecodeHello(const char* payload, size_t length, Hello* hello, const char** 
   const char* p = payload;
   const char* end = payload + length;
   bool named = false;
+  uint16_t last_tag = 0;
   while (p != end) {
     if (end - p < 4) {
       *why = "HELLO field header cut short";
@@ -57,16 +65,25 @@ bool DecodeHello(const char* payload, size_t length, Hello* hello, const char** 
       *why = "HELLO field longer than the payload";
       return false;
     }
-    if (tag != kDaemonNameTag) {
+    if (tag != kDaemonNameTag && tag != kClientNonceTag) {
       *why = "unknown HELLO field";
       return false;
     }
-    if (named) {
-      *why = "HELLO names the daemon twice";
+    if (tag <= last_tag) {
+      *why = "HELLO fields repeated or out of order";
       return false;
     }
-    named = true;
-    hello->daemon_name.assign(p, size);
+    last_tag = tag;
+    if (tag == kDaemonNameTag) {
+      named = true;
+      hello->daemon_name.assign(p, size);
+    } else {
+      if (size != kNonceBytes) {
+        *why = "HELLO client nonce not 32 bytes";
+        return false;
+      }
+      hello->client_nonce.assign(p, size);
+    }
     p += size;
   }
   const std::string& name = hello->daemon_name;

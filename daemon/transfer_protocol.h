@@ -16,17 +16,37 @@
 //
 // HELLO (op 0x100) may open a connection, and only open it: it names the peer daemon, so
 // that the owner counts the connection against that daemon's share of the port rather
-// than against its source address (daemon/transfer_connections.h). Its segment id, offset
-// and master epoch are 0; its length is that of the payload, at most kMaxHelloPayload, a
-// list of fields `u16 tag | u16 length | value`, each tag at most once, no byte after the
-// last field:
+// than against its source address (daemon/transfer_connections.h), and it starts the
+// cluster-key handshake. Its segment id, offset and master epoch are 0; its length is that
+// of the payload, at most kMaxHelloPayload, a list of fields `u16 tag | u16 length |
+// value`, in increasing tag order (so each at most once), no byte after the last field:
 //
 //   tag 1, daemon name: the peer's "host:port" as it publishes its segments, 1..255
 //          printable ASCII characters; required
+//   tag 2, client nonce: kNonceBytes random bytes, fresh for this connection; sent by a
+//          peer that holds the cluster key (common/cluster_key.h), and by no other
 //
-// An unknown tag is refused, so a field that must be understood (a proof of the cluster
-// key, say) can be added with a tag of its own. The reply carries no payload. Ops from
-// 0x100 up set up a connection; those below move bytes.
+// An unknown tag is refused, so a field that must be understood can be added with a tag
+// of its own. The reply to a HELLO with a client nonce carries the owner's server nonce
+// (kNonceBytes, its whole payload); to one without, no payload. Ops from 0x100 up set up a
+// connection; those below move bytes.
+//
+// AUTH (op 0x101) follows a HELLO with a client nonce, at once, and proves the peer holds
+// the key: its payload is the client proof, ClusterKey::Prove(kClient, kAuthContext,
+// client nonce, server nonce), kProofBytes; its segment id, offset and master epoch are 0.
+// The owner answers OK with its own proof, ProveWith(the key that checked, kServer, the
+// same context and nonces), as the payload, which the peer checks before it sends a byte
+// more: an owner that cannot prove the key is not one. Or it answers -1400
+// UNAUTHENTICATED (a wrong proof, or an AUTH where none is due) and closes the connection.
+//
+// Who must say what. An owner with a cluster key serves nothing before the handshake has
+// succeeded: a READ, WRITE or CONTROL first, a HELLO without a client nonce, or anything
+// but AUTH after the HELLO is refused with -1400 and the connection closed, its payload
+// unread. Both messages must arrive within the handshake deadline. An owner without a key
+// admits only peers on its own host (loopback, or the very address they connected to),
+// refusing others at accept, without a byte; such peers need no handshake, HELLO is
+// optional, and a HELLO with a client nonce (the peer expects a key this owner does not
+// have) is refused with -1400.
 //
 // A reply is a fixed 24-byte header, then for a successful READ the `length` bytes read
 // and for CONTROL the reply payload:
@@ -36,10 +56,12 @@
 // Requests on one connection are answered in order, one at a time. Every request is
 // checked before a byte of payload is touched: a bad magic, version or op, an unknown
 // segment, or a range outside the segment gets an error reply (-600 INVALID_PARAMS,
-// -101 SEGMENT_NOT_FOUND, -707 LEASE_EXPIRED, -1305 TOO_MANY_CONNECTIONS) and a log line;
+// -101 SEGMENT_NOT_FOUND, -707 LEASE_EXPIRED, -1305 TOO_MANY_CONNECTIONS,
+// -1400 UNAUTHENTICATED) and a log line;
 // so does a field an op does not use that is not 0 (the offset and master epoch of a
-// CONTROL). After a refused WRITE, CONTROL or HELLO the owner closes the connection rather
-// than reading a payload it cannot trust the length of.
+// CONTROL). After a refused WRITE, CONTROL, HELLO or AUTH, and after any request refused
+// for want of the handshake, the owner closes the connection rather than reading a payload
+// it cannot trust the length of.
 #ifndef MOONCAKE_DAEMON_TRANSFER_PROTOCOL_H_
 #define MOONCAKE_DAEMON_TRANSFER_PROTOCOL_H_
 
@@ -63,13 +85,19 @@ constexpr uint64_t kMaxControlPayload = 64 * 1024;
 // A HELLO is a name and room for a few fields more.
 constexpr uint64_t kMaxHelloPayload = 1024;
 constexpr size_t kMaxDaemonName = 255;
+// The handshake's sizes (ClusterKey::kNonceBytes, kProofBytes) and the context its proofs
+// are made for, which no other protocol uses.
+constexpr size_t kNonceBytes = 32;
+constexpr size_t kProofBytes = 32;
+constexpr const char* kAuthContext = "transfer";
 
 enum class Op : uint16_t {
   kWrite = 1,    // payload -> segment[offset, offset + length)
   kRead = 2,     // segment[offset, offset + length) -> reply payload
   kControl = 3,  // payload is handed to a registered handler (segment id names which);
                  // its answer is the reply payload
-  kHello = 0x100,  // first on a connection: who the peer is (payload: HelloFields)
+  kHello = 0x100,  // first on a connection: who the peer is (payload: HELLO fields)
+  kAuth = 0x101,   // second, with a cluster key: the peer's proof (payload: client proof)
 };
 
 // True for the ops above. (A switch: two ops given one number do not compile.)
@@ -103,14 +131,16 @@ struct ReplyHeader {
 
 // What a HELLO says.
 struct Hello {
-  std::string daemon_name;  // "host:port"
+  std::string daemon_name;   // "host:port"
+  std::string client_nonce;  // kNonceBytes, or empty: the peer holds no cluster key
 };
 
 // The payload of a HELLO.
 std::string EncodeHello(const Hello& hello);
 // False, with *why, when payload is not a HELLO this version accepts: a field cut short,
-// an unknown or repeated tag, bytes after the last field, no daemon name, or a name that is
-// empty, longer than kMaxDaemonName or not printable ASCII.
+// an unknown tag, tags out of order or repeated, bytes after the last field, no daemon
+// name, a name that is empty, longer than kMaxDaemonName or not printable ASCII, or a
+// client nonce that is not kNonceBytes.
 bool DecodeHello(const char* payload, size_t length, Hello* hello, const char** why);
 
 void EncodeRequest(const RequestHeader& h, char out[kRequestHeaderSize]);

@@ -11,6 +11,7 @@
 #include <cstring>
 #include <system_error>
 
+#include "common/cluster_key.h"
 #include "common/error_code.h"
 #include "common/logging.h"
 
@@ -20,6 +21,9 @@ using Clock = std::chrono::steady_clock;
 using transfer::Op;
 using transfer::ReplyHeader;
 using transfer::RequestHeader;
+
+static_assert(transfer::kNonceBytes == ClusterKey::kNonceBytes, "HELLO carries the key's nonce");
+static_assert(transfer::kProofBytes == ClusterKey::kProofBytes, "AUTH carries the key's proof");
 
 namespace {
 
@@ -50,6 +54,8 @@ const char* OpName(uint16_t op) {
       return "CONTROL";
     case static_cast<uint16_t>(Op::kHello):
       return "HELLO";
+    case static_cast<uint16_t>(Op::kAuth):
+      return "AUTH";
     default:
       return "request";
   }
@@ -65,6 +71,30 @@ int MillisLeft(Clock::time_point deadline) {
   return static_cast<int>(std::max<int64_t>(0, std::min<int64_t>(left.count(), INT32_MAX)));
 }
 
+// True once a second at most, per clock: whether a rate-limited line is due now.
+bool LogDue(std::atomic<int64_t>* next_ns) {
+  int64_t now = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                    Clock::now().time_since_epoch())
+                    .count();
+  int64_t next = next_ns->load(std::memory_order_relaxed);
+  return now >= next && next_ns->compare_exchange_strong(next, now + 1000 * 1000 * 1000);
+}
+
+// The IP of an IPv4 or IPv6 (possibly IPv4-mapped) address as 16 bytes, for comparing.
+bool AddressBytes(const sockaddr* addr, unsigned char out[16]) {
+  static const unsigned char kMapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+  if (addr->sa_family == AF_INET) {
+    std::memcpy(out, kMapped, sizeof(kMapped));
+    std::memcpy(out + 12, &reinterpret_cast<const sockaddr_in*>(addr)->sin_addr, 4);
+    return true;
+  }
+  if (addr->sa_family == AF_INET6) {
+    std::memcpy(out, &reinterpret_cast<const sockaddr_in6*>(addr)->sin6_addr, 16);
+    return true;
+  }
+  return false;
+}
+
 bool SendReply(int fd, uint64_t request_id, ErrorCode code, const char* data, uint64_t length,
                const tcp_io::Bounds& bounds) {
   ReplyHeader reply;
@@ -77,6 +107,13 @@ bool SendReply(int fd, uint64_t request_id, ErrorCode code, const char* data, ui
 }
 
 }  // namespace
+
+bool PeerOnThisHost(const sockaddr* peer, const sockaddr* local) {
+  if (IsLoopbackAddress(peer)) return true;
+  unsigned char a[16], b[16];
+  return local != nullptr && AddressBytes(peer, a) && AddressBytes(local, b) &&
+         std::memcmp(a, b, sizeof(a)) == 0;
+}
 
 TransferServer::TransferServer(int listen_fd, SegmentLookup lookup, Options options)
     : listen_fd_(listen_fd),
@@ -106,14 +143,7 @@ void TransferServer::Stop() {
 }
 
 void TransferServer::LogAdmission(const char* what, const std::string& peer) {
-  int64_t now = std::chrono::duration_cast<std::chrono::nanoseconds>(
-                    Clock::now().time_since_epoch())
-                    .count();
-  int64_t next = next_admission_log_ns_.load(std::memory_order_relaxed);
-  if (now < next ||
-      !next_admission_log_ns_.compare_exchange_strong(next, now + 1000 * 1000 * 1000)) {
-    return;
-  }
+  if (!LogDue(&next_admission_log_ns_)) return;
   TransferConnections::Stats s = connections_.stats();
   MC_LOG_WARN("transfer port: %s %s (so far %llu admitted, %llu waiting ones closed to make "
               "room, %llu refused, %llu closed silent; %zu open)",
@@ -121,6 +151,14 @@ void TransferServer::LogAdmission(const char* what, const std::string& peer) {
               static_cast<unsigned long long>(s.taken),
               static_cast<unsigned long long>(s.refused),
               static_cast<unsigned long long>(silent_closed_.load()), s.open);
+}
+
+void TransferServer::LogUnauthenticated(const std::string& what, const std::string& peer) {
+  uint64_t count = unauthenticated_.fetch_add(1) + 1;
+  if (!LogDue(&next_unauthenticated_log_ns_)) return;
+  MC_LOG_WARN("transfer port: refused %s: %s (%llu refused for want of the cluster key so "
+              "far; at most one such line a second)",
+              peer.c_str(), what.c_str(), static_cast<unsigned long long>(count));
 }
 
 void TransferServer::AcceptLoop() {
@@ -146,6 +184,19 @@ void TransferServer::AcceptLoop() {
     }
     std::string ip, peer;
     DescribePeer(addr, &ip, &peer);
+    if (options_.cluster_key == nullptr) {
+      sockaddr_storage local{};
+      socklen_t local_len = sizeof(local);
+      bool got_local = getsockname(fd, reinterpret_cast<sockaddr*>(&local), &local_len) == 0;
+      if (!PeerOnThisHost(reinterpret_cast<const sockaddr*>(&addr),
+                          got_local ? reinterpret_cast<const sockaddr*>(&local) : nullptr)) {
+        LogUnauthenticated("not on this host, closed at accept (without --cluster_key_file "
+                           "only peers on this host are admitted)",
+                           peer);
+        close(fd);  // not a byte read or sent
+        continue;
+      }
+    }
     bool took = false;
     std::shared_ptr<Connection> c = connections_.Admit(fd, ip, &took);
     if (c == nullptr) {
@@ -167,21 +218,23 @@ void TransferServer::AcceptLoop() {
 void TransferServer::Serve(std::shared_ptr<Connection> c, std::string peer) {
   const int fd = c->fd();
   tcp_io::Configure(fd, options_.stall_timeout_ms);
-  const Clock::time_point handshake_deadline =
-      Clock::now() + std::chrono::milliseconds(options_.handshake_timeout_ms);
+  Opening opening;
+  opening.deadline = Clock::now() + std::chrono::milliseconds(options_.handshake_timeout_ms);
   MC_LOG_DEBUG("transfer port: %s connected", peer.c_str());
-  for (bool first = true;;) {
-    // Between requests the connection may idle (it is pooled); before its first one, only
+  for (;;) {
+    // Between requests the connection may idle (it is pooled); before it is served, only
     // as long as the handshake may take.
+    bool opening_up = opening.stage != Opening::kServing;
     pollfd p{fd, POLLIN, 0};
-    int ready = poll(&p, 1, first ? MillisLeft(handshake_deadline) : options_.idle_timeout_ms);
+    int ready = poll(&p, 1, opening_up ? MillisLeft(opening.deadline) : options_.idle_timeout_ms);
     if (ready < 0 && errno == EINTR) continue;
-    if (ready == 0 && first) {
+    if (ready == 0 && opening_up) {
       silent_closed_.fetch_add(1);
-      LogAdmission("closed a connection silent for the handshake timeout:", peer);
+      LogAdmission("closed a connection that did not complete its opening within the handshake "
+                   "timeout:",
+                   peer);
     }
-    if (ready <= 0 || !ServeOne(c.get(), peer, first, handshake_deadline)) break;
-    first = false;
+    if (ready <= 0 || !ServeOne(c.get(), peer, &opening)) break;
   }
   MC_LOG_DEBUG("transfer port: %s disconnected", peer.c_str());
   connections_.Remove(c);  // the last thing this thread does with the server
@@ -200,16 +253,26 @@ bool TransferServer::Refuse(int fd, const std::string& peer, const RequestHeader
          h.version == transfer::kVersion;
 }
 
-bool TransferServer::ServeOne(Connection* c, const std::string& peer, bool first,
-                              Clock::time_point handshake_deadline) {
+bool TransferServer::RefuseUnauthenticated(int fd, const std::string& peer,
+                                           const RequestHeader& h, const char* why) {
+  LogUnauthenticated(std::string(OpName(h.op)) + " answered -1400 UNAUTHENTICATED, connection "
+                     "closed: " + why,
+                     peer);
+  SendReply(fd, h.request_id, ErrorCode::UNAUTHENTICATED, nullptr, 0,
+            tcp_io::Bounds{options_.stall_timeout_ms, Clock::now() + std::chrono::seconds(1)});
+  return false;
+}
+
+bool TransferServer::ServeOne(Connection* c, const std::string& peer, Opening* opening) {
   const int fd = c->fd();
   tcp_io::Bounds bounds{options_.stall_timeout_ms};
-  if (first) bounds.deadline = handshake_deadline;
+  const bool first = opening->stage == Opening::kNew;
+  if (opening->stage != Opening::kServing) bounds.deadline = opening->deadline;
   char head[transfer::kRequestHeaderSize];
   if (!tcp_io::Recv(fd, head, sizeof(head), bounds)) {
-    if (first && errno == ETIMEDOUT) {
+    if (opening->stage != Opening::kServing && errno == ETIMEDOUT) {
       silent_closed_.fetch_add(1);
-      LogAdmission("closed a connection whose first header did not come in time:", peer);
+      LogAdmission("closed a connection whose opening did not come in time:", peer);
     }
     return false;  // gone, or a truncated header
   }
@@ -226,22 +289,33 @@ bool TransferServer::ServeOne(Connection* c, const std::string& peer, bool first
     ~EndRequest() { TransferConnections::EndRequest(c); }
   } end_request{c};
 
-  bool hello = h.op == static_cast<uint16_t>(Op::kHello);
-  if (hello) {
+  if (h.op == static_cast<uint16_t>(Op::kHello)) {
     if (!first) {
       Refuse(fd, Who(*c, peer), h, ErrorCode::INVALID_PARAMS, "HELLO after the first request");
       return false;
     }
-    return ServeHello(c, peer, h, bounds);  // still within the handshake deadline
+    return ServeHello(c, peer, h, bounds, opening);  // still within the handshake deadline
   }
-  bool took = false;
-  if (first && !connections_.Settle(c, "", &took)) {
-    Refuse(fd, Who(*c, peer), h, ErrorCode::TOO_MANY_CONNECTIONS,
-           "every connection of this address that did not say HELLO is busy");
-    return false;
+  if (h.op == static_cast<uint16_t>(Op::kAuth)) return ServeAuth(c, peer, h, bounds, opening);
+  if (opening->stage != Opening::kServing) {
+    if (options_.cluster_key != nullptr) {
+      // Not a byte of any segment, and no payload read: the connection closes.
+      return RefuseUnauthenticated(fd, peer, h,
+                                   opening->stage == Opening::kNew
+                                       ? "sent before the cluster-key handshake (HELLO, AUTH)"
+                                       : "sent before AUTH");
+    }
+    // Without a key, a peer on this host may skip HELLO: it counts against its address.
+    bool took = false;
+    if (!connections_.Settle(c, "", &took)) {
+      Refuse(fd, Who(*c, peer), h, ErrorCode::TOO_MANY_CONNECTIONS,
+             "every connection of this address that did not say HELLO is busy");
+      return false;
+    }
+    if (took) LogAdmission("closed a waiting unnamed connection to serve", peer);
+    opening->stage = Opening::kServing;
   }
-  if (took) LogAdmission("closed a waiting unnamed connection to serve", peer);
-  bounds.deadline = Clock::time_point::max();  // only the header had to be quick
+  bounds.deadline = Clock::time_point::max();  // only the opening had to be quick
   if (h.op == static_cast<uint16_t>(Op::kControl)) return ServeControl(c, peer, h);
 
   std::shared_ptr<SegmentMemory> segment = lookup_(h.segment_id);
@@ -277,7 +351,7 @@ bool TransferServer::ServeOne(Connection* c, const std::string& peer, bool first
 }
 
 bool TransferServer::ServeHello(Connection* c, const std::string& peer, const RequestHeader& h,
-                                const tcp_io::Bounds& bounds) {
+                                const tcp_io::Bounds& bounds, Opening* opening) {
   const int fd = c->fd();
   if (h.segment_id != 0 || h.offset != 0 || h.master_epoch != 0) {
     return Refuse(fd, peer, h, ErrorCode::INVALID_PARAMS, "HELLO with fields it does not use set");
@@ -293,15 +367,81 @@ bool TransferServer::ServeHello(Connection* c, const std::string& peer, const Re
     Refuse(fd, peer, h, ErrorCode::INVALID_PARAMS, why);
     return false;
   }
+  const std::string who = hello.daemon_name + " at " + peer;
+  if (options_.cluster_key != nullptr) {
+    if (hello.client_nonce.empty()) {
+      return RefuseUnauthenticated(fd, who, h,
+                                   "HELLO without a client nonce: the peer holds no cluster key "
+                                   "(give every daemon the same --cluster_key_file)");
+    }
+    // Not counted as that daemon's yet: AUTH has to prove it is one of ours.
+    opening->stage = Opening::kHelloed;
+    opening->daemon_name = hello.daemon_name;
+    opening->client_nonce = hello.client_nonce;
+    opening->server_nonce = ClusterKey::NewNonce();
+    return SendReply(fd, h.request_id, ErrorCode::OK, opening->server_nonce.data(),
+                     opening->server_nonce.size(), bounds);
+  }
+  if (!hello.client_nonce.empty()) {
+    return RefuseUnauthenticated(fd, who, h,
+                                 "the peer offers a cluster-key handshake, but this daemon has "
+                                 "no --cluster_key_file");
+  }
   bool took = false;
   if (!connections_.Settle(c, hello.daemon_name, &took)) {
-    Refuse(fd, hello.daemon_name + " at " + peer, h, ErrorCode::TOO_MANY_CONNECTIONS,
+    Refuse(fd, who, h, ErrorCode::TOO_MANY_CONNECTIONS,
            "this daemon's connections are all busy (--transfer_connections)");
     return false;
   }
   if (took) LogAdmission("closed a waiting connection of the same daemon for", hello.daemon_name);
+  opening->stage = Opening::kServing;
   MC_LOG_DEBUG("transfer port: %s is %s", peer.c_str(), hello.daemon_name.c_str());
   return SendReply(fd, h.request_id, ErrorCode::OK, nullptr, 0, bounds);
+}
+
+bool TransferServer::ServeAuth(Connection* c, const std::string& peer, const RequestHeader& h,
+                               const tcp_io::Bounds& bounds, Opening* opening) {
+  const int fd = c->fd();
+  if (options_.cluster_key == nullptr || opening->stage != Opening::kHelloed) {
+    return RefuseUnauthenticated(fd, Who(*c, peer), h,
+                                 options_.cluster_key == nullptr
+                                     ? "this daemon has no --cluster_key_file"
+                                     : "AUTH where none is due (not right after a HELLO)");
+  }
+  const std::string who = opening->daemon_name + " at " + peer;
+  if (h.segment_id != 0 || h.offset != 0 || h.master_epoch != 0) {
+    Refuse(fd, who, h, ErrorCode::INVALID_PARAMS, "AUTH with fields it does not use set");
+    return false;
+  }
+  if (h.length != transfer::kProofBytes) {
+    return RefuseUnauthenticated(fd, who, h, "a proof that is not 32 bytes");
+  }
+  std::string proof(transfer::kProofBytes, '\0');
+  if (!tcp_io::Recv(fd, &proof[0], proof.size(), bounds)) return false;
+  int key = options_.cluster_key->Check(proof, ClusterKey::Role::kClient, transfer::kAuthContext,
+                                        opening->client_nonce, opening->server_nonce);
+  if (key < 0) {
+    return RefuseUnauthenticated(fd, who, h,
+                                 "wrong proof of the cluster key (a peer with another key, or "
+                                 "none)");
+  }
+  bool took = false;
+  if (!connections_.Settle(c, opening->daemon_name, &took)) {
+    Refuse(fd, who, h, ErrorCode::TOO_MANY_CONNECTIONS,
+           "this daemon's connections are all busy (--transfer_connections)");
+    return false;
+  }
+  if (took) {
+    LogAdmission("closed a waiting connection of the same daemon for", opening->daemon_name);
+  }
+  opening->stage = Opening::kServing;
+  std::string answer =
+      options_.cluster_key->ProveWith(static_cast<size_t>(key), ClusterKey::Role::kServer,
+                                      transfer::kAuthContext, opening->client_nonce,
+                                      opening->server_nonce);
+  MC_LOG_DEBUG("transfer port: %s is %s, authenticated", peer.c_str(),
+               opening->daemon_name.c_str());
+  return SendReply(fd, h.request_id, ErrorCode::OK, answer.data(), answer.size(), bounds);
 }
 
 bool TransferServer::ServeControl(Connection* c, const std::string& peer, const RequestHeader& h) {

@@ -1,6 +1,16 @@
 // The transfer port: serves other daemons' one-sided READ and WRITE on the segments this
-// daemon owns, their CONTROL requests, and the HELLO that opens a connection
+// daemon owns, their CONTROL requests, and the HELLO and AUTH that open a connection
 // (daemon/transfer_protocol.h).
+//
+// Who is served. With a cluster key (Options::cluster_key), a connection is served only
+// once its peer has proved the key: HELLO with a client nonce, answered with a server
+// nonce, then AUTH with the client proof, answered with the server proof
+// (common/cluster_key.h). Anything else first -- a READ, WRITE or CONTROL, a HELLO without
+// a nonce, a wrong proof -- is refused with -1400 and the connection closed, before a byte
+// of any segment is read or written and before any payload is read; from loopback too.
+// Without a key, only peers on this host are admitted (PeerOnThisHost): any other is
+// closed at accept, before a byte is read or sent. Refusals are counted and logged at
+// most once a second, with the peer's address: a flood of them cannot fill the log.
 //
 // One thread per connection, blocking I/O: peers keep a few persistent connections each
 // (daemon/tcp_transport.h), so connections are few and long-lived, and a blocking thread
@@ -11,19 +21,25 @@
 // (daemon/transfer_connections.h): when the port is full, a fresh peer's connection takes
 // the place of an idle one (never of one with a request in progress) instead of being
 // refused. A peer names itself with HELLO as its first request; one that does not counts
-// against its source address.
+// against its source address (possible without a key only). With a key, the connection
+// is counted as the daemon HELLO named only once AUTH has proved the key: until then it
+// is new, and the first to give way, so that claiming another daemon's name does not
+// take that daemon's connections.
 //
-// Time. A new connection must deliver its first request header (and a HELLO its payload)
-// within handshake_timeout_ms, or it is closed: a silent connection holds a slot for that
-// long at most. Between requests a connection may idle for idle_timeout_ms. Within a
+// Time. A new connection must deliver its first request header (and a HELLO its payload,
+// and with a key the AUTH too) within handshake_timeout_ms, or it is closed: a silent
+// connection holds a slot for that long at most. Between requests a connection may idle for idle_timeout_ms. Within a
 // request, a peer that moves no byte for stall_timeout_ms is dropped
 // (daemon/tcp_io.h: counted from the last byte, not per system call).
 //
-// Input is untrusted. Every header is checked before any payload is touched: a request
-// that does not decode, names a segment this daemon does not own, or a range outside it
-// is answered with an error code and logged; the connection survives a refused READ (no
-// payload follows it) and is closed after anything else refused (its payload length
-// cannot be trusted).
+// Input is untrusted, from an authenticated peer too. Every header is checked before any
+// payload is touched: a request that does not decode, names a segment this daemon does
+// not own, or a range outside it is answered with an error code and logged; the
+// connection survives a refused READ (no payload follows it) and is closed after anything
+// else refused (its payload length cannot be trusted).
+//
+// Threads: the accept thread admits; each connection's thread serves it, its Opening
+// its own. Counters are atomics.
 //
 // A segment is held (shared_ptr) for the whole of a request, so one unmounted meanwhile
 // stays mapped until the request ends. A READ under the lease of a master other than the
@@ -31,6 +47,8 @@
 // range may belong to another object already.
 #ifndef MOONCAKE_DAEMON_TRANSFER_SERVER_H_
 #define MOONCAKE_DAEMON_TRANSFER_SERVER_H_
+
+#include <sys/socket.h>
 
 #include <atomic>
 #include <chrono>
@@ -41,6 +59,7 @@
 #include <string>
 #include <thread>
 
+#include "common/cluster_key.h"
 #include "daemon/epoch_gate.h"
 #include "daemon/segment_memory.h"
 #include "daemon/tcp_io.h"
@@ -49,6 +68,13 @@
 #include "daemon/transport.h"
 
 namespace mooncake {
+
+// Whether a connection from peer that arrived at local (the address it connected to)
+// comes from this host: peer is a loopback address, or the very address it connected to
+// (the kernel routes a host's traffic to its own addresses over loopback, and drops
+// packets from outside that claim one of them as their source). What a server without a
+// cluster key admits.
+bool PeerOnThisHost(const sockaddr* peer, const sockaddr* local);
 
 class TransferServer {
  public:
@@ -60,6 +86,8 @@ class TransferServer {
     int handshake_timeout_ms = 2000;
     int idle_timeout_ms = 10 * 60 * 1000;
     TransferConnections::Limits limits;
+    // The cluster's key: every peer must prove it. Null: peers on this host only.
+    std::shared_ptr<const ClusterKey> cluster_key;
   };
 
   // listen_fd: a listening TCP socket, owned from now on.
@@ -80,25 +108,41 @@ class TransferServer {
   void Stop();
 
   TransferConnections::Stats connection_stats() const { return connections_.stats(); }
+  // Peers refused for want of the cluster key since Start: at accept (not on this host,
+  // without a key) or by -1400 (no handshake, a wrong proof).
+  uint64_t unauthenticated() const { return unauthenticated_.load(); }
 
  private:
   using Connection = TransferConnections::Connection;
+  // Where a connection is in its opening, kept by its thread.
+  struct Opening {
+    enum Stage { kNew, kHelloed, kServing };  // kHelloed: with a key, AUTH is due
+    Stage stage = kNew;
+    std::chrono::steady_clock::time_point deadline;  // for every stage before kServing
+    std::string daemon_name;                         // what HELLO said, until AUTH
+    std::string client_nonce, server_nonce;
+  };
   // A connection's thread: its requests until it closes, then its removal.
   void Serve(std::shared_ptr<Connection> c, std::string peer);
-  // One request; false when the connection must be closed. first: it opens the
-  // connection, and must have arrived by handshake_deadline.
-  bool ServeOne(Connection* c, const std::string& peer, bool first,
-                std::chrono::steady_clock::time_point handshake_deadline);
+  // One request; false when the connection must be closed.
+  bool ServeOne(Connection* c, const std::string& peer, Opening* opening);
   bool ServeHello(Connection* c, const std::string& peer, const transfer::RequestHeader& h,
-                  const tcp_io::Bounds& bounds);
+                  const tcp_io::Bounds& bounds, Opening* opening);
+  bool ServeAuth(Connection* c, const std::string& peer, const transfer::RequestHeader& h,
+                 const tcp_io::Bounds& bounds, Opening* opening);
   bool ServeControl(Connection* c, const std::string& peer, const transfer::RequestHeader& h);
   // Answers h with code and logs why; true when the connection is still in step.
   bool Refuse(int fd, const std::string& peer, const transfer::RequestHeader& h, ErrorCode code,
               const std::string& why);
+  // Answers h with -1400, counts and logs it (rate-limited); the connection must close.
+  bool RefuseUnauthenticated(int fd, const std::string& peer, const transfer::RequestHeader& h,
+                             const char* why);
   void AcceptLoop();
   // At most one line a second about connections taken or refused (a flood would fill the
   // log otherwise); the counts say how many since the start.
   void LogAdmission(const char* what, const std::string& peer);
+  // Likewise, on a clock of its own, about peers refused for want of the key.
+  void LogUnauthenticated(const std::string& what, const std::string& peer);
 
   const int listen_fd_;
   const SegmentLookup lookup_;
@@ -112,6 +156,8 @@ class TransferServer {
   bool started_ = false;
   std::atomic<int64_t> next_admission_log_ns_{0};
   std::atomic<uint64_t> silent_closed_{0};  // closed for saying nothing in time
+  std::atomic<int64_t> next_unauthenticated_log_ns_{0};
+  std::atomic<uint64_t> unauthenticated_{0};
 };
 
 }  // namespace mooncake

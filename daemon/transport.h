@@ -45,6 +45,11 @@ struct RemoteSegment {
 
 enum class TransferKind { kRead, kWrite };
 
+// Who may touch registered memory. A segment is read and written by peers (RDMA: it gets
+// a remote key, published with the segment); an application's pool only by this daemon's
+// own transfers (RDMA: a local key only, so no peer can address it, key or no key).
+enum class MemoryAccess { kLocalOnly, kPeers };
+
 // One transfer: kRead copies remote -> local, kWrite local -> remote.
 struct TransferOp {
   TransferKind kind = TransferKind::kRead;
@@ -71,8 +76,8 @@ class Transport {
   // "tcp" or "rdma": the endpoint protocol this transport publishes and uses.
   virtual const char* protocol() const = 0;
 
-  // Memory of this daemon that transfers may touch. OK, or why not.
-  virtual ErrorCode RegisterMemory(char* base, uint64_t size) = 0;
+  // Memory of this daemon that transfers may touch, as access says. OK, or why not.
+  virtual ErrorCode RegisterMemory(char* base, uint64_t size, MemoryAccess access) = 0;
   virtual void UnregisterMemory(char* base) = 0;
 
   // The endpoint under which peers reach [base, base + size), a segment of this daemon

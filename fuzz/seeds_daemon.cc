@@ -150,6 +150,13 @@ Seeds TransferHeaderSeeds() {
   seeds.emplace_back("seed-hello", hello_payload);
   seeds.emplace_back("seed-hello-request",
                      request(transfer::Op::kHello, 0, hello_payload.size()) + hello_payload);
+  // The cluster-key handshake: HELLO with a client nonce, then AUTH with a proof.
+  hello.client_nonce = std::string(transfer::kNonceBytes, '\x11');
+  const std::string keyed_hello = transfer::EncodeHello(hello);
+  seeds.emplace_back("seed-hello-keyed", keyed_hello);
+  seeds.emplace_back("seed-auth-request",
+                     request(transfer::Op::kAuth, 0, transfer::kProofBytes) +
+                         std::string(transfer::kProofBytes, '\x22'));
   const std::vector<std::string> keys = {"key-1", "key-2", std::string(100, 'k')};
   seeds.emplace_back("seed-invalidate-keys",
                      invalidation::EncodeKeys(keys, {}, transfer::kMaxControlPayload)[0]);

@@ -12,14 +12,15 @@
 // carries.
 //
 // Invariants:
-//  - a request header decodes iff its magic, version and op (WRITE, READ, CONTROL, HELLO)
-//    are known, and re-encodes to the same 48 bytes whether it decodes or not (every field
+//  - a request header decodes iff its magic, version and op (WRITE, READ, CONTROL, HELLO,
+//    AUTH) are known, and re-encodes to the same 48 bytes whether it decodes or not (every field
 //    is read);
 //  - a reply header decodes iff its magic is known and re-encodes to the same 24 bytes
 //    when its code is one of the table's (FromWire maps any other to INTERNAL_ERROR);
-//  - a HELLO that decodes names a daemon of 1..255 printable ASCII bytes and re-encodes to
-//    the same bytes; one refused says why; a HELLO encoded decodes to what was encoded
-//    exactly when the name keeps those rules;
+//  - a HELLO that decodes names a daemon of 1..255 printable ASCII bytes, carries a client
+//    nonce of exactly 32 bytes or none, and re-encodes to the same bytes (its fields come
+//    in one order); one refused says why; a HELLO encoded decodes to what was encoded
+//    exactly when the name keeps those rules (with no nonce, and with a 32-byte one);
 //  - an INVALIDATE that decodes re-encodes to the same bytes (a list of no keys, which
 //    the encoder never sends, is the 5-byte header alone), and the handler the transfer
 //    port runs acknowledges it with an empty reply, refusing anything else with -600; keys
@@ -50,7 +51,8 @@ void CheckRequest(const char* in) {
   const bool ok = transfer::DecodeRequest(in, &h);
   const bool known_op = (h.op >= static_cast<uint16_t>(transfer::Op::kWrite) &&
                          h.op <= static_cast<uint16_t>(transfer::Op::kControl)) ||
-                        h.op == static_cast<uint16_t>(transfer::Op::kHello);
+                        h.op == static_cast<uint16_t>(transfer::Op::kHello) ||
+                        h.op == static_cast<uint16_t>(transfer::Op::kAuth);
   FUZZ_CHECK(ok == (h.magic == transfer::kRequestMagic && h.version == transfer::kVersion &&
                     known_op),
              "request header accepted %d with magic %08x version %u op %u", ok, h.magic,
@@ -93,19 +95,26 @@ void CheckHello(const std::string& in, const std::vector<std::string>& names) {
   if (transfer::DecodeHello(in.data(), in.size(), &hello, &why)) {
     FUZZ_CHECK(ValidDaemonName(hello.daemon_name), "HELLO accepted a %zu-byte name",
                hello.daemon_name.size());
+    FUZZ_CHECK(hello.client_nonce.empty() || hello.client_nonce.size() == transfer::kNonceBytes,
+               "HELLO accepted a %zu-byte client nonce", hello.client_nonce.size());
     FUZZ_CHECK(transfer::EncodeHello(hello) == in, "HELLO re-encodes differently");
   } else {
     FUZZ_CHECK(why != nullptr && *why != '\0', "HELLO refused without a reason");
   }
+  // Each piece as a name, alone and with a nonce (the input's first 32 bytes, padded).
+  const std::string nonce =
+      (in + std::string(transfer::kNonceBytes, 'n')).substr(0, transfer::kNonceBytes);
   for (const std::string& name : names) {
-    transfer::Hello sent;
-    sent.daemon_name = name;
-    const std::string payload = transfer::EncodeHello(sent);
-    transfer::Hello got;
-    const bool ok = transfer::DecodeHello(payload.data(), payload.size(), &got, &why);
-    FUZZ_CHECK(ok == ValidDaemonName(name), "HELLO of a %zu-byte name: decoded %d", name.size(),
-               ok);
-    FUZZ_CHECK(!ok || got.daemon_name == name, "HELLO decoded another name");
+    for (const std::string& client_nonce : {std::string(), nonce}) {
+      transfer::Hello sent{name, client_nonce};
+      const std::string payload = transfer::EncodeHello(sent);
+      transfer::Hello got;
+      const bool ok = transfer::DecodeHello(payload.data(), payload.size(), &got, &why);
+      FUZZ_CHECK(ok == ValidDaemonName(name), "HELLO of a %zu-byte name: decoded %d",
+                 name.size(), ok);
+      FUZZ_CHECK(!ok || (got.daemon_name == name && got.client_nonce == client_nonce),
+                 "HELLO decoded another name or nonce");
+    }
   }
 }
 

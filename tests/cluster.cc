@@ -1,16 +1,21 @@
 #include "tests/cluster.h"
 
+#include <errno.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "MasterService.h"
+#include "common/cluster_key.h"
+#include "common/little_endian.h"
 #include "tests/process_harness.h"
 
 namespace harness = mooncake::testing;
@@ -342,3 +347,81 @@ int mc_cluster_lent_segments_at(const mc_cluster* c, int i, mc_cluster_segment* 
 }
 
 }  // extern "C"
+
+namespace {
+
+// Sends all of bytes; false when the daemon closed first.
+bool SendAll(int fd, const std::string& bytes) {
+  for (size_t sent = 0; sent < bytes.size();) {
+    ssize_t n = send(fd, bytes.data() + sent, bytes.size() - sent, MSG_NOSIGNAL);
+    if (n <= 0) return false;
+    sent += static_cast<size_t>(n);
+  }
+  return true;
+}
+
+// One request of the opening (op, payload) and its reply: its code, with the reply's
+// payload (at most max_reply bytes) in *reply; 1 when closed first, 2 when out of step.
+int OpeningRequest(int fd, uint16_t op, uint64_t id, const std::string& payload,
+                   size_t max_reply, std::string* reply) {
+  std::string head;
+  mooncake::AppendLittleEndian(&head, 0x5054434d, 4);  // "MCTP"
+  mooncake::AppendLittleEndian(&head, 1, 2);           // version
+  mooncake::AppendLittleEndian(&head, op, 2);
+  mooncake::AppendLittleEndian(&head, id, 8);
+  mooncake::AppendLittleEndian(&head, 0, 8);  // segment id
+  mooncake::AppendLittleEndian(&head, 0, 8);  // offset
+  mooncake::AppendLittleEndian(&head, payload.size(), 8);
+  mooncake::AppendLittleEndian(&head, 0, 8);  // master epoch
+  if (!SendAll(fd, head + payload)) return 1;
+  char in[24];
+  ssize_t got = recv(fd, in, sizeof(in), MSG_WAITALL);
+  if (got == 0) return 1;
+  if (got != static_cast<ssize_t>(sizeof(in))) return errno == ECONNRESET ? 1 : 2;
+  const char* p = in;
+  uint32_t magic = static_cast<uint32_t>(mooncake::GetLittleEndian(&p, 4));
+  int32_t code = static_cast<int32_t>(mooncake::GetLittleEndian(&p, 4));
+  uint64_t request_id = mooncake::GetLittleEndian(&p, 8);
+  uint64_t length = mooncake::GetLittleEndian(&p, 8);
+  if (magic != 0x5254434d || request_id != id || length > max_reply) return 2;
+  if (code != 0) return length == 0 ? code : 2;
+  reply->assign(length, '\0');
+  if (length > 0 && recv(fd, &(*reply)[0], length, MSG_WAITALL) != static_cast<ssize_t>(length)) {
+    return 2;
+  }
+  return 0;
+}
+
+}  // namespace
+
+extern "C" int mc_cluster_transfer_handshake(int fd, const char* name) {
+  static const mooncake::ClusterKey key = [] {
+    std::string error;
+    auto loaded = mooncake::ClusterKey::Load(harness::ClusterKeyFile(), &error);
+    if (!loaded.ok()) {
+      std::fprintf(stderr, "the harness's cluster key: %s\n", error.c_str());
+      std::abort();
+    }
+    return loaded.value();
+  }();
+  const std::string client_nonce = mooncake::ClusterKey::NewNonce();
+  std::string hello;
+  mooncake::AppendLittleEndian(&hello, 1, 2);  // tag 1: the daemon's name
+  mooncake::AppendLittleEndian(&hello, std::strlen(name), 2);
+  hello += name;
+  mooncake::AppendLittleEndian(&hello, 2, 2);  // tag 2: the client nonce
+  mooncake::AppendLittleEndian(&hello, client_nonce.size(), 2);
+  hello += client_nonce;
+  std::string server_nonce, server_proof;
+  int code = OpeningRequest(fd, 0x100, 1, hello, 32, &server_nonce);
+  if (code != 0) return code;
+  if (server_nonce.size() != 32) return 2;
+  std::string proof =
+      key.Prove(mooncake::ClusterKey::Role::kClient, "transfer", client_nonce, server_nonce);
+  code = OpeningRequest(fd, 0x101, 2, proof, 32, &server_proof);
+  if (code != 0) return code;
+  return key.Check(server_proof, mooncake::ClusterKey::Role::kServer, "transfer", client_nonce,
+                   server_nonce) >= 0
+             ? 0
+             : 2;
+}

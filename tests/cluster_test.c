@@ -269,7 +269,9 @@ static void assert_valid_read(int fd, int64_t segment, uint64_t id) {
 
 static void run_hostile_case(const hostile_case *hc, int port, int64_t segment) {
   print_message("hostile frame: %s\n", hc->name);
+  /* From a peer that holds the key: what it sends next is checked all the same. */
   int fd = tp_connect(port);
+  assert_int_equal(mc_cluster_transfer_handshake(fd, "hostile:1"), 0);
   unsigned char h[48];
   tp_encode(&hc->req, h);
   assert_int_equal(tp_send(fd, hc->raw ? (const void *)hc->raw : h, hc->sent), 0);
@@ -353,6 +355,7 @@ static void test_hostile_frames(void **state) {
   mooncake_store_t a = connect_app(g_c, A, POOL), c = connect_app(g_c, C, POOL);
   /* First, that this raw client speaks the protocol: a valid READ is served. */
   int fd = tp_connect(port);
+  assert_int_equal(mc_cluster_transfer_handshake(fd, "hostile:1"), 0);
   assert_valid_read(fd, seg.id, 7);
   close(fd);
   char key[64];
@@ -613,6 +616,7 @@ static void test_checksum_detects_corruption(void **state) {
   assert_int_equal(mc_cluster_replica_at(g_c, "cs-bad-0", 0, &segment, &offset), 0);
 
   int fd = tp_connect(mc_cluster_port_at(g_c, B));
+  assert_int_equal(mc_cluster_transfer_handshake(fd, "corrupter:1"), 0);
   unsigned char h[48], byte = 0;
   tp_request r = tp_make(TP_READ, 1, segment, offset + 100, 1);
   tp_encode(&r, h);

@@ -282,6 +282,12 @@ void test_memory_map_insert_remove(void**) {
   assert_false(map.Insert(reinterpret_cast<char*>(UINTPTR_MAX - 10), 20, {&c}));  // wraps
   assert_true(map.Find(m + 1010, 1)->mrs.size() == 2);  // the refused left it alone
   assert_true(map.Insert(m + 950, 50, {&c}));     // adjacent before
+  // Which regions peers may address (segments) and which not (pools): DescribeSegment
+  // publishes only the former.
+  assert_true(map.Insert(m + 3000, 10, {&c}, /*for_peers=*/true));
+  assert_true(map.Find(m + 3000, 10)->for_peers);
+  assert_false(map.Find(m + 950, 10)->for_peers);
+  assert_int_equal(map.Remove(m + 3000).size(), 1);
 
   assert_true(map.Remove(m + 1001).empty());  // not a base
   std::vector<ibv_mr*> gone = map.Remove(m + 1000);

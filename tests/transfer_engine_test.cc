@@ -167,8 +167,9 @@ void test_protocol_round_trip(void**) {
 // HELLO's payload: what one daemon encodes, another decodes; anything else is refused.
 void test_hello_round_trip(void**) {
   assert_true(transfer::KnownOp(static_cast<uint16_t>(transfer::Op::kHello)));
-  assert_false(transfer::KnownOp(0x101));
-  transfer::Hello hello{std::string(transfer::kMaxDaemonName, 'n')};
+  assert_true(transfer::KnownOp(static_cast<uint16_t>(transfer::Op::kAuth)));
+  assert_false(transfer::KnownOp(0x102));
+  transfer::Hello hello{std::string(transfer::kMaxDaemonName, 'n'), ""};
   std::string wire = transfer::EncodeHello(hello);
   transfer::Hello back;
   const char* why = nullptr;
@@ -182,10 +183,25 @@ void test_hello_round_trip(void**) {
   assert_false(transfer::DecodeHello(longer.data(), longer.size(), &back, &why));
   for (const std::string& name : {std::string(), std::string(transfer::kMaxDaemonName + 1, 'n'),
                                   std::string("a b:1"), std::string("a\x01:1")}) {
-    wire = transfer::EncodeHello(transfer::Hello{name});
+    wire = transfer::EncodeHello(transfer::Hello{name, ""});
     assert_false(transfer::DecodeHello(wire.data(), wire.size(), &back, &why));
     assert_non_null(why);
   }
+  // With a client nonce (the cluster-key handshake): it round-trips; one of another size,
+  // or the fields out of order, is refused.
+  transfer::Hello keyed{"a:1", std::string(transfer::kNonceBytes, '\x5a')};
+  wire = transfer::EncodeHello(keyed);
+  transfer::Hello keyed_back;
+  assert_true(transfer::DecodeHello(wire.data(), wire.size(), &keyed_back, &why));
+  assert_true(keyed_back.daemon_name == "a:1" && keyed_back.client_nonce == keyed.client_nonce);
+  for (size_t size : {transfer::kNonceBytes - 1, transfer::kNonceBytes + 1}) {
+    wire = transfer::EncodeHello(transfer::Hello{"a:1", std::string(size, 'n')});
+    assert_false(transfer::DecodeHello(wire.data(), wire.size(), &back, &why));
+  }
+  std::string name_field = transfer::EncodeHello(transfer::Hello{"a:1", ""});
+  std::string nonce_first = transfer::EncodeHello(keyed).substr(name_field.size()) + name_field;
+  assert_false(transfer::DecodeHello(nonce_first.data(), nonce_first.size(), &back, &why));
+  assert_string_equal(why, "HELLO fields repeated or out of order");
 }
 
 void test_write_then_read_small_and_striped(void**) {

@@ -4,7 +4,8 @@
  *   - a peer that stalls mid-WRITE is dropped within the transfer timeout (it used to take
  *     up to twice as long);
  *   - silent connections are closed at the handshake deadline (2 s);
- *   - 1,023 connections to B, silent ones or idle ones that said HELLO, do not keep A out:
+ *   - 1,023 connections to B, silent ones or idle ones that opened (HELLO, AUTH with the
+ *     cluster key), do not keep A out:
  *     50 puts from A with their replica steered to B all succeed;
  *   - a peer over its cap with every connection busy is refused (-1305) while another peer
  *     is served;
@@ -38,7 +39,6 @@
 #define TRANSFER_TIMEOUT_S 2.0
 #define HANDSHAKE_S 2.0
 #define PORT_CAP 1024
-#define TP_HELLO 0x100
 
 enum { A = 0, B = 1, C = 2 };
 
@@ -46,24 +46,12 @@ static mc_cluster *g_c;
 
 /* ---- raw peers -------------------------------------------------------------------- */
 
-/* Sends HELLO naming the daemon name; the reply's code, or 1 when the owner closed the
- * connection instead of answering. */
+/* Opens the connection as a peer daemon named name that holds the cluster key (HELLO,
+ * AUTH); 0, the refusal code, or 1 when the owner closed the connection instead. */
 static int tp_hello(int fd, const char *name) {
-  size_t n = strlen(name);
-  unsigned char msg[48 + 4 + 256];
-  tp_request r = tp_make(TP_HELLO, 1, 0, 0, 4 + n);
-  tp_encode(&r, msg);
-  msg[48] = 1; /* tag 1: the daemon's name */
-  msg[49] = 0;
-  msg[50] = (unsigned char)n;
-  msg[51] = 0;
-  memcpy(msg + 52, name, n);
-  if (tp_send(fd, msg, 52 + n) != 0) return 1;
-  tp_reply rep;
-  int got = tp_read_reply(fd, &rep);
-  if (got == 0) return 1;
-  assert_int_equal(got, 1);
-  return rep.code;
+  int code = mc_cluster_transfer_handshake(fd, name);
+  assert_int_not_equal(code, 2); /* the owner speaks the protocol */
+  return code;
 }
 
 /* 1 once the owner has closed fd (end of stream, nothing sent first), within ms. */
@@ -186,7 +174,7 @@ static void test_silent_flood_keeps_no_peer_out(void **state) {
   free(fds);
 }
 
-/* 1,023 connections that said HELLO, each as a daemon of its own, and idle: with A's the
+/* 1,023 connections that opened with the key, each as a daemon of its own, and idle: with A's the
  * port is at its cap of 1,024, and the idle ones give way (the longest idle first). */
 static void test_idle_connections_fill_the_port_and_a_fresh_peer_is_served(void **state) {
   (void)state;
@@ -271,7 +259,8 @@ static void test_peer_over_its_cap_refused_while_another_is_served(void **state)
     if (code != 0) usleep(50 * 1000);
   }
   assert_int_equal(code, 0);
-  assert_true(count_log_lines(mc_cluster_log_at(g_c, d), "refused HELLO", "greedy:1") >= 1);
+  /* Counted as greedy's once AUTH proved it: that is when it was refused. */
+  assert_true(count_log_lines(mc_cluster_log_at(g_c, d), "refused AUTH", "greedy:1") >= 1);
   int status = mc_cluster_kill_daemon_at(g_c, d, SIGTERM);
   assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 }

@@ -433,7 +433,7 @@ void test_hello_refusals(void**) {
   Owner o(Limits(64, 64, 64));
   const uint16_t kHelloOp = static_cast<uint16_t>(transfer::Op::kHello);
   const int32_t kInvalid = ToInt(ErrorCode::INVALID_PARAMS);
-  std::string payload = transfer::EncodeHello(transfer::Hello{"a:1"});
+  std::string payload = transfer::EncodeHello(transfer::Hello{"a:1", ""});
   const std::string unknown_field("\x02\x00\x01\x00q", 5);
   const std::string cases[] = {payload + unknown_field, payload + payload, payload + "x",
                                std::string("\x01\x00\x09\x00a:1", 7)};
