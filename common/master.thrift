@@ -141,6 +141,22 @@ struct DrainBatchResult {
   7: i64 master_epoch,                    // of the master that reserved the moves' targets
 }
 
+// Eviction as operators watch it (docs/master.md, "Eviction"): rounds run by the upkeep
+// (usage above the high watermark) and by puts (a reservation that would pass it, or that
+// found no space; the put waits for its round).
+struct EvictionStats {
+  1: i64 rounds,                          // every eviction round
+  2: i64 put_rounds,                      // of which run by a put
+  3: i64 short_rounds,                    // rounds that freed less than asked: too few candidates
+  4: i64 evicted_bytes,                   // over all rounds, every replica counted
+  5: i64 total_us,                        // time spent in rounds
+  6: i64 max_us,                          // the longest round
+  7: i64 last_us,                         // the latest round
+  8: i64 last_used_bytes,                 // pool usage right after the latest round
+  9: i64 no_space_puts,                   // PutStart/UpsertStart answered -200 (each retry counts)
+  10: i64 exist_leases,                   // exist leases granted by ExistKey/BatchExistKey
+}
+
 struct MasterStats {
   1: i64 objects,
   2: i64 segments,
@@ -156,6 +172,7 @@ struct MasterStats {
   12: i64 restore_ms,                     // how long the restore at start took (0: none)
   13: i64 restored_objects,               // objects the restore at start brought back
   14: i64 pending_segments,               // detached segments (restored, or of a silent daemon)
+  15: EvictionStats eviction,
 }
 
 struct SnapshotResult {
@@ -215,7 +232,10 @@ service MasterService {
   // key within the lease (CacheHolder). 0 (or omitted): nothing is remembered.
   ReplicaListResult GetReplicaList(1: string key, 2: i64 reader = 0),
   list<ReplicaListResult> BatchGetReplicaList(1: list<string> keys, 2: i64 reader = 0),
-  i32 ExistKey(1: string key),                 // 1 readable, 0 missing or PROCESSING, < 0 error
+  // Existence: 1 readable, 0 missing or PROCESSING, < 0 error. A hit grants no read lease,
+  // only a short exist lease that keeps eviction off until the read that usually follows
+  // (--exist_lease_ttl_ms; once per access: docs/master.md, "Exist leases").
+  i32 ExistKey(1: string key),
   list<i32> BatchExistKey(1: list<string> keys),
 
   // Removal. caller: the daemon asking, which the holders leave out (0: none).
