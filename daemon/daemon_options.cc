@@ -51,6 +51,9 @@ void RegisterDaemonFlags(FlagSet* f, DaemonOptions* o) {
             "room for new peers)");
   f->AddBool("checksum", &o->checksum,
              "store a CRC32C of every value put through this daemon; gets verify it (-801)");
+  f->AddDuration("put_no_space_wait", &o->put_no_space_wait_ms, 1,
+                 "a put (or batch entry) the master has no space for asks again while "
+                 "eviction makes room, for this long before it answers -200, ms (0: at once)");
   f->AddChoice("log_level", &o->log_level, {"debug", "info", "warning", "error"},
                "least severe level logged");
 }
@@ -84,6 +87,8 @@ bool ValidateDaemonOptions(DaemonOptions* o, std::string* error) {
              "--transfer_timeout in 1 ms..1 h";
   } else if (o->transfer_max_connections < 1 || o->transfer_max_connections > 65536) {
     *error = "--transfer_max_connections must be in 1..65536";
+  } else if (o->put_no_space_wait_ms < 0 || o->put_no_space_wait_ms > 60 * 1000) {
+    *error = "--put_no_space_wait must be in 0..60 s";
   } else {
     o->master_host = o->master.substr(0, colon);
     o->master_port = static_cast<int>(port);

@@ -36,6 +36,8 @@ struct DaemonOptions {
   int64_t transfer_connections = 64;     // TCP connections per peer, at most (each way)
   int64_t transfer_max_connections = 1024;  // connections to this daemon's transfer port
   bool checksum = false;                 // CRC32C at put, verified at get
+  // How long a put the master has no space for keeps asking while eviction makes room.
+  int64_t put_no_space_wait_ms = 1000;
   std::string log_level = "info";
 
   // Filled by ValidateDaemonOptions from the strings above.
