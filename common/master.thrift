@@ -154,7 +154,8 @@ struct EvictionStats {
   7: i64 last_us,                         // the latest round
   8: i64 last_used_bytes,                 // pool usage right after the latest round
   9: i64 no_space_puts,                   // PutStart/UpsertStart answered -200 (each retry counts)
-  10: i64 exist_leases,                   // exist leases granted by ExistKey/BatchExistKey
+  10: i64 exist_uses,                     // existence hits counted as a use (once per access)
+  11: i64 exist_leases,                   // exist leases granted (--exist_lease_ttl)
 }
 
 struct MasterStats {
@@ -232,9 +233,10 @@ service MasterService {
   // key within the lease (CacheHolder). 0 (or omitted): nothing is remembered.
   ReplicaListResult GetReplicaList(1: string key, 2: i64 reader = 0),
   list<ReplicaListResult> BatchGetReplicaList(1: list<string> keys, 2: i64 reader = 0),
-  // Existence: 1 readable, 0 missing or PROCESSING, < 0 error. A hit grants no read lease,
-  // only a short exist lease that keeps eviction off until the read that usually follows
-  // (--exist_lease_ttl_ms; once per access: docs/master.md, "Exist leases").
+  // Existence: 1 readable, 0 missing or PROCESSING, < 0 error. A hit grants no read lease;
+  // the first one since the object was written or read counts as a use in eviction's
+  // order (and grants an exist lease with --exist_lease_ttl): docs/master.md, "Existence
+  // checks".
   i32 ExistKey(1: string key),
   list<i32> BatchExistKey(1: list<string> keys),
 

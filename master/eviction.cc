@@ -95,6 +95,7 @@ rpc::EvictionStats EvictionCounters::Get() const {
   s.last_us = last_us_.load();
   s.last_used_bytes = last_used_bytes_.load();
   s.no_space_puts = no_space_puts_.load(std::memory_order_relaxed);
+  s.exist_uses = exist_uses_.load(std::memory_order_relaxed);
   s.exist_leases = exist_leases_.load(std::memory_order_relaxed);
   return s;
 }

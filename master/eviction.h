@@ -2,8 +2,9 @@
 //
 // A round wants some bytes back. The master keeps no LRU list (16 bytes more on each of
 // millions of objects), so objects are ordered by their lease deadline
-// (ObjectMetadata::time_ms: the last read plus the lease, or the publication when never
-// read), and the deadline below which enough bytes lie is found from a sample, not a sort:
+// (ObjectMetadata::time_ms: the end of the last read's lease, the first existence hit
+// since, or the publication), and the deadline below which enough bytes lie is found from
+// a sample, not a sort:
 //   1. every shard adds the objects in a window of kSampleSlots slots of its table at a
 //      random place (all of a small table: a small pool is sampled whole, and its order is
 //      then exact LRU);
@@ -32,7 +33,8 @@
 namespace mooncake {
 
 // Who may be evicted, in the order they go. Never: unfinished, hard-pinned, read-leased
-// or exist-leased objects (and soft-pinned ones without --allow_evict_soft_pinned_objects).
+// or exist-leased objects (--exist_lease_ttl), nor soft-pinned ones without
+// --allow_evict_soft_pinned_objects.
 enum class EvictionTier : uint8_t { kNever = 0, kPlain = 1, kSoftPinned = 2 };
 
 // Deadlines at or below which a tier's candidates are evicted.
@@ -98,6 +100,7 @@ class EvictionCounters {
   void Round(bool by_put, uint64_t asked, uint64_t freed, int64_t elapsed_us,
              int64_t used_after);
   void NoSpace() { no_space_puts_.fetch_add(1, std::memory_order_relaxed); }
+  void ExistUse() { exist_uses_.fetch_add(1, std::memory_order_relaxed); }
   void ExistLease() { exist_leases_.fetch_add(1, std::memory_order_relaxed); }
   int64_t rounds() const { return rounds_.load(); }
   rpc::EvictionStats Get() const;
@@ -105,7 +108,7 @@ class EvictionCounters {
  private:
   std::atomic<int64_t> rounds_{0}, put_rounds_{0}, short_rounds_{0}, evicted_bytes_{0},
       total_us_{0}, max_us_{0}, last_us_{0}, last_used_bytes_{0}, no_space_puts_{0},
-      exist_leases_{0};
+      exist_uses_{0}, exist_leases_{0};
 };
 
 }  // namespace mooncake

@@ -1,18 +1,18 @@
-// The exist leases of one metadata shard: for which objects an existence check answered 1
-// lately, and until when eviction passes them over (docs/master.md, "Exist leases").
+// The exist leases of one metadata shard (--exist_lease_ttl, off by default): for which
+// objects an existence hit counted lately, and until when eviction passes them over
+// (docs/master.md, "Existence checks").
 //
 // An existence check is a question, not a read: it hands out no replica list, so nothing
 // must stay in place for it, and renewing the full read lease on every check (what the
 // master did before) let an engine that polls batch_is_exist keep every key it ever wrote
-// from being evicted, while the keys it had just written went instead. An exist lease only
-// protects the read that usually follows a hit, for --exist_lease_ttl_ms, and an object
-// gets one per access: a check grants none while a read lease covers it, nor again until
-// the object is read (ObjectMetadata::exist_leased says it had one).
+// from being evicted, while the keys it had just written went instead. A hit now counts as
+// one use per access (MasterService::ExistKey); an exist lease adds a hard guard for the
+// read that usually follows, granted with that use and not renewed by later hits.
 //
 // Why a table beside the objects rather than a deadline in ObjectMetadata: that struct is
 // paid for by millions of objects and has no 8 bytes to spare, while exist leases are short,
 // so few are live at once (about checks per second times the TTL). ObjectMetadata::
-// exist_leased says whether an object may have an entry, so an object never checked costs
+// exist_hit says whether an object may have an entry, so an object never checked costs
 // eviction no lookup. The table is bounded (kMaxPerShard); a check that finds it full of
 // live leases answers without granting one.
 //

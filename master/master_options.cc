@@ -14,9 +14,9 @@ void RegisterMasterFlags(FlagSet* f, MasterOptions* o) {
   f->AddDuration("max_kv_soft_pin_ttl", &o->max_kv_soft_pin_ttl_ms, 1,
                  "upper bound on a soft-pin TTL asked for by a put, ms");
   f->AddDuration("exist_lease_ttl", &o->exist_lease_ttl_ms, 1,
-                 "an existence hit keeps eviction off the object this long, once per access, "
-                 "so that the read that follows finds it; grants no read lease (ms, at most the read "
-                 "lease; 0: none)");
+                 "an existence hit (once per access) also keeps eviction off the object this "
+                 "long, ms (at most the read lease; 0: no such lease, the hit only counts as "
+                 "a use)");
   f->AddDouble("eviction_high_watermark_ratio", &o->eviction_high_watermark_ratio,
                "usage eviction keeps the pool at or under: puts and the upkeep evict past it");
   f->AddDouble("eviction_ratio", &o->eviction_ratio,

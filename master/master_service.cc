@@ -242,7 +242,7 @@ void MasterService::ReleaseObject(Shard& shard, std::string_view key, ObjectMeta
   DropPendingUpsert(shard, key);
   DropPendingMove(shard, key);
   shard.holders.Forget(&meta);
-  EndExistLease(shard, meta);  // before the block goes: the table is keyed by its address
+  ForgetExistHit(shard, meta);  // before the block goes: the table is keyed by its address
   object_count_.fetch_sub(1);
 }
 
@@ -439,7 +439,7 @@ ErrorCode MasterService::UpsertEnd(int64_t writer, const std::string& key, int64
       meta.soft_pin_ms = up.soft_pin_ttl_ms > 0 ? now + up.soft_pin_ttl_ms : 0;
       shard.upserts.erase(pending);
       DropPendingMove(shard, key);  // it was copying the old value
-      EndExistLease(shard, meta);   // a new value: written now
+      ForgetExistHit(shard, meta);  // a new value: written now
       CacheHolderSet ignored;
       TakeHolders(shard, meta, now, 0, holders != nullptr ? holders : &ignored);
       // Readers holding a lease may still read the old bytes, and until the new value's
@@ -479,8 +479,8 @@ rpc::ReplicaListResult MasterService::GetReplicaList(const std::string& key, int
   if (!meta.complete) return ReplicaListError(ErrorCode::REPLICA_IS_NOT_READY);
   int64_t now = Now();
   if (meta.time_ms <= now) meta.untracked_holders = false;  // every earlier lease has ended
-  EndExistLease(locked.shard, meta);  // the read lease covers it, and the next check may
-                                      // grant one again
+  ForgetExistHit(locked.shard, meta);  // the read lease covers an exist lease, and the
+                                       // next hit counts again
   int64_t until = now + options_.default_kv_lease_ttl_ms;
   meta.time_ms = std::max(meta.time_ms, until);
   if (meta.soft_pin_ms > 0) {
@@ -513,19 +513,21 @@ int32_t MasterService::ExistKey(const std::string& key) {
   ObjectMetadata* meta = locked.object;
   if (meta == nullptr || !meta->complete) return 0;
   if (segments_.detached_count() > 0 && !Readable(meta->replicas)) return 0;
-  GrantExistLease(locked.shard, *meta, Now());
+  CountExistHit(locked.shard, *meta, Now());
   return 1;
 }
 
-void MasterService::GrantExistLease(Shard& shard, ObjectMetadata& meta, int64_t now) {
+void MasterService::CountExistHit(Shard& shard, ObjectMetadata& meta, int64_t now) {
+  // Once per access: a poller that never reads cannot keep an object young. A read lease
+  // running covers the hit.
+  if (meta.exist_hit || meta.leased(now)) return;
+  meta.exist_hit = true;
+  // A use, as eviction orders objects, and no lease: a deadline of now is already past.
+  meta.time_ms = now;
+  eviction_.ExistUse();
   int64_t ttl = std::min(options_.exist_lease_ttl_ms, options_.default_kv_lease_ttl_ms);
-  int64_t until = now + ttl;
-  // One per access: a check after it ended grants none until the object is read, so a
-  // poller cannot keep an object it never reads from being evicted.
-  if (ttl <= 0 || meta.exist_leased || meta.time_ms >= until) return;
-  if (!shard.exist_leases.Grant(&meta, until, now)) return;  // full: answered, unprotected
-  meta.exist_leased = true;
-  eviction_.ExistLease();
+  // Full: answered, protected by its use alone.
+  if (ttl > 0 && shard.exist_leases.Grant(&meta, now + ttl, now)) eviction_.ExistLease();
 }
 
 // ---- removal -------------------------------------------------------------------------

@@ -6,8 +6,9 @@
 //   PutStart reserves PROCESSING replicas → the writer moves the bytes → PutEnd publishes
 //   them as COMPLETE (or PutRevoke frees them). Readers only ever see COMPLETE replicas,
 //   and every replica list grants a read lease during which the object is neither evicted
-//   nor removed without force. An existence hit grants only a short exist lease, which
-//   keeps eviction off the object and nothing else (master/exist_leases.h).
+//   nor removed without force. An existence hit grants no lease: it counts as a use for
+//   eviction's order, once per access (and, with --exist_lease_ttl, keeps eviction off the
+//   object that long: master/exist_leases.h).
 //
 // Eviction (master_service_evict.cc, victims chosen by master/eviction.h): a put whose
 // reservation would take usage past the high watermark evicts first, down to high −
@@ -178,9 +179,10 @@ class MasterService {
   // recorded as a holder for the lease (0: none).
   rpc::ReplicaListResult GetReplicaList(const std::string& key, int64_t reader = 0);
   // 1 readable, 0 missing, still being written or not readable yet (restored, waiting for
-  // its daemon), -600 bad key. A hit grants an exist lease of exist_lease_ttl (at most the
-  // read lease) unless a read lease already covers that, or the object had one since it
-  // was last written or read (master/exist_leases.h). It renews no read lease.
+  // its daemon), -600 bad key. A hit renews no read lease. The first hit since the object
+  // was last written or read, unless a read lease covers it, counts as a use: eviction
+  // orders the object as if used now (ObjectMetadata::exist_hit); with exist_lease_ttl,
+  // it also grants an exist lease (master/exist_leases.h). Later hits count for nothing.
   int32_t ExistKey(const std::string& key);
 
   // ---- removal ----
@@ -306,7 +308,7 @@ class MasterService {
     std::unordered_map<std::string, PendingUpsert> upserts;  // rare: a plain map will do
     std::unordered_map<std::string, PendingMove> moves;      // only while a segment drains
     CacheHolderTable holders;  // daemons that may cache the shard's objects
-    ExistLeaseTable exist_leases;  // objects an existence check answered lately
+    ExistLeaseTable exist_leases;  // with exist_lease_ttl: exist leases running
   };
   // A range whose bytes someone may still be reading or writing, or whose freeing is not
   // on disk yet; freed once the clock has reached due_ms and the log due_seq.
@@ -497,14 +499,14 @@ class MasterService {
   // master walk its whole table back to back while nothing can have changed.
   static constexpr int64_t kShortRoundPauseMs = 10;
 
-  // ExistKey's lease, under the shard's lock.
-  void GrantExistLease(Shard& shard, ObjectMetadata& meta, int64_t now);
-  // The object was written or read: its exist lease (if any) is over, and the next
-  // existence check may grant one again.
-  static void EndExistLease(Shard& shard, ObjectMetadata& meta) {
-    if (!meta.exist_leased) return;
+  // ExistKey's hit counted as a use (and its exist lease), under the shard's lock.
+  void CountExistHit(Shard& shard, ObjectMetadata& meta, int64_t now);
+  // The object was written or read (or goes): its exist lease (if any) is over, and the
+  // next existence hit counts again.
+  static void ForgetExistHit(Shard& shard, ObjectMetadata& meta) {
+    if (!meta.exist_hit) return;
     shard.exist_leases.Forget(&meta);
-    meta.exist_leased = false;
+    meta.exist_hit = false;
   }
 
   const MasterOptions options_;

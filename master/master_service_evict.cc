@@ -21,7 +21,7 @@ int64_t SteadyMicros() {
 EvictionTier MasterService::TierOf(const Shard& shard, const ObjectMetadata& meta,
                                    int64_t now) const {
   if (!meta.complete || meta.hard_pin || meta.leased(now)) return EvictionTier::kNever;
-  if (meta.exist_leased && shard.exist_leases.Live(&meta, now)) return EvictionTier::kNever;
+  if (meta.exist_hit && shard.exist_leases.Live(&meta, now)) return EvictionTier::kNever;
   if (!meta.soft_pinned(now)) return EvictionTier::kPlain;
   return options_.allow_evict_soft_pinned_objects ? EvictionTier::kSoftPinned
                                                   : EvictionTier::kNever;

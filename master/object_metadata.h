@@ -73,13 +73,14 @@ struct ObjectMetadata {
         hard_pin(false),
         untracked_holders(false),
         has_checksum(false),
-        exist_leased(false) {}
+        exist_hit(false) {}
 
   uint64_t size = 0;
   // While PROCESSING: when the put started. Once COMPLETE: the read-lease deadline (an
   // object whose deadline is in the past has no active lease). It also orders eviction,
-  // oldest first (master/eviction.h): the last access the master can vouch for, since a
-  // daemon's read cache may serve reads of the object until that deadline.
+  // oldest first (master/eviction.h): the last use the master can vouch for -- the
+  // publication, the end of a read's lease (a daemon's read cache may serve reads until
+  // then), or an existence hit counted as a use (exist_hit).
   int64_t time_ms = 0;
   // While PROCESSING: the soft-pin TTL asked for (0: none). Once COMPLETE: the soft-pin
   // deadline, extended by every read (0: not soft-pinned).
@@ -95,11 +96,11 @@ struct ObjectMetadata {
   bool untracked_holders : 1;
   // The CRC-32C the writer gave at PutEnd/UpsertEnd, if any.
   bool has_checksum : 1;
-  // An existence check granted an exist lease since the object was last written or read
-  // (master/exist_leases.h): while that lease runs (its deadline is in the shard's
-  // ExistLeaseTable) eviction passes the object over, and no further check grants another
-  // until the next read.
-  bool exist_leased : 1;
+  // An existence hit was counted since the object was last written or read: it moved
+  // time_ms up to the check, as a use, and granted the exist lease if there is one
+  // (--exist_lease_ttl; its deadline is in the shard's ExistLeaseTable). Further hits count
+  // for nothing until the next read, so polling cannot keep an object young.
+  bool exist_hit : 1;
   uint32_t checksum = 0;
 
   bool leased(int64_t now_ms) const { return complete && time_ms > now_ms; }

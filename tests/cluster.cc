@@ -360,6 +360,7 @@ int mc_cluster_eviction_stats_get(const mc_cluster* c, mc_cluster_eviction_stats
   out->max_us = e.max_us;
   out->last_used_bytes = e.last_used_bytes;
   out->no_space_puts = e.no_space_puts;
+  out->exist_uses = e.exist_uses;
   out->exist_leases = e.exist_leases;
   return 0;
 }

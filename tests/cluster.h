@@ -143,7 +143,8 @@ typedef struct mc_cluster_eviction_stats {
   int64_t max_us;          /* the longest round */
   int64_t last_used_bytes; /* usage right after the latest round */
   int64_t no_space_puts;   /* PutStart/UpsertStart answered -200, each retry counted */
-  int64_t exist_leases;    /* exist leases granted */
+  int64_t exist_uses;      /* existence hits counted as a use (once per access) */
+  int64_t exist_leases;    /* exist leases granted (--exist_lease_ttl) */
 } mc_cluster_eviction_stats;
 int mc_cluster_eviction_stats_get(const mc_cluster *c, mc_cluster_eviction_stats *out);
 

@@ -1,8 +1,8 @@
-// Eviction and exist leases in mooncake::MasterService, on the hand-moved clock: puts keep
-// usage at or under the high watermark, near-LRU order by lease deadline, what is never
-// evicted (leased, exist-leased, hard-pinned; soft-pinned last, and only when allowed),
-// replicas freed together, the figures GetStats reports, and the selection itself
-// (master/eviction.h).
+// Eviction and existence checks in mooncake::MasterService, on the hand-moved clock: puts
+// keep usage at or under the high watermark, near-LRU order by lease deadline, what is
+// never evicted (leased, exist-leased, hard-pinned; soft-pinned last, and only when
+// allowed), replicas freed together, an existence hit counted as one use per access, the
+// figures GetStats reports, and the selection itself (master/eviction.h).
 
 #include <cstdint>
 #include <string>
@@ -29,6 +29,7 @@ constexpr int64_t kPool = 64 * kKiB;
 constexpr int64_t kObject = kKiB;
 constexpr int kAtWatermark = 48;
 constexpr int kAfterRound = 32;
+constexpr int64_t kExistLease = 20;
 
 MasterOptions EvictOptions(double high = 0.75, double ratio = 0.25) {
   MasterOptions o = Options();
@@ -152,20 +153,20 @@ void test_soft_pins_go_last(void**) {
   AddDaemon(s, 1, kPool);
   PutRange(s, 0, 24, Pinned(/*hard=*/false));  // the oldest
   PutRange(s, 24, kAtWatermark);
+  // 17 go, all plain ones (k24..k40), although every soft-pinned one is older.
   Put(s, 1, "new", kObject);
-  // 17 went, all plain ones, although every soft-pinned one is older.
-  for (int i = 0; i < 24; ++i) assert_int_equal(s.ExistKey(Key(i)), 1);
-  for (int i = 24; i < 41; ++i) assert_int_equal(s.ExistKey(Key(i)), 0);
-  // More soft-pinned puts, once the exist leases of the checks above are over: the next
-  // round finds 8 plain candidates (k41..k47, "new") for 17 objects, so the 9 oldest
-  // soft-pinned ones go too.
-  g_now += kExistLease;
+  assert_int_equal(s.GetStats().evicted_objects, 17);
+  // More soft-pinned puts: the next round finds 8 plain candidates (k41..k47, "new") for
+  // 17 objects, so the 9 oldest soft-pinned ones go too. (No existence check before the
+  // end: a hit would count as a use and change the order.)
   PutRange(s, 100, 117, Pinned(/*hard=*/false));
+  assert_int_equal(s.GetStats().evicted_objects, 34);
   assert_true(Used(s) <= kAtWatermark * kObject);
-  for (int i = 41; i < kAtWatermark; ++i) assert_int_equal(s.ExistKey(Key(i)), 0);
+  for (int i = 24; i < kAtWatermark; ++i) assert_int_equal(s.ExistKey(Key(i)), 0);
   assert_int_equal(s.ExistKey("new"), 0);
   for (int i = 0; i < 9; ++i) assert_int_equal(s.ExistKey(Key(i)), 0);
   for (int i = 9; i < 24; ++i) assert_int_equal(s.ExistKey(Key(i)), 1);
+  for (int i = 100; i < 117; ++i) assert_int_equal(s.ExistKey(Key(i)), 1);
 }
 
 void test_soft_pins_kept_without_the_flag(void**) {
@@ -201,66 +202,99 @@ void test_replicas_freed_together(void**) {
   assert_int_equal(newest.replicas.size(), 2);
 }
 
-// ---- exist leases ------------------------------------------------------------------------
+// ---- existence checks ------------------------------------------------------------------
 
-void test_exist_lease_defers_eviction_briefly(void**) {
-  MasterService s(EvictOptions());
+// The first hit since a write or read counts as a use: eviction orders the object as if
+// used then. Further hits count for nothing until the object is read again.
+void test_existence_hit_counts_once_per_access(void**) {
+  MasterService s(EvictOptions());  // no exist lease: the default
   AddDaemon(s, 1, kPool);
-  PutRange(s, 0, kAtWatermark);
-  for (int i = 0; i < 4; ++i) assert_int_equal(s.ExistKey(Key(i)), 1);  // until now + 20
-  Put(s, 1, "new", kObject);  // 17 go: k4..k20, the oldest without an exist lease
-  for (int i = 0; i < 4; ++i) assert_int_equal(s.ExistKey(Key(i)), 1);
-  for (int i = 4; i <= 20; ++i) assert_int_equal(s.ExistKey(Key(i)), 0);
-  assert_int_equal(Eviction(s).exist_leases, 4);  // once each: the second checks granted none
-  // The exist leases are over, and the checks since granted none: k0..k3 go first now.
-  g_now += kExistLease;
-  PutRange(s, 100, 117);
-  for (int i = 0; i < 4; ++i) assert_int_equal(s.ExistKey(Key(i)), 0);
+  PutRange(s, 0, kAtWatermark);             // used at T0 + 0..47
+  assert_int_equal(s.ExistKey(Key(0)), 1);  // k0 counts as used at T0 + 48
+  Put(s, 1, "new", kObject);                // 17 go: k1..k17, not k0
+  for (int i = 1; i <= 17; ++i) assert_int_equal(s.ExistKey(Key(i)), 0);
+  assert_int_equal(s.ExistKey(Key(0)), 1);  // a second hit: counts for nothing
+  assert_int_equal(Eviction(s).exist_uses, 1);
+  // k18 is checked at T0 + 50 and then every ms until T0 + 80; k19 once, at T0 + 60.
+  g_now = kT0 + 50;
+  assert_int_equal(s.ExistKey(Key(18)), 1);
+  g_now = kT0 + 60;
+  assert_int_equal(s.ExistKey(Key(19)), 1);
+  for (; g_now < kT0 + 80; ++g_now) assert_int_equal(s.ExistKey(Key(18)), 1);
+  assert_int_equal(Eviction(s).exist_uses, 3);
+  // Oldest first: k20..k47, then k0 and "new" (T0 + 48), then k18 (its polls renewed
+  // nothing), and k19 last.
+  assert_int_equal(s.Evict(31 * kObject), 31 * kObject);
+  assert_int_equal(s.ExistKey(Key(18)), 0);
+  assert_int_equal(s.ExistKey(Key(19)), 1);
+  assert_int_equal(s.GetStats().objects, 1);
+  // A read ends the count: after its lease, a hit counts again. No exist lease is granted.
+  assert_int_equal(s.GetReplicaList(Key(19)).code, 0);
+  assert_int_equal(s.ExistKey(Key(19)), 1);  // the read lease covers it
+  assert_int_equal(Eviction(s).exist_uses, 3);
+  g_now += kLease;
+  assert_int_equal(s.ExistKey(Key(19)), 1);
+  assert_int_equal(Eviction(s).exist_uses, 4);
+  assert_int_equal(Eviction(s).exist_leases, 0);
 }
 
+// Issue 13 on the hand-moved clock: an engine polls every key written so far after each
+// put. Before, each hit renewed the read lease and nothing could be evicted; now the pool
+// stays under the watermark and the newest keys stay.
 void test_polling_never_pins(void**) {
   MasterService s(EvictOptions());
   AddDaemon(s, 1, kPool);
+  const int n = 300;
+  for (int i = 0; i < n; ++i, ++g_now) {
+    Put(s, 1, Key(i), kObject);
+    for (int k = 0; k <= i; ++k) s.ExistKey(Key(k));
+    assert_true(Used(s) <= kAtWatermark * kObject);
+  }
+  for (int i = n - kAfterRound + 1; i < n; ++i) assert_int_equal(s.ExistKey(Key(i)), 1);
+  assert_int_equal(s.ExistKey(Key(0)), 0);
+  assert_int_equal(Eviction(s).exist_uses, n);  // one each, however often polled
+}
+
+void test_exist_lease_defers_eviction_briefly(void**) {
+  MasterOptions o = EvictOptions();
+  o.exist_lease_ttl_ms = kExistLease;
+  MasterService s(o);
+  AddDaemon(s, 1, kPool);
   PutRange(s, 0, kAtWatermark);
-  // A poller checks the oldest key every ms: one exist lease, then none until it is read.
-  for (int t = 0; t < 3 * kExistLease; ++t, ++g_now) assert_int_equal(s.ExistKey(Key(0)), 1);
-  assert_int_equal(Eviction(s).exist_leases, 1);
-  Put(s, 1, "new", kObject);
-  assert_int_equal(s.ExistKey(Key(0)), 0);  // evicted, oldest first
+  for (int i = 0; i < 4; ++i) assert_int_equal(s.ExistKey(Key(i)), 1);  // until now + 20
+  assert_int_equal(s.Evict(kPool), (kAtWatermark - 4) * kObject);  // all but the four
+  assert_int_equal(s.GetStats().objects, 4);
+  for (int i = 0; i < 4; ++i) assert_int_equal(s.ExistKey(Key(i)), 1);  // no new lease
+  assert_int_equal(Eviction(s).exist_leases, 4);
+  g_now += kExistLease;  // over: candidates again
+  assert_int_equal(s.Evict(kPool), 4 * kObject);
+  assert_int_equal(s.GetStats().objects, 0);
 }
 
 void test_read_after_exist_gets_full_lease(void**) {
-  MasterService s(EvictOptions());
+  MasterOptions o = EvictOptions();
+  o.exist_lease_ttl_ms = kExistLease;
+  MasterService s(o);
   AddDaemon(s, 1, kPool);
   Put(s, 1, "k", kObject);
+  ++g_now;
   assert_int_equal(s.ExistKey("k"), 1);
   // An exist lease holds nothing back but eviction: a remove goes through.
   assert_int_equal(ToInt(s.Remove("k", false)), 0);
   Put(s, 1, "k", kObject);
+  ++g_now;
   assert_int_equal(s.ExistKey("k"), 1);
   rpc::ReplicaListResult got = s.GetReplicaList("k");
   assert_int_equal(got.code, 0);
   assert_int_equal(got.lease_ttl_ms, kLease);
   assert_int_equal(ToInt(s.Remove("k", false)), kLeased);
-  // While the read lease covers it, a check grants no exist lease; after it, one again.
-  int64_t granted = Eviction(s).exist_leases;
+  // While the read lease covers it, a hit grants no exist lease; after it, one again.
+  assert_int_equal(Eviction(s).exist_leases, 2);
   assert_int_equal(s.ExistKey("k"), 1);
-  assert_int_equal(Eviction(s).exist_leases, granted);
+  assert_int_equal(Eviction(s).exist_leases, 2);
   g_now += kLease;
   assert_int_equal(s.ExistKey("k"), 1);
-  assert_int_equal(Eviction(s).exist_leases, granted + 1);
-}
-
-void test_exist_lease_off(void**) {
-  MasterOptions o = EvictOptions();
-  o.exist_lease_ttl_ms = 0;
-  MasterService s(o);
-  AddDaemon(s, 1, kPool);
-  PutRange(s, 0, kAtWatermark);
-  assert_int_equal(s.ExistKey(Key(0)), 1);
-  Put(s, 1, "new", kObject);
-  assert_int_equal(s.ExistKey(Key(0)), 0);
-  assert_int_equal(Eviction(s).exist_leases, 0);
+  assert_int_equal(Eviction(s).exist_leases, 3);
 }
 
 void test_exist_lease_table_bounded(void**) {
@@ -338,10 +372,10 @@ int main(void) {
       cmocka_unit_test(test_soft_pins_go_last),
       cmocka_unit_test(test_soft_pins_kept_without_the_flag),
       cmocka_unit_test(test_replicas_freed_together),
-      cmocka_unit_test(test_exist_lease_defers_eviction_briefly),
+      cmocka_unit_test(test_existence_hit_counts_once_per_access),
       cmocka_unit_test(test_polling_never_pins),
+      cmocka_unit_test(test_exist_lease_defers_eviction_briefly),
       cmocka_unit_test(test_read_after_exist_gets_full_lease),
-      cmocka_unit_test(test_exist_lease_off),
       cmocka_unit_test(test_exist_lease_table_bounded),
       cmocka_unit_test(test_planner_weighted_threshold),
       cmocka_unit_test(test_sampled_round_is_near_lru),
