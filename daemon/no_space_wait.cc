@@ -7,12 +7,14 @@
 
 namespace mooncake {
 
-NoSpaceWait::NoSpaceWait(int64_t budget_ms)
-    : deadline_(std::chrono::steady_clock::now() + std::chrono::milliseconds(budget_ms)) {}
-
 bool NoSpaceWait::Next(const ClientConnection* client) {
   if (client != nullptr && client->closed()) return false;
-  auto left = deadline_ - std::chrono::steady_clock::now();
+  auto now = std::chrono::steady_clock::now();
+  if (!started_) {  // the first -200 was just now
+    started_ = true;
+    deadline_ = now + budget_;
+  }
+  auto left = deadline_ - now;
   if (left <= std::chrono::steady_clock::duration::zero()) return false;
   std::this_thread::sleep_for(std::min<std::chrono::steady_clock::duration>(pause_, left));
   pause_ = std::min(2 * pause_, kMaxPause);

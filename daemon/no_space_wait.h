@@ -27,15 +27,17 @@ class NoSpaceWait {
   static constexpr std::chrono::milliseconds kFirstPause{5};
   static constexpr std::chrono::milliseconds kMaxPause{50};
 
-  // budget_ms from now (0: never wait).
-  explicit NoSpaceWait(int64_t budget_ms);
+  // budget_ms from the first Next() (0: never wait).
+  explicit NoSpaceWait(int64_t budget_ms) : budget_(budget_ms) {}
 
   // Sleeps until the next attempt (the last one at the deadline) and returns true; false
   // (at once) when the budget is spent, or client (when given) has closed: answer -200.
   bool Next(const ClientConnection* client);
 
  private:
-  const std::chrono::steady_clock::time_point deadline_;
+  const std::chrono::milliseconds budget_;
+  bool started_ = false;                              // Next() was called
+  std::chrono::steady_clock::time_point deadline_{};  // set by the first Next()
   std::chrono::milliseconds pause_ = kFirstPause;
 };
 

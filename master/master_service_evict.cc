@@ -28,9 +28,10 @@ EvictionTier MasterService::TierOf(const Shard& shard, const ObjectMetadata& met
 }
 
 bool MasterService::PastWatermark(uint64_t need) const {
-  double capacity = static_cast<double>(segments_.capacity());
-  return static_cast<double>(segments_.used() + need) >
-         options_.eviction_high_watermark_ratio * capacity;
+  uint64_t used = 0, capacity = 0;
+  segments_.Usage(&used, &capacity);
+  return static_cast<double>(used + need) >
+         options_.eviction_high_watermark_ratio * static_cast<double>(capacity);
 }
 
 ErrorCode MasterService::Reserve(uint64_t size, const rpc::ReplicateConfig& config,
