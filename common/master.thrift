@@ -141,6 +141,23 @@ struct DrainBatchResult {
   7: i64 master_epoch,                    // of the master that reserved the moves' targets
 }
 
+// Eviction as operators watch it (docs/master.md, "Eviction"): rounds run by the upkeep
+// (usage above the high watermark) and by puts (a reservation that would pass it, or that
+// found no space; the put waits for its round).
+struct EvictionStats {
+  1: i64 rounds,                          // every eviction round
+  2: i64 put_rounds,                      // of which run by a put
+  3: i64 short_rounds,                    // rounds that freed less than asked: too few candidates
+  4: i64 evicted_bytes,                   // over all rounds, every replica counted
+  5: i64 total_us,                        // time spent in rounds
+  6: i64 max_us,                          // the longest round
+  7: i64 last_us,                         // the latest round
+  8: i64 last_used_bytes,                 // pool usage right after the latest round
+  9: i64 no_space_puts,                   // PutStart/UpsertStart answered -200 (each retry counts)
+  10: i64 exist_uses,                     // existence hits counted as a use (once per access)
+  11: i64 exist_leases,                   // exist leases granted (--exist_lease_ttl)
+}
+
 struct MasterStats {
   1: i64 objects,
   2: i64 segments,
@@ -156,6 +173,7 @@ struct MasterStats {
   12: i64 restore_ms,                     // how long the restore at start took (0: none)
   13: i64 restored_objects,               // objects the restore at start brought back
   14: i64 pending_segments,               // detached segments (restored, or of a silent daemon)
+  15: EvictionStats eviction,
 }
 
 struct SnapshotResult {
@@ -234,7 +252,11 @@ service MasterService {
   // key within the lease (CacheHolder). 0 (or omitted): nothing is remembered.
   ReplicaListResult GetReplicaList(1: string key, 2: i64 reader = 0),
   list<ReplicaListResult> BatchGetReplicaList(1: list<string> keys, 2: i64 reader = 0),
-  i32 ExistKey(1: string key),                 // 1 readable, 0 missing or PROCESSING, < 0 error
+  // Existence: 1 readable, 0 missing or PROCESSING, < 0 error. A hit grants no read lease;
+  // the first one since the object was written or read counts as a use in eviction's
+  // order (and grants an exist lease with --exist_lease_ttl): docs/master.md, "Existence
+  // checks".
+  i32 ExistKey(1: string key),
   list<i32> BatchExistKey(1: list<string> keys),
 
   // Removal. caller: the daemon asking, which the holders leave out (0: none).

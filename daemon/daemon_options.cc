@@ -68,6 +68,9 @@ void RegisterDaemonFlags(FlagSet* f, DaemonOptions* o) {
   f->AddString("cluster_key_file", &o->cluster_key_file,
                "file (mode 0600) of the key every master and daemon of the cluster shares; "
                "peers prove it at connect (default: none, loopback peers only)");
+  f->AddDuration("put_no_space_wait", &o->put_no_space_wait_ms, 1,
+                 "a put (or batch entry) the master has no space for asks again while "
+                 "eviction makes room, for this long before it answers -200, ms (0: at once)");
   f->AddChoice("log_level", &o->log_level, {"debug", "info", "warning", "error"},
                "least severe level logged");
 }
@@ -110,6 +113,8 @@ bool ValidateDaemonOptions(DaemonOptions* o, std::string* error) {
   } else if (!ResolveLocalAccessRules(o->allowed_uids, o->allowed_gids, &o->local_access,
                                       error)) {
     // *error names the flag
+  } else if (o->put_no_space_wait_ms < 0 || o->put_no_space_wait_ms > 60 * 1000) {
+    *error = "--put_no_space_wait must be in 0..60 s";
   } else {
     o->master_host = o->master.substr(0, colon);  // "" when master is
     o->master_port = static_cast<int>(port);

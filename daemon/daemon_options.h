@@ -51,6 +51,8 @@ struct DaemonOptions {
   // SegmentDrainer::kBudget, while the daemon still serves.
   bool drain_on_shutdown = false;
   std::string cluster_key_file;          // "" = no key: loopback peers only (docs/security.md)
+  // How long a put the master has no space for keeps asking while eviction makes room.
+  int64_t put_no_space_wait_ms = 1000;
   std::string log_level = "info";
 
   // Filled by ValidateDaemonOptions from the strings above (master_host "" when master

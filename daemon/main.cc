@@ -355,7 +355,7 @@ int main(int argc, char** argv) {
   SegmentDrainer drainer(&master, &membership, &io);
   CacheInvalidator invalidator(engine->tcp());
   StoreService service(&master, &membership, &cache, &invalidator, &io, &drainer, options.master,
-                       options.checksum, segment_budget);
+                       options.checksum, segment_budget, options.put_no_space_wait_ms);
   UdsServer::Limits limits;
   limits.hello_timeout_ms = options.hello_timeout_ms;
   UdsServer server(&service, workers, limits);

@@ -35,7 +35,8 @@ bool ToRpcConfig(const uds::WireConfig& wire, rpc::ReplicateConfig* out) {
 StoreService::StoreService(MasterClient* master, Membership* membership, ReadCache* cache,
                            CacheInvalidator* invalidator, ReplicaIO* io,
                            SegmentDrainer* drainer, std::string master_address, bool checksum,
-                           std::shared_ptr<SegmentBudget> segment_budget)
+                           std::shared_ptr<SegmentBudget> segment_budget,
+                           int64_t put_no_space_wait_ms)
     : master_(master),
       membership_(membership),
       cache_(cache),
@@ -44,7 +45,8 @@ StoreService::StoreService(MasterClient* master, Membership* membership, ReadCac
       drainer_(drainer),
       master_address_(std::move(master_address)),
       checksum_(checksum),
-      segment_budget_(std::move(segment_budget)) {}
+      segment_budget_(std::move(segment_budget)),
+      put_no_space_wait_ms_(put_no_space_wait_ms) {}
 
 int64_t StoreService::ValueChecksum(const ValueSlice& written) const {
   if (!checksum_) return -1;

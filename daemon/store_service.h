@@ -68,11 +68,12 @@ class StoreService {
   static constexpr std::chrono::seconds kPutTransferBudget{60};
 
   // checksum: compute a CRC32C of every value put through this daemon. segment_budget
-  // pays for MOUNT_SEGMENT (daemon/segment_budget.h).
+  // pays for MOUNT_SEGMENT (daemon/segment_budget.h). put_no_space_wait_ms: how long a put
+  // the master has no space for waits for eviction to make some (daemon/no_space_wait.h).
   StoreService(MasterClient* master, Membership* membership, ReadCache* cache,
                CacheInvalidator* invalidator, ReplicaIO* io, SegmentDrainer* drainer,
                std::string master_address, bool checksum,
-               std::shared_ptr<SegmentBudget> segment_budget);
+               std::shared_ptr<SegmentBudget> segment_budget, int64_t put_no_space_wait_ms);
 
   // The handshake, run before any other frame of the connection is read. Sends the reply.
   // false (with *why for the log) when the connection must be closed: a malformed HELLO,
@@ -137,13 +138,19 @@ class StoreService {
   // written for FinishPut (*checksum: the value's, or -1), or revokes it and returns why.
   // *retryable: a transfer failed and the revoke went through, so trying again may place
   // the replicas on daemons that answer.
-  ErrorCode ReserveAndWrite(const std::string& key, char* src, uint64_t size,
-                            const rpc::ReplicateConfig& config, bool upsert, int64_t* checksum,
-                            bool* retryable);
-  // PutStart or UpsertStart, registering again and retrying once on -103. Daemons a
-  // transfer just failed against are asked to be placed last (avoided_segments).
-  ErrorCode StartPut(const std::string& key, uint64_t size, const rpc::ReplicateConfig& config,
-                     bool upsert, rpc::PutStartResult* out);
+  ErrorCode ReserveAndWrite(ClientConnection* s, const std::string& key, char* src,
+                            uint64_t size, const rpc::ReplicateConfig& config, bool upsert,
+                            int64_t* checksum, bool* retryable);
+  // PutStart or UpsertStart, registering again and retrying once on -103, and asking again
+  // on -200 for up to put_no_space_wait_ms_ (daemon/no_space_wait.h) while s is open.
+  // Daemons a transfer just failed against are asked to be placed last (avoided_segments).
+  ErrorCode StartPut(ClientConnection* s, const std::string& key, uint64_t size,
+                     const rpc::ReplicateConfig& config, bool upsert, rpc::PutStartResult* out);
+  // BatchPutStart for a batch's entries, with StartPut's -103 and -200 handling (the
+  // entries answered -200 asked again together). A code only when the call itself failed.
+  ErrorCode StartBatch(ClientConnection* s, int64_t writer, const std::vector<std::string>& keys,
+                       const std::vector<int64_t>& sizes, const rpc::ReplicateConfig& config,
+                       std::vector<rpc::PutStartResult>* started);
   // *stale: the other daemons whose caches may hold the value an upsert replaced.
   ErrorCode EndPut(const std::string& key, bool upsert, int64_t checksum, StaleCaches* stale);
   ErrorCode RevokePut(const std::string& key, bool upsert);
@@ -211,6 +218,7 @@ class StoreService {
   const std::string master_address_;
   const bool checksum_;
   const std::shared_ptr<SegmentBudget> segment_budget_;
+  const int64_t put_no_space_wait_ms_;
 };
 
 // ---- helpers shared by the handler files ----

@@ -3,31 +3,76 @@
 // The bytes go from the application's pool to every replica the master reserved: a
 // memcpy into this daemon's segments, a transfer-engine WRITE into other daemons', all in
 // parallel. The object is published (PutEnd) only when every replica was written;
-// otherwise it is revoked, so it is visible with all its replicas or not at all.
+// otherwise it is revoked, so it is visible with all its replicas or not at all. A
+// reservation the master answers -200 is asked again while eviction makes room, for up to
+// --put_no_space_wait (daemon/no_space_wait.h); a batch's other entries wait with it.
 #include "common/crc32c.h"
 #include "common/logging.h"
+#include "daemon/no_space_wait.h"
 #include "daemon/store_service.h"
 
 namespace mooncake {
 
 using namespace store_detail;
 
-ErrorCode StoreService::StartPut(const std::string& key, uint64_t size,
-                               const rpc::ReplicateConfig& asked, bool upsert,
-                               rpc::PutStartResult* out) {
+ErrorCode StoreService::StartPut(ClientConnection* s, const std::string& key, uint64_t size,
+                                 const rpc::ReplicateConfig& asked, bool upsert,
+                                 rpc::PutStartResult* out) {
   rpc::ReplicateConfig config = asked;
   config.avoided_segments = io_->engine()->Suspects();
-  for (int attempt = 0;; ++attempt) {
+  NoSpaceWait wait(put_no_space_wait_ms_);
+  bool reregistered = false;
+  for (;;) {
     int64_t writer = membership_->daemon_id();
     ErrorCode code =
         upsert ? master_->UpsertStart(writer, key, static_cast<int64_t>(size), config, out)
                : master_->PutStart(writer, key, static_cast<int64_t>(size), config, out);
+    if (code == ErrorCode::NO_AVAILABLE_HANDLE && wait.Next(s)) continue;
     // -103: the master restarted since our last heartbeat. Register now rather than fail
     // every put until the heartbeat notices.
-    if (code != ErrorCode::CLIENT_NOT_FOUND || attempt > 0 ||
+    if (code != ErrorCode::CLIENT_NOT_FOUND || reregistered ||
         membership_->Reregister() != ErrorCode::OK) {
       return code;
     }
+    reregistered = true;
+  }
+}
+
+ErrorCode StoreService::StartBatch(ClientConnection* s, int64_t writer,
+                                   const std::vector<std::string>& keys,
+                                   const std::vector<int64_t>& sizes,
+                                   const rpc::ReplicateConfig& config,
+                                   std::vector<rpc::PutStartResult>* started) {
+  ErrorCode rc = master_->BatchPutStart(writer, keys, sizes, config, started);
+  if (rc == ErrorCode::OK && !started->empty() &&
+      FromWire((*started)[0].code) == ErrorCode::CLIENT_NOT_FOUND &&
+      membership_->Reregister() == ErrorCode::OK) {
+    rc = master_->BatchPutStart(writer, keys, sizes, config, started);
+  }
+  if (rc != ErrorCode::OK) return rc;
+  // The entries without space are asked again, together, while the others keep what they
+  // reserved: the batch goes on once every entry has its answer.
+  NoSpaceWait wait(put_no_space_wait_ms_);
+  for (;;) {
+    std::vector<size_t> again;
+    for (size_t j = 0; j < started->size(); ++j) {
+      if (FromWire((*started)[j].code) == ErrorCode::NO_AVAILABLE_HANDLE) again.push_back(j);
+    }
+    if (again.empty() || !wait.Next(s)) return ErrorCode::OK;
+    std::vector<std::string> retry_keys;
+    std::vector<int64_t> retry_sizes;
+    for (size_t j : again) {
+      retry_keys.push_back(keys[j]);
+      retry_sizes.push_back(sizes[j]);
+    }
+    std::vector<rpc::PutStartResult> retried;
+    // A failed call leaves those entries at -200; the rest of the batch goes on.
+    if (master_->BatchPutStart(writer, retry_keys, retry_sizes, config, &retried) !=
+            ErrorCode::OK ||
+        retried.size() != again.size()) {
+      return ErrorCode::OK;
+    }
+    for (size_t k = 0; k < again.size(); ++k) (*started)[again[k]] = std::move(retried[k]);
   }
 }
 
@@ -62,12 +107,12 @@ ErrorCode StoreService::FinishPut(ClientConnection* s, const std::string& key, b
   return code;
 }
 
-ErrorCode StoreService::ReserveAndWrite(const std::string& key, char* src, uint64_t size,
-                                        const rpc::ReplicateConfig& config, bool upsert,
-                                        int64_t* checksum, bool* retryable) {
+ErrorCode StoreService::ReserveAndWrite(ClientConnection* s, const std::string& key, char* src,
+                                        uint64_t size, const rpc::ReplicateConfig& config,
+                                        bool upsert, int64_t* checksum, bool* retryable) {
   *retryable = false;
   rpc::PutStartResult started;
-  ErrorCode code = StartPut(key, size, config, upsert, &started);
+  ErrorCode code = StartPut(s, key, size, config, upsert, &started);
   if (code != ErrorCode::OK) return code;
   std::vector<ReplicaTarget> targets;
   code = io_->ResolveAll(started.replicas, size, started.master_epoch, &targets);
@@ -102,11 +147,12 @@ ErrorCode StoreService::PutWhole(ClientConnection* s, const uds::PutArgs& in, bo
   }
   int64_t checksum = -1;
   bool retryable = false;
-  ErrorCode code = ReserveAndWrite(in.key, src, in.size, config, upsert, &checksum, &retryable);
+  ErrorCode code =
+      ReserveAndWrite(s, in.key, src, in.size, config, upsert, &checksum, &retryable);
   if (retryable) {
     // A replica's daemon could not be reached (dead, frozen, restarted): it is suspect
     // now, so the master is asked to place the replicas elsewhere, once.
-    code = ReserveAndWrite(in.key, src, in.size, config, upsert, &checksum, &retryable);
+    code = ReserveAndWrite(s, in.key, src, in.size, config, upsert, &checksum, &retryable);
   }
   // put never overwrites; the old value stays
   if (code == ErrorCode::OBJECT_ALREADY_EXISTS && !upsert) return ErrorCode::OK;
@@ -156,12 +202,7 @@ void StoreService::BatchPutRound(ClientConnection* s, const std::vector<BatchPut
   }
   std::vector<rpc::PutStartResult> started;
   int64_t writer = membership_->daemon_id();
-  ErrorCode rc = master_->BatchPutStart(writer, keys, sizes, config, &started);
-  if (rc == ErrorCode::OK && !started.empty() &&
-      FromWire(started[0].code) == ErrorCode::CLIENT_NOT_FOUND &&
-      membership_->Reregister() == ErrorCode::OK) {
-    rc = master_->BatchPutStart(writer, keys, sizes, config, &started);
-  }
+  ErrorCode rc = StartBatch(s, writer, keys, sizes, config, &started);
   if (rc != ErrorCode::OK) {
     for (size_t i : which) (*results)[i] = ToInt(rc);
     return;
@@ -250,7 +291,7 @@ ErrorCode StoreService::OnPutBegin(ClientConnection* s, const uds::PutBeginArgs&
   put->checksum = checksum_;
   rpc::PutStartResult started;
   // -705 goes back as is
-  ErrorCode code = StartPut(in.key, in.size, config, put->upsert, &started);
+  ErrorCode code = StartPut(s, in.key, in.size, config, put->upsert, &started);
   if (code != ErrorCode::OK) return code;
   code = io_->ResolveAll(started.replicas, in.size, started.master_epoch, &put->targets);
   uint64_t put_id = code == ErrorCode::OK ? s->AddPut(put) : 0;

@@ -173,7 +173,8 @@ int mooncake_store_unregister_buffer(mooncake_store_t store, void *buffer);
 /* ---- put: never overwrites; an existing complete key returns 0 and keeps its value -- */
 
 /* Copies size bytes from value into the store under key. -200 when the cluster has no
- * space for even one replica (back-pressure: retry later). -800 when a replica on another
+ * space for even one replica, after eviction and the daemon's --put_no_space_wait (1 s)
+ * of asking again (back-pressure: retry later). -800 when a replica on another
  * daemon could not be written (that daemon died or stalled): nothing was stored. -1503
  * when the master cannot persist the put (its disk is full or failing, with its log on):
  * the put may or may not be kept; no new put is taken until the disk takes the log. */
@@ -209,7 +210,9 @@ int mooncake_store_batch_get_into(mooncake_store_t store, const char **keys, voi
 
 /* ---- query --------------------------------------------------------------------------- */
 
-/* 1 present and readable, 0 missing or still being written, < 0 error. */
+/* 1 present and readable, 0 missing or still being written, < 0 error. A hit takes no
+ * read lease (a remove may follow at once); it counts as a use in eviction's order, once
+ * until the next read. */
 int mooncake_store_is_exist(mooncake_store_t store, const char *key);
 int mooncake_store_batch_is_exist(mooncake_store_t store, const char **keys, size_t count,
                                   int *results_out);

@@ -18,10 +18,17 @@ void RegisterMasterFlags(FlagSet* f, MasterOptions* o) {
                  "soft-pin lifetime after the last read, ms");
   f->AddDuration("max_kv_soft_pin_ttl", &o->max_kv_soft_pin_ttl_ms, 1,
                  "upper bound on a soft-pin TTL asked for by a put, ms");
+  f->AddDuration("exist_lease_ttl", &o->exist_lease_ttl_ms, 1,
+                 "an existence hit (once per access) also keeps eviction off the object this "
+                 "long, ms (at most the read lease; 0: no such lease, the hit only counts as "
+                 "a use)");
   f->AddDouble("eviction_high_watermark_ratio", &o->eviction_high_watermark_ratio,
-               "evict when this fraction of the pool is used");
+               "usage eviction keeps the pool at or under: puts and the upkeep evict past it");
   f->AddDouble("eviction_ratio", &o->eviction_ratio,
-               "fraction of the pool freed by one eviction round");
+               "fraction of the pool freed by one eviction round (down to the high watermark "
+               "minus this)");
+  f->AddBool("allow_evict_soft_pinned_objects", &o->allow_evict_soft_pinned_objects,
+             "evict soft-pinned objects when nothing else is left to evict");
   f->AddDuration("client_live_ttl_sec", &o->client_live_ttl_ms, 1000,
                  "a daemon silent this long (s) has its segments detached (its objects are "
                  "unreadable until it comes back)");
@@ -72,6 +79,8 @@ bool ValidateMasterOptions(const MasterOptions& o, std::string* error) {
     *error = "--default_kv_lease_ttl must be positive";
   } else if (o.default_kv_soft_pin_ttl_ms <= 0 || o.max_kv_soft_pin_ttl_ms <= 0) {
     *error = "--default_kv_soft_pin_ttl and --max_kv_soft_pin_ttl must be positive";
+  } else if (o.exist_lease_ttl_ms < 0) {
+    *error = "--exist_lease_ttl must not be negative";
   } else if (!(o.eviction_high_watermark_ratio > 0.0 && o.eviction_high_watermark_ratio <= 1.0)) {
     *error = "--eviction_high_watermark_ratio must be in (0, 1]";
   } else if (!(o.eviction_ratio > 0.0 && o.eviction_ratio <= 1.0)) {

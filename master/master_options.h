@@ -19,8 +19,15 @@ struct MasterOptions {
   int64_t default_kv_lease_ttl_ms = 10000;
   int64_t default_kv_soft_pin_ttl_ms = 1800000;
   int64_t max_kv_soft_pin_ttl_ms = 86400000;
+  // Beyond counting as a use, an existence hit may keep eviction off the object for this
+  // long (at most the read lease), once per access (master/exist_leases.h). 0, the
+  // default: no such lease -- one lets a writer that fills the pool within it evict its
+  // newest, unchecked objects instead (docs/master.md, "Existence checks").
+  int64_t exist_lease_ttl_ms = 0;
   double eviction_high_watermark_ratio = 0.9;
   double eviction_ratio = 0.05;
+  // Soft-pinned objects are evicted (after every plain candidate) only with this set.
+  bool allow_evict_soft_pinned_objects = true;
   int64_t client_live_ttl_ms = 10000;
   // A daemon silent for client_live_ttl has its segments detached (its objects unreadable
   // there, nothing new placed there) for this long, at least one read lease, before it is

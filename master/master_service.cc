@@ -182,17 +182,6 @@ bool MasterService::TryReserve(uint64_t size, const rpc::ReplicateConfig& config
   return !placed.empty();
 }
 
-ErrorCode MasterService::Reserve(uint64_t size, const rpc::ReplicateConfig& config,
-                                 ReplicaList* out) {
-  if (TryReserve(size, config, out)) return ErrorCode::OK;
-  uint64_t wanted = std::max<uint64_t>(
-      size * static_cast<uint64_t>(config.replica_num),
-      static_cast<uint64_t>(options_.eviction_ratio * static_cast<double>(segments_.capacity())));
-  if (Evict(wanted) == 0) return ErrorCode::NO_AVAILABLE_HANDLE;
-  ReclaimEvicted();
-  return TryReserve(size, config, out) ? ErrorCode::OK : ErrorCode::NO_AVAILABLE_HANDLE;
-}
-
 void MasterService::DescribeReplicas(const ReplicaList& replicas, uint64_t size,
                                      bool include_processing,
                                      std::vector<rpc::ReplicaDescriptor>* out) const {
@@ -253,6 +242,7 @@ void MasterService::ReleaseObject(Shard& shard, std::string_view key, ObjectMeta
   DropPendingUpsert(shard, key);
   DropPendingMove(shard, key);
   shard.holders.Forget(&meta);
+  ForgetExistHit(shard, meta);  // before the block goes: the table is keyed by its address
   object_count_.fetch_sub(1);
 }
 
@@ -449,6 +439,7 @@ ErrorCode MasterService::UpsertEnd(int64_t writer, const std::string& key, int64
       meta.soft_pin_ms = up.soft_pin_ttl_ms > 0 ? now + up.soft_pin_ttl_ms : 0;
       shard.upserts.erase(pending);
       DropPendingMove(shard, key);  // it was copying the old value
+      ForgetExistHit(shard, meta);  // a new value: written now
       CacheHolderSet ignored;
       TakeHolders(shard, meta, now, 0, holders != nullptr ? holders : &ignored);
       // Readers holding a lease may still read the old bytes, and until the new value's
@@ -488,6 +479,8 @@ rpc::ReplicaListResult MasterService::GetReplicaList(const std::string& key, int
   if (!meta.complete) return ReplicaListError(ErrorCode::REPLICA_IS_NOT_READY);
   int64_t now = Now();
   if (meta.time_ms <= now) meta.untracked_holders = false;  // every earlier lease has ended
+  ForgetExistHit(locked.shard, meta);  // the read lease covers an exist lease, and the
+                                       // next hit counts again
   int64_t until = now + options_.default_kv_lease_ttl_ms;
   meta.time_ms = std::max(meta.time_ms, until);
   if (meta.soft_pin_ms > 0) {
@@ -520,8 +513,21 @@ int32_t MasterService::ExistKey(const std::string& key) {
   ObjectMetadata* meta = locked.object;
   if (meta == nullptr || !meta->complete) return 0;
   if (segments_.detached_count() > 0 && !Readable(meta->replicas)) return 0;
-  meta->time_ms = std::max(meta->time_ms, Now() + options_.default_kv_lease_ttl_ms);
+  CountExistHit(locked.shard, *meta, Now());
   return 1;
+}
+
+void MasterService::CountExistHit(Shard& shard, ObjectMetadata& meta, int64_t now) {
+  // Once per access: a poller that never reads cannot keep an object young. A read lease
+  // running covers the hit.
+  if (meta.exist_hit || meta.leased(now)) return;
+  meta.exist_hit = true;
+  // A use, as eviction orders objects, and no lease: a deadline of now is already past.
+  meta.time_ms = now;
+  eviction_.ExistUse();
+  int64_t ttl = std::min(options_.exist_lease_ttl_ms, options_.default_kv_lease_ttl_ms);
+  // Full: answered, protected by its use alone.
+  if (ttl > 0 && shard.exist_leases.Grant(&meta, now + ttl, now)) eviction_.ExistLease();
 }
 
 // ---- removal -------------------------------------------------------------------------

@@ -5,8 +5,17 @@
 // The consistency contract (docs/design.md, "Object lifecycle"):
 //   PutStart reserves PROCESSING replicas → the writer moves the bytes → PutEnd publishes
 //   them as COMPLETE (or PutRevoke frees them). Readers only ever see COMPLETE replicas,
-//   and every hit grants a read lease during which the object is neither evicted nor
-//   removed without force.
+//   and every replica list grants a read lease during which the object is neither evicted
+//   nor removed without force. An existence hit grants no lease: it counts as a use for
+//   eviction's order, once per access (and, with --exist_lease_ttl, keeps eviction off the
+//   object that long: master/exist_leases.h).
+//
+// Eviction (master_service_evict.cc, victims chosen by master/eviction.h): a put whose
+// reservation would take usage past the high watermark evicts first, down to high −
+// eviction_ratio, and so does the upkeep when usage is past it; a put that finds no space
+// at all evicts at least its own size. The put waits for its round; the daemon, not the
+// master, waits and retries when even that found nothing (docs/daemon.md): a handler here
+// runs on a Thrift I/O thread that serves many connections, and must not sleep.
 //
 // Fresh reads everywhere: a reader that will cache a replica list names itself, and the
 // shard records it (master/cache_holders.h). A change (UpsertEnd, a removal) takes those
@@ -17,8 +26,9 @@
 // restart, and for one lease after a restore every change says "unknown" (restore_fence).
 //
 // Concurrency: objects live in 1024 shards by key hash, each with its own mutex; no lock
-// is global on the hot path. Lock order: state gate (shared) → membership → shard →
-// segment registry → segment → deferred frees; the daemon registry's lock is a leaf.
+// is global on the hot path. Lock order: state gate (shared) → membership → eviction
+// (evict_mu_, one round at a time) → shard → segment registry → segment → deferred frees;
+// the daemon registry's lock is a leaf.
 // Every public call but Sync, RemoveByRegex and RemoveAll holds the state gate shared for
 // its duration (master/state_gate.h): a snapshot takes it exclusively to fork, a drain as a
 // barrier after marking its segment (DrainSegment holds no shared guard then). A walk over
@@ -65,6 +75,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <random>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -73,6 +84,8 @@
 #include "common/error_code.h"
 #include "master/cache_holders.h"
 #include "master/daemon_registry.h"
+#include "master/eviction.h"
+#include "master/exist_leases.h"
 #include "master/master_options.h"
 #include "master/object_metadata.h"
 #include "master/object_table.h"
@@ -136,7 +149,8 @@ class MasterService {
 
   // ---- writes ----
   // -705 when a complete object has the key (or another writer's put is younger than
-  // put_start_discard_timeout), -200 when not even one replica fits after eviction,
+  // put_start_discard_timeout), -200 when not even one replica fits after eviction (see
+  // "Eviction" above; nothing is left reserved then),
   // -600 for a bad key, size or config, -103 for an unknown writer, -1503 while the
   // operation log cannot write (a full or failing disk: nothing new is accepted).
   rpc::PutStartResult PutStart(int64_t writer, const std::string& key, int64_t size,
@@ -164,8 +178,11 @@ class MasterService {
   // whose daemon has not re-attached yet. reader: the daemon that will cache the answer,
   // recorded as a holder for the lease (0: none).
   rpc::ReplicaListResult GetReplicaList(const std::string& key, int64_t reader = 0);
-  // 1 readable (granting a lease), 0 missing, still being written or not readable yet
-  // (restored, waiting for its daemon), -600 bad key.
+  // 1 readable, 0 missing, still being written or not readable yet (restored, waiting for
+  // its daemon), -600 bad key. A hit renews no read lease. The first hit since the object
+  // was last written or read, unless a read lease covers it, counts as a use: eviction
+  // orders the object as if used now (ObjectMetadata::exist_hit); with exist_lease_ttl,
+  // it also grants an exist lease (master/exist_leases.h). Later hits count for nothing.
   int32_t ExistKey(const std::string& key);
 
   // ---- removal ----
@@ -251,12 +268,16 @@ class MasterService {
 
   // Upkeep, every upkeep_interval from the server (tests call it after moving the clock):
   // forgives its own stalls, detaches silent daemons and declares dead those whose grace
-  // ran out, frees abandoned reservations and deferred ranges, and evicts when usage is
-  // above the high watermark. Called from one thread at a time.
+  // ran out, frees abandoned reservations and deferred ranges, prunes ended cache-holder
+  // records and exist leases, and evicts when usage is above the high watermark. Called
+  // from one thread at a time.
   void Tick();
 
-  // Evicts complete, unleased, not hard-pinned objects, oldest lease first (soft-pinned
-  // ones only when that is not enough), until about target_bytes are freed.
+  // One eviction round: evicts candidates (complete; not hard-pinned, read- or
+  // exist-leased; soft-pinned ones only when the rest cannot cover it and
+  // allow_evict_soft_pinned_objects), about the oldest lease deadlines first, until at
+  // least target_bytes are freed or no candidate is left. Bytes freed, every replica
+  // counted (logged ones are reused once their record is on disk).
   uint64_t Evict(uint64_t target_bytes);
 
  private:
@@ -287,6 +308,7 @@ class MasterService {
     std::unordered_map<std::string, PendingUpsert> upserts;  // rare: a plain map will do
     std::unordered_map<std::string, PendingMove> moves;      // only while a segment drains
     CacheHolderTable holders;  // daemons that may cache the shard's objects
+    ExistLeaseTable exist_leases;  // with exist_lease_ttl: exist leases running
   };
   // A range whose bytes someone may still be reading or writing, or whose freeing is not
   // on disk yet; freed once the clock has reached due_ms and the log due_seq.
@@ -331,8 +353,9 @@ class MasterService {
                         const rpc::ReplicateConfig& config) const;
   int64_t SoftPinTtl(const rpc::ReplicateConfig& config) const;
 
-  // Reserves replicas for size bytes, evicting once (with no shard lock held) when the
-  // first attempt finds no space. Fills *out; -200 when nothing fits.
+  // Reserves replicas for size bytes (with no shard lock held: it may evict), evicting
+  // first when the reservation would pass the high watermark, and again when it finds no
+  // space (see "Eviction" above). Fills *out; -200 when nothing fits.
   ErrorCode Reserve(uint64_t size, const rpc::ReplicateConfig& config, ReplicaList* out);
   bool TryReserve(uint64_t size, const rpc::ReplicateConfig& config, ReplicaList* out);
 
@@ -402,8 +425,8 @@ class MasterService {
                    CacheHolderSet* out);
   // Raises unlisted_until_ms_ to until_ms.
   void ExtendUnlisted(int64_t until_ms);
-  // Upkeep: prunes expired holder records in the next slice of shards.
-  void PruneHolders(int64_t now);
+  // Upkeep: prunes expired holder records and exist leases in the next slice of shards.
+  void PruneShardRecords(int64_t now);
 
   // Appends a record to the log (0 and nothing when there is none); under the lock that
   // made the change it records. Unmount records also cover the objects the drop removes.
@@ -447,8 +470,44 @@ class MasterService {
   // After an eviction made room: puts the evictions on disk and frees their space now,
   // rather than at the next Tick.
   void ReclaimEvicted();
+
+  // ---- eviction (master_service_evict.cc) ----
+  // Usage would pass the high watermark with need more bytes.
+  bool PastWatermark(uint64_t need) const;
+  // A put's round, for need bytes (its size times its replicas): down to high −
+  // eviction_ratio with need included, and (no_space: the put found none) at least need.
+  // Skipped when, while this put waited for evict_mu_, another round ran (true: try
+  // again), when the reservation no longer passes the watermark (true), or within
+  // kShortRoundPauseMs of a round that fell short (false: nothing to evict yet). True
+  // when it freed something.
+  bool MakeRoom(uint64_t need, bool no_space);
+  // The upkeep's round, while usage is past the high watermark.
   void EvictAboveWatermark();
-  uint64_t EvictPass(uint64_t target_bytes, bool include_soft_pinned, int64_t now);
+  // Under evict_mu_: samples, plans and walks (master/eviction.h) until target bytes are
+  // freed, and counts the round. by_put: for the figures.
+  uint64_t RunEvictionRound(uint64_t target, bool by_put);
+  // Under evict_mu_: a window of each shard's table into planner_.
+  void SampleForEviction(int64_t now);
+  // Under evict_mu_: evicts, shard by shard from evict_next_shard_, the candidates the
+  // thresholds take, until budget bytes are freed; adds to *evicted the objects that went.
+  uint64_t EvictionWalk(const EvictionThresholds& take, uint64_t budget, int64_t now,
+                        int64_t* evicted);
+  // What eviction may do with meta now; under its shard's lock.
+  EvictionTier TierOf(const Shard& shard, const ObjectMetadata& meta, int64_t now) const;
+  // After a round that fell short, puts start no new one for this long: a round walks
+  // every object, and the daemons' retries (docs/daemon.md) would otherwise have the
+  // master walk its whole table back to back while nothing can have changed.
+  static constexpr int64_t kShortRoundPauseMs = 10;
+
+  // ExistKey's hit counted as a use (and its exist lease), under the shard's lock.
+  void CountExistHit(Shard& shard, ObjectMetadata& meta, int64_t now);
+  // The object was written or read (or goes): its exist lease (if any) is over, and the
+  // next existence hit counts again.
+  static void ForgetExistHit(Shard& shard, ObjectMetadata& meta) {
+    if (!meta.exist_hit) return;
+    shard.exist_leases.Forget(&meta);
+    meta.exist_hit = false;
+  }
 
   const MasterOptions options_;
   const int64_t epoch_;
@@ -466,13 +525,21 @@ class MasterService {
   std::vector<DeferredFree> deferred_;  // guarded by deferred_mu_
 
   std::mutex evict_mu_;  // one eviction at a time, so two callers never both evict
+  // Guarded by evict_mu_: a round's sample, where the next walk starts (each starts where
+  // the last one stopped, so no shard is always first), the sample's random windows, and
+  // until when puts start no round (kShortRoundPauseMs).
+  EvictionPlanner planner_;
+  size_t evict_next_shard_ = 0;
+  std::minstd_rand evict_rng_;
+  int64_t evict_paused_until_ms_ = 0;
+  EvictionCounters eviction_;
   std::atomic<int64_t> object_count_{0};
   std::atomic<int64_t> processing_count_{0};  // lets Tick skip the abandoned-put scan
   std::atomic<int64_t> evicted_count_{0};
   int64_t last_abandoned_scan_ms_ = 0;  // only touched by Tick
   int64_t last_upkeep_end_ms_ = -1;     // only touched by Tick; -1 before its first round
   RestoreCounts restore_counts_;        // only touched by the restore, before serving
-  size_t holder_sweep_next_ = 0;        // the shard PruneHolders starts at; only touched by Tick
+  size_t holder_sweep_next_ = 0;  // the shard PruneShardRecords starts at; only touched by Tick
   // Until then a daemon the registry no longer lists may cache an untracked object: the
   // latest lease granted to an unregistered reader of one, or one lease after a daemon
   // was declared dead.

@@ -291,6 +291,7 @@ void MasterService::ClearState() {
     shards_[s].upserts.clear();
     shards_[s].moves.clear();
     shards_[s].holders.Clear();
+    shards_[s].exist_leases.Clear();
   }
   segments_.Clear();
   {

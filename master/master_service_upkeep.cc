@@ -1,6 +1,6 @@
 // Upkeep of MasterService: its own stalls, silent and dead daemons, abandoned puts,
-// deferred frees, eviction, stats.
-// Object operations are in master_service.cc.
+// deferred frees, stats.
+// Object operations are in master_service.cc, eviction in master_service_evict.cc.
 #include <unistd.h>
 
 #include <algorithm>
@@ -32,7 +32,7 @@ void MasterService::Tick() {
   ForgiveOwnStall(now);
   CheckLiveness(now);
   DropDetached(now);
-  PruneHolders(now);
+  PruneShardRecords(now);
   ReleaseAbandonedPuts(now);
   RunDeferredFrees(now);
   EvictAboveWatermark();
@@ -101,7 +101,7 @@ void MasterService::DeclareDead(int64_t daemon_id) {
   RevokeWriter(daemon_id);
 }
 
-void MasterService::PruneHolders(int64_t now) {
+void MasterService::PruneShardRecords(int64_t now) {
   // A sixteenth of the shards per tick: each is swept about every 1.6 s, and no tick holds
   // a shard lock for more than one shard's records.
   for (size_t i = 0; i < kShardCount / 16; ++i) {
@@ -109,6 +109,8 @@ void MasterService::PruneHolders(int64_t now) {
     holder_sweep_next_ = (holder_sweep_next_ + 1) % kShardCount;
     std::lock_guard<std::mutex> lock(shard.mu);
     if (!shard.holders.empty()) shard.holders.Prune(now);
+    // Ended exist leases are otherwise pruned only by later grants in the same shard.
+    if (!shard.exist_leases.empty()) shard.exist_leases.Prune(now);
   }
 }
 
@@ -247,75 +249,6 @@ void MasterService::ReclaimEvicted() {
   RunDeferredFrees(Now());
 }
 
-void MasterService::EvictAboveWatermark() {
-  double capacity = static_cast<double>(segments_.capacity());
-  double used = static_cast<double>(segments_.used());
-  if (capacity <= 0 || used <= options_.eviction_high_watermark_ratio * capacity) return;
-  double goal = (options_.eviction_high_watermark_ratio - options_.eviction_ratio) * capacity;
-  Evict(static_cast<uint64_t>(used - std::max(0.0, goal)));
-}
-
-uint64_t MasterService::Evict(uint64_t target_bytes) {
-  StateGate::Shared gate(gate_);
-  std::lock_guard<std::mutex> evicting(evict_mu_);
-  int64_t now = Now();
-  uint64_t freed = EvictPass(target_bytes, /*include_soft_pinned=*/false, now);
-  if (freed < target_bytes) {
-    freed += EvictPass(target_bytes - freed, /*include_soft_pinned=*/true, now);
-  }
-  if (freed > 0) {
-    MC_LOG_INFO("evicted %llu bytes (asked for %llu)", static_cast<unsigned long long>(freed),
-                static_cast<unsigned long long>(target_bytes));
-  }
-  return freed;
-}
-
-uint64_t MasterService::EvictPass(uint64_t target_bytes, bool include_soft_pinned, int64_t now) {
-  auto evictable = [&](const ObjectMetadata& m) {
-    return m.complete && !m.hard_pin && !m.leased(now) &&
-           (include_soft_pinned || !m.soft_pinned(now));
-  };
-  // Phase 1: find the lease-deadline threshold below which enough bytes lie. Only
-  // (deadline, size) pairs are copied, so this is cheap even for millions of objects.
-  std::vector<std::pair<int64_t, uint64_t>> candidates;
-  for (size_t s = 0; s < kShardCount; ++s) {
-    size_t shard_start = candidates.size();
-    ScanShard(
-        shards_[s],
-        [&](std::string_view, ObjectMetadata& meta) {
-          if (evictable(meta)) candidates.emplace_back(meta.time_ms, meta.size * meta.replicas.size());
-          return false;
-        },
-        nullptr, [&] { candidates.resize(shard_start); });  // walked again: count once
-  }
-  if (candidates.empty()) return 0;
-  std::sort(candidates.begin(), candidates.end());
-  int64_t threshold = candidates.back().first;
-  uint64_t sum = 0;
-  for (const auto& [time, bytes] : candidates) {
-    sum += bytes;
-    if (sum >= target_bytes) {
-      threshold = time;
-      break;
-    }
-  }
-  // Phase 2: evict objects at or below the threshold until the target is met.
-  uint64_t freed = 0;
-  int64_t evicted = 0;
-  for (size_t s = 0; s < kShardCount && freed < target_bytes; ++s) {
-    Shard& shard = shards_[s];
-    ScanShard(shard, [&](std::string_view key, ObjectMetadata& meta) {
-      if (freed >= target_bytes || !evictable(meta) || meta.time_ms > threshold) return false;
-      freed += meta.size * meta.replicas.size();
-      RemoveLogged(shard, key, meta);
-      ++evicted;
-      return true;
-    });
-  }
-  evicted_count_.fetch_add(evicted);
-  return freed;
-}
-
 rpc::MasterStats MasterService::GetStats() const {
   StateGate::Shared gate(gate_);
   rpc::MasterStats stats;
@@ -334,6 +267,7 @@ rpc::MasterStats MasterService::GetStats() const {
   stats.restore_ms = restore_ms_.load();
   stats.restored_objects = restored_objects_.load();
   stats.pending_segments = static_cast<int64_t>(segments_.detached_count());
+  stats.eviction = eviction_.Get();
   return stats;
 }
 

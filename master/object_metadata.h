@@ -68,25 +68,39 @@ class ReplicaList {
 };
 
 struct ObjectMetadata {
+  ObjectMetadata()
+      : complete(false),
+        hard_pin(false),
+        untracked_holders(false),
+        has_checksum(false),
+        exist_hit(false) {}
+
   uint64_t size = 0;
-  // While PROCESSING: when the put started. Once COMPLETE: the lease deadline (an object
-  // whose deadline is in the past has no active lease; it also orders eviction, oldest
-  // first, which makes eviction near-LRU).
+  // While PROCESSING: when the put started. Once COMPLETE: the read-lease deadline (an
+  // object whose deadline is in the past has no active lease). It also orders eviction,
+  // oldest first (master/eviction.h): the last use the master can vouch for -- the
+  // publication, the end of a read's lease (a daemon's read cache may serve reads until
+  // then), or an existence hit counted as a use (exist_hit).
   int64_t time_ms = 0;
   // While PROCESSING: the soft-pin TTL asked for (0: none). Once COMPLETE: the soft-pin
   // deadline, extended by every read (0: not soft-pinned).
   int64_t soft_pin_ms = 0;
   int64_t writer = 0;                // daemon that started the put
   ReplicaList replicas;
-  bool complete = false;
-  bool hard_pin = false;
+  // One byte of flags (bit-fields, so that the checksum still fits in what was padding).
+  bool complete : 1;
+  bool hard_pin : 1;
   // Some daemon was granted a lease it may cache without a record of it (the shard's
   // CacheHolderTable was full, master/cache_holders.h): until time_ms, a change must assume
-  // that any daemon holds it. In what was padding, so free.
-  bool untracked_holders = false;
-  // The CRC-32C the writer gave at PutEnd/UpsertEnd, if any. Placed in the padding after
-  // the bools, so it costs no memory.
-  bool has_checksum = false;
+  // that any daemon holds it.
+  bool untracked_holders : 1;
+  // The CRC-32C the writer gave at PutEnd/UpsertEnd, if any.
+  bool has_checksum : 1;
+  // An existence hit was counted since the object was last written or read: it moved
+  // time_ms up to the check, as a use, and granted the exist lease if there is one
+  // (--exist_lease_ttl; its deadline is in the shard's ExistLeaseTable). Further hits count
+  // for nothing until the next read, so polling cannot keep an object young.
+  bool exist_hit : 1;
   uint32_t checksum = 0;
 
   bool leased(int64_t now_ms) const { return complete && time_ms > now_ms; }

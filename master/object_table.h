@@ -67,6 +67,8 @@ class ObjectTable {
   }
   // Changes whenever the objects move to other slots.
   uint64_t layout() const { return layout_; }
+  // Slots a Walk goes over (what a sample of a window of them is out of).
+  size_t slot_count() const { return slots_.size(); }
 
  private:
   struct Entry {

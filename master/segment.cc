@@ -12,6 +12,7 @@ Segment::Segment(uint32_t slot, rpc::SegmentInfo info, Segment& replaced)
     : slot_(slot), info_(std::move(info)), allocator_(0), attached_(false) {
   std::lock_guard<std::mutex> lock(replaced.mu_);
   allocator_ = std::move(replaced.allocator_);
+  used_.store(allocator_.used(), std::memory_order_relaxed);
   allocating_ = replaced.allocating_;
   attached_ = replaced.attached();
   detach_deadline_ms_ = replaced.detach_deadline_ms();
@@ -23,6 +24,7 @@ bool Segment::Allocate(uint64_t size, uint64_t* offset, uint32_t* node) {
   if (!allocating_ || !attached()) return false;
   OffsetAllocator::Allocation a = allocator_.Allocate(size);
   if (!a.ok()) return false;
+  used_.store(allocator_.used(), std::memory_order_relaxed);
   *offset = a.offset;
   *node = a.node;
   return true;
@@ -31,6 +33,7 @@ bool Segment::Allocate(uint64_t size, uint64_t* offset, uint32_t* node) {
 bool Segment::Reserve(uint64_t offset, uint64_t size, uint32_t* node) {
   std::lock_guard<std::mutex> lock(mu_);
   OffsetAllocator::Allocation a = allocator_.AllocateAt(offset, size);
+  used_.store(allocator_.used(), std::memory_order_relaxed);
   *node = a.node;
   return a.ok();
 }
@@ -52,6 +55,7 @@ void Segment::Detach(int64_t deadline_ms) {
 void Segment::Free(uint32_t node) {
   std::lock_guard<std::mutex> lock(mu_);
   allocator_.Free(node);
+  used_.store(allocator_.used(), std::memory_order_relaxed);
 }
 
 void Segment::StopAllocating() {
@@ -66,11 +70,6 @@ void Segment::MarkDraining() {
 }
 
 uint64_t Segment::capacity() const { return allocator_.capacity(); }
-
-uint64_t Segment::used() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  return allocator_.used();
-}
 
 double Segment::free_ratio() const {
   std::lock_guard<std::mutex> lock(mu_);

@@ -63,7 +63,8 @@ class Segment {
   void set_detach_deadline_ms(int64_t deadline_ms) { detach_deadline_ms_.store(deadline_ms); }
 
   uint64_t capacity() const;
-  uint64_t used() const;
+  // Without the lock: every put asks (MasterService checks the high watermark).
+  uint64_t used() const { return used_.load(std::memory_order_relaxed); }
   double free_ratio() const;
 
  private:
@@ -71,6 +72,7 @@ class Segment {
   const rpc::SegmentInfo info_;
   mutable std::mutex mu_;
   OffsetAllocator allocator_;  // guarded by mu_
+  std::atomic<uint64_t> used_{0};  // allocator_.used(), stored under mu_ after each change
   bool allocating_ = true;     // guarded by mu_; false once an unmount has begun
   std::atomic<bool> attached_;
   std::atomic<int64_t> detach_deadline_ms_{0};

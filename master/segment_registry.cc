@@ -254,6 +254,16 @@ uint64_t SegmentRegistry::capacity() const {
   return total;
 }
 
+void SegmentRegistry::Usage(uint64_t* used, uint64_t* capacity) const {
+  std::shared_lock<std::shared_mutex> lock(mu_);
+  *used = *capacity = 0;
+  for (const auto& s : slots_) {
+    if (!s) continue;
+    *used += s->used();
+    *capacity += s->capacity();
+  }
+}
+
 uint64_t SegmentRegistry::used() const {
   std::shared_lock<std::shared_mutex> lock(mu_);
   uint64_t total = 0;

@@ -91,6 +91,8 @@ class SegmentRegistry {
   size_t detached_count() const { return detached_.load(std::memory_order_acquire); }
   uint64_t capacity() const;
   uint64_t used() const;
+  // Both at once, under one shared lock (a put's watermark check).
+  void Usage(uint64_t* used, uint64_t* capacity) const;
 
  private:
   std::vector<std::shared_ptr<Segment>> CandidateOrder(const std::vector<std::string>& preferred,

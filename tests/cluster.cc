@@ -346,6 +346,31 @@ int mc_cluster_lent_segments_at(const mc_cluster* c, int i, mc_cluster_segment* 
   return n;
 }
 
+int mc_cluster_eviction_stats_get(const mc_cluster* c, mc_cluster_eviction_stats* out) {
+  mooncake::rpc::MasterStats stats;
+  if (!harness::WithMasterClient(c->master_port, [&](mooncake::rpc::MasterServiceClient& m) {
+        m.GetStats(stats);
+      })) {
+    return -1;
+  }
+  const mooncake::rpc::EvictionStats& e = stats.eviction;
+  out->capacity_bytes = stats.capacity_bytes;
+  out->used_bytes = stats.used_bytes;
+  out->objects = stats.objects;
+  out->evicted_objects = stats.evicted_objects;
+  out->rounds = e.rounds;
+  out->put_rounds = e.put_rounds;
+  out->short_rounds = e.short_rounds;
+  out->evicted_bytes = e.evicted_bytes;
+  out->total_us = e.total_us;
+  out->max_us = e.max_us;
+  out->last_used_bytes = e.last_used_bytes;
+  out->no_space_puts = e.no_space_puts;
+  out->exist_uses = e.exist_uses;
+  out->exist_leases = e.exist_leases;
+  return 0;
+}
+
 }  // extern "C"
 
 namespace {

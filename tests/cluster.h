@@ -136,6 +136,26 @@ int mc_cluster_lent_segments_at(const mc_cluster *c, int i, mc_cluster_segment *
  * answer breaks the protocol or its proof is wrong. fd is then ready for requests. */
 int mc_cluster_transfer_handshake(int fd, const char *name);
 
+/* The master's pool usage and eviction figures (GetStats, with MasterStats.eviction:
+ * docs/master.md, "Eviction"): 0, or -1 when it cannot be asked. */
+typedef struct mc_cluster_eviction_stats {
+  int64_t capacity_bytes;
+  int64_t used_bytes;      /* allocated to replicas, finished or still being written */
+  int64_t objects;
+  int64_t evicted_objects;
+  int64_t rounds;          /* eviction rounds, the upkeep's and puts' */
+  int64_t put_rounds;      /* of which run by a put */
+  int64_t short_rounds;    /* rounds that freed less than asked */
+  int64_t evicted_bytes;
+  int64_t total_us;        /* time spent in rounds */
+  int64_t max_us;          /* the longest round */
+  int64_t last_used_bytes; /* usage right after the latest round */
+  int64_t no_space_puts;   /* PutStart/UpsertStart answered -200, each retry counted */
+  int64_t exist_uses;      /* existence hits counted as a use (once per access) */
+  int64_t exist_leases;    /* exist leases granted (--exist_lease_ttl) */
+} mc_cluster_eviction_stats;
+int mc_cluster_eviction_stats_get(const mc_cluster *c, mc_cluster_eviction_stats *out);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,5 +1,6 @@
 // Tests for mooncake::MasterService: placement, the put/upsert lifecycle, leases, pins,
-// removal, daemon liveness, eviction and checksums, driven with a hand-moved clock.
+// removal, daemon liveness and checksums, driven with a hand-moved clock (eviction and
+// exist leases: tests/master_eviction_test.cc).
 
 #include <cstdint>
 #include <set>
@@ -268,7 +269,6 @@ void test_remove_rules(void**) {
   assert_int_equal(ToInt(s.Remove("pinned", false)), kUnavailable);
   assert_int_equal(s.RemoveAll(false), 0);
   assert_int_equal(s.ExistKey("pinned"), 1);
-  g_now += kLease;  // the ExistKey lease is over
   assert_int_equal(ToInt(s.Remove("pinned", true)), 0);
   assert_int_equal(s.ExistKey("pinned"), 0);
   assert_int_equal(ToInt(s.PutEnd(1, "writing")), 0);  // untouched by all of the above
@@ -329,6 +329,7 @@ void test_remove_by_regex(void**) {
   assert_int_equal(s.ExistKey("user/2/a"), 1);
   assert_int_equal(s.ExistKey("other"), 1);
   assert_int_equal(s.RemoveByRegex("^nothing$", true), 0);
+  assert_int_equal(s.GetReplicaList("user/2/a").code, 0);
   assert_int_equal(s.RemoveByRegex("/a$", false), 0);  // user/2/a is leased now
   assert_int_equal(s.RemoveByRegex("/a$", true), 1);
   assert_int_equal(s.ExistKey("other"), 1);
@@ -453,89 +454,7 @@ void test_put_validation(void**) {
   assert_int_equal(ToInt(s.Remove("", true)), kBadParams);
 }
 
-// ---- rule 9: eviction ------------------------------------------------------------------
-
-// One daemon with a 1 KiB segment: room for exactly four 256-byte objects.
-using KeyedConfigs = std::vector<std::pair<std::string, rpc::ReplicateConfig>>;
-void FillTiny(MasterService& s, const KeyedConfigs& objs) {
-  AddDaemon(s, 1, 1024);
-  for (const auto& [key, config] : objs) {
-    Put(s, 1, key, 256, config);
-    ++g_now;  // distinct publication times: a strict eviction order
-  }
-  assert_int_equal(Used(s), 1024);
-}
-
-void test_evict_oldest_lease_first(void**) {
-  MasterService s(Options());
-  FillTiny(s, {{"k0", Cfg()}, {"k1", Cfg()}, {"k2", Cfg()}, {"k3", Cfg()}});
-  assert_int_equal(s.GetReplicaList("k0").code, 0);  // oldest put, but read: deadline T0+104
-  g_now = kT0 + 200;                                 // every lease is over
-  assert_int_equal(Put(s, 1, "n1", 256).size(), 1);  // evicts k1 (deadline T0+1)
-  assert_int_equal(s.GetStats().evicted_objects, 1);
-  assert_int_equal(s.PutStart(1, "n2", 256, Cfg()).code, 0);  // evicts k2
-  assert_int_equal(s.GetStats().evicted_objects, 2);
-  assert_int_equal(s.ExistKey("k1"), 0);
-  assert_int_equal(s.ExistKey("k2"), 0);
-  assert_int_equal(s.ExistKey("k0"), 1);
-  assert_int_equal(s.ExistKey("k3"), 1);
-  assert_int_equal(s.ExistKey("n1"), 1);
-  assert_int_equal(Used(s), 1024);
-}
-
-void test_never_evict_leased_or_hard_pinned(void**) {
-  MasterService s(Options());
-  FillTiny(s, {{"h0", Pinned(true)}, {"h1", Pinned(true)}, {"l2", Cfg()}, {"l3", Cfg()}});
-  assert_int_equal(s.ExistKey("l2"), 1);  // leases until T0 + 104
-  assert_int_equal(s.GetReplicaList("l3").code, 0);
-  g_now = kT0 + 50;
-  assert_int_equal(s.PutStart(1, "n", 256, Cfg()).code, kNoSpace);
-  assert_int_equal(s.GetStats().objects, 4);
-  assert_int_equal(s.GetStats().evicted_objects, 0);
-  g_now = kT0 + 200;  // leases over; hard pins stay
-  assert_int_equal(s.PutStart(1, "n", 256, Cfg()).code, 0);
-  assert_int_equal(s.GetStats().evicted_objects, 1);
-  assert_int_equal(s.ExistKey("h0"), 1);
-  assert_int_equal(s.ExistKey("h1"), 1);
-  assert_int_equal(s.ExistKey("l2") + s.ExistKey("l3"), 1);
-  g_now += 1000;
-  assert_int_equal(s.PutStart(1, "m", 256, Cfg()).code, 0);  // the other unpinned one
-  assert_int_equal(s.PutStart(1, "o", 256, Cfg()).code, kNoSpace);
-  assert_int_equal(s.ExistKey("h0") + s.ExistKey("h1"), 2);
-}
-
-void test_soft_pinned_evicted_last(void**) {
-  MasterService s(Options());
-  FillTiny(s, {{"s0", Pinned(false)}, {"u1", Cfg()}, {"s2", Pinned(false)}, {"u3", Cfg()}});
-  // (No reads of s0/s2 on the way: a read would lease them and change their order.)
-  Put(s, 1, "n1", 256, Pinned(true));  // evicts u1, although s0 is older
-  assert_int_equal(s.ExistKey("u1"), 0);
-  assert_int_equal(s.GetStats().evicted_objects, 1);
-  Put(s, 1, "n2", 256, Pinned(true));  // evicts u3, not s2 (older)
-  assert_int_equal(s.ExistKey("u3"), 0);
-  assert_int_equal(s.GetStats().evicted_objects, 2);
-  Put(s, 1, "n3", 256, Pinned(true));  // only soft-pinned ones are left: s0 (oldest) goes
-  assert_int_equal(s.GetStats().evicted_objects, 3);
-  assert_int_equal(s.ExistKey("s0"), 0);
-  assert_int_equal(s.ExistKey("s2"), 1);
-}
-
-void test_tick_evicts_above_high_watermark(void**) {
-  MasterService s(Options());  // high watermark 0.75, eviction ratio 0.25
-  AddDaemon(s, 1, 1024);
-  for (int i = 0; i < 3; ++i, ++g_now) Put(s, 1, "k" + std::to_string(i), 256);
-  s.Tick();  // 768 bytes: at, not above, the watermark
-  assert_int_equal(Used(s), 768);
-  assert_int_equal(s.GetStats().evicted_objects, 0);
-  Put(s, 1, "k3", 256);
-  s.Tick();  // 1024 > 768: down to (0.75 - 0.25) * 1024 = 512, oldest first
-  assert_int_equal(Used(s), 512);
-  assert_int_equal(s.GetStats().evicted_objects, 2);
-  assert_int_equal(s.ExistKey("k0") + s.ExistKey("k1"), 0);
-  assert_int_equal(s.ExistKey("k2") + s.ExistKey("k3"), 2);
-  s.Tick();
-  assert_int_equal(Used(s), 512);
-}
+// ---- rule 9: eviction: tests/master_eviction_test.cc ----------------------------------
 
 // ---- rule 10: upserts ------------------------------------------------------------------
 
@@ -708,10 +627,6 @@ int main(void) {
       cmocka_unit_test(test_dead_daemon_is_dropped),
       cmocka_unit_test(test_restarted_daemon_replaces_old_one),
       cmocka_unit_test(test_put_validation),
-      cmocka_unit_test(test_evict_oldest_lease_first),
-      cmocka_unit_test(test_never_evict_leased_or_hard_pinned),
-      cmocka_unit_test(test_soft_pinned_evicted_last),
-      cmocka_unit_test(test_tick_evicts_above_high_watermark),
       cmocka_unit_test(test_upsert_swaps_on_end),
       cmocka_unit_test(test_upsert_revoke_keeps_old_value),
       cmocka_unit_test(test_upsert_of_missing_key_is_a_put),

@@ -444,7 +444,7 @@ public class MooncakeStoreTest {
         assertTrue(store.remove(k, false)); // never read: no lease
         assertFalse(store.isExist(k));
         store.put(k, bytes(321, 6));
-        assertTrue(store.isExist(k)); // queries take a read lease, as in Mooncake
+        assertTrue(store.isExist(k)); // no read lease: only eviction is held off, briefly
         assertEquals(321, store.getSize(k));
         assertTrue(store.remove(k, true));
         assertFalse(store.isExist(k));

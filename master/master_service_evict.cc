@@ -1,0 +1,165 @@
+// Eviction of MasterService: making room for puts, the upkeep's rounds past the high
+// watermark, and the rounds themselves (victims chosen as master/eviction.h describes).
+#include <algorithm>
+#include <chrono>
+
+#include "common/logging.h"
+#include "master/master_service.h"
+
+namespace mooncake {
+
+namespace {
+
+int64_t SteadyMicros() {
+  return std::chrono::duration_cast<std::chrono::microseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+}  // namespace
+
+EvictionTier MasterService::TierOf(const Shard& shard, const ObjectMetadata& meta,
+                                   int64_t now) const {
+  if (!meta.complete || meta.hard_pin || meta.leased(now)) return EvictionTier::kNever;
+  if (meta.exist_hit && shard.exist_leases.Live(&meta, now)) return EvictionTier::kNever;
+  if (!meta.soft_pinned(now)) return EvictionTier::kPlain;
+  return options_.allow_evict_soft_pinned_objects ? EvictionTier::kSoftPinned
+                                                  : EvictionTier::kNever;
+}
+
+bool MasterService::PastWatermark(uint64_t need) const {
+  uint64_t used = 0, capacity = 0;
+  segments_.Usage(&used, &capacity);
+  return static_cast<double>(used + need) >
+         options_.eviction_high_watermark_ratio * static_cast<double>(capacity);
+}
+
+ErrorCode MasterService::Reserve(uint64_t size, const rpc::ReplicateConfig& config,
+                                 ReplicaList* out) {
+  // An upper bound: fewer replicas than asked may be placed.
+  const uint64_t need = size * static_cast<uint64_t>(config.replica_num);
+  // Evict before passing the watermark, so that usage stays at or under it for as long as
+  // anything can be evicted; when nothing can, the put takes the room above it.
+  if (PastWatermark(need)) MakeRoom(need, /*no_space=*/false);
+  if (TryReserve(size, config, out)) return ErrorCode::OK;
+  if (MakeRoom(need, /*no_space=*/true) && TryReserve(size, config, out)) return ErrorCode::OK;
+  eviction_.NoSpace();
+  return ErrorCode::NO_AVAILABLE_HANDLE;
+}
+
+bool MasterService::MakeRoom(uint64_t need, bool no_space) {
+  const int64_t rounds_seen = eviction_.rounds();
+  std::lock_guard<std::mutex> evicting(evict_mu_);
+  // Many puts find the pool full at once; the first one's round serves them all.
+  if (eviction_.rounds() != rounds_seen) return true;
+  if (!no_space && !PastWatermark(need)) return true;
+  if (Now() < evict_paused_until_ms_) return false;
+  double goal = std::max(0.0, options_.eviction_high_watermark_ratio - options_.eviction_ratio) *
+                static_cast<double>(segments_.capacity());
+  double over = static_cast<double>(segments_.used() + need) - goal;
+  uint64_t target = over > 0 ? static_cast<uint64_t>(over) : 0;
+  if (no_space) target = std::max(target, need);
+  uint64_t freed = RunEvictionRound(target, /*by_put=*/true);
+  // Under evict_mu_, so that the puts waiting for it find the room really there.
+  if (freed > 0) ReclaimEvicted();
+  return freed > 0;
+}
+
+void MasterService::EvictAboveWatermark() {
+  double capacity = static_cast<double>(segments_.capacity());
+  double used = static_cast<double>(segments_.used());
+  if (capacity <= 0 || used <= options_.eviction_high_watermark_ratio * capacity) return;
+  std::lock_guard<std::mutex> evicting(evict_mu_);
+  if (Now() < evict_paused_until_ms_) return;
+  double goal = std::max(0.0, options_.eviction_high_watermark_ratio - options_.eviction_ratio) *
+                capacity;
+  used = static_cast<double>(segments_.used());  // a put's round may have run meanwhile
+  if (used > goal) RunEvictionRound(static_cast<uint64_t>(used - goal), /*by_put=*/false);
+}
+
+uint64_t MasterService::Evict(uint64_t target_bytes) {
+  StateGate::Shared gate(gate_);
+  std::lock_guard<std::mutex> evicting(evict_mu_);
+  return RunEvictionRound(target_bytes, /*by_put=*/false);
+}
+
+uint64_t MasterService::RunEvictionRound(uint64_t target, bool by_put) {
+  if (target == 0) return 0;
+  const int64_t started_us = SteadyMicros();
+  const int64_t now = Now();
+  const bool soft_too = options_.allow_evict_soft_pinned_objects;
+  SampleForEviction(now);
+  // The planned walk; when it falls short (the sample misjudged, or leases were granted
+  // since), one planned for four times as much; then any candidate.
+  uint64_t freed = 0;
+  int64_t evicted = 0;
+  int walks = 0;
+  for (uint64_t want = target; freed < target; want *= 4) {
+    EvictionThresholds take;
+    if (walks < 2) {
+      take = planner_.Plan(want, object_count_.load(), soft_too);
+    } else {
+      take.plain = EvictionThresholds::kAll;
+      if (soft_too) take.soft_pinned = EvictionThresholds::kAll;
+    }
+    freed += EvictionWalk(take, target - freed, now, &evicted);
+    ++walks;
+    if (take.TakesAll(soft_too)) break;
+  }
+  evicted_count_.fetch_add(evicted);
+  if (freed < target) evict_paused_until_ms_ = Now() + kShortRoundPauseMs;
+  const int64_t elapsed_us = SteadyMicros() - started_us;
+  const uint64_t used = segments_.used();
+  eviction_.Round(by_put, target, freed, elapsed_us, static_cast<int64_t>(used));
+  MC_LOG_INFO("eviction round (%s): %llu of %llu bytes freed, %lld objects, %d walk(s), %lld "
+              "us; %llu of %llu bytes in use",
+              by_put ? "put" : "upkeep", static_cast<unsigned long long>(freed),
+              static_cast<unsigned long long>(target), static_cast<long long>(evicted), walks,
+              static_cast<long long>(elapsed_us), static_cast<unsigned long long>(used),
+              static_cast<unsigned long long>(segments_.capacity()));
+  return freed;
+}
+
+void MasterService::SampleForEviction(int64_t now) {
+  planner_.Clear();
+  for (size_t s = 0; s < kShardCount; ++s) {
+    Shard& shard = shards_[s];
+    std::lock_guard<std::mutex> lock(shard.mu);
+    const size_t slots = shard.objects.slot_count();
+    if (shard.objects.empty() || slots == 0) continue;
+    const size_t window = std::min(slots, EvictionPlanner::kSampleSlots);
+    size_t cursor = window == slots ? 0 : evict_rng_() % slots;
+    auto add = [&](std::string_view, ObjectMetadata& meta) {
+      planner_.Add(TierOf(shard, meta, now), meta.time_ms, meta.size * meta.replicas.size());
+      return false;
+    };
+    const size_t start = cursor;
+    shard.objects.Walk(&cursor, window, add);
+    const size_t seen = cursor - start;
+    if (seen < window) {  // the window runs past the table's end: the rest from its start
+      cursor = 0;
+      shard.objects.Walk(&cursor, window - seen, add);
+    }
+  }
+}
+
+uint64_t MasterService::EvictionWalk(const EvictionThresholds& take, uint64_t budget,
+                                     int64_t now, int64_t* evicted) {
+  uint64_t freed = 0;
+  size_t visited = 0;
+  for (; visited < kShardCount && freed < budget; ++visited) {
+    Shard& shard = shards_[(evict_next_shard_ + visited) % kShardCount];
+    ScanShard(shard, [&](std::string_view key, ObjectMetadata& meta) {
+      if (freed >= budget || !take.Takes(TierOf(shard, meta, now), meta.time_ms)) return false;
+      // Every replica at once: an object is never left listing a range that was freed.
+      freed += meta.size * meta.replicas.size();
+      RemoveLogged(shard, key, meta);
+      ++*evicted;
+      return true;
+    });
+  }
+  evict_next_shard_ = (evict_next_shard_ + visited) % kShardCount;
+  return freed;
+}
+
+}  // namespace mooncake
