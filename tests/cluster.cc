@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -66,6 +67,17 @@ namespace {
 // master's default unless a cluster asks otherwise: a short one declared daemons dead
 // whenever a loaded machine delayed a heartbeat, and the death tests do not wait for it
 // (a restarted daemon replaces its predecessor when it registers).
+// Calls fn with a client of c's master, holding the key the master runs with: the last
+// --cluster_key_file among its flags ("" for none), else the harness's.
+bool WithClusterMaster(const mc_cluster* c,
+                       const std::function<void(mooncake::rpc::MasterServiceClient&)>& fn) {
+  std::string key_file = harness::ClusterKeyFile();
+  for (size_t i = 0; i + 1 < c->master_flags.size(); ++i) {
+    if (c->master_flags[i] == "--cluster_key_file") key_file = c->master_flags[i + 1];
+  }
+  return harness::WithMasterClientKey(c->master_port, key_file, fn);
+}
+
 bool StartMasterOn(mc_cluster* c) {
   std::vector<std::string> flags = {"--default_kv_lease_ttl", std::to_string(c->lease_ms)};
   flags.insert(flags.end(), c->master_flags.begin(), c->master_flags.end());
@@ -247,7 +259,7 @@ void mc_cluster_resume_master(mc_cluster* c) { c->master.Resume(); }
 int mc_cluster_segment_at(const mc_cluster* c, int i, mc_cluster_segment* out) {
   const std::string& name = At(c, i)->name;
   std::vector<mooncake::rpc::SegmentInfo> segments;
-  if (!harness::WithMasterClient(c->master_port, [&](mooncake::rpc::MasterServiceClient& m) {
+  if (!WithClusterMaster(c, [&](mooncake::rpc::MasterServiceClient& m) {
         m.GetAllSegments(segments);
       })) {
     return -1;
@@ -265,7 +277,7 @@ int mc_cluster_segment_at(const mc_cluster* c, int i, mc_cluster_segment* out) {
 int mc_cluster_replica_at(const mc_cluster* c, const char* key, int r, int64_t* segment_id,
                           uint64_t* offset) {
   mooncake::rpc::ReplicaListResult list;
-  if (!harness::WithMasterClient(c->master_port, [&](mooncake::rpc::MasterServiceClient& m) {
+  if (!WithClusterMaster(c, [&](mooncake::rpc::MasterServiceClient& m) {
         m.GetReplicaList(list, key, 0);
       }) ||
       list.code != 0 || r < 0 || static_cast<size_t>(r) >= list.replicas.size()) {
@@ -278,7 +290,7 @@ int mc_cluster_replica_at(const mc_cluster* c, const char* key, int r, int64_t* 
 
 int mc_cluster_master_snapshot(const mc_cluster* c, int64_t* sequence, int64_t* objects) {
   mooncake::rpc::SnapshotResult started, result;
-  if (!harness::WithMasterClient(c->master_port, [&](mooncake::rpc::MasterServiceClient& m) {
+  if (!WithClusterMaster(c, [&](mooncake::rpc::MasterServiceClient& m) {
         m.Snapshot(started);
       })) {
     return -1;
@@ -287,7 +299,7 @@ int mc_cluster_master_snapshot(const mc_cluster* c, int64_t* sequence, int64_t* 
   // It answers once forked; the outcome is LastSnapshot's once that names it.
   for (int polls = 0; result.code == 0 && result.running && polls < 6000; ++polls) {
     usleep(10 * 1000);
-    if (!harness::WithMasterClient(c->master_port, [&](mooncake::rpc::MasterServiceClient& m) {
+    if (!WithClusterMaster(c, [&](mooncake::rpc::MasterServiceClient& m) {
           m.LastSnapshot(result);
         })) {
       return -1;
@@ -302,7 +314,7 @@ int mc_cluster_master_snapshot(const mc_cluster* c, int64_t* sequence, int64_t* 
 
 int mc_cluster_master_stats_get(const mc_cluster* c, mc_cluster_master_stats* out) {
   mooncake::rpc::MasterStats stats;
-  if (!harness::WithMasterClient(c->master_port, [&](mooncake::rpc::MasterServiceClient& m) {
+  if (!WithClusterMaster(c, [&](mooncake::rpc::MasterServiceClient& m) {
         m.GetStats(stats);
       })) {
     return -1;
@@ -328,7 +340,7 @@ void mc_cluster_stop(mc_cluster* c) {
 int mc_cluster_lent_segments_at(const mc_cluster* c, int i, mc_cluster_segment* out, int max) {
   const std::string& name = At(c, i)->name;
   std::vector<mooncake::rpc::SegmentInfo> segments;
-  if (!harness::WithMasterClient(c->master_port, [&](mooncake::rpc::MasterServiceClient& m) {
+  if (!WithClusterMaster(c, [&](mooncake::rpc::MasterServiceClient& m) {
         m.GetAllSegments(segments);
       })) {
     return -1;
@@ -348,7 +360,7 @@ int mc_cluster_lent_segments_at(const mc_cluster* c, int i, mc_cluster_segment* 
 
 int mc_cluster_eviction_stats_get(const mc_cluster* c, mc_cluster_eviction_stats* out) {
   mooncake::rpc::MasterStats stats;
-  if (!harness::WithMasterClient(c->master_port, [&](mooncake::rpc::MasterServiceClient& m) {
+  if (!WithClusterMaster(c, [&](mooncake::rpc::MasterServiceClient& m) {
         m.GetStats(stats);
       })) {
     return -1;
