@@ -352,7 +352,7 @@ int main(int argc, char** argv) {
     }
     rpc::MasterStats before, after;
     rpc::ChangeResult all;
-    (*conns[0])->RemoveAll(all, true, 0);
+    (*conns[0])->RemoveAll(all, true, 0, "");
     int64_t removed = all.code;
     if (removed < 0) Die("RemoveAll(true) returned %s", CodeText(removed).c_str());
     (*conns[0])->GetStats(before);
@@ -413,7 +413,7 @@ int main(int argc, char** argv) {
   }
   if (o.cleanup) {
     rpc::ChangeResult all;
-    (*conns[0])->RemoveAll(all, true, 0);
+    (*conns[0])->RemoveAll(all, true, 0, "");
     int64_t removed = all.code;
     if (removed < 0) Die("final RemoveAll(true) returned %s", CodeText(removed).c_str());
     // Leaves no segment behind on a master that keeps running (it would otherwise stay

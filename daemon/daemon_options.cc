@@ -54,6 +54,10 @@ void RegisterDaemonFlags(FlagSet* f, DaemonOptions* o) {
   f->AddString("cluster_key_file", &o->cluster_key_file,
                "file (mode 0600) of the key every master and daemon of the cluster shares; "
                "peers prove it at connect (default: none, loopback peers only)");
+  f->AddString("tenant_uids", &o->tenant_uids,
+               "tenants only these uids may claim, e.g. \"alice=1000:1001,bob=1002\"; a "
+               "connection naming no tenant gets the first one listing its uid (default: "
+               "none listed; any tenant may be claimed by anyone)");
   f->AddChoice("log_level", &o->log_level, {"debug", "info", "warning", "error"},
                "least severe level logged");
 }
@@ -87,6 +91,8 @@ bool ValidateDaemonOptions(DaemonOptions* o, std::string* error) {
              "--transfer_timeout in 1 ms..1 h";
   } else if (o->transfer_max_connections < 1 || o->transfer_max_connections > 65536) {
     *error = "--transfer_max_connections must be in 1..65536";
+  } else if (!TenantPolicy::Parse(o->tenant_uids, &o->tenant_policy, error)) {
+    *error = "--tenant_uids: " + *error;
   } else {
     o->master_host = o->master.substr(0, colon);
     o->master_port = static_cast<int>(port);

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "common/flags.h"
+#include "daemon/tenant_policy.h"
 
 namespace mooncake {
 
@@ -37,12 +38,16 @@ struct DaemonOptions {
   int64_t transfer_max_connections = 1024;  // connections to this daemon's transfer port
   bool checksum = false;                 // CRC32C at put, verified at get
   std::string cluster_key_file;          // "" = no key: loopback peers only (docs/security.md)
+  // Tenants only these uids may claim, and each uid's default (daemon/tenant_policy.h):
+  // "alice=1000:1001,bob=1002"; "" = none.
+  std::string tenant_uids;
   std::string log_level = "info";
 
   // Filled by ValidateDaemonOptions from the strings above.
   std::string master_host;
   int master_port = 0;
   unsigned socket_mode_bits = 0660;
+  TenantPolicy tenant_policy;  // from tenant_uids
 };
 
 void RegisterDaemonFlags(FlagSet* flags, DaemonOptions* options);

@@ -159,6 +159,7 @@ ErrorCode Connection::Dial(bool first, std::shared_ptr<Channel>* out, std::strin
   greeting.pool_size = options_.pool_size;
   greeting.pid = static_cast<uint64_t>(getpid());
   greeting.master_address = options_.master_address;
+  greeting.tenant = options_.tenant;
   Request hello(uds::Op::kHello, greeting);
   Reply reply;
   ErrorCode code = CallOn(channel, hello, &reply, nullptr, options_.pool_fd);
@@ -167,6 +168,9 @@ ErrorCode Connection::Dial(bool first, std::shared_ptr<Channel>* out, std::strin
       MC_LOG_ERROR("mooncake_store: mooncaked refused the handshake (ABI version %d, "
                    "master \"%s\")", MOONCAKE_STORE_ABI_VERSION,
                    options_.master_address.c_str());
+    } else if (code == ErrorCode::PERMISSION_DENIED) {
+      MC_LOG_ERROR("mooncake_store: mooncaked refused tenant \"%s\" to this process's uid "
+                   "(its --tenant_uids keeps it for other uids)", options_.tenant.c_str());
     }
     return code;
   }
