@@ -340,4 +340,24 @@ int mc_cluster_lent_segments_at(const mc_cluster* c, int i, mc_cluster_segment* 
   return n;
 }
 
+int mc_cluster_tenant_stats_get(const mc_cluster* c, const char* tenant,
+                                mc_cluster_tenant_stats* out) {
+  mooncake::rpc::MasterStats stats;
+  if (!harness::WithMasterClient(c->master_port, [&](mooncake::rpc::MasterServiceClient& m) {
+        m.GetStats(stats);
+      })) {
+    return -1;
+  }
+  *out = mc_cluster_tenant_stats{};
+  for (const mooncake::rpc::TenantStats& t : stats.tenants) {
+    if (t.tenant != tenant) continue;
+    out->objects = t.objects;
+    out->bytes = t.bytes;
+    out->quota_bytes = t.quota_bytes;
+    out->refused_puts = t.refused_puts;
+  }
+  return 0;
+}
+
 }  // extern "C"
+
