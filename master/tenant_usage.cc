@@ -87,6 +87,7 @@ bool TenantUsage::TryCharge(std::string_view key, uint64_t bytes) {
 }
 
 void TenantUsage::Add(std::string_view key, int64_t objects, int64_t bytes) {
+  if (objects == 0 && bytes == 0) return;  // e.g. a reservation that got all it asked for
   WithEntry(tenant_key::TenantOf(key), [objects, bytes](Entry& e) {
     if (objects != 0) e.objects.fetch_add(objects);
     if (bytes != 0) e.bytes.fetch_add(bytes);
