@@ -4,14 +4,19 @@
 // tenants put on, every way a value loses its replicas gives its bytes back, concurrent
 // puts never overshoot, and a restore recounts the figures from the restored objects.
 #include <atomic>
+#include <memory>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "common/tenant_key.h"
+#include "master/oplog.h"
 #include "master/rpc_handler.h"
+#include "master/snapshot_store.h"
 #include "master/state_records.h"
+#include "master/state_restore.h"
 #include "tests/master_service_fixture.h"
+#include "tests/process_harness.h"
 
 using mooncake::RpcHandler;
 using mooncake::TenantUsage;
@@ -308,6 +313,47 @@ void test_restore_recounts_the_figures(void**) {
   assert_int_equal(b.PutStart(3, K("alice", "z"), 1024, Cfg()).code, 0);
 }
 
+void test_log_replay_recounts_the_figures(void**) {
+  const std::string dir = mooncake::testing::MakeTempDir("mc-tenant-oplog-");
+  mooncake::OpLogOptions log_options;
+  log_options.dir = dir + "/oplog";
+  auto log = std::make_unique<mooncake::OpLog>(log_options);
+  assert_true(log->Recover(0, [](uint64_t, std::string_view) { return true; }).ok());
+  assert_int_equal(ToInt(log->Start(0)), 0);
+  MasterService a(WithQuota("alice=64KB"));
+  a.AttachOpLog(log.get(), /*strict=*/false);
+  AddDaemon(a, 1);
+  AddDaemon(a, 2);
+  // Every kind of record: publishes, a removal, an upsert's swap, an unmount.
+  Put(a, 1, K("alice", "x"), 1024, Cfg(2));
+  Put(a, 1, K("alice", "y"), 1024);
+  Put(a, 1, K("bob", "x"), 2048, Cfg(2));
+  Put(a, 1, "x", 512);
+  assert_int_equal(ToInt(a.Remove(K("alice", "y"), true)), 0);
+  assert_int_equal(a.UpsertStart(1, K("alice", "x"), 4096, Cfg()).code, 0);
+  assert_int_equal(ToInt(a.UpsertEnd(1, K("alice", "x"))), 0);
+  assert_int_equal(ToInt(a.UnmountSegment(2, 21)), 0);  // bob's x keeps one replica
+  std::vector<rpc::TenantStats> before = a.GetStats().tenants;
+  AssertFigures(a, "alice", 1, 4096);
+  AssertFigures(a, "bob", 1, 2048);
+  assert_int_equal(ToInt(log->Sync(log->last())), 0);
+  log.reset();  // the crash
+
+  MasterService b(WithQuota("alice=64KB"));
+  mooncake::SnapshotStore store(dir);
+  mooncake::OpLog replay(log_options);
+  assert_true(mooncake::RestoreMasterState(&b, &store, &replay).ok());
+  std::vector<rpc::TenantStats> after = b.GetStats().tenants;
+  assert_int_equal(after.size(), before.size());
+  for (size_t i = 0; i < before.size(); ++i) {
+    assert_string_equal(after[i].tenant.c_str(), before[i].tenant.c_str());
+    assert_int_equal(after[i].objects, before[i].objects);
+    assert_int_equal(after[i].bytes, before[i].bytes);
+    assert_int_equal(after[i].quota_bytes, before[i].quota_bytes);
+  }
+  mooncake::testing::RemoveTree(dir);
+}
+
 // ---- the flag --------------------------------------------------------------------------
 
 void test_quota_flag(void**) {
@@ -346,6 +392,7 @@ int main() {
       cmocka_unit_test(test_concurrent_puts_never_overshoot),
       cmocka_unit_test(test_unlisted_tenants_are_forgotten_once_empty),
       cmocka_unit_test(test_restore_recounts_the_figures),
+      cmocka_unit_test(test_log_replay_recounts_the_figures),
       cmocka_unit_test(test_quota_flag),
   };
   return cmocka_run_group_tests(tests, nullptr, nullptr);
