@@ -30,6 +30,7 @@
 #include "bench/master_bench_util.h"
 #include "common/error_code.h"
 #include "common/flags.h"
+#include "common/tenant_key.h"
 #include "common/units.h"
 #include "tests/process_harness.h"
 
@@ -65,6 +66,7 @@ struct Options {
   std::string master_args;
   std::string cluster_key_file;
   std::string forms = "both";
+  std::string tenant;
 };
 
 constexpr uint64_t kSetPutSingle = 1;
@@ -171,6 +173,9 @@ int main(int argc, char** argv) {
                "over while the main one has room: what the policy costs a put)");
   flags.AddChoice("forms", &o.forms, {"both", "single", "batch"},
                   "which forms of the throughput phases to run");
+  flags.AddString("tenant", &o.tenant,
+                  "put every key in this tenant (its figures, and its --tenant_quota if the "
+                  "master has one, on the put path); default: the default tenant");
   flags.AddString("csv", &o.csv, "also write one CSV row per phase to this file");
   flags.AddString("spawn_master", &o.spawn_master,
                   "path of a mooncake-master binary to start on a free port and stop at the end");
@@ -188,6 +193,9 @@ int main(int argc, char** argv) {
   if (o.keys < 0 || o.rss_objects < 0) Die("--keys and --rss_objects must be >= 0");
   if (o.batch < 1) Die("--batch must be >= 1");
   if (o.lent_segments < 0 || o.lent_segments > 1000) Die("--lent_segments must be in 0..1000");
+  if (!mooncake::tenant_key::ValidTenantOrDefault(o.tenant)) {
+    Die("--tenant must be 1..64 characters of [A-Za-z0-9_.-]");
+  }
   if (o.key_size < 16 || o.key_size > MOONCAKE_STORE_MAX_KEY_LEN) {
     Die("--key_size must be in 16..%d", MOONCAKE_STORE_MAX_KEY_LEN);
   }
@@ -221,7 +229,7 @@ int main(int argc, char** argv) {
   uint64_t run_id = rng();
   int64_t daemon_id = static_cast<int64_t>(rng() >> 2) + 1;
   int64_t segment_id = static_cast<int64_t>(rng() >> 2) + 1;
-  KeyMaker keys(run_id, static_cast<size_t>(o.key_size));
+  KeyMaker keys(run_id, static_cast<size_t>(o.key_size), o.tenant);
   int64_t object_size = static_cast<int64_t>(o.object_size);
 
   std::printf("master_bench: master %s:%d%s, %" PRId64 " threads, %" PRId64
@@ -231,8 +239,10 @@ int main(int argc, char** argv) {
               mooncake::FormatSize(o.segment_size).c_str());
   std::printf(
       "machine: %u cores (shared by client and master when both run here); "
-      "bench built %s; sample key %s\n\n",
-      std::thread::hardware_concurrency(), MC_BUILD_TYPE, keys.Make(0, 0).c_str());
+      "bench built %s; sample key %s%s%s\n\n",
+      std::thread::hardware_concurrency(), MC_BUILD_TYPE,
+      std::string(mooncake::tenant_key::UserKeyOf(keys.Make(0, 0))).c_str(),
+      o.tenant.empty() ? "" : " of tenant ", o.tenant.c_str());
   std::fflush(stdout);
 
   auto daemon = std::make_unique<FakeDaemon>(host, port, daemon_id, segment_id, o.segment_size,
@@ -363,7 +373,7 @@ int main(int argc, char** argv) {
     }
     rpc::MasterStats before, after;
     rpc::ChangeResult all;
-    (*conns[0])->RemoveAll(all, true, 0);
+    (*conns[0])->RemoveAll(all, true, 0, o.tenant);
     int64_t removed = all.code;
     if (removed < 0) Die("RemoveAll(true) returned %s", CodeText(removed).c_str());
     (*conns[0])->GetStats(before);
@@ -424,7 +434,7 @@ int main(int argc, char** argv) {
   }
   if (o.cleanup) {
     rpc::ChangeResult all;
-    (*conns[0])->RemoveAll(all, true, 0);
+    (*conns[0])->RemoveAll(all, true, 0, o.tenant);
     int64_t removed = all.code;
     if (removed < 0) Die("final RemoveAll(true) returned %s", CodeText(removed).c_str());
     // Leaves no segment behind on a master that keeps running (it would otherwise stay

@@ -1,5 +1,7 @@
 #include "bench/master_bench_util.h"
 
+#include "common/tenant_key.h"
+
 #include <sys/resource.h>
 #include <thrift/protocol/TBinaryProtocol.h>
 #include <thrift/transport/TBufferTransports.h>
@@ -91,7 +93,7 @@ std::string KeyMaker::Make(uint64_t set, uint64_t index) const {
     if (i > 0 && i % 16 == 0) h = Mix(h + i);
     key[i] = kHex[(h >> (60 - 4 * (i % 16))) & 15];
   }
-  return key;
+  return tenant_key::Encode(tenant_, key);
 }
 
 int64_t ChecksumOf(const std::string& key) { return Crc32c(key.data(), key.size()); }

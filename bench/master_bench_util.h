@@ -63,15 +63,18 @@ std::string Short(const std::string& key);
 uint64_t Mix(uint64_t x);
 
 // Keys look like content hashes (lowercase hex), as KV-cache keys do. Key i of set s is
-// unique for the run: its seed is base + s * 2^40 + i, and Mix is a bijection.
+// unique for the run: its seed is base + s * 2^40 + i, and Mix is a bijection. With a
+// tenant, they are that tenant's keys as the master stores them (common/tenant_key.h).
 class KeyMaker {
  public:
-  KeyMaker(uint64_t base, size_t size) : base_(base), size_(size) {}
+  KeyMaker(uint64_t base, size_t size, std::string tenant = "")
+      : base_(base), size_(size), tenant_(std::move(tenant)) {}
   std::string Make(uint64_t set, uint64_t index) const;
 
  private:
   uint64_t base_;
   size_t size_;
+  std::string tenant_;
 };
 
 // The checksum each put reports. There are no bytes here, so the key's CRC-32C stands in

@@ -1,6 +1,9 @@
 // The master's RPC interface: daemons ask it where to put bytes, publish what they wrote,
 // and learn where to read. It never carries object bytes.
 //
+// Keys are stored keys (common/tenant_key.h): a tenant's keys carry its id, the default
+// tenant's are the keys its clients name.
+//
 // Errors are values: every call returns a code from the table in include/mooncake_store.h
 // (0 OK, -704 not found, ...) inside its result, never a Thrift exception. Every call on
 // keys has a batch form taking many keys in one round trip; a batch returns one result per
@@ -158,6 +161,17 @@ struct EvictionStats {
   11: i64 exist_leases,                   // exist leases granted (--exist_lease_ttl)
 }
 
+// One tenant's figures (docs/security.md, "Tenants"): every tenant with objects or a quota,
+// and the default tenant ("") while it holds objects.
+struct TenantStats {
+  1: string tenant,                       // "": the default tenant
+  2: i64 objects,                         // its objects, those being written included
+  3: i64 bytes,                           // memory they take: size x memory replicas, summed
+                                          // (reserved ones, an upsert's new value, included)
+  4: i64 quota_bytes,                     // --tenant_quota; 0: none
+  5: i64 refused_puts,                    // puts answered -1402 since the master started
+}
+
 struct MasterStats {
   1: i64 objects,
   2: i64 segments,
@@ -174,6 +188,7 @@ struct MasterStats {
   13: i64 restored_objects,               // objects the restore at start brought back
   14: i64 pending_segments,               // detached segments (restored, or of a silent daemon)
   15: EvictionStats eviction,
+  16: list<TenantStats> tenants,          // by tenant id
 }
 
 struct SnapshotResult {
@@ -259,11 +274,15 @@ service MasterService {
   i32 ExistKey(1: string key),
   list<i32> BatchExistKey(1: list<string> keys),
 
-  // Removal. caller: the daemon asking, which the holders leave out (0: none).
+  // Removal. caller: the daemon asking, which the holders leave out (0: none). tenant: whose
+  // keys RemoveByRegex and RemoveAll walk ("", or omitted: the default tenant's); the
+  // pattern is matched against the keys as that tenant's clients name them; -600 for a
+  // malformed tenant id.
   ChangeResult Remove(1: string key, 2: bool force, 3: i64 caller = 0),
   BatchChangeResult BatchRemove(1: list<string> keys, 2: bool force, 3: i64 caller = 0),
-  ChangeResult RemoveByRegex(1: string pattern, 2: bool force, 3: i64 caller = 0),  // code: count removed, or a code
-  ChangeResult RemoveAll(1: bool force, 2: i64 caller = 0),
+  ChangeResult RemoveByRegex(1: string pattern, 2: bool force, 3: i64 caller = 0,
+                             4: string tenant = ""),  // code: count removed, or a code
+  ChangeResult RemoveAll(1: bool force, 2: i64 caller = 0, 3: string tenant = ""),
 
   MasterStats GetStats(),
 

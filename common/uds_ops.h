@@ -9,6 +9,11 @@
 //
 // A request is [request_id, op, args]; a reply [request_id, code, results], where results
 // are the reply's fields when code is 0 and empty otherwise.
+//
+// Keys: every field named kKeyField (a std::string, or a list of them) holds a user key,
+// and only those do. The daemon turns each into the key stored for the connection's tenant
+// as it parses the request (daemon/tenant_scope.h), so a field that carries a key must be
+// named so, and no other field may be.
 #ifndef MOONCAKE_COMMON_UDS_OPS_H_
 #define MOONCAKE_COMMON_UDS_OPS_H_
 
@@ -23,6 +28,9 @@ namespace mooncake {
 namespace uds {
 
 // ---- building blocks ----
+
+// The name of every field that holds a user key (see above).
+inline constexpr char kKeyField[] = "key";
 
 // How a put is placed, as it travels on the socket.
 struct WireConfig {
@@ -49,7 +57,7 @@ using NoReply = NoArgs;
 struct KeyArgs {
   std::string key;
   template <class S, class V>
-  static void Fields(S& s, V& v) { v("key", s.key); }
+  static void Fields(S& s, V& v) { v(kKeyField, s.key); }
 };
 
 // One code per entry of a batch (or a value where the entry succeeded), in entry order.
@@ -64,12 +72,16 @@ struct HelloArgs {
   uint64_t pool_size = 0;
   uint64_t pid = 0;  // informational: the daemon trusts and logs SO_PEERCRED
   std::string master_address;
+  // The tenant the connection's keys belong to (common/tenant_key.h); "": none named (the
+  // daemon's --tenant_uids default for the peer's uid, else the default tenant).
+  std::string tenant;
   template <class S, class V>
   static void Fields(S& s, V& v) {
     v("abi_version", s.abi_version);
     v("pool_size", s.pool_size);
     v("pid", s.pid);
     v("master_address", s.master_address);
+    v("tenant", s.tenant);
   }
 };
 
@@ -92,7 +104,7 @@ struct PutArgs {  // PUT and UPSERT
   WireConfig config;
   template <class S, class V>
   static void Fields(S& s, V& v) {
-    v("key", s.key);
+    v(kKeyField, s.key);
     v("pool_offset", s.pool_offset);
     v("size", s.size);
     v("config", s.config);
@@ -105,7 +117,7 @@ struct PutEntry {  // one value of a BATCH_PUT
   uint64_t size = 0;
   template <class S, class V>
   static void Fields(S& s, V& v) {
-    v("key", s.key);
+    v(kKeyField, s.key);
     v("pool_offset", s.pool_offset);
     v("size", s.size);
   }
@@ -133,7 +145,7 @@ struct PutBeginArgs {
   Flag upsert;
   template <class S, class V>
   static void Fields(S& s, V& v) {
-    v("key", s.key);
+    v(kKeyField, s.key);
     v("size", s.size);
     v("config", s.config);
     v("upsert", s.upsert);
@@ -177,7 +189,7 @@ struct GetArgs {  // also one entry of a BATCH_GET
   uint64_t capacity = 0;
   template <class S, class V>
   static void Fields(S& s, V& v) {
-    v("key", s.key);
+    v(kKeyField, s.key);
     v("pool_offset", s.pool_offset);
     v("capacity", s.capacity);
   }
@@ -221,7 +233,7 @@ struct ExistReply {
 struct BatchExistArgs {
   std::vector<std::string> keys;
   template <class S, class V>
-  static void Fields(S& s, V& v) { v("key", s.keys); }
+  static void Fields(S& s, V& v) { v(kKeyField, s.keys); }
 };
 
 struct BatchExistReply : EntryResults {
@@ -240,7 +252,7 @@ struct RemoveArgs {
   Flag force;
   template <class S, class V>
   static void Fields(S& s, V& v) {
-    v("key", s.key);
+    v(kKeyField, s.key);
     v("force", s.force);
   }
 };
@@ -266,7 +278,7 @@ struct BatchRemoveArgs {
   Flag force;
   template <class S, class V>
   static void Fields(S& s, V& v) {
-    v("key", s.keys);
+    v(kKeyField, s.keys);
     v("force", s.force);
   }
 };

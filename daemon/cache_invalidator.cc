@@ -7,6 +7,7 @@
 
 #include "common/little_endian.h"
 #include "common/logging.h"
+#include "common/tenant_key.h"
 #include "include/mooncake_store.h"
 
 namespace mooncake {
@@ -85,7 +86,7 @@ bool Decode(const std::string& payload, bool* everything, std::vector<std::strin
   for (uint64_t i = 0; i < count; ++i) {
     if (end - p < static_cast<ptrdiff_t>(kKeyLength)) return false;
     uint64_t length = GetLittleEndian(&p, kKeyLength);
-    if (length == 0 || length > MOONCAKE_STORE_MAX_KEY_LEN ||
+    if (length == 0 || length > tenant_key::kMaxStoredKeyLen ||
         static_cast<uint64_t>(end - p) < length) {
       return false;
     }

@@ -43,7 +43,7 @@
 // INVALIDATE payload (little-endian), at most transfer::kMaxControlPayload bytes; more keys
 // go in several requests:
 //   u8 what (1: the keys that follow, 2: everything) | u32 count |
-//   count x (u16 length 1..MOONCAKE_STORE_MAX_KEY_LEN | key bytes)
+//   count x (u16 length 1..tenant_key::kMaxStoredKeyLen | key bytes)
 // "everything" has count 0. Anything else (another what, a bad length, bytes left over) is
 // refused with -600 and a log line; an empty reply payload acknowledges.
 #ifndef MOONCAKE_DAEMON_CACHE_INVALIDATOR_H_
@@ -65,7 +65,8 @@ namespace mooncake {
 namespace invalidation {
 
 // The keys of which (indices into keys; all of them when which is empty) in as few
-// payloads as fit max_payload bytes each. Keys are 1..MOONCAKE_STORE_MAX_KEY_LEN bytes.
+// payloads as fit max_payload bytes each. Keys are stored keys (common/tenant_key.h): 1..
+// tenant_key::kMaxStoredKeyLen bytes.
 std::vector<std::string> EncodeKeys(const std::vector<std::string>& keys,
                                     const std::vector<int32_t>& which, size_t max_payload);
 std::string EncodeEverything();

@@ -83,6 +83,10 @@ class ClientConnection : public std::enable_shared_from_this<ClientConnection> {
   pid_t peer_pid() const { return peer_pid_; }
   uid_t peer_uid() const { return peer_uid_; }
   gid_t peer_gid() const { return peer_gid_; }
+  // The tenant the connection's keys belong to ("": the default tenant; daemon/
+  // tenant_scope.h). Set once at HELLO, before any other request of the connection is read.
+  void set_tenant(std::string tenant) { tenant_ = std::move(tenant); }
+  const std::string& tenant() const { return tenant_; }
 
   // ---- handshake and pool ----
   // Maps the pool passed at HELLO: a memfd sealed against shrinking and growing, of
@@ -200,6 +204,7 @@ class ClientConnection : public std::enable_shared_from_this<ClientConnection> {
   pid_t peer_pid_ = 0;
   uid_t peer_uid_ = static_cast<uid_t>(-1);
   gid_t peer_gid_ = static_cast<gid_t>(-1);
+  std::string tenant_;  // set once at HELLO, like pool_
 
   char* pool_ = nullptr;  // set once at HELLO, before any other request runs
   uint64_t pool_size_ = 0;

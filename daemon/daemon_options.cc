@@ -71,6 +71,10 @@ void RegisterDaemonFlags(FlagSet* f, DaemonOptions* o) {
   f->AddDuration("put_no_space_wait", &o->put_no_space_wait_ms, 1,
                  "a put (or batch entry) the master has no space for asks again while "
                  "eviction makes room, for this long before it answers -200, ms (0: at once)");
+  f->AddString("tenant_uids", &o->tenant_uids,
+               "tenants only these uids may claim, e.g. \"alice=1000:1001,bob=1002\"; a "
+               "connection naming no tenant gets the first one listing its uid (default: "
+               "none listed; any tenant may be claimed by anyone)");
   f->AddChoice("log_level", &o->log_level, {"debug", "info", "warning", "error"},
                "least severe level logged");
 }
@@ -115,6 +119,8 @@ bool ValidateDaemonOptions(DaemonOptions* o, std::string* error) {
     // *error names the flag
   } else if (o->put_no_space_wait_ms < 0 || o->put_no_space_wait_ms > 60 * 1000) {
     *error = "--put_no_space_wait must be in 0..60 s";
+  } else if (!TenantPolicy::Parse(o->tenant_uids, &o->tenant_policy, error)) {
+    *error = "--tenant_uids: " + *error;
   } else {
     o->master_host = o->master.substr(0, colon);  // "" when master is
     o->master_port = static_cast<int>(port);

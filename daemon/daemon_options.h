@@ -7,6 +7,7 @@
 
 #include "common/flags.h"
 #include "daemon/local_access.h"
+#include "daemon/tenant_policy.h"
 
 namespace mooncake {
 
@@ -53,6 +54,9 @@ struct DaemonOptions {
   std::string cluster_key_file;          // "" = no key: loopback peers only (docs/security.md)
   // How long a put the master has no space for keeps asking while eviction makes room.
   int64_t put_no_space_wait_ms = 1000;
+  // Tenants only these uids may claim, and each uid's default (daemon/tenant_policy.h):
+  // "alice=1000:1001,bob=1002"; "" = none.
+  std::string tenant_uids;
   std::string log_level = "info";
 
   // Filled by ValidateDaemonOptions from the strings above (master_host "" when master
@@ -61,6 +65,7 @@ struct DaemonOptions {
   int master_port = 0;
   unsigned socket_mode_bits = 0660;
   LocalAccessRules local_access;  // allowed_uids and allowed_gids resolved
+  TenantPolicy tenant_policy;  // from tenant_uids
 };
 
 void RegisterDaemonFlags(FlagSet* flags, DaemonOptions* options);

@@ -355,7 +355,12 @@ int main(int argc, char** argv) {
   SegmentDrainer drainer(&master, &membership, &io);
   CacheInvalidator invalidator(engine->tcp());
   StoreService service(&master, &membership, &cache, &invalidator, &io, &drainer, options.master,
-                       options.checksum, segment_budget, options.put_no_space_wait_ms);
+                       options.checksum, segment_budget, options.put_no_space_wait_ms,
+                       options.tenant_policy);
+  if (!options.tenant_policy.empty()) {
+    MC_LOG_INFO("tenants only their uids may claim: %s",
+                options.tenant_policy.Describe().c_str());
+  }
   UdsServer::Limits limits;
   limits.hello_timeout_ms = options.hello_timeout_ms;
   UdsServer server(&service, workers, limits);

@@ -373,17 +373,21 @@ ErrorCode MasterClient::BatchRemove(const std::vector<std::string>& keys, bool f
 }
 
 Result<uint64_t> MasterClient::RemoveByRegex(const std::string& pattern, bool force,
-                                             int64_t caller, StaleCaches* stale) {
+                                             int64_t caller, const std::string& tenant,
+                                             StaleCaches* stale) {
   rpc::ChangeResult result;
-  ErrorCode call =
-      Call([&](rpc::MasterServiceClient& c) { c.RemoveByRegex(result, pattern, force, caller); });
+  ErrorCode call = Call([&](rpc::MasterServiceClient& c) {
+    c.RemoveByRegex(result, pattern, force, caller, tenant);
+  });
   StaleOf(call, &result.holders, stale);
   return CountOf(call, result.code);
 }
 
-Result<uint64_t> MasterClient::RemoveAll(bool force, int64_t caller, StaleCaches* stale) {
+Result<uint64_t> MasterClient::RemoveAll(bool force, int64_t caller, const std::string& tenant,
+                                         StaleCaches* stale) {
   rpc::ChangeResult result;
-  ErrorCode call = Call([&](rpc::MasterServiceClient& c) { c.RemoveAll(result, force, caller); });
+  ErrorCode call =
+      Call([&](rpc::MasterServiceClient& c) { c.RemoveAll(result, force, caller, tenant); });
   StaleOf(call, &result.holders, stale);
   return CountOf(call, result.code);
 }

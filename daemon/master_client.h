@@ -113,13 +113,15 @@ class MasterClient {
   // (*out)[i]: 1, 0, or a negative code, as the master sent it.
   ErrorCode BatchExistKey(const std::vector<std::string>& keys, std::vector<int32_t>* out);
 
-  // caller: this daemon's id, which the master leaves out of *stale.
+  // caller: this daemon's id, which the master leaves out of *stale. tenant: the tenant
+  // whose keys RemoveByRegex and RemoveAll walk ("": the default tenant's).
   ErrorCode Remove(const std::string& key, bool force, int64_t caller, StaleCaches* stale);
   ErrorCode BatchRemove(const std::vector<std::string>& keys, bool force, int64_t caller,
                         std::vector<ErrorCode>* out, StaleCaches* stale);
   Result<uint64_t> RemoveByRegex(const std::string& pattern, bool force, int64_t caller,
-                                 StaleCaches* stale);
-  Result<uint64_t> RemoveAll(bool force, int64_t caller, StaleCaches* stale);
+                                 const std::string& tenant, StaleCaches* stale);
+  Result<uint64_t> RemoveAll(bool force, int64_t caller, const std::string& tenant,
+                             StaleCaches* stale);
 
  private:
   struct Connection;

@@ -4,7 +4,9 @@
 
 #include "common/crc32c.h"
 #include "common/logging.h"
+#include "common/tenant_key.h"
 #include "common/units.h"
+#include "daemon/tenant_scope.h"
 #include "include/mooncake_store.h"
 
 namespace mooncake {
@@ -15,7 +17,7 @@ using namespace store_detail;
 namespace store_detail {
 
 bool ValidKey(const std::string& key) {
-  return !key.empty() && key.size() <= MOONCAKE_STORE_MAX_KEY_LEN;
+  return !key.empty() && key.size() <= tenant_key::kMaxStoredKeyLen;
 }
 
 bool ValidSize(uint64_t size) { return size >= 1 && size <= MOONCAKE_STORE_MAX_VALUE_SIZE; }
@@ -36,7 +38,7 @@ StoreService::StoreService(MasterClient* master, Membership* membership, ReadCac
                            CacheInvalidator* invalidator, ReplicaIO* io,
                            SegmentDrainer* drainer, std::string master_address, bool checksum,
                            std::shared_ptr<SegmentBudget> segment_budget,
-                           int64_t put_no_space_wait_ms)
+                           int64_t put_no_space_wait_ms, TenantPolicy tenants)
     : master_(master),
       membership_(membership),
       cache_(cache),
@@ -46,7 +48,8 @@ StoreService::StoreService(MasterClient* master, Membership* membership, ReadCac
       master_address_(std::move(master_address)),
       checksum_(checksum),
       segment_budget_(std::move(segment_budget)),
-      put_no_space_wait_ms_(put_no_space_wait_ms) {}
+      put_no_space_wait_ms_(put_no_space_wait_ms),
+      tenants_(std::move(tenants)) {}
 
 int64_t StoreService::ValueChecksum(const ValueSlice& written) const {
   if (!checksum_) return -1;
@@ -62,11 +65,21 @@ bool StoreService::Hello(ClientConnection* s, const uds::Message& hello, std::ve
     *why = "malformed HELLO";
     return false;
   }
+  ErrorCode refusal = ErrorCode::INVALID_PARAMS;
+  Result<std::string> tenant = tenants_.Resolve(in.tenant, s->peer_uid());
   if (in.abi_version != MOONCAKE_STORE_ABI_VERSION) {
     *why = "ABI version " + std::to_string(in.abi_version) + ", daemon speaks " +
            std::to_string(MOONCAKE_STORE_ABI_VERSION);
   } else if (!in.master_address.empty() && in.master_address != master_address_) {
     *why = "client expects master " + in.master_address + ", daemon uses " + master_address_;
+  } else if (!tenant.ok()) {
+    refusal = tenant.code();
+    // Only a well-formed id is shown: it is the peer's input.
+    *why = refusal == ErrorCode::PERMISSION_DENIED
+               ? "uid " + std::to_string(s->peer_uid()) + " may not claim tenant '" + in.tenant +
+                     "' (--tenant_uids lists it for other uids)"
+               : "a tenant id of " + std::to_string(in.tenant.size()) +
+                     " bytes that is not 1..64 characters of [A-Za-z0-9_.-]";
   } else if (fds.size() > 1 || (in.pool_size == 0) != fds.empty()) {
     *why = in.pool_size == 0
                ? "a pool fd came with pool_size 0"
@@ -84,6 +97,12 @@ bool StoreService::Hello(ClientConnection* s, const uds::Message& hello, std::ve
       s->Send(&refusal);
       return false;
     }
+    s->set_tenant(tenant.value());
+    if (!tenant.value().empty()) {
+      MC_LOG_DEBUG("connection %llu (pid %d, uid %d) is tenant '%s'",
+                   static_cast<unsigned long long>(s->id()), static_cast<int>(s->peer_pid()),
+                   static_cast<int>(s->peer_uid()), tenant.value().c_str());
+    }
     uds::HelloReply out;
     out.hostname = membership_->name();
     out.daemon_id = static_cast<uint64_t>(membership_->daemon_id());
@@ -97,8 +116,8 @@ bool StoreService::Hello(ClientConnection* s, const uds::Message& hello, std::ve
     fds.clear();  // AttachPool closed it
   }
   for (int fd : fds) close(fd);
-  uds::ReplyFrame refusal(hello.id, ErrorCode::INVALID_PARAMS, uds::NoReply());
-  s->Send(&refusal);
+  uds::ReplyFrame reply(hello.id, refusal, uds::NoReply());
+  s->Send(&reply);
   return false;
 }
 
@@ -109,6 +128,7 @@ bool StoreService::Run(ClientConnection* s, const uds::Message& request,
                                                           typename uds::OpSpec<op>::Reply*)) {
   typename uds::OpSpec<op>::Args in;
   if (!uds::ParseFields(request.args, &in)) return false;
+  ScopeKeys(s->tenant(), &in);
   typename uds::OpSpec<op>::Reply out;
   ErrorCode code = (this->*handler)(s, in, &out);
   uds::ReplyFrame reply(request.id, code, out);
@@ -284,17 +304,18 @@ ErrorCode StoreService::OnRemoveByRegex(ClientConnection* s, const uds::RemoveBy
     return ErrorCode::INVALID_PARAMS;
   }
   StaleCaches stale;
-  Result<uint64_t> removed =
-      master_->RemoveByRegex(in.pattern, in.force.value, membership_->daemon_id(), &stale);
+  Result<uint64_t> removed = master_->RemoveByRegex(in.pattern, in.force.value,
+                                                    membership_->daemon_id(), s->tenant(), &stale);
   ForgetEverywhere(stale, {}, true);
   out->count = removed.value();
   return removed.code();
 }
 
-ErrorCode StoreService::OnRemoveAll(ClientConnection*, const uds::RemoveAllArgs& in,
+ErrorCode StoreService::OnRemoveAll(ClientConnection* s, const uds::RemoveAllArgs& in,
                                     uds::CountReply* out) {
   StaleCaches stale;
-  Result<uint64_t> removed = master_->RemoveAll(in.force.value, membership_->daemon_id(), &stale);
+  Result<uint64_t> removed =
+      master_->RemoveAll(in.force.value, membership_->daemon_id(), s->tenant(), &stale);
   ForgetEverywhere(stale, {}, true);
   out->count = removed.value();
   return removed.code();

@@ -32,8 +32,15 @@
 // graceful close sends, and at the teardown of a connection that went without (a crash),
 // since the memory is the daemon's own mapping and outlives the client.
 //
+// Tenants (docs/security.md, "Tenants"): HELLO settles the connection's tenant
+// (daemon/tenant_policy.h), and every request's keys become that tenant's stored keys as
+// its arguments are parsed (daemon/tenant_scope.h), before any handler, cache or RPC sees
+// them. REMOVE_BY_REGEX and REMOVE_ALL, which name no key, pass the tenant to the master,
+// which walks that tenant's keys only.
+//
 // Every op of common/uds_ops.h has one handler here, On<Name>: it gets the op's parsed
-// Args, fills its Reply, and returns the code; Handle sends [id, code, reply].
+// Args (keys already scoped), fills its Reply, and returns the code; Handle sends [id,
+// code, reply].
 #ifndef MOONCAKE_DAEMON_STORE_SERVICE_H_
 #define MOONCAKE_DAEMON_STORE_SERVICE_H_
 
@@ -55,6 +62,7 @@
 #include "daemon/replica_io.h"
 #include "daemon/segment_drainer.h"
 #include "daemon/segment_budget.h"
+#include "daemon/tenant_policy.h"
 
 namespace mooncake {
 
@@ -69,15 +77,18 @@ class StoreService {
 
   // checksum: compute a CRC32C of every value put through this daemon. segment_budget
   // pays for MOUNT_SEGMENT (daemon/segment_budget.h). put_no_space_wait_ms: how long a put
-  // the master has no space for waits for eviction to make some (daemon/no_space_wait.h).
+  // the master has no space for waits for eviction to make some (daemon/no_space_wait.h). tenants:
+  // --tenant_uids.
   StoreService(MasterClient* master, Membership* membership, ReadCache* cache,
                CacheInvalidator* invalidator, ReplicaIO* io, SegmentDrainer* drainer,
                std::string master_address, bool checksum,
-               std::shared_ptr<SegmentBudget> segment_budget, int64_t put_no_space_wait_ms);
+               std::shared_ptr<SegmentBudget> segment_budget, int64_t put_no_space_wait_ms,
+               TenantPolicy tenants = TenantPolicy());
 
   // The handshake, run before any other frame of the connection is read. Sends the reply.
   // false (with *why for the log) when the connection must be closed: a malformed HELLO,
-  // an ABI or master mismatch, or a pool fd that is missing, extra or unsealed.
+  // an ABI or master mismatch, a tenant the peer may not claim (PERMISSION_DENIED) or a
+  // malformed tenant id, or a pool fd that is missing, extra or unsealed.
   // Takes ownership of fds.
   bool Hello(ClientConnection* client, const uds::Message& hello, std::vector<int> fds,
              std::string* why);
@@ -219,11 +230,14 @@ class StoreService {
   const bool checksum_;
   const std::shared_ptr<SegmentBudget> segment_budget_;
   const int64_t put_no_space_wait_ms_;
+  const TenantPolicy tenants_;
 };
 
 // ---- helpers shared by the handler files ----
 namespace store_detail {
 
+// A key as the handlers get it, scoped (daemon/tenant_scope.h): "" stands for a key the
+// client got wrong.
 bool ValidKey(const std::string& key);
 bool ValidSize(uint64_t size);
 // The chunk's range lies inside a value of value_size bytes (overflow included).

@@ -10,6 +10,7 @@
 #include <cstring>
 
 #include "daemon/store_service.h"
+#include "daemon/tenant_scope.h"
 
 namespace mooncake {
 
@@ -57,6 +58,7 @@ StoreService::Inline StoreService::TryInline(ClientConnection* s, const uds::Mes
     case Op::kGet: {
       uds::GetArgs in;
       if (!cache_->enabled() || !uds::ParseFields(m.args, &in)) break;
+      ScopeKeys(s->tenant(), &in);
       char* dest = s->PoolRange(in.pool_offset, in.capacity);
       if (!ValidKey(in.key) || dest == nullptr) break;
       Result<uint64_t> copied = CopyCached(in.key, dest, in.capacity, kInlineMaxBytes);
@@ -67,10 +69,9 @@ StoreService::Inline StoreService::TryInline(ClientConnection* s, const uds::Mes
     case Op::kGetSize: {
       uds::KeyArgs in;
       ReadCache::Entry cached;
-      if (!cache_->enabled() || !uds::ParseFields(m.args, &in) || !ValidKey(in.key) ||
-          !cache_->Lookup(in.key, &cached)) {
-        break;
-      }
+      if (!cache_->enabled() || !uds::ParseFields(m.args, &in)) break;
+      ScopeKeys(s->tenant(), &in);
+      if (!ValidKey(in.key) || !cache_->Lookup(in.key, &cached)) break;
       if (m.head == static_cast<int64_t>(Op::kExist)) {
         return Finish(s, m.id, ErrorCode::OK, uds::ExistReply{1}, deferred);
       }

@@ -27,8 +27,9 @@
 // Invariants, after every call:
 //  - errors are values: no handler throws (the processor would answer T_EXCEPTION, which
 //    only an unknown method may get), and every reply is one well-formed message;
-//  - what a call accepted keeps the documented limits: keys of 1..4096 bytes without NUL,
-//    sizes of 1..4 GiB, 1..64 replicas, checksums up to 2^32-1, segments of size > 0;
+//  - what a call accepted keeps the documented limits: stored keys (common/tenant_key.h:
+//    1..4096 bytes without NUL, behind a valid tenant id for a named tenant), sizes of
+//    1..4 GiB, 1..64 replicas, checksums up to 2^32-1, segments of size > 0;
 //  - a reservation or replica list names distinct attached segments and ranges inside
 //    them, of the object's size; GetAllSegments never shows an incarnation;
 //  - a change's reply (UpsertEnd, the removals) never names its caller as a cache holder,
@@ -37,7 +38,9 @@
 //    PROCESSING ranges in other attached segments; CommitMoves and RevokeMoves answer
 //    one code per key;
 //  - the stats agree with the segments (used <= size each; capacity sums every segment,
-//    used the attached ones' while none is detached);
+//    used the attached ones' while none is detached), and the tenants' figures with the
+//    whole (their objects sum the objects, their bytes stay within the bytes used, a
+//    tenant with a quota within it, refusals only where there is a quota);
 // at every restart:
 //  - the restore drops nothing (what a clean shutdown left is consistent) and loads the
 //    newest snapshot;
@@ -60,6 +63,7 @@
 #include "common/cluster_key.h"
 #include "common/master_auth.h"
 #include "common/rpc_logging.h"
+#include "common/tenant_key.h"
 #include "fuzz/fuzz_util.h"
 #include "fuzz/master_state.h"
 #include "master/authenticated_processor.h"
@@ -96,13 +100,11 @@ MasterOptions Options() {
   o.eviction_high_watermark_ratio = 0.75;
   o.eviction_ratio = 0.25;
   o.allocation_strategy = "free_ratio_first";  // "random" would make runs differ
+  o.tenant_quota = "fz=64KB";  // a tenant the seeds fill past its quota
   return o;
 }
 
-bool ValidKey(const std::string& key) {
-  return !key.empty() && key.size() <= MOONCAKE_STORE_MAX_KEY_LEN &&
-         key.find('\0') == std::string::npos;
-}
+bool ValidKey(const std::string& key) { return tenant_key::ValidStoredKey(key); }
 
 // RpcHandler with a check of every answer against what the call asked.
 class CheckedHandler : public RpcHandler {
@@ -216,15 +218,20 @@ class CheckedHandler : public RpcHandler {
   }
 
   void RemoveByRegex(rpc::ChangeResult& out, const std::string& pattern, bool force,
-                     int64_t caller) override {
-    RpcHandler::RemoveByRegex(out, pattern, force, caller);
+                     int64_t caller, const std::string& tenant) override {
+    RpcHandler::RemoveByRegex(out, pattern, force, caller, tenant);
     CheckCount(out.code);
+    FUZZ_CHECK(out.code <= 0 || tenant_key::ValidTenantOrDefault(tenant),
+               "RemoveByRegex removed %lld of a malformed tenant", static_cast<long long>(out.code));
     CheckHolders(out.holders, caller, 0);
   }
 
-  void RemoveAll(rpc::ChangeResult& out, bool force, int64_t caller) override {
-    RpcHandler::RemoveAll(out, force, caller);
+  void RemoveAll(rpc::ChangeResult& out, bool force, int64_t caller,
+                 const std::string& tenant) override {
+    RpcHandler::RemoveAll(out, force, caller, tenant);
     CheckCount(out.code);
+    FUZZ_CHECK(out.code <= 0 || tenant_key::ValidTenantOrDefault(tenant),
+               "RemoveAll removed %lld of a malformed tenant", static_cast<long long>(out.code));
     CheckHolders(out.holders, caller, 0);
   }
 
@@ -579,6 +586,21 @@ void CheckStats(MasterService* service) {
              static_cast<long long>(stats.used_bytes), static_cast<long long>(stats.capacity_bytes),
              static_cast<unsigned long long>(used), static_cast<unsigned long long>(capacity));
   FUZZ_CHECK(stats.objects >= 0, "%lld objects", static_cast<long long>(stats.objects));
+  int64_t tenant_objects = 0, tenant_bytes = 0;
+  for (const rpc::TenantStats& t : stats.tenants) {
+    FUZZ_CHECK(t.objects >= 0 && t.bytes >= 0 && t.refused_puts >= 0 &&
+                   (t.quota_bytes == 0 ? t.refused_puts == 0 : t.bytes <= t.quota_bytes),
+               "tenant '%s': %lld objects, %lld bytes, quota %lld, %lld refused",
+               t.tenant.c_str(), static_cast<long long>(t.objects),
+               static_cast<long long>(t.bytes), static_cast<long long>(t.quota_bytes),
+               static_cast<long long>(t.refused_puts));
+    tenant_objects += t.objects;
+    tenant_bytes += t.bytes;
+  }
+  FUZZ_CHECK(tenant_objects == stats.objects && tenant_bytes <= stats.used_bytes,
+             "the tenants hold %lld objects and %lld bytes; the master %lld and %lld",
+             static_cast<long long>(tenant_objects), static_cast<long long>(tenant_bytes),
+             static_cast<long long>(stats.objects), static_cast<long long>(stats.used_bytes));
 }
 
 // One master's life: a service with its strict log in dir/oplog, served by the generated

@@ -32,6 +32,7 @@ std::string Hello() {
   hello.pool_size = 1 << 20;
   hello.pid = 4242;
   hello.master_address = "127.0.0.1:50051";
+  hello.tenant = "team-7.prod";
   return Request(1, uds::Op::kHello, hello);
 }
 

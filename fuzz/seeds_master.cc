@@ -16,6 +16,7 @@
 #include "common/cluster_key.h"
 #include "common/little_endian.h"
 #include "common/master_auth.h"
+#include "common/tenant_key.h"
 #include "fuzz/fuzz_util.h"
 #include "fuzz/master_state.h"
 #include "fuzz/seeds.h"
@@ -362,8 +363,8 @@ Seeds MasterRpcSeeds() {
     }
     s.Now().send_GetReplicaList("obj-0", 0);
     s.At(3, true).send_GetStats();
-    s.At(5, true).send_RemoveAll(false, 0);
-    s.Now().send_RemoveByRegex("^obj-[0-9]+$", true, 1);
+    s.At(5, true).send_RemoveAll(false, 0, "");
+    s.Now().send_RemoveByRegex("^obj-[0-9]+$", true, 1, "");
     seeds.emplace_back("seed-eviction", s.bytes());
   }
   {  // a daemon that falls silent, and one replaced at the same endpoint
@@ -430,8 +431,8 @@ Seeds MasterRpcSeeds() {
     s.Now().send_Remove("a", false, 1);
     s.Now().send_BatchRemove({"c", "b", "missing"}, true, 1);
     s.Now().send_GetReplicaList("b", 2);
-    s.At(1).send_RemoveByRegex("^[a-c]$", true, 1);
-    s.AfterRestart().send_RemoveAll(true, 2);
+    s.At(1).send_RemoveByRegex("^[a-c]$", true, 1, "");
+    s.AfterRestart().send_RemoveAll(true, 2, "");
     seeds.emplace_back("seed-cache-holders", s.bytes());
   }
   {  // a segment drained into another (one a client lent) before its daemon unmounts it
@@ -491,6 +492,28 @@ Seeds MasterRpcSeeds() {
     s.Now().send_Snapshot();
     s.OnLocalConnection().send_GetReplicaList("k", 0);
     seeds.emplace_back("seed-refused", s.bytes());
+  }
+  {  // tenants: the same key in three key spaces, "fz" past its quota (64 KB), scoped
+     // removals, an upsert of "fz", and a restart that recounts their figures
+    RpcScript s;
+    Daemon(s, 1);
+    Daemon(s, 2);
+    const std::string fz = tenant_key::Encode("fz", "k");
+    const std::string other = tenant_key::Encode("other", "k");
+    for (const std::string& key : {std::string("k"), fz, other}) {
+      s.Now().send_PutStart(1, key, 30000, Config(2));
+      s.Now().send_PutEnd(1, key, -1);
+    }
+    s.Now().send_BatchPutStart(1, {tenant_key::Encode("fz", "a"), tenant_key::Encode("fz", "b")},
+                               {4000, 4000}, Config());
+    s.Now().send_UpsertStart(1, fz, 2000, Config());
+    s.Now().send_UpsertEnd(1, fz, 3);
+    s.Now().send_GetStats();
+    s.AfterSnapshot().send_RemoveByRegex("^k$", true, 1, "fz");
+    s.Now().send_RemoveAll(true, 1, "other");
+    s.Now().send_RemoveAll(true, 1, "not a tenant");
+    s.AfterRestart().send_GetStats();
+    seeds.emplace_back("seed-tenants", s.bytes());
   }
   return seeds;
 }

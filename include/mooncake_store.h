@@ -29,7 +29,7 @@ extern "C" {
 
 /* Bumped whenever a function's signature or meaning changes. The library and the daemon
  * compare it at connect time; a mismatch is an error, never silent garbage. */
-#define MOONCAKE_STORE_ABI_VERSION 1
+#define MOONCAKE_STORE_ABI_VERSION 2
 
 #define MOONCAKE_STORE_MAX_KEY_LEN 4096
 #define MOONCAKE_STORE_MAX_VALUE_SIZE (4ULL << 30)
@@ -119,10 +119,23 @@ mooncake_store_t mooncake_store_create(void);
  * pointers from mooncake_store_alloc() are invalid afterwards. */
 void mooncake_store_destroy(mooncake_store_t store);
 
+/* Names the tenant whose keys the handle's calls name (docs/security.md, "Tenants"). Each
+ * tenant has a key space of its own: no other tenant sees, reads, removes or matches (by
+ * remove_by_regex or remove_all) its keys, and the same key in two tenants is two objects.
+ * tenant_id is 1 to 64 characters of [A-Za-z0-9_.-], or "" (or NULL) to name none: the
+ * handle is then in the first tenant the daemon's --tenant_uids lists for the process's uid,
+ * else in the default tenant, which holds the keys of every handle that names none (and
+ * everything stored before tenants existed). Call it before connect or setup; it holds for
+ * every later connect of the handle. -600 for a malformed id, or while connected. connect
+ * and setup then answer -1401 when the daemon's --tenant_uids keeps the tenant for other
+ * uids, and puts answer -1402 when the master's --tenant_quota for it would be exceeded. */
+int mooncake_store_set_tenant(mooncake_store_t store, const char *tenant_id);
+
 /* The native entry. Connects to the daemon's Unix socket (NULL: $MOONCAKE_SOCKET, else
  * /run/mooncake/mooncaked.sock) and creates a pool of local_buffer_size bytes shared with
  * it. -900 when no daemon answers, -600 on an ABI version mismatch, -1401 when the daemon
- * does not admit this process's uid and groups (its --allowed_uids, --allowed_gids). */
+ * does not admit this process's uid and groups (its --allowed_uids, --allowed_gids) or
+ * the tenant (set_tenant) is not this process's to claim (its --tenant_uids). */
 int mooncake_store_connect(mooncake_store_t store, const char *socket_path,
                            uint64_t local_buffer_size);
 
@@ -177,7 +190,9 @@ int mooncake_store_unregister_buffer(mooncake_store_t store, void *buffer);
  * of asking again (back-pressure: retry later). -800 when a replica on another
  * daemon could not be written (that daemon died or stalled): nothing was stored. -1503
  * when the master cannot persist the put (its disk is full or failing, with its log on):
- * the put may or may not be kept; no new put is taken until the disk takes the log. */
+ * the put may or may not be kept; no new put is taken until the disk takes the log.
+ * -1402 when size x replica_num more bytes would take the handle's tenant over its quota
+ * (the master's --tenant_quota): nothing was stored; remove some of its keys first. */
 int mooncake_store_put(mooncake_store_t store, const char *key, const void *value,
                        size_t size, const mooncake_replicate_config_t *config);
 
@@ -231,15 +246,16 @@ int mooncake_store_remove(mooncake_store_t store, const char *key, int force);
 int mooncake_store_batch_remove(mooncake_store_t store, const char **keys, size_t count,
                                 int force, int *results_out);
 
-/* Removes every key in which the RE2 regular expression finds a match (RE2 syntax: no
- * backreferences or lookaround; keys and pattern are taken byte for byte, as Latin-1);
- * returns how many were removed (>= 0) or a negative code (-600 for a malformed pattern,
- * one longer than MOONCAKE_STORE_MAX_PATTERN_LEN, or one too large once compiled). RE2
- * runs in time linear in the key, so no pattern can make the master hang. */
+/* Removes every key of the handle's tenant in which the RE2 regular expression finds a
+ * match (RE2 syntax: no backreferences or lookaround; keys and pattern are taken byte for
+ * byte, as Latin-1, and the pattern sees keys as the tenant names them); returns how many
+ * were removed (>= 0) or a negative code (-600 for a malformed pattern, one longer than
+ * MOONCAKE_STORE_MAX_PATTERN_LEN, or one too large once compiled). RE2 runs in time linear
+ * in the key, so no pattern can make the master hang. */
 int64_t mooncake_store_remove_by_regex(mooncake_store_t store, const char *pattern, int force);
 
-/* Removes every complete object (without force, leased and hard-pinned ones are kept);
- * returns how many were removed. */
+/* Removes every complete object of the handle's tenant (without force, leased and
+ * hard-pinned ones are kept); returns how many were removed. */
 int64_t mooncake_store_remove_all(mooncake_store_t store, int force);
 
 #ifdef __cplusplus

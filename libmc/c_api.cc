@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "common/error_code.h"
+#include "common/tenant_key.h"
 #include "common/units.h"
 #include "include/mooncake_store.h"
 #include "libmc/store_client.h"
@@ -191,6 +192,19 @@ MC_EXPORT void mooncake_store_destroy(mooncake_store_t store) {
   Guard<int>(0, [&] {
     delete AsClient(store);
     return 0;
+  });
+}
+
+MC_EXPORT int mooncake_store_set_tenant(mooncake_store_t store, const char* tenant_id) {
+  if (store == nullptr) return kInternal;
+  return Guard(kInternal, [&] {
+    // NULL names none, as "" does; an over-long id is refused without reading past what
+    // could be one.
+    std::string tenant;
+    if (tenant_id != nullptr) {
+      tenant.assign(tenant_id, strnlen(tenant_id, mooncake::tenant_key::kMaxTenantLen + 1));
+    }
+    return ToAbi(AsClient(store)->SetTenant(tenant));
   });
 }
 

@@ -159,6 +159,7 @@ ErrorCode Connection::Dial(bool first, std::shared_ptr<Channel>* out, std::strin
   greeting.pool_size = options_.pool_size;
   greeting.pid = static_cast<uint64_t>(getpid());
   greeting.master_address = options_.master_address;
+  greeting.tenant = options_.tenant;
   Request hello(uds::Op::kHello, greeting);
   Reply reply;
   ErrorCode code = CallOn(channel, hello, &reply, nullptr, options_.pool_fd);
@@ -169,11 +170,11 @@ ErrorCode Connection::Dial(bool first, std::shared_ptr<Channel>* out, std::strin
                    options_.master_address.c_str());
     } else if (code == ErrorCode::PERMISSION_DENIED && first) {
       // The first connect only: Current logs a refused reconnect once, like any other.
-      MC_LOG_ERROR("mooncake_store: mooncaked at %s does not admit this process (uid %u, "
-                   "gid %u): its --allowed_uids and --allowed_gids say who may connect "
-                   "(docs/security.md)",
+      MC_LOG_ERROR("mooncake_store: mooncaked at %s refused this process (uid %u, gid %u, "
+                   "tenant \"%s\"): its --allowed_uids and --allowed_gids say who may "
+                   "connect, its --tenant_uids who may claim a tenant (docs/security.md)",
                    options_.socket_path.c_str(), static_cast<unsigned>(geteuid()),
-                   static_cast<unsigned>(getegid()));
+                   static_cast<unsigned>(getegid()), options_.tenant.c_str());
     }
     return code;
   }

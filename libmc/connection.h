@@ -84,6 +84,7 @@ class Connection {
     std::shared_ptr<void> pool_owner;  // keeps pool_fd open while the connection lives
     uint64_t pool_size = 0;
     std::string master_address;  // "" or what the daemon's --master must equal
+    std::string tenant;          // named at every HELLO; "" names none
     uint64_t mount_size = 0;     // > 0: MOUNT_SEGMENT after every HELLO
     int timeout_ms = 30000;
     std::shared_ptr<PoolQuarantine> quarantine;  // the pool's; null without a pool
@@ -95,7 +96,8 @@ class Connection {
   Connection& operator=(const Connection&) = delete;
 
   // First connection: dial, HELLO, MOUNT_SEGMENT if asked. OK, RPC_FAIL when no daemon
-  // answers, or the daemon's code (INVALID_PARAMS for an ABI or master mismatch).
+  // answers, or the daemon's code (INVALID_PARAMS for an ABI or master mismatch,
+  // PERMISSION_DENIED for a tenant this process may not claim).
   ErrorCode Open();
   // Disconnects for good; pending requests fail with -900, later ones with -600.
   void Close();

@@ -7,6 +7,7 @@
 
 #include "common/error_code.h"
 #include "common/logging.h"
+#include "common/tenant_key.h"
 
 namespace mooncake {
 namespace client {
@@ -203,6 +204,14 @@ BatchFrame<op, Deliver> MakeBatchFrame(Connection& conn, typename uds::OpSpec<op
 
 StoreClient::~StoreClient() { Close(); }
 
+ErrorCode StoreClient::SetTenant(const std::string& tenant) {
+  if (!tenant_key::ValidTenantOrDefault(tenant)) return ErrorCode::INVALID_PARAMS;
+  std::unique_lock<std::shared_mutex> lock(state_mu_);
+  if (connected_) return ErrorCode::INVALID_PARAMS;
+  tenant_ = tenant;
+  return ErrorCode::OK;
+}
+
 ErrorCode StoreClient::Connect(const std::string& socket_path, uint64_t local_buffer_size,
                                const std::string& master_address, uint64_t mount_size) {
   std::unique_lock<std::shared_mutex> lock(state_mu_);
@@ -225,6 +234,7 @@ ErrorCode StoreClient::Connect(const std::string& socket_path, uint64_t local_bu
   options.pool_owner = pool;
   options.pool_size = pool ? pool->size() : 0;
   options.master_address = master_address;
+  options.tenant = tenant_;
   options.mount_size = mount_size;
   options.timeout_ms = TimeoutFromEnvironment();
   options.quarantine = quarantine;

@@ -54,9 +54,13 @@ class StoreClient {
   StoreClient(const StoreClient&) = delete;
   StoreClient& operator=(const StoreClient&) = delete;
 
-  // Creates (or, for the same size, reuses) the pool, dials socket_path and says HELLO;
-  // mount_size > 0 mounts an extra segment for this handle. INVALID_PARAMS when already
-  // connected.
+  // The tenant later connects name (common/tenant_key.h; "" names none). INVALID_PARAMS
+  // for a malformed id, or while connected.
+  ErrorCode SetTenant(const std::string& tenant);
+
+  // Creates (or, for the same size, reuses) the pool, dials socket_path and says HELLO
+  // (naming the tenant of SetTenant); mount_size > 0 mounts an extra segment for this
+  // handle. INVALID_PARAMS when already connected.
   ErrorCode Connect(const std::string& socket_path, uint64_t local_buffer_size,
                     const std::string& master_address, uint64_t mount_size);
   // Disconnects; the pool stays mapped (pointers stay readable) until the handle is
@@ -117,6 +121,7 @@ class StoreClient {
 
   std::shared_mutex state_mu_;  // guards the members below
   bool connected_ = false;
+  std::string tenant_;
   std::shared_ptr<Connection> conn_;
   std::shared_ptr<Pool> pool_;
   std::shared_ptr<PoolQuarantine> quarantine_;  // pool_'s: it lives across reconnects

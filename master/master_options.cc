@@ -1,5 +1,7 @@
 #include "master/master_options.h"
 
+#include "master/tenant_usage.h"
+
 namespace mooncake {
 
 void RegisterMasterFlags(FlagSet* f, MasterOptions* o) {
@@ -10,6 +12,9 @@ void RegisterMasterFlags(FlagSet* f, MasterOptions* o) {
   f->AddString("cluster_key_file", &o->cluster_key_file,
                "file (mode 0600) of the key every master and daemon of the cluster shares; "
                "peers prove it at connect (default: none, loopback peers only)");
+  f->AddString("tenant_quota", &o->tenant_quota,
+               "memory a tenant's objects may take over all their replicas, e.g. "
+               "\"alice=1GB,bob=512MB\"; a put past it answers -1402 (default: no quotas)");
   f->AddInt("rpc_thread_num", &o->rpc_thread_num,
             "Thrift I/O threads, which run the handlers (0: one per core, at least 8)");
   f->AddDuration("default_kv_lease_ttl", &o->default_kv_lease_ttl_ms, 1,
@@ -108,6 +113,9 @@ bool ValidateMasterOptions(const MasterOptions& o, std::string* error) {
     *error = "--oplog_flush_interval must be in (0, 60 s]";
   } else if (o.reattach_grace_ms <= 0) {
     *error = "--reattach_grace_period_sec must be positive";
+  } else if (TenantUsage::Quotas quotas;
+             !TenantUsage::ParseQuotas(o.tenant_quota, &quotas, error)) {
+    *error = "--tenant_quota: " + *error;
   } else {
     return true;
   }

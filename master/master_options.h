@@ -42,6 +42,9 @@ struct MasterOptions {
   std::string allocation_strategy = "random";
   std::string log_level = "info";
   std::string cluster_key_file;  // "" = no key: loopback peers only (docs/security.md)
+  // Memory each listed tenant's objects may take, over all their memory replicas
+  // (master/tenant_usage.h): "alice=1GB,bob=512MB"; "" = no quota for anyone.
+  std::string tenant_quota;
 
   // Durability (docs/durability.md). The log lives in <snapshot_dir>/oplog and needs
   // snapshots, which bound it.

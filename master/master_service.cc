@@ -11,6 +11,8 @@
 #include <re2/re2.h>
 
 #include "common/logging.h"
+#include "common/tenant_key.h"
+#include "common/units.h"
 
 namespace mooncake {
 
@@ -42,6 +44,21 @@ MasterOptions WithClock(MasterOptions options) {
   return options;
 }
 
+// --tenant_quota, which ValidateMasterOptions has checked.
+TenantUsage::Quotas QuotasOf(const std::string& text) {
+  TenantUsage::Quotas quotas;
+  std::string error;
+  if (!TenantUsage::ParseQuotas(text, &quotas, &error)) {
+    MC_LOG_ERROR("--tenant_quota ignored: %s", error.c_str());
+  }
+  std::string shown;
+  for (const auto& [tenant, bytes] : quotas) {
+    shown += (shown.empty() ? "" : ", ") + tenant + " " + FormatSize(bytes);
+  }
+  if (!shown.empty()) MC_LOG_INFO("tenant quotas: %s", shown.c_str());
+  return quotas;
+}
+
 }  // namespace
 
 MasterService::MasterService(MasterOptions options)
@@ -52,7 +69,8 @@ MasterService::MasterService(MasterOptions options)
                     ? AllocationStrategy::kFreeRatioFirst
                     : AllocationStrategy::kRandom,
                 /*alignment=*/64),
-      shards_(new Shard[kShardCount]) {
+      shards_(new Shard[kShardCount]),
+      tenants_(QuotasOf(options_.tenant_quota)) {
   // Each shard gets its share of the master-wide bound (keys hash evenly), and room for at
   // least one object's records.
   size_t per_shard = std::max<size_t>(CacheHolderTable::kMaxPerObject,
@@ -61,10 +79,7 @@ MasterService::MasterService(MasterOptions options)
   for (size_t s = 0; s < kShardCount; ++s) shards_[s].holders.set_max_records(per_shard);
 }
 
-bool MasterService::ValidKey(std::string_view key) {
-  return !key.empty() && key.size() <= MOONCAKE_STORE_MAX_KEY_LEN &&
-         key.find('\0') == std::string_view::npos;
-}
+bool MasterService::ValidKey(std::string_view key) { return tenant_key::ValidStoredKey(key); }
 
 MasterService::LockedKey::LockedKey(MasterService& service, const std::string& key)
     : key(key),
@@ -182,6 +197,22 @@ bool MasterService::TryReserve(uint64_t size, const rpc::ReplicateConfig& config
   return !placed.empty();
 }
 
+ErrorCode MasterService::ReserveCharged(const std::string& key, uint64_t size,
+                                        const rpc::ReplicateConfig& config, ReplicaList* out) {
+  int64_t asked = static_cast<int64_t>(size) * config.replica_num;
+  if (!tenants_.TryCharge(key, static_cast<uint64_t>(asked))) return ErrorCode::QUOTA_EXCEEDED;
+  ErrorCode rc = Reserve(size, config, out);
+  // Fewer replicas than asked may have fitted, or none.
+  tenants_.Add(key, 0, (rc == ErrorCode::OK ? MemoryBytes(size, *out) : 0) - asked);
+  return rc;
+}
+
+int64_t MasterService::MemoryBytes(uint64_t size, const ReplicaList& replicas) {
+  int64_t n = 0;
+  for (size_t i = 0; i < replicas.size(); ++i) n += replicas[i].kind == ReplicaKind::kMemory;
+  return n * static_cast<int64_t>(size);
+}
+
 void MasterService::DescribeReplicas(const ReplicaList& replicas, uint64_t size,
                                      bool include_processing,
                                      std::vector<rpc::ReplicaDescriptor>* out) const {
@@ -244,6 +275,7 @@ void MasterService::ReleaseObject(Shard& shard, std::string_view key, ObjectMeta
   shard.holders.Forget(&meta);
   ForgetExistHit(shard, meta);  // before the block goes: the table is keyed by its address
   object_count_.fetch_sub(1);
+  tenants_.Add(key, -1, -MemoryBytes(meta.size, meta.replicas));
 }
 
 void MasterService::RemoveLogged(Shard& shard, std::string_view key, ObjectMetadata& meta) {
@@ -269,6 +301,7 @@ void MasterService::DropPendingUpsert(Shard& shard, std::string_view key) {
   if (it == shard.upserts.end()) return;
   // Its writer may still be copying bytes in: free only when it must have given up.
   DeferFree(it->second.replicas, it->second.start_ms + options_.put_start_release_timeout_ms);
+  tenants_.Add(key, 0, -MemoryBytes(it->second.size, it->second.replicas));
   shard.upserts.erase(it);
 }
 
@@ -291,6 +324,7 @@ rpc::PutStartResult MasterService::StartLocked(LockedKey& locked, int64_t writer
   locked.object = locked.shard.objects.Insert(locked.key, locked.hash, std::move(meta));
   object_count_.fetch_add(1);
   processing_count_.fetch_add(1);
+  tenants_.Add(locked.key, 1, 0);  // its bytes were charged with the reservation
   return result;
 }
 
@@ -312,7 +346,7 @@ rpc::PutStartResult MasterService::PutStart(int64_t writer, const std::string& k
   // Space is reserved without the shard lock: a reservation may have to evict, and
   // eviction takes shard locks one at a time.
   ReplicaList reserved;
-  rc = Reserve(static_cast<uint64_t>(size), config, &reserved);
+  rc = ReserveCharged(key, static_cast<uint64_t>(size), config, &reserved);
   if (rc != ErrorCode::OK) return PutStartError(rc);
 
   LockedKey locked(*this, key);
@@ -320,13 +354,16 @@ rpc::PutStartResult MasterService::PutStart(int64_t writer, const std::string& k
     ObjectMetadata& old = *locked.object;
     if (old.complete || Now() - old.time_ms < options_.put_start_discard_timeout_ms) {
       FreeReplicas(reserved);  // lost a race with another writer of the same key
+      tenants_.Add(key, 0, -MemoryBytes(static_cast<uint64_t>(size), reserved));
       return PutStartError(ErrorCode::OBJECT_ALREADY_EXISTS);
     }
     // An abandoned put: the new writer takes over. The old writer might still be copying,
     // so its space is freed only after put_start_release_timeout.
-    MC_LOG_WARN("put of '%.64s' by daemon %lld abandoned; taken over by %lld", key.c_str(),
+    MC_LOG_WARN("put of '%.64s' by daemon %lld abandoned; taken over by %lld",
+                std::string(tenant_key::UserKeyOf(key)).c_str(),
                 static_cast<long long>(old.writer), static_cast<long long>(writer));
     DeferFree(old.replicas, old.time_ms + options_.put_start_release_timeout_ms);
+    tenants_.Add(key, -1, -MemoryBytes(old.size, old.replicas));
     locked.Erase();
     object_count_.fetch_sub(1);
     processing_count_.fetch_sub(1);
@@ -376,7 +413,7 @@ rpc::PutStartResult MasterService::UpsertStart(int64_t writer, const std::string
   ErrorCode rc = ValidatePut(writer, key, size, config);
   if (rc != ErrorCode::OK) return PutStartError(rc);
   ReplicaList reserved;
-  rc = Reserve(static_cast<uint64_t>(size), config, &reserved);
+  rc = ReserveCharged(key, static_cast<uint64_t>(size), config, &reserved);
   if (rc != ErrorCode::OK) return PutStartError(rc);
 
   LockedKey locked(*this, key);
@@ -392,6 +429,7 @@ rpc::PutStartResult MasterService::UpsertStart(int64_t writer, const std::string
                now - pending->second.start_ms < options_.put_start_discard_timeout_ms);
   if (busy) {
     FreeReplicas(reserved);
+    tenants_.Add(key, 0, -MemoryBytes(static_cast<uint64_t>(size), reserved));
     return PutStartError(ErrorCode::REPLICA_IS_NOT_READY);
   }
   DropPendingUpsert(shard, key);  // an abandoned earlier upsert
@@ -428,6 +466,7 @@ ErrorCode MasterService::UpsertEnd(int64_t writer, const std::string& key, int64
       int64_t now = Now();
       ReplicaList old = std::move(meta.replicas);
       int64_t old_lease = meta.time_ms;
+      tenants_.Add(key, 0, -MemoryBytes(meta.size, old));  // the new value's were charged
       meta.replicas = std::move(up.replicas);
       for (size_t i = 0; i < meta.replicas.size(); ++i) {
         meta.replicas[i].status = ReplicaStatus::kComplete;
@@ -461,6 +500,7 @@ ErrorCode MasterService::UpsertRevoke(int64_t writer, const std::string& key) {
     if (pending != shard.upserts.end()) {
       if (pending->second.writer != writer) return ErrorCode::ILLEGAL_CLIENT;
       FreeReplicas(pending->second.replicas);
+      tenants_.Add(key, 0, -MemoryBytes(pending->second.size, pending->second.replicas));
       shard.upserts.erase(pending);
       return ErrorCode::OK;
     }
@@ -550,9 +590,13 @@ ErrorCode MasterService::Remove(const std::string& key, bool force, CacheHolderS
 }
 
 int64_t MasterService::RemoveByRegex(const std::string& pattern, bool force,
-                                     CacheHolderSet* holders) {
+                                     CacheHolderSet* holders, const std::string& tenant) {
   // Only the pattern's first bytes go to the log: it may be long, and is anyone's input.
   const int shown = static_cast<int>(std::min<size_t>(pattern.size(), 64));
+  if (!tenant_key::ValidTenantOrDefault(tenant)) {
+    MC_LOG_WARN("RemoveByRegex refused: a malformed tenant id of %zu bytes", tenant.size());
+    return ToInt(ErrorCode::INVALID_PARAMS);
+  }
   if (pattern.size() > MOONCAKE_STORE_MAX_PATTERN_LEN) {
     MC_LOG_WARN("RemoveByRegex refused: a pattern of %zu bytes, more than %d ('%.*s...')",
                 pattern.size(), MOONCAKE_STORE_MAX_PATTERN_LEN, shown, pattern.data());
@@ -570,23 +614,28 @@ int64_t MasterService::RemoveByRegex(const std::string& pattern, bool force,
     return ToInt(ErrorCode::INVALID_PARAMS);
   }
   KeyMatch match = [&re](std::string_view key) { return RE2::PartialMatch(key, re); };
-  return RemoveMatching(force, &match, holders);
+  return RemoveMatching(force, tenant, &match, holders);
 }
 
-int64_t MasterService::RemoveAll(bool force, CacheHolderSet* holders) {
-  return RemoveMatching(force, nullptr, holders);
+int64_t MasterService::RemoveAll(bool force, CacheHolderSet* holders, const std::string& tenant) {
+  if (!tenant_key::ValidTenantOrDefault(tenant)) {
+    MC_LOG_WARN("RemoveAll refused: a malformed tenant id of %zu bytes", tenant.size());
+    return ToInt(ErrorCode::INVALID_PARAMS);
+  }
+  return RemoveMatching(force, tenant, nullptr, holders);
 }
 
-int64_t MasterService::RemoveMatching(bool force, const KeyMatch* match,
+int64_t MasterService::RemoveMatching(bool force, const std::string& tenant, const KeyMatch* match,
                                       CacheHolderSet* holders) {
   CacheHolderSet ignored;
   if (holders == nullptr) holders = &ignored;
+  auto theirs = [&tenant](std::string_view key) { return tenant_key::TenantOf(key) == tenant; };
   int64_t removed = 0;
   for (size_t s = 0; s < kShardCount; ++s) {
     Shard& shard = shards_[s];
     if (match == nullptr) {
       ScanShard(shard, [&](std::string_view key, ObjectMetadata& meta) {
-        if (!Removable(meta, force)) return false;
+        if (!theirs(key) || !Removable(meta, force)) return false;
         TakeHolders(shard, meta, Now(), -1, holders);  // the writer forgets everything
         RemoveLogged(shard, key, meta);
         ++removed;
@@ -598,12 +647,14 @@ int64_t MasterService::RemoveMatching(bool force, const KeyMatch* match,
     // lock held; the matches are removed under the lock again, if still removable.
     std::vector<std::string> keys;
     auto collect = [&](std::string_view key, ObjectMetadata& meta) {
-      if (Removable(meta, force)) keys.emplace_back(key);
+      if (theirs(key) && Removable(meta, force)) keys.emplace_back(key);
       return false;
     };
     auto remove_matches = [&] {
       keys.erase(std::remove_if(keys.begin(), keys.end(),
-                                [match](const std::string& key) { return !(*match)(key); }),
+                                [match](const std::string& key) {
+                                  return !(*match)(tenant_key::UserKeyOf(key));
+                                }),
                  keys.end());
       if (keys.empty()) return;
       StateGate::Shared gate(gate_);

@@ -59,6 +59,12 @@
 // snapshot plus the log (master/state_restore.h) with every segment detached until its
 // daemon re-attaches (master/segment.h).
 //
+// Tenants (docs/security.md, "Tenants"): keys are stored keys (common/tenant_key.h), a
+// tenant's carrying its id. RemoveByRegex and RemoveAll walk one tenant's keys only, the
+// pattern matched against the keys as its clients name them. Each tenant's objects and
+// memory are accounted (master/tenant_usage.h) where values gain or lose replicas, and a
+// put that would take a tenant over its --tenant_quota answers -1402.
+//
 // Draining (master_service_drain.cc): before a segment's owner unmounts it, it may move the
 // objects living only there to other segments. The segment is marked draining (no new
 // allocation), then the state gate is taken exclusively for a moment, which waits out every
@@ -92,6 +98,7 @@
 #include "master/segment_registry.h"
 #include "master/state_gate.h"
 #include "master/state_records.h"
+#include "master/tenant_usage.h"
 #include "master_types.h"
 
 namespace mooncake {
@@ -152,7 +159,8 @@ class MasterService {
   // put_start_discard_timeout), -200 when not even one replica fits after eviction (see
   // "Eviction" above; nothing is left reserved then),
   // -600 for a bad key, size or config, -103 for an unknown writer, -1503 while the
-  // operation log cannot write (a full or failing disk: nothing new is accepted).
+  // operation log cannot write (a full or failing disk: nothing new is accepted), -1402
+  // when size x replica_num more bytes would take the key's tenant over its quota.
   rpc::PutStartResult PutStart(int64_t writer, const std::string& key, int64_t size,
                                const rpc::ReplicateConfig& config);
   // Only the writer that started the put may end or revoke it (-601 otherwise).
@@ -165,6 +173,7 @@ class MasterService {
   // Like PutStart, but a complete object is replaced: its old replicas stay readable until
   // UpsertEnd swaps in the new ones (and are freed once their read leases run out). The
   // old value's checksum stays with it until then, and UpsertEnd's becomes the object's.
+  // Until then both values count against the tenant's quota.
   rpc::PutStartResult UpsertStart(int64_t writer, const std::string& key, int64_t size,
                                   const rpc::ReplicateConfig& config);
   // holders (when given) gets the daemons that may still cache the old value.
@@ -191,18 +200,20 @@ class MasterService {
   // removed object, under key_index (a batch's position of the key).
   ErrorCode Remove(const std::string& key, bool force, CacheHolderSet* holders = nullptr,
                    int32_t key_index = 0);
-  // Removes the complete objects whose key the RE2 pattern finds (a search, not a full
-  // match; keys and pattern are taken as Latin-1, byte for byte); without force, leased and
-  // hard-pinned ones stay. Number removed, or -600 for a pattern that is longer than
-  // MOONCAKE_STORE_MAX_PATTERN_LEN, malformed, or needs more than kRegexMaxMem compiled.
-  // RE2 matches in time linear in the key, and the pattern runs with no lock held.
-  // Objects complete when the call starts, and still there when the walk reaches them, are
-  // matched; objects published meanwhile may or may not be. holders: as Remove's.
+  // Removes tenant's complete objects whose key (as its clients name it) the RE2 pattern
+  // finds (a search, not a full match; keys and pattern are taken as Latin-1, byte for
+  // byte); without force, leased and hard-pinned ones stay. Number removed, or -600 for a
+  // pattern that is longer than MOONCAKE_STORE_MAX_PATTERN_LEN, malformed, or needs more
+  // than kRegexMaxMem compiled, or a malformed tenant id. RE2 matches in time linear in the
+  // key, and the pattern runs with no lock held. Objects complete when the call starts, and
+  // still there when the walk reaches them, are matched; objects published meanwhile may or
+  // may not be. holders: as Remove's. tenant "": the default tenant.
   int64_t RemoveByRegex(const std::string& pattern, bool force,
-                        CacheHolderSet* holders = nullptr);
-  // Removes complete objects; without force, leased and hard-pinned ones stay. Objects
-  // published meanwhile may or may not be removed.
-  int64_t RemoveAll(bool force, CacheHolderSet* holders = nullptr);
+                        CacheHolderSet* holders = nullptr, const std::string& tenant = "");
+  // Removes tenant's complete objects; without force, leased and hard-pinned ones stay.
+  // Objects published meanwhile may or may not be removed. -600 for a malformed tenant id.
+  int64_t RemoveAll(bool force, CacheHolderSet* holders = nullptr,
+                    const std::string& tenant = "");
   // The memory one compiled pattern may take (RE2's program and its DFA cache).
   static constexpr int64_t kRegexMaxMem = 1 << 20;
 
@@ -347,7 +358,8 @@ class MasterService {
   };
 
   int64_t Now() const { return options_.now_ms(); }
-  // 1..MOONCAKE_STORE_MAX_KEY_LEN bytes, no NUL.
+  // A stored key (common/tenant_key.h): a user key of 1..MOONCAKE_STORE_MAX_KEY_LEN bytes
+  // without NUL, behind a valid tenant id for a named tenant.
   static bool ValidKey(std::string_view key);
   ErrorCode ValidatePut(int64_t writer, const std::string& key, int64_t size,
                         const rpc::ReplicateConfig& config) const;
@@ -357,6 +369,13 @@ class MasterService {
   // first when the reservation would pass the high watermark, and again when it finds no
   // space (see "Eviction" above). Fills *out; -200 when nothing fits.
   ErrorCode Reserve(uint64_t size, const rpc::ReplicateConfig& config, ReplicaList* out);
+  // Reserve for a put of key, its bytes charged to key's tenant first (-1402 when they do
+  // not fit its quota); what was not reserved is given back.
+  ErrorCode ReserveCharged(const std::string& key, uint64_t size,
+                           const rpc::ReplicateConfig& config, ReplicaList* out);
+  // What a value of size bytes in these replicas counts against its tenant: size per
+  // memory replica.
+  static int64_t MemoryBytes(uint64_t size, const ReplicaList& replicas);
   bool TryReserve(uint64_t size, const rpc::ReplicateConfig& config, ReplicaList* out);
 
   // Shared body of PutStart and the "no value yet" case of UpsertStart, under the shard
@@ -401,8 +420,10 @@ class MasterService {
   // force); the body of RemoveByRegex and RemoveAll (match null: every key). match runs
   // with no lock held, on keys copied out of the shard a slice at a time. holders: as
   // Remove's.
+  // Only tenant's keys are walked; match gets their user keys (common/tenant_key.h).
   using KeyMatch = std::function<bool(std::string_view)>;
-  int64_t RemoveMatching(bool force, const KeyMatch* match, CacheHolderSet* holders);
+  int64_t RemoveMatching(bool force, const std::string& tenant, const KeyMatch* match,
+                         CacheHolderSet* holders);
   bool Removable(const ObjectMetadata& meta, bool force) const {
     return meta.complete && (force || (!meta.hard_pin && !meta.leased(Now())));
   }
@@ -524,6 +545,7 @@ class MasterService {
   std::mutex deferred_mu_;
   std::vector<DeferredFree> deferred_;  // guarded by deferred_mu_
 
+  TenantUsage tenants_;  // per-tenant objects, bytes, quotas, refusals
   std::mutex evict_mu_;  // one eviction at a time, so two callers never both evict
   // Guarded by evict_mu_: a round's sample, where the next walk starts (each starts where
   // the last one stopped, so no shard is always first), the sample's random windows, and

@@ -256,15 +256,20 @@ MasterService::RestoreCounts MasterService::FinishRestore() {
       range.replica->status = ReplicaStatus::kFailed;
     }
   }
+  // Each tenant's figures are counted again from what is left (master/tenant_usage.h).
+  tenants_.ClearUsage();
   for (size_t s = 0; s < kShardCount; ++s) {
     std::lock_guard<std::mutex> lock(shards_[s].mu);
-    shards_[s].objects.ForEach([&](std::string_view, ObjectMetadata& meta) {
+    shards_[s].objects.ForEach([&](std::string_view key, ObjectMetadata& meta) {
       for (size_t i = meta.replicas.size(); i-- > 0;) {
         if (meta.replicas[i].status != ReplicaStatus::kFailed) continue;
         meta.replicas.erase(i);
         ++restore_counts_.dropped_replicas;
       }
-      if (!meta.replicas.empty()) return false;
+      if (!meta.replicas.empty()) {
+        tenants_.Add(key, 1, MemoryBytes(meta.size, meta.replicas));
+        return false;
+      }
       ++restore_counts_.dropped_objects;
       object_count_.fetch_sub(1);
       return true;
@@ -300,6 +305,7 @@ void MasterService::ClearState() {
   }
   object_count_ = 0;
   processing_count_ = 0;
+  tenants_.ClearUsage();
   restore_counts_ = RestoreCounts();
 }
 

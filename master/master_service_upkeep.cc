@@ -8,6 +8,7 @@
 #include <cstdio>
 
 #include "common/logging.h"
+#include "common/tenant_key.h"
 #include "master/master_service.h"
 #include "master/oplog.h"
 
@@ -36,6 +37,7 @@ void MasterService::Tick() {
   ReleaseAbandonedPuts(now);
   RunDeferredFrees(now);
   EvictAboveWatermark();
+  tenants_.Prune();
   // From the end of the round: a round that took long doing its own work (a big eviction)
   // was the master running, and must not pass for a stall, or dead daemons would be
   // forgiven for as long as evictions keep coming.
@@ -134,11 +136,16 @@ int64_t MasterService::DropSegment(const std::shared_ptr<Segment>& segment) {
 }
 
 int64_t MasterService::DropSegmentReplicas(uint32_t slot) {
-  // The segment's space disappears with it, so its replicas are dropped, not freed.
-  auto drop_in = [slot](ReplicaList& replicas) {
+  // The segment's space disappears with it, so its replicas are dropped, not freed (and
+  // their bytes no longer count against the value's tenant).
+  auto drop_in = [this, slot](std::string_view key, uint64_t size, ReplicaList& replicas) {
+    int64_t memory = 0;
     for (size_t i = replicas.size(); i-- > 0;) {
-      if (replicas[i].segment == slot) replicas.erase(i);
+      if (replicas[i].segment != slot) continue;
+      memory += replicas[i].kind == ReplicaKind::kMemory;
+      replicas.erase(i);
     }
+    if (memory > 0) tenants_.Add(key, 0, -memory * static_cast<int64_t>(size));
   };
   int64_t dropped = 0;
   for (size_t s = 0; s < kShardCount; ++s) {
@@ -159,7 +166,7 @@ int64_t MasterService::DropSegmentReplicas(uint32_t slot) {
       }
     }
     ScanShard(shard, [&](std::string_view key, ObjectMetadata& meta) {
-      drop_in(meta.replicas);
+      drop_in(key, meta.size, meta.replicas);
       if (!meta.replicas.empty()) return false;
       dropped += meta.complete;
       ReleaseObject(shard, key, meta);
@@ -168,7 +175,7 @@ int64_t MasterService::DropSegmentReplicas(uint32_t slot) {
     // Few: one per upsert in flight.
     std::lock_guard<std::mutex> lock(shard.mu);
     for (auto it = shard.upserts.begin(); it != shard.upserts.end();) {
-      drop_in(it->second.replicas);
+      drop_in(it->first, it->second.size, it->second.replicas);
       it = it->second.replicas.empty() ? shard.upserts.erase(it) : std::next(it);
     }
   }
@@ -198,6 +205,7 @@ void MasterService::DropUnfinished(const std::function<bool(int64_t, int64_t)>& 
       for (auto it = shard.upserts.begin(); it != shard.upserts.end();) {
         if (match(it->second.writer, it->second.start_ms)) {
           DeferFree(it->second.replicas, it->second.start_ms + release);
+          tenants_.Add(it->first, 0, -MemoryBytes(it->second.size, it->second.replicas));
           it = shard.upserts.erase(it);
         } else {
           ++it;
@@ -215,11 +223,13 @@ void MasterService::DropUnfinished(const std::function<bool(int64_t, int64_t)>& 
     if (processing_count_.load() == 0) continue;
     ScanShard(shard, [&](std::string_view key, ObjectMetadata& meta) {
       if (meta.complete || !match(meta.writer, meta.time_ms)) return false;
+      std::string_view shown = tenant_key::UserKeyOf(key);
       MC_LOG_WARN("put of '%.*s' by daemon %lld dropped unfinished",
-                  static_cast<int>(std::min<size_t>(key.size(), 64)), key.data(),
+                  static_cast<int>(std::min<size_t>(shown.size(), 64)), shown.data(),
                   static_cast<long long>(meta.writer));
       // Its writer may still be copying into it: as for a put taken over (PutStart).
       DeferFree(meta.replicas, meta.time_ms + release);
+      tenants_.Add(key, 0, -MemoryBytes(meta.size, meta.replicas));
       meta.replicas.clear();
       ReleaseObject(shard, key, meta);
       return true;
@@ -268,6 +278,7 @@ rpc::MasterStats MasterService::GetStats() const {
   stats.restored_objects = restored_objects_.load();
   stats.pending_segments = static_cast<int64_t>(segments_.detached_count());
   stats.eviction = eviction_.Get();
+  stats.tenants = tenants_.Stats();
   return stats;
 }
 

@@ -176,17 +176,18 @@ void RpcHandler::BatchRemove(rpc::BatchChangeResult& out, const std::vector<std:
 }
 
 void RpcHandler::RemoveByRegex(rpc::ChangeResult& out, const std::string& pattern, bool force,
-                               int64_t caller) {
+                               int64_t caller, const std::string& tenant) {
   CacheHolderSet holders;
-  std::vector<int64_t> removed{service_->RemoveByRegex(pattern, force, &holders)};
+  std::vector<int64_t> removed{service_->RemoveByRegex(pattern, force, &holders, tenant)};
   AcknowledgeAll(&removed);
   out.code = removed[0];
   out.holders = service_->DescribeHolders(holders, caller, /*with_keys=*/false);
 }
 
-void RpcHandler::RemoveAll(rpc::ChangeResult& out, bool force, int64_t caller) {
+void RpcHandler::RemoveAll(rpc::ChangeResult& out, bool force, int64_t caller,
+                           const std::string& tenant) {
   CacheHolderSet holders;
-  std::vector<int64_t> removed{service_->RemoveAll(force, &holders)};
+  std::vector<int64_t> removed{service_->RemoveAll(force, &holders, tenant)};
   AcknowledgeAll(&removed);
   out.code = removed[0];
   out.holders = service_->DescribeHolders(holders, caller, /*with_keys=*/false);

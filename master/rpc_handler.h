@@ -90,8 +90,9 @@ class RpcHandler : public rpc::MasterServiceIf {
   void BatchRemove(rpc::BatchChangeResult& out, const std::vector<std::string>& keys, bool force,
                    int64_t caller) override;
   void RemoveByRegex(rpc::ChangeResult& out, const std::string& pattern, bool force,
-                     int64_t caller) override;
-  void RemoveAll(rpc::ChangeResult& out, bool force, int64_t caller) override;
+                     int64_t caller, const std::string& tenant) override;
+  void RemoveAll(rpc::ChangeResult& out, bool force, int64_t caller,
+                 const std::string& tenant) override;
 
   void GetStats(rpc::MasterStats& out) override;
   void Snapshot(rpc::SnapshotResult& out) override;

@@ -383,6 +383,25 @@ int mc_cluster_eviction_stats_get(const mc_cluster* c, mc_cluster_eviction_stats
   return 0;
 }
 
+int mc_cluster_tenant_stats_get(const mc_cluster* c, const char* tenant,
+                                mc_cluster_tenant_stats* out) {
+  mooncake::rpc::MasterStats stats;
+  if (!WithClusterMaster(c, [&](mooncake::rpc::MasterServiceClient& m) {
+        m.GetStats(stats);
+      })) {
+    return -1;
+  }
+  *out = mc_cluster_tenant_stats{};
+  for (const mooncake::rpc::TenantStats& t : stats.tenants) {
+    if (t.tenant != tenant) continue;
+    out->objects = t.objects;
+    out->bytes = t.bytes;
+    out->quota_bytes = t.quota_bytes;
+    out->refused_puts = t.refused_puts;
+  }
+  return 0;
+}
+
 }  // extern "C"
 
 namespace {

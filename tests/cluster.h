@@ -156,6 +156,18 @@ typedef struct mc_cluster_eviction_stats {
 } mc_cluster_eviction_stats;
 int mc_cluster_eviction_stats_get(const mc_cluster *c, mc_cluster_eviction_stats *out);
 
+/* One tenant's figures as the master's GetStats lists them (docs/security.md, "Tenants");
+ * "" is the default tenant. 0 (all zero when the master lists no such tenant), or -1 when
+ * it cannot be asked. */
+typedef struct mc_cluster_tenant_stats {
+  int64_t objects;
+  int64_t bytes; /* size x memory replicas, summed over its objects */
+  int64_t quota_bytes;
+  int64_t refused_puts;
+} mc_cluster_tenant_stats;
+int mc_cluster_tenant_stats_get(const mc_cluster *c, const char *tenant,
+                                mc_cluster_tenant_stats *out);
+
 #ifdef __cplusplus
 }
 #endif

@@ -13,6 +13,7 @@
 #include "common/error_code.h"
 #include "common/little_endian.h"
 #include "common/logging.h"
+#include "common/tenant_key.h"
 #include "daemon/cache_invalidator.h"
 #include "daemon/read_cache.h"
 #include "daemon/tcp_transport.h"
@@ -98,7 +99,11 @@ int64_t MsSince(Clock::time_point t0) {
 // ---- the payload -----------------------------------------------------------------------
 
 void test_payloads_round_trip_and_split(void**) {
-  std::vector<std::string> keys = {"a", std::string(MOONCAKE_STORE_MAX_KEY_LEN, 'k'), "ccc"};
+  // The longest key a tenant can have stored travels too (common/tenant_key.h).
+  std::vector<std::string> keys = {
+      "a", tenant_key::Encode(std::string(tenant_key::kMaxTenantLen, 't'),
+                              std::string(MOONCAKE_STORE_MAX_KEY_LEN, 'k')),
+      "ccc"};
   std::vector<std::string> payloads = invalidation::EncodeKeys(keys, {}, 1 << 16);
   assert_int_equal(payloads.size(), 1);
   bool everything = true;
@@ -154,8 +159,8 @@ void test_hostile_payloads_are_refused(void**) {
   std::string long_key;
   AppendLittleEndian(&long_key, 1, 1);
   AppendLittleEndian(&long_key, 1, 4);
-  AppendLittleEndian(&long_key, MOONCAKE_STORE_MAX_KEY_LEN + 1, 2);
-  long_key += std::string(MOONCAKE_STORE_MAX_KEY_LEN + 1, 'k');
+  AppendLittleEndian(&long_key, tenant_key::kMaxStoredKeyLen + 1, 2);
+  long_key += std::string(tenant_key::kMaxStoredKeyLen + 1, 'k');
   assert_true(refused(long_key));
   // The handler answers -600 and forgets nothing.
   ReadCache cache(true);

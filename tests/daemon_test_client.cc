@@ -86,13 +86,14 @@ int64_t Conn::Call(uds::FrameBuilder* frame, uint64_t id, uds::Message* out, int
 }
 
 int64_t Conn::Hello(const Pool* pool, uint64_t abi, const std::string& master,
-                    std::string* hostname, int override_fd) {
+                    std::string* hostname, int override_fd, const std::string& tenant) {
   uint64_t id = next_id++;
-  uds::FrameBuilder f(id, static_cast<int64_t>(Op::kHello), 4);
+  uds::FrameBuilder f(id, static_cast<int64_t>(Op::kHello), 5);
   f.args().pack(abi);
   f.args().pack(pool ? pool->size : uint64_t{0});
   f.args().pack(static_cast<uint64_t>(getpid()));
   f.args().pack(master);
+  f.args().pack(tenant);
   uds::Message m;
   int pass = override_fd != -2 ? override_fd : (pool ? pool->fd : -1);
   int64_t code = Call(&f, id, &m, pass);

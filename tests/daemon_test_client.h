@@ -70,11 +70,11 @@ struct Conn {
   bool ClosedByPeer();
   // Sends, then waits for the response with the same id; returns its head (the code).
   int64_t Call(uds::FrameBuilder* frame, uint64_t id, uds::Message* out, int pass_fd = -1);
-  // HELLO with pool's descriptor (override_fd instead, unless it is -2); the daemon's
-  // host:port goes to *hostname on success.
+  // HELLO with pool's descriptor (override_fd instead, unless it is -2), naming tenant
+  // ("": none); the daemon's host:port goes to *hostname on success.
   int64_t Hello(const Pool* pool, uint64_t abi = MOONCAKE_STORE_ABI_VERSION,
                 const std::string& master = "", std::string* hostname = nullptr,
-                int override_fd = -2);
+                int override_fd = -2, const std::string& tenant = "");
   // Ops whose results are integers: returns the code, fills *values.
   int64_t Ints(uds::Op op, const std::function<void(uds::FrameBuilder*)>& pack, uint32_t argc,
                std::vector<int64_t>* values = nullptr);

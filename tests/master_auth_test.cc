@@ -127,8 +127,8 @@ void AssertEverythingRefused(rpc::MasterServiceClient& m, const rpc::SegmentInfo
   rpc::DrainBatchResult drain;
   rpc::MasterStats stats;
   rpc::SnapshotResult snapshot;
-  assert_true(Refused([&] { m.RemoveAll(change, true, 0); }));
-  assert_true(Refused([&] { m.RemoveByRegex(change, ".*", true, 0); }));
+  assert_true(Refused([&] { m.RemoveAll(change, true, 0, ""); }));
+  assert_true(Refused([&] { m.RemoveByRegex(change, ".*", true, 0, ""); }));
   assert_true(Refused([&] { m.Remove(change, key, true, 0); }));
   assert_true(Refused([&] { m.BatchRemove(batch_change, {key}, true, 0); }));
   assert_true(Refused([&] { m.GetAllSegments(segments); }));

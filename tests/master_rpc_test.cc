@@ -112,13 +112,13 @@ int64_t Removed(rpc::MasterServiceClient* c, const std::string& key, bool force)
 
 int64_t RemovedByRegex(rpc::MasterServiceClient* c, const std::string& pattern, bool force) {
   rpc::ChangeResult r;
-  c->RemoveByRegex(r, pattern, force, 0);
+  c->RemoveByRegex(r, pattern, force, 0, "");
   return r.code;
 }
 
 int64_t RemovedAll(rpc::MasterServiceClient* c, bool force) {
   rpc::ChangeResult r;
-  c->RemoveAll(r, force, 0);
+  c->RemoveAll(r, force, 0, "");
   return r.code;
 }
 

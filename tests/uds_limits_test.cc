@@ -286,10 +286,11 @@ void test_trailing_bytes_are_refused(void**) {
   assert_true(c.ClosedByPeer());
   assert_true(LogLines("malformed frame: bytes after the message") >= 1);
   // ... and a HELLO with a byte too many.
-  uds::FrameBuilder hello(1, static_cast<int64_t>(Op::kHello), 4);
+  uds::FrameBuilder hello(1, static_cast<int64_t>(Op::kHello), 5);
   hello.args().pack(uint64_t{MOONCAKE_STORE_ABI_VERSION});
   hello.args().pack(uint64_t{0});
   hello.args().pack(uint64_t{0});
+  hello.args().pack(std::string());
   hello.args().pack(std::string());
   data = hello.data();
   Conn d;

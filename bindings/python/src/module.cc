@@ -225,8 +225,28 @@ std::string StringArg(const char* name, py::handle value) {
   return value.cast<std::string>();
 }
 
+// A tenant_id of setup()/connect(): None (names none) or a str. False for a str the C ABI
+// could not carry whole (one with a NUL in it); the library judges the rest (-600).
+bool TenantArg(py::handle value, std::optional<std::string>* out) {
+  if (!value || value.is_none()) {
+    out->reset();
+    return true;
+  }
+  if (!PyUnicode_Check(value.ptr())) throw py::type_error("tenant_id must be a str or None");
+  std::string text = value.cast<std::string>();
+  if (text.find('\0') != std::string::npos) return false;  // "a\0b" must not read as "a"
+  *out = std::move(text);
+  return true;
+}
+
+// Names the handle's tenant for the connect that follows (mooncake_store_set_tenant).
+int SetTenant(const std::shared_ptr<StoreHandle>& handle,
+              const std::optional<std::string>& tenant) {
+  return mooncake_store_set_tenant(handle->get(), tenant ? tenant->c_str() : nullptr);
+}
+
 // setup(local_hostname, metadata_server, global_segment_size, local_buffer_size, protocol,
-//       device_name, master_server_addr[, engine]) or setup(config_dict).
+//       device_name, master_server_addr[, engine][, tenant_id=]) or setup(config_dict).
 int Setup(Store& self, const py::args& args, const py::kwargs& kwargs) {
   static const char* const kNames[] = {"local_hostname", "metadata_server",
                                        "global_segment_size", "local_buffer_size",
@@ -240,12 +260,14 @@ int Setup(Store& self, const py::args& args, const py::kwargs& kwargs) {
   };
 
   py::object values[kCount];
+  py::object tenant_id;  // this store's own keyword (and dict key): the handle's tenant
   bool dict_form = args.size() == 1 && kwargs.size() == 0 && PyDict_Check(args[0].ptr());
   if (dict_form) {
     // Mooncake's setup(dict) also takes keys of features this store configures in the
     // daemon (SSD offload, ...): those are ignored. A missing key takes its default.
     for (auto item : py::reinterpret_borrow<py::dict>(args[0])) {
       std::string key = canonical(py::str(item.first));
+      if (key == "tenant_id") tenant_id = py::reinterpret_borrow<py::object>(item.second);
       for (size_t i = 0; i < kCount; ++i) {
         if (key == kNames[i]) values[i] = py::reinterpret_borrow<py::object>(item.second);
       }
@@ -258,6 +280,10 @@ int Setup(Store& self, const py::args& args, const py::kwargs& kwargs) {
     for (auto item : kwargs) {
       std::string key = canonical(py::str(item.first));
       if (key == "engine") continue;  // Mooncake's optional TransferEngine: the daemon has its own
+      if (key == "tenant_id") {
+        tenant_id = py::reinterpret_borrow<py::object>(item.second);
+        continue;
+      }
       size_t i = 0;
       while (i < kCount && key != kNames[i]) ++i;
       if (i == kCount) {
@@ -276,13 +302,16 @@ int Setup(Store& self, const py::args& args, const py::kwargs& kwargs) {
   uint64_t global_segment_size = 0, local_buffer_size = kDefaultLocalBufferSize;
   if (values[2] && !SizeArg(values[2], &global_segment_size)) return kInvalidParams;
   if (values[3] && !SizeArg(values[3], &local_buffer_size)) return kInvalidParams;
+  std::optional<std::string> tenant;
+  if (!TenantArg(tenant_id, &tenant)) return kInvalidParams;
   std::string strings[kCount];
   for (size_t i : std::initializer_list<size_t>{0, 1, 4, 5, 6}) {
     strings[i] = StringArg(kNames[i], values[i]);
   }
 
   auto handle = self.HandleForConnect(local_buffer_size);
-  int rc;
+  int rc = SetTenant(handle, tenant);
+  if (rc != 0) return rc;
   {
     py::gil_scoped_release nogil;
     rc = mooncake_store_setup(handle->get(), strings[0].c_str(), strings[1].c_str(),
@@ -294,11 +323,14 @@ int Setup(Store& self, const py::args& args, const py::kwargs& kwargs) {
 }
 
 int Connect(Store& self, const std::optional<std::string>& socket_path,
-            py::handle local_buffer_size) {
+            py::handle local_buffer_size, py::handle tenant_id) {
   uint64_t pool_size = 0;
   if (!SizeArg(local_buffer_size, &pool_size)) return kInvalidParams;
+  std::optional<std::string> tenant;
+  if (!TenantArg(tenant_id, &tenant)) return kInvalidParams;
   auto handle = self.HandleForConnect(pool_size);
-  int rc;
+  int rc = SetTenant(handle, tenant);
+  if (rc != 0) return rc;
   {
     py::gil_scoped_release nogil;
     rc = mooncake_store_connect(handle->get(), socket_path ? socket_path->c_str() : nullptr,
@@ -879,16 +911,22 @@ PYBIND11_MODULE(mooncake_store, m) {
       // lifecycle
       .def("setup", &Setup,
            "setup(local_hostname, metadata_server, global_segment_size, local_buffer_size, "
-           "protocol, device_name, master_server_addr) -> int\n"
+           "protocol, device_name, master_server_addr, tenant_id=None) -> int\n"
            "setup(config: dict) -> int\n\n"
            "Mooncake's entry: connects to the local daemon ($MOONCAKE_SOCKET). Sizes are ints "
            "or strings such as '16MB'; an unusable size returns -600. master_server_addr must "
            "match the daemon's master (else -600); hostname, metadata server, protocol and "
-           "device are accepted for compatibility (the daemon chooses transports).")
+           "device are accepted for compatibility (the daemon chooses transports). "
+           "tenant_id (also a key of the dict): the tenant whose keys this store names, 1-64 "
+           "characters of [A-Za-z0-9_.-] (else -600); None names none (the daemon's default "
+           "for this uid, else the default tenant); -1401 when the daemon keeps it for other "
+           "uids.")
       .def("connect", &Connect, py::arg("socket_path") = py::none(),
            py::arg("local_buffer_size") = kDefaultLocalBufferSize,
+           py::arg("tenant_id") = py::none(),
            "The native entry: connects to the daemon's socket (None: $MOONCAKE_SOCKET, else "
-           "/run/mooncake/mooncaked.sock) with a pool of local_buffer_size bytes.")
+           "/run/mooncake/mooncaked.sock) with a pool of local_buffer_size bytes, in tenant "
+           "tenant_id (as for setup).")
       .def("close", &Close, "Disconnects; returns 0, also when called twice.")
       .def("health_check", NoGil(&mooncake_store_health_check),
            "0 connected and the master reachable, 1 not connected, 2 master unreachable")

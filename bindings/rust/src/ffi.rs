@@ -25,7 +25,7 @@ pub struct mooncake_replicate_config_t {
 }
 
 /// `MOONCAKE_STORE_ABI_VERSION`.
-pub const MOONCAKE_STORE_ABI_VERSION: u32 = 1;
+pub const MOONCAKE_STORE_ABI_VERSION: u32 = 2;
 /// `MOONCAKE_STORE_MAX_KEY_LEN`.
 pub const MOONCAKE_STORE_MAX_KEY_LEN: usize = 4096;
 /// `MOONCAKE_STORE_MAX_VALUE_SIZE`.
@@ -64,6 +64,7 @@ declare! {
     // lifecycle
     pub fn mooncake_store_create() -> mooncake_store_t;
     pub fn mooncake_store_destroy(store: mooncake_store_t);
+    pub fn mooncake_store_set_tenant(store: mooncake_store_t, tenant_id: *const c_char) -> c_int;
     pub fn mooncake_store_connect(store: mooncake_store_t, socket_path: *const c_char,
                                   local_buffer_size: u64) -> c_int;
     pub fn mooncake_store_setup(store: mooncake_store_t, local_hostname: *const c_char,

@@ -178,6 +178,15 @@ impl Store {
             .ok_or(Error::InternalError)
     }
 
+    /// A handle whose connects name tenant_id.
+    fn create_in(tenant_id: &str) -> Result<Store> {
+        let tenant = c_str(tenant_id)?;
+        let store = Store::create()?;
+        // SAFETY: a live handle and a NUL-terminated id.
+        check(unsafe { ffi::mooncake_store_set_tenant(store.raw(), tenant.as_ptr()) })?;
+        Ok(store)
+    }
+
     fn raw(&self) -> ffi::mooncake_store_t {
         self.handle.as_ptr()
     }
@@ -193,10 +202,26 @@ impl Store {
     /// Errors: [`Error::RpcFail`] when no daemon answers, [`Error::InvalidParams`] on an ABI
     /// version mismatch or a path with a NUL byte.
     pub fn connect(socket: Option<&Path>, local_buffer_size: u64) -> Result<Store> {
+        Store::connect_as(socket, local_buffer_size, "")
+    }
+
+    /// [`Store::connect`] in a tenant (`mooncake_store_set_tenant`): the store's keys are
+    /// the tenant's, a key space no other tenant sees, reads, removes or matches (the same
+    /// key in two tenants is two objects). `tenant_id` is 1 to 64 characters of
+    /// `[A-Za-z0-9_.-]`; `""` names none (the daemon's tenant for this process's uid, if
+    /// its `--tenant_uids` lists one, else the default tenant).
+    ///
+    /// Errors: as [`Store::connect`]; [`Error::InvalidParams`] for a malformed id,
+    /// [`Error::PermissionDenied`] when the daemon keeps the tenant for other uids.
+    pub fn connect_as(
+        socket: Option<&Path>,
+        local_buffer_size: u64,
+        tenant_id: &str,
+    ) -> Result<Store> {
         let socket = socket
             .map(|p| CString::new(p.as_os_str().as_bytes()).map_err(|_| Error::InvalidParams))
             .transpose()?;
-        let store = Store::create()?;
+        let store = Store::create_in(tenant_id)?;
         let path = socket.as_ref().map_or(ptr::null(), |s| s.as_ptr());
         // SAFETY: a live handle and a NUL-terminated path (or NULL).
         check(unsafe { ffi::mooncake_store_connect(store.raw(), path, local_buffer_size) })?;
@@ -218,12 +243,36 @@ impl Store {
         device_name: &str,
         master_server_addr: &str,
     ) -> Result<Store> {
+        Store::setup_as(
+            local_hostname,
+            metadata_server,
+            global_segment_size,
+            local_buffer_size,
+            protocol,
+            device_name,
+            master_server_addr,
+            "",
+        )
+    }
+
+    /// [`Store::setup`] in a tenant, as [`Store::connect_as`] names one.
+    #[allow(clippy::too_many_arguments)]
+    pub fn setup_as(
+        local_hostname: &str,
+        metadata_server: &str,
+        global_segment_size: u64,
+        local_buffer_size: u64,
+        protocol: &str,
+        device_name: &str,
+        master_server_addr: &str,
+        tenant_id: &str,
+    ) -> Result<Store> {
         let hostname = c_str(local_hostname)?;
         let metadata = c_str(metadata_server)?;
         let protocol = c_str(protocol)?;
         let device = c_str(device_name)?;
         let master = c_str(master_server_addr)?;
-        let store = Store::create()?;
+        let store = Store::create_in(tenant_id)?;
         // SAFETY: a live handle and NUL-terminated strings that outlive the call.
         check(unsafe {
             ffi::mooncake_store_setup(

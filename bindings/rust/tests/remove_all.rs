@@ -1,5 +1,6 @@
-//! `remove_all` empties the whole cluster, so it lives in a test binary of its own: cargo
-//! runs test binaries one after another, never while tests/store.rs runs.
+//! `remove_all` empties the default tenant, which every other test binary but
+//! tests/tenants.rs uses, so it lives in a test binary of its own: cargo runs test binaries
+//! one after another, never while tests/store.rs runs.
 #![deny(warnings)]
 
 mod common;

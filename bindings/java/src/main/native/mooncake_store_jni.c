@@ -208,7 +208,8 @@ static jint batch_call(JNIEnv *env, jlong h, enum batch_call call, jobjectArray 
 }
 
 /* The calls of one key (or socket path, or pattern), with at most a buffer and a number. */
-enum key_call { CONNECT, PUT_FROM, GET_INTO, IS_EXIST, GET_SIZE, REMOVE, REMOVE_BY_REGEX };
+enum key_call { SET_TENANT, CONNECT, PUT_FROM, GET_INTO, IS_EXIST, GET_SIZE, REMOVE,
+                REMOVE_BY_REGEX };
 
 /* Runs call with the key copied to a C string: INTERNAL_ERROR when the copy fails
  * (OutOfMemoryError pending). */
@@ -218,6 +219,7 @@ static int64_t key_call(JNIEnv *env, jlong h, jbyteArray key, enum key_call call
   if (cstring_init(env, key, &k) != 0) return MOONCAKE_STORE_INTERNAL_ERROR;
   int64_t rc = MOONCAKE_STORE_INTERNAL_ERROR;
   switch (call) {
+    case SET_TENANT: rc = mooncake_store_set_tenant(H(h), k.str); break;
     case CONNECT: rc = mooncake_store_connect(H(h), k.str, (uint64_t)n); break;
     case PUT_FROM: rc = mooncake_store_put_from(H(h), k.str, buf, (size_t)n, NULL); break;
     case GET_INTO: rc = mooncake_store_get_into(H(h), k.str, buf, (size_t)n); break;
@@ -258,6 +260,13 @@ JNIEXPORT void JNICALL Java_org_mooncake_store_MooncakeStore_nDestroy(JNIEnv *en
   UNUSED(env);
   UNUSED(cls);
   mooncake_store_destroy(H(h));
+}
+
+JNIEXPORT jint JNICALL Java_org_mooncake_store_MooncakeStore_nSetTenant(JNIEnv *env, jclass cls,
+                                                                         jlong h,
+                                                                         jbyteArray tenant_id) {
+  UNUSED(cls);
+  return (jint)key_call(env, h, tenant_id, SET_TENANT, NULL, 0);
 }
 
 JNIEXPORT jint JNICALL Java_org_mooncake_store_MooncakeStore_nConnect(JNIEnv *env, jclass cls,

@@ -75,17 +75,38 @@ public final class MooncakeStore implements AutoCloseable {
      * @throws MooncakeStoreException {@code RPC_FAIL} when no daemon answers
      */
     public static MooncakeStore connect(String socketPath, long localBufferSize) {
+        return connect(socketPath, localBufferSize, null);
+    }
+
+    /**
+     * {@link #connect(String, long)} in a tenant: the store's keys are the tenant's, a key
+     * space no other tenant sees, reads, removes or matches ({@code mooncake_store_set_tenant};
+     * the same key in two tenants is two objects).
+     *
+     * @param tenantId 1 to 64 characters of {@code [A-Za-z0-9_.-]}; null or empty names none
+     *     (the daemon's tenant for this process's uid, if its {@code --tenant_uids} lists one,
+     *     else the default tenant)
+     * @throws MooncakeStoreException {@code INVALID_PARAMS} for a malformed id,
+     *     {@code PERMISSION_DENIED} when the daemon keeps the tenant for other uids
+     */
+    public static MooncakeStore connect(String socketPath, long localBufferSize, String tenantId) {
         if (localBufferSize < 0) {
             throw new MooncakeStoreException(MooncakeStoreException.INVALID_PARAMS, "connect",
                     "localBufferSize " + localBufferSize + " is negative");
         }
         byte[] path = socketPath == null ? null : encode(socketPath, "connect", "socketPath");
+        byte[] tenant = tenantId == null ? null : encode(tenantId, "connect", "tenantId");
         long h = nCreate();
         if (h == 0) {
             throw new MooncakeStoreException(MooncakeStoreException.INTERNAL_ERROR, "connect",
                     "mooncake_store_create failed");
         }
-        int rc = nConnect(h, path, localBufferSize);
+        int rc = nSetTenant(h, tenant);
+        if (rc != 0) {
+            nDestroy(h);
+            throw new MooncakeStoreException(rc, "connect", "tenant " + tenantId);
+        }
+        rc = nConnect(h, path, localBufferSize);
         if (rc != 0) {
             nDestroy(h);
             throw new MooncakeStoreException(rc, "connect",
@@ -583,6 +604,7 @@ public final class MooncakeStore implements AutoCloseable {
 
     private static native long nCreate();
     private static native void nDestroy(long h);
+    private static native int nSetTenant(long h, byte[] tenantId);
     private static native int nConnect(long h, byte[] socketPath, long localBufferSize);
     private static native int nClose(long h);
     private static native int nHealthCheck(long h);

@@ -1,0 +1,136 @@
+#include "master/tenant_usage.h"
+
+#include <mutex>
+
+#include "common/tenant_key.h"
+#include "common/units.h"
+
+namespace mooncake {
+
+namespace {
+
+std::string Trim(const std::string& s) {
+  size_t begin = s.find_first_not_of(" \t");
+  if (begin == std::string::npos) return "";
+  size_t end = s.find_last_not_of(" \t");
+  return s.substr(begin, end - begin + 1);
+}
+
+}  // namespace
+
+bool TenantUsage::ParseQuotas(const std::string& text, Quotas* out, std::string* error) {
+  Quotas quotas;
+  for (size_t start = 0; !Trim(text).empty();) {  // "" sets none
+    size_t comma = text.find(',', start);
+    size_t end = comma == std::string::npos ? text.size() : comma;
+    std::string item = Trim(text.substr(start, end - start));
+    size_t eq = item.find('=');
+    std::string tenant = Trim(item.substr(0, eq));
+    uint64_t bytes = 0;
+    if (eq == std::string::npos || !tenant_key::ValidTenant(tenant) ||
+        !ParseSize(Trim(item.substr(eq + 1)), &bytes) || bytes == 0) {
+      *error = "'" + item + "' is not tenant=size with a tenant id of 1..64 characters of "
+               "[A-Za-z0-9_.-] and a size above 0 (\"1GB\", \"512MB\")";
+      return false;
+    }
+    if (!quotas.emplace(tenant, bytes).second) {
+      *error = "tenant '" + tenant + "' is named twice";
+      return false;
+    }
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  *out = std::move(quotas);
+  return true;
+}
+
+TenantUsage::TenantUsage(const Quotas& quotas) {
+  for (const auto& [tenant, bytes] : quotas) {
+    auto entry = std::make_unique<Entry>();
+    entry->quota = bytes;
+    named_.emplace(tenant, std::move(entry));
+  }
+}
+
+template <class Fn>
+auto TenantUsage::WithEntry(std::string_view tenant, Fn fn) {
+  if (tenant.empty()) return fn(default_);
+  {
+    std::shared_lock<std::shared_mutex> lock(mu_);
+    auto it = named_.find(tenant);
+    if (it != named_.end()) return fn(*it->second);
+  }
+  std::unique_lock<std::shared_mutex> lock(mu_);  // a tenant's first object
+  auto it = named_.find(tenant);
+  if (it == named_.end()) it = named_.emplace(std::string(tenant), std::make_unique<Entry>()).first;
+  return fn(*it->second);
+}
+
+bool TenantUsage::Charge(Entry& entry, uint64_t bytes) {
+  if (entry.quota == 0) {
+    entry.bytes.fetch_add(static_cast<int64_t>(bytes));
+    return true;
+  }
+  int64_t used = entry.bytes.load();
+  for (;;) {
+    // A put that would not fit even alone is refused as well.
+    if (used < 0 || bytes > entry.quota || static_cast<uint64_t>(used) > entry.quota - bytes) {
+      entry.refused.fetch_add(1);
+      return false;
+    }
+    if (entry.bytes.compare_exchange_weak(used, used + static_cast<int64_t>(bytes))) return true;
+  }
+}
+
+bool TenantUsage::TryCharge(std::string_view key, uint64_t bytes) {
+  return WithEntry(tenant_key::TenantOf(key), [bytes](Entry& e) { return Charge(e, bytes); });
+}
+
+void TenantUsage::Add(std::string_view key, int64_t objects, int64_t bytes) {
+  if (objects == 0 && bytes == 0) return;  // e.g. a reservation that got all it asked for
+  WithEntry(tenant_key::TenantOf(key), [objects, bytes](Entry& e) {
+    if (objects != 0) e.objects.fetch_add(objects);
+    if (bytes != 0) e.bytes.fetch_add(bytes);
+  });
+}
+
+void TenantUsage::ClearUsage() {
+  std::unique_lock<std::shared_mutex> lock(mu_);
+  default_.objects = 0;
+  default_.bytes = 0;
+  for (auto& [tenant, entry] : named_) {
+    entry->objects = 0;
+    entry->bytes = 0;
+  }
+}
+
+void TenantUsage::Prune() {
+  std::unique_lock<std::shared_mutex> lock(mu_);
+  for (auto it = named_.begin(); it != named_.end();) {
+    const Entry& e = *it->second;
+    bool idle = e.quota == 0 && e.objects.load() == 0 && e.bytes.load() == 0;
+    it = idle ? named_.erase(it) : std::next(it);
+  }
+}
+
+rpc::TenantStats TenantUsage::Describe(const std::string& tenant, const Entry& entry) {
+  rpc::TenantStats stats;
+  stats.tenant = tenant;
+  stats.objects = entry.objects.load();
+  stats.bytes = entry.bytes.load();
+  stats.quota_bytes = static_cast<int64_t>(entry.quota);
+  stats.refused_puts = entry.refused.load();
+  return stats;
+}
+
+std::vector<rpc::TenantStats> TenantUsage::Stats() const {
+  std::vector<rpc::TenantStats> out;
+  if (default_.objects.load() != 0 || default_.bytes.load() != 0) {
+    out.push_back(Describe("", default_));
+  }
+  std::shared_lock<std::shared_mutex> lock(mu_);
+  for (const auto& [tenant, entry] : named_) out.push_back(Describe(tenant, *entry));
+  return out;
+}
+
+}  // namespace mooncake
