@@ -330,9 +330,10 @@ void test_log_replay_recounts_the_figures(void**) {
   Put(a, 1, K("bob", "x"), 2048, Cfg(2));
   Put(a, 1, "x", 512);
   assert_int_equal(ToInt(a.Remove(K("alice", "y"), true)), 0);
-  assert_int_equal(a.UpsertStart(1, K("alice", "x"), 4096, Cfg()).code, 0);
+  assert_int_equal(a.UpsertStart(1, K("alice", "x"), 4096, Cfg(2)).code, 0);
   assert_int_equal(ToInt(a.UpsertEnd(1, K("alice", "x"))), 0);
-  assert_int_equal(ToInt(a.UnmountSegment(2, 21)), 0);  // bob's x keeps one replica
+  // Both keep one replica: segment 11 holds one of each pair.
+  assert_int_equal(ToInt(a.UnmountSegment(2, 21)), 0);
   std::vector<rpc::TenantStats> before = a.GetStats().tenants;
   AssertFigures(a, "alice", 1, 4096);
   AssertFigures(a, "bob", 1, 2048);
