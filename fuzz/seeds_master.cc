@@ -480,7 +480,7 @@ Seeds MasterRpcSeeds() {
     Daemon(s, 1);  // on this host, no key: admitted
     s.Now().send_PutStart(1, "k", 4096, Config());
     s.Now().send_PutEnd(1, "k", -1);
-    s.OnKeyedConnection().send_RemoveAll(true, 0);
+    s.OnKeyedConnection().send_RemoveAll(true, 0, "");
     s.Now().send_GetAllSegments();
     s.Now().send_GetReplicaList("k", 0);
     Handshake(s, /*right_key=*/false);
