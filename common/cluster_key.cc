@@ -163,7 +163,8 @@ std::string ClusterKey::Fingerprint() const {
 bool LoadClusterKeyForProcess(const std::string& path, std::shared_ptr<const ClusterKey>* key) {
   key->reset();
   if (path.empty()) {
-    MC_LOG_WARN("no --cluster_key_file: only peers on this host (loopback) are admitted; give "
+    MC_LOG_WARN("no --cluster_key_file: only peers on this host (loopback, or this host's own "
+                "address) are admitted; give "
                 "every master and daemon of a cluster the same key file to span hosts "
                 "(docs/security.md)");
     return true;

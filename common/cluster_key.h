@@ -89,7 +89,7 @@ class ClusterKey {
 };
 
 // At a process's start: the key of --cluster_key_file path into *key, or null when path
-// is empty; logged either way (the key's fingerprint, or that only loopback peers will be
+// is empty; logged either way (the key's fingerprint, or that only peers on this host will be
 // admitted). False, after logging why, when the file cannot be used.
 bool LoadClusterKeyForProcess(const std::string& path, std::shared_ptr<const ClusterKey>* key);
 

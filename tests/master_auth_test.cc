@@ -344,7 +344,7 @@ void test_master_without_a_key_serves_this_host_only(void**) {
   int port = 0;
   const std::string master_log = g_dir + "/keyless-master.log";
   assert_true(harness::StartMaster(&master, &port, master_log, {"--cluster_key_file", ""}));
-  assert_true(WaitForLogLine(master_log, "only peers on this host (loopback) are admitted", 1000));
+  assert_true(WaitForLogLine(master_log, "only peers on this host (loopback, or this host's own", 1000));
   // A loopback client without a key is served as it is.
   rpc::MasterStats stats;
   assert_true(harness::WithMasterClientKey(port, "", [&](rpc::MasterServiceClient& m) {
