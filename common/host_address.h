@@ -1,6 +1,6 @@
 // This host's own address, where the master listens and where daemons look for it when
-// nobody says otherwise, and whether a connection's peer is on this host (what a process
-// without a cluster key admits).
+// nobody says otherwise; whether a connection's peer is on this
+// host (what a process without a cluster key admits); addresses as text for the log.
 #ifndef MOONCAKE_COMMON_HOST_ADDRESS_H_
 #define MOONCAKE_COMMON_HOST_ADDRESS_H_
 
@@ -17,13 +17,19 @@ namespace mooncake {
 // resolves to 127.0.1.1; both ends ask the same question and get the same answer).
 std::string ThisHostAddress();
 
-// True when the peer of the connected socket fd is on this host: a loopback address
-// (IsLoopbackAddress), or the very address the connection arrived at (a daemon reaching
-// the master through this host's own address). Linux drops packets from another host that
-// carry one of ours as their source (net.ipv4.conf.*.accept_local is 0 by default), so a
-// TCP connection cannot pose as one. False when either address cannot be read.
-bool PeerIsThisHost(int fd);
+// Whether a connection from peer that arrived at local (the address it connected to)
+// comes from this host: peer is a loopback address (IsLoopbackAddress), or the very
+// address it connected to, IPv4 and IPv4-mapped IPv6 alike (a daemon reaching the master
+// through this host's own address). Linux drops packets from another host that carry one
+// of ours as their source (net.ipv4.conf.*.accept_local is 0 by default), so a TCP
+// connection cannot pose as one. local may be null (unknown): then loopback only.
+bool PeerOnThisHost(const sockaddr* peer, const sockaddr* local);
+// The same for the peer of the connected socket fd; false when either address cannot be
+// read.
+bool PeerOnThisHost(int fd);
 
+// The numeric IP of an IPv4 or IPv6 address, "1.2.3.4" or "::1"; "?" for anything else.
+std::string FormatIp(const sockaddr* addr);
 // "1.2.3.4:5678" or "[::1]:5678"; "?" for anything but IPv4 and IPv6.
 std::string FormatAddress(const sockaddr* addr);
 

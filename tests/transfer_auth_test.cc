@@ -12,8 +12,8 @@
 //     every address with --transfer_bind_address 0.0.0.0;
 //   - a daemon without a key serves peers on its host with no handshake, and closes a
 //     connection from another address at accept, before a byte.
-// In process: PeerOnThisHost, and the opening's rules on a TransferServer (the AUTH
-// deadline, AUTH out of place, a rotated key).
+// In process: the opening's rules on a TransferServer (the AUTH deadline, AUTH out of
+// place, a rotated key); common/host_address's rule has host_address_test.
 #include <arpa/inet.h>
 #include <ifaddrs.h>
 #include <netinet/in.h>
@@ -494,7 +494,7 @@ void test_without_a_key_other_hosts_are_refused_at_accept(void**) {
   const std::string address = NonLoopbackAddress();
   if (address.empty()) {
     print_message("no non-loopback IPv4 address on this host: only the unit test of "
-                  "PeerOnThisHost covers the refusal\n");
+                  "PeerOnThisHost (host_address_test) covers the refusal\n");
     return;
   }
   const int port = mc_cluster_port_at(g_keyless, 0);
@@ -516,40 +516,6 @@ void test_without_a_key_other_hosts_are_refused_at_accept(void**) {
 }
 
 // ---- in process ----------------------------------------------------------------------------
-
-sockaddr_storage Address(const char* ip) {
-  sockaddr_storage s{};
-  if (std::strchr(ip, ':') != nullptr) {
-    auto* in6 = reinterpret_cast<sockaddr_in6*>(&s);
-    in6->sin6_family = AF_INET6;
-    assert_int_equal(inet_pton(AF_INET6, ip, &in6->sin6_addr), 1);
-  } else {
-    auto* in = reinterpret_cast<sockaddr_in*>(&s);
-    in->sin_family = AF_INET;
-    assert_int_equal(inet_pton(AF_INET, ip, &in->sin_addr), 1);
-  }
-  return s;
-}
-
-bool OnThisHost(const char* peer, const char* local) {
-  sockaddr_storage p = Address(peer), l = Address(local);
-  return PeerOnThisHost(reinterpret_cast<sockaddr*>(&p), reinterpret_cast<sockaddr*>(&l));
-}
-
-void test_peer_on_this_host(void**) {
-  assert_true(OnThisHost("127.0.0.1", "127.0.0.1"));
-  assert_true(OnThisHost("127.9.8.7", "10.0.0.1"));  // loopback, whatever it reached
-  assert_true(OnThisHost("::1", "::1"));
-  assert_true(OnThisHost("::ffff:127.0.0.1", "::ffff:127.0.0.1"));
-  assert_true(OnThisHost("10.0.0.1", "10.0.0.1"));  // this host's own address
-  assert_true(OnThisHost("::ffff:10.0.0.1", "10.0.0.1"));
-  assert_false(OnThisHost("10.0.0.2", "10.0.0.1"));  // another host
-  assert_false(OnThisHost("10.0.0.1", "127.0.0.1"));
-  assert_false(OnThisHost("192.0.2.2", "::ffff:127.0.0.1"));
-  assert_false(OnThisHost("fd00::2", "fd00::3"));
-  sockaddr_storage p = Address("10.0.0.1");
-  assert_false(PeerOnThisHost(reinterpret_cast<sockaddr*>(&p), nullptr));
-}
 
 // A segment served in process with key (null: none), handshake deadline handshake_ms.
 struct Owner {
@@ -670,7 +636,6 @@ int StopKeyless(void**) {
 
 int main() {
   const struct CMUnitTest in_process[] = {
-      cmocka_unit_test(test_peer_on_this_host),
       cmocka_unit_test(test_the_opening_rules),
       cmocka_unit_test(test_a_rotated_key),
       cmocka_unit_test(test_an_owner_that_cannot_prove_the_key_is_sent_nothing),
