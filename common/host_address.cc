@@ -30,14 +30,16 @@ bool AddressBytes(const sockaddr* addr, unsigned char out[16]) {
 
 }  // namespace
 
-std::string ThisHostAddress() {
-  char name[256] = {0};
-  if (gethostname(name, sizeof(name) - 1) != 0 || name[0] == '\0') return "127.0.0.1";
+bool ResolveHostAddress(const std::string& name, sockaddr_storage* out, std::string* error) {
   addrinfo hints{};
   hints.ai_family = AF_UNSPEC;
   hints.ai_socktype = SOCK_STREAM;
   addrinfo* found = nullptr;
-  if (getaddrinfo(name, nullptr, &hints, &found) != 0 || found == nullptr) return "127.0.0.1";
+  int rc = getaddrinfo(name.c_str(), nullptr, &hints, &found);
+  if (rc != 0) {
+    *error = gai_strerror(rc);
+    return false;
+  }
   const addrinfo* chosen = nullptr;
   for (const addrinfo* a = found; a != nullptr; a = a->ai_next) {
     if (a->ai_family == AF_INET) {
@@ -46,17 +48,23 @@ std::string ThisHostAddress() {
     }
     if (a->ai_family == AF_INET6 && chosen == nullptr) chosen = a;
   }
-  char text[INET6_ADDRSTRLEN] = "127.0.0.1";
   if (chosen != nullptr) {
-    const void* raw = chosen->ai_family == AF_INET
-                          ? static_cast<const void*>(
-                                &reinterpret_cast<const sockaddr_in*>(chosen->ai_addr)->sin_addr)
-                          : static_cast<const void*>(
-                                &reinterpret_cast<const sockaddr_in6*>(chosen->ai_addr)->sin6_addr);
-    inet_ntop(chosen->ai_family, raw, text, sizeof(text));
+    *out = sockaddr_storage{};
+    std::memcpy(out, chosen->ai_addr, chosen->ai_addrlen);
+  } else {
+    *error = "no IPv4 or IPv6 address";
   }
   freeaddrinfo(found);
-  return text;
+  return chosen != nullptr;
+}
+
+std::string ThisHostAddress() {
+  char name[256] = {0};
+  if (gethostname(name, sizeof(name) - 1) != 0 || name[0] == '\0') return "127.0.0.1";
+  sockaddr_storage address{};
+  std::string error;
+  if (!ResolveHostAddress(name, &address, &error)) return "127.0.0.1";
+  return FormatIp(reinterpret_cast<const sockaddr*>(&address));
 }
 
 bool PeerOnThisHost(const sockaddr* peer, const sockaddr* local) {

@@ -1,5 +1,5 @@
 // This host's own address, where the master listens and where daemons look for it when
-// nobody says otherwise; whether a connection's peer is on this
+// nobody says otherwise; what a name resolves to; whether a connection's peer is on this
 // host (what a process without a cluster key admits); addresses as text for the log.
 #ifndef MOONCAKE_COMMON_HOST_ADDRESS_H_
 #define MOONCAKE_COMMON_HOST_ADDRESS_H_
@@ -10,11 +10,16 @@
 
 namespace mooncake {
 
-// The numeric address this host's name (gethostname) resolves to: its first IPv4
-// address, else its first IPv6 one, else 127.0.0.1 (a name that does not resolve). The
-// default of the master's --rpc_address and of the host in the daemon's --master, so a
-// master and daemons on one host find each other without flags (on Debian the name often
-// resolves to 127.0.1.1; both ends ask the same question and get the same answer).
+// The address name (a host name or a numeric address) resolves to: its first IPv4
+// address, else its first IPv6 one, the order in which peers try them. False, with *error
+// (what getaddrinfo said), when it resolves to neither.
+bool ResolveHostAddress(const std::string& name, sockaddr_storage* out, std::string* error);
+
+// The numeric address this host's name (gethostname) resolves to (ResolveHostAddress),
+// else 127.0.0.1 (a name that does not resolve). The default of the master's
+// --rpc_address and of the host in the daemon's --master, so a master and daemons on one
+// host find each other without flags (on Debian the name often resolves to 127.0.1.1;
+// both ends ask the same question and get the same answer).
 std::string ThisHostAddress();
 
 // Whether a connection from peer that arrived at local (the address it connected to)

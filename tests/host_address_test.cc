@@ -1,5 +1,6 @@
 // common/host_address: whether a peer is on this host (from its addresses, and from a
-// connected socket), addresses as text, this host's own address.
+// connected socket), addresses as text, what a name resolves to, this host's own
+// address.
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -83,6 +84,22 @@ void test_addresses_as_text(void**) {
   assert_string_equal(FormatAddress(reinterpret_cast<sockaddr*>(&unix_family)).c_str(), "?");
 }
 
+// A name's first IPv4 address, else its first IPv6 one; a name that does not resolve says
+// why.
+void test_resolve_host_address(void**) {
+  sockaddr_storage out{};
+  std::string error;
+  assert_true(ResolveHostAddress("127.0.0.1", &out, &error));
+  assert_string_equal(FormatIp(reinterpret_cast<sockaddr*>(&out)).c_str(), "127.0.0.1");
+  assert_true(ResolveHostAddress("::1", &out, &error));
+  assert_int_equal(out.ss_family, AF_INET6);
+  assert_string_equal(FormatIp(reinterpret_cast<sockaddr*>(&out)).c_str(), "::1");
+  assert_true(ResolveHostAddress("localhost", &out, &error));  // IPv4 before ::1
+  assert_int_equal(out.ss_family, AF_INET);
+  assert_false(ResolveHostAddress("no-such-host.invalid", &out, &error));
+  assert_false(error.empty());
+}
+
 // Whatever the host's name resolves to, it is a numeric address one can bind.
 void test_this_host_address(void**) {
   std::string self = ThisHostAddress();
@@ -98,6 +115,7 @@ int main() {
       cmocka_unit_test(test_peer_on_this_host),
       cmocka_unit_test(test_peer_on_this_host_of_a_socket),
       cmocka_unit_test(test_addresses_as_text),
+      cmocka_unit_test(test_resolve_host_address),
       cmocka_unit_test(test_this_host_address),
   };
   return cmocka_run_group_tests(tests, nullptr, nullptr);
