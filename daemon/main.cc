@@ -30,6 +30,7 @@
 #include "common/logging.h"
 #include "common/process_setup.h"
 #include "common/rpc_logging.h"
+#include "common/text.h"
 #include "common/units.h"
 #include "daemon/cache_invalidator.h"
 #include "daemon/daemon_options.h"
@@ -94,17 +95,6 @@ int ReserveTransferPort(sockaddr_storage address, int64_t port, int* bound) {
   return -1;
 }
 
-std::vector<std::string> SplitCommas(const std::string& list) {
-  std::vector<std::string> out;
-  size_t start = 0;
-  while (start <= list.size()) {
-    size_t comma = std::min(list.find(',', start), list.size());
-    if (comma > start) out.push_back(list.substr(start, comma - start));
-    start = comma + 1;
-  }
-  return out;
-}
-
 // The transports --protocol asks for: TCP always, RDMA when chosen and it opens. Null
 // (after logging why) when the daemon cannot start.
 std::unique_ptr<mooncake::TransferEngine> OpenTransferEngine(
@@ -132,7 +122,9 @@ std::unique_ptr<mooncake::TransferEngine> OpenTransferEngine(
   std::unique_ptr<Transport> rdma;
   if (choice == TransportChoice::kRdma) {
     std::string error;
-    rdma = RdmaTransport::Open(SplitCommas(options.rdma_devices), tcp.get(), &error);
+    std::vector<std::string> devices = SplitList(options.rdma_devices, ',');
+    devices.erase(std::remove(devices.begin(), devices.end(), ""), devices.end());  // none: all
+    rdma = RdmaTransport::Open(devices, tcp.get(), &error);
     if (rdma == nullptr) {
       if (options.protocol == "rdma") {
         MC_LOG_ERROR("--protocol rdma: %s", error.c_str());
