@@ -16,17 +16,11 @@
 
 #include "common/little_endian.h"
 #include "common/logging.h"
+#include "common/text.h"
 
 namespace mooncake {
 
 namespace {
-
-std::string Trim(const std::string& s) {
-  size_t begin = s.find_first_not_of(" \t\r");
-  if (begin == std::string::npos) return "";
-  size_t end = s.find_last_not_of(" \t\r");
-  return s.substr(begin, end - begin + 1);
-}
 
 // What the MAC covers: a label for the role, then each field behind its length, so no two
 // different inputs encode alike.
@@ -89,7 +83,7 @@ Result<ClusterKey> ClusterKey::Load(const std::string& path, std::string* error)
   while (start < text.size()) {
     size_t end = text.find('\n', start);
     if (end == std::string::npos) end = text.size();
-    std::string line = Trim(text.substr(start, end - start));
+    std::string line = Trim(std::string_view(text).substr(start, end - start), " \t\r");
     start = end + 1;
     if (line.empty() || line[0] == '#') continue;
     if (line.size() < kMinKeyBytes) {

@@ -11,14 +11,35 @@
 
 namespace mooncake {
 
-std::string ThisHostAddress() {
-  char name[256] = {0};
-  if (gethostname(name, sizeof(name) - 1) != 0 || name[0] == '\0') return "127.0.0.1";
+namespace {
+
+// The IP of an IPv4 or IPv6 (possibly IPv4-mapped) address as 16 bytes, for comparing.
+bool AddressBytes(const sockaddr* addr, unsigned char out[16]) {
+  static const unsigned char kMapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+  if (addr->sa_family == AF_INET) {
+    std::memcpy(out, kMapped, sizeof(kMapped));
+    std::memcpy(out + 12, &reinterpret_cast<const sockaddr_in*>(addr)->sin_addr, 4);
+    return true;
+  }
+  if (addr->sa_family == AF_INET6) {
+    std::memcpy(out, &reinterpret_cast<const sockaddr_in6*>(addr)->sin6_addr, 16);
+    return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+bool ResolveHostAddress(const std::string& name, sockaddr_storage* out, std::string* error) {
   addrinfo hints{};
   hints.ai_family = AF_UNSPEC;
   hints.ai_socktype = SOCK_STREAM;
   addrinfo* found = nullptr;
-  if (getaddrinfo(name, nullptr, &hints, &found) != 0 || found == nullptr) return "127.0.0.1";
+  int rc = getaddrinfo(name.c_str(), nullptr, &hints, &found);
+  if (rc != 0) {
+    *error = gai_strerror(rc);
+    return false;
+  }
   const addrinfo* chosen = nullptr;
   for (const addrinfo* a = found; a != nullptr; a = a->ai_next) {
     if (a->ai_family == AF_INET) {
@@ -27,51 +48,62 @@ std::string ThisHostAddress() {
     }
     if (a->ai_family == AF_INET6 && chosen == nullptr) chosen = a;
   }
-  char text[INET6_ADDRSTRLEN] = "127.0.0.1";
   if (chosen != nullptr) {
-    const void* raw = chosen->ai_family == AF_INET
-                          ? static_cast<const void*>(
-                                &reinterpret_cast<const sockaddr_in*>(chosen->ai_addr)->sin_addr)
-                          : static_cast<const void*>(
-                                &reinterpret_cast<const sockaddr_in6*>(chosen->ai_addr)->sin6_addr);
-    inet_ntop(chosen->ai_family, raw, text, sizeof(text));
+    *out = sockaddr_storage{};
+    std::memcpy(out, chosen->ai_addr, chosen->ai_addrlen);
+  } else {
+    *error = "no IPv4 or IPv6 address";
   }
   freeaddrinfo(found);
-  return text;
+  return chosen != nullptr;
 }
 
-bool PeerIsThisHost(int fd) {
+std::string ThisHostAddress() {
+  char name[256] = {0};
+  if (gethostname(name, sizeof(name) - 1) != 0 || name[0] == '\0') return "127.0.0.1";
+  sockaddr_storage address{};
+  std::string error;
+  if (!ResolveHostAddress(name, &address, &error)) return "127.0.0.1";
+  return FormatIp(reinterpret_cast<const sockaddr*>(&address));
+}
+
+bool PeerOnThisHost(const sockaddr* peer, const sockaddr* local) {
+  if (IsLoopbackAddress(peer)) return true;
+  unsigned char a[16], b[16];
+  return local != nullptr && AddressBytes(peer, a) && AddressBytes(local, b) &&
+         std::memcmp(a, b, sizeof(a)) == 0;
+}
+
+bool PeerOnThisHost(int fd) {
   sockaddr_storage peer{}, local{};
   socklen_t peer_length = sizeof(peer), local_length = sizeof(local);
   if (getpeername(fd, reinterpret_cast<sockaddr*>(&peer), &peer_length) != 0 ||
       getsockname(fd, reinterpret_cast<sockaddr*>(&local), &local_length) != 0) {
     return false;
   }
-  if (IsLoopbackAddress(reinterpret_cast<const sockaddr*>(&peer))) return true;
-  if (peer.ss_family != local.ss_family) return false;
-  if (peer.ss_family == AF_INET) {
-    return reinterpret_cast<const sockaddr_in*>(&peer)->sin_addr.s_addr ==
-           reinterpret_cast<const sockaddr_in*>(&local)->sin_addr.s_addr;
+  return PeerOnThisHost(reinterpret_cast<const sockaddr*>(&peer),
+                        reinterpret_cast<const sockaddr*>(&local));
+}
+
+std::string FormatIp(const sockaddr* addr) {
+  char text[INET6_ADDRSTRLEN] = "?";
+  if (addr->sa_family == AF_INET) {
+    inet_ntop(AF_INET, &reinterpret_cast<const sockaddr_in*>(addr)->sin_addr, text, sizeof(text));
+  } else if (addr->sa_family == AF_INET6) {
+    inet_ntop(AF_INET6, &reinterpret_cast<const sockaddr_in6*>(addr)->sin6_addr, text,
+              sizeof(text));
   }
-  if (peer.ss_family == AF_INET6) {
-    return std::memcmp(&reinterpret_cast<const sockaddr_in6*>(&peer)->sin6_addr,
-                       &reinterpret_cast<const sockaddr_in6*>(&local)->sin6_addr,
-                       sizeof(in6_addr)) == 0;
-  }
-  return false;
+  return text;
 }
 
 std::string FormatAddress(const sockaddr* addr) {
-  char text[INET6_ADDRSTRLEN] = {0};
   if (addr->sa_family == AF_INET) {
-    const auto* in = reinterpret_cast<const sockaddr_in*>(addr);
-    inet_ntop(AF_INET, &in->sin_addr, text, sizeof(text));
-    return std::string(text) + ":" + std::to_string(ntohs(in->sin_port));
+    return FormatIp(addr) + ":" +
+           std::to_string(ntohs(reinterpret_cast<const sockaddr_in*>(addr)->sin_port));
   }
   if (addr->sa_family == AF_INET6) {
-    const auto* in6 = reinterpret_cast<const sockaddr_in6*>(addr);
-    inet_ntop(AF_INET6, &in6->sin6_addr, text, sizeof(text));
-    return "[" + std::string(text) + "]:" + std::to_string(ntohs(in6->sin6_port));
+    return "[" + FormatIp(addr) + "]:" +
+           std::to_string(ntohs(reinterpret_cast<const sockaddr_in6*>(addr)->sin6_port));
   }
   return "?";
 }

@@ -10,19 +10,14 @@
 #include <cstring>
 #include <functional>
 
+#include "common/text.h"
+
 namespace mooncake {
 
 namespace {
 
 // The highest id a list may name: (uid_t)-1 is the kernel's "no id".
 constexpr uint64_t kMaxId = 4294967294ull;
-
-std::string Trim(const std::string& s) {
-  size_t begin = s.find_first_not_of(" \t");
-  if (begin == std::string::npos) return "";
-  size_t end = s.find_last_not_of(" \t");
-  return s.substr(begin, end - begin + 1);
-}
 
 bool AllDigits(const std::string& s) {
   return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
@@ -78,10 +73,7 @@ bool ResolveGroup(const std::string& name, uint32_t* id, std::string* failure) {
 // One flag's list (see the header's input policy); false with *error naming flag.
 bool ResolveList(const std::string& flag, const std::string& list, bool users,
                  std::vector<uint32_t>* out, std::string* error) {
-  size_t start = 0;
-  for (;;) {
-    size_t comma = std::min(list.find(',', start), list.size());
-    std::string item = Trim(list.substr(start, comma - start));
+  for (const std::string& item : SplitList(list, ',')) {
     uint32_t id = 0;
     std::string failure;
     if (item.empty()) {
@@ -99,9 +91,8 @@ bool ResolveList(const std::string& flag, const std::string& list, bool users,
       return false;
     }
     if (std::find(out->begin(), out->end(), id) == out->end()) out->push_back(id);
-    if (comma == list.size()) return true;
-    start = comma + 1;
   }
+  return true;
 }
 
 // "65534 (nobody)", or the number alone when it has no name.

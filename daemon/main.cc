@@ -7,7 +7,6 @@
 // other segments while still serving; then stop accepting, let running requests finish
 // (bounded), revoke what is unfinished, unmount at the master, remove the socket, exit 0.
 #include <arpa/inet.h>
-#include <netdb.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <sys/socket.h>
@@ -31,6 +30,7 @@
 #include "common/logging.h"
 #include "common/process_setup.h"
 #include "common/rpc_logging.h"
+#include "common/text.h"
 #include "common/units.h"
 #include "daemon/cache_invalidator.h"
 #include "daemon/daemon_options.h"
@@ -57,40 +57,14 @@ namespace {
 bool ResolveTransferBindAddress(const std::string& wanted, const std::string& host,
                                 sockaddr_storage* out, std::string* error) {
   const std::string& name = wanted.empty() ? host : wanted;
-  addrinfo hints{};
-  hints.ai_family = AF_UNSPEC;
-  hints.ai_socktype = SOCK_STREAM;
-  addrinfo* found = nullptr;
-  int rc = getaddrinfo(name.c_str(), nullptr, &hints, &found);
-  if (rc != 0) {
+  std::string why;
+  if (!mooncake::ResolveHostAddress(name, out, &why)) {
     *error = "the transfer port's address: cannot resolve " + name + " (" +
              (wanted.empty() ? "--hostname, or this machine's name" : "--transfer_bind_address") +
-             "): " + gai_strerror(rc) + "; set --transfer_bind_address";
+             "): " + why + "; set --transfer_bind_address";
     return false;
   }
-  const addrinfo* chosen = found;
-  for (const addrinfo* ai = found; ai != nullptr; ai = ai->ai_next) {
-    if (ai->ai_family == AF_INET) {
-      chosen = ai;
-      break;
-    }
-  }
-  *out = sockaddr_storage{};
-  std::memcpy(out, chosen->ai_addr, chosen->ai_addrlen);
-  freeaddrinfo(found);
   return true;
-}
-
-std::string FormatAddress(const sockaddr_storage& addr) {
-  char text[INET6_ADDRSTRLEN] = "?";
-  const void* ip = nullptr;
-  if (addr.ss_family == AF_INET) {
-    ip = &reinterpret_cast<const sockaddr_in*>(&addr)->sin_addr;
-  } else {
-    ip = &reinterpret_cast<const sockaddr_in6*>(&addr)->sin6_addr;
-  }
-  inet_ntop(addr.ss_family, ip, text, sizeof(text));
-  return text;
 }
 
 // Binds and listens on the transfer-engine port at address: the first free one in
@@ -121,17 +95,6 @@ int ReserveTransferPort(sockaddr_storage address, int64_t port, int* bound) {
   return -1;
 }
 
-std::vector<std::string> SplitCommas(const std::string& list) {
-  std::vector<std::string> out;
-  size_t start = 0;
-  while (start <= list.size()) {
-    size_t comma = std::min(list.find(',', start), list.size());
-    if (comma > start) out.push_back(list.substr(start, comma - start));
-    start = comma + 1;
-  }
-  return out;
-}
-
 // The transports --protocol asks for: TCP always, RDMA when chosen and it opens. Null
 // (after logging why) when the daemon cannot start.
 std::unique_ptr<mooncake::TransferEngine> OpenTransferEngine(
@@ -159,7 +122,9 @@ std::unique_ptr<mooncake::TransferEngine> OpenTransferEngine(
   std::unique_ptr<Transport> rdma;
   if (choice == TransportChoice::kRdma) {
     std::string error;
-    rdma = RdmaTransport::Open(SplitCommas(options.rdma_devices), tcp.get(), &error);
+    std::vector<std::string> devices = SplitList(options.rdma_devices, ',');
+    devices.erase(std::remove(devices.begin(), devices.end(), ""), devices.end());  // none: all
+    rdma = RdmaTransport::Open(devices, tcp.get(), &error);
     if (rdma == nullptr) {
       if (options.protocol == "rdma") {
         MC_LOG_ERROR("--protocol rdma: %s", error.c_str());
@@ -245,12 +210,12 @@ int main(int argc, char** argv) {
   int port = 0;
   int transfer_fd = ReserveTransferPort(bind_address, options.port, &port);
   if (transfer_fd < 0) {
-    MC_LOG_ERROR("no free transfer port on %s (%s)", FormatAddress(bind_address).c_str(),
+    MC_LOG_ERROR("no free transfer port on %s (%s)", FormatIp(reinterpret_cast<const sockaddr*>(&bind_address)).c_str(),
                  options.port == 0 ? "12300..14300" : std::to_string(options.port).c_str());
     return 1;
   }
   std::string name = host + ":" + std::to_string(port);
-  MC_LOG_INFO("transfer port: listening on %s port %d (%s)%s", FormatAddress(bind_address).c_str(),
+  MC_LOG_INFO("transfer port: listening on %s port %d (%s)%s", FormatIp(reinterpret_cast<const sockaddr*>(&bind_address)).c_str(),
               port,
               options.transfer_bind_address.empty() ? "what the advertised host name resolves to"
                                                     : "--transfer_bind_address",

@@ -4,29 +4,11 @@
 #include <cstdlib>
 
 #include "common/tenant_key.h"
+#include "common/text.h"
 
 namespace mooncake {
 
 namespace {
-
-std::string Trim(const std::string& s) {
-  size_t begin = s.find_first_not_of(" \t");
-  if (begin == std::string::npos) return "";
-  size_t end = s.find_last_not_of(" \t");
-  return s.substr(begin, end - begin + 1);
-}
-
-std::vector<std::string> Split(const std::string& s, char sep) {
-  std::vector<std::string> parts;
-  size_t start = 0;
-  for (;;) {
-    size_t at = s.find(sep, start);
-    size_t end = at == std::string::npos ? s.size() : at;
-    parts.push_back(Trim(s.substr(start, end - start)));
-    if (at == std::string::npos) return parts;
-    start = at + 1;
-  }
-}
 
 // A decimal uid below 2^32 - 1 ((uid_t)-1 means "no uid" to the kernel).
 bool ParseUid(const std::string& text, uid_t* out) {
@@ -48,7 +30,7 @@ bool TenantPolicy::Parse(const std::string& text, TenantPolicy* out, std::string
     *out = policy;
     return true;
   }
-  for (const std::string& item : Split(text, ',')) {
+  for (const std::string& item : SplitList(text, ',')) {
     size_t eq = item.find('=');
     std::string tenant = Trim(item.substr(0, eq));
     if (eq == std::string::npos || !tenant_key::ValidTenant(tenant)) {
@@ -63,7 +45,7 @@ bool TenantPolicy::Parse(const std::string& text, TenantPolicy* out, std::string
       }
     }
     std::vector<uid_t> uids;
-    for (const std::string& uid_text : Split(item.substr(eq + 1), ':')) {
+    for (const std::string& uid_text : SplitList(item.substr(eq + 1), ':')) {
       uid_t uid = 0;
       if (!ParseUid(uid_text, &uid)) {
         *error = "'" + uid_text + "' (tenant '" + tenant + "') is not a uid";

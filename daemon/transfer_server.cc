@@ -1,8 +1,6 @@
 #include "daemon/transfer_server.h"
 
-#include <arpa/inet.h>
 #include <errno.h>
-#include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -13,6 +11,7 @@
 
 #include "common/cluster_key.h"
 #include "common/error_code.h"
+#include "common/host_address.h"
 #include "common/logging.h"
 
 namespace mooncake {
@@ -26,23 +25,6 @@ static_assert(transfer::kNonceBytes == ClusterKey::kNonceBytes, "HELLO carries t
 static_assert(transfer::kProofBytes == ClusterKey::kProofBytes, "AUTH carries the key's proof");
 
 namespace {
-
-// The source IP of a connection, and "ip:port" for the log.
-void DescribePeer(const sockaddr_storage& addr, std::string* ip, std::string* name) {
-  char host[INET6_ADDRSTRLEN] = "?";
-  int port = 0;
-  if (addr.ss_family == AF_INET) {
-    const auto* in = reinterpret_cast<const sockaddr_in*>(&addr);
-    inet_ntop(AF_INET, &in->sin_addr, host, sizeof(host));
-    port = ntohs(in->sin_port);
-  } else if (addr.ss_family == AF_INET6) {
-    const auto* in6 = reinterpret_cast<const sockaddr_in6*>(&addr);
-    inet_ntop(AF_INET6, &in6->sin6_addr, host, sizeof(host));
-    port = ntohs(in6->sin6_port);
-  }
-  *ip = host;
-  *name = *ip + ":" + std::to_string(port);
-}
 
 const char* OpName(uint16_t op) {
   switch (op) {
@@ -80,21 +62,6 @@ bool LogDue(std::atomic<int64_t>* next_ns) {
   return now >= next && next_ns->compare_exchange_strong(next, now + 1000 * 1000 * 1000);
 }
 
-// The IP of an IPv4 or IPv6 (possibly IPv4-mapped) address as 16 bytes, for comparing.
-bool AddressBytes(const sockaddr* addr, unsigned char out[16]) {
-  static const unsigned char kMapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
-  if (addr->sa_family == AF_INET) {
-    std::memcpy(out, kMapped, sizeof(kMapped));
-    std::memcpy(out + 12, &reinterpret_cast<const sockaddr_in*>(addr)->sin_addr, 4);
-    return true;
-  }
-  if (addr->sa_family == AF_INET6) {
-    std::memcpy(out, &reinterpret_cast<const sockaddr_in6*>(addr)->sin6_addr, 16);
-    return true;
-  }
-  return false;
-}
-
 bool SendReply(int fd, uint64_t request_id, ErrorCode code, const char* data, uint64_t length,
                const tcp_io::Bounds& bounds) {
   ReplyHeader reply;
@@ -107,13 +74,6 @@ bool SendReply(int fd, uint64_t request_id, ErrorCode code, const char* data, ui
 }
 
 }  // namespace
-
-bool PeerOnThisHost(const sockaddr* peer, const sockaddr* local) {
-  if (IsLoopbackAddress(peer)) return true;
-  unsigned char a[16], b[16];
-  return local != nullptr && AddressBytes(peer, a) && AddressBytes(local, b) &&
-         std::memcmp(a, b, sizeof(a)) == 0;
-}
 
 TransferServer::TransferServer(int listen_fd, SegmentLookup lookup, Options options)
     : listen_fd_(listen_fd),
@@ -182,8 +142,8 @@ void TransferServer::AcceptLoop() {
       MC_LOG_WARN("transfer port: accept: %s", std::strerror(errno));
       continue;
     }
-    std::string ip, peer;
-    DescribePeer(addr, &ip, &peer);
+    const std::string ip = FormatIp(reinterpret_cast<const sockaddr*>(&addr));
+    const std::string peer = FormatAddress(reinterpret_cast<const sockaddr*>(&addr));
     if (options_.cluster_key == nullptr) {
       sockaddr_storage local{};
       socklen_t local_len = sizeof(local);

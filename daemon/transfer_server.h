@@ -8,9 +8,10 @@
 // (common/cluster_key.h). Anything else first -- a READ, WRITE or CONTROL, a HELLO without
 // a nonce, a wrong proof -- is refused with -1400 and the connection closed, before a byte
 // of any segment is read or written and before any payload is read; from loopback too.
-// Without a key, only peers on this host are admitted (PeerOnThisHost): any other is
-// closed at accept, before a byte is read or sent. Refusals are counted and logged at
-// most once a second, with the peer's address: a flood of them cannot fill the log.
+// Without a key, only peers on this host are admitted (PeerOnThisHost in
+// common/host_address.h): any other is closed at accept, before a byte is read or sent.
+// Refusals are counted and logged at most once a second, with the peer's address: a
+// flood of them cannot fill the log.
 //
 // One thread per connection, blocking I/O: peers keep a few persistent connections each
 // (daemon/tcp_transport.h), so connections are few and long-lived, and a blocking thread
@@ -48,8 +49,6 @@
 #ifndef MOONCAKE_DAEMON_TRANSFER_SERVER_H_
 #define MOONCAKE_DAEMON_TRANSFER_SERVER_H_
 
-#include <sys/socket.h>
-
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -68,13 +67,6 @@
 #include "daemon/transport.h"
 
 namespace mooncake {
-
-// Whether a connection from peer that arrived at local (the address it connected to)
-// comes from this host: peer is a loopback address, or the very address it connected to
-// (the kernel routes a host's traffic to its own addresses over loopback, and drops
-// packets from outside that claim one of them as their source). What a server without a
-// cluster key admits.
-bool PeerOnThisHost(const sockaddr* peer, const sockaddr* local);
 
 class TransferServer {
  public:

@@ -188,7 +188,7 @@ std::shared_ptr<apache::thrift::TProcessor> AuthenticatedProcessorFactory::getPr
         0) {
       peer.address = FormatAddress(reinterpret_cast<const sockaddr*>(&address));
     }
-    if (key_ == nullptr) peer.on_this_host = PeerIsThisHost(socket->getSocketFD());
+    if (key_ == nullptr) peer.on_this_host = PeerOnThisHost(socket->getSocketFD());
   }
   return std::make_shared<AuthenticatedProcessor>(handler_, key_, std::move(peer),
                                                   ClusterKey::NewNonce);

@@ -13,7 +13,7 @@
 //    [old, new], [new, old], [new] every pair of processes still agrees. One failed step
 //    (a proof that does not check, a handshake out of order or repeated) refuses the
 //    connection for good: every later call, the handshake's too, is refused.
-//  - without a key, a peer on this host (PeerIsThisHost) is admitted at connect without
+//  - without a key, a peer on this host (PeerOnThisHost) is admitted at connect without
 //    a handshake; any other peer is refused.
 // The handshake on an admitted connection reaches RpcHandler, which answers -600.
 //

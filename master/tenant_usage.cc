@@ -3,27 +3,18 @@
 #include <mutex>
 
 #include "common/tenant_key.h"
+#include "common/text.h"
 #include "common/units.h"
 
 namespace mooncake {
 
-namespace {
-
-std::string Trim(const std::string& s) {
-  size_t begin = s.find_first_not_of(" \t");
-  if (begin == std::string::npos) return "";
-  size_t end = s.find_last_not_of(" \t");
-  return s.substr(begin, end - begin + 1);
-}
-
-}  // namespace
-
 bool TenantUsage::ParseQuotas(const std::string& text, Quotas* out, std::string* error) {
   Quotas quotas;
-  for (size_t start = 0; !Trim(text).empty();) {  // "" sets none
-    size_t comma = text.find(',', start);
-    size_t end = comma == std::string::npos ? text.size() : comma;
-    std::string item = Trim(text.substr(start, end - start));
+  if (Trim(text).empty()) {  // "" sets none
+    *out = std::move(quotas);
+    return true;
+  }
+  for (const std::string& item : SplitList(text, ',')) {
     size_t eq = item.find('=');
     std::string tenant = Trim(item.substr(0, eq));
     uint64_t bytes = 0;
@@ -37,8 +28,6 @@ bool TenantUsage::ParseQuotas(const std::string& text, Quotas* out, std::string*
       *error = "tenant '" + tenant + "' is named twice";
       return false;
     }
-    if (comma == std::string::npos) break;
-    start = comma + 1;
   }
   *out = std::move(quotas);
   return true;

@@ -146,31 +146,50 @@ static void test_set_tenant_checks_the_id_and_the_moment(void **state) {
 static const char *const kKeys[] = {"shared/1", "shared/2", "shared/3", "shared/4"};
 #define KEYS (sizeof(kKeys) / sizeof(kKeys[0]))
 
+/* The clients the isolation tests speak through: tenant alice at daemons 0 and 1, tenant
+ * bob and the default tenant at daemon 0. */
+typedef struct four_clients {
+  mooncake_store_t alice, alice_on_1, bob, plain;
+} four_clients;
+
+static four_clients connect_four_clients(void) {
+  four_clients c;
+  c.alice = connect_as(D0, "alice");
+  c.alice_on_1 = connect_as(D1, "alice");
+  c.bob = connect_as(D0, "bob");
+  c.plain = connect_as(D0, NULL);
+  return c;
+}
+
+static void destroy_four_clients(four_clients *c) {
+  mooncake_store_destroy(c->alice);
+  mooncake_store_destroy(c->alice_on_1);
+  mooncake_store_destroy(c->bob);
+  mooncake_store_destroy(c->plain);
+}
+
 static void test_same_key_names_are_separate_objects(void **state) {
   (void)state;
-  mooncake_store_t alice = connect_as(D0, "alice");
-  mooncake_store_t alice_on_1 = connect_as(D1, "alice");
-  mooncake_store_t bob = connect_as(D0, "bob");
-  mooncake_store_t plain = connect_as(D0, NULL);
+  four_clients c = connect_four_clients();
   /* Only alice has shared/4, written through daemon 1. */
   for (size_t k = 0; k + 1 < KEYS; ++k) {
-    put_value(alice, "alice", kKeys[k]);
-    put_value(bob, "bob", kKeys[k]);
-    put_value(plain, "", kKeys[k]);
+    put_value(c.alice, "alice", kKeys[k]);
+    put_value(c.bob, "bob", kKeys[k]);
+    put_value(c.plain, "", kKeys[k]);
   }
-  put_value(alice_on_1, "alice", kKeys[3]);
+  put_value(c.alice_on_1, "alice", kKeys[3]);
   for (size_t k = 0; k + 1 < KEYS; ++k) {
-    assert_value(alice, "alice", kKeys[k]);
-    assert_value(alice_on_1, "alice", kKeys[k]); /* one tenant, any daemon */
-    assert_value(bob, "bob", kKeys[k]);
-    assert_value(plain, "", kKeys[k]);
+    assert_value(c.alice, "alice", kKeys[k]);
+    assert_value(c.alice_on_1, "alice", kKeys[k]); /* one tenant, any daemon */
+    assert_value(c.bob, "bob", kKeys[k]);
+    assert_value(c.plain, "", kKeys[k]);
   }
-  assert_value(alice, "alice", kKeys[3]);
-  assert_missing(bob, kKeys[3]);
-  assert_missing(plain, kKeys[3]);
+  assert_value(c.alice, "alice", kKeys[3]);
+  assert_missing(c.bob, kKeys[3]);
+  assert_missing(c.plain, kKeys[3]);
   /* The batch forms too. */
   int exist[KEYS];
-  assert_int_equal(mooncake_store_batch_is_exist(bob, (const char **)kKeys, KEYS, exist), 0);
+  assert_int_equal(mooncake_store_batch_is_exist(c.bob, (const char **)kKeys, KEYS, exist), 0);
   assert_int_equal(exist[0] + exist[1] + exist[2], 3);
   assert_int_equal(exist[3], 0);
   char *bufs[KEYS];
@@ -180,7 +199,7 @@ static void test_same_key_names_are_separate_objects(void **state) {
     bufs[k] = malloc(VALUE);
     sizes[k] = VALUE;
   }
-  assert_int_equal(mooncake_store_batch_get_into(plain, (const char **)kKeys, (void **)bufs,
+  assert_int_equal(mooncake_store_batch_get_into(c.plain, (const char **)kKeys, (void **)bufs,
                                                  sizes, KEYS, got),
                    0);
   for (size_t k = 0; k + 1 < KEYS; ++k) {
@@ -195,69 +214,60 @@ static void test_same_key_names_are_separate_objects(void **state) {
   assert_int_equal(tenant_stats("bob").objects, 3);
   assert_int_equal(tenant_stats("bob").bytes, 3 * VALUE);
   assert_true(tenant_stats("").objects >= 3);
-  mooncake_store_destroy(alice);
-  mooncake_store_destroy(alice_on_1);
-  mooncake_store_destroy(bob);
-  mooncake_store_destroy(plain);
+  destroy_four_clients(&c);
 }
 
 static void test_no_removal_reaches_another_tenant(void **state) {
   (void)state;
-  mooncake_store_t alice = connect_as(D0, "alice");
-  mooncake_store_t alice_on_1 = connect_as(D1, "alice");
-  mooncake_store_t bob = connect_as(D0, "bob");
-  mooncake_store_t plain = connect_as(D0, NULL);
+  four_clients c = connect_four_clients();
   /* Read by everyone first, so that every read cache holds the values a removal could
    * wrongly forget or keep. */
   for (size_t k = 0; k + 1 < KEYS; ++k) {
-    assert_value(bob, "bob", kKeys[k]);
-    assert_value(plain, "", kKeys[k]);
+    assert_value(c.bob, "bob", kKeys[k]);
+    assert_value(c.plain, "", kKeys[k]);
   }
   /* remove and batch_remove name alice's own keys only. */
-  assert_int_equal(mooncake_store_remove(alice, kKeys[0], 1), 0);
-  assert_int_equal(mooncake_store_remove(alice, kKeys[0], 1), MOONCAKE_STORE_OBJECT_NOT_FOUND);
+  assert_int_equal(mooncake_store_remove(c.alice, kKeys[0], 1), 0);
+  assert_int_equal(mooncake_store_remove(c.alice, kKeys[0], 1), MOONCAKE_STORE_OBJECT_NOT_FOUND);
   const char *batch[] = {kKeys[1], "shared/absent"};
   int codes[2];
-  assert_int_equal(mooncake_store_batch_remove(alice, batch, 2, 1, codes), 0);
+  assert_int_equal(mooncake_store_batch_remove(c.alice, batch, 2, 1, codes), 0);
   assert_int_equal(codes[0], 0);
   assert_int_equal(codes[1], MOONCAKE_STORE_OBJECT_NOT_FOUND);
   for (size_t k = 0; k + 1 < KEYS; ++k) {
-    assert_value(bob, "bob", kKeys[k]);
-    assert_value(plain, "", kKeys[k]);
+    assert_value(c.bob, "bob", kKeys[k]);
+    assert_value(c.plain, "", kKeys[k]);
   }
-  assert_missing(alice, kKeys[0]);
-  assert_missing(alice_on_1, kKeys[1]);
+  assert_missing(c.alice, kKeys[0]);
+  assert_missing(c.alice_on_1, kKeys[1]);
   /* A pattern matching every key counts alice's only: shared/3 and shared/4. */
-  assert_int_equal(mooncake_store_remove_by_regex(alice_on_1, "^shared/", 1), 2);
+  assert_int_equal(mooncake_store_remove_by_regex(c.alice_on_1, "^shared/", 1), 2);
   /* Nor can a pattern spell another tenant's stored key. */
-  assert_int_equal(mooncake_store_remove_by_regex(alice, "bob", 1), 0);
-  assert_int_equal(mooncake_store_remove_by_regex(alice, "\\x00", 1), 0);
-  for (size_t k = 0; k < KEYS; ++k) assert_missing(alice, kKeys[k]);
+  assert_int_equal(mooncake_store_remove_by_regex(c.alice, "bob", 1), 0);
+  assert_int_equal(mooncake_store_remove_by_regex(c.alice, "\\x00", 1), 0);
+  for (size_t k = 0; k < KEYS; ++k) assert_missing(c.alice, kKeys[k]);
   for (size_t k = 0; k + 1 < KEYS; ++k) {
-    assert_value(bob, "bob", kKeys[k]);
-    assert_value(plain, "", kKeys[k]);
+    assert_value(c.bob, "bob", kKeys[k]);
+    assert_value(c.plain, "", kKeys[k]);
   }
   /* remove_all: alice has nothing left to remove, bob loses his, the default tenant keeps
    * its keys through both. */
-  put_value(alice, "alice", "mine");
-  assert_int_equal(mooncake_store_remove_all(alice, 1), 1);
-  assert_int_equal(mooncake_store_remove_all(bob, 1), 3);
+  put_value(c.alice, "alice", "mine");
+  assert_int_equal(mooncake_store_remove_all(c.alice, 1), 1);
+  assert_int_equal(mooncake_store_remove_all(c.bob, 1), 3);
   for (size_t k = 0; k + 1 < KEYS; ++k) {
-    assert_missing(bob, kKeys[k]);
-    assert_value(plain, "", kKeys[k]);
+    assert_missing(c.bob, kKeys[k]);
+    assert_value(c.plain, "", kKeys[k]);
   }
   assert_int_equal(tenant_stats("alice").objects, 0);
   assert_int_equal(tenant_stats("bob").objects, 0);
   /* And the default tenant's remove_all leaves a tenant's keys alone. */
-  put_value(bob, "bob", kKeys[0]);
-  assert_true(mooncake_store_remove_all(plain, 1) >= 3);
-  assert_value(bob, "bob", kKeys[0]);
-  assert_missing(plain, kKeys[0]);
-  assert_int_equal(mooncake_store_remove(bob, kKeys[0], 1), 0);
-  mooncake_store_destroy(alice);
-  mooncake_store_destroy(alice_on_1);
-  mooncake_store_destroy(bob);
-  mooncake_store_destroy(plain);
+  put_value(c.bob, "bob", kKeys[0]);
+  assert_true(mooncake_store_remove_all(c.plain, 1) >= 3);
+  assert_value(c.bob, "bob", kKeys[0]);
+  assert_missing(c.plain, kKeys[0]);
+  assert_int_equal(mooncake_store_remove(c.bob, kKeys[0], 1), 0);
+  destroy_four_clients(&c);
 }
 
 /* ---- quota -------------------------------------------------------------------------- */

@@ -1,11 +1,6 @@
 // master/authenticated_processor: the handshake's state machine and the refusal of every
 // other call, driven in process through the generated client and the server's protocol
-// over a real MasterService and RpcHandler; and common/host_address.
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
-
+// over a real MasterService and RpcHandler.
 #include <memory>
 #include <string>
 #include <vector>
@@ -15,14 +10,12 @@
 #include <thrift/transport/TBufferTransports.h>
 
 #include "common/cluster_key.h"
-#include "common/host_address.h"
 #include "common/logging.h"
 #include "common/master_auth.h"
 #include "master/authenticated_processor.h"
 #include "master/rpc_handler.h"
 #include "tests/cmocka_cpp.h"
 #include "tests/master_service_fixture.h"
-#include "tests/process_harness.h"
 
 namespace {
 
@@ -212,36 +205,6 @@ void test_refusal_reads_nothing_of_a_huge_call(void**) {
   assert_int_equal(c.service.GetStats().objects, 0);
 }
 
-void test_peer_is_this_host_on_loopback(void**) {
-  int port = 0;
-  int listener = mooncake::testing::ListenOnLoopback(&port);
-  assert_true(listener >= 0);
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(static_cast<uint16_t>(port));
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  assert_int_equal(connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
-  int accepted = accept(listener, nullptr, nullptr);
-  assert_true(accepted >= 0);
-  assert_true(mooncake::PeerIsThisHost(accepted));
-  assert_true(mooncake::PeerIsThisHost(fd));
-  assert_false(mooncake::PeerIsThisHost(listener));  // no peer at all
-  sockaddr_in peer{};
-  socklen_t length = sizeof(peer);
-  getpeername(accepted, reinterpret_cast<sockaddr*>(&peer), &length);
-  std::string text = mooncake::FormatAddress(reinterpret_cast<sockaddr*>(&peer));
-  assert_int_equal(text.rfind("127.0.0.1:", 0), 0);
-  close(accepted);
-  close(fd);
-  close(listener);
-  // Whatever the host's name resolves to, it is a numeric address one can bind.
-  std::string self = mooncake::ThisHostAddress();
-  in6_addr parsed{};
-  assert_true(inet_pton(AF_INET, self.c_str(), &parsed) == 1 ||
-              inet_pton(AF_INET6, self.c_str(), &parsed) == 1);
-}
-
 }  // namespace
 
 int main() {
@@ -254,7 +217,6 @@ int main() {
       cmocka_unit_test(test_handshake_out_of_order_is_refused),
       cmocka_unit_test(test_without_a_key_only_this_host_is_admitted),
       cmocka_unit_test(test_refusal_reads_nothing_of_a_huge_call),
-      cmocka_unit_test(test_peer_is_this_host_on_loopback),
   };
   return cmocka_run_group_tests(tests, nullptr, nullptr);
 }

@@ -12,8 +12,8 @@
 //     every address with --transfer_bind_address 0.0.0.0;
 //   - a daemon without a key serves peers on its host with no handshake, and closes a
 //     connection from another address at accept, before a byte.
-// In process: PeerOnThisHost, and the opening's rules on a TransferServer (the AUTH
-// deadline, AUTH out of place, a rotated key).
+// In process: the opening's rules on a TransferServer (the AUTH deadline, AUTH out of
+// place, a rotated key); common/host_address's rule has host_address_test.
 #include <arpa/inet.h>
 #include <ifaddrs.h>
 #include <netinet/in.h>
@@ -42,6 +42,7 @@
 #include "daemon/transfer_server.h"
 #include "tests/cmocka_cpp.h"
 #include "tests/process_harness.h"
+#include "tests/transfer_test_util.h"
 
 extern "C" {
 #include "tests/cluster.h"
@@ -50,6 +51,9 @@ extern "C" {
 
 using namespace mooncake;
 using Clock = std::chrono::steady_clock;
+using testing::kClosed;
+using testing::ReplyCode;
+using testing::SendRequest;
 
 namespace {
 
@@ -57,9 +61,7 @@ constexpr int A = 0, B = 1;
 constexpr size_t kPool = 64 << 20;
 constexpr size_t kVictimSize = 256 << 10;
 constexpr uint64_t kVictimSeed = 4242;
-constexpr int32_t kClosed = 1;  // the owner closed the connection instead of answering
 constexpr int32_t kUnauthenticated = static_cast<int32_t>(ErrorCode::UNAUTHENTICATED);
-const tcp_io::Bounds kBounds{5000};
 
 mc_cluster* g_keyed;     // master, A, B with the harness's key
 mc_cluster* g_keyless;   // master and one daemon without a key, on every address
@@ -108,7 +110,7 @@ bool AwaitLogLine(const char* path, const char* needle, const char* also) {
 int ConnectFrom(const std::string& source, const std::string& ip, int port) {
   int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   assert_true(fd >= 0);
-  tcp_io::Configure(fd, kBounds.stall_timeout_ms);
+  tcp_io::Configure(fd, testing::kRawPeerBounds.stall_timeout_ms);
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
   if (!source.empty()) {
@@ -130,36 +132,6 @@ int Connect(int port) {
   int fd = ConnectFrom("", "127.0.0.1", port);
   assert_true(fd >= 0);
   return fd;
-}
-
-// False when the owner had closed the connection already.
-bool SendRequest(int fd, transfer::Op op, int64_t segment, uint64_t offset, uint64_t length,
-                 const std::string& payload = "") {
-  transfer::RequestHeader h;
-  h.op = static_cast<uint16_t>(op);
-  h.request_id = 99;
-  h.segment_id = segment;
-  h.offset = offset;
-  h.length = length;
-  char head[transfer::kRequestHeaderSize];
-  transfer::EncodeRequest(h, head);
-  return tcp_io::Send(fd, head, sizeof(head), payload.data(), payload.size(), kBounds);
-}
-
-// The reply's code (its payload into *payload), or kClosed when the owner closed first.
-int32_t ReplyCode(int fd, std::string* payload = nullptr) {
-  char head[transfer::kReplyHeaderSize];
-  if (!tcp_io::Recv(fd, head, sizeof(head), kBounds)) {
-    assert_true(errno == ECONNRESET);  // closed, not silent
-    return kClosed;
-  }
-  transfer::ReplyHeader r;
-  assert_true(transfer::DecodeReply(head, &r));
-  if (r.code != ErrorCode::OK) assert_int_equal(r.length, 0);  // a refusal carries nothing
-  std::string bytes(r.length, '\0');
-  assert_true(tcp_io::Recv(fd, &bytes[0], bytes.size(), kBounds));
-  if (payload != nullptr) *payload = bytes;
-  return ToInt(r.code);
 }
 
 // Reads until the owner closes fd (5 s at most): how many bytes came first.
@@ -291,7 +263,7 @@ void test_write_without_the_key_changes_nothing(void**) {
   int fd = Connect(port);
   assert_true(SendRequest(fd, transfer::Op::kWrite, g_segment, g_offset, kVictimSize));
   assert_int_equal(ReplyCode(fd), kUnauthenticated);
-  tcp_io::Send(fd, nullptr, 0, junk.data(), junk.size(), kBounds);  // may fail: it closed
+  tcp_io::Send(fd, nullptr, 0, junk.data(), junk.size(), testing::kRawPeerBounds);  // may fail: it closed
   close(fd);
   // Header and payload at once, after a HELLO with a nonce: the owner closes with the
   // payload unread (the reply may be lost to the reset that causes).
@@ -393,18 +365,18 @@ void test_an_owner_that_cannot_prove_the_key_is_sent_nothing(void**) {
     tcp_io::Configure(fd, 5000);
     for (int request = 0; request < 2; ++request) {
       char head[transfer::kRequestHeaderSize];
-      assert_true(tcp_io::Recv(fd, head, sizeof(head), kBounds));
+      assert_true(tcp_io::Recv(fd, head, sizeof(head), testing::kRawPeerBounds));
       transfer::RequestHeader h;
       assert_true(transfer::DecodeRequest(head, &h));
       std::string payload(h.length, '\0');
-      assert_true(tcp_io::Recv(fd, &payload[0], payload.size(), kBounds));
+      assert_true(tcp_io::Recv(fd, &payload[0], payload.size(), testing::kRawPeerBounds));
       transfer::ReplyHeader r;
       r.request_id = h.request_id;
       r.length = 32;  // a nonce, then a "proof"
       char reply[transfer::kReplyHeaderSize];
       transfer::EncodeReply(r, reply);
       std::string bytes(32, static_cast<char>('a' + request));
-      assert_true(tcp_io::Send(fd, reply, sizeof(reply), bytes.data(), bytes.size(), kBounds));
+      assert_true(tcp_io::Send(fd, reply, sizeof(reply), bytes.data(), bytes.size(), testing::kRawPeerBounds));
     }
     after_auth = BytesUntilClosed(fd);
     close(fd);
@@ -494,7 +466,7 @@ void test_without_a_key_other_hosts_are_refused_at_accept(void**) {
   const std::string address = NonLoopbackAddress();
   if (address.empty()) {
     print_message("no non-loopback IPv4 address on this host: only the unit test of "
-                  "PeerOnThisHost covers the refusal\n");
+                  "PeerOnThisHost (host_address_test) covers the refusal\n");
     return;
   }
   const int port = mc_cluster_port_at(g_keyless, 0);
@@ -516,40 +488,6 @@ void test_without_a_key_other_hosts_are_refused_at_accept(void**) {
 }
 
 // ---- in process ----------------------------------------------------------------------------
-
-sockaddr_storage Address(const char* ip) {
-  sockaddr_storage s{};
-  if (std::strchr(ip, ':') != nullptr) {
-    auto* in6 = reinterpret_cast<sockaddr_in6*>(&s);
-    in6->sin6_family = AF_INET6;
-    assert_int_equal(inet_pton(AF_INET6, ip, &in6->sin6_addr), 1);
-  } else {
-    auto* in = reinterpret_cast<sockaddr_in*>(&s);
-    in->sin_family = AF_INET;
-    assert_int_equal(inet_pton(AF_INET, ip, &in->sin_addr), 1);
-  }
-  return s;
-}
-
-bool OnThisHost(const char* peer, const char* local) {
-  sockaddr_storage p = Address(peer), l = Address(local);
-  return PeerOnThisHost(reinterpret_cast<sockaddr*>(&p), reinterpret_cast<sockaddr*>(&l));
-}
-
-void test_peer_on_this_host(void**) {
-  assert_true(OnThisHost("127.0.0.1", "127.0.0.1"));
-  assert_true(OnThisHost("127.9.8.7", "10.0.0.1"));  // loopback, whatever it reached
-  assert_true(OnThisHost("::1", "::1"));
-  assert_true(OnThisHost("::ffff:127.0.0.1", "::ffff:127.0.0.1"));
-  assert_true(OnThisHost("10.0.0.1", "10.0.0.1"));  // this host's own address
-  assert_true(OnThisHost("::ffff:10.0.0.1", "10.0.0.1"));
-  assert_false(OnThisHost("10.0.0.2", "10.0.0.1"));  // another host
-  assert_false(OnThisHost("10.0.0.1", "127.0.0.1"));
-  assert_false(OnThisHost("192.0.2.2", "::ffff:127.0.0.1"));
-  assert_false(OnThisHost("fd00::2", "fd00::3"));
-  sockaddr_storage p = Address("10.0.0.1");
-  assert_false(PeerOnThisHost(reinterpret_cast<sockaddr*>(&p), nullptr));
-}
 
 // A segment served in process with key (null: none), handshake deadline handshake_ms.
 struct Owner {
@@ -670,7 +608,6 @@ int StopKeyless(void**) {
 
 int main() {
   const struct CMUnitTest in_process[] = {
-      cmocka_unit_test(test_peer_on_this_host),
       cmocka_unit_test(test_the_opening_rules),
       cmocka_unit_test(test_a_rotated_key),
       cmocka_unit_test(test_an_owner_that_cannot_prove_the_key_is_sent_nothing),

@@ -27,17 +27,19 @@
 #include "daemon/transfer_server.h"
 #include "tests/cmocka_cpp.h"
 #include "tests/process_harness.h"
+#include "tests/transfer_test_util.h"
 
 using namespace mooncake;
 using Clock = std::chrono::steady_clock;
+using testing::kClosed;
+using testing::ReplyCode;
+using testing::SendRequest;
 
 namespace {
 
 constexpr int64_t kSegmentId = 7;
 constexpr uint64_t kSegmentSize = 4 << 20;
-constexpr int32_t kClosed = 1;  // the owner closed the connection instead of answering
 constexpr int32_t kTooMany = static_cast<int32_t>(ErrorCode::TOO_MANY_CONNECTIONS);
-const tcp_io::Bounds kBounds{5000};
 
 double SecondsSince(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
@@ -96,71 +98,33 @@ struct Owner {
 
 int Connect(const Owner& o) {
   std::string error;
-  int fd = tcp_io::Connect(o.address(), 1000, kBounds.stall_timeout_ms, &error);
+  int fd = tcp_io::Connect(o.address(), 1000, testing::kRawPeerBounds.stall_timeout_ms, &error);
   assert_true(fd >= 0);
   return fd;
-}
-
-// False when the owner had closed the connection already.
-bool SendHeader(int fd, uint16_t op, int64_t segment, uint64_t offset, uint64_t length,
-                const std::string& payload = "") {
-  transfer::RequestHeader h;
-  h.op = op;
-  h.request_id = 99;
-  h.segment_id = segment;
-  h.offset = offset;
-  h.length = length;
-  char head[transfer::kRequestHeaderSize];
-  transfer::EncodeRequest(h, head);
-  return tcp_io::Send(fd, head, sizeof(head), payload.data(), payload.size(), kBounds);
-}
-
-// The code of the reply, or kClosed when the owner closed the connection first.
-int32_t ReplyCode(int fd, uint64_t* length = nullptr) {
-  char head[transfer::kReplyHeaderSize];
-  if (!tcp_io::Recv(fd, head, sizeof(head), kBounds)) {
-    assert_true(errno == ECONNRESET);  // closed, not silent
-    return kClosed;
-  }
-  transfer::ReplyHeader r;
-  assert_true(transfer::DecodeReply(head, &r));
-  if (length != nullptr) *length = r.length;
-  return ToInt(r.code);
 }
 
 int32_t Hello(int fd, const std::string& name) {
   transfer::Hello hello;
   hello.daemon_name = name;
   std::string payload = transfer::EncodeHello(hello);
-  if (!SendHeader(fd, static_cast<uint16_t>(transfer::Op::kHello), 0, 0, payload.size(),
-                  payload)) {
-    return kClosed;
-  }
+  if (!SendRequest(fd, transfer::Op::kHello, 0, 0, payload.size(), payload)) return kClosed;
   return ReplyCode(fd);
 }
 
 int32_t Read(int fd, uint64_t offset, uint64_t length) {
-  if (!SendHeader(fd, static_cast<uint16_t>(transfer::Op::kRead), kSegmentId, offset, length)) {
-    return kClosed;
-  }
-  uint64_t got = 0;
-  int32_t code = ReplyCode(fd, &got);
-  if (code == 0) {
-    std::vector<char> data(got);
-    assert_true(tcp_io::Recv(fd, data.data(), data.size(), kBounds));
-  }
-  return code;
+  if (!SendRequest(fd, transfer::Op::kRead, kSegmentId, offset, length)) return kClosed;
+  std::string data;
+  return ReplyCode(fd, &data);
 }
 
 // A WRITE of length bytes of which only the first `sent` go out: a request in progress.
 void StartWrite(int fd, uint64_t length, size_t sent) {
-  assert_true(SendHeader(fd, static_cast<uint16_t>(transfer::Op::kWrite), kSegmentId, 0, length,
-                         std::string(sent, 'w')));
+  assert_true(SendRequest(fd, transfer::Op::kWrite, kSegmentId, 0, length, std::string(sent, 'w')));
 }
 
 int32_t FinishWrite(int fd, size_t rest) {
   std::string bytes(rest, 'w');
-  assert_true(tcp_io::Send(fd, nullptr, 0, bytes.data(), bytes.size(), kBounds));
+  assert_true(tcp_io::Send(fd, nullptr, 0, bytes.data(), bytes.size(), testing::kRawPeerBounds));
   return ReplyCode(fd);
 }
 
@@ -410,8 +374,8 @@ void test_handshake_deadline(void**) {
   int silent = Connect(o), half = Connect(o), hello = Connect(o), good = Connect(o);
   auto t0 = Clock::now();
   char head[transfer::kRequestHeaderSize] = {0};
-  assert_true(tcp_io::Send(half, head, 20, nullptr, 0, kBounds));
-  assert_true(SendHeader(hello, static_cast<uint16_t>(transfer::Op::kHello), 0, 0, 40, "12345"));
+  assert_true(tcp_io::Send(half, head, 20, nullptr, 0, testing::kRawPeerBounds));
+  assert_true(SendRequest(hello, transfer::Op::kHello, 0, 0, 40, "12345"));
   assert_int_equal(Read(good, 0, 64), 0);
   double closed[3];
   int fds[3] = {silent, half, hello};
@@ -439,17 +403,17 @@ void test_hello_refusals(void**) {
                                std::string("\x01\x00\x09\x00a:1", 7)};
   for (const std::string& hostile : cases) {
     int fd = Connect(o);
-    assert_true(SendHeader(fd, kHelloOp, 0, 0, hostile.size(), hostile));
+    assert_true(SendRequest(fd, kHelloOp, 0, 0, hostile.size(), hostile));
     assert_int_equal(ReplyCode(fd), kInvalid);
     assert_true(ClosedWithin(fd, 2000));
     close(fd);
   }
   int fd = Connect(o);
-  assert_true(SendHeader(fd, kHelloOp, 0, 0, 2000));
+  assert_true(SendRequest(fd, kHelloOp, 0, 0, 2000));
   assert_int_equal(ReplyCode(fd), kInvalid);  // too long: refused before it is read
   close(fd);
   fd = Connect(o);
-  assert_true(SendHeader(fd, kHelloOp, 5, 0, payload.size(), payload));
+  assert_true(SendRequest(fd, kHelloOp, 5, 0, payload.size(), payload));
   assert_int_equal(ReplyCode(fd), kInvalid);  // a segment id set
   close(fd);
   fd = Connect(o);
@@ -457,7 +421,7 @@ void test_hello_refusals(void**) {
   assert_int_equal(Hello(fd, "a:1"), kInvalid);  // not first
   close(fd);
   fd = Connect(o);
-  assert_true(SendHeader(fd, static_cast<uint16_t>(transfer::Op::kControl), 1, 8, 0));
+  assert_true(SendRequest(fd, transfer::Op::kControl, 1, 8, 0));
   assert_int_equal(ReplyCode(fd), kInvalid);  // CONTROL with an offset
   close(fd);
 }
@@ -476,7 +440,7 @@ void test_server_drops_a_stalled_request_within_the_stall_timeout(void**) {
   fd = Connect(o);
   assert_int_equal(Hello(fd, "staller:1"), 0);
   char head[transfer::kRequestHeaderSize] = {0};
-  assert_true(tcp_io::Send(fd, head, 30, nullptr, 0, kBounds));  // a next header cut short
+  assert_true(tcp_io::Send(fd, head, 30, nullptr, 0, testing::kRawPeerBounds));  // a next header cut short
   double header_stall = SecondsUntilClosed(fd, 10);
   close(fd);
   print_message("stalled WRITE payload dropped after %.3f s, stalled header after %.3f s "
@@ -497,19 +461,19 @@ void test_client_gives_up_on_a_stalled_owner_within_the_stall_timeout(void**) {
     tcp_io::Configure(fd, 5000);
     for (int request = 0; request < 2; ++request) {
       char head[transfer::kRequestHeaderSize];
-      assert_true(tcp_io::Recv(fd, head, sizeof(head), kBounds));
+      assert_true(tcp_io::Recv(fd, head, sizeof(head), testing::kRawPeerBounds));
       transfer::RequestHeader h;
       assert_true(transfer::DecodeRequest(head, &h));
       bool hello = h.op == static_cast<uint16_t>(transfer::Op::kHello);
       std::vector<char> payload(hello ? h.length : 0);
-      assert_true(tcp_io::Recv(fd, payload.data(), payload.size(), kBounds));
+      assert_true(tcp_io::Recv(fd, payload.data(), payload.size(), testing::kRawPeerBounds));
       transfer::ReplyHeader r;
       r.request_id = h.request_id;
       r.length = hello ? 0 : h.length;
       char reply[transfer::kReplyHeaderSize];
       transfer::EncodeReply(r, reply);
       std::string half(r.length / 2, 'h');
-      assert_true(tcp_io::Send(fd, reply, sizeof(reply), half.data(), half.size(), kBounds));
+      assert_true(tcp_io::Send(fd, reply, sizeof(reply), half.data(), half.size(), testing::kRawPeerBounds));
     }
     while (!done) std::this_thread::sleep_for(std::chrono::milliseconds(10));
     close(fd);
