@@ -1,0 +1,69 @@
+//! Keys in C form: one key (`c_key`), the keys of a batch (`KeyBatch`), and putting a
+//! batch's C results back in the caller's order (`merge`).
+
+use std::ffi::CString;
+use std::os::raw::c_char;
+
+use crate::{Error, Result};
+
+/// A key as a NUL-terminated C string; an interior NUL is an error, never a truncated key.
+pub(crate) fn c_key(key: &[u8]) -> Result<CString> {
+    CString::new(key).map_err(|_| Error::InvalidParams)
+}
+
+pub(crate) fn c_str(s: &str) -> Result<CString> {
+    CString::new(s).map_err(|_| Error::InvalidParams)
+}
+
+/// The keys of a batch: those that can be passed to C, and where each one came from.
+pub(crate) struct KeyBatch {
+    strings: Vec<CString>,
+    pub(crate) pointers: Vec<*const c_char>,
+    /// For each key passed to C, its index in the caller's list.
+    pub(crate) index: Vec<usize>,
+}
+
+impl KeyBatch {
+    /// Splits keys into valid ones and per-key errors (`InvalidParams` for a NUL byte).
+    pub(crate) fn new<K: AsRef<[u8]>>(keys: &[K]) -> (KeyBatch, Vec<Option<Error>>) {
+        let mut batch = KeyBatch {
+            strings: Vec::with_capacity(keys.len()),
+            pointers: Vec::with_capacity(keys.len()),
+            index: Vec::with_capacity(keys.len()),
+        };
+        let mut errors = vec![None; keys.len()];
+        for (i, key) in keys.iter().enumerate() {
+            match c_key(key.as_ref()) {
+                Ok(s) => {
+                    batch.strings.push(s);
+                    batch.index.push(i);
+                }
+                Err(e) => errors[i] = Some(e),
+            }
+        }
+        batch.pointers = batch.strings.iter().map(|s| s.as_ptr()).collect();
+        (batch, errors)
+    }
+}
+
+/// One result per caller key: the pre-checked error, or the C result of its entry.
+pub(crate) fn merge<R: Copy, T>(
+    errors: Vec<Option<Error>>,
+    index: &[usize],
+    results: Vec<R>,
+    convert: impl Fn(R) -> Result<T>,
+) -> Vec<Result<T>> {
+    let mut c_results = index.iter().zip(results).peekable();
+    errors
+        .into_iter()
+        .enumerate()
+        .map(|(i, error)| match error {
+            Some(e) => Err(e),
+            None => {
+                let (&j, rc) = c_results.next().expect("one C result per valid key");
+                debug_assert_eq!(i, j);
+                convert(rc)
+            }
+        })
+        .collect()
+}
