@@ -64,7 +64,8 @@ else:
 # the library (mooncake_store_parse_size), so nothing of the project's common/ is needed.
 extension = Pybind11Extension(
     "mooncake_store",
-    sources=["src/module.cc"],
+    sources=["src/module.cc", "src/buffers.cc", "src/lifecycle.cc", "src/data_ops.cc",
+             "src/scatter_gather.cc"],
     include_dirs=include_dirs,
     library_dirs=library_dirs,
     libraries=libraries,
