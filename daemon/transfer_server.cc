@@ -53,15 +53,6 @@ int MillisLeft(Clock::time_point deadline) {
   return static_cast<int>(std::max<int64_t>(0, std::min<int64_t>(left.count(), INT32_MAX)));
 }
 
-// True once a second at most, per clock: whether a rate-limited line is due now.
-bool LogDue(std::atomic<int64_t>* next_ns) {
-  int64_t now = std::chrono::duration_cast<std::chrono::nanoseconds>(
-                    Clock::now().time_since_epoch())
-                    .count();
-  int64_t next = next_ns->load(std::memory_order_relaxed);
-  return now >= next && next_ns->compare_exchange_strong(next, now + 1000 * 1000 * 1000);
-}
-
 bool SendReply(int fd, uint64_t request_id, ErrorCode code, const char* data, uint64_t length,
                const tcp_io::Bounds& bounds) {
   ReplyHeader reply;
@@ -103,7 +94,7 @@ void TransferServer::Stop() {
 }
 
 void TransferServer::LogAdmission(const char* what, const std::string& peer) {
-  if (!LogDue(&next_admission_log_ns_)) return;
+  if (!admission_log_.Due()) return;
   TransferConnections::Stats s = connections_.stats();
   MC_LOG_WARN("transfer port: %s %s (so far %llu admitted, %llu waiting ones closed to make "
               "room, %llu refused, %llu closed silent; %zu open)",
@@ -115,7 +106,7 @@ void TransferServer::LogAdmission(const char* what, const std::string& peer) {
 
 void TransferServer::LogUnauthenticated(const std::string& what, const std::string& peer) {
   uint64_t count = unauthenticated_.fetch_add(1) + 1;
-  if (!LogDue(&next_unauthenticated_log_ns_)) return;
+  if (!unauthenticated_log_.Due()) return;
   MC_LOG_WARN("transfer port: refused %s: %s (%llu refused for want of the cluster key so "
               "far; at most one such line a second)",
               peer.c_str(), what.c_str(), static_cast<unsigned long long>(count));

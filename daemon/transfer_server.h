@@ -59,6 +59,7 @@
 #include <thread>
 
 #include "common/cluster_key.h"
+#include "common/log_throttle.h"
 #include "daemon/epoch_gate.h"
 #include "daemon/segment_memory.h"
 #include "daemon/tcp_io.h"
@@ -146,9 +147,9 @@ class TransferServer {
   std::thread accept_thread_;
   std::atomic<bool> stopping_{false};
   bool started_ = false;
-  std::atomic<int64_t> next_admission_log_ns_{0};
+  LogThrottle admission_log_;
   std::atomic<uint64_t> silent_closed_{0};  // closed for saying nothing in time
-  std::atomic<int64_t> next_unauthenticated_log_ns_{0};
+  LogThrottle unauthenticated_log_;
   std::atomic<uint64_t> unauthenticated_{0};
 };
 

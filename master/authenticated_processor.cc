@@ -2,13 +2,12 @@
 
 #include <sys/socket.h>
 
-#include <atomic>
-#include <chrono>
 
 #include <thrift/TApplicationException.h>
 #include <thrift/transport/TSocket.h>
 
 #include "common/host_address.h"
+#include "common/log_throttle.h"
 #include "common/logging.h"
 #include "common/master_auth.h"
 
@@ -21,19 +20,11 @@ namespace {
 
 // One line a second at most, whoever is refused: a flood of refused calls must not fill
 // the disk. The next line says how many were not logged.
-std::atomic<int64_t> g_next_log_ms{0};
-std::atomic<uint64_t> g_unlogged{0};
+LogThrottle g_refusal_log;
 
 void LogRefusal(const std::string& peer, const std::string& call, const std::string& why) {
-  int64_t now = std::chrono::duration_cast<std::chrono::milliseconds>(
-                    std::chrono::steady_clock::now().time_since_epoch())
-                    .count();
-  int64_t next = g_next_log_ms.load(std::memory_order_relaxed);
-  if (now < next || !g_next_log_ms.compare_exchange_strong(next, now + 1000)) {
-    g_unlogged.fetch_add(1, std::memory_order_relaxed);
-    return;
-  }
-  uint64_t unlogged = g_unlogged.exchange(0, std::memory_order_relaxed);
+  uint64_t unlogged = 0;
+  if (!g_refusal_log.Due(&unlogged)) return;
   MC_LOG_WARN("refused %s from %s: %s%s", call.c_str(), peer.c_str(), why.c_str(),
               unlogged == 0
                   ? ""
