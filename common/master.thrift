@@ -50,6 +50,12 @@ struct SegmentInfo {
                                           // a segment size): it leaves when that client does, so
                                           // placement uses it only when the daemons' own segments
                                           // are full, or when a put names its daemon
+  10: ReplicaKind kind = ReplicaKind.MEMORY, // LOCAL_DISK: the daemon's SSD tier (docs/ssd.md):
+                                          // size is its capacity, base 0; the master allocates
+                                          // nothing in it and never counts it as memory. Its
+                                          // replicas are objects the daemon wrote to its SSD,
+                                          // located by the daemon's own index, never by offset.
+                                          // At most one per daemon.
 }
 
 struct ReplicateConfig {
@@ -60,6 +66,8 @@ struct ReplicateConfig {
   5: i64 soft_pin_ttl_ms = 0,             // 0: the master's default_kv_soft_pin_ttl
   6: list<string> avoided_segments,       // "host:port" names placed last, after every other
                                           // segment (daemons the writer just failed to reach)
+  7: i32 offload = 0,                     // the SSD tier: 0 as the master's --enable_offload says,
+                                          // 1 offload this put's value at PutEnd, 2 do not
 }
 
 struct ReplicaDescriptor {
@@ -88,6 +96,9 @@ struct ReplicaListResult {
   5: i64 checksum = -1,                   // CRC-32C of the value as its writer gave it; -1: none
   6: i64 master_epoch,                    // of the master that granted the lease; owners refuse
                                           // reads under another master's leases
+  7: bool promote = false,                // --promotion_on_hit: the object has no memory replica;
+                                          // the reader that served it from disk may re-create
+                                          // one (PromoteStart / PromoteEnd)
 }
 
 // A daemon whose read cache may still hold keys a write just changed (docs/daemon.md,
@@ -172,6 +183,22 @@ struct TenantStats {
   5: i64 refused_puts,                    // puts answered -1402 since the master started
 }
 
+// The SSD tier as the master sees it (docs/ssd.md).
+struct DiskStats {
+  1: i64 segments,                        // LOCAL_DISK segments mounted (attached or not)
+  2: i64 capacity_bytes,                  // their sizes, summed
+  3: i64 objects,                         // objects with a LOCAL_DISK replica
+  4: i64 bytes,                           // size x disk replicas, summed
+  5: i64 disk_only_objects,               // of which have no memory replica
+  6: i64 offloads_queued,                 // tasks waiting for their daemon (FetchOffloads)
+  7: i64 offloads_done,                   // disk replicas registered by ReportOffloads
+  8: i64 offloads_failed,                 // reports of a failure, or tasks that timed out
+  9: i64 evict_offloads,                  // of the tasks, those an eviction round queued
+  10: i64 promotions,                     // memory replicas re-created from disk (PromoteEnd)
+  11: i64 adopted,                        // disk replicas RegisterDiskReplicas added
+  12: i64 dropped,                        // disk replicas DropDiskReplicas removed
+}
+
 struct MasterStats {
   1: i64 objects,
   2: i64 segments,
@@ -189,6 +216,7 @@ struct MasterStats {
   14: i64 pending_segments,               // detached segments (restored, or of a silent daemon)
   15: EvictionStats eviction,
   16: list<TenantStats> tenants,          // by tenant id
+  17: DiskStats disk,
 }
 
 struct SnapshotResult {
@@ -201,6 +229,34 @@ struct SnapshotResult {
   7: i64 objects,
   8: string error,                        // why it failed, when it did
   9: bool running,                        // forked and still being written (5-7 not known yet)
+}
+
+// The SSD tier (docs/ssd.md). An offload copies a COMPLETE memory replica of the daemon's
+// own into its SSD; the daemon fetches what to copy and reports what it wrote.
+struct OffloadTask {
+  1: string key,
+  2: i64 size,
+  3: i64 segment_id,                      // the memory replica to copy from: the caller's segment
+  4: i64 offset,                          // inside it
+  5: i64 checksum,                        // the value's CRC-32C, -1: none
+  6: i64 replica_id,                      // of that memory replica; the report names it
+  7: bool for_eviction,                   // an eviction round waits for it: its memory replicas
+                                          // are freed once the disk replica is registered
+}
+
+struct OffloadTasksResult {
+  1: i32 code,                            // -103 unknown daemon, -101 it has no LOCAL_DISK segment
+  2: list<OffloadTask> tasks,
+  3: i64 lease_ttl_ms,                    // each task's memory replica is read-leased this long
+                                          // from the reply: the copy must end within it
+  4: i64 master_epoch,                    // of the master that granted those leases
+}
+
+// An object a daemon's SSD holds, as it re-registers them (RegisterDiskReplicas).
+struct DiskObject {
+  1: string key,
+  2: i64 size,
+  3: i64 checksum,                        // -1: none
 }
 
 // The cluster key's handshake (common/cluster_key.h, context "master"), answered by the
@@ -283,6 +339,38 @@ service MasterService {
   ChangeResult RemoveByRegex(1: string pattern, 2: bool force, 3: i64 caller = 0,
                              4: string tenant = ""),  // code: count removed, or a code
   ChangeResult RemoveAll(1: bool force, 2: i64 caller = 0, 3: string tenant = ""),
+
+  // The SSD tier (docs/ssd.md). disk_segment_id: the caller's LOCAL_DISK segment, mounted
+  // with MountSegment (-101 unknown, -601 another daemon's). Keys are stored keys.
+  //
+  // Up to max_tasks offloads queued for the caller's memory replicas (at PutEnd with
+  // offload, or by an eviction round), each granted a read lease.
+  OffloadTasksResult FetchOffloads(1: i64 daemon_id, 2: i32 max_tasks),
+  // What became of fetched tasks, one code per key (keys[i] with replica_ids[i] and
+  // codes[i]; lists of different lengths: -600 for every key). codes[i] 0: the value is on
+  // the SSD; the master registers the LOCAL_DISK replica and answers 0 (and frees the memory
+  // replicas of an eviction's task), or -704 when the object changed or went meanwhile (the
+  // daemon forgets its copy). Any other code: the offload failed; the object keeps its memory
+  // replica and the master answers 0.
+  list<i32> ReportOffloads(1: i64 daemon_id, 2: i64 disk_segment_id, 3: list<string> keys,
+                           4: list<i64> replica_ids, 5: list<i32> codes),
+  // At start and after every re-mount: what the SSD holds. Per object 0 when it is kept
+  // (the master knows that replica) or adopted (the master has no such object: it is created
+  // with this disk replica alone), -704 when the daemon must drop it (the master knows the
+  // segment and not the replica -- removed or replaced while the daemon was away -- or holds
+  // another value under the key: size or checksum differ), -600 a bad key or size.
+  list<i32> RegisterDiskReplicas(1: i64 daemon_id, 2: i64 disk_segment_id,
+                                 3: list<DiskObject> objects),
+  // Before a daemon deletes a bucket, or after it found an object corrupt: drops those
+  // LOCAL_DISK replicas (objects left with no replica go). Per key 0, or -704 when there was
+  // no such replica (also 0 for the daemon: nothing to keep).
+  list<i32> DropDiskReplicas(1: i64 daemon_id, 2: i64 disk_segment_id, 3: list<string> keys),
+  // Promotion on hit (--promotion_on_hit): reserves one memory replica (PROCESSING) for an
+  // object whose replicas are all on disk, for the reader to write its bytes into; -705 it
+  // has a memory replica (or one is being made), -704 missing, -200 no space. PromoteEnd
+  // publishes it (ok) or frees it; -704 when the object changed meanwhile.
+  PutStartResult PromoteStart(1: i64 writer, 2: string key),
+  i32 PromoteEnd(1: i64 writer, 2: string key, 3: bool ok),
 
   MasterStats GetStats(),
 

@@ -75,6 +75,21 @@ void RegisterDaemonFlags(FlagSet* f, DaemonOptions* o) {
                "tenants only these uids may claim, e.g. \"alice=1000:1001,bob=1002\"; a "
                "connection naming no tenant gets the first one listing its uid (default: "
                "none listed; any tenant may be claimed by anyone)");
+  f->AddString("ssd_path", &o->ssd.path,
+               "directory of the SSD tier's bucket files (default: none, no SSD tier)");
+  f->AddSize("ssd_capacity", &o->ssd.capacity,
+             "bytes the SSD tier's bucket files may take, at least two buckets");
+  f->AddSize("ssd_bucket_size", &o->ssd.bucket_size,
+             "size at which a bucket file is sealed and the next one opened; buckets are "
+             "evicted whole");
+  f->AddDouble("ssd_high_watermark", &o->ssd.high_watermark,
+               "fraction of --ssd_capacity past which whole buckets are evicted");
+  f->AddChoice("ssd_eviction_policy", &o->ssd_eviction_policy, {"fifo", "lru"},
+               "which bucket goes first: the oldest (fifo) or the least recently read (lru)");
+  f->AddChoice("ssd_persist_mode", &o->ssd_persist_mode, {"disabled", "relaxed", "strict"},
+               "what survives a restart: nothing (disabled, the directory is wiped), all but "
+               "the last second of offloads (relaxed), every offload the master was told of "
+               "(strict: fsynced first)");
   f->AddChoice("log_level", &o->log_level, {"debug", "info", "warning", "error"},
                "least severe level logged");
 }
@@ -121,6 +136,12 @@ bool ValidateDaemonOptions(DaemonOptions* o, std::string* error) {
     *error = "--put_no_space_wait must be in 0..60 s";
   } else if (!TenantPolicy::Parse(o->tenant_uids, &o->tenant_policy, error)) {
     *error = "--tenant_uids: " + *error;
+  } else if (!ParseSsdEvictionPolicy(o->ssd_eviction_policy, &o->ssd.eviction_policy) ||
+             !ParseSsdPersistMode(o->ssd_persist_mode, &o->ssd.persist_mode)) {
+    *error = "--ssd_eviction_policy must be fifo or lru, --ssd_persist_mode disabled, relaxed "
+             "or strict";
+  } else if (!ValidateSsdOptions(o->ssd, error)) {
+    // *error names the flag
   } else {
     o->master_host = o->master.substr(0, colon);  // "" when master is
     o->master_port = static_cast<int>(port);

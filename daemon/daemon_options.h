@@ -7,6 +7,7 @@
 
 #include "common/flags.h"
 #include "daemon/local_access.h"
+#include "daemon/ssd_options.h"
 #include "daemon/tenant_policy.h"
 
 namespace mooncake {
@@ -57,6 +58,10 @@ struct DaemonOptions {
   // Tenants only these uids may claim, and each uid's default (daemon/tenant_policy.h):
   // "alice=1000:1001,bob=1002"; "" = none.
   std::string tenant_uids;
+  // The SSD tier (docs/ssd.md): ssd.path "" = none. The policy and mode as flags spell them.
+  SsdOptions ssd;
+  std::string ssd_eviction_policy = "fifo";
+  std::string ssd_persist_mode = "relaxed";
   std::string log_level = "info";
 
   // Filled by ValidateDaemonOptions from the strings above (master_host "" when master

@@ -47,6 +47,7 @@ void RpcHandler::Heartbeat(rpc::HeartbeatResult& out, int64_t daemon_id) {
 }
 
 int32_t RpcHandler::MountSegment(const rpc::SegmentInfo& segment) {
+  if (segment.kind != rpc::ReplicaKind::MEMORY) return ToInt(ErrorCode::NOT_SUPPORTED);
   return Acknowledge(service_->MountSegment(segment));
 }
 
@@ -191,6 +192,30 @@ void RpcHandler::RemoveAll(rpc::ChangeResult& out, bool force, int64_t caller,
   AcknowledgeAll(&removed);
   out.code = removed[0];
   out.holders = service_->DescribeHolders(holders, caller, /*with_keys=*/false);
+}
+
+// Interim: the SSD tier's calls are refused until master_service_disk.cc lands.
+void RpcHandler::FetchOffloads(rpc::OffloadTasksResult& out, int64_t, int32_t) {
+  out.code = ToInt(ErrorCode::NOT_SUPPORTED);
+}
+void RpcHandler::ReportOffloads(std::vector<int32_t>& out, int64_t, int64_t,
+                                const std::vector<std::string>& keys,
+                                const std::vector<int64_t>&, const std::vector<int32_t>&) {
+  out.assign(keys.size(), ToInt(ErrorCode::NOT_SUPPORTED));
+}
+void RpcHandler::RegisterDiskReplicas(std::vector<int32_t>& out, int64_t, int64_t,
+                                      const std::vector<rpc::DiskObject>& objects) {
+  out.assign(objects.size(), ToInt(ErrorCode::NOT_SUPPORTED));
+}
+void RpcHandler::DropDiskReplicas(std::vector<int32_t>& out, int64_t, int64_t,
+                                  const std::vector<std::string>& keys) {
+  out.assign(keys.size(), ToInt(ErrorCode::NOT_SUPPORTED));
+}
+void RpcHandler::PromoteStart(rpc::PutStartResult& out, int64_t, const std::string&) {
+  out.code = ToInt(ErrorCode::NOT_SUPPORTED);
+}
+int32_t RpcHandler::PromoteEnd(int64_t, const std::string&, bool) {
+  return ToInt(ErrorCode::NOT_SUPPORTED);
 }
 
 void RpcHandler::GetStats(rpc::MasterStats& out) {

@@ -94,6 +94,20 @@ class RpcHandler : public rpc::MasterServiceIf {
   void RemoveAll(rpc::ChangeResult& out, bool force, int64_t caller,
                  const std::string& tenant) override;
 
+  // The SSD tier (master_service_disk.cc).
+  void FetchOffloads(rpc::OffloadTasksResult& out, int64_t daemon_id, int32_t max_tasks) override;
+  void ReportOffloads(std::vector<int32_t>& out, int64_t daemon_id, int64_t disk_segment_id,
+                      const std::vector<std::string>& keys,
+                      const std::vector<int64_t>& replica_ids,
+                      const std::vector<int32_t>& codes) override;
+  void RegisterDiskReplicas(std::vector<int32_t>& out, int64_t daemon_id,
+                            int64_t disk_segment_id,
+                            const std::vector<rpc::DiskObject>& objects) override;
+  void DropDiskReplicas(std::vector<int32_t>& out, int64_t daemon_id, int64_t disk_segment_id,
+                        const std::vector<std::string>& keys) override;
+  void PromoteStart(rpc::PutStartResult& out, int64_t writer, const std::string& key) override;
+  int32_t PromoteEnd(int64_t writer, const std::string& key, bool ok) override;
+
   void GetStats(rpc::MasterStats& out) override;
   void Snapshot(rpc::SnapshotResult& out) override;
   void LastSnapshot(rpc::SnapshotResult& out) override;

@@ -1,0 +1,115 @@
+// The SSD tier of one daemon (docs/ssd.md): objects packed into append-only bucket files
+// under one directory, each bucket with a `.meta` file listing (key, offset, length,
+// checksum) of its objects, and the key -> (bucket, offset, length) index in DRAM.
+//
+// Lifetime. Open() scans the directory: with persistence relaxed or strict it rebuilds the
+// index from the `.meta` files (an object whose record is cut short or fails its own
+// check is left out; a bucket file shorter than its `.meta` says loses the objects past
+// its end), with disabled it wipes the directory. List() then names what survived, for the
+// daemon to re-register with the master.
+//
+// Writes (the offloader's thread): Write() appends a batch of objects to the open bucket,
+// through io_uring (O_DIRECT where the filesystem allows it; otherwise buffered I/O, said
+// once in the log), sealing it and opening the next when it is full. Persistence modes:
+//   disabled  nothing survives a restart;
+//   relaxed   `.meta` is written in the background at most kRelaxedSyncMs after the data:
+//             a crash loses at most the objects written in that window (never serves a
+//             torn one: every object is checked at read);
+//   strict    Write() returns only once the data and `.meta` of every object it wrote are
+//             fsynced (one fsync per batch, shared by concurrent writers), so what the
+//             daemon reports to the master survives a crash.
+// A write that does not fit (the capacity, or ENOSPC from the filesystem) fails with
+// FILE_WRITE_FAIL for that object alone; the store stays usable.
+//
+// Space. When usage passes high_watermark x capacity (or a write meets ENOSPC), whole
+// buckets are evicted, oldest sealed first (fifo) or least recently read first (lru):
+// the store first calls DropFn with the keys still live in the bucket (the daemon tells
+// the master to drop those LOCAL_DISK replicas), and only if it returns true waits for the
+// reads in progress on the bucket to end and deletes its files. If DropFn fails, nothing
+// is deleted and the write that needed the room fails.
+//
+// Reads (workers, the transfer port's threads): Read() copies a range of one object into
+// dest -- straight from the file where alignment allows, else through a bounce buffer --
+// and checks it against the object's length and checksum from `.meta`: a torn or corrupt
+// object answers CHECKSUM_MISMATCH, is dropped from the index and reported through DropFn,
+// and is never served. OBJECT_NOT_FOUND for a key the index does not hold.
+//
+// Thread-safety: every method may be called from any thread. Lock order: the index's lock,
+// then a bucket's; DropFn is called with no lock held.
+#ifndef MOONCAKE_DAEMON_SSD_STORE_H_
+#define MOONCAKE_DAEMON_SSD_STORE_H_
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/error_code.h"
+#include "daemon/ssd_options.h"
+
+namespace mooncake {
+
+// One object the store holds.
+struct SsdObject {
+  std::string key;       // a stored key (common/tenant_key.h)
+  uint64_t size = 0;
+  int64_t checksum = -1;  // the value's CRC-32C as the master knows it, -1: none
+};
+
+struct SsdStats {
+  uint64_t capacity = 0;
+  uint64_t used_bytes = 0;      // bucket files, live objects and dead space
+  uint64_t live_bytes = 0;      // objects the index holds
+  uint64_t objects = 0;
+  uint64_t buckets = 0;
+  uint64_t evicted_buckets = 0;
+  uint64_t write_failures = 0;  // objects Write() could not store
+  uint64_t corrupt_reads = 0;   // objects Read() found torn or corrupt
+  bool direct_io = false;       // O_DIRECT in use
+};
+
+class SsdStore {
+ public:
+  // Tells the master to drop these LOCAL_DISK replicas; false when it could not be told.
+  using DropFn = std::function<bool(const std::vector<std::string>& keys)>;
+
+  // Opens (creating it if needed) options.path. FILE_OPEN_FAIL with *error when the
+  // directory cannot be used (not writable, another daemon holds its lock); INVALID_PARAMS
+  // for options out of range.
+  static ErrorCode Open(const SsdOptions& options, DropFn drop, std::unique_ptr<SsdStore>* out,
+                        std::string* error);
+
+  virtual ~SsdStore() = default;
+
+  // What the index holds (after Open: what survived the restart).
+  virtual std::vector<SsdObject> List() const = 0;
+
+  // One object of a Write() batch: data[0, size) is its value.
+  struct WriteItem {
+    SsdObject object;
+    const char* data = nullptr;
+    ErrorCode result = ErrorCode::OK;  // set by Write
+  };
+  // Stores every item (replacing an earlier object of the same key), in one batch of
+  // submissions; each result OK, or why not (FILE_WRITE_FAIL: no room, or the disk failed).
+  // In strict mode, returns once every stored item is durable.
+  virtual void Write(std::vector<WriteItem>* items) = 0;
+
+  // Copies [offset, offset + length) of key's value into dest, checked as above: OK,
+  // OBJECT_NOT_FOUND, INVALID_PARAMS (a range outside the value), CHECKSUM_MISMATCH
+  // (corrupt: dropped), FILE_READ_FAIL.
+  virtual ErrorCode Read(const std::string& key, uint64_t offset, char* dest,
+                         uint64_t length) = 0;
+  // The object key names, if the index holds it.
+  virtual bool Find(const std::string& key, SsdObject* out) const = 0;
+  // Forgets keys (the master dropped them or never took them); their space is reclaimed
+  // with their bucket.
+  virtual void Forget(const std::vector<std::string>& keys) = 0;
+
+  virtual SsdStats Stats() const = 0;
+};
+
+}  // namespace mooncake
+
+#endif  // MOONCAKE_DAEMON_SSD_STORE_H_
