@@ -54,6 +54,7 @@ bench: build
 	$(BUILD_DIR)/bench/durability_bench --spawn_master $(BUILD_DIR)/master/mooncake-master
 	$(BUILD_DIR)/bench/fresh_bench --build_dir $(BUILD_DIR)
 	$(BUILD_DIR)/bench/eviction_bench --build_dir $(BUILD_DIR)
+	$(BUILD_DIR)/bench/ssd_bench
 
 install: build
 	cmake --install $(BUILD_DIR)

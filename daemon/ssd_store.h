@@ -31,7 +31,9 @@
 // the store first calls DropFn with the keys still live in the bucket (the daemon tells
 // the master to drop those LOCAL_DISK replicas), and only if it returns true waits for the
 // reads in progress on the bucket to end and deletes its files. If DropFn fails, nothing
-// is deleted and the write that needed the room fails.
+// is deleted and the write that needed the room fails. The open bucket's file is
+// preallocated to bucket_size (cut to its contents when sealed): the filesystem may hold
+// up to one bucket more than used_bytes says.
 //
 // Reads (workers, the transfer port's threads): Read() copies a range of one object into
 // dest -- straight from the file where alignment allows, else through a bounce buffer --
@@ -43,10 +45,11 @@
 // index does not hold.
 //
 // Thread-safety: every method may be called from any thread; many Reads run at once, and
-// Writes overlap with them (Writes' placement and I/O take turns; their syncs are shared).
-// DropFn is called with no lock held, from the thread of the Write that needs room or of
-// the Read that found a corrupt object; it may call any method but Write (the Write
-// waiting for it keeps the writers' turn). Locks: daemon/ssd_store_impl.h.
+// Writes overlap with them and with each other (only placement in the open bucket takes
+// turns; their syncs are shared). DropFn is called with no lock held, from the thread of
+// the Write that needs room or of the Read that found a corrupt object; it may call any
+// method but Write (a Write there would wait for the eviction that called it). Locks:
+// daemon/ssd_store_impl.h.
 #ifndef MOONCAKE_DAEMON_SSD_STORE_H_
 #define MOONCAKE_DAEMON_SSD_STORE_H_
 

@@ -27,6 +27,7 @@ int main(int argc, char** argv) {
       {"oplog_recovery_fuzzer", mooncake::fuzz::OplogRecoverySeeds},
       {"snapshot_codec_fuzzer", mooncake::fuzz::SnapshotCodecSeeds},
       {"snapshot_restore_fuzzer", mooncake::fuzz::SnapshotRestoreSeeds},
+      {"ssd_meta_fuzzer", mooncake::fuzz::SsdMetaSeeds},
   };
   for (const auto& h : kHarnesses) {
     const std::filesystem::path dir = std::filesystem::path(argv[1]) / h.harness;

@@ -25,6 +25,9 @@ Seeds OplogRecoverySeeds();
 Seeds SnapshotCodecSeeds();
 Seeds SnapshotRestoreSeeds();
 
+// fuzz/seeds_ssd.cc
+Seeds SsdMetaSeeds();
+
 }  // namespace fuzz
 }  // namespace mooncake
 

@@ -21,6 +21,7 @@ PACKAGES=(
   openjdk-17-jdk-headless junit4        # Java binding (JNI) and its tests
   etcd-server                           # master HA
   gnuplot-nox                           # benchmark plots
+  fio                                   # bench/ssd_bench's raw-disk baseline
 )
 
 missing=()
