@@ -601,7 +601,7 @@ void test_enospc_fails_cleanly(void**) {
     store.reset();
     fs::remove_all(dir);
   }
-  umount2(mnt.c_str(), MNT_DETACH);
+  assert_int_equal(umount2(mnt.c_str(), MNT_DETACH), 0);
   fs::remove_all(mnt);
 }
 
