@@ -139,7 +139,9 @@ void test_offload_at_put(void**) {
   MasterService s(Options());
   AddDiskDaemon(s, 1);
   AddDaemon(s, 2);  // no SSD
-  std::vector<rpc::ReplicaDescriptor> placed = Put(s, 1, "k", 1000, Offload());
+  rpc::ReplicateConfig on_1 = Offload();
+  on_1.preferred_segments = {Name(1)};
+  std::vector<rpc::ReplicaDescriptor> placed = Put(s, 1, "k", 1000, on_1);
   Put(s, 1, "not-asked", 1000);
   Put(s, 1, "refused", 1000, Offload(2));
   Put(s, 2, "no-tier", 1000, [] {
