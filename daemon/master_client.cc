@@ -392,4 +392,18 @@ Result<uint64_t> MasterClient::RemoveAll(bool force, int64_t caller, const std::
   return CountOf(call, result.code);
 }
 
+// ---- the SSD tier: promotion on hit ----
+
+ErrorCode MasterClient::PromoteStart(int64_t writer, const std::string& key,
+                                     rpc::PutStartResult* out) {
+  ErrorCode call = Call([&](rpc::MasterServiceClient& c) { c.PromoteStart(*out, writer, key); });
+  return CodeOf(call, out->code);
+}
+
+ErrorCode MasterClient::PromoteEnd(int64_t writer, const std::string& key, bool ok) {
+  int32_t code = 0;
+  ErrorCode call = Call([&](rpc::MasterServiceClient& c) { code = c.PromoteEnd(writer, key, ok); });
+  return CodeOf(call, code);
+}
+
 }  // namespace mooncake
