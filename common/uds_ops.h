@@ -38,12 +38,16 @@ struct WireConfig {
   bool with_soft_pin = false;
   bool with_hard_pin = false;
   std::vector<std::string> preferred_segments;
+  // The SSD tier (docs/ssd.md): 0 as the master's --enable_offload says, 1 offload this
+  // put's value, 2 do not (rpc::ReplicateConfig.offload); anything else is -600.
+  uint64_t offload = 0;
   template <class S, class V>
   static void Fields(S& s, V& v) {
     v("replica_num", s.replica_num);
     v("with_soft_pin", s.with_soft_pin);
     v("with_hard_pin", s.with_hard_pin);
     v("preferred \"host:port\"", s.preferred_segments);
+    v("offload 0/1/2", s.offload);
   }
 };
 
@@ -230,6 +234,7 @@ struct ExistReply {
   static void Fields(S& s, V& v) { v("0 or 1", s.present); }
 };
 
+// Keys alone: BATCH_EXIST, BATCH_GET_REPLICA_DESC.
 struct BatchExistArgs {
   std::vector<std::string> keys;
   template <class S, class V>
@@ -292,6 +297,50 @@ struct CountReply {
   uint64_t count = 0;
   template <class S, class V>
   static void Fields(S& s, V& v) { v("count", s.count); }
+};
+
+// ---- replica descriptors ----
+
+// One replica of an object, as the master lists it (COMPLETE replicas only).
+struct WireReplica {
+  uint64_t kind = 0;    // rpc::ReplicaKind: 0 memory, 1 disk (the holder's SSD tier)
+  uint64_t status = 0;  // rpc::ReplicaStatus: 1 complete (the only one listed)
+  std::string location;  // "host:port" of the daemon holding it (its transfer port)
+  uint64_t size = 0;     // bytes
+  template <class S, class V>
+  static void Fields(S& s, V& v) {
+    v("kind", s.kind);
+    v("status", s.status);
+    v("\"host:port\"", s.location);
+    v("size", s.size);
+  }
+};
+
+struct ReplicaDescReply {
+  std::vector<WireReplica> replicas;
+  template <class S, class V>
+  static void Fields(S& s, V& v) { v("replicas", s.replicas); }
+};
+
+// One key of a BATCH_GET_REPLICA_DESC: code 0 and its replicas, or a code and none.
+struct ReplicaDescEntry {
+  int64_t code = 0;
+  std::vector<WireReplica> replicas;
+  template <class S, class V>
+  static void Fields(S& s, V& v) {
+    v("code", s.code);
+    v("replicas", s.replicas);
+  }
+};
+
+// At most this many keys per BATCH_GET_REPLICA_DESC (more: -600), so that a reply listing
+// every replica of every key stays inside kMaxFrameBytes and kMaxFrameObjects.
+inline constexpr size_t kMaxReplicaDescBatch = 1024;
+
+struct BatchReplicaDescReply {
+  std::vector<ReplicaDescEntry> entries;  // one per key, in order
+  template <class S, class V>
+  static void Fields(S& s, V& v) { v("entries", s.entries); }
 };
 
 // ---- the daemon ----
@@ -362,7 +411,12 @@ struct UnmountSegmentsReply {
     "one code per key, as `REMOVE` answers it")                                                \
   X(UnmountSegments, "UNMOUNT_SEGMENTS", 24, NoArgs, UnmountSegmentsReply,                     \
     "drains and unmounts this connection's extra segments now, answering once done (a "        \
-    "graceful close sends it)")
+    "graceful close sends it)")                                                                \
+  X(GetReplicaDesc, "GET_REPLICA_DESC", 25, KeyArgs, ReplicaDescReply,                         \
+    "the object's complete replicas (kind 0 memory, 1 disk); takes the read lease "            \
+    "GetReplicaList grants, reads no bytes; -704 on a miss")                                   \
+  X(BatchGetReplicaDesc, "BATCH_GET_REPLICA_DESC", 26, BatchExistArgs, BatchReplicaDescReply,  \
+    "one entry per key, as `GET_REPLICA_DESC` answers it; at most 1024 keys (else -600)")
 
 // Besides the table, two ops about the connection itself rather than the store, which
 // the daemon's server handles: HELLO (first, once), and POOL_FENCE: answered, with no

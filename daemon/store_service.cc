@@ -24,11 +24,13 @@ bool ValidSize(uint64_t size) { return size >= 1 && size <= MOONCAKE_STORE_MAX_V
 
 bool ToRpcConfig(const uds::WireConfig& wire, rpc::ReplicateConfig* out) {
   if (wire.replica_num < 1 || wire.replica_num > 64) return false;
+  if (wire.offload > 2) return false;
   out->replica_num = static_cast<int32_t>(wire.replica_num);
   out->with_soft_pin = wire.with_soft_pin;
   out->with_hard_pin = wire.with_hard_pin;
   out->preferred_segments = wire.preferred_segments;
   out->soft_pin_ttl_ms = 0;
+  out->offload = static_cast<int32_t>(wire.offload);
   return true;
 }
 

@@ -249,7 +249,7 @@ bool ValidSize(uint64_t size);
 inline bool ChunkInside(const uds::ChunkArgs& chunk, uint64_t value_size) {
   return chunk.length <= value_size && chunk.value_offset <= value_size - chunk.length;
 }
-// Converts a wire config; false when replica_num is out of 1..64.
+// Converts a wire config; false when replica_num is out of 1..64 or offload out of 0..2.
 bool ToRpcConfig(const uds::WireConfig& wire, rpc::ReplicateConfig* out);
 
 }  // namespace store_detail

@@ -27,9 +27,14 @@
 extern "C" {
 #endif
 
-/* Bumped whenever a function's signature or meaning changes. The library and the daemon
- * compare it at connect time; a mismatch is an error, never silent garbage. */
-#define MOONCAKE_STORE_ABI_VERSION 2
+/* Bumped whenever a function's signature or meaning changes, or the socket protocol
+ * between this library and the daemon changes in a way the other side would misread. The
+ * library and the daemon compare it at connect time; a mismatch is an error, never silent
+ * garbage. 3: puts carry the SSD offload choice (mooncake_store_set_ssd_offload), and the
+ * replica descriptor calls exist. Applications built against an older header keep working
+ * with this library (no struct or signature changed); the library and the daemon must be
+ * of the same version. */
+#define MOONCAKE_STORE_ABI_VERSION 3
 
 #define MOONCAKE_STORE_MAX_KEY_LEN 4096
 #define MOONCAKE_STORE_MAX_VALUE_SIZE (4ULL << 30)
@@ -234,6 +239,72 @@ int mooncake_store_batch_is_exist(mooncake_store_t store, const char **keys, siz
 
 /* The value's size in bytes, -704 on a miss. */
 int64_t mooncake_store_get_size(mooncake_store_t store, const char *key);
+
+/* ---- replicas and the SSD tier (docs/ssd.md) ------------------------------------------- */
+
+/* The kinds of replica: a copy in a daemon's memory, or on a daemon's SSD tier (the
+ * daemon's --ssd_path). Reads prefer local memory, then remote memory, local disk, remote
+ * disk. Without an SSD tier anywhere every replica is a memory one. */
+#define MOONCAKE_REPLICA_MEMORY 0
+#define MOONCAKE_REPLICA_DISK 1
+
+/* Replica states. Only complete replicas are listed, so a descriptor's status is always
+ * MOONCAKE_REPLICA_COMPLETE today; the others are named for completeness. */
+#define MOONCAKE_REPLICA_PROCESSING 0
+#define MOONCAKE_REPLICA_COMPLETE 1
+#define MOONCAKE_REPLICA_FAILED 2
+#define MOONCAKE_REPLICA_REMOVED 3
+
+/* Bytes of a descriptor's location, its NUL included: room for any DNS name and port. */
+#define MOONCAKE_STORE_LOCATION_SIZE 264
+
+/* One replica of an object. */
+typedef struct mooncake_replica_desc {
+  int kind;       /* MOONCAKE_REPLICA_MEMORY or MOONCAKE_REPLICA_DISK */
+  int status;     /* MOONCAKE_REPLICA_COMPLETE */
+  uint64_t size;  /* bytes of the value this replica holds */
+  /* "host:port" (NUL-terminated) of the daemon holding it: its transfer endpoint, as
+   * mooncake_store_get_hostname() reports it on that host */
+  char location[MOONCAKE_STORE_LOCATION_SIZE];
+} mooncake_replica_desc_t;
+
+/* Lists key's replicas: writes up to capacity descriptors to descs_out and their number to
+ * *count_out, and returns 0. When the object has more than capacity replicas nothing is
+ * written, *count_out is set to the number needed, and -600 is returned (capacity 0 with
+ * descs_out NULL asks just that). -704 on a miss (*count_out 0), -703 while the object is
+ * still being written, -600 for a bad key. Reads no bytes; the master grants the same read
+ * lease a get takes (its --default_kv_lease_ttl: a remove without force meanwhile answers
+ * -706), and the object counts as used in eviction's order. Which replica a get would use
+ * follows from the kinds and locations: local memory first, then remote memory, local
+ * disk, remote disk. A location longer than MOONCAKE_STORE_LOCATION_SIZE - 1 bytes (no
+ * valid host name is) makes the call fail with -600. */
+int mooncake_store_get_replica_desc(mooncake_store_t store, const char *key,
+                                    mooncake_replica_desc_t *descs_out, size_t capacity,
+                                    size_t *count_out);
+
+/* get_replica_desc for count keys in one request (or a few: the library splits large
+ * batches). Key i's replicas go to descs_out[i * capacity_per_key ...], at most
+ * capacity_per_key of them; counts_out[i] and results_out[i] are what *count_out and the
+ * return value of get_replica_desc with that capacity would be. Returns 0 once every key has
+ * its result, or -1 for a NULL argument (descs_out may be NULL when capacity_per_key is 0). */
+int mooncake_store_batch_get_replica_desc(mooncake_store_t store, const char **keys,
+                                          size_t count, mooncake_replica_desc_t *descs_out,
+                                          size_t capacity_per_key, size_t *counts_out,
+                                          int *results_out);
+
+/* Whether the handle's puts ask for their values to be offloaded to the SSD tier of the
+ * daemon holding their memory replica. */
+#define MOONCAKE_SSD_OFFLOAD_DEFAULT 0 /* as the master's --enable_offload says (default) */
+#define MOONCAKE_SSD_OFFLOAD_ON 1      /* offload every put's value */
+#define MOONCAKE_SSD_OFFLOAD_OFF 2     /* offload none at put time */
+
+/* Sets the offload choice of every later put, batch put and upsert of the handle (also
+ * across reconnects); -600 for any other mode. May be called at any time. A put asking for
+ * offload is stored (and answered) as any other: the copy to SSD follows in the background,
+ * on a daemon that has an SSD tier (elsewhere the choice has no effect); get_replica_desc
+ * shows the disk replica once it exists. Offload on eviction (the master's
+ * --offload_on_evict) does not depend on this choice. */
+int mooncake_store_set_ssd_offload(mooncake_store_t store, int mode);
 
 /* ---- remove -------------------------------------------------------------------------- */
 

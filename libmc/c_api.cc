@@ -4,6 +4,7 @@
 // else lives in StoreClient. Only functions marked MC_EXPORT (and
 // mooncake_store_strerror, from common/error_code.cc) leave the library; see
 // libmooncake_store.map.
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <new>
@@ -65,8 +66,12 @@ int CheckValueSize(size_t size) {
   return (size == 0 || size > MOONCAKE_STORE_MAX_VALUE_SIZE) ? kInvalidParams : 0;
 }
 
-int CheckConfig(const mooncake_replicate_config_t* config, mooncake::uds::WireConfig* out) {
+// The wire config of a put: *config (NULL: the defaults) and the handle's offload choice,
+// which the C struct predates (mooncake_store_set_ssd_offload).
+int CheckConfig(const StoreClient* client, const mooncake_replicate_config_t* config,
+                mooncake::uds::WireConfig* out) {
   *out = mooncake::uds::WireConfig();
+  out->offload = client->ssd_offload();
   if (config == nullptr) return 0;
   if (config->replica_num == 0) return kInvalidParams;
   if (config->preferred_segments_count > 0 && config->preferred_segments == nullptr) {
@@ -94,7 +99,7 @@ int CheckPut(StoreClient* client, const char* key, const void* value, size_t siz
   if (value == nullptr) return kInternal;
   int rc = CheckKey(key, key_out);
   if (rc != 0) return rc;
-  rc = CheckConfig(config, config_out);
+  rc = CheckConfig(client, config, config_out);
   if (rc != 0) return rc;
   rc = CheckValueSize(size);
   if (rc != 0) return rc;
@@ -309,7 +314,7 @@ MC_EXPORT int mooncake_store_batch_put_from(mooncake_store_t store, const char**
       store, keys, buffers, sizes, count, results_out,
       [&](StoreClient* client, size_t i, std::string* k) {
         // The first entry checks the batch's config, inside BatchCall's guard.
-        if (i == 0) config_rc = CheckConfig(config, &c);
+        if (i == 0) config_rc = CheckConfig(client, config, &c);
         mooncake::uds::WireConfig unused;  // the batch's config is c
         if (config_rc != 0) return config_rc;
         return CheckPut(client, keys[i], buffers[i], sizes[i], nullptr, k, &unused);
@@ -375,6 +380,103 @@ MC_EXPORT int64_t mooncake_store_get_size(mooncake_store_t store, const char* ke
     if (rc != 0) return rc;
     return ToAbi(AsClient(store)->GetSize(k));
   });
+}
+
+// ---- replicas and the SSD tier ----------------------------------------------------------
+
+namespace {
+
+// Copies replicas into out (room for capacity of them); *count_out gets their number. 0, or
+// -600 when they do not fit (nothing is written then) or a location is too long.
+int WriteReplicas(const std::vector<mooncake::uds::WireReplica>& replicas,
+                  mooncake_replica_desc_t* out, size_t capacity, size_t* count_out) {
+  *count_out = replicas.size();
+  if (replicas.size() > capacity) return kInvalidParams;
+  for (const auto& r : replicas) {
+    if (r.location.size() >= MOONCAKE_STORE_LOCATION_SIZE) return kInvalidParams;
+  }
+  for (size_t i = 0; i < replicas.size(); ++i) {
+    const auto& r = replicas[i];
+    mooncake_replica_desc_t& d = out[i];
+    std::memset(&d, 0, sizeof(d));
+    d.kind = static_cast<int>(r.kind);
+    d.status = static_cast<int>(r.status);
+    d.size = r.size;
+    std::memcpy(d.location, r.location.data(), r.location.size());
+  }
+  return 0;
+}
+
+}  // namespace
+
+MC_EXPORT int mooncake_store_get_replica_desc(mooncake_store_t store, const char* key,
+                                              mooncake_replica_desc_t* descs_out,
+                                              size_t capacity, size_t* count_out) {
+  if (store == nullptr || count_out == nullptr || (descs_out == nullptr && capacity > 0)) {
+    return kInternal;
+  }
+  *count_out = 0;
+  return Guard(kInternal, [&] {
+    std::string k;
+    int rc = CheckKey(key, &k);
+    if (rc != 0) return rc;
+    std::vector<mooncake::uds::WireReplica> replicas;
+    ErrorCode code = AsClient(store)->GetReplicaDesc(k, &replicas);
+    if (code != ErrorCode::OK) return ToAbi(code);
+    return WriteReplicas(replicas, descs_out, capacity, count_out);
+  });
+}
+
+MC_EXPORT int mooncake_store_batch_get_replica_desc(mooncake_store_t store, const char** keys,
+                                                    size_t count,
+                                                    mooncake_replica_desc_t* descs_out,
+                                                    size_t capacity_per_key, size_t* counts_out,
+                                                    int* results_out) {
+  if (store == nullptr) return kInternal;
+  if (count == 0) return 0;
+  if (keys == nullptr || counts_out == nullptr || results_out == nullptr ||
+      (descs_out == nullptr && capacity_per_key > 0)) {
+    return kInternal;
+  }
+  // Key i's room starts at i * capacity_per_key, which must be addressable.
+  if (capacity_per_key > 0 && count > SIZE_MAX / sizeof(mooncake_replica_desc_t) / capacity_per_key) {
+    return kInvalidParams;
+  }
+  return Guard(kInternal, [&] {
+    std::vector<std::string> valid;
+    std::vector<size_t> where;
+    for (size_t i = 0; i < count; ++i) {
+      counts_out[i] = 0;
+      std::string k;
+      results_out[i] = CheckKey(keys[i], &k);
+      if (results_out[i] != 0) continue;
+      valid.push_back(std::move(k));
+      where.push_back(i);
+    }
+    if (valid.empty()) return 0;
+    std::vector<ErrorCode> codes;
+    std::vector<std::vector<mooncake::uds::WireReplica>> replicas;
+    AsClient(store)->BatchGetReplicaDesc(valid, &codes, &replicas);
+    for (size_t j = 0; j < where.size(); ++j) {
+      size_t i = where[j];
+      results_out[i] = codes[j] != ErrorCode::OK
+                           ? ToAbi(codes[j])
+                           : WriteReplicas(replicas[j], descs_out + i * capacity_per_key,
+                                           capacity_per_key, &counts_out[i]);
+    }
+    return 0;
+  });
+}
+
+MC_EXPORT int mooncake_store_set_ssd_offload(mooncake_store_t store, int mode) {
+  if (store == nullptr) return kInternal;
+  if (mode != MOONCAKE_SSD_OFFLOAD_DEFAULT && mode != MOONCAKE_SSD_OFFLOAD_ON &&
+      mode != MOONCAKE_SSD_OFFLOAD_OFF) {
+    return kInvalidParams;
+  }
+  // The C modes are the wire's values (uds::WireConfig::offload).
+  AsClient(store)->SetSsdOffload(static_cast<uint64_t>(mode));
+  return 0;
 }
 
 // ---- remove ---------------------------------------------------------------------------

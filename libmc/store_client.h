@@ -15,6 +15,7 @@
 #ifndef MOONCAKE_LIBMC_STORE_CLIENT_H_
 #define MOONCAKE_LIBMC_STORE_CLIENT_H_
 
+#include <atomic>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -96,6 +97,17 @@ class StoreClient {
   Result<uint64_t> RemoveByRegex(const std::string& pattern, bool force);
   Result<uint64_t> RemoveAll(bool force);
 
+  // The replicas of key, as the master lists them (GET_REPLICA_DESC).
+  ErrorCode GetReplicaDesc(const std::string& key, std::vector<uds::WireReplica>* replicas);
+  // One result per key: (*codes)[i] and (*replicas)[i] as GetReplicaDesc would give them.
+  void BatchGetReplicaDesc(const std::vector<std::string>& keys, std::vector<ErrorCode>* codes,
+                           std::vector<std::vector<uds::WireReplica>>* replicas);
+
+  // The offload choice (uds::WireConfig::offload: 0 the master's default, 1 on, 2 off) that
+  // c_api.cc puts into every put's config. Holds across reconnects.
+  void SetSsdOffload(uint64_t mode) { ssd_offload_.store(mode, std::memory_order_relaxed); }
+  uint64_t ssd_offload() const { return ssd_offload_.load(std::memory_order_relaxed); }
+
   // INVALID_PARAMS when [buffer, buffer + size) starts inside a registered range but runs
   // past its end; OK otherwise (unregistered memory is fine: it is staged).
   ErrorCode CheckRegistered(const void* buffer, uint64_t size);
@@ -125,6 +137,8 @@ class StoreClient {
   std::shared_ptr<Connection> conn_;
   std::shared_ptr<Pool> pool_;
   std::shared_ptr<PoolQuarantine> quarantine_;  // pool_'s: it lives across reconnects
+
+  std::atomic<uint64_t> ssd_offload_{0};
 
   std::mutex registry_mu_;
   std::map<uintptr_t, uint64_t> registered_;  // start -> length

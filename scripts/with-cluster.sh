@@ -8,18 +8,23 @@
 # and by the binding test suites.
 #
 #   scripts/with-cluster.sh [--build DIR] [--segment SIZE] [--daemons N] [--master-flag F]...
-#                           -- CMD ARGS...
+#                           [--daemon-flag F]... -- CMD ARGS...
+#
+# A --daemon-flag goes to every daemon, with "{dir}" replaced by the cluster's temp dir and
+# "{i}" by the daemon's number (1-based): --daemon-flag --ssd_path={dir}/ssd-{i}.
 set -euo pipefail
 BUILD_DIR=build
 SEGMENT=1GB
 DAEMONS=1
 MASTER_FLAGS=()
+DAEMON_FLAGS=()
 while [ $# -gt 0 ]; do
   case "$1" in
     --build) BUILD_DIR=$2; shift 2 ;;
     --segment) SEGMENT=$2; shift 2 ;;
     --daemons) DAEMONS=$2; shift 2 ;;
     --master-flag) MASTER_FLAGS+=("$2"); shift 2 ;;
+    --daemon-flag) DAEMON_FLAGS+=("$2"); shift 2 ;;
     --) shift; break ;;
     *) echo "with-cluster.sh: unknown option $1" >&2; exit 2 ;;
   esac
@@ -58,9 +63,14 @@ for i in $(seq 1 "$DAEMONS"); do
   socket="$DIR/mooncaked-$i.sock"
   [ "$i" = 1 ] && socket=$MOONCAKE_SOCKET
   [ "$i" -gt 1 ] && export "MOONCAKE_SOCKET_$i=$socket"
+  flags=()
+  for f in ${DAEMON_FLAGS[@]+"${DAEMON_FLAGS[@]}"}; do
+    f=${f//\{dir\}/$DIR}
+    flags+=("${f//\{i\}/$i}")
+  done
   "$BUILD_DIR/daemon/mooncaked" --master "$MOONCAKE_MASTER" --socket "$socket" \
     --hostname 127.0.0.1 --port "$port" --global_segment_size "$SEGMENT" \
-    --cluster_key_file "$MOONCAKE_CLUSTER_KEY_FILE" \
+    --cluster_key_file "$MOONCAKE_CLUSTER_KEY_FILE" ${flags[@]+"${flags[@]}"} \
     > "$DIR/daemon-$i.log" 2>&1 &
   PIDS+=($!)
   for _ in $(seq 1 100); do [ -S "$socket" ] && break; sleep 0.1; done

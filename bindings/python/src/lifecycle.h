@@ -16,7 +16,11 @@ namespace mooncake_py {
 namespace py = pybind11;
 
 // setup(local_hostname, metadata_server, global_segment_size, local_buffer_size, protocol,
-//       device_name, master_server_addr[, engine][, tenant_id=]) or setup(config_dict).
+//       device_name, master_server_addr[, engine[, enable_ssd_offload[, ssd_offload_path]]]
+//       [, tenant_id=]) or setup(config_dict). enable_ssd_offload=True: every put of the
+// store asks for offload to the SSD tier; False: the master's --enable_offload decides.
+// ssd_offload_path: "" or an absolute path (else -600), the daemon's --ssd_path; only its
+// form is checked, since the daemon owns the SSD tier.
 int Setup(Store& self, const py::args& args, const py::kwargs& kwargs);
 
 int Connect(Store& self, const std::optional<std::string>& socket_path,

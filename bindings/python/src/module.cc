@@ -24,6 +24,7 @@
 #include "data_ops.h"
 #include "lifecycle.h"
 #include "mooncake_store.h"
+#include "replicas.h"
 #include "replicate_config.h"
 #include "scatter_gather.h"
 #include "store.h"
@@ -112,6 +113,8 @@ PYBIND11_MODULE(mooncake_store, m) {
         return py::buffer_info(p.data(), 1, "B", static_cast<py::ssize_t>(p.size()));
       });
 
+  RegisterReplicaClasses(m);
+
   const auto kConfig = py::arg("config") = py::none();
 
   py::class_<Store>(m, "MooncakeDistributedStore")
@@ -119,7 +122,8 @@ PYBIND11_MODULE(mooncake_store, m) {
       // lifecycle
       .def("setup", &Setup,
            "setup(local_hostname, metadata_server, global_segment_size, local_buffer_size, "
-           "protocol, device_name, master_server_addr, tenant_id=None) -> int\n"
+           "protocol, device_name, master_server_addr, engine=None, enable_ssd_offload=False, "
+           "ssd_offload_path='', tenant_id=None) -> int\n"
            "setup(config: dict) -> int\n\n"
            "Mooncake's entry: connects to the local daemon ($MOONCAKE_SOCKET). Sizes are ints "
            "or strings such as '16MB'; an unusable size returns -600. master_server_addr must "
@@ -128,7 +132,11 @@ PYBIND11_MODULE(mooncake_store, m) {
            "tenant_id (also a key of the dict): the tenant whose keys this store names, 1-64 "
            "characters of [A-Za-z0-9_.-] (else -600); None names none (the daemon's default "
            "for this uid, else the default tenant); -1401 when the daemon keeps it for other "
-           "uids.")
+           "uids. enable_ssd_offload (also a dict key; a bool, or 'true'/'false'): True makes "
+           "every put of this store ask for its value to be offloaded to the SSD tier of the "
+           "daemon holding it; False leaves it to the master's --enable_offload. "
+           "ssd_offload_path (also a dict key): the daemon's --ssd_path, for the record: the "
+           "daemon owns the SSD tier, so only an absolute path (or '') is accepted (else -600).")
       .def("connect", &Connect, py::arg("socket_path") = py::none(),
            py::arg("local_buffer_size") = kDefaultLocalBufferSize,
            py::arg("tenant_id") = py::none(),
@@ -186,6 +194,12 @@ PYBIND11_MODULE(mooncake_store, m) {
       .def("batch_is_exist", &BatchIsExist, py::arg("keys"))
       .def("get_size", NoGilKey(&mooncake_store_get_size), py::arg("key"),
            "The value's size in bytes, -704 on a miss.")
+      .def("get_replica_desc", &GetReplicaDesc, py::arg("key"),
+           "The object's replicas as a list of ReplicaDescriptor (memory and SSD ones); [] on "
+           "a miss or an error. Reads no bytes, but takes the read lease a get takes.")
+      .def("batch_get_replica_desc", &BatchGetReplicaDesc, py::arg("keys"),
+           "dict key -> list of ReplicaDescriptor, for the keys found (a miss or an error "
+           "leaves the key out).")
       .def("remove",
            [](Store& self, const std::string& key, bool force) {
              auto h = self.handle();

@@ -24,8 +24,21 @@ pub struct mooncake_replicate_config_t {
     pub preferred_segments_count: usize,
 }
 
+/// `MOONCAKE_STORE_LOCATION_SIZE`.
+pub const MOONCAKE_STORE_LOCATION_SIZE: usize = 264;
+
+/// `mooncake_replica_desc_t`.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct mooncake_replica_desc_t {
+    pub kind: c_int,
+    pub status: c_int,
+    pub size: u64,
+    pub location: [c_char; MOONCAKE_STORE_LOCATION_SIZE],
+}
+
 /// `MOONCAKE_STORE_ABI_VERSION`.
-pub const MOONCAKE_STORE_ABI_VERSION: u32 = 2;
+pub const MOONCAKE_STORE_ABI_VERSION: u32 = 3;
 /// `MOONCAKE_STORE_MAX_KEY_LEN`.
 pub const MOONCAKE_STORE_MAX_KEY_LEN: usize = 4096;
 /// `MOONCAKE_STORE_MAX_VALUE_SIZE`.
@@ -121,6 +134,18 @@ declare! {
     pub fn mooncake_store_remove_by_regex(store: mooncake_store_t, pattern: *const c_char,
                                           force: c_int) -> i64;
     pub fn mooncake_store_remove_all(store: mooncake_store_t, force: c_int) -> i64;
+
+    // replicas and the SSD tier
+    pub fn mooncake_store_get_replica_desc(store: mooncake_store_t, key: *const c_char,
+                                           descs_out: *mut mooncake_replica_desc_t,
+                                           capacity: usize, count_out: *mut usize) -> c_int;
+    pub fn mooncake_store_batch_get_replica_desc(store: mooncake_store_t,
+                                                 keys: *mut *const c_char, count: usize,
+                                                 descs_out: *mut mooncake_replica_desc_t,
+                                                 capacity_per_key: usize,
+                                                 counts_out: *mut usize,
+                                                 results_out: *mut c_int) -> c_int;
+    pub fn mooncake_store_set_ssd_offload(store: mooncake_store_t, mode: c_int) -> c_int;
 }
 
 #[cfg(test)]
@@ -241,6 +266,7 @@ mod tests {
             "i64" => "int64_t",
             "mooncake_store_t" => "mooncake_store_t",
             "mooncake_replicate_config_t" => "mooncake_replicate_config_t",
+            "mooncake_replica_desc_t" => "mooncake_replica_desc_t",
             other => panic!("no C spelling for the Rust type {other}"),
         }
         .to_string()
@@ -315,8 +341,62 @@ mod tests {
             define("MOONCAKE_STORE_MAX_KEY_LEN"),
             super::MOONCAKE_STORE_MAX_KEY_LEN.to_string()
         );
+        assert_eq!(
+            define("MOONCAKE_STORE_LOCATION_SIZE"),
+            super::MOONCAKE_STORE_LOCATION_SIZE.to_string()
+        );
+        assert_eq!(define("MOONCAKE_REPLICA_MEMORY"), "0");
+        assert_eq!(define("MOONCAKE_REPLICA_DISK"), "1");
+        assert_eq!(define("MOONCAKE_SSD_OFFLOAD_DEFAULT").split_whitespace().next(), Some("0"));
+        assert_eq!(define("MOONCAKE_SSD_OFFLOAD_ON").split_whitespace().next(), Some("1"));
+        assert_eq!(define("MOONCAKE_SSD_OFFLOAD_OFF").split_whitespace().next(), Some("2"));
         assert_eq!(define("MOONCAKE_STORE_MAX_VALUE_SIZE"), "(4ULL << 30)");
         assert_eq!(super::MOONCAKE_STORE_MAX_VALUE_SIZE, 4u64 << 30);
+    }
+
+    // `std::mem::offset_of!` needs Rust 1.77: the field's address minus the struct's, in
+    // an uninitialized value (addr_of! takes the address without reading or referencing).
+    macro_rules! offset_of {
+        ($ty:ty, $field:ident) => {{
+            let value = std::mem::MaybeUninit::<$ty>::uninit();
+            let base = value.as_ptr();
+            // SAFETY: `base` points to a live (if uninitialized) allocation of the
+            // struct; addr_of! only computes the field's address within it.
+            let field = unsafe { std::ptr::addr_of!((*base).$field) };
+            field as usize - base as usize
+        }};
+    }
+
+    /// The fields of `typedef struct <name> { ... }` in the header, normalized.
+    fn struct_fields(name: &str) -> Vec<String> {
+        let code = header::code();
+        let start = code.find(&format!("typedef struct {name} {{")).unwrap();
+        let body = &code[start..code[start..].find('}').unwrap() + start];
+        body.split(['{', ';'])
+            .skip(1)
+            .map(|f| f.split_whitespace().collect::<Vec<_>>().join(" "))
+            .filter(|f| !f.is_empty())
+            .collect()
+    }
+
+    #[test]
+    fn replica_desc_layout_matches_the_header() {
+        assert_eq!(
+            struct_fields("mooncake_replica_desc"),
+            [
+                "int kind",
+                "int status",
+                "uint64_t size",
+                "char location[MOONCAKE_STORE_LOCATION_SIZE]",
+            ]
+        );
+        use std::mem::size_of;
+        type D = super::mooncake_replica_desc_t;
+        assert_eq!(offset_of!(D, kind), 0);
+        assert_eq!(offset_of!(D, status), 4);
+        assert_eq!(offset_of!(D, size), 8);
+        assert_eq!(offset_of!(D, location), 16);
+        assert_eq!(size_of::<D>(), 16 + super::MOONCAKE_STORE_LOCATION_SIZE);
     }
 
     #[test]
@@ -342,20 +422,8 @@ mod tests {
                 "size_t preferred_segments_count",
             ]
         );
-        use std::mem::{size_of, MaybeUninit};
+        use std::mem::size_of;
         type C = super::mooncake_replicate_config_t;
-        // `std::mem::offset_of!` needs Rust 1.77: the field's address minus the struct's, in
-        // an uninitialized value (addr_of! takes the address without reading or referencing).
-        macro_rules! offset_of {
-            ($ty:ty, $field:ident) => {{
-                let value = MaybeUninit::<$ty>::uninit();
-                let base = value.as_ptr();
-                // SAFETY: `base` points to a live (if uninitialized) allocation of the
-                // struct; addr_of! only computes the field's address within it.
-                let field = unsafe { std::ptr::addr_of!((*base).$field) };
-                field as usize - base as usize
-            }};
-        }
         assert_eq!(offset_of!(C, replica_num), 0);
         assert_eq!(offset_of!(C, with_soft_pin), size_of::<usize>());
         assert_eq!(offset_of!(C, with_hard_pin), size_of::<usize>() + 4);

@@ -9,12 +9,14 @@ mod error;
 mod keys;
 mod ops;
 mod pool;
+mod replicas;
 mod store;
 
 pub use error::{Error, Result};
 
 pub use config::ReplicateConfig;
 pub use pool::PoolBuf;
+pub use replicas::{ReplicaDesc, ReplicaKind, SsdOffload};
 pub use store::{Health, Store};
 
 #[cfg(test)]

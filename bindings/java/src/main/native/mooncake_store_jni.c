@@ -495,3 +495,94 @@ JNIEXPORT jlong JNICALL Java_org_mooncake_store_MooncakeStore_nRemoveAll(JNIEnv 
   UNUSED(cls);
   return mooncake_store_remove_all(H(h), force ? 1 : 0);
 }
+
+/* ---- replicas and the SSD tier ------------------------------------------------------------- */
+
+/* Copies n descriptors into the Java arrays from index at. 0, or -1 with an exception
+ * pending. */
+static int put_replicas(JNIEnv *env, const mooncake_replica_desc_t *d, size_t n, jsize at,
+                        jintArray kinds, jintArray statuses, jlongArray sizes,
+                        jobjectArray locations) {
+  for (size_t i = 0; i < n; i++) {
+    jsize j = at + (jsize)i;
+    jint kind = d[i].kind, status = d[i].status;
+    jlong size = (jlong)d[i].size;
+    (*env)->SetIntArrayRegion(env, kinds, j, 1, &kind);
+    (*env)->SetIntArrayRegion(env, statuses, j, 1, &status);
+    (*env)->SetLongArrayRegion(env, sizes, j, 1, &size);
+    jstring location = (*env)->NewStringUTF(env, d[i].location); /* "host:port" is ASCII */
+    if (location == NULL) return -1;
+    (*env)->SetObjectArrayElement(env, locations, j, location);
+    (*env)->DeleteLocalRef(env, location);
+  }
+  return 0;
+}
+
+JNIEXPORT jint JNICALL Java_org_mooncake_store_MooncakeStore_nGetReplicaDesc(
+    JNIEnv *env, jclass cls, jlong h, jbyteArray key, jint capacity, jintArray kinds,
+    jintArray statuses, jlongArray sizes, jobjectArray locations, jintArray count) {
+  UNUSED(cls);
+  cstring k;
+  if (cstring_init(env, key, &k) != 0) return MOONCAKE_STORE_INTERNAL_ERROR;
+  mooncake_replica_desc_t *d = malloc((size_t)capacity * sizeof(*d) + 1);
+  if (d == NULL) {
+    cstring_free(&k);
+    throw_oom(env, "mooncake_store_jni: replica descriptors");
+    return MOONCAKE_STORE_INTERNAL_ERROR;
+  }
+  size_t n = 0;
+  int rc = mooncake_store_get_replica_desc(H(h), k.str, d, (size_t)capacity, &n);
+  cstring_free(&k);
+  jint needed = (jint)n;
+  (*env)->SetIntArrayRegion(env, count, 0, 1, &needed);
+  if (rc == 0 && put_replicas(env, d, n, 0, kinds, statuses, sizes, locations) != 0) {
+    rc = MOONCAKE_STORE_INTERNAL_ERROR;
+  }
+  free(d);
+  return rc;
+}
+
+JNIEXPORT jint JNICALL Java_org_mooncake_store_MooncakeStore_nBatchGetReplicaDesc(
+    JNIEnv *env, jclass cls, jlong h, jobjectArray keys, jint capacity_per_key, jintArray kinds,
+    jintArray statuses, jlongArray sizes, jobjectArray locations, jintArray counts,
+    jintArray results) {
+  UNUSED(cls);
+  jsize count = (*env)->GetArrayLength(env, keys);
+  if (count == 0) return 0;
+  const char **k = keys_init(env, keys, count);
+  if (k == NULL) return MOONCAKE_STORE_INTERNAL_ERROR;
+  size_t room = (size_t)count * (size_t)capacity_per_key;
+  mooncake_replica_desc_t *d = malloc(room * sizeof(*d) + 1);
+  size_t *n = malloc((size_t)count * sizeof(*n));
+  int *r = malloc((size_t)count * sizeof(*r));
+  int rc = MOONCAKE_STORE_INTERNAL_ERROR;
+  if (d == NULL || n == NULL || r == NULL) {
+    throw_oom(env, "mooncake_store_jni: replica descriptors");
+  } else {
+    rc = mooncake_store_batch_get_replica_desc(H(h), k, (size_t)count, d,
+                                               (size_t)capacity_per_key, n, r);
+  }
+  for (jsize i = 0; rc == 0 && i < count; i++) {
+    jint needed = (jint)n[i], result = r[i];
+    (*env)->SetIntArrayRegion(env, counts, i, 1, &needed);
+    (*env)->SetIntArrayRegion(env, results, i, 1, &result);
+    if (r[i] == 0 && put_replicas(env, d + (size_t)i * (size_t)capacity_per_key, n[i],
+                                  i * capacity_per_key, kinds, statuses, sizes,
+                                  locations) != 0) {
+      rc = MOONCAKE_STORE_INTERNAL_ERROR;
+    }
+  }
+  free(r);
+  free(n);
+  free(d);
+  free(k);
+  return rc;
+}
+
+JNIEXPORT jint JNICALL Java_org_mooncake_store_MooncakeStore_nSetSsdOffload(JNIEnv *env,
+                                                                             jclass cls, jlong h,
+                                                                             jint mode) {
+  UNUSED(env);
+  UNUSED(cls);
+  return mooncake_store_set_ssd_offload(H(h), mode);
+}

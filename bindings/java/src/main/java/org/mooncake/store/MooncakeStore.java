@@ -2,6 +2,11 @@ package org.mooncake.store;
 
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.locks.ReentrantReadWriteLock;
 import java.util.function.LongFunction;
@@ -49,7 +54,19 @@ public final class MooncakeStore implements AutoCloseable {
     /** {@link #healthCheck()}: the daemon is up but cannot reach its master. */
     public static final int HEALTH_MASTER_UNREACHABLE = 2;
 
+    /** {@link #setSsdOffload}: as the master's {@code --enable_offload} says (the default). */
+    public static final int SSD_OFFLOAD_DEFAULT = 0;
+    /** {@link #setSsdOffload}: every put asks for its value to be offloaded to the SSD tier. */
+    public static final int SSD_OFFLOAD_ON = 1;
+    /** {@link #setSsdOffload}: no put is offloaded at put time. */
+    public static final int SSD_OFFLOAD_OFF = 2;
+
     private static final int MAX_HOSTNAME = 1100;
+    // Descriptors per key on the first try: replica_num memory replicas (1 unless asked
+    // otherwise) and at most a disk one. A key with more is asked again with room for all.
+    private static final int FIRST_REPLICA_CAPACITY = 8;
+    // Keys per native batch call, so the descriptors' room stays small for any batch.
+    private static final int REPLICA_BATCH_KEYS = 1024;
 
     private final ReentrantReadWriteLock lock = new ReentrantReadWriteLock();
     private long handle; // guarded by lock: read under the read lock, cleared under the write lock
@@ -400,6 +417,130 @@ public final class MooncakeStore implements AutoCloseable {
         return check(size, "getSize");
     }
 
+    // ---- replicas and the SSD tier ---------------------------------------------------------
+
+    /**
+     * The replicas of {@code key} ({@code mooncake_store_get_replica_desc}): memory and SSD ones,
+     * with the daemon holding each. Reads no bytes, but takes the read lease a get takes (a
+     * {@link #remove} without force meanwhile throws {@code OBJECT_HAS_LEASE}).
+     *
+     * @return the replicas; an empty list when there is no such key
+     * @throws MooncakeStoreException {@code INVALID_PARAMS} for a bad key,
+     *     {@code REPLICA_IS_NOT_READY} while the value is being written
+     */
+    public List<ReplicaDescriptor> getReplicaDesc(String key) {
+        return replicasOf(key(key, "getReplicaDesc"), FIRST_REPLICA_CAPACITY);
+    }
+
+    /** One key's replicas with room for capacity of them, growing it as the library says. */
+    private List<ReplicaDescriptor> replicasOf(byte[] k, int capacity) {
+        for (int attempt = 0; ; attempt++) { // a few: replicas may come and go between two asks
+            final int room = capacity;
+            Room r = new Room(room, 1);
+            int rc = call("getReplicaDesc",
+                    h -> nGetReplicaDesc(h, k, room, r.kinds, r.statuses, r.sizes, r.locations, r.counts));
+            if (rc == MooncakeStoreException.INVALID_PARAMS && r.counts[0] > room && attempt < 3) {
+                capacity = r.counts[0];
+                continue;
+            }
+            if (rc == MooncakeStoreException.OBJECT_NOT_FOUND) {
+                return Collections.emptyList();
+            }
+            check(rc, "getReplicaDesc");
+            return r.replicas(0, r.counts[0]);
+        }
+    }
+
+    /**
+     * {@link #getReplicaDesc} for every key, in as few requests as the library needs.
+     *
+     * @return key to its replicas, in the keys' order, for the keys that exist (as Mooncake's
+     *     {@code batch_get_replica_desc}: a missing key is left out)
+     * @throws MooncakeStoreException when any key is null or invalid, or an entry fails other
+     *     than by a miss (the detail names the entry)
+     */
+    public Map<String, List<ReplicaDescriptor>> batchGetReplicaDesc(String[] keys) {
+        if (keys == null) {
+            throw new MooncakeStoreException(MooncakeStoreException.INTERNAL_ERROR, "batchGetReplicaDesc",
+                    "keys is null");
+        }
+        byte[][] k = new byte[keys.length][];
+        for (int i = 0; i < keys.length; i++) {
+            k[i] = key(keys[i], "batchGetReplicaDesc");
+        }
+        Map<String, List<ReplicaDescriptor>> found = new LinkedHashMap<>();
+        for (int first = 0; first < keys.length; first += REPLICA_BATCH_KEYS) {
+            int n = Math.min(REPLICA_BATCH_KEYS, keys.length - first);
+            byte[][] chunk = new byte[n][];
+            System.arraycopy(k, first, chunk, 0, n);
+            Room room = new Room(n * FIRST_REPLICA_CAPACITY, n);
+            int[] results = new int[n];
+            int rc = call("batchGetReplicaDesc",
+                    h -> nBatchGetReplicaDesc(h, chunk, FIRST_REPLICA_CAPACITY, room.kinds, room.statuses,
+                            room.sizes, room.locations, room.counts, results));
+            check(rc, "batchGetReplicaDesc");
+            for (int j = 0; j < n; j++) {
+                String name = keys[first + j];
+                if (results[j] == MooncakeStoreException.OBJECT_NOT_FOUND) {
+                    continue;
+                }
+                if (results[j] == MooncakeStoreException.INVALID_PARAMS
+                        && room.counts[j] > FIRST_REPLICA_CAPACITY) {
+                    List<ReplicaDescriptor> all = replicasOf(chunk[j], room.counts[j]);
+                    if (!all.isEmpty()) {
+                        found.put(name, all);
+                    }
+                    continue;
+                }
+                if (results[j] < 0) {
+                    throw new MooncakeStoreException(results[j], "batchGetReplicaDesc",
+                            "keys[" + (first + j) + "]");
+                }
+                found.put(name, room.replicas(j * FIRST_REPLICA_CAPACITY, room.counts[j]));
+            }
+        }
+        return found;
+    }
+
+    /**
+     * Whether this store's later puts ask for their values to be offloaded to the SSD tier of
+     * the daemon holding them ({@code mooncake_store_set_ssd_offload}): {@link #SSD_OFFLOAD_DEFAULT}
+     * (the master's {@code --enable_offload} decides), {@link #SSD_OFFLOAD_ON} or
+     * {@link #SSD_OFFLOAD_OFF}. Such a put is stored and answered as any other; the copy to SSD
+     * follows in the background, where the daemon has an SSD tier.
+     *
+     * @throws MooncakeStoreException {@code INVALID_PARAMS} for another mode
+     */
+    public void setSsdOffload(int mode) {
+        int rc = call("setSsdOffload", h -> nSetSsdOffload(h, mode));
+        check(rc, "setSsdOffload");
+    }
+
+    /** Arrays the native replica calls fill: per descriptor, and per key (counts). */
+    private static final class Room {
+        final int[] kinds;
+        final int[] statuses;
+        final long[] sizes;
+        final String[] locations;
+        final int[] counts;
+
+        Room(int descriptors, int keys) {
+            kinds = new int[descriptors];
+            statuses = new int[descriptors];
+            sizes = new long[descriptors];
+            locations = new String[descriptors];
+            counts = new int[keys];
+        }
+
+        List<ReplicaDescriptor> replicas(int from, int count) {
+            List<ReplicaDescriptor> out = new ArrayList<>(count);
+            for (int i = from; i < from + count; i++) {
+                out.add(new ReplicaDescriptor(kinds[i], statuses[i], locations[i], sizes[i]));
+            }
+            return Collections.unmodifiableList(out);
+        }
+    }
+
     // ---- remove --------------------------------------------------------------------------
 
     /**
@@ -631,4 +772,10 @@ public final class MooncakeStore implements AutoCloseable {
     private static native int nRemove(long h, byte[] key, boolean force);
     private static native long nRemoveByRegex(long h, byte[] pattern, boolean force);
     private static native long nRemoveAll(long h, boolean force);
+
+    private static native int nGetReplicaDesc(long h, byte[] key, int capacity, int[] kinds, int[] statuses,
+            long[] sizes, String[] locations, int[] count);
+    private static native int nBatchGetReplicaDesc(long h, byte[][] keys, int capacityPerKey, int[] kinds,
+            int[] statuses, long[] sizes, String[] locations, int[] counts, int[] results);
+    private static native int nSetSsdOffload(long h, int mode);
 }
