@@ -5,7 +5,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <cinttypes>
+#include <cstdlib>
 #include <cstdio>
 #include <cstring>
 
@@ -26,6 +28,18 @@ bool WriteAll(int fd, const std::string& bytes) {
     if (n <= 0) return false;
     done += static_cast<size_t>(n);
   }
+  return true;
+}
+
+// A decimal number in 1..INT64_MAX at *p followed by end; *p moves past end.
+bool ParsePositive(const char** p, char end, int64_t* out) {
+  if (!std::isdigit(static_cast<unsigned char>(**p))) return false;
+  errno = 0;
+  char* after = nullptr;
+  long long value = std::strtoll(*p, &after, 10);
+  if (errno != 0 || value <= 0 || *after != end) return false;
+  *out = value;
+  *p = after + 1;
   return true;
 }
 
@@ -51,13 +65,13 @@ ErrorCode ReadSsdIdentity(const std::string& directory, SsdIdentity* out, std::s
     return ErrorCode::FILE_READ_FAIL;
   }
   text[n] = '\0';
-  char magic[32] = {0};
-  int version = 0, consumed = 0;
+  // "<magic> <version> <id> <incarnation>\n", exactly: every number in range, nothing after.
+  const std::string line(text, static_cast<size_t>(n));
+  const std::string head = std::string(kMagic) + " " + std::to_string(kVersion) + " ";
   int64_t id = 0, incarnation = 0;
-  if (std::sscanf(text, "%31s %d %" SCNd64 " %" SCNd64 "\n%n", magic, &version, &id,
-                  &incarnation, &consumed) != 4 ||
-      std::strcmp(magic, kMagic) != 0 || version != kVersion || id <= 0 || incarnation <= 0 ||
-      consumed != n) {
+  const char* p = line.c_str() + head.size();
+  if (line.compare(0, head.size(), head) != 0 || !ParsePositive(&p, ' ', &id) ||
+      !ParsePositive(&p, '\n', &incarnation) || *p != '\0') {
     *error = path + ": not an identity this daemon wrote";
     return ErrorCode::DESERIALIZE_FAIL;
   }
