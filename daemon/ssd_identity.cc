@@ -69,9 +69,10 @@ ErrorCode ReadSsdIdentity(const std::string& directory, SsdIdentity* out, std::s
   const std::string line(text, static_cast<size_t>(n));
   const std::string head = std::string(kMagic) + " " + std::to_string(kVersion) + " ";
   int64_t id = 0, incarnation = 0;
-  const char* p = line.c_str() + head.size();
-  if (line.compare(0, head.size(), head) != 0 || !ParsePositive(&p, ' ', &id) ||
-      !ParsePositive(&p, '\n', &incarnation) || *p != '\0') {
+  const bool headed = line.compare(0, head.size(), head) == 0;
+  const char* p = headed ? line.c_str() + head.size() : nullptr;
+  if (!headed || !ParsePositive(&p, ' ', &id) || !ParsePositive(&p, '\n', &incarnation) ||
+      *p != '\0') {
     *error = path + ": not an identity this daemon wrote";
     return ErrorCode::DESERIALIZE_FAIL;
   }
