@@ -336,6 +336,8 @@ int main(int argc, char** argv) {
     }
     offloader = std::make_unique<Offloader>(&master, &membership, ssd.get(), Offloader::Options());
     offloader->Start();
+    // Peers may read its disk replicas from now on (READ_DISK).
+    transfer_server.SetDiskTier(ssd->store(), ssd->segment_id());
   }
 
   // Measured now, with the global segment in place: what is left is what clients share.
@@ -350,6 +352,7 @@ int main(int argc, char** argv) {
               FormatSize(segment_budget->limits().per_client).c_str());
 
   ReplicaIO io(&membership, engine.get());
+  if (ssd != nullptr) io.SetDiskTier(ssd->store(), ssd->segment_id());
   SegmentDrainer drainer(&master, &membership, &io);
   CacheInvalidator invalidator(engine->tcp());
   StoreService service(&master, &membership, &cache, &invalidator, &io, &drainer, options.master,

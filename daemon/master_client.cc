@@ -442,4 +442,18 @@ ErrorCode MasterClient::DropDiskReplicas(int64_t daemon_id, int64_t disk_segment
   return call;
 }
 
+// Promotion on hit.
+
+ErrorCode MasterClient::PromoteStart(int64_t writer, const std::string& key,
+                                     rpc::PutStartResult* out) {
+  ErrorCode call = Call([&](rpc::MasterServiceClient& c) { c.PromoteStart(*out, writer, key); });
+  return CodeOf(call, out->code);
+}
+
+ErrorCode MasterClient::PromoteEnd(int64_t writer, const std::string& key, bool ok) {
+  int32_t code = 0;
+  ErrorCode call = Call([&](rpc::MasterServiceClient& c) { code = c.PromoteEnd(writer, key, ok); });
+  return CodeOf(call, code);
+}
+
 }  // namespace mooncake

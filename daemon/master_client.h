@@ -137,6 +137,14 @@ class MasterClient {
                                  std::vector<ErrorCode>* out);
   ErrorCode DropDiskReplicas(int64_t daemon_id, int64_t disk_segment_id,
                              const std::vector<std::string>& keys, std::vector<ErrorCode>* out);
+  // Promotion on hit (docs/ssd.md).
+  // Returns out->code (or RPC_FAIL): OK with one memory replica reserved to write into,
+  // OBJECT_ALREADY_EXISTS (it has a memory replica, or one is being made), OBJECT_NOT_FOUND,
+  // NO_AVAILABLE_HANDLE (no space).
+  ErrorCode PromoteStart(int64_t writer, const std::string& key, rpc::PutStartResult* out);
+  // ok: publish the replica PromoteStart reserved; else free it. OBJECT_NOT_FOUND when the
+  // object changed meanwhile.
+  ErrorCode PromoteEnd(int64_t writer, const std::string& key, bool ok);
 
  private:
   struct Connection;

@@ -3,18 +3,25 @@
 // through the transfer engine (daemon/transfer_engine.h), straight from or into the pool.
 //
 // Writes go to every replica of a put, the remote ones in parallel; the put is published
-// only if all of them succeeded. Reads choose by priority, local memory first, then
-// remote memory, and move on to the next replica when one fails (a dead owner, a refused
-// range) or its bytes do not match the object's checksum: at most one failed attempt per
+// only if all of them succeeded. Writes never target a disk replica (the SSD tier is
+// written by the offloader, daemon/ssd_store.h). Reads choose by priority: local memory,
+// remote memory, local disk (this daemon's SsdStore, straight into the pool), remote disk
+// (its owner reads its SSD: READ_DISK over TCP), with remote owners the engine suspects
+// dead after all of those (memory, then disk); and move on to the next replica when one
+// fails (a dead owner, a refused range, a value the SSD no longer holds, a corrupt SSD
+// copy) or its bytes do not match the object's checksum: at most one failed attempt per
 // replica, and the error of the last one when none is left.
 //
-// Thread-safety: every method may be called from any thread.
+// Thread-safety: every method may be called from any thread; SetDiskTier too (atomics).
 #ifndef MOONCAKE_DAEMON_REPLICA_IO_H_
 #define MOONCAKE_DAEMON_REPLICA_IO_H_
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "MasterService.h"
@@ -22,6 +29,7 @@
 #include "daemon/membership.h"
 #include "daemon/replica_target.h"
 #include "daemon/segment_memory.h"
+#include "daemon/ssd_store.h"
 #include "daemon/transfer_engine.h"
 
 namespace mooncake {
@@ -34,6 +42,7 @@ struct ValueSlice {
   uint64_t length;
   ErrorCode result = ErrorCode::OK;
   size_t served = 0;  // reads: the candidate the bytes came from, when result is 0
+  ReplicaTier served_tier = ReplicaTier::kLocalMemory;  // reads: that candidate's tier
   // Writes: set want_crc to have crc set to the bytes' CRC32C if a transport computed it
   // on the way (it stays -1 otherwise: compute it yourself).
   bool want_crc = false;
@@ -47,16 +56,39 @@ class ReplicaIO {
 
   TransferEngine* engine() const { return engine_; }
 
+  // This daemon's SSD tier: its store (null: none) and the id of its LOCAL_DISK segment,
+  // which names the disk replicas it holds itself. Until set, disk replicas listed under
+  // that id are not candidates; the store must outlive this.
+  void SetDiskTier(SsdStore* store, int64_t disk_segment_id) {
+    disk_segment_id_.store(disk_segment_id);
+    ssd_.store(store);
+  }
+
+  // Reads served from a disk replica since the start: this daemon's SSD, another's.
+  struct DiskReadStats {
+    uint64_t local = 0;
+    uint64_t remote = 0;
+  };
+  DiskReadStats disk_reads() const { return {disk_reads_local_.load(), disk_reads_remote_.load()}; }
+
   // Every replica of a put (all memory replicas, which the writer must fill): TRANSFER_FAIL
   // when one is neither ours nor a segment the master published, or its range is outside.
   // master_epoch: of the master that reserved them, which the owners check.
   ErrorCode ResolveAll(const std::vector<rpc::ReplicaDescriptor>& replicas, uint64_t size,
                        int64_t master_epoch, std::vector<ReplicaTarget>* out);
-  // The replicas a read may use, best first: ours, then other daemons' (those the engine
-  // suspects dead last). Empty when none.
+  // The replicas a read of key (a value of size bytes, checksum as listed, -1: none) may
+  // use, best first (Order). Empty when none. A memory replica must lie inside a memory
+  // segment; a disk replica must be of this daemon's disk segment (with a store) or of a
+  // LOCAL_DISK segment the master published.
   // master_epoch: of the master that listed them, which the owners check.
-  std::vector<ReplicaTarget> Candidates(const std::vector<rpc::ReplicaDescriptor>& replicas,
-                                        uint64_t size, int64_t master_epoch);
+  std::vector<ReplicaTarget> Candidates(const std::string& key,
+                                        const std::vector<rpc::ReplicaDescriptor>& replicas,
+                                        uint64_t size, int64_t checksum, int64_t master_epoch);
+  // Sorts candidates best first: by tier (local memory, remote memory, local disk, remote
+  // disk), except that remote ones whose owner is suspect (suspect(name)) go after every
+  // other, memory before disk; stable otherwise.
+  static void Order(std::vector<ReplicaTarget>* candidates,
+                    const std::function<bool(const std::string& daemon)>& suspect);
 
   // Writes each slice's bytes to all its targets (local copies, then the remote ones, all
   // slices in parallel); each slice's result is OK or TRANSFER_FAIL (also when an owner,
@@ -82,9 +114,15 @@ class ReplicaIO {
                            char* pool, uint64_t length);
   static void CopyLocal(TransferKind kind, const ReplicaTarget& t, uint64_t value_offset,
                         char* pool, uint64_t length);
+  // Counts a read served from candidate t.
+  void CountServed(const ReplicaTarget& t);
 
   Membership* const membership_;
   TransferEngine* const engine_;
+  std::atomic<SsdStore*> ssd_{nullptr};
+  std::atomic<int64_t> disk_segment_id_{0};
+  std::atomic<uint64_t> disk_reads_local_{0};
+  std::atomic<uint64_t> disk_reads_remote_{0};
 };
 
 }  // namespace mooncake

@@ -39,6 +39,8 @@ std::shared_ptr<const RemoteSegment> SegmentDirectory::Find(int64_t segment_id) 
     s->base = static_cast<uint64_t>(info.base);
     s->size = static_cast<uint64_t>(info.size);
     s->endpoints = std::move(info.endpoints);
+    // An SSD tier: size is its capacity, base 0; only READ_DISK addresses it.
+    s->disk = info.kind == rpc::ReplicaKind::LOCAL_DISK;
     fresh.emplace(s->segment_id, std::move(s));
   }
   {

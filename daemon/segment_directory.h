@@ -1,6 +1,7 @@
 // Every segment the master knows, as published at mount: who owns it and the transport
 // endpoints to reach it. The data path turns a replica descriptor (segment id, offset)
-// into a transfer with it.
+// into a transfer with it. LOCAL_DISK segments (other daemons' SSD tiers) are kept too,
+// marked disk: a disk replica names one, and is read from its owner by key (READ_DISK).
 //
 // Learnt from GetAllSegments and kept: a lookup of a segment mounted since the last fetch
 // misses, and the miss fetches again (one fetch at a time, at most one per

@@ -49,7 +49,8 @@ StoreService::StoreService(MasterClient* master, Membership* membership, ReadCac
       checksum_(checksum),
       segment_budget_(std::move(segment_budget)),
       put_no_space_wait_ms_(put_no_space_wait_ms),
-      tenants_(std::move(tenants)) {}
+      tenants_(std::move(tenants)),
+      promoter_(master, membership, io) {}
 
 int64_t StoreService::ValueChecksum(const ValueSlice& written) const {
   if (!checksum_) return -1;
@@ -244,7 +245,7 @@ ErrorCode StoreService::OnGetSize(ClientConnection*, const uds::KeyArgs& in, uds
   uint64_t size = 0;
   // Only to remember where the bytes are: the size is the answer whoever holds them. Not
   // a local replica of an object with a checksum: cached local reads do not verify it.
-  if (code == ErrorCode::OK && Locate(list, &candidates, &size) == ErrorCode::OK &&
+  if (code == ErrorCode::OK && Locate(in.key, list, &candidates, &size) == ErrorCode::OK &&
       (list.checksum < 0 || !candidates[0].local())) {
     Remember(in.key, ticket, candidates[0], size, asked_at, list.lease_ttl_ms, list.checksum);
   }

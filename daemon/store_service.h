@@ -58,6 +58,7 @@
 #include "daemon/client_connection.h"
 #include "daemon/master_client.h"
 #include "daemon/membership.h"
+#include "daemon/promoter.h"
 #include "daemon/read_cache.h"
 #include "daemon/replica_io.h"
 #include "daemon/segment_drainer.h"
@@ -209,11 +210,13 @@ class StoreService {
   // entry is forgotten).
   void ReadCached(const std::vector<std::string>& keys, const std::vector<char*>& dests,
                   const std::vector<uint64_t>& capacities, std::vector<int64_t>* results);
-  // The replicas a read of a listed object may use, best first (*size set); -800 if none.
-  ErrorCode Locate(const rpc::ReplicaListResult& list, std::vector<ReplicaTarget>* candidates,
-                   uint64_t* size);
+  // The replicas a read of key, listed in list, may use, best first (*size set); -800 if
+  // none.
+  ErrorCode Locate(const std::string& key, const rpc::ReplicaListResult& list,
+                   std::vector<ReplicaTarget>* candidates, uint64_t* size);
   // Fills the read cache with the replica a read used (a remote one only over TCP, with
-  // the value's checksum for later reads to verify).
+  // the value's checksum for later reads to verify; never a disk replica: its owner may
+  // delete it with its bucket without asking anyone's cache).
   void Remember(const std::string& key, ReadCache::Ticket ticket, const ReplicaTarget& where,
                 uint64_t size, std::chrono::steady_clock::time_point asked_at,
                 int64_t lease_ttl_ms, int64_t checksum);
@@ -231,6 +234,8 @@ class StoreService {
   const std::shared_ptr<SegmentBudget> segment_budget_;
   const int64_t put_no_space_wait_ms_;
   const TenantPolicy tenants_;
+  // Re-creates memory replicas of objects read from disk that the master marked promote.
+  Promoter promoter_;
 };
 
 // ---- helpers shared by the handler files ----

@@ -7,14 +7,21 @@
 // (a restarted master knows no leases) is not trusted either.
 //
 // Replicas are read best first (daemon/replica_io.h): this daemon's own memory, then
-// other daemons' over the transfer engine, straight into the pool; a failed or corrupt
-// replica (when the object carries a checksum) makes the read move on to the next.
+// other daemons' over the transfer engine, then this daemon's SSD, then other daemons'
+// SSDs (READ_DISK), straight into the pool; a failed or corrupt replica (when the object
+// carries a checksum) makes the read move on to the next.
 //
 // The replica a read used is remembered in the read cache for 90% of its lease (a remote
-// one only over TCP, see daemon/read_cache.h); a read the cache can answer copies or
+// one only over TCP, see daemon/read_cache.h; a disk replica never: its owner deletes
+// whole buckets without asking readers' caches); a read the cache can answer copies or
 // transfers without asking the master, and one whose cached copy cannot be trusted (it
 // overran the entry, or the owner refused or failed it) simply asks the master as if it
 // had missed.
+//
+// A GET or BATCH_GET served from a disk replica of an object the master marked `promote`
+// offers it to the promoter (daemon/promoter.h), which copies the value out of the pool
+// before the client is answered and re-creates a memory replica in the background. A
+// staged get does not: its value never lies whole in one place.
 #include <algorithm>
 #include <cstring>
 
@@ -37,8 +44,12 @@ void StoreService::Remember(const std::string& key, ReadCache::Ticket ticket,
                             const ReplicaTarget& where, uint64_t size, Clock::time_point asked_at,
                             int64_t lease_ttl_ms, int64_t checksum) {
   // A remote replica only while every read of it goes over TCP, where its owner checks
-  // the lease's master epoch (daemon/read_cache.h).
-  if (!cache_->enabled() || (!where.local() && io_->engine()->rdma() != nullptr)) return;
+  // the lease's master epoch (daemon/read_cache.h). A disk replica never: the lease does
+  // not keep its bucket from being evicted.
+  if (!cache_->enabled() || where.on_disk() ||
+      (!where.local() && io_->engine()->rdma() != nullptr)) {
+    return;
+  }
   ReadCache::Entry entry;
   entry.where = where;
   entry.size = size;
@@ -47,12 +58,12 @@ void StoreService::Remember(const std::string& key, ReadCache::Ticket ticket,
   cache_->Fill(key, ticket, std::move(entry));
 }
 
-ErrorCode StoreService::Locate(const rpc::ReplicaListResult& list,
+ErrorCode StoreService::Locate(const std::string& key, const rpc::ReplicaListResult& list,
                                std::vector<ReplicaTarget>* candidates, uint64_t* size) {
   if (list.code != 0) return FromWire(list.code);
   if (list.size <= 0) return ErrorCode::TRANSFER_FAIL;
   *size = static_cast<uint64_t>(list.size);
-  *candidates = io_->Candidates(list.replicas, *size, list.master_epoch);
+  *candidates = io_->Candidates(key, list.replicas, *size, list.checksum, list.master_epoch);
   return candidates->empty() ? ErrorCode::TRANSFER_FAIL : ErrorCode::OK;
 }
 
@@ -73,7 +84,7 @@ void StoreService::ReadListed(const ListedReads& reads, Clock::time_point asked_
       continue;
     }
     uint64_t size = 0;
-    ErrorCode code = Locate(list, &candidates[j], &size);
+    ErrorCode code = Locate(reads.keys[j], list, &candidates[j], &size);
     if (code != ErrorCode::OK) {
       (*results)[j] = ToInt(code);
       continue;
@@ -96,6 +107,10 @@ void StoreService::ReadListed(const ListedReads& reads, Clock::time_point asked_
       (*results)[j] = static_cast<int64_t>(s.length);
       Remember(reads.keys[j], reads.tickets[j], candidates[j][s.served], s.length, asked_at,
                reads.lists[j].lease_ttl_ms, reads.lists[j].checksum);
+      // Before the answer: the pool is the client's again once it has it.
+      if (reads.lists[j].promote && candidates[j][s.served].on_disk()) {
+        promoter_.Offer(reads.keys[j], s.pool, s.length);
+      }
     }
   }
 }
@@ -245,7 +260,7 @@ ErrorCode StoreService::OnGetBegin(ClientConnection* s, const uds::KeyArgs& in,
     Clock::time_point asked_at = Clock::now();
     rpc::ReplicaListResult list;
     code = master_->GetReplicaList(in.key, 0, &list);  // never cached: no holder
-    if (code == ErrorCode::OK) code = Locate(list, &get->candidates, &get->size);
+    if (code == ErrorCode::OK) code = Locate(in.key, list, &get->candidates, &get->size);
     if (code == ErrorCode::OK) {
       get->deadline = Deadline(asked_at, list.lease_ttl_ms);
       get->checksum = list.checksum;

@@ -230,6 +230,8 @@ ErrorCode TcpTransport::RunOn(int fd, const Exchange& x, Clock::time_point deadl
   h.segment_id = x.segment_id;
   h.offset = x.offset;
   h.length = x.op == static_cast<uint16_t>(Op::kRead) ? x.expect : x.payload_length;
+  const bool reads = x.op == static_cast<uint16_t>(Op::kRead) ||
+                     x.op == static_cast<uint16_t>(Op::kReadDisk);
   h.master_epoch = x.master_epoch;
   char head[transfer::kRequestHeaderSize];
   transfer::EncodeRequest(h, head);
@@ -245,13 +247,14 @@ ErrorCode TcpTransport::RunOn(int fd, const Exchange& x, Clock::time_point deadl
   }
   if (reply.code != ErrorCode::OK) {
     // The owner refused (unknown segment, range outside it). It closes the connection
-    // after a refused WRITE or CONTROL, whose payload it did not read.
-    *in_step = x.op == static_cast<uint16_t>(Op::kRead) && reply.length == 0;
+    // after a refused WRITE or CONTROL, whose payload it did not read; after a READ_DISK
+    // it read the payload of (a well-formed one, as ours are) it keeps it.
+    *in_step = reads && reply.length == 0;
     *error = std::string("refused by the owner: ") + ErrorName(reply.code);
     return reply.code;
   }
   bool ok = true;
-  if (x.op == static_cast<uint16_t>(Op::kRead)) {
+  if (reads) {
     if (reply.length != x.expect) {
       *error = "reply of " + std::to_string(reply.length) + " bytes, asked for " +
                std::to_string(x.expect);
@@ -320,7 +323,22 @@ ErrorCode TcpTransport::RunPiece(const Piece& piece, Clock::time_point deadline,
     x.segment_id = op->remote->segment_id;
     x.offset = op->remote_offset + piece.skip;
     x.master_epoch = op->master_epoch;
-    if (op->kind == TransferKind::kRead) {
+    std::string disk_read;  // READ_DISK's payload
+    if (op->disk != nullptr) {
+      transfer::DiskRead r;
+      r.value_offset = x.offset;
+      r.length = piece.length;
+      r.value_size = op->disk->value_size;
+      r.checksum = op->disk->checksum;
+      r.key = op->disk->key;
+      disk_read = transfer::EncodeDiskRead(r);
+      x.op = static_cast<uint16_t>(Op::kReadDisk);
+      x.offset = 0;
+      x.payload = disk_read.data();
+      x.payload_length = disk_read.size();
+      x.into = op->local + piece.skip;
+      x.expect = piece.length;
+    } else if (op->kind == TransferKind::kRead) {
       x.op = static_cast<uint16_t>(Op::kRead);
       x.into = op->local + piece.skip;
       x.expect = piece.length;
@@ -336,7 +354,8 @@ ErrorCode TcpTransport::RunPiece(const Piece& piece, Clock::time_point deadline,
     return ErrorCode::OK;
   }
   MC_LOG_WARN("transfer: %s of %s at %llu in segment %lld on %s failed: %s",
-              op->kind == TransferKind::kRead ? "READ" : "WRITE", FormatSize(piece.length).c_str(),
+              op->disk != nullptr ? "READ_DISK" : op->kind == TransferKind::kRead ? "READ" : "WRITE",
+              FormatSize(piece.length).c_str(),
               static_cast<unsigned long long>(op->remote_offset + piece.skip),
               static_cast<long long>(op->remote->segment_id), op->remote->name.c_str(),
               error.c_str());
@@ -354,8 +373,10 @@ void TcpTransport::Execute(std::vector<TransferOp*>* ops, Clock::time_point dead
       n = std::min<uint64_t>(static_cast<uint64_t>(options_.streams),
                              op->length / options_.stripe_min_bytes);
     }
-    // Pieces on 64 KiB boundaries, the last one taking the rest.
+    // Pieces on 64 KiB boundaries, the last one taking the rest; of a disk replica at most
+    // what one READ_DISK reads.
     uint64_t step = ((op->length / n) + 65535) & ~uint64_t{65535};
+    if (op->disk != nullptr) step = std::min<uint64_t>(step, transfer::kMaxDiskRead);
     for (uint64_t skip = 0; skip < op->length; skip += step) {
       pieces.push_back(Piece{op, skip, std::min(step, op->length - skip)});
     }

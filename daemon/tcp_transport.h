@@ -21,7 +21,10 @@
 //
 // Striping. An op of at least 2 x stripe_min_bytes is cut into up to `streams` pieces, each
 // on its own connection, run in parallel (by the caller and a few worker threads); so are
-// the ops of one Execute, e.g. the replicas of a put.
+// the ops of one Execute, e.g. the replicas of a put. A read of a disk replica (op.disk)
+// goes as READ_DISK requests of at most transfer::kMaxDiskRead bytes each (more pieces
+// when the value is bigger), all in parallel as well; the owner bounds how many it serves
+// at once.
 //
 // Copies. A WRITE goes out with one sendmsg of header and payload straight from the
 // caller's memory; a READ's payload is received straight into it. An op that wants a
@@ -98,10 +101,10 @@ class TcpTransport : public Transport, public ControlCaller {
     uint16_t op = 0;
     int64_t segment_id = 0;
     uint64_t offset = 0;
-    int64_t master_epoch = 0;       // READ, WRITE
-    const char* payload = nullptr;  // WRITE, CONTROL
+    int64_t master_epoch = 0;       // READ, WRITE, READ_DISK
+    const char* payload = nullptr;  // WRITE, CONTROL, READ_DISK
     uint64_t payload_length = 0;
-    char* into = nullptr;  // READ: exactly expect bytes land here
+    char* into = nullptr;  // READ, READ_DISK: exactly expect bytes land here
     uint64_t expect = 0;
     std::string* control_reply = nullptr;  // CONTROL
   };

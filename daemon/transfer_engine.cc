@@ -52,7 +52,8 @@ void TransferEngine::Execute(std::vector<TransferOp*>* ops,
                              std::chrono::steady_clock::time_point deadline) {
   std::vector<TransferOp*> over_tcp, over_rdma;
   for (TransferOp* op : *ops) {
-    bool rdma = rdma_ != nullptr && op->remote->Endpoint("rdma") != nullptr;
+    // A disk replica is read by its owner's CPU from its SSD: READ_DISK, over TCP.
+    bool rdma = rdma_ != nullptr && op->disk == nullptr && op->remote->Endpoint("rdma") != nullptr;
     (rdma ? over_rdma : over_tcp).push_back(op);
   }
   if (!over_rdma.empty()) {

@@ -2,7 +2,8 @@
 // segment's endpoints (daemon/segment_directory.h) and owns the transports: TCP always,
 // RDMA when --protocol chose it. Each transfer goes over RDMA when this daemon and the
 // owner both publish an RDMA endpoint, else over TCP; an RDMA transfer that fails is
-// tried once more over TCP before it counts as failed.
+// tried once more over TCP before it counts as failed. A read of a disk replica (another
+// daemon's SSD tier) always goes over TCP (READ_DISK): its owner reads the SSD itself.
 //
 // A peer a transfer just failed against is suspect for kSuspectFor: readers try other
 // replicas first, so a lost host costs one failed attempt, not one per object (on a real

@@ -35,11 +35,49 @@ bool KnownOp(uint16_t op) {
     case Op::kWrite:
     case Op::kRead:
     case Op::kControl:
+    case Op::kReadDisk:
     case Op::kHello:
     case Op::kAuth:
       return true;
   }
   return false;
+}
+
+std::string EncodeDiskRead(const DiskRead& read) {
+  std::string out;
+  AppendLittleEndian(&out, read.value_offset, 8);
+  AppendLittleEndian(&out, read.length, 8);
+  AppendLittleEndian(&out, read.value_size, 8);
+  AppendLittleEndian(&out, static_cast<uint64_t>(read.checksum), 8);
+  out += read.key;
+  return out;
+}
+
+bool DecodeDiskRead(const char* payload, size_t length, DiskRead* read, const char** why) {
+  if (length < kDiskReadFixedBytes) {
+    *why = "READ_DISK payload shorter than its fixed fields";
+    return false;
+  }
+  const char* p = payload;
+  read->value_offset = Get<uint64_t>(p);
+  read->length = Get<uint64_t>(p);
+  read->value_size = Get<uint64_t>(p);
+  read->checksum = Get<int64_t>(p);
+  size_t key_length = length - kDiskReadFixedBytes;
+  if (key_length == 0 || key_length > kMaxDiskKey) {
+    *why = "READ_DISK key empty or too long";
+    return false;
+  }
+  read->key.assign(p, key_length);
+  if (read->length == 0 || read->length > kMaxDiskRead) {
+    *why = "READ_DISK length 0 or over 4 MiB";
+    return false;
+  }
+  if (read->length > read->value_size || read->value_offset > read->value_size - read->length) {
+    *why = "READ_DISK range outside the value";
+    return false;
+  }
+  return true;
 }
 
 std::string EncodeHello(const Hello& hello) {

@@ -48,8 +48,26 @@
 // optional, and a HELLO with a client nonce (the peer expects a key this owner does not
 // have) is refused with -1400.
 //
-// A reply is a fixed 24-byte header, then for a successful READ the `length` bytes read
-// and for CONTROL the reply payload:
+// READ_DISK (op 4) reads a range of a disk replica: an object on the owner's SSD tier,
+// found by key in its index (docs/ssd.md). Its segment id is the owner's LOCAL_DISK
+// segment, its offset 0, its length that of the payload (kDiskReadFixedBytes + the key's
+// length, the key 1..kMaxDiskKey bytes), its master epoch that of the lease as for READ;
+// the payload:
+//
+//   u64 value offset | u64 length | u64 value size | i64 checksum | key
+//
+// value size and checksum (-1: none) name the value the master listed: an owner whose SSD
+// holds another value under the key (or none) answers -704 OBJECT_NOT_FOUND. The range
+// must lie inside the value and be 1..kMaxDiskRead bytes (a peer reads more in several
+// requests, as it stripes a READ); the owner reads it from its SSD, checked, and replies
+// with exactly `length` bytes, or -801 CHECKSUM_MISMATCH when the SSD copy is corrupt
+// (the owner drops it), -1300 RESOURCE_LIMIT_EXCEEDED when its disk reads stayed all
+// busy for half the stall timeout, -707, -101 or -600 as for READ (-600 also for a
+// segment of this owner that is not its disk segment). TCP only: an RDMA NIC cannot read
+// an SSD.
+//
+// A reply is a fixed 24-byte header, then for a successful READ or READ_DISK the `length`
+// bytes read and for CONTROL the reply payload:
 //
 //   u32 magic "MCTR" | i32 code | u64 request id | u64 length
 //
@@ -61,7 +79,10 @@
 // so does a field an op does not use that is not 0 (the offset and master epoch of a
 // CONTROL). After a refused WRITE, CONTROL, HELLO or AUTH, and after any request refused
 // for want of the handshake, the owner closes the connection rather than reading a payload
-// it cannot trust the length of.
+// it cannot trust the length of. A READ_DISK is checked in two steps: its header (offset 0,
+// a payload length in bounds) before the payload is read, refused by closing as above;
+// then the payload, read in full, and everything it names, refused with the connection
+// kept (the stream is in step).
 #ifndef MOONCAKE_DAEMON_TRANSFER_PROTOCOL_H_
 #define MOONCAKE_DAEMON_TRANSFER_PROTOCOL_H_
 
@@ -70,6 +91,7 @@
 #include <string>
 
 #include "common/error_code.h"
+#include "common/tenant_key.h"
 
 namespace mooncake {
 namespace transfer {
@@ -82,6 +104,12 @@ constexpr size_t kReplyHeaderSize = 24;
 // CONTROL payloads (RDMA connection set-up, cache invalidations) are small; anything
 // longer is hostile.
 constexpr uint64_t kMaxControlPayload = 64 * 1024;
+// READ_DISK: the payload's fixed fields (value offset, length, value size, checksum), the
+// longest key (a stored key), and the most bytes one request reads (the owner reads them
+// into a buffer of its own before the reply: one of DiskReadSlots' buffers).
+constexpr uint64_t kDiskReadFixedBytes = 32;
+constexpr uint64_t kMaxDiskKey = tenant_key::kMaxStoredKeyLen;
+constexpr uint64_t kMaxDiskRead = 4ull << 20;
 // A HELLO is a name and room for a few fields more.
 constexpr uint64_t kMaxHelloPayload = 1024;
 constexpr size_t kMaxDaemonName = 255;
@@ -96,6 +124,7 @@ enum class Op : uint16_t {
   kRead = 2,     // segment[offset, offset + length) -> reply payload
   kControl = 3,  // payload is handed to a registered handler (segment id names which);
                  // its answer is the reply payload
+  kReadDisk = 4,  // a range of a disk replica (payload: DiskRead) -> reply payload
   kHello = 0x100,  // first on a connection: who the peer is (payload: HELLO fields)
   kAuth = 0x101,   // second, with a cluster key: the peer's proof (payload: client proof)
 };
@@ -134,6 +163,22 @@ struct Hello {
   std::string daemon_name;   // "host:port"
   std::string client_nonce;  // kNonceBytes, or empty: the peer holds no cluster key
 };
+
+// What a READ_DISK asks.
+struct DiskRead {
+  uint64_t value_offset = 0;
+  uint64_t length = 0;
+  uint64_t value_size = 0;
+  int64_t checksum = -1;
+  std::string key;
+};
+
+// The payload of a READ_DISK.
+std::string EncodeDiskRead(const DiskRead& read);
+// False, with *why, when payload is not one this version accepts: shorter than the fixed
+// fields, a key empty or over kMaxDiskKey, a length of 0 or over kMaxDiskRead, a range
+// outside the value (overflow included).
+bool DecodeDiskRead(const char* payload, size_t length, DiskRead* read, const char** why);
 
 // The payload of a HELLO.
 std::string EncodeHello(const Hello& hello);

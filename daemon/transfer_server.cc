@@ -34,6 +34,8 @@ const char* OpName(uint16_t op) {
       return "READ";
     case static_cast<uint16_t>(Op::kControl):
       return "CONTROL";
+    case static_cast<uint16_t>(Op::kReadDisk):
+      return "READ_DISK";
     case static_cast<uint16_t>(Op::kHello):
       return "HELLO";
     case static_cast<uint16_t>(Op::kAuth):
@@ -70,6 +72,7 @@ TransferServer::TransferServer(int listen_fd, SegmentLookup lookup, Options opti
     : listen_fd_(listen_fd),
       lookup_(std::move(lookup)),
       options_(options),
+      disk_slots_(options.disk_read_concurrency),
       connections_(options.limits) {}
 
 TransferServer::~TransferServer() {
@@ -192,16 +195,17 @@ void TransferServer::Serve(std::shared_ptr<Connection> c, std::string peer) {
 }
 
 bool TransferServer::Refuse(int fd, const std::string& peer, const RequestHeader& h,
-                            ErrorCode code, const std::string& why) {
+                            ErrorCode code, const std::string& why, bool payload_read) {
   MC_LOG_WARN("transfer port: refused %s from %s: segment %lld offset %llu length %llu: %s",
               OpName(h.op), peer.c_str(), static_cast<long long>(h.segment_id),
               static_cast<unsigned long long>(h.offset), static_cast<unsigned long long>(h.length),
               why.c_str());
   bool sent = SendReply(fd, h.request_id, code, nullptr, 0,
                         tcp_io::Bounds{options_.stall_timeout_ms});
-  // Only a READ carries no payload, so only after one is the stream still in step.
-  return sent && h.op == static_cast<uint16_t>(Op::kRead) && h.magic == transfer::kRequestMagic &&
-         h.version == transfer::kVersion;
+  // Only a READ carries no payload, so only after one (or after a payload read in full) is
+  // the stream still in step.
+  return sent && (h.op == static_cast<uint16_t>(Op::kRead) || payload_read) &&
+         h.magic == transfer::kRequestMagic && h.version == transfer::kVersion;
 }
 
 bool TransferServer::RefuseUnauthenticated(int fd, const std::string& peer,
@@ -268,6 +272,7 @@ bool TransferServer::ServeOne(Connection* c, const std::string& peer, Opening* o
   }
   bounds.deadline = Clock::time_point::max();  // only the opening had to be quick
   if (h.op == static_cast<uint16_t>(Op::kControl)) return ServeControl(c, peer, h);
+  if (h.op == static_cast<uint16_t>(Op::kReadDisk)) return ServeReadDisk(c, peer, h);
 
   std::shared_ptr<SegmentMemory> segment = lookup_(h.segment_id);
   if (segment == nullptr) {
@@ -417,5 +422,62 @@ bool TransferServer::ServeControl(Connection* c, const std::string& peer, const 
   return SendReply(fd, h.request_id, code, reply.data(), code == ErrorCode::OK ? reply.size() : 0,
                    bounds);
 }
+
+bool TransferServer::ServeReadDisk(Connection* c, const std::string& peer, const RequestHeader& h) {
+  const int fd = c->fd();
+  const tcp_io::Bounds bounds{options_.stall_timeout_ms};
+  disk_reads_refused_.fetch_add(1);  // until it is served
+  // The header first: its payload length decides how much is read.
+  if (h.offset != 0) {
+    return Refuse(fd, Who(*c, peer), h, ErrorCode::INVALID_PARAMS,
+                  "READ_DISK with an offset (it goes in the payload)");
+  }
+  if (h.length <= transfer::kDiskReadFixedBytes ||
+      h.length > transfer::kDiskReadFixedBytes + transfer::kMaxDiskKey) {
+    return Refuse(fd, Who(*c, peer), h, ErrorCode::INVALID_PARAMS,
+                  "READ_DISK payload length out of bounds (32 bytes + a key of 1.." +
+                      std::to_string(transfer::kMaxDiskKey) + " bytes)");
+  }
+  char payload[transfer::kDiskReadFixedBytes + transfer::kMaxDiskKey];
+  if (!tcp_io::Recv(fd, payload, h.length, bounds)) return false;
+  // From here on the stream is in step whatever is refused.
+  auto refuse = [&](ErrorCode code, const std::string& why) {
+    return Refuse(fd, Who(*c, peer), h, code, why, /*payload_read=*/true);
+  };
+  transfer::DiskRead read;
+  const char* why = "";
+  if (!transfer::DecodeDiskRead(payload, h.length, &read, &why)) {
+    return refuse(ErrorCode::INVALID_PARAMS, why);
+  }
+  SsdStore* store = ssd_.load();
+  if (store == nullptr || h.segment_id != disk_segment_id_.load()) {
+    if (lookup_(h.segment_id) != nullptr) {
+      return refuse(ErrorCode::INVALID_PARAMS, "READ_DISK of a memory segment");
+    }
+    return refuse(ErrorCode::SEGMENT_NOT_FOUND, "no such disk segment here");
+  }
+  if (gate_ != nullptr && !gate_->Accepts(h.master_epoch)) {
+    return refuse(ErrorCode::LEASE_EXPIRED, "read lease from another master (restarted?)");
+  }
+  DiskReadSlots::Slot slot = disk_slots_.Acquire(
+      Clock::now() + std::chrono::milliseconds(options_.stall_timeout_ms / 2));
+  if (slot.buffer() == nullptr) {
+    return refuse(ErrorCode::RESOURCE_LIMIT_EXCEEDED,
+                  "every disk read busy (" + std::to_string(disk_slots_.slots()) + " at once)");
+  }
+  DiskAddress object{read.key, read.value_size, read.checksum};
+  ErrorCode code = ReadDiskReplica(store, object, read.value_offset, slot.buffer(), read.length);
+  if (code != ErrorCode::OK) {
+    return refuse(code, code == ErrorCode::OBJECT_NOT_FOUND
+                            ? "no such value on the SSD"
+                            : code == ErrorCode::CHECKSUM_MISMATCH
+                                  ? "the SSD copy is corrupt (dropped)"
+                                  : std::string("the SSD read failed: ") + ErrorName(code));
+  }
+  disk_reads_refused_.fetch_sub(1);
+  disk_reads_served_.fetch_add(1);
+  return SendReply(fd, h.request_id, ErrorCode::OK, slot.buffer(), read.length, bounds);
+}
+
 
 }  // namespace mooncake

@@ -46,6 +46,15 @@
 // stays mapped until the request ends. A READ under the lease of a master other than the
 // one the segments are mounted at now is refused: that master's leases are void, and the
 // range may belong to another object already.
+//
+// Disk replicas (READ_DISK, daemon/transfer_protocol.h): served from this daemon's SSD
+// tier (SetDiskTier) when the request names its LOCAL_DISK segment, under the same
+// handshake, epoch check, timeouts and input rules as READ. At most
+// Options::disk_read_concurrency of them read the SSD at once, each into a buffer of its
+// own (daemon/disk_reads.h) that is then sent; one that finds them all busy waits up to
+// half the stall timeout (so that its answer still reaches a peer waiting on the same
+// timeout), then is answered -1300. A refused READ_DISK whose payload was read leaves the
+// connection in step and open; one refused on its header alone closes it.
 #ifndef MOONCAKE_DAEMON_TRANSFER_SERVER_H_
 #define MOONCAKE_DAEMON_TRANSFER_SERVER_H_
 
@@ -60,8 +69,10 @@
 
 #include "common/cluster_key.h"
 #include "common/log_throttle.h"
+#include "daemon/disk_reads.h"
 #include "daemon/epoch_gate.h"
 #include "daemon/segment_memory.h"
+#include "daemon/ssd_store.h"
 #include "daemon/tcp_io.h"
 #include "daemon/transfer_connections.h"
 #include "daemon/transfer_protocol.h"
@@ -81,6 +92,8 @@ class TransferServer {
     TransferConnections::Limits limits;
     // The cluster's key: every peer must prove it. Null: peers on this host only.
     std::shared_ptr<const ClusterKey> cluster_key;
+    // READ_DISKs reading the SSD at once (each holds a 4 MiB buffer while it does).
+    size_t disk_read_concurrency = 8;
   };
 
   // listen_fd: a listening TCP socket, owned from now on.
@@ -95,12 +108,22 @@ class TransferServer {
   // the gate writes pass (Membership::epoch_gate). A READ or WRITE carrying another epoch
   // is refused with -707.
   void SetEpochGate(EpochGate* gate) { gate_ = gate; }
+  // The SSD tier READ_DISK reads from: store, and the id of this daemon's LOCAL_DISK
+  // segment the requests name. Any time (before it, READ_DISK finds no disk segment: -101);
+  // store must outlive the server.
+  void SetDiskTier(SsdStore* store, int64_t disk_segment_id) {
+    disk_segment_id_.store(disk_segment_id);
+    ssd_.store(store);
+  }
 
   void Start();
   // Stops accepting, shuts every connection down and waits for their threads.
   void Stop();
 
   TransferConnections::Stats connection_stats() const { return connections_.stats(); }
+  // READ_DISKs served (bytes sent) and refused, since Start.
+  uint64_t disk_reads_served() const { return disk_reads_served_.load(); }
+  uint64_t disk_reads_refused() const { return disk_reads_refused_.load(); }
   // Peers refused for want of the cluster key since Start: at accept (not on this host,
   // without a key) or by -1400 (no handshake, a wrong proof).
   uint64_t unauthenticated() const { return unauthenticated_.load(); }
@@ -124,9 +147,11 @@ class TransferServer {
   bool ServeAuth(Connection* c, const std::string& peer, const transfer::RequestHeader& h,
                  const tcp_io::Bounds& bounds, Opening* opening);
   bool ServeControl(Connection* c, const std::string& peer, const transfer::RequestHeader& h);
-  // Answers h with code and logs why; true when the connection is still in step.
+  bool ServeReadDisk(Connection* c, const std::string& peer, const transfer::RequestHeader& h);
+  // Answers h with code and logs why; true when the connection is still in step (a READ,
+  // or a request whose payload was read: payload_read).
   bool Refuse(int fd, const std::string& peer, const transfer::RequestHeader& h, ErrorCode code,
-              const std::string& why);
+              const std::string& why, bool payload_read = false);
   // Answers h with -1400, counts and logs it (rate-limited); the connection must close.
   bool RefuseUnauthenticated(int fd, const std::string& peer, const transfer::RequestHeader& h,
                              const char* why);
@@ -142,6 +167,11 @@ class TransferServer {
   const Options options_;
   std::map<int64_t, ControlHandler> control_;  // set before Start, read-only after
   EpochGate* gate_ = nullptr;                  // likewise; null: no check
+  std::atomic<SsdStore*> ssd_{nullptr};        // null: no SSD tier
+  std::atomic<int64_t> disk_segment_id_{0};
+  DiskReadSlots disk_slots_;
+  std::atomic<uint64_t> disk_reads_served_{0};
+  std::atomic<uint64_t> disk_reads_refused_{0};
 
   TransferConnections connections_;
   std::thread accept_thread_;

@@ -31,8 +31,12 @@ struct RemoteSegment {
   int64_t segment_id = 0;
   std::string name;  // "host:port" of the owner
   uint64_t base = 0;  // in the owner's address space (RDMA addresses need it)
-  uint64_t size = 0;
+  uint64_t size = 0;  // a disk segment: its SSD capacity
   std::vector<rpc::TransportEndpoint> endpoints;
+  // A LOCAL_DISK segment (the owner's SSD tier, docs/ssd.md): its objects are found by key
+  // in the owner's index, never by offset, so it is read with READ_DISK only (over TCP) and
+  // never written.
+  bool disk = false;
 
   // The endpoint of this protocol ("tcp", "rdma"), or null.
   const rpc::TransportEndpoint* Endpoint(const std::string& protocol) const {
@@ -45,6 +49,15 @@ struct RemoteSegment {
 
 enum class TransferKind { kRead, kWrite };
 
+// Which object of a disk replica a read wants: the owner looks it up by key in its SSD
+// index and serves it only if it holds that very value (size, and checksum when both know
+// one), so a key re-written meanwhile is never served as the listed value.
+struct DiskAddress {
+  std::string key;  // a stored key (common/tenant_key.h)
+  uint64_t value_size = 0;
+  int64_t checksum = -1;  // the value's CRC32C as the master listed it; -1: none
+};
+
 // Who may touch registered memory. A segment is read and written by peers (RDMA: it gets
 // a remote key, published with the segment); an application's pool only by this daemon's
 // own transfers (RDMA: a local key only, so no peer can address it, key or no key).
@@ -54,7 +67,7 @@ enum class MemoryAccess { kLocalOnly, kPeers };
 struct TransferOp {
   TransferKind kind = TransferKind::kRead;
   std::shared_ptr<const RemoteSegment> remote;
-  uint64_t remote_offset = 0;  // inside the remote segment
+  uint64_t remote_offset = 0;  // inside the remote segment; of a disk replica: in the value
   char* local = nullptr;       // registered memory of this daemon
   uint64_t length = 0;
   // The epoch of the master whose grant covers the transfer (kRead: its lease; kWrite: its
@@ -67,6 +80,8 @@ struct TransferOp {
   bool want_crc = false;
   bool has_crc = false;
   uint32_t crc = 0;
+  // Set for a read of a disk replica (remote->disk): sent as READ_DISK, over TCP.
+  std::shared_ptr<const DiskAddress> disk = nullptr;
 };
 
 class Transport {

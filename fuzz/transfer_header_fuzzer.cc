@@ -12,8 +12,8 @@
 // carries.
 //
 // Invariants:
-//  - a request header decodes iff its magic, version and op (WRITE, READ, CONTROL, HELLO,
-//    AUTH) are known, and re-encodes to the same 48 bytes whether it decodes or not (every field
+//  - a request header decodes iff its magic, version and op (WRITE, READ, CONTROL,
+//    READ_DISK, HELLO, AUTH) are known, and re-encodes to the same 48 bytes whether it decodes or not (every field
 //    is read);
 //  - a reply header decodes iff its magic is known and re-encodes to the same 24 bytes
 //    when its code is one of the table's (FromWire maps any other to INTERNAL_ERROR);
@@ -21,6 +21,8 @@
 //    nonce of exactly 32 bytes or none, and re-encodes to the same bytes (its fields come
 //    in one order); one refused says why; a HELLO encoded decodes to what was encoded
 //    exactly when the name keeps those rules (with no nonce, and with a 32-byte one);
+//  - a READ_DISK payload that decodes has a key of 1..kMaxDiskKey bytes and a range of
+//    1..kMaxDiskRead bytes inside the value (no overflow), and re-encodes to the same bytes;
 //  - an INVALIDATE that decodes re-encodes to the same bytes (a list of no keys, which
 //    the encoder never sends, is the 5-byte header alone), and the handler the transfer
 //    port runs acknowledges it with an empty reply, refusing anything else with -600; keys
@@ -50,7 +52,7 @@ void CheckRequest(const char* in) {
   transfer::RequestHeader h;
   const bool ok = transfer::DecodeRequest(in, &h);
   const bool known_op = (h.op >= static_cast<uint16_t>(transfer::Op::kWrite) &&
-                         h.op <= static_cast<uint16_t>(transfer::Op::kControl)) ||
+                         h.op <= static_cast<uint16_t>(transfer::Op::kReadDisk)) ||
                         h.op == static_cast<uint16_t>(transfer::Op::kHello) ||
                         h.op == static_cast<uint16_t>(transfer::Op::kAuth);
   FUZZ_CHECK(ok == (h.magic == transfer::kRequestMagic && h.version == transfer::kVersion &&
@@ -116,6 +118,21 @@ void CheckHello(const std::string& in, const std::vector<std::string>& names) {
                  "HELLO decoded another name or nonce");
     }
   }
+}
+
+void CheckDiskRead(const std::string& in) {
+  transfer::DiskRead r;
+  const char* why = nullptr;
+  if (!transfer::DecodeDiskRead(in.data(), in.size(), &r, &why)) {
+    FUZZ_CHECK(why != nullptr, "READ_DISK payload refused without a reason");
+    return;
+  }
+  FUZZ_CHECK(!r.key.empty() && r.key.size() <= transfer::kMaxDiskKey, "READ_DISK key of %zu",
+             r.key.size());
+  FUZZ_CHECK(r.length >= 1 && r.length <= transfer::kMaxDiskRead && r.length <= r.value_size &&
+                 r.value_offset <= r.value_size - r.length,
+             "READ_DISK range outside the value");
+  FUZZ_CHECK(transfer::EncodeDiskRead(r) == in, "READ_DISK payload does not re-encode");
 }
 
 void CheckInvalidate(const std::string& in, const std::vector<std::string>& keys,
@@ -258,6 +275,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     which.push_back(static_cast<int32_t>(keys.size()));
   }
   CheckHello(in, pieces);
+  CheckDiskRead(in);
   CheckInvalidate(in, keys, max_payload, which);
   CheckRdma(in, offset, length);
   return 0;
