@@ -12,12 +12,17 @@
 // through io_uring (O_DIRECT where the filesystem allows it; otherwise buffered I/O, said
 // once in the log), sealing it and opening the next when it is full. Persistence modes:
 //   disabled  nothing survives a restart;
-//   relaxed   `.meta` is written in the background at most kRelaxedSyncMs after the data:
-//             a crash loses at most the objects written in that window (never serves a
-//             torn one: every object is checked at read);
+//   relaxed   a background flusher (every kRelaxedSyncMs / 4) fdatasyncs the buckets
+//             written, then appends and fdatasyncs their `.meta` records: an object whose
+//             Write returned kRelaxedSyncMs or more before a crash survives it (unless a
+//             sync itself failed, which is logged); younger ones may be lost, never served
+//             torn (every object is checked at read). A clean close (the destructor)
+//             writes everything;
 //   strict    Write() returns only once the data and `.meta` of every object it wrote are
-//             fsynced (one fsync per batch, shared by concurrent writers), so what the
-//             daemon reports to the master survives a crash.
+//             fdatasynced (and the directory, for a new bucket): one round of syncs per
+//             batch, shared by the Writes that wait at the same time (group commit), so
+//             what the daemon reports to the master survives a crash. Forget's records
+//             follow within kRelaxedSyncMs, as in relaxed mode.
 // A write that does not fit (the capacity, or ENOSPC from the filesystem) fails with
 // FILE_WRITE_FAIL for that object alone; the store stays usable.
 //
@@ -30,12 +35,18 @@
 //
 // Reads (workers, the transfer port's threads): Read() copies a range of one object into
 // dest -- straight from the file where alignment allows, else through a bounce buffer --
-// and checks it against the object's length and checksum from `.meta`: a torn or corrupt
-// object answers CHECKSUM_MISMATCH, is dropped from the index and reported through DropFn,
-// and is never served. OBJECT_NOT_FOUND for a key the index does not hold.
+// and checks it against the object's length and checksums from `.meta`: each value is
+// checked in blocks of kSsdCheckBlock (256 KiB, daemon/ssd_bucket.h), and a read checks
+// every block its range touches, whole (a partial read costs at most two blocks more
+// than its range). A torn or corrupt object answers CHECKSUM_MISMATCH, is dropped from the
+// index and reported through DropFn, and is never served. OBJECT_NOT_FOUND for a key the
+// index does not hold.
 //
-// Thread-safety: every method may be called from any thread. Lock order: the index's lock,
-// then a bucket's; DropFn is called with no lock held.
+// Thread-safety: every method may be called from any thread; many Reads run at once, and
+// Writes overlap with them (Writes' placement and I/O take turns; their syncs are shared).
+// DropFn is called with no lock held, from the thread of the Write that needs room or of
+// the Read that found a corrupt object; it may call any method but Write (the Write
+// waiting for it keeps the writers' turn). Locks: daemon/ssd_store_impl.h.
 #ifndef MOONCAKE_DAEMON_SSD_STORE_H_
 #define MOONCAKE_DAEMON_SSD_STORE_H_
 
@@ -66,6 +77,7 @@ struct SsdStats {
   uint64_t evicted_buckets = 0;
   uint64_t write_failures = 0;  // objects Write() could not store
   uint64_t corrupt_reads = 0;   // objects Read() found torn or corrupt
+  uint64_t syncs = 0;           // rounds of fdatasync that had files to sync
   bool direct_io = false;       // O_DIRECT in use
 };
 
@@ -74,9 +86,14 @@ class SsdStore {
   // Tells the master to drop these LOCAL_DISK replicas; false when it could not be told.
   using DropFn = std::function<bool(const std::vector<std::string>& keys)>;
 
-  // Opens (creating it if needed) options.path. FILE_OPEN_FAIL with *error when the
-  // directory cannot be used (not writable, another daemon holds its lock); INVALID_PARAMS
-  // for options out of range.
+  // How long relaxed mode may keep an object's `.meta` record in memory (above).
+  static constexpr int kRelaxedSyncMs = 1000;
+
+  // Opens (creating it if needed) options.path, whose `LOCK` file it holds (flock) until
+  // destroyed. FILE_LOCK_FAIL with *error when another process (or another SsdStore)
+  // holds it; FILE_OPEN_FAIL when the directory cannot be used (not writable, no
+  // io_uring); INVALID_PARAMS for options out of range or no drop. Only `<id>.bucket` and
+  // `<id>.meta` files are the store's: others (IDENTITY, LOCK) are never touched.
   static ErrorCode Open(const SsdOptions& options, DropFn drop, std::unique_ptr<SsdStore>* out,
                         std::string* error);
 
@@ -92,13 +109,14 @@ class SsdStore {
     ErrorCode result = ErrorCode::OK;  // set by Write
   };
   // Stores every item (replacing an earlier object of the same key), in one batch of
-  // submissions; each result OK, or why not (FILE_WRITE_FAIL: no room, or the disk failed).
-  // In strict mode, returns once every stored item is durable.
+  // submissions; each result OK, or why not (FILE_WRITE_FAIL: no room, or the disk failed;
+  // INVALID_PARAMS: an empty or too long key, no data). In strict mode, returns once every
+  // stored item is durable. The data is copied before Write returns.
   virtual void Write(std::vector<WriteItem>* items) = 0;
 
   // Copies [offset, offset + length) of key's value into dest, checked as above: OK,
   // OBJECT_NOT_FOUND, INVALID_PARAMS (a range outside the value), CHECKSUM_MISMATCH
-  // (corrupt: dropped), FILE_READ_FAIL.
+  // (corrupt: dropped), FILE_READ_FAIL. After an error dest's contents are unspecified.
   virtual ErrorCode Read(const std::string& key, uint64_t offset, char* dest,
                          uint64_t length) = 0;
   // The object key names, if the index holds it.
