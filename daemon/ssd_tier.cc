@@ -79,8 +79,8 @@ ErrorCode SsdTier::MountWith(const SsdIdentity& identity) {
 ErrorCode SsdTier::Mount() {
   ErrorCode code = MountWith(identity_);
   if (code == ErrorCode::OK || code == ErrorCode::RPC_FAIL ||
-      code == ErrorCode::CLIENT_NOT_FOUND) {
-    return code;
+      code == ErrorCode::CLIENT_NOT_FOUND || code == ErrorCode::NOT_SUPPORTED) {
+    return code;  // NOT_SUPPORTED: a master without the SSD tier; the identity stays
   }
   // The master will not take this identity for us (e.g. it is known under another name):
   // a fresh one, so that the tier serves at all; what the SSD holds is reconciled as any
