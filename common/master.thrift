@@ -197,6 +197,9 @@ struct DiskStats {
   10: i64 promotions,                     // memory replicas re-created from disk (PromoteEnd)
   11: i64 adopted,                        // disk replicas RegisterDiskReplicas added
   12: i64 dropped,                        // disk replicas DropDiskReplicas removed
+  13: i64 offloads_dropped,               // tasks not queued: their daemon's queue was full
+                                          // (a put's offload is then not made; an eviction
+                                          // treats the object as one that cannot offload)
 }
 
 struct MasterStats {

@@ -53,6 +53,18 @@ void RegisterMasterFlags(FlagSet* f, MasterOptions* o) {
   f->AddChoice("log_level", &o->log_level, {"debug", "info", "warning", "error"},
                "least severe level logged");
 
+  f->AddBool("enable_offload", &o->enable_offload,
+             "offload every put's value to its daemon's SSD tier at PutEnd (a put's config may "
+             "say otherwise)");
+  f->AddBool("offload_on_evict", &o->offload_on_evict,
+             "before eviction frees an object's memory, write it to its daemon's SSD tier; the "
+             "object stays readable from there");
+  f->AddBool("promotion_on_hit", &o->promotion_on_hit,
+             "a read served from an SSD re-creates a memory replica in the background");
+  f->AddBool("allow_evict_without_offload", &o->allow_evict_without_offload,
+             "with --offload_on_evict: free an object whose offload failed or cannot proceed "
+             "(default: it stays in memory)");
+
   f->AddBool("enable_snapshot", &o->enable_snapshot,
              "take periodic fork+copy-on-write snapshots of the directory (and keep the oplog)");
   f->AddString("snapshot_dir", &o->snapshot_dir,

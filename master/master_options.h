@@ -46,6 +46,15 @@ struct MasterOptions {
   // (master/tenant_usage.h): "alice=1GB,bob=512MB"; "" = no quota for anyone.
   std::string tenant_quota;
 
+  // The SSD tier (docs/ssd.md): offload every put's value at PutEnd (a put's
+  // ReplicateConfig.offload overrides it); offload an object to its daemon's SSD before an
+  // eviction frees its memory; have a read served from disk re-create a memory replica;
+  // let an eviction round free an object whose offload failed or cannot proceed.
+  bool enable_offload = false;
+  bool offload_on_evict = false;
+  bool promotion_on_hit = false;
+  bool allow_evict_without_offload = false;
+
   // Durability (docs/durability.md). The log lives in <snapshot_dir>/oplog and needs
   // snapshots, which bound it.
   bool enable_snapshot = false;

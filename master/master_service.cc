@@ -99,7 +99,7 @@ ErrorCode MasterService::RegisterDaemon(int64_t daemon_id, const std::string& na
   for (int64_t old : daemons_.TakeReplaced(name, daemon_id)) {
     MC_LOG_WARN("daemon %lld (%s) replaced by daemon %lld", static_cast<long long>(old),
                 name.c_str(), static_cast<long long>(daemon_id));
-    DeclareDead(old);
+    DeclareDead(old, std::max(options_.daemon_grace_ms, options_.default_kv_lease_ttl_ms));
   }
   bool known = false;
   DaemonRegistry::Absence was = daemons_.Register(daemon_id, name, Now(), &known);
@@ -125,20 +125,26 @@ rpc::HeartbeatResult MasterService::Heartbeat(int64_t daemon_id) {
 ErrorCode MasterService::MountSegment(const rpc::SegmentInfo& segment) {
   StateGate::Shared gate(gate_);
   std::lock_guard<std::mutex> membership(membership_mu_);
-  if (!daemons_.Known(segment.daemon_id)) return ErrorCode::CLIENT_NOT_FOUND;
+  std::string name;
+  if (!daemons_.NameOf(segment.daemon_id, &name) || !daemons_.Known(segment.daemon_id)) {
+    return ErrorCode::CLIENT_NOT_FOUND;
+  }
   if (LogRefusing()) return ErrorCode::PERSISTENT_FAIL;
+  const bool disk = segment.kind == rpc::ReplicaKind::LOCAL_DISK;
   SegmentRegistry::MountOutcome outcome;
-  ErrorCode rc = segments_.Mount(segment, &outcome);
+  ErrorCode rc = segments_.Mount(segment, /*taker_has_name=*/name == segment.name, &outcome);
   if (rc == ErrorCode::SEGMENT_ALREADY_EXISTS) {
-    MC_LOG_WARN("mount of segment %lld by daemon %lld (%s) refused: the segment is known "
-                "with another owner, name, range or incarnation",
-                static_cast<long long>(segment.segment_id),
-                static_cast<long long>(segment.daemon_id), segment.name.c_str());
+    MC_LOG_WARN("mount of %ssegment %lld by daemon %lld (%s) refused: the segment is known "
+                "with another owner, name, range or incarnation%s",
+                disk ? "LOCAL_DISK " : "", static_cast<long long>(segment.segment_id),
+                static_cast<long long>(segment.daemon_id), segment.name.c_str(),
+                disk ? ", or the daemon has a LOCAL_DISK segment already" : "");
   }
   if (rc != ErrorCode::OK || outcome == SegmentRegistry::MountOutcome::kAgain) return rc;
   LogMount(segment);
-  MC_LOG_INFO("segment %lld of %s %s: %lld bytes", static_cast<long long>(segment.segment_id),
-              segment.name.c_str(),
+  MC_LOG_INFO("%ssegment %lld of %s (daemon %lld) %s: %lld bytes", disk ? "LOCAL_DISK " : "",
+              static_cast<long long>(segment.segment_id), segment.name.c_str(),
+              static_cast<long long>(segment.daemon_id),
               outcome == SegmentRegistry::MountOutcome::kReattached ? "re-attached" : "mounted",
               static_cast<long long>(segment.size));
   return rc;
@@ -168,7 +174,7 @@ ErrorCode MasterService::ValidatePut(int64_t writer, const std::string& key, int
                                      const rpc::ReplicateConfig& config) const {
   if (!ValidKey(key) || size <= 0 || static_cast<uint64_t>(size) > MOONCAKE_STORE_MAX_VALUE_SIZE ||
       config.replica_num < 1 || static_cast<size_t>(config.replica_num) > kMaxReplicaNum ||
-      config.soft_pin_ttl_ms < 0) {
+      config.soft_pin_ttl_ms < 0 || config.offload < 0 || config.offload > 2) {
     return ErrorCode::INVALID_PARAMS;
   }
   if (!daemons_.Known(writer)) return ErrorCode::CLIENT_NOT_FOUND;
@@ -217,12 +223,11 @@ void MasterService::DescribeReplicas(const ReplicaList& replicas, uint64_t size,
                                      bool include_processing,
                                      std::vector<rpc::ReplicaDescriptor>* out) const {
   out->reserve(replicas.size());
-  for (size_t i = 0; i < replicas.size(); ++i) {
-    const Replica& r = replicas[i];
-    if (!include_processing && r.status != ReplicaStatus::kComplete) continue;
+  auto describe = [&](const Replica& r) {
+    if (!include_processing && r.status != ReplicaStatus::kComplete) return;
     std::shared_ptr<Segment> segment = segments_.Get(r.segment);
-    if (!segment) continue;  // unmounted a moment ago; its replica is being dropped
-    if (!segment->attached()) continue;  // restored; its daemon has not proven it is back
+    if (!segment) return;  // unmounted a moment ago; its replica is being dropped
+    if (!segment->attached()) return;  // restored; its daemon has not proven it is back
     rpc::ReplicaDescriptor d;
     d.replica_id = r.id();
     d.kind = static_cast<rpc::ReplicaKind::type>(r.kind);
@@ -233,6 +238,13 @@ void MasterService::DescribeReplicas(const ReplicaList& replicas, uint64_t size,
     d.offset = static_cast<int64_t>(r.offset);
     d.size = static_cast<int64_t>(size);
     out->push_back(std::move(d));
+  };
+  // Memory replicas first, then disk ones: the order readers prefer (docs/ssd.md).
+  for (size_t i = 0; i < replicas.size(); ++i) {
+    if (replicas[i].memory()) describe(replicas[i]);
+  }
+  for (size_t i = 0; i < replicas.size(); ++i) {
+    if (!replicas[i].memory()) describe(replicas[i]);
   }
 }
 
@@ -244,15 +256,17 @@ bool MasterService::Readable(const ReplicaList& replicas) const {
   return false;
 }
 
+// A disk replica holds no range: nothing to free (its bytes are the daemon's to drop).
 void MasterService::FreeReplicas(const ReplicaList& replicas) {
   for (size_t i = 0; i < replicas.size(); ++i) {
-    segments_.Free(replicas[i].segment, replicas[i].alloc_node);
+    if (replicas[i].memory()) segments_.Free(replicas[i].segment, replicas[i].alloc_node);
   }
 }
 
 void MasterService::DeferFree(const ReplicaList& replicas, int64_t due_ms, uint64_t due_seq) {
   std::lock_guard<std::mutex> lock(deferred_mu_);
   for (size_t i = 0; i < replicas.size(); ++i) {
+    if (!replicas[i].memory()) continue;
     deferred_.push_back({due_ms, due_seq, replicas[i].segment, replicas[i].alloc_node});
   }
 }
@@ -272,6 +286,9 @@ void MasterService::ReleaseObject(Shard& shard, std::string_view key, ObjectMeta
   }
   DropPendingUpsert(shard, key);
   DropPendingMove(shard, key);
+  DropPendingPromotion(shard, key);
+  EndOffload(shard, key, &meta, /*failed=*/false);
+  CountDisk(meta, -1);
   shard.holders.Forget(&meta);
   ForgetExistHit(shard, meta);  // before the block goes: the table is keyed by its address
   object_count_.fetch_sub(1);
@@ -316,6 +333,7 @@ rpc::PutStartResult MasterService::StartLocked(LockedKey& locked, int64_t writer
   meta.writer = writer;
   meta.hard_pin = config.with_hard_pin;
   meta.soft_pin_ms = SoftPinTtl(config);
+  meta.offload_at_put = WantsOffload(config);
   for (size_t i = 0; i < reserved.size(); ++i) meta.replicas.push_back(reserved[i]);
   rpc::PutStartResult result;
   result.code = ToInt(ErrorCode::OK);
@@ -389,6 +407,10 @@ ErrorCode MasterService::PutEnd(int64_t writer, const std::string& key, int64_t 
   if (meta.soft_pin_ms > 0) meta.soft_pin_ms += now;
   processing_count_.fetch_sub(1);
   LogPublish(key, meta);
+  if (meta.offload_at_put) {
+    meta.offload_at_put = false;
+    QueueOffload(locked.shard, key, meta, /*for_eviction=*/false);
+  }
   return ErrorCode::OK;
 }
 
@@ -439,6 +461,7 @@ rpc::PutStartResult MasterService::UpsertStart(int64_t writer, const std::string
   up.size = static_cast<uint64_t>(size);
   up.hard_pin = config.with_hard_pin;
   up.soft_pin_ttl_ms = SoftPinTtl(config);
+  up.offload = WantsOffload(config);
   for (size_t i = 0; i < reserved.size(); ++i) up.replicas.push_back(reserved[i]);
   rpc::PutStartResult result;
   result.code = ToInt(ErrorCode::OK);
@@ -464,6 +487,11 @@ ErrorCode MasterService::UpsertEnd(int64_t writer, const std::string& key, int64
       }
       ObjectMetadata& meta = *locked.object;
       int64_t now = Now();
+      // The old value's disk replicas and offload go with it.
+      EndOffload(shard, key, &meta, /*failed=*/false);
+      DropPendingPromotion(shard, key);
+      CountDisk(meta, -1);
+      const bool offload = up.offload;
       ReplicaList old = std::move(meta.replicas);
       int64_t old_lease = meta.time_ms;
       tenants_.Add(key, 0, -MemoryBytes(meta.size, old));  // the new value's were charged
@@ -484,6 +512,7 @@ ErrorCode MasterService::UpsertEnd(int64_t writer, const std::string& key, int64
       // Readers holding a lease may still read the old bytes, and until the new value's
       // record is on disk a restart would bring the old one back.
       DeferFree(old, std::max(now, old_lease), LogPublish(key, meta));
+      if (offload) QueueOffload(shard, key, meta, /*for_eviction=*/false);
       return ErrorCode::OK;
     }
   }
@@ -543,6 +572,10 @@ rpc::ReplicaListResult MasterService::GetReplicaList(const std::string& key, int
   result.lease_ttl_ms = options_.default_kv_lease_ttl_ms;
   result.checksum = meta.checksum_or_none();
   result.master_epoch = epoch_;
+  // Served from disk only: the reader may re-create a memory replica, unless one is on
+  // its way (another reader's promotion, or a put's).
+  result.promote = options_.promotion_on_hit && meta.memory_replicas() == 0 &&
+                   (locked.shard.promotions.empty() || locked.shard.promotions.count(key) == 0);
   return result;
 }
 

@@ -73,6 +73,21 @@
 // object) and committed by swapping one replica; any change of the object in between (a
 // remove, an eviction, an upsert's end) orphans the pending move, and the loss of either
 // segment drops it, so a commit either swaps the very replica it copied or fails cleanly.
+//
+// The SSD tier (master_service_disk.cc, master_service_promote.cc; docs/ssd.md): a daemon
+// with an SSD mounts one LOCAL_DISK segment (master/segment.h), which takes no allocation
+// and counts for no memory; its replicas (Replica kind kLocalDisk) are listed after the
+// memory ones. Offloads copy a COMPLETE memory replica to its own daemon's SSD: queued at
+// PutEnd (ReplicateConfig.offload, --enable_offload), by an eviction round
+// (--offload_on_evict, the object pinned until the report) or early by the upkeep, they
+// wait in master/offload_queues.h; each one's state is an OffloadState beside its object
+// in the shard, erased by any change of the object (so a report of a replica that changed
+// meanwhile answers -704). A fetched task read-leases its object; the report gives the
+// object back the deadline it had when nobody read it since. A daemon's LOCAL_DISK segment
+// outlives the daemon's process: replaced at its endpoint or declared dead, the daemon has
+// it detached (not dropped) for its grace period, for the restarted process to take back
+// (SegmentRegistry::Mount) and reconcile (RegisterDiskReplicas). Promotion (PromoteStart/
+// End) reserves a memory replica beside an object that has none, as a drain's move does.
 #ifndef MOONCAKE_MASTER_MASTER_SERVICE_H_
 #define MOONCAKE_MASTER_MASTER_SERVICE_H_
 
@@ -95,6 +110,7 @@
 #include "master/master_options.h"
 #include "master/object_metadata.h"
 #include "master/object_table.h"
+#include "master/offload_queues.h"
 #include "master/segment_registry.h"
 #include "master/state_gate.h"
 #include "master/state_records.h"
@@ -232,6 +248,40 @@ class MasterService {
 
   rpc::MasterStats GetStats() const;
 
+  // ---- the SSD tier (master_service_disk.cc, master_service_promote.cc) ----
+  // The calls' rules are common/master.thrift's. disk_segment_id: the caller's LOCAL_DISK
+  // segment (-101 unknown or detached, -601 another daemon's, -103 unknown daemon).
+  // Up to max_tasks (1..kMaxOffloadBatch, else -600) queued tasks, each read-leased.
+  rpc::OffloadTasksResult FetchOffloads(int64_t daemon_id, int32_t max_tasks);
+  // A success registers the disk replica only for a task still fetched (not timed out)
+  // whose object has not changed since; else -704.
+  std::vector<int32_t> ReportOffloads(int64_t daemon_id, int64_t disk_segment_id,
+                                      const std::vector<std::string>& keys,
+                                      const std::vector<int64_t>& replica_ids,
+                                      const std::vector<int32_t>& codes);
+  // Keeps, adopts or answers -704 (docs/ssd.md, "master"): an object the master lacks is
+  // adopted only into a segment this master mounted new (after a restore, or a re-attach,
+  // a missing object was removed while the daemon was away); a known object gains the
+  // disk replica there only when its size and checksum (both present) match.
+  std::vector<int32_t> RegisterDiskReplicas(int64_t daemon_id, int64_t disk_segment_id,
+                                            const std::vector<rpc::DiskObject>& objects);
+  std::vector<int32_t> DropDiskReplicas(int64_t daemon_id, int64_t disk_segment_id,
+                                        const std::vector<std::string>& keys);
+  // -705 when the object has a memory replica, is being written, or another promotion of
+  // it is open; -704 missing; -200 no space; -1402 over quota; -103 unknown writer. The
+  // replica is placed on the writer's own segments first.
+  rpc::PutStartResult PromoteStart(int64_t writer, const std::string& key);
+  // OK once published (ok) or freed (!ok); -704 no open promotion, or the object changed
+  // or went meanwhile (the reserved range is freed); -601 another writer's.
+  ErrorCode PromoteEnd(int64_t writer, const std::string& key, bool ok);
+  static constexpr int32_t kMaxOffloadBatch = 1024;
+  // A task not reported this long after its lease (fetched) or its queueing counts as
+  // failed; a failed object is offered again only this long after.
+  static constexpr int64_t kOffloadReportMarginMs = 2000;
+  static constexpr int64_t kOffloadRetryPauseMs = 30000;
+  // The upkeep queues early offloads (--offload_on_evict) at most this often.
+  static constexpr int64_t kEarlyOffloadPeriodMs = 1000;
+
   // ---- durability ----
   // Before serving: from now on every change is appended to log (not owned; outlives us);
   // strict: replies that acknowledge a change wait until it is on disk (Sync).
@@ -299,6 +349,7 @@ class MasterService {
     uint64_t size = 0;
     bool hard_pin = false;
     int64_t soft_pin_ttl_ms = 0;
+    bool offload = false;  // UpsertEnd queues an offload of the new value
     ReplicaList replicas;
   };
   // An object's replica being moved out of a draining segment: from (a replica of the
@@ -313,11 +364,39 @@ class MasterService {
     // be copying into `to`, which is freed when it commits or revokes (it is done then).
     bool orphaned = false;
   };
+  // An offload of one object's memory replica to its daemon's SSD, from queueing to the
+  // report (see "The SSD tier" above).
+  struct OffloadState {
+    enum class Stage : uint8_t { kQueued, kFetched, kFailed };
+    Stage stage = Stage::kQueued;
+    bool for_eviction = false;  // the object is pinned (ObjectMetadata::offload_pinned)
+    int64_t daemon = 0;         // whose SSD
+    int64_t replica_id = 0;     // the memory replica to copy
+    // Queued, fetched: when it counts as failed. Failed: when it may be offered again.
+    int64_t due_ms = 0;
+    // Fetched: the lease deadline granted, and the object's deadline before it.
+    int64_t granted_ms = 0;
+    int64_t prior_ms = 0;
+    uint64_t pinned_bytes = 0;  // for_eviction: its memory, in evict_pending_bytes_
+  };
+  // A memory replica being re-created from disk (PromoteStart): `to`, PROCESSING, is
+  // published into the object's replicas by PromoteEnd.
+  struct PendingPromotion {
+    int64_t writer = 0;
+    int64_t start_ms = 0;
+    uint64_t size = 0;
+    ReplicaList to;
+    // As PendingMove's: the object changed or went; freed when its writer ends it, or once
+    // it must have given up (put_start_release_timeout).
+    bool orphaned = false;
+  };
   struct Shard {
     std::mutex mu;
     ObjectTable objects;
     std::unordered_map<std::string, PendingUpsert> upserts;  // rare: a plain map will do
     std::unordered_map<std::string, PendingMove> moves;      // only while a segment drains
+    std::unordered_map<std::string, OffloadState> offloads;  // the SSD tier's tasks
+    std::unordered_map<std::string, PendingPromotion> promotions;
     CacheHolderTable holders;  // daemons that may cache the shard's objects
     ExistLeaseTable exist_leases;  // with exist_lease_ttl: exist leases running
   };
@@ -468,10 +547,12 @@ class MasterService {
   void ForgiveOwnStall(int64_t now);
   // Detaches daemons silent past the TTL; declares dead those expected back too long.
   void CheckLiveness(int64_t now);
-  // Under membership_mu_: drops the daemon's segments with their replicas, and revokes its
-  // unfinished puts (their space is freed only put_start_release_timeout after each
-  // started: a daemon declared dead may only be stopped, and write on when it resumes).
-  void DeclareDead(int64_t daemon_id);
+  // Under membership_mu_: drops the daemon's memory segments with their replicas, and
+  // revokes its unfinished puts (their space is freed only put_start_release_timeout after
+  // each started: a daemon declared dead may only be stopped, and write on when it
+  // resumes). Its LOCAL_DISK segment is detached for disk_grace_ms instead (the SSD
+  // outlives the process: its restart takes it back), and its offload queue dropped.
+  void DeclareDead(int64_t daemon_id, int64_t disk_grace_ms);
   // Drops every replica in the segment (objects left with none go, unlogged: the caller
   // logged the unmount) and every pending move from or into it; the number of objects
   // that went.
@@ -491,6 +572,41 @@ class MasterService {
   // After an eviction made room: puts the evictions on disk and frees their space now,
   // rather than at the next Tick.
   void ReclaimEvicted();
+
+  // ---- the SSD tier (master_service_disk.cc) ----
+  // The put asks for an offload at PutEnd (config.offload, or --enable_offload for 0).
+  bool WantsOffload(const rpc::ReplicateConfig& config) const {
+    return config.offload == 1 || (config.offload == 0 && options_.enable_offload);
+  }
+  // The attached LOCAL_DISK segment of the daemon owning meta's first memory replica (and
+  // that replica's index), or null: where an offload of meta would go.
+  std::shared_ptr<Segment> OffloadTarget(const ObjectMetadata& meta, size_t* replica) const;
+  // Under the shard lock: queues an offload of meta (for_eviction: pins it). kBusy when a
+  // task of it is open (one queued at put becomes an eviction's when for_eviction), or it
+  // failed a moment ago; kNoTier when its daemon has no SSD tier; kFull when the queue is.
+  enum class QueueOutcome { kQueued, kBusy, kNoTier, kFull, kFailedRecently };
+  QueueOutcome QueueOffload(Shard& shard, std::string_view key, ObjectMetadata& meta,
+                            bool for_eviction);
+  // Under the shard lock: ends the key's offload state (if any), unpinning meta (may be
+  // null: the object went). failed: counts it and keeps the key out of offloads a while.
+  void EndOffload(Shard& shard, std::string_view key, ObjectMetadata* meta, bool failed);
+  // A fetched task's lease given back: the object's deadline as if nobody read it since.
+  static void ReturnOffloadLease(const OffloadState& state, ObjectMetadata& meta);
+  // Upkeep: tasks not reported in time fail, as do those whose daemon lost its SSD tier;
+  // failed ones are forgotten once their pause is over.
+  void ExpireOffloads(int64_t now);
+  // Adds (sign 1) or takes away (-1) meta's part of the disk figures (DiskStats).
+  void CountDisk(const ObjectMetadata& meta, int sign);
+  // The caller's own attached LOCAL_DISK segment: -103 unknown daemon, -101 unknown or
+  // detached segment or not a disk one, -601 another daemon's.
+  ErrorCode FindOwnDiskSegment(int64_t daemon_id, int64_t segment_id,
+                               std::shared_ptr<Segment>* out) const;
+  // A disk replica of slot, COMPLETE, numbered anew.
+  Replica NewDiskReplica(uint32_t slot);
+  // Orphans a key's open promotion (as DropPendingMove) and gives back its tenant charge.
+  void DropPendingPromotion(Shard& shard, std::string_view key);
+  // The disk figures in GetStats.
+  rpc::DiskStats DiskFigures() const;
 
   // ---- eviction (master_service_evict.cc) ----
   // Usage would pass the high watermark with need more bytes.
@@ -512,9 +628,20 @@ class MasterService {
   // Under evict_mu_: evicts, shard by shard from evict_next_shard_, the candidates the
   // thresholds take, until budget bytes are freed; adds to *evicted the objects that went.
   uint64_t EvictionWalk(const EvictionThresholds& take, uint64_t budget, int64_t now,
-                        int64_t* evicted);
-  // What eviction may do with meta now; under its shard's lock.
+                        int64_t* evicted, uint64_t* queued);
+  // What eviction may do with meta now; under its shard's lock. Objects without a memory
+  // replica (on disk only) and those pinned for an offload are never candidates.
   EvictionTier TierOf(const Shard& shard, const ObjectMetadata& meta, int64_t now) const;
+  // A candidate the walk takes: with a disk replica it loses only its memory replicas;
+  // without one, on a daemon with an SSD tier (--offload_on_evict), it gets an eviction's
+  // offload instead (*queued: its bytes) unless that cannot proceed (then freed only with
+  // --allow_evict_without_offload); else it goes. Bytes freed; *erase: it went.
+  uint64_t EvictOne(Shard& shard, std::string_view key, ObjectMetadata& meta,
+                    uint64_t* queued, bool* erase);
+  // Upkeep (--offload_on_evict): once usage passes high − eviction_ratio, queues plain
+  // offloads for the oldest candidates that have no disk replica yet, about one round's
+  // worth, so that the round that comes frees their memory at once.
+  void QueueEarlyOffloads(int64_t now);
   // After a round that fell short, puts start no new one for this long: a round walks
   // every object, and the daemons' retries (docs/daemon.md) would otherwise have the
   // master walk its whole table back to back while nothing can have changed.
@@ -561,6 +688,17 @@ class MasterService {
   int64_t last_abandoned_scan_ms_ = 0;  // only touched by Tick
   int64_t last_upkeep_end_ms_ = -1;     // only touched by Tick; -1 before its first round
   RestoreCounts restore_counts_;        // only touched by the restore, before serving
+  int64_t last_early_offload_ms_ = 0;   // only touched by Tick
+
+  // The SSD tier.
+  OffloadQueues offload_queues_;
+  std::atomic<uint32_t> next_disk_node_{1};  // numbers disk replicas (Replica::alloc_node)
+  std::atomic<int64_t> offload_states_{0};   // OffloadStates in every shard: Tick skips when 0
+  std::atomic<int64_t> evict_pending_bytes_{0};  // memory pinned for eviction's offloads
+  struct DiskCounters {
+    std::atomic<int64_t> objects{0}, bytes{0}, disk_only{0}, queued{0}, done{0}, failed{0},
+        dropped_tasks{0}, evict_offloads{0}, promotions{0}, adopted{0}, dropped{0};
+  } disk_;
   size_t holder_sweep_next_ = 0;  // the shard PruneShardRecords starts at; only touched by Tick
   // Until then a daemon the registry no longer lists may cache an untracked object: the
   // latest lease granted to an unregistered reader of one, or one lease after a daemon

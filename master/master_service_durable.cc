@@ -19,6 +19,7 @@ SegmentRecord ToRecord(const rpc::SegmentInfo& info) {
   r.daemon_id = info.daemon_id;
   r.incarnation = info.incarnation;
   r.lent_by_client = info.lent_by_client;
+  r.kind = static_cast<uint8_t>(info.kind);
   for (const rpc::TransportEndpoint& e : info.endpoints) {
     r.endpoints.push_back({e.protocol, e.address, e.descriptor});
   }
@@ -34,6 +35,7 @@ rpc::SegmentInfo ToInfo(const SegmentRecord& r) {
   info.daemon_id = r.daemon_id;
   info.incarnation = r.incarnation;
   info.lent_by_client = r.lent_by_client;
+  info.kind = static_cast<rpc::ReplicaKind::type>(r.kind);
   for (const EndpointRecord& e : r.endpoints) {
     rpc::TransportEndpoint endpoint;
     endpoint.protocol = e.protocol;
@@ -238,7 +240,14 @@ MasterService::RestoreCounts MasterService::FinishRestore() {
     shards_[s].objects.ForEach([&](std::string_view, ObjectMetadata& meta) {
       for (size_t i = 0; i < meta.replicas.size(); ++i) {
         Replica& r = meta.replicas[i];
-        ranges.push_back({r.segment, r.offset, meta.size, &r});
+        if (r.memory()) {
+          ranges.push_back({r.segment, r.offset, meta.size, &r});
+          continue;
+        }
+        // A disk replica holds no range; one in a memory segment cannot be valid.
+        std::shared_ptr<Segment> in = segments_.Get(r.segment);
+        r.alloc_node = next_disk_node_.fetch_add(1);
+        if (!in || !in->disk()) r.status = ReplicaStatus::kFailed;
       }
       return false;
     });
@@ -250,6 +259,8 @@ MasterService::RestoreCounts MasterService::FinishRestore() {
   for (const Range& range : ranges) {
     if (!segment || segment->slot() != range.slot) segment = segments_.Get(range.slot);
     uint32_t node = OffsetAllocator::kNoNode;
+    // (A LOCAL_DISK segment's empty allocator refuses every range: a memory replica there
+    // cannot be valid either.)
     if (segment && segment->Reserve(range.offset, range.size, &node)) {
       range.replica->alloc_node = node;
     } else {
@@ -258,6 +269,7 @@ MasterService::RestoreCounts MasterService::FinishRestore() {
   }
   // Each tenant's figures are counted again from what is left (master/tenant_usage.h).
   tenants_.ClearUsage();
+  disk_.objects = disk_.bytes = disk_.disk_only = 0;
   for (size_t s = 0; s < kShardCount; ++s) {
     std::lock_guard<std::mutex> lock(shards_[s].mu);
     shards_[s].objects.ForEach([&](std::string_view key, ObjectMetadata& meta) {
@@ -268,6 +280,7 @@ MasterService::RestoreCounts MasterService::FinishRestore() {
       }
       if (!meta.replicas.empty()) {
         tenants_.Add(key, 1, MemoryBytes(meta.size, meta.replicas));
+        CountDisk(meta, 1);
         return false;
       }
       ++restore_counts_.dropped_objects;
@@ -295,6 +308,8 @@ void MasterService::ClearState() {
     shards_[s].objects.ForEach([](std::string_view, ObjectMetadata&) { return true; });
     shards_[s].upserts.clear();
     shards_[s].moves.clear();
+    shards_[s].offloads.clear();
+    shards_[s].promotions.clear();
     shards_[s].holders.Clear();
     shards_[s].exist_leases.Clear();
   }
@@ -305,6 +320,10 @@ void MasterService::ClearState() {
   }
   object_count_ = 0;
   processing_count_ = 0;
+  offload_states_ = 0;
+  evict_pending_bytes_ = 0;
+  offload_queues_.Clear();
+  disk_.objects = disk_.bytes = disk_.disk_only = disk_.queued = 0;
   tenants_.ClearUsage();
   restore_counts_ = RestoreCounts();
 }

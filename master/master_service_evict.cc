@@ -21,6 +21,8 @@ int64_t SteadyMicros() {
 EvictionTier MasterService::TierOf(const Shard& shard, const ObjectMetadata& meta,
                                    int64_t now) const {
   if (!meta.complete || meta.hard_pin || meta.leased(now)) return EvictionTier::kNever;
+  // On disk only, it takes no memory; pinned, its offload is on the way.
+  if (meta.offload_pinned || meta.memory_replicas() == 0) return EvictionTier::kNever;
   if (meta.exist_hit && shard.exist_leases.Live(&meta, now)) return EvictionTier::kNever;
   if (!meta.soft_pinned(now)) return EvictionTier::kPlain;
   return options_.allow_evict_soft_pinned_objects ? EvictionTier::kSoftPinned
@@ -94,7 +96,11 @@ uint64_t MasterService::RunEvictionRound(uint64_t target, bool by_put) {
   uint64_t freed = 0;
   int64_t evicted = 0;
   int walks = 0;
-  for (uint64_t want = target; freed < target; want *= 4) {
+  // Memory already pinned for eviction's offloads will be freed by their reports: what a
+  // round queues counts towards its target, and so do the tasks still open.
+  uint64_t queued = static_cast<uint64_t>(std::max<int64_t>(0, evict_pending_bytes_.load()));
+  if (!options_.offload_on_evict) queued = 0;
+  for (uint64_t want = target; freed + queued < target; want *= 4) {
     EvictionThresholds take;
     if (walks < 2) {
       take = planner_.Plan(want, object_count_.load(), soft_too);
@@ -102,12 +108,12 @@ uint64_t MasterService::RunEvictionRound(uint64_t target, bool by_put) {
       take.plain = EvictionThresholds::kAll;
       if (soft_too) take.soft_pinned = EvictionThresholds::kAll;
     }
-    freed += EvictionWalk(take, target - freed, now, &evicted);
+    freed += EvictionWalk(take, target - freed - queued, now, &evicted, &queued);
     ++walks;
     if (take.TakesAll(soft_too)) break;
   }
   evicted_count_.fetch_add(evicted);
-  if (freed < target) evict_paused_until_ms_ = Now() + kShortRoundPauseMs;
+  if (freed + queued < target) evict_paused_until_ms_ = Now() + kShortRoundPauseMs;
   const int64_t elapsed_us = SteadyMicros() - started_us;
   const uint64_t used = segments_.used();
   eviction_.Round(by_put, target, freed, elapsed_us, static_cast<int64_t>(used));
@@ -130,7 +136,7 @@ void MasterService::SampleForEviction(int64_t now) {
     const size_t window = std::min(slots, EvictionPlanner::kSampleSlots);
     size_t cursor = window == slots ? 0 : evict_rng_() % slots;
     auto add = [&](std::string_view, ObjectMetadata& meta) {
-      planner_.Add(TierOf(shard, meta, now), meta.time_ms, meta.size * meta.replicas.size());
+      planner_.Add(TierOf(shard, meta, now), meta.time_ms, meta.size * meta.memory_replicas());
       return false;
     };
     const size_t start = cursor;
@@ -144,22 +150,115 @@ void MasterService::SampleForEviction(int64_t now) {
 }
 
 uint64_t MasterService::EvictionWalk(const EvictionThresholds& take, uint64_t budget,
-                                     int64_t now, int64_t* evicted) {
+                                     int64_t now, int64_t* evicted, uint64_t* queued) {
   uint64_t freed = 0;
+  uint64_t queued_here = 0;
   size_t visited = 0;
-  for (; visited < kShardCount && freed < budget; ++visited) {
+  for (; visited < kShardCount && freed + queued_here < budget; ++visited) {
     Shard& shard = shards_[(evict_next_shard_ + visited) % kShardCount];
     ScanShard(shard, [&](std::string_view key, ObjectMetadata& meta) {
-      if (freed >= budget || !take.Takes(TierOf(shard, meta, now), meta.time_ms)) return false;
-      // Every replica at once: an object is never left listing a range that was freed.
-      freed += meta.size * meta.replicas.size();
-      RemoveLogged(shard, key, meta);
-      ++*evicted;
-      return true;
+      if (freed + queued_here >= budget || !take.Takes(TierOf(shard, meta, now), meta.time_ms)) {
+        return false;
+      }
+      bool erase = false;
+      freed += EvictOne(shard, key, meta, &queued_here, &erase);
+      *evicted += erase;
+      return erase;
     });
   }
   evict_next_shard_ = (evict_next_shard_ + visited) % kShardCount;
+  *queued += queued_here;
   return freed;
+}
+
+uint64_t MasterService::EvictOne(Shard& shard, std::string_view key, ObjectMetadata& meta,
+                                 uint64_t* queued, bool* erase) {
+  const uint64_t memory_bytes = meta.size * meta.memory_replicas();
+  bool on_disk = false;
+  for (size_t i = 0; i < meta.replicas.size() && !on_disk; ++i) {
+    std::shared_ptr<Segment> segment =
+        meta.replicas[i].memory() ? nullptr : segments_.Get(meta.replicas[i].segment);
+    on_disk = segment && segment->attached();
+  }
+  if (on_disk) {
+    // Readable from disk: only its memory goes (logged: reused once on disk).
+    CountDisk(meta, -1);
+    ReplicaList memory;
+    for (size_t i = meta.replicas.size(); i-- > 0;) {
+      if (!meta.replicas[i].memory()) continue;
+      memory.push_back(meta.replicas[i]);
+      meta.replicas.erase(i);
+    }
+    CountDisk(meta, 1);
+    tenants_.Add(key, 0, -MemoryBytes(meta.size, memory));
+    DropPendingMove(shard, key);
+    EndOffload(shard, key, &meta, /*failed=*/false);  // an early one: no longer needed
+    uint64_t seq = LogPublish(key, meta);
+    if (seq > 0) {
+      DeferFree(memory, 0, seq);
+    } else {
+      FreeReplicas(memory);  // no log: nothing to wait for (a candidate has no lease)
+    }
+    return memory_bytes;
+  }
+  if (options_.offload_on_evict) {
+    switch (QueueOffload(shard, key, meta, /*for_eviction=*/true)) {
+      case QueueOutcome::kQueued:
+        *queued += memory_bytes;
+        return 0;
+      case QueueOutcome::kBusy:
+        return 0;  // an eviction's offload of it is open already
+      case QueueOutcome::kFull:
+      case QueueOutcome::kFailedRecently:
+        // Its offload cannot proceed: it stays in memory, unless the operator said not to.
+        if (!options_.allow_evict_without_offload) return 0;
+        break;
+      case QueueOutcome::kNoTier:
+        break;  // no SSD on its daemon: evicted as ever
+    }
+  }
+  // Every replica at once: an object is never left listing a range that was freed.
+  RemoveLogged(shard, key, meta);
+  *erase = true;
+  return memory_bytes;
+}
+
+void MasterService::QueueEarlyOffloads(int64_t now) {
+  if (!options_.offload_on_evict || now - last_early_offload_ms_ < kEarlyOffloadPeriodMs) return;
+  uint64_t used = 0, capacity = 0;
+  segments_.Usage(&used, &capacity);
+  const double low = std::max(0.0, options_.eviction_high_watermark_ratio -
+                                       options_.eviction_ratio) * static_cast<double>(capacity);
+  if (capacity == 0 || static_cast<double>(used) <= low) return;
+  last_early_offload_ms_ = now;
+  // The round that comes past the high watermark frees down to low: about that much plus
+  // one round, of the oldest candidates, should be on disk by then.
+  const uint64_t target = static_cast<uint64_t>(
+      static_cast<double>(used) - low + options_.eviction_ratio * static_cast<double>(capacity));
+  std::lock_guard<std::mutex> evicting(evict_mu_);
+  SampleForEviction(now);
+  EvictionThresholds take = planner_.Plan(target, object_count_.load(),
+                                          options_.allow_evict_soft_pinned_objects);
+  uint64_t covered = 0;
+  int64_t queued = 0;
+  for (size_t visited = 0; visited < kShardCount && covered < target; ++visited) {
+    Shard& shard = shards_[(evict_next_shard_ + visited) % kShardCount];
+    ScanShard(shard, [&](std::string_view key, ObjectMetadata& meta) {
+      if (covered >= target || !take.Takes(TierOf(shard, meta, now), meta.time_ms)) return false;
+      // Those on disk already, or whose daemon has no SSD, need nothing now.
+      covered += meta.size * meta.memory_replicas();
+      if (meta.disk_replicas() == 0 &&
+          QueueOffload(shard, key, meta, /*for_eviction=*/false) == QueueOutcome::kQueued) {
+        ++queued;
+      }
+      return false;
+    });
+  }
+  if (queued > 0) {
+    MC_LOG_INFO("%lld early offload(s) queued: usage %llu of %llu bytes is past high - "
+                "eviction_ratio", static_cast<long long>(queued),
+                static_cast<unsigned long long>(used), static_cast<unsigned long long>(capacity));
+  }
 }
 
 }  // namespace mooncake

@@ -36,6 +36,8 @@ void MasterService::Tick() {
   PruneShardRecords(now);
   ReleaseAbandonedPuts(now);
   RunDeferredFrees(now);
+  ExpireOffloads(now);
+  QueueEarlyOffloads(now);
   EvictAboveWatermark();
   tenants_.Prune();
   // From the end of the round: a round that took long doing its own work (a big eviction)
@@ -82,18 +84,30 @@ void MasterService::CheckLiveness(int64_t now) {
       MC_LOG_WARN("daemon %lld did not come back within its grace period",
                   static_cast<long long>(daemon));
     }
-    DeclareDead(daemon);
+    DeclareDead(daemon, absence == DaemonRegistry::Absence::kRestored
+                            ? options_.reattach_grace_ms
+                            : deadline - now);
   }
 }
 
-void MasterService::DeclareDead(int64_t daemon_id) {
+void MasterService::DeclareDead(int64_t daemon_id, int64_t disk_grace_ms) {
   // It may be alive (stopped, partitioned) and still serve cached reads of untracked
   // objects, which "every daemon" no longer reaches: one lease from now they have ended.
   ExtendUnlisted(Now() + options_.default_kv_lease_ttl_ms);
   auto segments = segments_.SegmentsOf(daemon_id);
   MC_LOG_WARN("daemon %lld is dead: dropping its %zu segment(s) and unfinished puts",
               static_cast<long long>(daemon_id), segments.size());
+  offload_queues_.Drop(daemon_id);
   for (const auto& segment : segments) {
+    if (segment->disk()) {
+      // Its SSD outlives the process: the restarted daemon takes it back (mounting it
+      // with its id, name and incarnation) with its replicas.
+      segments_.DetachSegment(segment, Now() + disk_grace_ms);
+      MC_LOG_WARN("LOCAL_DISK segment %lld of dead daemon %lld detached for %lld ms, for "
+                  "its restart to take back", static_cast<long long>(segment->info().segment_id),
+                  static_cast<long long>(daemon_id), static_cast<long long>(disk_grace_ms));
+      continue;
+    }
     segment->StopAllocating();
     int64_t dropped = DropSegment(segment);
     MC_LOG_WARN("segment %lld of dead daemon %lld dropped with %lld objects",
@@ -164,9 +178,26 @@ int64_t MasterService::DropSegmentReplicas(uint32_t slot) {
         }
         it = shard.moves.erase(it);
       }
+      for (auto it = shard.promotions.begin(); it != shard.promotions.end();) {
+        PendingPromotion& promotion = it->second;
+        if (promotion.to[0].segment != slot) {
+          ++it;
+          continue;
+        }
+        // Gone with the segment's space, its charge with it.
+        if (!promotion.orphaned) tenants_.Add(it->first, 0, -MemoryBytes(promotion.size, promotion.to));
+        it = shard.promotions.erase(it);
+      }
     }
     ScanShard(shard, [&](std::string_view key, ObjectMetadata& meta) {
+      bool in_slot = false;
+      for (size_t i = 0; i < meta.replicas.size() && !in_slot; ++i) {
+        in_slot = meta.replicas[i].segment == slot;
+      }
+      if (!in_slot) return false;
+      CountDisk(meta, -1);
       drop_in(key, meta.size, meta.replicas);
+      CountDisk(meta, 1);
       if (!meta.replicas.empty()) return false;
       dropped += meta.complete;
       ReleaseObject(shard, key, meta);
@@ -212,12 +243,26 @@ void MasterService::DropUnfinished(const std::function<bool(int64_t, int64_t)>& 
         }
       }
     }
-    for (auto it = shard.moves.begin(); it != shard.moves.end();) {
-      if (match(it->second.mover, it->second.start_ms)) {
-        FreeReplicas(it->second.to);
-        it = shard.moves.erase(it);
-      } else {
-        ++it;
+    {
+      std::lock_guard<std::mutex> lock(shard.mu);  // few: one per move or promotion in flight
+      for (auto it = shard.moves.begin(); it != shard.moves.end();) {
+        if (match(it->second.mover, it->second.start_ms)) {
+          FreeReplicas(it->second.to);
+          it = shard.moves.erase(it);
+        } else {
+          ++it;
+        }
+      }
+      for (auto it = shard.promotions.begin(); it != shard.promotions.end();) {
+        PendingPromotion& promotion = it->second;
+        if (!match(promotion.writer, promotion.start_ms)) {
+          ++it;
+          continue;
+        }
+        // Its writer may still be copying into it: as for an abandoned put.
+        DeferFree(promotion.to, promotion.start_ms + release);
+        if (!promotion.orphaned) tenants_.Add(it->first, 0, -MemoryBytes(promotion.size, promotion.to));
+        it = shard.promotions.erase(it);
       }
     }
     if (processing_count_.load() == 0) continue;
@@ -279,6 +324,7 @@ rpc::MasterStats MasterService::GetStats() const {
   stats.pending_segments = static_cast<int64_t>(segments_.detached_count());
   stats.eviction = eviction_.Get();
   stats.tenants = tenants_.Stats();
+  stats.disk = DiskFigures();
   return stats;
 }
 

@@ -12,16 +12,19 @@ namespace mooncake {
 enum class ReplicaKind : uint8_t { kMemory = 0, kLocalDisk = 1 };
 enum class ReplicaStatus : uint8_t { kProcessing = 0, kComplete = 1, kFailed = 2, kRemoved = 3 };
 
-// One copy of the bytes: a range inside a mounted segment.
+// One copy of the bytes: a range inside a mounted segment (kMemory), or an object on a
+// daemon's SSD (kLocalDisk: segment is its LOCAL_DISK segment's slot, offset 0, and
+// alloc_node a number the master draws, unique in the slot: nothing is allocated there).
 struct Replica {
   uint64_t offset = 0;      // inside the segment
   uint32_t segment = 0;     // slot in the SegmentRegistry (never reused)
-  uint32_t alloc_node = 0;  // the segment allocator's handle, for Free()
+  uint32_t alloc_node = 0;  // the segment allocator's handle, for Free(); see above for disk
   ReplicaKind kind = ReplicaKind::kMemory;
   ReplicaStatus status = ReplicaStatus::kProcessing;
 
   // Unique among live replicas: slots are never reused and a node is unique in its slot.
   int64_t id() const { return (static_cast<int64_t>(segment) << 32) | alloc_node; }
+  bool memory() const { return kind == ReplicaKind::kMemory; }
 };
 
 // A short list of replicas with room for one inline: almost every KV-cache object has a
@@ -73,7 +76,9 @@ struct ObjectMetadata {
         hard_pin(false),
         untracked_holders(false),
         has_checksum(false),
-        exist_hit(false) {}
+        exist_hit(false),
+        offload_at_put(false),
+        offload_pinned(false) {}
 
   uint64_t size = 0;
   // While PROCESSING: when the put started. Once COMPLETE: the read-lease deadline (an
@@ -87,7 +92,8 @@ struct ObjectMetadata {
   int64_t soft_pin_ms = 0;
   int64_t writer = 0;                // daemon that started the put
   ReplicaList replicas;
-  // One byte of flags (bit-fields, so that the checksum still fits in what was padding).
+  // One byte of flags (bit-fields, so that the checksum still fits in what was padding);
+  // one bit is left.
   bool complete : 1;
   bool hard_pin : 1;
   // Some daemon was granted a lease it may cache without a record of it (the shard's
@@ -101,10 +107,23 @@ struct ObjectMetadata {
   // (--exist_lease_ttl; its deadline is in the shard's ExistLeaseTable). Further hits count
   // for nothing until the next read, so polling cannot keep an object young.
   bool exist_hit : 1;
+  // While PROCESSING: PutEnd queues an offload to the SSD tier (ReplicateConfig.offload,
+  // or --enable_offload). Unused once COMPLETE.
+  bool offload_at_put : 1;
+  // An eviction round queued an offload of it (--offload_on_evict): it is no eviction
+  // candidate until the report (or the task's end) says what became of it.
+  bool offload_pinned : 1;
   uint32_t checksum = 0;
 
   bool leased(int64_t now_ms) const { return complete && time_ms > now_ms; }
   bool soft_pinned(int64_t now_ms) const { return complete && soft_pin_ms > now_ms; }
+
+  size_t memory_replicas() const {
+    size_t n = 0;
+    for (size_t i = 0; i < replicas.size(); ++i) n += replicas[i].memory();
+    return n;
+  }
+  size_t disk_replicas() const { return replicas.size() - memory_replicas(); }
 
   // -1 for none, as the RPCs say it.
   int64_t checksum_or_none() const { return has_checksum ? int64_t{checksum} : -1; }

@@ -47,7 +47,6 @@ void RpcHandler::Heartbeat(rpc::HeartbeatResult& out, int64_t daemon_id) {
 }
 
 int32_t RpcHandler::MountSegment(const rpc::SegmentInfo& segment) {
-  if (segment.kind != rpc::ReplicaKind::MEMORY) return ToInt(ErrorCode::NOT_SUPPORTED);
   return Acknowledge(service_->MountSegment(segment));
 }
 
@@ -194,28 +193,38 @@ void RpcHandler::RemoveAll(rpc::ChangeResult& out, bool force, int64_t caller,
   out.holders = service_->DescribeHolders(holders, caller, /*with_keys=*/false);
 }
 
-// Interim: the SSD tier's calls are refused until master_service_disk.cc lands.
-void RpcHandler::FetchOffloads(rpc::OffloadTasksResult& out, int64_t, int32_t) {
-  out.code = ToInt(ErrorCode::NOT_SUPPORTED);
+void RpcHandler::FetchOffloads(rpc::OffloadTasksResult& out, int64_t daemon_id,
+                               int32_t max_tasks) {
+  out = service_->FetchOffloads(daemon_id, max_tasks);
 }
-void RpcHandler::ReportOffloads(std::vector<int32_t>& out, int64_t, int64_t,
-                                const std::vector<std::string>& keys,
-                                const std::vector<int64_t>&, const std::vector<int32_t>&) {
-  out.assign(keys.size(), ToInt(ErrorCode::NOT_SUPPORTED));
+
+void RpcHandler::ReportOffloads(std::vector<int32_t>& out, int64_t daemon_id,
+                                int64_t disk_segment_id, const std::vector<std::string>& keys,
+                                const std::vector<int64_t>& replica_ids,
+                                const std::vector<int32_t>& codes) {
+  out = service_->ReportOffloads(daemon_id, disk_segment_id, keys, replica_ids, codes);
+  AcknowledgeAll(&out);
 }
-void RpcHandler::RegisterDiskReplicas(std::vector<int32_t>& out, int64_t, int64_t,
+
+void RpcHandler::RegisterDiskReplicas(std::vector<int32_t>& out, int64_t daemon_id,
+                                      int64_t disk_segment_id,
                                       const std::vector<rpc::DiskObject>& objects) {
-  out.assign(objects.size(), ToInt(ErrorCode::NOT_SUPPORTED));
+  out = service_->RegisterDiskReplicas(daemon_id, disk_segment_id, objects);
+  AcknowledgeAll(&out);
 }
-void RpcHandler::DropDiskReplicas(std::vector<int32_t>& out, int64_t, int64_t,
-                                  const std::vector<std::string>& keys) {
-  out.assign(keys.size(), ToInt(ErrorCode::NOT_SUPPORTED));
+
+void RpcHandler::DropDiskReplicas(std::vector<int32_t>& out, int64_t daemon_id,
+                                  int64_t disk_segment_id, const std::vector<std::string>& keys) {
+  out = service_->DropDiskReplicas(daemon_id, disk_segment_id, keys);
+  AcknowledgeAll(&out);
 }
-void RpcHandler::PromoteStart(rpc::PutStartResult& out, int64_t, const std::string&) {
-  out.code = ToInt(ErrorCode::NOT_SUPPORTED);
+
+void RpcHandler::PromoteStart(rpc::PutStartResult& out, int64_t writer, const std::string& key) {
+  out = service_->PromoteStart(writer, key);
 }
-int32_t RpcHandler::PromoteEnd(int64_t, const std::string&, bool) {
-  return ToInt(ErrorCode::NOT_SUPPORTED);
+
+int32_t RpcHandler::PromoteEnd(int64_t writer, const std::string& key, bool ok) {
+  return Acknowledge(service_->PromoteEnd(writer, key, ok));
 }
 
 void RpcHandler::GetStats(rpc::MasterStats& out) {

@@ -1,7 +1,8 @@
 // Thrift front of MasterService: unpacks each RPC, forwards it, and turns batch calls into
 // loops over the single forms (one result per key, in order).
 //
-// A reply that acknowledges a change (PutEnd, UpsertEnd, removals, mounts, moves) is sent only
+// A reply that acknowledges a change (PutEnd, UpsertEnd, removals, mounts, moves, the SSD
+// tier's reports, registrations, drops and promotions) is sent only
 // once MasterService::Sync says the change is as durable as the log mode promises; when it
 // is not (-1503), the results that said OK say -1503 instead: the change may or may not
 // survive a crash, so it is not acknowledged.

@@ -5,8 +5,10 @@ namespace mooncake {
 Segment::Segment(uint32_t slot, rpc::SegmentInfo info, uint64_t alignment, bool attached)
     : slot_(slot),
       info_(std::move(info)),
-      allocator_(static_cast<uint64_t>(info_.size), alignment),
-      attached_(attached) {}
+      // Nothing is ever allocated in a daemon's SSD tier.
+      allocator_(disk() ? 0 : static_cast<uint64_t>(info_.size), alignment),
+      attached_(attached),
+      adopts_(attached && disk()) {}
 
 Segment::Segment(uint32_t slot, rpc::SegmentInfo info, Segment& replaced)
     : slot_(slot), info_(std::move(info)), allocator_(0), attached_(false) {
@@ -17,6 +19,7 @@ Segment::Segment(uint32_t slot, rpc::SegmentInfo info, Segment& replaced)
   attached_ = replaced.attached();
   detach_deadline_ms_ = replaced.detach_deadline_ms();
   draining_ = replaced.draining();
+  adopts_ = replaced.adopts();
 }
 
 bool Segment::Allocate(uint64_t size, uint64_t* offset, uint32_t* node) {
@@ -49,6 +52,7 @@ void Segment::Detach(int64_t deadline_ms) {
   // Under mu_, so that an Allocate that saw the segment attached has finished.
   std::lock_guard<std::mutex> lock(mu_);
   attached_.store(false, std::memory_order_release);
+  adopts_.store(false, std::memory_order_release);
   detach_deadline_ms_.store(deadline_ms);
 }
 

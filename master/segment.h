@@ -9,6 +9,11 @@
 //
 // A segment being drained (its owner moves its objects out before unmounting it, see
 // MasterService::DrainSegment) takes no new allocation, but stays readable until unmounted.
+//
+// A LOCAL_DISK segment (SegmentInfo.kind, docs/ssd.md) is a daemon's SSD tier: it is
+// attached and detached like a memory segment, but its allocator is empty (capacity 0, so
+// it adds nothing to the pool's capacity or usage and no Allocate succeeds in it) and its
+// replicas are objects the daemon's own index locates.
 #ifndef MOONCAKE_MASTER_SEGMENT_H_
 #define MOONCAKE_MASTER_SEGMENT_H_
 
@@ -50,6 +55,12 @@ class Segment {
   bool drain_settled() const { return drain_settled_.load(std::memory_order_acquire); }
   // Memory an application's connection lent, which leaves with it (SegmentInfo).
   bool lent() const { return info_.lent_by_client; }
+  // A daemon's SSD tier (see above).
+  bool disk() const { return info_.kind == rpc::ReplicaKind::LOCAL_DISK; }
+  // A LOCAL_DISK segment this master saw mounted new and never detached since: every disk
+  // replica it ever had was registered with this master, so an object the master does not
+  // know is one it never had (RegisterDiskReplicas adopts it), not one removed meanwhile.
+  bool adopts() const { return adopts_.load(std::memory_order_acquire); }
 
   bool attached() const { return attached_.load(std::memory_order_acquire); }
   // Its daemon mounted it again: allocation and reads resume.
@@ -78,6 +89,7 @@ class Segment {
   std::atomic<int64_t> detach_deadline_ms_{0};
   std::atomic<bool> draining_{false};  // changed under mu_
   std::atomic<bool> drain_settled_{false};
+  std::atomic<bool> adopts_{false};
 };
 
 }  // namespace mooncake

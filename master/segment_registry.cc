@@ -10,31 +10,51 @@ namespace mooncake {
 SegmentRegistry::SegmentRegistry(AllocationStrategy strategy, uint64_t alignment)
     : strategy_(strategy), alignment_(alignment) {}
 
-ErrorCode SegmentRegistry::Mount(const rpc::SegmentInfo& info, MountOutcome* outcome) {
+ErrorCode SegmentRegistry::Mount(const rpc::SegmentInfo& info, bool taker_has_name,
+                                 MountOutcome* outcome) {
   *outcome = MountOutcome::kNew;
+  const bool disk = info.kind == rpc::ReplicaKind::LOCAL_DISK;
   if (info.size <= 0 || info.name.empty()) return ErrorCode::INVALID_PARAMS;
+  if (!disk && info.kind != rpc::ReplicaKind::MEMORY) return ErrorCode::INVALID_PARAMS;
+  if (disk && info.lent_by_client) return ErrorCode::INVALID_PARAMS;
   std::unique_lock<std::shared_mutex> lock(mu_);
   auto it = slot_by_id_.find(info.segment_id);
+  auto own_disk = disk ? disk_by_daemon_.find(info.daemon_id) : disk_by_daemon_.end();
   if (it == slot_by_id_.end()) {
+    if (own_disk != disk_by_daemon_.end()) return ErrorCode::SEGMENT_ALREADY_EXISTS;
     uint32_t slot = static_cast<uint32_t>(slots_.size());
     slots_.push_back(std::make_shared<Segment>(slot, info, alignment_));
     slot_by_id_[info.segment_id] = slot;
     lent_ += info.lent_by_client;
+    if (disk) disk_by_daemon_[info.daemon_id] = slot;
     return ErrorCode::OK;
   }
   std::shared_ptr<Segment>& known = slots_[it->second];
   const rpc::SegmentInfo& was = known->info();
   // The incarnation is the proof: ids and names are listed to anyone, it never is.
-  bool same = was.daemon_id == info.daemon_id && was.base == info.base &&
-              was.size == info.size && was.name == info.name &&
+  bool same_owner = was.daemon_id == info.daemon_id;
+  bool same = was.kind == info.kind && was.name == info.name &&
               was.incarnation == info.incarnation;
+  if (disk) {
+    // The restarted daemon (a new id under the old one's name) takes its SSD back.
+    bool taken_over = !same_owner && !known->attached() && taker_has_name &&
+                      (own_disk == disk_by_daemon_.end() || own_disk->second == it->second);
+    same = same && (same_owner || taken_over);
+  } else {
+    same = same && same_owner && was.base == info.base && was.size == info.size;
+  }
   if (!same) return ErrorCode::SEGMENT_ALREADY_EXISTS;
   *outcome = MountOutcome::kAgain;
   if (known->attached()) return ErrorCode::OK;
-  if (was.endpoints != info.endpoints || was.lent_by_client != info.lent_by_client) {
+  if (was.endpoints != info.endpoints || was.lent_by_client != info.lent_by_client ||
+      !same_owner || was.size != info.size) {
     // Nobody allocates in a detached segment or frees outside this lock, so the ranges
     // move over whole. The daemon knows best whose memory it is.
     lent_ += static_cast<size_t>(info.lent_by_client) - static_cast<size_t>(was.lent_by_client);
+    if (disk) {
+      disk_by_daemon_.erase(was.daemon_id);
+      disk_by_daemon_[info.daemon_id] = it->second;
+    }
     known = std::make_shared<Segment>(known->slot(), info, *known);
   }
   known->Attach();
@@ -50,6 +70,9 @@ void SegmentRegistry::Restore(const rpc::SegmentInfo& info) {
     if (slots_[it->second]->attached()) detached_.fetch_add(1);
     lent_ += static_cast<size_t>(info.lent_by_client) -
              static_cast<size_t>(slots_[it->second]->lent());
+    const rpc::SegmentInfo& was = slots_[it->second]->info();
+    if (was.kind == rpc::ReplicaKind::LOCAL_DISK) disk_by_daemon_.erase(was.daemon_id);
+    if (info.kind == rpc::ReplicaKind::LOCAL_DISK) disk_by_daemon_[info.daemon_id] = it->second;
     slots_[it->second] = std::make_shared<Segment>(it->second, info, alignment_, false);
     return;
   }
@@ -58,6 +81,7 @@ void SegmentRegistry::Restore(const rpc::SegmentInfo& info) {
   slot_by_id_[info.segment_id] = slot;
   detached_.fetch_add(1);
   lent_ += info.lent_by_client;
+  if (info.kind == rpc::ReplicaKind::LOCAL_DISK) disk_by_daemon_[info.daemon_id] = slot;
 }
 
 bool SegmentRegistry::SlotOf(int64_t segment_id, uint32_t* slot) const {
@@ -85,6 +109,8 @@ void SegmentRegistry::Erase(uint32_t slot) {
   if (slot >= slots_.size() || !slots_[slot]) return;
   if (!slots_[slot]->attached()) detached_.fetch_sub(1);
   lent_ -= slots_[slot]->lent();
+  auto disk = disk_by_daemon_.find(slots_[slot]->info().daemon_id);
+  if (disk != disk_by_daemon_.end() && disk->second == slot) disk_by_daemon_.erase(disk);
   slot_by_id_.erase(slots_[slot]->info().segment_id);
   slots_[slot].reset();
 }
@@ -118,6 +144,23 @@ void SegmentRegistry::PostponeDetached(int64_t lost_ms) {
   }
 }
 
+void SegmentRegistry::DetachSegment(const std::shared_ptr<Segment>& segment,
+                                    int64_t deadline_ms) {
+  std::unique_lock<std::shared_mutex> lock(mu_);
+  if (!segment->attached()) {
+    segment->set_detach_deadline_ms(std::max(segment->detach_deadline_ms(), deadline_ms));
+    return;
+  }
+  segment->Detach(deadline_ms);
+  detached_.fetch_add(1);
+}
+
+std::shared_ptr<Segment> SegmentRegistry::DiskSegmentOf(int64_t daemon_id) const {
+  std::shared_lock<std::shared_mutex> lock(mu_);
+  auto it = disk_by_daemon_.find(daemon_id);
+  return it != disk_by_daemon_.end() ? slots_[it->second] : nullptr;
+}
+
 std::vector<std::shared_ptr<Segment>> SegmentRegistry::SegmentsOf(int64_t daemon_id) const {
   std::shared_lock<std::shared_mutex> lock(mu_);
   std::vector<std::shared_ptr<Segment>> out;
@@ -141,7 +184,7 @@ std::vector<std::shared_ptr<Segment>> SegmentRegistry::CandidateOrder(
     const std::vector<std::string>& preferred, const std::vector<std::string>& avoided) const {
   std::vector<std::shared_ptr<Segment>> live;
   for (const auto& s : slots_) {
-    if (s) live.push_back(s);
+    if (s && !s->disk()) live.push_back(s);
   }
   if (strategy_ == AllocationStrategy::kRandom) {
     thread_local std::mt19937_64 rng{std::random_device{}()};
@@ -240,11 +283,21 @@ void SegmentRegistry::Clear() {
   slot_by_id_.clear();
   detached_ = 0;
   lent_ = 0;
+  disk_by_daemon_.clear();
 }
 
 size_t SegmentRegistry::count() const {
   std::shared_lock<std::shared_mutex> lock(mu_);
-  return slot_by_id_.size();
+  return slot_by_id_.size() - disk_by_daemon_.size();
+}
+
+void SegmentRegistry::DiskFigures(size_t* count, uint64_t* capacity) const {
+  std::shared_lock<std::shared_mutex> lock(mu_);
+  *count = disk_by_daemon_.size();
+  *capacity = 0;
+  for (const auto& [daemon, slot] : disk_by_daemon_) {
+    *capacity += static_cast<uint64_t>(slots_[slot]->info().size);
+  }
 }
 
 uint64_t SegmentRegistry::capacity() const {

@@ -10,7 +10,8 @@
 //   2. the other daemons' own segments, in the strategy's order (random or free ratio);
 //   3. lent segments, in the strategy's order: used only once no segment of 2. has room;
 //   4. segments named in avoided (daemons the writer just failed to reach): own, then lent.
-// A draining or detached segment takes no allocation at all.
+// A draining or detached segment takes no allocation at all, and a LOCAL_DISK one (a
+// daemon's SSD tier, master/segment.h) is never a candidate.
 #ifndef MOONCAKE_MASTER_SEGMENT_REGISTRY_H_
 #define MOONCAKE_MASTER_SEGMENT_REGISTRY_H_
 
@@ -45,8 +46,13 @@ class SegmentRegistry {
   // lost reply) and re-attaches a detached one (restored, or its daemon fell silent),
   // taking its new endpoints; anything else with a known id → -102. *outcome says which
   // of those it was.
+  // LOCAL_DISK segments: at most one per daemon (a second → -102); their identity is the
+  // id, name and incarnation (a daemon may change its SSD capacity across restarts), and a
+  // detached one may be taken over by another daemon id when taker_has_name (the caller
+  // checked that daemon registered under the segment's name: the daemon restarted, a new
+  // process with its SSD). -600 for a kind other than MEMORY or LOCAL_DISK, or lent disk.
   enum class MountOutcome { kNew, kReattached, kAgain };
-  ErrorCode Mount(const rpc::SegmentInfo& info, MountOutcome* outcome);
+  ErrorCode Mount(const rpc::SegmentInfo& info, bool taker_has_name, MountOutcome* outcome);
   // Adds a segment restored from a snapshot or the log, detached (see segment.h). A known
   // id is described anew (the later record wins) in the same slot.
   void Restore(const rpc::SegmentInfo& info);
@@ -69,7 +75,12 @@ class SegmentRegistry {
   // Moves every detached segment's deadline lost_ms later (the master stood still).
   void PostponeDetached(int64_t lost_ms);
 
+  // Detaches one segment until deadline_ms (a detached one keeps the later deadline).
+  void DetachSegment(const std::shared_ptr<Segment>& segment, int64_t deadline_ms);
+
   std::vector<std::shared_ptr<Segment>> SegmentsOf(int64_t daemon_id) const;
+  // The daemon's LOCAL_DISK segment, attached or not; null when it has none.
+  std::shared_ptr<Segment> DiskSegmentOf(int64_t daemon_id) const;
   std::shared_ptr<Segment> Get(uint32_t slot) const;  // null once erased
   // Frees a range; a no-op when the segment has been unmounted since (its space is gone).
   void Free(uint32_t slot, uint32_t node) const;
@@ -86,7 +97,9 @@ class SegmentRegistry {
   std::vector<rpc::SegmentInfo> List() const;
   // Every segment, as stored (snapshots); the caller holds the master's state gate.
   std::vector<std::shared_ptr<Segment>> All() const;
-  size_t count() const;
+  size_t count() const;  // memory segments
+  // LOCAL_DISK segments, and their sizes summed.
+  void DiskFigures(size_t* count, uint64_t* capacity) const;
   // Detached segments (restored, or of a silent daemon); an atomic read, for hot paths.
   size_t detached_count() const { return detached_.load(std::memory_order_acquire); }
   uint64_t capacity() const;
@@ -105,6 +118,7 @@ class SegmentRegistry {
   std::unordered_map<int64_t, uint32_t> slot_by_id_;       // segment id → slot
   std::atomic<size_t> detached_{0};                        // changed under mu_
   size_t lent_ = 0;  // segments lent by clients; guarded by mu_ (none: the order is the strategy's)
+  std::unordered_map<int64_t, uint32_t> disk_by_daemon_;  // daemon id → its LOCAL_DISK slot
 };
 
 }  // namespace mooncake

@@ -37,7 +37,7 @@ void PackObject(Packer& p, std::string_view key, uint64_t size, int64_t checksum
 }
 
 void PackSegment(Packer& p, const SegmentRecord& s) {
-  p.pack_array(8);
+  p.pack_array(9);
   p.pack(s.segment_id);
   PackString(p, s.name);
   p.pack(s.base);
@@ -53,6 +53,7 @@ void PackSegment(Packer& p, const SegmentRecord& s) {
     p.pack_bin_body(e.descriptor.data(), static_cast<uint32_t>(e.descriptor.size()));
   }
   p.pack(s.lent_by_client);
+  p.pack(static_cast<uint64_t>(s.kind));
 }
 
 // Reading reuses the Unix-socket protocol's strict array reader: the same job (exact
@@ -81,7 +82,7 @@ bool ReadObject(ArgReader a, ObjectRecord* out) {
 }
 
 bool ReadSegment(ArgReader a, SegmentRecord* out) {
-  if (a.size() != 7 && a.size() != 8) return false;
+  if (a.size() < 7 || a.size() > 9) return false;
   out->segment_id = a.I64();
   out->name = a.Str();
   out->base = a.I64();
@@ -99,7 +100,10 @@ bool ReadSegment(ArgReader a, SegmentRecord* out) {
     e.descriptor = fields.Str();
     if (!fields.ok()) return false;
   }
-  out->lent_by_client = a.size() == 8 && a.Bool();
+  out->lent_by_client = a.size() >= 8 && a.Bool();
+  uint64_t kind = a.size() == 9 ? a.U64() : 0;
+  if (kind > 1) return false;  // a kind this version does not know
+  out->kind = static_cast<uint8_t>(kind);
   return list.ok() && a.ok();
 }
 

@@ -3,10 +3,13 @@
 // below; a record written by one format version is read back field for field.
 //
 //   segment   [segment_id, name, base, size, daemon_id, incarnation,
-//              [[protocol, address, descriptor(bin)], ...], lent_by_client]
-//             (lent_by_client came later: a segment of 7 fields, as older masters wrote
-//             it, is a daemon's own)
+//              [[protocol, address, descriptor(bin)], ...], lent_by_client, kind]
+//             (lent_by_client and kind came later: a segment of 7 fields, as older masters
+//             wrote it, is a daemon's own; one of 8 is a memory segment. kind is the
+//             ReplicaKind: 1 a daemon's SSD tier, LOCAL_DISK)
 //   object    [key, size, checksum (-1: none), hard_pin, [[segment_id, offset, kind], ...]]
+//             (a replica of kind 1 is on the SSD of its LOCAL_DISK segment's daemon,
+//             offset 0)
 //   log record  [1, object]        published (PutEnd, UpsertEnd), or moved out of a
 //                                  draining segment (CommitMoves): the object as it is now
 //               [2, key]           gone (Remove, RemoveAll, RemoveByRegex, eviction)
@@ -48,6 +51,7 @@ struct SegmentRecord {
   int64_t incarnation = 0;
   std::vector<EndpointRecord> endpoints;
   bool lent_by_client = false;  // placement's last resort (master/segment_registry.h)
+  uint8_t kind = 0;             // ReplicaKind: 1 LOCAL_DISK (master/segment.h)
 };
 
 struct ReplicaRecord {

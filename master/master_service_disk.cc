@@ -1,0 +1,482 @@
+// The SSD tier of MasterService (docs/ssd.md, "master"): offload tasks from queueing to the
+// report, the reconciliation of a daemon's SSD, dropped disk replicas, the disk figures.
+// Promotion is in master_service_promote.cc, eviction's offloads in master_service_evict.cc.
+#include <algorithm>
+
+#include "common/logging.h"
+#include "common/tenant_key.h"
+#include "master/master_service.h"
+
+namespace mooncake {
+
+namespace {
+
+// A key as logs show it: its user part, at most 64 bytes.
+std::string Shown(std::string_view key) {
+  std::string_view user = tenant_key::UserKeyOf(key);
+  return std::string(user.substr(0, std::min<size_t>(user.size(), 64)));
+}
+
+constexpr size_t kNone = static_cast<size_t>(-1);
+
+// The index of the replica of that id, or kNone.
+size_t ReplicaById(const ReplicaList& replicas, int64_t id) {
+  for (size_t i = 0; i < replicas.size(); ++i) {
+    if (replicas[i].id() == id) return i;
+  }
+  return kNone;
+}
+
+// The index of a disk replica in slot, or kNone.
+size_t DiskReplicaIn(const ReplicaList& replicas, uint32_t slot) {
+  for (size_t i = 0; i < replicas.size(); ++i) {
+    if (!replicas[i].memory() && replicas[i].segment == slot) return i;
+  }
+  return kNone;
+}
+
+}  // namespace
+
+// ---- offload states --------------------------------------------------------------------
+
+std::shared_ptr<Segment> MasterService::OffloadTarget(const ObjectMetadata& meta,
+                                                      size_t* replica) const {
+  for (size_t i = 0; i < meta.replicas.size(); ++i) {
+    const Replica& r = meta.replicas[i];
+    if (!r.memory() || r.status != ReplicaStatus::kComplete) continue;
+    std::shared_ptr<Segment> memory = segments_.Get(r.segment);
+    if (!memory || !memory->attached()) continue;
+    std::shared_ptr<Segment> disk = segments_.DiskSegmentOf(memory->info().daemon_id);
+    if (disk && disk->attached()) {
+      *replica = i;
+      return disk;
+    }
+  }
+  return nullptr;
+}
+
+MasterService::QueueOutcome MasterService::QueueOffload(Shard& shard, std::string_view key,
+                                                        ObjectMetadata& meta,
+                                                        bool for_eviction) {
+  auto pin = [&](OffloadState& state) {
+    state.for_eviction = true;
+    state.pinned_bytes = meta.size * meta.memory_replicas();
+    meta.offload_pinned = true;
+    evict_pending_bytes_.fetch_add(static_cast<int64_t>(state.pinned_bytes));
+    disk_.evict_offloads.fetch_add(1);
+  };
+  if (!shard.offloads.empty()) {
+    auto it = shard.offloads.find(std::string(key));
+    if (it != shard.offloads.end()) {
+      OffloadState& state = it->second;
+      if (state.stage == OffloadState::Stage::kFailed) return QueueOutcome::kFailedRecently;
+      if (!for_eviction || state.for_eviction) return QueueOutcome::kBusy;
+      pin(state);  // an offload at put or an early one: the round waits for it
+      return QueueOutcome::kQueued;
+    }
+  }
+  size_t from = 0;
+  std::shared_ptr<Segment> disk = OffloadTarget(meta, &from);
+  if (!disk) return QueueOutcome::kNoTier;
+  if (!offload_queues_.Push(disk->info().daemon_id, key)) {
+    disk_.dropped_tasks.fetch_add(1);
+    return QueueOutcome::kFull;
+  }
+  OffloadState state;
+  state.daemon = disk->info().daemon_id;
+  state.replica_id = meta.replicas[from].id();
+  state.due_ms = Now() + options_.default_kv_lease_ttl_ms + kOffloadReportMarginMs;
+  if (for_eviction) pin(state);
+  shard.offloads.emplace(std::string(key), state);
+  offload_states_.fetch_add(1);
+  disk_.queued.fetch_add(1);
+  return QueueOutcome::kQueued;
+}
+
+void MasterService::ReturnOffloadLease(const OffloadState& state, ObjectMetadata& meta) {
+  // The lease granted was one ms shorter than a read's, so that any read since (even in
+  // the same ms) left a later deadline: an unchanged one means nobody read it since.
+  if (state.stage == OffloadState::Stage::kFetched && meta.time_ms == state.granted_ms) {
+    meta.time_ms = state.prior_ms;
+  }
+}
+
+void MasterService::EndOffload(Shard& shard, std::string_view key, ObjectMetadata* meta,
+                               bool failed) {
+  if (shard.offloads.empty()) return;
+  auto it = shard.offloads.find(std::string(key));
+  if (it == shard.offloads.end()) return;
+  OffloadState& state = it->second;
+  if (state.stage == OffloadState::Stage::kFailed) {
+    if (!failed) {  // the object changed or went: its next value may offload at once
+      shard.offloads.erase(it);
+      offload_states_.fetch_sub(1);
+    }
+    return;
+  }
+  if (state.stage == OffloadState::Stage::kQueued) disk_.queued.fetch_sub(1);
+  if (state.for_eviction) {
+    evict_pending_bytes_.fetch_sub(static_cast<int64_t>(state.pinned_bytes));
+    if (meta != nullptr) meta->offload_pinned = false;
+  }
+  if (meta != nullptr) ReturnOffloadLease(state, *meta);
+  if (!failed) {
+    shard.offloads.erase(it);
+    offload_states_.fetch_sub(1);
+    return;
+  }
+  disk_.failed.fetch_add(1);
+  state = OffloadState();
+  state.stage = OffloadState::Stage::kFailed;
+  state.due_ms = Now() + kOffloadRetryPauseMs;
+}
+
+void MasterService::ExpireOffloads(int64_t now) {
+  if (offload_states_.load() == 0) return;
+  std::vector<std::string> ended;
+  int64_t failed = 0;
+  for (size_t s = 0; s < kShardCount; ++s) {
+    Shard& shard = shards_[s];
+    std::lock_guard<std::mutex> lock(shard.mu);
+    if (shard.offloads.empty()) continue;
+    for (auto it = shard.offloads.begin(); it != shard.offloads.end();) {
+      OffloadState& state = it->second;
+      if (state.stage == OffloadState::Stage::kFailed) {
+        if (state.due_ms <= now) {
+          it = shard.offloads.erase(it);
+          offload_states_.fetch_sub(1);
+        } else {
+          ++it;
+        }
+        continue;
+      }
+      std::shared_ptr<Segment> disk = segments_.DiskSegmentOf(state.daemon);
+      if (state.due_ms <= now || !disk || !disk->attached()) ended.push_back(it->first);
+      ++it;
+    }
+    for (const std::string& key : ended) {
+      EndOffload(shard, key, shard.objects.Find(key, ObjectTable::Hash(key)), /*failed=*/true);
+    }
+    failed += static_cast<int64_t>(ended.size());
+    ended.clear();
+  }
+  if (failed > 0) {
+    MC_LOG_WARN("%lld offload(s) not reported in time, or their daemon's SSD tier left: "
+                "counted as failed, their objects kept in memory", static_cast<long long>(failed));
+  }
+}
+
+// ---- figures ---------------------------------------------------------------------------
+
+void MasterService::CountDisk(const ObjectMetadata& meta, int sign) {
+  size_t disk = meta.disk_replicas();
+  if (disk == 0) return;  // the common object: nothing to count
+  disk_.objects.fetch_add(sign);
+  disk_.bytes.fetch_add(sign * static_cast<int64_t>(disk * meta.size));
+  if (disk == meta.replicas.size()) disk_.disk_only.fetch_add(sign);
+}
+
+rpc::DiskStats MasterService::DiskFigures() const {
+  rpc::DiskStats out;
+  size_t segments = 0;
+  uint64_t capacity = 0;
+  segments_.DiskFigures(&segments, &capacity);
+  out.segments = static_cast<int64_t>(segments);
+  out.capacity_bytes = static_cast<int64_t>(capacity);
+  out.objects = disk_.objects.load();
+  out.bytes = disk_.bytes.load();
+  out.disk_only_objects = disk_.disk_only.load();
+  out.offloads_queued = disk_.queued.load();
+  out.offloads_done = disk_.done.load();
+  out.offloads_failed = disk_.failed.load();
+  out.evict_offloads = disk_.evict_offloads.load();
+  out.promotions = disk_.promotions.load();
+  out.adopted = disk_.adopted.load();
+  out.dropped = disk_.dropped.load();
+  out.offloads_dropped = disk_.dropped_tasks.load();
+  return out;
+}
+
+// ---- the calls -------------------------------------------------------------------------
+
+ErrorCode MasterService::FindOwnDiskSegment(int64_t daemon_id, int64_t segment_id,
+                                            std::shared_ptr<Segment>* out) const {
+  if (!daemons_.Known(daemon_id)) return ErrorCode::CLIENT_NOT_FOUND;
+  uint32_t slot = 0;
+  if (!segments_.SlotOf(segment_id, &slot)) return ErrorCode::SEGMENT_NOT_FOUND;
+  std::shared_ptr<Segment> segment = segments_.Get(slot);
+  if (!segment || !segment->disk()) return ErrorCode::SEGMENT_NOT_FOUND;
+  if (segment->info().daemon_id != daemon_id) return ErrorCode::ILLEGAL_CLIENT;
+  if (!segment->attached()) return ErrorCode::SEGMENT_NOT_FOUND;
+  *out = std::move(segment);
+  return ErrorCode::OK;
+}
+
+Replica MasterService::NewDiskReplica(uint32_t slot) {
+  Replica r;
+  r.segment = slot;
+  r.alloc_node = next_disk_node_.fetch_add(1);
+  r.kind = ReplicaKind::kLocalDisk;
+  r.status = ReplicaStatus::kComplete;
+  return r;
+}
+
+rpc::OffloadTasksResult MasterService::FetchOffloads(int64_t daemon_id, int32_t max_tasks) {
+  StateGate::Shared gate(gate_);
+  rpc::OffloadTasksResult result;
+  result.master_epoch = epoch_;
+  // One ms short of a read's lease: see ReturnOffloadLease.
+  result.lease_ttl_ms = std::max<int64_t>(1, options_.default_kv_lease_ttl_ms - 1);
+  if (max_tasks < 1 || max_tasks > kMaxOffloadBatch) {
+    result.code = ToInt(ErrorCode::INVALID_PARAMS);
+    return result;
+  }
+  if (!daemons_.Known(daemon_id)) {
+    result.code = ToInt(ErrorCode::CLIENT_NOT_FOUND);
+    return result;
+  }
+  std::shared_ptr<Segment> disk = segments_.DiskSegmentOf(daemon_id);
+  if (!disk || !disk->attached() || disk->info().daemon_id != daemon_id) {
+    result.code = ToInt(ErrorCode::SEGMENT_NOT_FOUND);
+    return result;
+  }
+  result.code = ToInt(ErrorCode::OK);
+  for (const std::string& key : offload_queues_.Pop(daemon_id, static_cast<size_t>(max_tasks))) {
+    LockedKey locked(*this, key);
+    auto it = locked.shard.offloads.find(key);
+    if (it == locked.shard.offloads.end() || it->second.stage != OffloadState::Stage::kQueued ||
+        it->second.daemon != daemon_id) {
+      continue;  // stale: the object changed since, and its state with it
+    }
+    OffloadState& state = it->second;
+    ObjectMetadata* meta = locked.object;
+    size_t from = meta != nullptr ? ReplicaById(meta->replicas, state.replica_id) : kNone;
+    std::shared_ptr<Segment> memory =
+        from != kNone ? segments_.Get(meta->replicas[from].segment) : nullptr;
+    if (!memory || !meta->complete || !memory->attached() ||
+        memory->info().daemon_id != daemon_id) {
+      EndOffload(locked.shard, key, meta, /*failed=*/true);  // its memory went away
+      continue;
+    }
+    const int64_t now = Now();
+    state.stage = OffloadState::Stage::kFetched;
+    state.prior_ms = meta->time_ms;
+    state.granted_ms = std::max(meta->time_ms, now + result.lease_ttl_ms);
+    state.due_ms = now + result.lease_ttl_ms + kOffloadReportMarginMs;
+    meta->time_ms = state.granted_ms;  // a read lease: nothing frees the bytes meanwhile
+    disk_.queued.fetch_sub(1);
+    rpc::OffloadTask task;
+    task.key = key;
+    task.size = static_cast<int64_t>(meta->size);
+    task.segment_id = memory->info().segment_id;
+    task.offset = static_cast<int64_t>(meta->replicas[from].offset);
+    task.checksum = meta->checksum_or_none();
+    task.replica_id = state.replica_id;
+    task.for_eviction = state.for_eviction;
+    result.tasks.push_back(std::move(task));
+  }
+  return result;
+}
+
+std::vector<int32_t> MasterService::ReportOffloads(int64_t daemon_id, int64_t disk_segment_id,
+                                                   const std::vector<std::string>& keys,
+                                                   const std::vector<int64_t>& replica_ids,
+                                                   const std::vector<int32_t>& codes) {
+  if (replica_ids.size() != keys.size() || codes.size() != keys.size()) {
+    return std::vector<int32_t>(keys.size(), ToInt(ErrorCode::INVALID_PARAMS));
+  }
+  StateGate::Shared gate(gate_);
+  std::shared_ptr<Segment> disk;
+  ErrorCode rc = FindOwnDiskSegment(daemon_id, disk_segment_id, &disk);
+  std::vector<int32_t> out(keys.size(), ToInt(rc));
+  if (rc != ErrorCode::OK) return out;
+  bool freed = false;
+  for (size_t k = 0; k < keys.size(); ++k) {
+    const std::string& key = keys[k];
+    if (!ValidKey(key)) {
+      out[k] = ToInt(ErrorCode::INVALID_PARAMS);
+      continue;
+    }
+    LockedKey locked(*this, key);
+    Shard& shard = locked.shard;
+    auto it = shard.offloads.find(key);
+    bool ours = it != shard.offloads.end() &&
+                it->second.stage == OffloadState::Stage::kFetched &&
+                it->second.daemon == daemon_id && it->second.replica_id == replica_ids[k];
+    ObjectMetadata* meta = locked.object;
+    if (codes[k] != 0) {
+      // Failed: the object keeps its memory replica, and is left alone for a while.
+      MC_LOG_WARN("offload of '%s' to daemon %lld failed (%d)", Shown(key).c_str(),
+                  static_cast<long long>(daemon_id), codes[k]);
+      if (ours) EndOffload(shard, key, meta, /*failed=*/true);
+      out[k] = ToInt(ErrorCode::OK);
+      continue;
+    }
+    // Every change of the object ended its state, so an open one vouches that the bytes
+    // copied under its lease are the object's value.
+    if (!ours || meta == nullptr || !meta->complete ||
+        ReplicaById(meta->replicas, replica_ids[k]) == kNone) {
+      out[k] = ToInt(ErrorCode::OBJECT_NOT_FOUND);
+      continue;
+    }
+    const bool for_eviction = it->second.for_eviction;
+    EndOffload(shard, key, meta, /*failed=*/false);
+    CountDisk(*meta, -1);
+    if (DiskReplicaIn(meta->replicas, disk->slot()) == kNone) {
+      meta->replicas.push_back(NewDiskReplica(disk->slot()));
+    }
+    ReplicaList memory;
+    if (for_eviction) {
+      // The eviction it waited for: the object lives on disk only from now on.
+      for (size_t i = meta->replicas.size(); i-- > 0;) {
+        if (!meta->replicas[i].memory()) continue;
+        memory.push_back(meta->replicas[i]);
+        meta->replicas.erase(i);
+      }
+      tenants_.Add(key, 0, -MemoryBytes(meta->size, memory));
+      DropPendingMove(shard, key);  // it was moving a memory replica
+    }
+    CountDisk(*meta, 1);
+    uint64_t seq = LogPublish(key, *meta);
+    if (!memory.empty()) {
+      // As any eviction's: reused once no lease covers it and the record is on disk.
+      int64_t now = Now();
+      if (meta->leased(now) || seq > 0) {
+        DeferFree(memory, meta->leased(now) ? meta->time_ms : 0, seq);
+      } else {
+        FreeReplicas(memory);
+      }
+      freed = true;
+    }
+    disk_.done.fetch_add(1);
+    out[k] = ToInt(ErrorCode::OK);
+  }
+  if (freed) ReclaimEvicted();  // a put may be waiting for the room
+  return out;
+}
+
+std::vector<int32_t> MasterService::RegisterDiskReplicas(
+    int64_t daemon_id, int64_t disk_segment_id, const std::vector<rpc::DiskObject>& objects) {
+  StateGate::Shared gate(gate_);
+  std::shared_ptr<Segment> disk;
+  ErrorCode rc = FindOwnDiskSegment(daemon_id, disk_segment_id, &disk);
+  std::vector<int32_t> out(objects.size(), ToInt(rc));
+  if (rc != ErrorCode::OK) return out;
+  const uint32_t slot = disk->slot();
+  int64_t kept = 0, adopted = 0, refused = 0;
+  for (size_t k = 0; k < objects.size(); ++k) {
+    const rpc::DiskObject& object = objects[k];
+    if (!ValidKey(object.key) || object.size <= 0 ||
+        static_cast<uint64_t>(object.size) > MOONCAKE_STORE_MAX_VALUE_SIZE ||
+        object.checksum > int64_t{0xFFFFFFFF}) {
+      out[k] = ToInt(ErrorCode::INVALID_PARAMS);
+      continue;
+    }
+    LockedKey locked(*this, object.key);
+    ObjectMetadata* meta = locked.object;
+    const int64_t checksum = object.checksum < 0 ? kNoChecksum : object.checksum;
+    if (meta == nullptr) {
+      if (!disk->adopts()) {  // known to this master: removed while the daemon was away
+        out[k] = ToInt(ErrorCode::OBJECT_NOT_FOUND);
+        ++refused;
+        continue;
+      }
+      if (LogRefusing()) {
+        out[k] = ToInt(ErrorCode::PERSISTENT_FAIL);
+        continue;
+      }
+      ObjectMetadata adopt;
+      adopt.size = static_cast<uint64_t>(object.size);
+      adopt.time_ms = Now();
+      adopt.writer = daemon_id;
+      adopt.complete = true;
+      adopt.set_checksum(checksum);
+      adopt.replicas.push_back(NewDiskReplica(slot));
+      meta = locked.shard.objects.Insert(object.key, locked.hash, std::move(adopt));
+      object_count_.fetch_add(1);
+      tenants_.Add(object.key, 1, 0);  // a disk replica takes no memory
+      CountDisk(*meta, 1);
+      LogPublish(object.key, *meta);
+      disk_.adopted.fetch_add(1);
+      ++adopted;
+      out[k] = ToInt(ErrorCode::OK);
+      continue;
+    }
+    const bool same_value = meta->complete && meta->size == static_cast<uint64_t>(object.size) &&
+                            meta->checksum_or_none() == checksum;
+    size_t in = DiskReplicaIn(meta->replicas, slot);
+    if (in != kNone && same_value) {
+      out[k] = ToInt(ErrorCode::OK);
+      ++kept;
+      continue;
+    }
+    // A known value gains the replica only when the checksums prove it the same bytes
+    // (the disk figure was lost: a master restarted without its state, or a log tail).
+    if (in == kNone && same_value && checksum >= 0 && disk->adopts() && !LogRefusing()) {
+      CountDisk(*meta, -1);
+      meta->replicas.push_back(NewDiskReplica(slot));
+      CountDisk(*meta, 1);
+      LogPublish(object.key, *meta);
+      disk_.adopted.fetch_add(1);
+      ++adopted;
+      out[k] = ToInt(ErrorCode::OK);
+      continue;
+    }
+    if (in != kNone) {
+      // The master's record of it there names another value: it goes, as a drop would.
+      CountDisk(*meta, -1);
+      meta->replicas.erase(in);
+      CountDisk(*meta, 1);
+      if (meta->replicas.empty()) {
+        RemoveLogged(locked.shard, object.key, *meta);
+        locked.Erase();
+      } else {
+        LogPublish(object.key, *meta);
+      }
+    }
+    out[k] = ToInt(ErrorCode::OBJECT_NOT_FOUND);
+    ++refused;
+  }
+  MC_LOG_INFO("daemon %lld re-registered %zu disk replicas of segment %lld: %lld kept, %lld "
+              "adopted, %lld to drop", static_cast<long long>(daemon_id), objects.size(),
+              static_cast<long long>(disk_segment_id), static_cast<long long>(kept),
+              static_cast<long long>(adopted), static_cast<long long>(refused));
+  return out;
+}
+
+std::vector<int32_t> MasterService::DropDiskReplicas(int64_t daemon_id, int64_t disk_segment_id,
+                                                     const std::vector<std::string>& keys) {
+  StateGate::Shared gate(gate_);
+  std::shared_ptr<Segment> disk;
+  ErrorCode rc = FindOwnDiskSegment(daemon_id, disk_segment_id, &disk);
+  std::vector<int32_t> out(keys.size(), ToInt(rc));
+  if (rc != ErrorCode::OK) return out;
+  for (size_t k = 0; k < keys.size(); ++k) {
+    const std::string& key = keys[k];
+    if (!ValidKey(key)) {
+      out[k] = ToInt(ErrorCode::INVALID_PARAMS);
+      continue;
+    }
+    LockedKey locked(*this, key);
+    ObjectMetadata* meta = locked.object;
+    size_t in = meta != nullptr ? DiskReplicaIn(meta->replicas, disk->slot()) : kNone;
+    if (in == kNone) {
+      out[k] = ToInt(ErrorCode::OBJECT_NOT_FOUND);
+      continue;
+    }
+    CountDisk(*meta, -1);
+    meta->replicas.erase(in);
+    CountDisk(*meta, 1);
+    disk_.dropped.fetch_add(1);
+    if (meta->replicas.empty()) {
+      RemoveLogged(locked.shard, key, *meta);  // it lived on that disk only
+      locked.Erase();
+    } else {
+      LogPublish(key, *meta);
+    }
+    out[k] = ToInt(ErrorCode::OK);
+  }
+  return out;
+}
+
+}  // namespace mooncake
