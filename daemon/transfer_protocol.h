@@ -2,13 +2,13 @@
 // port"). One-sided operations on the owner's mounted segments, addressed by what the
 // master returned in a replica descriptor: (segment id, offset, length).
 //
-// A request is a fixed 48-byte header, little-endian, then for WRITE and CONTROL its
-// payload of `length` bytes:
+// A request is a fixed 48-byte header, little-endian, then for WRITE, CONTROL and
+// READ_DISK its payload of `length` bytes:
 //
 //   u32 magic "MCTP" | u16 version | u16 op | u64 request id | i64 segment id |
 //   u64 offset | u64 length | i64 master epoch
 //
-// The master epoch (READ and WRITE; 0 for CONTROL) names the master whose grant the peer
+// The master epoch (READ, READ_DISK and WRITE; 0 for CONTROL) names the master whose grant the peer
 // holds: the read lease of a READ, the reservation of a WRITE. The owner refuses either
 // under another master's grant with -707 LEASE_EXPIRED: after a master restart the new
 // master may already have given that range to another object (daemon/epoch_gate.h).

@@ -1,5 +1,5 @@
 // The transfer port: serves other daemons' one-sided READ and WRITE on the segments this
-// daemon owns, their CONTROL requests, and the HELLO and AUTH that open a connection
+// daemon owns, READ_DISK of its disk replicas, their CONTROL requests, and the HELLO and AUTH that open a connection
 // (daemon/transfer_protocol.h).
 //
 // Who is served. With a cluster key (Options::cluster_key), a connection is served only
@@ -36,8 +36,9 @@
 // Input is untrusted, from an authenticated peer too. Every header is checked before any
 // payload is touched: a request that does not decode, names a segment this daemon does
 // not own, or a range outside it is answered with an error code and logged; the
-// connection survives a refused READ (no payload follows it) and is closed after anything
-// else refused (its payload length cannot be trusted).
+// connection survives a refused READ (no payload follows it) and a READ_DISK refused
+// after its (bounded) payload was read, and is closed after anything else refused (its
+// payload length cannot be trusted).
 //
 // Threads: the accept thread admits; each connection's thread serves it, its Opening
 // its own. Counters are atomics.
