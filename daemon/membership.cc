@@ -105,8 +105,10 @@ ErrorCode Membership::MountDisk(const DiskSegment& disk) {
     std::unique_lock<std::shared_mutex> lock(segments_mu_);
     disk_ = disk;
   }
+  // SEGMENT_ALREADY_EXISTS is a refusal here: the id is known under another name or
+  // incarnation, or still attached to a live daemon (a memory segment's is a race with a
+  // concurrent re-registration, which a disk segment, mounted once, does not have).
   ErrorCode code = master_->MountSegment(DescribeDisk(disk));
-  if (code == ErrorCode::SEGMENT_ALREADY_EXISTS) code = ErrorCode::OK;
   if (code != ErrorCode::OK) return code;
   MC_LOG_INFO("mounted the SSD tier's segment %lld: %llu bytes",
               static_cast<long long>(disk.id), static_cast<unsigned long long>(disk.size));
@@ -256,7 +258,7 @@ ErrorCode Membership::Reregister() {
   }
   if (disk.id != 0) {
     ErrorCode rc = master_->MountSegment(DescribeDisk(disk));
-    if (rc == ErrorCode::OK || rc == ErrorCode::SEGMENT_ALREADY_EXISTS) {
+    if (rc == ErrorCode::OK) {
       MC_LOG_INFO("the SSD tier's segment %lld mounted again", static_cast<long long>(disk.id));
       if (after_disk_mount_) after_disk_mount_();
     } else {

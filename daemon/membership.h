@@ -94,7 +94,8 @@ class Membership {
   };
   // Mounts it at the master and remembers it (Reregister mounts it again), whatever the
   // answer; runs the after-disk-mount hook when the master took it. Returns MountSegment's
-  // code (SEGMENT_ALREADY_EXISTS counts as OK: it is attached to us already).
+  // code: SEGMENT_ALREADY_EXISTS when the master knows the id under another name or
+  // incarnation, or still attached to another daemon.
   ErrorCode MountDisk(const DiskSegment& disk);
   // Unmounts it at the master (which drops its replicas) and forgets it here.
   ErrorCode UnmountDisk();
