@@ -132,6 +132,15 @@ ErrorCode Membership::UnmountDisk() {
   return code;
 }
 
+ErrorCode Membership::RetireDisk(const DiskSegment& old) {
+  ErrorCode code = master_->MountSegment(DescribeDisk(old));
+  if (code == ErrorCode::OK) code = master_->UnmountSegment(daemon_id_, old.id);
+  MC_LOG_INFO("the SSD tier's segment %lld of an earlier run (its files wiped): released at "
+              "the master: %s",
+              static_cast<long long>(old.id), ErrorName(code));
+  return code;
+}
+
 int64_t Membership::disk_segment_id() const {
   std::shared_lock<std::shared_mutex> lock(segments_mu_);
   return disk_.id;

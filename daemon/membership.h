@@ -99,6 +99,13 @@ class Membership {
   ErrorCode MountDisk(const DiskSegment& disk);
   // Unmounts it at the master (which drops its replicas) and forgets it here.
   ErrorCode UnmountDisk();
+  // Releases a disk segment of an earlier run of this daemon whose files are gone (the
+  // SSD tier in disabled mode wiped them): mounts it under its old identity -- which takes
+  // it back from the dead predecessor, whose segment the master keeps detached for its
+  // restart -- and unmounts it at once, so that the master drops its replicas now (its
+  // objects answer -704) instead of after the grace period. Neither remembered here nor
+  // followed by the after-disk-mount hook. Returns the first failing call's code.
+  ErrorCode RetireDisk(const DiskSegment& old);
   // The id of the disk segment, 0 while none.
   int64_t disk_segment_id() const;
   // Runs after every successful (re-)mount of the disk segment, on the thread that mounted

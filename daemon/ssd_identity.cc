@@ -116,8 +116,4 @@ ErrorCode WriteSsdIdentity(const std::string& directory, const SsdIdentity& iden
   return ErrorCode::OK;
 }
 
-void RemoveSsdIdentity(const std::string& directory) {
-  unlink(SsdIdentityPath(directory).c_str());
-}
-
 }  // namespace mooncake

@@ -36,8 +36,6 @@ ErrorCode ReadSsdIdentity(const std::string& directory, SsdIdentity* out, std::s
 // OK once durable; FILE_WRITE_FAIL with *error otherwise (the old file, if any, is left).
 ErrorCode WriteSsdIdentity(const std::string& directory, const SsdIdentity& identity,
                            std::string* error);
-// Removes the file (none is fine).
-void RemoveSsdIdentity(const std::string& directory);
 
 }  // namespace mooncake
 

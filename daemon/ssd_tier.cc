@@ -27,13 +27,14 @@ ErrorCode SsdTier::Open(std::string* error) {
       MC_LOG_WARN("SSD tier: %s; drawing a new identity (the master drops what it held here)",
                   why.c_str());
     }
-  } else {
-    RemoveSsdIdentity(options_.path);  // nothing of an earlier run survives this mode
+  } else if (ReadSsdIdentity(options_.path, &retired_, &why) != ErrorCode::OK) {
+    retired_ = SsdIdentity{};  // nothing of an earlier run to release
   }
   if (!reused) {
+    // Written in disabled mode too: the next start releases this segment (see Mount).
     identity_.segment_id = RandomId();
     identity_.incarnation = RandomId();
-    if (persistent && WriteSsdIdentity(options_.path, identity_, &why) != ErrorCode::OK) {
+    if (WriteSsdIdentity(options_.path, identity_, &why) != ErrorCode::OK) {
       *error = "cannot persist the SSD tier's identity: " + why;
       store_.reset();
       return ErrorCode::FILE_WRITE_FAIL;
@@ -77,6 +78,15 @@ ErrorCode SsdTier::MountWith(const SsdIdentity& identity) {
 }
 
 ErrorCode SsdTier::Mount() {
+  if (retired_.segment_id != 0) {
+    Membership::DiskSegment old;
+    old.id = retired_.segment_id;
+    old.incarnation = retired_.incarnation;
+    old.size = options_.capacity;
+    ErrorCode code = membership_->RetireDisk(old);
+    if (code == ErrorCode::RPC_FAIL || code == ErrorCode::CLIENT_NOT_FOUND) return code;
+    retired_ = SsdIdentity{};  // released, or the master will not have it: either way done
+  }
   ErrorCode code = MountWith(identity_);
   if (code == ErrorCode::OK || code == ErrorCode::RPC_FAIL ||
       code == ErrorCode::CLIENT_NOT_FOUND || code == ErrorCode::NOT_SUPPORTED) {
@@ -91,8 +101,7 @@ ErrorCode SsdTier::Mount() {
   identity_.segment_id = RandomId();
   identity_.incarnation = RandomId();
   std::string why;
-  if (options_.persist_mode != SsdPersistMode::kDisabled &&
-      WriteSsdIdentity(options_.path, identity_, &why) != ErrorCode::OK) {
+  if (WriteSsdIdentity(options_.path, identity_, &why) != ErrorCode::OK) {
     MC_LOG_WARN("SSD tier: %s (the next start draws another identity)", why.c_str());
   }
   return MountWith(identity_);

@@ -4,7 +4,10 @@
 //
 // Start-up, in order: Open (the store: rebuilt from `.meta`, or wiped in disabled mode;
 // then the identity: reused from <ssd_path>/IDENTITY in relaxed/strict mode, drawn afresh
-// and persisted otherwise), Start (the registrar thread), Mount. A master that refuses the
+// and persisted otherwise), Start (the registrar thread), Mount. In disabled mode the file
+// names the previous run's segment, which Mount first releases at the master
+// (Membership::RetireDisk): its files are gone, so its objects must go now, not after the
+// grace period the master keeps a dead daemon's disk segment for. A master that refuses the
 // persisted identity (another daemon's name: the daemon moved to another port) gets a
 // fresh one, persisted: the master then adopts or drops what the SSD holds like any other
 // daemon's.
@@ -106,6 +109,7 @@ class SsdTier {
   Membership* const membership_;
   std::unique_ptr<SsdStore> store_;
   SsdIdentity identity_;  // set by Open and Mount (main's thread); others ask membership_
+  SsdIdentity retired_;   // disabled mode: the previous run's, released by Mount (0: none)
 
   std::mutex reconcile_mu_;
   mutable std::mutex mu_;
