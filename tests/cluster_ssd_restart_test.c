@@ -4,7 +4,8 @@
  *    own bytes, through the restarted owner and through the other daemon;
  *  - relaxed: every offload acknowledged more than the stated bound (one second) before
  *    the kill reads back; the ones in the window read back or answer -704, never wrong;
- *  - disabled: none reads back, each answers -704 cleanly. */
+ *  - disabled: none reads back, each answers -704 cleanly;
+ * and a master restarted without its state, which adopts what the daemons' SSDs hold. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -149,11 +150,48 @@ static void test_disabled_nothing_survives_cleanly(void **state) {
   mc_cluster_stop(c);
 }
 
+/* A master restarted without its state (no snapshot, no log) learns the disk replicas
+ * again from the daemons: they mount their disk segments again and re-register, and the
+ * new master adopts every object it does not know. Disk-only objects read back. */
+static void test_master_restart_adopts_disk_replicas(void **state) {
+  (void)state;
+  static const char *const master[] = {"--offload_on_evict", NULL};
+  static const char *const daemon[] = {"--ssd_path", "{ssd}", "--ssd_capacity", "64m",
+                                       "--ssd_bucket_size", "4m", "--ssd_persist_mode",
+                                       "strict", "--put_no_space_wait", "10s", NULL};
+  mc_cluster_options opts = {1, 4 * MiB, 1000, master, daemon};
+  mc_cluster *c = mc_cluster_start_with(&opts);
+  assert_non_null(c);
+  mooncake_store_t s = connect_app(c, OWNER, 4 * MiB);
+  put_series(s, "ms", 0, COUNT, OBJ, NULL); /* twice the memory: the older half on disk only */
+  int disk_only[COUNT], n = 0;
+  for (int i = 0; i < COUNT; ++i) {
+    int memory = -1, disk = -1;
+    assert_int_equal(kinds_of(c, "ms", i, &memory, &disk), 0);
+    if (memory == 0 && disk == 1) disk_only[n++] = i;
+  }
+  assert_true(n >= COUNT / 4);
+  mc_cluster_kill_master(c, SIGKILL);
+  assert_int_equal(mc_cluster_restart_master(c), 0);
+  int back = 0;
+  for (int k = 0; k < n; ++k) {
+    back += read_checked_within(s, "ms", disk_only[k], OBJ, 15) == (int64_t)OBJ;
+  }
+  mc_cluster_disk_stats d = disk_stats(c);
+  fprintf(stderr, "master restarted: %d of %d disk-only objects read back; %lld adopted\n",
+          back, n, (long long)d.adopted);
+  assert_int_equal(back, n);
+  assert_true(d.adopted >= n);
+  mooncake_store_destroy(s);
+  mc_cluster_stop(c);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_strict_every_acknowledged_offload_survives),
       cmocka_unit_test(test_relaxed_offloads_older_than_the_bound_survive),
       cmocka_unit_test(test_disabled_nothing_survives_cleanly),
+      cmocka_unit_test(test_master_restart_adopts_disk_replicas),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -9,7 +9,9 @@
  *  - a byte flipped in a bucket file: the object is never served, and is dropped at the
  *    master;
  *  - ENOSPC (a small tmpfs under a larger --ssd_capacity): the offload fails cleanly, the
- *    memory replica stays readable, the daemon keeps serving. */
+ *    memory replica stays readable, the daemon keeps serving;
+ *  - a directory another daemon holds, or one that cannot be made: the start stops, exit
+ *    status 1, with a log line naming --ssd_path. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -22,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "include/mooncake_store.h"
@@ -353,6 +356,40 @@ static void test_enospc_keeps_the_memory_replica(void **state) {
   mc_cluster_stop(c);
 }
 
+/* ---- a directory the daemon cannot have ------------------------------------------------ */
+
+static void test_unusable_ssd_path_stops_the_start(void **state) {
+  (void)state;
+  static const char *const daemon[] = {"--ssd_path", "{ssd}", "--ssd_capacity", "64m",
+                                       "--ssd_bucket_size", "4m", NULL};
+  mc_cluster_options opts = {1, 4 * MiB, 1000, NULL, daemon};
+  mc_cluster *c = mc_cluster_start_with(&opts);
+  assert_non_null(c);
+  /* Daemon 0's directory, locked by it. */
+  const char *const same[] = {"--ssd_path", mc_cluster_ssd_dir_at(c, 0), NULL};
+  int held = mc_cluster_add_daemon(c, same);
+  assert_true(held > 0);
+  int status = mc_cluster_wait_daemon_at(c, held, 10000);
+  assert_true(WIFEXITED(status));
+  assert_int_equal(WEXITSTATUS(status), 1);
+  assert_true(count_log_lines(mc_cluster_log_at(c, held), "--ssd_path", NULL) >= 1);
+  /* A path that cannot be a directory. */
+  char under_file[512];
+  snprintf(under_file, sizeof(under_file), "%s/ssd-0/LOCK/ssd", mc_cluster_dir(c));
+  const char *const bad[] = {"--ssd_path", under_file, NULL};
+  int refused = mc_cluster_add_daemon(c, bad);
+  assert_true(refused > 0);
+  status = mc_cluster_wait_daemon_at(c, refused, 10000);
+  assert_true(WIFEXITED(status));
+  assert_int_equal(WEXITSTATUS(status), 1);
+  /* The daemon that holds it serves on. */
+  mooncake_store_t s = connect_app(c, 0, 2 * MiB);
+  put_series(s, "held", 0, 1, 64 * KiB, NULL);
+  assert_int_equal(read_checked(s, "held", 0, 64 * KiB), (int64_t)(64 * KiB));
+  mooncake_store_destroy(s);
+  mc_cluster_stop(c);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_working_set_three_times_memory),
@@ -361,6 +398,7 @@ int main(void) {
       cmocka_unit_test(test_remote_disk_read_and_owner_killed),
       cmocka_unit_test(test_flipped_byte_is_never_served),
       cmocka_unit_test(test_enospc_keeps_the_memory_replica),
+      cmocka_unit_test(test_unusable_ssd_path_stops_the_start),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
