@@ -352,6 +352,10 @@ static void test_enospc_keeps_the_memory_replica(void **state) {
   }
   assert_int_equal(mc_cluster_daemon_alive(c, d), 1);
   assert_int_equal(count_log_lines(mc_cluster_log_at(c, d), "not stored", NULL) >= 1, 1);
+  /* And the SSD takes what fits again: the failed write left no space taken. */
+  await_offloads_done(c, 4, 20);
+  assert_int_equal(kinds_of(c, "after", 3, &memory, &disk), 0);
+  assert_int_equal(disk, 1);
   mooncake_store_destroy(s);
   mc_cluster_stop(c);
 }
