@@ -7,7 +7,9 @@
 // and the offloader); serve the Unix socket; heartbeat.
 // SIGTERM/SIGINT: with --drain_on_shutdown, first move the global segment's objects to
 // other segments while still serving; then stop accepting, let running requests finish
-// (bounded), revoke what is unfinished, unmount at the master, remove the socket, exit 0.
+// (bounded), revoke what is unfinished, stop the offloader (its round ends first), unmount
+// at the master (the SSD tier's segment only in disabled mode: docs/ssd.md), remove the
+// socket, exit 0.
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <signal.h>
