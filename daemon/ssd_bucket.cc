@@ -185,7 +185,8 @@ std::string SsdBucket::MetaPath(const std::string& dir, uint64_t id) {
 }
 
 std::unique_ptr<SsdBucket> SsdBucket::Create(const std::string& dir, uint64_t id, bool direct,
-                                             bool with_meta, std::string* error) {
+                                             bool with_meta, uint64_t preallocate,
+                                             std::string* error) {
   std::unique_ptr<SsdBucket> b(new SsdBucket(dir, id));
   const std::string data_path = DataPath(dir, id);
   b->data_fd_ = open(data_path.c_str(),
@@ -193,6 +194,10 @@ std::unique_ptr<SsdBucket> SsdBucket::Create(const std::string& dir, uint64_t id
   if (b->data_fd_ < 0) {
     *error = "create " + data_path + ": " + std::strerror(errno);
     return nullptr;
+  }
+  // No room for all of it (or no fallocate): the bucket grows as it is written instead.
+  if (preallocate > 0 && fallocate(b->data_fd_, 0, 0, static_cast<off_t>(preallocate)) != 0) {
+    b->TruncateData(0);
   }
   if (!with_meta) return b;
   const std::string meta_path = MetaPath(dir, id);

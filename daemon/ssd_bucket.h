@@ -83,9 +83,13 @@ class SsdBucket {
   static std::string MetaPath(const std::string& dir, uint64_t id);
 
   // Creates both files (the meta file with its header); with_meta false (persistence
-  // disabled) makes no meta file. nullptr with *error.
+  // disabled) makes no meta file. The data file is preallocated to preallocate bytes where
+  // the filesystem can (its size too: writes inside the size are overwrites, which ext4
+  // runs in parallel; extending writes of one file take turns); the store cuts it to what
+  // it holds when it seals the bucket. nullptr with *error.
   static std::unique_ptr<SsdBucket> Create(const std::string& dir, uint64_t id, bool direct,
-                                           bool with_meta, std::string* error);
+                                           bool with_meta, uint64_t preallocate,
+                                           std::string* error);
   // Opens the files of a bucket found at start, the meta file cut back to meta_bytes (its
   // valid part: later appends must follow a record that checks).
   static std::unique_ptr<SsdBucket> OpenExisting(const std::string& dir, uint64_t id,

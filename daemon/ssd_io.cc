@@ -95,7 +95,10 @@ IoOp* IoRing::WaitOne() {
     const int rc = io_uring_submit_and_wait(&ring_, 1);
     // The ring itself failing (not one op) is not retried: the caller sees the ops it
     // still has in flight as unfinished (done < length).
-    if (rc < 0 && rc != -EINTR && rc != -EAGAIN && rc != -EBUSY) return nullptr;
+    if (rc < 0 && rc != -EINTR && rc != -EAGAIN && rc != -EBUSY) {
+      broken_ = true;
+      return nullptr;
+    }
     if (io_uring_peek_cqe(&ring_, &cqe) != 0) continue;
     IoOp* op = static_cast<IoOp*>(io_uring_cqe_get_data(cqe));
     const int res = cqe->res;
@@ -125,19 +128,15 @@ IoOp* IoRing::WaitOne() {
   return nullptr;
 }
 
-void IoRing::RunAll(IoOp* ops, size_t n) {
-  size_t next = 0;
-  while (next < n || in_flight_ > 0) {
-    while (next < n && in_flight_ < depth_) Start(&ops[next++]);
-    if (WaitOne() == nullptr) break;
-  }
-  for (size_t i = next; i < n; ++i) ops[i].error = EIO;  // the ring failed before them
-}
-
 RingPool::Lease::~Lease() {
   if (ring_ == nullptr) return;
   std::lock_guard<std::mutex> lock(pool_->mu_);
-  pool_->free_.push_back(std::move(ring_));
+  if (ring_->broken() || ring_->in_flight() > 0) {
+    ring_.reset();  // its entries can never be told apart from a new owner's
+    --pool_->created_;
+  } else {
+    pool_->free_.push_back(std::move(ring_));
+  }
   pool_->returned_.notify_one();
 }
 

@@ -82,8 +82,8 @@ class IoRing {
   void Start(IoOp* op);
   // Submits what is queued and waits until one op ends; nullptr when none is in flight.
   IoOp* WaitOne();
-  // Runs ops[0, n) to their end, at most depth() at a time.
-  void RunAll(IoOp* ops, size_t n);
+  // The ring itself failed (not one op): ops still in flight never end. RingPool drops it.
+  bool broken() const { return broken_; }
 
  private:
   IoRing() = default;
@@ -93,6 +93,7 @@ class IoRing {
   unsigned depth_ = 0;
   unsigned in_flight_ = 0;
   bool initialized_ = false;
+  bool broken_ = false;
 };
 
 // Rings for the readers: one per concurrent reader, made on demand up to max_rings, then

@@ -24,7 +24,10 @@ namespace {
 // Readers' rings: as many readers at once as the transfer port and the workers run.
 constexpr unsigned kMaxReadRings = 32;
 constexpr unsigned kReadRingDepth = 16;
-constexpr uint32_t kReadChunk = 1 << 20;  // one read SQE at most
+// Writers' rings: one per Write in progress (each has up to 8 pieces in flight).
+constexpr unsigned kMaxWriteRings = 16;
+constexpr unsigned kWriteRingDepth = 16;
+constexpr uint32_t kReadChunk = 512 << 10;  // one read SQE at most
 // A reader's bounce buffer is kept for its next read up to this size.
 constexpr size_t kKeptBounceBytes = 8 << 20;
 
@@ -76,7 +79,8 @@ SsdStoreImpl::SsdStoreImpl(const SsdOptions& options, DropFn drop)
     : options_(options),
       drop_(std::move(drop)),
       limit_(static_cast<uint64_t>(static_cast<double>(options.capacity) * options.high_watermark)),
-      read_rings_(kMaxReadRings, kReadRingDepth) {}
+      read_rings_(kMaxReadRings, kReadRingDepth),
+      write_rings_(kMaxWriteRings, kWriteRingDepth) {}
 
 SsdStoreImpl::~SsdStoreImpl() {
   if (flusher_.joinable()) {
@@ -136,13 +140,10 @@ ErrorCode SsdStoreImpl::Start(std::string* error) {
   if (!direct_) {
     MC_LOG_WARN("ssd: %s does not take O_DIRECT (%s): buffered I/O", dir.c_str(), why.c_str());
   }
-  write_ring_ = IoRing::Create(64, &why);
-  if (write_ring_ == nullptr) {
+  if (IoRing::Create(kReadRingDepth, &why) == nullptr) {
     *error = "io_uring is not available: " + why;
     return ErrorCode::FILE_OPEN_FAIL;
   }
-  stage_.resize(8);
-  for (AlignedBuffer& b : stage_) b = AlignedBuffer(1 << 20);
 
   // Our own files only: IDENTITY, LOCK and anything else stay as they are.
   std::vector<uint64_t> ids;
@@ -197,6 +198,9 @@ void SsdStoreImpl::Rebuild(const std::vector<uint64_t>& ids) {
       scan = ParseMeta(meta, id, static_cast<uint64_t>(st.st_size),
                        [&](MetaRecord&& r) { records.push_back(std::move(r)); });
     }
+    // The end of its last slot: beyond it is preallocation of a bucket that was open.
+    uint64_t end = 0;
+    for (const MetaRecord& r : records) end = std::max(end, r.offset + RoundUpToPage(r.length));
     if (scan.torn) ++torn;
     skipped += scan.skipped;
     std::vector<MetaRecord> live = LiveRecords(std::move(records));
@@ -217,6 +221,10 @@ void SsdStoreImpl::Rebuild(const std::vector<uint64_t>& ids) {
     Bucket& b = buckets_[id];
     b.file = std::move(file);
     b.size = static_cast<uint64_t>(st.st_size);
+    if (b.size > end) {
+      b.file->TruncateData(end);
+      b.size = end;
+    }
     b.sealed = true;  // new objects go to a new bucket
     b.last_use = ++clock_;
     used_ += b.size;
@@ -385,23 +393,51 @@ ErrorCode SsdStoreImpl::ReadChecked(const SsdBucket& file, const Entry& e, uint6
     op.offset = file_at + body;
     ops.push_back(op);
   }
+  // Each check block is checked as soon as the op that brought it in ends, while the
+  // others are still in flight; one that spans the tail page, once everything is in.
+  const uint64_t blocks = last_block - first_block + 1;
+  std::vector<bool> checked(blocks, false);
+  bool corrupt = false;
+  auto check = [&](uint64_t k) {
+    const uint64_t from = (first_block + k) * kSsdCheckBlock - span_begin;
+    const uint64_t n = std::min(kSsdCheckBlock, span - from);
+    checked[k] = true;
+    if (Crc32c(target + from, n) != e.block_crcs[first_block + k]) corrupt = true;
+  };
   RingPool::Lease ring = read_rings_.Acquire();
   if (ring.get() == nullptr) return ErrorCode::FILE_READ_FAIL;
-  ring.get()->RunAll(ops.data(), ops.size());
-  for (const IoOp& op : ops) {
-    if (op.error == ENODATA) return ErrorCode::CHECKSUM_MISMATCH;  // the file ends before it
-    if (op.error != 0 || op.done != op.length) {
+  IoRing* r = ring.get();
+  size_t next = 0;
+  ErrorCode rc = ErrorCode::OK;
+  while (next < ops.size() || r->in_flight() > 0) {
+    while (next < ops.size() && r->in_flight() < r->depth()) r->Start(&ops[next++]);
+    IoOp* op = r->WaitOne();
+    if (op == nullptr) {
+      rc = ErrorCode::FILE_READ_FAIL;
+      break;
+    }
+    if (op->error == ENODATA) {
+      rc = ErrorCode::CHECKSUM_MISMATCH;  // the file ends before the object does
+    } else if (op->error != 0 || op->done != op->length) {
+      if (rc == ErrorCode::OK) rc = ErrorCode::FILE_READ_FAIL;
       MC_LOG_WARN("ssd: reading bucket %llu: %s", (unsigned long long)e.bucket,
-                  std::strerror(op.error != 0 ? op.error : EIO));
-      return ErrorCode::FILE_READ_FAIL;
+                  std::strerror(op->error != 0 ? op->error : EIO));
+    } else if (op->buffer != tail_page && rc == ErrorCode::OK) {
+      const uint64_t from = static_cast<uint64_t>(op->buffer - target);
+      const uint64_t to = std::min<uint64_t>(from + op->length, span);
+      for (uint64_t k = (from + kSsdCheckBlock - 1) / kSsdCheckBlock; k < blocks; ++k) {
+        const uint64_t block_end = std::min((k + 1) * kSsdCheckBlock, span);
+        if (block_end > to) break;
+        check(k);
+      }
     }
   }
+  if (rc != ErrorCode::OK) return rc;
   if (tail) std::memcpy(target + body, tail_page, span - body);
-  for (uint64_t b = first_block; b <= last_block; ++b) {
-    const uint64_t from = b * kSsdCheckBlock - span_begin;
-    const uint64_t n = std::min(kSsdCheckBlock, e.length - b * kSsdCheckBlock);
-    if (Crc32c(target + from, n) != e.block_crcs[b]) return ErrorCode::CHECKSUM_MISMATCH;
+  for (uint64_t k = 0; k < blocks; ++k) {
+    if (!checked[k]) check(k);
   }
+  if (corrupt) return ErrorCode::CHECKSUM_MISMATCH;
   if (target != dest) std::memcpy(dest, target + (offset - span_begin), length);
   return ErrorCode::OK;
 }

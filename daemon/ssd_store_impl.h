@@ -3,8 +3,8 @@
 // bucket eviction, the group commit and the relaxed mode's flusher).
 //
 // Locks, in the order they are taken:
-//   write_mu_  one Write's placement and I/O at a time (the open bucket, the staging
-//              buffers and the write ring);
+//   write_mu_  one Write's placement at a time (slots in the open bucket, the next
+//              bucket); the I/O that follows runs outside it, Writes overlapping;
 //   sync_mu_   the group commit's state (who syncs, what is synced);
 //   mu_        the index, the buckets' state and every counter.
 // No method holds mu_ across I/O but the meta appends' bookkeeping; DropFn runs with none
@@ -58,7 +58,7 @@ class SsdStoreImpl final : public SsdStore {
   };
   struct Bucket {
     std::shared_ptr<SsdBucket> file;
-    uint64_t size = 0;     // bytes of the data file
+    uint64_t size = 0;     // bytes of its slots: the data file's size once sealed
     bool sealed = false;   // takes no more objects (every bucket but the open one)
     bool evicting = false; // DropFn or the wait for readers is under way
     int writers = 0;       // Writes with I/O in flight into it: never evicted then
@@ -91,6 +91,8 @@ class SsdStoreImpl final : public SsdStore {
   // false when no bucket can go, or DropFn refused.
   bool EvictOneLocked(std::unique_lock<std::mutex>* lock);
   Bucket* PickVictimLocked();
+  // Takes no more objects; its file is cut to its size (the preallocation). mu_ held.
+  void SealLocked(Bucket* b);
   // A fresh open bucket (sealing the one before), with the calling Write as its writer;
   // nullptr with the reason logged. write_mu_ held.
   Bucket* OpenNewBucket();
@@ -125,11 +127,10 @@ class SsdStoreImpl final : public SsdStore {
   uint64_t write_seq_ = 0;        // guarded by mu_; the last Write's ticket
   bool dir_dirty_ = false;        // guarded by mu_; files created or removed since a sync
 
-  std::mutex write_mu_;
-  std::unique_ptr<IoRing> write_ring_;  // guarded by write_mu_
-  std::vector<AlignedBuffer> stage_;    // guarded by write_mu_
+  std::mutex write_mu_;  // placement: the open bucket's end, opening the next bucket
 
   RingPool read_rings_;
+  RingPool write_rings_;
 
   std::mutex sync_mu_;
   std::condition_variable sync_done_;

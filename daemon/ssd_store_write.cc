@@ -20,6 +20,9 @@ namespace {
 // How often the flusher looks for records to write: a quarter of the bound, so that a slow
 // sync still ends within it.
 constexpr int kFlushPeriodMs = SsdStore::kRelaxedSyncMs / 4;
+// A Write moves its objects in pieces of this size, this many at once.
+constexpr uint64_t kStageBytes = 1 << 20;
+constexpr size_t kStagePerWrite = 8;
 
 // Where one item of a batch goes.
 struct Placement {
@@ -69,8 +72,7 @@ SsdStoreImpl::Bucket* SsdStoreImpl::PickVictimLocked() {
   auto open = buckets_.find(open_id_);
   if (open != buckets_.end() && open->second.size > 0 && open->second.writers == 0 &&
       !open->second.evicting) {
-    open->second.sealed = true;
-    open_id_ = 0;
+    SealLocked(&open->second);
     return &open->second;
   }
   return nullptr;
@@ -125,18 +127,24 @@ bool SsdStoreImpl::EvictOneLocked(std::unique_lock<std::mutex>* lock) {
   return true;
 }
 
+void SsdStoreImpl::SealLocked(Bucket* b) {
+  b->sealed = true;
+  if (b->file->id() == open_id_) open_id_ = 0;
+  // The preallocated rest goes back; Writes still writing into it write below size.
+  b->file->TruncateData(b->size);
+}
+
 SsdStoreImpl::Bucket* SsdStoreImpl::OpenNewBucket() {
   uint64_t id;
   {
     std::lock_guard<std::mutex> lock(mu_);
     auto open = buckets_.find(open_id_);
-    if (open != buckets_.end()) open->second.sealed = true;
-    open_id_ = 0;
+    if (open != buckets_.end()) SealLocked(&open->second);
     id = next_id_++;
   }
   std::string error;
   std::unique_ptr<SsdBucket> file =
-      SsdBucket::Create(options_.path, id, direct_, persistent(), &error);
+      SsdBucket::Create(options_.path, id, direct_, persistent(), options_.bucket_size, &error);
   if (file == nullptr) {
     MC_LOG_WARN("ssd: no new bucket: %s", error.c_str());
     return nullptr;
@@ -182,133 +190,148 @@ void SsdStoreImpl::Write(std::vector<WriteItem>* items) {
     place[i].planned = true;
   }
 
-  bool no_space = false;
-  uint64_t ticket = 0;
+  // Placement, one Write at a time (write_mu_): the open bucket while the object fits (a
+  // larger one alone in a new one). The slot is claimed at once (used_), and the Write
+  // counts as a writer of each bucket it touches, which keeps the bucket from eviction
+  // until its I/O is done. The I/O itself overlaps with other Writes'.
+  std::vector<uint64_t> touched;  // buckets this Write is a writer of
+  std::vector<int> fds(n, -1);
   {
     std::lock_guard<std::mutex> write_lock(write_mu_);
-    // Placement: the open bucket while the object fits (a larger one alone in a new one).
-    // Each bucket touched keeps a writer count, which keeps it from eviction.
-    std::map<uint64_t, std::pair<uint64_t, uint64_t>> touched;  // id -> (size before, planned end)
     for (size_t i = 0; i < n; ++i) {
       Placement& p = place[i];
       if (!p.planned) continue;
-      uint64_t id = 0;
-      {
-        std::lock_guard<std::mutex> lock(mu_);
-        auto open = buckets_.find(open_id_);
-        if (open != buckets_.end() && !open->second.sealed) {
-          Bucket& b = open->second;
-          auto t = touched.find(open_id_);
-          const uint64_t end = t != touched.end() ? t->second.second : b.size;
-          if (end == 0 || end + p.slot <= options_.bucket_size) {
-            id = open_id_;
-            if (t == touched.end()) {
-              touched[id] = {b.size, b.size};
+      for (int attempt = 0; attempt < 2 && p.planned; ++attempt) {
+        {
+          std::lock_guard<std::mutex> lock(mu_);
+          auto open = buckets_.find(open_id_);
+          if (open != buckets_.end() && !open->second.sealed &&
+              (open->second.size == 0 || open->second.size + p.slot <= options_.bucket_size)) {
+            Bucket& b = open->second;
+            if (std::find(touched.begin(), touched.end(), open_id_) == touched.end()) {
+              touched.push_back(open_id_);
               ++b.writers;
             }
+            p.bucket = open_id_;
+            p.offset = b.size;
+            b.size += p.slot;
+            used_ += p.slot;
+            fds[i] = b.file->data_fd();
+            break;
           }
         }
-      }
-      if (id == 0) {
-        Bucket* b = OpenNewBucket();  // comes with this Write as its writer
+        Bucket* b = attempt == 0 ? OpenNewBucket() : nullptr;  // comes with this Write as writer
         if (b == nullptr) {
           p.planned = false;
           p.error = EIO;
-          continue;
+        } else {
+          touched.push_back(b->file->id());
         }
-        id = b->file->id();
-        touched[id] = {0, 0};
       }
-      p.bucket = id;
-      p.offset = touched[id].second;
-      touched[id].second += p.slot;
-    }
-
-    // The I/O: each object copied into page-aligned staging buffers (its padding zeroed,
-    // its check blocks' CRCs taken on the way), written by up to kStage SQEs in flight.
-    std::vector<int> fds(n, -1);
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      for (size_t i = 0; i < n; ++i) {
-        if (place[i].planned) fds[i] = buckets_.at(place[i].bucket).file->data_fd();
-      }
-    }
-    const uint64_t stage_bytes = stage_[0].size();
-    std::vector<IoOp> ops(stage_.size());
-    std::vector<size_t> free_stage;
-    for (size_t s = 0; s < stage_.size(); ++s) free_stage.push_back(s);
-    auto finish = [&](IoOp* op) {
-      Placement& p = place[op->tag];
-      if (op->error != 0 || op->done != op->length) {
-        if (p.error == 0) p.error = op->error != 0 ? op->error : EIO;
-      }
-      free_stage.push_back(static_cast<size_t>(op - ops.data()));
-    };
-    for (size_t i = 0; i < n; ++i) {
-      Placement& p = place[i];
-      if (!p.planned) continue;
-      const WriteItem& item = (*items)[i];
-      const uint64_t size = item.object.size;
-      p.block_crcs.resize(CheckBlocksOf(size));
-      for (uint64_t at = 0; at < p.slot && p.error == 0; at += stage_bytes) {
-        while (free_stage.empty()) {
-          IoOp* done = write_ring_->WaitOne();
-          if (done == nullptr) break;
-          finish(done);
-        }
-        if (free_stage.empty()) {  // the ring failed
-          p.error = EIO;
-          break;
-        }
-        const size_t s = free_stage.back();
-        free_stage.pop_back();
-        char* buf = stage_[s].data();
-        const uint64_t io_length = std::min(stage_bytes, p.slot - at);
-        const uint64_t data_length = std::min(io_length, size - at);
-        std::memcpy(buf, item.data + at, data_length);
-        std::memset(buf + data_length, 0, io_length - data_length);
-        for (uint64_t b = 0; b < data_length; b += kSsdCheckBlock) {
-          p.block_crcs[(at + b) / kSsdCheckBlock] =
-              Crc32c(buf + b, std::min(kSsdCheckBlock, data_length - b));
-        }
-        IoOp& op = ops[s];
-        op = IoOp();
-        op.write = true;
-        op.fd = fds[i];
-        op.buffer = buf;
-        op.length = static_cast<uint32_t>(io_length);
-        op.offset = p.offset + at;
-        op.tag = i;
-        write_ring_->Start(&op);
-      }
-    }
-    while (write_ring_->in_flight() > 0) {
-      IoOp* done = write_ring_->WaitOne();
-      if (done == nullptr) break;
-      finish(done);
-    }
-    if (write_ring_->in_flight() > 0) {  // the ring failed under them: none can be trusted
-      for (Placement& p : place) {
-        if (p.planned && p.error == 0) p.error = EIO;
-      }
-    }
-
-    // A failed write leaves no tail: each bucket ends after its last object written.
-    std::map<uint64_t, uint64_t> end;  // id -> new size
-    for (const auto& [id, sizes] : touched) end[id] = sizes.first;
-    for (const Placement& p : place) {
-      if (p.planned && p.error == 0) end[p.bucket] = std::max(end[p.bucket], p.offset + p.slot);
-      if (p.error == ENOSPC || p.error == EDQUOT) no_space = true;
     }
     std::lock_guard<std::mutex> lock(mu_);
-    for (const auto& [id, sizes] : touched) {
-      Bucket& b = buckets_.at(id);
-      if (end[id] < sizes.second) b.file->TruncateData(end[id]);
-      used_ += end[id] - b.size;
-      b.size = end[id];
-      --b.writers;
+    reserved_ -= granted;  // what was placed moved to used_; the rest is given back
+  }
+
+  // The I/O: each object written in pieces of a staging buffer's size, up to kStagePerWrite
+  // in flight: straight from data when it is page-aligned (and the piece whole pages),
+  // else copied into a page-aligned staging buffer (its padding zeroed). The check blocks'
+  // CRCs are taken on the way.
+  RingPool::Lease ring = write_rings_.Acquire();
+  std::vector<IoOp> ops(kStagePerWrite);
+  // Kept per thread (the offloader's): no page faults on fresh buffers at every Write.
+  thread_local std::vector<AlignedBuffer> stage(kStagePerWrite);
+  std::vector<size_t> free_slots;
+  for (size_t s = 0; s < kStagePerWrite; ++s) free_slots.push_back(s);
+  auto finish = [&](IoOp* op) {
+    Placement& p = place[op->tag];
+    if ((op->error != 0 || op->done != op->length) && p.error == 0) {
+      p.error = op->error != 0 ? op->error : EIO;
     }
-    reserved_ -= granted;
+    free_slots.push_back(static_cast<size_t>(op - ops.data()));
+  };
+  for (size_t i = 0; i < n; ++i) {
+    Placement& p = place[i];
+    if (!p.planned) continue;
+    if (ring.get() == nullptr) {
+      p.error = EIO;
+      continue;
+    }
+    const WriteItem& item = (*items)[i];
+    const uint64_t size = item.object.size;
+    const bool from_data = IsPageAligned(item.data);
+    p.block_crcs.resize(CheckBlocksOf(size));
+    for (uint64_t at = 0; at < p.slot && p.error == 0; at += kStageBytes) {
+      while (free_slots.empty()) {
+        IoOp* done = ring.get()->WaitOne();
+        if (done == nullptr) break;
+        finish(done);
+      }
+      if (free_slots.empty()) {  // the ring failed
+        p.error = EIO;
+        break;
+      }
+      const size_t s = free_slots.back();
+      free_slots.pop_back();
+      const uint64_t io_length = std::min<uint64_t>(kStageBytes, p.slot - at);
+      const uint64_t data_length = std::min(io_length, size - at);
+      char* buf;
+      if (from_data && data_length == io_length) {
+        buf = const_cast<char*>(item.data + at);  // only read: a write's source
+      } else {
+        if (stage[s].data() == nullptr) stage[s] = AlignedBuffer(kStageBytes);
+        buf = stage[s].data();
+        std::memcpy(buf, item.data + at, data_length);
+        std::memset(buf + data_length, 0, io_length - data_length);
+      }
+      for (uint64_t b = 0; b < data_length; b += kSsdCheckBlock) {
+        p.block_crcs[(at + b) / kSsdCheckBlock] =
+            Crc32c(buf + b, std::min(kSsdCheckBlock, data_length - b));
+      }
+      IoOp& op = ops[s];
+      op = IoOp();
+      op.write = true;
+      op.fd = fds[i];
+      op.buffer = buf;
+      op.length = static_cast<uint32_t>(io_length);
+      op.offset = p.offset + at;
+      op.tag = i;
+      ring.get()->Start(&op);
+    }
+  }
+  while (ring.get() != nullptr && ring.get()->in_flight() > 0) {
+    IoOp* done = ring.get()->WaitOne();
+    if (done == nullptr) break;
+    finish(done);
+  }
+  if (ring.get() != nullptr && ring.get()->in_flight() > 0) {
+    // The ring failed under them (the pool discards it): none can be trusted.
+    for (Placement& p : place) {
+      if (p.planned && p.error == 0) p.error = EIO;
+    }
+  }
+
+  bool no_space = false;
+  uint64_t ticket = 0;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    // A failed slot at a bucket's end gives its room back (newest first, so that a run
+    // of them at the end all do); one before another Write's slot stays as dead space.
+    std::vector<size_t> failed;
+    for (size_t i = 0; i < n; ++i) {
+      if (place[i].planned && place[i].error != 0) failed.push_back(i);
+      if (place[i].error == ENOSPC || place[i].error == EDQUOT) no_space = true;
+    }
+    std::sort(failed.begin(), failed.end(),
+              [&](size_t a, size_t b) { return place[a].offset > place[b].offset; });
+    for (size_t i : failed) {
+      Bucket& b = buckets_.at(place[i].bucket);
+      if (place[i].offset + place[i].slot != b.size) continue;
+      b.size = place[i].offset;
+      used_ -= place[i].slot;
+      b.file->TruncateData(b.size);  // under mu_: no other Write places here meanwhile
+    }
+    for (uint64_t id : touched) --buckets_.at(id).writers;
     for (size_t i = 0; i < n; ++i) {
       WriteItem& item = (*items)[i];
       Placement& p = place[i];
@@ -357,7 +380,7 @@ void SsdStoreImpl::Write(std::vector<WriteItem>* items) {
       index_[item.object.key] = std::move(e);
     }
     ticket = ++write_seq_;
-    changed_.notify_all();  // reservations ended, writers left buckets
+    changed_.notify_all();  // writers left buckets
   }
 
   if (options_.persist_mode == SsdPersistMode::kStrict && !GroupSync(ticket)) {
