@@ -55,7 +55,9 @@ std::vector<ReplicaTarget> ReplicaIO::Candidates(
         t.remote = engine_->FindSegment(r.segment_id);
         if (t.remote == nullptr || !t.remote->disk) continue;
       }
-      if (disk == nullptr) disk = std::make_shared<const DiskAddress>(DiskAddress{key, size, checksum});
+      if (disk == nullptr) {
+        disk = std::make_shared<const DiskAddress>(DiskAddress{key, size, checksum});
+      }
       t.disk = disk;
       out.push_back(std::move(t));
       continue;
@@ -85,12 +87,14 @@ void ReplicaIO::Order(std::vector<ReplicaTarget>* candidates,
     bool suspected = t.remote != nullptr && suspect(t.remote->name);
     return suspected ? tier + 4 : tier;
   };
+  if (candidates->size() < 2) return;  // the usual case: one replica
   std::vector<std::pair<int, size_t>> ranks;
   for (size_t i = 0; i < candidates->size(); ++i) ranks.emplace_back(rank((*candidates)[i]), i);
-  std::stable_sort(ranks.begin(), ranks.end(),
-                   [](const std::pair<int, size_t>& a, const std::pair<int, size_t>& b) {
-                     return a.first < b.first;
-                   });
+  auto by_rank = [](const std::pair<int, size_t>& a, const std::pair<int, size_t>& b) {
+    return a.first < b.first;
+  };
+  if (std::is_sorted(ranks.begin(), ranks.end(), by_rank)) return;
+  std::stable_sort(ranks.begin(), ranks.end(), by_rank);
   std::vector<ReplicaTarget> sorted;
   sorted.reserve(candidates->size());
   for (const auto& r : ranks) sorted.push_back(std::move((*candidates)[r.second]));
@@ -99,7 +103,8 @@ void ReplicaIO::Order(std::vector<ReplicaTarget>* candidates,
 
 void ReplicaIO::CountServed(const ReplicaTarget& t) {
   if (!t.on_disk()) return;
-  (t.ssd != nullptr ? disk_reads_local_ : disk_reads_remote_).fetch_add(1, std::memory_order_relaxed);
+  std::atomic<uint64_t>& count = t.ssd != nullptr ? disk_reads_local_ : disk_reads_remote_;
+  count.fetch_add(1, std::memory_order_relaxed);
 }
 
 TransferOp ReplicaIO::MakeOp(TransferKind kind, const ReplicaTarget& t, uint64_t value_offset,

@@ -353,8 +353,10 @@ ErrorCode TcpTransport::RunPiece(const Piece& piece, Clock::time_point deadline,
     if (op->want_crc && op->kind == TransferKind::kRead) *crc = Crc32c(bytes, piece.length);
     return ErrorCode::OK;
   }
-  MC_LOG_WARN("transfer: %s of %s at %llu in segment %lld on %s failed: %s",
-              op->disk != nullptr ? "READ_DISK" : op->kind == TransferKind::kRead ? "READ" : "WRITE",
+  const char* what = op->disk != nullptr                ? "READ_DISK"
+                     : op->kind == TransferKind::kRead ? "READ"
+                                                       : "WRITE";
+  MC_LOG_WARN("transfer: %s of %s at %llu in segment %lld on %s failed: %s", what,
               FormatSize(piece.length).c_str(),
               static_cast<unsigned long long>(op->remote_offset + piece.skip),
               static_cast<long long>(op->remote->segment_id), op->remote->name.c_str(),

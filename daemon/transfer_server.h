@@ -1,5 +1,6 @@
 // The transfer port: serves other daemons' one-sided READ and WRITE on the segments this
-// daemon owns, READ_DISK of its disk replicas, their CONTROL requests, and the HELLO and AUTH that open a connection
+// daemon owns, READ_DISK of its disk replicas, their CONTROL requests, and the HELLO and
+// AUTH that open a connection
 // (daemon/transfer_protocol.h).
 //
 // Who is served. With a cluster key (Options::cluster_key), a connection is served only

@@ -13,8 +13,8 @@
 //
 // Invariants:
 //  - a request header decodes iff its magic, version and op (WRITE, READ, CONTROL,
-//    READ_DISK, HELLO, AUTH) are known, and re-encodes to the same 48 bytes whether it decodes or not (every field
-//    is read);
+//    READ_DISK, HELLO, AUTH) are known, and re-encodes to the same 48 bytes whether it
+//    decodes or not (every field is read);
 //  - a reply header decodes iff its magic is known and re-encodes to the same 24 bytes
 //    when its code is one of the table's (FromWire maps any other to INTERNAL_ERROR);
 //  - a HELLO that decodes names a daemon of 1..255 printable ASCII bytes, carries a client

@@ -370,7 +370,8 @@ void test_read_disk_bad_headers_close_the_connection(void**) {
 // With a cluster key, READ_DISK before the handshake is -1400 and closed, the SSD unread;
 // the daemons' client holding the key is served.
 void test_read_disk_needs_the_cluster_key(void**) {
-  auto key = std::make_shared<const ClusterKey>(ClusterKey::FromKeys({testing::RandomClusterKey()}));
+  auto key =
+      std::make_shared<const ClusterKey>(ClusterKey::FromKeys({testing::RandomClusterKey()}));
   Owner owner(key);
   const std::string value = Pattern(5000, 5);
   owner.ssd.Put("k", value, -1);
@@ -465,9 +466,12 @@ ReplicaTarget Target(ReplicaTier tier, const std::string& owner_name, int64_t id
 // those (memory, then disk); ties keep the master's order.
 void test_candidates_are_ordered_by_tier(void**) {
   std::vector<ReplicaTarget> c = {
-      Target(ReplicaTier::kRemoteDisk, "dead:1", 1),  Target(ReplicaTier::kRemoteDisk, "b:1", 2),
-      Target(ReplicaTier::kLocalDisk, "", 3),         Target(ReplicaTier::kRemoteMemory, "dead:1", 4),
-      Target(ReplicaTier::kRemoteMemory, "a:1", 5),   Target(ReplicaTier::kLocalMemory, "", 6),
+      Target(ReplicaTier::kRemoteDisk, "dead:1", 1),
+      Target(ReplicaTier::kRemoteDisk, "b:1", 2),
+      Target(ReplicaTier::kLocalDisk, "", 3),
+      Target(ReplicaTier::kRemoteMemory, "dead:1", 4),
+      Target(ReplicaTier::kRemoteMemory, "a:1", 5),
+      Target(ReplicaTier::kLocalMemory, "", 6),
       Target(ReplicaTier::kRemoteDisk, "c:1", 7),
   };
   ReplicaIO::Order(&c, [](const std::string& name) { return name == "dead:1"; });
