@@ -346,22 +346,26 @@ service MasterService {
   // The SSD tier (docs/ssd.md). disk_segment_id: the caller's LOCAL_DISK segment, mounted
   // with MountSegment (-101 unknown, -601 another daemon's). Keys are stored keys.
   //
-  // Up to max_tasks offloads queued for the caller's memory replicas (at PutEnd with
-  // offload, or by an eviction round), each granted a read lease.
+  // Up to max_tasks (1..1024, else -600) offloads queued for the caller's memory replicas
+  // (at PutEnd with offload, or by an eviction round), each granted a read lease. -101: the
+  // caller has no attached LOCAL_DISK segment.
   OffloadTasksResult FetchOffloads(1: i64 daemon_id, 2: i32 max_tasks),
   // What became of fetched tasks, one code per key (keys[i] with replica_ids[i] and
   // codes[i]; lists of different lengths: -600 for every key). codes[i] 0: the value is on
   // the SSD; the master registers the LOCAL_DISK replica and answers 0 (and frees the memory
-  // replicas of an eviction's task), or -704 when the object changed or went meanwhile (the
-  // daemon forgets its copy). Any other code: the offload failed; the object keeps its memory
-  // replica and the master answers 0.
+  // replicas of an eviction's task), or -704 when the object changed or went meanwhile, or
+  // the task is no longer open (not reported within its lease + 2 s, it counted as failed):
+  // the daemon forgets its copy. Any other code: the offload failed; the object keeps its
+  // memory replica and the master answers 0.
   list<i32> ReportOffloads(1: i64 daemon_id, 2: i64 disk_segment_id, 3: list<string> keys,
                            4: list<i64> replica_ids, 5: list<i32> codes),
   // At start and after every re-mount: what the SSD holds. Per object 0 when it is kept
   // (the master knows that replica) or adopted (the master has no such object: it is created
-  // with this disk replica alone), -704 when the daemon must drop it (the master knows the
-  // segment and not the replica -- removed or replaced while the daemon was away -- or holds
-  // another value under the key: size or checksum differ), -600 a bad key or size.
+  // with this disk replica alone; only into a segment this master mounted new and never
+  // detached since, i.e. not after a re-attach or a restore), -704 when the daemon must drop
+  // it (the master knows the segment and not the replica -- removed or replaced while the
+  // daemon was away -- or holds another value under the key: size or checksum differ),
+  // -600 a bad key or size.
   list<i32> RegisterDiskReplicas(1: i64 daemon_id, 2: i64 disk_segment_id,
                                  3: list<DiskObject> objects),
   // Before a daemon deletes a bucket, or after it found an object corrupt: drops those

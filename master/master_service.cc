@@ -156,6 +156,7 @@ ErrorCode MasterService::UnmountSegment(int64_t daemon_id, int64_t segment_id) {
   std::shared_ptr<Segment> segment;
   ErrorCode rc = segments_.BeginUnmount(daemon_id, segment_id, &segment);
   if (rc != ErrorCode::OK) return rc;
+  if (segment->disk()) offload_queues_.Drop(daemon_id);  // its SSD tier is gone
   int64_t dropped = DropSegment(segment);
   MC_LOG_INFO("segment %lld of %s unmounted%s: %lld objects dropped with it",
               static_cast<long long>(segment_id), segment->info().name.c_str(),

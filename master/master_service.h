@@ -155,7 +155,8 @@ class MasterService {
   // and answers a move; the object is counted stranded when none fits, shed when it keeps
   // a complete replica in another attached, non-draining segment, busy when it is being
   // written into the segment (a put, an upsert or another move bound for it) or already
-  // moving. -101 unknown segment, -601 not daemon_id's, -600 a bad cursor or max_moves.
+  // moving. -101 unknown segment, -601 not daemon_id's, -600 a bad cursor or max_moves, or
+  // a LOCAL_DISK segment (nothing to move: its replicas are on the daemon's SSD).
   rpc::DrainBatchResult DrainSegment(int64_t daemon_id, int64_t segment_id, int64_t cursor,
                                      int32_t max_moves,
                                      const std::vector<std::string>& avoided);

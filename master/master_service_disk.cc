@@ -316,6 +316,7 @@ std::vector<int32_t> MasterService::ReportOffloads(int64_t daemon_id, int64_t di
     // copied under its lease are the object's value.
     if (!ours || meta == nullptr || !meta->complete ||
         ReplicaById(meta->replicas, replica_ids[k]) == kNone) {
+      if (ours) EndOffload(shard, key, meta, /*failed=*/false);  // its replica moved (a drain)
       out[k] = ToInt(ErrorCode::OBJECT_NOT_FOUND);
       continue;
     }

@@ -46,6 +46,7 @@ ErrorCode MasterService::FindOwnSegment(int64_t daemon_id, int64_t segment_id,
   if (!segment) return ErrorCode::SEGMENT_NOT_FOUND;
   if (segment->info().daemon_id != daemon_id) return ErrorCode::ILLEGAL_CLIENT;
   if (!segment->attached()) return ErrorCode::CLIENT_NOT_FOUND;
+  if (segment->disk()) return ErrorCode::INVALID_PARAMS;  // an SSD tier holds no memory to move
   *out = std::move(segment);
   return ErrorCode::OK;
 }

@@ -87,6 +87,13 @@ uint64_t MasterService::Evict(uint64_t target_bytes) {
 
 uint64_t MasterService::RunEvictionRound(uint64_t target, bool by_put) {
   if (target == 0) return 0;
+  // Memory already pinned for eviction's offloads will be freed by their reports: what a
+  // round queues counts towards its target, and so do the tasks still open. When those
+  // cover it there is no round (the puts retrying meanwhile would each run one).
+  uint64_t queued = options_.offload_on_evict
+                        ? static_cast<uint64_t>(std::max<int64_t>(0, evict_pending_bytes_.load()))
+                        : 0;
+  if (queued >= target) return 0;
   const int64_t started_us = SteadyMicros();
   const int64_t now = Now();
   const bool soft_too = options_.allow_evict_soft_pinned_objects;
@@ -96,10 +103,6 @@ uint64_t MasterService::RunEvictionRound(uint64_t target, bool by_put) {
   uint64_t freed = 0;
   int64_t evicted = 0;
   int walks = 0;
-  // Memory already pinned for eviction's offloads will be freed by their reports: what a
-  // round queues counts towards its target, and so do the tasks still open.
-  uint64_t queued = static_cast<uint64_t>(std::max<int64_t>(0, evict_pending_bytes_.load()));
-  if (!options_.offload_on_evict) queued = 0;
   for (uint64_t want = target; freed + queued < target; want *= 4) {
     EvictionThresholds take;
     if (walks < 2) {
@@ -117,10 +120,11 @@ uint64_t MasterService::RunEvictionRound(uint64_t target, bool by_put) {
   const int64_t elapsed_us = SteadyMicros() - started_us;
   const uint64_t used = segments_.used();
   eviction_.Round(by_put, target, freed, elapsed_us, static_cast<int64_t>(used));
-  MC_LOG_INFO("eviction round (%s): %llu of %llu bytes freed, %lld objects, %d walk(s), %lld "
-              "us; %llu of %llu bytes in use",
+  MC_LOG_INFO("eviction round (%s): %llu of %llu bytes freed (%llu more by offloads open), "
+              "%lld objects, %d walk(s), %lld us; %llu of %llu bytes in use",
               by_put ? "put" : "upkeep", static_cast<unsigned long long>(freed),
-              static_cast<unsigned long long>(target), static_cast<long long>(evicted), walks,
+              static_cast<unsigned long long>(target), static_cast<unsigned long long>(queued),
+              static_cast<long long>(evicted), walks,
               static_cast<long long>(elapsed_us), static_cast<unsigned long long>(used),
               static_cast<unsigned long long>(segments_.capacity()));
   return freed;
