@@ -1,11 +1,15 @@
 // mooncaked: the per-host daemon. Start-up, in order: parse flags; load the cluster key;
 // reserve the transfer port on its bind address (so "host:port" names this daemon
 // uniquely); choose the transport (RDMA or TCP);
+// open the SSD tier (--ssd_path: the store, rebuilt or wiped, and its identity);
 // register with the master (retrying with back-off); serve the transfer port; create and
-// mount the global segment; serve the Unix socket; heartbeat.
+// mount the global segment, then the SSD tier's segment (which starts its reconciliation
+// and the offloader); serve the Unix socket; heartbeat.
 // SIGTERM/SIGINT: with --drain_on_shutdown, first move the global segment's objects to
 // other segments while still serving; then stop accepting, let running requests finish
-// (bounded), revoke what is unfinished, unmount at the master, remove the socket, exit 0.
+// (bounded), revoke what is unfinished, stop the offloader (its round ends first), unmount
+// at the master (the SSD tier's segment only in disabled mode: docs/ssd.md), remove the
+// socket, exit 0.
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <signal.h>
@@ -18,6 +22,7 @@
 #include <condition_variable>
 #include <cstdio>
 #include <cstring>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -38,11 +43,13 @@
 #include "daemon/local_access.h"
 #include "daemon/master_client.h"
 #include "daemon/membership.h"
+#include "daemon/offloader.h"
 #include "daemon/rdma_transport.h"
 #include "daemon/read_cache.h"
 #include "daemon/replica_io.h"
 #include "daemon/segment_budget.h"
 #include "daemon/segment_memory.h"
+#include "daemon/ssd_tier.h"
 #include "daemon/store_service.h"
 #include "daemon/tcp_transport.h"
 #include "daemon/transfer_engine.h"
@@ -251,11 +258,22 @@ int main(int argc, char** argv) {
     cache.ClearForRemount();
     if (entries > 0) MC_LOG_INFO("read cache: %zu entries forgotten before mounting again", entries);
   });
+  // Before the master hears of us: a directory another daemon holds, or one we cannot
+  // write, stops the start here.
+  std::unique_ptr<SsdTier> ssd;
+  if (!options.ssd.path.empty()) {
+    ssd = std::make_unique<SsdTier>(options.ssd, &master, &membership);
+    if (ssd->Open(&error) != ErrorCode::OK) {
+      MC_LOG_ERROR("--ssd_path %s: %s", options.ssd.path.c_str(), error.c_str());
+      close(transfer_fd);
+      return 1;
+    }
+  }
   if (!membership.RegisterWithRetry(stop)) {
     close(transfer_fd);
     return 0;  // stopped before the master ever answered
   }
-  membership.ReclaimPredecessors();
+  membership.ReclaimPredecessors(ssd != nullptr ? ssd->persisted_segment_id() : 0);
 
   // Serving before the first segment is mounted: peers may write to it from then on.
   TransferServer::Options server_options;
@@ -273,6 +291,28 @@ int main(int argc, char** argv) {
   transfer_server.SetEpochGate(membership.epoch_gate());
   transfer_server.Start();
 
+  // Mounts with mount() until the master takes it: OK; the refusal's code; or RPC_FAIL
+  // when stopped meanwhile. An unreachable master, or one that lost us, is retried.
+  auto mount_with_retry = [&](const char* what, const std::function<ErrorCode()>& mount) {
+    int64_t backoff_ms = 50;
+    for (;;) {
+      ErrorCode code = mount();
+      if (code == ErrorCode::OK) return code;
+      if (code != ErrorCode::RPC_FAIL && code != ErrorCode::CLIENT_NOT_FOUND) {
+        MC_LOG_ERROR("the master refused %s: %s", what, ErrorName(code));
+        return code;
+      }
+      if (code == ErrorCode::CLIENT_NOT_FOUND) membership.Reregister();
+      MC_LOG_WARN("mounting %s failed (%s); retrying in %lld ms", what, ErrorName(code),
+                  static_cast<long long>(backoff_ms));
+      std::unique_lock<std::mutex> lock(stop_mu);
+      if (stop_cv.wait_for(lock, std::chrono::milliseconds(backoff_ms), [&] { return stop.load(); })) {
+        return ErrorCode::RPC_FAIL;
+      }
+      backoff_ms = std::min<int64_t>(backoff_ms * 2, 2000);
+    }
+  };
+
   int64_t global_segment_id = 0;  // when global_segment_size > 0
   if (options.global_segment_size > 0) {
     std::shared_ptr<SegmentMemory> segment = SegmentMemory::Create(options.global_segment_size, &error);
@@ -280,29 +320,26 @@ int main(int argc, char** argv) {
       MC_LOG_ERROR("cannot create the global segment: %s", error.c_str());
       return 1;
     }
-    int64_t segment_id = 0;
-    int64_t backoff_ms = 50;
-    for (;;) {
-      ErrorCode code = membership.Mount(segment, &segment_id);
-      if (code == ErrorCode::OK) {
-        global_segment_id = segment_id;
-        break;
-      }
-      if (code != ErrorCode::RPC_FAIL && code != ErrorCode::CLIENT_NOT_FOUND) {
-        MC_LOG_ERROR("the master refused the global segment: %s", ErrorName(code));
-        return 1;
-      }
-      if (code == ErrorCode::CLIENT_NOT_FOUND) membership.Reregister();
-      MC_LOG_WARN("mounting the global segment failed (%s); retrying in %lld ms",
-                  ErrorName(code), static_cast<long long>(backoff_ms));
-      std::unique_lock<std::mutex> lock(stop_mu);
-      if (stop_cv.wait_for(lock, std::chrono::milliseconds(backoff_ms), [&] { return stop.load(); })) {
-        return 0;
-      }
-      backoff_ms = std::min<int64_t>(backoff_ms * 2, 2000);
-    }
+    ErrorCode code = mount_with_retry("the global segment", [&] {
+      return membership.Mount(segment, &global_segment_id);
+    });
+    if (code != ErrorCode::OK) return stop.load() ? 0 : 1;
     MC_LOG_INFO("global segment: %s%s", FormatSize(segment->size()).c_str(),
                 segment->huge_pages() ? " (huge pages)" : "");
+  }
+  // After the memory segments: the offloader copies out of them.
+  std::unique_ptr<Offloader> offloader;
+  if (ssd != nullptr) {
+    ssd->Start();
+    ErrorCode code = mount_with_retry("the SSD tier's segment", [&] { return ssd->Mount(); });
+    if (code != ErrorCode::OK) {
+      membership.UnmountAll();
+      return stop.load() ? 0 : 1;
+    }
+    offloader = std::make_unique<Offloader>(&master, &membership, ssd.get(), Offloader::Options());
+    offloader->Start();
+    // Peers may read its disk replicas from now on (READ_DISK).
+    transfer_server.SetDiskTier(ssd->store(), ssd->segment_id());
   }
 
   // Measured now, with the global segment in place: what is left is what clients share.
@@ -317,6 +354,7 @@ int main(int argc, char** argv) {
               FormatSize(segment_budget->limits().per_client).c_str());
 
   ReplicaIO io(&membership, engine.get());
+  if (ssd != nullptr) io.SetDiskTier(ssd->store(), ssd->segment_id());
   SegmentDrainer drainer(&master, &membership, &io);
   CacheInvalidator invalidator(engine->tcp());
   StoreService service(&master, &membership, &cache, &invalidator, &io, &drainer, options.master,
@@ -361,6 +399,9 @@ int main(int argc, char** argv) {
   }
   drainer.Stop();
   server.Shutdown(options.shutdown_timeout_ms);
+  // Before the memory segments go: it copies out of them.
+  if (offloader != nullptr) offloader->Stop();
+  if (ssd != nullptr) ssd->Stop();
   membership.StopHeartbeat();
   membership.UnmountAll();
   transfer_server.Stop();

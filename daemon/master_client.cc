@@ -392,7 +392,57 @@ Result<uint64_t> MasterClient::RemoveAll(bool force, int64_t caller, const std::
   return CountOf(call, result.code);
 }
 
-// ---- the SSD tier: promotion on hit ----
+// ---- the SSD tier ----
+
+ErrorCode MasterClient::FetchOffloads(int64_t daemon_id, int32_t max_tasks,
+                                      rpc::OffloadTasksResult* out) {
+  ErrorCode call =
+      Call([&](rpc::MasterServiceClient& c) { c.FetchOffloads(*out, daemon_id, max_tasks); });
+  return CodeOf(call, out->code);
+}
+
+ErrorCode MasterClient::ReportOffloads(int64_t daemon_id, int64_t disk_segment_id,
+                                       const std::vector<std::string>& keys,
+                                       const std::vector<int64_t>& replica_ids,
+                                       const std::vector<ErrorCode>& codes,
+                                       std::vector<ErrorCode>* out) {
+  std::vector<int32_t> wire_codes;
+  wire_codes.reserve(codes.size());
+  for (ErrorCode code : codes) wire_codes.push_back(ToInt(code));
+  std::vector<int32_t> wire;
+  ErrorCode call = Call([&](rpc::MasterServiceClient& c) {
+    c.ReportOffloads(wire, daemon_id, disk_segment_id, keys, replica_ids, wire_codes);
+  });
+  call = ListOf(call, keys.size(), &wire);
+  *out = CodesOf(wire);
+  return call;
+}
+
+ErrorCode MasterClient::RegisterDiskReplicas(int64_t daemon_id, int64_t disk_segment_id,
+                                             const std::vector<rpc::DiskObject>& objects,
+                                             std::vector<ErrorCode>* out) {
+  std::vector<int32_t> wire;
+  ErrorCode call = Call([&](rpc::MasterServiceClient& c) {
+    c.RegisterDiskReplicas(wire, daemon_id, disk_segment_id, objects);
+  });
+  call = ListOf(call, objects.size(), &wire);
+  *out = CodesOf(wire);
+  return call;
+}
+
+ErrorCode MasterClient::DropDiskReplicas(int64_t daemon_id, int64_t disk_segment_id,
+                                         const std::vector<std::string>& keys,
+                                         std::vector<ErrorCode>* out) {
+  std::vector<int32_t> wire;
+  ErrorCode call = Call([&](rpc::MasterServiceClient& c) {
+    c.DropDiskReplicas(wire, daemon_id, disk_segment_id, keys);
+  });
+  call = ListOf(call, keys.size(), &wire);
+  *out = CodesOf(wire);
+  return call;
+}
+
+// Promotion on hit.
 
 ErrorCode MasterClient::PromoteStart(int64_t writer, const std::string& key,
                                      rpc::PutStartResult* out) {

@@ -123,7 +123,21 @@ class MasterClient {
   Result<uint64_t> RemoveAll(bool force, int64_t caller, const std::string& tenant,
                              StaleCaches* stale);
 
-  // ---- the SSD tier: promotion on hit (docs/ssd.md) ----
+  // The SSD tier (docs/ssd.md; the contract is common/master.thrift's). disk_segment_id:
+  // this daemon's LOCAL_DISK segment. FetchOffloads returns out->code (or RPC_FAIL); the
+  // others fill one code per key (per object) and leave *out empty on RPC_FAIL.
+  ErrorCode FetchOffloads(int64_t daemon_id, int32_t max_tasks, rpc::OffloadTasksResult* out);
+  // codes[i]: what became of keys[i] (the task naming replica_ids[i]).
+  ErrorCode ReportOffloads(int64_t daemon_id, int64_t disk_segment_id,
+                           const std::vector<std::string>& keys,
+                           const std::vector<int64_t>& replica_ids,
+                           const std::vector<ErrorCode>& codes, std::vector<ErrorCode>* out);
+  ErrorCode RegisterDiskReplicas(int64_t daemon_id, int64_t disk_segment_id,
+                                 const std::vector<rpc::DiskObject>& objects,
+                                 std::vector<ErrorCode>* out);
+  ErrorCode DropDiskReplicas(int64_t daemon_id, int64_t disk_segment_id,
+                             const std::vector<std::string>& keys, std::vector<ErrorCode>* out);
+  // Promotion on hit (docs/ssd.md).
   // Returns out->code (or RPC_FAIL): OK with one memory replica reserved to write into,
   // OBJECT_ALREADY_EXISTS (it has a memory replica, or one is being made), OBJECT_NOT_FOUND,
   // NO_AVAILABLE_HANDLE (no space).

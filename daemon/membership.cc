@@ -57,12 +57,13 @@ bool Membership::RegisterWithRetry(const std::atomic<bool>& stop) {
   return false;
 }
 
-void Membership::ReclaimPredecessors() {
+void Membership::ReclaimPredecessors(int64_t keep_disk_segment) {
   std::vector<rpc::SegmentInfo> all;
   // Best effort; the master's TTL remains.
   if (master_->GetAllSegments(&all) != ErrorCode::OK) return;
   for (const auto& s : all) {
     if (s.name != name_ || s.daemon_id == daemon_id_) continue;
+    if (s.kind == rpc::ReplicaKind::LOCAL_DISK && s.segment_id == keep_disk_segment) continue;
     ErrorCode code = master_->UnmountSegment(s.daemon_id, s.segment_id);
     MC_LOG_INFO("segment %lld left by a previous daemon %lld on %s: unmount %s",
                 static_cast<long long>(s.segment_id), static_cast<long long>(s.daemon_id),
@@ -82,6 +83,67 @@ rpc::SegmentInfo Membership::Describe(int64_t segment_id, const SegmentMemory& m
   std::shared_lock<std::shared_mutex> lock(segments_mu_);
   info.lent_by_client = lent_.count(segment_id) != 0;
   return info;
+}
+
+rpc::SegmentInfo Membership::DescribeDisk(const DiskSegment& disk) const {
+  rpc::SegmentInfo info;
+  info.segment_id = disk.id;
+  info.name = name_;
+  info.base = 0;
+  info.size = static_cast<int64_t>(disk.size);
+  info.daemon_id = daemon_id_;
+  info.incarnation = disk.incarnation;
+  info.kind = rpc::ReplicaKind::LOCAL_DISK;
+  // Disk replicas are read with READ_DISK, over TCP only (also when RDMA is in use).
+  info.endpoints.resize(1);
+  engine_->tcp()->DescribeSegment(nullptr, disk.size, &info.endpoints[0]);
+  return info;
+}
+
+ErrorCode Membership::MountDisk(const DiskSegment& disk) {
+  {
+    std::unique_lock<std::shared_mutex> lock(segments_mu_);
+    disk_ = disk;
+  }
+  // SEGMENT_ALREADY_EXISTS is a refusal here: the id is known under another name or
+  // incarnation, or still attached to a live daemon (a memory segment's is a race with a
+  // concurrent re-registration, which a disk segment, mounted once, does not have).
+  ErrorCode code = master_->MountSegment(DescribeDisk(disk));
+  if (code != ErrorCode::OK) return code;
+  MC_LOG_INFO("mounted the SSD tier's segment %lld: %llu bytes",
+              static_cast<long long>(disk.id), static_cast<unsigned long long>(disk.size));
+  if (after_disk_mount_) after_disk_mount_();
+  return ErrorCode::OK;
+}
+
+ErrorCode Membership::UnmountDisk() {
+  int64_t id = 0;
+  {
+    std::unique_lock<std::shared_mutex> lock(segments_mu_);
+    id = disk_.id;
+    disk_ = DiskSegment{};
+  }
+  if (id == 0) return ErrorCode::SEGMENT_NOT_FOUND;
+  ErrorCode code = master_->UnmountSegment(daemon_id_, id);
+  if (code != ErrorCode::OK) {
+    MC_LOG_WARN("unmount of the SSD tier's segment %lld at the master: %s",
+                static_cast<long long>(id), ErrorName(code));
+  }
+  return code;
+}
+
+ErrorCode Membership::RetireDisk(const DiskSegment& old) {
+  ErrorCode code = master_->MountSegment(DescribeDisk(old));
+  if (code == ErrorCode::OK) code = master_->UnmountSegment(daemon_id_, old.id);
+  MC_LOG_INFO("the SSD tier's segment %lld of an earlier run (its files wiped): released at "
+              "the master: %s",
+              static_cast<long long>(old.id), ErrorName(code));
+  return code;
+}
+
+int64_t Membership::disk_segment_id() const {
+  std::shared_lock<std::shared_mutex> lock(segments_mu_);
+  return disk_.id;
 }
 
 ErrorCode Membership::Mount(std::shared_ptr<SegmentMemory> memory, int64_t* segment_id,
@@ -196,6 +258,21 @@ ErrorCode Membership::Reregister() {
     } else {
       MC_LOG_WARN("mounting segment %lld again failed: %s", static_cast<long long>(s.first),
                   ErrorName(rc));
+    }
+  }
+  DiskSegment disk;
+  {
+    std::shared_lock<std::shared_mutex> seg_lock(segments_mu_);
+    disk = disk_;
+  }
+  if (disk.id != 0) {
+    ErrorCode rc = master_->MountSegment(DescribeDisk(disk));
+    if (rc == ErrorCode::OK) {
+      MC_LOG_INFO("the SSD tier's segment %lld mounted again", static_cast<long long>(disk.id));
+      if (after_disk_mount_) after_disk_mount_();
+    } else {
+      MC_LOG_WARN("mounting the SSD tier's segment %lld again failed: %s",
+                  static_cast<long long>(disk.id), ErrorName(rc));
     }
   }
   last_registered_ = std::chrono::steady_clock::now();

@@ -17,6 +17,13 @@
 // and re-attaches the segment: the objects in it are readable again without a byte moved.
 // A master that knows nothing of them simply sees new segments, and new puts work at once.
 //
+// The SSD tier's LOCAL_DISK segment (docs/ssd.md) is mounted here too, so that it comes
+// back with the memory segments after every re-registration; it holds no memory (base 0,
+// its size the tier's capacity, reached through the TCP endpoint alone) and keeps an
+// identity of its own -- id and incarnation chosen by daemon/ssd_tier.h, persisted across
+// restarts -- because its replicas outlive this process. After each (re-)mount of it the
+// hook set with SetAfterDiskMount runs (the tier re-registers what its SSD holds).
+//
 // Thread-safety: all methods may be called from any thread.
 #ifndef MOONCAKE_DAEMON_MEMBERSHIP_H_
 #define MOONCAKE_DAEMON_MEMBERSHIP_H_
@@ -60,7 +67,9 @@ class Membership {
   // predecessor on this host that died (kill -9) before the master noticed. Sound because
   // the name holds our port, which no live daemon on this host can hold. Without this, the
   // master would keep placing puts on the dead segment until client_live_ttl runs out.
-  void ReclaimPredecessors();
+  // keep_disk_segment: the LOCAL_DISK segment id this daemon will mount again (its SSD's
+  // persisted identity; 0: none) is left for that re-mount, which re-attaches its replicas.
+  void ReclaimPredecessors(int64_t keep_disk_segment = 0);
 
   // Mounts memory at the master under a fresh segment id (*segment_id) and makes it
   // visible to Find(). lent: an application's connection lends it (MOUNT_SEGMENT), so it
@@ -76,6 +85,32 @@ class Membership {
 
   // The segment with this id if this daemon owns it, else null. Hot path: a shared lock.
   std::shared_ptr<SegmentMemory> Find(int64_t segment_id) const;
+
+  // The SSD tier's segment: id and incarnation as the tier chose them, size its capacity.
+  struct DiskSegment {
+    int64_t id = 0;
+    int64_t incarnation = 0;
+    uint64_t size = 0;
+  };
+  // Mounts it at the master and remembers it (Reregister mounts it again), whatever the
+  // answer; runs the after-disk-mount hook when the master took it. Returns MountSegment's
+  // code: SEGMENT_ALREADY_EXISTS when the master knows the id under another name or
+  // incarnation, or still attached to another daemon.
+  ErrorCode MountDisk(const DiskSegment& disk);
+  // Unmounts it at the master (which drops its replicas) and forgets it here.
+  ErrorCode UnmountDisk();
+  // Releases a disk segment of an earlier run of this daemon whose files are gone (the
+  // SSD tier in disabled mode wiped them): mounts it under its old identity -- which takes
+  // it back from the dead predecessor, whose segment the master keeps detached for its
+  // restart -- and unmounts it at once, so that the master drops its replicas now (its
+  // objects answer -704) instead of after the grace period. Neither remembered here nor
+  // followed by the after-disk-mount hook. Returns the first failing call's code.
+  ErrorCode RetireDisk(const DiskSegment& old);
+  // The id of the disk segment, 0 while none.
+  int64_t disk_segment_id() const;
+  // Runs after every successful (re-)mount of the disk segment, on the thread that mounted
+  // it: it must not block (it hands the work to another thread). Set once, before MountDisk.
+  void SetAfterDiskMount(std::function<void()> hook) { after_disk_mount_ = std::move(hook); }
 
   // Registers and mounts everything again; called on -103 from a heartbeat or a put.
   // Serialized; callers that queue up behind a registration that just succeeded (within
@@ -99,6 +134,7 @@ class Membership {
 
  private:
   rpc::SegmentInfo Describe(int64_t segment_id, const SegmentMemory& memory) const;
+  rpc::SegmentInfo DescribeDisk(const DiskSegment& disk) const;
   // Right after a registration: asks the registering master's epoch (-1 if it won't say).
   int64_t LearnEpoch();
   void HeartbeatLoop();
@@ -114,7 +150,10 @@ class Membership {
   std::map<int64_t, std::shared_ptr<SegmentMemory>> segments_;  // guarded by segments_mu_
   std::set<int64_t> lent_;  // the ids of segments_ that clients lent; guarded by segments_mu_
 
+  DiskSegment disk_;  // id 0: none; guarded by segments_mu_
+
   std::function<void()> before_remount_;
+  std::function<void()> after_disk_mount_;
   std::mutex reregister_mu_;  // one re-registration at a time
   std::chrono::steady_clock::time_point last_registered_;  // guarded by reregister_mu_
 

@@ -2,7 +2,11 @@
 
 #include <errno.h>
 #include <signal.h>
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/mount.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -25,6 +29,7 @@ namespace {
 
 struct Daemon {
   std::string socket_path;
+  std::string ssd_dir;  // what "{ssd}" in its flags stands for
   std::string log_path;
   std::string name;  // "127.0.0.1:<port>"
   int port = 0;
@@ -59,6 +64,7 @@ struct mc_cluster {
   std::vector<std::string> daemon_flags;
   harness::ChildProcess master;
   std::vector<std::unique_ptr<Daemon>> daemons;
+  std::vector<std::string> mounts;  // small filesystems, unmounted by mc_cluster_stop
 };
 
 namespace {
@@ -101,8 +107,14 @@ Daemon* NewDaemon(mc_cluster* c, const std::vector<std::string>& extra) {
   auto d = std::make_unique<Daemon>();
   d->socket_path = c->dir + "/mooncaked-" + std::to_string(i) + ".sock";
   d->log_path = c->dir + "/daemon-" + std::to_string(i) + ".log";
+  d->ssd_dir = c->dir + "/ssd-" + std::to_string(i);
   d->flags = c->daemon_flags;
   d->flags.insert(d->flags.end(), extra.begin(), extra.end());
+  for (std::string& f : d->flags) {
+    for (size_t at = f.find("{ssd}"); at != std::string::npos; at = f.find("{ssd}", at)) {
+      f.replace(at, 5, d->ssd_dir);
+    }
+  }
   SetPort(d.get(), harness::FreeTcpPort());
   c->daemons.push_back(std::move(d));
   return c->daemons.back().get();
@@ -333,6 +345,11 @@ int mc_cluster_master_stats_get(const mc_cluster* c, mc_cluster_master_stats* ou
 void mc_cluster_stop(mc_cluster* c) {
   if (c == nullptr) return;
   StopAll(c, SIGTERM);
+  for (const std::string& m : c->mounts) {
+    if (umount2(m.c_str(), MNT_DETACH) != 0) {
+      std::fprintf(stderr, "umount %s: %s\n", m.c_str(), std::strerror(errno));
+    }
+  }
   if (std::getenv("MC_KEEP_TEST_DIR") == nullptr) harness::RemoveTree(c->dir);
   delete c;
 }
@@ -481,3 +498,145 @@ extern "C" int mc_cluster_transfer_handshake(int fd, const char* name) {
              ? 0
              : 2;
 }
+
+namespace {
+
+// Every regular file under dir, recursively, that may hold object bytes.
+void DataFiles(const std::string& dir, std::vector<std::string>* out) {
+  DIR* d = opendir(dir.c_str());
+  if (d == nullptr) return;
+  while (dirent* e = readdir(d)) {
+    std::string name = e->d_name;
+    if (name == "." || name == "..") continue;
+    std::string path = dir + "/" + name;
+    struct stat st;
+    if (lstat(path.c_str(), &st) != 0) continue;
+    if (S_ISDIR(st.st_mode)) {
+      DataFiles(path, out);
+    } else if (S_ISREG(st.st_mode) && name != "IDENTITY" &&
+               !(name.size() > 5 && name.compare(name.size() - 5, 5, ".meta") == 0)) {
+      out->push_back(path);
+    }
+  }
+  closedir(d);
+}
+
+// The offset of the first copy of needle in the file, or -1.
+int64_t FindInFile(const std::string& path, const std::string& needle) {
+  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return -1;
+  const size_t chunk = 8u << 20;
+  std::string window;  // the tail of the last chunk (needle - 1 bytes) and the new one
+  int64_t window_at = 0;
+  std::vector<char> buf(chunk);
+  int64_t found = -1;
+  for (;;) {
+    ssize_t n = read(fd, buf.data(), buf.size());
+    if (n <= 0) break;
+    window.append(buf.data(), static_cast<size_t>(n));
+    size_t at = window.find(needle);
+    if (at != std::string::npos) {
+      found = window_at + static_cast<int64_t>(at);
+      break;
+    }
+    size_t keep = std::min(window.size(), needle.size() - 1);
+    window_at += static_cast<int64_t>(window.size() - keep);
+    window.erase(0, window.size() - keep);
+  }
+  close(fd);
+  return found;
+}
+
+}  // namespace
+
+extern "C" {
+
+const char* mc_cluster_ssd_dir_at(const mc_cluster* c, int i) { return At(c, i)->ssd_dir.c_str(); }
+
+int mc_cluster_flip_ssd_byte_at(const mc_cluster* c, int i, const void* needle, size_t n,
+                                size_t at) {
+  if (n == 0 || at >= n) return -1;
+  const std::string wanted(static_cast<const char*>(needle), n);
+  std::vector<std::string> files;
+  DataFiles(At(c, i)->ssd_dir, &files);
+  for (const std::string& path : files) {
+    int64_t offset = FindInFile(path, wanted);
+    if (offset < 0) continue;
+    int fd = open(path.c_str(), O_RDWR | O_CLOEXEC);
+    if (fd < 0) return -1;
+    unsigned char byte = 0;
+    off_t where = static_cast<off_t>(offset) + static_cast<off_t>(at);
+    bool ok = pread(fd, &byte, 1, where) == 1;
+    byte ^= 0xff;
+    ok = ok && pwrite(fd, &byte, 1, where) == 1 && fsync(fd) == 0;
+    close(fd);
+    return ok ? 0 : -1;
+  }
+  return -1;
+}
+
+int mc_cluster_mount_small_fs(mc_cluster* c, const char* name, uint64_t bytes,
+                              const char** path) {
+  std::string where = c->dir + "/" + name;
+  if (mkdir(where.c_str(), 0700) != 0 && errno != EEXIST) return -1;
+  std::string data = "size=" + std::to_string(bytes);
+  if (mount("tmpfs", where.c_str(), "tmpfs", 0, data.c_str()) != 0) {
+    if (errno == EPERM) return 1;
+    std::fprintf(stderr, "mount tmpfs at %s: %s\n", where.c_str(), std::strerror(errno));
+    return -1;
+  }
+  c->mounts.push_back(where);
+  *path = c->mounts.back().c_str();
+  return 0;
+}
+
+int mc_cluster_disk_stats_get(const mc_cluster* c, mc_cluster_disk_stats* out) {
+  mooncake::rpc::MasterStats stats;
+  if (!WithClusterMaster(c, [&](mooncake::rpc::MasterServiceClient& m) {
+        m.GetStats(stats);
+      })) {
+    return -1;
+  }
+  const mooncake::rpc::DiskStats& d = stats.disk;
+  out->segments = d.segments;
+  out->capacity_bytes = d.capacity_bytes;
+  out->objects = d.objects;
+  out->bytes = d.bytes;
+  out->disk_only_objects = d.disk_only_objects;
+  out->offloads_queued = d.offloads_queued;
+  out->offloads_done = d.offloads_done;
+  out->offloads_failed = d.offloads_failed;
+  out->evict_offloads = d.evict_offloads;
+  out->promotions = d.promotions;
+  out->adopted = d.adopted;
+  out->dropped = d.dropped;
+  return 0;
+}
+
+int mc_cluster_replica_kinds(const mc_cluster* c, const char* key, int* memory, int* disk,
+                             int* disk_daemon) {
+  mooncake::rpc::ReplicaListResult list;
+  if (!WithClusterMaster(c, [&](mooncake::rpc::MasterServiceClient& m) {
+        m.GetReplicaList(list, key, 0);
+      }) ||
+      list.code != 0) {
+    return -1;
+  }
+  int mem = 0, dsk = 0, holder = -1;
+  for (const auto& r : list.replicas) {
+    if (r.kind != mooncake::rpc::ReplicaKind::LOCAL_DISK) {
+      ++mem;
+      continue;
+    }
+    if (dsk++ > 0) continue;
+    for (size_t i = 0; i < c->daemons.size(); ++i) {
+      if (c->daemons[i]->name == r.segment_name) holder = static_cast<int>(i);
+    }
+  }
+  if (memory != nullptr) *memory = mem;
+  if (disk != nullptr) *disk = dsk;
+  if (disk_daemon != nullptr) *disk_daemon = holder;
+  return 0;
+}
+
+}  // extern "C"

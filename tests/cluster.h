@@ -6,6 +6,7 @@
 #ifndef MOONCAKE_TESTS_CLUSTER_H_
 #define MOONCAKE_TESTS_CLUSTER_H_
 
+#include <stddef.h>
 #include <stdint.h>
 
 #ifdef __cplusplus
@@ -167,6 +168,51 @@ typedef struct mc_cluster_tenant_stats {
 } mc_cluster_tenant_stats;
 int mc_cluster_tenant_stats_get(const mc_cluster *c, const char *tenant,
                                 mc_cluster_tenant_stats *out);
+
+/* ---- the SSD tier (docs/ssd.md) ------------------------------------------------------ */
+
+/* "{ssd}" in a daemon flag (the cluster's daemon flags, or mc_cluster_add_daemon's extra
+ * ones) stands for daemon i's own SSD directory, <dir>/ssd-<i>: e.g. {"--ssd_path",
+ * "{ssd}", "--ssd_capacity", "64m"}. A restart keeps it, so the daemon finds its files. */
+const char *mc_cluster_ssd_dir_at(const mc_cluster *c, int i);
+
+/* Flips (xor 0xff) the byte at needle offset at (< n) of the first copy of needle[0, n)
+ * found in daemon i's SSD directory: its data files, not the `.meta` files nor IDENTITY.
+ * A test names an object's bytes and corrupts them in whatever bucket holds them, knowing
+ * nothing of the layout. 0, or -1 when no data file holds them. */
+int mc_cluster_flip_ssd_byte_at(const mc_cluster *c, int i, const void *needle, size_t n,
+                                size_t at);
+
+/* Mounts a tmpfs of bytes at <dir>/<name> (created), for a daemon's --ssd_path that runs
+ * out of space; mc_cluster_stop unmounts it after the daemons are stopped. 0 with its path
+ * in *path (owned by the cluster); 1 when this process may not mount (not root, no
+ * CAP_SYS_ADMIN: the caller skips, saying so); -1 on another failure. */
+int mc_cluster_mount_small_fs(mc_cluster *c, const char *name, uint64_t bytes,
+                              const char **path);
+
+/* The master's DiskStats (GetStats, MasterStats.disk): 0, or -1 when it cannot be asked. */
+typedef struct mc_cluster_disk_stats {
+  int64_t segments; /* LOCAL_DISK segments mounted, attached or not */
+  int64_t capacity_bytes;
+  int64_t objects; /* with a LOCAL_DISK replica */
+  int64_t bytes;
+  int64_t disk_only_objects; /* of which have no memory replica */
+  int64_t offloads_queued;
+  int64_t offloads_done;
+  int64_t offloads_failed;
+  int64_t evict_offloads;
+  int64_t promotions;
+  int64_t adopted;
+  int64_t dropped;
+} mc_cluster_disk_stats;
+int mc_cluster_disk_stats_get(const mc_cluster *c, mc_cluster_disk_stats *out);
+
+/* The COMPLETE replicas of key the master lists (GetReplicaList, which grants a read
+ * lease), by kind: 0 with *memory and *disk counted and *disk_daemon the index of the
+ * daemon holding the first disk replica (-1: none); -1 when the key is missing or the
+ * master cannot be asked. Any out-parameter may be NULL. */
+int mc_cluster_replica_kinds(const mc_cluster *c, const char *key, int *memory, int *disk,
+                             int *disk_daemon);
 
 #ifdef __cplusplus
 }
