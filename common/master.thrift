@@ -374,9 +374,11 @@ service MasterService {
   list<i32> DropDiskReplicas(1: i64 daemon_id, 2: i64 disk_segment_id, 3: list<string> keys),
   // Promotion on hit (--promotion_on_hit): reserves one memory replica (PROCESSING) for an
   // object whose replicas are all on disk, for the reader to write its bytes into; -705 it
-  // has a memory replica (or one is being made), -704 missing, -200 no space. PromoteEnd
-  // publishes it (ok) or frees it; -704 when the object changed meanwhile.
-  PutStartResult PromoteStart(1: i64 writer, 2: string key),
+  // has a memory replica (or one is being made), -704 missing, or no longer the value read:
+  // disk_replica_id is the replica_id of a LOCAL_DISK replica in the list the reader read
+  // it under, which a re-written value does not have. -200 no space. PromoteEnd publishes
+  // it (ok) or frees it; -704 when the object changed meanwhile.
+  PutStartResult PromoteStart(1: i64 writer, 2: string key, 3: i64 disk_replica_id),
   i32 PromoteEnd(1: i64 writer, 2: string key, 3: bool ok),
 
   MasterStats GetStats(),

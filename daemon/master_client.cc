@@ -445,8 +445,9 @@ ErrorCode MasterClient::DropDiskReplicas(int64_t daemon_id, int64_t disk_segment
 // Promotion on hit.
 
 ErrorCode MasterClient::PromoteStart(int64_t writer, const std::string& key,
-                                     rpc::PutStartResult* out) {
-  ErrorCode call = Call([&](rpc::MasterServiceClient& c) { c.PromoteStart(*out, writer, key); });
+                                     int64_t disk_replica_id, rpc::PutStartResult* out) {
+  ErrorCode call = Call(
+      [&](rpc::MasterServiceClient& c) { c.PromoteStart(*out, writer, key, disk_replica_id); });
   return CodeOf(call, out->code);
 }
 

@@ -140,8 +140,10 @@ class MasterClient {
   // Promotion on hit (docs/ssd.md).
   // Returns out->code (or RPC_FAIL): OK with one memory replica reserved to write into,
   // OBJECT_ALREADY_EXISTS (it has a memory replica, or one is being made), OBJECT_NOT_FOUND,
-  // NO_AVAILABLE_HANDLE (no space).
-  ErrorCode PromoteStart(int64_t writer, const std::string& key, rpc::PutStartResult* out);
+  // NO_AVAILABLE_HANDLE (no space). disk_replica_id: of a LOCAL_DISK replica in the list
+  // the value was read under (the master refuses a value re-written since, -704).
+  ErrorCode PromoteStart(int64_t writer, const std::string& key, int64_t disk_replica_id,
+                         rpc::PutStartResult* out);
   // ok: publish the replica PromoteStart reserved; else free it. OBJECT_NOT_FOUND when the
   // object changed meanwhile.
   ErrorCode PromoteEnd(int64_t writer, const std::string& key, bool ok);

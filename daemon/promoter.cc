@@ -30,7 +30,8 @@ void Promoter::Stop() {
   if (thread_.joinable()) thread_.join();
 }
 
-bool Promoter::Offer(const std::string& key, const char* value, uint64_t size) {
+bool Promoter::Offer(const std::string& key, const char* value, uint64_t size,
+                     int64_t disk_replica_id) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (stopping_ || size > max_bytes_ - bytes_ || keys_.count(key) != 0) {
@@ -43,6 +44,7 @@ bool Promoter::Offer(const std::string& key, const char* value, uint64_t size) {
   Item item;
   item.key = key;
   item.size = size;
+  item.disk_replica_id = disk_replica_id;
   item.value.reset(new (std::nothrow) char[size]);
   if (item.value != nullptr) std::memcpy(item.value.get(), value, size);
   std::lock_guard<std::mutex> lock(mu_);
@@ -75,7 +77,7 @@ void Promoter::Run() {
 void Promoter::Promote(const Item& item) {
   const int64_t writer = membership_->daemon_id();
   rpc::PutStartResult started;
-  ErrorCode code = master_->PromoteStart(writer, item.key, &started);
+  ErrorCode code = master_->PromoteStart(writer, item.key, item.disk_replica_id, &started);
   if (code != ErrorCode::OK) {
     declined_.fetch_add(1, std::memory_order_relaxed);
     MC_LOG_DEBUG("promotion of %s: the master declined: %s", item.key.c_str(), ErrorName(code));

@@ -11,9 +11,10 @@
 // over that, or of a key already queued, is dropped (counted): promotion is best effort,
 // and a later hit offers it again.
 //
-// The value. A key re-written between the read and PromoteStart would have the old bytes
-// promoted as the new value; the reservation's size must be the size read (else it is
-// freed), and the master answers PromoteEnd -704 for an object changed meanwhile.
+// The value. A key re-written between the read and PromoteStart must not have the old bytes
+// promoted as the new value: PromoteStart names a disk replica of the listing the value was
+// read under, which the master checks the object still has (-704 otherwise), and the
+// master answers PromoteEnd -704 for an object changed after PromoteStart.
 //
 // Threads: Offer from any thread; one thread of its own runs the promotions, one at a time.
 #ifndef MOONCAKE_DAEMON_PROMOTER_H_
@@ -47,9 +48,10 @@ class Promoter {
   Promoter(const Promoter&) = delete;
   Promoter& operator=(const Promoter&) = delete;
 
-  // Queues the promotion of key, whose value (size bytes) is at value now; false when it
-  // was dropped (over max_bytes, already queued, or stopping).
-  bool Offer(const std::string& key, const char* value, uint64_t size);
+  // Queues the promotion of key, whose value (size bytes) is at value now, read under a
+  // listing with the LOCAL_DISK replica disk_replica_id; false when it was dropped (over
+  // max_bytes, already queued, or stopping).
+  bool Offer(const std::string& key, const char* value, uint64_t size, int64_t disk_replica_id);
   // Drops what is queued and waits for the promotion running, if any.
   void Stop();
 
@@ -66,6 +68,7 @@ class Promoter {
     std::string key;
     std::unique_ptr<char[]> value;
     uint64_t size = 0;
+    int64_t disk_replica_id = 0;
   };
   void Run();
   void Promote(const Item& item);

@@ -38,6 +38,14 @@ Clock::time_point Deadline(Clock::time_point asked_at, int64_t lease_ttl_ms) {
   return asked_at + std::chrono::milliseconds(lease_ttl_ms);
 }
 
+// A LOCAL_DISK replica of the listing (one was read): it names the value to promote.
+int64_t DiskReplicaId(const rpc::ReplicaListResult& list) {
+  for (const rpc::ReplicaDescriptor& r : list.replicas) {
+    if (r.kind == rpc::ReplicaKind::LOCAL_DISK) return r.replica_id;
+  }
+  return 0;
+}
+
 }  // namespace
 
 void StoreService::Remember(const std::string& key, ReadCache::Ticket ticket,
@@ -109,7 +117,7 @@ void StoreService::ReadListed(const ListedReads& reads, Clock::time_point asked_
                reads.lists[j].lease_ttl_ms, reads.lists[j].checksum);
       // Before the answer: the pool is the client's again once it has it.
       if (reads.lists[j].promote && candidates[j][s.served].on_disk()) {
-        promoter_.Offer(reads.keys[j], s.pool, s.length);
+        promoter_.Offer(reads.keys[j], s.pool, s.length, DiskReplicaId(reads.lists[j]));
       }
     }
   }

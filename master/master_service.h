@@ -271,7 +271,8 @@ class MasterService {
   // -705 when the object has a memory replica, is being written, or another promotion of
   // it is open; -704 missing; -200 no space; -1402 over quota; -103 unknown writer. The
   // replica is placed on the writer's own segments first.
-  rpc::PutStartResult PromoteStart(int64_t writer, const std::string& key);
+  rpc::PutStartResult PromoteStart(int64_t writer, const std::string& key,
+                                   int64_t disk_replica_id);
   // OK once published (ok) or freed (!ok); -704 no open promotion, or the object changed
   // or went meanwhile (the reserved range is freed); -601 another writer's.
   ErrorCode PromoteEnd(int64_t writer, const std::string& key, bool ok);

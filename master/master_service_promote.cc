@@ -28,7 +28,8 @@ void MasterService::DropPendingPromotion(Shard& shard, std::string_view key) {
   tenants_.Add(key, 0, -MemoryBytes(it->second.size, it->second.to));
 }
 
-rpc::PutStartResult MasterService::PromoteStart(int64_t writer, const std::string& key) {
+rpc::PutStartResult MasterService::PromoteStart(int64_t writer, const std::string& key,
+                                               int64_t disk_replica_id) {
   StateGate::Shared gate(gate_);
   if (!ValidKey(key)) return PromoteError(ErrorCode::INVALID_PARAMS);
   std::string name;
@@ -42,11 +43,20 @@ rpc::PutStartResult MasterService::PromoteStart(int64_t writer, const std::strin
     return !meta.complete || meta.memory_replicas() > 0 ||
            locked.shard.upserts.count(key) != 0 || locked.shard.promotions.count(key) != 0;
   };
+  // The value the reader read: it still has the disk replica the reader was listed.
+  auto same_value = [&](const ObjectMetadata& meta) {
+    for (size_t i = 0; i < meta.replicas.size(); ++i) {
+      const Replica& r = meta.replicas[i];
+      if (r.kind == ReplicaKind::kLocalDisk && r.id() == disk_replica_id) return true;
+    }
+    return false;
+  };
   uint64_t size = 0;
   {
     LockedKey locked(*this, key);
     if (locked.object == nullptr) return PromoteError(ErrorCode::OBJECT_NOT_FOUND);
     if (open(locked)) return PromoteError(ErrorCode::OBJECT_ALREADY_EXISTS);
+    if (!same_value(*locked.object)) return PromoteError(ErrorCode::OBJECT_NOT_FOUND);
     size = locked.object->size;
   }
   // As a put's: without the shard lock (it may evict), charged to the key's tenant.
@@ -57,7 +67,8 @@ rpc::PutStartResult MasterService::PromoteStart(int64_t writer, const std::strin
   ErrorCode rc = ReserveCharged(key, size, config, &reserved);
   if (rc != ErrorCode::OK) return PromoteError(rc);
   LockedKey locked(*this, key);
-  ErrorCode lost = locked.object == nullptr ? ErrorCode::OBJECT_NOT_FOUND
+  ErrorCode lost = locked.object == nullptr || !same_value(*locked.object)
+                       ? ErrorCode::OBJECT_NOT_FOUND
                    : locked.object->size != size || open(locked)
                        ? ErrorCode::OBJECT_ALREADY_EXISTS
                        : ErrorCode::OK;

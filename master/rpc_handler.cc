@@ -219,8 +219,9 @@ void RpcHandler::DropDiskReplicas(std::vector<int32_t>& out, int64_t daemon_id,
   AcknowledgeAll(&out);
 }
 
-void RpcHandler::PromoteStart(rpc::PutStartResult& out, int64_t writer, const std::string& key) {
-  out = service_->PromoteStart(writer, key);
+void RpcHandler::PromoteStart(rpc::PutStartResult& out, int64_t writer, const std::string& key,
+                              int64_t disk_replica_id) {
+  out = service_->PromoteStart(writer, key, disk_replica_id);
 }
 
 int32_t RpcHandler::PromoteEnd(int64_t writer, const std::string& key, bool ok) {

@@ -85,6 +85,15 @@ inline std::string Kinds(MasterService& s, const std::string& key) {
   return kinds;
 }
 
+// The replica id of key's first LOCAL_DISK replica as GetReplicaList lists it (0: none),
+// what a reader names to PromoteStart.
+inline int64_t DiskReplicaId(MasterService& s, const std::string& key) {
+  for (const rpc::ReplicaDescriptor& d : s.GetReplicaList(key).replicas) {
+    if (d.kind == rpc::ReplicaKind::LOCAL_DISK) return d.replica_id;
+  }
+  return 0;
+}
+
 // Moves the clock by ms with the upkeep running every 100 ms, as the server's does (a
 // longer gap would pass for the master's own stall).
 inline void Advance(MasterService& s, int64_t ms) {

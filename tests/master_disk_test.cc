@@ -332,9 +332,12 @@ void test_promotion(void**) {
   Put(s, 1, "warm", 4096, On(1));
   assert_false(s.GetReplicaList("warm").promote);
   assert_true(s.GetReplicaList("cold").promote);
-  assert_int_equal(s.PromoteStart(2, "warm").code, kExists);
-  assert_int_equal(s.PromoteStart(2, "missing").code, kNotFound);
-  rpc::PutStartResult started = s.PromoteStart(2, "cold");
+  assert_int_equal(s.PromoteStart(2, "warm", DiskReplicaId(s, "warm")).code, kExists);
+  assert_int_equal(s.PromoteStart(2, "missing", 1).code, kNotFound);
+  const int64_t cold_disk = DiskReplicaId(s, "cold");
+  assert_int_not_equal(cold_disk, 0);
+  assert_int_equal(s.PromoteStart(2, "cold", cold_disk + 1).code, kNotFound);  // not that value
+  rpc::PutStartResult started = s.PromoteStart(2, "cold", cold_disk);
   assert_int_equal(started.code, 0);
   assert_int_equal(started.replicas.size(), 1);
   assert_int_equal(started.replicas[0].status, rpc::ReplicaStatus::PROCESSING);
@@ -343,7 +346,7 @@ void test_promotion(void**) {
   assert_int_equal(SegmentUsed(s, 21), 4096);
   assert_false(s.GetReplicaList("cold").promote);        // one is on its way
   assert_string_equal(Kinds(s, "cold").c_str(), "D");    // not listed until published
-  assert_int_equal(s.PromoteStart(1, "cold").code, kExists);
+  assert_int_equal(s.PromoteStart(1, "cold", cold_disk).code, kExists);
   assert_int_equal(ToInt(s.PromoteEnd(1, "cold", true)), kNotOwner);
   assert_int_equal(ToInt(s.PromoteEnd(2, "cold", true)), 0);
   assert_string_equal(Kinds(s, "cold").c_str(), "MD");
@@ -360,15 +363,15 @@ void test_promotion_orphaned_or_abandoned(void**) {
   AddDiskDaemon(s, 1);
   s.RegisterDiskReplicas(1, DiskId(1), {On("removed", 4096), On("given-up", 4096),
                                         On("abandoned", 4096)});
-  assert_int_equal(s.PromoteStart(1, "removed").code, 0);
+  assert_int_equal(s.PromoteStart(1, "removed", DiskReplicaId(s, "removed")).code, 0);
   assert_int_equal(ToInt(s.Remove("removed", true)), 0);
   assert_int_equal(ToInt(s.PromoteEnd(1, "removed", true)), kNotFound);
-  assert_int_equal(s.PromoteStart(1, "given-up").code, 0);
+  assert_int_equal(s.PromoteStart(1, "given-up", DiskReplicaId(s, "given-up")).code, 0);
   assert_int_equal(ToInt(s.PromoteEnd(1, "given-up", false)), 0);
   assert_string_equal(Kinds(s, "given-up").c_str(), "D");
   assert_int_equal(Used(s), 0);
   // Never ended: freed like an abandoned put, once its writer must have given up.
-  assert_int_equal(s.PromoteStart(1, "abandoned").code, 0);
+  assert_int_equal(s.PromoteStart(1, "abandoned", DiskReplicaId(s, "abandoned")).code, 0);
   assert_int_equal(Used(s), 4096);
   g_now += kRelease + 1000;
   s.Tick();
