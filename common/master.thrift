@@ -262,6 +262,24 @@ struct DiskObject {
   3: i64 checksum,                        // -1: none
 }
 
+// High availability (docs/ha.md). A master without --enable_ha is always LEADER of term 0.
+enum MasterRole {
+  LEADER = 0,                             // serves every call
+  STANDBY = 1,                            // follows the leader's log; answers -1600 to the rest
+  DEPOSED = 2,                            // lost its lease: serves nothing, answers -1600
+}
+
+struct RoleResult {
+  1: i32 code,
+  2: MasterRole role,
+  3: i64 term,                            // the leader's term (its etcd key's create_revision):
+                                          // grows with every election. A daemon takes replies
+                                          // only from a connection whose term is the highest
+                                          // it knows (docs/ha.md, "Fencing")
+  4: string leader,                       // the leader's rpc address "host:port", "" unknown
+  5: i64 applied_seq,                     // the last operation-log record in this master's state
+}
+
 // The cluster key's handshake (common/cluster_key.h, context "master"), answered by the
 // connection's AuthenticatedProcessor (master/authenticated_processor.h).
 struct AuthChallengeResult {
@@ -281,6 +299,10 @@ service MasterService {
   // connections answer both with -600: there is no key to prove), and refuses the others.
   AuthChallengeResult AuthChallenge(1: binary client_nonce),
   AuthenticateResult Authenticate(1: binary client_proof),
+
+  // Who this master is now; answered in every role, also by a standby or a deposed leader.
+  // A daemon asks it on every new connection and keeps the connection's term.
+  RoleResult GetRole(),
 
   // Daemons
   i32 RegisterDaemon(1: i64 daemon_id, 2: string name),

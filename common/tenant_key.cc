@@ -1,14 +1,11 @@
 #include "common/tenant_key.h"
 
+#include "common/text.h"
+
 namespace mooncake {
 namespace tenant_key {
 
 namespace {
-
-bool TenantChar(char c) {
-  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-         c == '_' || c == '.' || c == '-';
-}
 
 // Where the tenant part of a stored key of a named tenant ends (its second NUL), or npos.
 size_t TenantEnd(std::string_view stored) {
@@ -18,13 +15,7 @@ size_t TenantEnd(std::string_view stored) {
 
 }  // namespace
 
-bool ValidTenant(std::string_view tenant) {
-  if (tenant.empty() || tenant.size() > kMaxTenantLen) return false;
-  for (char c : tenant) {
-    if (!TenantChar(c)) return false;
-  }
-  return true;
-}
+bool ValidTenant(std::string_view tenant) { return ValidName(tenant); }
 
 bool ValidUserKey(std::string_view key) {
   return !key.empty() && key.size() <= MOONCAKE_STORE_MAX_KEY_LEN &&

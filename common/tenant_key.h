@@ -27,12 +27,14 @@
 #include <string>
 #include <string_view>
 
+#include "common/text.h"
+
 #include "include/mooncake_store.h"
 
 namespace mooncake {
 namespace tenant_key {
 
-constexpr size_t kMaxTenantLen = 64;
+constexpr size_t kMaxTenantLen = kMaxNameLen;  // common/text.h
 // The longest key the master stores: the longest user key of the longest tenant id.
 constexpr size_t kMaxStoredKeyLen = MOONCAKE_STORE_MAX_KEY_LEN + kMaxTenantLen + 2;
 

@@ -21,4 +21,14 @@ std::vector<std::string> SplitList(std::string_view s, char sep) {
   }
 }
 
+bool ValidName(std::string_view s) {
+  if (s.empty() || s.size() > kMaxNameLen) return false;
+  for (char c : s) {
+    bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+              c == '_' || c == '.' || c == '-';
+    if (!ok) return false;
+  }
+  return true;
+}
+
 }  // namespace mooncake

@@ -19,6 +19,11 @@ std::string Trim(std::string_view s, std::string_view blanks = kBlanks);
 // refuse them: "a, b,,c" -> {"a", "b", "", "c"}, "" -> {""}.
 std::vector<std::string> SplitList(std::string_view s, char sep);
 
+// 1..64 characters of [A-Za-z0-9_.-]: what names of tenants and clusters are made of, safe
+// in keys, paths and log lines alike.
+inline constexpr size_t kMaxNameLen = 64;
+bool ValidName(std::string_view s);
+
 }  // namespace mooncake
 
 #endif  // MOONCAKE_COMMON_TEXT_H_

@@ -87,7 +87,8 @@ extern "C" {
   X(SERIALIZE_UNSUPPORTED, -1500, "serialization unsupported")                             \
   X(SERIALIZE_FAIL, -1501, "serialization failed")                                         \
   X(DESERIALIZE_FAIL, -1502, "deserialization failed")                                     \
-  X(PERSISTENT_FAIL, -1503, "persisting failed")
+  X(PERSISTENT_FAIL, -1503, "persisting failed")                                           \
+  X(NOT_LEADER, -1600, "this master is not the leader (a standby, or deposed): ask the leader")
 
 #define MOONCAKE_STORE_ERROR_ENUM_(name, value, text) MOONCAKE_STORE_##name = (value),
 enum mooncake_store_result { MOONCAKE_STORE_ERROR_TABLE(MOONCAKE_STORE_ERROR_ENUM_) };

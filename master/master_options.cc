@@ -1,5 +1,6 @@
 #include "master/master_options.h"
 
+#include "common/text.h"
 #include "master/tenant_usage.h"
 
 namespace mooncake {
@@ -85,6 +86,19 @@ void RegisterMasterFlags(FlagSet* f, MasterOptions* o) {
   f->AddDuration("reattach_grace_period_sec", &o->reattach_grace_ms, 1000,
                  "after a restore, a segment whose daemon has not mounted it again within "
                  "this (s) is dropped with its replicas");
+  f->AddBool("enable_ha", &o->enable_ha,
+             "campaign for leadership through etcd (--etcd_endpoints); standbys follow the "
+             "leader's operation log and take over when it goes (docs/ha.md)");
+  f->AddString("etcd_endpoints", &o->etcd_endpoints,
+               "etcd's client endpoints, host:port[,host:port...] (with --enable_ha)");
+  f->AddString("cluster_id", &o->cluster_id,
+               "the cluster whose leadership this master campaigns for; daemons name the same");
+  f->AddDuration("ha_lease_ttl", &o->ha_lease_ttl_ms, 1,
+                 "the leader's etcd lease (whole seconds): a leader that cannot renew it "
+                 "within this stops serving, and a standby takes over, ms");
+  f->AddDuration("ha_sync_timeout", &o->ha_sync_timeout_ms, 1,
+                 "strict mode: how long an acknowledgement waits for a standby before the "
+                 "leader drops it from the sync set, ms");
 }
 
 bool ValidateMasterOptions(const MasterOptions& o, std::string* error) {
@@ -121,6 +135,15 @@ bool ValidateMasterOptions(const MasterOptions& o, std::string* error) {
     *error = "--snapshot_interval_seconds and --snapshot_child_timeout_seconds must be positive";
   } else if (o.snapshot_retention_count < 1 || o.snapshot_retention_count > 1000) {
     *error = "--snapshot_retention_count must be in 1..1000";
+  } else if (o.enable_ha && (o.etcd_endpoints.empty() || !o.enable_snapshot ||
+                             o.oplog_mode == "disabled")) {
+    // The standbys follow the operation log: without one there is nothing to follow.
+    *error = "--enable_ha needs --etcd_endpoints, --enable_snapshot and an --oplog_mode";
+  } else if (o.ha_lease_ttl_ms < 1000 || o.ha_lease_ttl_ms > 60000 ||
+             o.ha_lease_ttl_ms % 1000 != 0 || o.ha_sync_timeout_ms <= 0) {
+    *error = "--ha_lease_ttl must be whole seconds in 1..60 s, --ha_sync_timeout positive";
+  } else if (!ValidName(o.cluster_id)) {
+    *error = "--cluster_id must be 1..64 characters of [A-Za-z0-9_.-]";
   } else if (o.oplog_flush_interval_ms <= 0 || o.oplog_flush_interval_ms > 60000) {
     *error = "--oplog_flush_interval must be in (0, 60 s]";
   } else if (o.reattach_grace_ms <= 0) {

@@ -68,6 +68,16 @@ struct MasterOptions {
   // After a restore: how long a restored segment's daemon has to mount it again.
   int64_t reattach_grace_ms = 30000;
 
+  // High availability (docs/ha.md): masters of one cluster_id campaign through etcd; the
+  // leader serves, the standbys follow its operation log and take over when it goes.
+  bool enable_ha = false;
+  std::string etcd_endpoints;           // "host:port[,host:port...]"
+  std::string cluster_id = "mooncake";  // names the election: [A-Za-z0-9_.-], 1..64
+  int64_t ha_lease_ttl_ms = 2000;       // the leader's etcd lease; whole seconds, 1..60 s
+  // Strict mode: how long an acknowledgement waits for a standby of the sync set before the
+  // leader drops that standby from it (docs/ha.md, "What an acknowledgement means").
+  int64_t ha_sync_timeout_ms = 1000;
+
   // How often the server runs MasterService::Tick. A gap between two rounds longer than
   // twice this plus kStallMarginMs is taken for a stall of the master itself (master/
   // master_service.h, "Liveness"). Not a flag: the server's loop and that rule share it.

@@ -46,6 +46,14 @@ void RpcHandler::Heartbeat(rpc::HeartbeatResult& out, int64_t daemon_id) {
   out = service_->Heartbeat(daemon_id);
 }
 
+// Without HA (docs/ha.md) the one master leads, in term 0, for as long as it runs.
+void RpcHandler::GetRole(rpc::RoleResult& out) {
+  out.code = ToInt(ErrorCode::OK);
+  out.role = rpc::MasterRole::LEADER;
+  out.term = 0;
+  out.applied_seq = static_cast<int64_t>(service_->GetStats().oplog_sequence);
+}
+
 int32_t RpcHandler::MountSegment(const rpc::SegmentInfo& segment) {
   return Acknowledge(service_->MountSegment(segment));
 }

@@ -46,6 +46,7 @@ class RpcHandler : public rpc::MasterServiceIf {
   void AuthChallenge(rpc::AuthChallengeResult& out, const std::string& client_nonce) override;
   void Authenticate(rpc::AuthenticateResult& out, const std::string& client_proof) override;
 
+  void GetRole(rpc::RoleResult& out) override;
   int32_t RegisterDaemon(int64_t daemon_id, const std::string& name) override;
   void Heartbeat(rpc::HeartbeatResult& out, int64_t daemon_id) override;
   int32_t MountSegment(const rpc::SegmentInfo& segment) override;

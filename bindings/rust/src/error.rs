@@ -136,6 +136,8 @@ error_table! {
     DeserializeFail = -1502, "DESERIALIZE_FAIL";
     /// -1503: persisting failed.
     PersistentFail = -1503, "PERSISTENT_FAIL";
+    /// -1600: this master is not the leader (a standby, or deposed): ask the leader.
+    NotLeader = -1600, "NOT_LEADER";
 }
 
 /// `Result` with [`Error`].

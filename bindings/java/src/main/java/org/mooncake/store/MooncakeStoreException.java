@@ -56,6 +56,7 @@ public class MooncakeStoreException extends RuntimeException {
     public static final int SERIALIZE_FAIL = -1501;
     public static final int DESERIALIZE_FAIL = -1502;
     public static final int PERSISTENT_FAIL = -1503;
+    public static final int NOT_LEADER = -1600;
 
     private final int code;
     private final String operation;

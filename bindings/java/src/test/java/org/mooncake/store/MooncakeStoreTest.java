@@ -179,7 +179,7 @@ public class MooncakeStoreTest {
                 seen++;
             }
         }
-        assertEquals(42, seen);
+        assertEquals(43, seen);
         assertEquals("object not found", MooncakeStore.strerror(MooncakeStoreException.OBJECT_NOT_FOUND));
         assertEquals("unknown error code", MooncakeStore.strerror(12345));
         MooncakeStoreException e = new MooncakeStoreException(-600, "op", "why");
