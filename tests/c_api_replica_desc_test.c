@@ -4,10 +4,8 @@
  * must split), and mooncake_store_set_ssd_offload (its modes; puts, upserts and batch puts
  * carrying it still store and read back the right bytes).
  *
- * Disk replicas end to end need a daemon with --ssd_path and a master with
- * --enable_offload (the other parts of the issue). Those cases run only with
- * MC_TEST_SSD=1 in the environment, and are skipped otherwise; each starts a cluster of
- * its own. */
+ * Disk replicas end to end: each of those cases starts a cluster of its own, whose daemon
+ * has an SSD tier (--ssd_path) and whose master offloads as the case needs. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -291,12 +289,7 @@ static void test_offload_modes_store_as_before(void **state) {
   free(back);
 }
 
-/* ---- disk replicas (MC_TEST_SSD=1) ------------------------------------------------- */
-
-static int ssd_enabled(void) {
-  const char *on = getenv("MC_TEST_SSD");
-  return on != NULL && strcmp(on, "1") == 0;
-}
+/* ---- disk replicas ----------------------------------------------------------------- */
 
 /* One daemon with an SSD tier under the cluster's directory; master_flags as given. */
 static mc_cluster *start_ssd_cluster(const char *const *master_flags) {
@@ -331,7 +324,6 @@ static int await_disk_replica(mooncake_store_t s, const char *key, mooncake_repl
 /* --enable_offload on the master: a default put gains a disk replica on its daemon. */
 static void test_ssd_master_offload_shows_disk_replica(void **state) {
   (void)state;
-  if (!ssd_enabled()) skip();
   static const char *const master_flags[] = {"--enable_offload", NULL};
   mc_cluster *c = start_ssd_cluster(master_flags);
   assert_non_null(c);
@@ -361,7 +353,6 @@ static void test_ssd_master_offload_shows_disk_replica(void **state) {
 /* No --enable_offload: the handle's ON asks for it per put, and only its puts get one. */
 static void test_ssd_handle_offload_on(void **state) {
   (void)state;
-  if (!ssd_enabled()) skip();
   mc_cluster *c = start_ssd_cluster(NULL);
   assert_non_null(c);
   mooncake_store_t s = connect_app(c, 0, POOL_SIZE);
@@ -386,7 +377,6 @@ static void test_ssd_handle_offload_on(void **state) {
 /* --enable_offload, but the handle's OFF: its puts stay in memory. */
 static void test_ssd_handle_offload_off(void **state) {
   (void)state;
-  if (!ssd_enabled()) skip();
   static const char *const master_flags[] = {"--enable_offload", NULL};
   mc_cluster *c = start_ssd_cluster(master_flags);
   assert_non_null(c);

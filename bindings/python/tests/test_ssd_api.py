@@ -2,9 +2,9 @@
 ssd_offload_path (keywords, Mooncake's positional order, the dict form), and
 get_replica_desc / batch_get_replica_desc with ReplicaDescriptor.
 
-The suite's cluster has no SSD tier, so every replica is a memory one. The cases that need
-disk replicas (a daemon with --ssd_path, a master with --enable_offload) run only with
-MC_TEST_SSD=1, under a cluster started that way:
+The main suite's cluster has no SSD tier, so every replica is a memory one. The cases that
+need disk replicas (a daemon with --ssd_path, a master with --enable_offload) run with
+MC_TEST_SSD=1, under a cluster started that way -- CTest's python_binding_ssd_test does:
 
     scripts/with-cluster.sh --build build --master-flag --enable_offload \\
         --daemon-flag --ssd_path={dir}/ssd-{i} --daemon-flag --ssd_capacity=256MB -- \\

@@ -3,10 +3,8 @@ package org.mooncake.store;
 import static org.junit.Assert.assertArrayEquals;
 import static org.junit.Assert.assertEquals;
 import static org.junit.Assert.assertFalse;
-import static org.junit.Assert.assertNotNull;
 import static org.junit.Assert.assertThrows;
 import static org.junit.Assert.assertTrue;
-import static org.junit.Assume.assumeTrue;
 
 import java.nio.charset.StandardCharsets;
 import java.util.List;
@@ -18,10 +16,8 @@ import org.junit.rules.Timeout;
 /**
  * The SSD tier through the Java binding (issue 14): {@code getReplicaDesc},
  * {@code batchGetReplicaDesc} and {@code setSsdOffload}, against a real master and daemon
- * (scripts/with-cluster.sh), which have no SSD tier: every replica is a memory one. The case
- * that needs a disk replica runs only with {@code MC_TEST_SSD=1}, under a cluster whose daemon
- * has {@code --ssd_path} and whose master has {@code --enable_offload} (see
- * bindings/java/README.md).
+ * (scripts/with-cluster.sh), which have no SSD tier: every replica is a memory one. Disk
+ * replicas: MooncakeStoreReplicaDiskTest.
  */
 public class MooncakeStoreReplicaTest {
     @Rule
@@ -114,28 +110,5 @@ public class MooncakeStoreReplicaTest {
         assertEquals(MooncakeStoreException.INVALID_PARAMS, code(() -> s.getReplicaDesc("k")));
         assertEquals(MooncakeStoreException.INVALID_PARAMS,
                 code(() -> s.setSsdOffload(MooncakeStore.SSD_OFFLOAD_ON)));
-    }
-
-    @Test
-    public void diskReplicaAppearsWithOffload() throws InterruptedException {
-        assumeTrue("needs MC_TEST_SSD=1 and a cluster with --ssd_path and --enable_offload",
-                "1".equals(System.getenv("MC_TEST_SSD")));
-        try (MooncakeStore s = MooncakeStore.connect(null, 16 << 20)) {
-            s.setSsdOffload(MooncakeStore.SSD_OFFLOAD_ON);
-            String key = RUN + "/disk";
-            s.put(key, new byte[4096]);
-            ReplicaDescriptor disk = null;
-            for (long deadline = System.nanoTime() + 10_000_000_000L;
-                    disk == null && System.nanoTime() < deadline; Thread.sleep(100)) {
-                for (ReplicaDescriptor r : s.getReplicaDesc(key)) {
-                    if (r.isDiskReplica()) {
-                        disk = r;
-                    }
-                }
-            }
-            assertNotNull("no disk replica within 10 s", disk);
-            assertEquals(s.getHostname(), disk.location());
-            assertEquals(4096, disk.size());
-        }
     }
 }
