@@ -3,6 +3,7 @@
  *  - a working set three times the DRAM segment with --offload_on_evict: every object
  *    reads back with its own bytes, the evicted ones from SSD (100 % hits), and the master
  *    counts disk-only objects;
+ *  - promotion on hit: a disk-only object that is read gets a memory replica back;
  *  - bucket eviction: fifo drops the oldest bucket, lru the least recently read one;
  *  - a disk replica read from another daemon (READ_DISK), and its owner killed -9 while
  *    it is read: right bytes or a clean error, never wrong bytes;
@@ -84,6 +85,38 @@ static void test_working_set_three_times_memory(void **state) {
           (long long)d.disk_only_objects, (long long)d.offloads_done,
           (long long)d.evict_offloads, (long long)e.evicted_objects);
   assert_int_equal(hits, WS_COUNT);
+  mooncake_store_destroy(s);
+  mc_cluster_stop(c);
+}
+
+/* ---- promotion on hit ------------------------------------------------------------------ */
+
+static void test_promotion_on_hit(void **state) {
+  (void)state;
+  static const char *const master[] = {"--offload_on_evict", "--promotion_on_hit", NULL};
+  static const char *const daemon[] = {"--ssd_path", "{ssd}", "--ssd_capacity", "256m",
+                                       "--ssd_bucket_size", "8m", "--put_no_space_wait",
+                                       "10s", NULL};
+  mc_cluster_options opts = {1, WS_SEGMENT, 1000, master, daemon};
+  mc_cluster *c = mc_cluster_start_with(&opts);
+  assert_non_null(c);
+  mooncake_store_t s = connect_app(c, 0, 4 * MiB);
+  put_series(s, "pr", 0, WS_COUNT, WS_OBJ, NULL);
+  int memory = -1, disk = -1;
+  assert_int_equal(kinds_of(c, "pr", 0, &memory, &disk), 0);
+  assert_int_equal(memory, 0); /* evicted to disk */
+  assert_int_equal(disk, 1);
+  /* The hit, served from disk, re-creates a memory replica in the background. */
+  assert_int_equal(read_checked(s, "pr", 0, WS_OBJ), (int64_t)WS_OBJ);
+  for (double deadline = now_seconds() + 10; memory < 1 && now_seconds() < deadline;) {
+    usleep(20 * 1000);
+    assert_int_equal(kinds_of(c, "pr", 0, &memory, &disk), 0);
+  }
+  assert_int_equal(memory, 1);
+  assert_int_equal(disk, 1); /* the disk copy stays */
+  assert_true(disk_stats(c).promotions >= 1);
+  /* The promoted replica holds the same bytes (memory is read first). */
+  assert_int_equal(read_checked(s, "pr", 0, WS_OBJ), (int64_t)WS_OBJ);
   mooncake_store_destroy(s);
   mc_cluster_stop(c);
 }
@@ -397,6 +430,7 @@ static void test_unusable_ssd_path_stops_the_start(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_working_set_three_times_memory),
+      cmocka_unit_test(test_promotion_on_hit),
       cmocka_unit_test(test_fifo_evicts_the_oldest_bucket),
       cmocka_unit_test(test_lru_evicts_the_least_recently_read_bucket),
       cmocka_unit_test(test_remote_disk_read_and_owner_killed),
