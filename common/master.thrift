@@ -50,7 +50,9 @@ struct SegmentInfo {
                                           // a segment size): it leaves when that client does, so
                                           // placement uses it only when the daemons' own segments
                                           // are full, or when a put names its daemon
-  10: ReplicaKind kind = ReplicaKind.MEMORY, // LOCAL_DISK: the daemon's SSD tier (docs/ssd.md):
+  10: i32 kind = 0,                       // a ReplicaKind (an i32, so that a hostile value is an
+                                          // integer to refuse, -600, never an invalid enum):
+                                          // LOCAL_DISK: the daemon's SSD tier (docs/ssd.md):
                                           // size is its capacity, base 0; the master allocates
                                           // nothing in it and never counts it as memory. Its
                                           // replicas are objects the daemon wrote to its SSD,

@@ -37,8 +37,9 @@
 //  - a drain batch moves distinct keys from ranges inside the draining segment to
 //    PROCESSING ranges in other attached segments; CommitMoves and RevokeMoves answer
 //    one code per key;
-//  - the stats agree with the segments (used <= size each; capacity sums every segment,
-//    used the attached ones' while none is detached), and the tenants' figures with the
+//  - the stats agree with the segments (used <= size each; capacity sums every memory
+//    segment, used the attached ones' while none is detached; the disk figures the
+//    LOCAL_DISK segments), and the tenants' figures with the
 //    whole (their objects sum the objects, their bytes stay within the bytes used, a
 //    tenant with a quota within it, refusals only where there is a quota);
 // at every restart:
@@ -559,26 +560,42 @@ void CheckAdmission(const Call& call, const Reply& reply, bool admitted_before,
 }
 
 // The stats against the segments they sum (detached ones, restored and not yet
-// re-attached, are counted but not listed).
+// re-attached, are counted but not listed). Memory segments make the pool's figures;
+// LOCAL_DISK ones (the daemons' SSD tiers) only the disk figures.
 void CheckStats(MasterService* service) {
   rpc::MasterStats stats = service->GetStats();
   const std::vector<rpc::SegmentInfo> attached = service->GetAllSegments();
   const std::vector<SegmentRecord> all = service->ExportSegments();
-  uint64_t used = 0, capacity = 0;
+  const uint8_t kDisk = static_cast<uint8_t>(rpc::ReplicaKind::LOCAL_DISK);
+  uint64_t used = 0, capacity = 0, disk_capacity = 0;
+  int64_t memory_segments = 0, disk_segments = 0;
   for (const rpc::SegmentInfo& s : attached) {
     FUZZ_CHECK(s.used >= 0 && s.used <= s.size, "segment %lld uses %lld of %lld bytes",
                static_cast<long long>(s.segment_id), static_cast<long long>(s.used),
                static_cast<long long>(s.size));
-    used += static_cast<uint64_t>(s.used);
+    if (s.kind == rpc::ReplicaKind::MEMORY) used += static_cast<uint64_t>(s.used);
   }
   for (const SegmentRecord& s : all) {
-    capacity += static_cast<uint64_t>(s.size) / 64 * 64;  // the allocator's alignment
+    if (s.kind == kDisk) {
+      ++disk_segments;
+      disk_capacity += static_cast<uint64_t>(s.size);
+    } else {
+      ++memory_segments;
+      capacity += static_cast<uint64_t>(s.size) / 64 * 64;  // the allocator's alignment
+    }
   }
-  FUZZ_CHECK(stats.segments == static_cast<int64_t>(all.size()) &&
+  FUZZ_CHECK(stats.segments == memory_segments && stats.disk.segments == disk_segments &&
                  stats.pending_segments == static_cast<int64_t>(all.size() - attached.size()),
-             "stats say %lld segments, %lld pending; there are %zu, %zu attached",
-             static_cast<long long>(stats.segments), static_cast<long long>(stats.pending_segments),
-             all.size(), attached.size());
+             "stats say %lld + %lld disk segments, %lld pending; there are %lld + %lld, %zu "
+             "attached",
+             static_cast<long long>(stats.segments), static_cast<long long>(stats.disk.segments),
+             static_cast<long long>(stats.pending_segments),
+             static_cast<long long>(memory_segments), static_cast<long long>(disk_segments),
+             attached.size());
+  FUZZ_CHECK(static_cast<uint64_t>(stats.disk.capacity_bytes) == disk_capacity,
+             "stats say %lld bytes of disk, the segments %llu",
+             static_cast<long long>(stats.disk.capacity_bytes),
+             static_cast<unsigned long long>(disk_capacity));
   FUZZ_CHECK(static_cast<uint64_t>(stats.capacity_bytes) == capacity &&
                  (stats.pending_segments == 0 ? static_cast<uint64_t>(stats.used_bytes) == used
                                               : static_cast<uint64_t>(stats.used_bytes) >= used),

@@ -348,6 +348,35 @@ Seeds MasterRpcSeeds() {
     s.At(2, true).send_UpsertRevoke(1, "k");
     seeds.emplace_back("seed-upsert", s.bytes());
   }
+  {  // the SSD tier: a disk segment, an offloading put, its task and report, reconcile,
+     // drops, promotion, and a restart that keeps the disk replicas
+    RpcScript s;
+    Daemon(s, 1);
+    rpc::SegmentInfo disk = Segment(1, 12, 1ll << 30);
+    disk.kind = rpc::ReplicaKind::LOCAL_DISK;
+    disk.base = 0;
+    s.Now().send_MountSegment(disk);
+    rpc::ReplicateConfig offload = Config();
+    offload.offload = 1;
+    s.Now().send_PutStart(1, "hot", 4096, offload);
+    s.Now().send_PutEnd(1, "hot", 7);
+    s.Now().send_FetchOffloads(1, 16);
+    s.Now().send_ReportOffloads(1, 12, {"hot"}, {(int64_t{1} << 32) | 1}, {0});
+    s.Now().send_GetReplicaList("hot", 0);
+    rpc::DiskObject cold;
+    cold.key = "cold";
+    cold.size = 8192;
+    cold.checksum = 5;
+    s.Now().send_RegisterDiskReplicas(1, 12, {cold});
+    s.Now().send_GetReplicaList("cold", 0);
+    s.Now().send_PromoteStart(1, "cold", (int64_t{2} << 32) | 1);
+    s.Now().send_PromoteEnd(1, "cold", true);
+    s.AfterSnapshot().send_DropDiskReplicas(1, 12, {"hot"});
+    s.AfterRestart().send_RegisterDaemon(1, Name(1));
+    s.Now().send_MountSegment(disk);
+    s.Now().send_GetStats();
+    seeds.emplace_back("seed-disk", s.bytes());
+  }
   {  // pins, leases and eviction above the watermark
     RpcScript s;
     Daemon(s, 1, 64 << 10);
