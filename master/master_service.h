@@ -131,7 +131,7 @@ class MasterService {
   MasterService(const MasterService&) = delete;
   MasterService& operator=(const MasterService&) = delete;
 
-  // ---- daemons and segments ----
+  // ---- daemons and segments (master_service_upkeep.cc) ----
   ErrorCode RegisterDaemon(int64_t daemon_id, const std::string& name);
   // code -103 tells the daemon the master does not know it: register and mount again
   // (also what a daemon expected back after a restore hears, so that it re-mounts).
