@@ -173,6 +173,19 @@ std::vector<ErrorCode> CodesOf(const std::vector<int32_t>& wire) {
   return codes;
 }
 
+// A batch RPC that answers a code per key: method (a MasterServiceClient call that fills
+// the list it is given first) runs with args, and *out gets the codes, as ListOf checks
+// them against expected.
+template <class Method, class... Args>
+ErrorCode CallForCodes(MasterClient& client, size_t expected, std::vector<ErrorCode>* out,
+                       Method method, const Args&... args) {
+  std::vector<int32_t> wire;
+  ErrorCode call = client.Call([&](rpc::MasterServiceClient& c) { (c.*method)(wire, args...); });
+  call = ListOf(call, expected, &wire);
+  *out = CodesOf(wire);
+  return call;
+}
+
 // A count, or the code that came instead of it.
 Result<uint64_t> CountOf(ErrorCode call, int64_t wire) {
   if (call != ErrorCode::OK) return call;
@@ -232,23 +245,15 @@ ErrorCode MasterClient::DrainSegment(int64_t daemon_id, int64_t segment_id, int6
 ErrorCode MasterClient::CommitMoves(int64_t daemon_id, int64_t segment_id,
                                     const std::vector<std::string>& keys,
                                     std::vector<ErrorCode>* out) {
-  std::vector<int32_t> wire;
-  ErrorCode call =
-      Call([&](rpc::MasterServiceClient& c) { c.CommitMoves(wire, daemon_id, segment_id, keys); });
-  call = ListOf(call, keys.size(), &wire);
-  *out = CodesOf(wire);
-  return call;
+  return CallForCodes(*this, keys.size(), out, &rpc::MasterServiceClient::CommitMoves, daemon_id,
+                      segment_id, keys);
 }
 
 ErrorCode MasterClient::RevokeMoves(int64_t daemon_id, int64_t segment_id,
                                     const std::vector<std::string>& keys,
                                     std::vector<ErrorCode>* out) {
-  std::vector<int32_t> wire;
-  ErrorCode call =
-      Call([&](rpc::MasterServiceClient& c) { c.RevokeMoves(wire, daemon_id, segment_id, keys); });
-  call = ListOf(call, keys.size(), &wire);
-  *out = CodesOf(wire);
-  return call;
+  return CallForCodes(*this, keys.size(), out, &rpc::MasterServiceClient::RevokeMoves, daemon_id,
+                      segment_id, keys);
 }
 
 ErrorCode MasterClient::PutStart(int64_t writer, const std::string& key, int64_t size,
@@ -306,22 +311,14 @@ ErrorCode MasterClient::BatchPutStart(int64_t writer, const std::vector<std::str
 ErrorCode MasterClient::BatchPutEnd(int64_t writer, const std::vector<std::string>& keys,
                                     std::vector<ErrorCode>* out,
                                     const std::vector<int64_t>& checksums) {
-  std::vector<int32_t> wire;
-  ErrorCode call =
-      Call([&](rpc::MasterServiceClient& c) { c.BatchPutEnd(wire, writer, keys, checksums); });
-  call = ListOf(call, keys.size(), &wire);
-  *out = CodesOf(wire);
-  return call;
+  return CallForCodes(*this, keys.size(), out, &rpc::MasterServiceClient::BatchPutEnd, writer, keys,
+                      checksums);
 }
 
 ErrorCode MasterClient::BatchPutRevoke(int64_t writer, const std::vector<std::string>& keys,
                                        std::vector<ErrorCode>* out) {
-  std::vector<int32_t> wire;
-  ErrorCode call =
-      Call([&](rpc::MasterServiceClient& c) { c.BatchPutRevoke(wire, writer, keys); });
-  call = ListOf(call, keys.size(), &wire);
-  *out = CodesOf(wire);
-  return call;
+  return CallForCodes(*this, keys.size(), out, &rpc::MasterServiceClient::BatchPutRevoke, writer,
+                      keys);
 }
 
 ErrorCode MasterClient::GetReplicaList(const std::string& key, int64_t reader,
@@ -409,37 +406,22 @@ ErrorCode MasterClient::ReportOffloads(int64_t daemon_id, int64_t disk_segment_i
   std::vector<int32_t> wire_codes;
   wire_codes.reserve(codes.size());
   for (ErrorCode code : codes) wire_codes.push_back(ToInt(code));
-  std::vector<int32_t> wire;
-  ErrorCode call = Call([&](rpc::MasterServiceClient& c) {
-    c.ReportOffloads(wire, daemon_id, disk_segment_id, keys, replica_ids, wire_codes);
-  });
-  call = ListOf(call, keys.size(), &wire);
-  *out = CodesOf(wire);
-  return call;
+  return CallForCodes(*this, keys.size(), out, &rpc::MasterServiceClient::ReportOffloads, daemon_id,
+                      disk_segment_id, keys, replica_ids, wire_codes);
 }
 
 ErrorCode MasterClient::RegisterDiskReplicas(int64_t daemon_id, int64_t disk_segment_id,
                                              const std::vector<rpc::DiskObject>& objects,
                                              std::vector<ErrorCode>* out) {
-  std::vector<int32_t> wire;
-  ErrorCode call = Call([&](rpc::MasterServiceClient& c) {
-    c.RegisterDiskReplicas(wire, daemon_id, disk_segment_id, objects);
-  });
-  call = ListOf(call, objects.size(), &wire);
-  *out = CodesOf(wire);
-  return call;
+  return CallForCodes(*this, objects.size(), out, &rpc::MasterServiceClient::RegisterDiskReplicas,
+                      daemon_id, disk_segment_id, objects);
 }
 
 ErrorCode MasterClient::DropDiskReplicas(int64_t daemon_id, int64_t disk_segment_id,
                                          const std::vector<std::string>& keys,
                                          std::vector<ErrorCode>* out) {
-  std::vector<int32_t> wire;
-  ErrorCode call = Call([&](rpc::MasterServiceClient& c) {
-    c.DropDiskReplicas(wire, daemon_id, disk_segment_id, keys);
-  });
-  call = ListOf(call, keys.size(), &wire);
-  *out = CodesOf(wire);
-  return call;
+  return CallForCodes(*this, keys.size(), out, &rpc::MasterServiceClient::DropDiskReplicas,
+                      daemon_id, disk_segment_id, keys);
 }
 
 // Promotion on hit.

@@ -20,6 +20,16 @@ bool ValidKey(const std::string& key) {
   return !key.empty() && key.size() <= tenant_key::kMaxStoredKeyLen;
 }
 
+ValidKeys PickValidKeys(const std::vector<std::string>& batch) {
+  ValidKeys valid;
+  for (size_t i = 0; i < batch.size(); ++i) {
+    if (!ValidKey(batch[i])) continue;
+    valid.keys.push_back(batch[i]);
+    valid.index.push_back(i);
+  }
+  return valid;
+}
+
 bool ValidSize(uint64_t size) { return size >= 1 && size <= MOONCAKE_STORE_MAX_VALUE_SIZE; }
 
 bool ToRpcConfig(const uds::WireConfig& wire, rpc::ReplicateConfig* out) {
@@ -278,21 +288,15 @@ ErrorCode StoreService::OnRemove(ClientConnection*, const uds::RemoveArgs& in, u
 ErrorCode StoreService::OnBatchRemove(ClientConnection*, const uds::BatchRemoveArgs& in,
                                       uds::BatchRemoveReply* out) {
   out->values.assign(in.keys.size(), ToInt(ErrorCode::INVALID_PARAMS));
-  std::vector<std::string> keys;
-  std::vector<size_t> index;
-  for (size_t i = 0; i < in.keys.size(); ++i) {
-    if (!ValidKey(in.keys[i])) continue;
-    keys.push_back(in.keys[i]);
-    index.push_back(i);
-  }
-  if (keys.empty()) return ErrorCode::OK;
+  ValidKeys valid = PickValidKeys(in.keys);
+  if (valid.keys.empty()) return ErrorCode::OK;
   std::vector<ErrorCode> codes;
-  StaleCaches stale;  // its key indices are into keys
-  ErrorCode rc = master_->BatchRemove(keys, in.force.value, membership_->daemon_id(), &codes,
-                                      &stale);
-  ForgetEverywhere(stale, keys, false);
-  for (size_t j = 0; j < index.size(); ++j) {
-    out->values[index[j]] = ToInt(rc != ErrorCode::OK ? rc : codes[j]);
+  StaleCaches stale;  // its key indices are into valid.keys
+  ErrorCode rc = master_->BatchRemove(valid.keys, in.force.value, membership_->daemon_id(),
+                                      &codes, &stale);
+  ForgetEverywhere(stale, valid.keys, false);
+  for (size_t j = 0; j < valid.index.size(); ++j) {
+    out->values[valid.index[j]] = ToInt(rc != ErrorCode::OK ? rc : codes[j]);
   }
   return ErrorCode::OK;
 }

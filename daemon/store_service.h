@@ -244,6 +244,13 @@ namespace store_detail {
 // A key as the handlers get it, scoped (daemon/tenant_scope.h): "" stands for a key the
 // client got wrong.
 bool ValidKey(const std::string& key);
+// The valid keys of a batch, in order, and where each stands in it (index[j] for keys[j]):
+// what a batch handler asks the master about, the other entries answering -600.
+struct ValidKeys {
+  std::vector<std::string> keys;
+  std::vector<size_t> index;
+};
+ValidKeys PickValidKeys(const std::vector<std::string>& batch);
 bool ValidSize(uint64_t size);
 // The chunk's range lies inside a value of value_size bytes (overflow included).
 inline bool ChunkInside(const uds::ChunkArgs& chunk, uint64_t value_size) {

@@ -56,18 +56,12 @@ ErrorCode StoreService::OnBatchGetReplicaDesc(ClientConnection* s, const uds::Ba
     return ErrorCode::INVALID_PARAMS;
   }
   out->entries.assign(in.keys.size(), uds::ReplicaDescEntry{ToInt(ErrorCode::INVALID_PARAMS), {}});
-  std::vector<std::string> keys;
-  std::vector<size_t> index;
-  for (size_t i = 0; i < in.keys.size(); ++i) {
-    if (!ValidKey(in.keys[i])) continue;
-    keys.push_back(in.keys[i]);
-    index.push_back(i);
-  }
-  if (keys.empty()) return ErrorCode::OK;
+  ValidKeys valid = PickValidKeys(in.keys);
+  if (valid.keys.empty()) return ErrorCode::OK;
   std::vector<rpc::ReplicaListResult> lists;
-  ErrorCode rc = master_->BatchGetReplicaList(keys, /*reader=*/0, &lists);
-  for (size_t j = 0; j < index.size(); ++j) {
-    uds::ReplicaDescEntry& entry = out->entries[index[j]];
+  ErrorCode rc = master_->BatchGetReplicaList(valid.keys, /*reader=*/0, &lists);
+  for (size_t j = 0; j < valid.index.size(); ++j) {
+    uds::ReplicaDescEntry& entry = out->entries[valid.index[j]];
     if (rc != ErrorCode::OK) {
       entry.code = ToInt(rc);
     } else if (lists[j].code != 0) {

@@ -131,7 +131,7 @@ class MasterService {
   MasterService(const MasterService&) = delete;
   MasterService& operator=(const MasterService&) = delete;
 
-  // ---- daemons and segments ----
+  // ---- daemons and segments (master_service_upkeep.cc) ----
   ErrorCode RegisterDaemon(int64_t daemon_id, const std::string& name);
   // code -103 tells the daemon the master does not know it: register and mount again
   // (also what a daemon expected back after a restore hears, so that it re-mounts).
@@ -485,6 +485,21 @@ class MasterService {
   // The owner check and slot of DrainSegment, CommitMoves and RevokeMoves.
   ErrorCode FindOwnSegment(int64_t daemon_id, int64_t segment_id,
                            std::shared_ptr<Segment>* out) const;
+  // The walk of a batch call that names the caller's own segment (CommitMoves,
+  // RevokeMoves, and the SSD tier's ReportOffloads, RegisterDiskReplicas and
+  // DropDiskReplicas), under the state gate, shared: find (FindOwnSegment or
+  // FindOwnDiskSegment) checks daemon_id's segment_id, and its code answers every key when
+  // it fails; otherwise a bad key answers -600 and each other one (its index in keys) what
+  // settle says, under the key's shard lock. done, when given, runs last, still under the
+  // gate.
+  using OwnSegmentFinder = ErrorCode (MasterService::*)(int64_t, int64_t,
+                                                        std::shared_ptr<Segment>*) const;
+  using KeySettle = std::function<ErrorCode(size_t index, LockedKey& locked,
+                                            const Segment& segment)>;
+  std::vector<int32_t> SettleOwnKeys(OwnSegmentFinder find, int64_t daemon_id,
+                                     int64_t segment_id, const std::vector<std::string>& keys,
+                                     const KeySettle& settle,
+                                     const std::function<void()>& done = nullptr);
   // The walk of CommitMoves and RevokeMoves: each key that names a move of daemon_id's out
   // of its segment segment_id is settled (its code) under the key's shard lock, and the
   // move is erased; other keys answer -600 (a bad key), -704 (no such move, or it was
@@ -605,6 +620,9 @@ class MasterService {
                                std::shared_ptr<Segment>* out) const;
   // A disk replica of slot, COMPLETE, numbered anew.
   Replica NewDiskReplica(uint32_t slot);
+  // Under the key's shard lock: takes meta's disk replica (index in) away, logged; the
+  // object goes with it when that was its last replica.
+  void DropDiskReplica(LockedKey& locked, ObjectMetadata& meta, size_t in);
   // Orphans a key's open promotion (as DropPendingMove) and gives back its tenant charge.
   void DropPendingPromotion(Shard& shard, std::string_view key);
   // The disk figures in GetStats.

@@ -285,19 +285,9 @@ std::vector<int32_t> MasterService::ReportOffloads(int64_t daemon_id, int64_t di
   if (replica_ids.size() != keys.size() || codes.size() != keys.size()) {
     return std::vector<int32_t>(keys.size(), ToInt(ErrorCode::INVALID_PARAMS));
   }
-  StateGate::Shared gate(gate_);
-  std::shared_ptr<Segment> disk;
-  ErrorCode rc = FindOwnDiskSegment(daemon_id, disk_segment_id, &disk);
-  std::vector<int32_t> out(keys.size(), ToInt(rc));
-  if (rc != ErrorCode::OK) return out;
   bool freed = false;
-  for (size_t k = 0; k < keys.size(); ++k) {
-    const std::string& key = keys[k];
-    if (!ValidKey(key)) {
-      out[k] = ToInt(ErrorCode::INVALID_PARAMS);
-      continue;
-    }
-    LockedKey locked(*this, key);
+  auto report = [&](size_t k, LockedKey& locked, const Segment& disk) {
+    const std::string& key = locked.key;
     Shard& shard = locked.shard;
     auto it = shard.offloads.find(key);
     bool ours = it != shard.offloads.end() &&
@@ -309,22 +299,20 @@ std::vector<int32_t> MasterService::ReportOffloads(int64_t daemon_id, int64_t di
       MC_LOG_WARN("offload of '%s' to daemon %lld failed (%d)", Shown(key).c_str(),
                   static_cast<long long>(daemon_id), codes[k]);
       if (ours) EndOffload(shard, key, meta, /*failed=*/true);
-      out[k] = ToInt(ErrorCode::OK);
-      continue;
+      return ErrorCode::OK;
     }
     // Every change of the object ended its state, so an open one vouches that the bytes
     // copied under its lease are the object's value.
     if (!ours || meta == nullptr || !meta->complete ||
         ReplicaById(meta->replicas, replica_ids[k]) == kNone) {
       if (ours) EndOffload(shard, key, meta, /*failed=*/false);  // its replica moved (a drain)
-      out[k] = ToInt(ErrorCode::OBJECT_NOT_FOUND);
-      continue;
+      return ErrorCode::OBJECT_NOT_FOUND;
     }
     const bool for_eviction = it->second.for_eviction;
     EndOffload(shard, key, meta, /*failed=*/false);
     CountDisk(*meta, -1);
-    if (DiskReplicaIn(meta->replicas, disk->slot()) == kNone) {
-      meta->replicas.push_back(NewDiskReplica(disk->slot()));
+    if (DiskReplicaIn(meta->replicas, disk.slot()) == kNone) {
+      meta->replicas.push_back(NewDiskReplica(disk.slot()));
     }
     ReplicaList memory;
     if (for_eviction) {
@@ -350,134 +338,109 @@ std::vector<int32_t> MasterService::ReportOffloads(int64_t daemon_id, int64_t di
       freed = true;
     }
     disk_.done.fetch_add(1);
-    out[k] = ToInt(ErrorCode::OK);
-  }
-  if (freed) ReclaimEvicted();  // a put may be waiting for the room
-  return out;
+    return ErrorCode::OK;
+  };
+  return SettleOwnKeys(&MasterService::FindOwnDiskSegment, daemon_id, disk_segment_id, keys,
+                       report, [&] {
+                         if (freed) ReclaimEvicted();  // a put may be waiting for the room
+                       });
 }
 
 std::vector<int32_t> MasterService::RegisterDiskReplicas(
     int64_t daemon_id, int64_t disk_segment_id, const std::vector<rpc::DiskObject>& objects) {
-  StateGate::Shared gate(gate_);
-  std::shared_ptr<Segment> disk;
-  ErrorCode rc = FindOwnDiskSegment(daemon_id, disk_segment_id, &disk);
-  std::vector<int32_t> out(objects.size(), ToInt(rc));
-  if (rc != ErrorCode::OK) return out;
-  const uint32_t slot = disk->slot();
+  std::vector<std::string> keys;
+  keys.reserve(objects.size());
+  for (const rpc::DiskObject& object : objects) keys.push_back(object.key);
   int64_t kept = 0, adopted = 0, refused = 0;
-  for (size_t k = 0; k < objects.size(); ++k) {
+  auto reconcile = [&](size_t k, LockedKey& locked, const Segment& disk) {
     const rpc::DiskObject& object = objects[k];
-    if (!ValidKey(object.key) || object.size <= 0 ||
-        static_cast<uint64_t>(object.size) > MOONCAKE_STORE_MAX_VALUE_SIZE ||
+    if (object.size <= 0 || static_cast<uint64_t>(object.size) > MOONCAKE_STORE_MAX_VALUE_SIZE ||
         object.checksum > int64_t{0xFFFFFFFF}) {
-      out[k] = ToInt(ErrorCode::INVALID_PARAMS);
-      continue;
+      return ErrorCode::INVALID_PARAMS;
     }
-    LockedKey locked(*this, object.key);
     ObjectMetadata* meta = locked.object;
     const int64_t checksum = object.checksum < 0 ? kNoChecksum : object.checksum;
     if (meta == nullptr) {
-      if (!disk->adopts()) {  // known to this master: removed while the daemon was away
-        out[k] = ToInt(ErrorCode::OBJECT_NOT_FOUND);
+      if (!disk.adopts()) {  // known to this master: removed while the daemon was away
         ++refused;
-        continue;
+        return ErrorCode::OBJECT_NOT_FOUND;
       }
-      if (LogRefusing()) {
-        out[k] = ToInt(ErrorCode::PERSISTENT_FAIL);
-        continue;
-      }
+      if (LogRefusing()) return ErrorCode::PERSISTENT_FAIL;
       ObjectMetadata adopt;
       adopt.size = static_cast<uint64_t>(object.size);
       adopt.time_ms = Now();
       adopt.writer = daemon_id;
       adopt.complete = true;
       adopt.set_checksum(checksum);
-      adopt.replicas.push_back(NewDiskReplica(slot));
+      adopt.replicas.push_back(NewDiskReplica(disk.slot()));
       meta = locked.shard.objects.Insert(object.key, locked.hash, std::move(adopt));
       object_count_.fetch_add(1);
       tenants_.Add(object.key, 1, 0);  // a disk replica takes no memory
       CountDisk(*meta, 1);
-      LogPublish(object.key, *meta);
-      disk_.adopted.fetch_add(1);
-      ++adopted;
-      out[k] = ToInt(ErrorCode::OK);
-      continue;
-    }
-    const bool same_value = meta->complete && meta->size == static_cast<uint64_t>(object.size) &&
-                            meta->checksum_or_none() == checksum;
-    size_t in = DiskReplicaIn(meta->replicas, slot);
-    if (in != kNone && same_value) {
-      out[k] = ToInt(ErrorCode::OK);
-      ++kept;
-      continue;
-    }
-    // A known value gains the replica only when the checksums prove it the same bytes
-    // (the disk figure was lost: a master restarted without its state, or a log tail).
-    if (in == kNone && same_value && checksum >= 0 && disk->adopts() && !LogRefusing()) {
-      CountDisk(*meta, -1);
-      meta->replicas.push_back(NewDiskReplica(slot));
-      CountDisk(*meta, 1);
-      LogPublish(object.key, *meta);
-      disk_.adopted.fetch_add(1);
-      ++adopted;
-      out[k] = ToInt(ErrorCode::OK);
-      continue;
-    }
-    if (in != kNone) {
-      // The master's record of it there names another value: it goes, as a drop would.
-      CountDisk(*meta, -1);
-      meta->replicas.erase(in);
-      CountDisk(*meta, 1);
-      if (meta->replicas.empty()) {
-        RemoveLogged(locked.shard, object.key, *meta);
-        locked.Erase();
-      } else {
-        LogPublish(object.key, *meta);
+    } else {
+      const bool same_value = meta->complete &&
+                              meta->size == static_cast<uint64_t>(object.size) &&
+                              meta->checksum_or_none() == checksum;
+      size_t in = DiskReplicaIn(meta->replicas, disk.slot());
+      if (in != kNone && same_value) {
+        ++kept;
+        return ErrorCode::OK;
       }
+      // A known value gains the replica only when the checksums prove it the same bytes
+      // (the disk figure was lost: a master restarted without its state, or a log tail).
+      const bool gains = in == kNone && same_value && checksum >= 0 && disk.adopts() &&
+                         !LogRefusing();
+      if (!gains) {
+        // The master's record of it there names another value: it goes, as a drop would.
+        if (in != kNone) DropDiskReplica(locked, *meta, in);
+        ++refused;
+        return ErrorCode::OBJECT_NOT_FOUND;
+      }
+      CountDisk(*meta, -1);
+      meta->replicas.push_back(NewDiskReplica(disk.slot()));
+      CountDisk(*meta, 1);
     }
-    out[k] = ToInt(ErrorCode::OBJECT_NOT_FOUND);
-    ++refused;
-  }
-  MC_LOG_INFO("daemon %lld re-registered %zu disk replicas of segment %lld: %lld kept, %lld "
-              "adopted, %lld to drop", static_cast<long long>(daemon_id), objects.size(),
-              static_cast<long long>(disk_segment_id), static_cast<long long>(kept),
-              static_cast<long long>(adopted), static_cast<long long>(refused));
-  return out;
+    LogPublish(object.key, *meta);
+    disk_.adopted.fetch_add(1);
+    ++adopted;
+    return ErrorCode::OK;
+  };
+  return SettleOwnKeys(&MasterService::FindOwnDiskSegment, daemon_id, disk_segment_id, keys,
+                       reconcile, [&] {
+                         MC_LOG_INFO("daemon %lld re-registered %zu disk replicas of segment "
+                                     "%lld: %lld kept, %lld adopted, %lld to drop",
+                                     static_cast<long long>(daemon_id), objects.size(),
+                                     static_cast<long long>(disk_segment_id),
+                                     static_cast<long long>(kept),
+                                     static_cast<long long>(adopted),
+                                     static_cast<long long>(refused));
+                       });
 }
 
 std::vector<int32_t> MasterService::DropDiskReplicas(int64_t daemon_id, int64_t disk_segment_id,
                                                      const std::vector<std::string>& keys) {
-  StateGate::Shared gate(gate_);
-  std::shared_ptr<Segment> disk;
-  ErrorCode rc = FindOwnDiskSegment(daemon_id, disk_segment_id, &disk);
-  std::vector<int32_t> out(keys.size(), ToInt(rc));
-  if (rc != ErrorCode::OK) return out;
-  for (size_t k = 0; k < keys.size(); ++k) {
-    const std::string& key = keys[k];
-    if (!ValidKey(key)) {
-      out[k] = ToInt(ErrorCode::INVALID_PARAMS);
-      continue;
-    }
-    LockedKey locked(*this, key);
+  auto drop = [this](size_t, LockedKey& locked, const Segment& disk) {
     ObjectMetadata* meta = locked.object;
-    size_t in = meta != nullptr ? DiskReplicaIn(meta->replicas, disk->slot()) : kNone;
-    if (in == kNone) {
-      out[k] = ToInt(ErrorCode::OBJECT_NOT_FOUND);
-      continue;
-    }
-    CountDisk(*meta, -1);
-    meta->replicas.erase(in);
-    CountDisk(*meta, 1);
+    size_t in = meta != nullptr ? DiskReplicaIn(meta->replicas, disk.slot()) : kNone;
+    if (in == kNone) return ErrorCode::OBJECT_NOT_FOUND;
     disk_.dropped.fetch_add(1);
-    if (meta->replicas.empty()) {
-      RemoveLogged(locked.shard, key, *meta);  // it lived on that disk only
-      locked.Erase();
-    } else {
-      LogPublish(key, *meta);
-    }
-    out[k] = ToInt(ErrorCode::OK);
+    DropDiskReplica(locked, *meta, in);
+    return ErrorCode::OK;
+  };
+  return SettleOwnKeys(&MasterService::FindOwnDiskSegment, daemon_id, disk_segment_id, keys,
+                       drop);
+}
+
+void MasterService::DropDiskReplica(LockedKey& locked, ObjectMetadata& meta, size_t in) {
+  CountDisk(meta, -1);
+  meta.replicas.erase(in);
+  CountDisk(meta, 1);
+  if (meta.replicas.empty()) {
+    RemoveLogged(locked.shard, locked.key, meta);  // it lived on that disk only
+    locked.Erase();
+  } else {
+    LogPublish(locked.key, meta);
   }
-  return out;
 }
 
 }  // namespace mooncake

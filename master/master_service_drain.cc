@@ -159,32 +159,45 @@ void MasterService::PlanMove(Shard& shard, std::string_view key, ObjectMetadata&
   shard.moves.emplace(std::string(key), std::move(move));
 }
 
-std::vector<int32_t> MasterService::SettleMoves(
-    int64_t daemon_id, int64_t segment_id, const std::vector<std::string>& keys,
-    const std::function<ErrorCode(LockedKey&, PendingMove&)>& settle) {
+std::vector<int32_t> MasterService::SettleOwnKeys(OwnSegmentFinder find, int64_t daemon_id,
+                                                  int64_t segment_id,
+                                                  const std::vector<std::string>& keys,
+                                                  const KeySettle& settle,
+                                                  const std::function<void()>& done) {
   StateGate::Shared gate(gate_);
   std::shared_ptr<Segment> segment;
-  ErrorCode rc = FindOwnSegment(daemon_id, segment_id, &segment);
+  ErrorCode rc = (this->*find)(daemon_id, segment_id, &segment);
   std::vector<int32_t> out(keys.size(), ToInt(rc));
   if (rc != ErrorCode::OK) return out;
   for (size_t k = 0; k < keys.size(); ++k) {
-    const std::string& key = keys[k];
-    if (!ValidKey(key)) {
+    if (!ValidKey(keys[k])) {
       out[k] = ToInt(ErrorCode::INVALID_PARAMS);
       continue;
     }
-    LockedKey locked(*this, key);
-    auto it = locked.shard.moves.find(key);
-    if (it == locked.shard.moves.end()) {
-      out[k] = ToInt(ErrorCode::OBJECT_NOT_FOUND);  // changed or gone: its move was dropped
-    } else if (it->second.mover != daemon_id || it->second.from_slot != segment->slot()) {
-      out[k] = ToInt(ErrorCode::ILLEGAL_CLIENT);
-    } else {
-      out[k] = ToInt(settle(locked, it->second));
-      locked.shard.moves.erase(it);
-    }
+    LockedKey locked(*this, keys[k]);
+    out[k] = ToInt(settle(k, locked, *segment));
   }
+  if (done) done();
   return out;
+}
+
+std::vector<int32_t> MasterService::SettleMoves(
+    int64_t daemon_id, int64_t segment_id, const std::vector<std::string>& keys,
+    const std::function<ErrorCode(LockedKey&, PendingMove&)>& settle) {
+  return SettleOwnKeys(
+      &MasterService::FindOwnSegment, daemon_id, segment_id, keys,
+      [&](size_t, LockedKey& locked, const Segment& segment) {
+        auto it = locked.shard.moves.find(locked.key);
+        if (it == locked.shard.moves.end()) {
+          return ErrorCode::OBJECT_NOT_FOUND;  // changed or gone: its move was dropped
+        }
+        if (it->second.mover != daemon_id || it->second.from_slot != segment.slot()) {
+          return ErrorCode::ILLEGAL_CLIENT;
+        }
+        ErrorCode settled = settle(locked, it->second);
+        locked.shard.moves.erase(it);
+        return settled;
+      });
 }
 
 std::vector<int32_t> MasterService::CommitMoves(int64_t daemon_id, int64_t segment_id,

@@ -1,5 +1,5 @@
-// Upkeep of MasterService: its own stalls, silent and dead daemons, abandoned puts,
-// deferred frees, stats.
+// Daemons and upkeep of MasterService: daemons registering and mounting their segments,
+// its own stalls, silent and dead daemons, abandoned puts, deferred frees, stats.
 // Object operations are in master_service.cc, eviction in master_service_evict.cc.
 #include <unistd.h>
 
@@ -26,6 +26,88 @@ int64_t ResidentBytes() {
 }
 
 }  // namespace
+
+// ---- daemons and segments --------------------------------------------------------------
+
+ErrorCode MasterService::RegisterDaemon(int64_t daemon_id, const std::string& name) {
+  StateGate::Shared gate(gate_);
+  std::lock_guard<std::mutex> membership(membership_mu_);
+  // A new daemon at the endpoint of a known one is that host's daemon restarted: the old
+  // one's memory is gone, so drop it now rather than after client_live_ttl (or its grace).
+  for (int64_t old : daemons_.TakeReplaced(name, daemon_id)) {
+    MC_LOG_WARN("daemon %lld (%s) replaced by daemon %lld", static_cast<long long>(old),
+                name.c_str(), static_cast<long long>(daemon_id));
+    DeclareDead(old, std::max(options_.daemon_grace_ms, options_.default_kv_lease_ttl_ms));
+  }
+  bool known = false;
+  DaemonRegistry::Absence was = daemons_.Register(daemon_id, name, Now(), &known);
+  if (was == DaemonRegistry::Absence::kSilent) {
+    MC_LOG_INFO("daemon %lld (%s) is back within its grace period; its segments re-attach "
+                "as it mounts them again",
+                static_cast<long long>(daemon_id), name.c_str());
+  } else if (!known) {
+    MC_LOG_INFO("daemon %lld (%s) registered", static_cast<long long>(daemon_id), name.c_str());
+  }
+  return ErrorCode::OK;
+}
+
+rpc::HeartbeatResult MasterService::Heartbeat(int64_t daemon_id) {
+  StateGate::Shared gate(gate_);
+  rpc::HeartbeatResult r;
+  r.master_epoch = epoch_;
+  r.code = ToInt(daemons_.Heartbeat(daemon_id, Now()) ? ErrorCode::OK
+                                                       : ErrorCode::CLIENT_NOT_FOUND);
+  return r;
+}
+
+ErrorCode MasterService::MountSegment(const rpc::SegmentInfo& segment) {
+  StateGate::Shared gate(gate_);
+  std::lock_guard<std::mutex> membership(membership_mu_);
+  std::string name;
+  if (!daemons_.NameOf(segment.daemon_id, &name) || !daemons_.Known(segment.daemon_id)) {
+    return ErrorCode::CLIENT_NOT_FOUND;
+  }
+  if (LogRefusing()) return ErrorCode::PERSISTENT_FAIL;
+  const bool disk = segment.kind == rpc::ReplicaKind::LOCAL_DISK;
+  SegmentRegistry::MountOutcome outcome;
+  ErrorCode rc = segments_.Mount(segment, /*taker_has_name=*/name == segment.name, &outcome);
+  if (rc == ErrorCode::SEGMENT_ALREADY_EXISTS) {
+    MC_LOG_WARN("mount of %ssegment %lld by daemon %lld (%s) refused: the segment is known "
+                "with another owner, name, range or incarnation%s",
+                disk ? "LOCAL_DISK " : "", static_cast<long long>(segment.segment_id),
+                static_cast<long long>(segment.daemon_id), segment.name.c_str(),
+                disk ? ", or the daemon has a LOCAL_DISK segment already" : "");
+  }
+  if (rc != ErrorCode::OK || outcome == SegmentRegistry::MountOutcome::kAgain) return rc;
+  LogMount(segment);
+  MC_LOG_INFO("%ssegment %lld of %s (daemon %lld) %s: %lld bytes", disk ? "LOCAL_DISK " : "",
+              static_cast<long long>(segment.segment_id), segment.name.c_str(),
+              static_cast<long long>(segment.daemon_id),
+              outcome == SegmentRegistry::MountOutcome::kReattached ? "re-attached" : "mounted",
+              static_cast<long long>(segment.size));
+  return rc;
+}
+
+ErrorCode MasterService::UnmountSegment(int64_t daemon_id, int64_t segment_id) {
+  StateGate::Shared gate(gate_);
+  std::lock_guard<std::mutex> membership(membership_mu_);
+  std::shared_ptr<Segment> segment;
+  ErrorCode rc = segments_.BeginUnmount(daemon_id, segment_id, &segment);
+  if (rc != ErrorCode::OK) return rc;
+  if (segment->disk()) offload_queues_.Drop(daemon_id);  // its SSD tier is gone
+  int64_t dropped = DropSegment(segment);
+  MC_LOG_INFO("segment %lld of %s unmounted%s: %lld objects dropped with it",
+              static_cast<long long>(segment_id), segment->info().name.c_str(),
+              segment->draining() ? " after draining" : "", static_cast<long long>(dropped));
+  return ErrorCode::OK;
+}
+
+std::vector<rpc::SegmentInfo> MasterService::GetAllSegments() const {
+  StateGate::Shared gate(gate_);
+  return segments_.List();
+}
+
+// ---- upkeep ----------------------------------------------------------------------------
 
 void MasterService::Tick() {
   StateGate::Shared gate(gate_);

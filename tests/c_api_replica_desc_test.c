@@ -321,6 +321,15 @@ static int await_disk_replica(mooncake_store_t s, const char *key, mooncake_repl
   }
 }
 
+/* key's replicas are one, in memory: it was not offloaded. */
+static void assert_memory_only(mooncake_store_t s, const char *key) {
+  mooncake_replica_desc_t d[4];
+  size_t n = 0;
+  assert_int_equal(mooncake_store_get_replica_desc(s, key, d, 4, &n), 0);
+  assert_int_equal(n, 1);
+  assert_int_equal(d[0].kind, MOONCAKE_REPLICA_MEMORY);
+}
+
 /* --enable_offload on the master: a default put gains a disk replica on its daemon. */
 static void test_ssd_master_offload_shows_disk_replica(void **state) {
   (void)state;
@@ -365,11 +374,7 @@ static void test_ssd_handle_offload_on(void **state) {
   assert_true(await_disk_replica(s, "asked-for-disk", &disk));
   assert_string_equal(disk.location, mc_cluster_name_at(c, 0));
   /* The other put had as long to be offloaded, and was not asked to be. */
-  mooncake_replica_desc_t d[4];
-  size_t n = 0;
-  assert_int_equal(mooncake_store_get_replica_desc(s, "stays-in-memory", d, 4, &n), 0);
-  assert_int_equal(n, 1);
-  assert_int_equal(d[0].kind, MOONCAKE_REPLICA_MEMORY);
+  assert_memory_only(s, "stays-in-memory");
   mooncake_store_destroy(s);
   mc_cluster_stop(c);
 }
@@ -389,11 +394,7 @@ static void test_ssd_handle_offload_off(void **state) {
   assert_int_equal(mooncake_store_put(s, "offloaded", value, sizeof(value), NULL), 0);
   mooncake_replica_desc_t disk;
   assert_true(await_disk_replica(s, "offloaded", &disk)); /* the offloader ran meanwhile */
-  mooncake_replica_desc_t d[4];
-  size_t n = 0;
-  assert_int_equal(mooncake_store_get_replica_desc(s, "kept-off-disk", d, 4, &n), 0);
-  assert_int_equal(n, 1);
-  assert_int_equal(d[0].kind, MOONCAKE_REPLICA_MEMORY);
+  assert_memory_only(s, "kept-off-disk");
   mooncake_store_destroy(s);
   mc_cluster_stop(c);
 }

@@ -11,14 +11,10 @@
 #include <vector>
 
 #include "common/logging.h"
-#include "master/oplog.h"
 #include "master/snapshot_codec.h"
-#include "master/snapshot_store.h"
-#include "master/snapshot_writer.h"
 #include "master/state_records.h"
-#include "master/state_restore.h"
 #include "tests/master_disk_fixture.h"
-#include "tests/process_harness.h"
+#include "tests/master_restart_fixture.h"
 
 namespace {
 
@@ -171,41 +167,6 @@ void test_early_offloads(void**) {
 
 // ---- durability --------------------------------------------------------------------------
 
-struct TempDir {
-  std::string path = mooncake::testing::MakeTempDir("mc-disk-durability-");
-  ~TempDir() { mooncake::testing::RemoveTree(path); }
-};
-
-std::unique_ptr<mooncake::OpLog> StartedLog(const std::string& dir) {
-  mooncake::OpLogOptions o;
-  o.dir = dir + "/oplog";
-  auto log = std::make_unique<mooncake::OpLog>(o);
-  assert_true(log->Recover(0, [](uint64_t, std::string_view) { return true; }).ok());
-  assert_int_equal(ToInt(log->Start(0)), 0);
-  return log;
-}
-
-void TakeSnapshot(MasterService& from, const std::string& dir, uint64_t sequence) {
-  mooncake::SnapshotWriter writer(dir, sequence, 1);
-  mooncake::SnapshotFigures figures;
-  std::string error;
-  assert_int_equal(ToInt(writer.Begin(&error)), 0);
-  assert_int_equal(ToInt(mooncake::WriteSnapshotPayloads(&from, &writer, &figures, &error)), 0);
-  assert_int_equal(ToInt(writer.Publish({}, &error)), 0);
-}
-
-std::unique_ptr<MasterService> Restore(const std::string& dir) {
-  MasterOptions o = EvictToDisk();
-  o.reattach_grace_ms = 5000;
-  auto s = std::make_unique<MasterService>(o);
-  mooncake::SnapshotStore store(dir);
-  mooncake::OpLogOptions lo;
-  lo.dir = dir + "/oplog";
-  mooncake::OpLog log(lo);
-  assert_true(mooncake::RestoreMasterState(s.get(), &store, &log).ok());
-  return s;
-}
-
 void test_restore_keeps_disk_replicas(void**) {
   TempDir dir;
   std::unique_ptr<mooncake::OpLog> log = StartedLog(dir.path);
@@ -230,7 +191,7 @@ void test_restore_keeps_disk_replicas(void**) {
   rpc::DiskStats before = Disk(a);
   log.reset();
 
-  std::unique_ptr<MasterService> b = Restore(dir.path);
+  std::unique_ptr<MasterService> b = Restore(dir.path, EvictToDisk());
   rpc::DiskStats after = Disk(*b);
   assert_int_equal(after.segments, 1);
   assert_int_equal(after.capacity_bytes, kSsd);

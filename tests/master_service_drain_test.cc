@@ -13,14 +13,10 @@
 #include <msgpack.hpp>
 
 #include "common/logging.h"
-#include "master/oplog.h"
 #include "master/snapshot_codec.h"
-#include "master/snapshot_store.h"
-#include "master/snapshot_writer.h"
 #include "master/state_records.h"
-#include "master/state_restore.h"
+#include "tests/master_restart_fixture.h"
 #include "tests/master_service_fixture.h"
-#include "tests/process_harness.h"
 
 namespace {
 
@@ -325,32 +321,6 @@ void test_dead_mover_releases_its_moves(void**) {
 
 // ---- across a restart of the master --------------------------------------------------
 
-struct TempDir {
-  std::string path = mooncake::testing::MakeTempDir("mc-drain-");
-  ~TempDir() { mooncake::testing::RemoveTree(path); }
-};
-
-void TakeSnapshot(MasterService& from, const std::string& dir, uint64_t sequence) {
-  mooncake::SnapshotWriter writer(dir, sequence, 1);
-  mooncake::SnapshotFigures figures;
-  std::string error;
-  assert_int_equal(ToInt(writer.Begin(&error)), 0);
-  assert_int_equal(ToInt(mooncake::WriteSnapshotPayloads(&from, &writer, &figures, &error)), 0);
-  assert_int_equal(ToInt(writer.Publish({}, &error)), 0);
-}
-
-std::unique_ptr<MasterService> Restore(const std::string& dir) {
-  MasterOptions o = Options();
-  o.reattach_grace_ms = 5000;
-  auto s = std::make_unique<MasterService>(o);
-  mooncake::SnapshotStore store(dir);
-  mooncake::OpLogOptions log_options;
-  log_options.dir = dir + "/oplog";
-  mooncake::OpLog log(log_options);
-  assert_true(mooncake::RestoreMasterState(s.get(), &store, &log).ok());
-  return s;
-}
-
 // A segment record of 8 fields carries the flag; one of 7, as masters before it wrote
 // them, reads as a daemon's own segment.
 void test_segment_records_old_and_new(void**) {
@@ -389,11 +359,7 @@ void test_segment_records_old_and_new(void**) {
 // move in the log: the restored master places as before and reads at the new place.
 void test_restored_master_knows_lent_memory_and_moves(void**) {
   TempDir dir;
-  mooncake::OpLogOptions log_options;
-  log_options.dir = dir.path + "/oplog";
-  auto log = std::make_unique<mooncake::OpLog>(log_options);
-  assert_true(log->Recover(0, [](uint64_t, std::string_view) { return true; }).ok());
-  assert_int_equal(ToInt(log->Start(0)), 0);
+  std::unique_ptr<mooncake::OpLog> log = StartedLog(dir.path);
   MasterService a(Options());
   a.AttachOpLog(log.get(), /*strict=*/false);
   AddDaemon(a, 1);
@@ -410,7 +376,7 @@ void test_restored_master_knows_lent_memory_and_moves(void**) {
   assert_int_equal(ToInt(log->Sync(log->last())), 0);
   log.reset();
 
-  std::unique_ptr<MasterService> b = Restore(dir.path);
+  std::unique_ptr<MasterService> b = Restore(dir.path, Options());
   b->RegisterDaemon(1, Name(1));
   assert_int_equal(ToInt(b->MountSegment(SegmentOf(1, 11, kMiB))), 0);
   assert_int_equal(ToInt(b->MountSegment(Lent(1, kLentOn1, kMiB))), 0);
