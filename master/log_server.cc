@@ -138,16 +138,22 @@ void LogServer::FetchSnapshot(rpc::FetchSnapshotResult& out, const std::string& 
     ReadChunk(out, name, file, offset, max_bytes);
     return;
   }
-  SnapshotStore store(snapshot_dir_);
-  std::vector<std::string> published = store.Candidates();
+  // Until a snapshot as new as this one has ended, it is still being written.
+  const SnapshotOutcome last = snapshotter_->Last();
+  uint64_t last_sequence = 0;
+  int64_t last_ms = 0;
+  if (!ParseSnapshotName(last.name, &last_sequence, &last_ms) ||
+      std::make_pair(last_sequence, last_ms) < std::make_pair(sequence, created_ms)) {
+    return;  // not ready
+  }
+  if (last.name == name && last.code != ErrorCode::OK) {
+    out.code = ToInt(ErrorCode::PERSISTENT_FAIL);  // it failed: the standby asks again
+    return;
+  }
+  std::vector<std::string> published = SnapshotStore(snapshot_dir_).Candidates();
   if (std::find(published.begin(), published.end(), name) == published.end()) {
-    SnapshotOutcome last = snapshotter_->Last();
-    if (last.name == name && last.code != ErrorCode::OK) {
-      out.code = ToInt(ErrorCode::PERSISTENT_FAIL);  // it failed: the standby asks again
-    } else if (last.name >= name) {
-      out.code = ToInt(ErrorCode::FILE_NOT_FOUND);  // pruned, or never ours
-    }
-    return;  // still being written: not ready
+    out.code = ToInt(ErrorCode::FILE_NOT_FOUND);  // pruned, or never ours
+    return;
   }
   const std::string path = snapshot_dir_ + "/" + snapshot_format::kSnapshotsDir + "/" + name;
   DIR* dir = opendir(path.c_str());

@@ -387,6 +387,15 @@ void test_hostile_arguments_refused(void**) {
   assert_int_equal(follow("x", int64_t{1} << 60, 0, -1, 1000), 0);
   assert_true(f.bootstrap);
   assert_int_equal(follow("x", 1, 0, -1, INT32_MAX), 0);
+  assert_false(f.bootstrap);
+  assert_int_equal(f.records.size(), 2);  // the two mounts
+  // A standby whose record 1 is not the leader's (another history) must bootstrap.
+  uint32_t crc = 0;
+  assert_true(leader.durability->oplog()->tail()->Crc(1, &crc));
+  assert_int_equal(follow("x", 2, 1, crc, 1000), 0);
+  assert_false(f.bootstrap);
+  assert_int_equal(follow("x", 2, 1, crc ^ 1, 1000), 0);
+  assert_true(f.bootstrap);
 
   rpc::FetchSnapshotResult s;
   auto fetch = [&](const std::string& name, const std::string& file, int64_t offset, int32_t max) {
