@@ -13,9 +13,9 @@
 //              the last seq; the log server and the sync set start (empty: standbys join
 //              as they catch up); then LEADER, and client calls are served.
 //   lease lost DEPOSED at once: every call refused, every strict wait answers -1600, the
-//              log server stops. The process then exits with status 3 (must_restart()), and its
-//              supervisor (deploy/mooncake-master.service: Restart=on-failure) starts it
-//              again: a standby, which restores its own directory and follows the new
+//              log server stops. The process then exits with status 3 (must_restart()),
+//              and its supervisor (deploy/mooncake-master.service: Restart=on-failure)
+//              starts it again: a standby, which restores its own directory and follows the new
 //              leader (the follower's prev_crc check bootstraps it if its log holds records
 //              the new leader never had). Not in process: a deposed leader's state may hold
 //              changes nobody acknowledged, and starting over is the one way that is
@@ -32,8 +32,10 @@
 // watcher's thread (re)starts following when the leader changes; any thread may depose
 // (the election on losing the lease, an I/O thread seeing the lease run out at reply
 // time), which must not block: it only refuses, stops the log server and the strict
-// waits, and wakes main. mu_ makes the three one owner of Replication at a time.
-// Lock order: mu_ -> (Replication's, the service's locks).
+// waits, and wakes main. mu_ makes the election's and the watcher's threads (and
+// Shutdown) one owner of Replication at a time; the deposing thread takes no lock (it
+// runs only once leading, when no follower exists, and Replication::Stop then only ends
+// the serving and the waits). Lock order: mu_ -> (Replication's, the service's locks).
 #ifndef MOONCAKE_MASTER_HA_MASTER_H_
 #define MOONCAKE_MASTER_HA_MASTER_H_
 

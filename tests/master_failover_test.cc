@@ -72,8 +72,8 @@ struct Masters {
 
   // GetRole of master i; false when it does not answer.
   bool Role(int i, rpc::RoleResult* out) {
-    return mooncake::testing::WithMasterClient(ports[i],
-                                               [&](rpc::MasterServiceClient& c) { c.GetRole(*out); });
+    return mooncake::testing::WithMasterClient(
+        ports[i], [&](rpc::MasterServiceClient& c) { c.GetRole(*out); });
   }
 
   // The one master that says LEADER (and whose term is the highest), polled until
@@ -193,7 +193,8 @@ void test_a_leader_paused_past_its_lease_acknowledges_nothing_and_exits_3(void**
   socket->setRecvTimeout(10000);
   auto transport = std::make_shared<apache::thrift::transport::TFramedTransport>(socket);
   transport->open();
-  rpc::MasterServiceClient held(std::make_shared<apache::thrift::protocol::TBinaryProtocol>(transport));
+  rpc::MasterServiceClient held(
+      std::make_shared<apache::thrift::protocol::TBinaryProtocol>(transport));
   assert_true(mooncake::testing::AuthenticateMasterClient(&held, ""));
   assert_int_equal(held.RegisterDaemon(1, "127.0.0.1:9001"), 0);
 

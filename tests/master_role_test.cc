@@ -239,7 +239,8 @@ struct Server {
     c.socket->setRecvTimeout(5000);
     c.transport = std::make_shared<apache::thrift::transport::TFramedTransport>(c.socket);
     c.transport->open();
-    c.rpc = std::make_unique<rpc::MasterServiceClient>(std::make_shared<TBinaryProtocol>(c.transport));
+    c.rpc = std::make_unique<rpc::MasterServiceClient>(
+        std::make_shared<TBinaryProtocol>(c.transport));
     return c;
   }
 };
