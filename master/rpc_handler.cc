@@ -9,24 +9,38 @@ namespace mooncake {
 static_assert(kMaxRpcListEntries >= static_cast<int64_t>(uds::kMaxBatch),
               "a daemon forwards a whole batch of the socket protocol in one call");
 static_assert(kMaxRpcStringBytes >= MOONCAKE_STORE_MAX_KEY_LEN, "a key must fit");
+static_assert(static_cast<int>(RoleMachine::Role::kLeader) == rpc::MasterRole::LEADER &&
+                  static_cast<int>(RoleMachine::Role::kStandby) == rpc::MasterRole::STANDBY &&
+                  static_cast<int>(RoleMachine::Role::kDeposed) == rpc::MasterRole::DEPOSED,
+              "GetRole answers the role as the wire numbers it");
 
 std::shared_ptr<apache::thrift::protocol::TProtocolFactory> MakeRpcProtocolFactory() {
   return std::make_shared<apache::thrift::protocol::TBinaryProtocolFactory>(
       kMaxRpcStringBytes, kMaxRpcListEntries, /*strict_read=*/false, /*strict_write=*/true);
 }
 
+namespace {
+
+// Why a change that Sync did not confirm is not acknowledged: the disk did not take it
+// (-1503), or we no longer lead (-1600: the sync set could not be published).
+ErrorCode Unconfirmed(ErrorCode sync) {
+  return sync == ErrorCode::NOT_LEADER ? ErrorCode::NOT_LEADER : ErrorCode::PERSISTENT_FAIL;
+}
+
+}  // namespace
+
 int32_t RpcHandler::Acknowledge(ErrorCode code) {
-  if (code == ErrorCode::OK && service_->Sync() != ErrorCode::OK) {
-    code = ErrorCode::PERSISTENT_FAIL;
-  }
-  return ToInt(code);
+  if (code != ErrorCode::OK) return ToInt(code);
+  const ErrorCode sync = service_->Sync();
+  return ToInt(sync == ErrorCode::OK ? code : Unconfirmed(sync));
 }
 
 template <typename T>
 void RpcHandler::AcknowledgeAll(std::vector<T>* results) {
-  if (service_->Sync() == ErrorCode::OK) return;
+  const ErrorCode sync = service_->Sync();
+  if (sync == ErrorCode::OK) return;
   for (T& r : *results) {
-    if (r >= 0) r = ToInt(ErrorCode::PERSISTENT_FAIL);
+    if (r >= 0) r = ToInt(Unconfirmed(sync));
   }
 }
 
@@ -49,9 +63,16 @@ void RpcHandler::Heartbeat(rpc::HeartbeatResult& out, int64_t daemon_id) {
 // Without HA (docs/ha.md) the one master leads, in term 0, for as long as it runs.
 void RpcHandler::GetRole(rpc::RoleResult& out) {
   out.code = ToInt(ErrorCode::OK);
-  out.role = rpc::MasterRole::LEADER;
-  out.term = 0;
-  out.applied_seq = static_cast<int64_t>(service_->GetStats().oplog_sequence);
+  if (role_ == nullptr) {
+    out.role = rpc::MasterRole::LEADER;
+    out.term = 0;
+    out.applied_seq = static_cast<int64_t>(service_->GetStats().oplog_sequence);
+    return;
+  }
+  out.role = static_cast<rpc::MasterRole::type>(role_->role());
+  out.term = role_->term();
+  out.leader = role_->leader();
+  out.applied_seq = static_cast<int64_t>(role_->applied_seq());
 }
 
 int32_t RpcHandler::MountSegment(const rpc::SegmentInfo& segment) {
@@ -241,6 +262,28 @@ void RpcHandler::GetStats(rpc::MasterStats& out) {
   if (snapshotter_ != nullptr) {
     out.snapshot_sequence = static_cast<int64_t>(snapshotter_->last_sequence());
   }
+  if (replication_ != nullptr) replication_->FillStats(&out);
+}
+
+void RpcHandler::FollowLog(rpc::FollowLogResult& out, const std::string& standby_name,
+                           int64_t from_seq, int64_t durable_seq, int64_t prev_crc,
+                           int32_t max_bytes) {
+  if (replication_ == nullptr) {
+    out.code = ToInt(ErrorCode::UNAVAILABLE_IN_CURRENT_MODE);
+    return;
+  }
+  replication_->server()->FollowLog(out, standby_name, from_seq, durable_seq, prev_crc,
+                                    max_bytes);
+}
+
+void RpcHandler::FetchSnapshot(rpc::FetchSnapshotResult& out, const std::string& standby_name,
+                               const std::string& name, const std::string& file,
+                               int64_t offset, int32_t max_bytes) {
+  if (replication_ == nullptr) {
+    out.code = ToInt(ErrorCode::UNAVAILABLE_IN_CURRENT_MODE);
+    return;
+  }
+  replication_->server()->FetchSnapshot(out, standby_name, name, file, offset, max_bytes);
 }
 
 namespace {
