@@ -247,7 +247,8 @@ int main(int argc, char** argv) {
       return 2;
     }
     client_options.failover_wait_ms = static_cast<int>(options.master_failover_wait_ms);
-    MC_LOG_INFO("the master: the leader %s names", locator->description().c_str());
+    MC_LOG_INFO("the master: whichever leader %s names, followed when it changes",
+                locator->description().c_str());
   } else if (options.master_host.empty()) {
     options.master_host = ThisHostAddress();
     options.master = options.master_host + ":" + std::to_string(options.master_port);
