@@ -112,8 +112,6 @@ class MasterClient {
   // must not block nor call the master (Membership wakes its heartbeat). Null: none.
   // Clearing it waits for a call of it in progress.
   void SetLeaderChangeHandler(std::function<void(const MasterLeader&)> handler);
-  // Where the master is, as --master said it ("host:port" or "etcd://... (cluster C)").
-  const std::string& master_description() const { return locator_->description(); }
   // The leader calls go to now (unknown while etcd names none).
   MasterLeader leader() const { return locator_->Current(); }
 
