@@ -3,6 +3,7 @@
 #include <curl/curl.h>
 
 #include <atomic>
+#include <cctype>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <stdexcept>

@@ -47,8 +47,9 @@ ErrorCode ReadLeader(EtcdClient* etcd, const std::string& cluster_id, LeaderInfo
 // leader, or none: term 0). A failed read changes nothing (the last answer stands) and is
 // retried at the next poll.
 //
-// Thread roles: one watcher thread polls and runs on_change, with no lock held; any thread
-// may call Current and Refresh. Lock order: mu_ only (never held across an etcd call or the
+// Thread roles: one watcher thread polls and runs on_change, with no lock held (on_change
+// may call Current, but not Refresh or Stop, which wait for that thread); any thread may
+// call Current and Refresh. Lock order: mu_ only (never held across an etcd call or the
 // callback).
 class LeaderWatcher {
  public:

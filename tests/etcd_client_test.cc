@@ -336,6 +336,38 @@ void test_garbage_answers(void**) {
   assert_int_equal(ErrorCode::INTERNAL_ERROR, client->Get("/k", &kv, &found));
 }
 
+// The launcher's C interface (tests/etcd_process.h) does what the HA suites need: a
+// paused etcd times out, a killed one refuses, a restarted one still has its keys.
+void test_etcd_launcher(void**) {
+  mc_etcd* e = mc_etcd_start(nullptr);
+  assert_non_null(e);
+  std::string endpoint = mc_etcd_endpoint(e);
+  assert_string_equal(endpoint.c_str(),
+                      ("127.0.0.1:" + std::to_string(mc_etcd_client_port(e))).c_str());
+  assert_true(access(mc_etcd_log(e), R_OK) == 0);
+  auto client = Client(endpoint, 300);
+  EtcdClient::KeyValue kv;
+  bool found = false;
+  assert_int_equal(ErrorCode::OK, client->Put("/t/launcher", "kept"));
+  assert_int_equal(mc_etcd_pause(e), 0);
+  assert_int_equal(ErrorCode::RPC_TIMEOUT, client->Get("/t/launcher", &kv, &found));
+  assert_int_equal(mc_etcd_resume(e), 0);
+  assert_true(WaitFor([&] { return client->Get("/t/launcher", &kv, &found) == ErrorCode::OK; },
+                      5000));
+  assert_int_equal(mc_etcd_kill9(e), 0);
+  assert_int_equal(ErrorCode::RPC_FAIL, client->Get("/t/launcher", &kv, &found));
+  assert_int_equal(mc_etcd_kill9(e), -1);  // not running
+  assert_int_equal(mc_etcd_restart(e), 0);
+  assert_int_equal(ErrorCode::OK, client->Get("/t/launcher", &kv, &found));
+  assert_true(found);
+  assert_string_equal(kv.value.c_str(), "kept");
+  assert_int_equal(mc_etcd_stop(e), 0);
+  assert_int_equal(mc_etcd_restart(e), 0);
+  assert_int_equal(ErrorCode::OK, client->Get("/t/launcher", &kv, &found));
+  assert_true(found);
+  mc_etcd_destroy(e);
+}
+
 }  // namespace
 
 int main() {
@@ -348,6 +380,7 @@ int main() {
       cmocka_unit_test(test_endpoint_failover),
       cmocka_unit_test(test_malformed_endpoints),
       cmocka_unit_test(test_garbage_answers),
+      cmocka_unit_test(test_etcd_launcher),
   };
   return cmocka_run_group_tests(tests, StartSuiteEtcd, StopSuiteEtcd);
 }

@@ -4,6 +4,7 @@
 // sync set, and an etcd restart. Each test has a cluster id of its own. ttl 2 s (etcd's
 // minimum lease): margins below are generous, as the machine may be loaded.
 #include <atomic>
+#include <mutex>
 #include <memory>
 #include <vector>
 
@@ -266,6 +267,50 @@ void test_etcd_restart_resumes_leadership(void**) {
   electors.clear();
 }
 
+// LeaderWatcher (common/leader_watch.h, what daemons use) reports each leader once, with
+// the election's term, and none while there is none; Refresh reads at once.
+void test_watcher_follows_the_leader(void**) {
+  auto etcd = SuiteClient();
+  std::mutex mu;
+  std::vector<LeaderInfo> seen;
+  LeaderWatcher watcher(etcd.get(), "watch", 100, [&](const LeaderInfo& leader) {
+    std::lock_guard<std::mutex> lock(mu);
+    seen.push_back(leader);
+  });
+  watcher.Start();
+  auto seen_count = [&] {
+    std::lock_guard<std::mutex> lock(mu);
+    return seen.size();
+  };
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  assert_int_equal(seen_count(), 0);  // no leader is no change from the start
+  Electors electors = StartElectors(SuiteEtcd()->endpoint(), "watch", 2);
+  int first = WaitForLeader(electors, 5000);
+  assert_true(first >= 0);
+  const LeaderInfo one = electors[first]->election->Current();
+  assert_true(WaitFor([&] { return watcher.Current() == one; }, 2000));
+  electors[1 - first]->allowed = false;  // so that the key stays absent for a while
+  assert_int_equal(ErrorCode::OK, electors[first]->election->Resign());
+  LeaderInfo now;
+  assert_int_equal(ErrorCode::OK, watcher.Refresh(&now));
+  assert_false(now.known());  // read at once, not at the next poll
+  electors[1 - first]->allowed = true;
+  int second = WaitForLeader(electors, 5000, first);
+  assert_true(second >= 0);
+  const LeaderInfo two = electors[second]->election->Current();
+  assert_true(WaitFor([&] { return watcher.Current() == two; }, 2000));
+  watcher.Stop();
+  std::lock_guard<std::mutex> lock(mu);
+  assert_int_equal(seen.size(), 3);
+  assert_true(seen[0] == one);
+  assert_false(seen[1].known());
+  assert_true(seen[2] == two);
+  assert_true(two.term > one.term);
+  // Stopped, Refresh still reads (on the caller's thread).
+  assert_int_equal(ErrorCode::OK, watcher.Refresh(&now));
+  assert_true(now == two);
+}
+
 }  // namespace
 
 int main() {
@@ -276,6 +321,7 @@ int main() {
       cmocka_unit_test(test_may_campaign_false_never_leads),
       cmocka_unit_test(test_resign_hands_over_quickly),
       cmocka_unit_test(test_sync_set),
+      cmocka_unit_test(test_watcher_follows_the_leader),
       cmocka_unit_test(test_etcd_restart_resumes_leadership),
   };
   return cmocka_run_group_tests(tests, StartSuiteEtcd, StopSuiteEtcd);
