@@ -316,7 +316,6 @@ void Membership::StopHeartbeat() {
 }
 
 void Membership::HeartbeatLoop() {
-  int64_t epoch = 0;  // of the master our segments are mounted at, as its heartbeats say
   std::unique_lock<std::mutex> lock(heartbeat_mu_);
   while (!heartbeat_stop_) {
     heartbeat_cv_.wait_for(lock, std::chrono::milliseconds(heartbeat_interval_ms_),
@@ -324,24 +323,26 @@ void Membership::HeartbeatLoop() {
     if (heartbeat_stop_) break;
     heartbeat_now_ = false;
     lock.unlock();
+    // The epoch of the master our segments are mounted at (learnt at registration);
+    // -1 or 0 while unknown.
+    const int64_t mounted_at = gate_.epoch();
     rpc::HeartbeatResult result;
     ErrorCode code = master_->Heartbeat(daemon_id_, &result);
     if (code == ErrorCode::CLIENT_NOT_FOUND) {
       MC_LOG_WARN("the master does not know this daemon (it restarted, another one leads "
                   "now, or it found us silent); registering again");
       code = Reregister();
-      if (code == ErrorCode::OK) epoch = gate_.epoch();
-    } else if (code == ErrorCode::OK && epoch > 0 && result.master_epoch != epoch) {
+    } else if (code == ErrorCode::OK && mounted_at > 0 && result.master_epoch != 0 &&
+               result.master_epoch != mounted_at) {
       // Another master, which may know us (a standby that took over replayed our
       // registration) but holds our segments detached until we mount them again.
       MC_LOG_INFO("the master changed (epoch %lld -> %lld: it restarted, or another one "
                   "leads now); registering and mounting again",
-                  static_cast<long long>(epoch), static_cast<long long>(result.master_epoch));
+                  static_cast<long long>(mounted_at),
+                  static_cast<long long>(result.master_epoch));
       code = Reregister();
-      if (code == ErrorCode::OK) epoch = gate_.epoch();
     } else if (code == ErrorCode::OK && result.master_epoch != 0) {
-      epoch = result.master_epoch;
-      gate_.Set(epoch);  // a heartbeat is answered only by the master we registered at
+      gate_.Set(result.master_epoch);  // unknown until now: the master we registered at
     }
     if (code == ErrorCode::OK && !healthy_.exchange(true)) {
       MC_LOG_INFO("the master is reachable again");

@@ -6,6 +6,9 @@
 //  - the key switched to B and A stopped: the daemon logs the change once, registers and
 //    mounts its segment at B within a bound (measured), forgets what its read cache knew
 //    from A (the old object is not served from it), and puts and gets work again;
+//  - a new leader that already knows the daemon (as a standby that replayed its
+//    registration does) answers its heartbeat under another master epoch: the daemon
+//    mounts its segment there all the same, promptly;
 //  - a daemon whose key names nobody yet waits, and registers as soon as a leader is named;
 //  - --master and --cluster_id are validated at start.
 #include <chrono>
@@ -92,6 +95,17 @@ std::string DaemonName(const std::string& log) {
   return "";
 }
 
+// The daemon's id as it registered (its log says so); 0 when not found.
+int64_t DaemonId(const std::string& log) {
+  std::ifstream in(log);
+  const std::string marker = "registered with the master as daemon ";
+  for (std::string line; std::getline(in, line);) {
+    size_t at = line.find(marker);
+    if (at != std::string::npos) return std::stoll(line.substr(at + marker.size()));
+  }
+  return 0;
+}
+
 std::vector<char> Pattern(uint64_t seed) {
   std::vector<char> v(kValue);
   for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<char>((seed * 131 + i * 7) & 0xff);
@@ -159,6 +173,39 @@ void test_the_daemon_follows_the_leader_key(void**) {
   assert_int_equal(CountLines(log, "master leader is now"), 2);
 }
 
+void test_a_new_leader_that_knows_the_daemon_gets_its_segment(void**) {
+  const std::string cluster = "known";
+  harness::ChildProcess a, b, daemon;
+  int port_a = 0, port_b = 0;
+  assert_true(harness::StartMaster(&a, &port_a, g_dir + "/master-known-a.log", {}));
+  assert_true(harness::StartMaster(&b, &port_b, g_dir + "/master-known-b.log", {}));
+  Elect(cluster, "127.0.0.1:" + std::to_string(port_a));
+  const std::string socket = g_dir + "/known.sock", log = g_dir + "/known-daemon.log";
+  assert_true(harness::StartDaemon(&daemon, 0, socket, log, DaemonFlags(cluster)));
+  const std::string name = DaemonName(log);
+  const int64_t id = DaemonId(log);
+  assert_true(id != 0);
+  // B learns of the daemon as a standby would from the log: registered, no segment.
+  assert_true(harness::WithMasterClient(port_b, [&](rpc::MasterServiceClient& m) {
+    assert_int_equal(m.RegisterDaemon(id, name), 0);
+  }));
+  assert_int_equal(SegmentsOf(port_b, name), 0);
+  Elect(cluster, "127.0.0.1:" + std::to_string(port_b));
+  auto switched = std::chrono::steady_clock::now();
+  // Its heartbeat is answered (B knows it), under B's epoch: that alone must bring the
+  // segment there.
+  assert_true(WaitFor([&] { return SegmentsOf(port_b, name) == 1; }, 3 * kFollowBoundMs));
+  assert_true(harness::MsSince(switched) < kFollowBoundMs);
+  assert_true(CountLines(log, "registering and mounting again") == 1);
+  mooncake_store_t s = mooncake_store_create();
+  assert_int_equal(mooncake_store_connect(s, socket.c_str(), 16 * kMiB), 0);
+  PutAndGet(s, "known-b", 4);
+  mooncake_store_destroy(s);
+  assert_int_equal(daemon.Stop(SIGTERM, 10000), 0);
+  a.Stop(SIGTERM, 5000);
+  b.Stop(SIGTERM, 5000);
+}
+
 void test_a_daemon_waits_for_a_leader_to_be_named(void**) {
   const std::string cluster = "late";
   harness::ChildProcess master, daemon;
@@ -216,6 +263,7 @@ int Teardown(void** state) {
 int main() {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_the_daemon_follows_the_leader_key),
+      cmocka_unit_test(test_a_new_leader_that_knows_the_daemon_gets_its_segment),
       cmocka_unit_test(test_a_daemon_waits_for_a_leader_to_be_named),
       cmocka_unit_test(test_master_and_cluster_id_are_validated),
   };
