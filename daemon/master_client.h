@@ -19,8 +19,9 @@
 // the term of the key that named it). The fencing rule: a connection of a term below the
 // highest one the daemon knows is never used, and a reply that arrives on one is not
 // taken (the connection is dropped); a master that says STANDBY or DEPOSED, or refuses a
-// call as NOT_LEADER (-1600, the whole call: common/master_auth.h), is dropped too. When the leader changes, idle connections to the old
-// one are closed and busy ones are dropped as they come back.
+// call as NOT_LEADER (-1600, the whole call: common/master_auth.h), is dropped too. When
+// the leader changes, idle connections to the old one are closed and busy ones are
+// dropped as they come back.
 //
 // Following the leader (through etcd only; a fixed host:port behaves as it always did):
 // a call that failed because of the master -- no connection, a refusal as NOT_LEADER, a
@@ -134,6 +135,10 @@ class MasterClient {
   ErrorCode RevokeMoves(int64_t daemon_id, int64_t segment_id,
                         const std::vector<std::string>& keys, std::vector<ErrorCode>* out);
 
+  // The put's first step; after a repeat (a failover), OBJECT_ALREADY_EXISTS may be the
+  // reservation our lost first attempt made, and is answered RPC_FAIL (docs/ha.md): so a
+  // put never takes its own orphan for "already cached". The same for UpsertStart and
+  // BatchPutStart.
   ErrorCode PutStart(int64_t writer, const std::string& key, int64_t size,
                    const rpc::ReplicateConfig& config, rpc::PutStartResult* out);
   // checksum: the value's CRC-32C (common/crc32c.h), or -1 for none.
