@@ -7,9 +7,9 @@
 // master answered NOT_LEADER, a connection reported a higher term than the key's) and
 // every watch interval (StartWatch), so that a change is noticed while the process is idle
 // too: both through common/leader_watch.h's LeaderWatcher, whose one thread does every
-// read (concurrent Refresh calls share one). Each change of leader (another address, or the same one
-// under a new term) is logged once ("master leader is now X (term T)") and reported to the
-// change callback. A key found absent (an election in progress) makes the leader unknown
+// read (concurrent Refresh calls share one). Each change of leader (another address, or
+// the same one under a new term) is logged once ("master leader is now X (term T)") and
+// reported to the change callback. A key found absent (an election in progress) makes the leader unknown
 // until it is back; etcd unreachable keeps the last leader read (the masters may well be
 // fine: their own leases are what decides).
 //
@@ -19,7 +19,8 @@
 //
 // Thread roles: any thread calls Current/Refresh/ObserveTerm; the watcher's thread reads.
 // Lock order: apply_mu_ (applies what a read found, and runs the change callback) -> mu_
-// (the state). The callback must not call Refresh (it may call Current).
+// (the state). The callback runs on the watcher's thread or a Refresh caller's; it must
+// not call Refresh (it may call Current), nor block.
 // Input policy: the key's value is a peer's input; one that is not host:port is taken as
 // "no leader" and logged once (while it stays the same).
 #ifndef MOONCAKE_COMMON_MASTER_LOCATOR_H_
