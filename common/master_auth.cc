@@ -6,7 +6,20 @@ namespace mooncake {
 
 namespace {
 const char kUnauthenticatedPrefix[] = "-1400 UNAUTHENTICATED: ";
+const char kNotLeaderPrefix[] = "-1600 NOT_LEADER: ";
 }  // namespace
+
+std::string NotLeaderMessage(const std::string& why) { return kNotLeaderPrefix + why; }
+
+bool IsNotLeaderMessage(const std::string& what) {
+  return what.compare(0, sizeof(kNotLeaderPrefix) - 1, kNotLeaderPrefix) == 0;
+}
+
+ErrorCode RefusalCode(const std::string& what) {
+  if (IsUnauthenticatedMessage(what)) return ErrorCode::UNAUTHENTICATED;
+  if (IsNotLeaderMessage(what)) return ErrorCode::NOT_LEADER;
+  return ErrorCode::OK;
+}
 
 std::string UnauthenticatedMessage(const std::string& why) {
   return kUnauthenticatedPrefix + why;

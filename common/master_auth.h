@@ -25,6 +25,17 @@ inline const std::string kMasterAuthContext = "master";
 std::string UnauthenticatedMessage(const std::string& why);
 bool IsUnauthenticatedMessage(const std::string& what);
 
+// The same for a master that is not the leader (docs/ha.md, "Fencing"): a standby or a
+// deposed leader refuses every call but GetRole and the replication calls with
+// "-1600 NOT_LEADER: <why, and the leader when it knows one>", whatever the call's result
+// type (a list or the stats have no code to carry it). MasterClient-style callers turn it
+// into NOT_LEADER with RefusalCode and look for the leader again.
+std::string NotLeaderMessage(const std::string& why);
+bool IsNotLeaderMessage(const std::string& what);
+// The code of a whole-call refusal's message (UNAUTHENTICATED, NOT_LEADER), or OK when
+// what is not one (a broken connection, a server error).
+ErrorCode RefusalCode(const std::string& what);
+
 // Runs the handshake on client, a connection just opened, before any other call. key
 // null: nothing is sent (a master without a key admits a peer on its own host as it is;
 // one with a key answers the first call with the refusal above).

@@ -4,7 +4,9 @@
 
 
 #include <thrift/TApplicationException.h>
+#include <thrift/TProcessor.h>
 #include <thrift/transport/TSocket.h>
+#include <thrift/transport/TTransportException.h>
 
 #include "common/host_address.h"
 #include "common/log_throttle.h"
@@ -31,6 +33,15 @@ void LogRefusal(const std::string& peer, const std::string& call, const std::str
                   : (" (and " + std::to_string(unlogged) + " refusals not logged)").c_str());
 }
 
+LogThrottle g_not_leader_log;
+LogThrottle g_fence_log;
+
+// Calls every role answers: the handshake (admitted: RpcHandler's -600), GetRole, and the
+// replication calls a standby makes to the leader.
+bool AnsweredInEveryRole(const std::string& fname) {
+  return fname == "GetRole" || fname == "AuthChallenge" || fname == "Authenticate";
+}
+
 // A reply as the generated processor writes one.
 template <typename Result>
 void WriteReply(TProtocol* out, const char* name, int32_t seqid, const Result& result) {
@@ -43,22 +54,92 @@ void WriteReply(TProtocol* out, const char* name, int32_t seqid, const Result& r
 
 }  // namespace
 
+// The generated processor calls preWrite after the handler returned and before it writes
+// the reply, outside the try that turns a handler's exception into a reply: a throw here
+// leaves process(), and the server closes the connection with nothing written.
+class AuthenticatedProcessor::ReplyFence : public apache::thrift::TProcessorEventHandler {
+ public:
+  explicit ReplyFence(AuthenticatedProcessor* processor) : processor_(processor) {}
+  void preWrite(void*, const char*) override { processor_->CheckReplyMayLeave(); }
+
+ private:
+  AuthenticatedProcessor* const processor_;  // owns this
+};
+
 AuthenticatedProcessor::AuthenticatedProcessor(std::shared_ptr<rpc::MasterServiceIf> handler,
                                                std::shared_ptr<const ClusterKey> key,
-                                               Peer peer, NonceSource new_nonce)
+                                               Peer peer, NonceSource new_nonce,
+                                               RoleMachine* role)
     : MasterServiceProcessor(std::move(handler)),
       key_(std::move(key)),
       peer_(std::move(peer)),
-      new_nonce_(std::move(new_nonce)) {
+      new_nonce_(std::move(new_nonce)),
+      role_(role) {
   if (key_ == nullptr) {
     stage_ = peer_.on_this_host ? Stage::kAdmitted : Stage::kRefused;
   }
+  if (role_ != nullptr) setEventHandler(std::make_shared<ReplyFence>(this));
+}
+
+bool AuthenticatedProcessor::DispatchWithRole(TProtocol* in, TProtocol* out,
+                                              const std::string& fname, int32_t seqid,
+                                              void* call_context) {
+  if (AnsweredInEveryRole(fname)) {
+    fenced_ = false;
+  } else if (role_->Serving()) {
+    fenced_ = true;
+  } else {
+    RefuseNotLeader(in, out, fname, seqid);
+    return true;
+  }
+  return MasterServiceProcessor::dispatchCall(in, out, fname, seqid, call_context);
+}
+
+void AuthenticatedProcessor::RefuseNotLeader(TProtocol* in, TProtocol* out,
+                                             const std::string& fname, int32_t seqid) {
+  in->skip(apache::thrift::protocol::T_STRUCT);
+  in->readMessageEnd();
+  in->getTransport()->readEnd();
+  std::string leader = role_->leader();
+  std::string why = std::string("this master is ") + RoleMachine::Name(role_->role()) +
+                    (leader.empty() ? ", and no leader is known yet"
+                                    : "; the leader is " + leader) +
+                    " (term " + std::to_string(role_->term()) + ")";
+  uint64_t unlogged = 0;
+  if (g_not_leader_log.Due(&unlogged)) {
+    MC_LOG_INFO("refused %s from %s: %s%s", fname.c_str(), peer_.address.c_str(), why.c_str(),
+                unlogged == 0
+                    ? ""
+                    : (" (and " + std::to_string(unlogged) + " refusals not logged)").c_str());
+  }
+  TApplicationException refusal(TApplicationException::UNKNOWN, NotLeaderMessage(why));
+  out->writeMessageBegin(fname, apache::thrift::protocol::T_EXCEPTION, seqid);
+  refusal.write(out);
+  out->writeMessageEnd();
+  out->getTransport()->writeEnd();
+  out->getTransport()->flush();
+}
+
+void AuthenticatedProcessor::CheckReplyMayLeave() {
+  if (!fenced_ || role_->LeaseHeld()) return;
+  uint64_t unlogged = 0;
+  if (g_fence_log.Due(&unlogged)) {
+    MC_LOG_WARN("fencing: a reply to %s not sent, its connection closed: this master's lease "
+                "ran out while it was computed%s",
+                peer_.address.c_str(),
+                unlogged == 0 ? ""
+                              : (" (and " + std::to_string(unlogged) + " more)").c_str());
+  }
+  throw apache::thrift::transport::TTransportException(
+      apache::thrift::transport::TTransportException::INTERRUPTED,
+      "the lease ran out before the reply could leave");
 }
 
 bool AuthenticatedProcessor::dispatchCall(TProtocol* in, TProtocol* out,
                                           const std::string& fname, int32_t seqid,
                                           void* call_context) {
   if (stage_ == Stage::kAdmitted) {
+    if (role_ != nullptr) return DispatchWithRole(in, out, fname, seqid, call_context);
     return MasterServiceProcessor::dispatchCall(in, out, fname, seqid, call_context);
   }
   return DispatchUnadmitted(in, out, fname, seqid);
@@ -182,7 +263,7 @@ std::shared_ptr<apache::thrift::TProcessor> AuthenticatedProcessorFactory::getPr
     if (key_ == nullptr) peer.on_this_host = PeerOnThisHost(socket->getSocketFD());
   }
   return std::make_shared<AuthenticatedProcessor>(handler_, key_, std::move(peer),
-                                                  ClusterKey::NewNonce);
+                                                  ClusterKey::NewNonce, role_);
 }
 
 }  // namespace mooncake

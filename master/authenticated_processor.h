@@ -17,8 +17,20 @@
 //    a handshake; any other peer is refused.
 // The handshake on an admitted connection reaches RpcHandler, which answers -600.
 //
+// Roles (docs/ha.md, "Fencing"; master/master_role.h), with --enable_ha only: on an
+// admitted connection, a client call (anything but the handshake, GetRole and the
+// replication calls) reaches the handler only while the master is LEADER; otherwise its
+// arguments are skipped unread and the answer is a TApplicationException
+// "-1600 NOT_LEADER: ..." (common/master_auth.h), whatever the call's result type. A call
+// the handler ran as leader has its reply checked once more right before it is written
+// (the processor's preWrite, after the handler returned): if the lease no longer holds
+// (RoleMachine::LeaseHeld) the reply is dropped and the connection closed (the processor
+// throws TTransportException, on which the server closes it), so nothing computed
+// across a pause of the process is acknowledged after the lease ran out.
+//
 // Cost: an admitted connection pays one test of a flag per call before the generated
-// dispatch; a connection, one getpeername (and without a key, one getsockname).
+// dispatch, and with HA a few string compares, one atomic load and the lease check;
+// a connection, one getpeername (and without a key, one getsockname).
 //
 // Thread roles: TNonblockingServer asks the factory for a processor per connection, on
 // the I/O thread that serves the connection, and runs all of its calls on that thread:
@@ -34,6 +46,7 @@
 
 #include "MasterService.h"
 #include "common/cluster_key.h"
+#include "master/master_role.h"
 
 namespace mooncake {
 
@@ -47,10 +60,11 @@ class AuthenticatedProcessor : public rpc::MasterServiceProcessor {
     bool on_this_host = false;
   };
 
-  // key: null when the master runs without one.
+  // key: null when the master runs without one. role: null without HA (every call is
+  // served); else outlives the processor.
   AuthenticatedProcessor(std::shared_ptr<rpc::MasterServiceIf> handler,
                          std::shared_ptr<const ClusterKey> key, Peer peer,
-                         NonceSource new_nonce);
+                         NonceSource new_nonce, RoleMachine* role = nullptr);
 
   bool admitted() const { return stage_ == Stage::kAdmitted; }
 
@@ -61,6 +75,19 @@ class AuthenticatedProcessor : public rpc::MasterServiceProcessor {
 
  private:
   enum class Stage { kFresh, kChallenged, kAdmitted, kRefused };
+  class ReplyFence;
+
+  // An admitted call with HA on: refused, or dispatched (fenced when served as leader).
+  bool DispatchWithRole(apache::thrift::protocol::TProtocol* in,
+                        apache::thrift::protocol::TProtocol* out, const std::string& fname,
+                        int32_t seqid, void* call_context);
+  // Skips the call's arguments and answers -1600.
+  void RefuseNotLeader(apache::thrift::protocol::TProtocol* in,
+                       apache::thrift::protocol::TProtocol* out, const std::string& fname,
+                       int32_t seqid);
+  // Right before a reply is written: throws TTransportException when the call was served
+  // as leader and the lease no longer holds.
+  void CheckReplyMayLeave();
 
   // The calls of a connection not admitted (yet).
   bool DispatchUnadmitted(apache::thrift::protocol::TProtocol* in,
@@ -76,6 +103,8 @@ class AuthenticatedProcessor : public rpc::MasterServiceProcessor {
   const std::shared_ptr<const ClusterKey> key_;
   const Peer peer_;
   const NonceSource new_nonce_;
+  RoleMachine* const role_;
+  bool fenced_ = false;  // the call being dispatched was served as leader
   Stage stage_ = Stage::kFresh;
   std::string client_nonce_;  // kChallenged
   std::string server_nonce_;  // kChallenged
@@ -86,9 +115,11 @@ class AuthenticatedProcessor : public rpc::MasterServiceProcessor {
 // connection, over the one handler.
 class AuthenticatedProcessorFactory : public apache::thrift::TProcessorFactory {
  public:
+  // role: as AuthenticatedProcessor's.
   AuthenticatedProcessorFactory(std::shared_ptr<rpc::MasterServiceIf> handler,
-                                std::shared_ptr<const ClusterKey> key)
-      : handler_(std::move(handler)), key_(std::move(key)) {}
+                                std::shared_ptr<const ClusterKey> key,
+                                RoleMachine* role = nullptr)
+      : handler_(std::move(handler)), key_(std::move(key)), role_(role) {}
 
   std::shared_ptr<apache::thrift::TProcessor> getProcessor(
       const apache::thrift::TConnectionInfo& connection) override;
@@ -96,6 +127,7 @@ class AuthenticatedProcessorFactory : public apache::thrift::TProcessorFactory {
  private:
   const std::shared_ptr<rpc::MasterServiceIf> handler_;
   const std::shared_ptr<const ClusterKey> key_;
+  RoleMachine* const role_;
 };
 
 }  // namespace mooncake

@@ -61,10 +61,14 @@ TenantUsage::Quotas QuotasOf(const std::string& text) {
 
 }  // namespace
 
+int64_t MasterService::NewEpoch() {
+  return static_cast<int64_t>(std::random_device{}() & 0x7fffffff) << 16 |
+         (SteadyNowMs() & 0xffff);
+}
+
 MasterService::MasterService(MasterOptions options)
     : options_(WithClock(std::move(options))),
-      epoch_(static_cast<int64_t>(std::random_device{}() & 0x7fffffff) << 16 |
-             (SteadyNowMs() & 0xffff)),
+      epoch_(NewEpoch()),
       segments_(options_.allocation_strategy == "free_ratio_first"
                     ? AllocationStrategy::kFreeRatioFirst
                     : AllocationStrategy::kRandom,

@@ -323,6 +323,14 @@ class MasterService {
   bool ApplyLogRecord(std::string_view payload);
   RestoreCounts FinishRestore();
   void ClearState();
+  // High availability (docs/ha.md): a standby that has applied every record it was sent
+  // becomes the leader. As after a restore, and for the same reasons: every segment is
+  // detached (its allocator rebuilt from the replicas' ranges) until its daemon re-mounts
+  // it within reattach_grace, every daemon is expected back by then, and for one lease
+  // every change's reply says "any cache may hold it" (the previous leader's read leases
+  // are not logged). A new master_epoch tells the daemons to re-register and re-mount.
+  // Before serving, with no client call running (the standby refuses them all).
+  RestoreCounts TakeOver();
   // For GetStats: what the restore at start did.
   void NoteRestore(int64_t elapsed_ms, int64_t objects) {
     restore_ms_ = elapsed_ms;
@@ -439,6 +447,7 @@ class MasterService {
   };
 
   int64_t Now() const { return options_.now_ms(); }
+  static int64_t NewEpoch();
   // A stored key (common/tenant_key.h): a user key of 1..MOONCAKE_STORE_MAX_KEY_LEN bytes
   // without NUL, behind a valid tenant id for a named tenant.
   static bool ValidKey(std::string_view key);
@@ -660,7 +669,9 @@ class MasterService {
   }
 
   const MasterOptions options_;
-  const int64_t epoch_;
+  // Random, so that a restarted master (or a new leader: TakeOver) has another; read by
+  // every reply that carries it, changed only by TakeOver.
+  std::atomic<int64_t> epoch_;
   mutable StateGate gate_;  // const readers (GetAllSegments) hold it too
   OpLog* oplog_ = nullptr;
   bool strict_ = false;

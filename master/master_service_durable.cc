@@ -302,6 +302,17 @@ MasterService::RestoreCounts MasterService::FinishRestore() {
   return restore_counts_;
 }
 
+MasterService::RestoreCounts MasterService::TakeOver() {
+  StateGate::Exclusive gate(gate_);  // waits out a standby's own snapshot forking
+  // Fresh allocators: the records a standby applied name ranges, not allocator nodes, and
+  // FinishRestore reserves every range anew.
+  for (const std::shared_ptr<Segment>& s : segments_.All()) segments_.Restore(s->info());
+  restore_counts_ = RestoreCounts();
+  RestoreCounts counts = FinishRestore();
+  epoch_ = NewEpoch();
+  return counts;
+}
+
 void MasterService::ClearState() {
   for (size_t s = 0; s < kShardCount; ++s) {
     std::lock_guard<std::mutex> lock(shards_[s].mu);

@@ -9,6 +9,10 @@ namespace mooncake {
 static_assert(kMaxRpcListEntries >= static_cast<int64_t>(uds::kMaxBatch),
               "a daemon forwards a whole batch of the socket protocol in one call");
 static_assert(kMaxRpcStringBytes >= MOONCAKE_STORE_MAX_KEY_LEN, "a key must fit");
+static_assert(static_cast<int>(RoleMachine::Role::kLeader) == rpc::MasterRole::LEADER &&
+                  static_cast<int>(RoleMachine::Role::kStandby) == rpc::MasterRole::STANDBY &&
+                  static_cast<int>(RoleMachine::Role::kDeposed) == rpc::MasterRole::DEPOSED,
+              "GetRole answers the role as the wire numbers it");
 
 std::shared_ptr<apache::thrift::protocol::TProtocolFactory> MakeRpcProtocolFactory() {
   return std::make_shared<apache::thrift::protocol::TBinaryProtocolFactory>(
@@ -49,9 +53,16 @@ void RpcHandler::Heartbeat(rpc::HeartbeatResult& out, int64_t daemon_id) {
 // Without HA (docs/ha.md) the one master leads, in term 0, for as long as it runs.
 void RpcHandler::GetRole(rpc::RoleResult& out) {
   out.code = ToInt(ErrorCode::OK);
-  out.role = rpc::MasterRole::LEADER;
-  out.term = 0;
-  out.applied_seq = static_cast<int64_t>(service_->GetStats().oplog_sequence);
+  if (role_ == nullptr) {
+    out.role = rpc::MasterRole::LEADER;
+    out.term = 0;
+    out.applied_seq = static_cast<int64_t>(service_->GetStats().oplog_sequence);
+    return;
+  }
+  out.role = static_cast<rpc::MasterRole::type>(role_->role());
+  out.term = role_->term();
+  out.leader = role_->leader();
+  out.applied_seq = static_cast<int64_t>(role_->applied_seq());
 }
 
 int32_t RpcHandler::MountSegment(const rpc::SegmentInfo& segment) {

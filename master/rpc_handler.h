@@ -18,6 +18,7 @@
 #include <thrift/protocol/TProtocol.h>
 
 #include "MasterService.h"
+#include "master/master_role.h"
 #include "master/master_service.h"
 #include "master/snapshotter.h"
 
@@ -36,9 +37,13 @@ std::shared_ptr<apache::thrift::protocol::TProtocolFactory> MakeRpcProtocolFacto
 
 class RpcHandler : public rpc::MasterServiceIf {
  public:
-  // snapshotter: null when snapshots are off (Snapshot then answers -1011).
-  explicit RpcHandler(MasterService* service, Snapshotter* snapshotter = nullptr)
-      : service_(service), snapshotter_(snapshotter) {}
+  // snapshotter: null when snapshots are off (Snapshot then answers -1011). role: who
+  // this master is (GetRole); null: LEADER of term 0, as a master without HA always is.
+  // Which calls reach the handler in which role is the processor's business
+  // (master/authenticated_processor.h).
+  explicit RpcHandler(MasterService* service, Snapshotter* snapshotter = nullptr,
+                      const RoleMachine* role = nullptr)
+      : service_(service), snapshotter_(snapshotter), role_(role) {}
 
   // Reached only on a connection already admitted (master/authenticated_processor.h
   // answers the handshake before): by a handshake, or as a peer on this host of a master
@@ -124,6 +129,7 @@ class RpcHandler : public rpc::MasterServiceIf {
 
   MasterService* const service_;
   Snapshotter* const snapshotter_;
+  const RoleMachine* const role_;
 };
 
 }  // namespace mooncake
