@@ -248,6 +248,9 @@ const char *mc_cluster_ha_cluster_id(const mc_cluster *c);
  * 0 LEADER, 1 STANDBY, 2 DEPOSED (rpc::MasterRole), with its term in *term (may be NULL);
  * -1 when it is not running, paused, or does not answer. */
 int mc_cluster_ha_role_at(const mc_cluster *c, int i, int64_t *term);
+/* The last operation-log record in master i's state (GetRole's applied_seq): a standby
+ * has caught up once it equals the leader's. -1 as for mc_cluster_ha_role_at. */
+int64_t mc_cluster_ha_applied_seq_at(const mc_cluster *c, int i);
 /* The index of the master that leads now: of those answering LEADER, the one of the
  * highest term (a deposed one may not know yet); -1 when none does. */
 int mc_cluster_ha_leader(const mc_cluster *c);

@@ -226,6 +226,13 @@ int mc_cluster_ha_role_at(const mc_cluster* c, int i, int64_t* term) {
   return static_cast<int>(role.role);
 }
 
+int64_t mc_cluster_ha_applied_seq_at(const mc_cluster* c, int i) {
+  McHaMaster* m = MasterAt(c, i);
+  mooncake::rpc::RoleResult role;
+  if (!m->process.running() || m->paused.load() || !AskRole(m->port, 1000, &role)) return -1;
+  return role.applied_seq;
+}
+
 int mc_cluster_ha_leader(const mc_cluster* c) {
   int leader = -1;
   int64_t best = -1;
