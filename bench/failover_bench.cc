@@ -196,11 +196,23 @@ class Probes {
   const int round_;
 };
 
-// Waits until one master leads and every other running one is a standby that has applied
-// everything the leader has: the state in which a failover may lose nothing.
+// Masters that exited on their own (a deposed leader exits with status 3, for its
+// supervisor to start it again as a standby: docs/ha.md) and were started again.
+std::atomic<int> g_unplanned_restarts{0};
+
+// Waits until one master leads and every other one is a standby that has applied
+// everything the leader has: the state in which a failover may lose nothing. Plays the
+// supervisor: a master that exited is started again.
 int AwaitCaughtUp(mc_cluster* c, double timeout_s) {
   auto t0 = Clock::now();
   while (SecondsSince(t0) < timeout_s) {
+    for (int i = 0; i < mc_cluster_ha_master_count(c); ++i) {
+      if (mc_cluster_ha_master_alive(c, i)) continue;
+      std::fprintf(stderr, "master %d had exited (status %d): starting it again\n", i,
+                   mc_cluster_ha_wait_master_at(c, i, 0));
+      if (mc_cluster_ha_restart_master_at(c, i) != 0) Die("master %d did not restart", i);
+      ++g_unplanned_restarts;
+    }
     int leader = mc_cluster_ha_leader(c);
     int64_t seq = leader >= 0 ? mc_cluster_ha_applied_seq_at(c, leader) : -1;
     bool all = leader >= 0 && seq >= 0;
@@ -361,6 +373,8 @@ void Report(const Options& o, const std::vector<Failover>& failovers,
               Max(master_put));
   std::printf("%-34s %9.2f %9.2f\n", "a put through a daemon", Median(daemon_put),
               Max(daemon_put));
+  std::printf("(masters that exited on their own and were started again: %d)\n",
+              g_unplanned_restarts.load());
 
   std::printf("\n2. master batch put throughput (batches of %" PRId64 " x 4 KiB, %" PRId64
               " threads, --enable_snapshot --oplog_mode %s)\n",
