@@ -7,12 +7,16 @@
 // the leader changes.
 //
 // Endpoints are tried in order, starting with the last one that answered; a call fails over
-// to the next on a connection error or timeout, so one etcd member down costs one timeout.
+// to the next on a connection error, a timeout or an HTTP 5xx, so one etcd member down
+// costs one timeout. Each call is one HTTP request on a connection of its own (no signals,
+// no proxy from the environment): calls are rare, and nothing is shared between threads.
 //
-// Errors are values: OK; RPC_FAIL when no endpoint answered, RPC_TIMEOUT when one took
-// longer than the call's timeout; INTERNAL_ERROR for an answer that does not parse (logged,
-// with the endpoint). etcd's own refusals (an unknown lease) are NOT_FOUND-like results in
-// the returned structs, not errors.
+// Errors are values: OK; RPC_FAIL when no endpoint answered (connection refused, or HTTP
+// 5xx: a member without quorum), RPC_TIMEOUT when the last one tried took longer than the
+// call's timeout; INTERNAL_ERROR, with one log line naming the endpoint, for an answer that
+// is not JSON, lacks what the call needs, is larger than 16 MiB, or is a refusal (HTTP 4xx
+// or an "error" field). etcd's refusals because something is gone are results, not errors:
+// KeepAlive of an unknown lease answers *ttl_seconds 0, RevokeLease of one is OK.
 //
 // Thread-safety: every method may be called from any thread; calls do not share a curl
 // handle.
@@ -53,7 +57,9 @@ class EtcdClient {
   ErrorCode Put(const std::string& key, const std::string& value, int64_t lease = 0);
   // Creates key only if it does not exist (a transaction comparing its create_revision to
   // 0), bound to lease. *created says whether it did; *current gets the key as it is after
-  // the call (ours, or the one that was there).
+  // the call (ours, or the one that was there). A key that already holds exactly this
+  // value and lease counts as created: that is our own attempt, applied by an endpoint that
+  // then timed out before the call failed over.
   ErrorCode CreateIfAbsent(const std::string& key, const std::string& value, int64_t lease,
                            bool* created, KeyValue* current);
   // Puts only while `guard` still has create_revision guard_revision (a transaction): how a

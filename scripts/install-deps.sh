@@ -20,6 +20,7 @@ PACKAGES=(
   python3-pip python3-venv python3-setuptools python3-wheel   # pip install ./bindings/python
   openjdk-17-jdk-headless junit4        # Java binding (JNI) and its tests
   etcd-server                           # master HA
+  libcurl4-openssl-dev nlohmann-json3-dev   # etcd's JSON gateway (common/etcd_client.cc)
   gnuplot-nox                           # benchmark plots
   fio                                   # bench/ssd_bench's raw-disk baseline
 )
