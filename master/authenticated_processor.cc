@@ -36,10 +36,16 @@ void LogRefusal(const std::string& peer, const std::string& call, const std::str
 LogThrottle g_not_leader_log;
 LogThrottle g_fence_log;
 
-// Calls every role answers: the handshake (admitted: RpcHandler's -600), GetRole, and the
-// replication calls a standby makes to the leader.
+// Calls every role answers itself: the handshake (admitted: RpcHandler's -600), GetRole.
 bool AnsweredInEveryRole(const std::string& fname) {
   return fname == "GetRole" || fname == "AuthChallenge" || fname == "Authenticate";
+}
+
+// The replication calls a standby makes to the leader (master/log_server.h): they reach
+// their handler in every role, which answers -1600 in its result when not leading; served
+// by a leader, their replies are fenced like a client call's.
+bool ReplicationCall(const std::string& fname) {
+  return fname == "FollowLog" || fname == "FetchSnapshot";
 }
 
 // A reply as the generated processor writes one.
@@ -86,6 +92,8 @@ bool AuthenticatedProcessor::DispatchWithRole(TProtocol* in, TProtocol* out,
                                               void* call_context) {
   if (AnsweredInEveryRole(fname)) {
     fenced_ = false;
+  } else if (ReplicationCall(fname)) {
+    fenced_ = role_->Serving();
   } else if (role_->Serving()) {
     fenced_ = true;
   } else {
