@@ -223,7 +223,7 @@ typedef struct mc_cluster_ha_options {
 } mc_cluster_ha_options;
 
 /* mc_cluster_start_with for a cluster with high availability: an etcd on free ports of
- * 127.0.0.1 (data in <dir>/etcd, log <dir>/etcd.log), then ha->masters masters campaigning
+ * 127.0.0.1 (tests/etcd_process.h: data in <dir>/etcd-data, log <dir>/etcd.log), then ha->masters masters campaigning
  * through it, each on its own port with --enable_ha --etcd_endpoints <etcd> --cluster_id
  * <unique to this cluster> --ha_lease_ttl --enable_snapshot --snapshot_dir <dir>/master-<i>
  * --enable_snapshot_restore --oplog_mode, then options->master_flags; once one of them

@@ -1,10 +1,6 @@
 // tests/cluster.h's high-availability half: an etcd and several HA masters (docs/ha.md).
-#include <arpa/inet.h>
-#include <netinet/in.h>
 #include <signal.h>
-#include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/time.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -23,6 +19,7 @@
 #include "MasterService.h"
 #include "tests/cluster.h"
 #include "tests/cluster_internal.h"
+#include "tests/etcd_process.h"
 #include "tests/process_harness.h"
 
 namespace harness = mooncake::testing;
@@ -37,10 +34,7 @@ struct McHaMaster {
 
 struct McHaState {
   std::string cluster_id;
-  int etcd_port = 0, etcd_peer_port = 0;
-  std::string etcd_endpoint;  // "127.0.0.1:<port>"
-  std::string etcd_dir, etcd_log;
-  harness::ChildProcess etcd;
+  harness::EtcdProcess etcd;  // its data in <dir>/etcd-data, its log <dir>/etcd.log
   std::vector<std::unique_ptr<McHaMaster>> masters;
 };
 
@@ -54,55 +48,6 @@ McHaMaster* MasterAt(const mc_cluster* c, int i) {
     std::abort();
   }
   return c->ha->masters[static_cast<size_t>(i)].get();
-}
-
-// GET path from 127.0.0.1:port (HTTP/1.0, so the server closes when done): the whole
-// answer, "" when it cannot be had within about a second.
-std::string HttpGet(int port, const std::string& path) {
-  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return "";
-  timeval tv{1, 0};
-  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-  setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(static_cast<uint16_t>(port));
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  std::string answer;
-  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0) {
-    std::string request = "GET " + path + " HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n";
-    if (send(fd, request.data(), request.size(), MSG_NOSIGNAL) ==
-        static_cast<ssize_t>(request.size())) {
-      char buf[4096];
-      for (ssize_t n; (n = recv(fd, buf, sizeof(buf), 0)) > 0;) answer.append(buf, n);
-    }
-  }
-  close(fd);
-  return answer;
-}
-
-// Starts etcd on the cluster's ports and data dir; true once it says it is healthy (a
-// single member elects itself within about a second of starting).
-bool StartEtcd(McHaState* ha) {
-  const std::string client = "http://" + ha->etcd_endpoint;
-  const std::string peer = "http://127.0.0.1:" + std::to_string(ha->etcd_peer_port);
-  if (!ha->etcd.Start({"/usr/bin/etcd", "--name", "t", "--data-dir", ha->etcd_dir,
-                       "--listen-client-urls", client, "--advertise-client-urls", client,
-                       "--listen-peer-urls", peer, "--initial-advertise-peer-urls", peer,
-                       "--initial-cluster", "t=" + peer},
-                      ha->etcd_log)) {
-    return false;
-  }
-  auto deadline = Clock::now() + std::chrono::seconds(15);
-  while (Clock::now() < deadline) {
-    if (HttpGet(ha->etcd_port, "/health").find("\"health\":\"true\"") != std::string::npos) {
-      return true;
-    }
-    if (ha->etcd.Wait(0) != -1) return false;  // exited (a port taken, say)
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  ha->etcd.Stop(SIGKILL, 2000);
-  return false;
 }
 
 bool StartHaMaster(McHaMaster* m) {
@@ -138,17 +83,8 @@ bool McHaStart(mc_cluster* c, const mc_cluster_ha_options* options) {
   auto* ha = new McHaState;
   c->ha = ha;
   ha->cluster_id = "t" + std::to_string(getpid()) + "-" + std::to_string(clusters++);
-  ha->etcd_dir = c->dir + "/etcd";
-  ha->etcd_log = c->dir + "/etcd.log";
-  bool ok = false;
-  for (int attempt = 0; !ok && attempt < 3; ++attempt) {  // ports taken meanwhile
-    ha->etcd_port = harness::FreeTcpPort();
-    ha->etcd_peer_port = harness::FreeTcpPort();
-    ha->etcd_endpoint = "127.0.0.1:" + std::to_string(ha->etcd_port);
-    ok = StartEtcd(ha);
-  }
-  if (!ok) {
-    std::fprintf(stderr, "etcd did not start; see %s\n", ha->etcd_log.c_str());
+  if (!ha->etcd.Start(c->dir)) {
+    std::fprintf(stderr, "etcd did not start; see %s\n", ha->etcd.log_path().c_str());
     return false;
   }
   const std::string ttl =
@@ -160,7 +96,7 @@ bool McHaStart(mc_cluster* c, const mc_cluster_ha_options* options) {
     mkdir(dir.c_str(), 0700);
     m->log_path = c->dir + "/master-" + std::to_string(i) + ".log";
     m->flags = {"--default_kv_lease_ttl", std::to_string(c->lease_ms),
-                "--enable_ha", "--etcd_endpoints", ha->etcd_endpoint,
+                "--enable_ha", "--etcd_endpoints", ha->etcd.endpoint(),
                 "--cluster_id", ha->cluster_id, "--ha_lease_ttl", ttl,
                 "--enable_snapshot", "--snapshot_dir", dir, "--enable_snapshot_restore",
                 "--oplog_mode", mode};
@@ -180,7 +116,7 @@ bool McHaStart(mc_cluster* c, const mc_cluster_ha_options* options) {
     std::fprintf(stderr, "no HA master leads after 20 s\n");
     return false;
   }
-  std::vector<std::string> flags = {"--master", "etcd://" + ha->etcd_endpoint, "--cluster_id",
+  std::vector<std::string> flags = {"--master", "etcd://" + ha->etcd.endpoint(), "--cluster_id",
                                     ha->cluster_id};
   flags.insert(flags.end(), c->daemon_flags.begin(), c->daemon_flags.end());
   c->daemon_flags = flags;
@@ -199,7 +135,7 @@ void McHaStop(mc_cluster* c, int sig) {
     m->process.Stop(sig, 10000);
   }
   ha->etcd.Resume();
-  ha->etcd.Stop(sig, 10000);
+  ha->etcd.Stop(sig);
   c->ha = nullptr;
   delete ha;
 }
@@ -296,16 +232,18 @@ int mc_cluster_ha_wait_master_at(mc_cluster* c, int i, int timeout_ms) {
   return m->process.Wait(timeout_ms);
 }
 
-int mc_cluster_etcd_port(const mc_cluster* c) { return c->ha == nullptr ? -1 : c->ha->etcd_port; }
+int mc_cluster_etcd_port(const mc_cluster* c) {
+  return c->ha == nullptr ? -1 : c->ha->etcd.client_port();
+}
 const char* mc_cluster_etcd_endpoint(const mc_cluster* c) {
-  return c->ha == nullptr ? "" : c->ha->etcd_endpoint.c_str();
+  return c->ha == nullptr ? "" : c->ha->etcd.endpoint().c_str();
 }
 
 int mc_cluster_etcd_stop(mc_cluster* c, int sig) {
   c->ha->etcd.Resume();
-  return c->ha->etcd.Stop(sig, 10000);
+  return c->ha->etcd.Stop(sig);
 }
 
-int mc_cluster_etcd_start(mc_cluster* c) { return StartEtcd(c->ha) ? 0 : -1; }
+int mc_cluster_etcd_start(mc_cluster* c) { return c->ha->etcd.Restart() ? 0 : -1; }
 
 }  // extern "C"
