@@ -2,12 +2,23 @@
 
 #include <cstdlib>
 
+#include "common/text.h"
+
 namespace mooncake {
 
 void RegisterDaemonFlags(FlagSet* f, DaemonOptions* o) {
   f->AddString("master", &o->master,
                "the master's host:port (default: this host's own address, what its name "
-               "resolves to, port 50051: where a master listens by default)");
+               "resolves to, port 50051: where a master listens by default), or "
+               "etcd://host:port[,host:port...]: the leader etcd names, followed when it "
+               "changes");
+  f->AddString("cluster_id", &o->cluster_id,
+               "with --master etcd://: the cluster whose leader key "
+               "(/mooncake/<cluster_id>/leader) names the master, as the masters' own "
+               "--cluster_id");
+  f->AddDuration("master_failover_wait", &o->master_failover_wait_ms, 1,
+                 "with --master etcd://: how long a master call that failed because of the "
+                 "master (down, not the leader) waits for a leader to run it again, ms");
   f->AddString("socket", &o->socket, "Unix socket applications connect to");
   f->AddString("hostname", &o->hostname, "advertised host name (default: this machine's)");
   f->AddInt("port", &o->port, "transfer-engine TCP port (0: first free one in 12300..14300)");
@@ -96,19 +107,19 @@ void RegisterDaemonFlags(FlagSet* f, DaemonOptions* o) {
 
 bool ValidateDaemonOptions(DaemonOptions* o, std::string* error) {
   // "" is this host's address, which main resolves (a parser of flags asks no resolver).
-  size_t colon = o->master.empty() ? 0 : o->master.rfind(':');
+  MasterAddress master;
+  std::string master_error;
+  bool master_ok = o->master.empty() || ParseMasterAddress(o->master, &master, &master_error);
+  if (o->master.empty()) master.port = 50051;
   char* end = nullptr;
-  long port = o->master.empty() ? 50051
-              : colon == std::string::npos
-                  ? -1
-                  : std::strtol(o->master.c_str() + colon + 1, &end, 10);
-  if (end != nullptr && *end != '\0') port = -1;
   long mode = std::strtol(o->socket_mode.c_str(), &end, 8);
   bool mode_ok = !o->socket_mode.empty() && *end == '\0' && mode >= 0 && mode <= 0777;
-  bool master_ok = o->master.empty() ||
-                   (colon != std::string::npos && colon != 0 && port > 0 && port <= 65535);
   if (!master_ok) {
-    *error = "--master must be host:port";
+    *error = "--master " + master_error;
+  } else if (!ValidName(o->cluster_id)) {
+    *error = "--cluster_id must be 1..64 characters of [A-Za-z0-9_.-]";
+  } else if (o->master_failover_wait_ms < 0 || o->master_failover_wait_ms > 600 * 1000) {
+    *error = "--master_failover_wait must be in 0..600 s";
   } else if (o->socket.empty() || o->socket.size() >= 108) {
     *error = "--socket must be a path shorter than 108 bytes";
   } else if (o->port < 0 || o->port > 65535) {
@@ -143,8 +154,9 @@ bool ValidateDaemonOptions(DaemonOptions* o, std::string* error) {
   } else if (!ValidateSsdOptions(o->ssd, error)) {
     // *error names the flag
   } else {
-    o->master_host = o->master.substr(0, colon);  // "" when master is
-    o->master_port = static_cast<int>(port);
+    o->master_host = master.host;  // "" when master is, or with etcd://
+    o->master_port = master.port;
+    o->etcd_endpoints = master.etcd_endpoints;
     o->socket_mode_bits = static_cast<unsigned>(mode);
     return true;
   }

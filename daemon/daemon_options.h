@@ -6,6 +6,7 @@
 #include <string>
 
 #include "common/flags.h"
+#include "common/master_locator.h"
 #include "daemon/local_access.h"
 #include "daemon/ssd_options.h"
 #include "daemon/tenant_policy.h"
@@ -14,8 +15,13 @@ namespace mooncake {
 
 struct DaemonOptions {
   // The master's host:port; "" = this host's address (ThisHostAddress, where a master
-  // listens by default) and port 50051, filled in by main.
+  // listens by default) and port 50051, filled in by main. Or etcd://host:port[,...]: the
+  // leader of --cluster_id, as etcd's leader key names it (docs/ha.md, "Daemons").
   std::string master;
+  std::string cluster_id = "mooncake";  // with etcd://: whose leader key is read
+  // With etcd://: how long a master call that failed because of the master waits for a
+  // leader (a failover) to run it again.
+  int64_t master_failover_wait_ms = 5000;
   std::string socket = "/run/mooncake/mooncaked.sock";  // where applications connect
   std::string hostname;                                 // advertised; "" = gethostname()
   int64_t port = 0;  // transfer-engine port; 0 = first free one in 12300..14300
@@ -65,9 +71,10 @@ struct DaemonOptions {
   std::string log_level = "info";
 
   // Filled by ValidateDaemonOptions from the strings above (master_host "" when master
-  // is: main resolves it).
+  // is: main resolves it; etcd_endpoints set instead with etcd://).
   std::string master_host;
   int master_port = 0;
+  std::string etcd_endpoints;
   unsigned socket_mode_bits = 0660;
   LocalAccessRules local_access;  // allowed_uids and allowed_gids resolved
   TenantPolicy tenant_policy;  // from tenant_uids

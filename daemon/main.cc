@@ -2,6 +2,7 @@
 // reserve the transfer port on its bind address (so "host:port" names this daemon
 // uniquely); choose the transport (RDMA or TCP);
 // open the SSD tier (--ssd_path: the store, rebuilt or wiped, and its identity);
+// find the master (a fixed address, or the leader etcd names, followed from then on);
 // register with the master (retrying with back-off); serve the transfer port; create and
 // mount the global segment, then the SSD tier's segment (which starts its reconciliation
 // and the offloader); serve the Unix socket; heartbeat.
@@ -33,6 +34,7 @@
 #include "common/error_code.h"
 #include "common/host_address.h"
 #include "common/logging.h"
+#include "common/master_locator.h"
 #include "common/process_setup.h"
 #include "common/rpc_logging.h"
 #include "common/text.h"
@@ -232,11 +234,25 @@ int main(int argc, char** argv) {
   size_t cores = std::max(1u, std::thread::hardware_concurrency());
   size_t workers = options.worker_threads > 0 ? static_cast<size_t>(options.worker_threads)
                                               : std::max<size_t>(4, 2 * cores);
-  if (options.master_host.empty()) {
+  MasterClientOptions client_options;
+  std::unique_ptr<MasterLocator> locator;  // null: the fixed master_host:master_port
+  if (!options.etcd_endpoints.empty()) {
+    ErrorCode located =
+        MasterLocator::ViaEtcd(options.etcd_endpoints, options.cluster_id,
+                               options.connect_timeout_ms, MasterLocator::kPollIntervalMs,
+                               &locator);
+    if (located != ErrorCode::OK) {
+      MC_LOG_ERROR("--master %s: %s", options.master.c_str(), ErrorName(located));
+      close(transfer_fd);
+      return 2;
+    }
+    client_options.failover_wait_ms = static_cast<int>(options.master_failover_wait_ms);
+    MC_LOG_INFO("the master: whichever leader %s names, followed when it changes",
+                locator->description().c_str());
+  } else if (options.master_host.empty()) {
     options.master_host = ThisHostAddress();
     options.master = options.master_host + ":" + std::to_string(options.master_port);
   }
-  MasterClientOptions client_options;
   client_options.host = options.master_host;
   client_options.cluster_key = cluster_key;
   client_options.port = options.master_port;
@@ -245,7 +261,7 @@ int main(int argc, char** argv) {
   client_options.max_connections = options.max_master_connections > 0
                                        ? static_cast<size_t>(options.max_master_connections)
                                        : workers + 4;
-  MasterClient master(client_options);
+  MasterClient master(client_options, std::move(locator));
   std::unique_ptr<TransferEngine> engine = OpenTransferEngine(options, name, cluster_key, &master);
   if (engine == nullptr) {
     close(transfer_fd);

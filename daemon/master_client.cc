@@ -3,6 +3,7 @@
 #include <poll.h>
 
 #include <chrono>
+#include <thread>
 
 #include <thrift/TApplicationException.h>
 #include <thrift/protocol/TBinaryProtocol.h>
@@ -22,6 +23,9 @@ namespace {
 
 thread_local std::string g_last_error;
 
+// Between two attempts of a call waiting for a leader: each also re-reads etcd.
+constexpr std::chrono::milliseconds kFailoverPause{50};
+
 }  // namespace
 
 struct MasterClient::Connection {
@@ -29,6 +33,8 @@ struct MasterClient::Connection {
   std::shared_ptr<TFramedTransport> transport;
   std::unique_ptr<rpc::MasterServiceClient> client;
   uint64_t generation = 0;
+  MasterLeader leader;  // the leader it was opened to (host, port, the key's term)
+  int64_t term = 0;     // the master's own term, or leader.term for a master without HA
 
   // An idle connection has nothing to read; if it is readable the master closed it (or
   // restarted), and using it would cost a failed request.
@@ -38,18 +44,37 @@ struct MasterClient::Connection {
   }
 };
 
-MasterClient::MasterClient(MasterClientOptions options) : options_(std::move(options)) {}
+MasterClient::MasterClient(MasterClientOptions options, std::unique_ptr<MasterLocator> locator)
+    : options_(std::move(options)), locator_(std::move(locator)) {
+  if (locator_ == nullptr) locator_ = MasterLocator::Fixed(options_.host, options_.port);
+  locator_->SetChangeCallback([this](const MasterLeader& leader) { OnLeaderChange(leader); });
+  locator_->StartWatch();
+}
 
 MasterClient::~MasterClient() {
+  locator_.reset();  // no leader change is reported from now on
   std::lock_guard<std::mutex> lock(mu_);
   for (auto& c : idle_) c->transport->close();
 }
 
 std::string MasterClient::LastError() { return g_last_error; }
 
-std::unique_ptr<MasterClient::Connection> MasterClient::Open(std::string* error) {
+void MasterClient::SetLeaderChangeHandler(std::function<void(const MasterLeader&)> handler) {
+  std::lock_guard<std::mutex> lock(handler_mu_);
+  leader_handler_ = std::move(handler);
+}
+
+void MasterClient::OnLeaderChange(const MasterLeader& leader) {
+  DropIdle();  // connections to the old leader; busy ones are dropped at check-in
+  std::lock_guard<std::mutex> lock(handler_mu_);
+  if (leader_handler_) leader_handler_(leader);
+}
+
+std::unique_ptr<MasterClient::Connection> MasterClient::Open(const MasterLeader& leader,
+                                                             std::string* error) {
   auto conn = std::make_unique<Connection>();
-  conn->socket = std::make_shared<TSocket>(options_.host, options_.port);
+  conn->leader = leader;
+  conn->socket = std::make_shared<TSocket>(leader.host, leader.port);
   conn->socket->setConnTimeout(options_.connect_timeout_ms);
   conn->socket->setSendTimeout(options_.rpc_timeout_ms);
   conn->socket->setRecvTimeout(options_.rpc_timeout_ms);
@@ -58,21 +83,48 @@ std::unique_ptr<MasterClient::Connection> MasterClient::Open(std::string* error)
   try {
     conn->transport->open();
   } catch (const std::exception& e) {
-    *error = e.what();
+    *error = "master " + leader.name() + ": " + e.what();
     return nullptr;
   }
   conn->client =
       std::make_unique<rpc::MasterServiceClient>(std::make_shared<TBinaryProtocol>(conn->transport));
   ErrorCode admitted = AuthenticateToMaster(conn->client.get(), options_.cluster_key.get(), error);
   if (admitted != ErrorCode::OK) {
-    *error = "master " + options_.host + ":" + std::to_string(options_.port) + ": " + *error;
+    *error = "master " + leader.name() + ": " + *error;
+    conn->transport->close();
+    return nullptr;
+  }
+  rpc::RoleResult role;
+  try {
+    conn->client->GetRole(role);
+  } catch (const std::exception& e) {
+    *error = "master " + leader.name() + ": GetRole: " + e.what();
+    conn->transport->close();
+    return nullptr;
+  }
+  if (FromWire(role.code) != ErrorCode::OK || role.role != rpc::MasterRole::LEADER) {
+    *error = "master " + leader.name() + " is not the leader (" +
+             (role.role == rpc::MasterRole::STANDBY ? "a standby" : "deposed") +
+             (role.leader.empty() ? "" : "; it names " + role.leader) + ")";
+    conn->transport->close();
+    return nullptr;
+  }
+  // A master without HA says term 0: it is fenced by the key that named it.
+  conn->term = role.term > 0 ? role.term : leader.term;
+  if (role.term > 0) locator_->ObserveTerm(role.term);
+  int64_t highest = locator_->highest_term();
+  if (conn->term < highest) {
+    *error = "master " + leader.name() + " leads under term " + std::to_string(conn->term) +
+             ", below term " + std::to_string(highest) + " known: not used";
     conn->transport->close();
     return nullptr;
   }
   return conn;
 }
 
-std::unique_ptr<MasterClient::Connection> MasterClient::Checkout(std::string* error) {
+std::unique_ptr<MasterClient::Connection> MasterClient::Checkout(const MasterLeader& leader,
+                                                                 std::string* error) {
+  const int64_t highest = locator_->highest_term();
   uint64_t generation;
   {
     std::unique_lock<std::mutex> lock(mu_);
@@ -82,7 +134,10 @@ std::unique_ptr<MasterClient::Connection> MasterClient::Checkout(std::string* er
       while (!idle_.empty()) {
         std::unique_ptr<Connection> conn = std::move(idle_.back());
         idle_.pop_back();
-        if (conn->generation == generation_ && !conn->LooksClosed()) return conn;
+        if (conn->generation == generation_ && conn->leader.same_as(leader) &&
+            conn->term >= highest && !conn->LooksClosed()) {
+          return conn;
+        }
         conn->transport->close();
         --open_count_;
       }
@@ -96,7 +151,7 @@ std::unique_ptr<MasterClient::Connection> MasterClient::Checkout(std::string* er
     ++open_count_;  // reserve the slot before connecting without the lock
     generation = generation_;
   }
-  std::unique_ptr<Connection> conn = Open(error);
+  std::unique_ptr<Connection> conn = Open(leader, error);
   if (conn == nullptr) {
     std::lock_guard<std::mutex> lock(mu_);
     --open_count_;
@@ -118,6 +173,13 @@ void MasterClient::Checkin(std::unique_ptr<Connection> conn) {
   cv_.notify_one();
 }
 
+void MasterClient::Discard(std::unique_ptr<Connection> conn) {
+  conn->transport->close();
+  std::lock_guard<std::mutex> lock(mu_);
+  --open_count_;
+  cv_.notify_one();
+}
+
 void MasterClient::DropIdle() {
   std::lock_guard<std::mutex> lock(mu_);
   ++generation_;
@@ -127,26 +189,67 @@ void MasterClient::DropIdle() {
   cv_.notify_all();
 }
 
-ErrorCode MasterClient::Call(const std::function<void(rpc::MasterServiceClient&)>& fn) {
-  std::string error;
-  std::unique_ptr<Connection> conn = Checkout(&error);
-  if (conn == nullptr) {
-    g_last_error = error;
-    return ErrorCode::RPC_FAIL;
+MasterClient::Attempt MasterClient::Try(const Rpc& fn, std::string* error) {
+  MasterLeader leader = locator_->Current();
+  if (!leader.known()) {
+    *error = "no master leader known (" + locator_->description() + ")";
+    return Attempt::kNotSent;
   }
+  std::unique_ptr<Connection> conn = Checkout(leader, error);
+  if (conn == nullptr) return Attempt::kNotSent;
   try {
     fn(*conn->client);
   } catch (const std::exception& e) {
-    // The connection may hold half a reply; it cannot be reused.
-    g_last_error = e.what();
-    conn->transport->close();
-    std::lock_guard<std::mutex> lock(mu_);
-    --open_count_;
-    cv_.notify_one();
-    return ErrorCode::RPC_FAIL;
+    *error = "master " + leader.name() + ": " + e.what();
+    // The connection may hold half a reply; it cannot be reused. A NOT_LEADER refusal
+    // comes before the handler: the master stepped down since we connected, and ran nothing.
+    Discard(std::move(conn));
+    return RefusalCode(e.what()) == ErrorCode::NOT_LEADER ? Attempt::kNotLeader
+                                                          : Attempt::kMaybeRan;
+  }
+  const int64_t highest = locator_->highest_term();
+  if (conn->term < highest) {
+    // A newer leader was elected while this ran: what the old one said is not taken.
+    *error = "master " + leader.name() + ": a reply under term " + std::to_string(conn->term) +
+             " ignored, term " + std::to_string(highest) + " is known";
+    Discard(std::move(conn));
+    return Attempt::kMaybeRan;
   }
   Checkin(std::move(conn));
-  return ErrorCode::OK;
+  return Attempt::kDone;
+}
+
+ErrorCode MasterClient::Call(const Rpc& fn, Repeat repeat, bool* repeated) {
+  if (repeated != nullptr) *repeated = false;
+  std::string error;
+  Attempt attempt = Try(fn, &error);
+  if (attempt == Attempt::kDone) return ErrorCode::OK;
+  // A fixed master fails as it always did: the daemon's own retries (heartbeat,
+  // registration) take over; there is nobody else to ask.
+  if (!locator_->via_etcd() || (attempt == Attempt::kMaybeRan && repeat == Repeat::kNever)) {
+    g_last_error = error;
+    return attempt == Attempt::kNotLeader ? ErrorCode::NOT_LEADER : ErrorCode::RPC_FAIL;
+  }
+  bool may_have_run = attempt == Attempt::kMaybeRan;
+  const auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::milliseconds(options_.failover_wait_ms);
+  for (;;) {
+    locator_->Refresh();
+    attempt = Try(fn, &error);
+    if (attempt == Attempt::kDone) {
+      if (repeated != nullptr) *repeated = may_have_run;
+      return ErrorCode::OK;
+    }
+    // Once sent to a leader, a call is not sent a third time.
+    if (attempt == Attempt::kMaybeRan) {
+      if (repeat == Repeat::kNever || may_have_run) break;
+      may_have_run = true;
+    }
+    if (std::chrono::steady_clock::now() >= deadline) break;
+    std::this_thread::sleep_for(kFailoverPause);
+  }
+  g_last_error = error;
+  return ErrorCode::RPC_FAIL;
 }
 
 namespace {
@@ -187,45 +290,72 @@ void StaleOf(ErrorCode call, std::vector<rpc::CacheHolder>* holders, StaleCaches
   if (call == ErrorCode::OK) stale->holders.swap(*holders);
 }
 
+// A put's first step, sent again after an attempt that may have run: OBJECT_ALREADY_EXISTS
+// may then be our own reservation, which the first attempt made and whose reply was lost.
+// The put must not count it as "already cached" (it would answer success for an object
+// that never gets its bytes): it fails instead, and the reservation, never visible, is
+// discarded as any abandoned put's (put_start_discard_timeout).
+void DistrustRepeatedStart(bool repeated, rpc::PutStartResult* result) {
+  if (repeated && FromWire(result->code) == ErrorCode::OBJECT_ALREADY_EXISTS) {
+    result->code = ToInt(ErrorCode::RPC_FAIL);
+  }
+}
+
 }  // namespace
 
 // ---- wrappers ----
+// Repeat::kSafe where a second run (after a first that may have run, at the old leader
+// or at a new one that replicated it) has the effect of one; docs/ha.md says why for each.
 
 ErrorCode MasterClient::RegisterDaemon(int64_t daemon_id, const std::string& name) {
   int32_t code = 0;
-  ErrorCode call =
-      Call([&](rpc::MasterServiceClient& c) { code = c.RegisterDaemon(daemon_id, name); });
+  ErrorCode call = Call(
+      [&](rpc::MasterServiceClient& c) { code = c.RegisterDaemon(daemon_id, name); },
+      Repeat::kSafe);
   return CodeOf(call, code);
 }
 
 ErrorCode MasterClient::Heartbeat(int64_t daemon_id, rpc::HeartbeatResult* out) {
-  ErrorCode call = Call([&](rpc::MasterServiceClient& c) { c.Heartbeat(*out, daemon_id); });
+  ErrorCode call = Call(
+      [&](rpc::MasterServiceClient& c) {
+        c.Heartbeat(*out, daemon_id);
+      },
+      Repeat::kSafe);
   return CodeOf(call, out->code);
 }
 
 ErrorCode MasterClient::MountSegment(const rpc::SegmentInfo& segment) {
   int32_t code = 0;
-  ErrorCode call = Call([&](rpc::MasterServiceClient& c) { code = c.MountSegment(segment); });
+  ErrorCode call = Call(
+      [&](rpc::MasterServiceClient& c) { code = c.MountSegment(segment); },
+      Repeat::kSafe);
   return CodeOf(call, code);
 }
 
 ErrorCode MasterClient::UnmountSegment(int64_t daemon_id, int64_t segment_id) {
   int32_t code = 0;
-  ErrorCode call =
-      Call([&](rpc::MasterServiceClient& c) { code = c.UnmountSegment(daemon_id, segment_id); });
+  ErrorCode call = Call(
+      [&](rpc::MasterServiceClient& c) { code = c.UnmountSegment(daemon_id, segment_id); },
+      Repeat::kSafe);
   return CodeOf(call, code);
 }
 
 ErrorCode MasterClient::GetAllSegments(std::vector<rpc::SegmentInfo>* out) {
-  return Call([&](rpc::MasterServiceClient& c) { c.GetAllSegments(*out); });
+  return Call(
+      [&](rpc::MasterServiceClient& c) {
+        c.GetAllSegments(*out);
+      },
+      Repeat::kSafe);
 }
 
 ErrorCode MasterClient::DrainSegment(int64_t daemon_id, int64_t segment_id, int64_t cursor,
                                      int32_t max_moves, const std::vector<std::string>& avoided,
                                      rpc::DrainBatchResult* out) {
-  ErrorCode call = Call([&](rpc::MasterServiceClient& c) {
-    c.DrainSegment(*out, daemon_id, segment_id, cursor, max_moves, avoided);
-  });
+  ErrorCode call = Call(
+      [&](rpc::MasterServiceClient& c) {
+        c.DrainSegment(*out, daemon_id, segment_id, cursor, max_moves, avoided);
+      },
+      Repeat::kNever);
   return CodeOf(call, out->code);
 }
 
@@ -233,8 +363,11 @@ ErrorCode MasterClient::CommitMoves(int64_t daemon_id, int64_t segment_id,
                                     const std::vector<std::string>& keys,
                                     std::vector<ErrorCode>* out) {
   std::vector<int32_t> wire;
-  ErrorCode call =
-      Call([&](rpc::MasterServiceClient& c) { c.CommitMoves(wire, daemon_id, segment_id, keys); });
+  ErrorCode call = Call(
+      [&](rpc::MasterServiceClient& c) {
+        c.CommitMoves(wire, daemon_id, segment_id, keys);
+      },
+      Repeat::kNever);
   call = ListOf(call, keys.size(), &wire);
   *out = CodesOf(wire);
   return call;
@@ -244,8 +377,11 @@ ErrorCode MasterClient::RevokeMoves(int64_t daemon_id, int64_t segment_id,
                                     const std::vector<std::string>& keys,
                                     std::vector<ErrorCode>* out) {
   std::vector<int32_t> wire;
-  ErrorCode call =
-      Call([&](rpc::MasterServiceClient& c) { c.RevokeMoves(wire, daemon_id, segment_id, keys); });
+  ErrorCode call = Call(
+      [&](rpc::MasterServiceClient& c) {
+        c.RevokeMoves(wire, daemon_id, segment_id, keys);
+      },
+      Repeat::kNever);
   call = ListOf(call, keys.size(), &wire);
   *out = CodesOf(wire);
   return call;
@@ -253,44 +389,62 @@ ErrorCode MasterClient::RevokeMoves(int64_t daemon_id, int64_t segment_id,
 
 ErrorCode MasterClient::PutStart(int64_t writer, const std::string& key, int64_t size,
                                  const rpc::ReplicateConfig& config, rpc::PutStartResult* out) {
-  ErrorCode call =
-      Call([&](rpc::MasterServiceClient& c) { c.PutStart(*out, writer, key, size, config); });
+  bool repeated = false;
+  ErrorCode call = Call(
+      [&](rpc::MasterServiceClient& c) {
+        c.PutStart(*out, writer, key, size, config);
+      },
+      Repeat::kSafe, &repeated);
+  DistrustRepeatedStart(repeated, out);
   return CodeOf(call, out->code);
 }
 
 ErrorCode MasterClient::PutEnd(int64_t writer, const std::string& key, int64_t checksum) {
   int32_t code = 0;
-  ErrorCode call =
-      Call([&](rpc::MasterServiceClient& c) { code = c.PutEnd(writer, key, checksum); });
+  ErrorCode call = Call(
+      [&](rpc::MasterServiceClient& c) { code = c.PutEnd(writer, key, checksum); },
+      Repeat::kSafe);
   return CodeOf(call, code);
 }
 
 ErrorCode MasterClient::PutRevoke(int64_t writer, const std::string& key) {
   int32_t code = 0;
-  ErrorCode call = Call([&](rpc::MasterServiceClient& c) { code = c.PutRevoke(writer, key); });
+  ErrorCode call = Call(
+      [&](rpc::MasterServiceClient& c) { code = c.PutRevoke(writer, key); },
+      Repeat::kSafe);
   return CodeOf(call, code);
 }
 
 ErrorCode MasterClient::UpsertStart(int64_t writer, const std::string& key, int64_t size,
                                     const rpc::ReplicateConfig& config,
                                     rpc::PutStartResult* out) {
-  ErrorCode call =
-      Call([&](rpc::MasterServiceClient& c) { c.UpsertStart(*out, writer, key, size, config); });
+  bool repeated = false;
+  ErrorCode call = Call(
+      [&](rpc::MasterServiceClient& c) {
+        c.UpsertStart(*out, writer, key, size, config);
+      },
+      Repeat::kSafe, &repeated);
+  DistrustRepeatedStart(repeated, out);
   return CodeOf(call, out->code);
 }
 
 ErrorCode MasterClient::UpsertEnd(int64_t writer, const std::string& key, int64_t checksum,
                                   StaleCaches* stale) {
   rpc::ChangeResult result;
-  ErrorCode call =
-      Call([&](rpc::MasterServiceClient& c) { c.UpsertEnd(result, writer, key, checksum); });
+  ErrorCode call = Call(
+      [&](rpc::MasterServiceClient& c) {
+        c.UpsertEnd(result, writer, key, checksum);
+      },
+      Repeat::kSafe);
   StaleOf(call, &result.holders, stale);
   return CodeOf(call, static_cast<int32_t>(result.code));
 }
 
 ErrorCode MasterClient::UpsertRevoke(int64_t writer, const std::string& key) {
   int32_t code = 0;
-  ErrorCode call = Call([&](rpc::MasterServiceClient& c) { code = c.UpsertRevoke(writer, key); });
+  ErrorCode call = Call(
+      [&](rpc::MasterServiceClient& c) { code = c.UpsertRevoke(writer, key); },
+      Repeat::kSafe);
   return CodeOf(call, code);
 }
 
@@ -298,8 +452,13 @@ ErrorCode MasterClient::BatchPutStart(int64_t writer, const std::vector<std::str
                                       const std::vector<int64_t>& sizes,
                                       const rpc::ReplicateConfig& config,
                                       std::vector<rpc::PutStartResult>* out) {
+  bool repeated = false;
   ErrorCode call = Call(
-      [&](rpc::MasterServiceClient& c) { c.BatchPutStart(*out, writer, keys, sizes, config); });
+      [&](rpc::MasterServiceClient& c) {
+        c.BatchPutStart(*out, writer, keys, sizes, config);
+      },
+      Repeat::kSafe, &repeated);
+  for (rpc::PutStartResult& r : *out) DistrustRepeatedStart(repeated, &r);
   return ListOf(call, keys.size(), out);
 }
 
@@ -307,8 +466,11 @@ ErrorCode MasterClient::BatchPutEnd(int64_t writer, const std::vector<std::strin
                                     std::vector<ErrorCode>* out,
                                     const std::vector<int64_t>& checksums) {
   std::vector<int32_t> wire;
-  ErrorCode call =
-      Call([&](rpc::MasterServiceClient& c) { c.BatchPutEnd(wire, writer, keys, checksums); });
+  ErrorCode call = Call(
+      [&](rpc::MasterServiceClient& c) {
+        c.BatchPutEnd(wire, writer, keys, checksums);
+      },
+      Repeat::kSafe);
   call = ListOf(call, keys.size(), &wire);
   *out = CodesOf(wire);
   return call;
@@ -317,8 +479,11 @@ ErrorCode MasterClient::BatchPutEnd(int64_t writer, const std::vector<std::strin
 ErrorCode MasterClient::BatchPutRevoke(int64_t writer, const std::vector<std::string>& keys,
                                        std::vector<ErrorCode>* out) {
   std::vector<int32_t> wire;
-  ErrorCode call =
-      Call([&](rpc::MasterServiceClient& c) { c.BatchPutRevoke(wire, writer, keys); });
+  ErrorCode call = Call(
+      [&](rpc::MasterServiceClient& c) {
+        c.BatchPutRevoke(wire, writer, keys);
+      },
+      Repeat::kSafe);
   call = ListOf(call, keys.size(), &wire);
   *out = CodesOf(wire);
   return call;
@@ -326,20 +491,28 @@ ErrorCode MasterClient::BatchPutRevoke(int64_t writer, const std::vector<std::st
 
 ErrorCode MasterClient::GetReplicaList(const std::string& key, int64_t reader,
                                        rpc::ReplicaListResult* out) {
-  ErrorCode call = Call([&](rpc::MasterServiceClient& c) { c.GetReplicaList(*out, key, reader); });
+  ErrorCode call = Call(
+      [&](rpc::MasterServiceClient& c) {
+        c.GetReplicaList(*out, key, reader);
+      },
+      Repeat::kSafe);
   return CodeOf(call, out->code);
 }
 
 ErrorCode MasterClient::BatchGetReplicaList(const std::vector<std::string>& keys, int64_t reader,
                                             std::vector<rpc::ReplicaListResult>* out) {
-  ErrorCode call =
-      Call([&](rpc::MasterServiceClient& c) { c.BatchGetReplicaList(*out, keys, reader); });
+  ErrorCode call = Call(
+      [&](rpc::MasterServiceClient& c) {
+        c.BatchGetReplicaList(*out, keys, reader);
+      },
+      Repeat::kSafe);
   return ListOf(call, keys.size(), out);
 }
 
 Result<bool> MasterClient::ExistKey(const std::string& key) {
   int32_t found = 0;
-  ErrorCode call = Call([&](rpc::MasterServiceClient& c) { found = c.ExistKey(key); });
+  ErrorCode call =
+      Call([&](rpc::MasterServiceClient& c) { found = c.ExistKey(key); }, Repeat::kSafe);
   if (call != ErrorCode::OK) return call;
   if (found == 0 || found == 1) return found == 1;
   return FromWire(found);
@@ -347,14 +520,25 @@ Result<bool> MasterClient::ExistKey(const std::string& key) {
 
 ErrorCode MasterClient::BatchExistKey(const std::vector<std::string>& keys,
                                       std::vector<int32_t>* out) {
-  ErrorCode call = Call([&](rpc::MasterServiceClient& c) { c.BatchExistKey(*out, keys); });
+  ErrorCode call = Call(
+      [&](rpc::MasterServiceClient& c) {
+        c.BatchExistKey(*out, keys);
+      },
+      Repeat::kSafe);
   return ListOf(call, keys.size(), out);
 }
+
+// Removals are never sent twice: the first may have removed the object and a put of the
+// same key made a new one since, which the second would remove too.
 
 ErrorCode MasterClient::Remove(const std::string& key, bool force, int64_t caller,
                               StaleCaches* stale) {
   rpc::ChangeResult result;
-  ErrorCode call = Call([&](rpc::MasterServiceClient& c) { c.Remove(result, key, force, caller); });
+  ErrorCode call = Call(
+      [&](rpc::MasterServiceClient& c) {
+        c.Remove(result, key, force, caller);
+      },
+      Repeat::kNever);
   StaleOf(call, &result.holders, stale);
   return CodeOf(call, static_cast<int32_t>(result.code));
 }
@@ -363,8 +547,11 @@ ErrorCode MasterClient::BatchRemove(const std::vector<std::string>& keys, bool f
                                     int64_t caller, std::vector<ErrorCode>* out,
                                     StaleCaches* stale) {
   rpc::BatchChangeResult result;
-  ErrorCode call =
-      Call([&](rpc::MasterServiceClient& c) { c.BatchRemove(result, keys, force, caller); });
+  ErrorCode call = Call(
+      [&](rpc::MasterServiceClient& c) {
+        c.BatchRemove(result, keys, force, caller);
+      },
+      Repeat::kNever);
   // A master that miscounts is as good as no answer, but the holders it named are real.
   StaleOf(call, &result.holders, stale);
   call = ListOf(call, keys.size(), &result.codes);
@@ -376,9 +563,11 @@ Result<uint64_t> MasterClient::RemoveByRegex(const std::string& pattern, bool fo
                                              int64_t caller, const std::string& tenant,
                                              StaleCaches* stale) {
   rpc::ChangeResult result;
-  ErrorCode call = Call([&](rpc::MasterServiceClient& c) {
-    c.RemoveByRegex(result, pattern, force, caller, tenant);
-  });
+  ErrorCode call = Call(
+      [&](rpc::MasterServiceClient& c) {
+        c.RemoveByRegex(result, pattern, force, caller, tenant);
+      },
+      Repeat::kNever);
   StaleOf(call, &result.holders, stale);
   return CountOf(call, result.code);
 }
@@ -386,18 +575,26 @@ Result<uint64_t> MasterClient::RemoveByRegex(const std::string& pattern, bool fo
 Result<uint64_t> MasterClient::RemoveAll(bool force, int64_t caller, const std::string& tenant,
                                          StaleCaches* stale) {
   rpc::ChangeResult result;
-  ErrorCode call =
-      Call([&](rpc::MasterServiceClient& c) { c.RemoveAll(result, force, caller, tenant); });
+  ErrorCode call = Call(
+      [&](rpc::MasterServiceClient& c) {
+        c.RemoveAll(result, force, caller, tenant);
+      },
+      Repeat::kNever);
   StaleOf(call, &result.holders, stale);
   return CountOf(call, result.code);
 }
 
 // ---- the SSD tier ----
+// Not sent twice: a task list handed out twice, or an outcome reported twice, is answered
+// per key as a refusal, which the tier would take for a real one; its own rounds retry.
 
 ErrorCode MasterClient::FetchOffloads(int64_t daemon_id, int32_t max_tasks,
                                       rpc::OffloadTasksResult* out) {
-  ErrorCode call =
-      Call([&](rpc::MasterServiceClient& c) { c.FetchOffloads(*out, daemon_id, max_tasks); });
+  ErrorCode call = Call(
+      [&](rpc::MasterServiceClient& c) {
+        c.FetchOffloads(*out, daemon_id, max_tasks);
+      },
+      Repeat::kNever);
   return CodeOf(call, out->code);
 }
 
@@ -410,9 +607,11 @@ ErrorCode MasterClient::ReportOffloads(int64_t daemon_id, int64_t disk_segment_i
   wire_codes.reserve(codes.size());
   for (ErrorCode code : codes) wire_codes.push_back(ToInt(code));
   std::vector<int32_t> wire;
-  ErrorCode call = Call([&](rpc::MasterServiceClient& c) {
-    c.ReportOffloads(wire, daemon_id, disk_segment_id, keys, replica_ids, wire_codes);
-  });
+  ErrorCode call = Call(
+      [&](rpc::MasterServiceClient& c) {
+        c.ReportOffloads(wire, daemon_id, disk_segment_id, keys, replica_ids, wire_codes);
+      },
+      Repeat::kNever);
   call = ListOf(call, keys.size(), &wire);
   *out = CodesOf(wire);
   return call;
@@ -422,9 +621,11 @@ ErrorCode MasterClient::RegisterDiskReplicas(int64_t daemon_id, int64_t disk_seg
                                              const std::vector<rpc::DiskObject>& objects,
                                              std::vector<ErrorCode>* out) {
   std::vector<int32_t> wire;
-  ErrorCode call = Call([&](rpc::MasterServiceClient& c) {
-    c.RegisterDiskReplicas(wire, daemon_id, disk_segment_id, objects);
-  });
+  ErrorCode call = Call(
+      [&](rpc::MasterServiceClient& c) {
+        c.RegisterDiskReplicas(wire, daemon_id, disk_segment_id, objects);
+      },
+      Repeat::kNever);
   call = ListOf(call, objects.size(), &wire);
   *out = CodesOf(wire);
   return call;
@@ -434,26 +635,34 @@ ErrorCode MasterClient::DropDiskReplicas(int64_t daemon_id, int64_t disk_segment
                                          const std::vector<std::string>& keys,
                                          std::vector<ErrorCode>* out) {
   std::vector<int32_t> wire;
-  ErrorCode call = Call([&](rpc::MasterServiceClient& c) {
-    c.DropDiskReplicas(wire, daemon_id, disk_segment_id, keys);
-  });
+  ErrorCode call = Call(
+      [&](rpc::MasterServiceClient& c) {
+        c.DropDiskReplicas(wire, daemon_id, disk_segment_id, keys);
+      },
+      Repeat::kNever);
   call = ListOf(call, keys.size(), &wire);
   *out = CodesOf(wire);
   return call;
 }
 
-// Promotion on hit.
+// Promotion on hit: a reservation is made once (a second PromoteStart would meet the
+// first's, -705); PromoteEnd follows it.
 
 ErrorCode MasterClient::PromoteStart(int64_t writer, const std::string& key,
                                      int64_t disk_replica_id, rpc::PutStartResult* out) {
   ErrorCode call = Call(
-      [&](rpc::MasterServiceClient& c) { c.PromoteStart(*out, writer, key, disk_replica_id); });
+      [&](rpc::MasterServiceClient& c) {
+        c.PromoteStart(*out, writer, key, disk_replica_id);
+      },
+      Repeat::kNever);
   return CodeOf(call, out->code);
 }
 
 ErrorCode MasterClient::PromoteEnd(int64_t writer, const std::string& key, bool ok) {
   int32_t code = 0;
-  ErrorCode call = Call([&](rpc::MasterServiceClient& c) { code = c.PromoteEnd(writer, key, ok); });
+  ErrorCode call = Call(
+      [&](rpc::MasterServiceClient& c) { code = c.PromoteEnd(writer, key, ok); },
+      Repeat::kNever);
   return CodeOf(call, code);
 }
 

@@ -13,8 +13,30 @@
 // (RPC_FAIL, LastError saying which), so the daemon never registers with an impostor nor
 // sends it anything.
 //
+// Which master (docs/ha.md, "Daemons"): the leader its MasterLocator names, a fixed
+// host:port or the leader key in etcd. Every new connection then asks GetRole and keeps
+// the connection's term (the master's own, or for a master without HA, which says term 0,
+// the term of the key that named it). The fencing rule: a connection of a term below the
+// highest one the daemon knows is never used, and a reply that arrives on one is not
+// taken (the connection is dropped); a master that says STANDBY or DEPOSED, or refuses a
+// call as NOT_LEADER (-1600, the whole call: common/master_auth.h), is dropped too. When the leader changes, idle connections to the old
+// one are closed and busy ones are dropped as they come back.
+//
+// Following the leader (through etcd only; a fixed host:port behaves as it always did):
+// a call that failed because of the master -- no connection, a refusal as NOT_LEADER, a
+// broken connection, a stale term -- re-reads the leader key and runs again on the leader,
+// waiting up to failover_wait for one to answer. A call that surely did not run (nothing
+// was sent, or the master refused it as NOT_LEADER) is repeated whatever it is; one that
+// may have run (the connection broke after sending, or the reply came from a lower term)
+// is repeated once, and only when repeating it is safe (Repeat::kSafe, per wrapper below;
+// docs/ha.md lists why each is or is not).
+//
 // Wrappers return the RPC's own code (OK, OBJECT_NOT_FOUND, ...) or RPC_FAIL; results go
 // to out-parameters. Codes become ErrorCode here, where they leave Thrift.
+//
+// Thread roles: any thread calls; the locator's watch thread reports leader changes.
+// Lock order: handler_mu_ -> (the handler's own locks); mu_ is a leaf, and never held while
+// calling into the locator.
 #ifndef MOONCAKE_DAEMON_MASTER_CLIENT_H_
 #define MOONCAKE_DAEMON_MASTER_CLIENT_H_
 
@@ -30,12 +52,17 @@
 #include "MasterService.h"
 #include "common/cluster_key.h"
 #include "common/error_code.h"
+#include "common/master_locator.h"
 
 namespace mooncake {
 
 struct MasterClientOptions {
+  // The master's address without a locator.
   std::string host = "127.0.0.1";
   int port = 50051;
+  // With a locator through etcd: how long a call that failed because of the master waits
+  // for a leader to run it again.
+  int failover_wait_ms = 5000;
   int connect_timeout_ms = 2000;
   int rpc_timeout_ms = 10000;
   size_t max_connections = 16;
@@ -50,20 +77,45 @@ struct StaleCaches {
   std::chrono::steady_clock::time_point received_at;
 };
 
+// Whether a call that may already have run at a master (its connection broke after
+// sending, or its reply came from a lower term) may be sent again to the leader.
+enum class Repeat {
+  kSafe,   // running it twice has the effect of running it once (reads, heartbeats, ...)
+  kNever,  // a second run could undo or redo something (removals, ...): RPC_FAIL instead
+};
+
 class MasterClient {
  public:
-  explicit MasterClient(MasterClientOptions options);
+  // locator: where the leader is (common/master_locator.h); null: options' host:port,
+  // fixed. The client takes it over, sets its change callback and starts its watch.
+  explicit MasterClient(MasterClientOptions options,
+                        std::unique_ptr<MasterLocator> locator = nullptr);
   ~MasterClient();
   MasterClient(const MasterClient&) = delete;
   MasterClient& operator=(const MasterClient&) = delete;
 
-  // Runs fn on a pooled connection. OK when the RPC completed (its own result is whatever
-  // fn captured), RPC_FAIL when the master was unreachable or the connection broke.
-  ErrorCode Call(const std::function<void(rpc::MasterServiceClient&)>& fn);
+  // An RPC on a connection; its results are whatever it captures.
+  using Rpc = std::function<void(rpc::MasterServiceClient&)>;
+
+  // Runs fn on a pooled connection to the leader. OK when the RPC completed (its own
+  // result is whatever fn captured), RPC_FAIL when no leader could be reached or the
+  // connection broke (and, per repeat, it was not run again), NOT_LEADER when a fixed
+  // master refused it so. *repeated (may be null): fn ran again after an attempt that may
+  // have taken effect.
+  ErrorCode Call(const Rpc& fn, Repeat repeat, bool* repeated = nullptr);
 
   // Closes every idle connection: after the master restarted they all point at a dead
   // socket. Connections checked out now are dropped when they come back.
   void DropIdle();
+
+  // Runs after each change of leader (through etcd), on the thread that noticed it: it
+  // must not block nor call the master (Membership wakes its heartbeat). Null: none.
+  // Clearing it waits for a call of it in progress.
+  void SetLeaderChangeHandler(std::function<void(const MasterLeader&)> handler);
+  // Where the master is, as --master said it ("host:port" or "etcd://... (cluster C)").
+  const std::string& master_description() const { return locator_->description(); }
+  // The leader calls go to now (unknown while etcd names none).
+  MasterLeader leader() const { return locator_->Current(); }
 
   // Why the last failed call on this thread failed, for log lines.
   static std::string LastError();
@@ -150,9 +202,20 @@ class MasterClient {
 
  private:
   struct Connection;
-  std::unique_ptr<Connection> Checkout(std::string* error);
+  // How one run of an RPC went.
+  enum class Attempt {
+    kDone,         // the reply is taken
+    kNotSent,      // no connection to the leader: it did not run
+    kNotLeader,    // the master refused it as NOT_LEADER: it did not run
+    kMaybeRan,     // the connection broke after sending, or the reply came from a lower term
+  };
+  Attempt Try(const Rpc& fn, std::string* error);
+  std::unique_ptr<Connection> Checkout(const MasterLeader& leader, std::string* error);
   void Checkin(std::unique_ptr<Connection> conn);
-  std::unique_ptr<Connection> Open(std::string* error);
+  // Closes a connection that is not to be used again.
+  void Discard(std::unique_ptr<Connection> conn);
+  std::unique_ptr<Connection> Open(const MasterLeader& leader, std::string* error);
+  void OnLeaderChange(const MasterLeader& leader);
 
   const MasterClientOptions options_;
   std::mutex mu_;
@@ -160,6 +223,12 @@ class MasterClient {
   std::vector<std::unique_ptr<Connection>> idle_;  // guarded by mu_
   size_t open_count_ = 0;                          // checked out + idle; guarded by mu_
   uint64_t generation_ = 0;                        // bumped by DropIdle; guarded by mu_
+
+  std::mutex handler_mu_;
+  std::function<void(const MasterLeader&)> leader_handler_;  // guarded by handler_mu_
+
+  // Last: destroyed first, so that its watch thread stops before the rest goes.
+  std::unique_ptr<MasterLocator> locator_;
 };
 
 }  // namespace mooncake

@@ -28,9 +28,19 @@ Membership::Membership(MasterClient* master, TransferEngine* engine, std::string
       name_(std::move(name)),
       daemon_id_(RandomId()),
       incarnation_(RandomId()),
-      heartbeat_interval_ms_(heartbeat_interval_ms) {}
+      heartbeat_interval_ms_(heartbeat_interval_ms) {
+  master_->SetLeaderChangeHandler([this](const MasterLeader& leader) {
+    if (!leader.known()) return;  // an election: the next leader is what matters
+    std::lock_guard<std::mutex> lock(heartbeat_mu_);
+    heartbeat_now_ = true;
+    heartbeat_cv_.notify_all();
+  });
+}
 
-Membership::~Membership() { StopHeartbeat(); }
+Membership::~Membership() {
+  master_->SetLeaderChangeHandler(nullptr);
+  StopHeartbeat();
+}
 
 bool Membership::RegisterWithRetry(const std::atomic<bool>& stop) {
   int64_t backoff_ms = 50;
@@ -306,23 +316,30 @@ void Membership::StopHeartbeat() {
 }
 
 void Membership::HeartbeatLoop() {
-  int64_t epoch = 0;
+  int64_t epoch = 0;  // of the master our segments are mounted at, as its heartbeats say
   std::unique_lock<std::mutex> lock(heartbeat_mu_);
   while (!heartbeat_stop_) {
-    heartbeat_cv_.wait_for(lock, std::chrono::milliseconds(heartbeat_interval_ms_));
+    heartbeat_cv_.wait_for(lock, std::chrono::milliseconds(heartbeat_interval_ms_),
+                           [this] { return heartbeat_stop_ || heartbeat_now_; });
     if (heartbeat_stop_) break;
+    heartbeat_now_ = false;
     lock.unlock();
     rpc::HeartbeatResult result;
     ErrorCode code = master_->Heartbeat(daemon_id_, &result);
     if (code == ErrorCode::CLIENT_NOT_FOUND) {
-      MC_LOG_WARN("the master does not know this daemon (it restarted, or found us silent); "
-                  "registering again");
+      MC_LOG_WARN("the master does not know this daemon (it restarted, another one leads "
+                  "now, or it found us silent); registering again");
       code = Reregister();
-    } else if (code == ErrorCode::OK && epoch != 0 && result.master_epoch != epoch) {
-      MC_LOG_INFO("the master restarted (epoch %lld -> %lld)", static_cast<long long>(epoch),
-                  static_cast<long long>(result.master_epoch));
-    }
-    if (code == ErrorCode::OK && result.master_epoch != 0) {
+      if (code == ErrorCode::OK) epoch = gate_.epoch();
+    } else if (code == ErrorCode::OK && epoch > 0 && result.master_epoch != epoch) {
+      // Another master, which may know us (a standby that took over replayed our
+      // registration) but holds our segments detached until we mount them again.
+      MC_LOG_INFO("the master changed (epoch %lld -> %lld: it restarted, or another one "
+                  "leads now); registering and mounting again",
+                  static_cast<long long>(epoch), static_cast<long long>(result.master_epoch));
+      code = Reregister();
+      if (code == ErrorCode::OK) epoch = gate_.epoch();
+    } else if (code == ErrorCode::OK && result.master_epoch != 0) {
       epoch = result.master_epoch;
       gate_.Set(epoch);  // a heartbeat is answered only by the master we registered at
     }

@@ -16,6 +16,12 @@
 // segments, takes that as proof that the memory its replicas point into is still ours,
 // and re-attaches the segment: the objects in it are readable again without a byte moved.
 // A master that knows nothing of them simply sees new segments, and new puts work at once.
+// The same happens when a heartbeat is answered under another master epoch than the one
+// our segments were mounted at (a standby took over and may know us, but holds our
+// segments detached), and a change of leader reported by the master client (through etcd:
+// docs/ha.md, "Daemons") sends the next heartbeat at once instead of after the interval,
+// so a failover is followed within one round trip of the new leader, not a heartbeat
+// timeout.
 //
 // The SSD tier's LOCAL_DISK segment (docs/ssd.md) is mounted here too, so that it comes
 // back with the memory segments after every re-registration; it holds no memory (base 0,
@@ -24,7 +30,9 @@
 // restarts -- because its replicas outlive this process. After each (re-)mount of it the
 // hook set with SetAfterDiskMount runs (the tier re-registers what its SSD holds).
 //
-// Thread-safety: all methods may be called from any thread.
+// Thread-safety: all methods may be called from any thread. The master client's
+// leader-change handler takes heartbeat_mu_ (under the client's handler lock); nothing
+// here holds heartbeat_mu_ while calling the master.
 #ifndef MOONCAKE_DAEMON_MEMBERSHIP_H_
 #define MOONCAKE_DAEMON_MEMBERSHIP_H_
 
@@ -162,6 +170,7 @@ class Membership {
   std::mutex heartbeat_mu_;
   std::condition_variable heartbeat_cv_;
   bool heartbeat_stop_ = false;  // guarded by heartbeat_mu_
+  bool heartbeat_now_ = false;   // a leader change: beat without waiting; guarded by heartbeat_mu_
   std::thread heartbeat_;
 };
 
