@@ -55,6 +55,7 @@ bench: build
 	$(BUILD_DIR)/bench/fresh_bench --build_dir $(BUILD_DIR)
 	$(BUILD_DIR)/bench/eviction_bench --build_dir $(BUILD_DIR)
 	$(BUILD_DIR)/bench/ssd_bench
+	$(BUILD_DIR)/bench/failover_bench --build_dir $(BUILD_DIR)
 
 install: build
 	cmake --install $(BUILD_DIR)

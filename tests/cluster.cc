@@ -21,21 +21,12 @@
 #include "MasterService.h"
 #include "common/cluster_key.h"
 #include "common/little_endian.h"
+#include "tests/cluster_internal.h"
 #include "tests/process_harness.h"
 
 namespace harness = mooncake::testing;
 
 namespace {
-
-struct Daemon {
-  std::string socket_path;
-  std::string ssd_dir;  // what "{ssd}" in its flags stands for
-  std::string log_path;
-  std::string name;  // "127.0.0.1:<port>"
-  int port = 0;
-  std::vector<std::string> flags;  // the cluster's daemon flags, then its own
-  harness::ChildProcess process;
-};
 
 std::vector<std::string> FlagList(const char* const* flags) {
   std::vector<std::string> out;
@@ -53,22 +44,6 @@ std::vector<std::string> InDir(std::vector<std::string> flags, const std::string
   return flags;
 }
 
-}  // namespace
-
-struct mc_cluster {
-  std::string dir;
-  uint64_t segment_size = 0;
-  int lease_ms = 1000;
-  int master_port = 0;
-  std::vector<std::string> master_flags;
-  std::vector<std::string> daemon_flags;
-  harness::ChildProcess master;
-  std::vector<std::unique_ptr<Daemon>> daemons;
-  std::vector<std::string> mounts;  // small filesystems, unmounted by mc_cluster_stop
-};
-
-namespace {
-
 // Tests use a 1 s read lease so lease tests stay short. The daemon TTL stays at the
 // master's default unless a cluster asks otherwise: a short one declared daemons dead
 // whenever a loaded machine delayed a heartbeat, and the death tests do not wait for it
@@ -81,7 +56,8 @@ bool WithClusterMaster(const mc_cluster* c,
   for (size_t i = 0; i + 1 < c->master_flags.size(); ++i) {
     if (c->master_flags[i] == "--cluster_key_file") key_file = c->master_flags[i + 1];
   }
-  return harness::WithMasterClientKey(c->master_port, key_file, fn);
+  int port = c->ha != nullptr ? McHaLeaderPort(c) : c->master_port;
+  return port > 0 && harness::WithMasterClientKey(port, key_file, fn);
 }
 
 bool StartMasterOn(mc_cluster* c) {
@@ -90,21 +66,21 @@ bool StartMasterOn(mc_cluster* c) {
   return harness::StartMasterOnPort(&c->master, c->master_port, c->dir + "/master.log", flags);
 }
 
-bool StartDaemonOn(mc_cluster* c, Daemon* d) {
+bool StartDaemonOn(mc_cluster* c, McDaemon* d) {
   std::vector<std::string> flags = {"--port", std::to_string(d->port), "--global_segment_size",
                                     std::to_string(c->segment_size)};
   flags.insert(flags.end(), d->flags.begin(), d->flags.end());
   return harness::StartDaemon(&d->process, c->master_port, d->socket_path, d->log_path, flags);
 }
 
-void SetPort(Daemon* d, int port) {
+void SetPort(McDaemon* d, int port) {
   d->port = port;
   d->name = "127.0.0.1:" + std::to_string(port);
 }
 
-Daemon* NewDaemon(mc_cluster* c, const std::vector<std::string>& extra) {
+McDaemon* NewDaemon(mc_cluster* c, const std::vector<std::string>& extra) {
   size_t i = c->daemons.size();
-  auto d = std::make_unique<Daemon>();
+  auto d = std::make_unique<McDaemon>();
   d->socket_path = c->dir + "/mooncaked-" + std::to_string(i) + ".sock";
   d->log_path = c->dir + "/daemon-" + std::to_string(i) + ".log";
   d->ssd_dir = c->dir + "/ssd-" + std::to_string(i);
@@ -120,7 +96,7 @@ Daemon* NewDaemon(mc_cluster* c, const std::vector<std::string>& extra) {
   return c->daemons.back().get();
 }
 
-Daemon* At(const mc_cluster* c, int i) {
+McDaemon* At(const mc_cluster* c, int i) {
   if (i < 0 || static_cast<size_t>(i) >= c->daemons.size()) {
     std::fprintf(stderr, "mc_cluster: no daemon %d\n", i);
     std::abort();
@@ -133,7 +109,11 @@ void StopAll(mc_cluster* c, int sig) {
     d->process.Resume();  // a paused daemon would not act on SIGTERM
     d->process.Stop(sig, 10000);
   }
-  c->master.Stop(sig, 10000);
+  if (c->ha != nullptr) {
+    McHaStop(c, sig);
+  } else {
+    c->master.Stop(sig, 10000);
+  }
 }
 
 }  // namespace
@@ -141,6 +121,11 @@ void StopAll(mc_cluster* c, int sig) {
 extern "C" {
 
 mc_cluster* mc_cluster_start_with(const mc_cluster_options* options) {
+  return mc_cluster_start_ha(options, nullptr);
+}
+
+mc_cluster* mc_cluster_start_ha(const mc_cluster_options* options,
+                                const mc_cluster_ha_options* ha) {
   auto* c = new mc_cluster;
   c->dir = harness::MakeTempDir("mc-cluster-");
   c->segment_size = options->segment_size;
@@ -148,9 +133,9 @@ mc_cluster* mc_cluster_start_with(const mc_cluster_options* options) {
   c->master_flags = InDir(FlagList(options->master_flags), c->dir);
   c->daemon_flags = InDir(FlagList(options->daemon_flags), c->dir);
   c->master_port = harness::FreeTcpPort();
-  bool ok = StartMasterOn(c);
+  bool ok = ha != nullptr ? McHaStart(c, ha) : StartMasterOn(c);
   for (int i = 0; ok && i < options->daemons; ++i) {
-    Daemon* d = NewDaemon(c, {});
+    McDaemon* d = NewDaemon(c, {});
     // The port was free a moment ago; another program may have taken it since (the
     // daemon then exits at once). Try others before giving up.
     ok = StartDaemonOn(c, d);
@@ -188,7 +173,7 @@ const char* mc_cluster_name_at(const mc_cluster* c, int i) { return At(c, i)->na
 const char* mc_cluster_log_at(const mc_cluster* c, int i) { return At(c, i)->log_path.c_str(); }
 
 int mc_cluster_kill_daemon_at(mc_cluster* c, int i, int sig) {
-  Daemon* d = At(c, i);
+  McDaemon* d = At(c, i);
   // A paused daemon would act on anything but SIGKILL only once continued.
   if (sig != SIGKILL) d->process.Resume();
   return d->process.Stop(sig, 10000);
@@ -199,7 +184,7 @@ int mc_cluster_pause_daemon_at(mc_cluster* c, int i) {
 }
 
 int mc_cluster_resume_daemon_at(mc_cluster* c, int i) {
-  Daemon* d = At(c, i);
+  McDaemon* d = At(c, i);
   if (!d->process.running()) return -1;
   d->process.Resume();
   return 0;
@@ -210,7 +195,7 @@ int mc_cluster_restart_daemon_at(mc_cluster* c, int i) {
 }
 
 int mc_cluster_spawn_daemon_at(mc_cluster* c, int i) {
-  Daemon* d = At(c, i);
+  McDaemon* d = At(c, i);
   // The argv harness::StartDaemon and StartDaemonOn make, without the wait.
   std::vector<std::string> argv = {harness::BuildPath("daemon/mooncaked"),
                                    "--master", "127.0.0.1:" + std::to_string(c->master_port),
@@ -224,7 +209,7 @@ int mc_cluster_spawn_daemon_at(mc_cluster* c, int i) {
 }
 
 int mc_cluster_await_daemon_at(mc_cluster* c, int i, int timeout_ms) {
-  Daemon* d = At(c, i);
+  McDaemon* d = At(c, i);
   auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
   while (std::chrono::steady_clock::now() < deadline) {
     if (harness::WaitForUnixSocket(d->socket_path, 100)) return 0;
@@ -234,13 +219,13 @@ int mc_cluster_await_daemon_at(mc_cluster* c, int i, int timeout_ms) {
 }
 
 int mc_cluster_daemon_alive(mc_cluster* c, int i) {
-  Daemon* d = At(c, i);
+  McDaemon* d = At(c, i);
   d->process.Wait(0);  // reaps it if it has exited
   return d->process.running() ? 1 : 0;
 }
 
 int mc_cluster_add_daemon(mc_cluster* c, const char* const* extra_flags) {
-  Daemon* d = NewDaemon(c, InDir(FlagList(extra_flags), c->dir));
+  McDaemon* d = NewDaemon(c, InDir(FlagList(extra_flags), c->dir));
   StartDaemonOn(c, d);
   return d->process.running() || d->process.exit_status() != -1
              ? static_cast<int>(c->daemons.size() - 1)
@@ -248,7 +233,7 @@ int mc_cluster_add_daemon(mc_cluster* c, const char* const* extra_flags) {
 }
 
 int mc_cluster_wait_daemon_at(mc_cluster* c, int i, int timeout_ms) {
-  Daemon* d = At(c, i);
+  McDaemon* d = At(c, i);
   if (!d->process.running()) return d->process.exit_status();
   return d->process.Wait(timeout_ms);
 }

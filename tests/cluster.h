@@ -214,6 +214,76 @@ int mc_cluster_disk_stats_get(const mc_cluster *c, mc_cluster_disk_stats *out);
 int mc_cluster_replica_kinds(const mc_cluster *c, const char *key, int *memory, int *disk,
                              int *disk_daemon);
 
+/* ---- high availability (docs/ha.md) ------------------------------------------------- */
+
+typedef struct mc_cluster_ha_options {
+  int masters;            /* how many HA masters (>= 1) */
+  int lease_ttl_ms;       /* --ha_lease_ttl; 0: 2000 (the master's default) */
+  const char *oplog_mode; /* "strict" or "relaxed"; NULL: "strict" */
+} mc_cluster_ha_options;
+
+/* mc_cluster_start_with for a cluster with high availability: an etcd on free ports of
+ * 127.0.0.1 (tests/etcd_process.h: data in <dir>/etcd-data, log <dir>/etcd.log), then ha->masters masters campaigning
+ * through it, each on its own port with --enable_ha --etcd_endpoints <etcd> --cluster_id
+ * <unique to this cluster> --ha_lease_ttl --enable_snapshot --snapshot_dir <dir>/master-<i>
+ * --enable_snapshot_restore --oplog_mode, then options->master_flags; once one of them
+ * leads, options->daemons daemons with --master etcd://<etcd> --cluster_id <id> in front of
+ * options->daemon_flags (so a daemon finds the leader itself). NULL on failure, after
+ * printing why and where the logs are. */
+mc_cluster *mc_cluster_start_ha(const mc_cluster_options *options,
+                                const mc_cluster_ha_options *ha);
+
+/* A cluster started with ha_masters > 0. Master i listens on its own port for its whole
+ * life (restarts keep it, so its name "127.0.0.1:<port>" too), logs to <dir>/master-<i>.log
+ * and keeps its snapshots and operation log in <dir>/master-<i>. The single-master
+ * functions above (mc_cluster_kill_master, mc_cluster_master_port, ...) are for clusters
+ * without HA; the query functions (stats, segments, replicas) ask the current leader. */
+int mc_cluster_ha_master_count(const mc_cluster *c);
+int mc_cluster_ha_master_port_at(const mc_cluster *c, int i);
+const char *mc_cluster_ha_master_log_at(const mc_cluster *c, int i);
+const char *mc_cluster_ha_cluster_id(const mc_cluster *c);
+
+/* What master i says it is (GetRole, over a connection that gives up after about a
+ * second, so a stopped master costs one timeout; one paused by the harness is not asked):
+ * 0 LEADER, 1 STANDBY, 2 DEPOSED (rpc::MasterRole), with its term in *term (may be NULL);
+ * -1 when it is not running, paused, or does not answer. */
+int mc_cluster_ha_role_at(const mc_cluster *c, int i, int64_t *term);
+/* The last operation-log record in master i's state (GetRole's applied_seq): a standby
+ * has caught up once it equals the leader's. -1 as for mc_cluster_ha_role_at. */
+int64_t mc_cluster_ha_applied_seq_at(const mc_cluster *c, int i);
+/* The index of the master that leads now: of those answering LEADER, the one of the
+ * highest term (a deposed one may not know yet); -1 when none does. */
+int mc_cluster_ha_leader(const mc_cluster *c);
+/* Polls mc_cluster_ha_leader until a master other than except (-1: any) leads, for
+ * timeout_ms at most: its index, or -1. */
+int mc_cluster_ha_await_leader(const mc_cluster *c, int except, int timeout_ms);
+
+/* Sends sig to master i and waits (10 s at most, then SIGKILL) for it to exit: its waitpid
+ * status, or -1 when it was not running or had to be killed. A paused one is continued
+ * first unless sig is SIGKILL. */
+int mc_cluster_ha_kill_master_at(mc_cluster *c, int i, int sig);
+/* SIGSTOP (returning once every thread has stopped: 0) and SIGCONT (0; -1 when it is not
+ * running). */
+int mc_cluster_ha_pause_master_at(mc_cluster *c, int i);
+int mc_cluster_ha_resume_master_at(mc_cluster *c, int i);
+/* Starts master i again with the same port, directory and flags: 0 once it accepts
+ * connections (it then rejoins as a standby, or leads when no one else does). */
+int mc_cluster_ha_restart_master_at(mc_cluster *c, int i);
+/* 1 while master i's process exists (a stopped one too), 0 once it has exited. */
+int mc_cluster_ha_master_alive(mc_cluster *c, int i);
+/* Waits up to timeout_ms for master i to exit on its own: its waitpid status, or -1 while
+ * it still runs (or was not running). */
+int mc_cluster_ha_wait_master_at(mc_cluster *c, int i, int timeout_ms);
+
+/* etcd's client port, and "127.0.0.1:<port>" (what --etcd_endpoints takes). */
+int mc_cluster_etcd_port(const mc_cluster *c);
+const char *mc_cluster_etcd_endpoint(const mc_cluster *c);
+/* Stops etcd with sig (SIGTERM: a clean stop; SIGKILL: a crash), waiting for it to exit:
+ * its waitpid status, or -1. */
+int mc_cluster_etcd_stop(mc_cluster *c, int sig);
+/* Starts etcd again on the same ports with the same data dir: 0 once it answers /health. */
+int mc_cluster_etcd_start(mc_cluster *c);
+
 #ifdef __cplusplus
 }
 #endif
