@@ -220,6 +220,12 @@ struct MasterStats {
   15: EvictionStats eviction,
   16: list<TenantStats> tenants,          // by tenant id
   17: DiskStats disk,
+  // Replication (docs/ha.md): 0 on a master that neither serves nor follows a log.
+  18: i64 replication_lag,                // standby: the leader's last record (at the last pull)
+                                          // minus the last one applied here
+  19: i64 replication_bootstraps,         // standby: snapshots fetched from the leader and loaded
+  20: i64 replication_applied,            // standby: log records applied since start
+  21: i64 sync_set_size,                  // leader: standbys a strict acknowledgement waits for
 }
 
 struct SnapshotResult {
@@ -291,6 +297,38 @@ struct AuthenticateResult {
   1: i32 code,                            // 0: admitted; -1400: refused for good
   2: binary server_proof,                 // the master's proof, made with the key the
                                           // client's proof checked against
+}
+
+// Replication (docs/ha.md, "Replication"): a standby pulls the leader's operation log. One
+// record: its sequence number and its payload (master/state_records.h).
+struct LogEntry {
+  1: i64 seq,
+  2: binary payload,
+}
+
+struct FollowLogResult {
+  1: i32 code,                            // 0; -1600 not the leader; -600 bad arguments;
+                                          // -1011 this master does not replicate
+  2: i64 term,                            // the leader's term: a standby ignores a lower one
+  3: list<LogEntry> records,              // from_seq on, consecutive, at most max_bytes of
+                                          // payload (at least one record when any is there)
+  4: i64 last_seq,                        // the leader's last record
+  5: bool bootstrap,                      // from_seq is no longer in the leader's tail, is past
+                                          // its end, or the record before it differs from the
+                                          // standby's (prev_crc): fetch a snapshot first
+}
+
+struct FetchSnapshotResult {
+  1: i32 code,                            // 0; -1600; -600 hostile or bad arguments; -1011 no
+                                          // replication or no snapshots; -1503 the snapshot
+                                          // failed; -1100 it is gone (pruned): start again
+  2: i64 term,
+  3: string name,                         // the snapshot being served
+  4: i64 sequence,                        // the operation-log sequence it holds everything up to
+  5: bool ready,                          // published: files lists it, chunks may be read
+  6: list<string> files,                  // with file "" and ready: the snapshot's files
+  7: binary data,                         // with a file: max_bytes (at most) from offset
+  8: i64 file_size,                       // with a file: its whole size
 }
 
 service MasterService {
@@ -411,4 +449,19 @@ service MasterService {
   // LastSnapshot answers how the newest snapshot that ended, ended.
   SnapshotResult Snapshot(),
   SnapshotResult LastSnapshot(),
+
+  // Replication, leader side (docs/ha.md, "Replication"), answered by a leader only. A
+  // standby (standby_name: its rpc address "host:port") pulls the records from from_seq
+  // (>= 1) on, reporting durable_seq, the last record in its own log on disk, and prev_crc,
+  // the CRC-32C of the payload of its record from_seq - 1 (-1: unknown). max_bytes: payload
+  // bytes wanted, capped at 4 MiB. A pull with nothing new answers at once.
+  FollowLogResult FollowLog(1: string standby_name, 2: i64 from_seq, 3: i64 durable_seq,
+                            4: i64 prev_crc, 5: i32 max_bytes),
+  // A snapshot for a standby to start from, in chunks. name "": takes one now (or joins the
+  // one running) and answers its name and sequence, not ready yet. name set, file "": ready
+  // and its files once published. name and file: up to max_bytes (1..4 MiB) of the file from
+  // offset. Names other than a snapshot name and a file name of [A-Za-z0-9._-] (no leading
+  // '.') are refused (-600).
+  FetchSnapshotResult FetchSnapshot(1: string standby_name, 2: string name, 3: string file,
+                                    4: i64 offset, 5: i32 max_bytes),
 }

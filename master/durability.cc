@@ -13,6 +13,7 @@ std::unique_ptr<Durability> Durability::Open(const MasterOptions& options,
   OpLogOptions log_options;
   log_options.dir = options.snapshot_dir + "/oplog";
   log_options.flush_interval_ms = options.oplog_flush_interval_ms;
+  if (options.enable_ha) log_options.tail_bytes = options.ha_tail_bytes;
   // With the log disabled one is still opened, read-only in effect, so that a restore
   // replays what an earlier run with the log on wrote; it is never started.
   auto oplog = std::make_unique<OpLog>(log_options);
@@ -27,7 +28,8 @@ std::unique_ptr<Durability> Durability::Open(const MasterOptions& options,
   }
   uint64_t last = 0;
   if (options.enable_snapshot_restore) {
-    Result<RestoreOutcome> restored = RestoreMasterState(service, &store, oplog.get());
+    Result<RestoreOutcome> restored = RestoreMasterState(service, &store, oplog.get(),
+                                                          /*finish=*/!options.enable_ha);
     if (!restored.ok()) {
       *error = std::string("cannot read the operation log in ") + log_options.dir + ": " +
                ErrorName(restored.code());

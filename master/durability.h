@@ -31,6 +31,10 @@ class Durability {
 
   void Start() { snapshotter_->Start(); }
   Snapshotter* snapshotter() { return snapshotter_.get(); }
+  // The log (null with --oplog_mode disabled). With --enable_ha it keeps a tail of
+  // ha_tail_bytes in memory for the standbys, and the restore is left unfinished (see
+  // RestoreMasterState): master/replication.h takes it from there.
+  OpLog* oplog() { return oplog_.get(); }
 
  private:
   Durability() = default;

@@ -5,6 +5,11 @@
 // cluster key (master/authenticated_processor.h), runs upkeep every 100 ms, and exits 0 on
 // SIGINT/SIGTERM.
 //
+// With --enable_ha (master/ha_master.h, docs/ha.md) it starts as a standby: it serves
+// GetRole and the replication calls only, runs no upkeep, and takes over when elected. A
+// leader resigns on SIGTERM (a standby takes over at once); one that loses its lease
+// exits with status 3, for its supervisor to start it again as a standby.
+//
 // Handlers run on the I/O threads themselves: no hand-off to a worker and back, which on
 // this path costs more than most handlers do. Each connection is served by one I/O thread,
 // so a handler that waits (a strict log's fdatasync) holds up the other connections of its
@@ -33,6 +38,8 @@
 #include "common/rpc_logging.h"
 #include "master/authenticated_processor.h"
 #include "master/durability.h"
+#include "master/ha_master.h"
+#include "master/master_role.h"
 #include "master/master_options.h"
 #include "master/master_service.h"
 #include "master/rpc_handler.h"
@@ -96,11 +103,35 @@ int main(int argc, char** argv) {
   } else {
     MC_LOG_INFO("durability: off (--enable_snapshot): a restart forgets every object");
   }
-  auto handler = std::make_shared<mooncake::RpcHandler>(
-      &service, durability ? durability->snapshotter() : nullptr);
-  // A processor per connection: each has its own handshake (AuthenticatedProcessor).
-  auto processors = std::make_shared<mooncake::AuthenticatedProcessorFactory>(handler, cluster_key);
   if (options.rpc_address.empty()) options.rpc_address = mooncake::ThisHostAddress();
+
+  std::atomic<bool> stopping{false};
+  std::unique_ptr<mooncake::HaMaster> ha;
+  if (options.enable_ha) {
+    // Named as it listens; with --rpc_port 0 nobody could reach it by that name.
+    if (options.rpc_port == 0) {
+      MC_LOG_ERROR("--enable_ha needs a fixed --rpc_port: the leader key names the master by it");
+      return 2;
+    }
+    std::string name = options.rpc_address + ":" + std::to_string(options.rpc_port);
+    ha = mooncake::HaMaster::Create(
+        options, name, &service, durability.get(), cluster_key,
+        // Deposed (any thread, must not block): wake the signal thread, which stops the
+        // server; main then exits with status 3.
+        [] { kill(getpid(), SIGTERM); }, &error);
+    if (!ha) {
+      MC_LOG_ERROR("%s", error.c_str());
+      return 2;
+    }
+  }
+  mooncake::RoleMachine* role = ha ? ha->role() : nullptr;
+  auto handler = std::make_shared<mooncake::RpcHandler>(
+      &service, durability ? durability->snapshotter() : nullptr,
+      ha ? ha->replication() : nullptr, role);
+  // A processor per connection: each has its own handshake (AuthenticatedProcessor), and
+  // with HA refuses client calls unless this master leads.
+  auto processors =
+      std::make_shared<mooncake::AuthenticatedProcessorFactory>(handler, cluster_key, role);
   auto socket = std::make_shared<TNonblockingServerSocket>(options.rpc_address,
                                                            static_cast<int>(options.rpc_port));
   auto server = std::make_shared<TNonblockingServer>(
@@ -108,25 +139,31 @@ int main(int argc, char** argv) {
   server->setNumIOThreads(static_cast<size_t>(options.rpc_thread_num));
   server->setServerEventHandler(std::make_shared<ListenLogger>(socket, options.rpc_address));
 
-  std::atomic<bool> stopping{false};
   std::mutex tick_mu;
   std::condition_variable tick_cv;
   std::thread upkeep([&] {
     std::unique_lock<std::mutex> lock(tick_mu);
     while (!stopping.load()) {
       tick_cv.wait_for(lock, std::chrono::milliseconds(options.upkeep_interval_ms));
-      if (!stopping.load()) service.Tick();
+      // Upkeep (liveness, eviction, frees) is the leader's: a standby's state is the log's.
+      if (!stopping.load() && (role == nullptr || role->Serving())) service.Tick();
     }
   });
   std::thread signal_waiter([&] {
     int sig = 0;
     sigwait(&stop_signals, &sig);
     if (stopping.exchange(true)) return;
-    MC_LOG_INFO("signal %d: shutting down", sig);
+    if (ha && ha->must_restart()) {
+      MC_LOG_WARN("deposed: exiting with status 3, to come back as a standby");
+    } else {
+      MC_LOG_INFO("signal %d: shutting down", sig);
+      if (ha) ha->Shutdown();  // a leader resigns before the server stops answering
+    }
     server->stop();
   });
 
   if (durability) durability->Start();
+  if (ha) ha->Start();
   int rc = 0;
   try {
     server->serve();
@@ -142,6 +179,10 @@ int main(int argc, char** argv) {
   tick_cv.notify_all();
   upkeep.join();
   signal_waiter.join();
+  if (ha) {
+    if (ha->must_restart()) rc = 3;
+    ha.reset();  // stops the election and the follower, which use the log
+  }
   durability.reset();  // the last records reach the disk before we exit
   return rc;
 }

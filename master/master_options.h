@@ -77,6 +77,10 @@ struct MasterOptions {
   // Strict mode: how long an acknowledgement waits for a standby of the sync set before the
   // leader drops that standby from it (docs/ha.md, "What an acknowledgement means").
   int64_t ha_sync_timeout_ms = 1000;
+  // Payload bytes of the newest log records a leader keeps in memory for its standbys
+  // (master/log_tail.h); a standby further behind bootstraps from a snapshot. No flag:
+  // tests make it small.
+  uint64_t ha_tail_bytes = 64ull << 20;
 
   // How often the server runs MasterService::Tick. A gap between two rounds longer than
   // twice this plus kStallMarginMs is taken for a stall of the master itself (master/

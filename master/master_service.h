@@ -120,6 +120,7 @@
 namespace mooncake {
 
 class OpLog;
+class SyncSet;
 
 class MasterService {
  public:
@@ -294,7 +295,11 @@ class MasterService {
   // After a call that changed something, before its reply: with a strict log, waits until
   // every record this thread appended is on disk (-1503 when the disk does not take it);
   // otherwise OK at once. Holds no lock while it waits.
+  // With a sync set attached (a leader with standbys, master/sync_set.h), a strict Sync
+  // also waits until the sync set has the records durable; NOT_LEADER when we no longer
+  // lead. Attach null to detach; the set outlives its attachment.
   ErrorCode Sync();
+  void AttachSyncSet(SyncSet* sync_set) { sync_set_.store(sync_set); }
   StateGate& gate() { return gate_; }
 
   // Snapshot encoding (the forked child; tests call it directly): every segment, and each
@@ -675,6 +680,7 @@ class MasterService {
   mutable StateGate gate_;  // const readers (GetAllSegments) hold it too
   OpLog* oplog_ = nullptr;
   bool strict_ = false;
+  std::atomic<SyncSet*> sync_set_{nullptr};
   // Serializes the changes of who is live: registering, mounting, unmounting, detaching,
   // declaring dead. Without it a daemon re-attaching a segment could race its drop.
   std::mutex membership_mu_;

@@ -5,6 +5,7 @@
 #include "common/logging.h"
 #include "master/master_service.h"
 #include "master/oplog.h"
+#include "master/sync_set.h"
 
 namespace mooncake {
 
@@ -105,7 +106,11 @@ bool MasterService::LogRefusing() const { return oplog_ != nullptr && !oplog_->h
 
 ErrorCode MasterService::Sync() {
   if (oplog_ == nullptr || !strict_) return ErrorCode::OK;
-  return oplog_->Sync(OpLog::LastAppendedByThisThread());
+  const uint64_t seq = OpLog::LastAppendedByThisThread();
+  ErrorCode code = oplog_->Sync(seq);
+  SyncSet* sync_set = sync_set_.load(std::memory_order_acquire);
+  if (code == ErrorCode::OK && sync_set != nullptr) code = sync_set->Wait(seq);
+  return code;
 }
 
 // ---- snapshot export -------------------------------------------------------------------

@@ -240,7 +240,9 @@ ErrorCode CutLog(const std::string& dir, const std::vector<LogFile>& files, size
 
 }  // namespace
 
-OpLog::OpLog(OpLogOptions options) : options_(std::move(options)) {}
+OpLog::OpLog(OpLogOptions options)
+    : options_(std::move(options)),
+      tail_(options_.tail_bytes > 0 ? std::make_unique<LogTail>(options_.tail_bytes) : nullptr) {}
 
 OpLog::~OpLog() {
   {
@@ -261,6 +263,13 @@ Result<uint64_t> OpLog::Recover(uint64_t after_seq, const ApplyFn& apply) {
   ErrorCode code = CreateAndList(options_.dir, &files);
   if (code != ErrorCode::OK) return code;
   uint64_t last = after_seq, replayed = 0;
+  // The tail starts with what the log still has, so a restarted master serves it.
+  const ApplyFn feed_tail = [&](uint64_t seq, std::string_view payload) {
+    if (!apply(seq, payload)) return false;
+    tail_->Add(seq, payload);
+    return true;
+  };
+  const ApplyFn& replay = tail_ != nullptr ? feed_tail : apply;
   std::string data;
   std::string kept;  // the last file left with records in it
   for (size_t i = 0; i < files.size(); ++i) {
@@ -268,7 +277,7 @@ Result<uint64_t> OpLog::Recover(uint64_t after_seq, const ApplyFn& apply) {
       MC_LOG_ERROR("oplog: cannot read %s: %s", files[i].path.c_str(), ErrnoText(errno).c_str());
       return ErrorCode::FILE_READ_FAIL;
     }
-    const Cut cut = ReplayFile(files[i], data, after_seq, apply, &last, &replayed);
+    const Cut cut = ReplayFile(files[i], data, after_seq, replay, &last, &replayed);
     if (cut.reason != nullptr) {
       code = CutLog(options_.dir, files, i, data.size(), cut, last);
       if (code != ErrorCode::OK) return code;
@@ -341,6 +350,7 @@ ErrorCode OpLog::Start(uint64_t last) {
   }
   last_.store(last, std::memory_order_release);
   synced_.store(last, std::memory_order_release);
+  if (tail_ != nullptr && tail_->last() != last) tail_->Reset(last);
   try {
     flusher_ = std::thread([this] { FlusherLoop(); });
   } catch (const std::system_error& e) {
@@ -352,6 +362,49 @@ ErrorCode OpLog::Start(uint64_t last) {
   }
   started_ = true;
   return ErrorCode::OK;
+}
+
+ErrorCode OpLog::Rebase(uint64_t last) {
+  std::unique_lock<std::mutex> lock(mu_);
+  if (!started_) return ErrorCode::INVALID_PARAMS;
+  synced_cv_.wait(lock, [&] { return !flushing_; });  // the flusher owns the file meanwhile
+  // What is pending belongs to the history being given up: it need not reach the disk,
+  // but the file is renamed below, so nothing half-written may follow.
+  pending_.clear();
+  batch_.clear();
+  flushing_ = true;  // keeps Sync and the flusher off the file while it is replaced
+  lock.unlock();
+  std::vector<LogFile> files;
+  ErrorCode code = CreateAndList(options_.dir, &files);
+  if (fd_ >= 0) {
+    close(fd_);
+    fd_ = -1;
+  }
+  std::string error;
+  if (code == ErrorCode::OK && !files.empty() &&
+      (!RenameAll(files, 0, ".discarded") || !SyncDir(options_.dir))) {
+    error = "cannot discard the files of " + options_.dir + ": " + ErrnoText(errno);
+    code = ErrorCode::FILE_WRITE_FAIL;
+  }
+  if (code == ErrorCode::OK) code = OpenFile(last + 1, &error);
+  lock.lock();
+  flushing_ = false;
+  if (code == ErrorCode::OK) {
+    last_.store(last, std::memory_order_release);
+    synced_.store(last, std::memory_order_release);
+    if (tail_ != nullptr) tail_->Reset(last);
+    failing_ = false;
+    healthy_.store(true, std::memory_order_release);
+    MC_LOG_INFO("oplog: %s rebased: %zu old file(s) discarded, continuing after seq %" PRIu64,
+                options_.dir.c_str(), files.size(), last);
+  } else {
+    // No file to write to: every flush fails until a Rebase succeeds.
+    failing_ = true;
+    healthy_.store(false, std::memory_order_release);
+    MC_LOG_ERROR("oplog: rebase of %s failed: %s", options_.dir.c_str(), error.c_str());
+  }
+  synced_cv_.notify_all();
+  return code;
 }
 
 uint64_t OpLog::Append(std::string_view payload) {
@@ -367,6 +420,7 @@ uint64_t OpLog::Append(std::string_view payload) {
   pending_.append(payload.data(), payload.size());
   pending_.append(4, '\0');  // the CRC, which the flush fills in
   last_.store(seq, std::memory_order_release);
+  if (tail_ != nullptr) tail_->Add(seq, payload);  // under mu_: in seq order
   lock.unlock();
   t_last_appended = seq;
   return seq;

@@ -65,12 +65,14 @@
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <string_view>
 #include <thread>
 
 #include "common/error_code.h"
+#include "master/log_tail.h"
 
 namespace mooncake {
 
@@ -86,6 +88,9 @@ struct OpLogOptions {
                                             // each write. At most 1 GiB.
   int64_t sync_timeout_ms = 5000;     // Sync gives up (PERSISTENT_FAIL) when the disk has
                                       // not taken the records by then
+  uint64_t tail_bytes = 0;            // > 0: the newest records (this much payload) are also
+                                      // kept in memory, for standbys to pull (tail(); HA).
+                                      // 0: no copy is made, Append costs what it did
 };
 
 struct OpLogStats {
@@ -180,6 +185,17 @@ class OpLog {
   uint64_t last() const { return last_.load(std::memory_order_acquire); }
   bool healthy() const { return healthy_.load(std::memory_order_acquire); }
 
+  // A standby that loaded a snapshot of sequence `last` from its leader: makes what is
+  // pending durable, renames every *.log file to <name>.discarded (they hold another
+  // history), starts a new file after last and continues from there, as Start would
+  // (last() and synced() become last; the tail is emptied). The caller guarantees that no
+  // thread appends meanwhile. INVALID_PARAMS before Start; FILE_* when a file cannot be
+  // renamed or created (the log then refuses appends until a Rebase succeeds).
+  ErrorCode Rebase(uint64_t last);
+
+  // The in-memory tail (options.tail_bytes > 0), null without. Owned by the log.
+  LogTail* tail() { return tail_.get(); }
+
   // Thread-safe; lists and unlinks files, so call it from upkeep, not under a shard lock.
   // Deletes the files all of whose records have seq <= seq: the records a retained
   // snapshot already holds. The last file (the one being appended to, once started) is
@@ -210,6 +226,7 @@ class OpLog {
   ErrorCode OpenFile(uint64_t first_seq, std::string* error);
 
   const OpLogOptions options_;
+  const std::unique_ptr<LogTail> tail_;  // null without options_.tail_bytes
 
   std::mutex mu_;
   std::condition_variable flusher_cv_;  // wakes the flusher: stopping, or extend_wanted_

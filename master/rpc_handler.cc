@@ -19,18 +19,28 @@ std::shared_ptr<apache::thrift::protocol::TProtocolFactory> MakeRpcProtocolFacto
       kMaxRpcStringBytes, kMaxRpcListEntries, /*strict_read=*/false, /*strict_write=*/true);
 }
 
+namespace {
+
+// Why a change that Sync did not confirm is not acknowledged: the disk did not take it
+// (-1503), or we no longer lead (-1600: the sync set could not be published).
+ErrorCode Unconfirmed(ErrorCode sync) {
+  return sync == ErrorCode::NOT_LEADER ? ErrorCode::NOT_LEADER : ErrorCode::PERSISTENT_FAIL;
+}
+
+}  // namespace
+
 int32_t RpcHandler::Acknowledge(ErrorCode code) {
-  if (code == ErrorCode::OK && service_->Sync() != ErrorCode::OK) {
-    code = ErrorCode::PERSISTENT_FAIL;
-  }
-  return ToInt(code);
+  if (code != ErrorCode::OK) return ToInt(code);
+  const ErrorCode sync = service_->Sync();
+  return ToInt(sync == ErrorCode::OK ? code : Unconfirmed(sync));
 }
 
 template <typename T>
 void RpcHandler::AcknowledgeAll(std::vector<T>* results) {
-  if (service_->Sync() == ErrorCode::OK) return;
+  const ErrorCode sync = service_->Sync();
+  if (sync == ErrorCode::OK) return;
   for (T& r : *results) {
-    if (r >= 0) r = ToInt(ErrorCode::PERSISTENT_FAIL);
+    if (r >= 0) r = ToInt(Unconfirmed(sync));
   }
 }
 
@@ -252,6 +262,28 @@ void RpcHandler::GetStats(rpc::MasterStats& out) {
   if (snapshotter_ != nullptr) {
     out.snapshot_sequence = static_cast<int64_t>(snapshotter_->last_sequence());
   }
+  if (replication_ != nullptr) replication_->FillStats(&out);
+}
+
+void RpcHandler::FollowLog(rpc::FollowLogResult& out, const std::string& standby_name,
+                           int64_t from_seq, int64_t durable_seq, int64_t prev_crc,
+                           int32_t max_bytes) {
+  if (replication_ == nullptr) {
+    out.code = ToInt(ErrorCode::UNAVAILABLE_IN_CURRENT_MODE);
+    return;
+  }
+  replication_->server()->FollowLog(out, standby_name, from_seq, durable_seq, prev_crc,
+                                    max_bytes);
+}
+
+void RpcHandler::FetchSnapshot(rpc::FetchSnapshotResult& out, const std::string& standby_name,
+                               const std::string& name, const std::string& file,
+                               int64_t offset, int32_t max_bytes) {
+  if (replication_ == nullptr) {
+    out.code = ToInt(ErrorCode::UNAVAILABLE_IN_CURRENT_MODE);
+    return;
+  }
+  replication_->server()->FetchSnapshot(out, standby_name, name, file, offset, max_bytes);
 }
 
 namespace {

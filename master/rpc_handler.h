@@ -20,6 +20,7 @@
 #include "MasterService.h"
 #include "master/master_role.h"
 #include "master/master_service.h"
+#include "master/replication.h"
 #include "master/snapshotter.h"
 
 namespace mooncake {
@@ -37,13 +38,14 @@ std::shared_ptr<apache::thrift::protocol::TProtocolFactory> MakeRpcProtocolFacto
 
 class RpcHandler : public rpc::MasterServiceIf {
  public:
-  // snapshotter: null when snapshots are off (Snapshot then answers -1011). role: who
-  // this master is (GetRole); null: LEADER of term 0, as a master without HA always is.
-  // Which calls reach the handler in which role is the processor's business
+  // snapshotter: null when snapshots are off (Snapshot then answers -1011). replication:
+  // null without HA (FollowLog and FetchSnapshot then answer -1011). role: who this master
+  // is (GetRole); null: LEADER of term 0, as a master without HA always is. Which calls
+  // reach the handler in which role is the processor's business
   // (master/authenticated_processor.h).
   explicit RpcHandler(MasterService* service, Snapshotter* snapshotter = nullptr,
-                      const RoleMachine* role = nullptr)
-      : service_(service), snapshotter_(snapshotter), role_(role) {}
+                      Replication* replication = nullptr, const RoleMachine* role = nullptr)
+      : service_(service), snapshotter_(snapshotter), replication_(replication), role_(role) {}
 
   // Reached only on a connection already admitted (master/authenticated_processor.h
   // answers the handshake before): by a handshake, or as a peer on this host of a master
@@ -120,6 +122,13 @@ class RpcHandler : public rpc::MasterServiceIf {
   void Snapshot(rpc::SnapshotResult& out) override;
   void LastSnapshot(rpc::SnapshotResult& out) override;
 
+  // Replication (master/log_server.h).
+  void FollowLog(rpc::FollowLogResult& out, const std::string& standby_name, int64_t from_seq,
+                 int64_t durable_seq, int64_t prev_crc, int32_t max_bytes) override;
+  void FetchSnapshot(rpc::FetchSnapshotResult& out, const std::string& standby_name,
+                     const std::string& name, const std::string& file, int64_t offset,
+                     int32_t max_bytes) override;
+
  private:
   // code, or -1503 when it is OK but the change it reports is not durable.
   int32_t Acknowledge(ErrorCode code);
@@ -129,6 +138,7 @@ class RpcHandler : public rpc::MasterServiceIf {
 
   MasterService* const service_;
   Snapshotter* const snapshotter_;
+  Replication* const replication_;
   const RoleMachine* const role_;
 };
 

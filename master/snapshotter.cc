@@ -72,11 +72,17 @@ void Snapshotter::Loop() {
     loop_cv_.wait_for(lock, std::chrono::milliseconds(options_.interval_ms),
                       [this] { return stopping_ || requested_; });
     if (stopping_) return;
+    if (!requested_ && skip_periodic_ && skip_periodic_()) continue;
     requested_ = false;
     lock.unlock();
     Take();
     lock.lock();
   }
+}
+
+void Snapshotter::SetSkipPeriodic(std::function<bool()> skip) {
+  std::lock_guard<std::mutex> lock(mu_);
+  skip_periodic_ = std::move(skip);
 }
 
 SnapshotOutcome Snapshotter::Request() {

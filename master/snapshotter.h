@@ -27,6 +27,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -74,6 +75,9 @@ class Snapshotter {
   void Start();
   // Stops it; a running child is killed and its directory removed.
   void Stop();
+  // A periodic snapshot is skipped while skip() is true (a leader whose standbys take
+  // them, master/replication.h); requested ones are not. Any time, from any thread.
+  void SetSkipPeriodic(std::function<bool()> skip);
 
   // Asks the snapshot thread for a snapshot now, or joins the one running, and returns
   // once it has forked: running, with its name, sequence and pause. A snapshot that failed
@@ -116,6 +120,7 @@ class Snapshotter {
   std::condition_variable state_cv_;  // a snapshot forked or ended
   bool stopping_ = false;             // guarded by mu_
   bool requested_ = false;            // guarded by mu_
+  std::function<bool()> skip_periodic_;  // guarded by mu_
   SnapshotOutcome current_;           // guarded by mu_: the running one (running set)
   SnapshotOutcome last_;              // guarded by mu_: the newest that ended
   uint64_t forks_ = 0;                // guarded by mu_: snapshots that got as far as fork

@@ -40,7 +40,7 @@ bool LoadNewestValid(MasterService* service, SnapshotStore* store, std::string* 
 }  // namespace
 
 Result<RestoreOutcome> RestoreMasterState(MasterService* service, SnapshotStore* store,
-                                          OpLog* oplog) {
+                                          OpLog* oplog, bool finish) {
   auto started = std::chrono::steady_clock::now();
   RestoreOutcome outcome;
   uint64_t sequence = 0;
@@ -67,6 +67,10 @@ Result<RestoreOutcome> RestoreMasterState(MasterService* service, SnapshotStore*
     if (!loaded && outcome.replayed == 0 && outcome.last_sequence == 0) {
       MC_LOG_WARN("restore: nothing to restore; starting empty");
     }
+  }
+  if (!finish) {
+    MC_LOG_INFO("restore: state kept as restored; finished when this master takes over");
+    return outcome;
   }
   outcome.counts = service->FinishRestore();
   outcome.elapsed_ms = std::chrono::duration_cast<std::chrono::milliseconds>(

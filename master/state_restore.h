@@ -35,9 +35,11 @@ struct RestoreOutcome {
 
 // service must be empty and not serving yet. oplog may be null (no log to replay).
 // An error only when the log's directory cannot be read; a bad snapshot or a cut log is
-// not an error (the master starts with what could be trusted).
+// not an error (the master starts with what could be trusted). finish false: step 3 is
+// left out, the service stays in the restore's state (a standby applies the leader's
+// records on top; master/replication.h finishes it when it takes over).
 Result<RestoreOutcome> RestoreMasterState(MasterService* service, SnapshotStore* store,
-                                          OpLog* oplog);
+                                          OpLog* oplog, bool finish = true);
 
 }  // namespace mooncake
 

@@ -59,7 +59,7 @@ struct Connection {
 
   explicit Connection(std::unique_ptr<RoleMachine> r) : role(std::move(r)) {
     processor = std::make_unique<AuthenticatedProcessor>(
-        std::make_shared<mooncake::RpcHandler>(&service, nullptr, role.get()), nullptr,
+        std::make_shared<mooncake::RpcHandler>(&service, nullptr, nullptr, role.get()), nullptr,
         AuthenticatedProcessor::Peer{"127.0.0.1:5555", true}, [] { return std::string(); },
         role.get());
   }
@@ -179,7 +179,7 @@ void test_without_ha_the_master_leads_term_zero(void**) {
 class PausingHandler : public mooncake::RpcHandler {
  public:
   PausingHandler(MasterService* service, RoleMachine* role, std::atomic<bool>* lease)
-      : RpcHandler(service, nullptr, role), lease_(lease) {}
+      : RpcHandler(service, nullptr, nullptr, role), lease_(lease) {}
   int32_t ExistKey(const std::string& key) override {
     int32_t found = RpcHandler::ExistKey(key);
     if (key == "pause") lease_->store(false);
@@ -239,7 +239,8 @@ struct Server {
     c.socket->setRecvTimeout(5000);
     c.transport = std::make_shared<apache::thrift::transport::TFramedTransport>(c.socket);
     c.transport->open();
-    c.rpc = std::make_unique<rpc::MasterServiceClient>(std::make_shared<TBinaryProtocol>(c.transport));
+    c.rpc = std::make_unique<rpc::MasterServiceClient>(
+        std::make_shared<TBinaryProtocol>(c.transport));
     return c;
   }
 };
