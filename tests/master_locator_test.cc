@@ -91,7 +91,8 @@ std::unique_ptr<MasterLocator> Locate(const std::string& cluster, int64_t poll_m
 // test hold ExistKey inside the handler, or lose the lease while Remove runs.
 class HookedHandler : public mooncake::RpcHandler {
  public:
-  HookedHandler(MasterService* service, RoleMachine* role) : RpcHandler(service, nullptr, role) {}
+  HookedHandler(MasterService* service, RoleMachine* role)
+      : RpcHandler(service, nullptr, nullptr, role) {}
   int32_t ExistKey(const std::string& key) override {
     if (on_exist) on_exist(key);
     return RpcHandler::ExistKey(key);
