@@ -186,7 +186,7 @@ class Bench {
     Throughput();
     csv_.Close();
     std::printf("\nCSV written to %s\n", o_.csv.c_str());
-    Plot();
+    PlotCsv(o_.plot_script, o_.csv, o_.png);
   }
 
  private:
@@ -637,39 +637,6 @@ class Bench {
       CheckCode(rc, 0, key, "PutEnd");
       rec.KeysDone(1);
     }
-  }
-
-  // The PNG, when gnuplot is installed (it is optional: the CSV has every figure).
-  void Plot() {
-    if (o_.png.empty()) return;
-    std::string gnuplot = FindInPath("gnuplot");
-    if (gnuplot.empty()) {
-      std::printf("gnuplot is not installed: no plot\n");
-      return;
-    }
-    testing::ChildProcess plot;
-    std::string vars = "csv='" + o_.csv + "'; png='" + o_.png + "'";
-    if (!plot.Start({gnuplot, "-e", vars, o_.plot_script}, "/dev/stderr")) {
-      Die("cannot start %s", gnuplot.c_str());
-    }
-    int status = plot.Wait(60000);
-    if (status == -1 || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-      Die("gnuplot %s failed (status 0x%x)", o_.plot_script.c_str(), status);
-    }
-    std::printf("plot written to %s\n", o_.png.c_str());
-  }
-
-  // The first executable named name in $PATH; empty when there is none.
-  static std::string FindInPath(const std::string& name) {
-    const char* path = std::getenv("PATH");
-    std::string dirs = path != nullptr ? path : "";
-    for (size_t begin = 0; begin <= dirs.size();) {
-      size_t end = std::min(dirs.find(':', begin), dirs.size());
-      std::string candidate = dirs.substr(begin, end - begin) + "/" + name;
-      if (end > begin && access(candidate.c_str(), X_OK) == 0) return candidate;
-      begin = end + 1;
-    }
-    return "";
   }
 
   static void MakeDir(const std::string& path) {

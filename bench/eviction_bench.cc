@@ -295,36 +295,6 @@ void WriteCsv(const Options& o, const std::vector<PhaseResult>& phases) {
   std::printf("\nCSV written to %s\n", o.csv.c_str());
 }
 
-// The first executable named name in $PATH; empty when there is none.
-std::string FindInPath(const std::string& name) {
-  const char* path = std::getenv("PATH");
-  std::istringstream dirs(path != nullptr ? path : "");
-  for (std::string dir; std::getline(dirs, dir, ':');) {
-    std::string candidate = dir + "/" + name;
-    if (access(candidate.c_str(), X_OK) == 0) return candidate;
-  }
-  return "";
-}
-
-void Plot(const Options& o) {
-  if (o.png.empty()) return;
-  std::string gnuplot = FindInPath("gnuplot");
-  if (gnuplot.empty()) {
-    std::printf("gnuplot is not installed: no plot\n");
-    return;
-  }
-  mooncake::testing::ChildProcess plot;
-  std::string vars = "csv='" + o.csv + "'; png='" + o.png + "'";
-  if (!plot.Start({gnuplot, "-e", vars, o.plot_script}, "/dev/stderr")) {
-    Die("cannot start %s", gnuplot.c_str());
-  }
-  int status = plot.Wait(60000);
-  if (status == -1 || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-    Die("gnuplot %s failed (status 0x%x)", o.plot_script.c_str(), status);
-  }
-  std::printf("plot written to %s\n", o.png.c_str());
-}
-
 void Report(const Options& o, const std::vector<PhaseResult>& phases) {
   std::printf("%-12s %9s %9s %8s %13s %16s %10s %9s %9s %12s %10s\n", "phase", "MiB/s",
               "keys/s", "failed", "checks/s", "rounds put/upk", "short", "mean us",
@@ -407,6 +377,6 @@ int main(int argc, char** argv) {
   std::printf("\n");
   Report(o, phases);
   WriteCsv(o, phases);
-  Plot(o);
+  mooncake::bench::PlotCsv(o.plot_script, o.csv, o.png);
   return 0;
 }

@@ -327,35 +327,6 @@ Throughput PutRound(const Options& o, bool with_ha, int round) {
 double Median(std::vector<double> v) { return mooncake::bench::Median(std::move(v)); }
 double Max(const std::vector<double>& v) { return *std::max_element(v.begin(), v.end()); }
 
-std::string FindInPath(const std::string& name) {
-  const char* path = std::getenv("PATH");
-  std::istringstream dirs(path != nullptr ? path : "");
-  for (std::string dir; std::getline(dirs, dir, ':');) {
-    std::string candidate = dir + "/" + name;
-    if (access(candidate.c_str(), X_OK) == 0) return candidate;
-  }
-  return "";
-}
-
-void Plot(const Options& o) {
-  if (o.png.empty()) return;
-  std::string gnuplot = FindInPath("gnuplot");
-  if (gnuplot.empty()) {
-    std::printf("gnuplot is not installed: no plot\n");
-    return;
-  }
-  mooncake::testing::ChildProcess plot;
-  std::string vars = "csv='" + o.csv + "'; png='" + o.png + "'";
-  if (!plot.Start({gnuplot, "-e", vars, o.plot_script}, "/dev/stderr")) {
-    Die("cannot start %s", gnuplot.c_str());
-  }
-  int status = plot.Wait(60000);
-  if (status == -1 || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-    Die("gnuplot %s failed (status 0x%x)", o.plot_script.c_str(), status);
-  }
-  std::printf("plot written to %s\n", o.png.c_str());
-}
-
 void Report(const Options& o, const std::vector<Failover>& failovers,
             const std::vector<Throughput>& puts) {
   std::vector<double> elected, master_put, daemon_put;
@@ -451,6 +422,6 @@ int main(int argc, char** argv) {
     puts.push_back(PutRound(o, true, round));
   }
   Report(o, failovers, puts);
-  Plot(o);
+  mooncake::bench::PlotCsv(o.plot_script, o.csv, o.png);
   return 0;
 }

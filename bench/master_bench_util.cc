@@ -3,6 +3,7 @@
 #include "common/tenant_key.h"
 
 #include <sys/resource.h>
+#include <sys/wait.h>
 #include <thrift/protocol/TBinaryProtocol.h>
 #include <thrift/transport/TBufferTransports.h>
 #include <unistd.h>
@@ -12,6 +13,7 @@
 #include <cinttypes>
 #include <cmath>
 #include <cstdarg>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <sstream>
@@ -74,6 +76,40 @@ std::string CodeText(int64_t code) {
 
 std::string Short(const std::string& key) {
   return key.size() <= 24 ? key : key.substr(0, 24) + "...";
+}
+
+namespace {
+
+// The first executable named name in $PATH; empty when there is none.
+std::string FindInPath(const std::string& name) {
+  const char* path = std::getenv("PATH");
+  std::istringstream dirs(path != nullptr ? path : "");
+  for (std::string dir; std::getline(dirs, dir, ':');) {
+    std::string candidate = dir + "/" + name;
+    if (!dir.empty() && access(candidate.c_str(), X_OK) == 0) return candidate;
+  }
+  return "";
+}
+
+}  // namespace
+
+void PlotCsv(const std::string& script, const std::string& csv, const std::string& png) {
+  if (png.empty()) return;
+  std::string gnuplot = FindInPath("gnuplot");
+  if (gnuplot.empty()) {
+    std::printf("gnuplot is not installed: no plot\n");
+    return;
+  }
+  testing::ChildProcess plot;
+  std::string vars = "csv='" + csv + "'; png='" + png + "'";
+  if (!plot.Start({gnuplot, "-e", vars, script}, "/dev/stderr")) {
+    Die("cannot start %s", gnuplot.c_str());
+  }
+  int status = plot.Wait(60000);
+  if (status == -1 || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    Die("gnuplot %s failed (status 0x%x)", script.c_str(), status);
+  }
+  std::printf("plot written to %s\n", png.c_str());
 }
 
 // ---- keys ------------------------------------------------------------------------------

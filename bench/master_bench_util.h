@@ -56,6 +56,11 @@ std::string CodeText(int64_t code);
 // The first 24 characters of a key, for error messages.
 std::string Short(const std::string& key);
 
+// Draws png from csv with the gnuplot script (its variables csv and png set), when
+// gnuplot is installed: it is optional, the CSV has every figure, so without it one line
+// says there is no plot. png empty: nothing. Die()s when gnuplot fails.
+void PlotCsv(const std::string& script, const std::string& csv, const std::string& png);
+
 // ---- keys ------------------------------------------------------------------------------
 
 // splitmix64's finalizer: a bijection on 64-bit values, so distinct seeds give distinct
