@@ -91,9 +91,9 @@ void LogFollower::SetPaused(bool paused) {
   cv_.notify_all();
 }
 
-bool LogFollower::Pause(int64_t ms) {
+bool LogFollower::PauseUs(int64_t us) {
   std::unique_lock<std::mutex> lock(mu_);
-  cv_.wait_for(lock, std::chrono::milliseconds(ms), [&] { return stopping_; });
+  cv_.wait_for(lock, std::chrono::microseconds(us), [&] { return stopping_; });
   // While paused, wait here (bounded by Stop).
   cv_.wait(lock, [&] { return stopping_ || !paused_; });
   return !stopping_;
@@ -180,7 +180,12 @@ bool LogFollower::PullOnce(Connection* c) {
     need_bootstrap_ = true;
     return true;
   }
-  if (reply.records.empty()) return Pause(options_.poll_interval_ms);
+  const auto now = std::chrono::steady_clock::now();
+  if (reply.records.empty()) {
+    const bool hot = now - last_records_ < std::chrono::milliseconds(kHotWindowMs);
+    return hot ? PauseUs(kHotPollUs) : Pause(options_.poll_interval_ms);
+  }
+  last_records_ = now;
   {
     StateGate::Shared gate(service_->gate());
     for (const rpc::LogEntry& entry : reply.records) {

@@ -14,7 +14,9 @@
 //            shared, so a snapshot of ours (our snapshotter forks under the gate held
 //            exclusively) holds exactly the records up to its sequence. Then one fdatasync
 //            for the batch; its seq is reported on the next pull, which follows at once.
-//            A pull with nothing new waits poll_interval before the next.
+//            A pull with nothing new waits before the next: kHotPollUs while records came
+//            within the last kHotWindowMs (a strict leader's acknowledgements wait for our
+//            next pull: it must come soon), poll_interval once the log has gone quiet.
 //   bootstrap when the leader says so, or at the start of a standby with no state: asks
 //            the leader for a snapshot (FetchSnapshot), downloads its files in chunks into
 //            <snapshot_dir>/bootstrap/<name>/, fsyncs them, moves the directory into
@@ -59,7 +61,7 @@ struct LogFollowerOptions {
   int leader_port = 0;
   std::string snapshot_dir;      // ours: bootstraps are written here
   std::shared_ptr<const ClusterKey> cluster_key;  // null: none
-  int64_t poll_interval_ms = 2;     // after a pull with nothing new
+  int64_t poll_interval_ms = 2;     // after a pull with nothing new, the log quiet
   int64_t retry_interval_ms = 200;  // after a failed connection or call
   int64_t rpc_timeout_ms = 5000;    // connect, send and receive
   int32_t max_pull_bytes = 1 << 20;
@@ -101,8 +103,13 @@ class LogFollower {
   bool Install(const std::string& name, uint64_t sequence, const std::string& tmp_dir);
   // True when the answer's term is acceptable (and remembers a higher one).
   bool AcceptTerm(int64_t term);
-  // Sleeps up to ms, returning early (false) when stopping.
-  bool Pause(int64_t ms);
+  // Sleeps up to ms (us), returning early (false) when stopping; then waits while paused.
+  bool Pause(int64_t ms) { return PauseUs(ms * 1000); }
+  bool PauseUs(int64_t us);
+  // How soon an empty pull is followed by the next while the log is busy, and for how
+  // long after the last records it counts as busy.
+  static constexpr int64_t kHotPollUs = 100;
+  static constexpr int64_t kHotWindowMs = 20;
   std::unique_ptr<Connection> Connect();
 
   MasterService* const service_;
@@ -119,6 +126,7 @@ class LogFollower {
   std::atomic<int64_t> highest_term_{0};
   std::atomic<uint64_t> bootstraps_{0};
   std::atomic<uint64_t> records_applied_{0};
+  std::chrono::steady_clock::time_point last_records_;  // the loop's: the last pull with records
   std::thread thread_;
 };
 
