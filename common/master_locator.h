@@ -34,24 +34,13 @@
 #include <string>
 
 #include "common/error_code.h"
+#include "common/master_address.h"
 
 namespace mooncake {
 
 class EtcdClient;
 class LeaderWatcher;
 struct LeaderInfo;
-
-// What --master says: a fixed host:port, or etcd endpoints to read the leader key from.
-struct MasterAddress {
-  std::string host;            // fixed; "" with etcd
-  int port = 0;                // fixed; 0 with etcd
-  std::string etcd_endpoints;  // "host:port[,host:port...]"; "" = fixed
-  bool via_etcd() const { return !etcd_endpoints.empty(); }
-};
-
-// Parses "host:port" or "etcd://host:port[,host:port...]". False with *error saying what
-// is wrong (the caller names its flag).
-bool ParseMasterAddress(const std::string& text, MasterAddress* out, std::string* error);
 
 struct MasterLeader {
   std::string host;

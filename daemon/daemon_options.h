@@ -6,7 +6,7 @@
 #include <string>
 
 #include "common/flags.h"
-#include "common/master_locator.h"
+#include "common/master_address.h"
 #include "daemon/local_access.h"
 #include "daemon/ssd_options.h"
 #include "daemon/tenant_policy.h"
