@@ -207,6 +207,7 @@ void LeaderElection::StepCandidate() {
           term_ = kv.create_revision;
           last_renewal_ = sent;
           renewal_failed_ = false;
+          lost_reason_ = nullptr;
           current_ = LeaderInfo{options_.name, term_};
           deadline_ns_.store(ToNs(deadline), std::memory_order_release);
           won = true;
@@ -219,7 +220,18 @@ void LeaderElection::StepCandidate() {
       MC_LOG_INFO("election %s: %s candidate -> leader (term %ld, lease %lx)",
                   options_.cluster_id.c_str(), options_.name.c_str(), long(kv.create_revision),
                   static_cast<unsigned long>(lease));
-      if (on_elected_) on_elected_(kv.create_revision);
+      if (on_elected_) {
+        // The owner's takeover may outlast a renewal interval: the pump renews meanwhile.
+        std::atomic<bool> done{false};
+        std::thread pump([&] { RenewWhile(&done, lease, kv.create_revision); });
+        on_elected_(kv.create_revision);
+        {
+          std::lock_guard<std::mutex> lock(mu_);
+          done = true;
+        }
+        cv_.notify_all();
+        pump.join();
+      }
       return;
     }
     if (lease != 0) etcd_->RevokeLease(lease);  // lost the race (or etcd failed): not needed
@@ -232,57 +244,106 @@ void LeaderElection::StepCandidate() {
   WaitUntil(lock, next_poll, Phase::kCandidate);
 }
 
+LeaderElection::Clock::time_point LeaderElection::NextRenewalLocked() const {
+  const Clock::time_point deadline =
+      Clock::time_point(Clock::duration(deadline_ns_.load(std::memory_order_acquire)));
+  const Clock::time_point next =
+      renewal_failed_ ? Clock::now() + milliseconds(std::max<int64_t>(ttl_ms_ / 10, 50))
+                      : last_renewal_ + milliseconds(ttl_ms_ / 3);
+  return std::min(next, deadline);
+}
+
 void LeaderElection::StepLeader() {
   int64_t lease, term;
   Clock::time_point deadline;
+  const char* lost = nullptr;
   {
     std::unique_lock<std::mutex> lock(mu_);
     if (phase_ != Phase::kLeader) return;
     lease = lease_;
     term = term_;
+    lost = lost_reason_;
+    lost_reason_ = nullptr;
+    if (lost == nullptr) {
+      const Clock::time_point next = NextRenewalLocked();
+      WaitUntil(lock, next, Phase::kLeader);
+      if (stop_ || frozen_ || phase_ != Phase::kLeader || lease_ != lease) return;
+      if (Clock::now() < next) return;  // spurious wake
+    }
     deadline = Clock::time_point(Clock::duration(deadline_ns_.load(std::memory_order_acquire)));
-    Clock::time_point next = renewal_failed_
-                                 ? Clock::now() + milliseconds(std::max<int64_t>(ttl_ms_ / 10, 50))
-                                 : last_renewal_ + milliseconds(ttl_ms_ / 3);
-    WaitUntil(lock, std::min(next, deadline), Phase::kLeader);
-    if (stop_ || frozen_ || phase_ != Phase::kLeader || lease_ != lease) return;
-    if (Clock::now() < next && Clock::now() < deadline) return;  // spurious wake
+  }
+  if (lost != nullptr) {
+    Depose(lease, lost);
+    return;
   }
   if (Clock::now() >= deadline) {
     Depose(lease, "no renewal of the lease before the local deadline");
     return;
   }
+  const char* reason = nullptr;
+  if (Renew(lease, term, &reason) == Renewal::kLost) Depose(lease, reason);
+}
+
+void LeaderElection::RenewWhile(const std::atomic<bool>* done, int64_t lease, int64_t term) {
+  for (;;) {
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      const Clock::time_point next = NextRenewalLocked();
+      cv_.wait_until(lock, next, [&] { return stop_ || frozen_ || done->load(); });
+      // A frozen election renews nothing (the test hook), as its own thread would not.
+      cv_.wait(lock, [&] { return stop_ || !frozen_ || done->load(); });
+      if (stop_ || done->load() || phase_ != Phase::kLeader || lease_ != lease) return;
+      if (Clock::now() < next) continue;
+      if (Clock::now() >= Clock::time_point(Clock::duration(
+                              deadline_ns_.load(std::memory_order_acquire)))) {
+        lost_reason_ = "no renewal of the lease before the local deadline";
+        return;
+      }
+    }
+    const char* reason = nullptr;
+    if (Renew(lease, term, &reason) == Renewal::kLost) {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (lost_reason_ == nullptr) lost_reason_ = reason;
+      return;
+    }
+  }
+}
+
+LeaderElection::Renewal LeaderElection::Renew(int64_t lease, int64_t term, const char** reason) {
   // A renewal is the lease kept alive AND the key found still ours (an operator, or a
   // tool, may have deleted it while the lease lives on).
   const Clock::time_point sent = Clock::now();
   int64_t ttl_left = 0;
   ErrorCode rc = etcd_->KeepAlive(lease, &ttl_left);
   if (rc == ErrorCode::OK && ttl_left <= 0) {
-    Depose(lease, "etcd says the lease is gone");
-    return;
+    *reason = "etcd says the lease is gone";
+    return Renewal::kLost;
   }
   LeaderInfo holder;
   if (rc == ErrorCode::OK) rc = ReadLeaderKey(&holder);
   if (rc == ErrorCode::OK && holder.term != term) {
-    Depose(lease, "the leader key is no longer ours");
-    return;
+    *reason = "the leader key is no longer ours";
+    return Renewal::kLost;
   }
   std::lock_guard<std::mutex> lock(mu_);
-  if (phase_ != Phase::kLeader || lease_ != lease) return;  // resigned meanwhile
+  if (phase_ != Phase::kLeader || lease_ != lease) return Renewal::kFailed;  // resigned
   if (rc != ErrorCode::OK) {
     renewal_failed_ = true;
     if (renewal_failure_log.Due()) {
+      const Clock::time_point deadline =
+          Clock::time_point(Clock::duration(deadline_ns_.load(std::memory_order_acquire)));
       MC_LOG_WARN("election %s: lease renewal failed (%s); still leader for %ld ms",
                   options_.cluster_id.c_str(), ErrorName(rc),
                   long(std::chrono::duration_cast<milliseconds>(deadline - Clock::now()).count()));
     }
-    return;
+    return Renewal::kFailed;
   }
   // etcd restarted the lease's full TTL when it received the request, after `sent`.
   int64_t renewed_ms = std::min(ttl_ms_, ttl_left * 1000);
   renewal_failed_ = false;
   last_renewal_ = sent;
   deadline_ns_.store(ToNs(sent + milliseconds(renewed_ms - margin_ms_)), std::memory_order_release);
+  return Renewal::kRenewed;
 }
 
 void LeaderElection::StepIdle() {

@@ -20,7 +20,9 @@
 //
 // Thread roles: one election thread (Start) reads the key, campaigns, renews, and runs
 // every callback (may_campaign, on_elected, on_deposed) with no lock held, so a callback
-// may call any method but Stop. Any thread may call the rest; Leading() is lock-free (one
+// may call any method but Stop. While on_elected runs (a takeover may take seconds on a
+// large directory), a pump thread of its own keeps renewing the lease; a loss it sees is
+// acted on (on_deposed) once on_elected has returned, never during it. Any thread may call the rest; Leading() is lock-free (one
 // atomic load) for the reply-time check of every answer. Lock order: mu_ only, never held
 // across an etcd call or a callback.
 //
@@ -116,6 +118,16 @@ class LeaderElection {
   void StepCandidate();
   void StepLeader();
   void StepIdle();
+  // One renewal of lease (term): kept alive and the key found still ours. kLost with
+  // *reason when etcd says the lease or the key is gone; kFailed when etcd did not answer
+  // (the deadline stays where it was).
+  enum class Renewal { kRenewed, kFailed, kLost };
+  Renewal Renew(int64_t lease, int64_t term, const char** reason);
+  // When the next renewal is due (the deadline included); under mu_.
+  Clock::time_point NextRenewalLocked() const;
+  // The pump: renews lease until *done (on_elected returned) or a stop, a loss (recorded
+  // in lost_reason_) or the deadline.
+  void RenewWhile(const std::atomic<bool>* done, int64_t lease, int64_t term);
   // Ends the leadership of lease (if still the current one) and calls on_deposed.
   void Depose(int64_t lease, const char* reason);
   // Deletes the key if still held in term and revokes lease; best effort.
@@ -143,6 +155,7 @@ class LeaderElection {
   int64_t term_ = 0;                  // guarded by mu_
   Clock::time_point last_renewal_;    // guarded by mu_: send time of the last success
   bool renewal_failed_ = false;       // guarded by mu_: the last renewal did not answer
+  const char* lost_reason_ = nullptr;  // guarded by mu_: a loss the pump saw, not acted on yet
   LeaderInfo current_;                // guarded by mu_
   bool running_ = false;              // guarded by mu_
   bool stop_ = false;                 // guarded by mu_

@@ -29,7 +29,10 @@ struct Elector {
 
 using Electors = std::vector<std::unique_ptr<Elector>>;
 
-Electors StartElectors(const std::string& endpoint, const std::string& cluster, int n) {
+// takeover_ms: how long each on_elected takes (a takeover of a large directory); the
+// election is counted once it has returned.
+Electors StartElectors(const std::string& endpoint, const std::string& cluster, int n,
+                       int64_t takeover_ms = 0) {
   Electors electors;
   for (int i = 0; i < n; ++i) {
     auto e = std::make_unique<Elector>();
@@ -44,7 +47,8 @@ Electors StartElectors(const std::string& endpoint, const std::string& cluster, 
       raw->asked.fetch_add(1);
       return raw->allowed.load();
     });
-    e->election->set_on_elected([raw](int64_t term) {
+    e->election->set_on_elected([raw, takeover_ms](int64_t term) {
+      if (takeover_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(takeover_ms));
       raw->elected_term.store(term);
       raw->elected.fetch_add(1);
     });
@@ -138,6 +142,28 @@ void test_lost_lease_hands_over(void**) {
   electors[old]->election->Campaign();
   assert_int_equal(WaitForLeader(electors, 5000), old);
   assert_int_equal(electors[old]->elected.load(), 2);
+}
+
+// A takeover longer than the lease (the restore of a large directory runs in on_elected):
+// the lease is renewed meanwhile, so the winner still leads, in the same term, when it is
+// done, nobody else took over, and etcd still names it.
+void test_long_takeover_keeps_the_lease(void**) {
+  Electors electors = StartElectors(SuiteEtcd()->endpoint(), "slow", 2, 2 * kTtlMs + 500);
+  int leader = WaitForLeader(electors, 5000);
+  assert_true(leader >= 0);
+  const int64_t term = electors[leader]->election->term();
+  assert_true(WaitFor([&] { return electors[leader]->elected.load() == 1; }, 3 * kTtlMs + 2000));
+  assert_true(electors[leader]->election->Leading());
+  assert_int_equal(electors[leader]->deposed.load(), 0);
+  assert_int_equal(electors[leader]->election->term(), term);
+  assert_int_equal(Leader(electors), leader);
+  bool found = false;
+  EtcdClient::KeyValue kv = LeaderKeyValue("slow", &found);
+  assert_true(found);
+  assert_int_equal(kv.create_revision, term);
+  // And it keeps leading afterwards, renewing on the election's own thread again.
+  std::this_thread::sleep_for(std::chrono::milliseconds(kTtlMs));
+  assert_true(electors[leader]->election->Leading());
 }
 
 // A leader whose thread is frozen (a paused process) stops leading at its local deadline,
@@ -317,6 +343,7 @@ int main() {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_exactly_one_leads),
       cmocka_unit_test(test_lost_lease_hands_over),
+      cmocka_unit_test(test_long_takeover_keeps_the_lease),
       cmocka_unit_test(test_frozen_leader_stops_leading_before_etcd_says_so),
       cmocka_unit_test(test_may_campaign_false_never_leads),
       cmocka_unit_test(test_resign_hands_over_quickly),
