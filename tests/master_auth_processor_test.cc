@@ -16,6 +16,7 @@
 #include "master/rpc_handler.h"
 #include "tests/cmocka_cpp.h"
 #include "tests/master_service_fixture.h"
+#include "tests/rpc_pipe.h"
 
 namespace {
 
@@ -33,16 +34,8 @@ const std::string kClientNonce(ClusterKey::kNonceBytes, 'c');
 
 // One connection: a client whose calls go into the processor and whose replies come back,
 // over the protocol the master serves with.
-struct Connection {
+struct Connection : mooncake::testing::RpcPipe {
   MasterService service{Options()};
-  std::shared_ptr<TMemoryBuffer> calls = std::make_shared<TMemoryBuffer>();
-  std::shared_ptr<TMemoryBuffer> replies = std::make_shared<TMemoryBuffer>();
-  std::shared_ptr<apache::thrift::protocol::TProtocol> in =
-      mooncake::MakeRpcProtocolFactory()->getProtocol(calls);
-  std::shared_ptr<apache::thrift::protocol::TProtocol> out =
-      mooncake::MakeRpcProtocolFactory()->getProtocol(replies);
-  rpc::MasterServiceClient client{std::make_shared<TBinaryProtocol>(replies),
-                                  std::make_shared<TBinaryProtocol>(calls)};
   AuthenticatedProcessor processor;
 
   Connection(std::vector<std::string> keys, bool on_this_host)

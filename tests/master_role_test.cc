@@ -25,6 +25,7 @@
 #include "master/rpc_handler.h"
 #include "tests/cmocka_cpp.h"
 #include "tests/master_service_fixture.h"
+#include "tests/rpc_pipe.h"
 
 namespace {
 
@@ -44,17 +45,9 @@ std::unique_ptr<RoleMachine> NewStandby(std::atomic<int>* deposed = nullptr) {
 
 // One connection from this host to a master without a key, in memory: the client's calls
 // go into the processor and its replies come back.
-struct Connection {
+struct Connection : mooncake::testing::RpcPipe {
   MasterService service{Options()};
   std::unique_ptr<RoleMachine> role;
-  std::shared_ptr<TMemoryBuffer> calls = std::make_shared<TMemoryBuffer>();
-  std::shared_ptr<TMemoryBuffer> replies = std::make_shared<TMemoryBuffer>();
-  std::shared_ptr<apache::thrift::protocol::TProtocol> in =
-      mooncake::MakeRpcProtocolFactory()->getProtocol(calls);
-  std::shared_ptr<apache::thrift::protocol::TProtocol> out =
-      mooncake::MakeRpcProtocolFactory()->getProtocol(replies);
-  rpc::MasterServiceClient client{std::make_shared<TBinaryProtocol>(replies),
-                                  std::make_shared<TBinaryProtocol>(calls)};
   std::unique_ptr<AuthenticatedProcessor> processor;
 
   explicit Connection(std::unique_ptr<RoleMachine> r) : role(std::move(r)) {
