@@ -552,8 +552,8 @@ void test_snapshot_child_holds_no_descriptor_of_the_master(void**) {
     }
     if (ec) break;  // it has ended
     // It closes what it inherited in two steps, below and above its report pipe: the
-    // listener (a low descriptor) may be gone while higher ones
-    // are still open, so look until the closing is over too.
+    // listener (a low descriptor) may be gone while higher ones are still open, so look
+    // until the closing is over too.
     let_go = !listener_held && held <= 5;
     if (!let_go) std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
