@@ -49,7 +49,7 @@ double SpawnedMaster::Start(int port) {
     port_ = fresh_port ? testing::FreeTcpPort() : port;
     std::vector<std::string> argv = {binary_,         "--rpc_address",       "127.0.0.1",
                                      "--rpc_port",    std::to_string(port_), "--cluster_key_file",
-                                     testing::ClusterKeyFile()};
+                                     testing::ClusterKeyFile(), "--metrics_port", "0"};
     argv.insert(argv.end(), flags_.begin(), flags_.end());
     std::error_code missing;  // no log yet: it starts at 0
     uintmax_t size = std::filesystem::file_size(log_path_, missing);

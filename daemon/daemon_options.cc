@@ -25,6 +25,10 @@ void RegisterDaemonFlags(FlagSet* f, DaemonOptions* o) {
   f->AddString("transfer_bind_address", &o->transfer_bind_address,
                "address the transfer port listens on (default: the one --hostname, or this "
                "machine's name, resolves to; 0.0.0.0: every interface)");
+  f->AddInt("metrics_port", &o->metrics_port,
+            "admin HTTP port: /metrics, /health (0: pick a free one and log it; -1: none)");
+  f->AddString("metrics_host", &o->metrics_host,
+               "address the admin HTTP server listens on (default: the transfer port's)");
   f->AddSize("global_segment_size", &o->global_segment_size,
              "memory lent to the cluster pool (0: none)");
   f->AddSize("client_segment_budget", &o->client_segment_budget,
@@ -124,6 +128,8 @@ bool ValidateDaemonOptions(DaemonOptions* o, std::string* error) {
     *error = "--socket must be a path shorter than 108 bytes";
   } else if (o->port < 0 || o->port > 65535) {
     *error = "--port must be in 0..65535";
+  } else if (o->metrics_port < -1 || o->metrics_port > 65535) {
+    *error = "--metrics_port must be in -1..65535";
   } else if (!mode_ok) {
     *error = "--socket_mode must be octal permissions such as 0660";
   } else if (o->heartbeat_interval_ms <= 0 || o->rpc_timeout_ms <= 0 ||

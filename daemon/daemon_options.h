@@ -69,6 +69,11 @@ struct DaemonOptions {
   std::string ssd_eviction_policy = "fifo";
   std::string ssd_persist_mode = "relaxed";
   std::string log_level = "info";
+  // The admin HTTP server (docs/operations.md): /metrics and /health. Port 9300 as
+  // Mooncake's client HTTP port; 0: a free one, logged; -1: none. "" host: the transfer
+  // port's bind address.
+  int64_t metrics_port = 9300;
+  std::string metrics_host;
 
   // Filled by ValidateDaemonOptions from the strings above (master_host "" when master
   // is: main resolves it; etcd_endpoints set instead with etcd://).

@@ -16,6 +16,15 @@ void RegisterMasterFlags(FlagSet* f, MasterOptions* o) {
   f->AddString("tenant_quota", &o->tenant_quota,
                "memory a tenant's objects may take over all their replicas, e.g. "
                "\"alice=1GB,bob=512MB\"; a put past it answers -1402 (default: no quotas)");
+  f->AddInt("metrics_port", &o->metrics_port,
+            "admin HTTP port: /metrics, /health, /get_all_segments, ... (0: pick a free one "
+            "and log it; -1: no admin HTTP)");
+  f->AddString("metrics_host", &o->metrics_host,
+               "address the admin HTTP server listens on (default: --rpc_address's)");
+  f->AddBool("enable_metric_reporting", &o->enable_metric_reporting,
+             "log a one-line metrics summary every --metrics_report_interval");
+  f->AddDuration("metrics_report_interval", &o->metrics_report_interval_ms, 1000,
+                 "how often --enable_metric_reporting logs its summary, s");
   f->AddInt("rpc_thread_num", &o->rpc_thread_num,
             "Thrift I/O threads, which run the handlers (0: one per core, at least 8)");
   f->AddDuration("default_kv_lease_ttl", &o->default_kv_lease_ttl_ms, 1,
@@ -104,6 +113,10 @@ void RegisterMasterFlags(FlagSet* f, MasterOptions* o) {
 bool ValidateMasterOptions(const MasterOptions& o, std::string* error) {
   if (o.rpc_port < 0 || o.rpc_port > 65535) {
     *error = "--rpc_port must be in 0..65535";
+  } else if (o.metrics_port < -1 || o.metrics_port > 65535) {
+    *error = "--metrics_port must be in -1..65535";
+  } else if (o.metrics_report_interval_ms <= 0) {
+    *error = "--metrics_report_interval must be positive";
   } else if (o.rpc_thread_num < 0 || o.rpc_thread_num > 1024) {
     *error = "--rpc_thread_num must be in 0..1024";
   } else if (o.default_kv_lease_ttl_ms <= 0) {

@@ -39,6 +39,13 @@ struct MasterOptions {
   // (master/cache_holders.h), master-wide; past it, a cached read makes the object
   // "untracked": a change to it then names every daemon.
   int64_t max_cache_holders = 1 << 20;
+  // The admin HTTP server (docs/operations.md): /metrics, /health, introspection. Port
+  // 9003 as Mooncake's; 0: a free one, logged; -1: none. "" host: rpc_address's.
+  int64_t metrics_port = 9003;
+  std::string metrics_host;
+  // Logs a one-line summary of the metrics every metrics_report_interval.
+  bool enable_metric_reporting = true;
+  int64_t metrics_report_interval_ms = 60000;
   std::string allocation_strategy = "random";
   std::string log_level = "info";
   std::string cluster_key_file;  // "" = no key: loopback peers only (docs/security.md)

@@ -23,6 +23,8 @@ PACKAGES=(
   libcurl4-openssl-dev nlohmann-json3-dev   # etcd's JSON gateway (common/etcd_client.cc)
   gnuplot-nox                           # benchmark plots
   fio                                   # bench/ssd_bench's raw-disk baseline
+  prometheus                            # promtool check metrics, and a real scrape in a test
+  systemd                               # systemd-analyze verify of deploy/*.service
 )
 
 missing=()

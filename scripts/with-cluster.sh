@@ -54,7 +54,7 @@ export MOONCAKE_MASTER="127.0.0.1:$MASTER_PORT"
 export MOONCAKE_HOSTNAME="127.0.0.1:$DAEMON_PORT"
 
 "$BUILD_DIR/master/mooncake-master" --rpc_address 127.0.0.1 --rpc_port "$MASTER_PORT" \
-  --cluster_key_file "$MOONCAKE_CLUSTER_KEY_FILE" \
+  --metrics_port 0 --cluster_key_file "$MOONCAKE_CLUSTER_KEY_FILE" \
   ${MASTER_FLAGS[@]+"${MASTER_FLAGS[@]}"} > "$DIR/master.log" 2>&1 &
 PIDS+=($!)
 # Daemon i (1-based) serves $DIR/mooncaked-i.sock; daemon 1 is also $MOONCAKE_SOCKET.
@@ -68,7 +68,7 @@ for i in $(seq 1 "$DAEMONS"); do
     f=${f//\{dir\}/$DIR}
     flags+=("${f//\{i\}/$i}")
   done
-  "$BUILD_DIR/daemon/mooncaked" --master "$MOONCAKE_MASTER" --socket "$socket" \
+  "$BUILD_DIR/daemon/mooncaked" --master "$MOONCAKE_MASTER" --socket "$socket" --metrics_port 0 \
     --hostname 127.0.0.1 --port "$port" --global_segment_size "$SEGMENT" \
     --cluster_key_file "$MOONCAKE_CLUSTER_KEY_FILE" ${flags[@]+"${flags[@]}"} \
     > "$DIR/daemon-$i.log" 2>&1 &

@@ -198,6 +198,7 @@ int mc_cluster_spawn_daemon_at(mc_cluster* c, int i) {
   McDaemon* d = At(c, i);
   // The argv harness::StartDaemon and StartDaemonOn make, without the wait.
   std::vector<std::string> argv = {harness::BuildPath("daemon/mooncaked"),
+                                   "--metrics_port", "0",
                                    "--master", "127.0.0.1:" + std::to_string(c->master_port),
                                    "--socket", d->socket_path,
                                    "--hostname", "127.0.0.1",

@@ -393,7 +393,7 @@ void test_defaults_meet_at_this_hosts_address(void**) {
   harness::ChildProcess master;
   const std::string master_log = g_dir + "/default-master.log";
   assert_true(master.Start({harness::BuildPath("master/mooncake-master"), "--cluster_key_file",
-                            harness::ClusterKeyFile()},
+                            harness::ClusterKeyFile(), "--metrics_port", "0"},
                            master_log));
   if (!WaitForLogLine(master_log, "mooncake-master listening on " + self + ":50051", 5000)) {
     assert_true(master.Wait(0) != -1);  // it lost the port to someone else: not our failure
@@ -404,7 +404,8 @@ void test_defaults_meet_at_this_hosts_address(void**) {
   harness::ChildProcess daemon;
   const std::string socket = g_dir + "/default.sock";
   const std::string log = g_dir + "/default-daemon.log";
-  assert_true(daemon.Start({harness::BuildPath("daemon/mooncaked"), "--socket", socket,
+  assert_true(daemon.Start({harness::BuildPath("daemon/mooncaked"), "--metrics_port", "0",
+                            "--socket", socket,
                             "--hostname", "127.0.0.1", "--global_segment_size", "16MB",
                             "--cluster_key_file", harness::ClusterKeyFile()},
                            log));

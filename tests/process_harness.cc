@@ -228,7 +228,7 @@ bool StartMasterOnPort(ChildProcess* master, int port, const std::string& log_pa
   std::vector<std::string> argv = {binary.empty() ? BuildPath("master/mooncake-master") : binary,
                                    "--rpc_address", "127.0.0.1", "--rpc_port",
                                    std::to_string(port), "--cluster_key_file",
-                                   ClusterKeyFile()};
+                                   ClusterKeyFile(), "--metrics_port", "0"};
   argv.insert(argv.end(), extra_flags.begin(), extra_flags.end());
   if (!master->Start(argv, log_path)) return false;
   if (WaitForTcpPort(port, 5000)) return true;
@@ -255,6 +255,8 @@ bool WaitForUnixSocket(const std::string& path, int timeout_ms) {
 bool SpawnDaemon(ChildProcess* daemon, int master_port, const std::string& socket_path,
                  const std::string& log_path, const std::vector<std::string>& extra_flags) {
   std::vector<std::string> argv = {BuildPath("daemon/mooncaked"),
+                                   "--metrics_port",
+                                   "0",
                                    "--master",
                                    "127.0.0.1:" + std::to_string(master_port),
                                    "--socket",
