@@ -238,7 +238,12 @@ void AdminHttpServer::Serve(evhttp_request* raw) {
     evhttp_add_header(headers, name.c_str(), value.c_str());
   }
   evbuffer* out = evbuffer_new();
-  evbuffer_add(out, response.body.data(), response.body.size());
+  if (request.method == "HEAD") {
+    // The headers a GET would have, without the body (evhttp would send it).
+    evhttp_add_header(headers, "Content-Length", std::to_string(response.body.size()).c_str());
+  } else {
+    evbuffer_add(out, response.body.data(), response.body.size());
+  }
   evhttp_send_reply(raw, response.status, nullptr, out);
   evbuffer_free(out);
 }
