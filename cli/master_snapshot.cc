@@ -1,5 +1,6 @@
 #include "cli/master_snapshot.h"
 
+#include <thrift/TOutput.h>
 #include <thrift/protocol/TBinaryProtocol.h>
 #include <thrift/transport/TBufferTransports.h>
 #include <thrift/transport/TSocket.h>
@@ -62,6 +63,8 @@ int RunSnapshotTake(const Invocation& inv) {
     PrintError("--master \"" + g.master + "\" is not HOST:PORT");
     return kExitUsage;
   }
+  // Thrift prints its own line for a refused connection; the CLI says it once, its way.
+  apache::thrift::GlobalOutput.setOutputFunction([](const char*) {});
   ClusterKey key;
   if (!g.cluster_key_file.empty()) {
     std::string error;
