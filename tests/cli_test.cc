@@ -13,6 +13,7 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <random>
 #include <regex>
 #include <set>
@@ -20,8 +21,6 @@
 #include <string>
 #include <thread>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "cli/cli_args.h"
 #include "mooncake_store.h"
@@ -69,8 +68,8 @@ CliRun RunCli(const std::vector<std::string>& args, const std::string& stdin_pat
   std::string err_path = g_dir + "/cli-" + std::to_string(runs++) + ".err";
   std::string binary = mooncake::testing::BuildPath("cli/mooncake-cli");
   std::string master = "127.0.0.1:" + std::to_string(mc_cluster_master_port(g_cluster));
-  std::vector<std::string> argv = {binary,   "--socket",    mc_cluster_socket_at(g_cluster, 0),
-                                   "--master", master,      "--admin_url",
+  std::vector<std::string> argv = {binary,     "--socket", mc_cluster_socket_at(g_cluster, 0),
+                                   "--master", master,     "--admin_url",
                                    g_admin_url};
   argv.insert(argv.end(), args.begin(), args.end());
   pid_t pid = fork();
@@ -95,7 +94,8 @@ CliRun RunCli(const std::vector<std::string>& args, const std::string& stdin_pat
   }
   run.out = ReadFile(out_path);
   run.err = ReadFile(err_path);
-  if (run.exit_code != 0) std::fprintf(stderr, "  [cli exit %d] %s", run.exit_code, run.err.c_str());
+  if (run.exit_code != 0)
+    std::fprintf(stderr, "  [cli exit %d] %s", run.exit_code, run.err.c_str());
   return run;
 }
 
@@ -248,8 +248,8 @@ void test_rm_regex(void** state) {
   CliRun rm = RunCli({"rm", "--regex", "^rmx/tmp/"});
   assert_int_equal(rm.exit_code, 0);
   assert_true(rm.out == "removed 3 keys\n");
-  CliRun left = RunCli({"exists", "rmx/tmp/1", "rmx/tmp/2", "rmx/tmp/3", "rmx/keep/tmp",
-                        "rmx/keep/1"});
+  CliRun left =
+      RunCli({"exists", "rmx/tmp/1", "rmx/tmp/2", "rmx/tmp/3", "rmx/keep/tmp", "rmx/keep/1"});
   assert_true(left.out ==
               "missing rmx/tmp/1\nmissing rmx/tmp/2\nmissing rmx/tmp/3\n"
               "present rmx/keep/tmp\npresent rmx/keep/1\n");
@@ -328,8 +328,8 @@ void test_snapshot(void** state) {
   (void)state;
   // Without the cluster key the master refuses the call: an error answer, exit 3.
   assert_int_equal(RunCli({"snapshot"}).exit_code, 3);
-  CliRun take = RunCli(
-      {"--json", "--cluster_key_file", mooncake::testing::ClusterKeyFile(), "snapshot"});
+  CliRun take =
+      RunCli({"--json", "--cluster_key_file", mooncake::testing::ClusterKeyFile(), "snapshot"});
   assert_int_equal(take.exit_code, 0);
   json taken = ParseJson(take.out);
   assert_int_equal(taken["code"].get<int>(), 0);
@@ -363,8 +363,8 @@ void test_usage_errors(void** state) {
 void test_help_for_every_command(void** state) {
   (void)state;
   for (const auto& command : mooncake::cli::Commands()) {
-    for (const auto& args : std::vector<std::vector<std::string>>{
-             {command.name, "--help"}, {"help", command.name}}) {
+    for (const auto& args :
+         std::vector<std::vector<std::string>>{{command.name, "--help"}, {"help", command.name}}) {
       CliRun help = RunCli(args);
       assert_int_equal(help.exit_code, 0);
       std::string usage = std::string("usage: mooncake-cli [global options] ") + command.name;
