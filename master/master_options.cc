@@ -1,5 +1,8 @@
 #include "master/master_options.h"
 
+#include <cstdio>
+
+#include "common/mooncake_compat.h"
 #include "common/text.h"
 #include "master/tenant_usage.h"
 
@@ -60,6 +63,9 @@ void RegisterMasterFlags(FlagSet* f, MasterOptions* o) {
             "daemon");
   f->AddChoice("allocation_strategy", &o->allocation_strategy, {"random", "free_ratio_first"},
                "how replicas are spread over segments");
+  f->AddChoice("memory_allocator", &o->memory_allocator, {"offset"},
+               "allocator of each segment's space: an offset allocator (Mooncake's "
+               "\"offset\"; no cachelib)");
   f->AddChoice("log_level", &o->log_level, {"debug", "info", "warning", "error"},
                "least severe level logged");
 
@@ -99,7 +105,13 @@ void RegisterMasterFlags(FlagSet* f, MasterOptions* o) {
              "campaign for leadership through etcd (--etcd_endpoints); standbys follow the "
              "leader's operation log and take over when it goes (docs/ha.md)");
   f->AddString("etcd_endpoints", &o->etcd_endpoints,
-               "etcd's client endpoints, host:port[,host:port...] (with --enable_ha)");
+               "etcd's client endpoints, [http://]host:port[,host:port...] (';' separates "
+               "too, as Mooncake's; no https) (with --enable_ha)");
+  f->AddChoice("ha_backend_type", &o->ha_backend_type, {"etcd"},
+               "what the masters campaign through (Mooncake's; etcd only)");
+  f->AddBool("enable_oplog", &o->enable_oplog,
+             "Mooncake's switch of HA log replication: ours always replicates through the "
+             "log with --enable_ha, so this only needs --enable_ha (as Mooncake's)");
   f->AddString("cluster_id", &o->cluster_id,
                "the cluster whose leadership this master campaigns for; daemons name the same");
   f->AddDuration("ha_lease_ttl", &o->ha_lease_ttl_ms, 1,
@@ -108,6 +120,8 @@ void RegisterMasterFlags(FlagSet* f, MasterOptions* o) {
   f->AddDuration("ha_sync_timeout", &o->ha_sync_timeout_ms, 1,
                  "strict mode: how long an acknowledgement waits for a standby before the "
                  "leader drops it from the sync set, ms");
+
+  AddMooncakeSettings(f, MooncakeMasterSettings());
 }
 
 bool ValidateMasterOptions(const MasterOptions& o, std::string* error) {
@@ -155,6 +169,11 @@ bool ValidateMasterOptions(const MasterOptions& o, std::string* error) {
   } else if (o.ha_lease_ttl_ms < 1000 || o.ha_lease_ttl_ms > 60000 ||
              o.ha_lease_ttl_ms % 1000 != 0 || o.ha_sync_timeout_ms <= 0) {
     *error = "--ha_lease_ttl must be whole seconds in 1..60 s, --ha_sync_timeout positive";
+  } else if (o.etcd_endpoints.find("https://") != std::string::npos) {
+    *error = "--etcd_endpoints: https:// is not supported (the master speaks plain HTTP to "
+             "etcd's gateway); name http://host:port or host:port";
+  } else if (o.enable_oplog && !o.enable_ha) {
+    *error = "--enable_oplog needs --enable_ha (as Mooncake's)";
   } else if (!ValidName(o.cluster_id)) {
     *error = "--cluster_id must be 1..64 characters of [A-Za-z0-9_.-]";
   } else if (o.oplog_flush_interval_ms <= 0 || o.oplog_flush_interval_ms > 60000) {
@@ -168,6 +187,26 @@ bool ValidateMasterOptions(const MasterOptions& o, std::string* error) {
     return true;
   }
   return false;
+}
+
+std::string DescribeMasterOptions(const MasterOptions& o) {
+  char line[1024];
+  std::snprintf(
+      line, sizeof(line),
+      "rpc_address=%s rpc_port=%lld rpc_thread_num=%lld metrics_port=%lld cluster_id=%s "
+      "default_kv_lease_ttl=%lldms default_kv_soft_pin_ttl=%lldms client_live_ttl_sec=%lld "
+      "eviction_high_watermark_ratio=%g eviction_ratio=%g allocation_strategy=%s "
+      "enable_offload=%d enable_snapshot=%d oplog_mode=%s enable_ha=%d cluster_key=%s",
+      o.rpc_address.empty() ? "(this host's)" : o.rpc_address.c_str(),
+      static_cast<long long>(o.rpc_port), static_cast<long long>(o.rpc_thread_num),
+      static_cast<long long>(o.metrics_port), o.cluster_id.c_str(),
+      static_cast<long long>(o.default_kv_lease_ttl_ms),
+      static_cast<long long>(o.default_kv_soft_pin_ttl_ms),
+      static_cast<long long>(o.client_live_ttl_ms / 1000), o.eviction_high_watermark_ratio,
+      o.eviction_ratio, o.allocation_strategy.c_str(), o.enable_offload, o.enable_snapshot,
+      o.enable_snapshot ? o.oplog_mode.c_str() : "off", o.enable_ha,
+      o.cluster_key_file.empty() ? "none" : "file");
+  return line;
 }
 
 }  // namespace mooncake
