@@ -183,6 +183,7 @@ int main(int argc, char** argv) {
       }
     }
   });
+  std::atomic<bool> serve_returned{false};
   std::thread signal_waiter([&] {
     int sig = 0;
     sigwait(&stop_signals, &sig);
@@ -193,7 +194,13 @@ int main(int argc, char** argv) {
       MC_LOG_INFO("signal %d: shutting down", sig);
       if (ha) ha->Shutdown();  // a leader resigns before the server stops answering
     }
+    // stop() breaks the loops of the I/O threads that exist: a signal that comes while
+    // serve() is still creating them would go unheard, so ask again until serve() returns.
     server->stop();
+    while (!serve_returned.load()) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      if (!serve_returned.load()) server->stop();
+    }
   });
 
   if (durability) durability->Start();
@@ -206,6 +213,7 @@ int main(int argc, char** argv) {
                  static_cast<long long>(options.rpc_port), e.what());
     rc = 1;
   }
+  serve_returned.store(true);
   if (!stopping.exchange(true)) {
     // serve() returned on its own (an error): wake the signal thread so it can be joined.
     kill(getpid(), SIGTERM);
