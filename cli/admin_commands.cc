@@ -1,0 +1,290 @@
+#include "cli/admin_commands.h"
+
+#include <unistd.h>
+
+#include <iostream>
+#include <unordered_set>
+
+#include "cli/exit_codes.h"
+#include "cli/http_client.h"
+#include "cli/output.h"
+#include "mooncake_store.h"
+
+namespace mooncake {
+namespace cli {
+namespace {
+
+using nlohmann::json;
+
+// GETs url and parses its JSON into *out. kExitOk for a 2xx JSON answer; otherwise prints
+// why (naming what was asked) and returns the exit code.
+int FetchJson(HttpClient* http, const std::string& url, const std::string& what, json* out) {
+  HttpResponse response;
+  std::string error;
+  if (!http->Get(url, &response, &error)) {
+    PrintError("cannot reach " + what + ": " + error);
+    return kExitUnreachable;
+  }
+  json body = json::parse(response.body, nullptr, /*allow_exceptions=*/false);
+  if (response.status >= 200 && response.status < 300 && !body.is_discarded()) {
+    *out = std::move(body);
+    return kExitOk;
+  }
+  if (body.is_object() && body.contains("error_code") && body["error_code"].is_number_integer()) {
+    int code = body["error_code"].get<int>();
+    std::string message = body.value("error_message", std::string());
+    if (code == MOONCAKE_STORE_OBJECT_NOT_FOUND) {
+      PrintError(what + ": no such key");
+      return kExitMissing;
+    }
+    PrintError(what + ": " + CodeText(code) + (message.empty() ? "" : ": " + message));
+    *out = std::move(body);
+    return kExitError;
+  }
+  PrintError(what + ": HTTP " + std::to_string(response.status) +
+             (body.is_discarded() ? " (the answer is not JSON)" : ""));
+  return kExitError;
+}
+
+// j[name] as text, "-" when absent or null.
+std::string Field(const json& j, const char* name) {
+  if (!j.is_object() || !j.contains(name) || j[name].is_null()) return "-";
+  return JsonText(j[name]);
+}
+
+uint64_t Bytes(const json& j, const char* name) {
+  if (!j.is_object() || !j.contains(name) || !j[name].is_number()) return 0;
+  return j[name].get<uint64_t>();
+}
+
+std::string TenantParameter(HttpClient* http, const GlobalOptions& g) {
+  return g.tenant.empty() ? "" : "&tenant=" + http->Escape(g.tenant);
+}
+
+// "1.5 s left" or "none".
+std::string Remaining(const json& j, const char* name) {
+  if (!j.is_object() || !j.contains(name) || !j[name].is_number()) return "-";
+  int64_t ms = j[name].get<int64_t>();
+  return ms > 0 ? HumanMillis(ms) + " left" : "none";
+}
+
+// The stats tree as "a.b.c: value" lines, byte counts in human units as well.
+void Flatten(const json& j, const std::string& prefix,
+             std::vector<std::pair<std::string, std::string>>* lines) {
+  if (j.is_object()) {
+    for (auto it = j.begin(); it != j.end(); ++it) {
+      Flatten(it.value(), prefix.empty() ? it.key() : prefix + "." + it.key(), lines);
+    }
+    return;
+  }
+  std::string value = JsonText(j);
+  const std::string suffix = "_bytes";
+  if (j.is_number_unsigned() || (j.is_number_integer() && j.get<int64_t>() >= 0)) {
+    if (prefix.size() > suffix.size() &&
+        prefix.compare(prefix.size() - suffix.size(), suffix.size(), suffix) == 0) {
+      value += " (" + HumanSize(j.get<uint64_t>()) + ")";
+    }
+  }
+  lines->emplace_back(prefix, value);
+}
+
+}  // namespace
+
+int RunStat(const Invocation& inv) {
+  HttpClient http;
+  const std::string& key = inv.args[0];
+  json j;
+  int rc = FetchJson(&http,
+                     inv.global.admin_url + "/query_key?key=" + http.Escape(key) +
+                         TenantParameter(&http, inv.global),
+                     "stat " + key, &j);
+  if (rc != kExitOk) return rc;
+  if (inv.global.json) {
+    PrintJson(j);
+    return kExitOk;
+  }
+  const json& replicas = j.contains("replicas") && j["replicas"].is_array() ? j["replicas"] : json::array();
+  std::vector<std::pair<std::string, std::string>> fields = {
+      {"key", Field(j, "key")},
+      {"size", HumanSize(Bytes(j, "size")) + " (" + Field(j, "size") + " bytes)"},
+      {"replicas", std::to_string(replicas.size())},
+      {"lease", Remaining(j, "lease_remaining_ms")},
+      {"soft pin", j.value("soft_pinned", false)
+                       ? "yes, " + Remaining(j, "soft_pin_remaining_ms")
+                       : std::string("no")},
+  };
+  if (j.contains("hard_pinned")) {
+    fields.emplace_back("hard pin", j.value("hard_pinned", false) ? "yes" : "no");
+  }
+  fields.emplace_back("checksum", Field(j, "checksum") == "-" ? "none" : Field(j, "checksum"));
+  PrintFields(std::cout, fields);
+  if (!replicas.empty()) {
+    std::cout << "\n";
+    Table table({"ID", "TIER", "STATUS", "SEGMENT", "OFFSET", "SIZE", "ENDPOINT"});
+    for (const auto& r : replicas) {
+      table.AddRow({Field(r, "replica_id"), Field(r, "kind"), Field(r, "status"),
+                    Field(r, "segment_name"), Field(r, "offset"), HumanSize(Bytes(r, "size")),
+                    Field(r, "endpoint")});
+    }
+    table.Print(std::cout);
+  }
+  return kExitOk;
+}
+
+int RunList(const Invocation& inv) {
+  HttpClient http;
+  uint64_t limit = inv.Count("limit", kDefaultListLimit);
+  std::string regex = inv.Text("regex");
+  std::string base = inv.global.admin_url + "/get_all_keys?format=json" +
+                     (regex.empty() ? "" : "&regex=" + http.Escape(regex)) +
+                     TenantParameter(&http, inv.global);
+  // Paging is weakly consistent: a table resize may repeat a key, which is listed once.
+  std::unordered_set<std::string> seen;
+  json keys = json::array();
+  std::string cursor;
+  bool more = false;
+  do {
+    uint64_t want = kListPageKeys;
+    if (limit > 0 && limit - seen.size() < want) want = limit - seen.size();
+    json page;
+    int rc = FetchJson(&http,
+                       base + "&limit=" + std::to_string(want) +
+                           (cursor.empty() ? "" : "&cursor=" + http.Escape(cursor)),
+                       "ls", &page);
+    if (rc != kExitOk) return rc == kExitMissing ? kExitError : rc;
+    if (!page.contains("keys") || !page["keys"].is_array()) {
+      PrintError("ls: the master's answer has no \"keys\" list");
+      return kExitError;
+    }
+    for (const auto& k : page["keys"]) {
+      if (!k.is_string() || (limit > 0 && seen.size() >= limit)) continue;
+      std::string name = k.get<std::string>();
+      if (!seen.insert(name).second) continue;
+      if (inv.global.json) {
+        keys.push_back(name);
+      } else {
+        std::cout << name << "\n";
+      }
+    }
+    more = page.contains("next_cursor") && page["next_cursor"].is_string() &&
+           !page["next_cursor"].get<std::string>().empty();
+    cursor = more ? page["next_cursor"].get<std::string>() : "";
+  } while (more && (limit == 0 || seen.size() < limit));
+  if (inv.global.json) {
+    PrintJson({{"keys", keys}, {"truncated", more}});
+  } else if (more && isatty(STDERR_FILENO)) {
+    std::cerr << "(more keys: --limit " << limit << " reached; --limit 0 lists all)\n";
+  }
+  return kExitOk;
+}
+
+int RunSegments(const Invocation& inv) {
+  HttpClient http;
+  json j;
+  int rc = FetchJson(&http, inv.global.admin_url + "/get_segments_detail", "segments", &j);
+  if (rc != kExitOk) return rc;
+  if (inv.global.json) {
+    PrintJson(j);
+    return kExitOk;
+  }
+  Table table({"NAME", "ID", "KIND", "SIZE", "USED", "USE%", "STATUS", "LENT", "ENDPOINT"});
+  if (j.contains("segments") && j["segments"].is_array()) {
+    for (const auto& s : j["segments"]) {
+      table.AddRow({Field(s, "segment_name"), Field(s, "segment_id"), Field(s, "kind"),
+                    HumanSize(Bytes(s, "size_bytes")), HumanSize(Bytes(s, "used_bytes")),
+                    Field(s, "usage_percent"), Field(s, "status"),
+                    s.value("lent_by_client", false) ? "yes" : "no", Field(s, "te_endpoint")});
+    }
+  }
+  table.Print(std::cout);
+  return kExitOk;
+}
+
+int RunStats(const Invocation& inv) {
+  HttpClient http;
+  json j;
+  int rc = FetchJson(&http, inv.global.admin_url + "/stats", "stats", &j);
+  if (rc != kExitOk) return rc;
+  if (inv.global.json) {
+    PrintJson(j);
+    return kExitOk;
+  }
+  std::vector<std::pair<std::string, std::string>> lines;
+  Flatten(j, "", &lines);
+  PrintFields(std::cout, lines);
+  return kExitOk;
+}
+
+int RunHealth(const Invocation& inv) {
+  HttpClient http;
+  struct Endpoint {
+    std::string name;
+    std::string url;
+  };
+  std::vector<Endpoint> endpoints = {{"master", inv.global.admin_url}};
+  if (!inv.global.daemon_admin_url.empty()) {
+    endpoints.push_back({"daemon", inv.global.daemon_admin_url});
+  }
+  int worst = kExitOk;
+  json all = json::object();
+  for (const auto& e : endpoints) {
+    HttpResponse response;
+    std::string error;
+    if (!http.Get(e.url + "/health", &response, &error)) {
+      PrintError("cannot reach the " + e.name + ": " + error);
+      all[e.name] = {{"status", "unreachable"}, {"error", error}};
+      worst = kExitUnreachable;
+      continue;
+    }
+    // A daemon that lost its master answers 503 with a body that still says why.
+    json body = json::parse(response.body, nullptr, false);
+    std::string status = body.is_object() ? body.value("status", std::string("?")) : "?";
+    bool ok = response.status == 200 && status == "ok";
+    if (!ok && worst == kExitOk) worst = kExitError;
+    all[e.name] = body.is_discarded() ? json{{"status", "?"}, {"http_status", response.status}}
+                                      : body;
+    if (inv.global.json) continue;
+    std::string line = e.name + " " + e.url + ": " + status;
+    if (e.name == "master" && body.is_object()) {
+      line += ", " + Field(body, "role") + ", term " + Field(body, "term") +
+              (body.value("service_ready", true) ? "" : ", service not ready");
+    } else if (body.is_object()) {
+      line += std::string(", master ") +
+              (body.value("master_connected", false) ? "connected" : "NOT connected") +
+              ", daemon " + Field(body, "daemon_id") + ", " + Field(body, "clients") +
+              " clients";
+    }
+    if (!ok) line += " (HTTP " + std::to_string(response.status) + ")";
+    std::cout << line << "\n";
+  }
+  if (inv.global.json) PrintJson(all);
+  return worst;
+}
+
+int RunSnapshotStatus(const Invocation& inv) {
+  HttpClient http;
+  json j;
+  int rc = FetchJson(&http, inv.global.admin_url + "/snapshot", "snapshot status", &j);
+  if (rc != kExitOk) return rc;
+  if (inv.global.json) {
+    PrintJson(j);
+    return kExitOk;
+  }
+  if (!j.value("enabled", true)) {
+    std::cout << "snapshots are off (the master's --enable_snapshot)\n";
+    return kExitOk;
+  }
+  PrintFields(std::cout, {{"snapshot", Field(j, "name")},
+                          {"running", j.value("running", false) ? "yes" : "no"},
+                          {"sequence", Field(j, "sequence")},
+                          {"objects", Field(j, "objects")},
+                          {"bytes", HumanSize(Bytes(j, "bytes"))},
+                          {"duration", j.contains("duration_ms") && j["duration_ms"].is_number()
+                                           ? HumanMillis(j["duration_ms"].get<int64_t>())
+                                           : "-"},
+                          {"error", Field(j, "error") == "" ? "none" : Field(j, "error")}});
+  return kExitOk;
+}
+
+}  // namespace cli
+}  // namespace mooncake

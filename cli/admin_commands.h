@@ -1,0 +1,34 @@
+// The admin commands of mooncake-cli, reads of the master's admin HTTP (docs/operations.md,
+// "Admin HTTP of the master"): stat (/query_key, which takes no read lease), ls
+// (/get_all_keys, page after page), segments (/get_segments_detail), stats (/stats),
+// health (/health of the master, and of the daemon with --daemon_admin_url) and snapshot
+// status (/snapshot). None changes the store.
+//
+// Each function prints tables (or, with --json, the master's JSON as it came, so that
+// scripts see every field) and returns an exit code of cli/exit_codes.h: a master that
+// cannot be reached is 4; an error answer ({"success":false,"error_code":C,...}) prints C
+// by name and is 3, or 1 for a key that does not exist. One thread.
+#ifndef MOONCAKE_CLI_ADMIN_COMMANDS_H_
+#define MOONCAKE_CLI_ADMIN_COMMANDS_H_
+
+#include "cli/cli_args.h"
+
+namespace mooncake {
+namespace cli {
+
+// ls: the page size asked of the master (its limit is 100000 a page).
+constexpr uint64_t kListPageKeys = 1000;
+// ls without --limit.
+constexpr uint64_t kDefaultListLimit = 1000;
+
+int RunStat(const Invocation& inv);
+int RunList(const Invocation& inv);
+int RunSegments(const Invocation& inv);
+int RunStats(const Invocation& inv);
+int RunHealth(const Invocation& inv);
+int RunSnapshotStatus(const Invocation& inv);
+
+}  // namespace cli
+}  // namespace mooncake
+
+#endif  // MOONCAKE_CLI_ADMIN_COMMANDS_H_
