@@ -184,6 +184,9 @@ void AdminHttpServer::Serve(evhttp_request* raw) {
   evkeyvalq* headers = evhttp_request_get_output_headers(raw);
   evhttp_add_header(headers, "Content-Type", response.content_type.c_str());
   evhttp_add_header(headers, "Cache-Control", "no-store");
+  for (const auto& [name, value] : response.headers) {
+    evhttp_add_header(headers, name.c_str(), value.c_str());
+  }
   evbuffer* out = evbuffer_new();
   evbuffer_add(out, response.body.data(), response.body.size());
   evhttp_send_reply(raw, response.status, nullptr, out);

@@ -23,6 +23,8 @@
 #include <memory>
 #include <string>
 #include <thread>
+#include <utility>
+#include <vector>
 
 struct event_base;
 struct evhttp;
@@ -46,6 +48,8 @@ struct HttpResponse {
   int status = 200;
   std::string content_type = "application/json";
   std::string body;
+  // Further headers (name, value); values the handler made, never the request's bytes.
+  std::vector<std::pair<std::string, std::string>> headers;
 };
 
 // Sets status and a JSON body {"success":false,"error_code":code,"error_message":message}

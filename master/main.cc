@@ -31,6 +31,7 @@
 #include <memory>
 #include <thread>
 
+#include "common/admin_http.h"
 #include "common/cluster_key.h"
 #include "common/host_address.h"
 #include "common/logging.h"
@@ -39,6 +40,8 @@
 #include "master/authenticated_processor.h"
 #include "master/durability.h"
 #include "master/ha_master.h"
+#include "master/master_admin.h"
+#include "master/master_metrics.h"
 #include "master/master_role.h"
 #include "master/master_options.h"
 #include "master/master_service.h"
@@ -125,9 +128,11 @@ int main(int argc, char** argv) {
     }
   }
   mooncake::RoleMachine* role = ha ? ha->role() : nullptr;
+  mooncake::MasterSources sources{&service, durability ? durability->snapshotter() : nullptr,
+                                  ha ? ha->replication() : nullptr, role};
+  mooncake::MasterMetrics metrics(sources);
   auto handler = std::make_shared<mooncake::RpcHandler>(
-      &service, durability ? durability->snapshotter() : nullptr,
-      ha ? ha->replication() : nullptr, role);
+      &service, sources.snapshotter, sources.replication, role, &metrics);
   // A processor per connection: each has its own handshake (AuthenticatedProcessor), and
   // with HA refuses client calls unless this master leads.
   auto processors =
@@ -139,14 +144,39 @@ int main(int argc, char** argv) {
   server->setNumIOThreads(static_cast<size_t>(options.rpc_thread_num));
   server->setServerEventHandler(std::make_shared<ListenLogger>(socket, options.rpc_address));
 
+  // The admin HTTP (docs/operations.md) on a thread of its own; a port it cannot have is
+  // fatal, so that an operator notices.
+  // Stopped before what its handlers read (the snapshotter, the replication) goes.
+  std::unique_ptr<mooncake::AdminHttpServer> admin;
+  if (options.metrics_port != -1) {
+    admin = std::make_unique<mooncake::AdminHttpServer>("master");
+    const std::string rpc_address = options.rpc_address;
+    mooncake::RegisterMasterAdminRoutes(admin.get(), &metrics, [socket, rpc_address] {
+      return rpc_address + ":" + std::to_string(socket->getListenPort());
+    });
+    const std::string host =
+        options.metrics_host.empty() ? options.rpc_address : options.metrics_host;
+    if (!admin->Start(host, static_cast<int>(options.metrics_port), &error)) {
+      MC_LOG_ERROR("%s", error.c_str());
+      return 1;
+    }
+  }
+
   std::mutex tick_mu;
   std::condition_variable tick_cv;
   std::thread upkeep([&] {
     std::unique_lock<std::mutex> lock(tick_mu);
+    auto next_report = std::chrono::steady_clock::now() +
+                       std::chrono::milliseconds(options.metrics_report_interval_ms);
     while (!stopping.load()) {
       tick_cv.wait_for(lock, std::chrono::milliseconds(options.upkeep_interval_ms));
       // Upkeep (liveness, eviction, frees) is the leader's: a standby's state is the log's.
       if (!stopping.load() && (role == nullptr || role->Serving())) service.Tick();
+      if (options.enable_metric_reporting && std::chrono::steady_clock::now() >= next_report) {
+        MC_LOG_INFO("%s", metrics.ReportLine().c_str());
+        next_report = std::chrono::steady_clock::now() +
+                      std::chrono::milliseconds(options.metrics_report_interval_ms);
+      }
     }
   });
   std::thread signal_waiter([&] {
@@ -179,6 +209,7 @@ int main(int argc, char** argv) {
   tick_cv.notify_all();
   upkeep.join();
   signal_waiter.join();
+  admin.reset();
   if (ha) {
     if (ha->must_restart()) rc = 3;
     ha.reset();  // stops the election and the follower, which use the log

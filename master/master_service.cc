@@ -550,29 +550,17 @@ ErrorCode MasterService::Remove(const std::string& key, bool force, CacheHolderS
 
 int64_t MasterService::RemoveByRegex(const std::string& pattern, bool force,
                                      CacheHolderSet* holders, const std::string& tenant) {
-  // Only the pattern's first bytes go to the log: it may be long, and is anyone's input.
-  const int shown = static_cast<int>(std::min<size_t>(pattern.size(), 64));
   if (!tenant_key::ValidTenantOrDefault(tenant)) {
     MC_LOG_WARN("RemoveByRegex refused: a malformed tenant id of %zu bytes", tenant.size());
     return ToInt(ErrorCode::INVALID_PARAMS);
   }
-  if (pattern.size() > MOONCAKE_STORE_MAX_PATTERN_LEN) {
-    MC_LOG_WARN("RemoveByRegex refused: a pattern of %zu bytes, more than %d ('%.*s...')",
-                pattern.size(), MOONCAKE_STORE_MAX_PATTERN_LEN, shown, pattern.data());
+  std::string error;
+  std::unique_ptr<RE2> re = CompileKeyPattern(pattern, &error);
+  if (!re) {
+    MC_LOG_WARN("RemoveByRegex refused: %s", error.c_str());
     return ToInt(ErrorCode::INVALID_PARAMS);
   }
-  RE2::Options options;
-  options.set_encoding(RE2::Options::EncodingLatin1);  // keys are bytes, as std::regex saw them
-  options.set_max_mem(kRegexMaxMem);  // a program that needs more fails to compile
-  options.set_never_capture(true);
-  options.set_log_errors(false);  // said once, below
-  RE2 re(pattern, options);
-  if (!re.ok()) {
-    MC_LOG_WARN("RemoveByRegex refused: %s (pattern '%.*s'%s)", re.error().c_str(), shown,
-                pattern.data(), pattern.size() > static_cast<size_t>(shown) ? "..." : "");
-    return ToInt(ErrorCode::INVALID_PARAMS);
-  }
-  KeyMatch match = [&re](std::string_view key) { return RE2::PartialMatch(key, re); };
+  KeyMatch match = [&re](std::string_view key) { return RE2::PartialMatch(key, *re); };
   return RemoveMatching(force, tenant, &match, holders);
 }
 

@@ -117,6 +117,10 @@
 #include "master/tenant_usage.h"
 #include "master_types.h"
 
+namespace re2 {
+class RE2;
+}
+
 namespace mooncake {
 
 class OpLog;
@@ -249,6 +253,67 @@ class MasterService {
   size_t cache_holder_records() const;
 
   rpc::MasterStats GetStats() const;
+
+  // ---- admin reads (master_service_admin.cc; the admin HTTP, master/master_admin.h) ----
+  // None grants a lease, changes an object or counts as a use (eviction's order is left
+  // as it was); each holds the state gate, shared, and a shard's lock for one key or one
+  // slice of kScanSlice slots at a time, as RemoveByRegex does.
+  //
+  // A page of tenant's complete objects, as its clients name them, in table order (shard
+  // by shard, slot by slot) from cursor ("" to start; then the previous page's
+  // next_cursor, which is "" once the walk is over): at most limit keys, those pattern
+  // finds when it is not empty (an RE2 search, compiled as RemoveByRegex compiles it, run
+  // on keys copied out of the shard with no lock held). Weakly consistent: every object
+  // present for the whole walk is listed exactly once, except that a shard whose table
+  // is resized between two pages starts over (its keys are listed again); one added or
+  // removed meanwhile may or may not be. A page also ends after kListScanSlots slots
+  // however few keys it found (a pattern that matches nothing never holds the caller
+  // long): fewer than limit keys with a cursor is not the end. -600 for a malformed
+  // cursor, tenant or pattern (*error says which).
+  struct KeyPage {
+    std::vector<std::string> keys;
+    std::string next_cursor;
+  };
+  static constexpr size_t kListScanSlots = size_t{1} << 20;
+  ErrorCode ListKeys(const std::string& tenant, const std::string& cursor, size_t limit,
+                     const std::string& pattern, KeyPage* out, std::string* error);
+
+  // One object as it is, its lease untouched: every replica (memory first, being written
+  // ones too) with where it lives, and the object's lease, pins and checksum. key is a
+  // stored key (common/tenant_key.h). -600 bad key, -704 missing.
+  struct ReplicaView {
+    int64_t replica_id = 0;
+    ReplicaKind kind = ReplicaKind::kMemory;
+    ReplicaStatus status = ReplicaStatus::kProcessing;
+    int64_t segment_id = 0;
+    std::string segment_name;
+    std::string segment_status;  // "attached", "detached" or "draining"
+    int64_t daemon_id = 0;
+    uint64_t offset = 0;        // inside the segment
+    uint64_t base = 0;          // the segment's base address (base + offset: the buffer)
+    std::string protocol;       // the segment's first transport endpoint
+    std::string endpoint;
+  };
+  struct KeyDescription {
+    uint64_t size = 0;
+    bool complete = false;
+    bool hard_pinned = false;
+    bool soft_pinned = false;
+    int64_t lease_remaining_ms = 0;     // 0: no read lease runs
+    int64_t soft_pin_remaining_ms = 0;  // 0: not soft-pinned
+    int64_t checksum = kNoChecksum;
+    std::vector<ReplicaView> replicas;
+  };
+  ErrorCode DescribeKey(const std::string& key, KeyDescription* out);
+
+  // Every segment, attached or not, with its use: what GetAllSegments lists, plus detached
+  // segments and each one's state.
+  struct SegmentView {
+    rpc::SegmentInfo info;  // used filled in, incarnation blanked
+    std::string status;     // "attached", "detached" or "draining"
+    uint64_t capacity = 0;  // allocatable bytes (0 for a LOCAL_DISK segment)
+  };
+  std::vector<SegmentView> SegmentDetails() const;
 
   // ---- the SSD tier (master_service_disk.cc, master_service_promote.cc) ----
   // The calls' rules are common/master.thrift's. disk_segment_id: the caller's LOCAL_DISK
@@ -452,6 +517,13 @@ class MasterService {
   };
 
   int64_t Now() const { return options_.now_ms(); }
+  // A key pattern as RemoveByRegex and ListKeys take it: RE2, Latin-1 (keys are bytes),
+  // at most MOONCAKE_STORE_MAX_PATTERN_LEN bytes and kRegexMaxMem compiled. Null with
+  // *error saying why when it is refused.
+  static std::unique_ptr<re2::RE2> CompileKeyPattern(const std::string& pattern,
+                                                     std::string* error);
+  // "attached", "detached" or "draining".
+  static const char* SegmentStatus(const Segment& segment);
   static int64_t NewEpoch();
   // A stored key (common/tenant_key.h): a user key of 1..MOONCAKE_STORE_MAX_KEY_LEN bytes
   // without NUL, behind a valid tenant id for a named tenant.

@@ -6,6 +6,8 @@
 
 namespace mooncake {
 
+using Rpc = MasterMetrics::Rpc;
+
 static_assert(kMaxRpcListEntries >= static_cast<int64_t>(uds::kMaxBatch),
               "a daemon forwards a whole batch of the socket protocol in one call");
 static_assert(kMaxRpcStringBytes >= MOONCAKE_STORE_MAX_KEY_LEN, "a key must fit");
@@ -53,15 +55,19 @@ void RpcHandler::Authenticate(rpc::AuthenticateResult& out, const std::string&) 
 }
 
 int32_t RpcHandler::RegisterDaemon(int64_t daemon_id, const std::string& name) {
-  return Acknowledge(service_->RegisterDaemon(daemon_id, name));
+  RpcCall call(metrics_, Rpc::kRegisterDaemon);
+  return call.Code(Acknowledge(service_->RegisterDaemon(daemon_id, name)));
 }
 
 void RpcHandler::Heartbeat(rpc::HeartbeatResult& out, int64_t daemon_id) {
+  RpcCall call(metrics_, Rpc::kHeartbeat);
   out = service_->Heartbeat(daemon_id);
+  call.Code(out.code);
 }
 
 // Without HA (docs/ha.md) the one master leads, in term 0, for as long as it runs.
 void RpcHandler::GetRole(rpc::RoleResult& out) {
+  RpcCall call(metrics_, Rpc::kGetRole);
   out.code = ToInt(ErrorCode::OK);
   if (role_ == nullptr) {
     out.role = rpc::MasterRole::LEADER;
@@ -76,51 +82,65 @@ void RpcHandler::GetRole(rpc::RoleResult& out) {
 }
 
 int32_t RpcHandler::MountSegment(const rpc::SegmentInfo& segment) {
-  return Acknowledge(service_->MountSegment(segment));
+  RpcCall call(metrics_, Rpc::kMountSegment);
+  return call.Code(Acknowledge(service_->MountSegment(segment)));
 }
 
 int32_t RpcHandler::UnmountSegment(int64_t daemon_id, int64_t segment_id) {
-  return Acknowledge(service_->UnmountSegment(daemon_id, segment_id));
+  RpcCall call(metrics_, Rpc::kUnmountSegment);
+  return call.Code(Acknowledge(service_->UnmountSegment(daemon_id, segment_id)));
 }
 
 void RpcHandler::GetAllSegments(std::vector<rpc::SegmentInfo>& out) {
+  RpcCall call(metrics_, Rpc::kGetAllSegments);
   out = service_->GetAllSegments();
 }
 
 void RpcHandler::DrainSegment(rpc::DrainBatchResult& out, int64_t daemon_id, int64_t segment_id,
                               int64_t cursor, int32_t max_moves,
                               const std::vector<std::string>& avoided_segments) {
+  RpcCall call(metrics_, Rpc::kDrainSegment);
   out = service_->DrainSegment(daemon_id, segment_id, cursor, max_moves, avoided_segments);
+  call.Code(out.code);
 }
 
 void RpcHandler::CommitMoves(std::vector<int32_t>& out, int64_t daemon_id, int64_t segment_id,
                              const std::vector<std::string>& keys) {
+  RpcCall call(metrics_, Rpc::kCommitMoves);
   out = service_->CommitMoves(daemon_id, segment_id, keys);
   AcknowledgeAll(&out);
+  call.Items(out, [](int32_t code) { return code; });
 }
 
 void RpcHandler::RevokeMoves(std::vector<int32_t>& out, int64_t daemon_id, int64_t segment_id,
                              const std::vector<std::string>& keys) {
+  RpcCall call(metrics_, Rpc::kRevokeMoves);
   out = service_->RevokeMoves(daemon_id, segment_id, keys);
+  call.Items(out, [](int32_t code) { return code; });
 }
 
 void RpcHandler::PutStart(rpc::PutStartResult& out, int64_t writer, const std::string& key,
                           int64_t size, const rpc::ReplicateConfig& config) {
+  RpcCall call(metrics_, Rpc::kPutStart);
   out = service_->PutStart(writer, key, size, config);
+  call.Code(out.code);
 }
 
 int32_t RpcHandler::PutEnd(int64_t writer, const std::string& key, int64_t checksum) {
-  return Acknowledge(service_->PutEnd(writer, key, checksum));
+  RpcCall call(metrics_, Rpc::kPutEnd);
+  return call.Code(Acknowledge(service_->PutEnd(writer, key, checksum)));
 }
 
 int32_t RpcHandler::PutRevoke(int64_t writer, const std::string& key) {
-  return ToInt(service_->PutRevoke(writer, key));
+  RpcCall call(metrics_, Rpc::kPutRevoke);
+  return call.Code(ToInt(service_->PutRevoke(writer, key)));
 }
 
 void RpcHandler::BatchPutStart(std::vector<rpc::PutStartResult>& out, int64_t writer,
                                const std::vector<std::string>& keys,
                                const std::vector<int64_t>& sizes,
                                const rpc::ReplicateConfig& config) {
+  RpcCall call(metrics_, Rpc::kBatchPutStart);
   out.resize(keys.size());
   for (size_t i = 0; i < keys.size(); ++i) {
     if (sizes.size() != keys.size()) {
@@ -129,13 +149,16 @@ void RpcHandler::BatchPutStart(std::vector<rpc::PutStartResult>& out, int64_t wr
       out[i] = service_->PutStart(writer, keys[i], sizes[i], config);
     }
   }
+  call.Items(out, [](const rpc::PutStartResult& r) { return r.code; });
 }
 
 void RpcHandler::BatchPutEnd(std::vector<int32_t>& out, int64_t writer,
                              const std::vector<std::string>& keys,
                              const std::vector<int64_t>& checksums) {
+  RpcCall call(metrics_, Rpc::kBatchPutEnd);
   if (!checksums.empty() && checksums.size() != keys.size()) {  // lists of different lengths
     out.assign(keys.size(), ToInt(ErrorCode::INVALID_PARAMS));
+    call.Items(out, [](int32_t code) { return code; });
     return;
   }
   out.resize(keys.size());
@@ -144,146 +167,179 @@ void RpcHandler::BatchPutEnd(std::vector<int32_t>& out, int64_t writer,
     out[i] = ToInt(service_->PutEnd(writer, keys[i], checksum));
   }
   AcknowledgeAll(&out);
+  call.Items(out, [](int32_t code) { return code; });
 }
 
 void RpcHandler::BatchPutRevoke(std::vector<int32_t>& out, int64_t writer,
                                 const std::vector<std::string>& keys) {
+  RpcCall call(metrics_, Rpc::kBatchPutRevoke);
   out.resize(keys.size());
   for (size_t i = 0; i < keys.size(); ++i) out[i] = ToInt(service_->PutRevoke(writer, keys[i]));
+  call.Items(out, [](int32_t code) { return code; });
 }
 
 void RpcHandler::UpsertStart(rpc::PutStartResult& out, int64_t writer, const std::string& key,
                              int64_t size, const rpc::ReplicateConfig& config) {
+  RpcCall call(metrics_, Rpc::kUpsertStart);
   out = service_->UpsertStart(writer, key, size, config);
+  call.Code(out.code);
 }
 
 void RpcHandler::UpsertEnd(rpc::ChangeResult& out, int64_t writer, const std::string& key,
                            int64_t checksum) {
+  RpcCall call(metrics_, Rpc::kUpsertEnd);
   CacheHolderSet holders;
-  out.code = Acknowledge(service_->UpsertEnd(writer, key, checksum, &holders));
+  out.code = call.Code(Acknowledge(service_->UpsertEnd(writer, key, checksum, &holders)));
   out.holders = service_->DescribeHolders(holders, writer, /*with_keys=*/false);
 }
 
 int32_t RpcHandler::UpsertRevoke(int64_t writer, const std::string& key) {
-  return ToInt(service_->UpsertRevoke(writer, key));
+  RpcCall call(metrics_, Rpc::kUpsertRevoke);
+  return call.Code(ToInt(service_->UpsertRevoke(writer, key)));
 }
 
 void RpcHandler::GetReplicaList(rpc::ReplicaListResult& out, const std::string& key,
                                 int64_t reader) {
+  RpcCall call(metrics_, Rpc::kGetReplicaList);
   out = service_->GetReplicaList(key, reader);
+  call.Code(out.code);
 }
 
 void RpcHandler::BatchGetReplicaList(std::vector<rpc::ReplicaListResult>& out,
                                      const std::vector<std::string>& keys, int64_t reader) {
+  RpcCall call(metrics_, Rpc::kBatchGetReplicaList);
   out.resize(keys.size());
   for (size_t i = 0; i < keys.size(); ++i) out[i] = service_->GetReplicaList(keys[i], reader);
+  call.Items(out, [](const rpc::ReplicaListResult& r) { return r.code; });
 }
 
-int32_t RpcHandler::ExistKey(const std::string& key) { return service_->ExistKey(key); }
+int32_t RpcHandler::ExistKey(const std::string& key) {
+  RpcCall call(metrics_, Rpc::kExistKey);
+  return call.Code(service_->ExistKey(key));
+}
 
 void RpcHandler::BatchExistKey(std::vector<int32_t>& out, const std::vector<std::string>& keys) {
+  RpcCall call(metrics_, Rpc::kBatchExistKey);
   out.resize(keys.size());
   for (size_t i = 0; i < keys.size(); ++i) out[i] = service_->ExistKey(keys[i]);
+  call.Items(out, [](int32_t code) { return code; });
 }
 
 void RpcHandler::Remove(rpc::ChangeResult& out, const std::string& key, bool force,
                         int64_t caller) {
+  RpcCall call(metrics_, Rpc::kRemove);
   CacheHolderSet holders;
-  out.code = Acknowledge(service_->Remove(key, force, &holders));
+  out.code = call.Code(Acknowledge(service_->Remove(key, force, &holders)));
   out.holders = service_->DescribeHolders(holders, caller, /*with_keys=*/false);
 }
 
 void RpcHandler::BatchRemove(rpc::BatchChangeResult& out, const std::vector<std::string>& keys,
                              bool force, int64_t caller) {
+  RpcCall call(metrics_, Rpc::kBatchRemove);
   CacheHolderSet holders;
   out.codes.resize(keys.size());
   for (size_t i = 0; i < keys.size(); ++i) {
     out.codes[i] = ToInt(service_->Remove(keys[i], force, &holders, static_cast<int32_t>(i)));
   }
   AcknowledgeAll(&out.codes);
+  call.Items(out.codes, [](int32_t code) { return code; });
   out.holders = service_->DescribeHolders(holders, caller, /*with_keys=*/true);
 }
 
 void RpcHandler::RemoveByRegex(rpc::ChangeResult& out, const std::string& pattern, bool force,
                                int64_t caller, const std::string& tenant) {
+  RpcCall call(metrics_, Rpc::kRemoveByRegex);
   CacheHolderSet holders;
   std::vector<int64_t> removed{service_->RemoveByRegex(pattern, force, &holders, tenant)};
   AcknowledgeAll(&removed);
-  out.code = removed[0];
+  out.code = call.Code(removed[0]);
   out.holders = service_->DescribeHolders(holders, caller, /*with_keys=*/false);
 }
 
 void RpcHandler::RemoveAll(rpc::ChangeResult& out, bool force, int64_t caller,
                            const std::string& tenant) {
+  RpcCall call(metrics_, Rpc::kRemoveAll);
   CacheHolderSet holders;
   std::vector<int64_t> removed{service_->RemoveAll(force, &holders, tenant)};
   AcknowledgeAll(&removed);
-  out.code = removed[0];
+  out.code = call.Code(removed[0]);
   out.holders = service_->DescribeHolders(holders, caller, /*with_keys=*/false);
 }
 
 void RpcHandler::FetchOffloads(rpc::OffloadTasksResult& out, int64_t daemon_id,
                                int32_t max_tasks) {
+  RpcCall call(metrics_, Rpc::kFetchOffloads);
   out = service_->FetchOffloads(daemon_id, max_tasks);
+  call.Code(out.code);
 }
 
 void RpcHandler::ReportOffloads(std::vector<int32_t>& out, int64_t daemon_id,
                                 int64_t disk_segment_id, const std::vector<std::string>& keys,
                                 const std::vector<int64_t>& replica_ids,
                                 const std::vector<int32_t>& codes) {
+  RpcCall call(metrics_, Rpc::kReportOffloads);
   out = service_->ReportOffloads(daemon_id, disk_segment_id, keys, replica_ids, codes);
   AcknowledgeAll(&out);
+  call.Items(out, [](int32_t code) { return code; });
 }
 
 void RpcHandler::RegisterDiskReplicas(std::vector<int32_t>& out, int64_t daemon_id,
                                       int64_t disk_segment_id,
                                       const std::vector<rpc::DiskObject>& objects) {
+  RpcCall call(metrics_, Rpc::kRegisterDiskReplicas);
   out = service_->RegisterDiskReplicas(daemon_id, disk_segment_id, objects);
   AcknowledgeAll(&out);
+  call.Items(out, [](int32_t code) { return code; });
 }
 
 void RpcHandler::DropDiskReplicas(std::vector<int32_t>& out, int64_t daemon_id,
                                   int64_t disk_segment_id, const std::vector<std::string>& keys) {
+  RpcCall call(metrics_, Rpc::kDropDiskReplicas);
   out = service_->DropDiskReplicas(daemon_id, disk_segment_id, keys);
   AcknowledgeAll(&out);
+  call.Items(out, [](int32_t code) { return code; });
 }
 
 void RpcHandler::PromoteStart(rpc::PutStartResult& out, int64_t writer, const std::string& key,
                               int64_t disk_replica_id) {
+  RpcCall call(metrics_, Rpc::kPromoteStart);
   out = service_->PromoteStart(writer, key, disk_replica_id);
+  call.Code(out.code);
 }
 
 int32_t RpcHandler::PromoteEnd(int64_t writer, const std::string& key, bool ok) {
-  return Acknowledge(service_->PromoteEnd(writer, key, ok));
+  RpcCall call(metrics_, Rpc::kPromoteEnd);
+  return call.Code(Acknowledge(service_->PromoteEnd(writer, key, ok)));
 }
 
 void RpcHandler::GetStats(rpc::MasterStats& out) {
-  out = service_->GetStats();
-  if (snapshotter_ != nullptr) {
-    out.snapshot_sequence = static_cast<int64_t>(snapshotter_->last_sequence());
-  }
-  if (replication_ != nullptr) replication_->FillStats(&out);
+  RpcCall call(metrics_, Rpc::kGetStats);
+  out = CollectMasterStats({service_, snapshotter_, replication_, role_});
 }
 
 void RpcHandler::FollowLog(rpc::FollowLogResult& out, const std::string& standby_name,
                            int64_t from_seq, int64_t durable_seq, int64_t prev_crc,
                            int32_t max_bytes) {
+  RpcCall call(metrics_, Rpc::kFollowLog);
   if (replication_ == nullptr) {
-    out.code = ToInt(ErrorCode::UNAVAILABLE_IN_CURRENT_MODE);
+    out.code = call.Code(ToInt(ErrorCode::UNAVAILABLE_IN_CURRENT_MODE));
     return;
   }
   replication_->server()->FollowLog(out, standby_name, from_seq, durable_seq, prev_crc,
                                     max_bytes);
+  call.Code(out.code);
 }
 
 void RpcHandler::FetchSnapshot(rpc::FetchSnapshotResult& out, const std::string& standby_name,
                                const std::string& name, const std::string& file,
                                int64_t offset, int32_t max_bytes) {
+  RpcCall call(metrics_, Rpc::kFetchSnapshot);
   if (replication_ == nullptr) {
-    out.code = ToInt(ErrorCode::UNAVAILABLE_IN_CURRENT_MODE);
+    out.code = call.Code(ToInt(ErrorCode::UNAVAILABLE_IN_CURRENT_MODE));
     return;
   }
   replication_->server()->FetchSnapshot(out, standby_name, name, file, offset, max_bytes);
+  call.Code(out.code);
 }
 
 namespace {
@@ -311,11 +367,15 @@ bool SnapshotsOff(const Snapshotter* snapshotter, rpc::SnapshotResult* out) {
 }  // namespace
 
 void RpcHandler::Snapshot(rpc::SnapshotResult& out) {
+  RpcCall call(metrics_, Rpc::kSnapshot);
   if (!SnapshotsOff(snapshotter_, &out)) Describe(snapshotter_->Request(), &out);
+  call.Code(out.code);
 }
 
 void RpcHandler::LastSnapshot(rpc::SnapshotResult& out) {
+  RpcCall call(metrics_, Rpc::kLastSnapshot);
   if (!SnapshotsOff(snapshotter_, &out)) Describe(snapshotter_->Last(), &out);
+  call.Code(out.code);
 }
 
 }  // namespace mooncake

@@ -18,6 +18,7 @@
 #include <thrift/protocol/TProtocol.h>
 
 #include "MasterService.h"
+#include "master/master_metrics.h"
 #include "master/master_role.h"
 #include "master/master_service.h"
 #include "master/replication.h"
@@ -42,10 +43,16 @@ class RpcHandler : public rpc::MasterServiceIf {
   // null without HA (FollowLog and FetchSnapshot then answer -1011). role: who this master
   // is (GetRole); null: LEADER of term 0, as a master without HA always is. Which calls
   // reach the handler in which role is the processor's business
-  // (master/authenticated_processor.h).
+  // (master/authenticated_processor.h). metrics: where every call is counted and timed
+  // (master/master_metrics.h); null: nowhere.
   explicit RpcHandler(MasterService* service, Snapshotter* snapshotter = nullptr,
-                      Replication* replication = nullptr, const RoleMachine* role = nullptr)
-      : service_(service), snapshotter_(snapshotter), replication_(replication), role_(role) {}
+                      Replication* replication = nullptr, const RoleMachine* role = nullptr,
+                      MasterMetrics* metrics = nullptr)
+      : service_(service),
+        snapshotter_(snapshotter),
+        replication_(replication),
+        role_(role),
+        metrics_(metrics) {}
 
   // Reached only on a connection already admitted (master/authenticated_processor.h
   // answers the handshake before): by a handshake, or as a peer on this host of a master
@@ -140,6 +147,7 @@ class RpcHandler : public rpc::MasterServiceIf {
   Snapshotter* const snapshotter_;
   Replication* const replication_;
   const RoleMachine* const role_;
+  MasterMetrics* const metrics_;
 };
 
 }  // namespace mooncake

@@ -1,0 +1,54 @@
+// The master's admin HTTP endpoints (docs/operations.md, "The master's admin HTTP"), routed
+// on an AdminHttpServer (common/admin_http.h):
+//
+//   /metrics               Prometheus text (master/master_metrics.h)
+//   /metrics/summary       text, "name: value" lines for people
+//   /health                JSON: status, role, ha_enabled, service_ready, term, leader_address
+//   /role                  text: leader, standby or deposed (as Mooncake answers it)
+//   /get_all_segments      text, one segment name per line (Mooncake's; SGLang probes it)
+//   /get_segments_detail   JSON, every segment with its use and state
+//   /query_key?key=K       JSON, one object: replicas, lease, pins, checksum -- no lease taken
+//   /batch_query_keys      JSON, up to kMaxBatchKeys keys (GET ?keys=a,b or POST {"keys":[]})
+//   /get_all_keys          text (or format=json), one page of keys: limit, cursor, regex
+//   /stats                 JSON, every MasterStats field
+//   /snapshot              JSON, the last snapshot
+//   /log_level             common RegisterLogLevelEndpoint
+//
+// Keys are user keys of the default tenant unless tenant=T is given; a stored key never
+// leaves (common/tenant_key.h). JSON strings carry keys as UTF-8: a key that is not valid
+// UTF-8 has its bad bytes replaced by U+FFFD there (the text forms carry its bytes).
+//
+// No endpoint takes a read lease, changes an object or holds a lock long: they read
+// through MasterService's admin reads (a key at a time, or a slice of a shard at a time).
+// A master that does not serve clients (a standby, a deposed leader) answers /health,
+// /role, /metrics, /metrics/summary and /log_level; every other endpoint answers 503 with
+// error code -1600 (NOT_LEADER).
+//
+// Input policy: query parameters and bodies are anyone's: a bad one answers 400 with
+// code -600 and a message, never more work than kMaxBatchKeys keys or one page.
+#ifndef MOONCAKE_MASTER_MASTER_ADMIN_H_
+#define MOONCAKE_MASTER_MASTER_ADMIN_H_
+
+#include <cstddef>
+#include <functional>
+#include <string>
+
+#include "common/admin_http.h"
+#include "master/master_metrics.h"
+
+namespace mooncake {
+
+constexpr size_t kMaxBatchKeys = 1000;
+constexpr size_t kDefaultKeyPage = 1000;
+constexpr size_t kMaxKeyPage = 100000;
+
+// Routes every endpoint above on server (before it starts). metrics (and the sources it
+// names) outlive server. self_address: this master's "host:port" (asked at each /health:
+// with --rpc_port 0 it is known once the RPC socket listens), the leader's address /health
+// names without HA.
+void RegisterMasterAdminRoutes(AdminHttpServer* server, const MasterMetrics* metrics,
+                               std::function<std::string()> self_address);
+
+}  // namespace mooncake
+
+#endif  // MOONCAKE_MASTER_MASTER_ADMIN_H_
