@@ -60,6 +60,7 @@ DaemonMetrics::DaemonMetrics() {
         "mooncake_transfer_read_bytes_total",
         "Bytes read into applications' pools (gets), by the tier of the replica read",
         {{"tier", TierLabel(tier)}});
+    if (tier == ReplicaTier::kLocalDisk || tier == ReplicaTier::kRemoteDisk) continue;
     bytes_[Index(TransferKind::kWrite)][t] = registry_.AddCounter(
         "mooncake_transfer_write_bytes_total",
         "Bytes written from applications' pools to replicas (puts), by the replica's tier",

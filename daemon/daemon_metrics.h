@@ -47,8 +47,10 @@ class DaemonMetrics {
     h.latency->ObserveSince(start_ns);
   }
 
-  // Bytes moved between an application's pool and a replica: kRead into the pool (a get),
-  // kWrite out of it (a put), by the replica's tier.
+  // Bytes ReplicaIO moved between memory of this daemon (an application's pool; a drained
+  // or promoted value) and a replica: kRead into the pool (a get), kWrite out of it (a
+  // put), by the replica's tier; writes go to memory tiers only (the offloader writes
+  // the SSD).
   void CountBytes(TransferKind direction, ReplicaTier tier, uint64_t bytes) {
     bytes_[Index(direction)][static_cast<size_t>(tier)]->Add(bytes);
   }

@@ -1,10 +1,11 @@
 // The daemon's admin HTTP port (daemon/daemon_admin.h, docs/operations.md) against a real
 // master and real daemons: the counters and byte totals of /metrics move by exactly what
 // the test did through the C ABI, histograms count every request, /health has its shape
-// (and turns 503 "degraded" when the master goes), promtool accepts /metrics, and with
-// --ssd_path the SSD tier's figures appear.
+// (and turns 503 "degraded" when the master goes), promtool accepts /metrics, with
+// --ssd_path the SSD tier's figures appear, and an admin port taken stops the daemon.
 #include <curl/curl.h>
 #include <signal.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -301,6 +302,22 @@ void test_ssd_figures_appear_with_ssd_path(void**) {
   mc_cluster_stop(c);
 }
 
+// A port that cannot be bound stops the daemon: a log line, exit status 1.
+void test_a_taken_admin_port_stops_the_daemon(void**) {
+  mc_cluster* c = mc_cluster_start(16 * kMiB);
+  assert_non_null(c);
+  const std::string taken = std::to_string(AdminPort(c, 0));
+  const char* const flags[] = {"--metrics_port", taken.c_str(), "--metrics_host", "127.0.0.1",
+                               nullptr};
+  int i = mc_cluster_add_daemon(c, flags);
+  assert_true(i > 0);
+  int status = mc_cluster_wait_daemon_at(c, i, 30000);
+  assert_true(WIFEXITED(status));
+  assert_int_equal(WEXITSTATUS(status), 1);
+  assert_true(count_log_lines(mc_cluster_log_at(c, i), "cannot listen on", nullptr) >= 1);
+  mc_cluster_stop(c);
+}
+
 }  // namespace
 
 int main() {
@@ -308,6 +325,7 @@ int main() {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_counters_move_by_what_the_test_did),
       cmocka_unit_test(test_ssd_figures_appear_with_ssd_path),
+      cmocka_unit_test(test_a_taken_admin_port_stops_the_daemon),
   };
   int failed = cmocka_run_group_tests(tests, nullptr, nullptr);
   curl_global_cleanup();
