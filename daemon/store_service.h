@@ -112,6 +112,9 @@ class StoreService {
   // calling worker, for as long as the drain takes), unmaps its pool.
   void Teardown(ClientConnection* client);
 
+  // The promoter's figures (daemon/promoter.h), for /metrics.
+  Promoter::Stats promotions() const { return promoter_.stats(); }
+
  private:
   // Parses request's Args for op, runs handler, sends the reply: false when malformed.
   template <uds::Op op>
