@@ -103,15 +103,15 @@ int RunStat(const Invocation& inv) {
     PrintJson(j);
     return kExitOk;
   }
-  const json& replicas = j.contains("replicas") && j["replicas"].is_array() ? j["replicas"] : json::array();
+  const json& replicas =
+      j.contains("replicas") && j["replicas"].is_array() ? j["replicas"] : json::array();
   std::vector<std::pair<std::string, std::string>> fields = {
       {"key", Field(j, "key")},
       {"size", HumanSize(Bytes(j, "size")) + " (" + Field(j, "size") + " bytes)"},
       {"replicas", std::to_string(replicas.size())},
       {"lease", Remaining(j, "lease_remaining_ms")},
-      {"soft pin", j.value("soft_pinned", false)
-                       ? "yes, " + Remaining(j, "soft_pin_remaining_ms")
-                       : std::string("no")},
+      {"soft pin", j.value("soft_pinned", false) ? "yes, " + Remaining(j, "soft_pin_remaining_ms")
+                                                 : std::string("no")},
   };
   if (j.contains("hard_pinned")) {
     fields.emplace_back("hard pin", j.value("hard_pinned", false) ? "yes" : "no");
@@ -241,8 +241,8 @@ int RunHealth(const Invocation& inv) {
     std::string status = body.is_object() ? body.value("status", std::string("?")) : "?";
     bool ok = response.status == 200 && status == "ok";
     if (!ok && worst == kExitOk) worst = kExitError;
-    all[e.name] = body.is_discarded() ? json{{"status", "?"}, {"http_status", response.status}}
-                                      : body;
+    all[e.name] =
+        body.is_discarded() ? json{{"status", "?"}, {"http_status", response.status}} : body;
     if (inv.global.json) continue;
     std::string line = e.name + " " + e.url + ": " + status;
     if (e.name == "master" && body.is_object()) {
@@ -251,8 +251,7 @@ int RunHealth(const Invocation& inv) {
     } else if (body.is_object()) {
       line += std::string(", master ") +
               (body.value("master_connected", false) ? "connected" : "NOT connected") +
-              ", daemon " + Field(body, "daemon_id") + ", " + Field(body, "clients") +
-              " clients";
+              ", daemon " + Field(body, "daemon_id") + ", " + Field(body, "clients") + " clients";
     }
     if (!ok) line += " (HTTP " + std::to_string(response.status) + ")";
     std::cout << line << "\n";

@@ -20,8 +20,10 @@ struct GlobalOptionSpec {
 
 const std::vector<GlobalOptionSpec>& GlobalOptionSpecs() {
   static const std::vector<GlobalOptionSpec> specs = {
-      {"socket", true, "PATH the daemon's Unix socket ($MOONCAKE_SOCKET, else /run/mooncake/mooncaked.sock)"},
-      {"master", true, "HOST:PORT the master's Thrift service ($MOONCAKE_MASTER, else 127.0.0.1:50051)"},
+      {"socket", true,
+       "PATH the daemon's Unix socket ($MOONCAKE_SOCKET, else /run/mooncake/mooncaked.sock)"},
+      {"master", true,
+       "HOST:PORT the master's Thrift service ($MOONCAKE_MASTER, else 127.0.0.1:50051)"},
       {"admin_url", true, "URL the master's admin HTTP (default http://<master host>:9003)"},
       {"daemon_admin_url", true, "URL the daemon's admin HTTP, for health (default: not asked)"},
       {"tenant", true, "T the tenant whose keys the command names (default: the default tenant)"},
@@ -94,65 +96,103 @@ void ApplyDefaults(GlobalOptions* g) {
 
 const std::vector<CommandSpec>& Commands() {
   static const std::vector<CommandSpec> commands = {
-      {"put", "KEY FILE|-", "store FILE (or stdin with -) under KEY",
+      {"put",
+       "KEY FILE|-",
+       "store FILE (or stdin with -) under KEY",
        "  KEY    the key, 1 to 4096 bytes\n"
        "  FILE   the file to store; - reads stdin\n"
        "A put never overwrites: a key that exists keeps its value (use rm first).\n"
        "Example: mooncake-cli put model/layer0 layer0.bin\n",
-       2, 2,
+       2,
+       2,
        {{"replicas", OptionKind::kCount, "N memory replicas on distinct daemons (default 1)"},
         {"soft_pin", OptionKind::kFlag, "evict only when nothing else qualifies"},
         {"hard_pin", OptionKind::kFlag, "never evict; removed only by rm --force"},
         {"prefer", OptionKind::kText, "HOST:PORT the daemon to place the first replica on"}}},
-      {"get", "KEY [FILE|-]", "write KEY's value to FILE (or stdout)",
+      {"get",
+       "KEY [FILE|-]",
+       "write KEY's value to FILE (or stdout)",
        "  KEY    the key\n"
        "  FILE   where to write the value (created or truncated); - or none: stdout\n"
        "Exit 1 when KEY does not exist.\n"
        "Example: mooncake-cli get model/layer0 /tmp/layer0.bin\n",
-       1, 2, {}},
-      {"exists", "KEY...", "say which keys exist",
+       1,
+       2,
+       {}},
+      {"exists",
+       "KEY...",
+       "say which keys exist",
        "  KEY... one or more keys\n"
        "Prints \"present KEY\" or \"missing KEY\" per key; exit 1 when any is missing.\n"
        "Example: mooncake-cli exists a b c\n",
-       1, -1, {}},
-      {"stat", "KEY", "show KEY's size, replicas and their tiers, lease and pins",
+       1,
+       -1,
+       {}},
+      {"stat",
+       "KEY",
+       "show KEY's size, replicas and their tiers, lease and pins",
        "  KEY    the key\n"
        "Asks the master's /query_key, which takes no read lease. Exit 1 when KEY does not "
        "exist.\nExample: mooncake-cli stat model/layer0\n",
-       1, 1, {}},
-      {"rm", "KEY... | --regex PATTERN", "remove keys, or every key matching PATTERN",
+       1,
+       1,
+       {}},
+      {"rm",
+       "KEY... | --regex PATTERN",
+       "remove keys, or every key matching PATTERN",
        "  KEY...           keys to remove; exit 1 when any did not exist\n"
        "  --regex PATTERN  remove every key of the tenant in which the RE2 pattern finds a\n"
        "                   match, and print how many were removed\n"
        "Without --force, objects with an active read lease and hard-pinned ones are kept.\n"
        "Example: mooncake-cli rm --regex '^session/42/'\n",
-       0, -1,
+       0,
+       -1,
        {{"regex", OptionKind::kText, "PATTERN remove the keys this RE2 pattern matches"},
         {"force", OptionKind::kFlag, "remove leased and hard-pinned objects too"}}},
-      {"ls", "", "list keys (one per line)",
+      {"ls",
+       "",
+       "list keys (one per line)",
        "Follows the master's /get_all_keys pages until --limit keys are printed. Paging is\n"
        "weakly consistent: a key added or removed meanwhile may or may not be listed.\n"
        "Example: mooncake-cli ls --regex '^model/' --limit 50\n",
-       0, 0,
+       0,
+       0,
        {{"regex", OptionKind::kText, "R only keys in which this RE2 pattern finds a match"},
         {"limit", OptionKind::kCount, "N print at most N keys (default 1000; 0: all)"}}},
-      {"segments", "", "list the master's segments: kind, size, use, status, endpoint",
-       "Example: mooncake-cli segments\n", 0, 0, {}},
-      {"stats", "", "print the master's statistics",
+      {"segments",
+       "",
+       "list the master's segments: kind, size, use, status, endpoint",
+       "Example: mooncake-cli segments\n",
+       0,
+       0,
+       {}},
+      {"stats",
+       "",
+       "print the master's statistics",
        "Every figure of the master's /stats, sizes in human units.\n"
        "Example: mooncake-cli stats --json\n",
-       0, 0, {}},
-      {"snapshot", "[status]", "take a snapshot of the master's state, or show the last one",
+       0,
+       0,
+       {}},
+      {"snapshot",
+       "[status]",
+       "take a snapshot of the master's state, or show the last one",
        "  (none)  ask the master (over Thrift, with --cluster_key_file) to take a snapshot\n"
        "          and wait until it is published\n"
        "  status  the newest snapshot's outcome (the master's /snapshot)\n"
        "Example: mooncake-cli --cluster_key_file /etc/mooncake/cluster.key snapshot\n",
-       0, 1, {{"no_wait", OptionKind::kFlag, "return once the snapshot is started"}}},
-      {"health", "", "is the master (and, with --daemon_admin_url, the daemon) healthy",
+       0,
+       1,
+       {{"no_wait", OptionKind::kFlag, "return once the snapshot is started"}}},
+      {"health",
+       "",
+       "is the master (and, with --daemon_admin_url, the daemon) healthy",
        "Exit 0 when every endpoint asked answers ok, 3 when one answers otherwise, 4 when\n"
        "one cannot be reached.\n"
        "Example: mooncake-cli --daemon_admin_url http://127.0.0.1:9300 health\n",
-       0, 0, {}},
+       0,
+       0,
+       {}},
   };
   return commands;
 }
@@ -231,10 +271,9 @@ bool ParseArgs(int argc, char** argv, Invocation* out, std::string* error) {
       local = out->command != nullptr ? FindOption(*out->command, name) : nullptr;
       if (local == nullptr) {
         *error = "unknown option \"--" + name + "\"" +
-                 (out->command != nullptr
-                      ? std::string(" for ") + out->command->name + " (mooncake-cli " +
-                            out->command->name + " --help)"
-                      : std::string());
+                 (out->command != nullptr ? std::string(" for ") + out->command->name +
+                                                " (mooncake-cli " + out->command->name + " --help)"
+                                          : std::string());
         return false;
       }
       takes_value = local->kind != OptionKind::kFlag;
@@ -278,12 +317,13 @@ bool ParseArgs(int argc, char** argv, Invocation* out, std::string* error) {
   if (name == "rm") {
     // rm takes keys, or --regex and no keys.
     if (out->Has("regex") ? n != 0 : n == 0) {
-      *error = out->Has("regex") ? "rm --regex takes no keys" : "rm needs KEY... or --regex PATTERN";
+      *error =
+          out->Has("regex") ? "rm --regex takes no keys" : "rm needs KEY... or --regex PATTERN";
       return false;
     }
   } else if (n < c.min_args || (c.max_args >= 0 && n > c.max_args)) {
-    *error = name + " takes " + (c.arguments[0] != '\0' ? c.arguments : "no arguments") +
-             ", not " + std::to_string(n) + " argument" + (n == 1 ? "" : "s");
+    *error = name + " takes " + (c.arguments[0] != '\0' ? c.arguments : "no arguments") + ", not " +
+             std::to_string(n) + " argument" + (n == 1 ? "" : "s");
     return false;
   }
   if (name == "snapshot" && n == 1 && out->args[0] != "status") {

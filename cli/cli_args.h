@@ -30,7 +30,7 @@ struct GlobalOptions {
   std::string tenant;            // "" = the default tenant
   std::string cluster_key_file;  // "" = no handshake (a master without a key)
   bool json = false;
-  bool progress = false;         // a progress line even when stderr is not a terminal
+  bool progress = false;  // a progress line even when stderr is not a terminal
 };
 
 // How an option of a command takes its value.

@@ -145,8 +145,8 @@ bool WriteAll(int fd, const char* data, size_t size, ProgressLine* progress, std
 
 int RemoveByRegex(const Invocation& inv, Store* store) {
   std::string pattern = inv.Text("regex");
-  int64_t removed = mooncake_store_remove_by_regex(store->get(), pattern.c_str(),
-                                                   inv.Has("force") ? 1 : 0);
+  int64_t removed =
+      mooncake_store_remove_by_regex(store->get(), pattern.c_str(), inv.Has("force") ? 1 : 0);
   if (removed < 0) {
     PrintError("rm --regex \"" + pattern + "\": " + CodeText(static_cast<int>(removed)));
     return ExitFor(static_cast<int>(removed));
@@ -175,7 +175,8 @@ int RunPut(const Invocation& inv) {
     return kExitError;
   }
   struct stat st;
-  uint64_t known = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) ? static_cast<uint64_t>(st.st_size) : 0;
+  uint64_t known =
+      fstat(fd, &st) == 0 && S_ISREG(st.st_mode) ? static_cast<uint64_t>(st.st_size) : 0;
   if (known > MOONCAKE_STORE_MAX_VALUE_SIZE) {
     PrintError("put: " + path + " is " + HumanSize(known) + ", over the store's 4 GiB limit");
     if (fd != STDIN_FILENO) close(fd);
@@ -249,8 +250,8 @@ int RunGet(const Invocation& inv) {
       return kExitError;
     }
     progress.Phase("fetching", static_cast<uint64_t>(size));
-    got = mooncake_store_get_into(store.get(), key.c_str(), value.data(),
-                                  static_cast<size_t>(size));
+    got =
+        mooncake_store_get_into(store.get(), key.c_str(), value.data(), static_cast<size_t>(size));
   }
   if (got < 0) {
     int code = static_cast<int>(got);
@@ -309,7 +310,8 @@ int RunExists(const Invocation& inv) {
     }
     if (results[i] == 0 && exit_code == kExitOk) exit_code = kExitMissing;
     json[inv.args[i]] = results[i] == 1;
-    if (!inv.global.json) std::cout << (results[i] == 1 ? "present " : "missing ") << inv.args[i] << "\n";
+    if (!inv.global.json)
+      std::cout << (results[i] == 1 ? "present " : "missing ") << inv.args[i] << "\n";
   }
   if (inv.global.json) PrintJson(json);
   return exit_code;

@@ -72,8 +72,8 @@ bool HttpClient::Get(const std::string& url, HttpResponse* out, std::string* err
 }
 
 std::string HttpClient::Escape(const std::string& text) {
-  char* escaped = curl_easy_escape(static_cast<CURL*>(curl_), text.data(),
-                                   static_cast<int>(text.size()));
+  char* escaped =
+      curl_easy_escape(static_cast<CURL*>(curl_), text.data(), static_cast<int>(text.size()));
   std::string result = escaped != nullptr ? escaped : "";
   curl_free(escaped);
   return result;

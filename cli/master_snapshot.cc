@@ -1,5 +1,6 @@
 #include "cli/master_snapshot.h"
 
+#include <thrift/TOutput.h>
 #include <thrift/protocol/TBinaryProtocol.h>
 #include <thrift/transport/TBufferTransports.h>
 #include <thrift/transport/TSocket.h>
@@ -26,9 +27,14 @@ constexpr auto kWaitLimit = std::chrono::minutes(10);
 constexpr auto kPollInterval = std::chrono::milliseconds(100);
 
 nlohmann::json ToJson(const rpc::SnapshotResult& r) {
-  return {{"code", r.code},        {"name", r.name},   {"sequence", r.sequence},
-          {"pause_us", r.pause_us}, {"duration_ms", r.duration_ms},
-          {"bytes", r.bytes},      {"objects", r.objects}, {"error", r.error},
+  return {{"code", r.code},
+          {"name", r.name},
+          {"sequence", r.sequence},
+          {"pause_us", r.pause_us},
+          {"duration_ms", r.duration_ms},
+          {"bytes", r.bytes},
+          {"objects", r.objects},
+          {"error", r.error},
           {"running", r.running}};
 }
 
@@ -62,6 +68,8 @@ int RunSnapshotTake(const Invocation& inv) {
     PrintError("--master \"" + g.master + "\" is not HOST:PORT");
     return kExitUsage;
   }
+  // Thrift prints its own line for a refused connection; the CLI says it once, its way.
+  apache::thrift::GlobalOutput.setOutputFunction([](const char*) {});
   ClusterKey key;
   if (!g.cluster_key_file.empty()) {
     std::string error;
@@ -88,8 +96,8 @@ int RunSnapshotTake(const Invocation& inv) {
     }
     rpc::MasterServiceClient client(std::make_shared<TBinaryProtocol>(transport));
     std::string error;
-    ErrorCode auth = AuthenticateToMaster(
-        &client, g.cluster_key_file.empty() ? nullptr : &key, &error);
+    ErrorCode auth =
+        AuthenticateToMaster(&client, g.cluster_key_file.empty() ? nullptr : &key, &error);
     if (auth != ErrorCode::OK) {
       PrintError("master " + g.master + ": " + CodeText(ToInt(auth)) + ": " + error);
       return auth == ErrorCode::RPC_FAIL ? kExitUnreachable : kExitError;
@@ -121,7 +129,8 @@ int RunSnapshotTake(const Invocation& inv) {
     return kExitError;
   }
   if (result.running && !inv.Has("no_wait")) {
-    PrintError("snapshot " + result.name + " still running after 10 minutes; "
+    PrintError("snapshot " + result.name +
+               " still running after 10 minutes; "
                "see mooncake-cli snapshot status");
     return kExitError;
   }

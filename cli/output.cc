@@ -63,8 +63,7 @@ void PrintError(const std::string& message) {
 }
 
 std::string CodeText(int code) {
-  return std::to_string(code) + " " + ErrorName(code) + " (" + mooncake_store_strerror(code) +
-         ")";
+  return std::to_string(code) + " " + ErrorName(code) + " (" + mooncake_store_strerror(code) + ")";
 }
 
 }  // namespace cli

@@ -7,11 +7,10 @@
 #define MOONCAKE_CLI_OUTPUT_H_
 
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <ostream>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 namespace mooncake {
 namespace cli {

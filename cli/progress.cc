@@ -15,8 +15,9 @@ constexpr int64_t kRedrawNs = 100 * 1000 * 1000;
 
 std::string Rate(uint64_t bytes, int64_t ns) {
   if (ns <= 0) return "-";
-  return HumanSize(static_cast<uint64_t>(static_cast<double>(bytes) * 1e9 /
-                                         static_cast<double>(ns))) + "/s";
+  return HumanSize(
+             static_cast<uint64_t>(static_cast<double>(bytes) * 1e9 / static_cast<double>(ns))) +
+         "/s";
 }
 
 }  // namespace
@@ -58,8 +59,8 @@ void ProgressLine::Update(uint64_t done) {
   last_draw_ns_ = now;
   std::string text = label_ + "  ";
   if (total_ > 0) {
-    text += std::to_string(done * 100 / total_) + "% " + HumanSize(done) + " / " +
-            HumanSize(total_);
+    text +=
+        std::to_string(done * 100 / total_) + "% " + HumanSize(done) + " / " + HumanSize(total_);
   } else {
     text += HumanSize(done);
   }
