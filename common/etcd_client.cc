@@ -2,6 +2,7 @@
 
 #include <curl/curl.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cctype>
 #include <mutex>
@@ -351,7 +352,9 @@ ErrorCode EtcdClient::Create(const std::string& endpoints, int64_t timeout_ms,
                              std::unique_ptr<EtcdClient>* out) {
   if (timeout_ms <= 0) return ErrorCode::INVALID_PARAMS;
   std::vector<std::string> list;
-  for (const std::string& item : SplitList(endpoints, ',')) {
+  std::string commas = endpoints;  // Mooncake separates them by ';'
+  std::replace(commas.begin(), commas.end(), ';', ',');
+  for (const std::string& item : SplitList(commas, ',')) {
     std::string endpoint = NormalizeEndpoint(item);
     if (endpoint.empty()) {
       MC_LOG_ERROR("etcd endpoint '%s' is not host:port (in '%s')", item.c_str(),

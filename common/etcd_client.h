@@ -34,8 +34,8 @@ namespace mooncake {
 
 class EtcdClient {
  public:
-  // endpoints: "host:port[,host:port...]" (an optional "http://" in front of each is taken
-  // off; https is not supported). timeout_ms bounds each HTTP request. INVALID_PARAMS for an
+  // endpoints: "host:port[,host:port...]" (';' separates too, as in Mooncake's flag; an
+  // optional "http://" in front of each is taken off; https is not supported). timeout_ms bounds each HTTP request. INVALID_PARAMS for an
   // empty or malformed list.
   static ErrorCode Create(const std::string& endpoints, int64_t timeout_ms,
                           std::unique_ptr<EtcdClient>* out);

@@ -7,7 +7,9 @@
 #include <cstdlib>
 #include <sstream>
 
+#include "common/logging.h"
 #include "common/units.h"
+#include "common/version.h"
 
 namespace mooncake {
 
@@ -92,7 +94,8 @@ void FlagSet::AddChoice(const std::string& name, std::string* value,
                         const std::vector<std::string>& choices, const std::string& help) {
   std::string joined;
   for (const auto& c : choices) joined += (joined.empty() ? "" : "|") + c;
-  Add(name, {help + " (" + joined + ")", *value, false, [value, choices](const std::string& v) {
+  Add(name, {help + " (" + joined + ")", *value, false,
+             [value, choices](const std::string& v) {
                for (const auto& c : choices) {
                  if (v == c) {
                    *value = v;
@@ -101,6 +104,26 @@ void FlagSet::AddChoice(const std::string& name, std::string* value,
                }
                return false;
              }});
+  flags_[name].expected = joined;
+}
+
+void FlagSet::AddAlias(const std::string& alias, const std::string& target) {
+  aliases_[alias] = target;
+}
+
+void FlagSet::AddIgnored(const std::string& name, const std::string& reason) {
+  ignored_[name] = reason;
+}
+
+std::string FlagSet::Canonical(const std::string& name) const {
+  auto it = aliases_.find(name);
+  return it == aliases_.end() ? name : it->second;
+}
+
+void FlagSet::NoteIgnored(const std::string& name, const std::string& origin) {
+  if (warned_[name]) return;
+  warned_[name] = true;
+  warnings_.push_back("--" + name + origin + " is ignored: " + ignored_[name]);
 }
 
 bool FlagSet::Set(const std::string& name, const std::string& value, const std::string& origin,
@@ -112,6 +135,7 @@ bool FlagSet::Set(const std::string& name, const std::string& value, const std::
   }
   if (!it->second.set(value)) {
     *error = "malformed value '" + value + "' for --" + name + origin;
+    if (!it->second.expected.empty()) *error += " (expected " + it->second.expected + ")";
     return false;
   }
   return true;
@@ -122,6 +146,10 @@ bool FlagSet::Parse(int argc, char** argv, std::string* error) {
     std::string arg = argv[i];
     if (arg == "--help" || arg == "-h") {
       help_requested_ = true;
+      return true;
+    }
+    if (arg == "--version") {
+      version_requested_ = true;
       return true;
     }
     if (arg.size() < 3 || arg.compare(0, 2, "--") != 0) {
@@ -135,6 +163,14 @@ bool FlagSet::Parse(int argc, char** argv, std::string* error) {
       value = name.substr(eq + 1);
       name = name.substr(0, eq);
       has_value = true;
+    }
+    name = Canonical(name);
+    if (ignored_.count(name)) {
+      // Its type is unknown here: a value is whatever follows unless that is a flag.
+      if (!has_value && i + 1 < argc && std::string(argv[i + 1]).compare(0, 2, "--") != 0) ++i;
+      NoteIgnored(name, "");
+      explicit_[name] = true;  // the same key in the config file is not reported again
+      continue;
     }
     if (name == "config") {
       if (!has_value) {
@@ -196,7 +232,11 @@ bool FlagSet::LoadConfigFile(const std::string& path, std::string* error) {
       *error = "config file " + path + " has a key that is not a flag name";
       return false;
     }
-    std::string name = entry.first.Scalar();
+    std::string name = Canonical(entry.first.Scalar());
+    if (ignored_.count(name)) {  // whatever its value's shape
+      if (!explicit_.count(name)) NoteIgnored(name, " (in " + path + ")");
+      continue;
+    }
     if (!entry.second.IsScalar()) {
       *error = "config key '" + name + "' in " + path + " must have a single value";
       return false;
@@ -214,10 +254,22 @@ bool FlagSet::LoadConfigFile(const std::string& path, std::string* error) {
 std::string FlagSet::Usage() const {
   std::ostringstream out;
   out << "usage: " << program_ << " [--flag value ...] [--config FILE]\n" << summary_ << "\n\n";
+  std::map<std::string, std::string> also;  // flag -> its aliases
+  for (const auto& [alias, target] : aliases_) also[target] += " --" + alias;
   for (const auto& [name, flag] : flags_) {
-    out << "  --" << name << "  " << flag.help << " [default: " << flag.default_text << "]\n";
+    out << "  --" << name << "  " << flag.help << " [default: " << flag.default_text << "]";
+    if (also.count(name)) out << " (also:" << also[name] << ")";
+    out << "\n";
   }
-  out << "  --config  YAML or JSON file with the same keys; command-line flags win\n";
+  out << "  --config  YAML or JSON file with the same keys; command-line flags win";
+  if (also.count("config")) out << " (also:" << also["config"] << ")";
+  out << "\n  --version  print the version and exit\n";
+  if (!ignored_.empty()) {
+    out << "\nAccepted and ignored, each with a warning (Mooncake's settings not implemented "
+           "here; docs/operations.md, \"Compatibility\"):\n ";
+    for (const auto& [name, reason] : ignored_) out << " " << name;
+    out << "\n";
+  }
   return out.str();
 }
 
@@ -231,6 +283,11 @@ void ParseFlagsOrExit(FlagSet* flags, int argc, char** argv) {
     std::fputs(flags->Usage().c_str(), stdout);
     std::exit(0);
   }
+  if (flags->version_requested()) {
+    std::printf("%s %s\n", flags->program().c_str(), MooncakeVersion());
+    std::exit(0);
+  }
+  for (const std::string& warning : flags->warnings()) MC_LOG_WARN("%s", warning.c_str());
 }
 
 }  // namespace mooncake

@@ -2,6 +2,7 @@
 
 #include <cstdlib>
 
+#include "common/mooncake_compat.h"
 #include "common/text.h"
 
 namespace mooncake {
@@ -107,6 +108,8 @@ void RegisterDaemonFlags(FlagSet* f, DaemonOptions* o) {
                "(strict: fsynced first)");
   f->AddChoice("log_level", &o->log_level, {"debug", "info", "warning", "error"},
                "least severe level logged");
+
+  AddMooncakeSettings(f, MooncakeClientSettings());
 }
 
 bool ValidateDaemonOptions(DaemonOptions* o, std::string* error) {

@@ -1,5 +1,6 @@
 #include "master/master_options.h"
 
+#include "common/mooncake_compat.h"
 #include "common/text.h"
 #include "master/tenant_usage.h"
 
@@ -60,6 +61,9 @@ void RegisterMasterFlags(FlagSet* f, MasterOptions* o) {
             "daemon");
   f->AddChoice("allocation_strategy", &o->allocation_strategy, {"random", "free_ratio_first"},
                "how replicas are spread over segments");
+  f->AddChoice("memory_allocator", &o->memory_allocator, {"offset"},
+               "allocator of each segment's space: an offset allocator (Mooncake's "
+               "\"offset\"; no cachelib)");
   f->AddChoice("log_level", &o->log_level, {"debug", "info", "warning", "error"},
                "least severe level logged");
 
@@ -99,7 +103,13 @@ void RegisterMasterFlags(FlagSet* f, MasterOptions* o) {
              "campaign for leadership through etcd (--etcd_endpoints); standbys follow the "
              "leader's operation log and take over when it goes (docs/ha.md)");
   f->AddString("etcd_endpoints", &o->etcd_endpoints,
-               "etcd's client endpoints, host:port[,host:port...] (with --enable_ha)");
+               "etcd's client endpoints, [http://]host:port[,host:port...] (';' separates "
+               "too, as Mooncake's; no https) (with --enable_ha)");
+  f->AddChoice("ha_backend_type", &o->ha_backend_type, {"etcd"},
+               "what the masters campaign through (Mooncake's; etcd only)");
+  f->AddBool("enable_oplog", &o->enable_oplog,
+             "Mooncake's switch of HA log replication: ours always replicates through the "
+             "log with --enable_ha, so this only needs --enable_ha (as Mooncake's)");
   f->AddString("cluster_id", &o->cluster_id,
                "the cluster whose leadership this master campaigns for; daemons name the same");
   f->AddDuration("ha_lease_ttl", &o->ha_lease_ttl_ms, 1,
@@ -108,6 +118,8 @@ void RegisterMasterFlags(FlagSet* f, MasterOptions* o) {
   f->AddDuration("ha_sync_timeout", &o->ha_sync_timeout_ms, 1,
                  "strict mode: how long an acknowledgement waits for a standby before the "
                  "leader drops it from the sync set, ms");
+
+  AddMooncakeSettings(f, MooncakeMasterSettings());
 }
 
 bool ValidateMasterOptions(const MasterOptions& o, std::string* error) {
@@ -155,6 +167,11 @@ bool ValidateMasterOptions(const MasterOptions& o, std::string* error) {
   } else if (o.ha_lease_ttl_ms < 1000 || o.ha_lease_ttl_ms > 60000 ||
              o.ha_lease_ttl_ms % 1000 != 0 || o.ha_sync_timeout_ms <= 0) {
     *error = "--ha_lease_ttl must be whole seconds in 1..60 s, --ha_sync_timeout positive";
+  } else if (o.etcd_endpoints.find("https://") != std::string::npos) {
+    *error = "--etcd_endpoints: https:// is not supported (the master speaks plain HTTP to "
+             "etcd's gateway); name http://host:port or host:port";
+  } else if (o.enable_oplog && !o.enable_ha) {
+    *error = "--enable_oplog needs --enable_ha (as Mooncake's)";
   } else if (!ValidName(o.cluster_id)) {
     *error = "--cluster_id must be 1..64 characters of [A-Za-z0-9_.-]";
   } else if (o.oplog_flush_interval_ms <= 0 || o.oplog_flush_interval_ms > 60000) {

@@ -47,6 +47,8 @@ struct MasterOptions {
   bool enable_metric_reporting = true;
   int64_t metrics_report_interval_ms = 60000;
   std::string allocation_strategy = "random";
+  // Mooncake's choice of segment allocator; ours is an offset allocator, the only value.
+  std::string memory_allocator = "offset";
   std::string log_level = "info";
   std::string cluster_key_file;  // "" = no key: loopback peers only (docs/security.md)
   // Memory each listed tenant's objects may take, over all their memory replicas
@@ -78,7 +80,11 @@ struct MasterOptions {
   // High availability (docs/ha.md): masters of one cluster_id campaign through etcd; the
   // leader serves, the standbys follow its operation log and take over when it goes.
   bool enable_ha = false;
-  std::string etcd_endpoints;           // "host:port[,host:port...]"
+  std::string etcd_endpoints;           // "[http://]host:port[,;host:port...]"
+  std::string ha_backend_type = "etcd";  // Mooncake's; etcd is the only one
+  // Mooncake's switch of log replication under HA; ours always replicates through the log,
+  // so it only has to agree with enable_ha.
+  bool enable_oplog = false;
   std::string cluster_id = "mooncake";  // names the election: [A-Za-z0-9_.-], 1..64
   int64_t ha_lease_ttl_ms = 2000;       // the leader's etcd lease; whole seconds, 1..60 s
   // Strict mode: how long an acknowledgement waits for a standby of the sync set before the
