@@ -5,6 +5,7 @@
 #include <sys/socket.h>
 
 #include <event2/buffer.h>
+#include <event2/bufferevent.h>
 #include <event2/event.h>
 #include <event2/http.h>
 #include <event2/keyvalq_struct.h>
@@ -74,8 +75,45 @@ AdminHttpServer::~AdminHttpServer() {
     event_base_loopbreak(base_);
     if (thread_.joinable()) thread_.join();
   }
-  if (http_ != nullptr) evhttp_free(http_);
+  if (http_ != nullptr) evhttp_free(http_);  // its connections' close callbacks release theirs
+  while (!connections_.empty()) Release(connections_.begin()->second.get());
   if (base_ != nullptr) event_base_free(base_);
+}
+
+bufferevent* AdminHttpServer::NewConnection(event_base* base, void* self) {
+  auto* server = static_cast<AdminHttpServer*>(self);
+  bufferevent* bev = bufferevent_socket_new(base, -1, BEV_OPT_CLOSE_ON_FREE);
+  if (bev == nullptr) return nullptr;
+  bufferevent_incref(bev);
+  auto connection = std::make_unique<Connection>();
+  connection->server = server;
+  connection->bev = bev;
+  connection->timer = evtimer_new(base, &AdminHttpServer::OnDeadline, connection.get());
+  timeval deadline{kTimeoutSeconds, 0};
+  evtimer_add(connection->timer, &deadline);
+  server->connections_[bev] = std::move(connection);
+  return bev;
+}
+
+// Shut down, the socket reads as closed: evhttp frees the connection on its next read.
+void AdminHttpServer::OnDeadline(int, short, void* arg) {
+  auto* connection = static_cast<Connection*>(arg);
+  evutil_socket_t fd = bufferevent_getfd(connection->bev);
+  if (fd >= 0) shutdown(fd, SHUT_RDWR);
+  connection->server->Release(connection);
+}
+
+void AdminHttpServer::OnClosed(evhttp_connection*, void* arg) {
+  auto* connection = static_cast<Connection*>(arg);
+  connection->server->Release(connection);
+}
+
+void AdminHttpServer::Release(Connection* connection) {
+  if (connection->evcon != nullptr) evhttp_connection_set_closecb(connection->evcon, nullptr, nullptr);
+  event_free(connection->timer);
+  bufferevent* bev = connection->bev;
+  connections_.erase(bev);  // deletes connection
+  bufferevent_decref(bev);
 }
 
 void AdminHttpServer::Handle(const std::string& path, Handler handler) {
@@ -95,6 +133,7 @@ bool AdminHttpServer::Start(const std::string& address, int port, std::string* e
   evhttp_set_timeout(http_, kTimeoutSeconds);
   evhttp_set_allowed_methods(http_, EVHTTP_REQ_GET | EVHTTP_REQ_HEAD | EVHTTP_REQ_POST);
   evhttp_set_gencb(http_, &AdminHttpServer::OnRequest, this);
+  evhttp_set_bevcb(http_, &AdminHttpServer::NewConnection, this);
   evhttp_bound_socket* bound =
       evhttp_bind_socket_with_handle(http_, address.c_str(), static_cast<ev_uint16_t>(port));
   if (bound == nullptr) {
@@ -126,6 +165,17 @@ void AdminHttpServer::Serve(evhttp_request* raw) {
 
   evhttp_connection* connection = evhttp_request_get_connection(raw);
   if (connection != nullptr) {
+    // A request served: the connection has kTimeoutSeconds again, for its reply and the next.
+    auto it = connections_.find(evhttp_connection_get_bufferevent(connection));
+    if (it != connections_.end()) {
+      Connection* deadline = it->second.get();
+      if (deadline->evcon == nullptr) {
+        deadline->evcon = connection;
+        evhttp_connection_set_closecb(connection, &AdminHttpServer::OnClosed, deadline);
+      }
+      timeval again{kTimeoutSeconds, 0};
+      evtimer_add(deadline->timer, &again);
+    }
     char* peer = nullptr;
     ev_uint16_t peer_port = 0;
     evhttp_connection_get_peer(connection, &peer, &peer_port);
@@ -188,7 +238,12 @@ void AdminHttpServer::Serve(evhttp_request* raw) {
     evhttp_add_header(headers, name.c_str(), value.c_str());
   }
   evbuffer* out = evbuffer_new();
-  evbuffer_add(out, response.body.data(), response.body.size());
+  if (request.method == "HEAD") {
+    // The headers a GET would have, without the body (evhttp would send it).
+    evhttp_add_header(headers, "Content-Length", std::to_string(response.body.size()).c_str());
+  } else {
+    evbuffer_add(out, response.body.data(), response.body.size());
+  }
   evhttp_send_reply(raw, response.status, nullptr, out);
   evbuffer_free(out);
 }

@@ -8,7 +8,10 @@
 // and a timer, never a Thrift or Unix-socket thread. Limits: request headers
 // kMaxHeaderBytes and bodies kMaxBodyBytes (larger: refused and the connection closed), a
 // request not read completely or a connection idle for kTimeoutSeconds is closed, methods
-// GET, HEAD and POST only (others: 501).
+// GET, HEAD and POST only (others: 501). evhttp's own timeout restarts with every byte
+// read, so a request trickled a byte at a time would never reach it: each connection also
+// has a deadline of its own, kTimeoutSeconds from its accept and again from each request
+// served, at which it is shut down whatever it is doing.
 //
 // Handlers run on the server's thread, one at a time: they must answer promptly (take
 // what they need under the owner's locks and format outside them).
@@ -26,8 +29,11 @@
 #include <utility>
 #include <vector>
 
+struct bufferevent;
+struct event;
 struct event_base;
 struct evhttp;
+struct evhttp_connection;
 struct evhttp_request;
 
 namespace mooncake {
@@ -80,8 +86,21 @@ class AdminHttpServer {
   int port() const { return port_; }
 
  private:
+  // A connection's deadline. It holds a reference on the connection's bufferevent, so that
+  // the socket stays this connection's until the deadline is released, even after evhttp
+  // let go of it.
+  struct Connection {
+    AdminHttpServer* server = nullptr;
+    bufferevent* bev = nullptr;
+    event* timer = nullptr;
+    evhttp_connection* evcon = nullptr;  // known once it sent a request
+  };
   static void OnRequest(evhttp_request* request, void* self);
+  static bufferevent* NewConnection(event_base* base, void* self);
+  static void OnDeadline(int fd, short what, void* connection);
+  static void OnClosed(evhttp_connection* evcon, void* connection);
   void Serve(evhttp_request* request);
+  void Release(Connection* connection);
 
   std::string component_;
   std::map<std::string, Handler> routes_;
@@ -89,6 +108,8 @@ class AdminHttpServer {
   evhttp* http_ = nullptr;
   std::thread thread_;
   int port_ = 0;
+  // By bufferevent; touched on the server's thread only (and by the destructor after it).
+  std::map<bufferevent*, std::unique_ptr<Connection>> connections_;
 };
 
 // Routes /log_level on server, shared by every binary: GET answers the level
