@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <cstdio>
 #include <iostream>
 #include <unordered_set>
 
@@ -15,6 +16,13 @@ namespace cli {
 namespace {
 
 using nlohmann::json;
+
+// Every admin command starts here: with an etcd --master no admin URL follows from it.
+bool HaveAdminUrl(const GlobalOptions& g) {
+  if (!g.admin_url.empty()) return true;
+  PrintError("give --admin_url (the master's admin HTTP): --master " + g.master + " names no host");
+  return false;
+}
 
 // GETs url and parses its JSON into *out. kExitOk for a 2xx JSON answer; otherwise prints
 // why (naming what was asked) and returns the exit code.
@@ -68,22 +76,49 @@ std::string Remaining(const json& j, const char* name) {
   return ms > 0 ? HumanMillis(ms) + " left" : "none";
 }
 
-// The stats tree as "a.b.c: value" lines, byte counts in human units as well.
+// j[name], a percentage, as "12.5".
+std::string Percent(const json& j, const char* name) {
+  if (!j.is_object() || !j.contains(name) || !j[name].is_number()) return "-";
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%.1f", j[name].get<double>());
+  return buf;
+}
+
+bool IsByteCount(const std::string& name) {
+  const std::string suffix = "bytes";
+  return name.size() >= suffix.size() &&
+         name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+// The stats tree as "a.b.c: value" lines, byte counts in human units as well. The items of
+// a list are named by their "tenant" field when they have one ("tenants.alice.objects";
+// the default tenant is "(default)"), else by their index.
 void Flatten(const json& j, const std::string& prefix,
              std::vector<std::pair<std::string, std::string>>* lines) {
+  auto child = [&](const std::string& name) { return prefix.empty() ? name : prefix + "." + name; };
   if (j.is_object()) {
-    for (auto it = j.begin(); it != j.end(); ++it) {
-      Flatten(it.value(), prefix.empty() ? it.key() : prefix + "." + it.key(), lines);
+    for (auto it = j.begin(); it != j.end(); ++it) Flatten(it.value(), child(it.key()), lines);
+    return;
+  }
+  if (j.is_array()) {
+    for (size_t i = 0; i < j.size(); ++i) {
+      std::string name = std::to_string(i);
+      if (j[i].is_object() && j[i].contains("tenant") && j[i]["tenant"].is_string()) {
+        name = j[i]["tenant"].get<std::string>();
+        if (name.empty()) name = "(default)";
+        json rest = j[i];
+        rest.erase("tenant");
+        Flatten(rest, child(name), lines);
+      } else {
+        Flatten(j[i], child(name), lines);
+      }
     }
     return;
   }
   std::string value = JsonText(j);
-  const std::string suffix = "_bytes";
-  if (j.is_number_unsigned() || (j.is_number_integer() && j.get<int64_t>() >= 0)) {
-    if (prefix.size() > suffix.size() &&
-        prefix.compare(prefix.size() - suffix.size(), suffix.size(), suffix) == 0) {
-      value += " (" + HumanSize(j.get<uint64_t>()) + ")";
-    }
+  if (IsByteCount(prefix) &&
+      (j.is_number_unsigned() || (j.is_number_integer() && j.get<int64_t>() >= 0))) {
+    value += " (" + HumanSize(j.get<uint64_t>()) + ")";
   }
   lines->emplace_back(prefix, value);
 }
@@ -91,6 +126,7 @@ void Flatten(const json& j, const std::string& prefix,
 }  // namespace
 
 int RunStat(const Invocation& inv) {
+  if (!HaveAdminUrl(inv.global)) return kExitUsage;
   HttpClient http;
   const std::string& key = inv.args[0];
   json j;
@@ -132,6 +168,7 @@ int RunStat(const Invocation& inv) {
 }
 
 int RunList(const Invocation& inv) {
+  if (!HaveAdminUrl(inv.global)) return kExitUsage;
   HttpClient http;
   uint64_t limit = inv.Count("limit", kDefaultListLimit);
   std::string regex = inv.Text("regex");
@@ -179,6 +216,7 @@ int RunList(const Invocation& inv) {
 }
 
 int RunSegments(const Invocation& inv) {
+  if (!HaveAdminUrl(inv.global)) return kExitUsage;
   HttpClient http;
   json j;
   int rc = FetchJson(&http, inv.global.admin_url + "/get_segments_detail", "segments", &j);
@@ -192,7 +230,7 @@ int RunSegments(const Invocation& inv) {
     for (const auto& s : j["segments"]) {
       table.AddRow({Field(s, "segment_name"), Field(s, "segment_id"), Field(s, "kind"),
                     HumanSize(Bytes(s, "size_bytes")), HumanSize(Bytes(s, "used_bytes")),
-                    Field(s, "usage_percent"), Field(s, "status"),
+                    Percent(s, "usage_percent"), Field(s, "status"),
                     s.value("lent_by_client", false) ? "yes" : "no", Field(s, "te_endpoint")});
     }
   }
@@ -201,6 +239,7 @@ int RunSegments(const Invocation& inv) {
 }
 
 int RunStats(const Invocation& inv) {
+  if (!HaveAdminUrl(inv.global)) return kExitUsage;
   HttpClient http;
   json j;
   int rc = FetchJson(&http, inv.global.admin_url + "/stats", "stats", &j);
@@ -216,6 +255,7 @@ int RunStats(const Invocation& inv) {
 }
 
 int RunHealth(const Invocation& inv) {
+  if (!HaveAdminUrl(inv.global)) return kExitUsage;
   HttpClient http;
   struct Endpoint {
     std::string name;
@@ -261,6 +301,7 @@ int RunHealth(const Invocation& inv) {
 }
 
 int RunSnapshotStatus(const Invocation& inv) {
+  if (!HaveAdminUrl(inv.global)) return kExitUsage;
   HttpClient http;
   json j;
   int rc = FetchJson(&http, inv.global.admin_url + "/snapshot", "snapshot status", &j);

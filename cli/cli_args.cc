@@ -3,6 +3,8 @@
 #include <cstdlib>
 #include <sstream>
 
+#include "common/master_address.h"
+
 namespace mooncake {
 namespace cli {
 namespace {
@@ -82,9 +84,13 @@ void ApplyDefaults(GlobalOptions* g) {
     const char* env = std::getenv("MOONCAKE_CLUSTER_KEY_FILE");
     if (env != nullptr) g->cluster_key_file = env;
   }
-  if (g->admin_url.empty()) {
-    std::string host = g->master.substr(0, g->master.rfind(':'));
-    g->admin_url = "http://" + host + ":" + kDefaultAdminPort;
+  // The admin port is on the master's host; with etcd (HA) the leader is not known here,
+  // so the admin commands then need --admin_url (they say so).
+  MasterAddress master;
+  std::string ignored;
+  if (g->admin_url.empty() && ParseMasterAddress(g->master, &master, &ignored) &&
+      !master.via_etcd()) {
+    g->admin_url = "http://" + master.host + ":" + kDefaultAdminPort;
   }
   while (!g->admin_url.empty() && g->admin_url.back() == '/') g->admin_url.pop_back();
   while (!g->daemon_admin_url.empty() && g->daemon_admin_url.back() == '/') {

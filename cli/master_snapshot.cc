@@ -62,12 +62,14 @@ int RunSnapshotTake(const Invocation& inv) {
   using apache::thrift::transport::TFramedTransport;
   using apache::thrift::transport::TSocket;
   const GlobalOptions& g = inv.global;
-  std::string host;
-  int port = 0;
-  if (!SplitHostPort(g.master, &host, &port)) {
-    PrintError("--master \"" + g.master + "\" is not HOST:PORT");
+  MasterAddress master;
+  std::string why;
+  if (!ParseMasterAddress(g.master, &master, &why) || master.via_etcd()) {
+    PrintError("snapshot needs --master HOST:PORT of the leader, not \"" + g.master + "\"");
     return kExitUsage;
   }
+  const std::string& host = master.host;
+  const int port = master.port;
   // Thrift prints its own line for a refused connection; the CLI says it once, its way.
   apache::thrift::GlobalOutput.setOutputFunction([](const char*) {});
   ClusterKey key;

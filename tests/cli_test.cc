@@ -151,8 +151,11 @@ void test_put_get_round_trip(void** state) {
   const std::string value = RandomBytes((6u << 20) + 12345, 1);
   const std::string in = g_dir + "/value.bin";
   WriteFile(in, value);
-  CliRun put = RunCli({"put", "rt/file", in});
+  // --progress: the line goes to stderr (a file here), ending with the total and the rate.
+  CliRun put = RunCli({"--progress", "put", "rt/file", in});
   assert_int_equal(put.exit_code, 0);
+  assert_true(std::regex_search(put.err, std::regex("put rt/file  6.0 MiB in [0-9.]+ m?s  ")));
+  assert_true(put.out == "stored rt/file (6.0 MiB)\n");
   const std::string out = g_dir + "/value.out";
   assert_int_equal(RunCli({"get", "rt/file", out}).exit_code, 0);
   assert_true(ReadFile(out) == value);
