@@ -1,5 +1,9 @@
-// Minimal leveled logging to stderr: "2026-11-29 10:27:54.123 I [tid] file:line message".
-// stderr because every binary runs under systemd, where journald collects it.
+// Minimal leveled logging to stderr, one line per event:
+//   "2026-11-29 10:27:54.123 I master [tid] snapshotter.cc:185 message"
+// the level letter (D I W E), the component (the process: master, daemon, libmc, or the
+// program's name when none was set), the thread, and the source file, which names the
+// subsystem. stderr because every binary runs under systemd, where journald collects it.
+// The level is set by --log_level and at run time by POST /log_level (common/admin_http.h).
 #ifndef MOONCAKE_COMMON_LOGGING_H_
 #define MOONCAKE_COMMON_LOGGING_H_
 
@@ -8,6 +12,9 @@
 namespace mooncake {
 
 enum class LogLevel { kDebug = 0, kInfo = 1, kWarning = 2, kError = 3 };
+
+// Names the component in every line; call first thing in main() (a static string).
+void SetLogComponent(const char* component);
 
 void SetLogLevel(LogLevel level);
 LogLevel GetLogLevel();

@@ -40,6 +40,7 @@
 #include "common/rpc_logging.h"
 #include "common/text.h"
 #include "common/units.h"
+#include "common/version.h"
 #include "daemon/cache_invalidator.h"
 #include "daemon/daemon_admin.h"
 #include "daemon/daemon_options.h"
@@ -179,6 +180,7 @@ std::string MachineHostname() {
 
 int main(int argc, char** argv) {
   using namespace mooncake;
+  SetLogComponent("daemon");
   DaemonOptions options;
   FlagSet flags("mooncaked",
                 "The Mooncake Store daemon: lends this host's memory to the pool and serves "
@@ -396,9 +398,10 @@ int main(int argc, char** argv) {
   server.SetLocalAccess(std::move(access));
   server.Start();
   membership.StartHeartbeat();
-  MC_LOG_INFO("mooncaked %s serving %s (master %s, %zu workers, read cache %s, transfers "
-              "over %s%s)",
-              name.c_str(), options.socket.c_str(), options.master.c_str(), workers,
+  MC_LOG_INFO("mooncaked %s (%s) serving %s (master %s, %zu workers, read cache %s, "
+              "transfers over %s%s)",
+              MooncakeVersion(), name.c_str(), options.socket.c_str(), options.master.c_str(),
+              workers,
               options.read_cache ? "on" : "off", engine->protocol(),
               options.checksum ? ", checksums" : "");
 

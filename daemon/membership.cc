@@ -220,6 +220,10 @@ ErrorCode Membership::Unmount(int64_t segment_id) {
   }
   // Transfers still running against it fail, and their readers move to another replica.
   engine_->UnregisterMemory(gone->base());
+  if (code == ErrorCode::OK) {  // a refusal was logged above
+    MC_LOG_INFO("unmounted segment %lld: %llu bytes", static_cast<long long>(segment_id),
+                static_cast<unsigned long long>(gone->size()));
+  }
   return code;
 }
 

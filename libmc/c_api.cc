@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "common/error_code.h"
+#include "common/logging.h"
 #include "common/tenant_key.h"
 #include "common/units.h"
 #include "include/mooncake_store.h"
@@ -28,6 +29,10 @@ namespace {
 constexpr int kInternal = MOONCAKE_STORE_INTERNAL_ERROR;
 constexpr int kInvalidParams = MOONCAKE_STORE_INVALID_PARAMS;
 constexpr const char* kDefaultSocket = "/run/mooncake/mooncaked.sock";
+
+// The library's lines in an application's stderr name it rather than the application (the
+// library has its own copy of the logging state: mc_common is linked in, hidden).
+const bool kLogComponentSet = (mooncake::SetLogComponent("libmc"), true);
 
 StoreClient* AsClient(mooncake_store_t store) { return static_cast<StoreClient*>(store); }
 

@@ -37,6 +37,7 @@
 #include "common/logging.h"
 #include "common/process_setup.h"
 #include "common/rpc_logging.h"
+#include "common/version.h"
 #include "master/authenticated_processor.h"
 #include "master/durability.h"
 #include "master/ha_master.h"
@@ -71,6 +72,7 @@ class ListenLogger : public TServerEventHandler {
 }  // namespace
 
 int main(int argc, char** argv) {
+  mooncake::SetLogComponent("master");
   mooncake::MasterOptions options;
   mooncake::FlagSet flags("mooncake-master",
                           "The Mooncake Store master: metadata, allocation, leases, eviction.");
@@ -87,6 +89,8 @@ int main(int argc, char** argv) {
   if (options.rpc_thread_num == 0) {
     options.rpc_thread_num = std::max(8u, std::thread::hardware_concurrency());
   }
+  MC_LOG_INFO("mooncake-master %s starting: %s", mooncake::MooncakeVersion(),
+              mooncake::DescribeMasterOptions(options).c_str());
 
   std::shared_ptr<const mooncake::ClusterKey> cluster_key;
   if (!mooncake::LoadClusterKeyForProcess(options.cluster_key_file, &cluster_key)) return 2;
@@ -215,5 +219,6 @@ int main(int argc, char** argv) {
     ha.reset();  // stops the election and the follower, which use the log
   }
   durability.reset();  // the last records reach the disk before we exit
+  MC_LOG_INFO("mooncake-master stopped (exit status %d)", rc);
   return rc;
 }

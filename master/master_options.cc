@@ -1,5 +1,7 @@
 #include "master/master_options.h"
 
+#include <cstdio>
+
 #include "common/mooncake_compat.h"
 #include "common/text.h"
 #include "master/tenant_usage.h"
@@ -185,6 +187,26 @@ bool ValidateMasterOptions(const MasterOptions& o, std::string* error) {
     return true;
   }
   return false;
+}
+
+std::string DescribeMasterOptions(const MasterOptions& o) {
+  char line[1024];
+  std::snprintf(
+      line, sizeof(line),
+      "rpc_address=%s rpc_port=%lld rpc_thread_num=%lld metrics_port=%lld cluster_id=%s "
+      "default_kv_lease_ttl=%lldms default_kv_soft_pin_ttl=%lldms client_live_ttl_sec=%lld "
+      "eviction_high_watermark_ratio=%g eviction_ratio=%g allocation_strategy=%s "
+      "enable_offload=%d enable_snapshot=%d oplog_mode=%s enable_ha=%d cluster_key=%s",
+      o.rpc_address.empty() ? "(this host's)" : o.rpc_address.c_str(),
+      static_cast<long long>(o.rpc_port), static_cast<long long>(o.rpc_thread_num),
+      static_cast<long long>(o.metrics_port), o.cluster_id.c_str(),
+      static_cast<long long>(o.default_kv_lease_ttl_ms),
+      static_cast<long long>(o.default_kv_soft_pin_ttl_ms),
+      static_cast<long long>(o.client_live_ttl_ms / 1000), o.eviction_high_watermark_ratio,
+      o.eviction_ratio, o.allocation_strategy.c_str(), o.enable_offload, o.enable_snapshot,
+      o.enable_snapshot ? o.oplog_mode.c_str() : "off", o.enable_ha,
+      o.cluster_key_file.empty() ? "none" : "file");
+  return line;
 }
 
 }  // namespace mooncake

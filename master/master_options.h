@@ -112,6 +112,10 @@ void RegisterMasterFlags(FlagSet* flags, MasterOptions* options);
 // *error naming the flag.
 bool ValidateMasterOptions(const MasterOptions& options, std::string* error);
 
+// The settings an operator checks first, as "name=value ..." on one line: the start line
+// of the master's log.
+std::string DescribeMasterOptions(const MasterOptions& options);
+
 }  // namespace mooncake
 
 #endif  // MOONCAKE_MASTER_MASTER_OPTIONS_H_
