@@ -29,13 +29,13 @@
 // is global on the hot path. Lock order: state gate (shared) → membership → eviction
 // (evict_mu_, one round at a time) → shard → segment registry → segment → deferred frees;
 // the daemon registry's lock is a leaf.
-// Every public call but Sync, RemoveByRegex and RemoveAll holds the state gate shared for
-// its duration (master/state_gate.h): a snapshot takes it exclusively to fork, a drain as a
+// Every public call but Sync, RemoveByRegex, RemoveAll and ListKeys holds the state gate
+// shared for its duration (master/state_gate.h): a snapshot takes it exclusively to fork, a drain as a
 // barrier after marking its segment (DrainSegment holds no shared guard then). A walk over
 // every object (removal by pattern, RemoveAll, dropping a segment's replicas, revoking a
 // writer's puts, eviction) holds a shard's lock for a slice of kScanSlice slots at a time
-// (ScanShard), so requests and the upkeep never wait long for one; RemoveByRegex and
-// RemoveAll take the gate per slice too, and RemoveByRegex runs the pattern with no lock
+// (ScanShard), so requests and the upkeep never wait long for one; RemoveByRegex,
+// RemoveAll and ListKeys take the gate per slice too, and run their patterns with no lock
 // held at all.
 //
 // Liveness: a daemon silent for client_live_ttl is not dropped at once: its segments are
