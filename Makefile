@@ -10,6 +10,7 @@ FUZZ_SMOKE_SECONDS ?= 5
 BUILD_TYPE ?= RelWithDebInfo
 JOBS      ?= $(shell nproc)
 CTEST_ARGS ?= --output-on-failure
+PREFIX    ?= /usr/local
 
 .PHONY: all build deps test asan fuzz fuzz-smoke fuzz-seeds demo bench clean install
 
@@ -57,8 +58,11 @@ bench: build
 	$(BUILD_DIR)/bench/ssd_bench
 	$(BUILD_DIR)/bench/failover_bench --build_dir $(BUILD_DIR)
 
+# Installs under PREFIX (binaries, library, header, pkg-config and CMake files, systemd
+# units, sysusers, example configs, docs); DESTDIR is put in front of every path, for
+# packaging (docs/operations.md, "Install").
 install: build
-	cmake --install $(BUILD_DIR)
+	DESTDIR="$(DESTDIR)" cmake --install $(BUILD_DIR) --prefix $(PREFIX)
 
 clean:
 	rm -rf $(BUILD_DIR) $(ASAN_DIR) $(FUZZ_DIR)

@@ -67,7 +67,7 @@ const std::vector<MooncakeSetting>& MooncakeMasterSettings() {
       {"oplog_poll_interval_ms", kIgnored, "standbys are streamed the log, they do not poll"},
       {"oplog_batch_max_entries", kIgnored, "the log is batched by --oplog_flush_interval"},
       {"batch_oplog_retry_timeout_sec", kIgnored,
-       "a standby retries its leader until it is deposed (docs/ha.md)"},
+       "a standby follows its leader until another is elected (docs/ha.md)"},
       {"root_fs_dir", kIgnored, kNoSharedFs},
       {"global_file_segment_size", kIgnored, kNoSharedFs},
       {"enable_disk_eviction", kIgnored, kNoSharedFs},
