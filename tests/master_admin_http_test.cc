@@ -2,13 +2,14 @@
 // answers its documented shape; /query_key takes no lease; /get_all_keys pages through
 // every key exactly once and honours limit and regex; promtool accepts the real /metrics;
 // and hostile HTTP (huge headers, bad paths, 200 connections held open and trickled)
-// never stalls the Thrift service.
+// never stalls the Thrift service; with HA, a standby answers 503 -1600 on the data endpoints.
 #include <arpa/inet.h>
 #include <curl/curl.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <thrift/protocol/TBinaryProtocol.h>
 #include <thrift/transport/TBufferTransports.h>
@@ -35,6 +36,7 @@
 #include "common/error_code.h"
 #include "common/tenant_key.h"
 #include "tests/cmocka_cpp.h"
+#include "tests/etcd_process.h"
 #include "tests/process_harness.h"
 
 using apache::thrift::protocol::TBinaryProtocol;
@@ -627,6 +629,66 @@ void test_hostile_http_never_stalls_thrift(void** state) {
   assert_int_equal(Http(f->http_port, "/health").status, 200);
 }
 
+// With HA: a standby answers /health, /role and /metrics, and 503 -1600 on the data
+// endpoints; /health names the leader once the standby has seen it.
+void test_standby_answers_503(void**) {
+  const std::string dir = harness::MakeTempDir("mc-master-admin-ha-");
+  mooncake::testing::EtcdProcess etcd;
+  assert_int_equal(mkdir((dir + "/etcd").c_str(), 0700), 0);
+  assert_true(etcd.Start(dir + "/etcd"));
+  harness::ChildProcess masters[2];
+  int rpc_ports[2], http_ports[2];
+  for (int i = 0; i < 2; ++i) {
+    const std::string own = dir + "/m" + std::to_string(i);
+    rpc_ports[i] = harness::FreeTcpPort();
+    assert_true(harness::StartMasterOnPort(
+        &masters[i], rpc_ports[i], own + ".log",
+        {"--enable_ha", "--etcd_endpoints", etcd.endpoint(), "--cluster_id", "admin",
+         "--enable_snapshot", "--snapshot_dir", own, "--oplog_mode", "relaxed"}));
+    http_ports[i] = AdminPortFromLog(own + ".log");
+    assert_true(http_ports[i] > 0);
+  }
+  // One leads (elected), the other stands by and has learnt who leads.
+  int leader = -1;
+  json standby_health;
+  for (auto deadline = Clock::now() + std::chrono::seconds(20); Clock::now() < deadline;) {
+    json h0 = Json(Http(http_ports[0], "/health"));
+    json h1 = Json(Http(http_ports[1], "/health"));
+    if (h0["role"] == "leader" && h1["role"] == "standby") leader = 0;
+    if (h1["role"] == "leader" && h0["role"] == "standby") leader = 1;
+    if (leader >= 0) {
+      standby_health = leader == 0 ? h1 : h0;
+      if (!standby_health["leader_address"].get<std::string>().empty()) break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  assert_true(leader >= 0);
+  const int standby = 1 - leader;
+  assert_true(standby_health["ha_enabled"] == true);
+  assert_true(standby_health["service_ready"] == false);
+  assert_string_equal(standby_health["leader_address"].get<std::string>().c_str(),
+                      ("127.0.0.1:" + std::to_string(rpc_ports[leader])).c_str());
+  json leader_health = Json(Http(http_ports[leader], "/health"));
+  assert_true(leader_health["service_ready"] == true);
+  assert_true(leader_health["term"].get<int64_t>() > 0);
+
+  assert_string_equal(Http(http_ports[standby], "/role").body.c_str(), "standby");
+  Answer metrics = Http(http_ports[standby], "/metrics");
+  assert_int_equal(metrics.status, 200);
+  assert_non_null(std::strstr(metrics.body.c_str(), "master_role{role=\"standby\"} 1\n"));
+  assert_int_equal(Http(http_ports[standby], "/metrics/summary").status, 200);
+  assert_int_equal(Http(http_ports[standby], "/log_level").status, 200);
+  for (const char* target : {"/get_all_segments", "/get_segments_detail", "/query_key?key=a",
+                             "/batch_query_keys?keys=a", "/get_all_keys", "/stats", "/snapshot"}) {
+    AssertError(Http(http_ports[standby], target), 503, ToInt(ErrorCode::NOT_LEADER));
+    assert_int_equal(Http(http_ports[leader], target).status,
+                     std::string(target).find("query_key?") != std::string::npos ? 404 : 200);
+  }
+  for (auto& m : masters) m.Stop(SIGTERM, 10000);
+  etcd.Stop();
+  if (getenv("MC_KEEP_TEST_DIR") == nullptr) harness::RemoveTree(dir);
+}
+
 }  // namespace
 
 int main() {
@@ -642,6 +704,10 @@ int main() {
       cmocka_unit_test(test_hostile_http_never_stalls_thrift),
   };
   int rc = cmocka_run_group_tests(tests, Setup, Teardown);
+  const struct CMUnitTest ha_tests[] = {
+      cmocka_unit_test(test_standby_answers_503),
+  };
+  rc |= cmocka_run_group_tests(ha_tests, nullptr, nullptr);
   curl_global_cleanup();
   return rc;
 }
