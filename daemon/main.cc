@@ -398,9 +398,9 @@ int main(int argc, char** argv) {
   server.SetLocalAccess(std::move(access));
   server.Start();
   membership.StartHeartbeat();
-  MC_LOG_INFO("mooncaked %s (%s) serving %s (master %s, %zu workers, read cache %s, "
+  MC_LOG_INFO("mooncaked %s serving %s (version %s, master %s, %zu workers, read cache %s, "
               "transfers over %s%s)",
-              MooncakeVersion(), name.c_str(), options.socket.c_str(), options.master.c_str(),
+              name.c_str(), options.socket.c_str(), MooncakeVersion(), options.master.c_str(),
               workers,
               options.read_cache ? "on" : "off", engine->protocol(),
               options.checksum ? ", checksums" : "");
