@@ -87,6 +87,10 @@ class ClientConnection : public std::enable_shared_from_this<ClientConnection> {
   // tenant_scope.h). Set once at HELLO, before any other request of the connection is read.
   void set_tenant(std::string tenant) { tenant_ = std::move(tenant); }
   const std::string& tenant() const { return tenant_; }
+  // Set once HELLO has been answered OK (on the loop thread, before any other request of
+  // the connection runs, as tenant_): the teardown then counts one client less.
+  void set_greeted() { greeted_ = true; }
+  bool greeted() const { return greeted_; }
 
   // ---- handshake and pool ----
   // Maps the pool passed at HELLO: a memfd sealed against shrinking and growing, of
@@ -205,6 +209,7 @@ class ClientConnection : public std::enable_shared_from_this<ClientConnection> {
   uid_t peer_uid_ = static_cast<uid_t>(-1);
   gid_t peer_gid_ = static_cast<gid_t>(-1);
   std::string tenant_;  // set once at HELLO, like pool_
+  bool greeted_ = false;  // set once at HELLO, like pool_
 
   char* pool_ = nullptr;  // set once at HELLO, before any other request runs
   uint64_t pool_size_ = 0;

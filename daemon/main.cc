@@ -5,7 +5,8 @@
 // find the master (a fixed address, or the leader etcd names, followed from then on);
 // register with the master (retrying with back-off); serve the transfer port; create and
 // mount the global segment, then the SSD tier's segment (which starts its reconciliation
-// and the offloader); serve the Unix socket; heartbeat.
+// and the offloader); serve the Unix socket; heartbeat; serve the admin HTTP port
+// (--metrics_port: /metrics, /health; daemon/daemon_admin.h).
 // SIGTERM/SIGINT: with --drain_on_shutdown, first move the global segment's objects to
 // other segments while still serving; then stop accepting, let running requests finish
 // (bounded), revoke what is unfinished, stop the offloader (its round ends first), unmount
@@ -41,6 +42,7 @@
 #include "common/units.h"
 #include "common/version.h"
 #include "daemon/cache_invalidator.h"
+#include "daemon/daemon_admin.h"
 #include "daemon/daemon_options.h"
 #include "daemon/descriptor_limit.h"
 #include "daemon/local_access.h"
@@ -403,7 +405,28 @@ int main(int argc, char** argv) {
               options.read_cache ? "on" : "off", engine->protocol(),
               options.checksum ? ", checksums" : "");
 
-  {
+  // The admin HTTP port, once everything it reports on is up. One that cannot be bound
+  // stops the daemon (exit 1) by the ordinary shutdown: an operator must notice.
+  int exit_code = 0;
+  std::unique_ptr<DaemonAdmin> admin;
+  if (options.metrics_port >= 0) {
+    DaemonAdmin::Sources sources;
+    sources.master = &master;
+    sources.membership = &membership;
+    sources.service = &service;
+    sources.ssd = ssd.get();
+    sources.offloader = offloader.get();
+    admin = std::make_unique<DaemonAdmin>(sources);
+    const std::string admin_host =
+        options.metrics_host.empty() ? FormatIp(reinterpret_cast<const sockaddr*>(&bind_address))
+                                     : options.metrics_host;
+    if (!admin->Start(admin_host, static_cast<int>(options.metrics_port), &error)) {
+      MC_LOG_ERROR("daemon: %s (--metrics_port, --metrics_host)", error.c_str());
+      exit_code = 1;
+    }
+  }
+
+  if (exit_code == 0) {
     std::unique_lock<std::mutex> lock(stop_mu);
     stop_cv.wait(lock, [&] { return stop.load(); });
   }
@@ -412,7 +435,7 @@ int main(int argc, char** argv) {
   // it until each object has moved, heartbeats go on. Then nothing is drained any more:
   // the segments clients lent go with the daemon (their objects too), and the shutdown
   // waits for no copy.
-  if (options.drain_on_shutdown && options.global_segment_size > 0) {
+  if (exit_code == 0 && options.drain_on_shutdown && options.global_segment_size > 0) {
     MC_LOG_INFO("draining the global segment before stopping (--drain_on_shutdown)");
     drainer.DrainAndUnmount(global_segment_id);
   }
@@ -424,6 +447,7 @@ int main(int argc, char** argv) {
   membership.StopHeartbeat();
   membership.UnmountAll();
   transfer_server.Stop();
+  admin.reset();
   MC_LOG_INFO("mooncaked stopped");
-  return 0;
+  return exit_code;
 }

@@ -220,6 +220,13 @@ MasterClient::Attempt MasterClient::Try(const Rpc& fn, std::string* error) {
 }
 
 ErrorCode MasterClient::Call(const Rpc& fn, Repeat repeat, bool* repeated) {
+  calls_.fetch_add(1, std::memory_order_relaxed);
+  ErrorCode code = CallWithFailover(fn, repeat, repeated);
+  if (code != ErrorCode::OK) failed_calls_.fetch_add(1, std::memory_order_relaxed);
+  return code;
+}
+
+ErrorCode MasterClient::CallWithFailover(const Rpc& fn, Repeat repeat, bool* repeated) {
   if (repeated != nullptr) *repeated = false;
   std::string error;
   Attempt attempt = Try(fn, &error);

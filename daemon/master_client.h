@@ -41,6 +41,7 @@
 #ifndef MOONCAKE_DAEMON_MASTER_CLIENT_H_
 #define MOONCAKE_DAEMON_MASTER_CLIENT_H_
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -118,6 +119,11 @@ class MasterClient {
 
   // Why the last failed call on this thread failed, for log lines.
   static std::string LastError();
+
+  // Calls since start, and those of them that failed (RPC_FAIL or NOT_LEADER: the master
+  // could not be asked, not an RPC's own refusal), for the daemon's /metrics.
+  uint64_t calls() const { return calls_.load(std::memory_order_relaxed); }
+  uint64_t failed_calls() const { return failed_calls_.load(std::memory_order_relaxed); }
 
   // ---- wrappers ----
   ErrorCode RegisterDaemon(int64_t daemon_id, const std::string& name);
@@ -212,6 +218,8 @@ class MasterClient {
     kNotLeader,    // the master refused it as NOT_LEADER: it did not run
     kMaybeRan,     // the connection broke after sending, or the reply came from a lower term
   };
+  // Call without the counting.
+  ErrorCode CallWithFailover(const Rpc& fn, Repeat repeat, bool* repeated);
   Attempt Try(const Rpc& fn, std::string* error);
   std::unique_ptr<Connection> Checkout(const MasterLeader& leader, std::string* error);
   void Checkin(std::unique_ptr<Connection> conn);
@@ -226,6 +234,9 @@ class MasterClient {
   std::vector<std::unique_ptr<Connection>> idle_;  // guarded by mu_
   size_t open_count_ = 0;                          // checked out + idle; guarded by mu_
   uint64_t generation_ = 0;                        // bumped by DropIdle; guarded by mu_
+
+  std::atomic<uint64_t> calls_{0};
+  std::atomic<uint64_t> failed_calls_{0};
 
   std::mutex handler_mu_;
   std::function<void(const MasterLeader&)> leader_handler_;  // guarded by handler_mu_

@@ -156,6 +156,16 @@ int64_t Membership::disk_segment_id() const {
   return disk_.id;
 }
 
+std::vector<Membership::MountedSegment> Membership::Mounted() const {
+  std::vector<MountedSegment> out;
+  std::shared_lock<std::shared_mutex> lock(segments_mu_);
+  for (const auto& [id, memory] : segments_) {
+    out.push_back({id, memory->size(), lent_.count(id) > 0, false});
+  }
+  if (disk_.id != 0) out.push_back({disk_.id, disk_.size, false, true});
+  return out;
+}
+
 ErrorCode Membership::Mount(std::shared_ptr<SegmentMemory> memory, int64_t* segment_id,
                             bool lent) {
   int64_t id = RandomId();

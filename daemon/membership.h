@@ -116,6 +116,16 @@ class Membership {
   ErrorCode RetireDisk(const DiskSegment& old);
   // The id of the disk segment, 0 while none.
   int64_t disk_segment_id() const;
+
+  // What is mounted now, for /metrics and /health: memory segments (lent: by a client)
+  // and the disk segment (disk: size is the SSD's capacity).
+  struct MountedSegment {
+    int64_t id = 0;
+    uint64_t size = 0;
+    bool lent = false;
+    bool disk = false;
+  };
+  std::vector<MountedSegment> Mounted() const;
   // Runs after every successful (re-)mount of the disk segment, on the thread that mounted
   // it: it must not block (it hands the work to another thread). Set once, before MountDisk.
   void SetAfterDiskMount(std::function<void()> hook) { after_disk_mount_ = std::move(hook); }

@@ -5,6 +5,7 @@
 
 #include "common/crc32c.h"
 #include "common/error_code.h"
+#include "daemon/daemon_metrics.h"
 #include "daemon/disk_reads.h"
 
 namespace mooncake {
@@ -101,7 +102,8 @@ void ReplicaIO::Order(std::vector<ReplicaTarget>* candidates,
   candidates->swap(sorted);
 }
 
-void ReplicaIO::CountServed(const ReplicaTarget& t) {
+void ReplicaIO::CountServed(const ReplicaTarget& t, uint64_t length) {
+  DaemonMetrics::Get().CountBytes(TransferKind::kRead, t.tier(), length);
   if (!t.on_disk()) return;
   std::atomic<uint64_t>& count = t.ssd != nullptr ? disk_reads_local_ : disk_reads_remote_;
   count.fetch_add(1, std::memory_order_relaxed);
@@ -144,6 +146,8 @@ void ReplicaIO::WriteAll(std::vector<ValueSlice>* slices,
         EpochGate::Write admitted(membership_->epoch_gate(), t.master_epoch);
         if (admitted.admitted()) {
           CopyLocal(TransferKind::kWrite, t, s.value_offset, s.pool, s.length);
+          DaemonMetrics::Get().CountBytes(TransferKind::kWrite, ReplicaTier::kLocalMemory,
+                                          s.length);
         } else {
           s.result = ErrorCode::TRANSFER_FAIL;  // reserved by a master we are no longer at
         }
@@ -161,7 +165,12 @@ void ReplicaIO::WriteAll(std::vector<ValueSlice>* slices,
   engine_->Execute(&pointers, deadline);
   for (size_t k = 0; k < ops.size(); ++k) {
     ValueSlice& s = (*slices)[owner[k]];
-    if (ops[k].result != ErrorCode::OK) s.result = ErrorCode::TRANSFER_FAIL;
+    if (ops[k].result != ErrorCode::OK) {
+      s.result = ErrorCode::TRANSFER_FAIL;
+    } else {
+      DaemonMetrics::Get().CountBytes(TransferKind::kWrite, ReplicaTier::kRemoteMemory,
+                                      ops[k].length);
+    }
     if (ops[k].has_crc) s.crc = ops[k].crc;
   }
 }
@@ -221,7 +230,7 @@ void ReplicaIO::ReadAny(std::vector<ValueSlice>* slices, const std::vector<int64
         s.result = ErrorCode::OK;
         s.served = next[i];
         s.served_tier = (*s.targets)[next[i]].tier();
-        CountServed((*s.targets)[next[i]]);
+        CountServed((*s.targets)[next[i]], s.length);
         continue;
       }
       // A checksum mismatch outranks a transfer failure: it is what the reader must hear
@@ -243,18 +252,19 @@ Result<size_t> ReplicaIO::ReadFrom(const std::vector<ReplicaTarget>& candidates,
     const ReplicaTarget& t = candidates[k];
     if (t.local()) {
       CopyLocal(TransferKind::kRead, t, value_offset, pool, length);
+      CountServed(t, length);
       return k;
     }
     if (t.ssd != nullptr) {
       if (ReadDiskReplica(t.ssd, *t.disk, value_offset, pool, length) != ErrorCode::OK) continue;
-      CountServed(t);
+      CountServed(t, length);
       return k;
     }
     TransferOp op = MakeOp(TransferKind::kRead, t, value_offset, pool, length);
     std::vector<TransferOp*> one{&op};
     engine_->Execute(&one, deadline);
     if (op.result == ErrorCode::OK) {
-      CountServed(t);
+      CountServed(t, length);
       return k;
     }
   }

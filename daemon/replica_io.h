@@ -114,8 +114,8 @@ class ReplicaIO {
                            char* pool, uint64_t length);
   static void CopyLocal(TransferKind kind, const ReplicaTarget& t, uint64_t value_offset,
                         char* pool, uint64_t length);
-  // Counts a read served from candidate t.
-  void CountServed(const ReplicaTarget& t);
+  // Counts a read of length bytes served from candidate t (DaemonMetrics too).
+  void CountServed(const ReplicaTarget& t, uint64_t length);
 
   Membership* const membership_;
   TransferEngine* const engine_;

@@ -304,6 +304,11 @@ SsdStats SsdStoreImpl::Stats() const {
   s.write_failures = write_failures_;
   s.corrupt_reads = corrupt_reads_;
   s.syncs = syncs_;
+  s.read_objects = read_objects_;
+  s.read_bytes = read_bytes_;
+  s.read_failures = read_failures_;
+  s.written_objects = written_objects_;
+  s.written_bytes = written_bytes_;
   s.direct_io = direct_;
   return s;
 }
@@ -328,6 +333,12 @@ ErrorCode SsdStoreImpl::Read(const std::string& key, uint64_t offset, char* dest
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (--bucket->readers == 0) changed_.notify_all();
+    if (rc == ErrorCode::OK) {
+      ++read_objects_;
+      read_bytes_ += length;
+    } else if (rc != ErrorCode::CHECKSUM_MISMATCH) {
+      ++read_failures_;
+    }
     if (rc != ErrorCode::CHECKSUM_MISMATCH) return rc;
     ++corrupt_reads_;
     auto it = index_.find(key);

@@ -81,6 +81,11 @@ struct SsdStats {
   uint64_t write_failures = 0;  // objects Write() could not store
   uint64_t corrupt_reads = 0;   // objects Read() found torn or corrupt
   uint64_t syncs = 0;           // rounds of fdatasync that had files to sync
+  uint64_t read_objects = 0;    // Read() calls that succeeded (whole values or chunks)
+  uint64_t read_bytes = 0;      // the bytes they copied out
+  uint64_t read_failures = 0;   // Read() calls that failed at the disk (FILE_READ_FAIL)
+  uint64_t written_objects = 0; // objects Write() stored
+  uint64_t written_bytes = 0;   // their values' bytes
   bool direct_io = false;       // O_DIRECT in use
 };
 

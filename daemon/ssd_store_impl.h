@@ -124,6 +124,11 @@ class SsdStoreImpl final : public SsdStore {
   uint64_t write_failures_ = 0;   // guarded by mu_
   uint64_t corrupt_reads_ = 0;    // guarded by mu_
   uint64_t syncs_ = 0;            // guarded by mu_
+  uint64_t read_objects_ = 0;     // guarded by mu_; Reads that succeeded
+  uint64_t read_bytes_ = 0;       // guarded by mu_; their lengths
+  uint64_t read_failures_ = 0;    // guarded by mu_; Reads that failed at the disk
+  uint64_t written_objects_ = 0;  // guarded by mu_; Write items stored
+  uint64_t written_bytes_ = 0;    // guarded by mu_; their sizes
   uint64_t write_seq_ = 0;        // guarded by mu_; the last Write's ticket
   bool dir_dirty_ = false;        // guarded by mu_; files created or removed since a sync
 

@@ -394,6 +394,14 @@ void SsdStoreImpl::Write(std::vector<WriteItem>* items) {
       if (it != index_.end()) RemoveEntryLocked(it);
     }
   }
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const WriteItem& item : *items) {
+      if (item.result != ErrorCode::OK) continue;
+      ++written_objects_;
+      written_bytes_ += item.object.size;
+    }
+  }
   if (no_space) {
     // The filesystem is fuller than the capacity says: free a bucket for the next writes.
     std::unique_lock<std::mutex> lock(mu_);

@@ -6,6 +6,7 @@
 #include "common/logging.h"
 #include "common/tenant_key.h"
 #include "common/units.h"
+#include "daemon/daemon_metrics.h"
 #include "daemon/tenant_scope.h"
 #include "include/mooncake_store.h"
 
@@ -124,6 +125,8 @@ bool StoreService::Hello(ClientConnection* s, const uds::Message& hello, std::ve
       *why = "HELLO reply could not be sent";
       return false;
     }
+    s->set_greeted();
+    DaemonMetrics::Get().clients()->Add(1);
     return true;
   } else {
     fds.clear();  // AttachPool closed it
@@ -139,6 +142,7 @@ bool StoreService::Run(ClientConnection* s, const uds::Message& request,
                        ErrorCode (StoreService::*handler)(ClientConnection*,
                                                           const typename uds::OpSpec<op>::Args&,
                                                           typename uds::OpSpec<op>::Reply*)) {
+  const int64_t start_ns = MonotonicNanos();
   typename uds::OpSpec<op>::Args in;
   if (!uds::ParseFields(request.args, &in)) return false;
   ScopeKeys(s->tenant(), &in);
@@ -146,6 +150,7 @@ bool StoreService::Run(ClientConnection* s, const uds::Message& request,
   ErrorCode code = (this->*handler)(s, in, &out);
   uds::ReplyFrame reply(request.id, code, out);
   s->Send(&reply);
+  DaemonMetrics::Get().CountRequest(static_cast<int64_t>(op), code, start_ns);
   return true;
 }
 
@@ -175,6 +180,7 @@ ErrorCode StoreService::OnHealth(ClientConnection*, const uds::NoArgs&, uds::Hea
 }
 
 void StoreService::Teardown(ClientConnection* s) {
+  if (s->greeted()) DaemonMetrics::Get().clients()->Add(-1);
   size_t revoked = 0;
   for (const auto& put : s->TakeAllPuts()) {
     std::unique_lock<std::shared_mutex> lock(put->mu);

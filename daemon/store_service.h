@@ -41,6 +41,10 @@
 // Every op of common/uds_ops.h has one handler here, On<Name>: it gets the op's parsed
 // Args (keys already scoped), fills its Reply, and returns the code; Handle sends [id,
 // code, reply].
+//
+// Metrics (daemon/daemon_metrics.h): each request is counted, with its code and latency,
+// where it is dispatched -- Run for the workers' requests, TryInline for the event loop's
+// -- and never in the handlers; the get handlers count the read cache's hits and misses.
 #ifndef MOONCAKE_DAEMON_STORE_SERVICE_H_
 #define MOONCAKE_DAEMON_STORE_SERVICE_H_
 
@@ -111,6 +115,9 @@ class StoreService {
   // unfinished staged puts, ends its staged gets, drains and unmounts its segments (on the
   // calling worker, for as long as the drain takes), unmaps its pool.
   void Teardown(ClientConnection* client);
+
+  // The promoter's figures (daemon/promoter.h), for /metrics.
+  Promoter::Stats promotions() const { return promoter_.stats(); }
 
  private:
   // Parses request's Args for op, runs handler, sends the reply: false when malformed.

@@ -25,6 +25,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "daemon/daemon_metrics.h"
 #include "daemon/store_service.h"
 
 namespace mooncake {
@@ -152,6 +153,9 @@ void StoreService::ReadCached(const std::vector<std::string>& keys,
       std::memcpy(dests[j], e.data(), e.size);
       bool trusted = Clock::now() <= e.deadline && cache_->SameGeneration(generation);
       (*results)[j] = trusted ? static_cast<int64_t>(e.size) : 0;
+      if (trusted) {
+        DaemonMetrics::Get().CountBytes(TransferKind::kRead, ReplicaTier::kLocalMemory, e.size);
+      }
     } else {
       remote.push_back(std::move(e));
       owner.push_back(j);
@@ -188,7 +192,9 @@ ErrorCode StoreService::OnGet(ClientConnection* s, const uds::GetArgs& in, uds::
   std::vector<int64_t> cached;
   ReadCached({in.key}, {dest}, {in.capacity}, &cached);
   int64_t n = cached[0];
+  if (n != 0) DaemonMetrics::Get().CountCacheHit();
   if (n == 0) {
+    DaemonMetrics::Get().CountCacheMiss();
     ListedReads reads;
     reads.tickets.push_back(cache_->Begin(in.key));
     uint64_t generation = cache_->remount_generation();
@@ -230,9 +236,11 @@ ErrorCode StoreService::OnBatchGet(ClientConnection* s, const uds::BatchGetArgs&
   std::vector<size_t> index;
   for (size_t j = 0; j < cached.size(); ++j) {
     if (cached[j] != 0) {
+      DaemonMetrics::Get().CountCacheHit();
       results[wanted_index[j]] = cached[j];
       continue;
     }
+    DaemonMetrics::Get().CountCacheMiss();
     reads.keys.push_back(std::move(wanted.keys[j]));
     reads.dests.push_back(wanted.dests[j]);
     reads.capacities.push_back(wanted.capacities[j]);
@@ -260,11 +268,13 @@ ErrorCode StoreService::OnGetBegin(ClientConnection* s, const uds::KeyArgs& in,
   // Only a local entry: a remote one may have gone stale, and a large value is worth the
   // master round trip that finds its replicas now.
   if (cache_->Lookup(in.key, &cached) && cached.local()) {
+    DaemonMetrics::Get().CountCacheHit();
     // The chunks are bounded by the entry's deadline, which lies inside the lease.
     get->candidates.push_back(std::move(cached.where));
     get->size = cached.size;
     get->deadline = cached.deadline;
   } else {
+    DaemonMetrics::Get().CountCacheMiss();
     Clock::time_point asked_at = Clock::now();
     rpc::ReplicaListResult list;
     code = master_->GetReplicaList(in.key, 0, &list);  // never cached: no holder

@@ -9,6 +9,7 @@
 // blocking; when the socket is full or a worker is writing, a worker writes it instead.
 #include <cstring>
 
+#include "daemon/daemon_metrics.h"
 #include "daemon/store_service.h"
 #include "daemon/tenant_scope.h"
 
@@ -20,20 +21,24 @@ using namespace store_detail;
 namespace {
 
 // Sends the reply now or hands its frame back for a worker.
+// Counts the request (op, started at start_ns) as answered, whoever writes the frame.
 template <class Reply>
-StoreService::Inline Finish(ClientConnection* s, uint64_t id, ErrorCode code, const Reply& reply,
-                            std::string* deferred) {
+StoreService::Inline Finish(ClientConnection* s, const uds::Message& m, int64_t start_ns,
+                            ErrorCode code, const Reply& reply, std::string* deferred) {
+  const uint64_t id = m.id;
   // A frame this small stays on the stack: no allocation on the inline path.
   uds::ReplyFrame frame(id, code, reply);
   const char* data = frame.data();
   switch (s->TrySend(data, frame.size())) {
     case ClientConnection::TrySendResult::kBusy:
       deferred->assign(data, frame.size());
+      DaemonMetrics::Get().CountRequest(m.head, code, start_ns);
       return StoreService::Inline::kDeferred;
     case ClientConnection::TrySendResult::kSent:
     case ClientConnection::TrySendResult::kFailed:  // the client is closed; nothing to do
       break;
   }
+  DaemonMetrics::Get().CountRequest(m.head, code, start_ns);
   return StoreService::Inline::kAnswered;
 }
 
@@ -44,18 +49,21 @@ StoreService::Inline StoreService::TryInline(ClientConnection* s, const uds::Mes
   // Anything that does not parse is left for Handle, which logs it and closes.
   switch (static_cast<Op>(m.head)) {
     case Op::kHostname: {
+      const int64_t start_ns = MonotonicNanos();
       uds::NoArgs in;
       uds::HostnameReply out;
       if (!uds::ParseFields(m.args, &in)) break;
-      return Finish(s, m.id, OnHostname(s, in, &out), out, deferred);
+      return Finish(s, m, start_ns, OnHostname(s, in, &out), out, deferred);
     }
     case Op::kHealth: {
+      const int64_t start_ns = MonotonicNanos();
       uds::NoArgs in;
       uds::HealthReply out;
       if (!uds::ParseFields(m.args, &in)) break;
-      return Finish(s, m.id, OnHealth(s, in, &out), out, deferred);
+      return Finish(s, m, start_ns, OnHealth(s, in, &out), out, deferred);
     }
     case Op::kGet: {
+      const int64_t start_ns = MonotonicNanos();
       uds::GetArgs in;
       if (!cache_->enabled() || !uds::ParseFields(m.args, &in)) break;
       ScopeKeys(s->tenant(), &in);
@@ -63,19 +71,23 @@ StoreService::Inline StoreService::TryInline(ClientConnection* s, const uds::Mes
       if (!ValidKey(in.key) || dest == nullptr) break;
       Result<uint64_t> copied = CopyCached(in.key, dest, in.capacity, kInlineMaxBytes);
       if (copied.ok() && copied.value() == 0) break;
-      return Finish(s, m.id, copied.code(), uds::GetReply{copied.value()}, deferred);
+      DaemonMetrics::Get().CountCacheHit();
+      DaemonMetrics::Get().CountBytes(TransferKind::kRead, ReplicaTier::kLocalMemory,
+                                      copied.ok() ? copied.value() : 0);
+      return Finish(s, m, start_ns, copied.code(), uds::GetReply{copied.value()}, deferred);
     }
     case Op::kExist:
     case Op::kGetSize: {
+      const int64_t start_ns = MonotonicNanos();
       uds::KeyArgs in;
       ReadCache::Entry cached;
       if (!cache_->enabled() || !uds::ParseFields(m.args, &in)) break;
       ScopeKeys(s->tenant(), &in);
       if (!ValidKey(in.key) || !cache_->Lookup(in.key, &cached)) break;
       if (m.head == static_cast<int64_t>(Op::kExist)) {
-        return Finish(s, m.id, ErrorCode::OK, uds::ExistReply{1}, deferred);
+        return Finish(s, m, start_ns, ErrorCode::OK, uds::ExistReply{1}, deferred);
       }
-      return Finish(s, m.id, ErrorCode::OK, uds::SizeReply{cached.size}, deferred);
+      return Finish(s, m, start_ns, ErrorCode::OK, uds::SizeReply{cached.size}, deferred);
     }
     default:
       break;

@@ -1,5 +1,8 @@
 #include "daemon/transfer_engine.h"
 
+#include "common/metrics.h"
+#include "daemon/daemon_metrics.h"
+
 namespace mooncake {
 
 bool ChooseTransport(const std::string& protocol, const std::vector<std::string>& devices_found,
@@ -48,6 +51,15 @@ std::vector<rpc::TransportEndpoint> TransferEngine::DescribeSegment(char* base, 
   return out;
 }
 
+void TransferEngine::CountTransfers(const std::vector<TransferOp*>& ops, bool rdma,
+                                    int64_t start_ns) {
+  const double seconds = static_cast<double>(MonotonicNanos() - start_ns) / 1e9;
+  for (const TransferOp* op : ops) {
+    DaemonMetrics::Get().CountTransfer(op->kind, rdma, op->result == ErrorCode::OK, op->length,
+                                       seconds);
+  }
+}
+
 void TransferEngine::Execute(std::vector<TransferOp*>* ops,
                              std::chrono::steady_clock::time_point deadline) {
   std::vector<TransferOp*> over_tcp, over_rdma;
@@ -57,12 +69,18 @@ void TransferEngine::Execute(std::vector<TransferOp*>* ops,
     (rdma ? over_rdma : over_tcp).push_back(op);
   }
   if (!over_rdma.empty()) {
+    const int64_t start_ns = MonotonicNanos();
     rdma_->Execute(&over_rdma, deadline);
+    CountTransfers(over_rdma, true, start_ns);
     for (TransferOp* op : over_rdma) {
       if (op->result != ErrorCode::OK) over_tcp.push_back(op);  // once more, the slow way
     }
   }
-  if (!over_tcp.empty()) tcp_->Execute(&over_tcp, deadline);
+  if (!over_tcp.empty()) {
+    const int64_t start_ns = MonotonicNanos();
+    tcp_->Execute(&over_tcp, deadline);
+    CountTransfers(over_tcp, false, start_ns);
+  }
   auto until = std::chrono::steady_clock::now() + kSuspectFor;
   for (TransferOp* op : over_tcp) {
     if (op->result == ErrorCode::OK) continue;

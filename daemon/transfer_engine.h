@@ -9,6 +9,10 @@
 // replicas first, so a lost host costs one failed attempt, not one per object (on a real
 // network a dead host means a connect timeout, not a quick refusal), and puts ask the
 // master to place replicas elsewhere.
+//
+// Every transfer is counted (daemon/daemon_metrics.h): by kind, transport and result,
+// with its bytes and the time of the batch it ran in; an RDMA transfer tried again over
+// TCP counts once for each.
 #ifndef MOONCAKE_DAEMON_TRANSFER_ENGINE_H_
 #define MOONCAKE_DAEMON_TRANSFER_ENGINE_H_
 
@@ -67,6 +71,9 @@ class TransferEngine {
   std::vector<std::string> Suspects() const;
 
  private:
+  // Counts ops, run over RDMA or TCP in one batch since start_ns (DaemonMetrics).
+  static void CountTransfers(const std::vector<TransferOp*>& ops, bool rdma, int64_t start_ns);
+
   mutable std::mutex suspects_mu_;
   mutable std::map<std::string, std::chrono::steady_clock::time_point> suspects_;  // name -> until
 

@@ -2,10 +2,11 @@
 # Runs a command against a real cluster on 127.0.0.1: starts mooncake-master and one
 # mooncaked (or --daemons N of them, each its own "host": socket, transfer port, segment),
 # with free ports, a temp dir and a fresh cluster key (MOONCAKE_CLUSTER_KEY_FILE), exports
-# MOONCAKE_SOCKET, MOONCAKE_MASTER and
-# MOONCAKE_HOSTNAME (the first daemon) and MOONCAKE_SOCKET_2.. (the others) for the
-# command, and stops them afterwards. Exits with the command's status. Used by `make demo`
-# and by the binding test suites.
+# MOONCAKE_SOCKET, MOONCAKE_MASTER, MOONCAKE_HOSTNAME (the first daemon), MOONCAKE_SOCKET_2..
+# (the others) and the admin HTTP URLs MOONCAKE_MASTER_ADMIN_URL and MOONCAKE_DAEMON_ADMIN_URL
+# (the first daemon's), and MC_BUILD_DIR (the build tree, as CTest sets it for the C
+# harness) for the command, and stops them afterwards. Exits with the command's
+# status. Used by `make demo` and by the binding test suites.
 #
 #   scripts/with-cluster.sh [--build DIR] [--segment SIZE] [--daemons N] [--master-flag F]...
 #                           [--daemon-flag F]... -- CMD ARGS...
@@ -31,6 +32,7 @@ while [ $# -gt 0 ]; do
 done
 [ $# -gt 0 ] || { echo "with-cluster.sh: no command given" >&2; exit 2; }
 BUILD_DIR=$(cd "$BUILD_DIR" && pwd)
+export MC_BUILD_DIR=$BUILD_DIR
 
 DIR=$(mktemp -d /tmp/mooncake-cluster.XXXXXX)
 PIDS=()
@@ -80,7 +82,21 @@ for i in $(seq 1 "$DAEMONS"); do
     exit 1
   fi
 done
-echo "with-cluster.sh: master $MOONCAKE_MASTER, $DAEMONS daemon(s), the first $MOONCAKE_HOSTNAME at $MOONCAKE_SOCKET" >&2
+# The admin HTTP ports they chose (--metrics_port 0), from the line each logs once bound:
+# MOONCAKE_MASTER_ADMIN_URL and MOONCAKE_DAEMON_ADMIN_URL (the first daemon's), left unset
+# when a process logs none.
+admin_url() {
+  local line
+  line=$(grep -m1 -o "$1: admin HTTP listening on .*" "$2" 2>/dev/null || true)
+  [ -n "$line" ] && echo "http://127.0.0.1:${line##*:}"
+}
+for _ in $(seq 1 50); do
+  grep -q "master: admin HTTP listening on" "$DIR/master.log" 2>/dev/null && break
+  sleep 0.1
+done
+url=$(admin_url master "$DIR/master.log") && export MOONCAKE_MASTER_ADMIN_URL=$url
+url=$(admin_url daemon "$DIR/daemon-1.log") && export MOONCAKE_DAEMON_ADMIN_URL=$url
+echo "with-cluster.sh: master $MOONCAKE_MASTER (admin ${MOONCAKE_MASTER_ADMIN_URL:-none}), $DAEMONS daemon(s), the first $MOONCAKE_HOSTNAME at $MOONCAKE_SOCKET" >&2
 
 set +e
 "$@"
