@@ -103,6 +103,9 @@ class Routes {
           SetHttpError(response, 503, ToInt(ErrorCode::NOT_LEADER),
                        std::string("this master is ") + RoleName(self->sources_) +
                            ": ask the leader");
+          // SGLang's probe reads any non-empty answer as "the master is up" and never looks
+          // at the status: a standby's segment list must look like a leader's with none.
+          if (handler == &Routes::AllSegments) response->body.clear();
           return;
         }
         (self.get()->*handler)(request, response);

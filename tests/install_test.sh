@@ -28,6 +28,7 @@ expected=(bin/mooncake-master bin/mooncaked bin/mooncake_master
   lib/systemd/system/mooncake-master.service lib/systemd/system/mooncaked.service
   lib/sysusers.d/mooncake.conf
   share/doc/mooncake/examples/master.yaml share/doc/mooncake/examples/mooncaked.yaml
+  share/doc/mooncake/examples/prometheus-rules.yml
   share/doc/mooncake/README.md share/doc/mooncake/operations.md)
 [ "$have_cli" = 1 ] && expected+=(bin/mooncake-cli)
 for f in "${expected[@]}"; do

@@ -678,7 +678,11 @@ void test_standby_answers_503(void**) {
   assert_non_null(std::strstr(metrics.body.c_str(), "master_role{role=\"standby\"} 1\n"));
   assert_int_equal(Http(http_ports[standby], "/metrics/summary").status, 200);
   assert_int_equal(Http(http_ports[standby], "/log_level").status, 200);
-  for (const char* target : {"/get_all_segments", "/get_segments_detail", "/query_key?key=a",
+  // SGLang's probe takes any non-empty body for "started": a standby's list is empty.
+  Answer segments = Http(http_ports[standby], "/get_all_segments");
+  assert_int_equal(segments.status, 503);
+  assert_string_equal(segments.body.c_str(), "");
+  for (const char* target : {"/get_segments_detail", "/query_key?key=a",
                              "/batch_query_keys?keys=a", "/get_all_keys", "/stats", "/snapshot"}) {
     AssertError(Http(http_ports[standby], target), 503, ToInt(ErrorCode::NOT_LEADER));
     assert_int_equal(Http(http_ports[leader], target).status,
