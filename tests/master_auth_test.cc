@@ -410,7 +410,7 @@ void test_defaults_meet_at_this_hosts_address(void**) {
                             "--cluster_key_file", harness::ClusterKeyFile()},
                            log));
   assert_true(harness::WaitForUnixSocket(socket, 10000));
-  assert_true(WaitForLogLine(log, "(master " + self + ":50051", 1000));
+  assert_true(WaitForLogLine(log, ", master " + self + ":50051,", 1000));
   assert_int_equal(daemon.Stop(SIGTERM, 10000), 0);
   assert_int_equal(master.Stop(SIGTERM, 10000), 0);
 }
