@@ -31,10 +31,12 @@ extern "C" {
  * between this library and the daemon changes in a way the other side would misread. The
  * library and the daemon compare it at connect time; a mismatch is an error, never silent
  * garbage. 3: puts carry the SSD offload choice (mooncake_store_set_ssd_offload), and the
- * replica descriptor calls exist. Applications built against an older header keep working
- * with this library (no struct or signature changed); the library and the daemon must be
- * of the same version. */
-#define MOONCAKE_STORE_ABI_VERSION 3
+ * replica descriptor calls exist. 4: Mooncake's client API (docs/mooncake-api.md): a sized
+ * put config carrying the soft-pin TTL, ranged reads, segment mounting and replica
+ * clearing. Applications built against an older header keep working with this library (no
+ * struct or signature of an older version changed); the library and the daemon must be of
+ * the same version. */
+#define MOONCAKE_STORE_ABI_VERSION 4
 
 #define MOONCAKE_STORE_MAX_KEY_LEN 4096
 #define MOONCAKE_STORE_MAX_VALUE_SIZE (4ULL << 30)
@@ -329,6 +331,18 @@ int64_t mooncake_store_remove_by_regex(mooncake_store_t store, const char *patte
 /* Removes every complete object of the handle's tenant (without force, leased and
  * hard-pinned ones are kept); returns how many were removed. */
 int64_t mooncake_store_remove_all(mooncake_store_t store, int force);
+
+/* ---- put configuration, version 4 (docs/mooncake-api.md) ------------------------------ */
+
+/* section: put-config */
+
+/* ---- ranged reads (docs/mooncake-api.md) --------------------------------------------- */
+
+/* section: ranges */
+
+/* ---- segments and replica clearing (docs/mooncake-api.md) ---------------------------- */
+
+/* section: segments */
 
 #ifdef __cplusplus
 }

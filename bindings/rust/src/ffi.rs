@@ -38,7 +38,7 @@ pub struct mooncake_replica_desc_t {
 }
 
 /// `MOONCAKE_STORE_ABI_VERSION`.
-pub const MOONCAKE_STORE_ABI_VERSION: u32 = 3;
+pub const MOONCAKE_STORE_ABI_VERSION: u32 = 4;
 /// `MOONCAKE_STORE_MAX_KEY_LEN`.
 pub const MOONCAKE_STORE_MAX_KEY_LEN: usize = 4096;
 /// `MOONCAKE_STORE_MAX_VALUE_SIZE`.
