@@ -149,8 +149,9 @@ bool StoreService::Run(ClientConnection* s, const uds::Message& request,
   typename uds::OpSpec<op>::Reply out;
   ErrorCode code = (this->*handler)(s, in, &out);
   uds::ReplyFrame reply(request.id, code, out);
-  s->Send(&reply);
+  // Counted before the reply leaves: a client holding its answer finds it in /metrics.
   DaemonMetrics::Get().CountRequest(static_cast<int64_t>(op), code, start_ns);
+  s->Send(&reply);
   return true;
 }
 

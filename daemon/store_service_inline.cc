@@ -21,7 +21,8 @@ using namespace store_detail;
 namespace {
 
 // Sends the reply now or hands its frame back for a worker.
-// Counts the request (op, started at start_ns) as answered, whoever writes the frame.
+// Counts the request (op, started at start_ns) before the reply leaves, so that a client
+// that has its answer and then scrapes /metrics finds its request counted.
 template <class Reply>
 StoreService::Inline Finish(ClientConnection* s, const uds::Message& m, int64_t start_ns,
                             ErrorCode code, const Reply& reply, std::string* deferred) {
@@ -29,16 +30,15 @@ StoreService::Inline Finish(ClientConnection* s, const uds::Message& m, int64_t 
   // A frame this small stays on the stack: no allocation on the inline path.
   uds::ReplyFrame frame(id, code, reply);
   const char* data = frame.data();
+  DaemonMetrics::Get().CountRequest(m.head, code, start_ns);
   switch (s->TrySend(data, frame.size())) {
     case ClientConnection::TrySendResult::kBusy:
       deferred->assign(data, frame.size());
-      DaemonMetrics::Get().CountRequest(m.head, code, start_ns);
       return StoreService::Inline::kDeferred;
     case ClientConnection::TrySendResult::kSent:
     case ClientConnection::TrySendResult::kFailed:  // the client is closed; nothing to do
       break;
   }
-  DaemonMetrics::Get().CountRequest(m.head, code, start_ns);
   return StoreService::Inline::kAnswered;
 }
 
