@@ -2,8 +2,6 @@
 // be hostile: routing, the JSON error shapes, HEAD, query decoding, a NUL in the path, a
 // 20 KiB header, a request trickled a byte per 100 ms (closed by the per-connection
 // deadline while other requests are served meanwhile), and /log_level.
-#include <arpa/inet.h>
-#include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -18,24 +16,13 @@
 #include "common/admin_http.h"
 #include "common/logging.h"
 #include "tests/cmocka_cpp.h"
+#include "tests/http_test_util.h"
 
 using namespace mooncake;
+namespace harness = mooncake::testing;
 using Clock = std::chrono::steady_clock;
 
 namespace {
-
-int Connect(int port) {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(static_cast<uint16_t>(port));
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
-    close(fd);
-    return -1;
-  }
-  return fd;
-}
 
 // Reads until the peer closes or timeout_ms pass without data.
 std::string ReadAll(int fd, int timeout_ms) {
@@ -53,7 +40,7 @@ std::string ReadAll(int fd, int timeout_ms) {
 
 // Sends request whole and returns everything the server answers before it closes.
 std::string Exchange(int port, const std::string& request) {
-  int fd = Connect(port);
+  int fd = harness::ConnectLoopback(port);
   if (fd < 0) return "";
   size_t sent = 0;
   while (sent < request.size()) {
@@ -183,7 +170,7 @@ void test_trickled_request_is_closed_by_the_deadline(void** state) {
   std::atomic<bool> answered{false};
   std::atomic<int64_t> closed_after_ms{-1};
   std::thread trickler([&] {
-    int fd = Connect(port);
+    int fd = harness::ConnectLoopback(port);
     if (fd < 0) return;
     const std::string request =
         "GET /a HTTP/1.1\r\nHost: t\r\nX-Slow: " + std::string(400, 's') + "\r\n\r\n";

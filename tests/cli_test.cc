@@ -26,6 +26,7 @@
 #include "mooncake_store.h"
 #include "tests/cluster.h"
 #include "tests/cmocka_cpp.h"
+#include "tests/http_test_util.h"
 #include "tests/process_harness.h"
 
 using nlohmann::json;
@@ -108,15 +109,8 @@ json ParseJson(const std::string& text) {
 
 // The master logs "master: admin HTTP listening on 127.0.0.1:P" once it serves.
 std::string AwaitAdminUrl(const std::string& log_path) {
-  std::regex line("admin HTTP listening on ([0-9.]+):([0-9]+)");
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-  while (std::chrono::steady_clock::now() < deadline) {
-    std::smatch m;
-    std::string log = ReadFile(log_path);
-    if (std::regex_search(log, m, line)) return "http://" + m[1].str() + ":" + m[2].str();
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  return "";
+  int port = mooncake::testing::AdminPortFromLog(log_path, "master", 30000);
+  return port < 0 ? "" : "http://127.0.0.1:" + std::to_string(port);
 }
 
 int Setup(void** state) {

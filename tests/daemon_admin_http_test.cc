@@ -12,7 +12,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
 #include <map>
 #include <sstream>
 #include <string>
@@ -22,6 +21,7 @@
 #include "include/mooncake_store.h"
 #include "tests/cmocka_cpp.h"
 #include "tests/cluster.h"
+#include "tests/http_test_util.h"
 extern "C" {
 #include "tests/cluster_ssd_util.h"
 #include "tests/cluster_test_util.h"
@@ -53,21 +53,9 @@ long HttpGet(int port, const std::string& path, std::string* body) {
 
 // Daemon i's admin port, from its log line "daemon: admin HTTP listening on A:P".
 int AdminPort(const mc_cluster* c, int i) {
-  const std::string needle = "admin HTTP listening on ";
-  auto until = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-  while (std::chrono::steady_clock::now() < until) {
-    std::ifstream log(mc_cluster_log_at(c, i));
-    std::string line;
-    while (std::getline(log, line)) {
-      size_t at = line.find(needle);
-      if (at == std::string::npos) continue;
-      size_t colon = line.rfind(':');
-      if (colon != std::string::npos && colon > at) return std::atoi(line.c_str() + colon + 1);
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  fail_msg("daemon %d logged no admin port (%s)", i, mc_cluster_log_at(c, i));
-  return -1;
+  int port = mooncake::testing::AdminPortFromLog(mc_cluster_log_at(c, i), "daemon", 20000);
+  if (port < 0) fail_msg("daemon %d logged no admin port (%s)", i, mc_cluster_log_at(c, i));
+  return port;
 }
 
 // /metrics as "name{labels}" -> value.

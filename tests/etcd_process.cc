@@ -1,15 +1,12 @@
 #include "tests/etcd_process.h"
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <sys/time.h>
-#include <unistd.h>
 
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <thread>
+
+#include "tests/http_test_util.h"
 
 namespace mooncake {
 namespace testing {
@@ -24,27 +21,8 @@ std::string EtcdBinary() {
 // One GET /health on 127.0.0.1:port within about a second: true when etcd says it is
 // healthy (it answers {"health":"true"} once it has a leader and serves requests).
 bool HealthOnce(int port) {
-  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return false;
-  timeval timeout{1, 0};
-  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof(timeout));
-  setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &timeout, sizeof(timeout));
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(static_cast<uint16_t>(port));
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  std::string answer;
-  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0) {
-    static const char kRequest[] =
-        "GET /health HTTP/1.0\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n";
-    if (write(fd, kRequest, sizeof(kRequest) - 1) == ssize_t(sizeof(kRequest) - 1)) {
-      char buf[1024];
-      ssize_t n;
-      while (answer.size() < 8192 && (n = read(fd, buf, sizeof(buf))) > 0) answer.append(buf, n);
-    }
-  }
-  close(fd);
-  return answer.find("\"health\":\"true\"") != std::string::npos;
+  return HttpGetLoopback(port, "/health", 1000).body.find("\"health\":\"true\"") !=
+         std::string::npos;
 }
 
 }  // namespace

@@ -43,19 +43,30 @@ std::string HeaderValue(const std::string& headers, const std::string& name) {
 
 }  // namespace
 
-HttpAnswer HttpGetLoopback(int port, const std::string& target, int timeout_ms) {
-  HttpAnswer answer;
+int ConnectLoopback(int port, int timeout_ms) {
   int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return answer;
-  timeval timeout{timeout_ms / 1000, (timeout_ms % 1000) * 1000};
-  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof(timeout));
-  setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &timeout, sizeof(timeout));
+  if (fd < 0) return -1;
+  if (timeout_ms > 0) {
+    timeval timeout{timeout_ms / 1000, (timeout_ms % 1000) * 1000};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof(timeout));
+    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &timeout, sizeof(timeout));
+  }
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
   addr.sin_port = htons(static_cast<uint16_t>(port));
   addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
+    close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+HttpAnswer HttpGetLoopback(int port, const std::string& target, int timeout_ms) {
+  HttpAnswer answer;
+  int fd = ConnectLoopback(port, timeout_ms);
   std::string raw;
-  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0) {
+  if (fd >= 0) {
     const std::string request = "GET " + target +
                                 " HTTP/1.0\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n";
     if (write(fd, request.data(), request.size()) == static_cast<ssize_t>(request.size())) {
@@ -65,8 +76,8 @@ HttpAnswer HttpGetLoopback(int port, const std::string& target, int timeout_ms) 
         raw.append(buf, static_cast<size_t>(n));
       }
     }
+    close(fd);
   }
-  close(fd);
   size_t end = raw.find("\r\n\r\n");
   if (raw.compare(0, 5, "HTTP/") != 0 || end == std::string::npos) return answer;
   size_t space = raw.find(' ');

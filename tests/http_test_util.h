@@ -16,6 +16,10 @@ struct HttpAnswer {
   std::string body;
 };
 
+// A TCP connection to 127.0.0.1:port (a blocking socket), or -1. timeout_ms > 0 bounds
+// the connect and every later send and receive on it.
+int ConnectLoopback(int port, int timeout_ms = 0);
+
 // GET target ("/path?query") from 127.0.0.1:port, giving up after timeout_ms (connect,
 // send and every read). The body is capped at 64 MiB.
 HttpAnswer HttpGetLoopback(int port, const std::string& target, int timeout_ms = 5000);

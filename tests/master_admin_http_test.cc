@@ -3,17 +3,13 @@
 // every key exactly once and honours limit and regex; promtool accepts the real /metrics;
 // and hostile HTTP (huge headers, bad paths, 200 connections held open and trickled)
 // never stalls the Thrift service; with HA, a standby answers 503 -1600 on the data endpoints.
-#include <arpa/inet.h>
 #include <curl/curl.h>
-#include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
-#include <thrift/protocol/TBinaryProtocol.h>
 #include <thrift/transport/TBufferTransports.h>
-#include <thrift/transport/TSocket.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -23,7 +19,6 @@
 #include <cstring>
 #include <fstream>
 #include <memory>
-#include <regex>
 #include <set>
 #include <sstream>
 #include <string>
@@ -37,11 +32,9 @@
 #include "common/tenant_key.h"
 #include "tests/cmocka_cpp.h"
 #include "tests/etcd_process.h"
+#include "tests/http_test_util.h"
 #include "tests/process_harness.h"
 
-using apache::thrift::protocol::TBinaryProtocol;
-using apache::thrift::transport::TFramedTransport;
-using apache::thrift::transport::TSocket;
 using mooncake::ErrorCode;
 using mooncake::ToInt;
 using nlohmann::json;
@@ -67,36 +60,10 @@ struct Fixture {
   std::string dir;
   int rpc_port = 0;
   int http_port = 0;
-  std::shared_ptr<TFramedTransport> transport;
+  std::shared_ptr<apache::thrift::transport::TTransport> transport;
   std::unique_ptr<rpc::MasterServiceClient> client;
 };
 
-std::unique_ptr<rpc::MasterServiceClient> Connect(int port,
-                                                  std::shared_ptr<TFramedTransport>* transport) {
-  auto socket = std::make_shared<TSocket>("127.0.0.1", port);
-  socket->setRecvTimeout(5000);
-  *transport = std::make_shared<TFramedTransport>(socket);
-  (*transport)->open();
-  auto client =
-      std::make_unique<rpc::MasterServiceClient>(std::make_shared<TBinaryProtocol>(*transport));
-  if (!harness::AuthenticateMasterClient(client.get(), "")) return nullptr;
-  return client;
-}
-
-// The port of "master: admin HTTP listening on 127.0.0.1:P" in the master's log.
-int AdminPortFromLog(const std::string& log_path) {
-  const std::regex line("master: admin HTTP listening on 127\\.0\\.0\\.1:([0-9]+)");
-  for (auto deadline = Clock::now() + std::chrono::seconds(10); Clock::now() < deadline;) {
-    std::ifstream in(log_path);
-    std::stringstream text;
-    text << in.rdbuf();
-    std::smatch m;
-    std::string s = text.str();
-    if (std::regex_search(s, m, line)) return std::atoi(m[1].str().c_str());
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  return -1;
-}
 
 // ---- an HTTP client (libcurl) --------------------------------------------------------
 
@@ -199,8 +166,10 @@ int Setup(void** state) {
     delete f;
     return -1;
   }
-  f->http_port = AdminPortFromLog(log);
-  f->client = Connect(f->rpc_port, &f->transport);
+  f->http_port = harness::AdminPortFromLog(log, "master");
+  std::string error;
+  f->client = harness::ConnectMasterClient(f->rpc_port, &f->transport, &error);
+  if (!f->client) std::fprintf(stderr, "cannot connect to the master: %s\n", error.c_str());
   if (f->http_port <= 0 || f->client == nullptr) {
     delete f;
     return -1;
@@ -522,22 +491,9 @@ void test_busy_admin_port_exits_1(void** state) {
               std::string::npos);
 }
 
-int RawConnect(int port) {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(static_cast<uint16_t>(port));
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
-    close(fd);
-    return -1;
-  }
-  return fd;
-}
-
 // Sends request, returns the start of the answer (or "" when the server closed).
 std::string RawExchange(int port, const std::string& request) {
-  int fd = RawConnect(port);
+  int fd = harness::ConnectLoopback(port);
   if (fd < 0) return "";
   send(fd, request.data(), request.size(), MSG_NOSIGNAL);
   std::string out;
@@ -556,7 +512,7 @@ void test_hostile_http_never_stalls_thrift(void** state) {
   // 200 connections held open, each with half a request, trickled a byte at a time.
   std::vector<int> slow;
   for (int i = 0; i < 200; ++i) {
-    int fd = RawConnect(f->http_port);
+    int fd = harness::ConnectLoopback(f->http_port);
     assert_true(fd >= 0);
     send(fd, "GET /health HTTP/1.1\r\nX-Slow: ", 30, MSG_NOSIGNAL);
     slow.push_back(fd);
@@ -645,7 +601,7 @@ void test_standby_answers_503(void**) {
         &masters[i], rpc_ports[i], own + ".log",
         {"--enable_ha", "--etcd_endpoints", etcd.endpoint(), "--cluster_id", "admin",
          "--enable_snapshot", "--snapshot_dir", own, "--oplog_mode", "relaxed"}));
-    http_ports[i] = AdminPortFromLog(own + ".log");
+    http_ports[i] = harness::AdminPortFromLog(own + ".log", "master");
     assert_true(http_ports[i] > 0);
   }
   // One leads (elected), the other stands by and has learnt who leads.

@@ -3,9 +3,7 @@
 // change names, a heartbeat timeout that drops a segment, and the exit code for bad flags.
 #include <signal.h>
 #include <sys/wait.h>
-#include <thrift/protocol/TBinaryProtocol.h>
 #include <thrift/transport/TBufferTransports.h>
-#include <thrift/transport/TSocket.h>
 
 #include <chrono>
 #include <cstdio>
@@ -20,9 +18,6 @@
 using apache::thrift::protocol::T_CALL;
 using apache::thrift::protocol::T_I64;
 using apache::thrift::protocol::T_STRING;
-using apache::thrift::protocol::TBinaryProtocol;
-using apache::thrift::transport::TFramedTransport;
-using apache::thrift::transport::TSocket;
 using mooncake::ErrorCode;
 using mooncake::ToInt;
 namespace rpc = mooncake::rpc;
@@ -37,25 +32,10 @@ struct Fixture {
   harness::ChildProcess master;
   std::string dir;
   int port = 0;
-  std::shared_ptr<TFramedTransport> transport;
+  std::shared_ptr<apache::thrift::transport::TTransport> transport;
   std::unique_ptr<rpc::MasterServiceClient> client;
 };
 
-std::unique_ptr<rpc::MasterServiceClient> Connect(int port,
-                                                  std::shared_ptr<TFramedTransport>* transport) {
-  auto socket = std::make_shared<TSocket>("127.0.0.1", port);
-  socket->setRecvTimeout(5000);
-  *transport = std::make_shared<TFramedTransport>(socket);
-  (*transport)->open();
-  auto client =
-      std::make_unique<rpc::MasterServiceClient>(std::make_shared<TBinaryProtocol>(*transport));
-  std::string error;
-  if (!harness::AuthenticateMasterClient(client.get(), "", &error)) {
-    std::fprintf(stderr, "the master refused the harness key: %s\n", error.c_str());
-    return nullptr;
-  }
-  return client;
-}
 
 int Setup(void** state) {
   auto* f = new Fixture;
@@ -68,7 +48,9 @@ int Setup(void** state) {
     delete f;
     return -1;
   }
-  f->client = Connect(f->port, &f->transport);
+  std::string error;
+  f->client = harness::ConnectMasterClient(f->port, &f->transport, &error);
+  if (!f->client) std::fprintf(stderr, "cannot connect to the master: %s\n", error.c_str());
   if (f->client == nullptr) {
     delete f;
     return -1;

@@ -294,6 +294,27 @@ bool AuthenticateMasterClient(rpc::MasterServiceClient* client, const std::strin
   return ok;
 }
 
+std::unique_ptr<rpc::MasterServiceClient> ConnectMasterClient(
+    int port, std::shared_ptr<apache::thrift::transport::TTransport>* transport,
+    std::string* error) {
+  using apache::thrift::protocol::TBinaryProtocol;
+  using apache::thrift::transport::TFramedTransport;
+  using apache::thrift::transport::TSocket;
+  try {
+    auto socket = std::make_shared<TSocket>("127.0.0.1", port);
+    socket->setRecvTimeout(5000);
+    *transport = std::make_shared<TFramedTransport>(socket);
+    (*transport)->open();
+    auto client =
+        std::make_unique<rpc::MasterServiceClient>(std::make_shared<TBinaryProtocol>(*transport));
+    if (!AuthenticateMasterClient(client.get(), "", error)) return nullptr;
+    return client;
+  } catch (const std::exception& e) {
+    if (error != nullptr) *error = e.what();
+    return nullptr;
+  }
+}
+
 bool WithMasterClientKey(int port, const std::string& key_file,
                          const std::function<void(rpc::MasterServiceClient&)>& fn,
                          std::string* error) {

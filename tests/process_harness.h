@@ -6,8 +6,13 @@
 #include <sys/types.h>
 
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
+
+namespace apache::thrift::transport {
+class TTransport;
+}  // namespace apache::thrift::transport
 
 namespace mooncake {
 namespace rpc {
@@ -117,6 +122,14 @@ bool WithMasterClientKey(int port, const std::string& key_file,
 // side's proof fails.
 bool AuthenticateMasterClient(rpc::MasterServiceClient* client, const std::string& key_file,
                               std::string* error = nullptr);
+
+// A connection of the caller's own to the master on 127.0.0.1:port (receive timeout 5 s),
+// authenticated with the harness's key: the client, and in *transport what to close it
+// with. nullptr, with *error (may be null) saying why, when it cannot connect or the
+// handshake fails.
+std::unique_ptr<rpc::MasterServiceClient> ConnectMasterClient(
+    int port, std::shared_ptr<apache::thrift::transport::TTransport>* transport,
+    std::string* error = nullptr);
 
 }  // namespace testing
 }  // namespace mooncake
