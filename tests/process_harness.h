@@ -123,7 +123,8 @@ bool WithMasterClientKey(int port, const std::string& key_file,
 bool AuthenticateMasterClient(rpc::MasterServiceClient* client, const std::string& key_file,
                               std::string* error = nullptr);
 
-// A connection of the caller's own to the master on 127.0.0.1:port (receive timeout 5 s),
+// A connection of the caller's own to the master on 127.0.0.1:port (connect 2 s, send and
+// receive 5 s),
 // authenticated with the harness's key: the client, and in *transport what to close it
 // with. nullptr, with *error (may be null) saying why, when it cannot connect or the
 // handshake fails.
