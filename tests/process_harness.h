@@ -124,10 +124,9 @@ bool AuthenticateMasterClient(rpc::MasterServiceClient* client, const std::strin
                               std::string* error = nullptr);
 
 // A connection of the caller's own to the master on 127.0.0.1:port (connect 2 s, send and
-// receive 5 s),
-// authenticated with the harness's key: the client, and in *transport what to close it
-// with. nullptr, with *error (may be null) saying why, when it cannot connect or the
-// handshake fails.
+// receive 5 s), authenticated with the harness's key: the client, and in *transport what
+// to close it with. nullptr, with *error (may be null) saying why, when it cannot connect
+// or the handshake fails.
 std::unique_ptr<rpc::MasterServiceClient> ConnectMasterClient(
     int port, std::shared_ptr<apache::thrift::transport::TTransport>* transport,
     std::string* error = nullptr);
