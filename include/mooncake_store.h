@@ -33,7 +33,8 @@ extern "C" {
  * garbage. 3: puts carry the SSD offload choice (mooncake_store_set_ssd_offload), and the
  * replica descriptor calls exist. 4: Mooncake's client API (docs/mooncake-api.md): a sized
  * put config carrying the soft-pin TTL, ranged reads, segment mounting and replica
- * clearing. Applications built against an older header keep working with this library (no
+ * clearing; setup's master_server_addr is compared as an endpoint (a HELLO's master is sent
+ * resolved). Applications built against an older header keep working with this library (no
  * struct or signature of an older version changed); the library and the daemon must be of
  * the same version. */
 #define MOONCAKE_STORE_ABI_VERSION 4
