@@ -18,14 +18,14 @@ namespace mooncake_py {
 
 namespace py = pybind11;
 
+// all_buffer_ptrs and all_sizes: lists (per key) of lists of addresses and sizes, read
+// without converting them to std::vectors first (see scatter_gather.cc).
 std::vector<int> BatchPutFromMulti(Store& self, const std::vector<std::string>& keys,
-                                   const std::vector<std::vector<py::object>>& all_buffer_ptrs,
-                                   const std::vector<std::vector<uint64_t>>& all_sizes,
+                                   py::handle all_buffer_ptrs, py::handle all_sizes,
                                    const ReplicateConfig* config);
 
 std::vector<int64_t> BatchGetIntoMulti(Store& self, const std::vector<std::string>& keys,
-                                       const std::vector<std::vector<py::object>>& all_buffer_ptrs,
-                                       const std::vector<std::vector<uint64_t>>& all_sizes,
+                                       py::handle all_buffer_ptrs, py::handle all_sizes,
                                        bool /*prefer_alloc_in_same_node: the daemon places*/);
 
 }  // namespace mooncake_py

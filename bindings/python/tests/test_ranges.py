@@ -224,7 +224,9 @@ def test_get_session_codes(store, key):
 
 def test_only_the_range_moves_locally(store, key):
     v = value_of(20, 4 * MB)
-    assert store.put(key("big"), v) == 0
+    here = mooncake_store.ReplicateConfig()
+    here.preferred_segment = store.get_hostname()  # the replica in the reader's daemon
+    assert store.put(key("big"), v, here) == 0
     dest = store.alloc(64 * KB)
     before = metric("mooncake_transfer_read_bytes_total", tier="local_memory")
     r = store.get_into_ranges([dest], [[key("big")]], [[[0]]], [[[2 * MB]]], [[[64 * KB]]])
