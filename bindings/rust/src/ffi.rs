@@ -37,6 +37,27 @@ pub struct mooncake_replica_desc_t {
     pub location: [c_char; MOONCAKE_STORE_LOCATION_SIZE],
 }
 
+/// `mooncake_range_t`: one fragment of a ranged read.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct mooncake_range_t {
+    pub src_offset: u64,
+    pub length: u64,
+    pub dst_offset: u64,
+}
+
+/// `mooncake_ranged_get_t`: one key of `mooncake_store_batch_get_ranges`.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct mooncake_ranged_get_t {
+    pub key: *const c_char,
+    pub buffer: *mut c_void,
+    pub buffer_size: usize,
+    pub ranges: *const mooncake_range_t,
+    pub range_count: usize,
+    pub results_out: *mut i64,
+}
+
 /// `MOONCAKE_STORE_ABI_VERSION`.
 pub const MOONCAKE_STORE_ABI_VERSION: u32 = 4;
 /// `MOONCAKE_STORE_MAX_KEY_LEN`.
@@ -146,6 +167,15 @@ declare! {
                                                  counts_out: *mut usize,
                                                  results_out: *mut c_int) -> c_int;
     pub fn mooncake_store_set_ssd_offload(store: mooncake_store_t, mode: c_int) -> c_int;
+
+    // ranged reads
+    pub fn mooncake_store_get_ranges(store: mooncake_store_t, key: *const c_char,
+                                     buffer: *mut c_void, buffer_size: usize,
+                                     ranges: *const mooncake_range_t, range_count: usize,
+                                     results_out: *mut i64) -> i64;
+    pub fn mooncake_store_batch_get_ranges(store: mooncake_store_t,
+                                           gets: *const mooncake_ranged_get_t, count: usize,
+                                           results_out: *mut i64) -> c_int;
 }
 
 #[cfg(test)]
@@ -267,6 +297,8 @@ mod tests {
             "mooncake_store_t" => "mooncake_store_t",
             "mooncake_replicate_config_t" => "mooncake_replicate_config_t",
             "mooncake_replica_desc_t" => "mooncake_replica_desc_t",
+            "mooncake_range_t" => "mooncake_range_t",
+            "mooncake_ranged_get_t" => "mooncake_ranged_get_t",
             other => panic!("no C spelling for the Rust type {other}"),
         }
         .to_string()
@@ -429,5 +461,36 @@ mod tests {
         assert_eq!(offset_of!(C, with_hard_pin), size_of::<usize>() + 4);
         assert_eq!(offset_of!(C, preferred_segments), size_of::<usize>() + 8);
         assert_eq!(size_of::<C>(), 3 * size_of::<usize>() + 8);
+    }
+    #[test]
+    fn range_structs_match_the_header() {
+        assert_eq!(
+            struct_fields("mooncake_range"),
+            ["uint64_t src_offset", "uint64_t length", "uint64_t dst_offset"]
+        );
+        assert_eq!(
+            struct_fields("mooncake_ranged_get"),
+            [
+                "const char *key",
+                "void *buffer",
+                "size_t buffer_size",
+                "const mooncake_range_t *ranges",
+                "size_t range_count",
+                "int64_t *results_out",
+            ]
+        );
+        use std::mem::size_of;
+        type R = super::mooncake_range_t;
+        assert_eq!(offset_of!(R, length), 8);
+        assert_eq!(offset_of!(R, dst_offset), 16);
+        assert_eq!(size_of::<R>(), 24);
+        type G = super::mooncake_ranged_get_t;
+        let w = size_of::<usize>();
+        assert_eq!(offset_of!(G, buffer), w);
+        assert_eq!(offset_of!(G, buffer_size), 2 * w);
+        assert_eq!(offset_of!(G, ranges), 3 * w);
+        assert_eq!(offset_of!(G, range_count), 4 * w);
+        assert_eq!(offset_of!(G, results_out), 5 * w);
+        assert_eq!(size_of::<G>(), 6 * w);
     }
 }
