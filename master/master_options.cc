@@ -33,7 +33,7 @@ void RegisterMasterFlags(FlagSet* f, MasterOptions* o) {
   f->AddDuration("default_kv_lease_ttl", &o->default_kv_lease_ttl_ms, 1,
                  "read lease granted by each hit, ms");
   f->AddDuration("default_kv_soft_pin_ttl", &o->default_kv_soft_pin_ttl_ms, 1,
-                 "soft-pin lifetime after the last read, ms");
+                 "soft-pin lifetime from publication when a put asks for none (a fixed deadline), ms");
   f->AddDuration("max_kv_soft_pin_ttl", &o->max_kv_soft_pin_ttl_ms, 1,
                  "upper bound on a soft-pin TTL asked for by a put, ms");
   f->AddDuration("exist_lease_ttl", &o->exist_lease_ttl_ms, 1,
@@ -61,7 +61,7 @@ void RegisterMasterFlags(FlagSet* f, MasterOptions* o) {
             "records of which daemon may cache which object, kept to tell writers whose read "
             "caches to invalidate; past it, a change of an object read meanwhile tells every "
             "daemon");
-  f->AddChoice("allocation_strategy", &o->allocation_strategy, {"random", "free_ratio_first"},
+  f->AddChoice("allocation_strategy", &o->allocation_strategy, {"random", "free_ratio_first", "local_first"},
                "how replicas are spread over segments");
   f->AddChoice("memory_allocator", &o->memory_allocator, {"offset"},
                "allocator of each segment's space: an offset allocator (Mooncake's "
