@@ -698,6 +698,9 @@ JNIEXPORT jint JNICALL Java_org_mooncake_store_MooncakeStore_nBatchGetRanges(
   free(sizes);
   free(ptrs);
   free(k);
+  return rc;
+}
+
 /* ---- put configuration, version 4 ------------------------------------------------------- */
 
 /* A mooncake_put_config_t from PutConfig's flattened form (PutConfig.java): scalars
