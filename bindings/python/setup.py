@@ -65,7 +65,8 @@ else:
 extension = Pybind11Extension(
     "mooncake_store",
     sources=["src/module.cc", "src/buffers.cc", "src/lifecycle.cc", "src/data_ops.cc",
-             "src/scatter_gather.cc", "src/replicas.cc"],
+             "src/scatter_gather.cc", "src/replicas.cc", "src/segments.cc",
+             "src/buffer_pool.cc"],
     include_dirs=include_dirs,
     library_dirs=library_dirs,
     libraries=libraries,

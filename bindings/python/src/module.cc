@@ -27,6 +27,7 @@
 #include "replicas.h"
 #include "replicate_config.h"
 #include "scatter_gather.h"
+#include "segments.h"
 #include "store.h"
 #include "store_handle.h"
 
@@ -117,8 +118,8 @@ PYBIND11_MODULE(mooncake_store, m) {
 
   const auto kConfig = py::arg("config") = py::none();
 
-  py::class_<Store>(m, "MooncakeDistributedStore")
-      .def(py::init<>())
+  py::class_<Store> store(m, "MooncakeDistributedStore");
+  store.def(py::init<>())
       // lifecycle
       .def("setup", &Setup,
            "setup(local_hostname, metadata_server, global_segment_size, local_buffer_size, "
@@ -264,4 +265,5 @@ PYBIND11_MODULE(mooncake_store, m) {
            "A writable memoryview of size bytes of the pool: puts from and gets into it are "
            "zero-copy, and numpy.frombuffer() wraps it without copying. The memory returns "
            "to the pool when the last view of it is gone. MemoryError when the pool is full.");
+  RegisterSegments(m, store);
 }
