@@ -10,6 +10,7 @@ mod keys;
 mod ops;
 mod pool;
 mod replicas;
+mod segments;
 mod store;
 
 pub use error::{Error, Result};
@@ -17,6 +18,7 @@ pub use error::{Error, Result};
 pub use config::ReplicateConfig;
 pub use pool::PoolBuf;
 pub use replicas::{ReplicaDesc, ReplicaKind, SsdOffload};
+pub use segments::Drained;
 pub use store::{Health, Store};
 
 #[cfg(test)]
