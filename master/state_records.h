@@ -13,9 +13,11 @@
 //             offset 0. soft_pin_until, the soft pin's fixed deadline in Unix-epoch ms, came
 //             later and is written only for a soft-pinned object: an object of 5 fields, as
 //             older masters wrote it and as this one writes an unpinned one, has no pin)
-//   log record  [1, object]        published (PutEnd, UpsertEnd), or moved out of a
+//   log record  [1, object]        published (PutEnd, UpsertEnd), left with fewer replicas
+//                                  (BatchReplicaClear on one segment), or moved out of a
 //                                  draining segment (CommitMoves): the object as it is now
-//               [2, key]           gone (Remove, RemoveAll, RemoveByRegex, eviction)
+//               [2, key]           gone (Remove, RemoveAll, RemoveByRegex, eviction,
+//                                  BatchReplicaClear of its last replicas)
 //               [3, segment]       mounted (or re-attached after a restore)
 //               [4, segment_id]    unmounted, or its daemon declared dead: its replicas go
 //
