@@ -1,4 +1,5 @@
-"""Builds the mooncake_store extension for `pip install ./bindings/python`.
+"""Builds the mooncake_store extension, and installs it with the `mooncake` package (whose
+`mooncake.store` re-exports it under Mooncake's name), for `pip install ./bindings/python`.
 
 The module wraps libmooncake_store (include/mooncake_store.h), which must exist first. It is
 found, in this order:
@@ -83,9 +84,9 @@ os.makedirs(BUILD_BASE, exist_ok=True)
 setup(
     ext_modules=[extension],
     cmdclass={"build_ext": build_ext},
-    # The distribution is the extension module alone: no Python packages to discover
-    # (src/ holds C++ sources, not a src-layout package).
-    packages=[],
+    # The extension module and the `mooncake` package, named here rather than discovered
+    # (src/ holds C++ sources, not a src-layout package; tests/ is not installed).
+    packages=["mooncake"],
     py_modules=[],
     options={"build": {"build_base": BUILD_BASE}, "egg_info": {"egg_base": BUILD_BASE}},
 )
