@@ -38,6 +38,14 @@ vllm/distributed/kv_transfer/kv_connector/v1/mooncake/store/worker.py:
 
 vLLM's KV caches are GPU tensors in production; here they are numpy arrays in host memory
 (the CPU-buffer case), their addresses passed as ints exactly as data_ptr() gives them.
+
+The main suite's cluster has 1 GB to lend; the NO_AVAILABLE_HANDLE case needs a full one
+and runs with MC_TEST_SMALL_SEGMENT=1 under a daemon lending 16 MB -- CTest's
+python_connector_pressure_test does:
+
+    scripts/with-cluster.sh --build build --segment 16MB -- env MC_TEST_SMALL_SEGMENT=1 \
+        PYTHONPATH=build/bindings/python /usr/bin/python3 -m pytest -q -p no:cacheprovider \
+        -k pressure bindings/python/tests/test_connector_vllm.py
 """
 import json
 import os
@@ -55,6 +63,10 @@ NUM_LAYERS = 2
 NUM_BLOCKS = 16
 BLOCK_BYTES = 4096  # one block of one K (or V) segment of one layer
 POOL = 64 << 20
+
+needs_small_segment = pytest.mark.skipif(
+    os.environ.get("MC_TEST_SMALL_SEGMENT") != "1",
+    reason="needs a cluster lending 16 MB and MC_TEST_SMALL_SEGMENT=1 (see the docstring)")
 
 
 def write_config(tmp_path, monkeypatch, **overrides):
@@ -364,3 +376,42 @@ def test_one_writer_thread_and_reader_threads(worker, key):
         th.join(timeout=120)
     assert not any(th.is_alive() for th in threads)
     assert errors == []
+
+
+@needs_small_segment
+def test_pressure_skips_the_request_until_a_batch_succeeds(tmp_path, monkeypatch, key):
+    """NO_AVAILABLE_HANDLE (-200) among a batch's codes: vLLM marks the request as under
+    pressure and skips its store batches; the next batch that succeeds clears it."""
+    write_config(tmp_path, monkeypatch, mode="standalone-store", global_segment_size=0)
+    store, rc = setup_worker(load_config())
+    try:
+        big = np.ones(24 << 20, dtype=np.uint8)  # more than the 16 MB the cluster lends
+        assert store.register_buffer(big.ctypes.data, big.nbytes) == 0
+        half = big.nbytes // 2
+        pressure, skipped = False, set()
+
+        def store_batch(req_id, keys, addrs, sizes):
+            nonlocal pressure
+            if pressure and req_id in skipped:
+                return None  # _should_skip_request
+            res = store.batch_put_from_multi_buffers(keys, addrs, sizes, rc)
+            failed_codes = {v for v in res if v < 0}
+            if MOONCAKE_NO_AVAILABLE_HANDLE in failed_codes:
+                pressure = True
+                skipped.add(req_id)
+            elif not failed_codes:
+                pressure = False
+                skipped.clear()
+            return res
+
+        res = store_batch("req-a", [key("huge"), key("fits")],
+                          [[big.ctypes.data, big.ctypes.data + half], [big.ctypes.data]],
+                          [[half, half], [4096]])
+        assert res == [MOONCAKE_NO_AVAILABLE_HANDLE, 0]
+        assert pressure and skipped == {"req-a"}
+        assert store_batch("req-a", [key("next")], [[big.ctypes.data]], [[4096]]) is None
+        assert store_batch("req-b", [key("other")], [[big.ctypes.data]], [[4096]]) == [0]
+        assert not pressure and skipped == set()
+        assert store.batch_is_exist([key("huge"), key("fits"), key("other")]) == [0, 1, 1]
+    finally:
+        store.close()
