@@ -4,6 +4,7 @@
 
 #include "common/crc32c.h"
 #include "common/logging.h"
+#include "common/master_endpoint.h"
 #include "common/tenant_key.h"
 #include "common/units.h"
 #include "daemon/daemon_metrics.h"
@@ -47,6 +48,34 @@ bool ToRpcConfig(const uds::WireConfig& wire, rpc::ReplicateConfig* out) {
 
 }  // namespace store_detail
 
+namespace {
+
+// The endpoint of the daemon's --master (resolved at start, on the main thread); the text
+// itself when it does not resolve, so that a HELLO then matches nothing but that text.
+std::string MasterEndpoint(const std::string& master) {
+  std::string endpoint, error;
+  if (CanonicalMasterEndpoint(master, HostLookup::kResolve, &endpoint, &error)) return endpoint;
+  MC_LOG_WARN("--master %s: %s; clients naming a master must name it exactly so",
+              master.c_str(), error.c_str());
+  return master;
+}
+
+// Whether theirs, a HELLO's master (libmc sends it resolved), is the endpoint ours; false
+// with *why. Their text is the peer's: it is read as a numeric address only (the HELLO is
+// handled on the socket's thread, which must not wait for DNS), and shown only as such.
+bool SameMaster(const std::string& theirs, const std::string& ours, const std::string& flag,
+                std::string* why) {
+  std::string endpoint, error;
+  bool numeric = CanonicalMasterEndpoint(theirs, HostLookup::kNumericOnly, &endpoint, &error);
+  if (numeric ? endpoint == ours : theirs == ours) return true;
+  *why = "client expects master " +
+         (numeric ? endpoint : "of " + std::to_string(theirs.size()) + " bytes, not an address") +
+         ", daemon uses " + ours + " (--master " + flag + ")";
+  return false;
+}
+
+}  // namespace
+
 StoreService::StoreService(MasterClient* master, Membership* membership, ReadCache* cache,
                            CacheInvalidator* invalidator, ReplicaIO* io,
                            SegmentDrainer* drainer, std::string master_address, bool checksum,
@@ -59,6 +88,7 @@ StoreService::StoreService(MasterClient* master, Membership* membership, ReadCac
       io_(io),
       drainer_(drainer),
       master_address_(std::move(master_address)),
+      master_endpoint_(MasterEndpoint(master_address_)),
       checksum_(checksum),
       segment_budget_(std::move(segment_budget)),
       put_no_space_wait_ms_(put_no_space_wait_ms),
@@ -80,12 +110,14 @@ bool StoreService::Hello(ClientConnection* s, const uds::Message& hello, std::ve
     return false;
   }
   ErrorCode refusal = ErrorCode::INVALID_PARAMS;
+  std::string master_check;
   Result<std::string> tenant = tenants_.Resolve(in.tenant, s->peer_uid());
   if (in.abi_version != MOONCAKE_STORE_ABI_VERSION) {
     *why = "ABI version " + std::to_string(in.abi_version) + ", daemon speaks " +
            std::to_string(MOONCAKE_STORE_ABI_VERSION);
-  } else if (!in.master_address.empty() && in.master_address != master_address_) {
-    *why = "client expects master " + in.master_address + ", daemon uses " + master_address_;
+  } else if (!in.master_address.empty() && !SameMaster(in.master_address, master_endpoint_,
+                                                        master_address_, &master_check)) {
+    *why = master_check;
   } else if (!tenant.ok()) {
     refusal = tenant.code();
     // Only a well-formed id is shown: it is the peer's input.

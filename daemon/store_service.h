@@ -80,7 +80,9 @@ class StoreService {
   // Puts give a transfer this long to finish; a dead peer fails it sooner (stall timeout).
   static constexpr std::chrono::seconds kPutTransferBudget{60};
 
-  // checksum: compute a CRC32C of every value put through this daemon. segment_budget
+  // master_address: the daemon's --master, resolved here once to its endpoint (a HELLO
+  // naming another endpoint is refused; if it does not resolve, the text itself is
+  // compared). checksum: compute a CRC32C of every value put through this daemon. segment_budget
   // pays for MOUNT_SEGMENT (daemon/segment_budget.h). put_no_space_wait_ms: how long a put
   // the master has no space for waits for eviction to make some (daemon/no_space_wait.h). tenants:
   // --tenant_uids.
@@ -237,6 +239,7 @@ class StoreService {
   ReplicaIO* const io_;
   SegmentDrainer* const drainer_;
   const std::string master_address_;
+  const std::string master_endpoint_;  // master_address_'s (CanonicalMasterEndpoint)
   const bool checksum_;
   const std::shared_ptr<SegmentBudget> segment_budget_;
   const int64_t put_no_space_wait_ms_;

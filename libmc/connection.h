@@ -83,7 +83,7 @@ class Connection {
     int pool_fd = -1;  // -1: no pool
     std::shared_ptr<void> pool_owner;  // keeps pool_fd open while the connection lives
     uint64_t pool_size = 0;
-    std::string master_address;  // "" or what the daemon's --master must equal
+    std::string master_address;  // "" or the endpoint (master_endpoint.h) the daemon must use
     std::string tenant;          // named at every HELLO; "" names none
     uint64_t mount_size = 0;     // > 0: MOUNT_SEGMENT after every HELLO
     int timeout_ms = 30000;

@@ -7,6 +7,7 @@
 
 #include "common/error_code.h"
 #include "common/logging.h"
+#include "common/master_endpoint.h"
 #include "common/tenant_key.h"
 
 namespace mooncake {
@@ -214,6 +215,18 @@ ErrorCode StoreClient::SetTenant(const std::string& tenant) {
 
 ErrorCode StoreClient::Connect(const std::string& socket_path, uint64_t local_buffer_size,
                                const std::string& master_address, uint64_t mount_size) {
+  // The daemon compares endpoints, not spellings: the name is resolved here, once, so that
+  // the daemon never waits for DNS on a client's behalf (common/master_endpoint.h).
+  std::string master_endpoint;
+  if (!master_address.empty()) {
+    std::string error;
+    if (!CanonicalMasterEndpoint(master_address, HostLookup::kResolve, &master_endpoint,
+                                 &error)) {
+      MC_LOG_ERROR("mooncake_store_setup: master_server_addr \"%s\": %s", master_address.c_str(),
+                   error.c_str());
+      return ErrorCode::INVALID_PARAMS;
+    }
+  }
   std::unique_lock<std::shared_mutex> lock(state_mu_);
   if (connected_) return ErrorCode::INVALID_PARAMS;
   std::shared_ptr<Pool> pool;
@@ -233,7 +246,7 @@ ErrorCode StoreClient::Connect(const std::string& socket_path, uint64_t local_bu
   options.pool_fd = pool ? pool->fd() : -1;
   options.pool_owner = pool;
   options.pool_size = pool ? pool->size() : 0;
-  options.master_address = master_address;
+  options.master_address = master_endpoint;
   options.tenant = tenant_;
   options.mount_size = mount_size;
   options.timeout_ms = TimeoutFromEnvironment();

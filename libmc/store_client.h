@@ -60,8 +60,10 @@ class StoreClient {
   ErrorCode SetTenant(const std::string& tenant);
 
   // Creates (or, for the same size, reuses) the pool, dials socket_path and says HELLO
-  // (naming the tenant of SetTenant); mount_size > 0 mounts an extra segment for this
-  // handle. INVALID_PARAMS when already connected.
+  // (naming the tenant of SetTenant, and master_address, if not "", resolved to its
+  // endpoint: the daemon refuses another master than its own); mount_size > 0 mounts an
+  // extra segment for this handle. INVALID_PARAMS when already connected, or when
+  // master_address is not host:port (or etcd://...) or its host does not resolve (logged).
   ErrorCode Connect(const std::string& socket_path, uint64_t local_buffer_size,
                     const std::string& master_address, uint64_t mount_size);
   // Disconnects; the pool stays mapped (pointers stay readable) until the handle is

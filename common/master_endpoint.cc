@@ -1,0 +1,86 @@
+#include "common/master_endpoint.h"
+
+#include <arpa/inet.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+
+#include "common/master_address.h"
+#include "common/text.h"
+
+namespace mooncake {
+
+namespace {
+
+constexpr char kEtcdScheme[] = "etcd://";
+
+// "ip:port" of one host:port item, "[ip]:port" for IPv6. A bracketed host ("[::1]") is
+// read without its brackets. (ResolveHostAddress makes the same choice of address but lives
+// in mc_auth, which libmooncake_store.so does not link: it never meets a peer.)
+bool CanonicalHostPort(const std::string& item, HostLookup lookup, std::string* out,
+                       std::string* error) {
+  std::string host;
+  int port = 0;
+  if (!SplitHostPort(item, &host, &port)) {
+    *error = "'" + item + "' is not host:port";
+    return false;
+  }
+  if (host.size() > 2 && host.front() == '[' && host.back() == ']') {
+    host = host.substr(1, host.size() - 2);
+  }
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  if (lookup == HostLookup::kNumericOnly) hints.ai_flags = AI_NUMERICHOST;
+  addrinfo* found = nullptr;
+  int rc = getaddrinfo(host.c_str(), nullptr, &hints, &found);
+  if (rc != 0) {
+    *error = lookup == HostLookup::kNumericOnly
+                 ? "host '" + host + "' is not a numeric address"
+                 : "host '" + host + "' does not resolve (" + gai_strerror(rc) + ")";
+    return false;
+  }
+  const addrinfo* chosen = nullptr;
+  for (const addrinfo* a = found; a != nullptr; a = a->ai_next) {
+    if (a->ai_family == AF_INET) {
+      chosen = a;
+      break;
+    }
+    if (a->ai_family == AF_INET6 && chosen == nullptr) chosen = a;
+  }
+  char ip[INET6_ADDRSTRLEN] = {0};
+  if (chosen != nullptr && chosen->ai_family == AF_INET) {
+    inet_ntop(AF_INET, &reinterpret_cast<const sockaddr_in*>(chosen->ai_addr)->sin_addr, ip,
+              sizeof(ip));
+    *out = std::string(ip) + ":" + std::to_string(port);
+  } else if (chosen != nullptr) {
+    inet_ntop(AF_INET6, &reinterpret_cast<const sockaddr_in6*>(chosen->ai_addr)->sin6_addr, ip,
+              sizeof(ip));
+    *out = "[" + std::string(ip) + "]:" + std::to_string(port);
+  } else {
+    *error = "host '" + host + "' has no IPv4 or IPv6 address";
+  }
+  freeaddrinfo(found);
+  return chosen != nullptr;
+}
+
+}  // namespace
+
+bool CanonicalMasterEndpoint(const std::string& text, HostLookup lookup, std::string* out,
+                             std::string* error) {
+  MasterAddress parsed;
+  if (!ParseMasterAddress(text, &parsed, error)) return false;
+  if (!parsed.via_etcd()) return CanonicalHostPort(text, lookup, out, error);
+  std::string canonical = kEtcdScheme;
+  const char* separator = "";
+  for (const std::string& item : SplitList(parsed.etcd_endpoints, ',')) {
+    std::string endpoint;
+    if (!CanonicalHostPort(item, lookup, &endpoint, error)) return false;
+    canonical += separator + endpoint;
+    separator = ",";
+  }
+  *out = std::move(canonical);
+  return true;
+}
+
+}  // namespace mooncake
