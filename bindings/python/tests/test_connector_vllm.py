@@ -415,3 +415,19 @@ def test_pressure_skips_the_request_until_a_batch_succeeds(tmp_path, monkeypatch
         assert store.batch_is_exist([key("huge"), key("fits"), key("other")]) == [0, 1, 1]
     finally:
         store.close()
+
+
+def test_earlier_revision_puts_without_a_config(worker, key):
+    """vLLM's earlier worker (v1/mooncake/mooncake_store_worker.py at 0c7053c3abdf,
+    KVCacheStoreSendingThread._handle_request) calls batch_put_from_multi_buffers(keys,
+    addrs, sizes) with no ReplicateConfig; its reader the same batch_get_into_multi_buffers."""
+    store, _ = worker
+    src, dst = KVCaches(10), KVCaches(11)
+    src.register(store)
+    dst.register(store)
+    keys = [key("old0"), key("old1")]
+    addrs, sizes = zip(*(src.prepare_value(b) for b in (0, 1)))
+    assert store.batch_put_from_multi_buffers(keys, list(addrs), list(sizes)) == [0, 0]
+    res, errors = load_blocks(store, dst, keys, [5, 6])
+    assert errors == set() and res == [block_size_bytes()] * 2
+    assert dst.block(5) == src.block(0) and dst.block(6) == src.block(1)
