@@ -66,7 +66,7 @@ else:
 extension = Pybind11Extension(
     "mooncake_store",
     sources=["src/module.cc", "src/buffers.cc", "src/lifecycle.cc", "src/data_ops.cc",
-             "src/scatter_gather.cc", "src/replicas.cc"],
+             "src/scatter_gather.cc", "src/replicas.cc", "src/setup_args.cc"],
     include_dirs=include_dirs,
     library_dirs=library_dirs,
     libraries=libraries,

@@ -15,12 +15,10 @@ namespace mooncake_py {
 
 namespace py = pybind11;
 
-// setup(local_hostname, metadata_server, global_segment_size, local_buffer_size, protocol,
-//       device_name, master_server_addr[, engine[, enable_ssd_offload[, ssd_offload_path]]]
-//       [, tenant_id=]) or setup(config_dict). enable_ssd_offload=True: every put of the
-// store asks for offload to the SSD tier; False: the master's --enable_offload decides.
-// ssd_offload_path: "" or an absolute path (else -600), the daemon's --ssd_path; only its
-// form is checked, since the daemon owns the SSD tier.
+// setup(...): Mooncake's positional/keyword and dict forms, read by ReadSetupArgs
+// (setup_args.h, which says what each setting becomes). Each setting accepted but not applied
+// warns (UserWarning, naming the key and why) before the connect; TypeError for arguments
+// Mooncake's signature refuses; -600 for unusable values; else mooncake_store_setup's code.
 int Setup(Store& self, const py::args& args, const py::kwargs& kwargs);
 
 int Connect(Store& self, const std::optional<std::string>& socket_path,

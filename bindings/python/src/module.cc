@@ -122,21 +122,26 @@ PYBIND11_MODULE(mooncake_store, m) {
       // lifecycle
       .def("setup", &Setup,
            "setup(local_hostname, metadata_server, global_segment_size, local_buffer_size, "
-           "protocol, device_name, master_server_addr, engine=None, enable_ssd_offload=False, "
-           "ssd_offload_path='', tenant_id=None) -> int\n"
-           "setup(config: dict) -> int\n\n"
+           "protocol, rdma_devices, master_server_addr, engine=None, enable_ssd_offload=False, "
+           "ssd_offload_path='', tenant_id='default', enable_client_http_server=False, "
+           "client_http_port=9300) -> int\n"
+           "setup(config: dict) -> int  (the same keys, and ipc_socket_path)\n\n"
            "Mooncake's entry: connects to the local daemon ($MOONCAKE_SOCKET). Sizes are ints "
-           "or strings such as '16MB'; an unusable size returns -600. master_server_addr must "
-           "match the daemon's master (else -600); hostname, metadata server, protocol and "
-           "device are accepted for compatibility (the daemon chooses transports). "
-           "tenant_id (also a key of the dict): the tenant whose keys this store names, 1-64 "
-           "characters of [A-Za-z0-9_.-] (else -600); None names none (the daemon's default "
-           "for this uid, else the default tenant); -1401 when the daemon keeps it for other "
-           "uids. enable_ssd_offload (also a dict key; a bool, or 'true'/'false'): True makes "
-           "every put of this store ask for its value to be offloaded to the SSD tier of the "
-           "daemon holding it; False leaves it to the master's --enable_offload. "
-           "ssd_offload_path (also a dict key): the daemon's --ssd_path, for the record: the "
-           "daemon owns the SSD tier, so only an absolute path (or '') is accepted (else -600).")
+           "or strings such as '16MB' (else -600). master_server_addr must name the daemon's "
+           "master, compared as an endpoint: names are resolved, so 'localhost:P' and "
+           "'127.0.0.1:P' are one master (else -600, also for a name that does not resolve). "
+           "local_hostname, metadata_server, protocol and rdma_devices (device_name) are "
+           "accepted: what they configure in Mooncake is the daemon's here (its endpoint, its "
+           "metadata, its transports). tenant_id: the tenant whose keys this store names, 1-64 "
+           "characters of [A-Za-z0-9_.-] (else -600); 'default' or None names none (the "
+           "daemon's default for this uid, else the default tenant); -1401 when the daemon "
+           "keeps it for other uids. enable_ssd_offload (a bool, or 'true'/'false'): True "
+           "makes every put of this store ask for its value to be offloaded to the SSD tier of "
+           "the daemon holding it; False leaves it to the master's --enable_offload. Settings "
+           "accepted but not applied warn (UserWarning, naming the key and why): engine, "
+           "ssd_offload_path (only '' or an absolute path is accepted, else -600), "
+           "enable_client_http_server with client_http_port, ipc_socket_path, and unknown "
+           "dict keys.")
       .def("connect", &Connect, py::arg("socket_path") = py::none(),
            py::arg("local_buffer_size") = kDefaultLocalBufferSize,
            py::arg("tenant_id") = py::none(),
