@@ -316,10 +316,13 @@ def test_setup_from_config_file(tmp_path, monkeypatch):
 
 def test_setup_from_extra_config_with_tp_split_and_metrics_server(sglang_env, unused_port):
     """--hicache-storage-backend-extra-config, tp_size 2 (each rank lends half), storage
-    metrics on: enable_client_http_server/client_http_port must not be refused."""
+    metrics on: enable_client_http_server/client_http_port must not be refused (a TypeError
+    would make SGLang drop them); this store accepts them with a warning (the daemon serves
+    the host's metrics)."""
     extra = {"master_server_address": os.environ["MOONCAKE_MASTER"], "protocol": "tcp",
              "global_segment_size": str(2 * SEGMENT), "device_name": ""}
-    store, dropped = setup_store(load_config(extra), tp_size=2, client_http_port=unused_port)
+    with pytest.warns(UserWarning, match="enable_client_http_server"):
+        store, dropped = setup_store(load_config(extra), tp_size=2, client_http_port=unused_port)
     assert dropped == []
     assert store.close() == 0
 
