@@ -65,8 +65,8 @@ else:
 # the library (mooncake_store_parse_size), so nothing of the project's common/ is needed.
 extension = Pybind11Extension(
     "mooncake_store",
-    sources=["src/module.cc", "src/buffers.cc", "src/lifecycle.cc", "src/data_ops.cc",
-             "src/scatter_gather.cc", "src/replicas.cc", "src/setup_args.cc"],
+    # Every .cc of src/, so that a file added there is built by pip as by CMake.
+    sources=sorted(str(p.relative_to(HERE)) for p in (HERE / "src").glob("*.cc")),
     include_dirs=include_dirs,
     library_dirs=library_dirs,
     libraries=libraries,

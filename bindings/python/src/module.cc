@@ -23,6 +23,7 @@
 #include "buffers.h"
 #include "data_ops.h"
 #include "lifecycle.h"
+#include "mooncake_enums.h"
 #include "mooncake_store.h"
 #include "replicas.h"
 #include "replicate_config.h"
@@ -68,6 +69,7 @@ PYBIND11_MODULE(mooncake_store, m) {
   m.def("strerror", &mooncake_store_strerror, py::arg("code"),
         "The name of a result code, e.g. strerror(-704) == 'object not found'.");
 
+  RegisterMooncakeEnums(m);
   py::enum_<SoftPinAction>(m, "SoftPinAction",
                            "What a put/upsert does to an object's soft pin.")
       .value("PRESERVE", SoftPinAction::PRESERVE, "keep the soft pin the object has (default)")

@@ -23,7 +23,7 @@ constexpr size_t kChunkKeys = 1024;
 ReplicaDescriptor FromC(const mooncake_replica_desc_t& d) {
   ReplicaDescriptor r;
   r.kind = static_cast<ReplicaKind>(d.kind);
-  r.status = static_cast<ReplicaStatus>(d.status);
+  r.status = ReplicaStatusFromC(d.status);
   r.location = d.location;
   r.size = d.size;
   return r;
@@ -47,25 +47,21 @@ int Lookup(mooncake_store_t h, const char* key, std::vector<ReplicaDescriptor>* 
   return MOONCAKE_STORE_INVALID_PARAMS;
 }
 
-const char* StatusName(ReplicaStatus status) {
-  switch (status) {
-    case ReplicaStatus::PROCESSING:
-      return "PROCESSING";
-    case ReplicaStatus::COMPLETE:
-      return "COMPLETE";
-    case ReplicaStatus::FAILED:
-      return "FAILED";
-    case ReplicaStatus::REMOVED:
-      return "REMOVED";
-  }
-  return "UNKNOWN";
+// The name of a ReplicaStatus value, as Python shows it.
+std::string StatusName(ReplicaStatus status) {
+  return py::str(py::cast(status).attr("name"));
 }
 
 }  // namespace
 
 MemoryDescriptor ReplicaDescriptor::get_memory_descriptor() const {
   if (!is_memory_replica()) throw std::runtime_error("Expected MemoryDescriptor");
-  return MemoryDescriptor{BufferDescriptor{location, size}};
+  return MemoryDescriptor{AllocatedBufferDescriptor{size, 0, location}};
+}
+
+DiskDescriptor ReplicaDescriptor::get_disk_descriptor() const {
+  if (!is_disk_replica()) throw std::runtime_error("Expected DiskDescriptor");
+  return DiskDescriptor{"", size};
 }
 
 std::string ReplicaDescriptor::ToString() const {
@@ -126,22 +122,29 @@ void RegisterReplicaClasses(py::module_& m) {
   py::enum_<ReplicaKind>(m, "ReplicaKind", "Where a replica lives.")
       .value("MEMORY", ReplicaKind::MEMORY, "a daemon's memory")
       .value("LOCAL_DISK", ReplicaKind::LOCAL_DISK, "a daemon's SSD tier (its --ssd_path)");
-  py::enum_<ReplicaStatus>(m, "ReplicaStatus",
-                           "A replica's state; only COMPLETE replicas are listed.")
-      .value("PROCESSING", ReplicaStatus::PROCESSING)
-      .value("COMPLETE", ReplicaStatus::COMPLETE)
-      .value("FAILED", ReplicaStatus::FAILED)
-      .value("REMOVED", ReplicaStatus::REMOVED)
-      .export_values();
-  py::class_<BufferDescriptor>(m, "BufferDescriptor", "Where a memory replica's bytes are.")
-      .def_readonly("transport_endpoint", &BufferDescriptor::transport_endpoint,
-                    "'host:port' of the daemon holding the replica")
-      .def_readonly("size", &BufferDescriptor::size);
+  py::class_<AllocatedBufferDescriptor>(m, "Descriptor",
+                                        "Where a memory replica's bytes are (Mooncake's "
+                                        "AllocatedBuffer descriptor).")
+      .def(py::init<>())
+      .def_readwrite("size", &AllocatedBufferDescriptor::size, "bytes of the value")
+      .def_readwrite("buffer_address", &AllocatedBufferDescriptor::buffer_address,
+                     "0: the bytes are in the holding daemon's memory, not this process's")
+      .def_readwrite("transport_endpoint", &AllocatedBufferDescriptor::transport_endpoint,
+                     "'host:port' of the daemon holding the replica")
+      .def("__repr__", [](const AllocatedBufferDescriptor& d) {
+        return "<Descriptor size=" + std::to_string(d.size) +
+               " buffer_address=" + std::to_string(d.buffer_address) +
+               " transport_endpoint=" + d.transport_endpoint + ">";
+      });
   py::class_<MemoryDescriptor>(m, "MemoryDescriptor")
-      .def_readonly("buffer_descriptor", &MemoryDescriptor::buffer_descriptor);
+      .def_readwrite("buffer_descriptor", &MemoryDescriptor::buffer_descriptor);
+  py::class_<DiskDescriptor>(m, "DiskDescriptor", "A disk replica (Mooncake's DiskDescriptor).")
+      .def_readwrite("file_path", &DiskDescriptor::file_path,
+                     "'': the daemon's SSD tier locates the object by its own index")
+      .def_readwrite("object_size", &DiskDescriptor::object_size, "bytes of the value");
   py::class_<ReplicaDescriptor>(m, "ReplicaDescriptor", "One replica of an object.")
+      .def_readonly("status", &ReplicaDescriptor::status, "a ReplicaStatus (COMPLETE)")
       .def_readonly("kind", &ReplicaDescriptor::kind)
-      .def_readonly("status", &ReplicaDescriptor::status)
       .def_readonly("location", &ReplicaDescriptor::location,
                     "'host:port' of the daemon holding the replica (memory or SSD)")
       .def_readonly("size", &ReplicaDescriptor::size, "bytes of the value")
@@ -152,6 +155,8 @@ void RegisterReplicaClasses(py::module_& m) {
            "the same as is_disk_replica(): every disk replica is on one daemon's SSD")
       .def("get_memory_descriptor", &ReplicaDescriptor::get_memory_descriptor,
            "Mooncake's view of a memory replica; RuntimeError for a disk replica")
+      .def("get_disk_descriptor", &ReplicaDescriptor::get_disk_descriptor,
+           "Mooncake's view of a disk replica; RuntimeError for a memory replica")
       .def("__repr__", &ReplicaDescriptor::ToString);
 }
 

@@ -1,13 +1,16 @@
-// Replica descriptors as Mooncake's Python API has them (ReplicaDescriptor, ReplicaStatus,
+// Replica descriptors as Mooncake's Python API has them (ReplicaDescriptor,
 // get_replica_desc / batch_get_replica_desc), over mooncake_store_get_replica_desc and its
 // batch form.
 //
 // Mooncake's ReplicaDescriptor tells its kinds apart by is_memory_replica(),
 // is_disk_replica() (Mooncake: a shared-filesystem replica) and is_local_disk_replica()
 // (Mooncake: a replica on one client's SSD). This store's disk replicas live on one
-// daemon's SSD tier, so both disk predicates are true for them. Besides Mooncake's
-// get_memory_descriptor().buffer_descriptor.transport_endpoint, each descriptor has plain
-// fields: kind, status, location ("host:port" of the daemon holding it) and size.
+// daemon's SSD tier, so both disk predicates are true for them. Mooncake's fields are
+// there with its names — status (ReplicaStatus, Mooncake's values),
+// get_memory_descriptor().buffer_descriptor (a Descriptor: size, buffer_address,
+// transport_endpoint) and get_disk_descriptor() (a DiskDescriptor: file_path, object_size)
+// — and each descriptor has plain fields too: kind, location ("host:port" of the daemon
+// holding it) and size.
 #ifndef MOONCAKE_STORE_PY_REPLICAS_H_
 #define MOONCAKE_STORE_PY_REPLICAS_H_
 
@@ -18,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "mooncake_enums.h"
 #include "mooncake_store.h"
 #include "store.h"
 
@@ -25,22 +29,25 @@ namespace mooncake_py {
 
 namespace py = pybind11;
 
-// The values are the C ABI's (MOONCAKE_REPLICA_*).
+// Where a replica lives; the values are the C ABI's (MOONCAKE_REPLICA_*).
 enum class ReplicaKind : int { MEMORY = MOONCAKE_REPLICA_MEMORY, LOCAL_DISK = MOONCAKE_REPLICA_DISK };
-enum class ReplicaStatus : int {
-  PROCESSING = MOONCAKE_REPLICA_PROCESSING,
-  COMPLETE = MOONCAKE_REPLICA_COMPLETE,
-  FAILED = MOONCAKE_REPLICA_FAILED,
-  REMOVED = MOONCAKE_REPLICA_REMOVED,
-};
 
-// Mooncake's MemoryDescriptor.buffer_descriptor: where a memory replica's bytes are.
-struct BufferDescriptor {
-  std::string transport_endpoint;  // "host:port" of the daemon holding it
+// Mooncake's AllocatedBuffer::Descriptor (Python: Descriptor): where a memory replica's
+// bytes are. buffer_address is an address in the holding daemon's memory, which this
+// process cannot use: 0.
+struct AllocatedBufferDescriptor {
   uint64_t size = 0;
+  uint64_t buffer_address = 0;
+  std::string transport_endpoint;  // "host:port" of the daemon holding it
 };
 struct MemoryDescriptor {
-  BufferDescriptor buffer_descriptor;
+  AllocatedBufferDescriptor buffer_descriptor;
+};
+// Mooncake's DiskDescriptor. The daemon's SSD tier locates an object by its own index, not
+// by a file this process could open: file_path is "".
+struct DiskDescriptor {
+  std::string file_path;
+  uint64_t object_size = 0;
 };
 
 struct ReplicaDescriptor {
@@ -51,8 +58,9 @@ struct ReplicaDescriptor {
 
   bool is_memory_replica() const { return kind == ReplicaKind::MEMORY; }
   bool is_disk_replica() const { return kind == ReplicaKind::LOCAL_DISK; }
-  // RuntimeError for a disk replica, as in Mooncake.
+  // RuntimeError for a replica of the other kind, as in Mooncake.
   MemoryDescriptor get_memory_descriptor() const;
+  DiskDescriptor get_disk_descriptor() const;
   std::string ToString() const;
 };
 
