@@ -404,6 +404,14 @@ service MasterService {
   ChangeResult RemoveByRegex(1: string pattern, 2: bool force, 3: i64 caller = 0,
                              4: string tenant = ""),  // code: count removed, or a code
   ChangeResult RemoveAll(1: bool force, 2: i64 caller = 0, 3: string tenant = ""),
+  // Mooncake's BatchReplicaClear: per key, frees the replicas of an object no read lease
+  // runs on -- all of them (the object goes) when segment_name is "", else those in
+  // segments of that name (a daemon's "host:port"), the object going when none is left.
+  // codes[i]: 0 cleared, -704 missing, -703 being written, -706 leased, -1010 hard-pinned,
+  // -101 no replica on segment_name, -600 a bad key (every key: a name over 263 bytes).
+  // holders as BatchRemove's.
+  BatchChangeResult BatchReplicaClear(1: list<string> keys, 2: string segment_name,
+                                      3: i64 caller = 0),
 
   // The SSD tier (docs/ssd.md). disk_segment_id: the caller's LOCAL_DISK segment, mounted
   // with MountSegment (-101 unknown, -601 another daemon's). Keys are stored keys.

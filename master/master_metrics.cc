@@ -58,6 +58,7 @@ constexpr RpcInfo kRpcs[] = {
     {MasterMetrics::Rpc::kGetRole, "get_role", false},
     {MasterMetrics::Rpc::kFollowLog, "follow_log", false},
     {MasterMetrics::Rpc::kFetchSnapshot, "fetch_snapshot", false},
+    {MasterMetrics::Rpc::kBatchReplicaClear, "batch_replica_clear", true},
 };
 static_assert(sizeof(kRpcs) / sizeof(kRpcs[0]) == static_cast<size_t>(MasterMetrics::Rpc::kCount),
               "one entry per call");

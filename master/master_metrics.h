@@ -57,6 +57,7 @@ class MasterMetrics {
     kFetchOffloads, kReportOffloads, kRegisterDiskReplicas, kDropDiskReplicas,
     kPromoteStart, kPromoteEnd,
     kGetStats, kSnapshot, kLastSnapshot, kGetRole, kFollowLog, kFetchSnapshot,
+    kBatchReplicaClear,
     kCount
   };
   static const char* Name(Rpc rpc);

@@ -239,6 +239,23 @@ class MasterService {
   // The memory one compiled pattern may take (RE2's program and its DFA cache).
   static constexpr int64_t kRegexMaxMem = 1 << 20;
 
+  // ---- clearing replicas (master_service_clear.cc) ----
+  // Mooncake's BatchReplicaClear: frees the replicas of objects no read lease runs on.
+  // segment_name "": every replica (the object goes, as a Remove without force would take
+  // it); else only those in segments of that name -- a daemon's "host:port", so its memory
+  // and its SSD tier alike -- the object going when none is left. Per key: OK cleared;
+  // -704 missing; -703 being written; -706 a read lease runs; -1010 hard-pinned (as a
+  // Remove without force); -101 no replica in a segment of that name; -600 a bad key, or
+  // every key when segment_name is longer than kMaxClearSegmentName. Logged as a removal
+  // ([2, key]) or as the object's new state ([1, object]); freed ranges are reused once the
+  // record is on disk. Unlike Mooncake's, any client of the key's tenant may clear it (as
+  // with Remove): there is no owning client to check. holders: as BatchRemove's.
+  std::vector<int32_t> BatchReplicaClear(const std::vector<std::string>& keys,
+                                         const std::string& segment_name,
+                                         CacheHolderSet* holders = nullptr);
+  // Longer than any "host:port" (a DNS name is at most 253 bytes).
+  static constexpr size_t kMaxClearSegmentName = 263;
+
   // ---- read caches ----
   // The daemons a change's reply names (rpc::CacheHolder), leaving out caller: each one
   // holders has whose lease is live, with its address; every known daemon for an untracked
@@ -561,6 +578,9 @@ class MasterService {
   // gone (0: none, e.g. an unfinished put nobody was told about).
   void ReleaseObject(Shard& shard, std::string_view key, ObjectMetadata& meta,
                      uint64_t removed_at = 0);
+  // One key of BatchReplicaClear, under its shard lock.
+  ErrorCode ClearOne(const std::string& key, const std::string& segment_name,
+                     int32_t key_index, CacheHolderSet* holders);
   // Removes a complete object for good: logs it, releases it. The caller erases it.
   void RemoveLogged(Shard& shard, std::string_view key, ObjectMetadata& meta);
   void DropPendingUpsert(Shard& shard, std::string_view key);

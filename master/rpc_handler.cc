@@ -246,6 +246,17 @@ void RpcHandler::BatchRemove(rpc::BatchChangeResult& out, const std::vector<std:
   out.holders = service_->DescribeHolders(holders, caller, /*with_keys=*/true);
 }
 
+void RpcHandler::BatchReplicaClear(rpc::BatchChangeResult& out,
+                                   const std::vector<std::string>& keys,
+                                   const std::string& segment_name, int64_t caller) {
+  RpcCall call(metrics_, Rpc::kBatchReplicaClear);
+  CacheHolderSet holders;
+  out.codes = service_->BatchReplicaClear(keys, segment_name, &holders);
+  AcknowledgeAll(&out.codes);
+  call.Items(out.codes, [](int32_t code) { return code; });
+  out.holders = service_->DescribeHolders(holders, caller, /*with_keys=*/true);
+}
+
 void RpcHandler::RemoveByRegex(rpc::ChangeResult& out, const std::string& pattern, bool force,
                                int64_t caller, const std::string& tenant) {
   RpcCall call(metrics_, Rpc::kRemoveByRegex);

@@ -109,6 +109,8 @@ class RpcHandler : public rpc::MasterServiceIf {
                      int64_t caller, const std::string& tenant) override;
   void RemoveAll(rpc::ChangeResult& out, bool force, int64_t caller,
                  const std::string& tenant) override;
+  void BatchReplicaClear(rpc::BatchChangeResult& out, const std::vector<std::string>& keys,
+                         const std::string& segment_name, int64_t caller) override;
 
   // The SSD tier (master_service_disk.cc).
   void FetchOffloads(rpc::OffloadTasksResult& out, int64_t daemon_id, int32_t max_tasks) override;

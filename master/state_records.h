@@ -10,9 +10,11 @@
 //   object    [key, size, checksum (-1: none), hard_pin, [[segment_id, offset, kind], ...]]
 //             (a replica of kind 1 is on the SSD of its LOCAL_DISK segment's daemon,
 //             offset 0)
-//   log record  [1, object]        published (PutEnd, UpsertEnd), or moved out of a
+//   log record  [1, object]        published (PutEnd, UpsertEnd), left with fewer replicas
+//                                  (BatchReplicaClear on one segment), or moved out of a
 //                                  draining segment (CommitMoves): the object as it is now
-//               [2, key]           gone (Remove, RemoveAll, RemoveByRegex, eviction)
+//               [2, key]           gone (Remove, RemoveAll, RemoveByRegex, eviction,
+//                                  BatchReplicaClear of its last replicas)
 //               [3, segment]       mounted (or re-attached after a restore)
 //               [4, segment_id]    unmounted, or its daemon declared dead: its replicas go
 //
