@@ -33,7 +33,8 @@ extern "C" {
  * garbage. 3: puts carry the SSD offload choice (mooncake_store_set_ssd_offload), and the
  * replica descriptor calls exist. 4: Mooncake's client API (docs/mooncake-api.md): a sized
  * put config carrying the soft-pin TTL, ranged reads, segment mounting and replica
- * clearing. Applications built against an older header keep working with this library (no
+ * clearing; setup's master_server_addr is compared as an endpoint (a HELLO's master is sent
+ * resolved). Applications built against an older header keep working with this library (no
  * struct or signature of an older version changed); the library and the daemon must be of
  * the same version. */
 #define MOONCAKE_STORE_ABI_VERSION 4
@@ -152,9 +153,14 @@ int mooncake_store_connect(mooncake_store_t store, const char *socket_path,
  * global_segment_size > 0 asks the daemon to mount that much extra memory for this handle,
  * lent to the cluster: the master places objects there only once the daemons' own memory
  * is full (or when a put names this daemon and its own memory is full), and at close it is
- * drained (see close) and unmounted; master_server_addr, if not NULL or empty,
- * must match the daemon's master or the call fails with -600. local_hostname,
- * metadata_server, protocol and device_name are accepted for compatibility. */
+ * drained (see close) and unmounted; master_server_addr, if not NULL or empty, must name
+ * the daemon's master ("host:port", or "etcd://host:port,..." when the daemon follows etcd's
+ * leader) or the call fails with -600. It is compared as an endpoint: its host is resolved
+ * here (getaddrinfo; its first IPv4 address, else its first IPv6 one), so "localhost:P" and
+ * "127.0.0.1:P" name one master; malformed text, or a host that does not resolve, is -600
+ * and logged. local_hostname, metadata_server, protocol and device_name are accepted for
+ * compatibility: what they configure in Mooncake (the client's advertised endpoint, the
+ * transfer metadata service, the transports) is the daemon's here. */
 int mooncake_store_setup(mooncake_store_t store, const char *local_hostname,
                          const char *metadata_server, uint64_t global_segment_size,
                          uint64_t local_buffer_size, const char *protocol,

@@ -1,0 +1,40 @@
+#!/bin/bash
+# `pip install ./bindings/python` installs what the engines import: into a scratch --target,
+# against this build tree's library (MOONCAKE_STORE_BUILD_DIR), it must install the
+# extension mooncake_store and the package mooncake (__init__.py, store.py) and nothing
+# else, and from there alone (another working directory, PYTHONPATH the target only, no
+# LD_LIBRARY_PATH) `import mooncake.store` must give every public name of the extension,
+# which must load this build's libmooncake_store through its RPATH.
+# Usage: pip_install_test.sh SOURCE_DIR BUILD_DIR PYTHON
+set -u
+src=$1 build=$2 python=$3
+fail() { echo "FAIL: $*" >&2; exit 1; }
+tmp=$(mktemp -d /tmp/mc-pip-XXXXXX)
+trap 'rm -rf "$tmp"' EXIT
+
+# ccache keeps a second run short; setuptools' own objects live in $TMPDIR (setup.py).
+MOONCAKE_STORE_BUILD_DIR=$build CC="ccache gcc" CXX="ccache g++" PIP_NO_INDEX=1 \
+  "$python" -m pip install -q --no-build-isolation --no-deps --target "$tmp/site" \
+  "$src/bindings/python" > "$tmp/pip.log" 2>&1 || fail "pip install: $(cat "$tmp/pip.log")"
+
+installed=$(cd "$tmp/site" && find . -path ./mooncake_store-*.dist-info -prune -o \
+  -name __pycache__ -prune -o -type f -print | sort | tr '\n' ' ')
+case "$installed" in
+  "./mooncake/__init__.py ./mooncake/store.py ./mooncake_store.cpython-"*".so ") ;;
+  *) fail "installed: $installed" ;;
+esac
+
+cd "$tmp" && env -u LD_LIBRARY_PATH PYTHONPATH="$tmp/site" PYTHONDONTWRITEBYTECODE=1 "$python" -c '
+import os, sys
+import mooncake.store, mooncake_store
+site = sys.argv[1]
+assert mooncake.store.__file__.startswith(site), mooncake.store.__file__
+assert mooncake_store.__file__.startswith(site), mooncake_store.__file__
+public = sorted(n for n in dir(mooncake_store) if not n.startswith("_"))
+assert mooncake.store.__all__ == public, (mooncake.store.__all__, public)
+from mooncake.store import MooncakeDistributedStore, ReplicateConfig, ReplicaStatus
+libs = [l.split()[-1] for l in open("/proc/self/maps") if "libmooncake_store.so" in l]
+want = os.path.realpath(os.path.join(sys.argv[2], "libmc"))
+assert libs and all(os.path.realpath(l).startswith(want) for l in libs), libs
+' "$tmp/site" "$build" || fail "import from the installed tree"
+echo PASS
