@@ -70,6 +70,18 @@ struct ReplicateConfig {
                                           // segment (daemons the writer just failed to reach)
   7: i32 offload = 0,                     // the SSD tier: 0 as the master's --enable_offload says,
                                           // 1 offload this put's value at PutEnd, 2 do not
+  // Mooncake's SoftPinAction (docs/mooncake-api.md, "put-config"): 0 PRESERVE (an upsert
+  // keeps the old value's pin until its deadline), 1 ENABLE, 2 DISABLE; -1: not given, as an
+  // older daemon sends it: with_soft_pin says ENABLE or DISABLE, and soft_pin_ttl_ms 0 is the
+  // default TTL. An i32, so that a hostile value is an integer to refuse (-600).
+  8: i32 soft_pin_action = -1,
+  // With soft_pin_action given: soft_pin_ttl_ms is ENABLE's exact TTL (0 unpins; above
+  // --max_kv_soft_pin_ttl is -600); not given, ENABLE takes --default_kv_soft_pin_ttl. A TTL
+  // given with PRESERVE or DISABLE is -600 (Mooncake's rule).
+  9: bool soft_pin_ttl_given = false,
+  // The first replica on the writer's own daemon's segments (prefer_alloc_in_same_node), as
+  // --allocation_strategy local_first does for every put.
+  10: bool prefer_local = false,
 }
 
 struct ReplicaDescriptor {

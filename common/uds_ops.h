@@ -32,22 +32,33 @@ namespace uds {
 // The name of every field that holds a user key (see above).
 inline constexpr char kKeyField[] = "key";
 
-// How a put is placed, as it travels on the socket.
+// How a put is placed, as it travels on the socket (mooncake_put_config_t, less what
+// libmc refuses or resolves itself: NoF/DFS fields, group ids, host id, data type).
 struct WireConfig {
   uint64_t replica_num = 1;
-  bool with_soft_pin = false;
+  // Mooncake's SoftPinAction: 0 PRESERVE, 1 ENABLE, 2 DISABLE (anything else is -600);
+  // with soft_pin_ttl_given, soft_pin_ttl_ms is ENABLE's TTL (0 unpins), else the master's
+  // --default_kv_soft_pin_ttl applies.
+  uint64_t soft_pin_action = 0;
   bool with_hard_pin = false;
   std::vector<std::string> preferred_segments;
   // The SSD tier (docs/ssd.md): 0 as the master's --enable_offload says, 1 offload this
   // put's value, 2 do not (rpc::ReplicateConfig.offload); anything else is -600.
   uint64_t offload = 0;
+  bool soft_pin_ttl_given = false;
+  uint64_t soft_pin_ttl_ms = 0;
+  // The first replica on this connection's daemon (prefer_alloc_in_same_node).
+  bool prefer_local = false;
   template <class S, class V>
   static void Fields(S& s, V& v) {
     v("replica_num", s.replica_num);
-    v("with_soft_pin", s.with_soft_pin);
+    v("soft_pin_action 0/1/2", s.soft_pin_action);
     v("with_hard_pin", s.with_hard_pin);
     v("preferred \"host:port\"", s.preferred_segments);
     v("offload 0/1/2", s.offload);
+    v("soft_pin_ttl_given", s.soft_pin_ttl_given);
+    v("soft_pin_ttl_ms", s.soft_pin_ttl_ms);
+    v("prefer_local", s.prefer_local);
   }
 };
 
@@ -418,7 +429,9 @@ struct UnmountSegmentsReply {
     "the object's complete replicas (kind 0 memory, 1 disk); takes the read lease "            \
     "GetReplicaList grants, reads no bytes; -704 on a miss")                                   \
   X(BatchGetReplicaDesc, "BATCH_GET_REPLICA_DESC", 26, BatchExistArgs, BatchReplicaDescReply,  \
-    "one entry per key, as `GET_REPLICA_DESC` answers it; at most 1024 keys (else -600)")
+    "one entry per key, as `GET_REPLICA_DESC` answers it; at most 1024 keys (else -600)")    \
+  X(BatchUpsert, "BATCH_UPSERT", 37, BatchPutArgs, BatchPutReply,                              \
+    "one code per entry, as `UPSERT` answers it; entries in order")
 
 // Besides the table, two ops about the connection itself rather than the store, which
 // the daemon's server handles: HELLO (first, once), and POOL_FENCE: answered, with no

@@ -36,13 +36,17 @@ bool ValidSize(uint64_t size) { return size >= 1 && size <= MOONCAKE_STORE_MAX_V
 
 bool ToRpcConfig(const uds::WireConfig& wire, rpc::ReplicateConfig* out) {
   if (wire.replica_num < 1 || wire.replica_num > 64) return false;
-  if (wire.offload > 2) return false;
+  if (wire.offload > 2 || wire.soft_pin_action > 2) return false;
+  if (wire.soft_pin_ttl_ms > static_cast<uint64_t>(INT64_MAX)) return false;
   out->replica_num = static_cast<int32_t>(wire.replica_num);
-  out->with_soft_pin = wire.with_soft_pin;
+  out->soft_pin_action = static_cast<int32_t>(wire.soft_pin_action);
+  out->with_soft_pin = wire.soft_pin_action == 1;  // for a master that predates the action
+  out->soft_pin_ttl_given = wire.soft_pin_ttl_given;
+  out->soft_pin_ttl_ms = wire.soft_pin_ttl_given ? static_cast<int64_t>(wire.soft_pin_ttl_ms) : 0;
   out->with_hard_pin = wire.with_hard_pin;
   out->preferred_segments = wire.preferred_segments;
-  out->soft_pin_ttl_ms = 0;
   out->offload = static_cast<int32_t>(wire.offload);
+  out->prefer_local = wire.prefer_local;
   return true;
 }
 

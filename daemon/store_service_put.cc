@@ -1,4 +1,4 @@
-// PUT, UPSERT, BATCH_PUT and the staged put (PUT_BEGIN / CHUNK / COMMIT / ABORT).
+// PUT, UPSERT, BATCH_PUT, BATCH_UPSERT and the staged put (PUT_BEGIN / CHUNK / COMMIT / ABORT).
 //
 // The bytes go from the application's pool to every replica the master reserved: a
 // memcpy into this daemon's segments, a transfer-engine WRITE into other daemons', all in
@@ -184,6 +184,21 @@ ErrorCode StoreService::OnBatchPut(ClientConnection* s, const uds::BatchPutArgs&
   // As for a single put: entries whose transfer failed go again, once, with the daemons
   // that failed now avoided.
   if (!retry.empty()) BatchPutRound(s, items, retry, config, &results, &ignored);
+  return ErrorCode::OK;
+}
+
+// Each entry is a whole UPSERT of its own, in order: an upsert replaces a complete value
+// (UpsertStart / UpsertEnd each), which the master's batch calls do not offer, and a batch
+// naming one key twice must apply both in order.
+ErrorCode StoreService::OnBatchUpsert(ClientConnection* s, const uds::BatchPutArgs& in,
+                                      uds::BatchPutReply* out) {
+  out->values.assign(in.entries.size(), ToInt(ErrorCode::INVALID_PARAMS));
+  for (size_t i = 0; i < in.entries.size(); ++i) {
+    const uds::PutEntry& e = in.entries[i];
+    out->values[i] = ToInt(PutWhole(s, uds::PutArgs{e.key, e.pool_offset, e.size, in.config},
+                                    /*upsert=*/true));
+    if (s->closed()) break;  // nobody will read the rest
+  }
   return ErrorCode::OK;
 }
 

@@ -340,7 +340,94 @@ int64_t mooncake_store_remove_all(mooncake_store_t store, int force);
 
 /* ---- put configuration, version 4 (docs/mooncake-api.md) ------------------------------ */
 
-/* section: put-config */
+/* Mooncake's ReplicateConfig, whole: a sized struct, so that a later version may add fields
+ * at its end and a caller built against this one keeps working. Fill it with
+ * mooncake_store_put_config_init() (or set struct_size = sizeof(mooncake_put_config_t) and
+ * every field as documented), then change what you need. The library reads only the first
+ * struct_size bytes and takes its defaults for fields beyond them; a struct_size smaller than
+ * this first version's (MOONCAKE_PUT_CONFIG_SIZE_V1) or larger than
+ * MOONCAKE_PUT_CONFIG_MAX_SIZE is -600, and bytes past the fields this library knows must be
+ * zero (a later version's field set: -1012, a feature this library lacks). A NULL config
+ * means the defaults. Semantics follow Mooncake's (docs/mooncake-api.md, "put-config"). */
+
+/* soft_pin_action: what the put does to the object's soft pin. */
+#define MOONCAKE_SOFT_PIN_PRESERVE 0 /* upsert keeps the old value's pin, until its deadline;
+                                        a new object gets none (default) */
+#define MOONCAKE_SOFT_PIN_ENABLE 1   /* pinned for soft_pin_ttl_ms (or the master's
+                                        --default_kv_soft_pin_ttl) from the publication */
+#define MOONCAKE_SOFT_PIN_DISABLE 2  /* no soft pin (an upsert removes the old one) */
+
+typedef struct mooncake_put_config {
+  size_t struct_size;       /* bytes of this struct the caller knows: sizeof() at its build */
+  size_t replica_num;       /* memory replicas on distinct segments: 1 to 64 (default 1) */
+  /* Replicas on NVMe-oF segments and on a DFS (3FS) tier: features this store lacks. Must
+   * be 0 (default); anything else is -1012. */
+  size_t nof_replica_num;
+  size_t dfs_replica_num;
+  /* With soft_pin_action ENABLE and has_soft_pin_ttl: the pin's TTL in ms. The deadline is
+   * fixed at the put's publication (publication + TTL) and reads do not move it; 0 unpins,
+   * more than the master's --max_kv_soft_pin_ttl is -600. has_soft_pin_ttl with PRESERVE or
+   * DISABLE is -600 (Mooncake's rules). */
+  uint64_t soft_pin_ttl_ms;
+  int32_t soft_pin_action;  /* MOONCAKE_SOFT_PIN_* (else -600) */
+  int32_t has_soft_pin_ttl; /* 0: ENABLE uses the master's default TTL */
+  int32_t with_hard_pin;    /* never evicted; removed only with force. Sticky: an upsert
+                               keeps an existing hard pin */
+  /* Place the first replica on the caller's own daemon (its memory, then memory lent at
+   * it), as the master's --allocation_strategy local_first does for every put; further
+   * replicas go to other daemons. preferred segments still come first. */
+  int32_t prefer_alloc_in_same_node;
+  const char **preferred_segments; /* "host:port" of daemons to try first, in order */
+  size_t preferred_segments_count; /* at most 65536 names of at most 4096 bytes (else -600) */
+  /* Mooncake's older single preferred segment: used when preferred_segments_count is 0.
+   * NULL or "": none. */
+  const char *preferred_segment;
+  /* Preferred NVMe-oF segments (a feature this store lacks): a count > 0 is -1012. */
+  const char **preferred_nof_segments;
+  size_t preferred_nof_segments_count;
+  /* Mooncake's writer host id, naming which node "same node" is. The node here is always
+   * the caller's daemon: NULL or "" only (else -1012). */
+  const char *host_id;
+  /* Mooncake's per-key routing groups (a feature this store lacks): NULL, or a list whose
+   * every entry is "" (ungrouped, as Mooncake reads it); a non-empty id is -1012, and a
+   * count > 0 with group_ids NULL is -1. */
+  const char **group_ids;
+  size_t group_ids_count;
+  /* Mooncake's ObjectDataType, 0 (UNKNOWN, default) to 9 (GENERAL), else -600: validated
+   * and accepted; the store keeps no per-type accounting. */
+  int32_t data_type;
+} mooncake_put_config_t;
+
+/* The size of the first version of mooncake_put_config_t (ABI 4): the smallest accepted. */
+#define MOONCAKE_PUT_CONFIG_SIZE_V1 (offsetof(mooncake_put_config_t, data_type) + sizeof(int32_t))
+/* The largest struct_size accepted: anything above is taken for garbage. */
+#define MOONCAKE_PUT_CONFIG_MAX_SIZE 4096
+
+/* Fills *config with the defaults (one replica, soft pin PRESERVE, no hard pin, no
+ * preference) and struct_size = sizeof(mooncake_put_config_t). -1 for NULL. */
+int mooncake_store_put_config_init(mooncake_put_config_t *config);
+
+/* put, put_from, upsert_from and batch_put_from with a mooncake_put_config_t: the same
+ * arguments, codes and thread rules as the calls they extend, plus the config's codes
+ * (-600 for a bad value or struct_size, -1012 for a feature this store lacks); an invalid
+ * config stores nothing (for a batch: every entry gets the config's code). */
+int mooncake_store_put_ex(mooncake_store_t store, const char *key, const void *value,
+                          size_t size, const mooncake_put_config_t *config);
+int mooncake_store_put_from_ex(mooncake_store_t store, const char *key, void *buffer,
+                               size_t size, const mooncake_put_config_t *config);
+int mooncake_store_upsert_from_ex(mooncake_store_t store, const char *key, void *buffer,
+                                  size_t size, const mooncake_put_config_t *config);
+int mooncake_store_batch_put_from_ex(mooncake_store_t store, const char **keys, void **buffers,
+                                     const size_t *sizes, size_t count,
+                                     const mooncake_put_config_t *config, int *results_out);
+
+/* count upserts in one request: results_out[i] as upsert_from_ex would return it for
+ * keys[i] (each entry replaces its key's value on its own: readers see the old or the new
+ * value of each key, never a mix). A key named twice in one batch is upserted twice, in
+ * order. Returns 0 once every entry has its result, or -1 for a NULL argument. */
+int mooncake_store_batch_upsert_from(mooncake_store_t store, const char **keys, void **buffers,
+                                     const size_t *sizes, size_t count,
+                                     const mooncake_put_config_t *config, int *results_out);
 
 /* ---- ranged reads (docs/mooncake-api.md) --------------------------------------------- */
 

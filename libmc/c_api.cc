@@ -4,6 +4,7 @@
 // else lives in StoreClient. Only functions marked MC_EXPORT (and
 // mooncake_store_strerror, from common/error_code.cc) leave the library; see
 // libmooncake_store.map.
+#include <algorithm>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -71,6 +72,21 @@ int CheckValueSize(size_t size) {
   return (size == 0 || size > MOONCAKE_STORE_MAX_VALUE_SIZE) ? kInvalidParams : 0;
 }
 
+// Copies count "host:port" names: -1 for a NULL list or name, -600 for too many or too long.
+int CopySegments(const char* const* names, size_t count, std::vector<std::string>* out) {
+  if (count > 0 && names == nullptr) return kInternal;
+  // More names than a frame may list would cost the connection (docs/protocol.md).
+  if (count > mooncake::uds::kMaxBatch) return kInvalidParams;
+  for (size_t i = 0; i < count; ++i) {
+    if (names[i] == nullptr) return kInternal;
+    if (std::strlen(names[i]) > MOONCAKE_STORE_MAX_KEY_LEN) {
+      return kInvalidParams;  // no "host:port" is that long
+    }
+    out->emplace_back(names[i]);
+  }
+  return 0;
+}
+
 // The wire config of a put: *config (NULL: the defaults) and the handle's offload choice,
 // which the C struct predates (mooncake_store_set_ssd_offload).
 int CheckConfig(const StoreClient* client, const mooncake_replicate_config_t* config,
@@ -79,41 +95,118 @@ int CheckConfig(const StoreClient* client, const mooncake_replicate_config_t* co
   out->offload = client->ssd_offload();
   if (config == nullptr) return 0;
   if (config->replica_num == 0) return kInvalidParams;
-  if (config->preferred_segments_count > 0 && config->preferred_segments == nullptr) {
-    return kInternal;
-  }
-  // More names than a frame may list would cost the connection (docs/protocol.md).
-  if (config->preferred_segments_count > mooncake::uds::kMaxBatch) return kInvalidParams;
   out->replica_num = config->replica_num;
-  out->with_soft_pin = config->with_soft_pin != 0;
+  // The older struct's flag: a put pins or it does not (an upsert drops the old pin).
+  out->soft_pin_action = config->with_soft_pin != 0 ? MOONCAKE_SOFT_PIN_ENABLE
+                                                    : MOONCAKE_SOFT_PIN_DISABLE;
   out->with_hard_pin = config->with_hard_pin != 0;
-  for (size_t i = 0; i < config->preferred_segments_count; ++i) {
-    if (config->preferred_segments[i] == nullptr) return kInternal;
-    if (std::strlen(config->preferred_segments[i]) > MOONCAKE_STORE_MAX_KEY_LEN) {
-      return kInvalidParams;  // no "host:port" is that long
-    }
-    out->preferred_segments.emplace_back(config->preferred_segments[i]);
+  return CopySegments(config->preferred_segments, config->preferred_segments_count,
+                      &out->preferred_segments);
+}
+
+// The fields of a mooncake_put_config_t the caller's struct_size covers, over the defaults.
+// -600 for a size outside [MOONCAKE_PUT_CONFIG_SIZE_V1, MOONCAKE_PUT_CONFIG_MAX_SIZE], -1012
+// when the bytes past this library's struct are not all zero (fields of a later version).
+int ReadPutConfig(const mooncake_put_config_t* config, mooncake_put_config_t* out) {
+  mooncake_store_put_config_init(out);
+  if (config == nullptr) return 0;
+  const size_t size = config->struct_size;
+  if (size < MOONCAKE_PUT_CONFIG_SIZE_V1 || size > MOONCAKE_PUT_CONFIG_MAX_SIZE) {
+    MC_LOG_WARN("put config struct_size %zu outside [%zu, %d]", size,
+                static_cast<size_t>(MOONCAKE_PUT_CONFIG_SIZE_V1), MOONCAKE_PUT_CONFIG_MAX_SIZE);
+    return kInvalidParams;
   }
+  const size_t known = std::min(size, sizeof(mooncake_put_config_t));
+  std::memcpy(out, config, known);
+  const unsigned char* tail = reinterpret_cast<const unsigned char*>(config) + known;
+  for (size_t i = 0; i < size - known; ++i) {
+    if (tail[i] != 0) {
+      MC_LOG_WARN("put config sets fields of a newer library (struct_size %zu)", size);
+      return ToAbi(ErrorCode::NOT_SUPPORTED);
+    }
+  }
+  out->struct_size = sizeof(mooncake_put_config_t);
   return 0;
 }
 
+// A feature of Mooncake's config this store does not have: refused, never ignored.
+int Unsupported(const char* field) {
+  MC_LOG_WARN("put config: %s is not supported by this store (docs/mooncake-api.md)", field);
+  return ToAbi(ErrorCode::NOT_SUPPORTED);
+}
+
+// The wire config of a put with a mooncake_put_config_t (NULL: the defaults).
+int CheckPutConfig(const StoreClient* client, const mooncake_put_config_t* given,
+                   mooncake::uds::WireConfig* out) {
+  *out = mooncake::uds::WireConfig();
+  out->offload = client->ssd_offload();
+  mooncake_put_config_t c;
+  int rc = ReadPutConfig(given, &c);
+  if (rc != 0) return rc;
+  if (c.replica_num == 0 || c.replica_num > 64) return kInvalidParams;
+  if (c.soft_pin_action < MOONCAKE_SOFT_PIN_PRESERVE ||
+      c.soft_pin_action > MOONCAKE_SOFT_PIN_DISABLE) {
+    return kInvalidParams;
+  }
+  // Mooncake's rule: a TTL goes with ENABLE only. The master checks it against its maximum.
+  if (c.has_soft_pin_ttl != 0 && c.soft_pin_action != MOONCAKE_SOFT_PIN_ENABLE) {
+    return kInvalidParams;
+  }
+  if (c.soft_pin_ttl_ms > static_cast<uint64_t>(INT64_MAX)) return kInvalidParams;
+  if (c.data_type < 0 || c.data_type > 9) return kInvalidParams;
+  if (c.nof_replica_num != 0) return Unsupported("nof_replica_num");
+  if (c.dfs_replica_num != 0) return Unsupported("dfs_replica_num");
+  if (c.preferred_nof_segments_count != 0) return Unsupported("preferred_nof_segments");
+  if (c.host_id != nullptr && c.host_id[0] != '\0') return Unsupported("host_id");
+  if (c.group_ids_count > 0 && c.group_ids == nullptr) return kInternal;
+  for (size_t i = 0; i < c.group_ids_count; ++i) {
+    if (c.group_ids[i] == nullptr) return kInternal;
+    if (c.group_ids[i][0] != '\0') return Unsupported("group_ids");
+  }
+  out->replica_num = c.replica_num;
+  out->soft_pin_action = static_cast<uint64_t>(c.soft_pin_action);
+  out->soft_pin_ttl_given = c.has_soft_pin_ttl != 0;
+  out->soft_pin_ttl_ms = out->soft_pin_ttl_given ? c.soft_pin_ttl_ms : 0;
+  out->with_hard_pin = c.with_hard_pin != 0;
+  out->prefer_local = c.prefer_alloc_in_same_node != 0;
+  if (c.preferred_segments_count == 0 && c.preferred_segment != nullptr &&
+      c.preferred_segment[0] != '\0') {
+    const char* one[] = {c.preferred_segment};
+    return CopySegments(one, 1, &out->preferred_segments);
+  }
+  return CopySegments(c.preferred_segments, c.preferred_segments_count,
+                      &out->preferred_segments);
+}
+
+// The wire config of either struct.
+int CheckAnyConfig(const StoreClient* client, const mooncake_replicate_config_t* config,
+                   mooncake::uds::WireConfig* out) {
+  return CheckConfig(client, config, out);
+}
+int CheckAnyConfig(const StoreClient* client, const mooncake_put_config_t* config,
+                   mooncake::uds::WireConfig* out) {
+  return CheckPutConfig(client, config, out);
+}
+
 // The checks every put shares; 0 when the put may go ahead.
+template <typename Config>
 int CheckPut(StoreClient* client, const char* key, const void* value, size_t size,
-             const mooncake_replicate_config_t* config, std::string* key_out,
-             mooncake::uds::WireConfig* config_out) {
+             const Config* config, std::string* key_out, mooncake::uds::WireConfig* config_out) {
   if (value == nullptr) return kInternal;
   int rc = CheckKey(key, key_out);
   if (rc != 0) return rc;
-  rc = CheckConfig(client, config, config_out);
+  rc = CheckAnyConfig(client, config, config_out);
   if (rc != 0) return rc;
   rc = CheckValueSize(size);
   if (rc != 0) return rc;
   return ToAbi(client->CheckRegistered(value, size));
 }
 
-// mooncake_store_put and mooncake_store_upsert_from, which differ only in upsert.
+// mooncake_store_put and mooncake_store_upsert_from (and their _ex forms), which differ
+// only in upsert.
+template <typename Config>
 int PutOrUpsert(mooncake_store_t store, const char* key, const void* value, size_t size,
-                const mooncake_replicate_config_t* config, bool upsert) {
+                const Config* config, bool upsert) {
   if (store == nullptr) return kInternal;
   return Guard(kInternal, [&] {
     std::string k;
@@ -309,24 +402,79 @@ MC_EXPORT int mooncake_store_upsert_from(mooncake_store_t store, const char* key
   return PutOrUpsert(store, key, buffer, size, config, true);
 }
 
-MC_EXPORT int mooncake_store_batch_put_from(mooncake_store_t store, const char** keys,
-                                            void** buffers, const size_t* sizes, size_t count,
-                                            const mooncake_replicate_config_t* config,
-                                            int* results_out) {
+namespace {
+
+// The batch put entry points: batch_put_from (upsert false) and batch_upsert_from, with
+// either config struct.
+template <typename Config>
+int BatchPutOrUpsert(mooncake_store_t store, const char** keys, void** buffers,
+                     const size_t* sizes, size_t count, const Config* config, int* results_out,
+                     bool upsert) {
   mooncake::uds::WireConfig c;
   int config_rc = 0;
   return BatchCall<StoreClient::PutItem>(
       store, keys, buffers, sizes, count, results_out,
       [&](StoreClient* client, size_t i, std::string* k) {
         // The first entry checks the batch's config, inside BatchCall's guard.
-        if (i == 0) config_rc = CheckConfig(client, config, &c);
+        if (i == 0) config_rc = CheckAnyConfig(client, config, &c);
         mooncake::uds::WireConfig unused;  // the batch's config is c
         if (config_rc != 0) return config_rc;
-        return CheckPut(client, keys[i], buffers[i], sizes[i], nullptr, k, &unused);
+        return CheckPut<mooncake_replicate_config_t>(client, keys[i], buffers[i], sizes[i],
+                                                     nullptr, k, &unused);
       },
       [&](StoreClient* client, std::vector<StoreClient::PutItem>& items) {
-        client->BatchPut(items, c);
+        client->BatchPut(items, c, upsert);
       });
+}
+
+}  // namespace
+
+MC_EXPORT int mooncake_store_batch_put_from(mooncake_store_t store, const char** keys,
+                                            void** buffers, const size_t* sizes, size_t count,
+                                            const mooncake_replicate_config_t* config,
+                                            int* results_out) {
+  return BatchPutOrUpsert(store, keys, buffers, sizes, count, config, results_out, false);
+}
+
+// ---- put configuration, version 4 ----------------------------------------------------
+
+MC_EXPORT int mooncake_store_put_config_init(mooncake_put_config_t* config) {
+  if (config == nullptr) return kInternal;
+  std::memset(config, 0, sizeof(*config));
+  config->struct_size = sizeof(*config);
+  config->replica_num = 1;
+  config->soft_pin_action = MOONCAKE_SOFT_PIN_PRESERVE;
+  return 0;
+}
+
+MC_EXPORT int mooncake_store_put_ex(mooncake_store_t store, const char* key, const void* value,
+                                    size_t size, const mooncake_put_config_t* config) {
+  return PutOrUpsert(store, key, value, size, config, false);
+}
+
+MC_EXPORT int mooncake_store_put_from_ex(mooncake_store_t store, const char* key, void* buffer,
+                                         size_t size, const mooncake_put_config_t* config) {
+  return PutOrUpsert(store, key, buffer, size, config, false);
+}
+
+MC_EXPORT int mooncake_store_upsert_from_ex(mooncake_store_t store, const char* key,
+                                            void* buffer, size_t size,
+                                            const mooncake_put_config_t* config) {
+  return PutOrUpsert(store, key, buffer, size, config, true);
+}
+
+MC_EXPORT int mooncake_store_batch_put_from_ex(mooncake_store_t store, const char** keys,
+                                               void** buffers, const size_t* sizes,
+                                               size_t count, const mooncake_put_config_t* config,
+                                               int* results_out) {
+  return BatchPutOrUpsert(store, keys, buffers, sizes, count, config, results_out, false);
+}
+
+MC_EXPORT int mooncake_store_batch_upsert_from(mooncake_store_t store, const char** keys,
+                                               void** buffers, const size_t* sizes,
+                                               size_t count, const mooncake_put_config_t* config,
+                                               int* results_out) {
+  return BatchPutOrUpsert(store, keys, buffers, sizes, count, config, results_out, true);
 }
 
 // ---- get ------------------------------------------------------------------------------

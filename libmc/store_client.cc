@@ -430,11 +430,16 @@ ErrorCode StoreClient::PutStaged(Context& c, const std::string& key, const char*
   return rc;
 }
 
-void StoreClient::BatchPut(std::vector<PutItem>& items, const uds::WireConfig& config) {
+void StoreClient::BatchPut(std::vector<PutItem>& items, const uds::WireConfig& config,
+                           bool upsert) {
   Context c;
   ErrorCode rc = Acquire(&c);
   if (rc != ErrorCode::OK) {
     for (PutItem& it : items) it.result = rc;
+    return;
+  }
+  if (upsert) {
+    BatchUpsert(c, items, config);
     return;
   }
   uds::BatchPutArgs shared;
@@ -453,6 +458,33 @@ void StoreClient::BatchPut(std::vector<PutItem>& items, const uds::WireConfig& c
     } else if (!frame.Place(*c.pool, it.data, it.size, &offset, &block)) {
       // Too large for the pool right now: chunked, on its own.
       it.result = PutOne(c, it.key, it.data, it.size, config, false);
+    } else {
+      if (block) std::memcpy(block->data(), it.data, it.size);
+      frame.Add(i, uds::PutEntry{std::move(it.key), offset, it.size}, std::move(block));
+    }
+  }
+  frame.Flush();
+}
+
+void StoreClient::BatchUpsert(Context& c, std::vector<PutItem>& items,
+                              const uds::WireConfig& config) {
+  uds::BatchPutArgs shared;
+  shared.config = config;
+  auto frame = MakeBatchFrame<uds::Op::kBatchUpsert>(
+      *c.conn, std::move(shared), [&](const BatchEntry& e, int64_t value) {
+        items[e.item].result = value > 0 ? ErrorCode::INTERNAL_ERROR : FromWire(value);
+      });
+  for (size_t i = 0; i < items.size(); ++i) {
+    PutItem& it = items[i];
+    uint64_t offset = 0;
+    std::shared_ptr<PoolBlock> block;
+    if (!c.pool) {
+      it.result = ErrorCode::INVALID_PARAMS;
+    } else if (!frame.Place(*c.pool, it.data, it.size, &offset, &block)) {
+      // Too large for the pool right now: the entries framed so far go first, so that the
+      // batch's upserts of one key still apply in order; then this one, chunked.
+      frame.Flush();
+      it.result = PutOne(c, it.key, it.data, it.size, config, true);
     } else {
       if (block) std::memcpy(block->data(), it.data, it.size);
       frame.Add(i, uds::PutEntry{std::move(it.key), offset, it.size}, std::move(block));

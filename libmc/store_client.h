@@ -82,7 +82,8 @@ class StoreClient {
 
   ErrorCode Put(const std::string& key, const void* value, uint64_t size,
                 const uds::WireConfig& config, bool upsert);
-  void BatchPut(std::vector<PutItem>& items, const uds::WireConfig& config);
+  // upsert: BATCH_UPSERT, each entry replacing its key's value (in order).
+  void BatchPut(std::vector<PutItem>& items, const uds::WireConfig& config, bool upsert = false);
   // The bytes read into buffer.
   Result<uint64_t> GetInto(const std::string& key, void* buffer, uint64_t capacity);
   void BatchGetInto(std::vector<GetItem>& items);
@@ -125,6 +126,7 @@ class StoreClient {
 
   ErrorCode PutOnce(Context& c, const std::string& key, uint64_t pool_offset, uint64_t size,
                     const uds::WireConfig& config, bool upsert, std::shared_ptr<void> keepalive);
+  void BatchUpsert(Context& c, std::vector<PutItem>& items, const uds::WireConfig& config);
   ErrorCode PutStaged(Context& c, const std::string& key, const char* value, uint64_t size,
                       const uds::WireConfig& config, bool upsert);
   Result<uint64_t> GetStaged(Context& c, const std::string& key, char* buffer,

@@ -61,7 +61,7 @@ void RegisterMasterFlags(FlagSet* f, MasterOptions* o) {
             "records of which daemon may cache which object, kept to tell writers whose read "
             "caches to invalidate; past it, a change of an object read meanwhile tells every "
             "daemon");
-  f->AddChoice("allocation_strategy", &o->allocation_strategy, {"random", "free_ratio_first"},
+  f->AddChoice("allocation_strategy", &o->allocation_strategy, {"random", "free_ratio_first", "local_first"},
                "how replicas are spread over segments");
   f->AddChoice("memory_allocator", &o->memory_allocator, {"offset"},
                "allocator of each segment's space: an offset allocator (Mooncake's "

@@ -103,6 +103,9 @@ struct MasterOptions {
 
   // Milliseconds on a monotonic clock. Tests replace it to move time by hand.
   std::function<int64_t()> now_ms;
+  // Milliseconds since the Unix epoch: only to write and read deadlines that outlive the
+  // process (a soft pin's, in the snapshot and the log). Tests replace it too.
+  std::function<int64_t()> unix_ms;
 };
 
 // Declares every master flag on flags, bound to the fields of options.

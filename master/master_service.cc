@@ -40,8 +40,15 @@ rpc::ReplicaListResult ReplicaListError(ErrorCode code) {
 // Negative is "none"; a CRC-32C has 32 bits.
 bool ValidChecksum(int64_t checksum) { return checksum <= int64_t{0xFFFFFFFF}; }
 
+int64_t UnixNowMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
 MasterOptions WithClock(MasterOptions options) {
   if (!options.now_ms) options.now_ms = SteadyNowMs;
+  if (!options.unix_ms) options.unix_ms = UnixNowMs;
   return options;
 }
 
@@ -70,9 +77,9 @@ int64_t MasterService::NewEpoch() {
 MasterService::MasterService(MasterOptions options)
     : options_(WithClock(std::move(options))),
       epoch_(NewEpoch()),
-      segments_(options_.allocation_strategy == "free_ratio_first"
-                    ? AllocationStrategy::kFreeRatioFirst
-                    : AllocationStrategy::kRandom,
+      segments_(options_.allocation_strategy == "free_ratio_first" ? AllocationStrategy::kFreeRatioFirst
+                : options_.allocation_strategy == "local_first"    ? AllocationStrategy::kLocalFirst
+                                                                    : AllocationStrategy::kRandom,
                 /*alignment=*/64),
       shards_(new Shard[kShardCount]),
       tenants_(QuotasOf(options_.tenant_quota)) {
@@ -103,22 +110,46 @@ ErrorCode MasterService::ValidatePut(int64_t writer, const std::string& key, int
       config.soft_pin_ttl_ms < 0 || config.offload < 0 || config.offload > 2) {
     return ErrorCode::INVALID_PARAMS;
   }
+  SoftPinRequest ignored;
+  ErrorCode pin = ResolveSoftPin(config, &ignored);
+  if (pin != ErrorCode::OK) return pin;
   if (!daemons_.Known(writer)) return ErrorCode::CLIENT_NOT_FOUND;
   if (LogRefusing()) return ErrorCode::PERSISTENT_FAIL;
   return ErrorCode::OK;
 }
 
-int64_t MasterService::SoftPinTtl(const rpc::ReplicateConfig& config) const {
-  if (!config.with_soft_pin) return 0;
-  if (config.soft_pin_ttl_ms <= 0) return options_.default_kv_soft_pin_ttl_ms;
-  return std::min(config.soft_pin_ttl_ms, options_.max_kv_soft_pin_ttl_ms);
+ErrorCode MasterService::ResolveSoftPin(const rpc::ReplicateConfig& config,
+                                        SoftPinRequest* out) const {
+  *out = SoftPinRequest();
+  if (config.soft_pin_action < 0) {  // an older daemon: with_soft_pin, as before
+    if (!config.with_soft_pin) {
+      out->action = SoftPin::kDisable;
+      return ErrorCode::OK;
+    }
+    out->action = SoftPin::kEnable;
+    out->ttl_ms = config.soft_pin_ttl_ms <= 0
+                      ? options_.default_kv_soft_pin_ttl_ms
+                      : std::min(config.soft_pin_ttl_ms, options_.max_kv_soft_pin_ttl_ms);
+    return ErrorCode::OK;
+  }
+  if (config.soft_pin_action > 2 || config.soft_pin_ttl_ms < 0) return ErrorCode::INVALID_PARAMS;
+  out->action = static_cast<SoftPin>(config.soft_pin_action);
+  if (out->action != SoftPin::kEnable) {
+    // Mooncake: a TTL only goes with ENABLE.
+    return config.soft_pin_ttl_given ? ErrorCode::INVALID_PARAMS : ErrorCode::OK;
+  }
+  out->ttl_ms = config.soft_pin_ttl_given ? config.soft_pin_ttl_ms
+                                          : options_.default_kv_soft_pin_ttl_ms;
+  return out->ttl_ms > options_.max_kv_soft_pin_ttl_ms ? ErrorCode::INVALID_PARAMS
+                                                       : ErrorCode::OK;
 }
 
 bool MasterService::TryReserve(uint64_t size, const rpc::ReplicateConfig& config,
-                               ReplicaList* out) {
+                               int64_t writer, ReplicaList* out) {
+  const int64_t local = config.prefer_local || segments_.local_first() ? writer : 0;
   std::vector<Placement> placed =
       segments_.Allocate(size, static_cast<size_t>(config.replica_num), config.preferred_segments,
-                         config.avoided_segments);
+                         config.avoided_segments, local);
   for (const Placement& p : placed) {
     Replica r;
     r.offset = p.offset;
@@ -130,10 +161,11 @@ bool MasterService::TryReserve(uint64_t size, const rpc::ReplicateConfig& config
 }
 
 ErrorCode MasterService::ReserveCharged(const std::string& key, uint64_t size,
-                                        const rpc::ReplicateConfig& config, ReplicaList* out) {
+                                        const rpc::ReplicateConfig& config, int64_t writer,
+                                        ReplicaList* out) {
   int64_t asked = static_cast<int64_t>(size) * config.replica_num;
   if (!tenants_.TryCharge(key, static_cast<uint64_t>(asked))) return ErrorCode::QUOTA_EXCEEDED;
-  ErrorCode rc = Reserve(size, config, out);
+  ErrorCode rc = Reserve(size, config, writer, out);
   // Fewer replicas than asked may have fitted, or none.
   tenants_.Add(key, 0, (rc == ErrorCode::OK ? MemoryBytes(size, *out) : 0) - asked);
   return rc;
@@ -258,7 +290,9 @@ rpc::PutStartResult MasterService::StartLocked(LockedKey& locked, int64_t writer
   meta.time_ms = Now();
   meta.writer = writer;
   meta.hard_pin = config.with_hard_pin;
-  meta.soft_pin_ms = SoftPinTtl(config);
+  SoftPinRequest pin;
+  ResolveSoftPin(config, &pin);  // ValidatePut accepted it
+  meta.soft_pin_ms = NewObjectSoftPinTtl(pin);
   meta.offload_at_put = WantsOffload(config);
   for (size_t i = 0; i < reserved.size(); ++i) meta.replicas.push_back(reserved[i]);
   rpc::PutStartResult result;
@@ -290,7 +324,7 @@ rpc::PutStartResult MasterService::PutStart(int64_t writer, const std::string& k
   // Space is reserved without the shard lock: a reservation may have to evict, and
   // eviction takes shard locks one at a time.
   ReplicaList reserved;
-  rc = ReserveCharged(key, static_cast<uint64_t>(size), config, &reserved);
+  rc = ReserveCharged(key, static_cast<uint64_t>(size), config, writer, &reserved);
   if (rc != ErrorCode::OK) return PutStartError(rc);
 
   LockedKey locked(*this, key);
@@ -361,7 +395,7 @@ rpc::PutStartResult MasterService::UpsertStart(int64_t writer, const std::string
   ErrorCode rc = ValidatePut(writer, key, size, config);
   if (rc != ErrorCode::OK) return PutStartError(rc);
   ReplicaList reserved;
-  rc = ReserveCharged(key, static_cast<uint64_t>(size), config, &reserved);
+  rc = ReserveCharged(key, static_cast<uint64_t>(size), config, writer, &reserved);
   if (rc != ErrorCode::OK) return PutStartError(rc);
 
   LockedKey locked(*this, key);
@@ -386,7 +420,7 @@ rpc::PutStartResult MasterService::UpsertStart(int64_t writer, const std::string
   up.start_ms = now;
   up.size = static_cast<uint64_t>(size);
   up.hard_pin = config.with_hard_pin;
-  up.soft_pin_ttl_ms = SoftPinTtl(config);
+  ResolveSoftPin(config, &up.soft_pin);  // ValidatePut accepted it
   up.offload = WantsOffload(config);
   for (size_t i = 0; i < reserved.size(); ++i) up.replicas.push_back(reserved[i]);
   rpc::PutStartResult result;
@@ -428,8 +462,14 @@ ErrorCode MasterService::UpsertEnd(int64_t writer, const std::string& key, int64
       meta.size = up.size;
       meta.set_checksum(checksum);
       meta.writer = writer;
-      meta.hard_pin = up.hard_pin;
-      meta.soft_pin_ms = up.soft_pin_ttl_ms > 0 ? now + up.soft_pin_ttl_ms : 0;
+      // Mooncake's rules: a hard pin survives the upsert; the soft pin is kept (PRESERVE,
+      // until its deadline, which does not move), set anew from now (ENABLE) or dropped.
+      meta.hard_pin = meta.hard_pin || up.hard_pin;
+      if (up.soft_pin.action == SoftPin::kEnable) {
+        meta.soft_pin_ms = up.soft_pin.ttl_ms > 0 ? now + up.soft_pin.ttl_ms : 0;
+      } else if (up.soft_pin.action == SoftPin::kDisable || meta.soft_pin_ms <= now) {
+        meta.soft_pin_ms = 0;
+      }
       shard.upserts.erase(pending);
       DropPendingMove(shard, key);  // it was copying the old value
       ForgetExistHit(shard, meta);  // a new value: written now
@@ -478,9 +518,7 @@ rpc::ReplicaListResult MasterService::GetReplicaList(const std::string& key, int
                                        // next hit counts again
   int64_t until = now + options_.default_kv_lease_ttl_ms;
   meta.time_ms = std::max(meta.time_ms, until);
-  if (meta.soft_pin_ms > 0) {
-    meta.soft_pin_ms = std::max(meta.soft_pin_ms, now + options_.default_kv_soft_pin_ttl_ms);
-  }
+  // A soft pin's deadline is fixed at publication (Mooncake's rule): reads do not move it.
   rpc::ReplicaListResult result;
   DescribeReplicas(meta.replicas, meta.size, /*include_processing=*/false, &result.replicas);
   // Restored, and no daemon holding a replica has re-attached yet.

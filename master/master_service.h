@@ -439,13 +439,19 @@ class MasterService {
   uint64_t Evict(uint64_t target_bytes);
 
  private:
+  // A put's soft-pin request (ResolveSoftPin).
+  enum class SoftPin : int32_t { kPreserve = 0, kEnable = 1, kDisable = 2 };
+  struct SoftPinRequest {
+    SoftPin action = SoftPin::kPreserve;
+    int64_t ttl_ms = 0;
+  };
   // A replacement value being written by an upsert while the old one stays readable.
   struct PendingUpsert {
     int64_t writer = 0;
     int64_t start_ms = 0;
     uint64_t size = 0;
     bool hard_pin = false;
-    int64_t soft_pin_ttl_ms = 0;
+    SoftPinRequest soft_pin;  // applied at UpsertEnd, from then
     bool offload = false;  // UpsertEnd queues an offload of the new value
     ReplicaList replicas;
   };
@@ -534,6 +540,9 @@ class MasterService {
   };
 
   int64_t Now() const { return options_.now_ms(); }
+  // The durable form of meta's soft pin: its deadline in Unix-epoch ms (records survive
+  // restarts and move between masters, whose monotonic clocks differ), 0 for none.
+  int64_t SoftPinUntilUnixMs(const ObjectMetadata& meta) const;
   // A key pattern as RemoveByRegex and ListKeys take it: RE2, Latin-1 (keys are bytes),
   // at most MOONCAKE_STORE_MAX_PATTERN_LEN bytes and kRegexMaxMem compiled. Null with
   // *error saying why when it is refused.
@@ -547,20 +556,33 @@ class MasterService {
   static bool ValidKey(std::string_view key);
   ErrorCode ValidatePut(int64_t writer, const std::string& key, int64_t size,
                         const rpc::ReplicateConfig& config) const;
-  int64_t SoftPinTtl(const rpc::ReplicateConfig& config) const;
+  // A put's soft-pin request, with Mooncake's rules (docs/mooncake-api.md, "put-config"):
+  // the action (kPreserve, kEnable, kDisable) and, for kEnable, the TTL from publication
+  // (0: no pin). -600 for a TTL with PRESERVE or DISABLE, one above --max_kv_soft_pin_ttl,
+  // or an unknown action. A config without an action (an older daemon's) reads with_soft_pin
+  // as ENABLE or DISABLE, its TTL clamped to the maximum as before.
+  ErrorCode ResolveSoftPin(const rpc::ReplicateConfig& config, SoftPinRequest* out) const;
+  // The TTL a new object gets from request: ENABLE's, else none.
+  static int64_t NewObjectSoftPinTtl(const SoftPinRequest& request) {
+    return request.action == SoftPin::kEnable ? request.ttl_ms : 0;
+  }
 
   // Reserves replicas for size bytes (with no shard lock held: it may evict), evicting
   // first when the reservation would pass the high watermark, and again when it finds no
   // space (see "Eviction" above). Fills *out; -200 when nothing fits.
-  ErrorCode Reserve(uint64_t size, const rpc::ReplicateConfig& config, ReplicaList* out);
+  // writer: the daemon putting (its segments first with config.prefer_local or
+  // --allocation_strategy local_first), 0 for none.
+  ErrorCode Reserve(uint64_t size, const rpc::ReplicateConfig& config, int64_t writer,
+                    ReplicaList* out);
   // Reserve for a put of key, its bytes charged to key's tenant first (-1402 when they do
   // not fit its quota); what was not reserved is given back.
   ErrorCode ReserveCharged(const std::string& key, uint64_t size,
-                           const rpc::ReplicateConfig& config, ReplicaList* out);
+                           const rpc::ReplicateConfig& config, int64_t writer, ReplicaList* out);
   // What a value of size bytes in these replicas counts against its tenant: size per
   // memory replica.
   static int64_t MemoryBytes(uint64_t size, const ReplicaList& replicas);
-  bool TryReserve(uint64_t size, const rpc::ReplicateConfig& config, ReplicaList* out);
+  bool TryReserve(uint64_t size, const rpc::ReplicateConfig& config, int64_t writer,
+                  ReplicaList* out);
 
   // Shared body of PutStart and the "no value yet" case of UpsertStart, under the shard
   // lock: records the key's object as PROCESSING with the reserved replicas.

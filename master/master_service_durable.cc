@@ -72,12 +72,19 @@ size_t MasterService::DescribeForLog(const ReplicaList& replicas, ReplicaRecord*
   return n;
 }
 
+int64_t MasterService::SoftPinUntilUnixMs(const ObjectMetadata& meta) const {
+  int64_t now = Now();
+  if (!meta.soft_pinned(now)) return 0;
+  return std::max<int64_t>(1, options_.unix_ms() + (meta.soft_pin_ms - now));
+}
+
 uint64_t MasterService::LogPublish(std::string_view key, const ObjectMetadata& meta) {
   if (oplog_ == nullptr) return 0;
   ReplicaRecord replicas[kMaxReplicaNum];
   size_t n = DescribeForLog(meta.replicas, replicas);
   std::string& record = RecordBuffer();
-  AppendPublishRecord(&record, key, meta.size, meta.checksum_or_none(), meta.hard_pin, replicas, n);
+  AppendPublishRecord(&record, key, meta.size, meta.checksum_or_none(), meta.hard_pin, replicas, n,
+                      SoftPinUntilUnixMs(meta));
   return oplog_->Append(record);
 }
 
@@ -141,7 +148,8 @@ bool MasterService::ExportObjects(
     shard.objects.ForEach([&](std::string_view key, ObjectMetadata& meta) {
       if (!meta.complete) return false;
       size_t n = DescribeForLog(meta.replicas, replicas);
-      AppendObject(&bytes, key, meta.size, meta.checksum_or_none(), meta.hard_pin, replicas, n);
+      AppendObject(&bytes, key, meta.size, meta.checksum_or_none(), meta.hard_pin, replicas, n,
+                   SoftPinUntilUnixMs(meta));
       return false;
     });
     if (!emit(s, bytes, count)) return false;
@@ -167,6 +175,9 @@ void MasterService::RestoreObject(ObjectRecord&& object) {
     meta.complete = true;
     meta.hard_pin = object.hard_pin;
     meta.set_checksum(object.checksum);
+    // The deadline stays where it was (a past one: no pin), on this master's clock.
+    int64_t left = object.soft_pin_until_unix_ms - options_.unix_ms();
+    meta.soft_pin_ms = object.soft_pin_until_unix_ms > 0 && left > 0 ? meta.time_ms + left : 0;
     for (const ReplicaRecord& r : object.replicas) {
       Replica replica;
       if (r.kind > static_cast<uint8_t>(ReplicaKind::kLocalDisk) ||

@@ -37,14 +37,16 @@ bool MasterService::PastWatermark(uint64_t need) const {
 }
 
 ErrorCode MasterService::Reserve(uint64_t size, const rpc::ReplicateConfig& config,
-                                 ReplicaList* out) {
+                                 int64_t writer, ReplicaList* out) {
   // An upper bound: fewer replicas than asked may be placed.
   const uint64_t need = size * static_cast<uint64_t>(config.replica_num);
   // Evict before passing the watermark, so that usage stays at or under it for as long as
   // anything can be evicted; when nothing can, the put takes the room above it.
   if (PastWatermark(need)) MakeRoom(need, /*no_space=*/false);
-  if (TryReserve(size, config, out)) return ErrorCode::OK;
-  if (MakeRoom(need, /*no_space=*/true) && TryReserve(size, config, out)) return ErrorCode::OK;
+  if (TryReserve(size, config, writer, out)) return ErrorCode::OK;
+  if (MakeRoom(need, /*no_space=*/true) && TryReserve(size, config, writer, out)) {
+    return ErrorCode::OK;
+  }
   eviction_.NoSpace();
   return ErrorCode::NO_AVAILABLE_HANDLE;
 }

@@ -64,7 +64,7 @@ rpc::PutStartResult MasterService::PromoteStart(int64_t writer, const std::strin
   config.replica_num = 1;
   config.preferred_segments = {name};
   ReplicaList reserved;
-  ErrorCode rc = ReserveCharged(key, size, config, &reserved);
+  ErrorCode rc = ReserveCharged(key, size, config, /*writer=*/0, &reserved);
   if (rc != ErrorCode::OK) return PromoteError(rc);
   LockedKey locked(*this, key);
   ErrorCode lost = locked.object == nullptr || !same_value(*locked.object)

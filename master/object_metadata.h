@@ -88,7 +88,7 @@ struct ObjectMetadata {
   // then), or an existence hit counted as a use (exist_hit).
   int64_t time_ms = 0;
   // While PROCESSING: the soft-pin TTL asked for (0: none). Once COMPLETE: the soft-pin
-  // deadline, extended by every read (0: not soft-pinned).
+  // deadline, fixed at publication (reads do not move it; 0: not soft-pinned).
   int64_t soft_pin_ms = 0;
   int64_t writer = 0;                // daemon that started the put
   ReplicaList replicas;

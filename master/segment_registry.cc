@@ -181,12 +181,13 @@ void SegmentRegistry::Free(uint32_t slot, uint32_t node) const {
 }
 
 std::vector<std::shared_ptr<Segment>> SegmentRegistry::CandidateOrder(
-    const std::vector<std::string>& preferred, const std::vector<std::string>& avoided) const {
+    const std::vector<std::string>& preferred, const std::vector<std::string>& avoided,
+    int64_t local_daemon) const {
   std::vector<std::shared_ptr<Segment>> live;
   for (const auto& s : slots_) {
     if (s && !s->disk()) live.push_back(s);
   }
-  if (strategy_ == AllocationStrategy::kRandom) {
+  if (strategy_ != AllocationStrategy::kFreeRatioFirst) {
     thread_local std::mt19937_64 rng{std::random_device{}()};
     std::shuffle(live.begin(), live.end(), rng);
   } else {
@@ -196,7 +197,7 @@ std::vector<std::shared_ptr<Segment>> SegmentRegistry::CandidateOrder(
                      [](const auto& a, const auto& b) { return a.first > b.first; });
     for (size_t i = 0; i < live.size(); ++i) live[i] = ranked[i].second;
   }
-  if (preferred.empty() && avoided.empty()) {
+  if (preferred.empty() && avoided.empty() && local_daemon == 0) {
     // The common put, which names no daemon: lent memory last, and no copies (the hot path).
     if (lent_ > 0) {
       std::stable_partition(live.begin(), live.end(),
@@ -218,6 +219,14 @@ std::vector<std::shared_ptr<Segment>> SegmentRegistry::CandidateOrder(
       }
     }
   }
+  for (int lent = 0; lent < 2 && local_daemon != 0; ++lent) {
+    for (const auto& s : live) {
+      if (s->info().daemon_id == local_daemon && s->lent() == (lent == 1) &&
+          taken.insert(s.get()).second) {
+        ordered.push_back(s);
+      }
+    }
+  }
   std::unordered_set<std::string> avoid(avoided.begin(), avoided.end());
   for (int tier = 0; tier < 4; ++tier) {
     bool avoided_tier = tier >= 2, lent_tier = tier % 2 == 1;
@@ -231,10 +240,11 @@ std::vector<std::shared_ptr<Segment>> SegmentRegistry::CandidateOrder(
 
 std::vector<Placement> SegmentRegistry::Allocate(uint64_t size, size_t replica_num,
                                                  const std::vector<std::string>& preferred,
-                                                 const std::vector<std::string>& avoided) {
+                                                 const std::vector<std::string>& avoided,
+                                                 int64_t local_daemon) {
   std::vector<Placement> out;
   std::shared_lock<std::shared_mutex> lock(mu_);
-  std::vector<std::shared_ptr<Segment>> order = CandidateOrder(preferred, avoided);
+  std::vector<std::shared_ptr<Segment>> order = CandidateOrder(preferred, avoided, local_daemon);
   std::vector<bool> used(order.size(), false);
   std::unordered_set<int64_t> daemons;
   // Pass 0 spreads over distinct daemons; pass 1 fills up with other segments of daemons

@@ -7,6 +7,9 @@
 // MasterService::DrainSegment) or is lost with it, so lent memory is the last resort:
 //   1. segments named in preferred, in the order given (a daemon's own before the memory
 //      lent at it, for each name): the caller's explicit wish;
+//   1b. the writing daemon's segments (its own, then memory lent at it), when the put asks
+//      for it (prefer_alloc_in_same_node) or the strategy is local_first: the first replica
+//      then lands on the writer's host, further ones still go to other daemons;
 //   2. the other daemons' own segments, in the strategy's order (random or free ratio);
 //   3. lent segments, in the strategy's order: used only once no segment of 2. has room;
 //   4. segments named in avoided (daemons the writer just failed to reach): own, then lent.
@@ -28,7 +31,8 @@
 
 namespace mooncake {
 
-enum class AllocationStrategy { kRandom, kFreeRatioFirst };
+// kLocalFirst: the writer's daemon's segments first (tier 1b above), the rest as kRandom.
+enum class AllocationStrategy { kRandom, kFreeRatioFirst, kLocalFirst };
 
 // A range reserved for one replica.
 struct Placement {
@@ -89,9 +93,12 @@ class SegmentRegistry {
   // order of the placement policy above ("host:port" names in preferred and avoided), one
   // segment per daemon before a daemon gets a second replica. Returns fewer than
   // replica_num (possibly none) when space runs out.
+  // local_daemon: the writer's daemon id for tier 1b, 0 for none.
   std::vector<Placement> Allocate(uint64_t size, size_t replica_num,
                                   const std::vector<std::string>& preferred,
-                                  const std::vector<std::string>& avoided = {});
+                                  const std::vector<std::string>& avoided = {},
+                                  int64_t local_daemon = 0);
+  bool local_first() const { return strategy_ == AllocationStrategy::kLocalFirst; }
 
   // Attached segments, with used bytes filled in and incarnations blanked.
   std::vector<rpc::SegmentInfo> List() const;
@@ -109,7 +116,8 @@ class SegmentRegistry {
 
  private:
   std::vector<std::shared_ptr<Segment>> CandidateOrder(const std::vector<std::string>& preferred,
-                                                       const std::vector<std::string>& avoided) const;
+                                                       const std::vector<std::string>& avoided,
+                                                       int64_t local_daemon) const;
 
   const AllocationStrategy strategy_;
   const uint64_t alignment_;

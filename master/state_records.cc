@@ -21,8 +21,8 @@ void PackString(Packer& p, std::string_view s) {
 }
 
 void PackObject(Packer& p, std::string_view key, uint64_t size, int64_t checksum, bool hard_pin,
-                const ReplicaRecord* replicas, size_t replica_count) {
-  p.pack_array(5);
+                const ReplicaRecord* replicas, size_t replica_count, int64_t soft_pin_until) {
+  p.pack_array(soft_pin_until > 0 ? 6 : 5);
   PackString(p, key);
   p.pack(size);
   p.pack(checksum);
@@ -34,6 +34,7 @@ void PackObject(Packer& p, std::string_view key, uint64_t size, int64_t checksum
     p.pack(replicas[i].offset);
     p.pack(static_cast<uint64_t>(replicas[i].kind));
   }
+  if (soft_pin_until > 0) p.pack(soft_pin_until);
 }
 
 void PackSegment(Packer& p, const SegmentRecord& s) {
@@ -61,7 +62,7 @@ void PackSegment(Packer& p, const SegmentRecord& s) {
 using uds::ArgReader;
 
 bool ReadObject(ArgReader a, ObjectRecord* out) {
-  if (a.size() != 5) return false;
+  if (a.size() != 5 && a.size() != 6) return false;
   out->key = a.Str();
   out->size = a.U64();
   out->checksum = a.I64();
@@ -78,7 +79,8 @@ bool ReadObject(ArgReader a, ObjectRecord* out) {
     if (!fields.ok() || kind > 255) return false;
     r.kind = static_cast<uint8_t>(kind);
   }
-  return list.ok();
+  out->soft_pin_until_unix_ms = a.size() == 6 ? a.I64() : 0;
+  return list.ok() && a.ok() && out->soft_pin_until_unix_ms >= 0;
 }
 
 bool ReadSegment(ArgReader a, SegmentRecord* out) {
@@ -127,10 +129,11 @@ bool Unpack(std::string_view bytes, msgpack::object_handle* out) {
 }  // namespace
 
 void AppendObject(std::string* out, std::string_view key, uint64_t size, int64_t checksum,
-                  bool hard_pin, const ReplicaRecord* replicas, size_t replica_count) {
+                  bool hard_pin, const ReplicaRecord* replicas, size_t replica_count,
+                  int64_t soft_pin_until_unix_ms) {
   StringSink sink{out};
   Packer p(sink);
-  PackObject(p, key, size, checksum, hard_pin, replicas, replica_count);
+  PackObject(p, key, size, checksum, hard_pin, replicas, replica_count, soft_pin_until_unix_ms);
 }
 
 void AppendSegment(std::string* out, const SegmentRecord& segment) {
@@ -146,12 +149,13 @@ void AppendArrayHeader(std::string* out, uint32_t count) {
 }
 
 void AppendPublishRecord(std::string* out, std::string_view key, uint64_t size, int64_t checksum,
-                         bool hard_pin, const ReplicaRecord* replicas, size_t replica_count) {
+                         bool hard_pin, const ReplicaRecord* replicas, size_t replica_count,
+                         int64_t soft_pin_until_unix_ms) {
   StringSink sink{out};
   Packer p(sink);
   p.pack_array(2);
   p.pack(static_cast<uint64_t>(LogOp::kPublish));
-  PackObject(p, key, size, checksum, hard_pin, replicas, replica_count);
+  PackObject(p, key, size, checksum, hard_pin, replicas, replica_count, soft_pin_until_unix_ms);
 }
 
 void AppendRemoveRecord(std::string* out, std::string_view key) {

@@ -7,9 +7,12 @@
 //             (lent_by_client and kind came later: a segment of 7 fields, as older masters
 //             wrote it, is a daemon's own; one of 8 is a memory segment. kind is the
 //             ReplicaKind: 1 a daemon's SSD tier, LOCAL_DISK)
-//   object    [key, size, checksum (-1: none), hard_pin, [[segment_id, offset, kind], ...]]
+//   object    [key, size, checksum (-1: none), hard_pin, [[segment_id, offset, kind], ...],
+//              soft_pin_until]
 //             (a replica of kind 1 is on the SSD of its LOCAL_DISK segment's daemon,
-//             offset 0)
+//             offset 0. soft_pin_until, the soft pin's fixed deadline in Unix-epoch ms, came
+//             later and is written only for a soft-pinned object: an object of 5 fields, as
+//             older masters wrote it and as this one writes an unpinned one, has no pin)
 //   log record  [1, object]        published (PutEnd, UpsertEnd), left with fewer replicas
 //                                  (BatchReplicaClear on one segment), or moved out of a
 //                                  draining segment (CommitMoves): the object as it is now
@@ -20,7 +23,7 @@
 //
 // What is not here, on purpose: objects still being written (PROCESSING puts, pending
 // upserts and pending moves are revoked by a restart; a segment's draining state too: its
-// owner's drain starts again, see daemon/segment_drainer.h), leases and soft pins (runtime state; leases restart),
+// owner's drain starts again, see daemon/segment_drainer.h), leases (runtime state: they restart),
 // allocator internals (a segment's allocator is rebuilt from the replica ranges, which are
 // its whole state) and daemons (those that own a restored segment are expected back).
 //
@@ -68,6 +71,7 @@ struct ObjectRecord {
   int64_t checksum = -1;
   bool hard_pin = false;
   std::vector<ReplicaRecord> replicas;
+  int64_t soft_pin_until_unix_ms = 0;  // 0: not soft-pinned
 };
 
 enum class LogOp : uint8_t { kPublish = 1, kRemove = 2, kMount = 3, kUnmount = 4 };
@@ -84,13 +88,15 @@ struct LogRecord {
 
 // One object as a bare array (a snapshot shard is an array of these).
 void AppendObject(std::string* out, std::string_view key, uint64_t size, int64_t checksum,
-                  bool hard_pin, const ReplicaRecord* replicas, size_t replica_count);
+                  bool hard_pin, const ReplicaRecord* replicas, size_t replica_count,
+                  int64_t soft_pin_until_unix_ms = 0);
 void AppendSegment(std::string* out, const SegmentRecord& segment);
 // The header of an array of count elements (a shard's objects, the segment list).
 void AppendArrayHeader(std::string* out, uint32_t count);
 
 void AppendPublishRecord(std::string* out, std::string_view key, uint64_t size, int64_t checksum,
-                         bool hard_pin, const ReplicaRecord* replicas, size_t replica_count);
+                         bool hard_pin, const ReplicaRecord* replicas, size_t replica_count,
+                         int64_t soft_pin_until_unix_ms = 0);
 void AppendRemoveRecord(std::string* out, std::string_view key);
 void AppendMountRecord(std::string* out, const SegmentRecord& segment);
 void AppendUnmountRecord(std::string* out, int64_t segment_id);

@@ -50,7 +50,7 @@ void test_round_trip(void** state) {
   ReadValue(m.args, &back);
   assert_true(m.args.ok());
   assert_int_equal(back.replica_num, 2);
-  assert_false(back.with_soft_pin);
+  assert_int_equal(back.soft_pin_action, 0);
   assert_true(back.with_hard_pin);
   assert_int_equal(back.preferred_segments.size(), 2);
   assert_string_equal(back.preferred_segments[1].c_str(), "10.0.0.2:12300");
