@@ -20,9 +20,22 @@ The runs put --runs x 2 x --bytes-per-phase bytes in all (1.5 GiB by default); a
 of 4GB leaves room, since the master does not always hand removed objects' space back
 before it evicts.
 
-(--build DIR puts DIR/bindings/python on sys.path and picks DIR/bench/store_bench.)
+Two more sections follow (--sections picks which of putget, ranges, multi run):
+
+  ranges  a 64 KiB range of a 4 MiB object (get_into_ranges) next to the whole 4 MiB read
+          (get_into), zero copy, from the reader's own daemon ("local") and, when a second
+          daemon is there (MOONCAKE_SOCKET_2: run with --daemons 2), from its memory
+          ("remote"): a ranged read costs about what its bytes cost;
+  multi   batch_get_into_multi_buffers of 128 keys x 4 KiB (one buffer each, in the pool)
+          next to the C ABI's mooncake_store_batch_get_into of the same keys into the same
+          kind of buffers, called through ctypes on a handle of its own in this process,
+          the two alternating batch by batch (aim: within 15 %).
+
+(--build DIR puts DIR/bindings/python on sys.path and picks DIR/bench/store_bench and
+DIR/libmc/libmooncake_store.so.)
 """
 import argparse
+import ctypes
 import os
 import re
 import statistics
@@ -134,6 +147,122 @@ def c_figures(store_bench, size_text, bytes_per_phase, pool_size):
     return figures
 
 
+def median_us(samples):
+    return statistics.median(samples) * 1e6
+
+
+def ranges_section(store, np, runs):
+    """A 64 KiB range of a 4 MiB object vs the whole object: {where: (range_us, whole_us)}."""
+    import mooncake_store
+    size, part, reps = 4 << 20, 64 << 10, 200
+    whole = np.frombuffer(store.alloc(size), dtype=np.uint8)
+    piece = np.frombuffer(store.alloc(part), dtype=np.uint8)
+    value = np.random.default_rng(7).integers(0, 256, size, dtype=np.uint8).tobytes()
+    places = {"local": store}
+    other = None
+    if os.environ.get("MOONCAKE_SOCKET_2"):
+        other = mooncake_store.MooncakeDistributedStore()
+        check(other.connect(socket_path=os.environ["MOONCAKE_SOCKET_2"],
+                            local_buffer_size=64 << 20), "connect to the second daemon")
+        places["remote"] = other
+    out = {}
+    for where, writer in places.items():
+        key = f"pybench-range-{os.getpid()}-{where}"
+        cfg = mooncake_store.ReplicateConfig()
+        cfg.preferred_segment = writer.get_hostname()
+        check(writer.put(key, value, cfg), "put")
+        src = 1 << 20
+        want = value[src:src + part]
+        range_t, whole_t = [], []
+        for _ in range(runs):
+            for i in range(reps):
+                t = time.perf_counter()
+                r = store.get_into_ranges([piece], [[key]], [[[0]]], [[[src]]], [[[part]]])
+                range_t.append(time.perf_counter() - t)
+                if r != [[[part]]]:
+                    sys.exit(f"python_bench: FATAL: get_into_ranges returned {r}")
+                t = time.perf_counter()
+                check(store.get_into(key, whole.ctypes.data, size), "get_into", size)
+                whole_t.append(time.perf_counter() - t)
+            if piece.tobytes() != want:
+                sys.exit("python_bench: FATAL: get_into_ranges returned wrong bytes")
+        out[where] = (median_us(range_t), median_us(whole_t))
+        store.remove(key, True)
+    if other is not None:
+        other.close()
+    return out
+
+
+def load_c_abi(build):
+    path = os.path.join(build or ".", "libmc", "libmooncake_store.so")
+    lib = ctypes.CDLL(path)
+    lib.mooncake_store_create.restype = ctypes.c_void_p
+    lib.mooncake_store_connect.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_uint64]
+    lib.mooncake_store_alloc.restype = ctypes.c_void_p
+    lib.mooncake_store_alloc.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
+    lib.mooncake_store_batch_get_into.argtypes = [
+        ctypes.c_void_p, ctypes.POINTER(ctypes.c_char_p), ctypes.POINTER(ctypes.c_void_p),
+        ctypes.POINTER(ctypes.c_size_t), ctypes.c_size_t, ctypes.POINTER(ctypes.c_int64)]
+    lib.mooncake_store_close.argtypes = [ctypes.c_void_p]
+    lib.mooncake_store_destroy.argtypes = [ctypes.c_void_p]
+    return lib
+
+
+def multi_section(store, np, build, runs):
+    """batch_get_into_multi_buffers of 128 x 4 KiB vs the C ABI's batch_get_into of the
+    same keys: (python_us, c_us) per batch, medians."""
+    size, batch, batches = 4096, 128, 40
+    lib = load_c_abi(build)
+    handle = lib.mooncake_store_create()
+    check(lib.mooncake_store_connect(handle, os.environ["MOONCAKE_SOCKET"].encode(), 64 << 20),
+          "C connect")
+    keys = [f"pybench-multi-{os.getpid()}-{b}-{i}" for b in range(batches) for i in range(batch)]
+    value = bytes(range(256)) * (size // 256)
+    for i in range(0, len(keys), batch):
+        rs = store.batch_put_from_multi_buffers(
+            keys[i:i + batch], [[value]] * batch, [[size]] * batch)
+        if any(r != 0 for r in rs):
+            sys.exit(f"python_bench: FATAL: batch put returned {set(rs)}")
+    py_bufs = [store.alloc(size) for _ in range(batch)]
+    py_ptrs = [[np.frombuffer(b, dtype=np.uint8).ctypes.data] for b in py_bufs]
+    sizes = [[size]] * batch
+    c_bufs = (ctypes.c_void_p * batch)(*[lib.mooncake_store_alloc(handle, size)
+                                         for _ in range(batch)])
+    c_sizes = (ctypes.c_size_t * batch)(*([size] * batch))
+    c_results = (ctypes.c_int64 * batch)()
+    c_keys = [(ctypes.c_char_p * batch)(*[k.encode() for k in keys[b * batch:(b + 1) * batch]])
+              for b in range(batches)]
+    def python_batch(b):
+        rs = store.batch_get_into_multi_buffers(keys[b * batch:(b + 1) * batch], py_ptrs, sizes)
+        if rs != [size] * batch:
+            sys.exit(f"python_bench: FATAL: batch_get_into_multi_buffers returned {set(rs)}")
+
+    def c_batch(b):
+        rc = lib.mooncake_store_batch_get_into(handle, c_keys[b], c_bufs, c_sizes, batch,
+                                               c_results)
+        if rc != 0 or any(r != size for r in c_results):
+            sys.exit(f"python_bench: FATAL: C batch_get_into returned {rc}")
+
+    # A first pass fills the daemon's read cache for every key, so that no timed batch pays
+    # the master round trip of a miss; then the two alternate, each going first every
+    # other batch.
+    for b in range(batches):
+        python_batch(b)
+        c_batch(b)
+    py_t, c_t = [], []
+    for run in range(runs):
+        for b in range(batches):
+            order = ((python_batch, py_t), (c_batch, c_t))
+            for fn, samples in (order if (run + b) % 2 == 0 else order[::-1]):
+                t = time.perf_counter()
+                fn(b)
+                samples.append(time.perf_counter() - t)
+    lib.mooncake_store_close(handle)
+    lib.mooncake_store_destroy(handle)
+    store.remove_all(True)
+    return median_us(py_t), median_us(c_t)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--build", help="CMake build dir: module and store_bench from there")
@@ -144,7 +273,10 @@ def main():
                     help="the client pool, local_buffer_size (default 1GB, as store_bench)")
     ap.add_argument("--runs", type=int, default=3, help="runs per figure; the median is shown")
     ap.add_argument("--store-bench", help="C store_bench to compare with (default: from --build)")
+    ap.add_argument("--sections", default="putget,ranges,multi",
+                    help="which sections run, comma-separated (default: all three)")
     args = ap.parse_args()
+    sections = set(args.sections.split(","))
 
     if args.build:
         sys.path.insert(0, os.path.join(args.build, "bindings", "python"))
@@ -165,7 +297,7 @@ def main():
     # Python and C runs alternate, so that both meet the same machine load.
     results = {}  # (path, op) -> list of (GB/s, p50, p99)
     c_runs = []  # one {op: (GB/s, p50)} per run
-    for run in range(args.runs):
+    for run in range(args.runs if "putget" in sections else 0):
         for path, fn in (("zero-copy", zero_copy_run), ("bytes", bytes_run)):
             tag = f"pybench-{os.getpid()}-{run}-{path}"
             for op, (seconds, lat) in zip(("put", "get"), fn(store, np, size, ops, tag)):
@@ -176,6 +308,26 @@ def main():
             c_runs.append(c_figures(args.store_bench, args.size, args.bytes_per_phase,
                                     args.pool_size))
 
+    if "putget" in sections:
+        print_putget(args, size, ops, results, c_runs)
+    if "ranges" in sections:
+        print("\nranged read: a 64 KiB range of a 4 MiB object (get_into_ranges) vs the whole "
+              "4 MiB (get_into), zero copy, 1 thread, median of %d x 200 reads" % args.runs)
+        print(f"{'replica':<8} {'range_us':>9} {'whole_us':>9} {'whole/range':>11}")
+        for where, (r_us, w_us) in ranges_section(store, np, args.runs).items():
+            print(f"{where:<8} {r_us:9.1f} {w_us:9.1f} {w_us / r_us:10.1f}x")
+    if "multi" in sections:
+        py_us, c_us = multi_section(store, np, args.build, args.runs)
+        print("\nbatch_get_into_multi_buffers: 128 keys x 4 KiB, one pool buffer each, 1 thread, "
+              "median of %d x 40 batches, alternating with the C ABI" % args.runs)
+        print(f"{'path':<30} {'us/batch':>9} {'GB/s':>6}")
+        for name, us in (("python multi_buffers", py_us), ("C batch_get_into (ctypes)", c_us)):
+            print(f"{name:<30} {us:9.1f} {128 * 4096 / us / 1e3:6.2f}")
+        print(f"python vs C: {py_us / c_us * 100 - 100:+.1f} % time per batch")
+    store.close()
+
+
+def print_putget(args, size, ops, results, c_runs):
     print(f"python_bench: {size} B objects, {ops} ops per phase, 1 thread, "
           f"pool {args.pool_size >> 20} MiB, median of {args.runs} runs")
     header = f"{'path':<10} {'op':<4} {'GB/s':>7} {'p50_us':>8} {'p99_us':>8}"
@@ -196,7 +348,6 @@ def main():
     if c_runs:
         print("C: store_bench --sizes %s --threads 1, rows 'pool single' (put_from/get_into "
               "of pool memory, 1 thread), on a master and daemon of its own" % args.size)
-    store.close()
 
 
 if __name__ == "__main__":

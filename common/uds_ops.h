@@ -237,6 +237,51 @@ struct GetBeginReply {
   }
 };
 
+// ---- ranged gets ----
+
+// One fragment of a ranged get: bytes [src_offset, src_offset + length) of the object go to
+// the pool at pool_offset.
+struct WireRange {
+  uint64_t src_offset = 0;
+  uint64_t length = 0;
+  uint64_t pool_offset = 0;
+  template <class S, class V>
+  static void Fields(S& s, V& v) {
+    v("src_offset", s.src_offset);
+    v("length", s.length);
+    v("pool_offset", s.pool_offset);
+  }
+};
+
+// GET_RANGES, and one entry of a BATCH_GET_RANGES: a key and its fragments.
+struct GetRangesArgs {
+  std::string key;
+  std::vector<WireRange> ranges;
+  template <class S, class V>
+  static void Fields(S& s, V& v) {
+    v(kKeyField, s.key);
+    v("ranges", s.ranges);
+  }
+};
+
+struct BatchGetRangesArgs {
+  std::vector<GetRangesArgs> entries;
+  template <class S, class V>
+  static void Fields(S& s, V& v) { v("entries", s.entries); }
+};
+
+// One value per fragment (the bytes read, its length, or a code), in request order: for a
+// batch, entry by entry.
+struct GetRangesReply : EntryResults {
+  template <class S, class V>
+  static void Fields(S& s, V& v) { v.Spread("bytes or code", s.values); }
+};
+
+// At most this many fragments per GET_RANGES or BATCH_GET_RANGES request, all entries
+// together (more: -600 for the request), so that the request (four msgpack objects a
+// fragment) and its reply stay inside kMaxFrameObjects; libmc splits larger calls.
+inline constexpr size_t kMaxRangesPerRequest = 16384;
+
 // ---- queries and removal ----
 
 struct ExistReply {
@@ -430,6 +475,13 @@ struct UnmountSegmentsReply {
     "GetReplicaList grants, reads no bytes; -704 on a miss")                                   \
   X(BatchGetReplicaDesc, "BATCH_GET_REPLICA_DESC", 26, BatchExistArgs, BatchReplicaDescReply,  \
     "one entry per key, as `GET_REPLICA_DESC` answers it; at most 1024 keys (else -600)")    \
+  X(GetRanges, "GET_RANGES", 27, GetRangesArgs, GetRangesReply,                                 \
+    "copies only the fragments' bytes from one replica into the pool; one value per fragment "  \
+    "(its length, or -600 past the object or pool, the key's code on a miss); at most 16384 "   \
+    "fragments (else -600)")                                                                   \
+  X(BatchGetRanges, "BATCH_GET_RANGES", 28, BatchGetRangesArgs, GetRangesReply,                \
+    "`GET_RANGES` for several keys in one request; the values of every entry's fragments in "  \
+    "order; at most 16384 fragments in all (else -600)")                                        \
   X(BatchUpsert, "BATCH_UPSERT", 37, BatchPutArgs, BatchPutReply,                              \
     "one code per entry, as `UPSERT` answers it; entries in order")
 

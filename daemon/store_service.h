@@ -232,6 +232,13 @@ class StoreService {
   // One chunk of a staged get: OK, or -707, -800, -801 (the chunk completing a corrupt value).
   ErrorCode ReadChunk(StagedGet* get, uint64_t value_offset, char* dest, uint64_t length);
 
+  // ---- ranged gets (store_service_ranges.cc) ----
+  // Reads the fragments of every entry (GET_RANGES: one) into the pool: (*values) gets one
+  // value per fragment, entry after entry (its length, or a code). INVALID_PARAMS for the
+  // whole request past uds::kMaxRangesPerRequest fragments.
+  ErrorCode ReadRanges(ClientConnection* s, const std::vector<const uds::GetRangesArgs*>& entries,
+                       std::vector<int64_t>* values);
+
   MasterClient* const master_;
   Membership* const membership_;
   ReadCache* const cache_;

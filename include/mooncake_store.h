@@ -431,7 +431,49 @@ int mooncake_store_batch_upsert_from(mooncake_store_t store, const char **keys, 
 
 /* ---- ranged reads (docs/mooncake-api.md) --------------------------------------------- */
 
-/* section: ranges */
+/* One fragment of a ranged read: the length bytes at src_offset in the object go to
+ * dst_offset in the destination buffer. */
+typedef struct mooncake_range {
+  uint64_t src_offset;
+  uint64_t length;
+  uint64_t dst_offset;
+} mooncake_range_t;
+
+/* Reads only the given fragments of key's value into buffer (buffer_size bytes): the daemon
+ * copies just those bytes, from local memory, from another daemon's memory over the
+ * transfer port, or from an SSD replica (which reads just the 256 KiB blocks the fragments
+ * touch). results_out[k] is fragment k's length, or a negative code: -600 when it runs past
+ * the value or past buffer_size (nothing is read for it), -704 on a miss, -703 while the
+ * object is being written, -707 when the read overran the lease, -800 when no replica could
+ * be read, -801 when the object carries a checksum and a fragment that is the whole value,
+ * or fragments that cover it exactly once, did not match (other fragments cannot be
+ * checked against it: docs/mooncake-api.md). A fragment of length 0 inside the value reads
+ * nothing and answers 0. Fragments may overlap in the value; their destinations should
+ * not. Returns the sum of the lengths when every fragment succeeded, else the code of the
+ * first one that failed; 0 for range_count 0 (ranges and results_out may then be NULL);
+ * -600 for a bad key (every fragment -600), or when buffer lies in a registered range
+ * (register_buffer) but buffer_size runs past its end. Zero copy for a buffer in the
+ * handle's pool; other memory is staged through the pool. Any number of fragments. */
+int64_t mooncake_store_get_ranges(mooncake_store_t store, const char *key, void *buffer,
+                                  size_t buffer_size, const mooncake_range_t *ranges,
+                                  size_t range_count, int64_t *results_out);
+
+/* One key of mooncake_store_batch_get_ranges: get_ranges' arguments. */
+typedef struct mooncake_ranged_get {
+  const char *key;
+  void *buffer;
+  size_t buffer_size;
+  const mooncake_range_t *ranges;
+  size_t range_count;
+  int64_t *results_out; /* range_count entries: one per fragment */
+} mooncake_ranged_get_t;
+
+/* get_ranges for count keys in as few requests as fit (one for up to 16384 fragments):
+ * gets[i].results_out as get_ranges fills it, results_out[i] what it returns. The same key
+ * may appear several times (its replicas are asked for once per request). Returns 0 once
+ * every get has its results, -1 for a NULL argument. */
+int mooncake_store_batch_get_ranges(mooncake_store_t store, const mooncake_ranged_get_t *gets,
+                                    size_t count, int64_t *results_out);
 
 /* ---- segments and replica clearing (docs/mooncake-api.md) ---------------------------- */
 

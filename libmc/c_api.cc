@@ -675,3 +675,83 @@ MC_EXPORT int mooncake_store_parse_size(const char* text, uint64_t* out) {
     return 0;
   });
 }
+
+// ---- ranged reads -----------------------------------------------------------------------
+
+namespace {
+
+// A get's checks before it is sent: 0, or the code every fragment (and the get) answers.
+int CheckRangedGet(StoreClient* client, const mooncake_ranged_get_t& g, std::string* key) {
+  if (g.range_count == 0) return 0;
+  if (g.buffer == nullptr || g.ranges == nullptr || g.results_out == nullptr) return kInternal;
+  int rc = CheckKey(g.key, key);
+  if (rc != 0) return rc;
+  return ToAbi(client->CheckRegistered(g.buffer, g.buffer_size));
+}
+
+// What get_ranges returns for a get whose fragments have their results.
+int64_t RangedGetResult(const int64_t* results, size_t count) {
+  int64_t total = 0;
+  for (size_t k = 0; k < count; ++k) {
+    if (results[k] < 0) return results[k];
+    total += results[k];
+  }
+  return total;
+}
+
+// Runs count gets: results_out[i] as get_ranges returns it for gets[i]. -1 for a NULL
+// argument of the call itself.
+int RangedGets(mooncake_store_t store, const mooncake_ranged_get_t* gets, size_t count,
+               int64_t* results_out) {
+  StoreClient* client = AsClient(store);
+  std::vector<StoreClient::RangeGet> items;
+  std::vector<size_t> where;  // the get of each item
+  for (size_t i = 0; i < count; ++i) {
+    const mooncake_ranged_get_t& g = gets[i];
+    std::string k;
+    int rc = CheckRangedGet(client, g, &k);
+    if (rc != 0 || g.range_count == 0) {
+      for (size_t r = 0; rc != kInternal && r < g.range_count; ++r) g.results_out[r] = rc;
+      results_out[i] = rc;
+      continue;
+    }
+    StoreClient::RangeGet item{std::move(k), static_cast<char*>(g.buffer), g.buffer_size, {}};
+    item.ranges.reserve(g.range_count);
+    for (size_t r = 0; r < g.range_count; ++r) {
+      item.ranges.push_back({g.ranges[r].src_offset, g.ranges[r].length, g.ranges[r].dst_offset});
+    }
+    items.push_back(std::move(item));
+    where.push_back(i);
+  }
+  if (!items.empty()) client->BatchGetRanges(items);
+  for (size_t j = 0; j < items.size(); ++j) {
+    const mooncake_ranged_get_t& g = gets[where[j]];
+    for (size_t r = 0; r < g.range_count; ++r) g.results_out[r] = ToAbi(items[j].ranges[r].result);
+    results_out[where[j]] = RangedGetResult(g.results_out, g.range_count);
+  }
+  return 0;
+}
+
+}  // namespace
+
+MC_EXPORT int64_t mooncake_store_get_ranges(mooncake_store_t store, const char* key,
+                                            void* buffer, size_t buffer_size,
+                                            const mooncake_range_t* ranges, size_t range_count,
+                                            int64_t* results_out) {
+  if (store == nullptr) return kInternal;
+  return Guard<int64_t>(kInternal, [&]() -> int64_t {
+    mooncake_ranged_get_t get{key, buffer, buffer_size, ranges, range_count, results_out};
+    int64_t result = 0;
+    RangedGets(store, &get, 1, &result);
+    return result;
+  });
+}
+
+MC_EXPORT int mooncake_store_batch_get_ranges(mooncake_store_t store,
+                                              const mooncake_ranged_get_t* gets, size_t count,
+                                              int64_t* results_out) {
+  if (store == nullptr) return kInternal;
+  if (count == 0) return 0;
+  if (gets == nullptr || results_out == nullptr) return kInternal;
+  return Guard(kInternal, [&] { return RangedGets(store, gets, count, results_out); });
+}

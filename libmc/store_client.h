@@ -50,6 +50,22 @@ class StoreClient {
     Result<uint64_t> result = ErrorCode::INTERNAL_ERROR;
   };
 
+  // One fragment of a ranged get: bytes [src_offset, +length) of the value to
+  // buffer + dst_offset; result receives its length or a code.
+  struct Range {
+    uint64_t src_offset;
+    uint64_t length;
+    uint64_t dst_offset;
+    Result<uint64_t> result = ErrorCode::INTERNAL_ERROR;
+  };
+  // One key of a ranged get (mooncake_store_get_ranges, _batch_get_ranges).
+  struct RangeGet {
+    std::string key;
+    char* buffer;
+    uint64_t buffer_size;
+    std::vector<Range> ranges;
+  };
+
   StoreClient() = default;
   ~StoreClient();  // Close(); the pool is unmapped once no call uses it any more
   StoreClient(const StoreClient&) = delete;
@@ -87,6 +103,10 @@ class StoreClient {
   // The bytes read into buffer.
   Result<uint64_t> GetInto(const std::string& key, void* buffer, uint64_t capacity);
   void BatchGetInto(std::vector<GetItem>& items);
+  // Reads only the fragments of each get (store_client_ranges.cc): zero copy for those
+  // whose destination lies in the pool, else through pool blocks. A fragment running past
+  // its buffer is -600 here, without a request; one past the value -600 from the daemon.
+  void BatchGetRanges(std::vector<RangeGet>& gets);
   // Present or not (a key still being written is not present yet).
   Result<bool> IsExist(const std::string& key);
   // (*results)[i] for keys[i].
@@ -134,6 +154,11 @@ class StoreClient {
   ErrorCode PutOne(Context& c, const std::string& key, const char* value, uint64_t size,
                    const uds::WireConfig& config, bool upsert);
   Result<uint64_t> GetOne(Context& c, const std::string& key, char* buffer, uint64_t capacity);
+
+  // A staged fragment too large for the pool at once: its bytes in chunks through pool
+  // blocks, one GET_RANGES each. Its length, or the first failure.
+  Result<uint64_t> GetRangeChunked(Context& c, const std::string& key, char* dest,
+                                   uint64_t src_offset, uint64_t length);
 
   std::shared_mutex state_mu_;  // guards the members below
   bool connected_ = false;

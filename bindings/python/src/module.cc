@@ -25,6 +25,7 @@
 #include "lifecycle.h"
 #include "mooncake_enums.h"
 #include "mooncake_store.h"
+#include "ranges.h"
 #include "replicas.h"
 #include "replicate_config.h"
 #include "scatter_gather.h"
@@ -193,8 +194,6 @@ PYBIND11_MODULE(mooncake_store, m) {
       .def("batch_get_into_multi_buffers", &BatchGetIntoMulti, py::arg("keys"),
            py::arg("all_buffer_ptrs"), py::arg("all_sizes"),
            py::arg("prefer_alloc_in_same_node") = false)
-      .def("get_into_ranges", &GetIntoRanges, py::arg("buffer_ptrs"), py::arg("all_keys"),
-           py::arg("all_dst_offsets"), py::arg("all_src_offsets"), py::arg("all_sizes"))
       // query and remove
       .def("is_exist", NoGilKey(&mooncake_store_is_exist), py::arg("key"),
            "1 present, 0 missing (or still being written), < 0 error")
@@ -271,4 +270,7 @@ PYBIND11_MODULE(mooncake_store, m) {
            "A writable memoryview of size bytes of the pool: puts from and gets into it are "
            "zero-copy, and numpy.frombuffer() wraps it without copying. The memory returns "
            "to the pool when the last view of it is gone. MemoryError when the pool is full.");
+
+  py::class_<Store> store_class(m.attr("MooncakeDistributedStore"));
+  RegisterRanges(m, store_class);
 }

@@ -1,5 +1,5 @@
-// Gathering parts into one pool block before a put, scattering a block after a get, and
-// copying get_into_ranges() fragments out of whole reads. See scatter_gather.h.
+// Gathering parts into one pool block before a put, and scattering a block after a get.
+// See scatter_gather.h.
 #include "scatter_gather.h"
 
 #include <algorithm>
@@ -31,25 +31,62 @@ struct Parts {
   int error = 0;  // -600 when the shapes differ or a size runs past its buffer
 };
 
-std::vector<Parts> ResolveParts(const std::vector<std::vector<py::object>>& all_ptrs,
-                                const std::vector<std::vector<uint64_t>>& all_sizes,
-                                bool writable, std::vector<BufferView>* keep) {
-  std::vector<Parts> out(all_ptrs.size());
-  for (size_t i = 0; i < all_ptrs.size(); ++i) {
+// The items of a list or tuple argument (any sequence but str and bytes, as pybind11's list
+// conversion takes), borrowed from the object; a TypeError otherwise.
+class Items {
+ public:
+  Items(py::handle seq, const char* what) {
+    if (PyUnicode_Check(seq.ptr()) || PyBytes_Check(seq.ptr())) {
+      throw py::type_error(std::string(what) + " must be a list");
+    }
+    fast_ = py::reinterpret_steal<py::object>(PySequence_Fast(seq.ptr(), what));
+    if (!fast_) throw py::error_already_set();
+  }
+  size_t size() const { return static_cast<size_t>(PySequence_Fast_GET_SIZE(fast_.ptr())); }
+  py::handle operator[](size_t i) const { return PySequence_Fast_GET_ITEM(fast_.ptr(), i); }
+
+ private:
+  py::object fast_;
+};
+
+uint64_t SizeArg(py::handle v) {
+  unsigned long long n = PyLong_Check(v.ptr()) ? PyLong_AsUnsignedLongLong(v.ptr()) : 0;
+  if (!PyLong_Check(v.ptr()) || PyErr_Occurred()) {
+    PyErr_Clear();
+    throw py::type_error("a size must be an int in [0, 2**64)");
+  }
+  return n;
+}
+
+// The parts of every entry, read straight from the Python lists: the nested std::vectors
+// of py::object pybind11 would build cost about a third of a 128-key batch of 4 KiB.
+std::vector<Parts> ResolveParts(py::handle all_ptrs, py::handle all_sizes, bool writable,
+                                std::vector<BufferView>* keep) {
+  Items ptr_lists(all_ptrs, "all_buffer_ptrs"), size_lists(all_sizes, "all_sizes");
+  std::vector<Parts> out(ptr_lists.size());
+  for (size_t i = 0; i < out.size(); ++i) {
     Parts& p = out[i];
-    if (all_ptrs[i].size() != all_sizes[i].size() || all_ptrs[i].empty()) {
+    Items ptrs(ptr_lists[i], "all_buffer_ptrs[i]"), sizes(size_lists[i], "all_sizes[i]");
+    if (ptrs.size() != sizes.size() || ptrs.size() == 0) {
       p.error = kInvalidParams;
       continue;
     }
-    for (size_t j = 0; j < all_ptrs[i].size(); ++j) {
-      Address a = ResolveAddress(all_ptrs[i][j], writable, keep);
-      if (!a.fits(all_sizes[i][j])) p.error = kInvalidParams;
+    for (size_t j = 0; j < ptrs.size(); ++j) {
+      Address a = ResolveAddress(ptrs[j], writable, keep);
+      uint64_t size = SizeArg(sizes[j]);
+      if (!a.fits(size)) p.error = kInvalidParams;
       p.ptrs.push_back(a.ptr);
-      p.sizes.push_back(all_sizes[i][j]);
-      p.total += all_sizes[i][j];
+      p.sizes.push_back(size);
+      p.total += size;
     }
   }
   return out;
+}
+
+bool SameLength(py::handle seq, size_t n) {
+  Py_ssize_t len = PyObject_Length(seq.ptr());
+  if (len < 0) throw py::error_already_set();
+  return static_cast<size_t>(len) == n;
 }
 
 // The one buffer each entry of a multi-buffer batch moves: its only buffer, or a pool block
@@ -84,11 +121,10 @@ CBatch PlanParts(const std::shared_ptr<StoreHandle>& h, const std::vector<std::s
 }  // namespace
 
 std::vector<int> BatchPutFromMulti(Store& self, const std::vector<std::string>& keys,
-                                   const std::vector<std::vector<py::object>>& all_buffer_ptrs,
-                                   const std::vector<std::vector<uint64_t>>& all_sizes,
+                                   py::handle all_buffer_ptrs, py::handle all_sizes,
                                    const ReplicateConfig* config) {
   const size_t n = keys.size();
-  if (all_buffer_ptrs.size() != n || all_sizes.size() != n) {
+  if (!SameLength(all_buffer_ptrs, n) || !SameLength(all_sizes, n)) {
     return std::vector<int>(n, kInvalidParams);
   }
   std::vector<int> results(n, 0);
@@ -110,11 +146,10 @@ std::vector<int> BatchPutFromMulti(Store& self, const std::vector<std::string>& 
 }
 
 std::vector<int64_t> BatchGetIntoMulti(Store& self, const std::vector<std::string>& keys,
-                                       const std::vector<std::vector<py::object>>& all_buffer_ptrs,
-                                       const std::vector<std::vector<uint64_t>>& all_sizes,
+                                       py::handle all_buffer_ptrs, py::handle all_sizes,
                                        bool /*prefer_alloc_in_same_node: the daemon places*/) {
   const size_t n = keys.size();
-  if (all_buffer_ptrs.size() != n || all_sizes.size() != n) {
+  if (!SameLength(all_buffer_ptrs, n) || !SameLength(all_sizes, n)) {
     return std::vector<int64_t>(n, kInvalidParams);
   }
   std::vector<int64_t> results(n, 0);
@@ -143,82 +178,6 @@ std::vector<int64_t> BatchGetIntoMulti(Store& self, const std::vector<std::strin
     }
   }
   return results;
-}
-
-// get_into_ranges(buffer_ptrs, all_keys, all_dst_offsets, all_src_offsets, all_sizes):
-// results[i][j][k] is the bytes copied for fragment k of key j into buffer i, or a
-// negative code. The C ABI has no ranged read, so each distinct key is read whole once
-// (into a pool block) and the fragments are copied out of it. Like Mooncake, a fragment is
-// refused (-600) when it runs past its source object or past its destination buffer, whose
-// size is that of the registered range (or alloc() block, or buffer object) it lies in;
-// a destination the binding knows nothing about is refused too.
-py::object GetIntoRanges(Store& self, const std::vector<py::object>& buffer_ptrs,
-                       const std::vector<std::vector<std::string>>& all_keys,
-                       const std::vector<std::vector<std::vector<uint64_t>>>& all_dst_offsets,
-                       const std::vector<std::vector<std::vector<uint64_t>>>& all_src_offsets,
-                       const std::vector<std::vector<std::vector<uint64_t>>>& all_sizes) {
-  const size_t n = all_keys.size();
-  const bool top_ok = buffer_ptrs.size() == n && all_dst_offsets.size() == n &&
-                      all_src_offsets.size() == n && all_sizes.size() == n;
-  // The result has the shape of all_keys x fragments (one entry for a key whose fragment
-  // lists are missing); entries start as -600 and successful fragments overwrite them.
-  std::vector<std::vector<std::vector<int64_t>>> results(n);
-  for (size_t i = 0; i < n; ++i) {
-    results[i].resize(all_keys[i].size());
-    for (size_t j = 0; j < all_keys[i].size(); ++j) {
-      size_t frags = (i < all_sizes.size() && j < all_sizes[i].size()) ? all_sizes[i][j].size() : 1;
-      results[i][j].assign(std::max<size_t>(frags, 1), kInvalidParams);
-    }
-  }
-
-  std::vector<BufferView> keep;
-  std::vector<Address> dests(top_ok ? n : 0);
-  std::vector<std::string> distinct;
-  for (size_t i = 0; top_ok && i < n; ++i) {
-    dests[i] = ResolveAddress(buffer_ptrs[i], true, &keep);
-    if (dests[i].capacity == std::numeric_limits<size_t>::max()) {
-      dests[i].capacity = self.registry()->CapacityAt(reinterpret_cast<uintptr_t>(dests[i].ptr));
-    }
-    for (const auto& key : all_keys[i]) distinct.push_back(key);
-  }
-  std::sort(distinct.begin(), distinct.end());
-  distinct.erase(std::unique(distinct.begin(), distinct.end()), distinct.end());
-
-  auto h = self.handle();
-  {
-    py::gil_scoped_release nogil;
-    std::vector<Value> values = ReadWhole(h, distinct);
-    for (size_t i = 0; top_ok && i < n; ++i) {
-      if (all_dst_offsets[i].size() != all_keys[i].size() ||
-          all_src_offsets[i].size() != all_keys[i].size() ||
-          all_sizes[i].size() != all_keys[i].size()) {
-        continue;  // this buffer's plan is malformed: all its entries stay -600
-      }
-      for (size_t j = 0; j < all_keys[i].size(); ++j) {
-        const auto& dst = all_dst_offsets[i][j];
-        const auto& src = all_src_offsets[i][j];
-        const auto& len = all_sizes[i][j];
-        if (dst.size() != len.size() || src.size() != len.size()) continue;
-        size_t at = std::lower_bound(distinct.begin(), distinct.end(), all_keys[i][j]) -
-                    distinct.begin();
-        const Value& v = values[at];
-        for (size_t k = 0; k < len.size(); ++k) {
-          int64_t& r = results[i][j][k];
-          if (!v.ok()) {
-            r = v.result;
-          } else if (src[k] > static_cast<uint64_t>(v.result) ||
-                     len[k] > static_cast<uint64_t>(v.result) - src[k] ||
-                     dst[k] > dests[i].capacity || len[k] > dests[i].capacity - dst[k]) {
-            r = kInvalidParams;
-          } else {
-            std::memcpy(dests[i].ptr + dst[k], v.memory.data() + src[k], len[k]);
-            r = static_cast<int64_t>(len[k]);
-          }
-        }
-      }
-    }
-  }
-  return py::cast(results);
 }
 
 }  // namespace mooncake_py

@@ -8,6 +8,8 @@
 
 #include <cstdint>
 #include <memory>
+#include <set>
+#include <string>
 
 #include "mooncake_store.h"
 #include "store_handle.h"
@@ -60,10 +62,15 @@ class Store {
   }
   void Closed() { open_ = false; }
 
+  // The keys with a get session open (batch_get_session_start .. _end, ranges.h). Read and
+  // changed only with the GIL held.
+  std::set<std::string>& get_sessions() { return get_sessions_; }
+
  private:
   std::shared_ptr<StoreHandle> handle_;
   std::shared_ptr<RangeRegistry> registry_;
   bool open_ = false;  // between a successful connect/setup and close()
+  std::set<std::string> get_sessions_;
 };
 
 }  // namespace mooncake_py

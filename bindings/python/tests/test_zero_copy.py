@@ -211,11 +211,14 @@ def test_get_into_ranges_failures(store, key):
         [[[INVALID_PARAMS]]]
     # ...but a buffer object carries its own size.
     assert store.get_into_ranges([plain], [[key()]], [[[0]]], [[[0]]], [[[4]]]) == [[[4]]]
-    # Shape mismatches: top level, per buffer, per key.
+    # Shape mismatches: top level, per buffer, per key, refused in Mooncake's shape (a row
+    # per buffer, an entry per destination offset; one where a list is missing).
     refused = [[[INVALID_PARAMS]]]
-    assert store.get_into_ranges([ptr, ptr], [[key()]], [[[0]]], [[[0]]], [[[4]]]) == refused
+    assert store.get_into_ranges([ptr, ptr], [[key()]], [[[0]]], [[[0]]], [[[4]]]) == \
+        refused * 2
     assert store.get_into_ranges([ptr], [[key()]], [[]], [[[0]]], [[[4]]]) == refused
-    assert store.get_into_ranges([ptr], [[key()]], [[[0, 1]]], [[[0]]], [[[4]]]) == refused
+    assert store.get_into_ranges([ptr], [[key()]], [[[0, 1]]], [[[0]]], [[[4]]]) == \
+        [[[INVALID_PARAMS, INVALID_PARAMS]]]
     assert store.get_into_ranges([], [], [], [], []) == []
 
 
