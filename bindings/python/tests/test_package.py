@@ -109,11 +109,9 @@ def test_engine_imports(name):
 def test_mooncake_enum_values():
     s = mooncake.store
     # mooncake-store/include/types.h, replica.h, task_manager.h
-    assert [int(v) for v in (s.ObjectDataType.UNKNOWN, s.ObjectDataType.KVCACHE,
-                             s.ObjectDataType.TENSOR, s.ObjectDataType.WEIGHT,
-                             s.ObjectDataType.SAMPLE, s.ObjectDataType.ACTIVATION,
-                             s.ObjectDataType.GRADIENT, s.ObjectDataType.OPTIMIZER_STATE,
-                             s.ObjectDataType.METADATA, s.ObjectDataType.GENERAL)] == list(range(10))
+    data_types = ["UNKNOWN", "KVCACHE", "TENSOR", "WEIGHT", "SAMPLE", "ACTIVATION", "GRADIENT",
+                  "OPTIMIZER_STATE", "METADATA", "GENERAL"]
+    assert [int(getattr(s.ObjectDataType, n)) for n in data_types] == list(range(10))
     assert [int(v) for v in (ReplicaStatus.UNDEFINED, ReplicaStatus.INITIALIZED,
                              ReplicaStatus.PROCESSING, ReplicaStatus.COMPLETE,
                              ReplicaStatus.REMOVED, ReplicaStatus.FAILED)] == list(range(6))
