@@ -33,7 +33,7 @@ void RegisterMasterFlags(FlagSet* f, MasterOptions* o) {
   f->AddDuration("default_kv_lease_ttl", &o->default_kv_lease_ttl_ms, 1,
                  "read lease granted by each hit, ms");
   f->AddDuration("default_kv_soft_pin_ttl", &o->default_kv_soft_pin_ttl_ms, 1,
-                 "soft-pin lifetime after the last read, ms");
+                 "soft-pin lifetime from publication when a put asks for none (a fixed deadline), ms");
   f->AddDuration("max_kv_soft_pin_ttl", &o->max_kv_soft_pin_ttl_ms, 1,
                  "upper bound on a soft-pin TTL asked for by a put, ms");
   f->AddDuration("exist_lease_ttl", &o->exist_lease_ttl_ms, 1,

@@ -22,6 +22,7 @@
 #include "common/cluster_key.h"
 #include "common/little_endian.h"
 #include "tests/cluster_internal.h"
+#include "tests/http_test_util.h"
 #include "tests/process_harness.h"
 
 namespace harness = mooncake::testing;
@@ -622,6 +623,20 @@ int mc_cluster_replica_kinds(const mc_cluster* c, const char* key, int* memory, 
   if (memory != nullptr) *memory = mem;
   if (disk != nullptr) *disk = dsk;
   if (disk_daemon != nullptr) *disk_daemon = holder;
+  return 0;
+}
+
+int mc_cluster_soft_pin_remaining_ms(const mc_cluster* c, const char* key,
+                                     int64_t* remaining_ms) {
+  int port = mooncake::testing::AdminPortFromLog(mc_cluster_master_log(c), "master");
+  if (port < 0) return -1;
+  mooncake::testing::HttpAnswer a = mooncake::testing::HttpGetLoopback(
+      port, "/query_key?key=" + mooncake::testing::UrlEncode(key));
+  if (a.status != 200) return -1;
+  const std::string field = "\"soft_pin_remaining_ms\":";
+  size_t at = a.body.find(field);
+  if (at == std::string::npos) return -1;
+  *remaining_ms = std::strtoll(a.body.c_str() + at + field.size(), nullptr, 10);
   return 0;
 }
 

@@ -284,6 +284,12 @@ int mc_cluster_etcd_stop(mc_cluster *c, int sig);
 /* Starts etcd again on the same ports with the same data dir: 0 once it answers /health. */
 int mc_cluster_etcd_start(mc_cluster *c);
 
+/* The soft pin of key as the master's admin HTTP /query_key reports it (the fixed deadline
+ * of docs/mooncake-api.md, "put-config"): 0 with *remaining_ms (0 when not soft-pinned),
+ * -1 when the key is unknown or the master cannot be asked. Takes no lease. */
+int mc_cluster_soft_pin_remaining_ms(const mc_cluster *c, const char *key,
+                                     int64_t *remaining_ms);
+
 #ifdef __cplusplus
 }
 #endif

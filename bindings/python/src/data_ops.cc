@@ -21,7 +21,7 @@ int Put(Store& self, const std::string& key, py::handle value, const ReplicateCo
   if (c.status() != 0) return c.status();
   auto h = self.handle();
   py::gil_scoped_release nogil;
-  return mooncake_store_put(h->get(), CKey(key), v.data(), v.size(), c.get());
+  return mooncake_store_put_ex(h->get(), CKey(key), v.data(), v.size(), c.get());
 }
 
 int Upsert(Store& self, const std::string& key, py::handle value, const ReplicateConfig* config) {
@@ -31,7 +31,7 @@ int Upsert(Store& self, const std::string& key, py::handle value, const Replicat
   auto h = self.handle();
   py::gil_scoped_release nogil;
   // upsert_from only reads the buffer; its pointer is non-const to match put_from's.
-  return mooncake_store_upsert_from(h->get(), CKey(key), v.data(), v.size(), c.get());
+  return mooncake_store_upsert_from_ex(h->get(), CKey(key), v.data(), v.size(), c.get());
 }
 
 int PutFrom(Store& self, const std::string& key, py::handle buffer_ptr, uint64_t size,
@@ -43,8 +43,8 @@ int PutFrom(Store& self, const std::string& key, py::handle buffer_ptr, uint64_t
   if (c.status() != 0) return c.status();
   auto h = self.handle();
   py::gil_scoped_release nogil;
-  return upsert ? mooncake_store_upsert_from(h->get(), CKey(key), a.ptr, size, c.get())
-                : mooncake_store_put_from(h->get(), CKey(key), a.ptr, size, c.get());
+  return upsert ? mooncake_store_upsert_from_ex(h->get(), CKey(key), a.ptr, size, c.get())
+                : mooncake_store_put_from_ex(h->get(), CKey(key), a.ptr, size, c.get());
 }
 
 // put_parts(key, *parts): the parts are gathered into one pool block (then the put itself
@@ -78,7 +78,7 @@ int PutParts(Store& self, const std::string& key, const py::args& parts, const p
     std::memcpy(gathered.data() + offset, v.data(), v.size());
     offset += v.size();
   }
-  return mooncake_store_put_from(h->get(), CKey(key), gathered.data(), total, c.get());
+  return mooncake_store_put_from_ex(h->get(), CKey(key), gathered.data(), total, c.get());
 }
 
 // put_batch(keys, values): one int, 0 when every put succeeded, else the first failure.
@@ -99,8 +99,8 @@ int PutBatch(Store& self, const std::vector<std::string>& keys,
     b.Add(CKey(keys[i]), views[i].data(), views[i].size(), i);
   }
   std::vector<int> results(keys.size());
-  int rc = mooncake_store_batch_put_from(h->get(), b.keys.data(), b.buffers.data(),
-                                         b.sizes.data(), keys.size(), c.get(), results.data());
+  int rc = mooncake_store_batch_put_from_ex(h->get(), b.keys.data(), b.buffers.data(),
+                                            b.sizes.data(), keys.size(), c.get(), results.data());
   if (rc != 0) return rc;
   for (int r : results) {
     if (r != 0) return r;
@@ -139,8 +139,8 @@ std::vector<int> BatchPutFrom(Store& self, const std::vector<std::string>& keys,
   CBatch b = ResolveBatch(keys, buffer_ptrs, sizes, false, &keep);
   auto h = self.handle();
   py::gil_scoped_release nogil;
-  int rc = mooncake_store_batch_put_from(h->get(), b.keys.data(), b.buffers.data(),
-                                         b.sizes.data(), n, c.get(), results.data());
+  int rc = mooncake_store_batch_put_from_ex(h->get(), b.keys.data(), b.buffers.data(),
+                                            b.sizes.data(), n, c.get(), results.data());
   if (rc != 0) results.assign(n, rc);
   return results;
 }

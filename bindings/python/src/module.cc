@@ -31,6 +31,7 @@
 #include "scatter_gather.h"
 #include "store.h"
 #include "store_handle.h"
+#include "write_family.h"
 
 namespace py = pybind11;
 
@@ -85,10 +86,25 @@ PYBIND11_MODULE(mooncake_store, m) {
                      "never evicted; removed only with force")
       .def_readwrite("soft_pin_action", &ReplicateConfig::soft_pin_action)
       .def_readwrite("soft_pin_ttl_ms", &ReplicateConfig::soft_pin_ttl_ms,
-                     "None, or an int in [0, 2**64) (else TypeError). Only valid with "
-                     "soft_pin_action ENABLE: with PRESERVE or DISABLE, put/upsert return -600. "
-                     "The C ABI cannot carry it: it is validated here and the master's default "
-                     "soft-pin TTL applies.")
+                     "None (the master's --default_kv_soft_pin_ttl), or an int in [0, 2**64) "
+                     "(else TypeError). Only valid with soft_pin_action ENABLE: with PRESERVE "
+                     "or DISABLE, put/upsert return -600; above the master's "
+                     "--max_kv_soft_pin_ttl -600; 0 pins nothing. The deadline is fixed at the "
+                     "put's publication: reads do not extend it.")
+      .def_readwrite("nof_replica_num", &ReplicateConfig::nof_replica_num,
+                     "NVMe-oF replicas: not supported, a put with it > 0 returns -1012")
+      .def_readwrite("dfs_replica_num", &ReplicateConfig::dfs_replica_num,
+                     "DFS (3FS) replicas: not supported, a put with it > 0 returns -1012")
+      .def_readwrite("preferred_nof_segments", &ReplicateConfig::preferred_nof_segments,
+                     "NVMe-oF segments: not supported, a put naming any returns -1012")
+      .def_property(
+          "data_type", [](const ReplicateConfig& c) { return c.data_type; },
+          [](ReplicateConfig& c, py::object v) { c.data_type = py::int_(v).cast<int>(); },
+          "Mooncake's ObjectDataType (an int or the enum), 0..9 (else puts return -600); "
+          "accepted, no per-type accounting")
+      .def_readwrite("group_ids", &ReplicateConfig::group_ids,
+                     "None, or per-key group ids: only '' (ungrouped) is supported, any other "
+                     "id makes the put return -1012")
       .def_property("with_soft_pin", &ReplicateConfig::with_soft_pin,
                     &ReplicateConfig::set_with_soft_pin,
                     "older boolean form: True is soft_pin_action ENABLE, False DISABLE")
@@ -96,7 +112,7 @@ PYBIND11_MODULE(mooncake_store, m) {
                      "'host:port' of a daemon to place on; wins over preferred_segments")
       .def_readwrite("preferred_segments", &ReplicateConfig::preferred_segments)
       .def_readwrite("prefer_alloc_in_same_node", &ReplicateConfig::prefer_alloc_in_same_node,
-                     "accepted for compatibility; placement is the daemon's")
+                     "the first replica on this store's daemon (then others elsewhere)")
       .def("__str__", &ReplicateConfig::ToString)
       .def("__repr__", &ReplicateConfig::ToString)
       .def("__copy__", [](const ReplicateConfig& c) { return c; })
@@ -120,8 +136,8 @@ PYBIND11_MODULE(mooncake_store, m) {
 
   const auto kConfig = py::arg("config") = py::none();
 
-  py::class_<Store>(m, "MooncakeDistributedStore")
-      .def(py::init<>())
+  py::class_<Store> store(m, "MooncakeDistributedStore");
+  store.def(py::init<>())
       // lifecycle
       .def("setup", &Setup,
            "setup(local_hostname, metadata_server, global_segment_size, local_buffer_size, "
@@ -270,7 +286,6 @@ PYBIND11_MODULE(mooncake_store, m) {
            "A writable memoryview of size bytes of the pool: puts from and gets into it are "
            "zero-copy, and numpy.frombuffer() wraps it without copying. The memory returns "
            "to the pool when the last view of it is gone. MemoryError when the pool is full.");
-
-  py::class_<Store> store_class(m.attr("MooncakeDistributedStore"));
-  RegisterRanges(m, store_class);
+  RegisterRanges(m, store);
+  RegisterWriteFamily(m, store);
 }

@@ -139,8 +139,8 @@ std::vector<int> BatchPutFromMulti(Store& self, const std::vector<std::string>& 
   CBatch b = PlanParts(h, keys, parts, true, &gathered, &results);
   if (b.where.empty()) return results;
   std::vector<int> batch(b.where.size());
-  int rc = mooncake_store_batch_put_from(h->get(), b.keys.data(), b.buffers.data(),
-                                         b.sizes.data(), b.where.size(), c.get(), batch.data());
+  int rc = mooncake_store_batch_put_from_ex(h->get(), b.keys.data(), b.buffers.data(),
+                                            b.sizes.data(), b.where.size(), c.get(), batch.data());
   for (size_t j = 0; j < b.where.size(); ++j) results[b.where[j]] = rc != 0 ? rc : batch[j];
   return results;
 }

@@ -24,6 +24,37 @@ pub struct mooncake_replicate_config_t {
     pub preferred_segments_count: usize,
 }
 
+/// `mooncake_put_config_t` (ABI 4): Mooncake's whole ReplicateConfig, sized.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct mooncake_put_config_t {
+    pub struct_size: usize,
+    pub replica_num: usize,
+    pub nof_replica_num: usize,
+    pub dfs_replica_num: usize,
+    pub soft_pin_ttl_ms: u64,
+    pub soft_pin_action: i32,
+    pub has_soft_pin_ttl: i32,
+    pub with_hard_pin: i32,
+    pub prefer_alloc_in_same_node: i32,
+    pub preferred_segments: *mut *const c_char,
+    pub preferred_segments_count: usize,
+    pub preferred_segment: *const c_char,
+    pub preferred_nof_segments: *mut *const c_char,
+    pub preferred_nof_segments_count: usize,
+    pub host_id: *const c_char,
+    pub group_ids: *mut *const c_char,
+    pub group_ids_count: usize,
+    pub data_type: i32,
+}
+
+/// `MOONCAKE_SOFT_PIN_PRESERVE`, `_ENABLE`, `_DISABLE`.
+pub const MOONCAKE_SOFT_PIN_PRESERVE: i32 = 0;
+pub const MOONCAKE_SOFT_PIN_ENABLE: i32 = 1;
+pub const MOONCAKE_SOFT_PIN_DISABLE: i32 = 2;
+/// `MOONCAKE_PUT_CONFIG_MAX_SIZE`.
+pub const MOONCAKE_PUT_CONFIG_MAX_SIZE: usize = 4096;
+
 /// `MOONCAKE_STORE_LOCATION_SIZE`.
 pub const MOONCAKE_STORE_LOCATION_SIZE: usize = 264;
 
@@ -146,6 +177,26 @@ declare! {
                                                  counts_out: *mut usize,
                                                  results_out: *mut c_int) -> c_int;
     pub fn mooncake_store_set_ssd_offload(store: mooncake_store_t, mode: c_int) -> c_int;
+
+    // put configuration, version 4
+    pub fn mooncake_store_put_config_init(config: *mut mooncake_put_config_t) -> c_int;
+    pub fn mooncake_store_put_ex(store: mooncake_store_t, key: *const c_char,
+                                 value: *const c_void, size: usize,
+                                 config: *const mooncake_put_config_t) -> c_int;
+    pub fn mooncake_store_put_from_ex(store: mooncake_store_t, key: *const c_char,
+                                      buffer: *mut c_void, size: usize,
+                                      config: *const mooncake_put_config_t) -> c_int;
+    pub fn mooncake_store_upsert_from_ex(store: mooncake_store_t, key: *const c_char,
+                                         buffer: *mut c_void, size: usize,
+                                         config: *const mooncake_put_config_t) -> c_int;
+    pub fn mooncake_store_batch_put_from_ex(store: mooncake_store_t, keys: *mut *const c_char,
+                                            buffers: *mut *mut c_void, sizes: *const usize,
+                                            count: usize, config: *const mooncake_put_config_t,
+                                            results_out: *mut c_int) -> c_int;
+    pub fn mooncake_store_batch_upsert_from(store: mooncake_store_t, keys: *mut *const c_char,
+                                            buffers: *mut *mut c_void, sizes: *const usize,
+                                            count: usize, config: *const mooncake_put_config_t,
+                                            results_out: *mut c_int) -> c_int;
 }
 
 #[cfg(test)]
@@ -266,6 +317,7 @@ mod tests {
             "i64" => "int64_t",
             "mooncake_store_t" => "mooncake_store_t",
             "mooncake_replicate_config_t" => "mooncake_replicate_config_t",
+            "mooncake_put_config_t" => "mooncake_put_config_t",
             "mooncake_replica_desc_t" => "mooncake_replica_desc_t",
             other => panic!("no C spelling for the Rust type {other}"),
         }
@@ -429,5 +481,50 @@ mod tests {
         assert_eq!(offset_of!(C, with_hard_pin), size_of::<usize>() + 4);
         assert_eq!(offset_of!(C, preferred_segments), size_of::<usize>() + 8);
         assert_eq!(size_of::<C>(), 3 * size_of::<usize>() + 8);
+    }
+
+    #[test]
+    fn put_config_layout_matches_the_header() {
+        let code = header::code();
+        let start = code.find("typedef struct mooncake_put_config {").unwrap();
+        let body = &code[start..code[start..].find('}').unwrap() + start];
+        let fields: Vec<String> = body
+            .split(['{', ';'])
+            .skip(1)
+            .map(|f| f.split_whitespace().collect::<Vec<_>>().join(" "))
+            .filter(|f| !f.is_empty())
+            .collect();
+        assert_eq!(
+            fields,
+            [
+                "size_t struct_size",
+                "size_t replica_num",
+                "size_t nof_replica_num",
+                "size_t dfs_replica_num",
+                "uint64_t soft_pin_ttl_ms",
+                "int32_t soft_pin_action",
+                "int32_t has_soft_pin_ttl",
+                "int32_t with_hard_pin",
+                "int32_t prefer_alloc_in_same_node",
+                "const char **preferred_segments",
+                "size_t preferred_segments_count",
+                "const char *preferred_segment",
+                "const char **preferred_nof_segments",
+                "size_t preferred_nof_segments_count",
+                "const char *host_id",
+                "const char **group_ids",
+                "size_t group_ids_count",
+                "int32_t data_type",
+            ]
+        );
+        // The library's own idea of the defaults and the size.
+        let mut c = std::mem::MaybeUninit::<super::mooncake_put_config_t>::zeroed();
+        // SAFETY: a writable struct of the header's layout.
+        assert_eq!(unsafe { super::mooncake_store_put_config_init(c.as_mut_ptr()) }, 0);
+        // SAFETY: init filled every field.
+        let c = unsafe { c.assume_init() };
+        assert_eq!(c.struct_size, std::mem::size_of::<super::mooncake_put_config_t>());
+        assert_eq!((c.replica_num, c.soft_pin_action), (1, super::MOONCAKE_SOFT_PIN_PRESERVE));
+        assert_eq!(offset_of!(super::mooncake_put_config_t, soft_pin_action), 40);
     }
 }

@@ -9,6 +9,7 @@ mod error;
 mod keys;
 mod ops;
 mod pool;
+mod put_config;
 mod replicas;
 mod store;
 
@@ -16,6 +17,7 @@ pub use error::{Error, Result};
 
 pub use config::ReplicateConfig;
 pub use pool::PoolBuf;
+pub use put_config::{PutConfig, SoftPinAction};
 pub use replicas::{ReplicaDesc, ReplicaKind, SsdOffload};
 pub use store::{Health, Store};
 

@@ -344,7 +344,7 @@ impl Store {
 }
 
 #[derive(Clone, Copy)]
-enum PutKind {
+pub(crate) enum PutKind {
     Put,
     PutFrom,
     Upsert,

@@ -586,3 +586,150 @@ JNIEXPORT jint JNICALL Java_org_mooncake_store_MooncakeStore_nSetSsdOffload(JNIE
   UNUSED(cls);
   return mooncake_store_set_ssd_offload(H(h), mode);
 }
+
+/* ---- put configuration, version 4 ------------------------------------------------------- */
+
+/* A mooncake_put_config_t from PutConfig's flattened form (PutConfig.java): scalars
+ * [replica_num, nof_replica_num, dfs_replica_num, soft_pin_ttl_ms, soft_pin_action,
+ * has_soft_pin_ttl, with_hard_pin, prefer_alloc_in_same_node, data_type], lists
+ * [preferred_segments, preferred_nof_segments, group_ids] (byte[][] each, group_ids may be
+ * null), singles [preferred_segment, host_id] (byte[] or null). Nothing validated here: the
+ * library does that. */
+typedef struct {
+  mooncake_put_config_t c;
+  const char **lists[3];
+  cstring singles[2];
+} put_config;
+
+static void put_config_free(put_config *p) {
+  for (int i = 0; i < 3; i++) free(p->lists[i]);
+  for (int i = 0; i < 2; i++) cstring_free(&p->singles[i]);
+}
+
+/* 0, or -1 with OutOfMemoryError pending (everything freed). */
+static int put_config_init(JNIEnv *env, jlongArray scalars, jobjectArray lists,
+                           jobjectArray singles, put_config *p) {
+  memset(p, 0, sizeof(*p));
+  mooncake_store_put_config_init(&p->c);
+  jlong v[9];
+  (*env)->GetLongArrayRegion(env, scalars, 0, 9, v);
+  p->c.replica_num = (size_t)v[0];
+  p->c.nof_replica_num = (size_t)v[1];
+  p->c.dfs_replica_num = (size_t)v[2];
+  p->c.soft_pin_ttl_ms = (uint64_t)v[3];
+  p->c.soft_pin_action = (int32_t)v[4];
+  p->c.has_soft_pin_ttl = (int32_t)v[5];
+  p->c.with_hard_pin = (int32_t)v[6];
+  p->c.prefer_alloc_in_same_node = (int32_t)v[7];
+  p->c.data_type = (int32_t)v[8];
+  size_t counts[3] = {0, 0, 0};
+  for (int i = 0; i < 3; i++) {
+    jobjectArray list = (jobjectArray)(*env)->GetObjectArrayElement(env, lists, i);
+    if (list == NULL) continue;
+    jsize n = (*env)->GetArrayLength(env, list);
+    p->lists[i] = keys_init(env, list, n);
+    (*env)->DeleteLocalRef(env, list);
+    if (p->lists[i] == NULL) {
+      put_config_free(p);
+      return -1;
+    }
+    counts[i] = (size_t)n;
+  }
+  p->c.preferred_segments = counts[0] > 0 ? p->lists[0] : NULL;
+  p->c.preferred_segments_count = counts[0];
+  p->c.preferred_nof_segments = counts[1] > 0 ? p->lists[1] : NULL;
+  p->c.preferred_nof_segments_count = counts[1];
+  p->c.group_ids = counts[2] > 0 ? p->lists[2] : NULL;
+  p->c.group_ids_count = counts[2];
+  for (int i = 0; i < 2; i++) {
+    jbyteArray s = (jbyteArray)(*env)->GetObjectArrayElement(env, singles, i);
+    int rc = cstring_init(env, s, &p->singles[i]);
+    if (s != NULL) (*env)->DeleteLocalRef(env, s);
+    if (rc != 0) {
+      put_config_free(p);
+      return -1;
+    }
+  }
+  p->c.preferred_segment = p->singles[0].str;
+  p->c.host_id = p->singles[1].str;
+  return 0;
+}
+
+/* put_ex / upsert_from_ex of a byte[] value, copied into a pool block when one is free. */
+JNIEXPORT jint JNICALL Java_org_mooncake_store_MooncakeStore_nPutEx(
+    JNIEnv *env, jclass cls, jlong h, jbyteArray key, jbyteArray value, jlongArray scalars,
+    jobjectArray lists, jobjectArray singles, jboolean upsert) {
+  UNUSED(cls);
+  jsize n = (*env)->GetArrayLength(env, value);
+  put_config p;
+  if (put_config_init(env, scalars, lists, singles, &p) != 0) return MOONCAKE_STORE_INTERNAL_ERROR;
+  cstring k;
+  if (cstring_init(env, key, &k) != 0) {
+    put_config_free(&p);
+    return MOONCAKE_STORE_INTERNAL_ERROR;
+  }
+  static char empty[1] = {0};
+  scratch s = {H(h), empty, -1};
+  int rc = MOONCAKE_STORE_INTERNAL_ERROR;
+  if (n == 0 || scratch_init(env, H(h), (size_t)n, &s) == 0) {
+    if (n > 0) (*env)->GetByteArrayRegion(env, value, 0, n, (jbyte *)s.ptr);
+    rc = upsert ? mooncake_store_upsert_from_ex(H(h), k.str, s.ptr, (size_t)n, &p.c)
+                : mooncake_store_put_ex(H(h), k.str, s.ptr, (size_t)n, &p.c);
+    if (n > 0) scratch_free(&s);
+  }
+  cstring_free(&k);
+  put_config_free(&p);
+  return rc;
+}
+
+/* put_from_ex / upsert_from_ex of a direct buffer's bytes at offset. */
+JNIEXPORT jint JNICALL Java_org_mooncake_store_MooncakeStore_nPutFromEx(
+    JNIEnv *env, jclass cls, jlong h, jbyteArray key, jobject buffer, jint offset, jint length,
+    jlongArray scalars, jobjectArray lists, jobjectArray singles, jboolean upsert) {
+  UNUSED(cls);
+  char *base = (*env)->GetDirectBufferAddress(env, buffer);
+  if (base == NULL) return MOONCAKE_STORE_INVALID_PARAMS;
+  put_config p;
+  if (put_config_init(env, scalars, lists, singles, &p) != 0) return MOONCAKE_STORE_INTERNAL_ERROR;
+  cstring k;
+  int rc = MOONCAKE_STORE_INTERNAL_ERROR;
+  if (cstring_init(env, key, &k) == 0) {
+    rc = upsert ? mooncake_store_upsert_from_ex(H(h), k.str, base + offset, (size_t)length, &p.c)
+                : mooncake_store_put_from_ex(H(h), k.str, base + offset, (size_t)length, &p.c);
+    cstring_free(&k);
+  }
+  put_config_free(&p);
+  return rc;
+}
+
+/* batch_put_from_ex / batch_upsert_from; the arrays as for nBatchPutFrom. */
+JNIEXPORT jint JNICALL Java_org_mooncake_store_MooncakeStore_nBatchPutFromEx(
+    JNIEnv *env, jclass cls, jlong h, jobjectArray keys, jobjectArray buffers, jintArray offsets,
+    jintArray lengths, jintArray results, jlongArray scalars, jobjectArray lists,
+    jobjectArray singles, jboolean upsert) {
+  UNUSED(cls);
+  int count = batch_count(env, keys, buffers, offsets, lengths, results);
+  if (count <= 0) return count < 0 ? MOONCAKE_STORE_INVALID_PARAMS : 0;
+  put_config p;
+  if (put_config_init(env, scalars, lists, singles, &p) != 0) return MOONCAKE_STORE_INTERNAL_ERROR;
+  void **ptrs = NULL;
+  size_t *sizes = NULL;
+  jint *out = NULL;
+  const char **k = keys_init(env, keys, count);
+  if (k != NULL && buffers_init(env, buffers, offsets, lengths, count, &ptrs, &sizes) == 0) {
+    out = malloc((size_t)count * sizeof(jint));
+    if (out == NULL) throw_oom(env, "mooncake_store_jni: batch results");
+  }
+  int rc = MOONCAKE_STORE_INTERNAL_ERROR;
+  if (out != NULL) {
+    rc = upsert ? mooncake_store_batch_upsert_from(H(h), k, ptrs, sizes, (size_t)count, &p.c, out)
+                : mooncake_store_batch_put_from_ex(H(h), k, ptrs, sizes, (size_t)count, &p.c, out);
+  }
+  if (rc == 0) (*env)->SetIntArrayRegion(env, results, 0, count, out);
+  free(out);
+  free(sizes);
+  free(ptrs);
+  free(k);
+  put_config_free(&p);
+  return rc;
+}

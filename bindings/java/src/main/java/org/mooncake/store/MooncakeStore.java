@@ -311,6 +311,101 @@ public final class MooncakeStore implements AutoCloseable {
         return results;
     }
 
+    // ---- put configuration, version 4 (PutConfig) -------------------------------------------
+
+    /**
+     * {@link #put} with Mooncake's whole config ({@code mooncake_store_put_ex}).
+     *
+     * @throws MooncakeStoreException as put, plus {@code INVALID_PARAMS} for a bad config
+     *     value and {@code NOT_SUPPORTED} for a field of a feature this store lacks
+     */
+    public void put(String key, byte[] value, PutConfig config) {
+        putEx("put", key, value, config, false);
+    }
+
+    /** Like {@link #put(String, byte[], PutConfig)} but replaces an existing value ({@code mooncake_store_upsert_from_ex}). */
+    public void upsert(String key, byte[] value, PutConfig config) {
+        putEx("upsert", key, value, config, true);
+    }
+
+    private void putEx(String operation, String key, byte[] value, PutConfig config, boolean upsert) {
+        byte[] k = key(key, operation);
+        if (value == null || config == null) {
+            throw new MooncakeStoreException(MooncakeStoreException.INTERNAL_ERROR, operation,
+                    value == null ? "value is null" : "config is null");
+        }
+        long[] scalars = config.scalars();
+        byte[][][] lists = config.lists(operation);
+        byte[][] singles = config.singles(operation);
+        int rc = call(operation, h -> nPutEx(h, k, value, scalars, lists, singles, upsert));
+        check(rc, operation);
+    }
+
+    /** {@link #putFrom} with Mooncake's whole config ({@code mooncake_store_put_from_ex}). */
+    public void putFrom(String key, ByteBuffer buffer, PutConfig config) {
+        putFromEx("putFrom", key, buffer, config, false);
+    }
+
+    /**
+     * Replaces (or creates) key's value with the bytes between {@code buffer}'s position and
+     * limit ({@code mooncake_store_upsert_from_ex}): readers see the old or the new value.
+     */
+    public void upsertFrom(String key, ByteBuffer buffer, PutConfig config) {
+        putFromEx("upsertFrom", key, buffer, config, true);
+    }
+
+    private void putFromEx(String operation, String key, ByteBuffer buffer, PutConfig config, boolean upsert) {
+        byte[] k = key(key, operation);
+        direct(buffer, operation, false);
+        if (config == null) {
+            throw new MooncakeStoreException(MooncakeStoreException.INTERNAL_ERROR, operation, "config is null");
+        }
+        long[] scalars = config.scalars();
+        byte[][][] lists = config.lists(operation);
+        byte[][] singles = config.singles(operation);
+        int rc = call(operation, h -> nPutFromEx(h, k, buffer, buffer.position(), buffer.remaining(), scalars,
+                lists, singles, upsert));
+        check(rc, operation);
+    }
+
+    /** {@link #batchPutFrom} with Mooncake's whole config ({@code mooncake_store_batch_put_from_ex}). */
+    public int[] batchPutFrom(String[] keys, ByteBuffer[] buffers, PutConfig config) {
+        return batchEx("batchPutFrom", keys, buffers, config, false);
+    }
+
+    /**
+     * Upserts {@code buffers[i]} under {@code keys[i]} in one request, in order
+     * ({@code mooncake_store_batch_upsert_from}).
+     *
+     * @return per entry: 0, or the negative code an upsert of it would have thrown
+     */
+    public int[] batchUpsertFrom(String[] keys, ByteBuffer[] buffers, PutConfig config) {
+        return batchEx("batchUpsertFrom", keys, buffers, config, true);
+    }
+
+    private int[] batchEx(String operation, String[] keys, ByteBuffer[] buffers, PutConfig config, boolean upsert) {
+        Batch b = new Batch(keys, buffers, false, operation);
+        if (config == null) {
+            throw new MooncakeStoreException(MooncakeStoreException.INTERNAL_ERROR, operation, "config is null");
+        }
+        int[] results = new int[b.count];
+        if (b.count == 0) {
+            return results;
+        }
+        long[] scalars = config.scalars();
+        byte[][][] lists = config.lists(operation);
+        byte[][] singles = config.singles(operation);
+        int rc = call(operation, h -> nBatchPutFromEx(h, b.keys, b.buffers, b.offsets, b.lengths, results,
+                scalars, lists, singles, upsert));
+        check(rc, operation);
+        for (int i = 0; i < b.count; i++) {
+            if (b.preset[i] != 0) {
+                results[i] = b.preset[i];
+            }
+        }
+        return results;
+    }
+
     // ---- get -----------------------------------------------------------------------------
 
     /** The value of {@code key}, or null when there is none. */
@@ -778,4 +873,11 @@ public final class MooncakeStore implements AutoCloseable {
     private static native int nBatchGetReplicaDesc(long h, byte[][] keys, int capacityPerKey, int[] kinds,
             int[] statuses, long[] sizes, String[] locations, int[] counts, int[] results);
     private static native int nSetSsdOffload(long h, int mode);
+
+    private static native int nPutEx(long h, byte[] key, byte[] value, long[] scalars, byte[][][] lists,
+            byte[][] singles, boolean upsert);
+    private static native int nPutFromEx(long h, byte[] key, ByteBuffer buffer, int offset, int length,
+            long[] scalars, byte[][][] lists, byte[][] singles, boolean upsert);
+    private static native int nBatchPutFromEx(long h, byte[][] keys, ByteBuffer[] buffers, int[] offsets,
+            int[] lengths, int[] results, long[] scalars, byte[][][] lists, byte[][] singles, boolean upsert);
 }
