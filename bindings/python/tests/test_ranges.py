@@ -126,6 +126,18 @@ def memoryview_address(buf):
     return ctypes.addressof((ctypes.c_char * len(buf)).from_buffer(buf))
 
 
+def test_more_fragments_than_one_request_holds(store, key):
+    # 40000 fragments: libmc splits them over requests of at most 16384.
+    n = 40000
+    v = value_of(7, n)
+    assert store.put(key("a"), v) == 0
+    dest = bytearray(n)
+    src = [(i * 7919) % n for i in range(n)]
+    r = store.get_into_ranges([dest], [[key("a")]], [[list(range(n))]], [[src]], [[[1] * n]])
+    assert r == [[[1] * n]]
+    assert dest == bytes(v[s] for s in src)
+
+
 def test_empty_fragment_lists_have_mooncakes_shape(store, key):
     assert store.put(key("a"), b"x" * 100) == 0
     dest = bytearray(100)

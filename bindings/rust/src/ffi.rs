@@ -68,6 +68,27 @@ pub struct mooncake_replica_desc_t {
     pub location: [c_char; MOONCAKE_STORE_LOCATION_SIZE],
 }
 
+/// `mooncake_range_t`: one fragment of a ranged read.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct mooncake_range_t {
+    pub src_offset: u64,
+    pub length: u64,
+    pub dst_offset: u64,
+}
+
+/// `mooncake_ranged_get_t`: one key of `mooncake_store_batch_get_ranges`.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct mooncake_ranged_get_t {
+    pub key: *const c_char,
+    pub buffer: *mut c_void,
+    pub buffer_size: usize,
+    pub ranges: *const mooncake_range_t,
+    pub range_count: usize,
+    pub results_out: *mut i64,
+}
+
 /// `MOONCAKE_STORE_ABI_VERSION`.
 pub const MOONCAKE_STORE_ABI_VERSION: u32 = 4;
 /// `MOONCAKE_STORE_MAX_KEY_LEN`.
@@ -197,6 +218,14 @@ declare! {
                                             buffers: *mut *mut c_void, sizes: *const usize,
                                             count: usize, config: *const mooncake_put_config_t,
                                             results_out: *mut c_int) -> c_int;
+    // ranged reads
+    pub fn mooncake_store_get_ranges(store: mooncake_store_t, key: *const c_char,
+                                     buffer: *mut c_void, buffer_size: usize,
+                                     ranges: *const mooncake_range_t, range_count: usize,
+                                     results_out: *mut i64) -> i64;
+    pub fn mooncake_store_batch_get_ranges(store: mooncake_store_t,
+                                           gets: *const mooncake_ranged_get_t, count: usize,
+                                           results_out: *mut i64) -> c_int;
 }
 
 #[cfg(test)]
@@ -319,6 +348,8 @@ mod tests {
             "mooncake_replicate_config_t" => "mooncake_replicate_config_t",
             "mooncake_put_config_t" => "mooncake_put_config_t",
             "mooncake_replica_desc_t" => "mooncake_replica_desc_t",
+            "mooncake_range_t" => "mooncake_range_t",
+            "mooncake_ranged_get_t" => "mooncake_ranged_get_t",
             other => panic!("no C spelling for the Rust type {other}"),
         }
         .to_string()
@@ -526,5 +557,35 @@ mod tests {
         assert_eq!(c.struct_size, std::mem::size_of::<super::mooncake_put_config_t>());
         assert_eq!((c.replica_num, c.soft_pin_action), (1, super::MOONCAKE_SOFT_PIN_PRESERVE));
         assert_eq!(offset_of!(super::mooncake_put_config_t, soft_pin_action), 40);
+    #[test]
+    fn range_structs_match_the_header() {
+        assert_eq!(
+            struct_fields("mooncake_range"),
+            ["uint64_t src_offset", "uint64_t length", "uint64_t dst_offset"]
+        );
+        assert_eq!(
+            struct_fields("mooncake_ranged_get"),
+            [
+                "const char *key",
+                "void *buffer",
+                "size_t buffer_size",
+                "const mooncake_range_t *ranges",
+                "size_t range_count",
+                "int64_t *results_out",
+            ]
+        );
+        use std::mem::size_of;
+        type R = super::mooncake_range_t;
+        assert_eq!(offset_of!(R, length), 8);
+        assert_eq!(offset_of!(R, dst_offset), 16);
+        assert_eq!(size_of::<R>(), 24);
+        type G = super::mooncake_ranged_get_t;
+        let w = size_of::<usize>();
+        assert_eq!(offset_of!(G, buffer), w);
+        assert_eq!(offset_of!(G, buffer_size), 2 * w);
+        assert_eq!(offset_of!(G, ranges), 3 * w);
+        assert_eq!(offset_of!(G, range_count), 4 * w);
+        assert_eq!(offset_of!(G, results_out), 5 * w);
+        assert_eq!(size_of::<G>(), 6 * w);
     }
 }

@@ -10,6 +10,7 @@ mod keys;
 mod ops;
 mod pool;
 mod put_config;
+mod ranges;
 mod replicas;
 mod store;
 
@@ -18,6 +19,7 @@ pub use error::{Error, Result};
 pub use config::ReplicateConfig;
 pub use pool::PoolBuf;
 pub use put_config::{PutConfig, SoftPinAction};
+pub use ranges::Range;
 pub use replicas::{ReplicaDesc, ReplicaKind, SsdOffload};
 pub use store::{Health, Store};
 

@@ -836,6 +836,104 @@ public final class MooncakeStore implements AutoCloseable {
         }
     }
 
+    // ---- ranged reads (docs/mooncake-api.md, "ranges") -------------------------------------
+
+    /** MOONCAKE_STORE_MAX_KEY_LEN: the longest key, in UTF-8 bytes. */
+    private static final int MAX_KEY_BYTES = 4096;
+
+    /**
+     * Reads only some bytes of {@code key}'s value: fragment k is {@code lengths[k]} bytes at
+     * {@code srcOffsets[k]} in the value, written at {@code dstOffsets[k]} from the buffer's
+     * position (which does not move). Only those bytes move, from whichever replica serves
+     * them (this daemon's memory, another daemon's, an SSD). Zero copy when the buffer comes
+     * from {@link #allocate}.
+     *
+     * @return per fragment: its length, or a negative code: {@code OBJECT_NOT_FOUND} (-704) on
+     *     a miss, {@code INVALID_PARAMS} (-600) when it runs past the value or past the
+     *     buffer's {@code remaining()} bytes, {@code REPLICA_IS_NOT_READY} (-703) while the
+     *     value is being written. No fragments: an empty array.
+     * @throws MooncakeStoreException when an argument is null, the arrays differ in length, the
+     *     buffer is read-only or on the heap, or the key is invalid
+     */
+    public long[] getRanges(String key, ByteBuffer buffer, long[] srcOffsets, long[] lengths,
+            long[] dstOffsets) {
+        byte[] k = key(key, "getRanges");
+        if (k.length == 0 || k.length > MAX_KEY_BYTES) {
+            // the library would answer -600 for every fragment: say it as the other calls do
+            throw new MooncakeStoreException(MooncakeStoreException.INVALID_PARAMS, "getRanges",
+                    "a key is 1 to " + MAX_KEY_BYTES + " bytes");
+        }
+        direct(buffer, "getRanges", true);
+        int n = fragments(srcOffsets, lengths, dstOffsets, "getRanges", "");
+        long[] results = new long[n];
+        if (n == 0) {
+            return results;
+        }
+        long rc = call("getRanges", h -> nGetRanges(h, k, buffer, buffer.position(), buffer.remaining(),
+                srcOffsets, lengths, dstOffsets, results));
+        if (rc == MooncakeStoreException.INTERNAL_ERROR) {
+            throw new MooncakeStoreException((int) rc, "getRanges");
+        }
+        return results;
+    }
+
+    /**
+     * {@link #getRanges} for every i: {@code keys[i]} into {@code buffers[i]}, fragments
+     * {@code srcOffsets[i]}, {@code lengths[i]}, {@code dstOffsets[i]}, in as few requests as
+     * fit (the same key may appear several times).
+     *
+     * @return per entry, per fragment: as {@link #getRanges}; an entry whose key is invalid or
+     *     whose buffer is read-only or on the heap gets {@code INVALID_PARAMS} for each fragment
+     * @throws MooncakeStoreException when an array is null or the arrays differ in length
+     */
+    public long[][] batchGetRanges(String[] keys, ByteBuffer[] buffers, long[][] srcOffsets,
+            long[][] lengths, long[][] dstOffsets) {
+        Batch b = new Batch(keys, buffers, true, "batchGetRanges");
+        if (srcOffsets == null || lengths == null || dstOffsets == null) {
+            throw new MooncakeStoreException(MooncakeStoreException.INTERNAL_ERROR, "batchGetRanges",
+                    "a fragment array is null");
+        }
+        if (srcOffsets.length != b.count || lengths.length != b.count || dstOffsets.length != b.count) {
+            throw new MooncakeStoreException(MooncakeStoreException.INVALID_PARAMS, "batchGetRanges",
+                    "fragment arrays for " + b.count + " keys expected");
+        }
+        long[][] results = new long[b.count][];
+        long[][] src = new long[b.count][], len = new long[b.count][], dst = new long[b.count][];
+        for (int i = 0; i < b.count; i++) {
+            int n = fragments(srcOffsets[i], lengths[i], dstOffsets[i], "batchGetRanges", "[" + i + "]");
+            results[i] = new long[n];
+            boolean refused = b.preset[i] != 0 || b.keys[i] == null || b.buffers[i] == null;
+            src[i] = refused ? new long[0] : srcOffsets[i];
+            len[i] = refused ? new long[0] : lengths[i];
+            dst[i] = refused ? new long[0] : dstOffsets[i];
+            if (refused) {
+                java.util.Arrays.fill(results[i], b.preset[i] != 0 ? b.preset[i]
+                        : MooncakeStoreException.INTERNAL_ERROR);
+            }
+        }
+        if (b.count == 0) {
+            return results;
+        }
+        long[] totals = new long[b.count];
+        int rc = call("batchGetRanges", h -> nBatchGetRanges(h, b.keys, b.buffers, b.offsets, b.lengths,
+                src, len, dst, results, totals));
+        check(rc, "batchGetRanges");
+        return results;
+    }
+
+    /** The fragment count of three parallel arrays, checked. */
+    private static int fragments(long[] src, long[] len, long[] dst, String operation, String which) {
+        if (src == null || len == null || dst == null) {
+            throw new MooncakeStoreException(MooncakeStoreException.INTERNAL_ERROR, operation,
+                    "fragment array" + which + " is null");
+        }
+        if (src.length != len.length || dst.length != len.length) {
+            throw new MooncakeStoreException(MooncakeStoreException.INVALID_PARAMS, operation,
+                    "fragment arrays" + which + " differ in length");
+        }
+        return len.length;
+    }
+
     // ---- native (bindings/java/src/main/native/mooncake_store_jni.c) -----------------------
 
     private static native long nCreate();
@@ -880,4 +978,9 @@ public final class MooncakeStore implements AutoCloseable {
             long[] scalars, byte[][][] lists, byte[][] singles, boolean upsert);
     private static native int nBatchPutFromEx(long h, byte[][] keys, ByteBuffer[] buffers, int[] offsets,
             int[] lengths, int[] results, long[] scalars, byte[][][] lists, byte[][] singles, boolean upsert);
+    private static native long nGetRanges(long h, byte[] key, ByteBuffer buffer, int offset, int length,
+            long[] srcOffsets, long[] lengths, long[] dstOffsets, long[] results);
+    private static native int nBatchGetRanges(long h, byte[][] keys, ByteBuffer[] buffers, int[] offsets,
+            int[] lengths, long[][] srcOffsets, long[][] fragmentLengths, long[][] dstOffsets,
+            long[][] results, long[] totals);
 }
