@@ -430,12 +430,58 @@ struct UnmountSegmentsReply {
   }
 };
 
+// ---- segments and replica clearing (ABI 4: Mooncake's segment calls) ----
+
+struct BatchReplicaClearArgs {
+  std::vector<std::string> keys;
+  std::string segment_name;  // "": every replica; else those on the daemon of that name
+  template <class S, class V>
+  static void Fields(S& s, V& v) {
+    v(kKeyField, s.keys);
+    v("segment_name", s.segment_name);
+  }
+};
+
+struct BatchReplicaClearReply : EntryResults {
+  template <class S, class V>
+  static void Fields(S& s, V& v) { v.Spread("code", s.values); }
+};
+
+// MOUNT_POOL_SEGMENT: a range of the connection's pool, lent to the cluster as a segment.
+struct MountPoolSegmentArgs {
+  uint64_t pool_offset = 0;
+  uint64_t size = 0;
+  template <class S, class V>
+  static void Fields(S& s, V& v) {
+    v("pool_offset", s.pool_offset);
+    v("size", s.size);
+  }
+};
+
+// A segment mounted for the connection: its id and its size in bytes.
+struct MountedSegmentReply {
+  uint64_t segment_id = 0;
+  uint64_t size = 0;
+  template <class S, class V>
+  static void Fields(S& s, V& v) {
+    v("segment_id", s.segment_id);
+    v("size", s.size);
+  }
+};
+
+struct UnmountSegmentArgs {
+  uint64_t segment_id = 0;
+  template <class S, class V>
+  static void Fields(S& s, V& v) { v("segment_id", s.segment_id); }
+};
+
 // ---- the table ----
 //
 // X(Name, "WIRE_NAME", code, Args, Reply, "note for docs/protocol.md"): every op that may
 // follow HELLO. Codes are never reused; the daemon's handler of an op is On<Name>.
-// Codes 27..29 are reserved for ranged reads, 31..36 for segments and replica clearing,
-// 37..40 for the version-4 write family (ABI 4, issue 17); 30 is POOL_FENCE.
+// Codes 27..29 are reserved for ranged reads, 31..36 for segments and replica clearing
+// (31..35 taken, 36 free), 37..40 for the version-4 write family (ABI 4, issue 17); 30 is
+// POOL_FENCE.
 #define MC_UDS_OPS(X)                                                                          \
   X(Put, "PUT", 2, PutArgs, NoReply,                                                           \
     "whole value already in the pool; code 0 also when the key exists (put never overwrites)") \
@@ -482,6 +528,17 @@ struct UnmountSegmentsReply {
   X(BatchGetRanges, "BATCH_GET_RANGES", 28, BatchGetRangesArgs, GetRangesReply,                \
     "`GET_RANGES` for several keys in one request; the values of every entry's fragments in "  \
     "order; at most 16384 fragments in all (else -600)")                                        \
+  X(BatchReplicaClear, "BATCH_REPLICA_CLEAR", 31, BatchReplicaClearArgs,                       \
+    BatchReplicaClearReply,                                                                    \
+    "one code per key: the master's BatchReplicaClear (leased keys -706)")                     \
+  X(MountPoolSegment, "MOUNT_POOL_SEGMENT", 32, MountPoolSegmentArgs, MountedSegmentReply,     \
+    "lends a range of the connection's pool as a segment; -600 outside the pool")              \
+  X(AllocateSegment, "ALLOCATE_SEGMENT", 33, MountSegmentArgs, MountedSegmentReply,            \
+    "as `MOUNT_SEGMENT`, answering the new segment's id")                                      \
+  X(UnmountSegment, "UNMOUNT_SEGMENT", 34, UnmountSegmentArgs, UnmountSegmentsReply,           \
+    "drains and unmounts one of the connection's segments; -101 when it is not one")           \
+  X(UnmountLocalDiskSegment, "UNMOUNT_LOCAL_DISK_SEGMENT", 35, NoArgs, NoReply,                \
+    "0 without an SSD tier; -1012 with one (the daemon's, not the connection's)")              \
   X(BatchUpsert, "BATCH_UPSERT", 37, BatchPutArgs, BatchPutReply,                              \
     "one code per entry, as `UPSERT` answers it; entries in order")
 

@@ -245,16 +245,31 @@ uint64_t ClientConnection::segment_bytes() const {
   return segment_bytes_;
 }
 
-void ClientConnection::AddSegment(int64_t segment_id) {
+void ClientConnection::AddSegment(int64_t segment_id, uint64_t counted) {
   std::lock_guard<std::mutex> lock(mu_);
-  segments_.push_back(segment_id);
+  segments_.emplace_back(segment_id, counted);
 }
 
 std::vector<int64_t> ClientConnection::TakeSegments() {
   std::lock_guard<std::mutex> lock(mu_);
   std::vector<int64_t> out;
-  out.swap(segments_);
+  for (const auto& s : segments_) {
+    out.push_back(s.first);
+    segment_bytes_ -= s.second;
+  }
+  segments_.clear();
   return out;
+}
+
+bool ClientConnection::TakeSegment(int64_t segment_id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (auto it = segments_.begin(); it != segments_.end(); ++it) {
+    if (it->first != segment_id) continue;
+    segment_bytes_ -= it->second;
+    segments_.erase(it);
+    return true;
+  }
+  return false;
 }
 
 }  // namespace mooncake

@@ -100,6 +100,8 @@ class ClientConnection : public std::enable_shared_from_this<ClientConnection> {
   // [offset, offset + length) of the pool, or nullptr when that is not inside it.
   char* PoolRange(uint64_t offset, uint64_t length) const;
   uint64_t pool_size() const { return pool_size_; }
+  // The pool's memfd (-1 without a pool, or once unmapped): only while holding a Request.
+  int pool_fd() const { return pool_fd_; }
   // The pool's memfd as the kernel knows it (device, inode): the same on every connection
   // it is passed on, so it tells which connections share a pool. {0, 0} without a pool;
   // kept after UnmapPool.
@@ -180,8 +182,12 @@ class ClientConnection : public std::enable_shared_from_this<ClientConnection> {
   bool ReserveSegmentBytes(uint64_t size, uint64_t limit);
   void ReturnSegmentBytes(uint64_t size);
   uint64_t segment_bytes() const;
-  void AddSegment(int64_t segment_id);
+  // counted: the bytes ReserveSegmentBytes counted for it (0 for memory of the pool's),
+  // given back when it is taken.
+  void AddSegment(int64_t segment_id, uint64_t counted = 0);
   std::vector<int64_t> TakeSegments();
+  // Takes one segment; false when it is not the connection's.
+  bool TakeSegment(int64_t segment_id);
 
  private:
   // The open staged puts or gets, by id. Synchronized by the connection's mu_.
@@ -229,7 +235,7 @@ class ClientConnection : public std::enable_shared_from_this<ClientConnection> {
   uint64_t next_staged_id_ = 1;    // guarded by mu_
   StagedTable<StagedPut> puts_;    // guarded by mu_
   StagedTable<StagedGet> gets_;    // guarded by mu_
-  std::vector<int64_t> segments_;  // guarded by mu_
+  std::vector<std::pair<int64_t, uint64_t>> segments_;  // id, counted; guarded by mu_
   uint64_t segment_bytes_ = 0;     // mounted or being mounted; guarded by mu_
 };
 

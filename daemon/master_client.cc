@@ -552,6 +552,21 @@ ErrorCode MasterClient::BatchRemove(const std::vector<std::string>& keys, bool f
   return call;
 }
 
+ErrorCode MasterClient::BatchReplicaClear(const std::vector<std::string>& keys,
+                                          const std::string& segment_name, int64_t caller,
+                                          std::vector<ErrorCode>* out, StaleCaches* stale) {
+  rpc::BatchChangeResult result;
+  ErrorCode call = Call(
+      [&](rpc::MasterServiceClient& c) {
+        c.BatchReplicaClear(result, keys, segment_name, caller);
+      },
+      Repeat::kNever);
+  StaleOf(call, &result.holders, stale);
+  call = ListOf(call, keys.size(), &result.codes);
+  *out = CodesOf(result.codes);
+  return call;
+}
+
 Result<uint64_t> MasterClient::RemoveByRegex(const std::string& pattern, bool force,
                                              int64_t caller, const std::string& tenant,
                                              StaleCaches* stale) {

@@ -183,6 +183,10 @@ class MasterClient {
                                  const std::string& tenant, StaleCaches* stale);
   Result<uint64_t> RemoveAll(bool force, int64_t caller, const std::string& tenant,
                              StaleCaches* stale);
+  // Mooncake's batch_replica_clear (common/master.thrift): one code per key in *out.
+  ErrorCode BatchReplicaClear(const std::vector<std::string>& keys,
+                              const std::string& segment_name, int64_t caller,
+                              std::vector<ErrorCode>* out, StaleCaches* stale);
 
   // The SSD tier (docs/ssd.md; the contract is common/master.thrift's). disk_segment_id:
   // this daemon's LOCAL_DISK segment. FetchOffloads returns out->code (or RPC_FAIL); the

@@ -49,6 +49,7 @@ std::unique_ptr<SegmentMemory> SegmentMemory::Create(uint64_t size, std::string*
   // here rather than with SIGBUS on first touch.
   uint64_t huge_size = (size + kHugePage - 1) / kHugePage * kHugePage;
   m->fd_ = MapMemfd(huge_size, MFD_HUGETLB, &m->base_);
+  m->map_ = m->base_;
   if (m->fd_ >= 0) {
     m->mapped_ = huge_size;
     m->huge_pages_ = true;
@@ -60,6 +61,7 @@ std::unique_ptr<SegmentMemory> SegmentMemory::Create(uint64_t size, std::string*
                 std::strerror(errno));
   }
   m->fd_ = MapMemfd(size, 0, &m->base_);
+  m->map_ = m->base_;
   if (m->fd_ < 0) {
     *error = std::string("memfd of ") + std::to_string(size) + " bytes: " + std::strerror(errno);
     return nullptr;
@@ -75,8 +77,31 @@ std::unique_ptr<SegmentMemory> SegmentMemory::Create(uint64_t size, std::string*
   return m;
 }
 
+std::unique_ptr<SegmentMemory> SegmentMemory::MapView(int fd, uint64_t offset, uint64_t size,
+                                                      std::string* error) {
+  const uint64_t page = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
+  const uint64_t start = offset / page * page;
+  if (size == 0 || offset + size < offset) {
+    *error = "an empty or overflowing range";
+    return nullptr;
+  }
+  const uint64_t length = offset + size - start;
+  void* p = mmap(nullptr, length, PROT_READ | PROT_WRITE, MAP_SHARED, fd,
+                 static_cast<off_t>(start));
+  if (p == MAP_FAILED) {
+    *error = std::string("mmap of the pool: ") + std::strerror(errno);
+    return nullptr;
+  }
+  std::unique_ptr<SegmentMemory> m(new SegmentMemory);
+  m->map_ = static_cast<char*>(p);
+  m->base_ = m->map_ + (offset - start);
+  m->size_ = size;
+  m->mapped_ = length;
+  return m;
+}
+
 SegmentMemory::~SegmentMemory() {
-  if (base_ != nullptr) munmap(base_, mapped_);
+  if (map_ != nullptr) munmap(map_, mapped_);
   if (fd_ >= 0) close(fd_);
 }
 

@@ -1,4 +1,5 @@
-// Memory this daemon lends to the cluster pool: one memfd, mapped read-write.
+// Memory this daemon lends to the cluster pool: one memfd, mapped read-write; or a view of
+// a range of an application's pool (MOUNT_POOL_SEGMENT), mapped from the pool's memfd.
 //
 // A memfd (not anonymous memory) so that the same pages can later be handed to the
 // transfer engine or registered with RDMA by descriptor. Huge pages are tried first
@@ -17,13 +18,19 @@ class SegmentMemory {
  public:
   // nullptr with *error set when the memory cannot be had (size 0, out of memory, ...).
   static std::unique_ptr<SegmentMemory> Create(uint64_t size, std::string* error);
+  // A mapping of its own of [offset, offset + size) of fd (a pool memfd sealed against
+  // shrinking, so no access can fault with SIGBUS), which stays valid however long a
+  // transfer holds it, after the pool's own mapping is gone. fd is not kept (fd() is -1).
+  // nullptr with *error when it cannot be mapped.
+  static std::unique_ptr<SegmentMemory> MapView(int fd, uint64_t offset, uint64_t size,
+                                                std::string* error);
   ~SegmentMemory();
   SegmentMemory(const SegmentMemory&) = delete;
   SegmentMemory& operator=(const SegmentMemory&) = delete;
 
   char* base() const { return base_; }
   uint64_t size() const { return size_; }  // as asked for; the mapping may be larger
-  int fd() const { return fd_; }
+  int fd() const { return fd_; }  // -1 for a view
   bool huge_pages() const { return huge_pages_; }
 
   // True when [offset, offset + length) lies inside the segment (no overflow).
@@ -34,6 +41,7 @@ class SegmentMemory {
  private:
   SegmentMemory() = default;
   char* base_ = nullptr;
+  char* map_ = nullptr;  // the mapping's start: base_, or below it for a view
   uint64_t size_ = 0;
   uint64_t mapped_ = 0;
   int fd_ = -1;

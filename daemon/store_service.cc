@@ -394,34 +394,8 @@ ErrorCode StoreService::OnUnmountSegments(ClientConnection* s, const uds::NoArgs
 
 ErrorCode StoreService::OnMountSegment(ClientConnection* s, const uds::MountSegmentArgs& in,
                                        uds::NoReply*) {
-  if (in.size == 0 || in.size > (1ull << 46)) return ErrorCode::INVALID_PARAMS;
-  // Every limit before a byte is mapped (daemon/segment_budget.h), the connection's first.
-  ErrorCode code = ErrorCode::OK;
-  std::string why;
-  std::shared_ptr<SegmentMemory> memory;
-  uint64_t per_client = segment_budget_->limits().per_client;
-  if (!s->ReserveSegmentBytes(in.size, per_client)) {
-    code = ErrorCode::RESOURCE_LIMIT_EXCEEDED;
-    why = "over --client_segment_budget_per_client (" + FormatSize(s->segment_bytes()) + " of " +
-          FormatSize(per_client) + " mounted for this connection)";
-  } else if ((memory = segment_budget_->Map(in.size, &code, &why)) == nullptr) {
-    s->ReturnSegmentBytes(in.size);
-  }
-  if (memory == nullptr) {
-    MC_LOG_WARN("connection %llu (pid %d): MOUNT_SEGMENT of %s refused (%s): %s",
-                static_cast<unsigned long long>(s->id()), static_cast<int>(s->peer_pid()),
-                FormatSize(in.size).c_str(), ErrorName(code), why.c_str());
-    return code;
-  }
   int64_t segment_id = 0;
-  // Marked lent: placement uses it last. Mount frees the memory when refused.
-  code = membership_->Mount(std::move(memory), &segment_id, /*lent=*/true);
-  if (code != ErrorCode::OK) {
-    s->ReturnSegmentBytes(in.size);
-    return code;
-  }
-  s->AddSegment(segment_id);
-  return ErrorCode::OK;
+  return MountDaemonMemory(s, in.size, "MOUNT_SEGMENT", &segment_id);
 }
 
 }  // namespace mooncake

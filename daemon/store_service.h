@@ -27,10 +27,12 @@
 // well-typed but unacceptable (key length, value size, a pool range outside the pool, an
 // unknown staged id) get INVALID_PARAMS (-600).
 //
-// A connection's extra segments (MOUNT_SEGMENT: memory the application lends) are drained
-// before they are unmounted (daemon/segment_drainer.h): on UNMOUNT_SEGMENTS, which a
-// graceful close sends, and at the teardown of a connection that went without (a crash),
-// since the memory is the daemon's own mapping and outlives the client.
+// A connection's extra segments (MOUNT_SEGMENT and ALLOCATE_SEGMENT: memory the daemon maps
+// for the application to lend; MOUNT_POOL_SEGMENT: a range of the application's own pool)
+// are drained before they are unmounted (daemon/segment_drainer.h): on UNMOUNT_SEGMENT (one
+// of them), on UNMOUNT_SEGMENTS, which a graceful close sends, and at the teardown of a
+// connection that went without (a crash), since the memory is the daemon's own mapping
+// (of the pool too: a mapping of its own of the pool's memfd) and outlives the client.
 //
 // Tenants (docs/security.md, "Tenants"): HELLO settles the connection's tenant
 // (daemon/tenant_policy.h), and every request's keys become that tenant's stored keys as
@@ -137,6 +139,13 @@ class StoreService {
 
   // Drains and unmounts segments taken from a connection, forgetting them in the read cache.
   SegmentDrainer::Outcome DrainSegments(const std::vector<int64_t>& segments);
+
+  // ---- segments (store_service_segments.cc) ----
+  // Maps size bytes of the daemon's memory under the segment budget (daemon/
+  // segment_budget.h) and mounts them, lent, for the connection (*segment_id). op names the
+  // request for the log line of a refusal.
+  ErrorCode MountDaemonMemory(ClientConnection* s, uint64_t size, const char* op,
+                              int64_t* segment_id);
 
   // ---- puts (store_service_put.cc) ----
   // PUT and UPSERT.

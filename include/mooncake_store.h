@@ -33,7 +33,8 @@ extern "C" {
  * garbage. 3: puts carry the SSD offload choice (mooncake_store_set_ssd_offload), and the
  * replica descriptor calls exist. 4: Mooncake's client API (docs/mooncake-api.md): a sized
  * put config carrying the soft-pin TTL, ranged reads, segment mounting and replica
- * clearing; setup's master_server_addr is compared as an endpoint (a HELLO's master is sent
+ * clearing (mooncake_store_batch_replica_clear, mooncake_store_mount_segment and its
+ * family); setup's master_server_addr is compared as an endpoint (a HELLO's master is sent
  * resolved). Applications built against an older header keep working with this library (no
  * struct or signature of an older version changed); the library and the daemon must be of
  * the same version. */
@@ -477,7 +478,57 @@ int mooncake_store_batch_get_ranges(mooncake_store_t store, const mooncake_range
 
 /* ---- segments and replica clearing (docs/mooncake-api.md) ---------------------------- */
 
-/* section: segments */
+/* Clears the replicas of count keys whose read lease has run out (Mooncake's
+ * batch_replica_clear): every replica when segment_name is NULL or "" (the object goes, as
+ * a remove without force would take it), else only those held by the daemon of that name
+ * (the "host:port" of its transfer endpoint, as get_hostname and replica descriptors'
+ * location say it: its memory and its SSD tier), the object going when none is left.
+ * results_out[i]: 0 cleared; -704 missing; -703 still being written; -706 a read lease
+ * runs (a get, get_replica_desc: skipped, as Mooncake skips it); -1010 hard-pinned; -101
+ * no replica on segment_name; -600 a bad key. Returns 0 once every key has its result, -600
+ * (and writes nothing) for a segment_name of MOONCAKE_STORE_LOCATION_SIZE bytes or more,
+ * -1 for a NULL argument. Any handle of the key's tenant may clear it, as with remove. */
+int mooncake_store_batch_replica_clear(mooncake_store_t store, const char **keys, size_t count,
+                                       const char *segment_name, int *results_out);
+
+/* Segments an application lends to the cluster (Mooncake's mount_segment family). The
+ * daemon is what Mooncake calls the real client: lent memory must be memory the daemon
+ * shares, so it is either a range of this handle's pool (mount_segment) or memory the
+ * daemon maps itself (allocate_and_mount_segment). A segment belongs to the connection:
+ * unmount_segment, close, or the end of the process (a crash too) drains it -- every object
+ * living only there is moved to another segment where there is room -- and unmounts it; a
+ * lost connection (the daemon restarted) loses it, and its id then answers -101. The
+ * master places objects in lent segments last, as in setup()'s global segment. */
+
+/* Lends [buffer, buffer + size) of the handle's pool (memory from mooncake_store_alloc:
+ * keep it allocated, and do not write it, while the segment is mounted -- the cluster's
+ * objects live there) and writes the new segment's id to *segment_id_out. -600 when the
+ * range is empty or not wholly inside the pool (memory the daemon does not share cannot
+ * be lent; logged), -1401 when the daemon has tenants (--tenant_uids: the lender could
+ * read other tenants' objects in its pool; allocate_and_mount_segment lends daemon memory
+ * instead). */
+int mooncake_store_mount_segment(mooncake_store_t store, void *buffer, uint64_t size,
+                                 uint64_t *segment_id_out);
+
+/* Has the daemon map size bytes and lend them (as setup's global_segment_size does, under
+ * the same budget: -1300 over the daemon's --client_segment_budget or its per-client cap,
+ * -200 when the memory cannot be had); writes the segment's id and its size (may be NULL)
+ * in bytes. -600 for size 0. */
+int mooncake_store_allocate_and_mount_segment(mooncake_store_t store, uint64_t size,
+                                              uint64_t *segment_id_out,
+                                              uint64_t *allocated_size_out);
+
+/* Drains and unmounts one of the handle's segments (from either call above), returning
+ * once done; *moved_out and *dropped_out (each may be NULL) count the objects moved to
+ * other segments and those no segment had room for, dropped with it. -101 when segment_id
+ * is not one of this connection's segments. */
+int mooncake_store_unmount_segment(mooncake_store_t store, uint64_t segment_id,
+                                   uint64_t *moved_out, uint64_t *dropped_out);
+
+/* Mooncake's unmount_local_disk_segment: 0 when the daemon has no SSD tier (nothing to
+ * unmount), -1012 when it has one: the tier is the daemon's (--ssd_path), shared by every
+ * application on the host, not this handle's to take away. */
+int mooncake_store_unmount_local_disk_segment(mooncake_store_t store);
 
 #ifdef __cplusplus
 }

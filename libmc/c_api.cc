@@ -664,6 +664,64 @@ MC_EXPORT int64_t mooncake_store_remove_all(mooncake_store_t store, int force) {
   return Guard<int64_t>(kInternal, [&] { return ToAbi(AsClient(store)->RemoveAll(force != 0)); });
 }
 
+// ---- segments and replica clearing ---------------------------------------------------
+
+MC_EXPORT int mooncake_store_batch_replica_clear(mooncake_store_t store, const char** keys,
+                                                 size_t count, const char* segment_name,
+                                                 int* results_out) {
+  if (store == nullptr) return kInternal;
+  std::string name;
+  if (segment_name != nullptr) {
+    size_t n = strnlen(segment_name, MOONCAKE_STORE_LOCATION_SIZE);
+    if (n >= MOONCAKE_STORE_LOCATION_SIZE) return kInvalidParams;  // no "host:port" is
+    name.assign(segment_name, n);
+  }
+  return KeysCall<ErrorCode>(
+      store, keys, count, results_out,
+      [&name](StoreClient* client, const std::vector<std::string>& valid,
+              std::vector<ErrorCode>* results) {
+        client->BatchReplicaClear(valid, name, results);
+      });
+}
+
+MC_EXPORT int mooncake_store_mount_segment(mooncake_store_t store, void* buffer, uint64_t size,
+                                           uint64_t* segment_id_out) {
+  if (store == nullptr || buffer == nullptr || segment_id_out == nullptr) return kInternal;
+  return Guard(kInternal, [&] {
+    return ToAbi(AsClient(store)->MountPoolSegment(buffer, size, segment_id_out));
+  });
+}
+
+MC_EXPORT int mooncake_store_allocate_and_mount_segment(mooncake_store_t store, uint64_t size,
+                                                        uint64_t* segment_id_out,
+                                                        uint64_t* allocated_size_out) {
+  if (store == nullptr || segment_id_out == nullptr) return kInternal;
+  return Guard(kInternal, [&] {
+    uint64_t allocated = 0;
+    int rc = ToAbi(AsClient(store)->AllocateSegment(size, segment_id_out, &allocated));
+    if (rc == 0 && allocated_size_out != nullptr) *allocated_size_out = allocated;
+    return rc;
+  });
+}
+
+MC_EXPORT int mooncake_store_unmount_segment(mooncake_store_t store, uint64_t segment_id,
+                                             uint64_t* moved_out, uint64_t* dropped_out) {
+  if (store == nullptr) return kInternal;
+  return Guard(kInternal, [&] {
+    mooncake::uds::UnmountSegmentsReply drained;
+    int rc = ToAbi(AsClient(store)->UnmountSegment(segment_id, &drained));
+    if (rc != 0) return rc;
+    if (moved_out != nullptr) *moved_out = drained.moved;
+    if (dropped_out != nullptr) *dropped_out = drained.dropped;
+    return 0;
+  });
+}
+
+MC_EXPORT int mooncake_store_unmount_local_disk_segment(mooncake_store_t store) {
+  if (store == nullptr) return kInternal;
+  return Guard(kInternal, [&] { return ToAbi(AsClient(store)->UnmountLocalDiskSegment()); });
+}
+
 // ---- utilities ------------------------------------------------------------------------
 
 MC_EXPORT int mooncake_store_parse_size(const char* text, uint64_t* out) {

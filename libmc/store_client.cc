@@ -646,6 +646,23 @@ void StoreClient::BatchRemove(const std::vector<std::string>& keys, bool force,
   });
 }
 
+void StoreClient::BatchReplicaClear(const std::vector<std::string>& keys,
+                                    const std::string& segment_name,
+                                    std::vector<ErrorCode>* results) {
+  Context c;
+  ErrorCode rc = Acquire(&c);
+  results->assign(keys.size(), rc);
+  if (rc != ErrorCode::OK) return;
+  ForEachKeyFrame(keys, [&](size_t first, std::vector<std::string> frame) {
+    const size_t n = frame.size();
+    uds::BatchReplicaClearReply reply;
+    ErrorCode code = c.conn->Invoke<uds::Op::kBatchReplicaClear>(
+        uds::BatchReplicaClearArgs{std::move(frame), segment_name}, &reply);
+    std::vector<int64_t> values = EntryValues(code, std::move(reply.values), n);
+    for (size_t i = 0; i < n; ++i) (*results)[first + i] = FromWire(values[i]);
+  });
+}
+
 Result<uint64_t> StoreClient::RemoveByRegex(const std::string& pattern, bool force) {
   Context c;
   ErrorCode rc = Acquire(&c);

@@ -120,6 +120,23 @@ class StoreClient {
   Result<uint64_t> RemoveByRegex(const std::string& pattern, bool force);
   Result<uint64_t> RemoveAll(bool force);
 
+  // ---- segments and replica clearing (store_client_segments.cc; docs/mooncake-api.md) ----
+  // (*results)[i]: what BATCH_REPLICA_CLEAR answered for keys[i] (segment_name "": every
+  // replica).
+  void BatchReplicaClear(const std::vector<std::string>& keys, const std::string& segment_name,
+                         std::vector<ErrorCode>* results);
+  // Lends [buffer, buffer + size) of the pool as a segment of this connection (*segment_id).
+  // INVALID_PARAMS when the range is not wholly inside the pool (logged: memory the daemon
+  // does not share cannot be lent).
+  ErrorCode MountPoolSegment(void* buffer, uint64_t size, uint64_t* segment_id);
+  // Has the daemon map size bytes and lend them as a segment of this connection.
+  ErrorCode AllocateSegment(uint64_t size, uint64_t* segment_id, uint64_t* allocated);
+  // Drains and unmounts one of the connection's segments; *drained says what became of
+  // the objects in it. SEGMENT_NOT_FOUND when it is not one of them.
+  ErrorCode UnmountSegment(uint64_t segment_id, uds::UnmountSegmentsReply* drained);
+  // OK when the daemon has no SSD tier, NOT_SUPPORTED when it has one (it is the daemon's).
+  ErrorCode UnmountLocalDiskSegment();
+
   // The replicas of key, as the master lists them (GET_REPLICA_DESC).
   ErrorCode GetReplicaDesc(const std::string& key, std::vector<uds::WireReplica>* replicas);
   // One result per key: (*codes)[i] and (*replicas)[i] as GetReplicaDesc would give them.

@@ -29,6 +29,7 @@
 #include "replicas.h"
 #include "replicate_config.h"
 #include "scatter_gather.h"
+#include "segments.h"
 #include "store.h"
 #include "store_handle.h"
 #include "write_family.h"
@@ -288,4 +289,5 @@ PYBIND11_MODULE(mooncake_store, m) {
            "to the pool when the last view of it is gone. MemoryError when the pool is full.");
   RegisterRanges(m, store);
   RegisterWriteFamily(m, store);
+  RegisterSegments(m, store);
 }
