@@ -587,6 +587,120 @@ JNIEXPORT jint JNICALL Java_org_mooncake_store_MooncakeStore_nSetSsdOffload(JNIE
   return mooncake_store_set_ssd_offload(H(h), mode);
 }
 
+/* ---- ranged reads ------------------------------------------------------------------------ */
+
+/* The fragments of one get as the C ABI takes them, from three long[] of n each; NULL with
+ * OutOfMemoryError pending (or for n 0: nothing to hold). */
+static mooncake_range_t *ranges_init(JNIEnv *env, jlongArray src, jlongArray len,
+                                     jlongArray dst, jsize n) {
+  if (n == 0) return NULL;
+  mooncake_range_t *r = malloc((size_t)n * sizeof(*r));
+  jlong *tmp = malloc((size_t)n * 3 * sizeof(jlong));
+  if (r == NULL || tmp == NULL) {
+    free(r);
+    free(tmp);
+    throw_oom(env, "mooncake_store_jni: ranges");
+    return NULL;
+  }
+  (*env)->GetLongArrayRegion(env, src, 0, n, tmp);
+  (*env)->GetLongArrayRegion(env, len, 0, n, tmp + n);
+  (*env)->GetLongArrayRegion(env, dst, 0, n, tmp + 2 * n);
+  for (jsize k = 0; k < n; k++) {
+    r[k].src_offset = (uint64_t)tmp[k];
+    r[k].length = (uint64_t)tmp[n + k];
+    r[k].dst_offset = (uint64_t)tmp[2 * n + k];
+  }
+  free(tmp);
+  return r;
+}
+
+/* get_ranges on the bytes at a direct buffer's position (offset, length of them); the
+ * fragments' results go to results. Equal array lengths are checked in Java. */
+JNIEXPORT jlong JNICALL Java_org_mooncake_store_MooncakeStore_nGetRanges(
+    JNIEnv *env, jclass cls, jlong h, jbyteArray key, jobject buffer, jint offset, jint length,
+    jlongArray src, jlongArray len, jlongArray dst, jlongArray results) {
+  UNUSED(cls);
+  char *base = (*env)->GetDirectBufferAddress(env, buffer);
+  if (base == NULL) return MOONCAKE_STORE_INVALID_PARAMS;
+  jsize n = (*env)->GetArrayLength(env, results);
+  mooncake_range_t *r = ranges_init(env, src, len, dst, n);
+  int64_t *out = n > 0 ? malloc((size_t)n * sizeof(int64_t)) : NULL;
+  cstring k = {0};
+  int64_t rc = MOONCAKE_STORE_INTERNAL_ERROR;
+  if ((n == 0 || (r != NULL && out != NULL)) && cstring_init(env, key, &k) == 0) {
+    rc = mooncake_store_get_ranges(H(h), k.str, base + offset, (size_t)length, r, (size_t)n,
+                                   out);
+    if (n > 0) (*env)->SetLongArrayRegion(env, results, 0, n, out);
+    cstring_free(&k);
+  } else if (n > 0 && out == NULL) {
+    throw_oom(env, "mooncake_store_jni: range results");
+  }
+  free(out);
+  free(r);
+  return rc;
+}
+
+/* batch_get_ranges: entry i is keys[i], buffers[i] at offsets[i] (lengths[i] bytes), the
+ * fragments src[i], len[i], dst[i], their results into results[i], the get's into totals[i].
+ * A null or non-direct buffer was refused in Java already. */
+JNIEXPORT jint JNICALL Java_org_mooncake_store_MooncakeStore_nBatchGetRanges(
+    JNIEnv *env, jclass cls, jlong h, jobjectArray keys, jobjectArray buffers, jintArray offsets,
+    jintArray lengths, jobjectArray src, jobjectArray len, jobjectArray dst, jobjectArray results,
+    jlongArray totals) {
+  UNUSED(cls);
+  jsize count = (*env)->GetArrayLength(env, keys);
+  if (count == 0) return 0;
+  void **ptrs = NULL;
+  size_t *sizes = NULL;
+  const char **k = keys_init(env, keys, count);
+  mooncake_ranged_get_t *gets = calloc((size_t)count, sizeof(*gets));
+  int64_t *sums = malloc((size_t)count * sizeof(int64_t));
+  int rc = MOONCAKE_STORE_INTERNAL_ERROR;
+  int ok = k != NULL;
+  if (ok && (gets == NULL || sums == NULL)) {
+    throw_oom(env, "mooncake_store_jni: batch ranges");
+    ok = 0;
+  }
+  ok = ok && buffers_init(env, buffers, offsets, lengths, count, &ptrs, &sizes) == 0;
+  for (jsize i = 0; ok && i < count; i++) {
+    jlongArray s = (*env)->GetObjectArrayElement(env, src, i);
+    jlongArray l = (*env)->GetObjectArrayElement(env, len, i);
+    jlongArray d = (*env)->GetObjectArrayElement(env, dst, i);
+    jsize n = (*env)->GetArrayLength(env, l);
+    gets[i].key = k[i];
+    gets[i].buffer = ptrs[i];
+    gets[i].buffer_size = sizes[i];
+    gets[i].range_count = (size_t)n;
+    gets[i].ranges = ranges_init(env, s, l, d, n);
+    gets[i].results_out = n > 0 ? malloc((size_t)n * sizeof(int64_t)) : NULL;
+    ok = n == 0 || (gets[i].ranges != NULL && gets[i].results_out != NULL);
+    if (!ok && gets[i].ranges != NULL) throw_oom(env, "mooncake_store_jni: range results");
+    (*env)->DeleteLocalRef(env, s);
+    (*env)->DeleteLocalRef(env, l);
+    (*env)->DeleteLocalRef(env, d);
+  }
+  if (ok) rc = mooncake_store_batch_get_ranges(H(h), gets, (size_t)count, sums);
+  if (rc == 0) {
+    (*env)->SetLongArrayRegion(env, totals, 0, count, sums);
+    for (jsize i = 0; i < count; i++) {
+      if (gets[i].range_count == 0) continue;
+      jlongArray r = (*env)->GetObjectArrayElement(env, results, i);
+      (*env)->SetLongArrayRegion(env, r, 0, (jsize)gets[i].range_count, gets[i].results_out);
+      (*env)->DeleteLocalRef(env, r);
+    }
+  }
+  for (jsize i = 0; gets != NULL && i < count; i++) {
+    free((void *)gets[i].ranges);
+    free(gets[i].results_out);
+  }
+  free(gets);
+  free(sums);
+  free(sizes);
+  free(ptrs);
+  free(k);
+  return rc;
+}
+
 /* ---- put configuration, version 4 ------------------------------------------------------- */
 
 /* A mooncake_put_config_t from PutConfig's flattened form (PutConfig.java): scalars
@@ -731,116 +845,5 @@ JNIEXPORT jint JNICALL Java_org_mooncake_store_MooncakeStore_nBatchPutFromEx(
   free(ptrs);
   free(k);
   put_config_free(&p);
-/* ---- ranged reads ------------------------------------------------------------------------ */
-
-/* The fragments of one get as the C ABI takes them, from three long[] of n each; NULL with
- * OutOfMemoryError pending (or for n 0: nothing to hold). */
-static mooncake_range_t *ranges_init(JNIEnv *env, jlongArray src, jlongArray len,
-                                     jlongArray dst, jsize n) {
-  if (n == 0) return NULL;
-  mooncake_range_t *r = malloc((size_t)n * sizeof(*r));
-  jlong *tmp = malloc((size_t)n * 3 * sizeof(jlong));
-  if (r == NULL || tmp == NULL) {
-    free(r);
-    free(tmp);
-    throw_oom(env, "mooncake_store_jni: ranges");
-    return NULL;
-  }
-  (*env)->GetLongArrayRegion(env, src, 0, n, tmp);
-  (*env)->GetLongArrayRegion(env, len, 0, n, tmp + n);
-  (*env)->GetLongArrayRegion(env, dst, 0, n, tmp + 2 * n);
-  for (jsize k = 0; k < n; k++) {
-    r[k].src_offset = (uint64_t)tmp[k];
-    r[k].length = (uint64_t)tmp[n + k];
-    r[k].dst_offset = (uint64_t)tmp[2 * n + k];
-  }
-  free(tmp);
-  return r;
-}
-
-/* get_ranges on the bytes at a direct buffer's position (offset, length of them); the
- * fragments' results go to results. Equal array lengths are checked in Java. */
-JNIEXPORT jlong JNICALL Java_org_mooncake_store_MooncakeStore_nGetRanges(
-    JNIEnv *env, jclass cls, jlong h, jbyteArray key, jobject buffer, jint offset, jint length,
-    jlongArray src, jlongArray len, jlongArray dst, jlongArray results) {
-  UNUSED(cls);
-  char *base = (*env)->GetDirectBufferAddress(env, buffer);
-  if (base == NULL) return MOONCAKE_STORE_INVALID_PARAMS;
-  jsize n = (*env)->GetArrayLength(env, results);
-  mooncake_range_t *r = ranges_init(env, src, len, dst, n);
-  int64_t *out = n > 0 ? malloc((size_t)n * sizeof(int64_t)) : NULL;
-  cstring k = {0};
-  int64_t rc = MOONCAKE_STORE_INTERNAL_ERROR;
-  if ((n == 0 || (r != NULL && out != NULL)) && cstring_init(env, key, &k) == 0) {
-    rc = mooncake_store_get_ranges(H(h), k.str, base + offset, (size_t)length, r, (size_t)n,
-                                   out);
-    if (n > 0) (*env)->SetLongArrayRegion(env, results, 0, n, out);
-    cstring_free(&k);
-  } else if (n > 0 && out == NULL) {
-    throw_oom(env, "mooncake_store_jni: range results");
-  }
-  free(out);
-  free(r);
-  return rc;
-}
-
-/* batch_get_ranges: entry i is keys[i], buffers[i] at offsets[i] (lengths[i] bytes), the
- * fragments src[i], len[i], dst[i], their results into results[i], the get's into totals[i].
- * A null or non-direct buffer was refused in Java already. */
-JNIEXPORT jint JNICALL Java_org_mooncake_store_MooncakeStore_nBatchGetRanges(
-    JNIEnv *env, jclass cls, jlong h, jobjectArray keys, jobjectArray buffers, jintArray offsets,
-    jintArray lengths, jobjectArray src, jobjectArray len, jobjectArray dst, jobjectArray results,
-    jlongArray totals) {
-  UNUSED(cls);
-  jsize count = (*env)->GetArrayLength(env, keys);
-  if (count == 0) return 0;
-  void **ptrs = NULL;
-  size_t *sizes = NULL;
-  const char **k = keys_init(env, keys, count);
-  mooncake_ranged_get_t *gets = calloc((size_t)count, sizeof(*gets));
-  int64_t *sums = malloc((size_t)count * sizeof(int64_t));
-  int rc = MOONCAKE_STORE_INTERNAL_ERROR;
-  int ok = k != NULL;
-  if (ok && (gets == NULL || sums == NULL)) {
-    throw_oom(env, "mooncake_store_jni: batch ranges");
-    ok = 0;
-  }
-  ok = ok && buffers_init(env, buffers, offsets, lengths, count, &ptrs, &sizes) == 0;
-  for (jsize i = 0; ok && i < count; i++) {
-    jlongArray s = (*env)->GetObjectArrayElement(env, src, i);
-    jlongArray l = (*env)->GetObjectArrayElement(env, len, i);
-    jlongArray d = (*env)->GetObjectArrayElement(env, dst, i);
-    jsize n = (*env)->GetArrayLength(env, l);
-    gets[i].key = k[i];
-    gets[i].buffer = ptrs[i];
-    gets[i].buffer_size = sizes[i];
-    gets[i].range_count = (size_t)n;
-    gets[i].ranges = ranges_init(env, s, l, d, n);
-    gets[i].results_out = n > 0 ? malloc((size_t)n * sizeof(int64_t)) : NULL;
-    ok = n == 0 || (gets[i].ranges != NULL && gets[i].results_out != NULL);
-    if (!ok && gets[i].ranges != NULL) throw_oom(env, "mooncake_store_jni: range results");
-    (*env)->DeleteLocalRef(env, s);
-    (*env)->DeleteLocalRef(env, l);
-    (*env)->DeleteLocalRef(env, d);
-  }
-  if (ok) rc = mooncake_store_batch_get_ranges(H(h), gets, (size_t)count, sums);
-  if (rc == 0) {
-    (*env)->SetLongArrayRegion(env, totals, 0, count, sums);
-    for (jsize i = 0; i < count; i++) {
-      if (gets[i].range_count == 0) continue;
-      jlongArray r = (*env)->GetObjectArrayElement(env, results, i);
-      (*env)->SetLongArrayRegion(env, r, 0, (jsize)gets[i].range_count, gets[i].results_out);
-      (*env)->DeleteLocalRef(env, r);
-    }
-  }
-  for (jsize i = 0; gets != NULL && i < count; i++) {
-    free((void *)gets[i].ranges);
-    free(gets[i].results_out);
-  }
-  free(gets);
-  free(sums);
-  free(sizes);
-  free(ptrs);
-  free(k);
   return rc;
 }
