@@ -86,6 +86,18 @@ std::vector<std::pair<std::string, std::string>> EveryOp() {
   ops.emplace_back("batch-remove", Request(23, uds::Op::kBatchRemove, batch_remove));
   ops.emplace_back("unmount-segments", Request(24, uds::Op::kUnmountSegments, uds::NoArgs{}));
   ops.emplace_back("pool-fence", Request(25, uds::Op::kPoolFence, uds::NoArgs{}));
+  uds::BatchReplicaClearArgs clear;
+  clear.keys = {"a", "b"};
+  clear.segment_name = "127.0.0.1:7000";
+  ops.emplace_back("batch-replica-clear", Request(26, uds::Op::kBatchReplicaClear, clear));
+  ops.emplace_back("mount-pool-segment", Request(27, uds::Op::kMountPoolSegment,
+                                                 uds::MountPoolSegmentArgs{4096, 1 << 20}));
+  ops.emplace_back("allocate-segment",
+                   Request(28, uds::Op::kAllocateSegment, uds::MountSegmentArgs{1 << 20}));
+  ops.emplace_back("unmount-segment",
+                   Request(29, uds::Op::kUnmountSegment, uds::UnmountSegmentArgs{12345}));
+  ops.emplace_back("unmount-local-disk-segment",
+                   Request(30, uds::Op::kUnmountLocalDiskSegment, uds::NoArgs{}));
   return ops;
 }
 

@@ -226,6 +226,18 @@ declare! {
     pub fn mooncake_store_batch_get_ranges(store: mooncake_store_t,
                                            gets: *const mooncake_ranged_get_t, count: usize,
                                            results_out: *mut i64) -> c_int;
+    // segments and replica clearing
+    pub fn mooncake_store_batch_replica_clear(store: mooncake_store_t, keys: *mut *const c_char,
+                                              count: usize, segment_name: *const c_char,
+                                              results_out: *mut c_int) -> c_int;
+    pub fn mooncake_store_mount_segment(store: mooncake_store_t, buffer: *mut c_void, size: u64,
+                                        segment_id_out: *mut u64) -> c_int;
+    pub fn mooncake_store_allocate_and_mount_segment(store: mooncake_store_t, size: u64,
+                                                     segment_id_out: *mut u64,
+                                                     allocated_size_out: *mut u64) -> c_int;
+    pub fn mooncake_store_unmount_segment(store: mooncake_store_t, segment_id: u64,
+                                          moved_out: *mut u64, dropped_out: *mut u64) -> c_int;
+    pub fn mooncake_store_unmount_local_disk_segment(store: mooncake_store_t) -> c_int;
 }
 
 #[cfg(test)]

@@ -12,6 +12,7 @@ mod pool;
 mod put_config;
 mod ranges;
 mod replicas;
+mod segments;
 mod store;
 
 pub use error::{Error, Result};
@@ -21,6 +22,7 @@ pub use pool::PoolBuf;
 pub use put_config::{PutConfig, SoftPinAction};
 pub use ranges::Range;
 pub use replicas::{ReplicaDesc, ReplicaKind, SsdOffload};
+pub use segments::Drained;
 pub use store::{Health, Store};
 
 #[cfg(test)]

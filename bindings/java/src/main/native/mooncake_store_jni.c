@@ -847,3 +847,73 @@ JNIEXPORT jint JNICALL Java_org_mooncake_store_MooncakeStore_nBatchPutFromEx(
   put_config_free(&p);
   return rc;
 }
+/* ---- segments and replica clearing ------------------------------------------------------- */
+
+JNIEXPORT jint JNICALL Java_org_mooncake_store_MooncakeStore_nBatchReplicaClear(
+    JNIEnv *env, jclass cls, jlong h, jobjectArray keys, jbyteArray segment_name,
+    jintArray results) {
+  UNUSED(cls);
+  jsize count = (*env)->GetArrayLength(env, keys);
+  if (count == 0) return 0;
+  if ((*env)->GetArrayLength(env, results) != count) return MOONCAKE_STORE_INVALID_PARAMS;
+  cstring name;
+  if (cstring_init(env, segment_name, &name) != 0) return MOONCAKE_STORE_INTERNAL_ERROR;
+  const char **k = keys_init(env, keys, count);
+  jint *out = malloc((size_t)count * sizeof(jint));
+  int rc = MOONCAKE_STORE_INTERNAL_ERROR;
+  if (k != NULL && out != NULL) {
+    rc = mooncake_store_batch_replica_clear(H(h), k, (size_t)count, name.str, (int *)out);
+    if (rc == 0) (*env)->SetIntArrayRegion(env, results, 0, count, out);
+  } else if (out == NULL) {
+    throw_oom(env, "mooncake_store_jni: batch results");
+  }
+  free(out);
+  free(k);
+  cstring_free(&name);
+  return rc;
+}
+
+JNIEXPORT jint JNICALL Java_org_mooncake_store_MooncakeStore_nMountSegment(
+    JNIEnv *env, jclass cls, jlong h, jobject buffer, jint offset, jint length, jlongArray id) {
+  UNUSED(cls);
+  char *base = (*env)->GetDirectBufferAddress(env, buffer);
+  if (base == NULL) return MOONCAKE_STORE_INVALID_PARAMS;
+  uint64_t segment = 0;
+  int rc = mooncake_store_mount_segment(H(h), base + offset, (uint64_t)length, &segment);
+  if (rc == 0) {
+    jlong v = (jlong)segment;
+    (*env)->SetLongArrayRegion(env, id, 0, 1, &v);
+  }
+  return rc;
+}
+
+JNIEXPORT jint JNICALL Java_org_mooncake_store_MooncakeStore_nAllocateAndMountSegment(
+    JNIEnv *env, jclass cls, jlong h, jlong size, jlongArray out) {
+  UNUSED(cls);
+  uint64_t segment = 0, allocated = 0;
+  int rc = mooncake_store_allocate_and_mount_segment(H(h), (uint64_t)size, &segment, &allocated);
+  if (rc == 0) {
+    jlong v[2] = {(jlong)segment, (jlong)allocated};
+    (*env)->SetLongArrayRegion(env, out, 0, 2, v);
+  }
+  return rc;
+}
+
+JNIEXPORT jint JNICALL Java_org_mooncake_store_MooncakeStore_nUnmountSegment(
+    JNIEnv *env, jclass cls, jlong h, jlong segment_id, jlongArray out) {
+  UNUSED(cls);
+  uint64_t moved = 0, dropped = 0;
+  int rc = mooncake_store_unmount_segment(H(h), (uint64_t)segment_id, &moved, &dropped);
+  if (rc == 0) {
+    jlong v[2] = {(jlong)moved, (jlong)dropped};
+    (*env)->SetLongArrayRegion(env, out, 0, 2, v);
+  }
+  return rc;
+}
+
+JNIEXPORT jint JNICALL Java_org_mooncake_store_MooncakeStore_nUnmountLocalDiskSegment(
+    JNIEnv *env, jclass cls, jlong h) {
+  UNUSED(env);
+  UNUSED(cls);
+  return mooncake_store_unmount_local_disk_segment(H(h));
+}

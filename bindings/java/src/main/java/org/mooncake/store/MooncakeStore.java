@@ -684,6 +684,99 @@ public final class MooncakeStore implements AutoCloseable {
         return check(n, "removeAll");
     }
 
+    // ---- segments and replica clearing (docs/mooncake-api.md, "segments") ---------------
+
+    /**
+     * Clears the replicas of keys whose read lease has run out (Mooncake's
+     * batch_replica_clear): every replica when {@code segmentName} is null or empty, else
+     * only those on the daemon of that name ("host:port", as {@link #getHostname} and
+     * {@link ReplicaDescriptor} name it).
+     *
+     * @return one code per key: 0 cleared, {@code OBJECT_HAS_LEASE} (skipped: a read lease
+     *     runs), {@code OBJECT_NOT_FOUND}, {@code REPLICA_IS_NOT_READY},
+     *     {@code UNAVAILABLE_IN_CURRENT_STATUS} (hard-pinned), {@code SEGMENT_NOT_FOUND} (no
+     *     replica there), {@code INVALID_PARAMS} (a bad key)
+     * @throws MooncakeStoreException {@code INVALID_PARAMS} for a segment name no daemon can
+     *     have (264 bytes or more, or U+0000)
+     */
+    public int[] batchReplicaClear(String[] keys, String segmentName) {
+        if (keys == null) {
+            throw new MooncakeStoreException(MooncakeStoreException.INTERNAL_ERROR, "batchReplicaClear",
+                    "keys is null");
+        }
+        byte[][] k = new byte[keys.length][];
+        for (int i = 0; i < keys.length; i++) {
+            k[i] = key(keys[i], "batchReplicaClear");
+        }
+        byte[] name = encode(segmentName == null ? "" : segmentName, "batchReplicaClear", "segmentName");
+        int[] results = new int[keys.length];
+        if (keys.length == 0) {
+            return results;
+        }
+        check(call("batchReplicaClear", h -> nBatchReplicaClear(h, k, name, results)), "batchReplicaClear");
+        return results;
+    }
+
+    /**
+     * Lends a buffer from {@link #allocate} (its bytes from position to limit) to the cluster
+     * as a segment of this store: keep it allocated, and do not touch it, until
+     * {@link #unmountSegment} or {@link #close}. Memory the daemon does not share cannot be
+     * lent.
+     *
+     * @return the segment's id
+     * @throws MooncakeStoreException {@code INVALID_PARAMS} for a buffer that is not in this
+     *     store's pool (or empty); {@code PERMISSION_DENIED} when the daemon has tenants
+     */
+    public long mountSegment(ByteBuffer buffer) {
+        direct(buffer, "mountSegment", true);
+        long[] id = new long[1];
+        int offset = buffer.position();
+        int length = buffer.remaining();
+        check(call("mountSegment", h -> nMountSegment(h, buffer, offset, length, id)), "mountSegment");
+        return id[0];
+    }
+
+    /**
+     * Has the daemon map {@code size} bytes and lend them as a segment of this store.
+     *
+     * @return the segment's id
+     * @throws MooncakeStoreException {@code INVALID_PARAMS} for {@code size <= 0};
+     *     {@code RESOURCE_LIMIT_EXCEEDED} over the daemon's client segment budget
+     */
+    public long allocateAndMountSegment(long size) {
+        if (size <= 0) {
+            throw new MooncakeStoreException(MooncakeStoreException.INVALID_PARAMS, "allocateAndMountSegment",
+                    "size " + size + " is not positive");
+        }
+        long[] out = new long[2];
+        check(call("allocateAndMountSegment", h -> nAllocateAndMountSegment(h, size, out)),
+                "allocateAndMountSegment");
+        return out[0];
+    }
+
+    /**
+     * Drains (moves every object living only there to another segment with room) and
+     * unmounts one of this store's segments.
+     *
+     * @return {moved, dropped}: objects moved, and those no segment had room for
+     * @throws MooncakeStoreException {@code SEGMENT_NOT_FOUND} when it is not this store's
+     */
+    public long[] unmountSegment(long segmentId) {
+        long[] out = new long[2];
+        check(call("unmountSegment", h -> nUnmountSegment(h, segmentId, out)), "unmountSegment");
+        return out;
+    }
+
+    /**
+     * Mooncake's unmount_local_disk_segment: returns when the daemon has no SSD tier.
+     *
+     * @throws MooncakeStoreException {@code NOT_SUPPORTED} when it has one (the daemon's, not
+     *     this store's to take away)
+     */
+    public void unmountLocalDiskSegment() {
+        check(call("unmountLocalDiskSegment", h -> nUnmountLocalDiskSegment(h)), "unmountLocalDiskSegment");
+    }
+
     // ---- misc ----------------------------------------------------------------------------
 
     /** {@code mooncake_store_strerror(code)}: the name of any result code. */
@@ -983,4 +1076,9 @@ public final class MooncakeStore implements AutoCloseable {
     private static native int nBatchGetRanges(long h, byte[][] keys, ByteBuffer[] buffers, int[] offsets,
             int[] lengths, long[][] srcOffsets, long[][] fragmentLengths, long[][] dstOffsets,
             long[][] results, long[] totals);
+    private static native int nBatchReplicaClear(long h, byte[][] keys, byte[] segmentName, int[] results);
+    private static native int nMountSegment(long h, ByteBuffer buffer, int offset, int length, long[] id);
+    private static native int nAllocateAndMountSegment(long h, long size, long[] out);
+    private static native int nUnmountSegment(long h, long segmentId, long[] out);
+    private static native int nUnmountLocalDiskSegment(long h);
 }
