@@ -199,6 +199,14 @@ declare! {
                                                  results_out: *mut c_int) -> c_int;
     pub fn mooncake_store_set_ssd_offload(store: mooncake_store_t, mode: c_int) -> c_int;
 
+    // ranged reads
+    pub fn mooncake_store_get_ranges(store: mooncake_store_t, key: *const c_char,
+                                     buffer: *mut c_void, buffer_size: usize,
+                                     ranges: *const mooncake_range_t, range_count: usize,
+                                     results_out: *mut i64) -> i64;
+    pub fn mooncake_store_batch_get_ranges(store: mooncake_store_t,
+                                           gets: *const mooncake_ranged_get_t, count: usize,
+                                           results_out: *mut i64) -> c_int;
     // put configuration, version 4
     pub fn mooncake_store_put_config_init(config: *mut mooncake_put_config_t) -> c_int;
     pub fn mooncake_store_put_ex(store: mooncake_store_t, key: *const c_char,
@@ -218,14 +226,6 @@ declare! {
                                             buffers: *mut *mut c_void, sizes: *const usize,
                                             count: usize, config: *const mooncake_put_config_t,
                                             results_out: *mut c_int) -> c_int;
-    // ranged reads
-    pub fn mooncake_store_get_ranges(store: mooncake_store_t, key: *const c_char,
-                                     buffer: *mut c_void, buffer_size: usize,
-                                     ranges: *const mooncake_range_t, range_count: usize,
-                                     results_out: *mut i64) -> i64;
-    pub fn mooncake_store_batch_get_ranges(store: mooncake_store_t,
-                                           gets: *const mooncake_ranged_get_t, count: usize,
-                                           results_out: *mut i64) -> c_int;
     // segments and replica clearing
     pub fn mooncake_store_batch_replica_clear(store: mooncake_store_t, keys: *mut *const c_char,
                                               count: usize, segment_name: *const c_char,
@@ -525,6 +525,37 @@ mod tests {
         assert_eq!(offset_of!(C, preferred_segments), size_of::<usize>() + 8);
         assert_eq!(size_of::<C>(), 3 * size_of::<usize>() + 8);
     }
+    #[test]
+    fn range_structs_match_the_header() {
+        assert_eq!(
+            struct_fields("mooncake_range"),
+            ["uint64_t src_offset", "uint64_t length", "uint64_t dst_offset"]
+        );
+        assert_eq!(
+            struct_fields("mooncake_ranged_get"),
+            [
+                "const char *key",
+                "void *buffer",
+                "size_t buffer_size",
+                "const mooncake_range_t *ranges",
+                "size_t range_count",
+                "int64_t *results_out",
+            ]
+        );
+        use std::mem::size_of;
+        type R = super::mooncake_range_t;
+        assert_eq!(offset_of!(R, length), 8);
+        assert_eq!(offset_of!(R, dst_offset), 16);
+        assert_eq!(size_of::<R>(), 24);
+        type G = super::mooncake_ranged_get_t;
+        let w = size_of::<usize>();
+        assert_eq!(offset_of!(G, buffer), w);
+        assert_eq!(offset_of!(G, buffer_size), 2 * w);
+        assert_eq!(offset_of!(G, ranges), 3 * w);
+        assert_eq!(offset_of!(G, range_count), 4 * w);
+        assert_eq!(offset_of!(G, results_out), 5 * w);
+        assert_eq!(size_of::<G>(), 6 * w);
+    }
 
     #[test]
     fn put_config_layout_matches_the_header() {
@@ -569,35 +600,5 @@ mod tests {
         assert_eq!(c.struct_size, std::mem::size_of::<super::mooncake_put_config_t>());
         assert_eq!((c.replica_num, c.soft_pin_action), (1, super::MOONCAKE_SOFT_PIN_PRESERVE));
         assert_eq!(offset_of!(super::mooncake_put_config_t, soft_pin_action), 40);
-    #[test]
-    fn range_structs_match_the_header() {
-        assert_eq!(
-            struct_fields("mooncake_range"),
-            ["uint64_t src_offset", "uint64_t length", "uint64_t dst_offset"]
-        );
-        assert_eq!(
-            struct_fields("mooncake_ranged_get"),
-            [
-                "const char *key",
-                "void *buffer",
-                "size_t buffer_size",
-                "const mooncake_range_t *ranges",
-                "size_t range_count",
-                "int64_t *results_out",
-            ]
-        );
-        use std::mem::size_of;
-        type R = super::mooncake_range_t;
-        assert_eq!(offset_of!(R, length), 8);
-        assert_eq!(offset_of!(R, dst_offset), 16);
-        assert_eq!(size_of::<R>(), 24);
-        type G = super::mooncake_ranged_get_t;
-        let w = size_of::<usize>();
-        assert_eq!(offset_of!(G, buffer), w);
-        assert_eq!(offset_of!(G, buffer_size), 2 * w);
-        assert_eq!(offset_of!(G, ranges), 3 * w);
-        assert_eq!(offset_of!(G, range_count), 4 * w);
-        assert_eq!(offset_of!(G, results_out), 5 * w);
-        assert_eq!(size_of::<G>(), 6 * w);
     }
 }
