@@ -376,19 +376,22 @@ def test_group_semantics_off_stores_with_plain_puts(backend_store, key):
     assert b.batch_exists(keys) == 2
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "ReplicateConfig.group_ids exists, so SGLang takes the group path, and every put with a "
-    "group id answers -1012 (not supported); SGLang falls back to plain puts only when the "
-    "attribute is absent (MooncakeBaseStore._import_mooncake_group_semantics)"))
-def test_group_semantics_on_stores_the_pages(backend_store, key):
+def test_group_semantics_on_is_refused_clearly(backend_store, key):
     """enable_group_semantics: SGLang probes hasattr(ReplicateConfig, "group_ids"); with it,
-    every component key's put carries its page's group id ("sglang-hicache:<key>"); without
-    it, SGLang warns and puts without one."""
+    every component key's put carries its page's group id ("sglang-hicache:<key>"). This
+    store has no object groups, so such a put is refused with -1012 (not supported) rather
+    than stored without its group (docs/mooncake-api.md, "put-config"): SGLang then reports
+    the pages as not backed up, and nothing half-grouped is stored."""
     pool = MHAHostPool(3)
     register_buffer(backend_store, pool.kv_buffer)
     b = HiCacheBackend(backend_store, pool, group_semantics=True)
     keys = [key("g0"), key("g1")]
-    assert b.batch_set_v1(keys, [0, 1])[0] == [True, True]
+    assert b.batch_set_v1(keys, [0, 1])[0] == [False, False]
+    assert b.batch_exists(keys) == 0
+    config = ReplicateConfig()
+    config.group_ids = ["sglang-hicache:" + keys[0]]
+    ptr, size = pool.kv_buffer.ctypes.data, PAGE_BYTES
+    assert backend_store.batch_put_from([keys[0] + "_k"], [ptr], [size], config) == [-1012]
 
 
 def test_misses_and_negative_codes(backend_store, key):
