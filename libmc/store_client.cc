@@ -201,6 +201,21 @@ BatchFrame<op, Deliver> MakeBatchFrame(Connection& conn, typename uds::OpSpec<op
   return BatchFrame<op, Deliver>(conn, std::move(args), std::move(deliver));
 }
 
+// A batch op whose reply is one code per key (kBatchRemove, kBatchReplicaClear), sent
+// frame by frame: args_of(frame_keys) is a frame's arguments; (*results)[i] gets key i's
+// code. *results must already have keys.size() entries.
+template <uds::Op op, class ArgsOf>
+void InvokeKeyCodes(Connection& conn, const std::vector<std::string>& keys, ArgsOf args_of,
+                    std::vector<ErrorCode>* results) {
+  ForEachKeyFrame(keys, [&](size_t first, std::vector<std::string> frame) {
+    const size_t n = frame.size();
+    typename uds::OpSpec<op>::Reply reply;
+    ErrorCode code = conn.Invoke<op>(args_of(std::move(frame)), &reply);
+    std::vector<int64_t> values = EntryValues(code, std::move(reply.values), n);
+    for (size_t i = 0; i < n; ++i) (*results)[first + i] = FromWire(values[i]);
+  });
+}
+
 }  // namespace
 
 StoreClient::~StoreClient() { Close(); }
@@ -636,14 +651,12 @@ void StoreClient::BatchRemove(const std::vector<std::string>& keys, bool force,
   ErrorCode rc = Acquire(&c);
   results->assign(keys.size(), rc);
   if (rc != ErrorCode::OK) return;
-  ForEachKeyFrame(keys, [&](size_t first, std::vector<std::string> frame) {
-    const size_t n = frame.size();
-    uds::BatchRemoveReply reply;
-    ErrorCode code = c.conn->Invoke<uds::Op::kBatchRemove>(
-        uds::BatchRemoveArgs{std::move(frame), uds::Flag{force}}, &reply);
-    std::vector<int64_t> values = EntryValues(code, std::move(reply.values), n);
-    for (size_t i = 0; i < n; ++i) (*results)[first + i] = FromWire(values[i]);
-  });
+  InvokeKeyCodes<uds::Op::kBatchRemove>(
+      *c.conn, keys,
+      [&](std::vector<std::string> frame) {
+        return uds::BatchRemoveArgs{std::move(frame), uds::Flag{force}};
+      },
+      results);
 }
 
 void StoreClient::BatchReplicaClear(const std::vector<std::string>& keys,
@@ -653,14 +666,12 @@ void StoreClient::BatchReplicaClear(const std::vector<std::string>& keys,
   ErrorCode rc = Acquire(&c);
   results->assign(keys.size(), rc);
   if (rc != ErrorCode::OK) return;
-  ForEachKeyFrame(keys, [&](size_t first, std::vector<std::string> frame) {
-    const size_t n = frame.size();
-    uds::BatchReplicaClearReply reply;
-    ErrorCode code = c.conn->Invoke<uds::Op::kBatchReplicaClear>(
-        uds::BatchReplicaClearArgs{std::move(frame), segment_name}, &reply);
-    std::vector<int64_t> values = EntryValues(code, std::move(reply.values), n);
-    for (size_t i = 0; i < n; ++i) (*results)[first + i] = FromWire(values[i]);
-  });
+  InvokeKeyCodes<uds::Op::kBatchReplicaClear>(
+      *c.conn, keys,
+      [&](std::vector<std::string> frame) {
+        return uds::BatchReplicaClearArgs{std::move(frame), segment_name};
+      },
+      results);
 }
 
 Result<uint64_t> StoreClient::RemoveByRegex(const std::string& pattern, bool force) {
