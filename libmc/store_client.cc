@@ -201,21 +201,6 @@ BatchFrame<op, Deliver> MakeBatchFrame(Connection& conn, typename uds::OpSpec<op
   return BatchFrame<op, Deliver>(conn, std::move(args), std::move(deliver));
 }
 
-// A batch op whose reply is one code per key (kBatchRemove, kBatchReplicaClear), sent
-// frame by frame: args_of(frame_keys) is a frame's arguments; (*results)[i] gets key i's
-// code. *results must already have keys.size() entries.
-template <uds::Op op, class ArgsOf>
-void InvokeKeyCodes(Connection& conn, const std::vector<std::string>& keys, ArgsOf args_of,
-                    std::vector<ErrorCode>* results) {
-  ForEachKeyFrame(keys, [&](size_t first, std::vector<std::string> frame) {
-    const size_t n = frame.size();
-    typename uds::OpSpec<op>::Reply reply;
-    ErrorCode code = conn.Invoke<op>(args_of(std::move(frame)), &reply);
-    std::vector<int64_t> values = EntryValues(code, std::move(reply.values), n);
-    for (size_t i = 0; i < n; ++i) (*results)[first + i] = FromWire(values[i]);
-  });
-}
-
 }  // namespace
 
 StoreClient::~StoreClient() { Close(); }
@@ -645,14 +630,26 @@ ErrorCode StoreClient::Remove(const std::string& key, bool force) {
   return c.conn->Invoke<uds::Op::kRemove>(uds::RemoveArgs{key, uds::Flag{force}}, &none);
 }
 
-void StoreClient::BatchRemove(const std::vector<std::string>& keys, bool force,
-                              std::vector<ErrorCode>* results) {
+template <uds::Op op, class ArgsOf>
+void StoreClient::BatchKeyCodes(const std::vector<std::string>& keys, ArgsOf args_of,
+                                std::vector<ErrorCode>* results) {
   Context c;
   ErrorCode rc = Acquire(&c);
   results->assign(keys.size(), rc);
   if (rc != ErrorCode::OK) return;
-  InvokeKeyCodes<uds::Op::kBatchRemove>(
-      *c.conn, keys,
+  ForEachKeyFrame(keys, [&](size_t first, std::vector<std::string> frame) {
+    const size_t n = frame.size();
+    typename uds::OpSpec<op>::Reply reply;
+    ErrorCode code = c.conn->Invoke<op>(args_of(std::move(frame)), &reply);
+    std::vector<int64_t> values = EntryValues(code, std::move(reply.values), n);
+    for (size_t i = 0; i < n; ++i) (*results)[first + i] = FromWire(values[i]);
+  });
+}
+
+void StoreClient::BatchRemove(const std::vector<std::string>& keys, bool force,
+                              std::vector<ErrorCode>* results) {
+  BatchKeyCodes<uds::Op::kBatchRemove>(
+      keys,
       [&](std::vector<std::string> frame) {
         return uds::BatchRemoveArgs{std::move(frame), uds::Flag{force}};
       },
@@ -662,12 +659,8 @@ void StoreClient::BatchRemove(const std::vector<std::string>& keys, bool force,
 void StoreClient::BatchReplicaClear(const std::vector<std::string>& keys,
                                     const std::string& segment_name,
                                     std::vector<ErrorCode>* results) {
-  Context c;
-  ErrorCode rc = Acquire(&c);
-  results->assign(keys.size(), rc);
-  if (rc != ErrorCode::OK) return;
-  InvokeKeyCodes<uds::Op::kBatchReplicaClear>(
-      *c.conn, keys,
+  BatchKeyCodes<uds::Op::kBatchReplicaClear>(
+      keys,
       [&](std::vector<std::string> frame) {
         return uds::BatchReplicaClearArgs{std::move(frame), segment_name};
       },
