@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "common/cluster_key.h"
+#include "common/host_lookup.h"
 
 namespace mooncake {
 
@@ -31,31 +32,17 @@ bool AddressBytes(const sockaddr* addr, unsigned char out[16]) {
 }  // namespace
 
 bool ResolveHostAddress(const std::string& name, sockaddr_storage* out, std::string* error) {
-  addrinfo hints{};
-  hints.ai_family = AF_UNSPEC;
-  hints.ai_socktype = SOCK_STREAM;
-  addrinfo* found = nullptr;
-  int rc = getaddrinfo(name.c_str(), nullptr, &hints, &found);
-  if (rc != 0) {
-    *error = gai_strerror(rc);
+  HostLookupResult found = LookUpHost(name, /*numeric_only=*/false);
+  if (found.gai_code != 0) {
+    *error = gai_strerror(found.gai_code);
     return false;
   }
-  const addrinfo* chosen = nullptr;
-  for (const addrinfo* a = found; a != nullptr; a = a->ai_next) {
-    if (a->ai_family == AF_INET) {
-      chosen = a;
-      break;
-    }
-    if (a->ai_family == AF_INET6 && chosen == nullptr) chosen = a;
-  }
-  if (chosen != nullptr) {
-    *out = sockaddr_storage{};
-    std::memcpy(out, chosen->ai_addr, chosen->ai_addrlen);
-  } else {
+  if (!found.found) {
     *error = "no IPv4 or IPv6 address";
+    return false;
   }
-  freeaddrinfo(found);
-  return chosen != nullptr;
+  *out = found.address;
+  return true;
 }
 
 std::string ThisHostAddress() {

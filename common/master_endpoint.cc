@@ -5,6 +5,7 @@
 #include <netinet/in.h>
 #include <sys/socket.h>
 
+#include "common/host_lookup.h"
 #include "common/master_address.h"
 #include "common/text.h"
 
@@ -15,8 +16,7 @@ namespace {
 constexpr char kEtcdScheme[] = "etcd://";
 
 // "ip:port" of one host:port item, "[ip]:port" for IPv6. A bracketed host ("[::1]") is
-// read without its brackets. (ResolveHostAddress makes the same choice of address but lives
-// in mc_auth, which libmooncake_store.so does not link: it never meets a peer.)
+// read without its brackets. The address is LookUpHost's choice, as ResolveHostAddress's.
 bool CanonicalHostPort(const std::string& item, HostLookup lookup, std::string* out,
                        std::string* error) {
   std::string host;
@@ -28,40 +28,28 @@ bool CanonicalHostPort(const std::string& item, HostLookup lookup, std::string* 
   if (host.size() > 2 && host.front() == '[' && host.back() == ']') {
     host = host.substr(1, host.size() - 2);
   }
-  addrinfo hints{};
-  hints.ai_family = AF_UNSPEC;
-  hints.ai_socktype = SOCK_STREAM;
-  if (lookup == HostLookup::kNumericOnly) hints.ai_flags = AI_NUMERICHOST;
-  addrinfo* found = nullptr;
-  int rc = getaddrinfo(host.c_str(), nullptr, &hints, &found);
-  if (rc != 0) {
+  HostLookupResult found = LookUpHost(host, lookup == HostLookup::kNumericOnly);
+  if (found.gai_code != 0) {
     *error = lookup == HostLookup::kNumericOnly
                  ? "host '" + host + "' is not a numeric address"
-                 : "host '" + host + "' does not resolve (" + gai_strerror(rc) + ")";
+                 : "host '" + host + "' does not resolve (" + gai_strerror(found.gai_code) + ")";
     return false;
   }
-  const addrinfo* chosen = nullptr;
-  for (const addrinfo* a = found; a != nullptr; a = a->ai_next) {
-    if (a->ai_family == AF_INET) {
-      chosen = a;
-      break;
-    }
-    if (a->ai_family == AF_INET6 && chosen == nullptr) chosen = a;
+  if (!found.found) {
+    *error = "host '" + host + "' has no IPv4 or IPv6 address";
+    return false;
   }
+  const sockaddr* chosen = reinterpret_cast<const sockaddr*>(&found.address);
   char ip[INET6_ADDRSTRLEN] = {0};
-  if (chosen != nullptr && chosen->ai_family == AF_INET) {
-    inet_ntop(AF_INET, &reinterpret_cast<const sockaddr_in*>(chosen->ai_addr)->sin_addr, ip,
-              sizeof(ip));
+  if (chosen->sa_family == AF_INET) {
+    inet_ntop(AF_INET, &reinterpret_cast<const sockaddr_in*>(chosen)->sin_addr, ip, sizeof(ip));
     *out = std::string(ip) + ":" + std::to_string(port);
-  } else if (chosen != nullptr) {
-    inet_ntop(AF_INET6, &reinterpret_cast<const sockaddr_in6*>(chosen->ai_addr)->sin6_addr, ip,
+  } else {
+    inet_ntop(AF_INET6, &reinterpret_cast<const sockaddr_in6*>(chosen)->sin6_addr, ip,
               sizeof(ip));
     *out = "[" + std::string(ip) + "]:" + std::to_string(port);
-  } else {
-    *error = "host '" + host + "' has no IPv4 or IPv6 address";
   }
-  freeaddrinfo(found);
-  return chosen != nullptr;
+  return true;
 }
 
 }  // namespace

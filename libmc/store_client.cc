@@ -630,37 +630,41 @@ ErrorCode StoreClient::Remove(const std::string& key, bool force) {
   return c.conn->Invoke<uds::Op::kRemove>(uds::RemoveArgs{key, uds::Flag{force}}, &none);
 }
 
-void StoreClient::BatchRemove(const std::vector<std::string>& keys, bool force,
-                              std::vector<ErrorCode>* results) {
+template <uds::Op op, class ArgsOf>
+void StoreClient::BatchKeyCodes(const std::vector<std::string>& keys, ArgsOf args_of,
+                                std::vector<ErrorCode>* results) {
   Context c;
   ErrorCode rc = Acquire(&c);
   results->assign(keys.size(), rc);
   if (rc != ErrorCode::OK) return;
   ForEachKeyFrame(keys, [&](size_t first, std::vector<std::string> frame) {
     const size_t n = frame.size();
-    uds::BatchRemoveReply reply;
-    ErrorCode code = c.conn->Invoke<uds::Op::kBatchRemove>(
-        uds::BatchRemoveArgs{std::move(frame), uds::Flag{force}}, &reply);
+    typename uds::OpSpec<op>::Reply reply;
+    ErrorCode code = c.conn->Invoke<op>(args_of(std::move(frame)), &reply);
     std::vector<int64_t> values = EntryValues(code, std::move(reply.values), n);
     for (size_t i = 0; i < n; ++i) (*results)[first + i] = FromWire(values[i]);
   });
 }
 
+void StoreClient::BatchRemove(const std::vector<std::string>& keys, bool force,
+                              std::vector<ErrorCode>* results) {
+  BatchKeyCodes<uds::Op::kBatchRemove>(
+      keys,
+      [&](std::vector<std::string> frame) {
+        return uds::BatchRemoveArgs{std::move(frame), uds::Flag{force}};
+      },
+      results);
+}
+
 void StoreClient::BatchReplicaClear(const std::vector<std::string>& keys,
                                     const std::string& segment_name,
                                     std::vector<ErrorCode>* results) {
-  Context c;
-  ErrorCode rc = Acquire(&c);
-  results->assign(keys.size(), rc);
-  if (rc != ErrorCode::OK) return;
-  ForEachKeyFrame(keys, [&](size_t first, std::vector<std::string> frame) {
-    const size_t n = frame.size();
-    uds::BatchReplicaClearReply reply;
-    ErrorCode code = c.conn->Invoke<uds::Op::kBatchReplicaClear>(
-        uds::BatchReplicaClearArgs{std::move(frame), segment_name}, &reply);
-    std::vector<int64_t> values = EntryValues(code, std::move(reply.values), n);
-    for (size_t i = 0; i < n; ++i) (*results)[first + i] = FromWire(values[i]);
-  });
+  BatchKeyCodes<uds::Op::kBatchReplicaClear>(
+      keys,
+      [&](std::vector<std::string> frame) {
+        return uds::BatchReplicaClearArgs{std::move(frame), segment_name};
+      },
+      results);
 }
 
 Result<uint64_t> StoreClient::RemoveByRegex(const std::string& pattern, bool force) {

@@ -177,6 +177,13 @@ class StoreClient {
   Result<uint64_t> GetRangeChunked(Context& c, const std::string& key, char* dest,
                                    uint64_t src_offset, uint64_t length);
 
+  // A batch op whose reply is one code per key (kBatchRemove, kBatchReplicaClear), sent
+  // frame by frame: args_of(frame_keys) is a frame's arguments; (*results)[i] gets key i's
+  // code (every key gets Acquire's failure when not connected).
+  template <uds::Op op, class ArgsOf>
+  void BatchKeyCodes(const std::vector<std::string>& keys, ArgsOf args_of,
+                     std::vector<ErrorCode>* results);
+
   std::shared_mutex state_mu_;  // guards the members below
   bool connected_ = false;
   std::string tenant_;

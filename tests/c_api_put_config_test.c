@@ -25,23 +25,9 @@
 
 static mc_cluster *g_cluster;
 
-typedef struct {
-  mooncake_store_t store; /* on daemon 0 */
-} fixture;
-
+/* Each test's handle is on daemon 0. */
 static int setup_store(void **state) {
-  fixture *f = calloc(1, sizeof(*f));
-  f->store = connect_app(g_cluster, 0, POOL_SIZE);
-  mooncake_store_remove_all(f->store, 1);
-  *state = f;
-  return 0;
-}
-
-static int teardown_store(void **state) {
-  fixture *f = *state;
-  mooncake_store_destroy(f->store);
-  free(f);
-  return 0;
+  return store_fixture_setup(state, g_cluster, 0, POOL_SIZE);
 }
 
 static mooncake_put_config_t config(void) {
@@ -70,7 +56,7 @@ static int64_t soft_pin_left(const char *key) {
 }
 
 static void test_init_and_defaults(void **state) {
-  fixture *f = *state;
+  store_fixture *f = *state;
   assert_int_equal(mooncake_store_put_config_init(NULL), -1);
   mooncake_put_config_t c = config();
   assert_int_equal(c.struct_size, sizeof(c));
@@ -92,7 +78,7 @@ typedef struct {
 } padded;
 
 static void test_struct_size(void **state) {
-  fixture *f = *state;
+  store_fixture *f = *state;
   padded p;
   memset(&p, 0, sizeof(p));
   mooncake_store_put_config_init(&p.c);
@@ -122,7 +108,7 @@ static void test_struct_size(void **state) {
 }
 
 static void test_replica_num(void **state) {
-  fixture *f = *state;
+  store_fixture *f = *state;
   mooncake_put_config_t c = config();
   c.replica_num = 3;
   assert_int_equal(put(f->store, "three", 7, &c), 0);
@@ -137,7 +123,7 @@ static void test_replica_num(void **state) {
 
 /* The deadline is fixed at publication: a read does not move it (Mooncake's semantics). */
 static void test_soft_pin_ttl_is_a_fixed_deadline(void **state) {
-  fixture *f = *state;
+  store_fixture *f = *state;
   mooncake_put_config_t c = config();
   c.soft_pin_action = MOONCAKE_SOFT_PIN_ENABLE;
   c.has_soft_pin_ttl = 1;
@@ -173,7 +159,7 @@ static void test_soft_pin_ttl_is_a_fixed_deadline(void **state) {
 }
 
 static void test_soft_pin_rules(void **state) {
-  fixture *f = *state;
+  store_fixture *f = *state;
   mooncake_put_config_t c = config();
   c.has_soft_pin_ttl = 1;
   c.soft_pin_ttl_ms = 1000;
@@ -195,7 +181,7 @@ static void test_soft_pin_rules(void **state) {
 
 /* Upserts: PRESERVE keeps the deadline, ENABLE sets a new one, DISABLE drops it. */
 static void test_upsert_soft_pin_actions(void **state) {
-  fixture *f = *state;
+  store_fixture *f = *state;
   char value[VALUE_SIZE];
   mooncake_put_config_t c = config();
   c.soft_pin_action = MOONCAKE_SOFT_PIN_ENABLE;
@@ -222,7 +208,7 @@ static void test_upsert_soft_pin_actions(void **state) {
 }
 
 static void test_hard_pin(void **state) {
-  fixture *f = *state;
+  store_fixture *f = *state;
   mooncake_put_config_t c = config();
   c.with_hard_pin = 1;
   assert_int_equal(put(f->store, "hard", 30, &c), 0);
@@ -234,7 +220,7 @@ static void test_hard_pin(void **state) {
 }
 
 static void test_preferred_segments(void **state) {
-  fixture *f = *state;
+  store_fixture *f = *state;
   mooncake_put_config_t c = config();
   const char *two[] = {mc_cluster_name_at(g_cluster, 2)};
   c.preferred_segments = two;
@@ -285,7 +271,7 @@ static void test_prefer_alloc_in_same_node(void **state) {
 
 /* Fields of features this store lacks: refused with -1012, nothing stored. */
 static void test_unsupported_fields(void **state) {
-  fixture *f = *state;
+  store_fixture *f = *state;
   const char *nof[] = {"nof-0"};
   const char *groups_empty[] = {"", ""};
   const char *groups_set[] = {"g1"};
@@ -323,7 +309,7 @@ static void test_unsupported_fields(void **state) {
 }
 
 static void test_ex_calls_and_batches(void **state) {
-  fixture *f = *state;
+  store_fixture *f = *state;
   mooncake_put_config_t c = config();
   c.replica_num = 2;
   char *pool = mooncake_store_alloc(f->store, 4 * VALUE_SIZE);
@@ -385,7 +371,7 @@ static void test_ex_calls_and_batches(void **state) {
 
 /* The older struct keeps working: with_soft_pin is ENABLE with the default TTL. */
 static void test_old_config(void **state) {
-  fixture *f = *state;
+  store_fixture *f = *state;
   char value[VALUE_SIZE];
   fill_pattern(value, sizeof(value), 300);
   mooncake_replicate_config_t old = {2, 1, 0, NULL, 0};
@@ -408,21 +394,22 @@ int main(void) {
   g_cluster = mc_cluster_start_with(&o);
   if (g_cluster == NULL) return 1;
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test_setup_teardown(test_init_and_defaults, setup_store, teardown_store),
-      cmocka_unit_test_setup_teardown(test_struct_size, setup_store, teardown_store),
-      cmocka_unit_test_setup_teardown(test_replica_num, setup_store, teardown_store),
+      cmocka_unit_test_setup_teardown(test_init_and_defaults, setup_store, store_fixture_teardown),
+      cmocka_unit_test_setup_teardown(test_struct_size, setup_store, store_fixture_teardown),
+      cmocka_unit_test_setup_teardown(test_replica_num, setup_store, store_fixture_teardown),
       cmocka_unit_test_setup_teardown(test_soft_pin_ttl_is_a_fixed_deadline, setup_store,
-                                      teardown_store),
-      cmocka_unit_test_setup_teardown(test_soft_pin_rules, setup_store, teardown_store),
+                                      store_fixture_teardown),
+      cmocka_unit_test_setup_teardown(test_soft_pin_rules, setup_store, store_fixture_teardown),
       cmocka_unit_test_setup_teardown(test_upsert_soft_pin_actions, setup_store,
-                                      teardown_store),
-      cmocka_unit_test_setup_teardown(test_hard_pin, setup_store, teardown_store),
-      cmocka_unit_test_setup_teardown(test_preferred_segments, setup_store, teardown_store),
+                                      store_fixture_teardown),
+      cmocka_unit_test_setup_teardown(test_hard_pin, setup_store, store_fixture_teardown),
+      cmocka_unit_test_setup_teardown(test_preferred_segments, setup_store, store_fixture_teardown),
       cmocka_unit_test_setup_teardown(test_prefer_alloc_in_same_node, setup_store,
-                                      teardown_store),
-      cmocka_unit_test_setup_teardown(test_unsupported_fields, setup_store, teardown_store),
-      cmocka_unit_test_setup_teardown(test_ex_calls_and_batches, setup_store, teardown_store),
-      cmocka_unit_test_setup_teardown(test_old_config, setup_store, teardown_store),
+                                      store_fixture_teardown),
+      cmocka_unit_test_setup_teardown(test_unsupported_fields, setup_store, store_fixture_teardown),
+      cmocka_unit_test_setup_teardown(test_ex_calls_and_batches, setup_store,
+                                      store_fixture_teardown),
+      cmocka_unit_test_setup_teardown(test_old_config, setup_store, store_fixture_teardown),
   };
   int failed = cmocka_run_group_tests(tests, NULL, NULL);
   mc_cluster_stop(g_cluster);

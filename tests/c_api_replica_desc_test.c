@@ -26,28 +26,8 @@
 
 static mc_cluster *g_cluster; /* two daemons, memory only */
 
-typedef struct {
-  mooncake_store_t store;
-} fixture;
-
 static int setup_store(void **state) {
-  fixture *f = calloc(1, sizeof(*f));
-  f->store = mooncake_store_create();
-  if (f->store == NULL ||
-      mooncake_store_connect(f->store, mc_cluster_socket(g_cluster), POOL_SIZE) != 0) {
-    free(f);
-    return -1;
-  }
-  mooncake_store_remove_all(f->store, 1);
-  *state = f;
-  return 0;
-}
-
-static int teardown_store(void **state) {
-  fixture *f = *state;
-  mooncake_store_destroy(f->store);
-  free(f);
-  return 0;
+  return store_fixture_setup(state, g_cluster, 0, POOL_SIZE);
 }
 
 /* Puts VALUE_SIZE bytes under key with replica_num replicas, steered to the first
@@ -70,7 +50,7 @@ static int has_location(const mooncake_replica_desc_t *d, size_t n, const char *
 }
 
 static void test_arguments(void **state) {
-  fixture *f = *state;
+  store_fixture *f = *state;
   mooncake_replica_desc_t d[2];
   size_t n = 99;
   const char *keys[1] = {"k"};
@@ -111,7 +91,7 @@ static void test_arguments(void **state) {
 }
 
 static void test_unknown_key(void **state) {
-  fixture *f = *state;
+  store_fixture *f = *state;
   mooncake_replica_desc_t d[2];
   size_t n = 99;
   assert_int_equal(mooncake_store_get_replica_desc(f->store, "no-such-key", d, 2, &n), -704);
@@ -128,7 +108,7 @@ static void test_unknown_key(void **state) {
 }
 
 static void test_memory_replicas_on_two_daemons(void **state) {
-  fixture *f = *state;
+  store_fixture *f = *state;
   put_steered(f->store, g_cluster, "two-replicas", 2, 1);
   mooncake_replica_desc_t d[4];
   size_t n = 0;
@@ -165,7 +145,7 @@ static void test_memory_replicas_on_two_daemons(void **state) {
 
 /* The lease a listing takes (GetReplicaList grants one) is the documented one. */
 static void test_listing_takes_the_read_lease(void **state) {
-  fixture *f = *state;
+  store_fixture *f = *state;
   put_steered(f->store, g_cluster, "leased", 1, 2);
   mooncake_replica_desc_t d[2];
   size_t n = 0;
@@ -176,7 +156,7 @@ static void test_listing_takes_the_read_lease(void **state) {
 }
 
 static void test_batch(void **state) {
-  fixture *f = *state;
+  store_fixture *f = *state;
   put_steered(f->store, g_cluster, "batch-two", 2, 3);
   put_steered(f->store, g_cluster, "batch-one", 1, 4);
   const char *keys[4] = {"batch-two", "batch-one", "batch-missing", ""};
@@ -212,7 +192,7 @@ static void test_batch(void **state) {
 /* More keys than one request carries (1024): the library splits them, and every key gets
  * its own answer in order. */
 static void test_large_batch_is_split(void **state) {
-  fixture *f = *state;
+  store_fixture *f = *state;
   enum { KEYS = 2500 };
   char(*names)[32] = calloc(KEYS, sizeof(*names));
   const char **keys = calloc(KEYS, sizeof(*keys));
@@ -245,7 +225,7 @@ static void test_large_batch_is_split(void **state) {
 /* Every put path carries the offload choice; without an SSD tier anywhere it changes
  * nothing: the values are stored and read back, and every replica is a memory one. */
 static void test_offload_modes_store_as_before(void **state) {
-  fixture *f = *state;
+  store_fixture *f = *state;
   static const int modes[] = {MOONCAKE_SSD_OFFLOAD_ON, MOONCAKE_SSD_OFFLOAD_OFF,
                               MOONCAKE_SSD_OFFLOAD_DEFAULT};
   char value[VALUE_SIZE], out[VALUE_SIZE];
@@ -406,16 +386,17 @@ int main(void) {
   g_cluster = mc_cluster_start_with(&o);
   if (g_cluster == NULL) return 1;
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test_setup_teardown(test_arguments, setup_store, teardown_store),
-      cmocka_unit_test_setup_teardown(test_unknown_key, setup_store, teardown_store),
+      cmocka_unit_test_setup_teardown(test_arguments, setup_store, store_fixture_teardown),
+      cmocka_unit_test_setup_teardown(test_unknown_key, setup_store, store_fixture_teardown),
       cmocka_unit_test_setup_teardown(test_memory_replicas_on_two_daemons, setup_store,
-                                      teardown_store),
+                                      store_fixture_teardown),
       cmocka_unit_test_setup_teardown(test_listing_takes_the_read_lease, setup_store,
-                                      teardown_store),
-      cmocka_unit_test_setup_teardown(test_batch, setup_store, teardown_store),
-      cmocka_unit_test_setup_teardown(test_large_batch_is_split, setup_store, teardown_store),
+                                      store_fixture_teardown),
+      cmocka_unit_test_setup_teardown(test_batch, setup_store, store_fixture_teardown),
+      cmocka_unit_test_setup_teardown(test_large_batch_is_split, setup_store,
+                                      store_fixture_teardown),
       cmocka_unit_test_setup_teardown(test_offload_modes_store_as_before, setup_store,
-                                      teardown_store),
+                                      store_fixture_teardown),
       cmocka_unit_test(test_ssd_master_offload_shows_disk_replica),
       cmocka_unit_test(test_ssd_handle_offload_on),
       cmocka_unit_test(test_ssd_handle_offload_off),

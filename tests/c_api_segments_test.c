@@ -14,7 +14,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "include/mooncake_store.h"
@@ -26,29 +25,8 @@
 
 static mc_cluster *g_cluster; /* two daemons with small segments of their own */
 
-typedef struct {
-  mooncake_store_t store;
-} fixture;
-
 static int setup_store(void **state) {
-  fixture *f = calloc(1, sizeof(*f));
-  f->store = connect_app(g_cluster, 0, POOL_SIZE);
-  mooncake_store_remove_all(f->store, 1);
-  *state = f;
-  return 0;
-}
-
-static int teardown_store(void **state) {
-  fixture *f = *state;
-  mooncake_store_destroy(f->store);
-  free(f);
-  return 0;
-}
-
-static double now_s(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return t.tv_sec + t.tv_nsec / 1e9;
+  return store_fixture_setup(state, g_cluster, 0, POOL_SIZE);
 }
 
 static void put_on(mooncake_store_t s, const char *key, const int *targets, size_t n) {
@@ -64,7 +42,7 @@ static void put_on(mooncake_store_t s, const char *key, const int *targets, size
 static int clear_when_unleased(mooncake_store_t s, const char *key, const char *segment) {
   const char *keys[1] = {key};
   int code = 0;
-  for (double deadline = now_s() + 10; now_s() < deadline; usleep(50 * 1000)) {
+  for (double deadline = now_seconds() + 10; now_seconds() < deadline; usleep(50 * 1000)) {
     assert_int_equal(mooncake_store_batch_replica_clear(s, keys, 1, segment, &code), 0);
     if (code != MOONCAKE_STORE_OBJECT_HAS_LEASE) break;
   }
@@ -72,7 +50,7 @@ static int clear_when_unleased(mooncake_store_t s, const char *key, const char *
 }
 
 static void test_replica_clear_arguments(void **state) {
-  fixture *f = *state;
+  store_fixture *f = *state;
   const char *keys[2] = {"a", ""};
   int results[2] = {7, 7};
   assert_int_equal(mooncake_store_batch_replica_clear(NULL, keys, 1, NULL, results), -1);
@@ -91,7 +69,7 @@ static void test_replica_clear_arguments(void **state) {
 }
 
 static void test_replica_clear_skips_leased_keys(void **state) {
-  fixture *f = *state;
+  store_fixture *f = *state;
   static const int d0[] = {0};
   put_on(f->store, "leased", d0, 1);
   put_on(f->store, "idle", d0, 1);
@@ -111,7 +89,7 @@ static void test_replica_clear_skips_leased_keys(void **state) {
 }
 
 static void test_replica_clear_on_one_daemon(void **state) {
-  fixture *f = *state;
+  store_fixture *f = *state;
   static const int both[] = {0, 1};
   put_on(f->store, "two", both, 2);
   const char *daemon0 = mc_cluster_name_at(g_cluster, 0);
@@ -144,7 +122,7 @@ static int lent_at_daemon0(uint64_t id, mc_cluster_segment *out) {
 }
 
 static void test_mount_arguments(void **state) {
-  fixture *f = *state;
+  store_fixture *f = *state;
   uint64_t id = 0;
   char outside[4096];
   assert_int_equal(mooncake_store_mount_segment(NULL, outside, 4096, &id), -1);
@@ -213,7 +191,7 @@ static void lend_and_unmount(mooncake_store_t s, uint64_t id, uint64_t size) {
 }
 
 static void test_pool_memory_lent(void **state) {
-  fixture *f = *state;
+  store_fixture *f = *state;
   const uint64_t size = 4u << 20;
   void *block = mooncake_store_alloc(f->store, size);
   assert_non_null(block);
@@ -225,7 +203,7 @@ static void test_pool_memory_lent(void **state) {
 }
 
 static void test_daemon_memory_lent(void **state) {
-  fixture *f = *state;
+  store_fixture *f = *state;
   uint64_t id = 0, allocated = 0;
   assert_int_equal(mooncake_store_allocate_and_mount_segment(f->store, 4u << 20, &id, &allocated),
                    0);
@@ -244,7 +222,7 @@ static void test_close_unmounts_what_is_left(void **state) {
   assert_true(lent_at_daemon0(a, NULL) && lent_at_daemon0(b, NULL));
   assert_int_equal(mooncake_store_close(s), 0);
   int listed = 1;
-  for (double deadline = now_s() + 10; listed && now_s() < deadline; usleep(50 * 1000)) {
+  for (double deadline = now_seconds() + 10; listed && now_seconds() < deadline; usleep(50 * 1000)) {
     listed = lent_at_daemon0(a, NULL) || lent_at_daemon0(b, NULL);
   }
   assert_false(listed);
@@ -258,14 +236,15 @@ int main(void) {
   g_cluster = mc_cluster_start_with(&o);
   if (g_cluster == NULL) return 1;
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test_setup_teardown(test_replica_clear_arguments, setup_store, teardown_store),
+      cmocka_unit_test_setup_teardown(test_replica_clear_arguments, setup_store,
+                                      store_fixture_teardown),
       cmocka_unit_test_setup_teardown(test_replica_clear_skips_leased_keys, setup_store,
-                                      teardown_store),
+                                      store_fixture_teardown),
       cmocka_unit_test_setup_teardown(test_replica_clear_on_one_daemon, setup_store,
-                                      teardown_store),
-      cmocka_unit_test_setup_teardown(test_mount_arguments, setup_store, teardown_store),
-      cmocka_unit_test_setup_teardown(test_pool_memory_lent, setup_store, teardown_store),
-      cmocka_unit_test_setup_teardown(test_daemon_memory_lent, setup_store, teardown_store),
+                                      store_fixture_teardown),
+      cmocka_unit_test_setup_teardown(test_mount_arguments, setup_store, store_fixture_teardown),
+      cmocka_unit_test_setup_teardown(test_pool_memory_lent, setup_store, store_fixture_teardown),
+      cmocka_unit_test_setup_teardown(test_daemon_memory_lent, setup_store, store_fixture_teardown),
       cmocka_unit_test(test_close_unmounts_what_is_left),
   };
   int failed = cmocka_run_group_tests(tests, NULL, NULL);

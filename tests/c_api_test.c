@@ -13,33 +13,14 @@
 
 #include "include/mooncake_store.h"
 #include "tests/cluster.h"
+#include "tests/cluster_test_util.h"
 
 #define POOL_SIZE (64u << 20)
 
 static mc_cluster *g_cluster;
 
-typedef struct {
-  mooncake_store_t store;
-} fixture;
-
 static int setup_store(void **state) {
-  fixture *f = calloc(1, sizeof(*f));
-  f->store = mooncake_store_create();
-  if (f->store == NULL ||
-      mooncake_store_connect(f->store, mc_cluster_socket(g_cluster), POOL_SIZE) != 0) {
-    free(f);
-    return -1;
-  }
-  mooncake_store_remove_all(f->store, 1);
-  *state = f;
-  return 0;
-}
-
-static int teardown_store(void **state) {
-  fixture *f = *state;
-  mooncake_store_destroy(f->store);
-  free(f);
-  return 0;
+  return store_fixture_setup(state, g_cluster, 0, POOL_SIZE);
 }
 
 static void fill(char *buf, size_t n, unsigned seed) {
@@ -47,7 +28,7 @@ static void fill(char *buf, size_t n, unsigned seed) {
 }
 
 static void test_null_arguments(void **state) {
-  fixture *f = *state;
+  store_fixture *f = *state;
   char buf[16] = {0};
   int results[1];
   assert_int_equal(mooncake_store_put(NULL, "k", buf, 1, NULL), MOONCAKE_STORE_INTERNAL_ERROR);
@@ -66,7 +47,7 @@ static void test_null_arguments(void **state) {
 }
 
 static void test_miss_codes(void **state) {
-  fixture *f = *state;
+  store_fixture *f = *state;
   char buf[64];
   assert_int_equal(mooncake_store_get_into(f->store, "missing", buf, sizeof(buf)), -704);
   assert_int_equal(mooncake_store_get_size(f->store, "missing"), -704);
@@ -75,7 +56,7 @@ static void test_miss_codes(void **state) {
 }
 
 static void test_put_never_overwrites(void **state) {
-  fixture *f = *state;
+  store_fixture *f = *state;
   char a[100], b[100], out[100];
   fill(a, sizeof(a), 1);
   fill(b, sizeof(b), 2);
@@ -90,7 +71,7 @@ static void test_put_never_overwrites(void **state) {
 }
 
 static void test_invalid_inputs(void **state) {
-  fixture *f = *state;
+  store_fixture *f = *state;
   char value[8] = "v";
   char *long_key = malloc(MOONCAKE_STORE_MAX_KEY_LEN + 2);
   memset(long_key, 'k', MOONCAKE_STORE_MAX_KEY_LEN + 1);
@@ -111,7 +92,7 @@ static void test_invalid_inputs(void **state) {
 }
 
 static void test_buffer_too_small(void **state) {
-  fixture *f = *state;
+  store_fixture *f = *state;
   char value[100], out[100];
   fill(value, sizeof(value), 3);
   assert_int_equal(mooncake_store_put(f->store, "hundred", value, sizeof(value), NULL), 0);
@@ -122,7 +103,7 @@ static void test_buffer_too_small(void **state) {
 }
 
 static void test_batch_rules(void **state) {
-  fixture *f = *state;
+  store_fixture *f = *state;
   char a[10], b[20], c[30], oa[10], ob[20], small[5];
   fill(a, 10, 4);
   fill(b, 20, 5);
@@ -163,7 +144,7 @@ static void test_batch_rules(void **state) {
 }
 
 static void test_batch_remove(void **state) {
-  fixture *f = *state;
+  store_fixture *f = *state;
   char value[32], out[32];
   fill(value, sizeof(value), 5);
   assert_int_equal(mooncake_store_put(f->store, "br-free", value, sizeof(value), NULL), 0);
@@ -194,7 +175,7 @@ static void test_batch_remove(void **state) {
 }
 
 static void test_remove_respects_lease(void **state) {
-  fixture *f = *state;
+  store_fixture *f = *state;
   char value[64], out[64];
   fill(value, sizeof(value), 7);
   assert_int_equal(mooncake_store_put(f->store, "leased", value, sizeof(value), NULL), 0);
@@ -211,7 +192,7 @@ static void test_remove_respects_lease(void **state) {
 }
 
 static void test_remove_all_and_regex(void **state) {
-  fixture *f = *state;
+  store_fixture *f = *state;
   char value[32];
   char key[32];
   fill(value, sizeof(value), 8);
@@ -236,7 +217,7 @@ static void test_remove_all_and_regex(void **state) {
 }
 
 static void test_hostname_and_health(void **state) {
-  fixture *f = *state;
+  store_fixture *f = *state;
   char host[64], tiny[4], expected[64];
   snprintf(expected, sizeof(expected), "127.0.0.1:%d", mc_cluster_daemon_port(g_cluster));
   assert_int_equal(mooncake_store_get_hostname(f->store, host, sizeof(host)), 0);
@@ -254,7 +235,7 @@ static void test_hostname_and_health(void **state) {
 }
 
 static void test_pool_zero_copy(void **state) {
-  fixture *f = *state;
+  store_fixture *f = *state;
   size_t n = 1u << 20;
   char *src = mooncake_store_alloc(f->store, n);
   char *dst = mooncake_store_alloc(f->store, n);
@@ -360,17 +341,21 @@ int main(void) {
   /* setup() has no socket argument: it finds the daemon through $MOONCAKE_SOCKET. */
   setenv("MOONCAKE_SOCKET", mc_cluster_socket(g_cluster), 1);
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test_setup_teardown(test_null_arguments, setup_store, teardown_store),
-      cmocka_unit_test_setup_teardown(test_miss_codes, setup_store, teardown_store),
-      cmocka_unit_test_setup_teardown(test_put_never_overwrites, setup_store, teardown_store),
-      cmocka_unit_test_setup_teardown(test_invalid_inputs, setup_store, teardown_store),
-      cmocka_unit_test_setup_teardown(test_buffer_too_small, setup_store, teardown_store),
-      cmocka_unit_test_setup_teardown(test_batch_rules, setup_store, teardown_store),
-      cmocka_unit_test_setup_teardown(test_remove_respects_lease, setup_store, teardown_store),
-      cmocka_unit_test_setup_teardown(test_batch_remove, setup_store, teardown_store),
-      cmocka_unit_test_setup_teardown(test_remove_all_and_regex, setup_store, teardown_store),
-      cmocka_unit_test_setup_teardown(test_hostname_and_health, setup_store, teardown_store),
-      cmocka_unit_test_setup_teardown(test_pool_zero_copy, setup_store, teardown_store),
+      cmocka_unit_test_setup_teardown(test_null_arguments, setup_store, store_fixture_teardown),
+      cmocka_unit_test_setup_teardown(test_miss_codes, setup_store, store_fixture_teardown),
+      cmocka_unit_test_setup_teardown(test_put_never_overwrites, setup_store,
+                                      store_fixture_teardown),
+      cmocka_unit_test_setup_teardown(test_invalid_inputs, setup_store, store_fixture_teardown),
+      cmocka_unit_test_setup_teardown(test_buffer_too_small, setup_store, store_fixture_teardown),
+      cmocka_unit_test_setup_teardown(test_batch_rules, setup_store, store_fixture_teardown),
+      cmocka_unit_test_setup_teardown(test_remove_respects_lease, setup_store,
+                                      store_fixture_teardown),
+      cmocka_unit_test_setup_teardown(test_batch_remove, setup_store, store_fixture_teardown),
+      cmocka_unit_test_setup_teardown(test_remove_all_and_regex, setup_store,
+                                      store_fixture_teardown),
+      cmocka_unit_test_setup_teardown(test_hostname_and_health, setup_store,
+                                      store_fixture_teardown),
+      cmocka_unit_test_setup_teardown(test_pool_zero_copy, setup_store, store_fixture_teardown),
       cmocka_unit_test(test_value_larger_than_pool),
       cmocka_unit_test(test_zero_pool_rejects_copying_put),
       cmocka_unit_test(test_setup_checks_master_address),

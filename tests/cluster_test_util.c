@@ -91,6 +91,21 @@ mooncake_store_t connect_app(const mc_cluster *c, int i, uint64_t pool) {
   return s;
 }
 
+int store_fixture_setup(void **state, const mc_cluster *c, int i, uint64_t pool) {
+  store_fixture *f = calloc(1, sizeof(*f));
+  f->store = connect_app(c, i, pool);
+  mooncake_store_remove_all(f->store, 1);
+  *state = f;
+  return 0;
+}
+
+int store_fixture_teardown(void **state) {
+  store_fixture *f = *state;
+  mooncake_store_destroy(f->store);
+  free(f);
+  return 0;
+}
+
 void steer(placement *p, const mc_cluster *c, const int *targets, size_t count,
            size_t replica_num) {
   assert_true(count <= 4);

@@ -28,6 +28,16 @@ int64_t check_pattern(const void *buf, size_t n, uint64_t seed);
 /* A connected handle on daemon i with a pool of pool bytes. */
 mooncake_store_t connect_app(const mc_cluster *c, int i, uint64_t pool);
 
+/* The CMocka state of a test that needs one handle on a store that starts empty. */
+typedef struct store_fixture {
+  mooncake_store_t store;
+} store_fixture;
+/* A setup function's body: *state becomes a store_fixture whose handle is connect_app(c, i,
+ * pool), after every object is removed (forced). Returns 0. */
+int store_fixture_setup(void **state, const mc_cluster *c, int i, uint64_t pool);
+/* A teardown function: destroys the handle and frees the fixture. Returns 0. */
+int store_fixture_teardown(void **state);
+
 /* One replica (replica_num) per daemon named in targets, in order; targets[k] are daemon
  * indices of c. The names must outlive the config: they point into the cluster. */
 typedef struct placement {

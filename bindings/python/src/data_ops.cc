@@ -81,10 +81,9 @@ int PutParts(Store& self, const std::string& key, const py::args& parts, const p
   return mooncake_store_put_from_ex(h->get(), CKey(key), gathered.data(), total, c.get());
 }
 
-// put_batch(keys, values): one int, 0 when every put succeeded, else the first failure.
-int PutBatch(Store& self, const std::vector<std::string>& keys,
-             const std::vector<py::object>& values,
-             const ReplicateConfig* config) {
+int WriteBatch(Store& self, const std::vector<std::string>& keys,
+               const std::vector<py::object>& values, const ReplicateConfig* config,
+               BatchWriteFrom write) {
   if (keys.size() != values.size()) return kInvalidParams;
   if (keys.empty()) return 0;
   std::vector<BufferView> views;
@@ -99,13 +98,20 @@ int PutBatch(Store& self, const std::vector<std::string>& keys,
     b.Add(CKey(keys[i]), views[i].data(), views[i].size(), i);
   }
   std::vector<int> results(keys.size());
-  int rc = mooncake_store_batch_put_from_ex(h->get(), b.keys.data(), b.buffers.data(),
-                                            b.sizes.data(), keys.size(), c.get(), results.data());
+  int rc = write(h->get(), b.keys.data(), b.buffers.data(), b.sizes.data(), keys.size(),
+                 c.get(), results.data());
   if (rc != 0) return rc;
   for (int r : results) {
     if (r != 0) return r;
   }
   return 0;
+}
+
+// put_batch(keys, values): one int, 0 when every put succeeded, else the first failure.
+int PutBatch(Store& self, const std::vector<std::string>& keys,
+             const std::vector<py::object>& values,
+             const ReplicateConfig* config) {
+  return WriteBatch(self, keys, values, config, mooncake_store_batch_put_from_ex);
 }
 
 namespace {

@@ -32,6 +32,17 @@ int PutFrom(Store& self, const std::string& key, py::handle buffer_ptr, uint64_t
 // 2.10 does not match a keyword argument declared after py::args.
 int PutParts(Store& self, const std::string& key, const py::args& parts, const py::kwargs& kwargs);
 
+// The C ABI's batch writes from buffers: mooncake_store_batch_put_from_ex and
+// mooncake_store_batch_upsert_from.
+using BatchWriteFrom = int (*)(mooncake_store_t, const char**, void**, const size_t*, size_t,
+                               const mooncake_put_config_t*, int*);
+
+// put_batch and upsert_batch: the bytes-like values written by write in one call, without
+// the GIL; 0 when every entry succeeded, else the first failure.
+int WriteBatch(Store& self, const std::vector<std::string>& keys,
+               const std::vector<py::object>& values, const ReplicateConfig* config,
+               BatchWriteFrom write);
+
 // put_batch(keys, values): one int, 0 when every put succeeded, else the first failure.
 int PutBatch(Store& self, const std::vector<std::string>& keys,
              const std::vector<py::object>& values,

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "buffers.h"
+#include "data_ops.h"
 #include "mooncake_store.h"
 #include "replicate_config.h"
 #include "store_handle.h"
@@ -105,27 +106,7 @@ std::vector<int> BatchUpsertFrom(Store& self, const std::vector<std::string>& ke
 // upsert_batch(keys, values, config=None) -> one int: 0, or the first failure.
 int UpsertBatch(Store& self, const std::vector<std::string>& keys,
                 const std::vector<py::object>& values, const ReplicateConfig* config) {
-  if (keys.size() != values.size()) return kInvalidParams;
-  if (keys.empty()) return 0;
-  std::vector<BufferView> views;
-  views.reserve(values.size());
-  for (auto v : values) views.emplace_back(v, false);
-  CConfig c(config);
-  auto h = self.handle();
-  py::gil_scoped_release nogil;
-  CBatch b;
-  for (size_t i = 0; i < keys.size(); ++i) {
-    b.Add(CKey(keys[i]), views[i].data(), views[i].size(), i);
-  }
-  std::vector<int> results(keys.size());
-  int rc = mooncake_store_batch_upsert_from(h->get(), b.keys.data(), b.buffers.data(),
-                                            b.sizes.data(), keys.size(), c.get(),
-                                            results.data());
-  if (rc != 0) return rc;
-  for (int r : results) {
-    if (r != 0) return r;
-  }
-  return 0;
+  return WriteBatch(self, keys, values, config, mooncake_store_batch_upsert_from);
 }
 
 // put_from_with_metadata: one value, the metadata bytes first, then the data (Mooncake's

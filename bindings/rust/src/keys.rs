@@ -2,7 +2,7 @@
 //! batch's C results back in the caller's order (`merge`).
 
 use std::ffi::CString;
-use std::os::raw::c_char;
+use std::os::raw::{c_char, c_void};
 
 use crate::{Error, Result};
 
@@ -43,6 +43,21 @@ impl KeyBatch {
         }
         batch.pointers = batch.strings.iter().map(|s| s.as_ptr()).collect();
         (batch, errors)
+    }
+
+    /// The C arrays of a batch write's values, one per key passed to C: the address and
+    /// length of `values[index[k]]` (`*mut` only for the C type: the library reads them).
+    pub(crate) fn value_buffers<V: AsRef<[u8]>>(
+        &self,
+        values: &[V],
+    ) -> (Vec<*mut c_void>, Vec<usize>) {
+        self.index
+            .iter()
+            .map(|&i| {
+                let v = values[i].as_ref();
+                (v.as_ptr() as *mut c_void, v.len())
+            })
+            .unzip()
     }
 }
 

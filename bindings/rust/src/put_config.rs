@@ -229,13 +229,7 @@ impl Store {
         }
         let config = CPutConfig::new(config)?;
         let (mut batch, errors) = KeyBatch::new(keys);
-        let mut buffers: Vec<*mut c_void> = Vec::with_capacity(batch.index.len());
-        let mut sizes: Vec<usize> = Vec::with_capacity(batch.index.len());
-        for &i in &batch.index {
-            let v = values[i].as_ref();
-            buffers.push(v.as_ptr() as *mut c_void);
-            sizes.push(v.len());
-        }
+        let (mut buffers, sizes) = batch.value_buffers(values);
         let mut results: Vec<c_int> = vec![0; batch.index.len()];
         if !batch.index.is_empty() {
             let f = if upsert {

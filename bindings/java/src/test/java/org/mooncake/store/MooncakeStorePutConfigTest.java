@@ -161,15 +161,7 @@ public class MooncakeStorePutConfigTest {
                     }
                 }));
             }
-            writer.start();
-            readers.forEach(Thread::start);
-            writer.join();
-            for (Thread r : readers) {
-                r.join();
-            }
-            if (failure.get() != null) {
-                throw new AssertionError(failure.get());
-            }
+            TestThreads.runAll(writer, readers, failure);
             assertArrayEquals(bytes(size, 30), s.get(keys[0]));
             assertTrue(s.isExist(keys[2]));
         }

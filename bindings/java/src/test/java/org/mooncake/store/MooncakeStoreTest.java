@@ -625,15 +625,7 @@ public class MooncakeStoreTest {
                 }
             }));
         }
-        writer.start();
-        readers.forEach(Thread::start);
-        writer.join();
-        for (Thread r : readers) {
-            r.join();
-        }
-        if (failure.get() != null) {
-            throw new AssertionError("a thread failed", failure.get());
-        }
+        TestThreads.runAll(writer, readers, failure);
         assertTrue("no read saw a value", hits.get() > 0);
     }
 
