@@ -39,7 +39,10 @@ std::string Hello() {
 uds::WireConfig Config() {
   uds::WireConfig c;
   c.replica_num = 2;
-  c.with_soft_pin = true;
+  c.soft_pin_action = 1;  // ENABLE, for a minute
+  c.soft_pin_ttl_given = true;
+  c.soft_pin_ttl_ms = 60000;
+  c.prefer_local = true;
   c.preferred_segments = {"10.0.0.1:12300"};
   return c;
 }
@@ -98,6 +101,12 @@ std::vector<std::pair<std::string, std::string>> EveryOp() {
                    Request(29, uds::Op::kUnmountSegment, uds::UnmountSegmentArgs{12345}));
   ops.emplace_back("unmount-local-disk-segment",
                    Request(30, uds::Op::kUnmountLocalDiskSegment, uds::NoArgs{}));
+  uds::GetRangesArgs ranges{"key-1", {{0, 64, 0}, {4032, 64, 64}}};
+  ops.emplace_back("get-ranges", Request(31, uds::Op::kGetRanges, ranges));
+  uds::BatchGetRangesArgs batch_ranges;
+  batch_ranges.entries = {ranges, {"key-2", {{128, 256, 4096}}}};
+  ops.emplace_back("batch-get-ranges", Request(32, uds::Op::kBatchGetRanges, batch_ranges));
+  ops.emplace_back("batch-upsert", Request(33, uds::Op::kBatchUpsert, batch_put));
   return ops;
 }
 
