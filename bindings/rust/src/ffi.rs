@@ -496,17 +496,7 @@ mod tests {
 
     #[test]
     fn replicate_config_layout_matches_the_header() {
-        let code = header::code();
-        let start = code
-            .find("typedef struct mooncake_replicate_config {")
-            .unwrap();
-        let body = &code[start..code[start..].find('}').unwrap() + start];
-        let fields: Vec<String> = body
-            .split(['{', ';'])
-            .skip(1)
-            .map(|f| f.split_whitespace().collect::<Vec<_>>().join(" "))
-            .filter(|f| !f.is_empty())
-            .collect();
+        let fields = struct_fields("mooncake_replicate_config");
         assert_eq!(
             fields,
             [
@@ -559,15 +549,7 @@ mod tests {
 
     #[test]
     fn put_config_layout_matches_the_header() {
-        let code = header::code();
-        let start = code.find("typedef struct mooncake_put_config {").unwrap();
-        let body = &code[start..code[start..].find('}').unwrap() + start];
-        let fields: Vec<String> = body
-            .split(['{', ';'])
-            .skip(1)
-            .map(|f| f.split_whitespace().collect::<Vec<_>>().join(" "))
-            .filter(|f| !f.is_empty())
-            .collect();
+        let fields = struct_fields("mooncake_put_config");
         assert_eq!(
             fields,
             [
