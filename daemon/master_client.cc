@@ -9,11 +9,23 @@
 #include <thrift/protocol/TBinaryProtocol.h>
 #include <thrift/transport/TBufferTransports.h>
 #include <thrift/transport/TSocket.h>
+#include "common/spin_wait.h"
 
 #include "common/error_code.h"
 #include "common/master_auth.h"
 
 namespace mooncake {
+namespace {
+class SpinningSocket : public apache::thrift::transport::TVirtualTransport<SpinningSocket, apache::thrift::transport::TSocket> {
+ public:
+  SpinningSocket(const std::string& host, int port)
+      : apache::thrift::transport::TVirtualTransport<SpinningSocket, apache::thrift::transport::TSocket>(host, port) {}
+  uint32_t read(uint8_t* buf, uint32_t len) {
+    SpinUntilReadable(getSocketFD(), SpinBudgetNanos());
+    return apache::thrift::transport::TSocket::read(buf, len);
+  }
+};
+}  // namespace
 
 using apache::thrift::protocol::TBinaryProtocol;
 using apache::thrift::transport::TFramedTransport;
@@ -74,7 +86,7 @@ std::unique_ptr<MasterClient::Connection> MasterClient::Open(const MasterLeader&
                                                              std::string* error) {
   auto conn = std::make_unique<Connection>();
   conn->leader = leader;
-  conn->socket = std::make_shared<TSocket>(leader.host, leader.port);
+  conn->socket = std::make_shared<SpinningSocket>(leader.host, leader.port);
   conn->socket->setConnTimeout(options_.connect_timeout_ms);
   conn->socket->setSendTimeout(options_.rpc_timeout_ms);
   conn->socket->setRecvTimeout(options_.rpc_timeout_ms);

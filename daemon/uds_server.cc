@@ -1,4 +1,5 @@
 #include "daemon/uds_server.h"
+#include "common/spin_wait.h"
 
 #include <errno.h>
 #include <sys/epoll.h>
@@ -214,7 +215,10 @@ void UdsServer::Loop() {
   t_event_loop = true;
   struct epoll_event events[64];
   while (!stopping_.load()) {
-    int n = epoll_wait(epoll_fd_, events, 64, ExpireHellos());
+    int timeout = ExpireHellos();
+    int n = 0;
+    if (!SpinUntil([&] { n = epoll_wait(epoll_fd_, events, 64, 0); return n != 0; }, SpinBudgetNanos()))
+      n = epoll_wait(epoll_fd_, events, 64, timeout);
     if (n < 0) {
       if (errno == EINTR) continue;
       MC_LOG_ERROR("epoll_wait: %s", std::strerror(errno));

@@ -6,6 +6,7 @@
 #ifndef MOONCAKE_DAEMON_WORKER_THREADS_H_
 #define MOONCAKE_DAEMON_WORKER_THREADS_H_
 
+#include <atomic>
 #include <condition_variable>
 #include <deque>
 #include <memory>
@@ -53,6 +54,10 @@ class WorkerThreads {
   std::condition_variable cv_;
   std::deque<std::unique_ptr<Job>> queue_;  // guarded by mu_
   bool stopping_ = false;                   // guarded by mu_
+  int sleepers_ = 0;                        // guarded by mu_
+  std::atomic<int64_t> queued_{0};
+  std::atomic<int> spinners_{0};
+  std::atomic<bool> stopping_flag_{false};
   std::vector<std::thread> workers_;
 };
 

@@ -9,6 +9,7 @@
 
 #include "common/error_code.h"
 #include "common/logging.h"
+#include "common/spin_wait.h"
 
 namespace mooncake {
 namespace client {
@@ -207,6 +208,7 @@ void Channel::Lead(Pending* self, Clock::time_point deadline, Clock::time_point 
         if (n == 0 || (n < 0 && errno == EINTR)) continue;  // the loop re-checks the time
         if (n < 0) break;
       }
+      SpinUntilReadable(fd_, SpinBudgetNanos());
       uds::FrameReader::Status status = frames_.ReadFrom(fd_);
       for (int fd : frames_.TakeFds()) close(fd);  // the daemon never sends descriptors
       if (status == uds::FrameReader::Status::kWouldBlock) continue;  // a slice passed
