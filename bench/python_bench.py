@@ -131,13 +131,15 @@ def c_figures(store_bench, size_text, bytes_per_phase, pool_size):
     build_dir = os.path.dirname(os.path.dirname(os.path.abspath(store_bench)))
     run = subprocess.run(
         [store_bench, "--build_dir", build_dir, "--sizes", size_text, "--threads", "1",
-         "--bytes_per_phase", str(bytes_per_phase), "--pool_size", str(pool_size)],
+         "--bytes_per_phase", str(bytes_per_phase), "--pool_size", str(pool_size),
+         "--redis", "off"],
         capture_output=True, text=True)
     figures = {}
     for line in run.stdout.splitlines():
         f = line.split()
-        # op buffer form size unit thr ops ops/s GB/s p50 p99 memcpy vs_cpy
-        if len(f) == 13 and f[1] == "pool" and f[2] == "single" and f[5] == "1":
+        # op buffer form size unit thr ops ops/s GB/s p50 p99 memcpy vs_cpy, then the
+        # Redis columns (redis redis_p50 redis_op/s vs_redis: "-" with --redis off)
+        if len(f) == 17 and f[1] == "pool" and f[2] == "single" and f[5] == "1":
             figures.setdefault(f[0], (float(f[8]), float(f[9])))  # GB/s, p50; first row per op
     if run.returncode != 0:
         last = (run.stderr.strip().splitlines() or ["?"])[-1]

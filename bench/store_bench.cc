@@ -1,7 +1,10 @@
 // store_bench: put_from / get_into through the public C ABI against a real daemon, for
 // KV-cache-sized objects, with pool (zero-copy) and plain (staged) buffers, 1 and N threads,
-// single and batch calls. Every figure is printed next to a baseline measured in the same
-// run: a plain memcpy of the same size, and one Unix-socket round trip.
+// single and batch calls. Every figure is printed next to baselines measured in the same
+// run: memcpy of the same size, one Unix-socket round trip, and a redis-server on
+// 127.0.0.1 doing the same operations (SET/GET, MSET/MGET/EXISTS) with the same sizes,
+// threads and batches (--redis off: without it); then a line per goal of issue 18, and
+// with --csv and --png a plot of the table (store_bench_local.h).
 //
 // --daemons 2: the transfer engine instead. A client on daemon A puts with the replica
 // steered onto daemon B and gets those objects back on A, so every byte crosses the
@@ -12,24 +15,20 @@
 // harness's key, in alternating order: remote 4 KiB puts and 4 MiB gets in each; the
 // medians of the rounds side by side, with the ratio on/off; then what the handshake adds
 // to a new transfer connection, measured in process.
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <pthread.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
 #include <chrono>
-#include <cinttypes>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
-#include <deque>
+#include <memory>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "bench/master_bench_util.h"
+#include "bench/store_bench_local.h"
+#include "bench/store_bench_util.h"
 #include "common/cluster_key.h"
 #include "common/flags.h"
 #include "common/units.h"
@@ -42,420 +41,7 @@
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
-
-struct Options {
-  std::string socket;               // an existing daemon; empty: spawn master + daemon
-  std::string build_dir = "build";  // where the spawned binaries are
-  int64_t daemons = 1;              // 2: the two-daemon (transfer engine) mode
-  std::string daemon_args;          // extra flags of spawned daemons, separated by spaces
-  std::string sizes;                // empty: the mode's default
-  int64_t threads = 4;
-  uint64_t bytes_per_phase = 256ull << 20;
-  int64_t max_ops = 20000;
-  uint64_t pool_size = 1ull << 30;
-  uint64_t segment_size = 0;  // 0: the mode's default
-  int64_t lease_ms = 3000;  // the master's read lease (spawned: set to this)
-  std::string auth = "on";  // --daemons 2: with the cluster key, without, or both compared
-  int64_t auth_rounds = 3;
-  std::string csv;
-};
-
-[[noreturn]] void Die(const char* what, int64_t code) {
-  std::fprintf(stderr, "store_bench: FATAL: %s returned %" PRId64 " (%s)\n", what, code,
-               mooncake_store_strerror(static_cast<int>(code)));
-  if (code == MOONCAKE_STORE_OBJECT_NOT_FOUND || code == MOONCAKE_STORE_NO_AVAILABLE_HANDLE) {
-    std::fprintf(stderr,
-                 "  the segment is too small: removed objects keep their space until their read "
-                 "leases end,\n  so the master evicted this phase's objects. Use a bigger "
-                 "segment, a shorter lease or --bytes_per_phase.\n");
-  }
-  std::exit(1);
-}
-
-double Seconds(Clock::time_point a, Clock::time_point b) {
-  return std::chrono::duration<double>(b - a).count();
-}
-
-double Percentile(std::vector<double> v, double q) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  return v[std::min(v.size() - 1, static_cast<size_t>(q * static_cast<double>(v.size())))];
-}
-
-struct Row {
-  std::string op, buffer, form;
-  uint64_t size = 0;
-  int threads = 0;
-  int64_t ops = 0;
-  // baseline_gbps: memcpy of the same size (one daemon), raw loopback TCP (two daemons).
-  double seconds = 0, p50_us = 0, p99_us = 0, baseline_gbps = 0;
-  double ops_per_s() const { return static_cast<double>(ops) / seconds; }
-  double gbps() const { return static_cast<double>(ops) * static_cast<double>(size) / seconds / 1e9; }
-};
-
-// One benchmark configuration: `threads` threads each doing `ops_per_thread` operations in
-// groups of `batch` keys (1 = the single-key call), on pool or plain buffers.
-struct Phase {
-  mooncake_store_t store;
-  uint64_t size;
-  int threads;
-  int64_t ops_per_thread;
-  int batch;
-  bool pool;
-  int run;  // keeps keys of different phases apart
-  const mooncake_replicate_config_t* config = nullptr;  // of the puts
-};
-
-std::string Key(const Phase& p, int thread, int64_t i) {
-  char buf[96];
-  std::snprintf(buf, sizeof(buf), "bench-r%d-s%" PRIu64 "-t%d-%" PRId64, p.run, p.size, thread, i);
-  return buf;
-}
-
-// Fills a value whose bytes depend on its index, so a get can be checked cheaply.
-void Stamp(char* buf, uint64_t size, int64_t i) {
-  std::memcpy(buf, &i, std::min<uint64_t>(sizeof(i), size));
-  if (size > 16) std::memcpy(buf + size - sizeof(i), &i, sizeof(i));
-}
-
-bool StampMatches(const char* buf, uint64_t size, int64_t i) {
-  int64_t head = 0, tail = 0;
-  std::memcpy(&head, buf, std::min<uint64_t>(sizeof(head), size));
-  if (size > 16) std::memcpy(&tail, buf + size - sizeof(tail), sizeof(tail));
-  int64_t want_head = 0;
-  std::memcpy(&want_head, &i, std::min<uint64_t>(sizeof(i), size));
-  return head == want_head && (size <= 16 || tail == i);
-}
-
-// Runs put (is_put) or get over the phase; returns per-call latencies of all threads.
-std::vector<double> RunPhase(const Phase& p, bool is_put, double* seconds) {
-  std::vector<std::vector<double>> latencies(p.threads);
-  std::atomic<int> ready{0};
-  std::atomic<bool> go{false};
-  std::vector<std::thread> workers;
-  for (int t = 0; t < p.threads; ++t) {
-    workers.emplace_back([&, t] {
-      std::vector<char*> bufs(p.batch);
-      for (auto& b : bufs) {
-        b = p.pool ? static_cast<char*>(mooncake_store_alloc(p.store, p.size))
-                   : static_cast<char*>(std::aligned_alloc(64, (p.size + 63) / 64 * 64));
-        if (b == nullptr) Die("alloc (pool too small for this phase)", -1);
-        std::memset(b, 0x5a, p.size);
-      }
-      std::vector<std::string> keys(p.batch);
-      std::vector<const char*> key_ptrs(p.batch);
-      std::vector<void*> buf_ptrs(bufs.begin(), bufs.end());
-      std::vector<size_t> sizes(p.batch, p.size);
-      std::vector<int> put_results(p.batch);
-      std::vector<int64_t> get_results(p.batch);
-      latencies[t].reserve(p.ops_per_thread / p.batch + 1);
-      ready.fetch_add(1);
-      while (!go.load()) std::this_thread::yield();
-      for (int64_t i = 0; i < p.ops_per_thread; i += p.batch) {
-        for (int j = 0; j < p.batch; ++j) {
-          keys[j] = Key(p, t, i + j);
-          key_ptrs[j] = keys[j].c_str();
-          if (is_put) Stamp(bufs[j], p.size, i + j);
-        }
-        auto start = Clock::now();
-        if (p.batch == 1 && is_put) {
-          int rc = mooncake_store_put_from(p.store, key_ptrs[0], bufs[0], p.size, p.config);
-          if (rc != 0) Die("put_from", rc);
-        } else if (p.batch == 1) {
-          int64_t rc = mooncake_store_get_into(p.store, key_ptrs[0], bufs[0], p.size);
-          if (rc != static_cast<int64_t>(p.size)) Die("get_into", rc);
-        } else if (is_put) {
-          int rc = mooncake_store_batch_put_from(p.store, key_ptrs.data(), buf_ptrs.data(),
-                                                 sizes.data(), p.batch, p.config,
-                                                 put_results.data());
-          if (rc != 0) Die("batch_put_from", rc);
-          for (int r : put_results) {
-            if (r != 0) Die("batch_put_from entry", r);
-          }
-        } else {
-          int rc = mooncake_store_batch_get_into(p.store, key_ptrs.data(), buf_ptrs.data(),
-                                                 sizes.data(), p.batch, get_results.data());
-          if (rc != 0) Die("batch_get_into", rc);
-          for (int64_t r : get_results) {
-            if (r != static_cast<int64_t>(p.size)) Die("batch_get_into entry", r);
-          }
-        }
-        latencies[t].push_back(std::chrono::duration<double, std::micro>(Clock::now() - start).count());
-        if (!is_put) {
-          for (int j = 0; j < p.batch; ++j) {
-            if (!StampMatches(bufs[j], p.size, i + j)) Die("get_into returned wrong bytes", -1);
-          }
-        }
-      }
-      for (char* b : bufs) {
-        if (p.pool) {
-          mooncake_store_free(p.store, b);
-        } else {
-          std::free(b);
-        }
-      }
-    });
-  }
-  while (ready.load() < p.threads) std::this_thread::yield();
-  auto start = Clock::now();
-  go.store(true);
-  for (auto& w : workers) w.join();
-  *seconds = Seconds(start, Clock::now());
-  std::vector<double> all;
-  for (auto& l : latencies) all.insert(all.end(), l.begin(), l.end());
-  return all;
-}
-
-// Same-run baseline: GB/s of one thread memcpy-ing objects of this size between two
-// buffers of the kind the store copies between (each op touches fresh source memory).
-double MemcpyGbps(uint64_t size, uint64_t total_bytes) {
-  uint64_t span = std::max<uint64_t>(size, std::min<uint64_t>(total_bytes, 256ull << 20));
-  char* src = static_cast<char*>(std::aligned_alloc(64, (span + 63) / 64 * 64));
-  char* dst = static_cast<char*>(std::aligned_alloc(64, (span + 63) / 64 * 64));
-  std::memset(src, 1, span);
-  std::memset(dst, 2, span);
-  uint64_t ops = std::max<uint64_t>(1, total_bytes / size), slots = span / size;
-  auto start = Clock::now();
-  for (uint64_t i = 0; i < ops; ++i) {
-    uint64_t off = (i % slots) * size;
-    std::memcpy(dst + off, src + off, size);
-    asm volatile("" : : "r"(dst) : "memory");  // keep the copy
-  }
-  double s = Seconds(start, Clock::now());
-  std::free(src);
-  std::free(dst);
-  return static_cast<double>(ops) * static_cast<double>(size) / s / 1e9;
-}
-
-// Same-run baseline: median round trip of a small message over a Unix socket between two
-// threads (what one control request costs at minimum).
-double UnixRoundTripUs() {
-  int sv[2];
-  if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv) != 0) return 0;
-  std::thread echo([fd = sv[1]] {
-    char msg[64];
-    for (;;) {
-      ssize_t n = read(fd, msg, sizeof(msg));
-      if (n <= 0 || write(fd, msg, n) != n) break;
-    }
-  });
-  std::vector<double> rtts;
-  char msg[48] = {0}, back[48];
-  for (int i = 0; i < 20000; ++i) {
-    auto start = Clock::now();
-    if (write(sv[0], msg, sizeof(msg)) != sizeof(msg)) break;
-    size_t got = 0;
-    while (got < sizeof(back)) {
-      ssize_t n = read(sv[0], back + got, sizeof(back) - got);
-      if (n <= 0) break;
-      got += static_cast<size_t>(n);
-    }
-    rtts.push_back(std::chrono::duration<double, std::micro>(Clock::now() - start).count());
-  }
-  close(sv[0]);
-  echo.join();
-  close(sv[1]);
-  return Percentile(rtts, 0.5);
-}
-
-// Objects removed while leased keep their space until the lease ends (the master frees it
-// then), and a cache evicts what it must: a phase that finds the segment full of such space
-// would see its own fresh objects evicted. So phases wait until enough space is back.
-class LeasedSpace {
- public:
-  LeasedSpace(uint64_t segment_size, int64_t lease_ms)
-      : budget_(segment_size / 10 * 7), lease_(std::chrono::milliseconds(lease_ms)) {}
-
-  void WaitForRoom(uint64_t bytes) {
-    for (;;) {
-      auto now = Clock::now();
-      while (!held_.empty() && held_.front().first <= now) {
-        total_ -= held_.front().second;
-        held_.pop_front();
-      }
-      if (held_.empty() || total_ + bytes <= budget_) return;
-      std::this_thread::sleep_until(held_.front().first);
-    }
-  }
-  // Call after removing objects that were read (leased) just now.
-  void Removed(uint64_t bytes) {
-    held_.emplace_back(Clock::now() + lease_ + std::chrono::milliseconds(200), bytes);
-    total_ += bytes;
-  }
-
- private:
-  const uint64_t budget_;
-  const std::chrono::milliseconds lease_;
-  std::deque<std::pair<Clock::time_point, uint64_t>> held_;
-  uint64_t total_ = 0;
-};
-
-std::vector<uint64_t> ParseSizes(const std::string& text) {
-  std::vector<uint64_t> out;
-  size_t start = 0;
-  while (start <= text.size()) {
-    size_t comma = text.find(',', start);
-    std::string item = text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
-    uint64_t v = 0;
-    if (!mooncake::ParseSize(item, &v) || v == 0) {
-      std::fprintf(stderr, "store_bench: bad size '%s' in --sizes\n", item.c_str());
-      std::exit(2);
-    }
-    out.push_back(v);
-    if (comma == std::string::npos) break;
-    start = comma + 1;
-  }
-  return out;
-}
-
-// The table's header and the CSV's; baseline names the same-run figure ("memcpy", "tcp"),
-// ratio the column of the share of it.
-void PrintHeader(const char* baseline, const char* ratio, FILE* csv) {
-  std::printf("%-4s %-6s %-9s %9s %3s %7s %10s %8s %9s %9s %8s %7s\n", "op", "buffer", "form",
-              "size", "thr", "ops", "ops/s", "GB/s", "p50_us", "p99_us", baseline, ratio);
-  if (csv) {
-    std::fprintf(csv, "op,buffer,form,size,threads,ops,seconds,ops_per_s,gb_per_s,p50_us,p99_us,"
-                      "%s_gb_per_s,ratio_to_%s\n", baseline, baseline);
-  }
-}
-
-void Print(const Row& r, FILE* csv) {
-  double ratio = r.baseline_gbps > 0 ? r.gbps() / r.baseline_gbps : 0;
-  std::printf("%-4s %-6s %-9s %9s %3d %7" PRId64 " %10.0f %8.2f %9.1f %9.1f %8.2f %6.0f%%\n",
-              r.op.c_str(), r.buffer.c_str(), r.form.c_str(), mooncake::FormatSize(r.size).c_str(),
-              r.threads, r.ops, r.ops_per_s(), r.gbps(), r.p50_us, r.p99_us, r.baseline_gbps,
-              ratio * 100);
-  std::fflush(stdout);
-  if (csv) {
-    std::fprintf(csv, "%s,%s,%s,%" PRIu64 ",%d,%" PRId64 ",%.3f,%.0f,%.4f,%.2f,%.2f,%.4f,%.4f\n",
-                 r.op.c_str(), r.buffer.c_str(), r.form.c_str(), r.size, r.threads, r.ops,
-                 r.seconds, r.ops_per_s(), r.gbps(), r.p50_us, r.p99_us, r.baseline_gbps, ratio);
-  }
-}
-
-// Same-run baseline of the two-daemon mode: one TCP connection over 127.0.0.1, a sender
-// thread write()ing 1 MiB buffers and a receiver thread read()ing them, for `seconds`.
-double LoopbackTcpGbps(double seconds) {
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof(addr);
-  int listener = socket(AF_INET, SOCK_STREAM, 0);
-  int tx = socket(AF_INET, SOCK_STREAM, 0);
-  if (bind(listener, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 ||
-      listen(listener, 1) != 0 ||
-      getsockname(listener, reinterpret_cast<sockaddr*>(&addr), &len) != 0 ||
-      connect(tx, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
-    Die("loopback TCP set-up", -1);
-  }
-  int rx = accept(listener, nullptr, nullptr);
-  uint64_t received = 0;
-  std::thread receiver([&] {
-    std::vector<char> buf(1 << 20);
-    for (;;) {
-      ssize_t n = read(rx, buf.data(), buf.size());
-      if (n <= 0) break;
-      received += static_cast<uint64_t>(n);
-    }
-  });
-  std::vector<char> buf(1 << 20, 1);
-  auto start = Clock::now();
-  while (Seconds(start, Clock::now()) < seconds) {
-    for (size_t off = 0; off < buf.size();) {
-      ssize_t n = write(tx, buf.data() + off, buf.size() - off);
-      if (n <= 0) Die("loopback TCP write", -1);
-      off += static_cast<size_t>(n);
-    }
-  }
-  shutdown(tx, SHUT_WR);
-  receiver.join();
-  double s = Seconds(start, Clock::now());
-  close(tx);
-  close(rx);
-  close(listener);
-  return static_cast<double>(received) / s / 1e9;
-}
-
-std::vector<std::string> SplitArgs(const std::string& text) {
-  std::vector<std::string> out;
-  size_t start = 0;
-  while ((start = text.find_first_not_of(' ', start)) != std::string::npos) {
-    size_t end = text.find(' ', start);
-    out.push_back(text.substr(start, end == std::string::npos ? std::string::npos : end - start));
-    start = end;
-  }
-  return out;
-}
-
-// Enough operations to move about bytes_per_phase, but at least 32 so that percentiles
-// mean something, as a multiple of unit.
-int64_t PhaseOps(const Options& o, uint64_t size, int64_t unit) {
-  int64_t base = std::max<int64_t>(
-      32, std::min<int64_t>(o.max_ops, static_cast<int64_t>(o.bytes_per_phase / size)));
-  return (base + unit - 1) / unit * unit;
-}
-
-// The one-daemon matrix: pool and plain buffers, 1 and N threads, single and batch calls.
-void RunOneDaemon(const Options& o, mooncake_store_t store, FILE* csv) {
-  double uds_rtt = UnixRoundTripUs();
-  std::printf("machine: %u cores; Unix-socket round trip (p50, same run): %.1f us\n",
-              std::thread::hardware_concurrency(), uds_rtt);
-  PrintHeader("memcpy", "vs_cpy", csv);
-
-  int run = static_cast<int>(getpid());
-  LeasedSpace space(o.segment_size, o.lease_ms);
-  double get4k_p50 = 0, reread4k_p50 = 0, get1m_pool_ratio = 0;
-  for (uint64_t size : ParseSizes(o.sizes)) {
-    double memcpy_gbps = MemcpyGbps(size, o.bytes_per_phase);
-    for (bool pool : {true, false}) {
-      for (int threads : {1, static_cast<int>(o.threads)}) {
-        for (int batch : {1, 32, 128}) {
-          // A batch is one call; batches bigger than a phase's data are not a use case.
-          // Phases must not fill the segment: a cache evicts.
-          if (batch > 1 && (threads > 1 || size * batch > o.bytes_per_phase)) continue;
-          int64_t ops = PhaseOps(o, size, static_cast<int64_t>(threads) * batch);
-          Phase p{store, size, threads, ops / threads, batch, pool, ++run};
-          space.WaitForRoom(static_cast<uint64_t>(ops) * size);
-          std::string form = batch == 1 ? "single" : "batch" + std::to_string(batch);
-          // The second get of a single-key, one-thread run reads the same keys again: the
-          // first read is a miss in the daemon's read cache, a re-read within the lease is
-          // a hit and skips the master.
-          int passes = (batch == 1 && threads == 1) ? 3 : 2;
-          for (int pass = 0; pass < passes; ++pass) {
-            bool is_put = pass == 0;
-            Row r{is_put ? "put" : "get", pool ? "pool" : "plain",
-                  pass == 2 ? "reread" : form, size, threads, p.ops_per_thread * threads};
-            std::vector<double> lat = RunPhase(p, is_put, &r.seconds);
-            r.p50_us = Percentile(lat, 0.5);
-            r.p99_us = Percentile(lat, 0.99);
-            r.baseline_gbps = memcpy_gbps;
-            Print(r, csv);
-            if (pass == 1 && batch == 1 && threads == 1 && pool && size == 4096) get4k_p50 = r.p50_us;
-            if (pass == 2 && pool && size == 4096) reread4k_p50 = r.p50_us;
-            if (pass == 1 && batch == 1 && threads == 1 && pool && size == (1u << 20)) {
-              get1m_pool_ratio = r.gbps() / memcpy_gbps;
-            }
-          }
-          mooncake_store_remove_all(store, 1);
-          space.Removed(static_cast<uint64_t>(ops) * size);
-        }
-      }
-    }
-  }
-  if (get1m_pool_ratio > 0) {
-    std::printf("\n1 MiB get_into (pool, 1 thread): %.0f%% of same-run memcpy (aim >= 50%%)\n",
-                get1m_pool_ratio * 100);
-  }
-  if (get4k_p50 > 0) {
-    std::printf("4 KiB get p50, first read (asks the master): %.1f us = %.1fx one Unix-socket "
-                "round trip\n", get4k_p50, get4k_p50 / uds_rtt);
-  }
-  if (reread4k_p50 > 0) {
-    std::printf("4 KiB get p50, re-read (daemon read cache): %.1f us = %.1fx one Unix-socket "
-                "round trip (aim <= 3x)\n", reread4k_p50, reread4k_p50 / uds_rtt);
-  }
-}
+using namespace mooncake::store_bench;  // NOLINT: this program's own helpers
 
 // The two-daemon mode: a client on daemon 0 (A) puts pool buffers with the replica steered
 // onto daemon 1 (B), then gets them back on A, so both directions cross the transfer port.
@@ -483,7 +69,7 @@ void RunTwoDaemons(const Options& o, mc_cluster* cluster, mooncake_store_t store
         bool is_put = pass == 0;
         Row r{is_put ? "put" : "get", "pool", pass == 0 ? "A->B" : pass == 1 ? "B->A" : "B->A re",
               size, threads, p.ops_per_thread * threads};
-        std::vector<double> lat = RunPhase(p, is_put, &r.seconds);
+        std::vector<double> lat = RunPhase(p, is_put ? Op::kPut : Op::kGet, &r.seconds);
         r.p50_us = Percentile(lat, 0.5);
         r.p99_us = Percentile(lat, 0.99);
         r.baseline_gbps = tcp_gbps;
@@ -533,8 +119,6 @@ mc_cluster* SpawnCluster(const Options& o, bool keyed) {
 struct AuthFigures {
   double put4k_kops_per_s = 0, get4m_gbps = 0;
 };
-
-double Median(std::vector<double> v) { return Percentile(std::move(v), 0.5); }
 
 // What the key costs a transfer, measured in process where the cases can alternate sample
 // by sample (a shared machine's noise hits them alike), against transfer servers on
@@ -627,7 +211,7 @@ AuthFigures MeasureAuthRound(const Options& o, mc_cluster* cluster, bool keyed, 
   // daemon to master) fill, each paying its handshake once, as in any long-lived cluster.
   Phase warm{store, 4096, threads, 256, 1, true, run++, &to_b};
   double ignored = 0;
-  RunPhase(warm, true, &ignored);
+  RunPhase(warm, Op::kPut, &ignored);
   mooncake_store_remove_all(store, 1);
   AuthFigures f;
   for (uint64_t size : {uint64_t{4096}, uint64_t{4} << 20}) {
@@ -636,7 +220,7 @@ AuthFigures MeasureAuthRound(const Options& o, mc_cluster* cluster, bool keyed, 
     for (int pass = 0; pass < (size == 4096 ? 1 : 2); ++pass) {
       Row r{pass == 0 ? "put" : "get", "pool", pass == 0 ? "A->B" : "B->A", size, threads,
             p.ops_per_thread * threads};
-      std::vector<double> lat = RunPhase(p, pass == 0, &r.seconds);
+      std::vector<double> lat = RunPhase(p, pass == 0 ? Op::kPut : Op::kGet, &r.seconds);
       r.p50_us = Percentile(lat, 0.5);
       r.p99_us = Percentile(lat, 0.99);
       r.form += keyed ? " key" : " nokey";
@@ -711,8 +295,8 @@ int main(int argc, char** argv) {
   Options o;
   mooncake::FlagSet flags("store_bench",
                           "put_from/get_into throughput and latency through the C ABI, with "
-                          "same-run memcpy and Unix-socket baselines; --daemons 2: across two "
-                          "daemons, against raw loopback TCP.");
+                          "same-run memcpy, Unix-socket and Redis baselines and issue 18's goals; "
+                          "--daemons 2: across two daemons, against raw loopback TCP.");
   flags.AddString("socket", &o.socket, "daemon socket to use (empty: spawn a master and daemon)");
   flags.AddString("build_dir", &o.build_dir, "build tree holding the binaries to spawn");
   flags.AddInt("daemons", &o.daemons,
@@ -736,7 +320,14 @@ int main(int argc, char** argv) {
                   "2 both compared: remote 4 KiB puts and 4 MiB gets, rounds of each");
   flags.AddInt("auth_rounds", &o.auth_rounds,
                "--auth both: rounds of each (0: only the in-process figures of the handshake)");
+  flags.AddChoice("redis", &o.redis, {"on", "off"},
+                  "one daemon: also measure a redis-server on 127.0.0.1 (started for the run, "
+                  "persistence off) with the same sizes, threads and batches");
+  flags.AddString("redis_server", &o.redis_server, "the redis-server binary (a path or a name on PATH)");
   flags.AddString("csv", &o.csv, "also write the rows to this CSV file");
+  flags.AddString("png", &o.png,
+                  "one daemon: plot the CSV (--csv) into this PNG, ours beside Redis (needs gnuplot)");
+  flags.AddString("plot_script", &o.plot_script, "the gnuplot script that draws --png");
   mooncake::ParseFlagsOrExit(&flags, argc, argv);
   bool two = o.daemons == 2;
   if ((o.daemons != 1 && !two) || (two && !o.socket.empty())) {
@@ -744,6 +335,31 @@ int main(int argc, char** argv) {
     return 2;
   }
   if (o.sizes.empty()) o.sizes = two ? "1MB,4MB" : "4KB,64KB,1MB,4MB,16MB";
+  if (!o.png.empty() && (o.csv.empty() || two)) {
+    std::fprintf(stderr, "store_bench: --png plots the one-daemon CSV: it needs --csv and --daemons 1\n");
+    return 2;
+  }
+  if (o.plot_script.empty()) o.plot_script = MC_BENCH_DIR "/plot_store_bench.gnuplot";
+  // Started first, so that a missing or broken redis-server costs no cluster start-up; a
+  // static, so that the exit of a fatal error stops it too (and the kernel, should this
+  // process be killed: it dies with its parent).
+  static RedisServer redis;
+  const bool with_redis = !two && o.redis == "on";
+  if (with_redis) {
+    std::string binary = RedisServer::Find(o.redis_server);
+    if (binary.empty()) {
+      std::fprintf(stderr,
+                   "store_bench: %s not found: install it (scripts/install-deps.sh, or apt-get "
+                   "install redis-server), give its path with --redis_server, or run without the "
+                   "comparison: --redis off\n", o.redis_server.c_str());
+      return 2;
+    }
+    std::string error;
+    if (!redis.Start(binary, &error)) {
+      std::fprintf(stderr, "store_bench: %s\n", error.c_str());
+      return 1;
+    }
+  }
   // Two daemons pre-fault a segment each; 1 GiB apiece is plenty for their 1-4 MiB phases.
   if (o.segment_size == 0) o.segment_size = two ? (1ull << 30) : (3ull << 30);
   if (o.auth == "both") {
@@ -772,10 +388,12 @@ int main(int argc, char** argv) {
   if (two) {
     RunTwoDaemons(o, cluster, store, csv);
   } else {
-    RunOneDaemon(o, store, csv);
+    RunOneDaemon(o, store, with_redis ? &redis : nullptr, csv);
   }
   if (csv) std::fclose(csv);
   mooncake_store_destroy(store);
   mc_cluster_stop(cluster);
+  redis.Stop();
+  if (!o.png.empty()) mooncake::bench::PlotCsv(o.plot_script, o.csv, o.png);
   return 0;
 }
