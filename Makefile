@@ -12,7 +12,7 @@ JOBS      ?= $(shell nproc)
 CTEST_ARGS ?= --output-on-failure
 PREFIX    ?= /usr/local
 
-.PHONY: all build deps test asan fuzz fuzz-smoke fuzz-seeds demo bench clean install
+.PHONY: all build deps test asan fuzz fuzz-smoke fuzz-seeds demo bench bench-store clean install
 
 all: build
 
@@ -57,6 +57,13 @@ bench: build
 	$(BUILD_DIR)/bench/eviction_bench --build_dir $(BUILD_DIR)
 	$(BUILD_DIR)/bench/ssd_bench
 	$(BUILD_DIR)/bench/failover_bench --build_dir $(BUILD_DIR)
+
+# store_bench's one-daemon table beside a redis-server it starts for the run (4 KiB and
+# 1 MiB, about a minute), with issue 18's goal lines; the table also as CSV and PNG
+# (bench/plot_store_bench.gnuplot) in $(BUILD_DIR)/bench.
+bench-store: build
+	$(BUILD_DIR)/bench/store_bench --build_dir $(BUILD_DIR) --sizes 4KB,1MB --max_ops 20000 \
+	  --csv $(BUILD_DIR)/bench/store_bench.csv --png $(BUILD_DIR)/bench/store_bench.png
 
 # Installs under PREFIX (binaries, library, header, pkg-config and CMake files, systemd
 # units, sysusers, example configs, docs); DESTDIR is put in front of every path, for

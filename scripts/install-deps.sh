@@ -23,6 +23,7 @@ PACKAGES=(
   libcurl4-openssl-dev nlohmann-json3-dev   # etcd's JSON gateway (common/etcd_client.cc)
   gnuplot-nox                           # benchmark plots
   fio                                   # bench/ssd_bench's raw-disk baseline
+  redis-server                          # bench/store_bench's side-by-side Redis (issue 18)
   prometheus                            # promtool check metrics, and a real scrape in a test
   systemd                               # systemd-analyze verify of deploy/*.service
 )
