@@ -333,7 +333,6 @@ void RunOneDaemon(const Options& o, mooncake_store_t store, const RedisServer* r
             std::vector<double> lat = RunPhase(p, pass.op, &l.ours.seconds);
             l.ours.p50_us = Percentile(lat, 0.5);
             l.ours.p99_us = Percentile(lat, 0.99);
-            l.ours.baseline_gbps = cold_warm;
             l.memcpy_cold_warm = cold_warm;
             l.memcpy_cold_cold = cold_cold;
             l.redis = *pass.redis;

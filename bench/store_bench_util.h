@@ -56,7 +56,7 @@ struct Row {
   uint64_t size = 0;
   int threads = 0;
   int64_t ops = 0;  // keys, for batch calls
-  // baseline_gbps: memcpy of the same size (one daemon), raw loopback TCP (two daemons).
+  // baseline_gbps: raw loopback TCP (two daemons; the one-daemon rows keep theirs beside).
   double seconds = 0, p50_us = 0, p99_us = 0, baseline_gbps = 0;
   double ops_per_s() const { return static_cast<double>(ops) / seconds; }
   double gbps() const { return static_cast<double>(ops) * static_cast<double>(size) / seconds / 1e9; }
@@ -106,7 +106,7 @@ std::vector<double> RunPhase(const Phase& p, Op op, double* seconds);
 // cold: source and destination both cycle through a span bigger than the caches (each op
 // touches fresh memory on both sides). Cold to warm: the source cycles through such a span
 // into one destination buffer used again and again (what get_into into a reused pool
-// buffer does, and what the 1 MiB goal compares with).
+// buffer does, and what the 1 MiB goal compares with). Each the median of 5 passes.
 double MemcpyColdToColdGbps(uint64_t size, uint64_t total_bytes);
 double MemcpyColdToWarmGbps(uint64_t size, uint64_t total_bytes);
 
