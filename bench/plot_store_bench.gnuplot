@@ -33,9 +33,9 @@ set style fill solid 0.85 border -1
 set boxwidth 0.38
 set grid ytics
 set logscale y
-set key top left horizontal
+set key outside top center horizontal
 set xtics rotate by 30 right
-set offsets 0.6, 0.6, 0, 0
+set offsets 0.6, 0.6, graph 0.12, 0  # room above the bars for their labels
 ours_color = '#4a90d9'
 redis_color = '#d62728'
 
