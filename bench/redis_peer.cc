@@ -58,11 +58,11 @@ bool RedisServer::Start(const std::string& binary, std::string* error) {
   // A port free a moment ago may be taken by the time redis binds it: a few tries.
   for (int attempt = 0; attempt < 3; ++attempt) {
     port_ = testing::FreeTcpPort();
-    std::vector<std::string> argv = {binary,         "--port",    std::to_string(port_),
-                                     "--bind",       "127.0.0.1", "--save",
-                                     "",             "--appendonly", "no",
-                                     "--dir",        dir_,        "--daemonize",
-                                     "no",           "--logfile", ""};
+    std::vector<std::string> argv = {binary,   "--port",       std::to_string(port_),
+                                     "--bind", "127.0.0.1",    "--save",
+                                     "",       "--appendonly", "no",
+                                     "--dir",  dir_,           "--daemonize",
+                                     "no",     "--logfile",    ""};
     config_.clear();
     for (size_t i = 1; i < argv.size(); ++i) {
       config_ += (i > 1 ? " " : "") + (argv[i].empty() ? std::string("\"\"") : argv[i]);
@@ -242,7 +242,8 @@ bool RedisClient::ReadBulkString(std::string* text) {
 bool RedisClient::ExpectStatus(const char* want) {
   std::string line;
   if (!ReadLine(&line)) return false;
-  if (line != std::string("+") + want) return Fail("expected +" + std::string(want) + ", got '" + line + "'");
+  if (line != std::string("+") + want)
+    return Fail("expected +" + std::string(want) + ", got '" + line + "'");
   return true;
 }
 
@@ -269,8 +270,7 @@ iovec Piece(const char* text) { return {const_cast<char*>(text), std::strlen(tex
 }  // namespace
 
 bool RedisClient::Set(const char* key, const void* value, size_t size) {
-  return Send({Piece("SET"), Piece(key), {const_cast<void*>(value), size}}) &&
-         ExpectStatus("OK");
+  return Send({Piece("SET"), Piece(key), {const_cast<void*>(value), size}}) && ExpectStatus("OK");
 }
 
 bool RedisClient::Get(const char* key, void* buffer, size_t size, int64_t* length) {
@@ -293,7 +293,8 @@ bool RedisClient::MGet(const char* const* keys, void* const* buffers, const size
   for (size_t i = 0; i < count; ++i) pieces.push_back(Piece(keys[i]));
   std::string line;
   if (!Send(pieces) || !ReadLine(&line)) return false;
-  if (line != "*" + std::to_string(count)) return Fail("MGET: expected *" + std::to_string(count) + ", got '" + line + "'");
+  if (line != "*" + std::to_string(count))
+    return Fail("MGET: expected *" + std::to_string(count) + ", got '" + line + "'");
   for (size_t i = 0; i < count; ++i) {
     if (!ReadBulk(buffers[i], sizes[i], &lengths[i])) return false;
   }
@@ -306,7 +307,8 @@ bool RedisClient::Exists(const char* const* keys, size_t count, int64_t* present
   std::string line;
   if (!Send(pieces) || !ReadLine(&line)) return false;
   char* end = nullptr;
-  if (line.size() < 2 || line[0] != ':') return Fail("EXISTS: expected an integer, got '" + line + "'");
+  if (line.size() < 2 || line[0] != ':')
+    return Fail("EXISTS: expected an integer, got '" + line + "'");
   *present = std::strtoll(line.c_str() + 1, &end, 10);
   if (*end != '\0') return Fail("EXISTS: bad integer '" + line + "'");
   return true;

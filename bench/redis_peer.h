@@ -96,8 +96,8 @@ class RedisClient {
   int fd_ = -1;
   std::vector<char> in_ = std::vector<char>(64 << 10);
   size_t in_begin_ = 0, in_end_ = 0;
-  std::string header_;          // the framing of the command being sent
-  std::vector<iovec> iov_;      // and its pieces
+  std::string header_;      // the framing of the command being sent
+  std::vector<iovec> iov_;  // and its pieces
   std::vector<size_t> offsets_;
   std::string error_;
 };

@@ -24,7 +24,7 @@ namespace {
 
 // What Redis did for one of our rows' operations; command empty when not measured.
 struct RedisFigure {
-  std::string command;  // e.g. SET, MGET128
+  std::string command;                           // e.g. SET, MGET128
   double p50_us = 0, p99_us = 0, ops_per_s = 0;  // ops: keys
 };
 
@@ -45,9 +45,7 @@ struct RedisPhase {
 };
 
 RedisFigure RunRedisPhase(const RedisPhase& p, Op op) {
-  double seconds = 0;
-  std::vector<double> latencies = RunThreads(p.threads, [&](int t, const std::function<void()>& ready,
-                                                             std::vector<double>* lat) {
+  ThreadBody body = [&](int t, const std::function<void()>& ready, std::vector<double>* lat) {
     RedisClient client;
     if (!client.Connect(p.port)) RedisDie(client.error());
     std::vector<char*> bufs(p.batch);
@@ -96,10 +94,13 @@ RedisFigure RunRedisPhase(const RedisPhase& p, Op op) {
       }
     }
     for (char* b : bufs) std::free(b);
-  }, &seconds);
+  };
+  double seconds = 0;
+  std::vector<double> latencies = RunThreads(p.threads, body, &seconds);
   std::string batch = p.batch == 1 ? "" : std::to_string(p.batch);
-  const char* name = op == Op::kExist ? "EXISTS" : op == Op::kPut ? (p.batch == 1 ? "SET" : "MSET")
-                                                                  : (p.batch == 1 ? "GET" : "MGET");
+  const char* name = op == Op::kExist ? "EXISTS"
+                     : op == Op::kPut ? (p.batch == 1 ? "SET" : "MSET")
+                                      : (p.batch == 1 ? "GET" : "MGET");
   return {name + batch, Percentile(latencies, 0.5), Percentile(latencies, 0.99),
           static_cast<double>(p.ops_per_thread * p.threads) / seconds};
 }
@@ -146,9 +147,10 @@ void PrintLocalHeader(FILE* csv) {
               "buffer", "form", "size", "thr", "ops", "ops/s", "GB/s", "p50_us", "p99_us",
               "cpy_c>w", "vs_cpy", "redis", "redis_p50", "redis_op/s", "vs_redis");
   if (csv) {
-    std::fprintf(csv, "op,buffer,form,size,threads,ops,seconds,ops_per_s,gb_per_s,p50_us,p99_us,"
-                      "memcpy_cold_warm_gb_per_s,ratio_to_memcpy,memcpy_cold_cold_gb_per_s,"
-                      "redis_command,redis_p50_us,redis_p99_us,redis_ops_per_s,ratio_to_redis\n");
+    std::fprintf(csv,
+                 "op,buffer,form,size,threads,ops,seconds,ops_per_s,gb_per_s,p50_us,p99_us,"
+                 "memcpy_cold_warm_gb_per_s,ratio_to_memcpy,memcpy_cold_cold_gb_per_s,"
+                 "redis_command,redis_p50_us,redis_p99_us,redis_ops_per_s,ratio_to_redis\n");
   }
 }
 
@@ -179,8 +181,10 @@ void PrintLocal(const LocalRow& l, FILE* csv) {
   }
   std::fflush(stdout);
   if (csv) {
-    std::fprintf(csv, "%s,%s,%s,%" PRIu64 ",%d,%" PRId64 ",%.3f,%.0f,%.4f,%.2f,%.2f,%.4f,%.4f,"
-                      "%.4f,%s,%.2f,%.2f,%.0f,%.4f\n",
+    std::fprintf(csv,
+                 "%s,%s,%s,%" PRIu64 ",%d,%" PRId64
+                 ",%.3f,%.0f,%.4f,%.2f,%.2f,%.4f,%.4f,"
+                 "%.4f,%s,%.2f,%.2f,%.0f,%.4f\n",
                  r.op.c_str(), r.buffer.c_str(), r.form.c_str(), r.size, r.threads, r.ops,
                  r.seconds, r.ops_per_s(), gbps, r.p50_us, r.p99_us, l.memcpy_cold_warm, cpy,
                  l.memcpy_cold_cold, l.redis.command.c_str(), l.redis.p50_us, l.redis.p99_us,
@@ -191,8 +195,8 @@ void PrintLocal(const LocalRow& l, FILE* csv) {
 const LocalRow* Find(const std::vector<LocalRow>& rows, const char* op, const char* form,
                      uint64_t size, int threads) {
   for (const LocalRow& l : rows) {
-    if (l.ours.op == op && l.ours.buffer == "pool" && l.ours.form == form &&
-        l.ours.size == size && l.ours.threads == threads) {
+    if (l.ours.op == op && l.ours.buffer == "pool" && l.ours.form == form && l.ours.size == size &&
+        l.ours.threads == threads) {
       return &l;
     }
   }
@@ -228,7 +232,8 @@ void PrintGoals(const std::vector<LocalRow>& rows, double uds_rtt_us, int thread
        ">= 30000 puts/s", puts && puts->ours.ops_per_s() >= 30000);
   const LocalRow* get = Find(rows, "get", "single", k4, 1);
   known = get != nullptr && !get->redis.command.empty();
-  Goal("4 KiB first get p50 <= Redis GET p50", known, known ? Text("%.1f us", get->ours.p50_us) : "",
+  Goal("4 KiB first get p50 <= Redis GET p50", known,
+       known ? Text("%.1f us", get->ours.p50_us) : "",
        known ? Text("<= %.1f us (Redis GET)", get->redis.p50_us) : "",
        known && get->ours.p50_us <= get->redis.p50_us);
   const LocalRow* reread = Find(rows, "get", "reread", k4, 1);
@@ -250,27 +255,35 @@ void PrintGoals(const std::vector<LocalRow>& rows, double uds_rtt_us, int thread
   }
   const LocalRow* big = Find(rows, "get", "single", m1, 1);
   Goal("1 MiB get_into >= 0.8x memcpy cold->warm", big != nullptr,
-       big ? Text("%.2f GB/s (%.0f%%)", big->ours.gbps(), big->ours.gbps() / big->memcpy_cold_warm * 100) : "",
-       big ? Text(">= %.2f GB/s (0.8x %.2f)", 0.8 * big->memcpy_cold_warm, big->memcpy_cold_warm) : "",
+       big ? Text("%.2f GB/s (%.0f%%)", big->ours.gbps(),
+                  big->ours.gbps() / big->memcpy_cold_warm * 100)
+           : "",
+       big ? Text(">= %.2f GB/s (0.8x %.2f)", 0.8 * big->memcpy_cold_warm, big->memcpy_cold_warm)
+           : "",
        big && big->ours.gbps() >= 0.8 * big->memcpy_cold_warm);
-  std::printf("  (no regression elsewhere: store_bench --daemons 2 for remote gets vs raw TCP, "
-              "master_bench for the master's bytes/object)\n");
+  std::printf(
+      "  (no regression elsewhere: store_bench --daemons 2 for remote gets vs raw TCP, "
+      "master_bench for the master's bytes/object)\n");
 }
 
 }  // namespace
 
 void RunOneDaemon(const Options& o, mooncake_store_t store, const RedisServer* redis, FILE* csv) {
   double uds_rtt = UnixRoundTripUs();
-  std::printf("machine: %u cores; Unix-socket round trip (p50, same run; both threads block in "
-              "read()): %.1f us\n", std::thread::hardware_concurrency(), uds_rtt);
+  std::printf(
+      "machine: %u cores; Unix-socket round trip (p50, same run; both threads block in "
+      "read()): %.1f us\n",
+      std::thread::hardware_concurrency(), uds_rtt);
   if (redis != nullptr) {
-    std::printf("redis: redis-server %s on 127.0.0.1:%d (%s); our client: one blocking TCP "
-                "connection per thread, TCP_NODELAY\n",
-                redis->version().c_str(), redis->port(), redis->config().c_str());
+    std::printf(
+        "redis: redis-server %s on 127.0.0.1:%d (%s); our client: one blocking TCP "
+        "connection per thread, TCP_NODELAY\n",
+        redis->version().c_str(), redis->port(), redis->config().c_str());
   }
-  std::printf("cpy_c>w: memcpy of the size from a cold source into one warm buffer; vs_redis: "
-              "single calls p50 ours/Redis (< 1: faster), batches keys/s ours/Redis (> 1: "
-              "faster)\n");
+  std::printf(
+      "cpy_c>w: memcpy of the size from a cold source into one warm buffer; vs_redis: "
+      "single calls p50 ours/Redis (< 1: faster), batches keys/s ours/Redis (> 1: "
+      "faster)\n");
   PrintLocalHeader(csv);
 
   int run = static_cast<int>(getpid());
@@ -311,11 +324,12 @@ void RunOneDaemon(const Options& o, mooncake_store_t store, const RedisServer* r
           std::vector<Pass> passes{{Op::kPut, "put", form, &theirs.put}};
           if (batch > 1) passes.push_back({Op::kExist, "exist", form, &theirs.exist});
           passes.push_back({Op::kGet, "get", form, &theirs.get});
-          if (batch == 1 && threads == 1) passes.push_back({Op::kGet, "get", "reread", &theirs.reread});
+          if (batch == 1 && threads == 1)
+            passes.push_back({Op::kGet, "get", "reread", &theirs.reread});
           for (const Pass& pass : passes) {
             LocalRow l;
-            l.ours = Row{pass.name, pool ? "pool" : "plain", pass.form, size, threads,
-                         p.ops_per_thread * threads};
+            l.ours = Row{pass.name, pool ? "pool" : "plain",   pass.form, size,
+                         threads,   p.ops_per_thread * threads};
             std::vector<double> lat = RunPhase(p, pass.op, &l.ours.seconds);
             l.ours.p50_us = Percentile(lat, 0.5);
             l.ours.p99_us = Percentile(lat, 0.99);

@@ -62,10 +62,7 @@ bool StampMatches(const char* buf, uint64_t size, int64_t i) {
   return head == want_head && (size <= 16 || tail == i);
 }
 
-std::vector<double> RunThreads(
-    int threads,
-    const std::function<void(int t, const std::function<void()>& ready, std::vector<double>*)>& body,
-    double* seconds) {
+std::vector<double> RunThreads(int threads, const ThreadBody& body, double* seconds) {
   std::vector<std::vector<double>> latencies(threads);
   std::atomic<int> ready{0};
   std::atomic<bool> go{false};
@@ -89,8 +86,7 @@ std::vector<double> RunThreads(
 
 std::vector<double> RunPhase(const Phase& p, Op op, double* seconds) {
   if (op == Op::kExist && p.batch == 1) Die("exist phases are batched", -1);
-  return RunThreads(p.threads, [&](int t, const std::function<void()>& ready,
-                                   std::vector<double>* latencies) {
+  ThreadBody body = [&](int t, const std::function<void()>& ready, std::vector<double>* latencies) {
     std::vector<char*> bufs(p.batch);
     for (auto& b : bufs) {
       b = p.pool ? static_cast<char*>(mooncake_store_alloc(p.store, p.size))
@@ -121,15 +117,14 @@ std::vector<double> RunPhase(const Phase& p, Op op, double* seconds) {
         if (rc != static_cast<int64_t>(p.size)) Die("get_into", rc);
       } else if (op == Op::kPut) {
         int rc = mooncake_store_batch_put_from(p.store, key_ptrs.data(), buf_ptrs.data(),
-                                               sizes.data(), p.batch, p.config,
-                                               int_results.data());
+                                               sizes.data(), p.batch, p.config, int_results.data());
         if (rc != 0) Die("batch_put_from", rc);
         for (int r : int_results) {
           if (r != 0) Die("batch_put_from entry", r);
         }
       } else if (op == Op::kExist) {
-        int rc = mooncake_store_batch_is_exist(p.store, key_ptrs.data(), p.batch,
-                                               int_results.data());
+        int rc =
+            mooncake_store_batch_is_exist(p.store, key_ptrs.data(), p.batch, int_results.data());
         if (rc != 0) Die("batch_is_exist", rc);
         for (int r : int_results) {
           if (r != 1) Die("batch_is_exist entry (1: present)", r);
@@ -156,7 +151,8 @@ std::vector<double> RunPhase(const Phase& p, Op op, double* seconds) {
         std::free(b);
       }
     }
-  }, seconds);
+  };
+  return RunThreads(p.threads, body, seconds);
 }
 
 namespace {
@@ -190,7 +186,8 @@ double MemcpyColdToColdGbps(uint64_t size, uint64_t total_bytes) {
       std::memcpy(dst + off, src + off, size);
       asm volatile("" : : "r"(dst) : "memory");  // keep the copy
     }
-    return static_cast<double>(ops) * static_cast<double>(size) / Seconds(start, Clock::now()) / 1e9;
+    return static_cast<double>(ops) * static_cast<double>(size) / Seconds(start, Clock::now()) /
+           1e9;
   });
   std::free(src);
   std::free(dst);
@@ -212,7 +209,8 @@ double MemcpyColdToWarmGbps(uint64_t size, uint64_t total_bytes) {
       std::memcpy(dst, src + (i % slots) * size, size);
       asm volatile("" : : "r"(dst) : "memory");
     }
-    return static_cast<double>(ops) * static_cast<double>(size) / Seconds(start, Clock::now()) / 1e9;
+    return static_cast<double>(ops) * static_cast<double>(size) / Seconds(start, Clock::now()) /
+           1e9;
   });
   std::free(src);
   std::free(dst);
@@ -311,7 +309,8 @@ std::vector<uint64_t> ParseSizes(const std::string& text) {
   size_t start = 0;
   while (start <= text.size()) {
     size_t comma = text.find(',', start);
-    std::string item = text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    std::string item =
+        text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
     uint64_t v = 0;
     if (!mooncake::ParseSize(item, &v) || v == 0) {
       std::fprintf(stderr, "store_bench: bad size '%s' in --sizes\n", item.c_str());
@@ -328,8 +327,10 @@ void PrintHeader(const char* baseline, const char* ratio, FILE* csv) {
   std::printf("%-4s %-6s %-9s %9s %3s %7s %10s %8s %9s %9s %8s %7s\n", "op", "buffer", "form",
               "size", "thr", "ops", "ops/s", "GB/s", "p50_us", "p99_us", baseline, ratio);
   if (csv) {
-    std::fprintf(csv, "op,buffer,form,size,threads,ops,seconds,ops_per_s,gb_per_s,p50_us,p99_us,"
-                      "%s_gb_per_s,ratio_to_%s\n", baseline, baseline);
+    std::fprintf(csv,
+                 "op,buffer,form,size,threads,ops,seconds,ops_per_s,gb_per_s,p50_us,p99_us,"
+                 "%s_gb_per_s,ratio_to_%s\n",
+                 baseline, baseline);
   }
 }
 

@@ -33,11 +33,11 @@ struct Options {
   int64_t max_ops = 20000;
   uint64_t pool_size = 1ull << 30;
   uint64_t segment_size = 0;  // 0: the mode's default
-  int64_t lease_ms = 3000;  // the master's read lease (spawned: set to this)
-  std::string auth = "on";  // --daemons 2: with the cluster key, without, or both compared
+  int64_t lease_ms = 3000;    // the master's read lease (spawned: set to this)
+  std::string auth = "on";    // --daemons 2: with the cluster key, without, or both compared
   int64_t auth_rounds = 3;
-  std::string redis = "on";                     // one daemon: Redis measured alongside
-  std::string redis_server = "redis-server";    // its binary (a path, or a name on PATH)
+  std::string redis = "on";                   // one daemon: Redis measured alongside
+  std::string redis_server = "redis-server";  // its binary (a path, or a name on PATH)
   std::string csv;
   std::string png;  // one daemon: the side-by-side plot of the CSV (needs --csv, gnuplot)
   std::string plot_script;
@@ -59,7 +59,9 @@ struct Row {
   // baseline_gbps: raw loopback TCP (two daemons; the one-daemon rows keep theirs beside).
   double seconds = 0, p50_us = 0, p99_us = 0, baseline_gbps = 0;
   double ops_per_s() const { return static_cast<double>(ops) / seconds; }
-  double gbps() const { return static_cast<double>(ops) * static_cast<double>(size) / seconds / 1e9; }
+  double gbps() const {
+    return static_cast<double>(ops) * static_cast<double>(size) / seconds / 1e9;
+  }
 };
 
 enum class Op { kPut, kGet, kExist };
@@ -73,7 +75,7 @@ struct Phase {
   int64_t ops_per_thread;
   int batch;
   bool pool;
-  int run;  // keeps keys of different phases apart
+  int run;                                              // keeps keys of different phases apart
   const mooncake_replicate_config_t* config = nullptr;  // of the puts
 };
 
@@ -92,10 +94,9 @@ bool StampMatches(const char* buf, uint64_t size, int64_t i);
 // (which waits until every thread is set up) and then its timed work, appending per-call
 // latencies in microseconds to its vector. Returns all of them; *seconds the wall time
 // from the moment every thread was ready until the last one finished.
-std::vector<double> RunThreads(
-    int threads,
-    const std::function<void(int t, const std::function<void()>& ready, std::vector<double>*)>& body,
-    double* seconds);
+using ThreadBody =
+    std::function<void(int t, const std::function<void()>& ready, std::vector<double>* latencies)>;
+std::vector<double> RunThreads(int threads, const ThreadBody& body, double* seconds);
 
 // Runs the op over the phase (single calls for batch 1, the batch calls otherwise; exist
 // only batched), checking every result and, for gets, every value's stamp; returns
