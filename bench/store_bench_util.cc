@@ -10,6 +10,7 @@
 #include <cinttypes>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <thread>
 
 #include "common/flags.h"
@@ -164,11 +165,24 @@ char* TouchedBuffer(uint64_t bytes, int fill) {
   return b;
 }
 
-// The median of `passes` measurements: one pass is tens of milliseconds, and on a shared
-// machine a single one can land in another program's burst of memory traffic.
-double MedianOfPasses(int passes, const std::function<double()>& measure) {
+// This thread's CPU time in seconds: a copy loop's own cost, without the time it spent
+// preempted (with ten runnable threads on two vCPUs, wall time measured the scheduler).
+double ThreadCpuSeconds() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) / 1e9;
+}
+
+// GB/s of `pass` (which copies `bytes`), the median of 5 passes timed in thread CPU time:
+// a pass is tens of milliseconds, and one can land in another program's burst of memory
+// traffic.
+double CopyGbps(uint64_t bytes, const std::function<void()>& pass) {
   std::vector<double> figures;
-  for (int i = 0; i < passes; ++i) figures.push_back(measure());
+  for (int i = 0; i < 5; ++i) {
+    double start = ThreadCpuSeconds();
+    pass();
+    figures.push_back(static_cast<double>(bytes) / (ThreadCpuSeconds() - start) / 1e9);
+  }
   return Median(figures);
 }
 
@@ -179,15 +193,12 @@ double MemcpyColdToColdGbps(uint64_t size, uint64_t total_bytes) {
   char* src = TouchedBuffer(span, 1);
   char* dst = TouchedBuffer(span, 2);
   uint64_t ops = std::max<uint64_t>(1, total_bytes / size), slots = span / size;
-  double gbps = MedianOfPasses(5, [&] {
-    auto start = Clock::now();
+  double gbps = CopyGbps(ops * size, [&] {
     for (uint64_t i = 0; i < ops; ++i) {
       uint64_t off = (i % slots) * size;
       std::memcpy(dst + off, src + off, size);
       asm volatile("" : : "r"(dst) : "memory");  // keep the copy
     }
-    return static_cast<double>(ops) * static_cast<double>(size) / Seconds(start, Clock::now()) /
-           1e9;
   });
   std::free(src);
   std::free(dst);
@@ -203,14 +214,11 @@ double MemcpyColdToWarmGbps(uint64_t size, uint64_t total_bytes) {
   char* dst = TouchedBuffer(size, 2);
   uint64_t slots = span / size, ops = std::max<uint64_t>(slots, total_bytes / size);
   for (int i = 0; i < 4; ++i) std::memcpy(dst, src, size);  // the destination warm
-  double gbps = MedianOfPasses(5, [&] {
-    auto start = Clock::now();
+  double gbps = CopyGbps(ops * size, [&] {
     for (uint64_t i = 0; i < ops; ++i) {
       std::memcpy(dst, src + (i % slots) * size, size);
       asm volatile("" : : "r"(dst) : "memory");
     }
-    return static_cast<double>(ops) * static_cast<double>(size) / Seconds(start, Clock::now()) /
-           1e9;
   });
   std::free(src);
   std::free(dst);

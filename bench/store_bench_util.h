@@ -107,7 +107,9 @@ std::vector<double> RunPhase(const Phase& p, Op op, double* seconds);
 // cold: source and destination both cycle through a span bigger than the caches (each op
 // touches fresh memory on both sides). Cold to warm: the source cycles through such a span
 // into one destination buffer used again and again (what get_into into a reused pool
-// buffer does, and what the 1 MiB goal compares with). Each the median of 5 passes.
+// buffer does, and what the 1 MiB goal compares with). Each the median of 5
+// passes, timed in the thread's CPU time: what the copy costs, not how long the scheduler
+// kept it off a CPU on a shared machine.
 double MemcpyColdToColdGbps(uint64_t size, uint64_t total_bytes);
 double MemcpyColdToWarmGbps(uint64_t size, uint64_t total_bytes);
 
