@@ -64,10 +64,11 @@ class RedisClient {
   RedisClient(const RedisClient&) = delete;
   RedisClient& operator=(const RedisClient&) = delete;
 
-  bool Connect(int port);
-  // A command whose reply is a status (+OK, +PONG: *status) or an integer (*status its
-  // digits): PING, FLUSHALL, INFO is not one (a bulk string: see Info()).
+  bool Connect(int port);  // to 127.0.0.1:port
+  // A command whose reply is a status (+OK, +PONG: *status its text) or an integer
+  // (*status its digits), e.g. PING or FLUSHALL.
   bool Simple(const std::vector<std::string>& args, std::string* status);
+  // INFO section: a bulk string (up to 64 KiB).
   bool Info(const std::string& section, std::string* text);
 
   bool Set(const char* key, const void* value, size_t size);
@@ -83,7 +84,8 @@ class RedisClient {
   const std::string& error() const { return error_; }
 
  private:
-  // Writes one command: argument i is pieces[i] (bytes and length).
+  // Writes one command, argument i from arguments[i] (bytes and length), in one writev
+  // where it fits (IOV_MAX pieces), the values never copied.
   bool Send(const std::vector<iovec>& arguments);
   bool Fail(const std::string& what);
   bool Fill();                       // reads more into in_ (blocking)
@@ -91,14 +93,16 @@ class RedisClient {
   // A bulk string read straight into buffer (capacity size); *length -1 when nil.
   bool ReadBulk(void* buffer, size_t size, int64_t* length);
   bool ReadBulkString(std::string* text);
-  bool ExpectStatus(const char* want);
+  bool ExpectStatus(const char* want);  // the reply is +want
+
+  // Reply bytes read but not yet parsed: in_[in_begin_, in_end_).
 
   int fd_ = -1;
   std::vector<char> in_ = std::vector<char>(64 << 10);
   size_t in_begin_ = 0, in_end_ = 0;
-  std::string header_;      // the framing of the command being sent
-  std::vector<iovec> iov_;  // and its pieces
-  std::vector<size_t> offsets_;
+  std::string header_;           // the framing of the command being sent
+  std::vector<size_t> offsets_;  // where in header_ each argument's value goes
+  std::vector<iovec> iov_;       // framing and values, in order
   std::string error_;
 };
 
