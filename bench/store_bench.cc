@@ -323,10 +323,12 @@ int main(int argc, char** argv) {
   flags.AddChoice("redis", &o.redis, {"on", "off"},
                   "one daemon: also measure a redis-server on 127.0.0.1 (started for the run, "
                   "persistence off) with the same sizes, threads and batches");
-  flags.AddString("redis_server", &o.redis_server, "the redis-server binary (a path or a name on PATH)");
+  flags.AddString("redis_server", &o.redis_server,
+                  "the redis-server binary (a path or a name on PATH)");
   flags.AddString("csv", &o.csv, "also write the rows to this CSV file");
   flags.AddString("png", &o.png,
-                  "one daemon: plot the CSV (--csv) into this PNG, ours beside Redis (needs gnuplot)");
+                  "one daemon: plot the CSV (--csv) into this PNG, ours beside Redis (needs "
+                  "gnuplot)");
   flags.AddString("plot_script", &o.plot_script, "the gnuplot script that draws --png");
   mooncake::ParseFlagsOrExit(&flags, argc, argv);
   bool two = o.daemons == 2;
@@ -336,7 +338,8 @@ int main(int argc, char** argv) {
   }
   if (o.sizes.empty()) o.sizes = two ? "1MB,4MB" : "4KB,64KB,1MB,4MB,16MB";
   if (!o.png.empty() && (o.csv.empty() || two)) {
-    std::fprintf(stderr, "store_bench: --png plots the one-daemon CSV: it needs --csv and --daemons 1\n");
+    std::fprintf(stderr,
+                 "store_bench: --png plots the one-daemon CSV: it needs --csv and --daemons 1\n");
     return 2;
   }
   if (o.plot_script.empty()) o.plot_script = MC_BENCH_DIR "/plot_store_bench.gnuplot";
