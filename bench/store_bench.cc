@@ -329,7 +329,9 @@ int main(int argc, char** argv) {
   flags.AddString("png", &o.png,
                   "one daemon: plot the CSV (--csv) into this PNG, ours beside Redis (needs "
                   "gnuplot)");
-  flags.AddString("plot_script", &o.plot_script, "the gnuplot script that draws --png");
+  flags.AddString("plot_script", &o.plot_script,
+                  "the gnuplot script that draws --png (empty: the source tree's "
+                  "bench/plot_store_bench.gnuplot)");
   mooncake::ParseFlagsOrExit(&flags, argc, argv);
   bool two = o.daemons == 2;
   if ((o.daemons != 1 && !two) || (two && !o.socket.empty())) {
