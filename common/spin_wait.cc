@@ -44,7 +44,8 @@ void AdaptiveSpin::Blocked() {
 }
 
 bool ParseSpinMicros(const char* text, int64_t* micros) {
-  if (text == nullptr || *text == '\0') return false;
+  // Digits only: strtoll alone would take a sign and leading blanks.
+  if (text == nullptr || *text < '0' || *text > '9') return false;
   errno = 0;
   char* end = nullptr;
   long long value = std::strtoll(text, &end, 10);
