@@ -120,6 +120,11 @@ int main(int argc, char** argv) {
   server_options.address = options.rpc_address;
   server_options.port = static_cast<int>(options.rpc_port);
   server_options.io_threads = static_cast<size_t>(options.rpc_thread_num);
+  server_options.spin_ns = options.spin_us * 1000;
+  // Half the cores at most: the daemons and clients that call us (on a shared host) and
+  // the handlers' own work need the rest.
+  server_options.max_spinning =
+      static_cast<int>(std::max(1u, std::thread::hardware_concurrency() / 2));
   auto server = std::make_shared<mooncake::RpcServer>(
       processors, mooncake::MakeRpcProtocolFactory(), server_options);
   if (!server->Listen(&error)) {

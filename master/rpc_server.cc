@@ -93,7 +93,8 @@ void CloseFd(int* fd) {
 // One I/O thread: an epoll set of its connections and of its wake-up eventfd.
 class RpcServer::IoThread {
  public:
-  IoThread(RpcServer* server, size_t index) : server_(server), index_(index) {}
+  IoThread(RpcServer* server, size_t index)
+      : server_(server), index_(index), spin_(server->options_.spin_ns) {}
   ~IoThread() {
     CloseFd(&epoll_);
     CloseFd(&wake_);
@@ -139,8 +140,9 @@ class RpcServer::IoThread {
   struct Connection;
 
   void Run();
-  // Waits for events: after activity it polls first (spin), then blocks.
-  int Wait(epoll_event* events, bool hot);
+  // Waits for events: polls first (spin, when its budget and the spinner limit allow),
+  // then blocks.
+  int Wait(epoll_event* events);
   void TakeAdopted();
   void Open(int fd);
   void Close(Connection* c);
@@ -160,6 +162,7 @@ class RpcServer::IoThread {
 
   RpcServer* const server_;
   const size_t index_;
+  AdaptiveSpin spin_;
   int epoll_ = -1;
   int wake_ = -1;
   std::thread thread_;
@@ -191,14 +194,12 @@ void RpcServer::IoThread::Run() {
   const std::string name = "mc-rpc-" + std::to_string(index_);
   pthread_setname_np(pthread_self(), name.substr(0, 15).c_str());
   epoll_event events[kMaxEvents];
-  bool hot = false;
   while (!server_->stopping_.load(std::memory_order_acquire)) {
-    const int n = Wait(events, hot);
+    const int n = Wait(events);
     if (n < 0) {
       if (errno != EINTR) MC_LOG_ERROR("rpc server: epoll_wait: %s", strerror(errno));
       continue;
     }
-    hot = n > 0;
     for (int i = 0; i < n; ++i) {
       if (events[i].data.ptr == nullptr) {
         uint64_t count = 0;
@@ -214,15 +215,18 @@ void RpcServer::IoThread::Run() {
   while (!connections_.empty()) Close(connections_.begin()->first);
 }
 
-int RpcServer::IoThread::Wait(epoll_event* events, bool hot) {
-  if (hot) {
-    const int64_t budget =
-        server_->options_.spin_ns >= 0 ? server_->options_.spin_ns : SpinBudgetNanos();
-    int n = 0;
-    if (SpinUntil([&] { return (n = epoll_wait(epoll_, events, kMaxEvents, 0)) != 0; },
-                  budget)) {
-      return n;
-    }
+int RpcServer::IoThread::Wait(epoll_event* events) {
+  // The wait follows activity (an idle thread is asleep below, not here): the next call
+  // of a busy daemon usually comes within microseconds.
+  int n = 0;
+  if (spin_.max_budget_ns() > 0 && server_->spinners_.TryEnter()) {
+    const bool hit =
+        spin_.Spin([&] { return (n = epoll_wait(epoll_, events, kMaxEvents, 0)) != 0; });
+    server_->spinners_.Leave();
+    if (hit) return n;
+    n = epoll_wait(epoll_, events, kMaxEvents, -1);
+    spin_.Blocked();
+    return n;
   }
   return epoll_wait(epoll_, events, kMaxEvents, -1);
 }
@@ -440,7 +444,8 @@ RpcServer::RpcServer(std::shared_ptr<apache::thrift::TProcessorFactory> processo
                      RpcServerOptions options)
     : processors_(std::move(processors)),
       protocols_(std::move(protocols)),
-      options_(std::move(options)) {}
+      options_(std::move(options)),
+      spinners_(std::max(1, options_.max_spinning)) {}
 
 RpcServer::~RpcServer() {
   Stop();

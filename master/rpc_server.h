@@ -8,8 +8,10 @@
 // keeps each socket registered once (level-triggered), reads a call into the connection's
 // buffer and writes its reply from the connection's buffer (no allocation per call once
 // they have grown), and after any activity polls its epoll set without blocking for a
-// short, bounded time (common/spin_wait.h) before it sleeps: a daemon's next call, which
-// usually comes within microseconds, then finds the thread awake. An idle thread sleeps.
+// short, bounded, adaptive time (common/spin_wait.h's AdaptiveSpin: a thread whose polls
+// keep missing stops polling) before it sleeps: a daemon's next call, which usually comes
+// within microseconds, then finds the thread awake. An idle thread sleeps; at most
+// max_spinning threads poll at once.
 //
 // Connections: the acceptor (the thread in Serve) hands each new connection to the next
 // I/O thread in turn; that thread asks the processor factory for the connection's
@@ -50,6 +52,8 @@
 #include <thrift/TProcessor.h>
 #include <thrift/protocol/TProtocol.h>
 
+#include "common/spin_wait.h"
+
 namespace mooncake {
 
 // TNonblockingServer's limit, which the master ran with before this server.
@@ -60,9 +64,12 @@ struct RpcServerOptions {
   int port = 0;         // 0: the kernel picks one (port() after Listen)
   size_t io_threads = 1;
   uint32_t max_frame_bytes = kMaxRpcFrameBytes;
-  // How long an I/O thread polls for more work after some before it sleeps; -1: the
-  // process's spin budget (common/spin_wait.h, MC_SPIN_US), 0: never.
-  int64_t spin_ns = -1;
+  // How long an I/O thread polls for more work after some before it sleeps (the budget
+  // of its AdaptiveSpin, common/spin_wait.h); 0: never.
+  int64_t spin_ns = kDefaultSpinMicros * 1000;
+  // At most this many I/O threads poll at once (the others sleep at once): spinners that
+  // outnumber the CPUs starve the threads doing the work.
+  int max_spinning = 1;
 };
 
 class RpcServer {
@@ -95,6 +102,7 @@ class RpcServer {
   int stop_event_ = -1;  // eventfd: written by Stop, wakes the acceptor
   int port_ = 0;
   std::atomic<bool> stopping_{false};
+  SpinnerLimit spinners_;
   std::vector<std::unique_ptr<IoThread>> io_threads_;  // made by Listen
   size_t next_thread_ = 0;                             // acceptor's
 };
