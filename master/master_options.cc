@@ -32,7 +32,7 @@ void RegisterMasterFlags(FlagSet* f, MasterOptions* o) {
             "Thrift I/O threads, which run the handlers (0: one per core, at least 8)");
   f->AddInt("spin_us", &o->spin_us,
             "how long an I/O thread polls for the next call after one before it sleeps, "
-            "microseconds (adaptive; 0: never; at most 10000)");
+            "microseconds (adaptive; 0, the default: never; at most 10000)");
   f->AddDuration("default_kv_lease_ttl", &o->default_kv_lease_ttl_ms, 1,
                  "read lease granted by each hit, ms");
   f->AddDuration("default_kv_soft_pin_ttl", &o->default_kv_soft_pin_ttl_ms, 1,

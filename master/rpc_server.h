@@ -1,17 +1,21 @@
 // The master's Thrift server (master/main.cc): framed transport over TCP, served by
 // epoll loops on a fixed set of I/O threads, with the handlers run on those threads.
 //
-// Why not Thrift's TNonblockingServer: on a virtual machine whose idle CPUs sleep, the
-// cost of a master call is waking the thread that serves it (~15-30 us for the waker and
-// as much in latency), and TNonblockingServer always sleeps in libevent between two calls
-// of a connection, and re-registers the socket with epoll twice per call. This server
-// keeps each socket registered once (level-triggered), reads a call into the connection's
-// buffer and writes its reply from the connection's buffer (no allocation per call once
-// they have grown), and after any activity polls its epoll set without blocking for a
-// short, bounded, adaptive time (common/spin_wait.h's AdaptiveSpin: a thread whose polls
-// keep missing stops polling) before it sleeps: a daemon's next call, which usually comes
-// within microseconds, then finds the thread awake. An idle thread sleeps; at most
-// max_spinning threads poll at once.
+// Why not Thrift's TNonblockingServer: it re-registers a connection's socket with epoll
+// twice per call (libevent's event_del / event_add around each frame), allocates per
+// call, and spent 12-19 us of CPU per call on this VM. This server keeps each socket
+// registered once (level-triggered), reads a call into the connection's buffer and writes
+// its reply from the connection's buffer (no allocation per call once they have grown),
+// and runs the handler right there.
+//
+// Polling (spin_ns, the master's --spin_us): after activity a thread may poll its epoll
+// set without blocking for a short, bounded, adaptive time (common/spin_wait.h's
+// AdaptiveSpin: a thread whose polls keep missing stops polling; at most max_spinning
+// threads at once) before it sleeps, so that a daemon's next call finds it awake instead
+// of paying its wake-up (~15-30 us on a VM whose idle vCPUs halt). That can pay only where
+// the master has CPUs of its own (not measured yet): sharing two vCPUs with daemons and
+// clients that spin themselves, it made puts slower, so the master's default is 0
+// (docs/master.md, "Serving calls").
 //
 // Connections: the acceptor (the thread in Serve) hands each new connection to the next
 // I/O thread in turn; that thread asks the processor factory for the connection's
@@ -35,8 +39,8 @@
 //  - buffers above 1 MiB (a big reply, a big batch) are given back after the call.
 //
 // Thread roles: Listen, then Serve on one thread (it blocks until Stop); Stop from any
-// thread, once or more, before or during Serve (a Stop before Serve makes Serve return at
-// once). A connection's state belongs to its I/O thread; the hand-off queue of new
+// thread once Listen has returned, once or more, before or during Serve (a Stop before
+// Serve makes Serve return at once). A connection's state belongs to its I/O thread; the hand-off queue of new
 // connections is the only state shared (under a mutex). Serve returns once every I/O
 // thread has closed its connections; a call being handled when Stop comes finishes first.
 #ifndef MOONCAKE_MASTER_RPC_SERVER_H_
@@ -66,7 +70,7 @@ struct RpcServerOptions {
   uint32_t max_frame_bytes = kMaxRpcFrameBytes;
   // How long an I/O thread polls for more work after some before it sleeps (the budget
   // of its AdaptiveSpin, common/spin_wait.h); 0: never.
-  int64_t spin_ns = kDefaultSpinMicros * 1000;
+  int64_t spin_ns = 0;
   // At most this many I/O threads poll at once (the others sleep at once): spinners that
   // outnumber the CPUs starve the threads doing the work.
   int max_spinning = 1;

@@ -69,13 +69,18 @@ struct Fixture {
   MasterService service{Options()};
   std::unique_ptr<InProcessRpcServer> server;
 
-  explicit Fixture(size_t io_threads = 1, std::shared_ptr<const mooncake::ClusterKey> key = nullptr) {
+  // spin: the I/O threads poll after activity (--spin_us 50), as a master with cores
+  // of its own is run.
+  explicit Fixture(size_t io_threads = 1, std::shared_ptr<const mooncake::ClusterKey> key = nullptr,
+                   bool spin = false) {
     AddDaemon(service, 1);
     Put(service, 1, "held", 1024);
+    mooncake::RpcServerOptions options;
+    if (spin) options.spin_ns = mooncake::kDefaultSpinMicros * 1000;
     server = std::make_unique<InProcessRpcServer>(
         std::make_shared<mooncake::AuthenticatedProcessorFactory>(
             std::make_shared<TestHandler>(&service), std::move(key)),
-        io_threads);
+        io_threads, options);
   }
 };
 
@@ -158,10 +163,11 @@ size_t MallocBytes() {
   return m.uordblks + m.hblkhd;
 }
 
-// 200 connections over two I/O threads, eight client threads each driving 25 of them in
-// turn: every call is answered, and answered right, on its own connection.
+// 200 connections over two I/O threads (which poll after activity), eight client threads
+// each driving 25 of them in turn: every call is answered, and answered right, on its own
+// connection.
 void test_many_connections_at_once_each_get_their_own_answers(void**) {
-  Fixture f(2);
+  Fixture f(2, nullptr, /*spin=*/true);
   constexpr int kThreads = 8;
   constexpr int kPerThread = 25;
   constexpr int kRounds = 20;
@@ -267,11 +273,11 @@ void test_a_big_reply_to_a_slow_reader_does_not_stop_the_loop(void**) {
   assert_int_equal(slow.rpc->ExistKey("absent"), 0);
 }
 
-// Stop while four connections call in a loop and one is in a slow handler: Stop returns
-// (the slow call finishing first, its reply sent), and every client sees its connection
-// closed, not a timeout.
+// Stop while four connections call in a loop (their I/O threads polling) and one is in a
+// slow handler: Stop returns (the slow call finishing first, its reply sent), and every
+// client sees its connection closed, not a timeout.
 void test_stop_while_connections_are_busy(void**) {
-  Fixture f(2);
+  Fixture f(2, nullptr, /*spin=*/true);
   constexpr int kBusy = 4;
   std::atomic<int> calls{0};
   std::atomic<int> closed{0};
