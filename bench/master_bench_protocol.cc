@@ -3,8 +3,9 @@
 // of the hot paths: PutStart, PutEnd, GetReplicaList and BatchGetReplicaList of --batch
 // keys. No socket: the client's call goes through a TMemoryBuffer into the generated
 // processor over a real MasterService (one daemon, one 1 TiB segment), and the reply back
-// into the client, so the figure (CPU time of the one thread) is encoding + decoding on both sides plus the handler;
-// the handler's part is the same for both protocols, so the difference is the protocol's.
+// into the client, so the figure (CPU time of the one thread) is encoding + decoding on
+// both sides plus the handler; the handler's part is the same for both protocols, so the
+// difference is the protocol's.
 // Also the bytes each call and reply take on the wire. Chunks of 1024 calls alternate
 // between the protocols, and the table gives each protocol's mean over all its chunks.
 //

@@ -144,7 +144,8 @@ class RpcServer::IoThread {
   // then blocks.
   int Wait(epoll_event* events);
   void TakeAdopted();
-  void Open(int fd);
+  // Serves fd from now on: its processor, its buffers, its place in the epoll set.
+  void AddConnection(int fd);
   void Close(Connection* c);
   // The connection's events; false when it was closed.
   bool OnEvents(Connection* c, uint32_t events);
@@ -241,12 +242,12 @@ void RpcServer::IoThread::TakeAdopted() {
     if (server_->stopping_.load(std::memory_order_acquire)) {
       close(fd);
     } else {
-      Open(fd);
+      AddConnection(fd);
     }
   }
 }
 
-void RpcServer::IoThread::Open(int fd) {
+void RpcServer::IoThread::AddConnection(int fd) {
   auto c = std::make_unique<Connection>();
   c->fd = fd;
   c->socket = std::make_shared<apache::thrift::transport::TSocket>(fd);

@@ -40,9 +40,10 @@
 //
 // Thread roles: Listen, then Serve on one thread (it blocks until Stop); Stop from any
 // thread once Listen has returned, once or more, before or during Serve (a Stop before
-// Serve makes Serve return at once). A connection's state belongs to its I/O thread; the hand-off queue of new
-// connections is the only state shared (under a mutex). Serve returns once every I/O
-// thread has closed its connections; a call being handled when Stop comes finishes first.
+// Serve makes Serve return at once). A connection's state belongs to its I/O thread; the
+// hand-off queue of new connections is the only state shared (under a mutex). Serve
+// returns once every I/O thread has closed its connections; a call being handled when
+// Stop comes finishes first.
 #ifndef MOONCAKE_MASTER_RPC_SERVER_H_
 #define MOONCAKE_MASTER_RPC_SERVER_H_
 

@@ -22,7 +22,8 @@ class InProcessRpcServer {
  public:
   explicit InProcessRpcServer(std::shared_ptr<apache::thrift::TProcessorFactory> processors,
                               size_t io_threads = 1, RpcServerOptions options = {})
-      : server_(std::move(processors), MakeRpcProtocolFactory(), WithDefaults(options, io_threads)) {
+      : server_(std::move(processors), MakeRpcProtocolFactory(),
+                WithDefaults(options, io_threads)) {
     std::string error;
     if (!server_.Listen(&error)) fail_msg("rpc server: %s", error.c_str());
     thread_ = std::thread([this] { server_.Serve(); });

@@ -112,7 +112,8 @@ Client Connect(int port, int receive_buffer = 0) {
   c.socket = std::make_shared<TSocket>(RawConnect(port, receive_buffer));
   c.socket->setRecvTimeout(10000);
   c.transport = std::make_shared<TFramedTransport>(c.socket);
-  c.rpc = std::make_unique<rpc::MasterServiceClient>(std::make_shared<TBinaryProtocol>(c.transport));
+  c.rpc = std::make_unique<rpc::MasterServiceClient>(
+      std::make_shared<TBinaryProtocol>(c.transport));
   return c;
 }
 
@@ -339,7 +340,8 @@ void test_the_handshake_is_still_enforced(void**) {
   {
     Client c = Connect(f.server->port());
     std::string error;
-    assert_int_equal(mooncake::ToInt(mooncake::AuthenticateToMaster(c.rpc.get(), key.get(), &error)), 0);
+    assert_int_equal(
+        mooncake::ToInt(mooncake::AuthenticateToMaster(c.rpc.get(), key.get(), &error)), 0);
     assert_int_equal(c.rpc->ExistKey("held"), 1);
   }
   {
