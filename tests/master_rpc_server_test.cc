@@ -221,7 +221,8 @@ void test_frames_that_never_complete_cost_only_what_arrived(void**) {
   std::vector<int> peers;
   for (int i = 0; i < kPeers; ++i) {
     peers.push_back(RawConnect(f.server->port()));
-    SendAll(peers.back(), FrameHeader(200u << 20) + std::string(1000, 'x'));
+    // More than the first buffer holds: the buffer has to grow, with what arrives.
+    SendAll(peers.back(), FrameHeader(200u << 20) + std::string(100 << 10, 'x'));
   }
   // One I/O thread serves them all: by the time it answers this call, which was sent
   // after them, it has read what they sent.
