@@ -59,6 +59,9 @@ void RegisterDaemonFlags(FlagSet* f, DaemonOptions* o) {
   f->AddDuration("hello_timeout", &o->hello_timeout_ms, 1,
                  "a client connection that has not sent HELLO this long after connecting is "
                  "closed, ms");
+  f->AddInt("spin_us", &o->spin_us,
+            "how long a thread waiting for a request, a job or a master reply polls before "
+            "it sleeps, microseconds (adaptive; 0: never; at most 10000)");
   f->AddBool("read_cache", &o->read_cache,
              "remember where read objects live for 90% of their read lease, so repeated "
              "reads skip the master");
@@ -142,6 +145,8 @@ bool ValidateDaemonOptions(DaemonOptions* o, std::string* error) {
   } else if (o->worker_threads < 0 || o->worker_threads > 1024 ||
              o->max_master_connections < 0 || o->max_master_connections > 4096) {
     *error = "--worker_threads must be in 0..1024 and --max_master_connections in 0..4096";
+  } else if (o->spin_us < 0 || o->spin_us > kMaxSpinMicros) {
+    *error = "--spin_us must be in 0..10000";
   } else if (o->transfer_streams < 1 || o->transfer_streams > 64 ||
              o->transfer_connections < 1 || o->transfer_connections > 4096 ||
              o->transfer_timeout_ms <= 0 || o->transfer_timeout_ms > 3600 * 1000) {

@@ -7,6 +7,7 @@
 
 #include "common/flags.h"
 #include "common/master_address.h"
+#include "common/spin_wait.h"
 #include "daemon/local_access.h"
 #include "daemon/ssd_options.h"
 #include "daemon/tenant_policy.h"
@@ -46,6 +47,10 @@ struct DaemonOptions {
   int64_t shutdown_timeout_ms = 5000;    // how long SIGTERM waits for running requests
   int64_t hello_timeout_ms = 5000;       // a connection silent this long after connect is closed
   bool read_cache = true;                // serve repeated reads within their lease locally
+  // How long a thread waiting for a client's frame (the socket loop), a job (a worker) or
+  // a master reply polls before it blocks, microseconds; 0 = never spin. Adaptive and
+  // bounded (common/spin_wait.h).
+  int64_t spin_us = kDefaultSpinMicros;
   // Transfer engine (daemon to daemon).
   std::string protocol = "auto";         // auto | tcp | rdma
   std::string rdma_devices;              // comma-separated; "" = every device found

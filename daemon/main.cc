@@ -262,6 +262,7 @@ int main(int argc, char** argv) {
   client_options.port = options.master_port;
   client_options.connect_timeout_ms = static_cast<int>(options.connect_timeout_ms);
   client_options.rpc_timeout_ms = static_cast<int>(options.rpc_timeout_ms);
+  client_options.spin_us = options.spin_us;
   client_options.max_connections = options.max_master_connections > 0
                                        ? static_cast<size_t>(options.max_master_connections)
                                        : workers + 4;
@@ -386,6 +387,7 @@ int main(int argc, char** argv) {
   }
   UdsServer::Limits limits;
   limits.hello_timeout_ms = options.hello_timeout_ms;
+  limits.spin_us = options.spin_us;
   UdsServer server(&service, workers, limits);
   if (!server.Listen(options.socket, options.socket_mode_bits, &error)) {
     MC_LOG_ERROR("%s", error.c_str());

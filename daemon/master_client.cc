@@ -9,22 +9,34 @@
 #include <thrift/protocol/TBinaryProtocol.h>
 #include <thrift/transport/TBufferTransports.h>
 #include <thrift/transport/TSocket.h>
-#include "common/spin_wait.h"
 
 #include "common/error_code.h"
 #include "common/master_auth.h"
+#include "common/spin_wait.h"
 
 namespace mooncake {
 namespace {
-class SpinningSocket : public apache::thrift::transport::TVirtualTransport<SpinningSocket, apache::thrift::transport::TSocket> {
+
+// A TSocket whose reads first poll for the master's reply (adaptive, common/spin_wait.h):
+// the reply of a short RPC comes within tens of microseconds, and a worker that polls
+// for it needs no wake-up. A connection is used by one thread at a time (checked out of
+// the pool), as its AdaptiveSpin requires.
+class SpinningSocket : public apache::thrift::transport::TVirtualTransport<
+                           SpinningSocket, apache::thrift::transport::TSocket> {
  public:
-  SpinningSocket(const std::string& host, int port)
-      : apache::thrift::transport::TVirtualTransport<SpinningSocket, apache::thrift::transport::TSocket>(host, port) {}
+  SpinningSocket(const std::string& host, int port, int64_t spin_ns)
+      : TVirtualTransport(host, port), spin_(spin_ns) {}
   uint32_t read(uint8_t* buf, uint32_t len) {
-    SpinUntilReadable(getSocketFD(), SpinBudgetNanos());
-    return apache::thrift::transport::TSocket::read(buf, len);
+    if (spin_.SpinReadable(getSocketFD())) return TSocket::read(buf, len);
+    uint32_t n = TSocket::read(buf, len);  // blocks, bounded by the receive timeout
+    spin_.Blocked();
+    return n;
   }
+
+ private:
+  AdaptiveSpin spin_;
 };
+
 }  // namespace
 
 using apache::thrift::protocol::TBinaryProtocol;
@@ -86,7 +98,8 @@ std::unique_ptr<MasterClient::Connection> MasterClient::Open(const MasterLeader&
                                                              std::string* error) {
   auto conn = std::make_unique<Connection>();
   conn->leader = leader;
-  conn->socket = std::make_shared<SpinningSocket>(leader.host, leader.port);
+  conn->socket = std::make_shared<SpinningSocket>(leader.host, leader.port,
+                                                  options_.spin_us * 1000);
   conn->socket->setConnTimeout(options_.connect_timeout_ms);
   conn->socket->setSendTimeout(options_.rpc_timeout_ms);
   conn->socket->setRecvTimeout(options_.rpc_timeout_ms);

@@ -68,6 +68,9 @@ struct MasterClientOptions {
   int connect_timeout_ms = 2000;
   int rpc_timeout_ms = 10000;
   size_t max_connections = 16;
+  // A reply's wait polls the socket this long before blocking (adaptive per connection,
+  // common/spin_wait.h), microseconds; 0 = never.
+  int64_t spin_us = 0;
   std::shared_ptr<const ClusterKey> cluster_key;  // null: none (loopback masters only)
 };
 

@@ -1,5 +1,4 @@
 #include "daemon/uds_server.h"
-#include "common/spin_wait.h"
 
 #include <errno.h>
 #include <sys/epoll.h>
@@ -115,7 +114,10 @@ UdsServer::UdsServer(StoreService* service, size_t worker_threads)
     : UdsServer(service, worker_threads, Limits()) {}
 
 UdsServer::UdsServer(StoreService* service, size_t worker_threads, Limits limits)
-    : service_(service), limits_(limits), workers_(worker_threads) {}
+    : service_(service),
+      limits_(limits),
+      loop_spin_(limits.spin_us * 1000),
+      workers_(worker_threads, limits.spin_us * 1000) {}
 
 UdsServer::~UdsServer() {
   if (loop_.joinable()) Shutdown(0);
@@ -216,9 +218,13 @@ void UdsServer::Loop() {
   struct epoll_event events[64];
   while (!stopping_.load()) {
     int timeout = ExpireHellos();
+    // The next frame usually follows within microseconds while a client is busy: polling
+    // for it spares the client the wake-up of this thread (common/spin_wait.h).
     int n = 0;
-    if (!SpinUntil([&] { n = epoll_wait(epoll_fd_, events, 64, 0); return n != 0; }, SpinBudgetNanos()))
+    if (!loop_spin_.Spin([&] { return (n = epoll_wait(epoll_fd_, events, 64, 0)) != 0; })) {
       n = epoll_wait(epoll_fd_, events, 64, timeout);
+      loop_spin_.Blocked();
+    }
     if (n < 0) {
       if (errno == EINTR) continue;
       MC_LOG_ERROR("epoll_wait: %s", std::strerror(errno));

@@ -49,6 +49,7 @@
 #include <thread>
 #include <vector>
 
+#include "common/spin_wait.h"
 #include "common/uds_protocol.h"
 #include "daemon/client_connection.h"
 #include "daemon/local_access.h"
@@ -63,6 +64,9 @@ class UdsServer {
   struct Limits {
     int64_t hello_timeout_ms = 5000;           // --hello_timeout
     size_t max_in_flight_bytes = 256u << 20;  // per connection, see above
+    // --spin_us: the loop polls for frames, and idle workers for jobs, this long before
+    // they block (adaptive, common/spin_wait.h); 0 = never.
+    int64_t spin_us = 0;
   };
 
   UdsServer(StoreService* service, size_t worker_threads);  // the default Limits
@@ -155,6 +159,7 @@ class UdsServer {
   std::thread loop_;
   uint64_t next_id_ = 1;
   IncomingMap incoming_;  // loop thread only
+  AdaptiveSpin loop_spin_;  // the loop's wait for events; loop thread only
   // Connections in accept order, each with its HELLO deadline; loop thread only.
   std::deque<std::pair<Clock::time_point, uint64_t>> hello_deadlines_;
 

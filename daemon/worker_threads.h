@@ -2,12 +2,22 @@
 // master RPCs, so there are more workers than cores; a closure never waits for another
 // closure.
 //
+// Spinning (spin_ns > 0, common/spin_wait.h): an idle worker polls the queue for a while
+// before it sleeps on the condition variable, so that a job submitted soon after needs no
+// futex wake (tens of microseconds of the submitter's CPU on a VM whose idle vCPUs halt).
+// At most kMaxSpinners workers spin at once (two vCPUs: more spinners starve the threads
+// doing the work); the others sleep at once. Each worker's budget adapts to how long its
+// waits turn out to be, so an idle pool stops spinning. Push skips the notify while the
+// spinners outnumber the queued jobs; the argument that no job is stranded is at Push in
+// worker_threads.cc.
+//
 // ("Pool" in this project is the application's shared-memory pool, hence not ThreadPool.)
 #ifndef MOONCAKE_DAEMON_WORKER_THREADS_H_
 #define MOONCAKE_DAEMON_WORKER_THREADS_H_
 
 #include <atomic>
 #include <condition_variable>
+#include <cstdint>
 #include <deque>
 #include <memory>
 #include <mutex>
@@ -15,11 +25,14 @@
 #include <utility>
 #include <vector>
 
+#include "common/spin_wait.h"
+
 namespace mooncake {
 
 class WorkerThreads {
  public:
-  explicit WorkerThreads(size_t threads);
+  // spin_ns: how long an idle worker polls for a job before it sleeps; 0 = never.
+  explicit WorkerThreads(size_t threads, int64_t spin_ns = 0);
   ~WorkerThreads();  // Stop()
   WorkerThreads(const WorkerThreads&) = delete;
   WorkerThreads& operator=(const WorkerThreads&) = delete;
@@ -33,6 +46,9 @@ class WorkerThreads {
   }
   // Runs what is queued, then joins the workers.
   void Stop();
+
+  // At most this many idle workers poll the queue at once.
+  static constexpr int kMaxSpinners = 1;
 
  private:
   // A queued closure, type-erased (std::function would demand a copyable one).
@@ -50,14 +66,18 @@ class WorkerThreads {
   void Push(std::unique_ptr<Job> job);
   void Work();
 
+  const int64_t spin_ns_;
   std::mutex mu_;
   std::condition_variable cv_;
   std::deque<std::unique_ptr<Job>> queue_;  // guarded by mu_
   bool stopping_ = false;                   // guarded by mu_
-  int sleepers_ = 0;                        // guarded by mu_
-  std::atomic<int64_t> queued_{0};
-  std::atomic<int> spinners_{0};
+  int sleepers_ = 0;  // workers in cv_.wait (notified or not); guarded by mu_
+  // What spinners poll, lock-free: queue_.size() (written under mu_) and stopping_.
+  std::atomic<size_t> queued_{0};
   std::atomic<bool> stopping_flag_{false};
+  // The workers spinning now: counted from TryEnter until Leave, which each does before
+  // it takes mu_ to look at the queue.
+  SpinnerLimit spinners_{kMaxSpinners};
   std::vector<std::thread> workers_;
 };
 

@@ -731,7 +731,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     try {
       if (!master->processor->process(in_protocol, out_protocol, nullptr)) break;
     } catch (const std::exception&) {
-      break;  // what the server does too (TNonblockingServer): it closes the connection
+      break;  // what the server does too (master/rpc_server.h): it closes the connection
     }
     const Call call = ReadCall(data + (size - unread), unread - in->available_read());
     const Reply reply = ReadReply(out);

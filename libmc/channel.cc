@@ -9,7 +9,6 @@
 
 #include "common/error_code.h"
 #include "common/logging.h"
-#include "common/spin_wait.h"
 
 namespace mooncake {
 namespace client {
@@ -61,12 +60,14 @@ int PeerPidfd(int fd) {
 
 }  // namespace
 
-Channel::Channel(int fd, int read_slice_ms, std::shared_ptr<PoolQuarantine> quarantine)
+Channel::Channel(int fd, int read_slice_ms, int64_t spin_ns,
+                 std::shared_ptr<PoolQuarantine> quarantine)
     : fd_(fd),
       read_slice_ms_(read_slice_ms),
       quarantine_(std::move(quarantine)),
       daemon_pidfd_(quarantine_ ? PeerPidfd(fd) : -1),
-      free_since_(Clock::now()) {
+      free_since_(Clock::now()),
+      spin_(spin_ns) {
   background_ = std::thread([this] { BackgroundLoop(); });
 }
 
@@ -208,8 +209,11 @@ void Channel::Lead(Pending* self, Clock::time_point deadline, Clock::time_point 
         if (n == 0 || (n < 0 && errno == EINTR)) continue;  // the loop re-checks the time
         if (n < 0) break;
       }
-      SpinUntilReadable(fd_, SpinBudgetNanos());
+      // The reply is usually tens of microseconds away: polling for it spares the daemon
+      // the wake-up of this thread (common/spin_wait.h). A miss blocks in recv below.
+      bool spun = spin_.SpinReadable(fd_);
       uds::FrameReader::Status status = frames_.ReadFrom(fd_);
+      if (!spun) spin_.Blocked();
       for (int fd : frames_.TakeFds()) close(fd);  // the daemon never sends descriptors
       if (status == uds::FrameReader::Status::kWouldBlock) continue;  // a slice passed
       if (status != uds::FrameReader::Status::kOk) break;

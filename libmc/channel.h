@@ -39,6 +39,7 @@
 #include <unordered_map>
 
 #include "common/error_code.h"
+#include "common/spin_wait.h"
 #include "common/uds_protocol.h"
 #include "libmc/pool_quarantine.h"
 
@@ -73,9 +74,12 @@ struct Pending {
 
 class Channel {
  public:
-  // Takes fd (a connected socket with SO_RCVTIMEO set to read_slice_ms). quarantine (may
-  // be null: no pool) receives what requests in flight pinned when the channel dies.
-  Channel(int fd, int read_slice_ms, std::shared_ptr<PoolQuarantine> quarantine);
+  // Takes fd (a connected socket with SO_RCVTIMEO set to read_slice_ms). The reader spins
+  // up to spin_ns (adaptive, common/spin_wait.h; 0 = never) for a reply before it blocks
+  // in recv. quarantine (may be null: no pool) receives what requests in flight pinned
+  // when the channel dies.
+  Channel(int fd, int read_slice_ms, int64_t spin_ns,
+          std::shared_ptr<PoolQuarantine> quarantine);
   ~Channel();
   Channel(const Channel&) = delete;
   Channel& operator=(const Channel&) = delete;
@@ -149,6 +153,7 @@ class Channel {
 
   // Reader state: touched only by the holder of the reader role (handed over under mu_).
   uds::FrameReader frames_;
+  AdaptiveSpin spin_;  // the reader's wait for the next bytes
 
   std::thread background_;  // last: started once everything above exists
 };

@@ -15,6 +15,7 @@
 #include "common/error_code.h"
 #include "common/logging.h"
 #include "common/socket_timeout.h"
+#include "common/spin_wait.h"
 #include "libmc/channel.h"
 
 namespace mooncake {
@@ -46,6 +47,19 @@ int TimeoutFromEnvironment() {
   long long ms = std::strtoll(text, &end, 10);
   if (*end != '\0' || ms <= 0) return 30000;
   return ms > INT_MAX ? INT_MAX : static_cast<int>(ms);
+}
+
+int64_t SpinMicrosFromEnvironment() {
+  const char* text = std::getenv("MOONCAKE_STORE_SPIN_US");
+  if (text == nullptr || *text == '\0') return kDefaultSpinMicros;
+  int64_t micros = 0;
+  if (!ParseSpinMicros(text, &micros)) {
+    MC_LOG_WARN("mooncake_store: MOONCAKE_STORE_SPIN_US=%s is not in 0..%lld; using %lld",
+                text, static_cast<long long>(kMaxSpinMicros),
+                static_cast<long long>(kDefaultSpinMicros));
+    return kDefaultSpinMicros;
+  }
+  return micros;
 }
 
 Connection::Connection(Options options) : options_(std::move(options)) {}
@@ -152,7 +166,8 @@ ErrorCode Connection::Dial(bool first, std::shared_ptr<Channel>* out, std::strin
   SetSocketTimeout(fd, SO_SNDTIMEO, options_.timeout_ms);
   const int slice_ms = std::min(options_.timeout_ms, kReadSliceMs);
   SetSocketTimeout(fd, SO_RCVTIMEO, slice_ms);
-  auto channel = std::make_shared<Channel>(fd, slice_ms, options_.quarantine);
+  auto channel = std::make_shared<Channel>(fd, slice_ms, options_.spin_us * 1000,
+                                           options_.quarantine);
 
   uds::HelloArgs greeting;
   greeting.abi_version = MOONCAKE_STORE_ABI_VERSION;

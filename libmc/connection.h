@@ -87,6 +87,7 @@ class Connection {
     std::string tenant;          // named at every HELLO; "" names none
     uint64_t mount_size = 0;     // > 0: MOUNT_SEGMENT after every HELLO
     int timeout_ms = 30000;
+    int64_t spin_us = 0;  // a reply's wait spins this long before blocking; 0 = never
     std::shared_ptr<PoolQuarantine> quarantine;  // the pool's; null without a pool
   };
 
@@ -158,6 +159,10 @@ class Connection {
 
 // The timeout from MOONCAKE_STORE_TIMEOUT_MS (milliseconds), default 30000.
 int TimeoutFromEnvironment();
+// The spin budget from MOONCAKE_STORE_SPIN_US (microseconds, 0..10000; 0 = never spin),
+// default kDefaultSpinMicros (common/spin_wait.h); a value out of range is logged and the
+// default used.
+int64_t SpinMicrosFromEnvironment();
 
 }  // namespace client
 }  // namespace mooncake

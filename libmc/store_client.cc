@@ -250,6 +250,7 @@ ErrorCode StoreClient::Connect(const std::string& socket_path, uint64_t local_bu
   options.tenant = tenant_;
   options.mount_size = mount_size;
   options.timeout_ms = TimeoutFromEnvironment();
+  options.spin_us = SpinMicrosFromEnvironment();
   options.quarantine = quarantine;
   auto conn = std::make_shared<Connection>(std::move(options));
   ErrorCode rc = conn->Open();

@@ -32,9 +32,9 @@
 // dispatch, and with HA a few string compares, one atomic load and the lease check;
 // a connection, one getpeername (and without a key, one getsockname).
 //
-// Thread roles: TNonblockingServer asks the factory for a processor per connection, on
-// the I/O thread that serves the connection, and runs all of its calls on that thread:
-// the processor's state needs no lock.
+// Thread roles: the RPC server (master/rpc_server.h) asks the factory for a processor per
+// connection, on the I/O thread that serves the connection, and runs all of its calls on
+// that thread: the processor's state needs no lock.
 #ifndef MOONCAKE_MASTER_AUTHENTICATED_PROCESSOR_H_
 #define MOONCAKE_MASTER_AUTHENTICATED_PROCESSOR_H_
 
@@ -111,7 +111,7 @@ class AuthenticatedProcessor : public rpc::MasterServiceProcessor {
   std::string failure_;       // kRefused after a failed handshake: why
 };
 
-// What master/main.cc gives its TNonblockingServer: an AuthenticatedProcessor for each
+// What master/main.cc gives its RpcServer: an AuthenticatedProcessor for each
 // connection, over the one handler.
 class AuthenticatedProcessorFactory : public apache::thrift::TProcessorFactory {
  public:

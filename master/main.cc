@@ -1,6 +1,6 @@
 // mooncake-master: the control plane. Parses flags, restores and keeps its state when
 // snapshots are on (master/durability.h), serves MasterService over Thrift (framed
-// transport, binary protocol, non-blocking server with rpc_thread_num I/O threads) on
+// transport, binary protocol, master/rpc_server.h with rpc_thread_num I/O threads) on
 // --rpc_address (default: this host's own address), admitting only peers that prove the
 // cluster key (master/authenticated_processor.h), runs upkeep every 100 ms, and exits 0 on
 // SIGINT/SIGTERM.
@@ -20,9 +20,6 @@
 #include <unistd.h>
 
 #include <string>
-
-#include <thrift/server/TNonblockingServer.h>
-#include <thrift/transport/TNonblockingServerSocket.h>
 
 #include <atomic>
 #include <chrono>
@@ -47,29 +44,7 @@
 #include "master/master_options.h"
 #include "master/master_service.h"
 #include "master/rpc_handler.h"
-
-using apache::thrift::server::TNonblockingServer;
-using apache::thrift::server::TServerEventHandler;
-using apache::thrift::transport::TNonblockingServerSocket;
-
-namespace {
-
-// Logs the bound address once the socket listens (with --rpc_port 0 that is the only way
-// to learn the port).
-class ListenLogger : public TServerEventHandler {
- public:
-  ListenLogger(std::shared_ptr<TNonblockingServerSocket> socket, std::string address)
-      : socket_(std::move(socket)), address_(std::move(address)) {}
-  void preServe() override {
-    MC_LOG_INFO("mooncake-master listening on %s:%d", address_.c_str(), socket_->getListenPort());
-  }
-
- private:
-  std::shared_ptr<TNonblockingServerSocket> socket_;
-  std::string address_;
-};
-
-}  // namespace
+#include "master/rpc_server.h"
 
 int main(int argc, char** argv) {
   mooncake::SetLogComponent("master");
@@ -141,12 +116,22 @@ int main(int argc, char** argv) {
   // with HA refuses client calls unless this master leads.
   auto processors =
       std::make_shared<mooncake::AuthenticatedProcessorFactory>(handler, cluster_key, role);
-  auto socket = std::make_shared<TNonblockingServerSocket>(options.rpc_address,
-                                                           static_cast<int>(options.rpc_port));
-  auto server = std::make_shared<TNonblockingServer>(
-      processors, mooncake::MakeRpcProtocolFactory(), socket);
-  server->setNumIOThreads(static_cast<size_t>(options.rpc_thread_num));
-  server->setServerEventHandler(std::make_shared<ListenLogger>(socket, options.rpc_address));
+  mooncake::RpcServerOptions server_options;
+  server_options.address = options.rpc_address;
+  server_options.port = static_cast<int>(options.rpc_port);
+  server_options.io_threads = static_cast<size_t>(options.rpc_thread_num);
+  server_options.spin_ns = options.spin_us * 1000;
+  // Half the cores at most: the daemons and clients that call us (on a shared host) and
+  // the handlers' own work need the rest.
+  server_options.max_spinning =
+      static_cast<int>(std::max(1u, std::thread::hardware_concurrency() / 2));
+  auto server = std::make_shared<mooncake::RpcServer>(
+      processors, mooncake::MakeRpcProtocolFactory(), server_options);
+  if (!server->Listen(&error)) {
+    MC_LOG_ERROR("cannot serve on %s:%lld: %s", options.rpc_address.c_str(),
+                 static_cast<long long>(options.rpc_port), error.c_str());
+    return 1;
+  }
 
   // The admin HTTP (docs/operations.md) on a thread of its own; a port it cannot have is
   // fatal, so that an operator notices.
@@ -155,8 +140,8 @@ int main(int argc, char** argv) {
   if (options.metrics_port != -1) {
     admin = std::make_unique<mooncake::AdminHttpServer>("master");
     const std::string rpc_address = options.rpc_address;
-    mooncake::RegisterMasterAdminRoutes(admin.get(), &metrics, [socket, rpc_address] {
-      return rpc_address + ":" + std::to_string(socket->getListenPort());
+    mooncake::RegisterMasterAdminRoutes(admin.get(), &metrics, [server, rpc_address] {
+      return rpc_address + ":" + std::to_string(server->port());
     });
     const std::string host =
         options.metrics_host.empty() ? options.rpc_address : options.metrics_host;
@@ -183,41 +168,25 @@ int main(int argc, char** argv) {
       }
     }
   });
-  std::atomic<bool> serve_returned{false};
   std::thread signal_waiter([&] {
     int sig = 0;
     sigwait(&stop_signals, &sig);
-    if (stopping.exchange(true)) return;
+    stopping.store(true);
     if (ha && ha->must_restart()) {
       MC_LOG_WARN("deposed: exiting with status 3, to come back as a standby");
     } else {
       MC_LOG_INFO("signal %d: shutting down", sig);
       if (ha) ha->Shutdown();  // a leader resigns before the server stops answering
     }
-    // stop() breaks the loops of the I/O threads that exist: a signal that comes while
-    // serve() is still creating them would go unheard, so ask again until serve() returns.
-    server->stop();
-    while (!serve_returned.load()) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-      if (!serve_returned.load()) server->stop();
-    }
+    server->Stop();  // heard whenever it comes: before Serve, it makes Serve return at once
   });
 
   if (durability) durability->Start();
   if (ha) ha->Start();
+  // Tests and operators with --rpc_port 0 learn the port from this line.
+  MC_LOG_INFO("mooncake-master listening on %s:%d", options.rpc_address.c_str(), server->port());
+  server->Serve();  // returns once the signal thread stopped it
   int rc = 0;
-  try {
-    server->serve();
-  } catch (const std::exception& e) {
-    MC_LOG_ERROR("cannot serve on %s:%lld: %s", options.rpc_address.c_str(),
-                 static_cast<long long>(options.rpc_port), e.what());
-    rc = 1;
-  }
-  serve_returned.store(true);
-  if (!stopping.exchange(true)) {
-    // serve() returned on its own (an error): wake the signal thread so it can be joined.
-    kill(getpid(), SIGTERM);
-  }
   tick_cv.notify_all();
   upkeep.join();
   signal_waiter.join();

@@ -30,6 +30,9 @@ void RegisterMasterFlags(FlagSet* f, MasterOptions* o) {
                  "how often --enable_metric_reporting logs its summary, s");
   f->AddInt("rpc_thread_num", &o->rpc_thread_num,
             "Thrift I/O threads, which run the handlers (0: one per core, at least 8)");
+  f->AddInt("spin_us", &o->spin_us,
+            "how long an I/O thread polls for the next call after one before it sleeps, "
+            "microseconds (adaptive; 0, the default: never; at most 10000)");
   f->AddDuration("default_kv_lease_ttl", &o->default_kv_lease_ttl_ms, 1,
                  "read lease granted by each hit, ms");
   f->AddDuration("default_kv_soft_pin_ttl", &o->default_kv_soft_pin_ttl_ms, 1,
@@ -133,6 +136,8 @@ bool ValidateMasterOptions(const MasterOptions& o, std::string* error) {
     *error = "--metrics_report_interval must be positive";
   } else if (o.rpc_thread_num < 0 || o.rpc_thread_num > 1024) {
     *error = "--rpc_thread_num must be in 0..1024";
+  } else if (o.spin_us < 0 || o.spin_us > kMaxSpinMicros) {
+    *error = "--spin_us must be in 0..10000";
   } else if (o.default_kv_lease_ttl_ms <= 0) {
     *error = "--default_kv_lease_ttl must be positive";
   } else if (o.default_kv_soft_pin_ttl_ms <= 0 || o.max_kv_soft_pin_ttl_ms <= 0) {

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "common/flags.h"
+#include "common/spin_wait.h"
 
 namespace mooncake {
 
@@ -16,6 +17,11 @@ struct MasterOptions {
   std::string rpc_address;
   int64_t rpc_port = 50051;
   int64_t rpc_thread_num = 0;  // 0: one per core, at least 8
+  // How long an RPC I/O thread polls for the next call before it sleeps (adaptive,
+  // master/rpc_server.h); 0: never. Off by default: on a host the master shares with
+  // daemons and clients that spin themselves it made puts slower (docs/master.md,
+  // "Serving calls").
+  int64_t spin_us = 0;
   int64_t default_kv_lease_ttl_ms = 10000;
   int64_t default_kv_soft_pin_ttl_ms = 1800000;
   int64_t max_kv_soft_pin_ttl_ms = 86400000;

@@ -195,8 +195,6 @@ void TestIgnoredOnCommandLine(void**) {
   }
   assert_int_equal(CountLines(log, {" W master ", "is ignored: "}),
                    static_cast<int>(kYamlIgnored.size()) + 2);  // + enable_cxl, log_dir
-  // Served first: a SIGTERM within serve()'s first milliseconds can go unheard (master/
-  // main.cc stops a TNonblockingServer whose I/O threads may not exist yet).
   assert_true(harness::WithMasterClient(port, [](auto&) {}));
   assert_int_equal(WEXITSTATUS(master.Stop(SIGTERM, 10000)), 0);
 }

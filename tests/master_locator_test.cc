@@ -28,8 +28,6 @@
 #include <thread>
 #include <vector>
 
-#include <thrift/server/TNonblockingServer.h>
-#include <thrift/transport/TNonblockingServerSocket.h>
 
 #include "common/etcd_client.h"
 #include "common/leader_watch.h"
@@ -40,6 +38,7 @@
 #include "master/master_role.h"
 #include "master/rpc_handler.h"
 #include "tests/etcd_test_util.h"
+#include "tests/in_process_rpc_server.h"
 #include "tests/master_service_fixture.h"
 
 namespace {
@@ -106,40 +105,21 @@ class HookedHandler : public mooncake::RpcHandler {
   std::function<void()> after_remove;
 };
 
-class Listening : public apache::thrift::server::TServerEventHandler {
- public:
-  void preServe() override { serving = true; }
-  std::atomic<bool> serving{false};
-};
-
 struct InProcessMaster {
   MasterService service{Options()};
   std::atomic<bool> lease{true};
   std::unique_ptr<RoleMachine> role;
   std::shared_ptr<HookedHandler> handler;
-  std::shared_ptr<Listening> listening = std::make_shared<Listening>();
-  std::shared_ptr<apache::thrift::transport::TNonblockingServerSocket> socket =
-      std::make_shared<apache::thrift::transport::TNonblockingServerSocket>("127.0.0.1", 0);
-  std::shared_ptr<apache::thrift::server::TNonblockingServer> server;
-  std::thread thread;
+  std::unique_ptr<mooncake::testing::InProcessRpcServer> server;
 
   InProcessMaster() {
     role = RoleMachine::Standby("127.0.0.1:0", [] { return uint64_t{0}; }, [] {});
     handler = std::make_shared<HookedHandler>(&service, role.get());
-    server = std::make_shared<apache::thrift::server::TNonblockingServer>(
-        std::make_shared<mooncake::AuthenticatedProcessorFactory>(handler, nullptr, role.get()),
-        mooncake::MakeRpcProtocolFactory(), socket);
-    server->setNumIOThreads(1);
-    server->setServerEventHandler(listening);
-    thread = std::thread([this] { server->serve(); });
-    assert_true(WaitFor([this] { return listening->serving.load(); }, 5000));
+    server = std::make_unique<mooncake::testing::InProcessRpcServer>(
+        std::make_shared<mooncake::AuthenticatedProcessorFactory>(handler, nullptr, role.get()));
   }
-  ~InProcessMaster() {
-    server->stop();
-    thread.join();
-  }
-  std::string name() const { return "127.0.0.1:" + std::to_string(socket->getListenPort()); }
-  int port() const { return socket->getListenPort(); }
+  std::string name() const { return "127.0.0.1:" + std::to_string(server->port()); }
+  int port() const { return server->port(); }
   // Elected in cluster: the key names it, and it leads under the key's term.
   int64_t Lead(const std::string& cluster) {
     int64_t term = Elect(cluster, name());

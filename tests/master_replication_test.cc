@@ -15,9 +15,7 @@
 //   - a standby behind the leader's tail bootstraps again;
 //   - hostile FollowLog / FetchSnapshot arguments are refused.
 #include <thrift/protocol/TBinaryProtocol.h>
-#include <thrift/server/TNonblockingServer.h>
 #include <thrift/transport/TBufferTransports.h>
-#include <thrift/transport/TNonblockingServerSocket.h>
 #include <thrift/transport/TSocket.h>
 
 #include <atomic>
@@ -34,16 +32,14 @@
 #include "master/replication.h"
 #include "master/rpc_handler.h"
 #include "master/state_records.h"
+#include "tests/in_process_rpc_server.h"
 #include "tests/master_service_fixture.h"
 #include "tests/process_harness.h"
 
 namespace {
 
 using apache::thrift::protocol::TBinaryProtocol;
-using apache::thrift::server::TNonblockingServer;
-using apache::thrift::server::TServerEventHandler;
 using apache::thrift::transport::TFramedTransport;
-using apache::thrift::transport::TNonblockingServerSocket;
 using apache::thrift::transport::TSocket;
 using mooncake::Durability;
 using mooncake::Replication;
@@ -70,17 +66,6 @@ bool WaitFor(const std::function<bool()>& done, int64_t ms = 30000) {
   }
   return true;
 }
-
-class PortLatch : public TServerEventHandler {
- public:
-  explicit PortLatch(std::shared_ptr<TNonblockingServerSocket> socket) : socket_(socket) {}
-  void preServe() override { port_.set_value(socket_->getListenPort()); }
-  int Port() { return port_.get_future().get(); }
-
- private:
-  std::shared_ptr<TNonblockingServerSocket> socket_;
-  std::promise<int> port_;
-};
 
 // The sync set as published, and whether publishing succeeds (we "still lead").
 struct Published {
@@ -110,8 +95,7 @@ struct Master {
   std::unique_ptr<Durability> durability;
   std::unique_ptr<Replication> replication;
   std::shared_ptr<RpcHandler> handler;
-  std::shared_ptr<TNonblockingServer> server;
-  std::thread serving;
+  std::unique_ptr<mooncake::testing::InProcessRpcServer> server;
   int port = 0;
 
   Master(std::string d, std::string n, bool strict, uint64_t tail_bytes = 64ull << 20,
@@ -148,22 +132,14 @@ struct Master {
   }
 
   void Serve() {
-    auto socket = std::make_shared<TNonblockingServerSocket>("127.0.0.1", 0);
-    auto processors = std::make_shared<mooncake::AuthenticatedProcessorFactory>(handler, nullptr);
-    server = std::make_shared<TNonblockingServer>(processors, mooncake::MakeRpcProtocolFactory(),
-                                                  socket);
-    server->setNumIOThreads(4);
-    auto latch = std::make_shared<PortLatch>(socket);
-    server->setServerEventHandler(latch);
-    serving = std::thread([this] { server->serve(); });
-    port = latch->Port();
+    server = std::make_unique<mooncake::testing::InProcessRpcServer>(
+        std::make_shared<mooncake::AuthenticatedProcessorFactory>(handler, nullptr), 4);
+    port = server->port();
   }
 
   std::string Address() const { return "127.0.0.1:" + std::to_string(port); }
 
   void Close() {
-    if (server) server->stop();
-    if (serving.joinable()) serving.join();
     server.reset();
     if (replication) replication->Stop();
     handler.reset();

@@ -1,7 +1,7 @@
 // The master's roles in process (master/master_role.h, master/authenticated_processor.h,
 // MasterService::TakeOver): a standby refuses every client call with -1600 and answers
 // GetRole; a leader whose lease runs out while a handler runs closes the connection instead
-// of replying (a real TNonblockingServer and client over 127.0.0.1); a takeover draws a
+// of replying (the master's real RPC server and a client over 127.0.0.1); a takeover draws a
 // new epoch and leaves every segment detached until its daemon re-mounts it.
 #include <atomic>
 #include <memory>
@@ -11,9 +11,7 @@
 
 #include <thrift/TApplicationException.h>
 #include <thrift/protocol/TBinaryProtocol.h>
-#include <thrift/server/TNonblockingServer.h>
 #include <thrift/transport/TBufferTransports.h>
-#include <thrift/transport/TNonblockingServerSocket.h>
 #include <thrift/transport/TSocket.h>
 #include <thrift/transport/TTransportException.h>
 
@@ -24,6 +22,7 @@
 #include "master/master_role.h"
 #include "master/rpc_handler.h"
 #include "tests/cmocka_cpp.h"
+#include "tests/in_process_rpc_server.h"
 #include "tests/master_service_fixture.h"
 #include "tests/rpc_pipe.h"
 
@@ -183,41 +182,19 @@ class PausingHandler : public mooncake::RpcHandler {
   std::atomic<bool>* const lease_;
 };
 
-// Tells when the server listens.
-class Listening : public apache::thrift::server::TServerEventHandler {
- public:
-  void preServe() override { serving = true; }
-  std::atomic<bool> serving{false};
-};
-
+// A leader's handler behind the master's RPC server.
 struct Server {
-  std::shared_ptr<Listening> listening = std::make_shared<Listening>();
   MasterService service{Options()};
   std::atomic<bool> lease{true};
   std::atomic<int> deposed{0};
   std::unique_ptr<RoleMachine> role = NewStandby(&deposed);
-  std::shared_ptr<apache::thrift::transport::TNonblockingServerSocket> socket =
-      std::make_shared<apache::thrift::transport::TNonblockingServerSocket>("127.0.0.1", 0);
-  std::shared_ptr<apache::thrift::server::TNonblockingServer> server;
-  std::thread thread;
+  std::unique_ptr<mooncake::testing::InProcessRpcServer> server;
 
   Server() {
     role->BecomeLeader(5, [this] { return lease.load(); });
     auto handler = std::make_shared<PausingHandler>(&service, role.get(), &lease);
-    server = std::make_shared<apache::thrift::server::TNonblockingServer>(
-        std::make_shared<mooncake::AuthenticatedProcessorFactory>(handler, nullptr, role.get()),
-        mooncake::MakeRpcProtocolFactory(), socket);
-    server->setNumIOThreads(1);
-    server->setServerEventHandler(listening);
-    thread = std::thread([this] { server->serve(); });
-    for (int i = 0; i < 500 && !listening->serving; ++i) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
-    assert_true(listening->serving.load());
-  }
-  ~Server() {
-    server->stop();
-    thread.join();
+    server = std::make_unique<mooncake::testing::InProcessRpcServer>(
+        std::make_shared<mooncake::AuthenticatedProcessorFactory>(handler, nullptr, role.get()));
   }
 
   struct Client {
@@ -228,7 +205,7 @@ struct Server {
   Client Connect() {
     Client c;
     c.socket = std::make_shared<apache::thrift::transport::TSocket>("127.0.0.1",
-                                                                    socket->getListenPort());
+                                                                    server->port());
     c.socket->setRecvTimeout(5000);
     c.transport = std::make_shared<apache::thrift::transport::TFramedTransport>(c.socket);
     c.transport->open();
