@@ -2,11 +2,14 @@
 //
 // A call that arrives while no run of its kind is in progress becomes the leader and runs
 // at once, alone: a lone caller pays nothing. Calls that arrive while a run is in
-// progress queue up; when it ends, the oldest of them becomes the next leader and takes
-// every queued call that may share its run (Compatible), up to max_group, runs them all
-// at once, hands each its result and wakes its group's other members. The others queued
-// meanwhile wait for that run to end, and so on: one run at a time, each as large as the
-// calls that piled up during the previous one.
+// progress queue up. When the run ends the leader, still on its CPU, wakes the members
+// of the group it ran and runs the next group itself: the oldest queued call and every
+// queued call that may share its run (Compatible), up to max_group. It goes on while
+// calls queue up, for up to kRunsPerLeader runs, and then hands the lead to the oldest
+// waiter: one run at a time, each as large as the calls that piled up during the last.
+// (LevelDB hands the lead on after every run; here a hand-off is a wake-up, and on a
+// loaded VM a woken thread may wait milliseconds for a CPU while every call queued
+// behind it waits too.)
 //
 // A follower first spins (common/spin_wait.h: sched_yield between polls, for the spin
 // budget) on its state: a run takes tens of microseconds, and a thread put to sleep costs
@@ -15,8 +18,8 @@
 // The Runner fills each request's result (it must not throw) and runs without the lock;
 // what it wrote is published to each follower by the release store of its state.
 //
-// Thread roles: any thread calls Submit and is, for as long as its group runs, the
-// leader. Lock order: mu_ is a leaf; the Runner runs without it.
+// Thread roles: any thread calls Submit; one at a time leads (runs groups, its own first),
+// the others wait. Lock order: mu_ is a leaf; the Runner runs without it.
 #ifndef MOONCAKE_DAEMON_GROUP_COMMIT_H_
 #define MOONCAKE_DAEMON_GROUP_COMMIT_H_
 
@@ -55,8 +58,8 @@ class GroupCommit {
     self.request = request;
     std::unique_lock<std::mutex> lock(mu_);
     queue_.push_back(&self);
-    if (queue_.size() > 1) {
-      // A run is in progress: wait for a leader to run ours, or to hand us the lead.
+    if (running_) {
+      // Wait for a leader to run ours, or to hand us the lead.
       lock.unlock();
       SpinUntil([&] { return self.state.load(std::memory_order_acquire) != kQueued; },
                 SpinBudgetNanos());
@@ -68,35 +71,49 @@ class GroupCommit {
       self.sleeping = false;
       if (self.state.load(std::memory_order_acquire) == kDone) return self.group_size;
     }
-    // Leading: queue_[0] is self. Take the compatible requests queued behind it.
-    std::vector<Waiter*> members{&self};
-    for (size_t i = 1; i < queue_.size() && members.size() < max_group_; ++i) {
-      if (compatible_(*request, *queue_[i]->request)) members.push_back(queue_[i]);
+    // Leading (queue_[0] is self): run the oldest call's group, again and again while
+    // calls queue up, for up to kRunsPerLeader runs; then hand the lead on.
+    running_ = true;
+    size_t own_group = 0;
+    for (int runs = 1;; ++runs) {
+      std::vector<Waiter*> members{queue_[0]};
+      for (size_t i = 1; i < queue_.size() && members.size() < max_group_; ++i) {
+        if (compatible_(*queue_[0]->request, *queue_[i]->request)) members.push_back(queue_[i]);
+      }
+      lock.unlock();
+      std::vector<Request*> group;
+      group.reserve(members.size());
+      for (Waiter* w : members) group.push_back(w->request);
+      run_(group);
+      lock.lock();
+      // The members stand in queue_ in the order they were taken: one pass removes them.
+      size_t next = 0;
+      queue_.erase(std::remove_if(queue_.begin(), queue_.end(),
+                                  [&](Waiter* w) {
+                                    if (next < members.size() && w == members[next]) {
+                                      ++next;
+                                      return true;
+                                    }
+                                    return false;
+                                  }),
+                   queue_.end());
+      for (Waiter* w : members) {
+        if (w == &self) {
+          own_group = members.size();
+        } else {
+          w->group_size = members.size();
+          Wake(w, kDone);
+        }
+      }
+      if (queue_.empty()) {
+        running_ = false;
+        return own_group;
+      }
+      if (runs >= kRunsPerLeader) {
+        Wake(queue_[0], kLead);  // running_ stays set: the lead passes on
+        return own_group;
+      }
     }
-    lock.unlock();
-    std::vector<Request*> group;
-    group.reserve(members.size());
-    for (Waiter* w : members) group.push_back(w->request);
-    run_(group);
-    lock.lock();
-    // Members other than self were queued behind it in order: one pass removes them all.
-    size_t next = 0;
-    queue_.erase(std::remove_if(queue_.begin(), queue_.end(),
-                                [&](Waiter* w) {
-                                  if (next < members.size() && w == members[next]) {
-                                    ++next;
-                                    return true;
-                                  }
-                                  return false;
-                                }),
-                 queue_.end());
-    // The next leader first: its run starts while the others are still being woken.
-    if (!queue_.empty()) Wake(queue_[0], kLead);
-    for (size_t i = 1; i < members.size(); ++i) {
-      members[i]->group_size = members.size();
-      Wake(members[i], kDone);
-    }
-    return members.size();
   }
 
   // Calls submitted and not answered yet, the running ones included.
@@ -106,6 +123,11 @@ class GroupCommit {
   }
 
  private:
+  // Runs one leader makes before it hands the lead to the oldest waiter: enough that a
+  // burst rarely needs the hand-off (a wake-up of a thread that, on a loaded VM, may not
+  // run again for milliseconds while every call queued behind it waits), few enough that
+  // the leader's own caller is not kept long (each run is one master round trip).
+  static constexpr int kRunsPerLeader = 4;
   enum State { kQueued, kLead, kDone };
   struct Waiter {
     Request* request = nullptr;
@@ -128,9 +150,11 @@ class GroupCommit {
   const Runner run_;
   const Compatible compatible_;
   std::mutex mu_;
-  // Every request submitted and not yet answered, oldest first; queue_[0] leads the run in
-  // progress (or is about to). Guarded by mu_.
+  // Every request submitted and not yet answered, oldest first. Guarded by mu_.
   std::vector<Waiter*> queue_;
+  // A leader is running groups (or the lead is being handed on); false only while
+  // queue_ is empty. Guarded by mu_.
+  bool running_ = false;
 };
 
 }  // namespace mooncake

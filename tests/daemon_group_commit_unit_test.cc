@@ -1,9 +1,9 @@
 // The group commit queue (daemon/group_commit.h) and the daemon's master batcher
 // (daemon/master_batcher.h) on their own: a lone call runs alone; calls made while a run
-// is in progress run together in the next one, led by the oldest; a group never exceeds
-// its cap nor holds a call that may not share it; every result reaches its caller and no
-// caller is left waiting (many threads, many rounds); a batcher whose master cannot be
-// reached answers every concurrent caller RPC_FAIL.
+// is in progress run together in the next one, oldest first, and the lead passes on after
+// a few runs; a group never exceeds its cap nor holds a call that may not share it; every
+// result reaches its caller and no caller is left waiting (many threads, many rounds); a
+// batcher whose master cannot be reached answers every concurrent caller RPC_FAIL.
 #include <atomic>
 #include <chrono>
 #include <mutex>
@@ -125,6 +125,15 @@ void test_a_group_never_exceeds_its_cap(void**) {
   assert_int_equal(sizes[2], 2);
 }
 
+// More queued groups than one leader runs (GroupCommit::kRunsPerLeader): the lead passes
+// on to the oldest waiter, and every call still runs once, oldest first.
+void test_the_lead_passes_on_after_a_few_runs(void**) {
+  std::vector<size_t> sizes;
+  RunHeldThenQueued(2, 20, &sizes);
+  assert_int_equal(sizes.size(), 10);
+  for (size_t size : sizes) assert_int_equal(size, 2);
+}
+
 // Calls of two kinds queued alternately: each run holds one kind only, and both run.
 void test_only_compatible_calls_share_a_run(void**) {
   Recorder rec;
@@ -226,6 +235,7 @@ int main() {
       cmocka_unit_test(test_a_lone_call_runs_alone),
       cmocka_unit_test(test_calls_queued_behind_a_run_share_the_next),
       cmocka_unit_test(test_a_group_never_exceeds_its_cap),
+      cmocka_unit_test(test_the_lead_passes_on_after_a_few_runs),
       cmocka_unit_test(test_only_compatible_calls_share_a_run),
       cmocka_unit_test(test_many_threads_every_call_answered),
       cmocka_unit_test(test_an_unreachable_master_fails_every_caller),
