@@ -1,15 +1,14 @@
 // Group commit (LevelDB's write group): concurrent calls of one kind share one run.
 //
-// A call that arrives while no run of its kind is in progress becomes the leader and runs
-// at once, alone: a lone caller pays nothing. Calls that arrive while a run is in
-// progress queue up. When the run ends the leader, still on its CPU, wakes the members
-// of the group it ran and runs the next group itself: the oldest queued call and every
-// queued call that may share its run (Compatible), up to max_group. It goes on while
-// calls queue up, for up to kRunsPerLeader runs, and then hands the lead to the oldest
-// waiter: one run at a time, each as large as the calls that piled up during the last.
-// (LevelDB hands the lead on after every run; here a hand-off is a wake-up, and on a
-// loaded VM a woken thread may wait milliseconds for a CPU while every call queued
-// behind it waits too.)
+// A call that arrives while fewer than max_leaders runs are in progress becomes a leader
+// and runs at once, alone: a lone caller pays nothing. Calls that arrive while
+// max_leaders runs are in progress queue up. When its run ends a leader, still on its
+// CPU, wakes the members of the group it ran and runs the next group itself: the oldest
+// queued call and every queued call that may share its run (Compatible), up to
+// max_group. It goes on while calls queue up, for up to kRunsPerLeader runs, and then
+// hands the lead to the oldest waiter. (LevelDB hands the lead on after every run; here a
+// hand-off is a wake-up, and on a loaded VM a woken thread may wait milliseconds for a
+// CPU while every call queued behind it waits too.)
 //
 // A follower first spins (common/spin_wait.h: sched_yield between polls, for the spin
 // budget) on its state: a run takes tens of microseconds, and a thread put to sleep costs
@@ -18,8 +17,8 @@
 // The Runner fills each request's result (it must not throw) and runs without the lock;
 // what it wrote is published to each follower by the release store of its state.
 //
-// Thread roles: any thread calls Submit; one at a time leads (runs groups, its own first),
-// the others wait. Lock order: mu_ is a leaf; the Runner runs without it.
+// Thread roles: any thread calls Submit; up to max_leaders at a time lead (run groups,
+// their own first), the others wait. Lock order: mu_ is a leaf; the Runner runs without it.
 #ifndef MOONCAKE_DAEMON_GROUP_COMMIT_H_
 #define MOONCAKE_DAEMON_GROUP_COMMIT_H_
 
@@ -43,9 +42,11 @@ class GroupCommit {
   // Whether other may share a run led by leader.
   using Compatible = std::function<bool(const Request& leader, const Request& other)>;
 
-  // max_group: requests in one run, at least 1.
-  GroupCommit(size_t max_group, Runner run, Compatible compatible)
+  // max_group: requests in one run, at least 1. max_leaders: runs in progress at once, at
+  // least 1; a call waits only while that many are.
+  GroupCommit(size_t max_group, Runner run, Compatible compatible, size_t max_leaders = 1)
       : max_group_(std::max<size_t>(max_group, 1)),
+        max_leaders_(std::max<size_t>(max_leaders, 1)),
         run_(std::move(run)),
         compatible_(std::move(compatible)) {}
   GroupCommit(const GroupCommit&) = delete;
@@ -57,9 +58,11 @@ class GroupCommit {
     Waiter self;
     self.request = request;
     std::unique_lock<std::mutex> lock(mu_);
-    queue_.push_back(&self);
-    if (running_) {
-      // Wait for a leader to run ours, or to hand us the lead.
+    if (leaders_ < max_leaders_) {
+      ++leaders_;  // queue_ is empty: nobody to take along
+    } else {
+      // Wait for a leader to run ours, or to hand us the lead (taking us off queue_).
+      queue_.push_back(&self);
       lock.unlock();
       SpinUntil([&] { return self.state.load(std::memory_order_acquire) != kQueued; },
                 SpinBudgetNanos());
@@ -71,23 +74,17 @@ class GroupCommit {
       self.sleeping = false;
       if (self.state.load(std::memory_order_acquire) == kDone) return self.group_size;
     }
-    // Leading (queue_[0] is self): run the oldest call's group, again and again while
-    // calls queue up, for up to kRunsPerLeader runs; then hand the lead on.
-    running_ = true;
+    // Leading: run head's group (ours first), then the oldest waiter's, again and again
+    // while calls queue up, for up to kRunsPerLeader runs; then hand the lead on.
+    Waiter* head = &self;
     size_t own_group = 0;
     for (int runs = 1;; ++runs) {
-      std::vector<Waiter*> members{queue_[0]};
-      for (size_t i = 1; i < queue_.size() && members.size() < max_group_; ++i) {
-        if (compatible_(*queue_[0]->request, *queue_[i]->request)) members.push_back(queue_[i]);
+      std::vector<Waiter*> members{head};
+      for (size_t i = 0; i < queue_.size() && members.size() < max_group_; ++i) {
+        if (compatible_(*head->request, *queue_[i]->request)) members.push_back(queue_[i]);
       }
-      lock.unlock();
-      std::vector<Request*> group;
-      group.reserve(members.size());
-      for (Waiter* w : members) group.push_back(w->request);
-      run_(group);
-      lock.lock();
-      // The members stand in queue_ in the order they were taken: one pass removes them.
-      size_t next = 0;
+      // The members were taken in queue_'s order: one pass removes them.
+      size_t next = 1;
       queue_.erase(std::remove_if(queue_.begin(), queue_.end(),
                                   [&](Waiter* w) {
                                     if (next < members.size() && w == members[next]) {
@@ -97,6 +94,12 @@ class GroupCommit {
                                     return false;
                                   }),
                    queue_.end());
+      lock.unlock();
+      std::vector<Request*> group;
+      group.reserve(members.size());
+      for (Waiter* w : members) group.push_back(w->request);
+      run_(group);
+      lock.lock();
       for (Waiter* w : members) {
         if (w == &self) {
           own_group = members.size();
@@ -106,17 +109,19 @@ class GroupCommit {
         }
       }
       if (queue_.empty()) {
-        running_ = false;
+        --leaders_;
         return own_group;
       }
+      head = queue_.front();
+      queue_.erase(queue_.begin());
       if (runs >= kRunsPerLeader) {
-        Wake(queue_[0], kLead);  // running_ stays set: the lead passes on
+        Wake(head, kLead);  // leaders_ stays: the lead passes on
         return own_group;
       }
     }
   }
 
-  // Calls submitted and not answered yet, the running ones included.
+  // Calls waiting for a run (not those running).
   size_t pending() {
     std::lock_guard<std::mutex> lock(mu_);
     return queue_.size();
@@ -147,14 +152,15 @@ class GroupCommit {
   }
 
   const size_t max_group_;
+  const size_t max_leaders_;
   const Runner run_;
   const Compatible compatible_;
   std::mutex mu_;
-  // Every request submitted and not yet answered, oldest first. Guarded by mu_.
+  // The requests waiting for a run, oldest first. Guarded by mu_.
   std::vector<Waiter*> queue_;
-  // A leader is running groups (or the lead is being handed on); false only while
-  // queue_ is empty. Guarded by mu_.
-  bool running_ = false;
+  // Threads leading (running groups, or being handed the lead); below max_leaders_ only
+  // while queue_ is empty. Guarded by mu_.
+  size_t leaders_ = 0;
 };
 
 }  // namespace mooncake

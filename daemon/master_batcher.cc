@@ -34,13 +34,16 @@ MasterBatcher::MasterBatcher(MasterClient* master, size_t max_group)
       max_group, [this](const std::vector<StartCall*>& group) { RunStarts(group); },
       [](const StartCall& leader, const StartCall& other) {
         return leader.writer == other.writer && *leader.config == *other.config;
-      });
+      },
+      kLeaders);
   ends_ = std::make_unique<GroupCommit<EndCall>>(
       max_group, [this](const std::vector<EndCall*>& group) { RunEnds(group); },
-      [](const EndCall& leader, const EndCall& other) { return leader.writer == other.writer; });
+      [](const EndCall& leader, const EndCall& other) { return leader.writer == other.writer; },
+      kLeaders);
   lists_ = std::make_unique<GroupCommit<ListCall>>(
       max_group, [this](const std::vector<ListCall*>& group) { RunLists(group); },
-      [](const ListCall& leader, const ListCall& other) { return leader.reader == other.reader; });
+      [](const ListCall& leader, const ListCall& other) { return leader.reader == other.reader; },
+      kLeaders);
 }
 
 MasterBatcher::~MasterBatcher() = default;
