@@ -97,6 +97,20 @@ DaemonMetrics::DaemonMetrics() {
                                        "Reads that asked the master where the object is");
   clients_ = registry_.AddGauge("mooncake_daemon_connected_clients",
                                 "Applications connected over the Unix socket (past HELLO)");
+
+  const std::string group_calls_help =
+      "Single-key master calls the daemon made for its requests, by call (group commit: "
+      "daemon/master_batcher.h)";
+  const std::string group_rpcs_help =
+      "Master RPCs those calls were sent in (fewer than the calls when concurrent ones "
+      "shared a batch RPC), by call";
+  const char* const group_labels[kGroupedCalls] = {"put_start", "put_end", "get_replica_list"};
+  for (size_t k = 0; k < kGroupedCalls; ++k) {
+    groups_[k].calls = registry_.AddCounter("mooncake_daemon_master_grouped_calls_total",
+                                            group_calls_help, {{"call", group_labels[k]}});
+    groups_[k].rpcs = registry_.AddCounter("mooncake_daemon_master_grouped_rpcs_total",
+                                           group_rpcs_help, {{"call", group_labels[k]}});
+  }
 }
 
 }  // namespace mooncake

@@ -27,6 +27,10 @@
 
 namespace mooncake {
 
+// The single-key master calls group commit shares among concurrent requests
+// (daemon/master_batcher.h).
+enum class GroupedCall { kPutStart, kPutEnd, kGetReplicaList };
+
 class DaemonMetrics {
  public:
   // The process's.
@@ -76,9 +80,18 @@ class DaemonMetrics {
   // Connections that completed HELLO and are not torn down yet.
   Gauge* clients() { return clients_; }
 
+  // One master RPC sent for that many single-key calls of kind call (1: alone; more: as the
+  // batch form, daemon/master_batcher.h).
+  void CountGroup(GroupedCall call, uint64_t calls) {
+    const GroupHandles& h = groups_[static_cast<size_t>(call)];
+    h.calls->Add(calls);
+    h.rpcs->Add();
+  }
+
  private:
   static constexpr int64_t kOpSlots = 64;  // every op code of common/uds_ops.h is below
   static constexpr size_t kTiers = 4;      // ReplicaTier's values
+  static constexpr size_t kGroupedCalls = 3;  // GroupedCall's values
   static size_t Index(TransferKind kind) { return kind == TransferKind::kRead ? 0 : 1; }
 
   struct OpHandles {
@@ -93,6 +106,11 @@ class DaemonMetrics {
     Histogram* latency = nullptr;
   };
 
+  struct GroupHandles {
+    Counter* calls = nullptr;
+    Counter* rpcs = nullptr;
+  };
+
   MetricsRegistry registry_;
   OpHandles ops_[kOpSlots];
   Counter* bytes_[2][kTiers] = {};
@@ -100,6 +118,7 @@ class DaemonMetrics {
   Counter* cache_hits_ = nullptr;
   Counter* cache_misses_ = nullptr;
   Gauge* clients_ = nullptr;
+  GroupHandles groups_[kGroupedCalls];
 };
 
 }  // namespace mooncake

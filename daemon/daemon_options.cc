@@ -90,6 +90,9 @@ void RegisterDaemonFlags(FlagSet* f, DaemonOptions* o) {
   f->AddDuration("put_no_space_wait", &o->put_no_space_wait_ms, 1,
                  "a put (or batch entry) the master has no space for asks again while "
                  "eviction makes room, for this long before it answers -200, ms (0: at once)");
+  f->AddInt("group_commit_max", &o->group_commit_max,
+            "concurrent single-key puts' and gets' master calls sent together as one batch "
+            "RPC, at most this many (0: each its own RPC)");
   f->AddString("tenant_uids", &o->tenant_uids,
                "tenants only these uids may claim, e.g. \"alice=1000:1001,bob=1002\"; a "
                "connection naming no tenant gets the first one listing its uid (default: "
@@ -159,6 +162,8 @@ bool ValidateDaemonOptions(DaemonOptions* o, std::string* error) {
     // *error names the flag
   } else if (o->put_no_space_wait_ms < 0 || o->put_no_space_wait_ms > 60 * 1000) {
     *error = "--put_no_space_wait must be in 0..60 s";
+  } else if (o->group_commit_max < 0 || o->group_commit_max > 1024) {
+    *error = "--group_commit_max must be in 0..1024";
   } else if (!TenantPolicy::Parse(o->tenant_uids, &o->tenant_policy, error)) {
     *error = "--tenant_uids: " + *error;
   } else if (!ParseSsdEvictionPolicy(o->ssd_eviction_policy, &o->ssd.eviction_policy) ||

@@ -66,6 +66,9 @@ struct DaemonOptions {
   std::string cluster_key_file;          // "" = no key: loopback peers only (docs/security.md)
   // How long a put the master has no space for keeps asking while eviction makes room.
   int64_t put_no_space_wait_ms = 1000;
+  // Concurrent single-key PutStart / PutEnd / GetReplicaList calls share one batch RPC, up
+  // to this many (daemon/master_batcher.h); 0 = each its own RPC.
+  int64_t group_commit_max = 64;
   // Tenants only these uids may claim, and each uid's default (daemon/tenant_policy.h):
   // "alice=1000:1001,bob=1002"; "" = none.
   std::string tenant_uids;

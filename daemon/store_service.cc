@@ -84,8 +84,10 @@ StoreService::StoreService(MasterClient* master, Membership* membership, ReadCac
                            CacheInvalidator* invalidator, ReplicaIO* io,
                            SegmentDrainer* drainer, std::string master_address, bool checksum,
                            std::shared_ptr<SegmentBudget> segment_budget,
-                           int64_t put_no_space_wait_ms, TenantPolicy tenants)
+                           int64_t put_no_space_wait_ms, TenantPolicy tenants,
+                           size_t group_commit_max)
     : master_(master),
+      batcher_(master, group_commit_max),
       membership_(membership),
       cache_(cache),
       invalidator_(invalidator),

@@ -62,6 +62,7 @@
 #include "common/uds_protocol.h"
 #include "daemon/cache_invalidator.h"
 #include "daemon/client_connection.h"
+#include "daemon/master_batcher.h"
 #include "daemon/master_client.h"
 #include "daemon/membership.h"
 #include "daemon/promoter.h"
@@ -87,12 +88,13 @@ class StoreService {
   // compared). checksum: compute a CRC32C of every value put through this daemon. segment_budget
   // pays for MOUNT_SEGMENT (daemon/segment_budget.h). put_no_space_wait_ms: how long a put
   // the master has no space for waits for eviction to make some (daemon/no_space_wait.h). tenants:
-  // --tenant_uids.
+  // --tenant_uids. group_commit_max: --group_commit_max (daemon/master_batcher.h).
   StoreService(MasterClient* master, Membership* membership, ReadCache* cache,
                CacheInvalidator* invalidator, ReplicaIO* io, SegmentDrainer* drainer,
                std::string master_address, bool checksum,
                std::shared_ptr<SegmentBudget> segment_budget, int64_t put_no_space_wait_ms,
-               TenantPolicy tenants = TenantPolicy());
+               TenantPolicy tenants = TenantPolicy(),
+               size_t group_commit_max = MasterBatcher::kDefaultMaxGroup);
 
   // The handshake, run before any other frame of the connection is read. Sends the reply.
   // false (with *why for the log) when the connection must be closed: a malformed HELLO,
@@ -249,6 +251,8 @@ class StoreService {
                        std::vector<int64_t>* values);
 
   MasterClient* const master_;
+  // The single-key puts' and gets' master calls, shared among concurrent requests.
+  MasterBatcher batcher_;
   Membership* const membership_;
   ReadCache* const cache_;
   CacheInvalidator* const invalidator_;

@@ -200,7 +200,7 @@ ErrorCode StoreService::OnGet(ClientConnection* s, const uds::GetArgs& in, uds::
     uint64_t generation = cache_->remount_generation();
     Clock::time_point asked_at = Clock::now();
     reads.lists.resize(1);
-    ErrorCode rc = master_->GetReplicaList(in.key, CacheReader(), &reads.lists[0]);
+    ErrorCode rc = batcher_.GetReplicaList(in.key, CacheReader(), &reads.lists[0]);
     if (rc != ErrorCode::OK) return rc;
     reads.keys.push_back(in.key);
     reads.dests.push_back(dest);

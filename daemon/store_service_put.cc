@@ -6,6 +6,10 @@
 // otherwise it is revoked, so it is visible with all its replicas or not at all. A
 // reservation the master answers -200 is asked again while eviction makes room, for up to
 // --put_no_space_wait (daemon/no_space_wait.h); a batch's other entries wait with it.
+//
+// A single put's PutStart (not an upsert's: the master has no batch form of it) and its
+// PutEnd go through the group commit (daemon/master_batcher.h): concurrent puts share
+// batch RPCs, each keeping its own code, its own -200 wait and -103 re-registration.
 #include "common/crc32c.h"
 #include "common/logging.h"
 #include "daemon/no_space_wait.h"
@@ -26,7 +30,7 @@ ErrorCode StoreService::StartPut(ClientConnection* s, const std::string& key, ui
     int64_t writer = membership_->daemon_id();
     ErrorCode code =
         upsert ? master_->UpsertStart(writer, key, static_cast<int64_t>(size), config, out)
-               : master_->PutStart(writer, key, static_cast<int64_t>(size), config, out);
+               : batcher_.PutStart(writer, key, static_cast<int64_t>(size), config, out);
     if (code == ErrorCode::NO_AVAILABLE_HANDLE && wait.Next(s)) continue;
     // -103: the master restarted since our last heartbeat. Register now rather than fail
     // every put until the heartbeat notices.
@@ -80,7 +84,7 @@ ErrorCode StoreService::EndPut(const std::string& key, bool upsert, int64_t chec
                                StaleCaches* stale) {
   int64_t writer = membership_->daemon_id();
   return upsert ? master_->UpsertEnd(writer, key, checksum, stale)
-                : master_->PutEnd(writer, key, checksum);
+                : batcher_.PutEnd(writer, key, checksum);
 }
 
 ErrorCode StoreService::RevokePut(const std::string& key, bool upsert) {
