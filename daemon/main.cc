@@ -374,7 +374,7 @@ int main(int argc, char** argv) {
               FormatSize(segment_budget->limits().per_client).c_str());
 
   // Big local copies (a large value, a big batch) are shared with a helper thread.
-  ParallelCopy copier;
+  ParallelCopy copier(options.copy_helper_min);
   ReplicaIO io(&membership, engine.get(), &copier);
   if (ssd != nullptr) io.SetDiskTier(ssd->store(), ssd->segment_id());
   SegmentDrainer drainer(&master, &membership, &io);
