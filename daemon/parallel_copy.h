@@ -13,10 +13,15 @@
 // that is asleep or busy elsewhere simply takes no group, and the caller copies them all
 // (never slower than copying alone, but for the wake-up it may have sent).
 //
-// The helper spins (sched_yield between polls, common/spin_wait.h) for spin_ns after each
-// copy it joined and for as long while idle, then sleeps on a condition variable; a copy
-// of at least wake_bytes wakes a sleeping helper (a wake-up costs the waker tens of us on
-// a VM, worth it only for big copies), a smaller one uses the helper only if it is awake.
+// After each copy it was posted, the helper polls for the next one for spin_ns
+// (sched_yield between polls, common/spin_wait.h), then sleeps on a condition variable, so
+// an idle daemon does not spin. A copy of at least wake_bytes wakes a sleeping helper (a
+// wake-up costs the waker tens of us on a VM, worth it only for big copies); a smaller one
+// gets help only from a helper that is still polling.
+//
+// Measured (2-vCPU VM, 1 MiB from a cold source into a warm destination): ~97 us alone,
+// ~48 us with an awake helper on the other vCPU; on a loaded host the helper often gets no
+// CPU in time and the caller copies (nearly) everything itself.
 //
 // Thread-safety: Copy may be called from any thread. One copy at a time is shared: a
 // caller that finds the helper taken copies alone. Copy never takes a lock a caller may
