@@ -20,8 +20,9 @@
 // gets help only from a helper that is still polling.
 //
 // Measured (2-vCPU VM, 1 MiB from a cold source into a warm destination): ~97 us alone,
-// ~48 us with an awake helper on the other vCPU; on a loaded host the helper often gets no
-// CPU in time and the caller copies (nearly) everything itself.
+// ~48 us with an awake helper on the other vCPU. Inside the daemon on that VM the other
+// vCPU was mostly busy and the helper a net loss, so mooncaked starts it only when asked
+// (--copy_helper_min, docs/daemon.md).
 //
 // Thread-safety: Copy may be called from any thread. One copy at a time is shared: a
 // caller that finds the helper taken copies alone. Copy never takes a lock a caller may

@@ -24,8 +24,10 @@ static mc_cluster *cluster;
 
 static int setup_cluster(void **state) {
   (void)state;
-  /* A long lease: the re-reads below must hit the read cache. */
-  mc_cluster_options opts = {1, 512 * MiB, 10000, NULL, NULL};
+  /* A long lease: the re-reads below must hit the read cache. The copy helper on (it is
+   * off by default): the big copies below are shared with it. */
+  static const char *const daemon_flags[] = {"--copy_helper_min", "256KiB", NULL};
+  mc_cluster_options opts = {1, 512 * MiB, 10000, NULL, daemon_flags};
   cluster = mc_cluster_start_with(&opts);
   return cluster != NULL ? 0 : -1;
 }
@@ -154,7 +156,7 @@ static void test_batch_put_duplicates_keep_the_first(void **state) {
   for (int i = 0; i < P; ++i) mooncake_store_free(s, bufs[i]);
 }
 
-/* Copies big enough to be shared by two threads: a 3 MiB + 5 value (put, first read,
+/* Copies big enough to be shared with the copy helper: a 3 MiB + 5 value (put, first read,
  * re-read from the cache) and a batch of 128 x 4 KiB (put, get, re-read), every byte
  * checked each time. */
 static void test_shared_copies_deliver_every_byte(void **state) {
