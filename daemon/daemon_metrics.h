@@ -74,8 +74,8 @@ class DaemonMetrics {
 
   // A read (GET, an entry of BATCH_GET, GET_BEGIN) the read cache answered without the
   // master, or one that had to ask the master.
-  void CountCacheHit() { cache_hits_->Add(); }
-  void CountCacheMiss() { cache_misses_->Add(); }
+  void CountCacheHit(uint64_t n = 1) { cache_hits_->Add(n); }
+  void CountCacheMiss(uint64_t n = 1) { cache_misses_->Add(n); }
 
   // Connections that completed HELLO and are not torn down yet.
   Gauge* clients() { return clients_; }

@@ -54,6 +54,9 @@ void RegisterDaemonFlags(FlagSet* f, DaemonOptions* o) {
   f->AddInt("max_master_connections", &o->max_master_connections,
             "cap of the master connection pool (0: worker_threads + 4)");
   f->AddInt("worker_threads", &o->worker_threads, "request workers (0: max(4, 2 x cores))");
+  f->AddSize("copy_helper_min", &o->copy_helper_min,
+             "local copies of one request at least this big are shared with a helper "
+             "thread (0: none; e.g. 256KiB on hosts with idle cores)");
   f->AddDuration("shutdown_timeout", &o->shutdown_timeout_ms, 1,
                  "on SIGTERM, how long running requests may take to finish, ms");
   f->AddDuration("hello_timeout", &o->hello_timeout_ms, 1,

@@ -44,6 +44,10 @@ struct DaemonOptions {
   int64_t connect_timeout_ms = 2000;     // TCP connect bound to the master
   int64_t max_master_connections = 0;    // 0 = worker_threads + 4
   int64_t worker_threads = 0;            // 0 = max(4, 2 x cores)
+  // The local copies of one request (a value, a batch) of at least this many bytes are
+  // shared with the copy helper thread (daemon/parallel_copy.h); 0: no helper. Off by
+  // default: on a 2-vCPU VM the helper seldom found a free CPU and cost more than it saved.
+  uint64_t copy_helper_min = 0;
   int64_t shutdown_timeout_ms = 5000;    // how long SIGTERM waits for running requests
   int64_t hello_timeout_ms = 5000;       // a connection silent this long after connect is closed
   bool read_cache = true;                // serve repeated reads within their lease locally

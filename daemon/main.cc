@@ -374,7 +374,9 @@ int main(int argc, char** argv) {
               FormatSize(segment_budget->limits().total).c_str(),
               FormatSize(segment_budget->limits().per_client).c_str());
 
-  ReplicaIO io(&membership, engine.get());
+  // Big local copies (a large value, a big batch) are shared with a helper thread.
+  ParallelCopy copier(options.copy_helper_min);
+  ReplicaIO io(&membership, engine.get(), &copier);
   if (ssd != nullptr) io.SetDiskTier(ssd->store(), ssd->segment_id());
   SegmentDrainer drainer(&master, &membership, &io);
   CacheInvalidator invalidator(engine->tcp());

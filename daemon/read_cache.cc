@@ -45,18 +45,20 @@ void ReadCache::Fill(const std::string& key, Ticket ticket, Entry entry) {
   // An invalidation ran since the master was asked: its answer may predate a remove or
   // upsert this daemon already acknowledged.
   if (epochs_[stripe].load(std::memory_order_relaxed) != ticket) return;
-  auto it = shard.map.find(key);
-  if (it != shard.map.end()) {
-    // Two reads raced: keep the later answer (a write through another daemon may have
-    // moved the object in between), which is the one with the later deadline.
-    if (entry.deadline > it->second.deadline) it->second = std::move(entry);
-    return;
-  }
+  // One lookup per fill: room is made first (a fill of a key already cached may then have
+  // swept a full shard a little early, which costs nothing but those entries).
   if (shard.map.size() >= shard_max_entries_ ||
       shard.bytes + key.size() + kEntryOverhead > shard_max_bytes_) {
     EvictLocked(shard, now);
   }
-  shard.map.emplace(key, std::move(entry));
+  auto [it, inserted] = shard.map.try_emplace(key, std::move(entry));
+  if (!inserted) {
+    // Two reads raced: keep the later answer (a write through another daemon may have
+    // moved the object in between), which is the one with the later deadline. (entry was
+    // not moved from: try_emplace leaves its arguments alone when the key is there.)
+    if (entry.deadline > it->second.deadline) it->second = std::move(entry);
+    return;
+  }
   shard.bytes += key.size() + kEntryOverhead;
 }
 

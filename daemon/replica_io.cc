@@ -132,10 +132,33 @@ void ReplicaIO::CopyLocal(TransferKind kind, const ReplicaTarget& t, uint64_t va
   }
 }
 
+void ReplicaIO::AddLocal(TransferKind kind, const ReplicaTarget& t, uint64_t value_offset,
+                         char* pool, uint64_t length, std::vector<ParallelCopy::Piece>* pieces) {
+  char* replica = t.data() + value_offset;
+  if (kind == TransferKind::kWrite) {
+    pieces->push_back(ParallelCopy::Piece{replica, pool, length});
+  } else {
+    pieces->push_back(ParallelCopy::Piece{pool, replica, length});
+  }
+}
+
+void ReplicaIO::CopyAll(const std::vector<ParallelCopy::Piece>& pieces) {
+  if (copier_ != nullptr) {
+    copier_->Copy(pieces);
+    return;
+  }
+  for (const ParallelCopy::Piece& p : pieces) std::memcpy(p.dest, p.src, p.length);
+}
+
 void ReplicaIO::WriteAll(std::vector<ValueSlice>* slices,
                          std::chrono::steady_clock::time_point deadline) {
   std::vector<TransferOp> ops;
   std::vector<size_t> owner;  // the slice of each op
+  std::vector<ParallelCopy::Piece> local;
+  uint64_t local_bytes = 0;
+  // Every local copy is admitted by the epoch gate until all of them are made.
+  EpochGate* gate = membership_ != nullptr ? membership_->epoch_gate() : nullptr;
+  size_t admitted = 0;
   for (size_t i = 0; i < slices->size(); ++i) {
     ValueSlice& s = (*slices)[i];
     s.result = ErrorCode::OK;
@@ -143,11 +166,10 @@ void ReplicaIO::WriteAll(std::vector<ValueSlice>* slices,
     bool crc_asked = false;  // of one remote replica: they all send the same bytes
     for (const ReplicaTarget& t : *s.targets) {
       if (t.local()) {
-        EpochGate::Write admitted(membership_->epoch_gate(), t.master_epoch);
-        if (admitted.admitted()) {
-          CopyLocal(TransferKind::kWrite, t, s.value_offset, s.pool, s.length);
-          DaemonMetrics::Get().CountBytes(TransferKind::kWrite, ReplicaTier::kLocalMemory,
-                                          s.length);
+        if (gate == nullptr || gate->EnterWrite(t.master_epoch)) {
+          admitted += gate != nullptr;
+          AddLocal(TransferKind::kWrite, t, s.value_offset, s.pool, s.length, &local);
+          local_bytes += s.length;
         } else {
           s.result = ErrorCode::TRANSFER_FAIL;  // reserved by a master we are no longer at
         }
@@ -159,8 +181,14 @@ void ReplicaIO::WriteAll(std::vector<ValueSlice>* slices,
       }
     }
   }
+  CopyAll(local);
+  for (size_t k = 0; k < admitted; ++k) gate->LeaveWrite();
+  if (local_bytes > 0) {
+    DaemonMetrics::Get().CountBytes(TransferKind::kWrite, ReplicaTier::kLocalMemory, local_bytes);
+  }
   if (ops.empty()) return;
   std::vector<TransferOp*> pointers;
+  pointers.reserve(ops.size());
   for (TransferOp& op : ops) pointers.push_back(&op);
   engine_->Execute(&pointers, deadline);
   for (size_t k = 0; k < ops.size(); ++k) {
@@ -193,16 +221,19 @@ void ReplicaIO::ReadAny(std::vector<ValueSlice>* slices, const std::vector<int64
     return crc == static_cast<uint32_t>(expected[i]);
   };
   std::vector<bool> failed(n, false);
+  std::vector<ParallelCopy::Piece> local;
   while (!pending.empty()) {
     std::vector<TransferOp> ops;
     std::vector<size_t> owner;
     std::vector<size_t> tried;  // slices whose attempt this round is over
+    tried.reserve(pending.size());
+    local.clear();
     for (size_t i : pending) {
       ValueSlice& s = (*slices)[i];
       if (next[i] >= s.targets->size()) continue;  // out of candidates: result stays
       const ReplicaTarget& t = (*s.targets)[next[i]];
       if (t.local()) {
-        CopyLocal(TransferKind::kRead, t, s.value_offset, s.pool, s.length);
+        AddLocal(TransferKind::kRead, t, s.value_offset, s.pool, s.length, &local);
       } else if (t.ssd != nullptr) {
         failed[i] = ReadDiskReplica(t.ssd, *t.disk, s.value_offset, s.pool, s.length) !=
                     ErrorCode::OK;
@@ -214,6 +245,7 @@ void ReplicaIO::ReadAny(std::vector<ValueSlice>* slices, const std::vector<int64
       summed[i] = -1;
       tried.push_back(i);
     }
+    CopyAll(local);
     if (!ops.empty()) {
       std::vector<TransferOp*> pointers;
       for (TransferOp& op : ops) pointers.push_back(&op);

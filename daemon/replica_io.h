@@ -12,6 +12,10 @@
 // copy) or its bytes do not match the object's checksum: at most one failed attempt per
 // replica, and the error of the last one when none is left.
 //
+// The local copies of one call (every slice's memcpy to or from this daemon's segments)
+// are made together, through a ParallelCopy when one is given: a big value or a big batch
+// is then copied by two threads (daemon/parallel_copy.h).
+//
 // Thread-safety: every method may be called from any thread; SetDiskTier too (atomics).
 #ifndef MOONCAKE_DAEMON_REPLICA_IO_H_
 #define MOONCAKE_DAEMON_REPLICA_IO_H_
@@ -27,6 +31,7 @@
 #include "MasterService.h"
 #include "common/error_code.h"
 #include "daemon/membership.h"
+#include "daemon/parallel_copy.h"
 #include "daemon/replica_target.h"
 #include "daemon/segment_memory.h"
 #include "daemon/ssd_store.h"
@@ -51,8 +56,10 @@ struct ValueSlice {
 
 class ReplicaIO {
  public:
-  ReplicaIO(Membership* membership, TransferEngine* engine)
-      : membership_(membership), engine_(engine) {}
+  // copier: shares big local copies with its helper thread (null: the caller copies
+  // alone); it must outlive this.
+  ReplicaIO(Membership* membership, TransferEngine* engine, ParallelCopy* copier = nullptr)
+      : membership_(membership), engine_(engine), copier_(copier) {}
 
   TransferEngine* engine() const { return engine_; }
 
@@ -102,6 +109,10 @@ class ReplicaIO {
   void ReadAny(std::vector<ValueSlice>* slices, const std::vector<int64_t>& expected,
                std::chrono::steady_clock::time_point deadline);
 
+  // Makes copies between memory of this process (the read cache's hits), through the
+  // copier when there is one.
+  void CopyAll(const std::vector<ParallelCopy::Piece>& pieces);
+
   // Reads one slice from candidate `first` onwards; the index that served it (>= first),
   // or TRANSFER_FAIL (no checksum: a caller reading a part of a value checks nothing).
   Result<size_t> ReadFrom(const std::vector<ReplicaTarget>& candidates, size_t first,
@@ -114,11 +125,15 @@ class ReplicaIO {
                            char* pool, uint64_t length);
   static void CopyLocal(TransferKind kind, const ReplicaTarget& t, uint64_t value_offset,
                         char* pool, uint64_t length);
+  // The copy of CopyLocal, added to pieces to be made by CopyAll.
+  static void AddLocal(TransferKind kind, const ReplicaTarget& t, uint64_t value_offset,
+                       char* pool, uint64_t length, std::vector<ParallelCopy::Piece>* pieces);
   // Counts a read of length bytes served from candidate t (DaemonMetrics too).
   void CountServed(const ReplicaTarget& t, uint64_t length);
 
   Membership* const membership_;
   TransferEngine* const engine_;
+  ParallelCopy* const copier_;
   std::atomic<SsdStore*> ssd_{nullptr};
   std::atomic<int64_t> disk_segment_id_{0};
   std::atomic<uint64_t> disk_reads_local_{0};

@@ -215,6 +215,8 @@ void StoreService::BatchPutRound(ClientConnection* s, const std::vector<BatchPut
   config.avoided_segments = io_->engine()->Suspects();
   std::vector<std::string> keys;
   std::vector<int64_t> sizes;
+  keys.reserve(which.size());
+  sizes.reserve(which.size());
   for (size_t i : which) {
     keys.push_back(items[i].key);
     sizes.push_back(static_cast<int64_t>(items[i].size));
@@ -234,6 +236,11 @@ void StoreService::BatchPutRound(ClientConnection* s, const std::vector<BatchPut
   std::vector<std::vector<ReplicaTarget>> targets(keys.size());
   std::vector<ValueSlice> slices;
   std::vector<size_t> slice_key;  // j of each slice
+  slices.reserve(keys.size());
+  slice_key.reserve(keys.size());
+  to_end.reserve(keys.size());
+  end_index.reserve(keys.size());
+  if (checksum_) checksums.reserve(keys.size());
   auto revoke = [&](size_t j) {
     to_revoke.push_back(keys[j]);
     revoke_index.push_back(which[j]);
@@ -263,7 +270,7 @@ void StoreService::BatchPutRound(ClientConnection* s, const std::vector<BatchPut
       revoke(j);
       continue;
     }
-    to_end.push_back(keys[j]);
+    to_end.push_back(std::move(keys[j]));  // keys[j] is not read again
     end_index.push_back(which[j]);
     if (checksum_) checksums.push_back(ValueChecksum(slices[k]));
   }

@@ -49,8 +49,10 @@ CacheHolderTable::Map::iterator CacheHolderTable::DropExpired(Map::iterator it, 
 
 bool CacheHolderTable::Grant(const ObjectMetadata* object, int64_t daemon, int64_t until_ms,
                              int64_t now_ms) {
-  auto it = by_object_.find(object);
-  if (it != by_object_.end()) {
+  // One hash lookup in the usual case (a first read of the object since its last change,
+  // by a batch as much as by single reads): the entry is made on the way.
+  auto [it, inserted] = by_object_.try_emplace(object);
+  if (!inserted) {
     for (Record& r : it->second) {
       if (r.daemon == daemon) {
         r.until_ms = std::max(r.until_ms, until_ms);
@@ -64,8 +66,11 @@ bool CacheHolderTable::Grant(const ObjectMetadata* object, int64_t daemon, int64
       if (it != by_object_.end() && it->second.size() >= kMaxPerObject) return false;
     }
   }
-  if (records_ >= max_records_) return false;
-  if (it == by_object_.end()) it = by_object_.emplace(object, std::vector<Record>()).first;
+  if (records_ >= max_records_) {
+    if (inserted) by_object_.erase(it);  // no entry without a record
+    return false;
+  }
+  if (it == by_object_.end()) it = by_object_.try_emplace(object).first;
   it->second.push_back({daemon, until_ms});
   ++records_;
   return true;

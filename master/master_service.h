@@ -216,6 +216,22 @@ class MasterService {
   // it also grants an exist lease (master/exist_leases.h). Later hits count for nothing.
   int32_t ExistKey(const std::string& key);
 
+  // ---- batches (master/master_service_batch.cc) ----
+  // The single calls above, key by key in order (a key named twice is answered twice, as
+  // two calls in a row would answer it), under one hold of the state gate instead of one
+  // per key; out gets one result per key. Lists of different lengths are -600 for every
+  // key. checksums empty: none for any key.
+  void BatchPutStart(int64_t writer, const std::vector<std::string>& keys,
+                     const std::vector<int64_t>& sizes, const rpc::ReplicateConfig& config,
+                     std::vector<rpc::PutStartResult>* out);
+  void BatchPutEnd(int64_t writer, const std::vector<std::string>& keys,
+                   const std::vector<int64_t>& checksums, std::vector<int32_t>* out);
+  void BatchPutRevoke(int64_t writer, const std::vector<std::string>& keys,
+                      std::vector<int32_t>* out);
+  void BatchGetReplicaList(const std::vector<std::string>& keys, int64_t reader,
+                           std::vector<rpc::ReplicaListResult>* out);
+  void BatchExistKey(const std::vector<std::string>& keys, std::vector<int32_t>* out);
+
   // ---- removal ----
   // -703 while being written (even with force); without force -706 while leased and
   // -1010 when hard-pinned. holders (when given) gets the daemons that may still cache the

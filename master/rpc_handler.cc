@@ -141,14 +141,7 @@ void RpcHandler::BatchPutStart(std::vector<rpc::PutStartResult>& out, int64_t wr
                                const std::vector<int64_t>& sizes,
                                const rpc::ReplicateConfig& config) {
   RpcCall call(metrics_, Rpc::kBatchPutStart);
-  out.resize(keys.size());
-  for (size_t i = 0; i < keys.size(); ++i) {
-    if (sizes.size() != keys.size()) {
-      out[i].code = ToInt(ErrorCode::INVALID_PARAMS);  // lists of different lengths
-    } else {
-      out[i] = service_->PutStart(writer, keys[i], sizes[i], config);
-    }
-  }
+  service_->BatchPutStart(writer, keys, sizes, config, &out);
   call.Items(out, [](const rpc::PutStartResult& r) { return r.code; });
 }
 
@@ -156,25 +149,18 @@ void RpcHandler::BatchPutEnd(std::vector<int32_t>& out, int64_t writer,
                              const std::vector<std::string>& keys,
                              const std::vector<int64_t>& checksums) {
   RpcCall call(metrics_, Rpc::kBatchPutEnd);
-  if (!checksums.empty() && checksums.size() != keys.size()) {  // lists of different lengths
-    out.assign(keys.size(), ToInt(ErrorCode::INVALID_PARAMS));
-    call.Items(out, [](int32_t code) { return code; });
-    return;
-  }
-  out.resize(keys.size());
-  for (size_t i = 0; i < keys.size(); ++i) {
-    int64_t checksum = checksums.empty() ? MasterService::kNoChecksum : checksums[i];
-    out[i] = ToInt(service_->PutEnd(writer, keys[i], checksum));
-  }
-  AcknowledgeAll(&out);
+  const bool same_lengths = checksums.empty() || checksums.size() == keys.size();
+  service_->BatchPutEnd(writer, keys, checksums, &out);
+  // One Sync for the batch: every publication above is on disk (or refused) before any is
+  // acknowledged. Nothing to confirm when the lists disagreed: nothing was published.
+  if (same_lengths) AcknowledgeAll(&out);
   call.Items(out, [](int32_t code) { return code; });
 }
 
 void RpcHandler::BatchPutRevoke(std::vector<int32_t>& out, int64_t writer,
                                 const std::vector<std::string>& keys) {
   RpcCall call(metrics_, Rpc::kBatchPutRevoke);
-  out.resize(keys.size());
-  for (size_t i = 0; i < keys.size(); ++i) out[i] = ToInt(service_->PutRevoke(writer, keys[i]));
+  service_->BatchPutRevoke(writer, keys, &out);
   call.Items(out, [](int32_t code) { return code; });
 }
 
@@ -208,8 +194,7 @@ void RpcHandler::GetReplicaList(rpc::ReplicaListResult& out, const std::string& 
 void RpcHandler::BatchGetReplicaList(std::vector<rpc::ReplicaListResult>& out,
                                      const std::vector<std::string>& keys, int64_t reader) {
   RpcCall call(metrics_, Rpc::kBatchGetReplicaList);
-  out.resize(keys.size());
-  for (size_t i = 0; i < keys.size(); ++i) out[i] = service_->GetReplicaList(keys[i], reader);
+  service_->BatchGetReplicaList(keys, reader, &out);
   call.Items(out, [](const rpc::ReplicaListResult& r) { return r.code; });
 }
 
@@ -220,8 +205,7 @@ int32_t RpcHandler::ExistKey(const std::string& key) {
 
 void RpcHandler::BatchExistKey(std::vector<int32_t>& out, const std::vector<std::string>& keys) {
   RpcCall call(metrics_, Rpc::kBatchExistKey);
-  out.resize(keys.size());
-  for (size_t i = 0; i < keys.size(); ++i) out[i] = service_->ExistKey(keys[i]);
+  service_->BatchExistKey(keys, &out);
   call.Items(out, [](int32_t code) { return code; });
 }
 
