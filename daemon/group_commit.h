@@ -43,10 +43,13 @@ class GroupCommit {
   using Compatible = std::function<bool(const Request& leader, const Request& other)>;
 
   // max_group: requests in one run, at least 1. max_leaders: runs in progress at once, at
-  // least 1; a call waits only while that many are.
-  GroupCommit(size_t max_group, Runner run, Compatible compatible, size_t max_leaders = 1)
+  // least 1; a call waits only while that many are. spin_ns: how long a follower polls
+  // before it sleeps (the daemon's --spin_us; 0: it sleeps at once).
+  GroupCommit(size_t max_group, Runner run, Compatible compatible, size_t max_leaders = 1,
+              int64_t spin_ns = kDefaultSpinMicros * 1000)
       : max_group_(std::max<size_t>(max_group, 1)),
         max_leaders_(std::max<size_t>(max_leaders, 1)),
+        spin_ns_(spin_ns),
         run_(std::move(run)),
         compatible_(std::move(compatible)) {}
   GroupCommit(const GroupCommit&) = delete;
@@ -65,7 +68,7 @@ class GroupCommit {
       queue_.push_back(&self);
       lock.unlock();
       SpinUntil([&] { return self.state.load(std::memory_order_acquire) != kQueued; },
-                SpinBudgetNanos());
+                spin_ns_);
       lock.lock();
       while (self.state.load(std::memory_order_acquire) == kQueued) {
         self.sleeping = true;
@@ -153,6 +156,7 @@ class GroupCommit {
 
   const size_t max_group_;
   const size_t max_leaders_;
+  const int64_t spin_ns_;
   const Runner run_;
   const Compatible compatible_;
   std::mutex mu_;

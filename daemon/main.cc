@@ -382,7 +382,8 @@ int main(int argc, char** argv) {
   CacheInvalidator invalidator(engine->tcp());
   StoreService service(&master, &membership, &cache, &invalidator, &io, &drainer, options.master,
                        options.checksum, segment_budget, options.put_no_space_wait_ms,
-                       options.tenant_policy, static_cast<size_t>(options.group_commit_max));
+                       options.tenant_policy, static_cast<size_t>(options.group_commit_max),
+                       options.spin_us);
   if (!options.tenant_policy.empty()) {
     MC_LOG_INFO("tenants only their uids may claim: %s",
                 options.tenant_policy.Describe().c_str());

@@ -27,7 +27,7 @@ struct MasterBatcher::ListCall {
   ErrorCode code = ErrorCode::RPC_FAIL;
 };
 
-MasterBatcher::MasterBatcher(MasterClient* master, size_t max_group)
+MasterBatcher::MasterBatcher(MasterClient* master, size_t max_group, int64_t spin_ns)
     : master_(master), grouped_(max_group > 0) {
   if (!grouped_) return;
   starts_ = std::make_unique<GroupCommit<StartCall>>(
@@ -35,15 +35,15 @@ MasterBatcher::MasterBatcher(MasterClient* master, size_t max_group)
       [](const StartCall& leader, const StartCall& other) {
         return leader.writer == other.writer && *leader.config == *other.config;
       },
-      kLeaders);
+      kLeaders, spin_ns);
   ends_ = std::make_unique<GroupCommit<EndCall>>(
       max_group, [this](const std::vector<EndCall*>& group) { RunEnds(group); },
       [](const EndCall& leader, const EndCall& other) { return leader.writer == other.writer; },
-      kLeaders);
+      kLeaders, spin_ns);
   lists_ = std::make_unique<GroupCommit<ListCall>>(
       max_group, [this](const std::vector<ListCall*>& group) { RunLists(group); },
       [](const ListCall& leader, const ListCall& other) { return leader.reader == other.reader; },
-      kLeaders);
+      kLeaders, spin_ns);
 }
 
 MasterBatcher::~MasterBatcher() = default;

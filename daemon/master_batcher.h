@@ -51,7 +51,8 @@ class MasterBatcher {
   // against 0.4-0.6 ms with two).
   static constexpr size_t kLeaders = 2;
 
-  MasterBatcher(MasterClient* master, size_t max_group);
+  // spin_ns: how long a queued call polls before it sleeps (--spin_us).
+  MasterBatcher(MasterClient* master, size_t max_group, int64_t spin_ns);
   ~MasterBatcher();
   MasterBatcher(const MasterBatcher&) = delete;
   MasterBatcher& operator=(const MasterBatcher&) = delete;

@@ -85,9 +85,9 @@ StoreService::StoreService(MasterClient* master, Membership* membership, ReadCac
                            SegmentDrainer* drainer, std::string master_address, bool checksum,
                            std::shared_ptr<SegmentBudget> segment_budget,
                            int64_t put_no_space_wait_ms, TenantPolicy tenants,
-                           size_t group_commit_max)
+                           size_t group_commit_max, int64_t spin_us)
     : master_(master),
-      batcher_(master, group_commit_max),
+      batcher_(master, group_commit_max, spin_us * 1000),
       membership_(membership),
       cache_(cache),
       invalidator_(invalidator),

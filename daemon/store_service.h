@@ -88,13 +88,14 @@ class StoreService {
   // compared). checksum: compute a CRC32C of every value put through this daemon. segment_budget
   // pays for MOUNT_SEGMENT (daemon/segment_budget.h). put_no_space_wait_ms: how long a put
   // the master has no space for waits for eviction to make some (daemon/no_space_wait.h). tenants:
-  // --tenant_uids. group_commit_max: --group_commit_max (daemon/master_batcher.h).
+  // --tenant_uids. group_commit_max: --group_commit_max (daemon/master_batcher.h). spin_us: --spin_us.
   StoreService(MasterClient* master, Membership* membership, ReadCache* cache,
                CacheInvalidator* invalidator, ReplicaIO* io, SegmentDrainer* drainer,
                std::string master_address, bool checksum,
                std::shared_ptr<SegmentBudget> segment_budget, int64_t put_no_space_wait_ms,
                TenantPolicy tenants = TenantPolicy(),
-               size_t group_commit_max = MasterBatcher::kDefaultMaxGroup);
+               size_t group_commit_max = MasterBatcher::kDefaultMaxGroup,
+               int64_t spin_us = kDefaultSpinMicros);
 
   // The handshake, run before any other frame of the connection is read. Sends the reply.
   // false (with *why for the log) when the connection must be closed: a malformed HELLO,

@@ -245,7 +245,7 @@ void test_an_unreachable_master_fails_every_caller(void**) {
   mo.port = testing::FreeTcpPort();
   mo.connect_timeout_ms = 200;
   MasterClient master(mo);
-  MasterBatcher batcher(&master, 64);
+  MasterBatcher batcher(&master, 64, kDefaultSpinMicros * 1000);
   constexpr int kThreads = 8;
   std::atomic<int> failed{0};
   std::vector<std::thread> threads;
