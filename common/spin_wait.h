@@ -16,10 +16,11 @@
 //    requests burns ~nothing; a wait that ends soon enough restores it (see below);
 //  - SpinnerLimit caps how many threads of a pool spin at once: two vCPUs with three
 //    spinners starve the one thread doing the work.
-// Between polls the spinner calls sched_yield() (after a few pause instructions), so a
-// runnable thread on the same vCPU — often the one that will produce the event — gets
-// the CPU at once; a pure pause() loop made three spinners on two vCPUs starve it (put
-// p50 172 us).
+// Between polls the spinner calls sched_yield(), so a runnable thread on the same vCPU --
+// often the one that will produce the event -- gets the CPU at once. A pure pause loop
+// made three spinners on two vCPUs starve it (put p50 172 us); 2, 8 or 64 pauses before
+// the first yield measured no better than none, and 64 much worse (put p50 110 against
+// 40 us; docs/architecture.md).
 //
 // Spinning only ever delays blocking: every caller still blocks afterwards, on the same
 // primitive with the same wake-up as without spinning, so spinning can never lose a
@@ -46,25 +47,11 @@ constexpr int64_t kDefaultSpinMicros = 50;
 // The largest budget accepted: spinning longer than a wake-up costs never pays.
 constexpr int64_t kMaxSpinMicros = 10000;
 
-// How many polls of a spin are separated by a pause instruction before the spinner starts
-// yielding the vCPU between polls (measured: see docs/architecture.md).
-constexpr unsigned kSpinPausePolls = 8;
-
 // CLOCK_MONOTONIC in nanoseconds (vDSO: no system call).
 inline int64_t SpinNowNanos() {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return static_cast<int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
-}
-
-// Between two polls: a few pause instructions (cheap, keep the vCPU), then sched_yield()
-// (hands the vCPU to a runnable thread, which may be the one we wait for).
-inline void SpinPause(unsigned poll) {
-  if (poll < kSpinPausePolls) {
-    __builtin_ia32_pause();
-  } else {
-    sched_yield();
-  }
 }
 
 // Polls ready() until it returns true (-> true) or budget_ns has passed (-> false).
@@ -74,10 +61,10 @@ template <class Ready>
 bool SpinUntil(Ready&& ready, int64_t budget_ns) {
   if (budget_ns <= 0) return false;
   const int64_t deadline = SpinNowNanos() + budget_ns;
-  for (unsigned poll = 0;; ++poll) {
+  for (;;) {
     if (ready()) return true;
     if (SpinNowNanos() >= deadline) return false;
-    SpinPause(poll);
+    sched_yield();  // the thread we wait for may need this vCPU
   }
 }
 
@@ -87,17 +74,22 @@ bool SpinUntilReadable(int fd, int64_t budget_ns);
 
 // The budget of one waiting role, adapted to how long its waits turn out to be, like an
 // adaptive mutex: a spin that ends with the event (a hit) keeps the full budget; a wait
-// that outlasted its spin (a miss) halves the next budget, down to zero. A wait that had
-// to block but still ended within the full budget would have been a hit: it restores the
-// full budget. So that a role backed off to zero can notice that waits became short
-// again even when its blocked waits include a wake-up's latency, every kProbeEvery-th
-// wait at zero spins with the full budget once (a probe, ~max/kProbeEvery per wait).
+// that had to block and lasted more than kNearMissFactor full budgets (a miss: an idle
+// peer, a slow master) halves the next budget, down to zero. A wait that blocked but
+// ended sooner (a near miss) restores the full budget: such waits are those of a busy
+// pipeline whose other stages wait too, and when every stage spins through them the
+// waits shrink below the budget (a put's stages each see ~60-150 us while all sleep;
+// halving on those kept put p50 at ~110 us where spinning through them gives ~30 us).
+// So that a role backed off to zero notices waits that became short even when the
+// wake-up's latency is part of them, every kProbeEvery-th wait at zero also spins with
+// the full budget once.
 //
 // Use, per wait:
 //   if (!spin.Spin(ready)) { block(); spin.Blocked(); }
 class AdaptiveSpin {
  public:
   static constexpr unsigned kProbeEvery = 32;
+  static constexpr int64_t kNearMissFactor = 8;
   // Budgets below this are not worth a clock read: they count as zero.
   static constexpr int64_t kMinBudgetNanos = 1000;
 

@@ -16,6 +16,14 @@
  *  - Batch calls return 0 and fill results_out with one entry per key, each as the single
  *    call would have returned it. An empty batch (count 0) returns 0 and writes nothing.
  *  - Keys are 1 to 4096 bytes (any byte but NUL); values are 1 byte to 4 GiB.
+ *
+ * Configuration by environment, read when a handle connects:
+ *  - MOONCAKE_SOCKET: the daemon's socket when connect() names none.
+ *  - MOONCAKE_STORE_TIMEOUT_MS: the bound on every wait of a request (default 30000).
+ *  - MOONCAKE_STORE_SPIN_US: how long the thread waiting for the daemon's reply polls the
+ *    socket before it sleeps, in microseconds, 0..10000 (default 50; 0: never spin). It
+ *    trades a little CPU for the wake-up latency of a sleeping thread; adaptive, so an
+ *    idle handle spins ~never. Another value is logged and the default used.
  */
 #ifndef MOONCAKE_STORE_H_
 #define MOONCAKE_STORE_H_

@@ -2,9 +2,9 @@
 // (daemon/worker_threads.h), in process:
 //  - SpinUntil returns true when ready flips during the budget, false once the budget is
 //    spent; a budget of 0 never spins; SpinUntilReadable sees a socket become readable;
-//  - AdaptiveSpin halves its budget after each wait longer than its spin, down to 0, then
-//    spins only every kProbeEvery-th wait; a hit, or a blocked wait that ended within the
-//    full budget, restores the full budget;
+//  - AdaptiveSpin halves its budget after each wait longer than kNearMissFactor full
+//    budgets, down to 0, then spins only every kProbeEvery-th wait; a hit, or a blocked
+//    wait that ended sooner (a near miss), restores the full budget;
 //  - SpinnerLimit admits at most its limit;
 //  - --spin_us parses and is range-checked; MOONCAKE_STORE_SPIN_US's parser too;
 //  - WorkerThreads loses no wake-up: rounds of concurrent submissions from several
@@ -86,7 +86,7 @@ void TestSpinUntilReadable(void**) {
   close(fds[1]);
 }
 
-// Misses longer than the full budget halve it down to 0; then only every kProbeEvery-th
+// Misses longer than kNearMissFactor full budgets halve it down to 0; then only every kProbeEvery-th
 // wait spins (with the full budget), and the probe's hit restores it.
 void TestAdaptiveBacksOffAndProbes(void**) {
   const int64_t max = 1 * kMs;
@@ -96,7 +96,7 @@ void TestAdaptiveBacksOffAndProbes(void**) {
   int misses = 0;
   while (spin.budget_ns() > 0) {
     assert_false(spin.Spin([] { return false; }));
-    SleepNanos(3 * kMs);  // the blocking wait: longer than the full budget
+    SleepNanos(10 * kMs);  // the blocking wait: a miss (over 8 full budgets)
     spin.Blocked();
     expect /= 2;
     if (expect < AdaptiveSpin::kMinBudgetNanos) expect = 0;
@@ -114,7 +114,7 @@ void TestAdaptiveBacksOffAndProbes(void**) {
     if (hit) break;
     assert_int_equal(polls, 1);
     assert_true(SpinNowNanos() - start < max);
-    SleepNanos(3 * kMs);
+    SleepNanos(10 * kMs);
     spin.Blocked();
     assert_int_equal(spin.budget_ns(), 0);
     assert_true(waits < AdaptiveSpin::kProbeEvery);
@@ -123,25 +123,35 @@ void TestAdaptiveBacksOffAndProbes(void**) {
   assert_int_equal(spin.budget_ns(), max);
 }
 
-// A wait that had to block but ended within the full budget restores it: a full spin
-// would have caught it.
-void TestAdaptiveShortBlockedWaitRestores(void**) {
-  const int64_t max = 100 * kMs;  // margin for a loaded machine
+// A wait that had to block but ended within kNearMissFactor full budgets (a near miss)
+// restores it, also from zero.
+void TestAdaptiveNearMissRestores(void**) {
+  const int64_t max = 20 * kMs;  // the near misses below leave margin for a loaded machine
   AdaptiveSpin spin(max);
   assert_false(spin.Spin([] { return false; }));
-  SleepNanos(150 * kMs);
+  SleepNanos(200 * kMs);  // a miss: over 8 x 20 ms
   spin.Blocked();
   assert_int_equal(spin.budget_ns(), max / 2);
   assert_false(spin.Spin([] { return false; }));  // spins max / 2
-  spin.Blocked();                                 // ended right after: within max
+  SleepNanos(2 * max);                            // blocked twice the budget: near
+  spin.Blocked();
   assert_int_equal(spin.budget_ns(), max);
+  AdaptiveSpin quick(1 * kMs);
+  while (quick.budget_ns() > 0) {
+    assert_false(quick.Spin([] { return false; }));
+    SleepNanos(10 * kMs);
+    quick.Blocked();
+  }
+  assert_false(quick.Spin([] { return false; }));  // backed off: no spin
+  quick.Blocked();                                 // but the wait was short
+  assert_int_equal(quick.budget_ns(), 1 * kMs);
 }
 
 // Ready at the first look is no wait: it neither restores nor halves anything.
 void TestAdaptiveImmediateReadyIsNoWait(void**) {
   AdaptiveSpin spin(1 * kMs);
   assert_false(spin.Spin([] { return false; }));
-  SleepNanos(3 * kMs);
+  SleepNanos(10 * kMs);
   spin.Blocked();
   assert_int_equal(spin.budget_ns(), kMs / 2);
   assert_true(spin.Spin([] { return true; }));
@@ -324,7 +334,7 @@ int main() {
       cmocka_unit_test(TestZeroBudgetNeverSpins),
       cmocka_unit_test(TestSpinUntilReadable),
       cmocka_unit_test(TestAdaptiveBacksOffAndProbes),
-      cmocka_unit_test(TestAdaptiveShortBlockedWaitRestores),
+      cmocka_unit_test(TestAdaptiveNearMissRestores),
       cmocka_unit_test(TestAdaptiveImmediateReadyIsNoWait),
       cmocka_unit_test(TestSpinnerLimit),
       cmocka_unit_test(TestParseSpinMicros),
