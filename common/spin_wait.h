@@ -43,7 +43,7 @@ namespace mooncake {
 
 // The default budget of one wait, in microseconds (the daemon's --spin_us and libmc's
 // MOONCAKE_STORE_SPIN_US). Measured on 2 vCPUs: see docs/architecture.md.
-constexpr int64_t kDefaultSpinMicros = 50;
+constexpr int64_t kDefaultSpinMicros = 200;
 // The largest budget accepted: spinning longer than a wake-up costs never pays.
 constexpr int64_t kMaxSpinMicros = 10000;
 

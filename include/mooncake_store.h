@@ -21,7 +21,7 @@
  *  - MOONCAKE_SOCKET: the daemon's socket when connect() names none.
  *  - MOONCAKE_STORE_TIMEOUT_MS: the bound on every wait of a request (default 30000).
  *  - MOONCAKE_STORE_SPIN_US: how long the thread waiting for the daemon's reply polls the
- *    socket before it sleeps, in microseconds, 0..10000 (default 50; 0: never spin). It
+ *    socket before it sleeps, in microseconds, 0..10000 (default 200; 0: never spin). It
  *    trades a little CPU for the wake-up latency of a sleeping thread; adaptive, so an
  *    idle handle spins ~never. Another value is logged and the default used.
  */
