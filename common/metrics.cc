@@ -1,7 +1,5 @@
 #include "common/metrics.h"
 
-#include <time.h>
-
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -83,12 +81,6 @@ bool ValidMetricName(const std::string& name) {
     if (!ok) return false;
   }
   return true;
-}
-
-int64_t MonotonicNanos() {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
 }
 
 std::vector<double> LatencyBuckets() {

@@ -27,6 +27,8 @@
 #include <utility>
 #include <vector>
 
+#include "common/monotonic_clock.h"
+
 namespace mooncake {
 
 // Constant labels of one sample: {{"op", "put"}, {"tier", "memory"}}. Values are escaped
@@ -76,8 +78,6 @@ class Histogram {
 
 // Latency buckets for store operations, in seconds: 10 µs to 10 s.
 std::vector<double> LatencyBuckets();
-// A monotonic clock reading in nanoseconds, for Histogram::ObserveSince.
-int64_t MonotonicNanos();
 
 // Writes whole families for a collector. Each Family() call starts one (its # HELP and
 // # TYPE lines); the Sample calls that follow belong to it. A name must be written once per

@@ -35,7 +35,7 @@ bool AdaptiveSpin::SpinReadable(int fd) {
 
 void AdaptiveSpin::Blocked() {
   if (max_budget_ns_ == 0) return;
-  if (SpinNowNanos() - wait_start_ns_ <= kNearMissFactor * max_budget_ns_) {
+  if (MonotonicNanos() - wait_start_ns_ <= kNearMissFactor * max_budget_ns_) {
     budget_ns_ = max_budget_ns_;  // a near miss
     return;
   }

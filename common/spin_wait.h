@@ -34,10 +34,11 @@
 #define MOONCAKE_COMMON_SPIN_WAIT_H_
 
 #include <sched.h>
-#include <time.h>
 
 #include <atomic>
 #include <cstdint>
+
+#include "common/monotonic_clock.h"
 
 namespace mooncake {
 
@@ -47,23 +48,16 @@ constexpr int64_t kDefaultSpinMicros = 200;
 // The largest budget accepted: spinning longer than a wake-up costs never pays.
 constexpr int64_t kMaxSpinMicros = 10000;
 
-// CLOCK_MONOTONIC in nanoseconds (vDSO: no system call).
-inline int64_t SpinNowNanos() {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
-}
-
 // Polls ready() until it returns true (-> true) or budget_ns has passed (-> false).
 // budget_ns <= 0: returns false without calling ready(). ready() must be cheap and
 // side-effect free apart from what the caller wants done on success.
 template <class Ready>
 bool SpinUntil(Ready&& ready, int64_t budget_ns) {
   if (budget_ns <= 0) return false;
-  const int64_t deadline = SpinNowNanos() + budget_ns;
+  const int64_t deadline = MonotonicNanos() + budget_ns;
   for (;;) {
     if (ready()) return true;
-    if (SpinNowNanos() >= deadline) return false;
+    if (MonotonicNanos() >= deadline) return false;
     sched_yield();  // the thread we wait for may need this vCPU
   }
 }
@@ -102,7 +96,7 @@ class AdaptiveSpin {
   bool Spin(Ready&& ready) {
     if (max_budget_ns_ == 0) return false;
     if (ready()) return true;  // no wait at all: says nothing about waits
-    wait_start_ns_ = SpinNowNanos();
+    wait_start_ns_ = MonotonicNanos();
     const int64_t budget = NextBudget();
     if (budget > 0 && SpinUntil(ready, budget)) {
       budget_ns_ = max_budget_ns_;

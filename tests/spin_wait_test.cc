@@ -32,7 +32,7 @@
 namespace {
 
 using mooncake::AdaptiveSpin;
-using mooncake::SpinNowNanos;
+using mooncake::MonotonicNanos;
 using mooncake::SpinUntil;
 
 constexpr int64_t kMs = 1000000;
@@ -45,18 +45,18 @@ void TestSpinUntilTrueWhenReadyFlips(void**) {
     SleepNanos(2 * kMs);
     flag.store(true);
   });
-  const int64_t start = SpinNowNanos();
+  const int64_t start = MonotonicNanos();
   // A generous budget (a loaded machine may delay the setter), and it ends early.
   assert_true(SpinUntil([&] { return flag.load(); }, 5000 * kMs));
-  assert_true(SpinNowNanos() - start < 4000 * kMs);
+  assert_true(MonotonicNanos() - start < 4000 * kMs);
   setter.join();
 }
 
 void TestSpinUntilFalseAfterBudget(void**) {
   int polls = 0;
-  const int64_t start = SpinNowNanos();
+  const int64_t start = MonotonicNanos();
   assert_false(SpinUntil([&] { return ++polls < 0; }, 5 * kMs));
-  assert_true(SpinNowNanos() - start >= 5 * kMs);
+  assert_true(MonotonicNanos() - start >= 5 * kMs);
   assert_true(polls > 1);  // it polled, repeatedly
 }
 
@@ -109,11 +109,11 @@ void TestAdaptiveBacksOffAndProbes(void**) {
   for (;;) {
     int polls = 0;
     ++waits;
-    const int64_t start = SpinNowNanos();
+    const int64_t start = MonotonicNanos();
     bool hit = spin.Spin([&] { return ++polls >= 2; });
     if (hit) break;
     assert_int_equal(polls, 1);
-    assert_true(SpinNowNanos() - start < max);
+    assert_true(MonotonicNanos() - start < max);
     SleepNanos(10 * kMs);
     spin.Blocked();
     assert_int_equal(spin.budget_ns(), 0);
@@ -234,15 +234,15 @@ void StressWorkers(size_t workers, int64_t spin_ns, int producers, int rounds) {
   std::mt19937 rng(static_cast<unsigned>(workers * 1000 + spin_ns / 1000));
   auto job = [&](int64_t submitted_at, bool nested) {
     return [&, submitted_at, nested] {
-      int64_t waited = SpinNowNanos() - submitted_at;
+      int64_t waited = MonotonicNanos() - submitted_at;
       int64_t worst = worst_wait_ns.load();
       while (waited > worst && !worst_wait_ns.compare_exchange_weak(worst, waited)) {
       }
       if (nested) {
         // A job that hands over more work (as a connection's teardown does).
-        const int64_t now = SpinNowNanos();
+        const int64_t now = MonotonicNanos();
         pool.Submit([&, now] {
-          int64_t w = SpinNowNanos() - now;
+          int64_t w = MonotonicNanos() - now;
           int64_t wst = worst_wait_ns.load();
           while (w > wst && !worst_wait_ns.compare_exchange_weak(wst, w)) {
           }
@@ -263,12 +263,12 @@ void StressWorkers(size_t workers, int64_t spin_ns, int producers, int rounds) {
     std::vector<std::thread> threads;
     for (int p = 0; p < producers; ++p) {
       threads.emplace_back([&, p] {
-        for (int i = 0; i < counts[p]; ++i) pool.Submit(job(SpinNowNanos(), nested[p] && i == 0));
+        for (int i = 0; i < counts[p]; ++i) pool.Submit(job(MonotonicNanos(), nested[p] && i == 0));
       });
     }
     for (auto& t : threads) t.join();
-    const int64_t deadline = SpinNowNanos() + 10000 * kMs;
-    while (done.load() < submitted && SpinNowNanos() < deadline) SleepNanos(20000);
+    const int64_t deadline = MonotonicNanos() + 10000 * kMs;
+    while (done.load() < submitted && MonotonicNanos() < deadline) SleepNanos(20000);
     if (done.load() != submitted) {
       fail_msg("workers %zu spin %lld ns: round %d stranded %lld of %lld jobs", workers,
                static_cast<long long>(spin_ns), round,
@@ -314,8 +314,8 @@ void TestIdlePoolBurnsNothing(void**) {
   mooncake::WorkerThreads pool(8, 1 * kMs);
   std::atomic<int> ran{0};
   pool.Submit([&] { ran.fetch_add(1); });
-  const int64_t deadline = SpinNowNanos() + 10000 * kMs;
-  while (ran.load() == 0 && SpinNowNanos() < deadline) SleepNanos(100000);
+  const int64_t deadline = MonotonicNanos() + 10000 * kMs;
+  while (ran.load() == 0 && MonotonicNanos() < deadline) SleepNanos(100000);
   assert_int_equal(ran.load(), 1);
   SleepNanos(20 * kMs);
   const int64_t cpu = ProcessCpuNanos();
