@@ -279,6 +279,7 @@ void RunOneDaemon(const Options& o, mooncake_store_t store, const RedisServer* r
       "machine: %u cores; Unix-socket round trip (p50, same run; both threads block in "
       "read()): %.1f us\n",
       std::thread::hardware_concurrency(), uds_rtt);
+  std::printf("pages: %s\n", SharedPagesSummary().c_str());
   if (redis != nullptr) {
     std::printf(
         "redis: redis-server %s on 127.0.0.1:%d (%s); our client: one blocking TCP "

@@ -225,6 +225,50 @@ double MemcpyColdToWarmGbps(uint64_t size, uint64_t total_bytes) {
   return gbps;
 }
 
+namespace {
+
+// A /proc/meminfo count ("HugePages_Free:    12"); 0 when absent.
+uint64_t MeminfoCount(const std::string& meminfo, const char* field) {
+  size_t at = meminfo.find(std::string("\n") + field + ":");
+  return at == std::string::npos ? 0 : std::strtoull(meminfo.c_str() + at + std::strlen(field) + 2,
+                                                     nullptr, 10);
+}
+
+std::string ReadSmallFile(const char* path) {
+  std::string text;
+  if (FILE* f = std::fopen(path, "r")) {
+    char buf[4096];
+    size_t n;
+    while ((n = std::fread(buf, 1, sizeof(buf), f)) > 0) text.append(buf, n);
+    std::fclose(f);
+  }
+  return text;
+}
+
+}  // namespace
+
+std::string SharedPagesSummary() {
+  std::string meminfo = "\n" + ReadSmallFile("/proc/meminfo");
+  uint64_t total = MeminfoCount(meminfo, "HugePages_Total");
+  uint64_t in_use = total - MeminfoCount(meminfo, "HugePages_Free") +
+                    MeminfoCount(meminfo, "HugePages_Rsvd");
+  uint64_t page_kb = MeminfoCount(meminfo, "Hugepagesize");
+  std::string thp = ReadSmallFile("/sys/kernel/mm/transparent_hugepage/shmem_enabled");
+  size_t open = thp.find('['), close = thp.find(']');
+  thp = open != std::string::npos && close > open ? thp.substr(open + 1, close - open - 1)
+                                                  : "unknown";
+  char text[256];
+  std::snprintf(text, sizeof(text),
+                "%" PRIu64 " of %" PRIu64 " reserved %" PRIu64 " KiB huge pages in use "
+                "(%s); shmem THP: %s",
+                in_use, total, page_kb,
+                total == 0 ? "none reserved: segments and pools on 4 KiB pages unless shmem "
+                             "THP allows; see docs/operations.md \"Huge pages\""
+                           : "the segment and the pool take them first",
+                thp.c_str());
+  return text;
+}
+
 double UnixRoundTripUs() {
   int sv[2];
   if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv) != 0) return 0;

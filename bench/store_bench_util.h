@@ -113,6 +113,12 @@ std::vector<double> RunPhase(const Phase& p, Op op, double* seconds);
 double MemcpyColdToColdGbps(uint64_t size, uint64_t total_bytes);
 double MemcpyColdToWarmGbps(uint64_t size, uint64_t total_bytes);
 
+// What backs the segments and pools on this host (common/shared_memory.h), for the run's
+// header: hugetlbfs pages reserved and in use (by anyone: run it after the cluster and the
+// pool exist), and the shmem THP policy. The memcpy baselines use malloc'd memory, which
+// the host's anonymous THP policy (usually "always") puts on huge pages.
+std::string SharedPagesSummary();
+
 // Same-run baseline: median round trip of a small message over a Unix socket between two
 // threads, both blocking in read() (what one control request costs at minimum when both
 // sides sleep: two wake-ups).

@@ -24,6 +24,9 @@
  *    socket before it sleeps, in microseconds, 0..10000 (default 200; 0: never spin). It
  *    trades a little CPU for the wake-up latency of a sleeping thread; adaptive, so an
  *    idle handle spins ~never. Another value is logged and the default used.
+ *  - MOONCAKE_STORE_HUGE_PAGES: 0 keeps the handle's pool off the host's reserved huge
+ *    pages; otherwise the pool takes them when free (copies to and from it then run at
+ *    memcpy speed: docs/operations.md "Huge pages") and falls back to ordinary memory.
  */
 #ifndef MOONCAKE_STORE_H_
 #define MOONCAKE_STORE_H_

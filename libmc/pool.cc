@@ -1,18 +1,29 @@
 #include "libmc/pool.h"
 
-#include <errno.h>
-#include <fcntl.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 
 #include "common/error_code.h"
 #include "common/logging.h"
+#include "common/shared_memory.h"
 
 namespace mooncake {
 namespace client {
+
+namespace {
+
+// MOONCAKE_STORE_HUGE_PAGES=0 keeps pools off the host's reserved huge pages (left to
+// mooncaked's segments, say, on a host whose reservation only covers those).
+bool PoolHugePagesWanted() {
+  const char* text = std::getenv("MOONCAKE_STORE_HUGE_PAGES");
+  return text == nullptr || std::strcmp(text, "0") != 0;
+}
+
+}  // namespace
 
 PoolBlock::~PoolBlock() { pool_->ReleaseStage(node_); }
 
@@ -20,26 +31,21 @@ ErrorCode Pool::Create(uint64_t size, std::shared_ptr<Pool>* out) {
   if (size == 0 || size > static_cast<uint64_t>(INT64_MAX)) {
     return ErrorCode::INVALID_PARAMS;
   }
-  int fd = memfd_create("mooncake-pool", MFD_CLOEXEC | MFD_ALLOW_SEALING);
-  if (fd < 0) {
-    MC_LOG_ERROR("mooncake_store: memfd_create failed: %s", std::strerror(errno));
+  SharedMemoryOptions options;
+  options.name = "mooncake-pool";
+  options.sealed = true;  // mooncaked refuses a pool whose size could change under it
+  // The application's memory: its own writes fault the pages in, as with malloc. On huge
+  // pages the pool is rounded up to whole pages, and the rest is usable too.
+  options.huge_tlb = PoolHugePagesWanted();
+  SharedMemory shm;
+  std::string error;
+  if (!CreateSharedMemory(size, options, &shm, &error)) {
+    MC_LOG_ERROR("mooncake_store: the pool: %s", error.c_str());
     return ErrorCode::INTERNAL_ERROR;
   }
-  if (ftruncate(fd, static_cast<off_t>(size)) != 0 ||
-      fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW) != 0) {
-    MC_LOG_ERROR("mooncake_store: sizing or sealing the pool (%llu bytes) failed: %s",
-                 static_cast<unsigned long long>(size), std::strerror(errno));
-    close(fd);
-    return ErrorCode::INTERNAL_ERROR;
-  }
-  void* base = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-  if (base == MAP_FAILED) {
-    MC_LOG_ERROR("mooncake_store: mapping the pool (%llu bytes) failed: %s",
-                 static_cast<unsigned long long>(size), std::strerror(errno));
-    close(fd);
-    return ErrorCode::INTERNAL_ERROR;
-  }
-  out->reset(new Pool(fd, static_cast<char*>(base), size));
+  MC_LOG_DEBUG("mooncake_store: a %llu-byte pool on %s",
+               static_cast<unsigned long long>(shm.mapped), SharedPagesName(shm.pages));
+  out->reset(new Pool(shm.fd, shm.base, shm.mapped));
   return ErrorCode::OK;
 }
 
