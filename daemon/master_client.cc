@@ -2,6 +2,7 @@
 
 #include <poll.h>
 
+#include <algorithm>
 #include <chrono>
 #include <thread>
 
@@ -525,6 +526,67 @@ ErrorCode MasterClient::BatchGetReplicaList(const std::vector<std::string>& keys
       },
       Repeat::kSafe);
   return ListOf(call, keys.size(), out);
+}
+
+void MasterClient::BatchGetReplicaListPipelined(const std::vector<std::string>& keys,
+                                                int64_t reader, size_t chunk,
+                                                const ChunkListed& on_chunk) {
+  using SteadyClock = std::chrono::steady_clock;
+  chunk = std::max<size_t>(chunk, 1);
+  const size_t chunks = (keys.size() + chunk - 1) / chunk;
+  std::vector<std::vector<std::string>> parts(chunks);
+  for (size_t i = 0; i < chunks; ++i) {
+    parts[i].assign(keys.begin() + i * chunk,
+                    keys.begin() + std::min(keys.size(), (i + 1) * chunk));
+  }
+  std::string error;
+  MasterLeader leader = locator_->Current();
+  std::unique_ptr<Connection> conn = leader.known() ? Checkout(leader, &error) : nullptr;
+  size_t delivered = 0;
+  SteadyClock::time_point asked_at = SteadyClock::now();
+  // Sends or receives on the pipeline's connection; false (and the connection dropped)
+  // when that failed or the reply came from a lower term than the highest known.
+  auto step = [&](const std::function<void()>& io) {
+    if (conn == nullptr) return false;
+    try {
+      io();
+      if (conn->term >= locator_->highest_term()) return true;
+    } catch (const std::exception&) {
+      // The fallback below asks again, and says why if that fails too.
+    }
+    Discard(std::move(conn));
+    conn = nullptr;
+    return false;
+  };
+  bool piped = step([&] { conn->client->send_BatchGetReplicaList(parts[0], reader); });
+  while (piped && delivered < chunks) {
+    calls_.fetch_add(1, std::memory_order_relaxed);
+    std::vector<rpc::ReplicaListResult> lists;
+    piped = step([&] { conn->client->recv_BatchGetReplicaList(lists); }) &&
+            lists.size() == parts[delivered].size();
+    if (!piped) break;
+    SteadyClock::time_point listed_asked_at = asked_at;
+    if (delivered + 1 < chunks) {
+      asked_at = SteadyClock::now();
+      piped = step([&] { conn->client->send_BatchGetReplicaList(parts[delivered + 1], reader); });
+    }
+    on_chunk(delivered * chunk, ErrorCode::OK, &lists, listed_asked_at);
+    ++delivered;
+  }
+  if (conn != nullptr) {
+    if (delivered == chunks) {
+      Checkin(std::move(conn));
+    } else {
+      Discard(std::move(conn));  // it may hold a reply nobody will read
+    }
+  }
+  // What the pipeline left: one ordinary call per chunk.
+  for (; delivered < chunks; ++delivered) {
+    std::vector<rpc::ReplicaListResult> lists;
+    asked_at = SteadyClock::now();
+    ErrorCode rc = BatchGetReplicaList(parts[delivered], reader, &lists);
+    on_chunk(delivered * chunk, rc, &lists, asked_at);
+  }
 }
 
 Result<bool> MasterClient::ExistKey(const std::string& key) {

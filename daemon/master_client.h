@@ -173,6 +173,20 @@ class MasterClient {
   ErrorCode GetReplicaList(const std::string& key, int64_t reader, rpc::ReplicaListResult* out);
   ErrorCode BatchGetReplicaList(const std::vector<std::string>& keys, int64_t reader,
                               std::vector<rpc::ReplicaListResult>* out);
+  // BatchGetReplicaList of keys in chunks of at most `chunk` keys, pipelined on one
+  // connection: chunk i+1 is sent before on_chunk(i) runs, so the master lists the next
+  // chunk while the caller copies the last one (a batch get is otherwise the master's
+  // loop, then the daemon's copies, one after the other). on_chunk(first, code, lists,
+  // asked_at) runs once per chunk, in order, on the calling thread: keys [first, first +
+  // lists.size()) with their results, or with code RPC_FAIL (lists empty) for a chunk that
+  // could not be listed; asked_at was taken before that chunk was sent. A chunk the pipeline
+  // could not finish (a broken connection, a refusal, a reply from a lower term) is listed
+  // again by an ordinary call, with its failover: a read may run twice (Repeat::kSafe).
+  using ChunkListed = std::function<void(size_t first, ErrorCode code,
+                                         std::vector<rpc::ReplicaListResult>* lists,
+                                         std::chrono::steady_clock::time_point asked_at)>;
+  void BatchGetReplicaListPipelined(const std::vector<std::string>& keys, int64_t reader,
+                                    size_t chunk, const ChunkListed& on_chunk);
   Result<bool> ExistKey(const std::string& key);
   // (*out)[i]: 1, 0, or a negative code, as the master sent it.
   ErrorCode BatchExistKey(const std::vector<std::string>& keys, std::vector<int32_t>* out);

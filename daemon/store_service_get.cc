@@ -76,18 +76,18 @@ ErrorCode StoreService::Locate(const std::string& key, const rpc::ReplicaListRes
   return candidates->empty() ? ErrorCode::TRANSFER_FAIL : ErrorCode::OK;
 }
 
-void StoreService::ReadListed(const ListedReads& reads, Clock::time_point asked_at,
-                              uint64_t generation, std::vector<int64_t>* results) {
-  const size_t n = reads.keys.size();
-  std::vector<std::vector<ReplicaTarget>> candidates(n);
+void StoreService::ReadListed(const ListedReads& reads, size_t first, size_t count,
+                              Clock::time_point asked_at, uint64_t generation,
+                              std::vector<int64_t>* results) {
+  std::vector<std::vector<ReplicaTarget>> candidates(count);  // of read first + i
   std::vector<ValueSlice> slices;
   std::vector<int64_t> expected;
   std::vector<size_t> owner;  // the read of each slice
-  slices.reserve(n);
-  expected.reserve(n);
-  owner.reserve(n);
+  slices.reserve(count);
+  expected.reserve(count);
+  owner.reserve(count);
   Clock::time_point deadline = Clock::time_point::max();
-  for (size_t j = 0; j < n; ++j) {
+  for (size_t j = first; j < first + count; ++j) {
     const rpc::ReplicaListResult& list = reads.lists[j];
     // Too small a buffer is -600 whoever holds the replica.
     if (list.code == 0 && list.size > 0 &&
@@ -96,12 +96,12 @@ void StoreService::ReadListed(const ListedReads& reads, Clock::time_point asked_
       continue;
     }
     uint64_t size = 0;
-    ErrorCode code = Locate(reads.keys[j], list, &candidates[j], &size);
+    ErrorCode code = Locate(reads.keys[j], list, &candidates[j - first], &size);
     if (code != ErrorCode::OK) {
       (*results)[j] = ToInt(code);
       continue;
     }
-    slices.push_back({&candidates[j], 0, reads.dests[j], size});
+    slices.push_back({&candidates[j - first], 0, reads.dests[j], size});
     expected.push_back(list.checksum);
     owner.push_back(j);
     deadline = std::min(deadline, Deadline(asked_at, list.lease_ttl_ms));
@@ -116,11 +116,12 @@ void StoreService::ReadListed(const ListedReads& reads, Clock::time_point asked_
     } else if (!in_time) {
       (*results)[j] = ToInt(ErrorCode::LEASE_EXPIRED);
     } else {
+      const ReplicaTarget& served = candidates[j - first][s.served];
       (*results)[j] = static_cast<int64_t>(s.length);
-      Remember(reads.keys[j], reads.tickets[j], candidates[j][s.served], s.length, asked_at,
+      Remember(reads.keys[j], reads.tickets[j], served, s.length, asked_at,
                reads.lists[j].lease_ttl_ms, reads.lists[j].checksum);
       // Before the answer: the pool is the client's again once it has it.
-      if (reads.lists[j].promote && candidates[j][s.served].on_disk()) {
+      if (reads.lists[j].promote && served.on_disk()) {
         promoter_.Offer(reads.keys[j], s.pool, s.length, DiskReplicaId(reads.lists[j]));
       }
     }
@@ -226,7 +227,7 @@ ErrorCode StoreService::OnGet(ClientConnection* s, const uds::GetArgs& in, uds::
     reads.dests.push_back(dest);
     reads.capacities.push_back(in.capacity);
     std::vector<int64_t> result(1);
-    ReadListed(reads, asked_at, generation, &result);
+    ReadListed(reads, 0, 1, asked_at, generation, &result);
     n = result[0];
   }
   if (n < 0) return FromWire(n);
@@ -281,10 +282,22 @@ ErrorCode StoreService::OnBatchGet(ClientConnection* s, const uds::BatchGetArgs&
   if (!reads.keys.empty()) {
     for (const std::string& key : reads.keys) reads.tickets.push_back(cache_->Begin(key));
     uint64_t generation = cache_->remount_generation();
-    Clock::time_point asked_at = Clock::now();
-    ErrorCode rc = master_->BatchGetReplicaList(reads.keys, CacheReader(), &reads.lists);
-    std::vector<int64_t> listed(reads.keys.size(), ToInt(rc));
-    if (rc == ErrorCode::OK) ReadListed(reads, asked_at, generation, &listed);
+    // The misses are listed in chunks, pipelined: the master lists chunk i+1 while this
+    // thread copies chunk i (MasterClient::BatchGetReplicaListPipelined).
+    reads.lists.resize(reads.keys.size());
+    std::vector<int64_t> listed(reads.keys.size());
+    master_->BatchGetReplicaListPipelined(
+        reads.keys, CacheReader(), kListChunk,
+        [&](size_t first, ErrorCode rc, std::vector<rpc::ReplicaListResult>* lists,
+            Clock::time_point asked_at) {
+          size_t count = std::min(kListChunk, reads.keys.size() - first);
+          if (rc != ErrorCode::OK) {
+            std::fill(listed.begin() + first, listed.begin() + first + count, ToInt(rc));
+            return;
+          }
+          for (size_t i = 0; i < count; ++i) swap(reads.lists[first + i], (*lists)[i]);
+          ReadListed(reads, first, count, asked_at, generation, &listed);
+        });
     for (size_t j = 0; j < index.size(); ++j) results[index[j]] = listed[j];
   }
   return ErrorCode::OK;

@@ -1,0 +1,127 @@
+/* A batch get bigger than one chunk of the daemon's pipelined master lookups
+ * (MasterClient::BatchGetReplicaListPipelined, chunks of StoreService::kListChunk keys):
+ * every slot answers as get_into of its key alone would, in order, across every chunk
+ * boundary, whatever the mix of hits, misses, duplicates, bad keys and short buffers; the
+ * second pass is served by the read cache the chunks filled, and a value rewritten between
+ * passes is never answered stale. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "include/mooncake_store.h"
+#include "tests/cluster.h"
+#include "tests/cluster_test_util.h"
+
+#define KiB ((size_t)1 << 10)
+#define MiB ((size_t)1 << 20)
+#define POOL (64 * MiB)
+
+static mc_cluster *cluster;
+
+static int setup_cluster(void **state) {
+  (void)state;
+  /* A long lease: the second pass must be served by the read cache. */
+  mc_cluster_options opts = {1, 256 * MiB, 10000, NULL, NULL};
+  cluster = mc_cluster_start_with(&opts);
+  return cluster != NULL ? 0 : -1;
+}
+
+static int teardown_cluster(void **state) {
+  (void)state;
+  mc_cluster_stop(cluster);
+  return 0;
+}
+
+static int setup(void **state) { return store_fixture_setup(state, cluster, 0, POOL); }
+
+/* Nine chunks and a part of a tenth (the daemon's chunk is 32 keys). */
+enum { B = 300, STORED = 200 };
+
+/* Slot i: a stored key mostly; a miss every 7th slot, a repeat of slot i - 63 every 11th
+ * (the same key in two chunks), an empty key at 64 and 191 (-600), and the stored key of
+ * slot 127 with a buffer too small for it (-600 for that slot only). */
+static const char *slot_key(int i, char *buf, size_t n) {
+  if (i == 64 || i == 191) {
+    buf[0] = '\0';
+  } else if (i % 7 == 3) {
+    snprintf(buf, n, "p-miss-%d", i);
+  } else if (i % 11 == 5 && i >= 63) {
+    snprintf(buf, n, "p-%d", (i - 63) % STORED);
+  } else {
+    snprintf(buf, n, "p-%d", i % STORED);
+  }
+  return buf;
+}
+
+static size_t value_size(int k) { return 1 * KiB + (size_t)(k % 5) * 300; }
+
+static void put_value(mooncake_store_t s, int k, uint64_t seed, int upsert) {
+  char key[32];
+  char *v = mooncake_store_alloc(s, 4 * KiB);
+  assert_non_null(v);
+  snprintf(key, sizeof(key), "p-%d", k);
+  fill_pattern(v, value_size(k), seed);
+  if (upsert) {
+    assert_int_equal(mooncake_store_upsert_from(s, key, v, value_size(k), NULL), 0);
+  } else {
+    assert_int_equal(mooncake_store_put_from(s, key, v, value_size(k), NULL), 0);
+  }
+  mooncake_store_free(s, v);
+}
+
+static void test_chunked_batch_get_matches_single_gets(void **state) {
+  mooncake_store_t s = ((store_fixture *)*state)->store;
+  for (int k = 0; k < STORED; ++k) put_value(s, k, 5000 + k, 0);
+  static char names[B][32];
+  const char *keys[B];
+  void *bufs[B];
+  size_t sizes[B];
+  int64_t got[B];
+  char *area = mooncake_store_alloc(s, B * 4 * KiB);
+  char *single = mooncake_store_alloc(s, 4 * KiB);
+  assert_non_null(area);
+  assert_non_null(single);
+  for (int i = 0; i < B; ++i) {
+    keys[i] = slot_key(i, names[i], sizeof(names[i]));
+    bufs[i] = area + (size_t)i * 4 * KiB;
+    sizes[i] = i == 127 ? 100 : 4 * KiB;
+  }
+  for (int pass = 0; pass < 3; ++pass) {
+    /* Before the last pass a value read by the two passes before is replaced: the cache
+     * the chunks filled must not answer its old bytes. */
+    if (pass == 2) put_value(s, 70, 9070, 1);
+    memset(area, 0, B * 4 * KiB);
+    assert_int_equal(mooncake_store_batch_get_into(s, keys, bufs, sizes, B, got), 0);
+    for (int i = 0; i < B; ++i) {
+      int64_t want = mooncake_store_get_into(s, keys[i], single, sizes[i]);
+      assert_int_equal(got[i], want);
+      if (want > 0) {
+        int k = atoi(keys[i] + 2);
+        uint64_t seed = pass == 2 && k == 70 ? 9070 : 5000 + (uint64_t)k;
+        assert_int_equal(want, (int64_t)value_size(k));
+        assert_int_equal(check_pattern(bufs[i], value_size(k), seed), -1);
+      }
+    }
+    assert_int_equal(got[3], MOONCAKE_STORE_OBJECT_NOT_FOUND);
+    assert_int_equal(got[64], MOONCAKE_STORE_INVALID_PARAMS);
+    assert_int_equal(got[191], MOONCAKE_STORE_INVALID_PARAMS);
+    assert_int_equal(got[127], MOONCAKE_STORE_INVALID_PARAMS);
+    assert_int_equal(got[299], (int64_t)value_size(99));
+  }
+  mooncake_store_free(s, single);
+  mooncake_store_free(s, area);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test_setup_teardown(test_chunked_batch_get_matches_single_gets, setup,
+                                      store_fixture_teardown),
+  };
+  return cmocka_run_group_tests(tests, setup_cluster, teardown_cluster);
+}
