@@ -2,8 +2,8 @@
 // library's use of it (daemon/segment_memory.h, libmc/pool.h), in process:
 //  - without hugetlbfs (asked for none, or none reserved): an ordinary memfd of exactly the
 //    size, pages of the base size, sealed when asked, pre-faulted when asked;
-//  - on hugetlbfs (when the host has free reserved huge pages; otherwise that part is
-//    skipped): the size rounded up to whole huge pages, the huge page size reported, and a
+//  - on hugetlbfs (when the host has free reserved huge pages, or the test runs as root
+//    and can reserve 8 for itself; otherwise that part is skipped): the size rounded up to whole huge pages, the huge page size reported, and a
 //    view of an unaligned range of a huge-page pool (MOUNT_POOL_SEGMENT) mapped and
 //    sharing the pool's bytes;
 //  - a view of an ordinary pool at an unaligned offset shares its bytes too;
@@ -133,10 +133,34 @@ void TestViewOfOrdinaryPool(void**) {
   Release(m);
 }
 
+// Setup and teardown of TestHugePages (a teardown runs even when an assertion failed): as
+// root on a host with too few free huge pages, reserves 8 more for the test and gives them
+// back afterwards (CI runs as root on a fresh VM with none reserved); elsewhere it leaves
+// vm.nr_hugepages alone.
+constexpr const char* kNrHugePages = "/proc/sys/vm/nr_hugepages";
+uint64_t nr_huge_pages_before = 0;
+bool nr_huge_pages_raised = false;
+
+int ReserveHugePages(void**) {
+  if (UnreservedHugePages() >= 6 || geteuid() != 0) return 0;
+  std::ifstream in(kNrHugePages);
+  if (!(in >> nr_huge_pages_before)) return 0;
+  std::ofstream(kNrHugePages) << nr_huge_pages_before + 8 << "\n";
+  nr_huge_pages_raised = true;
+  return 0;
+}
+
+int ReleaseHugePages(void**) {
+  if (nr_huge_pages_raised) std::ofstream(kNrHugePages) << nr_huge_pages_before << "\n";
+  nr_huge_pages_raised = false;
+  return 0;
+}
+
 void TestHugePages(void**) {
-  // 4 pages for the pool below plus 2 for the segment.
+  // 4 pages for the pool below plus 2 for the segment (another test's process may have
+  // taken what was reserved meanwhile).
   if (UnreservedHugePages() < 6) {
-    skip();  // nothing reserved here (vm.nr_hugepages); the fallback is tested above
+    skip();  // none to be had here (vm.nr_hugepages); the fallback is tested above
   }
   SharedMemoryOptions options;
   options.sealed = true;
@@ -188,8 +212,10 @@ void TestClientPool(void**) {
 
 int main() {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(TestOrdinaryPages),      cmocka_unit_test(TestZeroSizeIsAnError),
-      cmocka_unit_test(TestViewOfOrdinaryPool), cmocka_unit_test(TestHugePages),
+      cmocka_unit_test(TestOrdinaryPages),
+      cmocka_unit_test(TestZeroSizeIsAnError),
+      cmocka_unit_test(TestViewOfOrdinaryPool),
+      cmocka_unit_test_setup_teardown(TestHugePages, ReserveHugePages, ReleaseHugePages),
       cmocka_unit_test(TestClientPool),
   };
   return cmocka_run_group_tests(tests, nullptr, nullptr);
