@@ -198,13 +198,14 @@ std::string DescribeMasterOptions(const MasterOptions& o) {
   char line[1024];
   std::snprintf(
       line, sizeof(line),
-      "rpc_address=%s rpc_port=%lld rpc_thread_num=%lld metrics_port=%lld cluster_id=%s "
+      "rpc_address=%s rpc_port=%lld rpc_thread_num=%lld spin_us=%lld metrics_port=%lld "
+      "cluster_id=%s "
       "default_kv_lease_ttl=%lldms default_kv_soft_pin_ttl=%lldms client_live_ttl_sec=%lld "
       "eviction_high_watermark_ratio=%g eviction_ratio=%g allocation_strategy=%s "
       "enable_offload=%d enable_snapshot=%d oplog_mode=%s enable_ha=%d cluster_key=%s",
       o.rpc_address.empty() ? "(this host's)" : o.rpc_address.c_str(),
       static_cast<long long>(o.rpc_port), static_cast<long long>(o.rpc_thread_num),
-      static_cast<long long>(o.metrics_port), o.cluster_id.c_str(),
+      static_cast<long long>(o.spin_us), static_cast<long long>(o.metrics_port), o.cluster_id.c_str(),
       static_cast<long long>(o.default_kv_lease_ttl_ms),
       static_cast<long long>(o.default_kv_soft_pin_ttl_ms),
       static_cast<long long>(o.client_live_ttl_ms / 1000), o.eviction_high_watermark_ratio,
