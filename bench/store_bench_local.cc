@@ -266,6 +266,11 @@ void PrintGoals(const std::vector<LocalRow>& rows, double uds_rtt_us, int thread
        big ? Text(">= %.2f GB/s (0.8x %.2f)", 0.8 * big->memcpy_cold_warm, big->memcpy_cold_warm)
            : "",
        big && big->ours.gbps() >= 0.8 * big->memcpy_cold_warm);
+  if (big != nullptr && HugePagesInUse() == 0) {
+    std::printf(
+        "  (the segment and the pool were on 4 KiB pages: reserve huge pages for large values, "
+        "docs/operations.md \"Huge pages\")\n");
+  }
   std::printf(
       "  (no regression elsewhere: store_bench --daemons 2 for remote gets vs raw TCP, "
       "master_bench for the master's bytes/object)\n");

@@ -247,11 +247,16 @@ std::string ReadSmallFile(const char* path) {
 
 }  // namespace
 
+uint64_t HugePagesInUse() {
+  std::string meminfo = "\n" + ReadSmallFile("/proc/meminfo");
+  return MeminfoCount(meminfo, "HugePages_Total") - MeminfoCount(meminfo, "HugePages_Free") +
+         MeminfoCount(meminfo, "HugePages_Rsvd");
+}
+
 std::string SharedPagesSummary() {
   std::string meminfo = "\n" + ReadSmallFile("/proc/meminfo");
   uint64_t total = MeminfoCount(meminfo, "HugePages_Total");
-  uint64_t in_use = total - MeminfoCount(meminfo, "HugePages_Free") +
-                    MeminfoCount(meminfo, "HugePages_Rsvd");
+  uint64_t in_use = HugePagesInUse();
   uint64_t page_kb = MeminfoCount(meminfo, "Hugepagesize");
   std::string thp = ReadSmallFile("/sys/kernel/mm/transparent_hugepage/shmem_enabled");
   size_t open = thp.find('['), close = thp.find(']');

@@ -118,6 +118,8 @@ double MemcpyColdToWarmGbps(uint64_t size, uint64_t total_bytes);
 // pool exist), and the shmem THP policy. The memcpy baselines use malloc'd memory, which
 // the host's anonymous THP policy (usually "always") puts on huge pages.
 std::string SharedPagesSummary();
+// Reserved huge pages in use on this host now (by anyone), 0 when none are.
+uint64_t HugePagesInUse();
 
 // Same-run baseline: median round trip of a small message over a Unix socket between two
 // threads, both blocking in read() (what one control request costs at minimum when both
