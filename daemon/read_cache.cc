@@ -19,11 +19,6 @@ ReadCache::Clock::time_point ReadCache::EntryDeadline(Clock::time_point asked_at
   return asked_at + std::chrono::microseconds(std::max<int64_t>(0, lease_ttl_ms) * 900);
 }
 
-size_t ReadCache::StripeOf(const std::string& key) {
-  // The high bits: the map inside the shard buckets by the low ones.
-  return (std::hash<std::string>()(key) >> 40) % kStripes;
-}
-
 void ReadCache::BumpShardLocked(size_t shard) {
   for (size_t stripe = shard; stripe < kStripes; stripe += kShards) {
     epochs_[stripe].fetch_add(1, std::memory_order_release);
@@ -32,14 +27,15 @@ void ReadCache::BumpShardLocked(size_t shard) {
 
 ReadCache::Ticket ReadCache::Begin(const std::string& key) const {
   if (!enabled_) return 0;
-  return epochs_[StripeOf(key)].load(std::memory_order_acquire);
+  return epochs_[StripeOf(Hashed(key))].load(std::memory_order_acquire);
 }
 
 void ReadCache::Fill(const std::string& key, Ticket ticket, Entry entry) {
   if (!enabled_ || (!entry.where.local() && entry.where.remote == nullptr)) return;
   Clock::time_point now = Clock::now();
   if (entry.deadline <= now) return;
-  size_t stripe = StripeOf(key);
+  KeyRef ref = Hashed(key);
+  size_t stripe = StripeOf(ref);
   Shard& shard = ShardOf(stripe);
   std::lock_guard<std::mutex> lock(shard.mu);
   // An invalidation ran since the master was asked: its answer may predate a remove or
@@ -51,7 +47,7 @@ void ReadCache::Fill(const std::string& key, Ticket ticket, Entry entry) {
       shard.bytes + key.size() + kEntryOverhead > shard_max_bytes_) {
     EvictLocked(shard, now);
   }
-  auto [it, inserted] = shard.map.try_emplace(key, std::move(entry));
+  auto [it, inserted] = shard.map.try_emplace(ref, std::move(entry));
   if (!inserted) {
     // Two reads raced: keep the later answer (a write through another daemon may have
     // moved the object in between), which is the one with the later deadline. (entry was
@@ -64,9 +60,10 @@ void ReadCache::Fill(const std::string& key, Ticket ticket, Entry entry) {
 
 bool ReadCache::Lookup(const std::string& key, Entry* out) {
   if (!enabled_) return false;
-  Shard& shard = ShardOf(StripeOf(key));
+  KeyRef ref = Hashed(key);
+  Shard& shard = ShardOf(StripeOf(ref));
   std::lock_guard<std::mutex> lock(shard.mu);
-  auto it = shard.map.find(key);
+  auto it = shard.map.find(ref);
   if (it == shard.map.end()) return false;
   if (it->second.deadline <= Clock::now()) {
     EraseLocked(shard, it);  // expired: the next read asks the master and renews
@@ -78,10 +75,11 @@ bool ReadCache::Lookup(const std::string& key, Entry* out) {
 
 void ReadCache::Invalidate(const std::string& key) {
   if (!enabled_) return;
-  size_t stripe = StripeOf(key);
+  KeyRef ref = Hashed(key);
+  size_t stripe = StripeOf(ref);
   Shard& shard = ShardOf(stripe);
   std::lock_guard<std::mutex> lock(shard.mu);
-  auto it = shard.map.find(key);
+  auto it = shard.map.find(ref);
   if (it != shard.map.end()) EraseLocked(shard, it);
   epochs_[stripe].fetch_add(1, std::memory_order_release);
 }
@@ -95,7 +93,7 @@ void ReadCache::Clear() {
   if (!enabled_) return;
   for (size_t i = 0; i < kShards; ++i) {
     Shard& shard = shards_[i];
-    std::unordered_map<std::string, Entry> dropped;  // freed outside the lock
+    Map dropped;  // freed outside the lock
     {
       std::lock_guard<std::mutex> lock(shard.mu);
       dropped.swap(shard.map);
@@ -110,10 +108,10 @@ void ReadCache::DropSegment(int64_t segment_id) {
   for (size_t i = 0; i < kShards; ++i) {
     Shard& shard = shards_[i];
     std::lock_guard<std::mutex> lock(shard.mu);
+    // An erase moves no other slot, so the iterator, advanced first, stays valid.
     for (auto it = shard.map.begin(); it != shard.map.end();) {
-      auto next = std::next(it);
-      if (it->second.where.segment_id == segment_id) EraseLocked(shard, it);
-      it = next;
+      auto here = it++;
+      if (here->second.where.segment_id == segment_id) EraseLocked(shard, here);
     }
     BumpShardLocked(i);
   }
@@ -128,24 +126,25 @@ size_t ReadCache::size() const {
   return n;
 }
 
-void ReadCache::EraseLocked(Shard& shard, std::unordered_map<std::string, Entry>::iterator it) {
-  shard.bytes -= it->first.size() + kEntryOverhead;
+void ReadCache::EraseLocked(Shard& shard, Map::iterator it) {
+  shard.bytes -= it->first.key.size() + kEntryOverhead;
   shard.map.erase(it);
 }
 
 void ReadCache::EvictLocked(Shard& shard, Clock::time_point now) {
   // Expired entries first; they are useless anyway.
   for (auto it = shard.map.begin(); it != shard.map.end();) {
-    auto next = std::next(it);
-    if (it->second.deadline <= now) EraseLocked(shard, it);
-    it = next;
+    auto here = it++;
+    if (here->second.deadline <= now) EraseLocked(shard, here);
   }
-  // Still full: drop entries in bucket order, which is as good as random, down to 7/8 of
-  // the share so that the next sweep is at least share/8 fills away (amortized O(1)).
+  // Still full: drop entries in slot order, which is as good as random, down to 7/8 of
+  // the share so that the next sweep is at least share/8 fills away (amortized O(1)). One
+  // pass: begin() of a table emptied at its front would scan every emptied slot again.
   const size_t entry_target = shard_max_entries_ - shard_max_entries_ / 8;
   const size_t byte_target = shard_max_bytes_ - shard_max_bytes_ / 8;
-  while (!shard.map.empty() && (shard.map.size() > entry_target || shard.bytes > byte_target)) {
-    EraseLocked(shard, shard.map.begin());
+  for (auto it = shard.map.begin();
+       it != shard.map.end() && (shard.map.size() > entry_target || shard.bytes > byte_target);) {
+    EraseLocked(shard, it++);
   }
 }
 

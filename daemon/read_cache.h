@@ -42,6 +42,10 @@
 //
 // Bounded: at most max_entries keys and roughly max_bytes of keys and bookkeeping. A full
 // shard first drops what has expired, then arbitrary entries down to 7/8 of its share.
+// Each shard is an open-addressing table that keeps each key's hash beside it: a fill
+// allocates nothing but a long key's bytes, and growing a table reads no key (a batch of
+// first reads fills one entry per key; std::unordered_map's node per fill, and rehashing
+// keys whose bytes are each a cache miss, were most of a fill's cost).
 //
 // Thread-safety: every method may be called from any thread; 64 shards, each its own lock.
 #ifndef MOONCAKE_DAEMON_READ_CACHE_H_
@@ -53,8 +57,9 @@
 #include <memory>
 #include <mutex>
 #include <string>
-#include <unordered_map>
+#include <string_view>
 
+#include "absl/container/flat_hash_map.h"
 #include "daemon/replica_target.h"
 
 namespace mooncake {
@@ -123,21 +128,49 @@ class ReadCache {
   static constexpr size_t kShards = 64;
   // Epoch stripes; stripe i belongs to shard i % kShards and changes under its lock.
   static constexpr size_t kStripes = 4096;
-  // Rough heap cost of one entry besides its key: hash node, Entry, bucket pointer.
-  static constexpr size_t kEntryOverhead = 128;
 
+  // A key and its hash, computed once per call and used for both the stripe and the table.
+  struct KeyRef {
+    std::string_view key;
+    size_t hash;
+  };
+  struct StoredKey {
+    explicit StoredKey(const KeyRef& ref) : key(ref.key), hash(ref.hash) {}
+    std::string key;
+    size_t hash;
+  };
+  struct KeyHash {
+    using is_transparent = void;
+    size_t operator()(const StoredKey& k) const { return k.hash; }
+    size_t operator()(const KeyRef& k) const { return k.hash; }
+  };
+  struct KeyEq {
+    using is_transparent = void;
+    template <typename A, typename B>
+    bool operator()(const A& a, const B& b) const {
+      return a.hash == b.hash && std::string_view(a.key) == std::string_view(b.key);
+    }
+  };
+  using Map = absl::flat_hash_map<StoredKey, Entry, KeyHash, KeyEq>;
+  // Rough cost of one entry besides a long key's bytes: its slot (key, hash, Entry,
+  // control byte) in a table between 7/16 and 7/8 full.
+  static constexpr size_t kEntryOverhead = 2 * (sizeof(StoredKey) + sizeof(Entry) + 1);
   struct alignas(64) Shard {
     std::mutex mu;
-    std::unordered_map<std::string, Entry> map;  // guarded by mu
+    Map map;                                     // guarded by mu
     size_t bytes = 0;                            // guarded by mu
   };
 
-  static size_t StripeOf(const std::string& key);
+  static KeyRef Hashed(const std::string& key) {
+    return KeyRef{key, std::hash<std::string_view>()(key)};
+  }
+  // The high bits: the table inside the shard places by the low ones.
+  static size_t StripeOf(const KeyRef& key) { return (key.hash >> 40) % kStripes; }
   Shard& ShardOf(size_t stripe) const { return shards_[stripe % kShards]; }
   // Bumps every stripe of the shard (whose lock the caller holds).
   void BumpShardLocked(size_t shard);
   void EvictLocked(Shard& shard, Clock::time_point now);
-  void EraseLocked(Shard& shard, std::unordered_map<std::string, Entry>::iterator it);
+  void EraseLocked(Shard& shard, Map::iterator it);
 
   const bool enabled_;
   const size_t shard_max_entries_;

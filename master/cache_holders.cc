@@ -36,21 +36,20 @@ void CacheHolderSet::Merge(const Holder& h, Holder* into) {
 
 // ---- CacheHolderTable ----------------------------------------------------------------
 
-CacheHolderTable::Map::iterator CacheHolderTable::DropExpired(Map::iterator it, int64_t now_ms) {
-  std::vector<Record>& records = it->second;
+void CacheHolderTable::DropExpired(Map::iterator it, int64_t now_ms) {
+  Records& records = it->second;
   size_t before = records.size();
   records.erase(std::remove_if(records.begin(), records.end(),
                                [now_ms](const Record& r) { return r.until_ms <= now_ms; }),
                 records.end());
   records_ -= before - records.size();
-  if (!records.empty()) return std::next(it);
-  return by_object_.erase(it);
+  if (records.empty()) by_object_.erase(it);
 }
 
 bool CacheHolderTable::Grant(const ObjectMetadata* object, int64_t daemon, int64_t until_ms,
                              int64_t now_ms) {
-  // One hash lookup in the usual case (a first read of the object since its last change,
-  // by a batch as much as by single reads): the entry is made on the way.
+  // One probe in the usual case (a first read of the object since its last change, by a
+  // batch as much as by single reads): the slot is made on the way.
   auto [it, inserted] = by_object_.try_emplace(object);
   if (!inserted) {
     for (Record& r : it->second) {
@@ -67,7 +66,7 @@ bool CacheHolderTable::Grant(const ObjectMetadata* object, int64_t daemon, int64
     }
   }
   if (records_ >= max_records_) {
-    if (inserted) by_object_.erase(it);  // no entry without a record
+    if (inserted) by_object_.erase(it);  // no slot without a record
     return false;
   }
   if (it == by_object_.end()) it = by_object_.try_emplace(object).first;
@@ -97,7 +96,7 @@ void CacheHolderTable::Forget(const ObjectMetadata* object) {
 }
 
 void CacheHolderTable::Prune(int64_t now_ms) {
-  for (auto it = by_object_.begin(); it != by_object_.end();) it = DropExpired(it, now_ms);
+  for (auto it = by_object_.begin(); it != by_object_.end();) DropExpired(it++, now_ms);
 }
 
 void CacheHolderTable::Clear() {

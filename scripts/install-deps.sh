@@ -14,6 +14,7 @@ PACKAGES=(
   libzstd-dev libmsgpack-cxx-dev        # snapshots, Unix-socket protocol
   libre2-dev                            # the master's RemoveByRegex (linear-time matching)
   libyaml-cpp-dev                       # --config FILE (YAML or JSON)
+  libabsl-dev                           # flat hash tables of the read cache and cache holders
   libcmocka-dev                         # C/C++ unit and ABI tests
   clang libfuzzer-14-dev                # fuzz harnesses (make fuzz; make test runs them briefly)
   pybind11-dev python3-pybind11 python3-pytest python3-numpy python3-dev

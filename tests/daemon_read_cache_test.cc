@@ -102,6 +102,44 @@ void test_an_expired_fill_never_enters(void**) {
   assert_false(Cached(cache, "k"));  // and an entry is not served past its deadline
 }
 
+// The bounds hold however many keys are read (a full shard sweeps down to 7/8 of its
+// share), what has expired goes before anything live, and long keys count by their bytes.
+void test_bounded_by_entries_and_bytes(void**) {
+  const auto live = std::chrono::seconds(10);
+  const size_t max_entries = 64 * 16;  // 16 a shard
+  ReadCache by_count(true, max_entries);
+  for (int i = 0; i < 20000; ++i) {
+    std::string key = "many-" + std::to_string(i);
+    by_count.Fill(key, by_count.Begin(key), EntryFor(live));
+  }
+  assert_true(by_count.size() <= max_entries);
+  assert_true(by_count.size() >= max_entries / 2);
+  assert_true(Cached(by_count, "many-19999"));  // the last fill always finds room
+
+  // Expired entries first: a cache full of them keeps every live key a fill brings (256
+  // keys, about 4 a shard against a share of 16).
+  ReadCache expiring(true, max_entries);
+  for (size_t i = 0; i < 4 * max_entries; ++i) {
+    std::string key = "old-" + std::to_string(i);
+    expiring.Fill(key, expiring.Begin(key), EntryFor(std::chrono::milliseconds(20)));
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(30));
+  for (int i = 0; i < 256; ++i) {
+    std::string key = "live-" + std::to_string(i);
+    expiring.Fill(key, expiring.Begin(key), EntryFor(live));
+  }
+  for (int i = 0; i < 256; ++i) assert_true(Cached(expiring, "live-" + std::to_string(i)));
+
+  // By bytes: 1000-byte keys in 64 shards of ~11 KB hold about ten keys a shard.
+  ReadCache by_bytes(true, 1u << 20, 64 * 11000);
+  for (int i = 0; i < 5000; ++i) {
+    std::string key = std::string(990, 'b') + std::to_string(i);
+    by_bytes.Fill(key, by_bytes.Begin(key), EntryFor(live));
+  }
+  assert_true(by_bytes.size() <= 64 * 11);
+  assert_true(by_bytes.size() >= 64 * 4);
+}
+
 // ---- over the protocol ----------------------------------------------------------------
 
 void test_read_cache_serves_reads_within_lease(void**) {
@@ -301,6 +339,7 @@ int main() {
       cmocka_unit_test(test_fill_orders_against_invalidation),
       cmocka_unit_test(test_clear_voids_fills_of_every_key),
       cmocka_unit_test(test_an_expired_fill_never_enters),
+      cmocka_unit_test(test_bounded_by_entries_and_bytes),
       cmocka_unit_test(test_read_cache_serves_reads_within_lease),
       cmocka_unit_test(test_read_cache_local_writes_invalidate),
       cmocka_unit_test(test_read_cache_expires_with_lease),
