@@ -543,7 +543,13 @@ void MasterClient::BatchGetReplicaListPipelined(const std::vector<std::string>& 
   MasterLeader leader = locator_->Current();
   std::unique_ptr<Connection> conn = leader.known() ? Checkout(leader, &error) : nullptr;
   size_t delivered = 0;
-  SteadyClock::time_point asked_at = SteadyClock::now();
+  size_t sent = 0;
+  size_t bytes_in_flight = 0;  // of the keys of chunks sent and not yet received
+  std::vector<size_t> part_bytes(chunks, 0);
+  for (size_t i = 0; i < chunks; ++i) {
+    for (const std::string& key : parts[i]) part_bytes[i] += key.size();
+  }
+  std::vector<SteadyClock::time_point> sent_at(chunks);
   // Sends or receives on the pipeline's connection; false (and the connection dropped)
   // when that failed or the reply came from a lower term than the highest known.
   auto step = [&](const std::function<void()>& io) {
@@ -558,20 +564,32 @@ void MasterClient::BatchGetReplicaListPipelined(const std::vector<std::string>& 
     conn = nullptr;
     return false;
   };
-  bool piped = step([&] { conn->client->send_BatchGetReplicaList(parts[0], reader); });
-  while (piped && delivered < chunks) {
+  // Fills the window: the first chunk in flight always goes, the others within the bounds.
+  auto fill_window = [&] {
+    while (sent < chunks && (sent == delivered ||
+                             (sent - delivered < kPipelineWindow &&
+                              bytes_in_flight + part_bytes[sent] <= kPipelineBytes))) {
+      sent_at[sent] = SteadyClock::now();
+      if (!step([&] { conn->client->send_BatchGetReplicaList(parts[sent], reader); })) {
+        return false;
+      }
+      if (sent > delivered) bytes_in_flight += part_bytes[sent];
+      ++sent;
+    }
+    return true;
+  };
+  bool piped = fill_window();
+  while (piped && delivered < sent) {
     calls_.fetch_add(1, std::memory_order_relaxed);
     std::vector<rpc::ReplicaListResult> lists;
     piped = step([&] { conn->client->recv_BatchGetReplicaList(lists); }) &&
             lists.size() == parts[delivered].size();
     if (!piped) break;
-    SteadyClock::time_point listed_asked_at = asked_at;
-    if (delivered + 1 < chunks) {
-      asked_at = SteadyClock::now();
-      piped = step([&] { conn->client->send_BatchGetReplicaList(parts[delivered + 1], reader); });
-    }
-    on_chunk(delivered * chunk, ErrorCode::OK, &lists, listed_asked_at);
-    ++delivered;
+    // The next chunk in flight becomes the first, which the byte bound leaves out.
+    if (delivered + 1 < sent) bytes_in_flight -= part_bytes[delivered + 1];
+    const size_t listed = delivered++;
+    piped = fill_window();
+    on_chunk(listed * chunk, ErrorCode::OK, &lists, sent_at[listed]);
   }
   if (conn != nullptr) {
     if (delivered == chunks) {
@@ -583,7 +601,7 @@ void MasterClient::BatchGetReplicaListPipelined(const std::vector<std::string>& 
   // What the pipeline left: one ordinary call per chunk.
   for (; delivered < chunks; ++delivered) {
     std::vector<rpc::ReplicaListResult> lists;
-    asked_at = SteadyClock::now();
+    SteadyClock::time_point asked_at = SteadyClock::now();
     ErrorCode rc = BatchGetReplicaList(parts[delivered], reader, &lists);
     on_chunk(delivered * chunk, rc, &lists, asked_at);
   }

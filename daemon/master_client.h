@@ -174,9 +174,13 @@ class MasterClient {
   ErrorCode BatchGetReplicaList(const std::vector<std::string>& keys, int64_t reader,
                               std::vector<rpc::ReplicaListResult>* out);
   // BatchGetReplicaList of keys in chunks of at most `chunk` keys, pipelined on one
-  // connection: chunk i+1 is sent before on_chunk(i) runs, so the master lists the next
-  // chunk while the caller copies the last one (a batch get is otherwise the master's
-  // loop, then the daemon's copies, one after the other). on_chunk(first, code, lists,
+  // connection: up to kPipelineWindow chunks are in flight, so the master lists the next
+  // ones while the caller copies the last (a batch get is otherwise the master's loop, then
+  // the daemon's copies, one after the other; with one chunk ahead, the master idled while
+  // the daemon copied and the daemon waited out each reply's round trip). The chunks in
+  // flight beyond the first carry at most kPipelineBytes of keys, well inside what the two
+  // sockets buffer, so a send never waits on a master that waits for us to read its
+  // replies (it stops reading while a reply waits for the socket). on_chunk(first, code, lists,
   // asked_at) runs once per chunk, in order, on the calling thread: keys [first, first +
   // lists.size()) with their results, or with code RPC_FAIL (lists empty) for a chunk that
   // could not be listed; asked_at was taken before that chunk was sent. A chunk the pipeline
@@ -185,6 +189,8 @@ class MasterClient {
   using ChunkListed = std::function<void(size_t first, ErrorCode code,
                                          std::vector<rpc::ReplicaListResult>* lists,
                                          std::chrono::steady_clock::time_point asked_at)>;
+  static constexpr size_t kPipelineWindow = 4;
+  static constexpr size_t kPipelineBytes = 64 << 10;
   void BatchGetReplicaListPipelined(const std::vector<std::string>& keys, int64_t reader,
                                     size_t chunk, const ChunkListed& on_chunk);
   Result<bool> ExistKey(const std::string& key);
