@@ -107,11 +107,15 @@ mc_cluster* SpawnCluster(const Options& o, bool keyed) {
   std::vector<const char*> daemon_flags;
   for (const auto& a : args) daemon_flags.push_back(a.c_str());
   daemon_flags.push_back(nullptr);
-  static const char* const keyless_master[] = {"--cluster_key_file", "", nullptr};
+  std::vector<std::string> master_args = SplitArgs(o.master_args);
+  if (!keyed) master_args.insert(master_args.end(), {"--cluster_key_file", ""});
+  std::vector<const char*> master_flags;
+  for (const auto& a : master_args) master_flags.push_back(a.c_str());
+  master_flags.push_back(nullptr);
   // A 3 s lease: long enough that re-reads hit the read cache, short enough that space
   // of removed (leased) objects comes back before the next phases need it.
   mc_cluster_options options{static_cast<int>(o.daemons), o.segment_size,
-                             static_cast<int>(o.lease_ms), keyed ? nullptr : keyless_master,
+                             static_cast<int>(o.lease_ms), master_flags.data(),
                              daemon_flags.data()};
   return mc_cluster_start_with(&options);
 }
@@ -303,6 +307,9 @@ int main(int argc, char** argv) {
                "1: one daemon; 2: spawn two, put from A onto B and get B's objects on A");
   flags.AddString("daemon_args", &o.daemon_args,
                   "extra flags of the spawned daemons, separated by spaces");
+  flags.AddString("master_args", &o.master_args,
+                  "extra flags of the spawned master, separated by spaces (--master_args "
+                  "\"--spin_us 200\")");
   flags.AddString("sizes", &o.sizes,
                   "comma-separated object sizes (default 4KB,64KB,1MB,4MB,16MB; with "
                   "--daemons 2: 1MB,4MB)");

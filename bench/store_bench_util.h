@@ -27,6 +27,7 @@ struct Options {
   std::string build_dir = "build";  // where the spawned binaries are
   int64_t daemons = 1;              // 2: the two-daemon (transfer engine) mode
   std::string daemon_args;          // extra flags of spawned daemons, separated by spaces
+  std::string master_args;          // extra flags of the spawned master, likewise
   std::string sizes;                // empty: the mode's default
   int64_t threads = 4;
   uint64_t bytes_per_phase = 256ull << 20;
