@@ -6,7 +6,10 @@
 //    budgets, down to 0, then spins only every kProbeEvery-th wait; a hit, or a blocked
 //    wait that ended sooner (a near miss), restores the full budget;
 //  - SpinnerLimit admits at most its limit;
-//  - --spin_us parses and is range-checked; MOONCAKE_STORE_SPIN_US's parser too;
+//  - --spin_us parses and is range-checked; MOONCAKE_STORE_SPIN_US's parser too; the
+//    master's --spin_us has the daemon's default, and its --rpc_thread_num 0 means half
+//    the cores (at least one) without a strict operation log or HA, one per core (at
+//    least 8) with either;
 //  - WorkerThreads loses no wake-up: rounds of concurrent submissions from several
 //    threads, each round waited for with no later submission to rescue a stranded job,
 //    with spinning off, short and long, on one worker and on four;
@@ -27,6 +30,7 @@
 #include "common/spin_wait.h"
 #include "daemon/daemon_options.h"
 #include "daemon/worker_threads.h"
+#include "master/master_options.h"
 #include "tests/cmocka_cpp.h"
 
 namespace {
@@ -222,6 +226,33 @@ void TestDaemonSpinFlag(void**) {
   assert_false(ParseDaemon({"--spin_us", "fast"}, &o, &error));
 }
 
+void TestMasterSpinAndThreadDefaults(void**) {
+  mooncake::MasterOptions o;
+  mooncake::FlagSet flags("mooncake-master", "");
+  mooncake::RegisterMasterFlags(&flags, &o);
+  std::vector<char*> argv = {const_cast<char*>("mooncake-master")};
+  std::string error;
+  assert_true(flags.Parse(static_cast<int>(argv.size()), argv.data(), &error));
+  assert_true(mooncake::ValidateMasterOptions(o, &error));
+  assert_int_equal(o.spin_us, mooncake::kDefaultSpinMicros);
+  assert_int_equal(o.rpc_thread_num, 0);
+  assert_int_equal(mooncake::RpcThreadsFor(o, 1), 1);
+  assert_int_equal(mooncake::RpcThreadsFor(o, 2), 1);
+  assert_int_equal(mooncake::RpcThreadsFor(o, 16), 8);
+  // Handlers that wait: for the log's flush, or for the standbys' confirmation, which
+  // comes as calls to the same server (one thread would wait for itself).
+  o.enable_snapshot = true;
+  o.oplog_mode = "disabled";
+  assert_int_equal(mooncake::RpcThreadsFor(o, 2), 1);
+  o.oplog_mode = "relaxed";  // flushed by its own thread: a handler only appends
+  assert_int_equal(mooncake::RpcThreadsFor(o, 2), 1);
+  o.oplog_mode = "strict";
+  assert_int_equal(mooncake::RpcThreadsFor(o, 32), 32);
+  mooncake::MasterOptions ha;
+  ha.enable_ha = true;
+  assert_int_equal(mooncake::RpcThreadsFor(ha, 2), 8);
+}
+
 // Rounds of submissions from `producers` threads at once (each 1..4 jobs, some from inside
 // a job), between which the pool is idle for a varying while (its workers spinning, about
 // to sleep, or asleep). Each round is waited for with nothing submitted meanwhile, so a
@@ -339,6 +370,7 @@ int main() {
       cmocka_unit_test(TestSpinnerLimit),
       cmocka_unit_test(TestParseSpinMicros),
       cmocka_unit_test(TestDaemonSpinFlag),
+      cmocka_unit_test(TestMasterSpinAndThreadDefaults),
       cmocka_unit_test(TestWorkersNoLostWakeupSpinOff),
       cmocka_unit_test(TestWorkersNoLostWakeupShortSpin),
       cmocka_unit_test(TestWorkersNoLostWakeupLongSpin),
