@@ -528,16 +528,19 @@ ErrorCode MasterClient::BatchGetReplicaList(const std::vector<std::string>& keys
   return ListOf(call, keys.size(), out);
 }
 
-void MasterClient::BatchGetReplicaListPipelined(const std::vector<std::string>& keys,
-                                                int64_t reader, size_t chunk,
-                                                const ChunkListed& on_chunk) {
+template <typename Result>
+void MasterClient::Pipeline(const std::vector<std::string>& keys, size_t chunk,
+                            const PipelineCalls<Result>& calls,
+                            const ChunkDone<Result>& on_chunk) {
   using SteadyClock = std::chrono::steady_clock;
   chunk = std::max<size_t>(chunk, 1);
   const size_t chunks = (keys.size() + chunk - 1) / chunk;
   std::vector<std::vector<std::string>> parts(chunks);
+  std::vector<size_t> part_bytes(chunks, 0);
   for (size_t i = 0; i < chunks; ++i) {
     parts[i].assign(keys.begin() + i * chunk,
                     keys.begin() + std::min(keys.size(), (i + 1) * chunk));
+    for (const std::string& key : parts[i]) part_bytes[i] += key.size();
   }
   std::string error;
   MasterLeader leader = locator_->Current();
@@ -545,10 +548,6 @@ void MasterClient::BatchGetReplicaListPipelined(const std::vector<std::string>& 
   size_t delivered = 0;
   size_t sent = 0;
   size_t bytes_in_flight = 0;  // of the keys of chunks sent and not yet received
-  std::vector<size_t> part_bytes(chunks, 0);
-  for (size_t i = 0; i < chunks; ++i) {
-    for (const std::string& key : parts[i]) part_bytes[i] += key.size();
-  }
   std::vector<SteadyClock::time_point> sent_at(chunks);
   // Sends or receives on the pipeline's connection; false (and the connection dropped)
   // when that failed or the reply came from a lower term than the highest known.
@@ -570,9 +569,7 @@ void MasterClient::BatchGetReplicaListPipelined(const std::vector<std::string>& 
                              (sent - delivered < kPipelineWindow &&
                               bytes_in_flight + part_bytes[sent] <= kPipelineBytes))) {
       sent_at[sent] = SteadyClock::now();
-      if (!step([&] { conn->client->send_BatchGetReplicaList(parts[sent], reader); })) {
-        return false;
-      }
+      if (!step([&] { calls.send(*conn->client, parts[sent], sent * chunk); })) return false;
       if (sent > delivered) bytes_in_flight += part_bytes[sent];
       ++sent;
     }
@@ -581,15 +578,15 @@ void MasterClient::BatchGetReplicaListPipelined(const std::vector<std::string>& 
   bool piped = fill_window();
   while (piped && delivered < sent) {
     calls_.fetch_add(1, std::memory_order_relaxed);
-    std::vector<rpc::ReplicaListResult> lists;
-    piped = step([&] { conn->client->recv_BatchGetReplicaList(lists); }) &&
-            lists.size() == parts[delivered].size();
+    std::vector<Result> results;
+    piped = step([&] { calls.receive(*conn->client, &results); }) &&
+            results.size() == parts[delivered].size();
     if (!piped) break;
     // The next chunk in flight becomes the first, which the byte bound leaves out.
     if (delivered + 1 < sent) bytes_in_flight -= part_bytes[delivered + 1];
-    const size_t listed = delivered++;
+    const size_t done = delivered++;
     piped = fill_window();
-    on_chunk(listed * chunk, ErrorCode::OK, &lists, sent_at[listed]);
+    on_chunk(done * chunk, ErrorCode::OK, &results, sent_at[done]);
   }
   if (conn != nullptr) {
     if (delivered == chunks) {
@@ -600,11 +597,52 @@ void MasterClient::BatchGetReplicaListPipelined(const std::vector<std::string>& 
   }
   // What the pipeline left: one ordinary call per chunk.
   for (; delivered < chunks; ++delivered) {
-    std::vector<rpc::ReplicaListResult> lists;
+    std::vector<Result> results;
     SteadyClock::time_point asked_at = SteadyClock::now();
-    ErrorCode rc = BatchGetReplicaList(parts[delivered], reader, &lists);
-    on_chunk(delivered * chunk, rc, &lists, asked_at);
+    ErrorCode rc = calls.call(parts[delivered], delivered * chunk, delivered < sent, &results);
+    on_chunk(delivered * chunk, rc, &results, asked_at);
   }
+}
+
+void MasterClient::BatchGetReplicaListPipelined(
+    const std::vector<std::string>& keys, int64_t reader, size_t chunk,
+    const ChunkDone<rpc::ReplicaListResult>& on_chunk) {
+  PipelineCalls<rpc::ReplicaListResult> calls;
+  calls.send = [&](rpc::MasterServiceClient& c, const std::vector<std::string>& part, size_t) {
+    c.send_BatchGetReplicaList(part, reader);
+  };
+  calls.receive = [](rpc::MasterServiceClient& c, std::vector<rpc::ReplicaListResult>* out) {
+    c.recv_BatchGetReplicaList(*out);
+  };
+  calls.call = [&](const std::vector<std::string>& part, size_t, bool,
+                   std::vector<rpc::ReplicaListResult>* out) {
+    return BatchGetReplicaList(part, reader, out);
+  };
+  Pipeline(keys, chunk, calls, on_chunk);
+}
+
+void MasterClient::BatchPutStartPipelined(int64_t writer, const std::vector<std::string>& keys,
+                                          const std::vector<int64_t>& sizes,
+                                          const rpc::ReplicateConfig& config, size_t chunk,
+                                          const ChunkDone<rpc::PutStartResult>& on_chunk) {
+  auto sizes_of = [&](size_t first, size_t count) {
+    return std::vector<int64_t>(sizes.begin() + first, sizes.begin() + first + count);
+  };
+  PipelineCalls<rpc::PutStartResult> calls;
+  calls.send = [&](rpc::MasterServiceClient& c, const std::vector<std::string>& part,
+                   size_t first) {
+    c.send_BatchPutStart(writer, part, sizes_of(first, part.size()), config);
+  };
+  calls.receive = [](rpc::MasterServiceClient& c, std::vector<rpc::PutStartResult>* out) {
+    c.recv_BatchPutStart(*out);
+  };
+  calls.call = [&](const std::vector<std::string>& part, size_t first, bool was_sent,
+                   std::vector<rpc::PutStartResult>* out) {
+    ErrorCode rc = BatchPutStart(writer, part, sizes_of(first, part.size()), config, out);
+    for (rpc::PutStartResult& r : *out) DistrustRepeatedStart(was_sent, &r);
+    return rc;
+  };
+  Pipeline(keys, chunk, calls, on_chunk);
 }
 
 Result<bool> MasterClient::ExistKey(const std::string& key) {

@@ -173,26 +173,35 @@ class MasterClient {
   ErrorCode GetReplicaList(const std::string& key, int64_t reader, rpc::ReplicaListResult* out);
   ErrorCode BatchGetReplicaList(const std::vector<std::string>& keys, int64_t reader,
                               std::vector<rpc::ReplicaListResult>* out);
-  // BatchGetReplicaList of keys in chunks of at most `chunk` keys, pipelined on one
-  // connection: up to kPipelineWindow chunks are in flight, so the master lists the next
-  // ones while the caller copies the last (a batch get is otherwise the master's loop, then
-  // the daemon's copies, one after the other; with one chunk ahead, the master idled while
-  // the daemon copied and the daemon waited out each reply's round trip). The chunks in
-  // flight beyond the first carry at most kPipelineBytes of keys, well inside what the two
-  // sockets buffer, so a send never waits on a master that waits for us to read its
-  // replies (it stops reading while a reply waits for the socket). on_chunk(first, code, lists,
+  // Batch calls in chunks of at most `chunk` keys, pipelined on one connection: up to
+  // kPipelineWindow chunks are in flight, so the master answers the next ones while the
+  // caller works on the last (copies it; a batch is otherwise the master's loop, then the
+  // daemon's copies, one after the other; with one chunk ahead, the master idled while the
+  // daemon copied and the daemon then waited out a round trip). The chunks in flight beyond
+  // the first carry at most kPipelineBytes of keys, well inside what the two sockets
+  // buffer, so a send never waits on a master that waits for us to read its replies (it
+  // stops reading while a reply waits for the socket). on_chunk(first, code, results,
   // asked_at) runs once per chunk, in order, on the calling thread: keys [first, first +
-  // lists.size()) with their results, or with code RPC_FAIL (lists empty) for a chunk that
-  // could not be listed; asked_at was taken before that chunk was sent. A chunk the pipeline
-  // could not finish (a broken connection, a refusal, a reply from a lower term) is listed
-  // again by an ordinary call, with its failover: a read may run twice (Repeat::kSafe).
-  using ChunkListed = std::function<void(size_t first, ErrorCode code,
-                                         std::vector<rpc::ReplicaListResult>* lists,
-                                         std::chrono::steady_clock::time_point asked_at)>;
+  // results.size()) with their results, or with code RPC_FAIL (results empty) for a chunk
+  // that got none; asked_at was taken before that chunk was sent. A chunk the pipeline
+  // could not finish (a broken connection, a refusal, a reply from a lower term) is asked
+  // again by an ordinary call, with its failover. The keys are copied into their chunks
+  // before the first is sent, so on_chunk may move from the caller's keys.
+  template <typename Result>
+  using ChunkDone = std::function<void(size_t first, ErrorCode code, std::vector<Result>* results,
+                                       std::chrono::steady_clock::time_point asked_at)>;
   static constexpr size_t kPipelineWindow = 4;
   static constexpr size_t kPipelineBytes = 64 << 10;
+  // BatchGetReplicaList so (a read may run twice: Repeat::kSafe).
   void BatchGetReplicaListPipelined(const std::vector<std::string>& keys, int64_t reader,
-                                    size_t chunk, const ChunkListed& on_chunk);
+                                    size_t chunk,
+                                    const ChunkDone<rpc::ReplicaListResult>& on_chunk);
+  // BatchPutStart so. A chunk sent and never answered may have run: its ordinary call is a
+  // repeat, whose OBJECT_ALREADY_EXISTS is distrusted as after any (see PutStart).
+  void BatchPutStartPipelined(int64_t writer, const std::vector<std::string>& keys,
+                              const std::vector<int64_t>& sizes,
+                              const rpc::ReplicateConfig& config, size_t chunk,
+                              const ChunkDone<rpc::PutStartResult>& on_chunk);
   Result<bool> ExistKey(const std::string& key);
   // (*out)[i]: 1, 0, or a negative code, as the master sent it.
   ErrorCode BatchExistKey(const std::vector<std::string>& keys, std::vector<int32_t>* out);
@@ -247,6 +256,19 @@ class MasterClient {
   };
   // Call without the counting.
   ErrorCode CallWithFailover(const Rpc& fn, Repeat repeat, bool* repeated);
+  // What the pipeline of one batch call runs: send(client, part, first) and
+  // receive(client, results) on the pipeline's connection, and call(part, first,
+  // was_sent, results), the ordinary call for a chunk the pipeline did not finish.
+  template <typename Result>
+  struct PipelineCalls {
+    std::function<void(rpc::MasterServiceClient&, const std::vector<std::string>&, size_t)> send;
+    std::function<void(rpc::MasterServiceClient&, std::vector<Result>*)> receive;
+    std::function<ErrorCode(const std::vector<std::string>&, size_t, bool, std::vector<Result>*)>
+        call;
+  };
+  template <typename Result>
+  void Pipeline(const std::vector<std::string>& keys, size_t chunk,
+                const PipelineCalls<Result>& calls, const ChunkDone<Result>& on_chunk);
   Attempt Try(const Rpc& fn, std::string* error);
   std::unique_ptr<Connection> Checkout(const MasterLeader& leader, std::string* error);
   void Checkin(std::unique_ptr<Connection> conn);

@@ -150,6 +150,13 @@ class StoreService {
   ErrorCode MountDaemonMemory(ClientConnection* s, uint64_t size, const char* op,
                               int64_t* segment_id);
 
+  // A batch get's misses are listed, and a batch put's entries reserved, by the master in
+  // chunks of this many keys, pipelined (MasterClient's *Pipelined calls): the master
+  // answers the next chunks while this daemon copies one. 128 x 4 KiB gets (loaded 2-vCPU
+  // VM, alternating runs): 32 beat 64 and one whole-batch call in 2 of 3 rounds; a chunk
+  // costs an RPC's overhead.
+  static constexpr size_t kMasterChunk = 32;
+
   // ---- puts (store_service_put.cc) ----
   // PUT and UPSERT.
   ErrorCode PutWhole(ClientConnection* s, const uds::PutArgs& in, bool upsert);
@@ -159,12 +166,20 @@ class StoreService {
     char* src = nullptr;  // the pool is the daemon's mapping: writable, never written here
     uint64_t size = 0;
   };
-  // Puts items[i] for every i in which, in three batched phases (reserve, write, publish
-  // or revoke), setting (*results)[i] (a wire value: 0 or a code); *retry gets the entries
-  // whose transfer failed and whose reservation was revoked.
+  // Puts items[i] for every i in which, in three batched phases (reserve and write,
+  // pipelined in chunks of kMasterChunk; publish or revoke), setting (*results)[i] (a wire
+  // value: 0 or a code); *retry gets the entries whose transfer failed and whose
+  // reservation was revoked.
   void BatchPutRound(ClientConnection* s, const std::vector<BatchPutEntry>& items,
                      const std::vector<size_t>& which, const rpc::ReplicateConfig& config,
                      std::vector<int64_t>* results, std::vector<size_t>* retry);
+  struct PutRoundOutcome;
+  // Writes the entries js (indices into keys and which) that started[j] reserved, and
+  // notes each for the publish or the revoke; (*keys)[j] of a written one is moved out.
+  void WriteStarted(const std::vector<BatchPutEntry>& items, const std::vector<size_t>& which,
+                    std::vector<std::string>* keys,
+                    const std::vector<rpc::PutStartResult>& started, const std::vector<size_t>& js,
+                    std::vector<int64_t>* results, PutRoundOutcome* out);
   // PUT_COMMIT (commit) or PUT_ABORT: both take the staged put and wait for its chunks.
   ErrorCode EndStagedPut(ClientConnection* s, uint64_t put_id, bool commit);
   // Reserves (StartPut), writes every replica from src, and leaves the put reserved and
@@ -207,11 +222,6 @@ class StoreService {
 
   // ---- gets (store_service_get.cc) ----
   // Objects the master listed, to be read into their destinations (the pool).
-  // A batch get's misses are listed by the master in chunks of this many keys, pipelined
-  // (MasterClient::BatchGetReplicaListPipelined): the master lists a chunk while this
-  // daemon copies the one before. 128 x 4 KiB (loaded 2-vCPU VM, alternating runs): 32
-  // beat 64 and one whole-batch call in 2 of 3 rounds; a chunk costs an RPC's overhead.
-  static constexpr size_t kListChunk = 32;
   struct ListedReads {
     std::vector<std::string> keys;
     std::vector<ReadCache::Ticket> tickets;  // taken before the RPC

@@ -287,10 +287,10 @@ ErrorCode StoreService::OnBatchGet(ClientConnection* s, const uds::BatchGetArgs&
     reads.lists.resize(reads.keys.size());
     std::vector<int64_t> listed(reads.keys.size());
     master_->BatchGetReplicaListPipelined(
-        reads.keys, CacheReader(), kListChunk,
+        reads.keys, CacheReader(), kMasterChunk,
         [&](size_t first, ErrorCode rc, std::vector<rpc::ReplicaListResult>* lists,
             Clock::time_point asked_at) {
-          size_t count = std::min(kListChunk, reads.keys.size() - first);
+          size_t count = std::min(kMasterChunk, reads.keys.size() - first);
           if (rc != ErrorCode::OK) {
             std::fill(listed.begin() + first, listed.begin() + first + count, ToInt(rc));
             return;

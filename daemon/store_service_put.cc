@@ -206,11 +206,66 @@ ErrorCode StoreService::OnBatchUpsert(ClientConnection* s, const uds::BatchPutAr
   return ErrorCode::OK;
 }
 
+// What a round's writes leave for its publish: the entries to end (with their checksums,
+// under --checksum) and those to revoke, each with its index in items.
+struct StoreService::PutRoundOutcome {
+  std::vector<std::string> to_end, to_revoke;
+  std::vector<size_t> end_index, revoke_index;
+  std::vector<int64_t> checksums;
+  void Revoke(const std::string& key, size_t i) {
+    to_revoke.push_back(key);
+    revoke_index.push_back(i);
+  }
+};
+
+void StoreService::WriteStarted(const std::vector<BatchPutEntry>& items,
+                                const std::vector<size_t>& which,
+                                std::vector<std::string>* keys,
+                                const std::vector<rpc::PutStartResult>& started,
+                                const std::vector<size_t>& js, std::vector<int64_t>* results,
+                                PutRoundOutcome* out) {
+  std::vector<std::vector<ReplicaTarget>> targets(js.size());
+  std::vector<ValueSlice> slices;
+  std::vector<size_t> slice_key;  // j of each slice
+  slices.reserve(js.size());
+  slice_key.reserve(js.size());
+  for (size_t k = 0; k < js.size(); ++k) {
+    size_t j = js[k];
+    size_t i = which[j];
+    ErrorCode code = FromWire(started[j].code);
+    // Already there: the old value stays.
+    (*results)[i] = code == ErrorCode::OBJECT_ALREADY_EXISTS ? 0 : ToInt(code);
+    if (code != ErrorCode::OK) continue;
+    code = io_->ResolveAll(started[j].replicas, items[i].size, started[j].master_epoch,
+                           &targets[k]);
+    if (code != ErrorCode::OK) {
+      (*results)[i] = ToInt(code);
+      out->Revoke((*keys)[j], i);
+      continue;
+    }
+    slices.push_back(ValueSlice{&targets[k], 0, items[i].src, items[i].size});
+    slices.back().want_crc = checksum_;
+    slice_key.push_back(j);
+  }
+  if (slices.empty()) return;
+  io_->WriteAll(&slices, TransferDeadline());
+  for (size_t k = 0; k < slices.size(); ++k) {
+    size_t j = slice_key[k];
+    if (slices[k].result != ErrorCode::OK) {
+      (*results)[which[j]] = ToInt(slices[k].result);
+      out->Revoke((*keys)[j], which[j]);
+      continue;
+    }
+    out->to_end.push_back(std::move((*keys)[j]));  // (*keys)[j] is not read again
+    out->end_index.push_back(which[j]);
+    if (checksum_) out->checksums.push_back(ValueChecksum(slices[k]));
+  }
+}
+
 void StoreService::BatchPutRound(ClientConnection* s, const std::vector<BatchPutEntry>& items,
                                  const std::vector<size_t>& which,
                                  const rpc::ReplicateConfig& asked,
                                  std::vector<int64_t>* results, std::vector<size_t>* retry) {
-  // Phase 1: one BatchPutStart for every entry.
   rpc::ReplicateConfig config = asked;
   config.avoided_segments = io_->engine()->Suspects();
   std::vector<std::string> keys;
@@ -221,82 +276,69 @@ void StoreService::BatchPutRound(ClientConnection* s, const std::vector<BatchPut
     keys.push_back(items[i].key);
     sizes.push_back(static_cast<int64_t>(items[i].size));
   }
-  std::vector<rpc::PutStartResult> started;
   int64_t writer = membership_->daemon_id();
-  ErrorCode rc = StartBatch(s, writer, keys, sizes, config, &started);
-  if (rc != ErrorCode::OK) {
-    for (size_t i : which) (*results)[i] = ToInt(rc);
-    return;
-  }
-
-  // Phase 2: write what was reserved, every entry's remote replicas in parallel.
-  std::vector<std::string> to_end, to_revoke;
-  std::vector<size_t> end_index, revoke_index;
-  std::vector<int64_t> checksums;
-  std::vector<std::vector<ReplicaTarget>> targets(keys.size());
-  std::vector<ValueSlice> slices;
-  std::vector<size_t> slice_key;  // j of each slice
-  slices.reserve(keys.size());
-  slice_key.reserve(keys.size());
-  to_end.reserve(keys.size());
-  end_index.reserve(keys.size());
-  if (checksum_) checksums.reserve(keys.size());
-  auto revoke = [&](size_t j) {
-    to_revoke.push_back(keys[j]);
-    revoke_index.push_back(which[j]);
-  };
-  for (size_t j = 0; j < keys.size(); ++j) {
-    size_t i = which[j];
-    ErrorCode code = FromWire(started[j].code);
-    // Already there: the old value stays.
-    (*results)[i] = code == ErrorCode::OBJECT_ALREADY_EXISTS ? 0 : ToInt(code);
-    if (code != ErrorCode::OK) continue;
-    code = io_->ResolveAll(started[j].replicas, items[i].size, started[j].master_epoch,
-                           &targets[j]);
-    if (code != ErrorCode::OK) {
-      (*results)[i] = ToInt(code);
-      revoke(j);
-      continue;
+  PutRoundOutcome outcome;
+  // Phases 1 and 2, pipelined: the entries are reserved in chunks, and each chunk is
+  // written while the master reserves the next ones. Entries the master could not place
+  // yet (-200) or that found us unregistered (-103) go through StartBatch's waits and
+  // retries afterwards, together; the others keep what they reserved meanwhile.
+  std::vector<rpc::PutStartResult> started(keys.size());
+  std::vector<size_t> later;
+  master_->BatchPutStartPipelined(
+      writer, keys, sizes, config, kMasterChunk,
+      [&](size_t first, ErrorCode rc, std::vector<rpc::PutStartResult>* chunk,
+          std::chrono::steady_clock::time_point) {
+        const size_t count = std::min(kMasterChunk, keys.size() - first);
+        std::vector<size_t> now;
+        for (size_t j = first; j < first + count; ++j) {
+          if (rc != ErrorCode::OK) {
+            (*results)[which[j]] = ToInt(rc);
+            continue;
+          }
+          started[j] = std::move((*chunk)[j - first]);
+          ErrorCode code = FromWire(started[j].code);
+          bool wait =
+              code == ErrorCode::NO_AVAILABLE_HANDLE || code == ErrorCode::CLIENT_NOT_FOUND;
+          (wait ? later : now).push_back(j);
+        }
+        WriteStarted(items, which, &keys, started, now, results, &outcome);
+      });
+  if (!later.empty()) {
+    std::vector<std::string> later_keys;
+    std::vector<int64_t> later_sizes;
+    for (size_t j : later) {
+      later_keys.push_back(keys[j]);
+      later_sizes.push_back(sizes[j]);
     }
-    slices.push_back(ValueSlice{&targets[j], 0, items[i].src, items[i].size});
-    slices.back().want_crc = checksum_;
-    slice_key.push_back(j);
-  }
-  io_->WriteAll(&slices, TransferDeadline());
-  for (size_t k = 0; k < slices.size(); ++k) {
-    size_t j = slice_key[k];
-    if (slices[k].result != ErrorCode::OK) {
-      (*results)[which[j]] = ToInt(slices[k].result);
-      revoke(j);
-      continue;
+    std::vector<rpc::PutStartResult> restarted;
+    ErrorCode rc = StartBatch(s, writer, later_keys, later_sizes, config, &restarted);
+    if (rc != ErrorCode::OK) {
+      for (size_t j : later) (*results)[which[j]] = ToInt(rc);
+    } else {
+      for (size_t k = 0; k < later.size(); ++k) started[later[k]] = std::move(restarted[k]);
+      WriteStarted(items, which, &keys, started, later, results, &outcome);
     }
-    to_end.push_back(std::move(keys[j]));  // keys[j] is not read again
-    end_index.push_back(which[j]);
-    if (checksum_) checksums.push_back(ValueChecksum(slices[k]));
   }
-
   // Phase 3: publish the copies, unless the client is gone; revoke the rest.
   std::vector<ErrorCode> codes;
-  if (!to_end.empty() && !s->closed()) {
-    rc = master_->BatchPutEnd(writer, to_end, &codes, checksums);
-    for (const std::string& key : to_end) cache_->Invalidate(key);  // as in FinishPut
-    for (size_t k = 0; k < to_end.size(); ++k) {
+  if (!outcome.to_end.empty() && !s->closed()) {
+    ErrorCode rc = master_->BatchPutEnd(writer, outcome.to_end, &codes, outcome.checksums);
+    for (const std::string& key : outcome.to_end) cache_->Invalidate(key);  // as in FinishPut
+    for (size_t k = 0; k < outcome.to_end.size(); ++k) {
       ErrorCode code = rc != ErrorCode::OK ? rc : codes[k];
-      (*results)[end_index[k]] = ToInt(code);
-      if (code != ErrorCode::OK) {
-        to_revoke.push_back(to_end[k]);
-        revoke_index.push_back(end_index[k]);
-      }
+      (*results)[outcome.end_index[k]] = ToInt(code);
+      if (code != ErrorCode::OK) outcome.Revoke(outcome.to_end[k], outcome.end_index[k]);
     }
   } else {
-    to_revoke.insert(to_revoke.end(), to_end.begin(), to_end.end());
-    revoke_index.insert(revoke_index.end(), end_index.begin(), end_index.end());
+    for (size_t k = 0; k < outcome.to_end.size(); ++k) {
+      outcome.Revoke(outcome.to_end[k], outcome.end_index[k]);
+    }
   }
-  if (to_revoke.empty()) return;
-  rc = master_->BatchPutRevoke(writer, to_revoke, &codes);
-  for (size_t k = 0; k < to_revoke.size(); ++k) {
+  if (outcome.to_revoke.empty()) return;
+  ErrorCode rc = master_->BatchPutRevoke(writer, outcome.to_revoke, &codes);
+  for (size_t k = 0; k < outcome.to_revoke.size(); ++k) {
     // Retried only once the reservation is surely gone, and only after a transfer failed.
-    size_t i = revoke_index[k];
+    size_t i = outcome.revoke_index[k];
     if (rc == ErrorCode::OK && codes[k] == ErrorCode::OK &&
         (*results)[i] == ToInt(ErrorCode::TRANSFER_FAIL) && !s->closed()) {
       retry->push_back(i);

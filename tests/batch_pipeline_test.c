@@ -1,11 +1,16 @@
-/* A batch get bigger than one chunk of the daemon's pipelined master lookups
- * (MasterClient::BatchGetReplicaListPipelined, chunks of StoreService::kListChunk keys):
- * every slot answers as get_into of its key alone would, in order, across every chunk
- * boundary, whatever the mix of hits, misses, duplicates, bad keys and short buffers; the
- * second pass is served by the read cache the chunks filled, and a value rewritten between
- * passes is never answered stale. With keys of 3000 bytes a chunk carries more than the
- * pipeline lets travel beyond the first chunk in flight (MasterClient::kPipelineBytes),
- * so the chunks go one at a time, and still answer every slot. */
+/* Batches bigger than one chunk of the daemon's pipelined master calls
+ * (MasterClient::BatchGetReplicaListPipelined and BatchPutStartPipelined, chunks of
+ * StoreService::kMasterChunk keys, up to four in flight):
+ *  - a batch get answers every slot as get_into of its key alone would, in order, across
+ *    every chunk boundary, whatever the mix of hits, misses, duplicates, bad keys and short
+ *    buffers; the second pass is served by the read cache the chunks filled, and a value
+ *    rewritten between passes is never answered stale. With keys of 3000 bytes a chunk
+ *    carries more than the pipeline lets travel beyond the first chunk in flight
+ *    (MasterClient::kPipelineBytes), so the chunks go one at a time, and still answer
+ *    every slot;
+ *  - a batch put answers every entry as put_from would have, in order: new keys are
+ *    stored, keys stored before keep their old value (0), a key named twice in different
+ *    chunks keeps its first value, an empty key fails alone; every stored byte reads back. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -156,11 +161,66 @@ static void test_long_keys_go_one_chunk_at_a_time(void **state) {
   mooncake_store_free(s, area);
 }
 
+enum { PUTS = 300 };
+
+static void test_chunked_batch_put_matches_single_puts(void **state) {
+  mooncake_store_t s = ((store_fixture *)*state)->store;
+  static char names[PUTS][32];
+  const char *keys[PUTS];
+  void *bufs[PUTS];
+  size_t sizes[PUTS];
+  int got[PUTS];
+  char *area = mooncake_store_alloc(s, PUTS * 4 * KiB);
+  char *out = mooncake_store_alloc(s, 4 * KiB);
+  assert_non_null(area);
+  assert_non_null(out);
+  /* Slot i: a new key, except every 13th (stored before, with another value), 150 (the
+   * key of slot 40 again, three chunks later) and 77 (empty). */
+  for (int i = 0; i < PUTS; ++i) {
+    if (i == 77) {
+      names[i][0] = '\0';
+    } else {
+      snprintf(names[i], sizeof(names[i]), "bp-%d", i == 150 ? 40 : i);
+    }
+    keys[i] = names[i];
+    bufs[i] = area + (size_t)i * 4 * KiB;
+    sizes[i] = value_size(i);
+    fill_pattern(bufs[i], sizes[i], 8000 + (uint64_t)i);
+    if (i % 13 == 6) {
+      char *old = mooncake_store_alloc(s, 4 * KiB);
+      assert_non_null(old);
+      fill_pattern(old, 512, 100 + (uint64_t)i);
+      assert_int_equal(mooncake_store_put_from(s, keys[i], old, 512, NULL), 0);
+      mooncake_store_free(s, old);
+    }
+  }
+  assert_int_equal(mooncake_store_batch_put_from(s, keys, bufs, sizes, PUTS, NULL, got), 0);
+  for (int i = 0; i < PUTS; ++i) {
+    assert_int_equal(got[i], i == 77 ? MOONCAKE_STORE_INVALID_PARAMS : 0);
+    if (i == 77) continue;
+    int64_t n = mooncake_store_get_into(s, keys[i], out, 4 * KiB);
+    if (i % 13 == 6) {  /* stored before: the old value stays */
+      assert_int_equal(n, 512);
+      assert_int_equal(check_pattern(out, 512, 100 + (uint64_t)i), -1);
+    } else if (i == 150) {  /* slot 40's key: the first value stays */
+      assert_int_equal(n, (int64_t)value_size(40));
+      assert_int_equal(check_pattern(out, (size_t)n, 8000 + 40), -1);
+    } else {
+      assert_int_equal(n, (int64_t)value_size(i));
+      assert_int_equal(check_pattern(out, (size_t)n, 8000 + (uint64_t)i), -1);
+    }
+  }
+  mooncake_store_free(s, out);
+  mooncake_store_free(s, area);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(test_chunked_batch_get_matches_single_gets, setup,
                                       store_fixture_teardown),
       cmocka_unit_test_setup_teardown(test_long_keys_go_one_chunk_at_a_time, setup,
+                                      store_fixture_teardown),
+      cmocka_unit_test_setup_teardown(test_chunked_batch_put_matches_single_puts, setup,
                                       store_fixture_teardown),
   };
   return cmocka_run_group_tests(tests, setup_cluster, teardown_cluster);
