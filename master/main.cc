@@ -62,7 +62,7 @@ int main(int argc, char** argv) {
   // Thrift narrates its server start and stop; that belongs at debug level.
   mooncake::RouteThriftOutputToDebugLog();
   if (options.rpc_thread_num == 0) {
-    options.rpc_thread_num = mooncake::RpcThreadsFor(options, std::thread::hardware_concurrency());
+    options.rpc_thread_num = std::max(8u, std::thread::hardware_concurrency());
   }
   MC_LOG_INFO("mooncake-master %s starting: %s", mooncake::MooncakeVersion(),
               mooncake::DescribeMasterOptions(options).c_str());

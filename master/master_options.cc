@@ -1,6 +1,5 @@
 #include "master/master_options.h"
 
-#include <algorithm>
 #include <cstdio>
 
 #include "common/mooncake_compat.h"
@@ -30,8 +29,7 @@ void RegisterMasterFlags(FlagSet* f, MasterOptions* o) {
   f->AddDuration("metrics_report_interval", &o->metrics_report_interval_ms, 1000,
                  "how often --enable_metric_reporting logs its summary, s");
   f->AddInt("rpc_thread_num", &o->rpc_thread_num,
-            "Thrift I/O threads, which run the handlers (0: half the cores, at least 1; with "
-            "--oplog_mode strict or --enable_ha one per core, at least 8)");
+            "Thrift I/O threads, which run the handlers (0: one per core, at least 8)");
   f->AddInt("spin_us", &o->spin_us,
             "how long an I/O thread polls for the next call after one before it sleeps, "
             "microseconds (adaptive; 0: never; at most 10000)");
@@ -194,12 +192,6 @@ bool ValidateMasterOptions(const MasterOptions& o, std::string* error) {
     return true;
   }
   return false;
-}
-
-int64_t RpcThreadsFor(const MasterOptions& o, unsigned cores) {
-  const bool handlers_wait = o.enable_ha || (o.enable_snapshot && o.oplog_mode == "strict");
-  if (handlers_wait) return std::max<int64_t>(8, cores);
-  return std::max<int64_t>(1, cores / 2);
 }
 
 std::string DescribeMasterOptions(const MasterOptions& o) {

@@ -16,7 +16,7 @@ struct MasterOptions {
   // every interface, only when asked.
   std::string rpc_address;
   int64_t rpc_port = 50051;
-  int64_t rpc_thread_num = 0;  // 0: chosen at start, RpcThreadsFor
+  int64_t rpc_thread_num = 0;  // 0: one per core, at least 8
   // How long an RPC I/O thread polls for the next call before it sleeps (adaptive,
   // master/rpc_server.h); 0: never. The daemon's default (docs/master.md, "Serving calls").
   int64_t spin_us = kDefaultSpinMicros;
@@ -119,14 +119,6 @@ void RegisterMasterFlags(FlagSet* flags, MasterOptions* options);
 // *error naming the flag.
 bool ValidateMasterOptions(const MasterOptions& options, std::string* error);
 
-// The I/O threads of --rpc_thread_num 0 on a host of `cores` CPUs. Without an operation
-// log or HA the handlers never block (memory and shard locks only), so threads beyond half
-// the cores only add wake-ups: half the cores, at least one, which one polling thread
-// serves best where the master shares a small host (docs/master.md, "Serving calls").
-// With --oplog_mode strict a handler waits for the log's flush (OpLog::Sync), and with
-// --enable_ha for the standbys' confirmation, which arrives as calls to this server: those
-// must go on meanwhile, so one per core, at least 8.
-int64_t RpcThreadsFor(const MasterOptions& options, unsigned cores);
 
 // The settings an operator checks first, as "name=value ..." on one line: the start line
 // of the master's log.

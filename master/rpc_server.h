@@ -12,10 +12,11 @@
 // set without blocking for a short, bounded, adaptive time (common/spin_wait.h's
 // AdaptiveSpin: a thread whose polls keep missing stops polling; at most max_spinning
 // threads at once) before it sleeps, so that a daemon's next call finds it awake instead
-// of paying its wake-up (~15-30 us on a VM whose idle vCPUs halt). It pays most with few
-// I/O threads, since only the polling ones are awake: the master's defaults are the
-// daemon's 200 us and, without an operation log, half the cores' threads (one on two
-// vCPUs, which then serves every daemon's calls awake; docs/master.md, "Serving calls").
+// of paying its wake-up (~15-30 us on a VM whose idle vCPUs halt). The master's default
+// is the daemon's 200 us. It pays most with few I/O threads, since only the polling ones
+// are awake: on a host the master shares with its daemon, --rpc_thread_num 1 serves every
+// call awake, at the cost of the master's throughput for many busy clients
+// (docs/master.md, "Serving calls").
 //
 // Connections: the acceptor (the thread in Serve) hands each new connection to the next
 // I/O thread in turn; that thread asks the processor factory for the connection's

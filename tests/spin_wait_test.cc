@@ -7,9 +7,7 @@
 //    wait that ended sooner (a near miss), restores the full budget;
 //  - SpinnerLimit admits at most its limit;
 //  - --spin_us parses and is range-checked; MOONCAKE_STORE_SPIN_US's parser too; the
-//    master's --spin_us has the daemon's default, and its --rpc_thread_num 0 means half
-//    the cores (at least one) without a strict operation log or HA, one per core (at
-//    least 8) with either;
+//    master's --spin_us has the daemon's default;
 //  - WorkerThreads loses no wake-up: rounds of concurrent submissions from several
 //    threads, each round waited for with no later submission to rescue a stranded job,
 //    with spinning off, short and long, on one worker and on four;
@@ -226,7 +224,7 @@ void TestDaemonSpinFlag(void**) {
   assert_false(ParseDaemon({"--spin_us", "fast"}, &o, &error));
 }
 
-void TestMasterSpinAndThreadDefaults(void**) {
+void TestMasterSpinDefault(void**) {
   mooncake::MasterOptions o;
   mooncake::FlagSet flags("mooncake-master", "");
   mooncake::RegisterMasterFlags(&flags, &o);
@@ -235,22 +233,6 @@ void TestMasterSpinAndThreadDefaults(void**) {
   assert_true(flags.Parse(static_cast<int>(argv.size()), argv.data(), &error));
   assert_true(mooncake::ValidateMasterOptions(o, &error));
   assert_int_equal(o.spin_us, mooncake::kDefaultSpinMicros);
-  assert_int_equal(o.rpc_thread_num, 0);
-  assert_int_equal(mooncake::RpcThreadsFor(o, 1), 1);
-  assert_int_equal(mooncake::RpcThreadsFor(o, 2), 1);
-  assert_int_equal(mooncake::RpcThreadsFor(o, 16), 8);
-  // Handlers that wait: for the log's flush, or for the standbys' confirmation, which
-  // comes as calls to the same server (one thread would wait for itself).
-  o.enable_snapshot = true;
-  o.oplog_mode = "disabled";
-  assert_int_equal(mooncake::RpcThreadsFor(o, 2), 1);
-  o.oplog_mode = "relaxed";  // flushed by its own thread: a handler only appends
-  assert_int_equal(mooncake::RpcThreadsFor(o, 2), 1);
-  o.oplog_mode = "strict";
-  assert_int_equal(mooncake::RpcThreadsFor(o, 32), 32);
-  mooncake::MasterOptions ha;
-  ha.enable_ha = true;
-  assert_int_equal(mooncake::RpcThreadsFor(ha, 2), 8);
 }
 
 // Rounds of submissions from `producers` threads at once (each 1..4 jobs, some from inside
@@ -370,7 +352,7 @@ int main() {
       cmocka_unit_test(TestSpinnerLimit),
       cmocka_unit_test(TestParseSpinMicros),
       cmocka_unit_test(TestDaemonSpinFlag),
-      cmocka_unit_test(TestMasterSpinAndThreadDefaults),
+      cmocka_unit_test(TestMasterSpinDefault),
       cmocka_unit_test(TestWorkersNoLostWakeupSpinOff),
       cmocka_unit_test(TestWorkersNoLostWakeupShortSpin),
       cmocka_unit_test(TestWorkersNoLostWakeupLongSpin),
