@@ -19,6 +19,20 @@ namespace mooncake {
 
 using namespace store_detail;
 
+namespace {
+
+// keys[j] and sizes[j] for each j in picked, in order: the entries a batch asks again.
+void PickEntries(const std::vector<std::string>& keys, const std::vector<int64_t>& sizes,
+                 const std::vector<size_t>& picked, std::vector<std::string>* picked_keys,
+                 std::vector<int64_t>* picked_sizes) {
+  for (size_t j : picked) {
+    picked_keys->push_back(keys[j]);
+    picked_sizes->push_back(sizes[j]);
+  }
+}
+
+}  // namespace
+
 ErrorCode StoreService::StartPut(ClientConnection* s, const std::string& key, uint64_t size,
                                  const rpc::ReplicateConfig& asked, bool upsert,
                                  rpc::PutStartResult* out) {
@@ -65,10 +79,7 @@ ErrorCode StoreService::StartBatch(ClientConnection* s, int64_t writer,
     if (again.empty() || !wait.Next(s)) return ErrorCode::OK;
     std::vector<std::string> retry_keys;
     std::vector<int64_t> retry_sizes;
-    for (size_t j : again) {
-      retry_keys.push_back(keys[j]);
-      retry_sizes.push_back(sizes[j]);
-    }
+    PickEntries(keys, sizes, again, &retry_keys, &retry_sizes);
     std::vector<rpc::PutStartResult> retried;
     // A failed call leaves those entries at -200; the rest of the batch goes on.
     if (master_->BatchPutStart(writer, retry_keys, retry_sizes, config, &retried) !=
@@ -306,10 +317,7 @@ void StoreService::BatchPutRound(ClientConnection* s, const std::vector<BatchPut
   if (!later.empty()) {
     std::vector<std::string> later_keys;
     std::vector<int64_t> later_sizes;
-    for (size_t j : later) {
-      later_keys.push_back(keys[j]);
-      later_sizes.push_back(sizes[j]);
-    }
+    PickEntries(keys, sizes, later, &later_keys, &later_sizes);
     std::vector<rpc::PutStartResult> restarted;
     ErrorCode rc = StartBatch(s, writer, later_keys, later_sizes, config, &restarted);
     if (rc != ErrorCode::OK) {
