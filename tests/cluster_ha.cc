@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -17,6 +18,8 @@
 #include <thrift/transport/TSocket.h>
 
 #include "MasterService.h"
+#include "common/etcd_client.h"
+#include "common/leader_watch.h"
 #include "tests/cluster.h"
 #include "tests/cluster_internal.h"
 #include "tests/etcd_process.h"
@@ -76,6 +79,26 @@ bool AskRole(int port, int timeout_ms, mooncake::rpc::RoleResult* out) {
   }
 }
 
+// Waits until the sync set in etcd names `members` standbys.
+bool AwaitSyncSet(const McHaState* ha, size_t members, int timeout_ms) {
+  std::unique_ptr<mooncake::EtcdClient> etcd;
+  if (mooncake::EtcdClient::Create(ha->etcd.endpoint(), 1000, &etcd) != mooncake::ErrorCode::OK) {
+    return false;
+  }
+  const auto until = Clock::now() + std::chrono::milliseconds(timeout_ms);
+  while (Clock::now() < until) {
+    mooncake::EtcdClient::KeyValue kv;
+    bool found = false;
+    if (etcd->Get(mooncake::SyncSetKey(ha->cluster_id), &kv, &found) == mooncake::ErrorCode::OK &&
+        found && !kv.value.empty() &&
+        static_cast<size_t>(std::count(kv.value.begin(), kv.value.end(), ',')) + 1 >= members) {
+      return true;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return false;
+}
+
 }  // namespace
 
 bool McHaStart(mc_cluster* c, const mc_cluster_ha_options* options) {
@@ -114,6 +137,15 @@ bool McHaStart(mc_cluster* c, const mc_cluster_ha_options* options) {
   }
   if (mc_cluster_ha_await_leader(c, -1, 20000) < 0) {
     std::fprintf(stderr, "no HA master leads after 20 s\n");
+    return false;
+  }
+  // In strict mode an acknowledgement waits for every standby of the sync set; but until
+  // the standbys have caught up and joined it, the set is empty and an acknowledgement
+  // waits for the leader's disk alone, so a failover may lose it (docs/ha.md, "Who may take
+  // over"). The cluster is handed over once every standby is in the set: tests of
+  // failovers must not race that window (they lost an early put about once in five runs).
+  if (mode == "strict" && !AwaitSyncSet(ha, ha->masters.size() - 1, 20000)) {
+    std::fprintf(stderr, "the sync set did not name every standby after 20 s\n");
     return false;
   }
   std::vector<std::string> flags = {"--master", "etcd://" + ha->etcd.endpoint(), "--cluster_id",
