@@ -247,16 +247,21 @@ std::string ReadSmallFile(const char* path) {
 
 }  // namespace
 
-uint64_t HugePagesInUse() {
-  std::string meminfo = "\n" + ReadSmallFile("/proc/meminfo");
+namespace {
+
+uint64_t HugePagesInUse(const std::string& meminfo) {
   return MeminfoCount(meminfo, "HugePages_Total") - MeminfoCount(meminfo, "HugePages_Free") +
          MeminfoCount(meminfo, "HugePages_Rsvd");
 }
 
+}  // namespace
+
+uint64_t HugePagesInUse() { return HugePagesInUse("\n" + ReadSmallFile("/proc/meminfo")); }
+
 std::string SharedPagesSummary() {
   std::string meminfo = "\n" + ReadSmallFile("/proc/meminfo");
   uint64_t total = MeminfoCount(meminfo, "HugePages_Total");
-  uint64_t in_use = HugePagesInUse();
+  uint64_t in_use = HugePagesInUse(meminfo);
   uint64_t page_kb = MeminfoCount(meminfo, "Hugepagesize");
   std::string thp = ReadSmallFile("/sys/kernel/mm/transparent_hugepage/shmem_enabled");
   size_t open = thp.find('['), close = thp.find(']');

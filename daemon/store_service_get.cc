@@ -282,8 +282,8 @@ ErrorCode StoreService::OnBatchGet(ClientConnection* s, const uds::BatchGetArgs&
   if (!reads.keys.empty()) {
     for (const std::string& key : reads.keys) reads.tickets.push_back(cache_->Begin(key));
     uint64_t generation = cache_->remount_generation();
-    // The misses are listed in chunks, pipelined: the master lists chunk i+1 while this
-    // thread copies chunk i (MasterClient::BatchGetReplicaListPipelined).
+    // The misses are listed in chunks, pipelined: the master lists the next chunks while
+    // this thread copies one (MasterClient::BatchGetReplicaListPipelined).
     reads.lists.resize(reads.keys.size());
     std::vector<int64_t> listed(reads.keys.size());
     master_->BatchGetReplicaListPipelined(

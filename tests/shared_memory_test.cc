@@ -3,9 +3,9 @@
 //  - without hugetlbfs (asked for none, or none reserved): an ordinary memfd of exactly the
 //    size, pages of the base size, sealed when asked, pre-faulted when asked;
 //  - on hugetlbfs (when the host has free reserved huge pages, or the test runs as root
-//    and can reserve 8 for itself; otherwise that part is skipped): the size rounded up to whole huge pages, the huge page size reported, and a
-//    view of an unaligned range of a huge-page pool (MOUNT_POOL_SEGMENT) mapped and
-//    sharing the pool's bytes;
+//    and can reserve 8 for itself; otherwise that part is skipped): the size rounded up to
+//    whole huge pages, the huge page size reported, and a view of an unaligned range of a
+//    huge-page pool (MOUNT_POOL_SEGMENT) mapped and sharing the pool's bytes;
 //  - a view of an ordinary pool at an unaligned offset shares its bytes too;
 //  - a client pool is sealed against resizing whichever pages back it, and
 //    MOONCAKE_STORE_HUGE_PAGES=0 keeps it off huge pages;
