@@ -214,6 +214,15 @@ bool MasterService::Readable(const ReplicaList& replicas) const {
   return false;
 }
 
+bool MasterService::OnDetachedSegment(const ReplicaList& replicas) const {
+  for (size_t i = 0; i < replicas.size(); ++i) {
+    if (!replicas[i].memory()) continue;
+    std::shared_ptr<Segment> segment = segments_.Get(replicas[i].segment);
+    if (segment && !segment->attached()) return true;
+  }
+  return false;
+}
+
 // A disk replica holds no range: nothing to free (its bytes are the daemon's to drop).
 void MasterService::FreeReplicas(const ReplicaList& replicas) {
   for (size_t i = 0; i < replicas.size(); ++i) {

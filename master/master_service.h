@@ -609,6 +609,8 @@ class MasterService {
                         std::vector<rpc::ReplicaDescriptor>* out) const;
   // Some replica lies in an attached segment.
   bool Readable(const ReplicaList& replicas) const;
+  // Whether a memory replica lies in a detached segment (restored, or of a silent daemon).
+  bool OnDetachedSegment(const ReplicaList& replicas) const;
   void FreeReplicas(const ReplicaList& replicas);
   void DeferFree(const ReplicaList& replicas, int64_t due_ms, uint64_t due_seq = 0);
   // Releases what an object holds (its space, its counts, a pending upsert of it) before
@@ -794,7 +796,8 @@ class MasterService {
   uint64_t EvictionWalk(const EvictionThresholds& take, uint64_t budget, int64_t now,
                         int64_t* evicted, uint64_t* queued);
   // What eviction may do with meta now; under its shard's lock. Objects without a memory
-  // replica (on disk only) and those pinned for an offload are never candidates.
+  // replica (on disk only), those pinned for an offload and those with a replica on a
+  // detached segment are never candidates.
   EvictionTier TierOf(const Shard& shard, const ObjectMetadata& meta, int64_t now) const;
   // A candidate the walk takes: with a disk replica it loses only its memory replicas;
   // without one, on a daemon with an SSD tier (--offload_on_evict), it gets an eviction's

@@ -23,6 +23,12 @@ EvictionTier MasterService::TierOf(const Shard& shard, const ObjectMetadata& met
   if (!meta.complete || meta.hard_pin || meta.leased(now)) return EvictionTier::kNever;
   // On disk only, it takes no memory; pinned, its offload is on the way.
   if (meta.offload_pinned || meta.memory_replicas() == 0) return EvictionTier::kNever;
+  // Its daemon is expected back (a restore, a takeover, a silent daemon): the room it takes
+  // cannot be placed in until then, so evicting it frees nothing a put can use, and loses an
+  // object that would have come back with its segment.
+  if (segments_.detached_count() > 0 && OnDetachedSegment(meta.replicas)) {
+    return EvictionTier::kNever;
+  }
   if (meta.exist_hit && shard.exist_leases.Live(&meta, now)) return EvictionTier::kNever;
   if (!meta.soft_pinned(now)) return EvictionTier::kPlain;
   return options_.allow_evict_soft_pinned_objects ? EvictionTier::kSoftPinned

@@ -265,6 +265,26 @@ void test_daemon_restarted_meanwhile_replaces_restored_one(void**) {
   assert_int_equal(Get(*b, "on-1").code, 0);
 }
 
+// A put that finds no room while restored segments wait for their daemons (a takeover's
+// first moments) must not evict their objects: that room cannot be placed in until they
+// come back, and the objects would have come back with them.
+void test_put_never_evicts_what_waits_for_its_daemon(void**) {
+  TempDir dir;
+  std::unique_ptr<MasterService> b = RestoredTwoDaemons(dir.path);
+  assert_int_equal(ToInt(b->RegisterDaemon(1, Name(1))), 0);
+  assert_int_equal(b->PutStart(1, "early", 512, Cfg()).code, kNoSpace);
+  g_now += 1000;  // past the pause after a round that fell short
+  // Daemon 1 back and its segment filled: its own objects may go for a put, on-2 may not.
+  assert_int_equal(Rejoin(*b, 1), kReattached);
+  for (int i = 0; i < 3; ++i) Put(*b, 1, "fill-" + std::to_string(i), 256 * 1024);
+  rpc::PutStartResult big = b->PutStart(1, "big", 256 * 1024, Cfg());
+  assert_int_equal(big.code, 0);
+  assert_int_equal(ToInt(b->PutEnd(1, "big")), 0);
+  assert_int_equal(Rejoin(*b, 2), kReattached);
+  assert_int_equal(Get(*b, "on-2").code, 0);
+  assert_int_equal(Get(*b, "big").code, 0);
+}
+
 void test_new_puts_never_overlap_restored_ranges(void**) {
   TempDir dir;
   MasterService a(DurableOptions());
@@ -577,6 +597,7 @@ int main(void) {
       cmocka_unit_test(test_segments_not_back_within_grace_are_dropped),
       cmocka_unit_test(test_unproven_segment_dropped_after_grace),
       cmocka_unit_test(test_daemon_restarted_meanwhile_replaces_restored_one),
+      cmocka_unit_test(test_put_never_evicts_what_waits_for_its_daemon),
       cmocka_unit_test(test_new_puts_never_overlap_restored_ranges),
       cmocka_unit_test(test_snapshot_plus_log_rebuilds_the_directory),
       cmocka_unit_test(test_freed_space_waits_for_its_record),
