@@ -5,6 +5,8 @@
 #include <random>
 #include <unordered_set>
 
+#include "absl/container/inlined_vector.h"
+
 namespace mooncake {
 
 SegmentRegistry::SegmentRegistry(AllocationStrategy strategy, uint64_t alignment)
@@ -246,20 +248,23 @@ std::vector<Placement> SegmentRegistry::Allocate(uint64_t size, size_t replica_n
   std::shared_lock<std::shared_mutex> lock(mu_);
   std::vector<std::shared_ptr<Segment>> order = CandidateOrder(preferred, avoided, local_daemon);
   std::vector<bool> used(order.size(), false);
-  std::unordered_set<int64_t> daemons;
+  // The daemons holding a replica: as many as replica_num, a handful at most.
+  absl::InlinedVector<int64_t, 4> daemons;
   // Pass 0 spreads over distinct daemons; pass 1 fills up with other segments of daemons
   // that already hold a replica.
   for (int pass = 0; pass < 2 && out.size() < replica_num; ++pass) {
     for (size_t i = 0; i < order.size() && out.size() < replica_num; ++i) {
       if (used[i]) continue;
       int64_t daemon = order[i]->info().daemon_id;
-      if (pass == 0 && daemons.count(daemon)) continue;
+      if (pass == 0 && std::find(daemons.begin(), daemons.end(), daemon) != daemons.end()) {
+        continue;
+      }
       Placement p;
       if (order[i]->Allocate(size, &p.offset, &p.node)) {
         p.segment = order[i];
         out.push_back(std::move(p));
         used[i] = true;
-        daemons.insert(daemon);
+        daemons.push_back(daemon);
       }
     }
   }
