@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <cerrno>
 #include <cinttypes>
 #include <cstdlib>
 #include <cstring>
@@ -10,6 +11,7 @@
 #include <thread>
 #include <vector>
 
+#include "common/spin_wait.h"
 #include "common/units.h"
 
 namespace mooncake {
@@ -276,6 +278,20 @@ void PrintGoals(const std::vector<LocalRow>& rows, double uds_rtt_us, int thread
       "master_bench for the master's bytes/object)\n");
 }
 
+// What the hops alone cost beside the two latency goals: a goal below its floor cannot be
+// met by work done in any of the processes, only by fewer hops or by faster ones.
+void PrintFloors(const std::vector<LocalRow>& rows, const HopFloor& hops) {
+  const LocalRow* put = Find(rows, "put", "single", 4096, 1);
+  const LocalRow* get = Find(rows, "get", "single", 4096, 1);
+  if (hops.us[1] <= 0 || put == nullptr || get == nullptr || put->redis.command.empty()) return;
+  std::printf("floors of the design in this run (the hops with no work, line \"hops\"):\n");
+  std::printf("  4 KiB first get %.1f us = %.1f us of hops + %.1f us of work; goal <= %.1f us\n",
+              get->ours.p50_us, hops.us[1], get->ours.p50_us - hops.us[1], get->redis.p50_us);
+  std::printf("  4 KiB put       %.1f us = %.1f us of hops + %.1f us of work; goal <= %.1f us\n",
+              put->ours.p50_us, hops.us[2], put->ours.p50_us - hops.us[2],
+              1.5 * put->redis.p50_us);
+}
+
 }  // namespace
 
 void RunOneDaemon(const Options& o, mooncake_store_t store, const RedisServer* redis, FILE* csv) {
@@ -284,6 +300,16 @@ void RunOneDaemon(const Options& o, mooncake_store_t store, const RedisServer* r
       "machine: %u cores; Unix-socket round trip (p50, same run; both threads block in "
       "read()): %.1f us\n",
       std::thread::hardware_concurrency(), uds_rtt);
+  HopFloor hops;
+  if (MeasureHopFloor(&hops)) {
+    std::printf(
+        "hops: client -> daemon -> master with no work (3 processes, each waiting side "
+        "polling %lld us as ours do; p50): client <-> daemon %.1f us, + 1 master round trip "
+        "(a first get) %.1f us, + 2 (a put) %.1f us\n",
+        static_cast<long long>(kDefaultSpinMicros), hops.us[0], hops.us[1], hops.us[2]);
+  } else {
+    std::printf("hops: not measured (%s)\n", std::strerror(errno));
+  }
   std::printf("pages: %s\n", SharedPagesSummary().c_str());
   if (redis != nullptr) {
     std::printf(
@@ -357,6 +383,7 @@ void RunOneDaemon(const Options& o, mooncake_store_t store, const RedisServer* r
     }
   }
   PrintGoals(rows, uds_rtt, threads_n);
+  PrintFloors(rows, hops);
 }
 
 }  // namespace store_bench

@@ -2,7 +2,10 @@
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <signal.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -14,6 +17,7 @@
 #include <thread>
 
 #include "common/flags.h"
+#include "common/spin_wait.h"
 #include "common/units.h"
 
 namespace mooncake {
@@ -306,6 +310,107 @@ double UnixRoundTripUs() {
   echo.join();
   close(sv[1]);
   return Percentile(rtts, 0.5);
+}
+
+namespace {
+
+constexpr size_t kHopMessage = 48;
+
+// Waits as our processes do (spin, then block), then reads one whole message. Only
+// async-signal-safe calls: it runs in children forked from a threaded process.
+bool ReadMessage(int fd, char* buf) {
+  SpinUntilReadable(fd, kDefaultSpinMicros * 1000);
+  size_t got = 0;
+  while (got < kHopMessage) {
+    ssize_t n = read(fd, buf + got, kHopMessage - got);
+    if (n <= 0) return false;
+    got += static_cast<size_t>(n);
+  }
+  return true;
+}
+
+bool WriteMessage(int fd, const char* buf) {
+  return write(fd, buf, kHopMessage) == static_cast<ssize_t>(kHopMessage);
+}
+
+// The master's stand-in: echoes every message on the first connection.
+[[noreturn]] void RunEcho(int listener) {
+  int fd = accept(listener, nullptr, nullptr);
+  char buf[kHopMessage];
+  while (fd >= 0 && ReadMessage(fd, buf) && WriteMessage(fd, buf)) {
+  }
+  _exit(0);
+}
+
+// The daemon's stand-in: per message from the client, buf[0] round trips to the echo.
+[[noreturn]] void RunRelay(int client, const sockaddr_in& echo) {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  int one = 1;
+  if (fd < 0 || connect(fd, reinterpret_cast<const sockaddr*>(&echo), sizeof(echo)) != 0 ||
+      setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one)) != 0) {
+    _exit(1);
+  }
+  char buf[kHopMessage];
+  while (ReadMessage(client, buf)) {
+    for (int h = 0; h < buf[0]; ++h) {
+      if (!WriteMessage(fd, buf) || !ReadMessage(fd, buf)) _exit(1);
+    }
+    if (!WriteMessage(client, buf)) _exit(1);
+  }
+  _exit(0);
+}
+
+}  // namespace
+
+bool MeasureHopFloor(HopFloor* floor) {
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof(addr);
+  int listener = socket(AF_INET, SOCK_STREAM, 0);
+  int sv[2] = {-1, -1};
+  if (listener < 0 || bind(listener, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 ||
+      listen(listener, 1) != 0 ||
+      getsockname(listener, reinterpret_cast<sockaddr*>(&addr), &len) != 0 ||
+      socketpair(AF_UNIX, SOCK_STREAM, 0, sv) != 0) {
+    if (listener >= 0) close(listener);
+    return false;
+  }
+  // Each child closes the parent's end of the Unix socket, so that the relay reads EOF
+  // when the parent closes it.
+  pid_t echo = fork();
+  if (echo == 0) {
+    close(sv[0]);
+    close(sv[1]);
+    RunEcho(listener);
+  }
+  pid_t relay = echo < 0 ? -1 : fork();
+  if (relay == 0) {
+    close(sv[0]);
+    close(listener);
+    RunRelay(sv[1], addr);
+  }
+  close(listener);
+  close(sv[1]);
+  bool ok = echo > 0 && relay > 0;
+  char buf[kHopMessage] = {0};
+  for (int hops = 0; ok && hops < 3; ++hops) {
+    std::vector<double> rtts;
+    for (int i = 0; ok && i < 10000; ++i) {
+      buf[0] = static_cast<char>(hops);
+      auto start = Clock::now();
+      ok = WriteMessage(sv[0], buf) && ReadMessage(sv[0], buf);
+      rtts.push_back(std::chrono::duration<double, std::micro>(Clock::now() - start).count());
+    }
+    floor->us[hops] = Percentile(rtts, 0.5);
+  }
+  close(sv[0]);  // the relay reads EOF and exits, and with it the echo's connection
+  for (pid_t pid : {relay, echo}) {
+    if (pid <= 0) continue;
+    if (!ok) kill(pid, SIGKILL);
+    waitpid(pid, nullptr, 0);
+  }
+  return ok;
 }
 
 double LoopbackTcpGbps(double seconds) {

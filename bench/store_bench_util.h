@@ -127,6 +127,20 @@ uint64_t HugePagesInUse();
 // sides sleep: two wake-ups).
 double UnixRoundTripUs();
 
+// Same-run floor of the design's hops: three processes, as an application, its mooncaked
+// and the master are. The client writes 48 bytes to a relay over a Unix socket; the relay
+// makes master_hops round trips of 48 bytes over loopback TCP to an echo process, then
+// answers. No work is done anywhere, and every waiting side polls its socket up to
+// kDefaultSpinMicros (sched_yield between polls) before it blocks, as libmc, mooncaked
+// and the master do by default (common/spin_wait.h). A first get makes one master hop, a
+// put two (PutStart, PutEnd): the medians of 1 and 2 hops are what each would cost if
+// every process did nothing but pass the message on. floor[h] is the median of h hops
+// (h = 0, 1, 2). False when the processes could not be set up.
+struct HopFloor {
+  double us[3] = {0, 0, 0};
+};
+bool MeasureHopFloor(HopFloor* floor);
+
 // Same-run baseline of the two-daemon mode: one TCP connection over 127.0.0.1, a sender
 // thread write()ing 1 MiB buffers and a receiver thread read()ing them, for `seconds`.
 double LoopbackTcpGbps(double seconds);
