@@ -314,6 +314,23 @@ double UnixRoundTripUs() {
 
 namespace {
 
+// A listening socket on 127.0.0.1 at a free port, *addr its address; -1 on failure.
+int ListenOnLoopback(sockaddr_in* addr) {
+  *addr = sockaddr_in{};
+  addr->sin_family = AF_INET;
+  addr->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof(*addr);
+  int listener = socket(AF_INET, SOCK_STREAM, 0);
+  if (listener >= 0 &&
+      (bind(listener, reinterpret_cast<sockaddr*>(addr), sizeof(*addr)) != 0 ||
+       listen(listener, 1) != 0 ||
+       getsockname(listener, reinterpret_cast<sockaddr*>(addr), &len) != 0)) {
+    close(listener);
+    return -1;
+  }
+  return listener;
+}
+
 constexpr size_t kHopMessage = 48;
 
 // Waits as our processes do (spin, then block), then reads one whole message. Only
@@ -363,16 +380,10 @@ bool WriteMessage(int fd, const char* buf) {
 }  // namespace
 
 bool MeasureHopFloor(HopFloor* floor) {
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof(addr);
-  int listener = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr;
+  int listener = ListenOnLoopback(&addr);
   int sv[2] = {-1, -1};
-  if (listener < 0 || bind(listener, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 ||
-      listen(listener, 1) != 0 ||
-      getsockname(listener, reinterpret_cast<sockaddr*>(&addr), &len) != 0 ||
-      socketpair(AF_UNIX, SOCK_STREAM, 0, sv) != 0) {
+  if (listener < 0 || socketpair(AF_UNIX, SOCK_STREAM, 0, sv) != 0) {
     if (listener >= 0) close(listener);
     return false;
   }
@@ -414,16 +425,10 @@ bool MeasureHopFloor(HopFloor* floor) {
 }
 
 double LoopbackTcpGbps(double seconds) {
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof(addr);
-  int listener = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr;
+  int listener = ListenOnLoopback(&addr);
   int tx = socket(AF_INET, SOCK_STREAM, 0);
-  if (bind(listener, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 ||
-      listen(listener, 1) != 0 ||
-      getsockname(listener, reinterpret_cast<sockaddr*>(&addr), &len) != 0 ||
-      connect(tx, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
+  if (listener < 0 || connect(tx, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
     Die("loopback TCP set-up", -1);
   }
   int rx = accept(listener, nullptr, nullptr);

@@ -129,13 +129,13 @@ double UnixRoundTripUs();
 
 // Same-run floor of the design's hops: three processes, as an application, its mooncaked
 // and the master are. The client writes 48 bytes to a relay over a Unix socket; the relay
-// makes master_hops round trips of 48 bytes over loopback TCP to an echo process, then
-// answers. No work is done anywhere, and every waiting side polls its socket up to
+// makes h round trips of 48 bytes over loopback TCP to an echo process, then answers.
+// No work is done anywhere, and every waiting side polls its socket up to
 // kDefaultSpinMicros (sched_yield between polls) before it blocks, as libmc, mooncaked
 // and the master do by default (common/spin_wait.h). A first get makes one master hop, a
 // put two (PutStart, PutEnd): the medians of 1 and 2 hops are what each would cost if
-// every process did nothing but pass the message on. floor[h] is the median of h hops
-// (h = 0, 1, 2). False when the processes could not be set up.
+// every process did nothing but pass the message on. us[h] is the median of h hops
+// (h = 0, 1, 2). False when the processes could not be set up or a message was lost.
 struct HopFloor {
   double us[3] = {0, 0, 0};
 };
