@@ -144,8 +144,9 @@ struct LocalRow {
   }
 };
 
-void PrintLocalHeader(FILE* csv) {
-  std::printf("%-5s %-6s %-9s %9s %3s %7s %10s %8s %9s %9s %8s %7s %-9s %9s %10s %8s\n", "op",
+// The table's header on stdout when shown, and the CSV's.
+void PrintLocalHeader(FILE* csv, bool shown) {
+  if (shown) std::printf("%-5s %-6s %-9s %9s %3s %7s %10s %8s %9s %9s %8s %7s %-9s %9s %10s %8s\n", "op",
               "buffer", "form", "size", "thr", "ops", "ops/s", "GB/s", "p50_us", "p99_us",
               "cpy_c>w", "vs_cpy", "redis", "redis_p50", "redis_op/s", "vs_redis");
   if (csv) {
@@ -156,30 +157,32 @@ void PrintLocalHeader(FILE* csv) {
   }
 }
 
-void PrintLocal(const LocalRow& l, FILE* csv) {
+void PrintLocal(const LocalRow& l, FILE* csv, bool shown) {
   const Row& r = l.ours;
   // An exist moves no value: no GB/s, no share of memcpy (0 in the CSV).
   const bool moves = r.op != "exist";
   const double gbps = moves ? r.gbps() : 0;
   const double cpy = moves && l.memcpy_cold_warm > 0 ? gbps / l.memcpy_cold_warm : 0;
-  std::printf("%-5s %-6s %-9s %9s %3d %7" PRId64 " %10.0f", r.op.c_str(), r.buffer.c_str(),
-              r.form.c_str(), FormatSize(r.size).c_str(), r.threads, r.ops, r.ops_per_s());
-  if (moves) {
-    std::printf(" %8.2f", gbps);
-  } else {
-    std::printf(" %8s", "-");
-  }
-  std::printf(" %9.1f %9.1f %8.2f", r.p50_us, r.p99_us, l.memcpy_cold_warm);
-  if (moves) {
-    std::printf(" %6.0f%%", cpy * 100);
-  } else {
-    std::printf(" %7s", "-");
-  }
-  if (l.redis.command.empty()) {
-    std::printf(" %-9s %9s %10s %8s\n", "-", "-", "-", "-");
-  } else {
-    std::printf(" %-9s %9.1f %10.0f %7.2fx\n", l.redis.command.c_str(), l.redis.p50_us,
-                l.redis.ops_per_s, l.redis_ratio());
+  if (shown) {
+    std::printf("%-5s %-6s %-9s %9s %3d %7" PRId64 " %10.0f", r.op.c_str(), r.buffer.c_str(),
+                r.form.c_str(), FormatSize(r.size).c_str(), r.threads, r.ops, r.ops_per_s());
+    if (moves) {
+      std::printf(" %8.2f", gbps);
+    } else {
+      std::printf(" %8s", "-");
+    }
+    std::printf(" %9.1f %9.1f %8.2f", r.p50_us, r.p99_us, l.memcpy_cold_warm);
+    if (moves) {
+      std::printf(" %6.0f%%", cpy * 100);
+    } else {
+      std::printf(" %7s", "-");
+    }
+    if (l.redis.command.empty()) {
+      std::printf(" %-9s %9s %10s %8s\n", "-", "-", "-", "-");
+    } else {
+      std::printf(" %-9s %9.1f %10.0f %7.2fx\n", l.redis.command.c_str(), l.redis.p50_us,
+                  l.redis.ops_per_s, l.redis_ratio());
+    }
   }
   std::fflush(stdout);
   if (csv) {
@@ -292,24 +295,8 @@ void PrintFloors(const std::vector<LocalRow>& rows, const HopFloor& hops) {
               1.5 * put->redis.p50_us);
 }
 
-}  // namespace
-
-void RunOneDaemon(const Options& o, mooncake_store_t store, const RedisServer* redis, FILE* csv) {
-  double uds_rtt = UnixRoundTripUs();
-  std::printf(
-      "machine: %u cores; Unix-socket round trip (p50, same run; both threads block in "
-      "read()): %.1f us\n",
-      std::thread::hardware_concurrency(), uds_rtt);
-  HopFloor hops;
-  if (MeasureHopFloor(&hops)) {
-    std::printf(
-        "hops: client -> daemon -> master with no work (3 processes, each waiting side "
-        "polling %lld us as ours do; p50): client <-> daemon %.1f us, + 1 master round trip "
-        "(a first get) %.1f us, + 2 (a put) %.1f us\n",
-        static_cast<long long>(kDefaultSpinMicros), hops.us[0], hops.us[1], hops.us[2]);
-  } else {
-    std::printf("hops: not measured (%s)\n", std::strerror(errno));
-  }
+// The lines above the table: pages, the Redis server, what the columns mean.
+void PrintTableIntro(const RedisServer* redis) {
   std::printf("pages: %s\n", SharedPagesSummary().c_str());
   if (redis != nullptr) {
     std::printf(
@@ -321,7 +308,84 @@ void RunOneDaemon(const Options& o, mooncake_store_t store, const RedisServer* r
       "cpy_c>w: memcpy of the size from a cold source into one warm buffer; vs_redis: "
       "single calls p50 ours/Redis (< 1: faster), batches keys/s ours/Redis (> 1: "
       "faster)\n");
-  PrintLocalHeader(csv);
+}
+
+// What make demo shows: for each size, a few plain lines of ours beside the baselines of
+// the same run (Redis on 127.0.0.1, memcpy, a Unix-socket round trip), no goals.
+void PrintDigest(const std::vector<LocalRow>& rows, double uds_rtt_us, int threads) {
+  std::printf("\none host: p50 of single calls, keys/s of 128-key batches; beside each, what "
+              "this machine did in the same run\n");
+  for (uint64_t size : {uint64_t{4096}, uint64_t{1} << 20}) {
+    const LocalRow* put = Find(rows, "put", "single", size, 1);
+    const LocalRow* get = Find(rows, "get", "single", size, 1);
+    if (put == nullptr || get == nullptr) continue;
+    const std::string name = FormatSize(size);
+    const bool redis = !put->redis.command.empty();
+    std::printf("  %-8s put       %8.1f us", name.c_str(), put->ours.p50_us);
+    if (redis) std::printf("    Redis SET %.1f us", put->redis.p50_us);
+    std::printf("\n  %-8s get       %8.1f us", "", get->ours.p50_us);
+    if (redis) std::printf("    Redis GET %.1f us", get->redis.p50_us);
+    std::printf("  (a first read: the daemon asks the master where the bytes are)\n");
+    if (const LocalRow* again = Find(rows, "get", "reread", size, 1)) {
+      std::printf("  %-8s re-read   %8.1f us    a Unix-socket round trip %.1f us  (within the "
+                  "read lease the daemon skips the master)\n",
+                  "", again->ours.p50_us, uds_rtt_us);
+    }
+    const double copy = get->memcpy_cold_warm;
+    if (size >= (1 << 20) && copy > 0) {
+      std::printf("  %-8s get_into  %8.2f GB/s = %.0f%% of memcpy (%.2f GB/s, cold source); "
+                  "put_from %.2f GB/s\n",
+                  "", get->ours.gbps(), get->ours.gbps() / copy * 100, copy, put->ours.gbps());
+    }
+    const LocalRow* many_put = Find(rows, "put", "single", size, threads);
+    const LocalRow* many_get = Find(rows, "get", "single", size, threads);
+    if (threads > 1 && many_put != nullptr && many_get != nullptr) {
+      std::printf("  %-8s %d threads %8.0f puts/s, %.0f gets/s", "", threads,
+                  many_put->ours.ops_per_s(), many_get->ours.ops_per_s());
+      if (redis) {
+        std::printf("    Redis %.0f SET/s, %.0f GET/s", many_put->redis.ops_per_s,
+                    many_get->redis.ops_per_s);
+      }
+      std::printf("\n");
+    }
+    const LocalRow* bput = Find(rows, "put", "batch128", size, 1);
+    const LocalRow* bexist = Find(rows, "exist", "batch128", size, 1);
+    const LocalRow* bget = Find(rows, "get", "batch128", size, 1);
+    if (bput != nullptr && bexist != nullptr && bget != nullptr) {
+      std::printf("  %-8s 128 keys  put %.0f, exist %.0f, get %.0f keys/s", "",
+                  bput->ours.ops_per_s(), bexist->ours.ops_per_s(), bget->ours.ops_per_s());
+      if (redis) {
+        std::printf("    Redis MSET %.0f, EXISTS %.0f, MGET %.0f", bput->redis.ops_per_s,
+                    bexist->redis.ops_per_s, bget->redis.ops_per_s);
+      }
+      std::printf("\n");
+    }
+  }
+}
+
+}  // namespace
+
+void RunOneDaemon(const Options& o, mooncake_store_t store, const RedisServer* redis, FILE* csv) {
+  double uds_rtt = UnixRoundTripUs();
+  std::printf(
+      "machine: %u cores; Unix-socket round trip (p50, same run; both threads block in "
+      "read()): %.1f us\n",
+      std::thread::hardware_concurrency(), uds_rtt);
+  HopFloor hops;
+  if (o.digest) {
+    std::printf("measuring %s with %s, %" PRId64 " threads for the multi-thread rows ...\n",
+                o.sizes.c_str(), redis != nullptr ? "Redis beside" : "no Redis", o.threads);
+  } else if (MeasureHopFloor(&hops)) {
+    std::printf(
+        "hops: client -> daemon -> master with no work (3 processes, each waiting side "
+        "polling %lld us as ours do; p50): client <-> daemon %.1f us, + 1 master round trip "
+        "(a first get) %.1f us, + 2 (a put) %.1f us\n",
+        static_cast<long long>(kDefaultSpinMicros), hops.us[0], hops.us[1], hops.us[2]);
+  } else {
+    std::printf("hops: not measured (%s)\n", std::strerror(errno));
+  }
+  if (!o.digest) PrintTableIntro(redis);
+  PrintLocalHeader(csv, !o.digest);
 
   int run = static_cast<int>(getpid());
   LeasedSpace space(o.segment_size, o.lease_ms);
@@ -333,10 +397,14 @@ void RunOneDaemon(const Options& o, mooncake_store_t store, const RedisServer* r
   for (uint64_t size : ParseSizes(o.sizes)) {
     double cold_warm = MemcpyColdToWarmGbps(size, o.bytes_per_phase);
     double cold_cold = MemcpyColdToColdGbps(size, o.bytes_per_phase);
-    std::printf("-- %s: memcpy cold->warm %.2f GB/s, cold->cold %.2f GB/s\n",
-                FormatSize(size).c_str(), cold_warm, cold_cold);
+    if (o.digest) {
+      std::printf("  %s ...\n", FormatSize(size).c_str());
+    } else {
+      std::printf("-- %s: memcpy cold->warm %.2f GB/s, cold->cold %.2f GB/s\n",
+                  FormatSize(size).c_str(), cold_warm, cold_cold);
+    }
     for (int threads : thread_counts) {
-      for (int batch : {1, 32, 128}) {
+      for (int batch : o.digest ? std::vector<int>{1, 128} : std::vector<int>{1, 32, 128}) {
         // A batch is one call; batches bigger than a phase's data are not a use case.
         // Phases must not fill the segment: a cache evicts.
         if (batch > 1 && (threads > 1 || size * batch > o.bytes_per_phase)) continue;
@@ -346,7 +414,8 @@ void RunOneDaemon(const Options& o, mooncake_store_t store, const RedisServer* r
           theirs = MeasureRedis({redis->port(), size, threads, ops / threads, batch, ++run});
         }
         std::string form = batch == 1 ? "single" : "batch" + std::to_string(batch);
-        for (bool pool : {true, false}) {
+        // The digest shows the pool path, the one engines take.
+        for (bool pool : o.digest ? std::vector<bool>{true} : std::vector<bool>{true, false}) {
           Phase p{store, size, threads, ops / threads, batch, pool, ++run};
           space.WaitForRoom(static_cast<uint64_t>(ops) * size);
           // Put; exist of the batches; get, the first read (a miss in the daemon's read
@@ -373,7 +442,7 @@ void RunOneDaemon(const Options& o, mooncake_store_t store, const RedisServer* r
             l.memcpy_cold_warm = cold_warm;
             l.memcpy_cold_cold = cold_cold;
             l.redis = *pass.redis;
-            PrintLocal(l, csv);
+            PrintLocal(l, csv, !o.digest);
             rows.push_back(l);
           }
           mooncake_store_remove_all(store, 1);
@@ -381,6 +450,10 @@ void RunOneDaemon(const Options& o, mooncake_store_t store, const RedisServer* r
         }
       }
     }
+  }
+  if (o.digest) {
+    PrintDigest(rows, uds_rtt, threads_n);
+    return;
   }
   PrintGoals(rows, uds_rtt, threads_n);
   PrintFloors(rows, hops);

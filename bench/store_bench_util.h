@@ -42,6 +42,9 @@ struct Options {
   std::string csv;
   std::string png;  // one daemon: the side-by-side plot of the CSV (needs --csv, gnuplot)
   std::string plot_script;
+  // A few plain lines against the same run's baselines instead of the table, and no goals
+  // (what make demo shows).
+  bool digest = false;
 };
 
 // Prints what returned code (with the ABI's message) and exits 1; spawned processes are

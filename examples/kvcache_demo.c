@@ -127,7 +127,7 @@ int main(void) {
       return 1;
     }
   }
-  printf("engine B: %d of %d blocks found in the store; loaded %d MiB%s in %.1f ms (%.1f GB/s), "
+  printf("engine B: %d of %d blocks found in the store; loaded %d MiB%s in %.1f ms (%.2f GB/s), "
          "bytes verified\n",
          hits, BLOCKS, hits * BLOCK_BYTES >> 20,
          strcmp(host_a, host_b) != 0 ? " from engine A's host" : "", load_ms,
