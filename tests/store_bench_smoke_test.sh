@@ -7,7 +7,8 @@
 # PASS or MISS (not "not measured"), that the CSV has the Redis and memcpy columns and one
 # line per row, that the hops baseline gives three rising medians and the floor lines
 # follow the goals, that the PNG is written when gnuplot is installed, and that no
-# redis-server of the run is left behind. Skipped (77) without redis-server.
+# redis-server of the run is left behind. Then make demo's --digest form: its plain lines,
+# each beside a baseline, and no goal verdicts. Skipped (77) without redis-server.
 # Usage: store_bench_smoke_test.sh BUILD_DIR
 set -u
 build=$1
@@ -91,4 +92,24 @@ fi
 dir=$(sed -n 's/^redis: .* --dir \([^ ]*\) .*/\1/p' "$tmp/out.txt")
 [ -n "$dir" ] || fail "the redis line names no --dir"
 [ ! -e "$dir" ] || fail "redis' temp dir $dir was left behind"
+# make demo's form (--digest): each figure in a plain line beside its same-run baseline, and
+# no table and no goal verdicts, which are make bench's.
+"$build/bench/store_bench" --build_dir "$build" --digest --sizes 4KB,1MB --threads 2 \
+  --max_ops 256 --bytes_per_phase 8MB --segment_size 256MB --pool_size 64MB --lease_ms 1000 \
+  > "$tmp/digest.txt" 2> "$tmp/digest-err.txt" ||
+  fail "store_bench --digest exited $?: $(tail -5 "$tmp/digest-err.txt")"
+cat "$tmp/digest.txt"
+grep -Eq '^  4\.0 KiB +put +[0-9.]+ us +Redis SET [0-9.]+ us$' "$tmp/digest.txt" ||
+  fail "digest: no 4 KiB put line beside Redis SET"
+grep -Eq '^ +get +[0-9.]+ us +Redis GET [0-9.]+ us' "$tmp/digest.txt" ||
+  fail "digest: no get line beside Redis GET"
+grep -Eq '^ +re-read +[0-9.]+ us +a Unix-socket round trip [0-9.]+ us' "$tmp/digest.txt" ||
+  fail "digest: no re-read line beside the Unix-socket round trip"
+grep -Eq '^ +128 keys +put [0-9]+, exist [0-9]+, get [0-9]+ keys/s +Redis MSET [0-9]+, EXISTS [0-9]+, MGET [0-9]+$' \
+  "$tmp/digest.txt" || fail "digest: no 128-key batch line beside Redis"
+grep -Eq '^ +get_into +[0-9.]+ GB/s = [0-9]+% of memcpy \([0-9.]+ GB/s' "$tmp/digest.txt" ||
+  fail "digest: no 1 MiB get_into line beside memcpy"
+if grep -Eq 'PASS|MISS|goal|NOT met|^op +buffer' "$tmp/digest.txt"; then
+  fail "digest: a goal verdict or the table: $(grep -E 'PASS|MISS|goal|NOT met|^op +buffer' "$tmp/digest.txt")"
+fi
 echo "PASS"
