@@ -20,17 +20,31 @@ using nlohmann::json;
 // Every admin command starts here: with an etcd --master no admin URL follows from it.
 bool HaveAdminUrl(const GlobalOptions& g) {
   if (!g.admin_url.empty()) return true;
-  PrintError("give --admin_url (the master's admin HTTP): --master " + g.master + " names no host");
+  PrintError("give --admin_url (or MOONCAKE_MASTER_ADMIN_URL), the master's admin HTTP: --master " +
+             g.master + " names no host");
   return false;
 }
 
-// GETs url and parses its JSON into *out. kExitOk for a 2xx JSON answer; otherwise prints
-// why (naming what was asked) and returns the exit code.
-int FetchJson(HttpClient* http, const std::string& url, const std::string& what, json* out) {
+// The line for an endpoint that did not answer: what was tried, why, and the fix.
+std::string Unreachable(const std::string& who, const std::string& url, const std::string& error,
+                        const std::string& flag, const std::string& env) {
+  return "cannot reach " + who + " at " + url + ": " + error + " (is it running? " + flag + " or " +
+         env + " name another)";
+}
+
+std::string MasterUnreachable(const GlobalOptions& g, const std::string& error) {
+  return Unreachable("the master's admin HTTP", g.admin_url, error, "--admin_url",
+                     "MOONCAKE_MASTER_ADMIN_URL");
+}
+
+// GETs the admin URL's path and parses its JSON into *out. kExitOk for a 2xx JSON answer;
+// otherwise prints why (naming what was asked) and returns the exit code.
+int FetchJson(HttpClient* http, const GlobalOptions& g, const std::string& path,
+              const std::string& what, json* out) {
   HttpResponse response;
   std::string error;
-  if (!http->Get(url, &response, &error)) {
-    PrintError("cannot reach " + what + ": " + error);
+  if (!http->Get(g.admin_url + path, &response, &error)) {
+    PrintError(MasterUnreachable(g, error));
     return kExitUnreachable;
   }
   json body = json::parse(response.body, nullptr, /*allow_exceptions=*/false);
@@ -49,9 +63,18 @@ int FetchJson(HttpClient* http, const std::string& url, const std::string& what,
     *out = std::move(body);
     return kExitError;
   }
-  PrintError(what + ": HTTP " + std::to_string(response.status) +
-             (body.is_discarded() ? " (the answer is not JSON)" : ""));
+  PrintError(
+      what + ": HTTP " + std::to_string(response.status) + " from " + g.admin_url + path +
+      (body.is_discarded() ? " (the answer is not JSON: is it the master's admin HTTP?)" : ""));
   return kExitError;
+}
+
+std::string TenantParameter(HttpClient* http, const GlobalOptions& g) {
+  return g.tenant.empty() ? "" : "&tenant=" + http->Escape(g.tenant);
+}
+
+std::string QueryKeyPath(HttpClient* http, const GlobalOptions& g, const std::string& key) {
+  return "/query_key?key=" + http->Escape(key) + TenantParameter(http, g);
 }
 
 // j[name] as text, "-" when absent or null.
@@ -63,10 +86,6 @@ std::string Field(const json& j, const char* name) {
 uint64_t Bytes(const json& j, const char* name) {
   if (!j.is_object() || !j.contains(name) || !j[name].is_number()) return 0;
   return j[name].get<uint64_t>();
-}
-
-std::string TenantParameter(HttpClient* http, const GlobalOptions& g) {
-  return g.tenant.empty() ? "" : "&tenant=" + http->Escape(g.tenant);
 }
 
 // "1.5 s left" or "none".
@@ -125,15 +144,38 @@ void Flatten(const json& j, const std::string& prefix,
 
 }  // namespace
 
+KeyDescription DescribeKey(const GlobalOptions& g, const std::string& key) {
+  KeyDescription d;
+  if (g.admin_url.empty()) {
+    d.error = "no admin URL (--admin_url or MOONCAKE_MASTER_ADMIN_URL)";
+    return d;
+  }
+  HttpClient http;
+  HttpResponse response;
+  std::string error;
+  std::string url = g.admin_url + QueryKeyPath(&http, g, key);
+  if (!http.Get(url, &response, &error)) {
+    d.error = url + ": " + error;
+    return d;
+  }
+  json body = json::parse(response.body, nullptr, /*allow_exceptions=*/false);
+  if (response.status == 200 && body.is_object()) {
+    d.outcome = KeyDescription::kFound;
+    d.body = std::move(body);
+  } else if (body.is_object() && body.value("error_code", 0) == MOONCAKE_STORE_OBJECT_NOT_FOUND) {
+    d.outcome = KeyDescription::kMissing;
+  } else {
+    d.error = url + ": HTTP " + std::to_string(response.status);
+  }
+  return d;
+}
+
 int RunStat(const Invocation& inv) {
   if (!HaveAdminUrl(inv.global)) return kExitUsage;
   HttpClient http;
   const std::string& key = inv.args[0];
   json j;
-  int rc = FetchJson(&http,
-                     inv.global.admin_url + "/query_key?key=" + http.Escape(key) +
-                         TenantParameter(&http, inv.global),
-                     "stat " + key, &j);
+  int rc = FetchJson(&http, inv.global, QueryKeyPath(&http, inv.global, key), "stat " + key, &j);
   if (rc != kExitOk) return rc;
   if (inv.global.json) {
     PrintJson(j);
@@ -172,7 +214,7 @@ int RunList(const Invocation& inv) {
   HttpClient http;
   uint64_t limit = inv.Count("limit", kDefaultListLimit);
   std::string regex = inv.Text("regex");
-  std::string base = inv.global.admin_url + "/get_all_keys?format=json" +
+  std::string base = "/get_all_keys?format=json" +
                      (regex.empty() ? "" : "&regex=" + http.Escape(regex)) +
                      TenantParameter(&http, inv.global);
   // Paging is weakly consistent: a table resize may repeat a key, which is listed once.
@@ -184,7 +226,7 @@ int RunList(const Invocation& inv) {
     uint64_t want = kListPageKeys;
     if (limit > 0 && limit - seen.size() < want) want = limit - seen.size();
     json page;
-    int rc = FetchJson(&http,
+    int rc = FetchJson(&http, inv.global,
                        base + "&limit=" + std::to_string(want) +
                            (cursor.empty() ? "" : "&cursor=" + http.Escape(cursor)),
                        "ls", &page);
@@ -219,7 +261,7 @@ int RunSegments(const Invocation& inv) {
   if (!HaveAdminUrl(inv.global)) return kExitUsage;
   HttpClient http;
   json j;
-  int rc = FetchJson(&http, inv.global.admin_url + "/get_segments_detail", "segments", &j);
+  int rc = FetchJson(&http, inv.global, "/get_segments_detail", "segments", &j);
   if (rc != kExitOk) return rc;
   if (inv.global.json) {
     PrintJson(j);
@@ -242,7 +284,7 @@ int RunStats(const Invocation& inv) {
   if (!HaveAdminUrl(inv.global)) return kExitUsage;
   HttpClient http;
   json j;
-  int rc = FetchJson(&http, inv.global.admin_url + "/stats", "stats", &j);
+  int rc = FetchJson(&http, inv.global, "/stats", "stats", &j);
   if (rc != kExitOk) return rc;
   if (inv.global.json) {
     PrintJson(j);
@@ -260,10 +302,15 @@ int RunHealth(const Invocation& inv) {
   struct Endpoint {
     std::string name;
     std::string url;
+    std::string unreachable_as;  // who, in the line for an endpoint that did not answer
+    std::string flag;
+    std::string env;
   };
-  std::vector<Endpoint> endpoints = {{"master", inv.global.admin_url}};
+  std::vector<Endpoint> endpoints = {{"master", inv.global.admin_url, "the master's admin HTTP",
+                                      "--admin_url", "MOONCAKE_MASTER_ADMIN_URL"}};
   if (!inv.global.daemon_admin_url.empty()) {
-    endpoints.push_back({"daemon", inv.global.daemon_admin_url});
+    endpoints.push_back({"daemon", inv.global.daemon_admin_url, "the daemon's admin HTTP",
+                         "--daemon_admin_url", "MOONCAKE_DAEMON_ADMIN_URL"});
   }
   int worst = kExitOk;
   json all = json::object();
@@ -271,7 +318,7 @@ int RunHealth(const Invocation& inv) {
     HttpResponse response;
     std::string error;
     if (!http.Get(e.url + "/health", &response, &error)) {
-      PrintError("cannot reach the " + e.name + ": " + error);
+      PrintError(Unreachable(e.unreachable_as, e.url, error, e.flag, e.env));
       all[e.name] = {{"status", "unreachable"}, {"error", error}};
       worst = kExitUnreachable;
       continue;
@@ -304,7 +351,7 @@ int RunSnapshotStatus(const Invocation& inv) {
   if (!HaveAdminUrl(inv.global)) return kExitUsage;
   HttpClient http;
   json j;
-  int rc = FetchJson(&http, inv.global.admin_url + "/snapshot", "snapshot status", &j);
+  int rc = FetchJson(&http, inv.global, "/snapshot", "snapshot status", &j);
   if (rc != kExitOk) return rc;
   if (inv.global.json) {
     PrintJson(j);

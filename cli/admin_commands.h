@@ -6,10 +6,14 @@
 //
 // Each function prints tables (or, with --json, the master's JSON as it came, so that
 // scripts see every field) and returns an exit code of cli/exit_codes.h: a master that
-// cannot be reached is 4; an error answer ({"success":false,"error_code":C,...}) prints C
+// cannot be reached is 4, with a line naming the URL tried and the flag and variable that
+// name another; an error answer ({"success":false,"error_code":C,...}) prints C
 // by name and is 3, or 1 for a key that does not exist. One thread.
 #ifndef MOONCAKE_CLI_ADMIN_COMMANDS_H_
 #define MOONCAKE_CLI_ADMIN_COMMANDS_H_
+
+#include <nlohmann/json.hpp>
+#include <string>
 
 #include "cli/cli_args.h"
 
@@ -20,6 +24,17 @@ namespace cli {
 constexpr uint64_t kListPageKeys = 1000;
 // ls without --limit.
 constexpr uint64_t kDefaultListLimit = 1000;
+
+// The master's description of one key (/query_key: size, replicas, lease, pins), which
+// takes no read lease: put checks what it stored and rm whether a leased key is
+// hard-pinned (cli/data_commands.h). Prints nothing.
+struct KeyDescription {
+  enum Outcome { kFound, kMissing, kFailed };
+  Outcome outcome = kFailed;
+  nlohmann::json body;  // kFound: the master's answer
+  std::string error;    // kFailed: what was asked and why it failed
+};
+KeyDescription DescribeKey(const GlobalOptions& g, const std::string& key);
 
 int RunStat(const Invocation& inv);
 int RunList(const Invocation& inv);

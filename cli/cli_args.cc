@@ -1,9 +1,13 @@
 #include "cli/cli_args.h"
 
+#include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cstdlib>
+#include <memory>
 #include <sstream>
 
 #include "common/master_address.h"
+#include "common/version.h"
 
 namespace mooncake {
 namespace cli {
@@ -14,42 +18,57 @@ const char* kDefaultMaster = "127.0.0.1:50051";
 // Mooncake's metrics port: the master's admin HTTP unless --metrics_port says otherwise.
 const char* kDefaultAdminPort = "9003";
 
+const char* kDescription =
+    "Puts, gets and looks up the keys of a Mooncake Store, lists its segments and\n"
+    "statistics, takes snapshots. Data commands (put, get, exists, rm) go through the\n"
+    "local mooncaked's Unix socket and the C ABI, as an application does; the others read\n"
+    "the master's admin HTTP, and snapshot asks its Thrift service. The options below\n"
+    "may come before or after the command.\n";
+
+const char* kExitCodes =
+    "  0  success\n"
+    "  1  a key does not exist (get, stat, exists, rm)\n"
+    "  2  usage error: unknown command or option, wrong arguments, a bad value\n"
+    "  3  the daemon or the master answered an error (its code is printed), or a local file\n"
+    "     could not be read or written\n"
+    "  4  the daemon's socket, the master's admin HTTP or its Thrift port cannot be reached\n"
+    "  5  put: the key exists, nothing was stored (--upsert replaces it)\n";
+
+// A global option: its value lands in one field of GlobalOptions.
 struct GlobalOptionSpec {
   const char* name;
-  bool takes_value;
+  const char* value_name;  // nullptr: a flag
+  const char* env;         // read when the option is not given (nullptr: none)
   const char* help;
+  std::string GlobalOptions::*text;
+  bool GlobalOptions::*flag;
 };
 
 const std::vector<GlobalOptionSpec>& GlobalOptionSpecs() {
   static const std::vector<GlobalOptionSpec> specs = {
-      {"socket", true,
-       "PATH the daemon's Unix socket ($MOONCAKE_SOCKET, else /run/mooncake/mooncaked.sock)"},
-      {"master", true,
-       "HOST:PORT the master's Thrift service ($MOONCAKE_MASTER, else 127.0.0.1:50051)"},
-      {"admin_url", true, "URL the master's admin HTTP (default http://<master host>:9003)"},
-      {"daemon_admin_url", true, "URL the daemon's admin HTTP, for health (default: not asked)"},
-      {"tenant", true, "T the tenant whose keys the command names (default: the default tenant)"},
-      {"cluster_key_file", true,
-       "PATH the cluster key, for snapshot ($MOONCAKE_CLUSTER_KEY_FILE, else no handshake)"},
-      {"json", false, "print JSON for scripts instead of tables"},
-      {"progress", false, "show the progress line even when stderr is not a terminal"},
-      {"help", false, "print help and exit"},
+      {"socket", "PATH", "MOONCAKE_SOCKET",
+       "the daemon's Unix socket ($MOONCAKE_SOCKET, else /run/mooncake/mooncaked.sock)",
+       &GlobalOptions::socket, nullptr},
+      {"master", "HOST:PORT", "MOONCAKE_MASTER",
+       "the master's Thrift service ($MOONCAKE_MASTER, else 127.0.0.1:50051)",
+       &GlobalOptions::master, nullptr},
+      {"admin_url", "URL", "MOONCAKE_MASTER_ADMIN_URL",
+       "the master's admin HTTP ($MOONCAKE_MASTER_ADMIN_URL, else http://<master host>:9003)",
+       &GlobalOptions::admin_url, nullptr},
+      {"daemon_admin_url", "URL", "MOONCAKE_DAEMON_ADMIN_URL",
+       "the daemon's admin HTTP, asked by health ($MOONCAKE_DAEMON_ADMIN_URL, else not asked)",
+       &GlobalOptions::daemon_admin_url, nullptr},
+      {"tenant", "T", nullptr, "the tenant whose keys the command names (default: the default one)",
+       &GlobalOptions::tenant, nullptr},
+      {"cluster_key_file", "PATH", "MOONCAKE_CLUSTER_KEY_FILE",
+       "the cluster key, for snapshot ($MOONCAKE_CLUSTER_KEY_FILE, else no handshake)",
+       &GlobalOptions::cluster_key_file, nullptr},
+      {"json", nullptr, nullptr, "print JSON for scripts instead of tables", nullptr,
+       &GlobalOptions::json},
+      {"progress", nullptr, nullptr, "show the progress line even when stderr is not a terminal",
+       nullptr, &GlobalOptions::progress},
   };
   return specs;
-}
-
-const GlobalOptionSpec* FindGlobal(const std::string& name) {
-  for (const auto& spec : GlobalOptionSpecs()) {
-    if (name == spec.name) return &spec;
-  }
-  return nullptr;
-}
-
-const OptionSpec* FindOption(const CommandSpec& command, const std::string& name) {
-  for (const auto& option : command.options) {
-    if (name == option.name) return &option;
-  }
-  return nullptr;
 }
 
 bool IsCount(const std::string& text) {
@@ -60,30 +79,18 @@ bool IsCount(const std::string& text) {
   return true;
 }
 
-void SetGlobal(GlobalOptions* g, const std::string& name, const std::string& value) {
-  if (name == "socket") g->socket = value;
-  if (name == "master") g->master = value;
-  if (name == "admin_url") g->admin_url = value;
-  if (name == "daemon_admin_url") g->daemon_admin_url = value;
-  if (name == "tenant") g->tenant = value;
-  if (name == "cluster_key_file") g->cluster_key_file = value;
-  if (name == "json") g->json = true;
-  if (name == "progress") g->progress = true;
+std::string EnvOr(const char* name, const std::string& fallback) {
+  const char* env = name != nullptr ? std::getenv(name) : nullptr;
+  return env != nullptr && *env != '\0' ? env : fallback;
 }
 
+// Flag, else environment, else default; then the admin URL that follows from the master.
 void ApplyDefaults(GlobalOptions* g) {
-  if (g->socket.empty()) {
-    const char* env = std::getenv("MOONCAKE_SOCKET");
-    g->socket = env != nullptr && *env != '\0' ? env : kDefaultSocket;
+  for (const auto& spec : GlobalOptionSpecs()) {
+    if (spec.text != nullptr && (g->*spec.text).empty()) g->*spec.text = EnvOr(spec.env, "");
   }
-  if (g->master.empty()) {
-    const char* env = std::getenv("MOONCAKE_MASTER");
-    g->master = env != nullptr && *env != '\0' ? env : kDefaultMaster;
-  }
-  if (g->cluster_key_file.empty()) {
-    const char* env = std::getenv("MOONCAKE_CLUSTER_KEY_FILE");
-    if (env != nullptr) g->cluster_key_file = env;
-  }
+  if (g->socket.empty()) g->socket = kDefaultSocket;
+  if (g->master.empty()) g->master = kDefaultMaster;
   // The admin port is on the master's host; with etcd (HA) the leader is not known here,
   // so the admin commands then need --admin_url (they say so).
   MasterAddress master;
@@ -98,23 +105,204 @@ void ApplyDefaults(GlobalOptions* g) {
   }
 }
 
+// ---- help ----------------------------------------------------------------------------
+
+// "-f, --file FILE": an option's names and, when it takes one, its value.
+std::string OptionNames(const CLI::Option* o) {
+  std::string names;
+  for (const auto& s : o->get_snames()) names += "-" + s + ", ";
+  for (const auto& l : o->get_lnames()) names += "--" + l + ", ";
+  if (names.size() >= 2) names.resize(names.size() - 2);
+  if (o->get_type_size() != 0) names += " " + o->get_type_name();
+  return names;
+}
+
+// Two columns, the second starting where the widest first one ends (help2man reads one
+// item per line, its description after two or more spaces).
+std::string Columns(const std::vector<std::pair<std::string, std::string>>& rows) {
+  size_t width = 0;
+  for (const auto& r : rows) width = std::max(width, r.first.size());
+  std::string out;
+  for (const auto& r : rows) {
+    out += "  " + r.first + std::string(width - r.first.size() + 2, ' ') + r.second + "\n";
+  }
+  return out;
+}
+
+// An application's options, its help and version flags last.
+std::string OptionLines(const CLI::App* app) {
+  std::vector<std::pair<std::string, std::string>> rows, last;
+  for (const CLI::Option* o : app->get_options()) {
+    if (o->get_positional()) continue;
+    bool help = o == app->get_help_ptr() || o->check_lname("version");
+    (help ? last : rows).emplace_back(OptionNames(o), o->get_description());
+  }
+  rows.insert(rows.end(), last.begin(), last.end());
+  return Columns(rows);
+}
+
+std::string GeneralHelp(const CLI::App* app) {
+  std::ostringstream s;
+  s << "Usage: mooncake-cli [OPTIONS] COMMAND [COMMAND OPTIONS] [ARGS]...\n\n"
+    << kDescription << "\nCommands:\n";
+  std::vector<std::pair<std::string, std::string>> rows;
+  for (const auto& c : Commands()) {
+    rows.emplace_back(std::string(c.name) + (c.arguments[0] != '\0' ? " " : "") + c.arguments,
+                      c.summary);
+  }
+  rows.emplace_back("help [COMMAND]", "describe one command (as COMMAND --help does)");
+  s << Columns(rows) << "\nOptions:\n"
+    << OptionLines(app) << "\nExit codes:\n"
+    << kExitCodes
+    << "\nmooncake-cli help COMMAND (or mooncake-cli COMMAND --help) describes one command;\n"
+       "docs/operations.md, \"mooncake-cli\", has them all.\n";
+  return s.str();
+}
+
+std::string CommandHelp(const CLI::App* app, const CommandSpec& c) {
+  std::ostringstream s;
+  s << "Usage: mooncake-cli [OPTIONS] " << c.name << (c.options.empty() ? "" : " [COMMAND OPTIONS]")
+    << (c.arguments[0] != '\0' ? " " : "") << c.arguments << "\n\n"
+    << c.summary << "\n\n"
+    << c.details << "\nOptions:\n"
+    << OptionLines(app) << "\nGlobal options (mooncake-cli --help) may come before or after "
+    << c.name << ".\n";
+  return s.str();
+}
+
+// Every help text of the CLI, from the application CLI11 parsed with.
+class HelpFormatter : public CLI::FormatterBase {
+ public:
+  std::string make_help(const CLI::App* app, std::string, CLI::AppFormatMode) const override {
+    const CommandSpec* command =
+        app->get_parent() != nullptr ? FindCommand(app->get_name()) : nullptr;
+    if (command != nullptr) return CommandHelp(app, *command);
+    return GeneralHelp(app->get_parent() != nullptr ? app->get_parent() : app);
+  }
+};
+
+// ---- parsing -------------------------------------------------------------------------
+
+// One command's CLI11 subcommand and where its arguments and options land.
+struct BoundCommand {
+  const CommandSpec* spec = nullptr;
+  CLI::App* app = nullptr;
+  std::vector<std::string> args;
+  std::map<std::string, std::string> values;                  // text and count options
+  std::vector<std::pair<std::string, CLI::Option*>> options;  // by long name
+};
+
+CLI::Validator NotEmpty() {
+  return CLI::Validator(
+      [](std::string& value) {
+        return value.empty() ? std::string("needs a value") : std::string();
+      },
+      "");
+}
+
+CLI::Validator NonNegative() {
+  return CLI::Validator(
+      [](std::string& value) {
+        return IsCount(value) ? std::string()
+                              : "takes a non-negative integer, not \"" + value + "\"";
+      },
+      "");
+}
+
+// CLI11's error, in the CLI's words: one line that names the culprit.
+std::string UsageError(const CLI::ParseError& e, const CLI::App& app, const BoundCommand* command,
+                       const std::vector<std::string>& words) {
+  std::string what = e.what();
+  if (dynamic_cast<const CLI::ExtrasError*>(&e) != nullptr) {
+    std::vector<std::string> extra = app.remaining();
+    if (extra.empty() && command != nullptr) extra = command->app->remaining();
+    std::string first = extra.empty() ? what : extra[0];
+    if (command == nullptr && (first.empty() || first[0] != '-')) {
+      return "unknown command \"" + first + "\" (mooncake-cli --help lists them)";
+    }
+    // Before the command it is no option of the command's.
+    auto at = std::find(words.begin(), words.end(), first);
+    if (command != nullptr && std::find(words.begin(), at, command->spec->name) == at) {
+      command = nullptr;
+    }
+    first = first.substr(0, first.find('='));
+    if (command == nullptr) return "unknown option \"" + first + "\" (mooncake-cli --help)";
+    std::string name = command->spec->name;
+    return "unknown option \"" + first + "\" for " + name + " (mooncake-cli " + name +
+           " --help; a key or value that starts with '-' goes after \"--\")";
+  }
+  const std::string no_value = " was given a disallowed flag override";
+  size_t at = what.find(no_value);
+  if (at != std::string::npos) return "option --" + what.substr(0, at) + " takes no value";
+  if (dynamic_cast<const CLI::ArgumentMismatch*>(&e) != nullptr &&
+      what.find("missing") != std::string::npos) {
+    return "option " + what.substr(0, what.find(':')) + " needs a value";
+  }
+  if (dynamic_cast<const CLI::ValidationError*>(&e) != nullptr) {
+    size_t colon = what.find(": ");
+    return "option " + (colon == std::string::npos ? what : what.erase(colon, 1));
+  }
+  return what;
+}
+
+// The checks CLI11 does not make: the number of arguments, and what goes with what.
+bool CheckArguments(const Invocation& inv, std::string* error) {
+  const CommandSpec& c = *inv.command;
+  int n = static_cast<int>(inv.args.size());
+  std::string name = c.name;
+  if (name == "rm") {
+    // rm takes keys, or --regex and no keys.
+    if (inv.Has("regex") ? n != 0 : n == 0) {
+      *error = inv.Has("regex") ? "rm --regex takes no keys" : "rm needs KEY... or --regex PATTERN";
+      return false;
+    }
+    return true;
+  }
+  if (n < c.min_args || (c.max_args >= 0 && n > c.max_args)) {
+    *error = name + " takes " + (c.arguments[0] != '\0' ? c.arguments : "no arguments") + ", not " +
+             std::to_string(n) + " argument" + (n == 1 ? "" : "s");
+    return false;
+  }
+  if (name == "put" && (n == 2) == inv.Has("file")) {
+    *error = n == 2 ? "put takes VALUE or -f FILE, not both"
+                    : "put needs VALUE, - (stdin) or -f FILE after KEY";
+    return false;
+  }
+  if (name == "snapshot" && n == 1 && inv.args[0] != "status") {
+    *error = "snapshot takes no argument or \"status\", not \"" + inv.args[0] + "\"";
+    return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 const std::vector<CommandSpec>& Commands() {
   static const std::vector<CommandSpec> commands = {
       {"put",
-       "KEY FILE|-",
-       "store FILE (or stdin with -) under KEY",
+       "KEY [VALUE|-]",
+       "store VALUE (or a file, or stdin) under KEY",
        "  KEY    the key, 1 to 4096 bytes\n"
-       "  FILE   the file to store; - reads stdin\n"
-       "A put never overwrites: a key that exists keeps its value (use rm first).\n"
-       "Example: mooncake-cli put model/layer0 layer0.bin\n",
+       "  VALUE  the bytes to store, as given on the command line\n"
+       "  -      read the value from stdin (so does -f -)\n"
+       "A put never overwrites: when KEY exists, nothing is stored, \"KEY exists; not\n"
+       "stored\" is printed and the exit code is 5; --upsert replaces the value instead.\n"
+       "Prints \"stored KEY (SIZE)\", and on stderr how many replicas the master placed when\n"
+       "it placed fewer than --replicas (it places what the daemons have room for).\n"
+       "Examples:\n"
+       "  mooncake-cli put greeting hello\n"
+       "  mooncake-cli put model/layer0 -f layer0.bin\n"
+       "  producer | mooncake-cli put stream/7 -\n",
+       1,
        2,
-       2,
-       {{"replicas", OptionKind::kCount, "N memory replicas on distinct daemons (default 1)"},
-        {"soft_pin", OptionKind::kFlag, "evict only when nothing else qualifies"},
-        {"hard_pin", OptionKind::kFlag, "never evict; removed only by rm --force"},
-        {"prefer", OptionKind::kText, "HOST:PORT the daemon to place the first replica on"}}},
+       {{"file", 'f', OptionKind::kText, "FILE", "read the value from FILE (-: stdin)"},
+        {"upsert", '\0', OptionKind::kFlag, nullptr, "replace the value when KEY exists"},
+        {"replicas", '\0', OptionKind::kCount, "N",
+         "memory replicas on distinct daemons (default 1)"},
+        {"soft_pin", '\0', OptionKind::kFlag, nullptr, "evict only when nothing else qualifies"},
+        {"hard_pin", '\0', OptionKind::kFlag, nullptr, "never evict; removed only by rm --force"},
+        {"prefer", '\0', OptionKind::kText, "HOST:PORT",
+         "the daemon to place the first replica on"}}},
       {"get",
        "KEY [FILE|-]",
        "write KEY's value to FILE (or stdout)",
@@ -149,12 +337,15 @@ const std::vector<CommandSpec>& Commands() {
        "  KEY...           keys to remove; exit 1 when any did not exist\n"
        "  --regex PATTERN  remove every key of the tenant in which the RE2 pattern finds a\n"
        "                   match, and print how many were removed\n"
-       "Without --force, objects with an active read lease and hard-pinned ones are kept.\n"
+       "A key a read holds (its read lease, after a get) is removed all the same: it is gone\n"
+       "at once and its space returns when the lease ends. A hard-pinned key is kept (exit 3)\n"
+       "unless --force. rm --regex without --force skips leased and hard-pinned keys.\n"
        "Example: mooncake-cli rm --regex '^session/42/'\n",
        0,
        -1,
-       {{"regex", OptionKind::kText, "PATTERN remove the keys this RE2 pattern matches"},
-        {"force", OptionKind::kFlag, "remove leased and hard-pinned objects too"}}},
+       {{"regex", '\0', OptionKind::kText, "PATTERN", "remove the keys this RE2 pattern matches"},
+        {"force", '\0', OptionKind::kFlag, nullptr,
+         "remove hard-pinned (and leased) objects too"}}},
       {"ls",
        "",
        "list keys (one per line)",
@@ -163,8 +354,9 @@ const std::vector<CommandSpec>& Commands() {
        "Example: mooncake-cli ls --regex '^model/' --limit 50\n",
        0,
        0,
-       {{"regex", OptionKind::kText, "R only keys in which this RE2 pattern finds a match"},
-        {"limit", OptionKind::kCount, "N print at most N keys (default 1000; 0: all)"}}},
+       {{"regex", '\0', OptionKind::kText, "R",
+         "only keys in which this RE2 pattern finds a match"},
+        {"limit", '\0', OptionKind::kCount, "N", "print at most N keys (default 1000; 0: all)"}}},
       {"segments",
        "",
        "list the master's segments: kind, size, use, status, endpoint",
@@ -189,7 +381,7 @@ const std::vector<CommandSpec>& Commands() {
        "Example: mooncake-cli --cluster_key_file /etc/mooncake/cluster.key snapshot\n",
        0,
        1,
-       {{"no_wait", OptionKind::kFlag, "return once the snapshot is started"}}},
+       {{"no_wait", '\0', OptionKind::kFlag, nullptr, "return once the snapshot is started"}}},
       {"health",
        "",
        "is the master (and, with --daemon_admin_url, the daemon) healthy",
@@ -221,156 +413,118 @@ uint64_t Invocation::Count(const std::string& option, uint64_t fallback) const {
 }
 
 bool ParseArgs(int argc, char** argv, Invocation* out, std::string* error) {
-  bool help_command = false;  // "help CMD": the next argument names the command
-  bool options_done = false;
-  for (int i = 1; i < argc; ++i) {
-    std::string arg = argv[i];
-    if (options_done || arg.size() < 2 || arg[0] != '-') {
-      if (out->command == nullptr && !help_command) {
-        if (arg == "help") {
-          help_command = true;
-          out->help = true;
-          continue;
-        }
-        out->command = FindCommand(arg);
-        if (out->command == nullptr) {
-          *error = "unknown command \"" + arg + "\" (mooncake-cli --help lists them)";
-          return false;
-        }
-        continue;
-      }
-      if (help_command && out->command == nullptr) {
-        out->command = FindCommand(arg);
-        if (out->command == nullptr) {
-          *error = "unknown command \"" + arg + "\" (mooncake-cli --help lists them)";
-          return false;
-        }
-        continue;
-      }
-      out->args.push_back(arg);
-      continue;
-    }
-    if (arg == "--") {
-      options_done = true;
-      continue;
-    }
-    if (arg == "-h") arg = "--help";
-    if (arg.compare(0, 2, "--") != 0) {
-      *error = "unknown option \"" + arg + "\"";
+  // "--" ends the options. CLI11 would hand the words after it to the parent application
+  // (a subcommand's positionals that take any number do not claim them), so they are split
+  // off here and appended to the command's arguments.
+  std::vector<std::string> words(argv + 1, argv + argc);
+  std::vector<std::string> tail;
+  auto end_of_options = std::find(words.begin(), words.end(), "--");
+  if (end_of_options != words.end()) {
+    tail.assign(end_of_options + 1, words.end());
+    words.erase(end_of_options, words.end());
+  }
+  // CLI11 reads "--name=" as "--name" and takes the next word for its value.
+  for (const auto& w : words) {
+    if (w.size() > 3 && w.compare(0, 2, "--") == 0 && w.back() == '=') {
+      *error = "option " + w.substr(0, w.size() - 1) + " needs a value";
       return false;
-    }
-    std::string name = arg.substr(2);
-    std::string value;
-    bool has_value = false;
-    size_t eq = name.find('=');
-    if (eq != std::string::npos) {
-      value = name.substr(eq + 1);
-      name = name.substr(0, eq);
-      has_value = true;
-    }
-    bool takes_value;
-    const GlobalOptionSpec* global = FindGlobal(name);
-    const OptionSpec* local = nullptr;
-    if (global != nullptr) {
-      takes_value = global->takes_value;
-    } else {
-      local = out->command != nullptr ? FindOption(*out->command, name) : nullptr;
-      if (local == nullptr) {
-        *error = "unknown option \"--" + name + "\"" +
-                 (out->command != nullptr ? std::string(" for ") + out->command->name +
-                                                " (mooncake-cli " + out->command->name + " --help)"
-                                          : std::string());
-        return false;
-      }
-      takes_value = local->kind != OptionKind::kFlag;
-    }
-    if (!takes_value && has_value) {
-      *error = "option --" + name + " takes no value";
-      return false;
-    }
-    if (takes_value && !has_value) {
-      if (i + 1 >= argc) {
-        *error = "option --" + name + " needs a value";
-        return false;
-      }
-      value = argv[++i];
-    }
-    if (name == "help") {
-      out->help = true;
-    } else if (global != nullptr) {
-      if (takes_value && value.empty()) {
-        *error = "option --" + name + " needs a value";
-        return false;
-      }
-      SetGlobal(&out->global, name, value);
-    } else {
-      if (local->kind == OptionKind::kCount && !IsCount(value)) {
-        *error = "option --" + name + " takes a non-negative integer, not \"" + value + "\"";
-        return false;
-      }
-      out->options[name] = takes_value ? value : "1";
     }
   }
+
+  CLI::App app(kDescription, "mooncake-cli");
+  app.formatter(std::make_shared<HelpFormatter>());
+  app.set_help_flag("-h,--help", "print this help and exit");
+  app.set_version_flag("-v,--version", std::string("mooncake-cli ") + MooncakeVersion(),
+                       "print the version and exit");
+  app.require_subcommand(0, 1);
+  GlobalOptions given;
+  for (const auto& spec : GlobalOptionSpecs()) {
+    std::string name = std::string("--") + spec.name;
+    if (spec.flag != nullptr) {
+      app.add_flag(name, given.*spec.flag, spec.help)->disable_flag_override();
+    } else {
+      app.add_option(name, given.*spec.text, spec.help)
+          ->type_name(spec.value_name)
+          ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast)
+          ->check(NotEmpty());
+    }
+  }
+  std::vector<BoundCommand> bound(Commands().size());
+  for (size_t i = 0; i < Commands().size(); ++i) {
+    BoundCommand& b = bound[i];
+    b.spec = &Commands()[i];
+    b.app = app.add_subcommand(b.spec->name, b.spec->summary);
+    b.app->fallthrough();  // global options after the command
+    b.app->add_option("ARGS", b.args)->expected(0, CLI::detail::expected_max_vector_size);
+    for (const auto& o : b.spec->options) {
+      std::string names = std::string("--") + o.name;
+      if (o.short_name != '\0') names = std::string("-") + o.short_name + "," + names;
+      CLI::Option* opt;
+      if (o.kind == OptionKind::kFlag) {
+        opt = b.app->add_flag(names, o.help)->disable_flag_override();
+      } else {
+        opt = b.app->add_option(names, b.values[o.name], o.help)
+                  ->type_name(o.value_name)
+                  ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+        if (o.kind == OptionKind::kCount) opt->check(NonNegative());
+      }
+      b.options.emplace_back(o.name, opt);
+    }
+  }
+  std::string help_topic;
+  CLI::App* help = app.add_subcommand("help", "describe one command");
+  help->add_option("COMMAND", help_topic);
+
+  auto selected = [&]() -> BoundCommand* {
+    for (auto& b : bound) {
+      if (b.app->parsed()) return &b;
+    }
+    return nullptr;
+  };
+  try {
+    std::vector<std::string> reversed(words.rbegin(), words.rend());  // CLI11's order
+    app.parse(reversed);
+  } catch (const CLI::CallForHelp&) {
+    out->message = app.help();
+    return true;
+  } catch (const CLI::CallForVersion& e) {
+    out->message = std::string(e.what()) + "\n";
+    return true;
+  } catch (const CLI::ParseError& e) {
+    *error = UsageError(e, app, selected(), words);
+    return false;
+  }
+
+  if (help->parsed()) {
+    if (help_topic.empty()) {
+      out->message = GeneralHelp(&app);
+      return true;
+    }
+    const CommandSpec* topic = FindCommand(help_topic);
+    if (topic == nullptr) {
+      *error = "unknown command \"" + help_topic + "\" (mooncake-cli --help lists them)";
+      return false;
+    }
+    out->message = CommandHelp(app.get_subcommand(help_topic), *topic);
+    return true;
+  }
+  BoundCommand* command = selected();
+  if (command == nullptr) {
+    *error = tail.empty() ? "no command given (mooncake-cli --help lists them)"
+                          : "\"--\" ends a command's options: put it after the command "
+                            "(mooncake-cli rm -- -KEY)";
+    return false;
+  }
+  out->command = command->spec;
+  out->args = command->args;
+  out->args.insert(out->args.end(), tail.begin(), tail.end());
+  for (const auto& o : command->options) {
+    if (o.second->count() == 0) continue;
+    out->options[o.first] = o.second->get_type_size() == 0 ? "1" : command->values[o.first];
+  }
+  out->global = given;
   ApplyDefaults(&out->global);
-  if (out->help) return true;
-  if (out->command == nullptr) {
-    *error = "no command given (mooncake-cli --help lists them)";
-    return false;
-  }
-  const CommandSpec& c = *out->command;
-  int n = static_cast<int>(out->args.size());
-  std::string name = c.name;
-  if (name == "rm") {
-    // rm takes keys, or --regex and no keys.
-    if (out->Has("regex") ? n != 0 : n == 0) {
-      *error =
-          out->Has("regex") ? "rm --regex takes no keys" : "rm needs KEY... or --regex PATTERN";
-      return false;
-    }
-  } else if (n < c.min_args || (c.max_args >= 0 && n > c.max_args)) {
-    *error = name + " takes " + (c.arguments[0] != '\0' ? c.arguments : "no arguments") + ", not " +
-             std::to_string(n) + " argument" + (n == 1 ? "" : "s");
-    return false;
-  }
-  if (name == "snapshot" && n == 1 && out->args[0] != "status") {
-    *error = "snapshot takes no argument or \"status\", not \"" + out->args[0] + "\"";
-    return false;
-  }
-  return true;
-}
-
-std::string GeneralHelp() {
-  std::ostringstream s;
-  s << "usage: mooncake-cli [global options] COMMAND [options] ARGS...\n\n"
-       "Commands:\n";
-  for (const auto& c : Commands()) {
-    std::string head = std::string(c.name) + " " + c.arguments;
-    s << "  " << head << std::string(head.size() < 30 ? 30 - head.size() : 1, ' ') << c.summary
-      << "\n";
-  }
-  s << "\nGlobal options (before or after the command):\n";
-  for (const auto& g : GlobalOptionSpecs()) {
-    s << "  --" << g.name << " " << g.help << "\n";
-  }
-  s << "\nmooncake-cli help COMMAND (or COMMAND --help) describes one command.\n"
-       "\nExit codes: 0 ok; 1 a key does not exist (get, stat, exists, rm); 2 usage error;\n"
-       "3 the daemon or master answered an error (its code is printed); 4 the daemon or\n"
-       "master cannot be reached.\n";
-  return s.str();
-}
-
-std::string CommandHelp(const CommandSpec& c) {
-  std::ostringstream s;
-  s << "usage: mooncake-cli [global options] " << c.name << (c.options.empty() ? "" : " [options]")
-    << (c.arguments[0] != '\0' ? " " : "") << c.arguments << "\n\n"
-    << c.summary << "\n\n"
-    << c.details;
-  if (!c.options.empty()) {
-    s << "\nOptions:\n";
-    for (const auto& o : c.options) s << "  --" << o.name << " " << o.help << "\n";
-  }
-  s << "\nGlobal options: mooncake-cli --help.\n";
-  return s.str();
+  return CheckArguments(*out, error);
 }
 
 }  // namespace cli

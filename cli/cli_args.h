@@ -1,15 +1,26 @@
-// mooncake-cli's command line: the table of subcommands (arguments, options, help text)
-// and the parser that turns argv into an Invocation.
+// mooncake-cli's command line: the table of subcommands (arguments, options, help text) and
+// the parser, CLI11 (Debian's libcli11-dev), that turns argv into an Invocation.
 //
-// Syntax: mooncake-cli [global options] COMMAND [options] ARGS...
-// Global options may also follow the command. Options are "--name value" or
-// "--name=value" (flags take no value); "--" ends the options, so that a key may start with
-// '-'; a lone "-" is an argument (stdin or stdout). "mooncake-cli help CMD" and
-// "mooncake-cli CMD --help" print a command's help.
+// Syntax: mooncake-cli [OPTIONS] COMMAND [COMMAND OPTIONS] ARGS...
+// Global options may also follow the command. Options are "--name value" or "--name=value"
+// (flags take no value), short ones "-f value"; "--" ends the options, so that a key or a
+// value may start with '-'; a lone "-" is an argument (stdin or stdout). "mooncake-cli help
+// CMD" and "mooncake-cli CMD --help" print a command's help, "mooncake-cli --version" the
+// version.
+//
+// Defaults: a global option not given is read from its environment variable (the ones
+// scripts/with-cluster.sh exports: MOONCAKE_SOCKET, MOONCAKE_MASTER,
+// MOONCAKE_MASTER_ADMIN_URL, MOONCAKE_DAEMON_ADMIN_URL, MOONCAKE_CLUSTER_KEY_FILE), else
+// takes the built-in default. The flag wins over the variable, the variable over the default.
+//
+// Help: every help text is built from the CLI11 application (its subcommands and options,
+// declared from the table below) in one regular shape that help2man reads: a "Usage:" line,
+// the description, then sections ("Options:", ...) with one option per line.
 //
 // Input policy: any argv. What the parser refuses (unknown command or option, a missing
 // value, a count that is not a number, too few or too many arguments) comes back as an
-// error message for a usage error (exit 2); nothing here touches the network or files.
+// error message for a usage error (exit 2) that names the culprit; nothing here touches the
+// network or files.
 #ifndef MOONCAKE_CLI_CLI_ARGS_H_
 #define MOONCAKE_CLI_CLI_ARGS_H_
 
@@ -23,9 +34,9 @@ namespace cli {
 
 // Options every command takes, with the defaults of the environment.
 struct GlobalOptions {
-  std::string socket;            // the daemon's Unix socket ($MOONCAKE_SOCKET, else default)
+  std::string socket;            // the daemon's Unix socket
   std::string master;            // "host:port" of the master's Thrift service
-  std::string admin_url;         // "http://host:port" of the master's admin HTTP
+  std::string admin_url;         // "http://host:port" of the master's admin HTTP ("": none)
   std::string daemon_admin_url;  // the daemon's admin HTTP ("" = not asked)
   std::string tenant;            // "" = the default tenant
   std::string cluster_key_file;  // "" = no handshake (a master without a key)
@@ -41,14 +52,16 @@ enum class OptionKind {
 };
 
 struct OptionSpec {
-  const char* name;  // without the leading "--"
+  const char* name;  // the long name, without the leading "--"
+  char short_name;   // '\0': none
   OptionKind kind;
+  const char* value_name;  // as help shows the value: "N", "FILE" (nullptr for a flag)
   const char* help;
 };
 
 struct CommandSpec {
   const char* name;
-  const char* arguments;  // as the synopsis shows them: "KEY FILE|-"
+  const char* arguments;  // as the synopsis shows them: "KEY [VALUE|-]"
   const char* summary;    // one line
   const char* details;    // the arguments explained, examples, what is printed
   int min_args;
@@ -63,10 +76,11 @@ const CommandSpec* FindCommand(const std::string& name);
 
 struct Invocation {
   GlobalOptions global;
-  const CommandSpec* command = nullptr;  // nullptr: general help
+  const CommandSpec* command = nullptr;
   std::vector<std::string> args;
-  std::map<std::string, std::string> options;  // flags map to "1"
-  bool help = false;  // print help (the command's, or the general one) and exit 0
+  std::map<std::string, std::string> options;  // by long name; flags map to "1"
+  // Help or the version was asked for: print this on stdout and exit 0 (no command runs).
+  std::string message;
 
   bool Has(const std::string& option) const { return options.count(option) != 0; }
   std::string Text(const std::string& option, const std::string& fallback = "") const;
@@ -74,12 +88,9 @@ struct Invocation {
   uint64_t Count(const std::string& option, uint64_t fallback) const;
 };
 
-// Parses argv. false with *error (one line, naming the culprit) on a usage error.
+// Parses argv. false with *error (one line, naming the culprit) on a usage error; true with
+// out->message set when help or the version was asked for.
 bool ParseArgs(int argc, char** argv, Invocation* out, std::string* error);
-
-// The general help (commands, global options, exit codes) and one command's help.
-std::string GeneralHelp();
-std::string CommandHelp(const CommandSpec& command);
 
 }  // namespace cli
 }  // namespace mooncake

@@ -17,6 +17,8 @@ enum ExitCode : int {
   kExitError = 3,
   // The daemon's socket or the master's HTTP or Thrift port could not be reached.
   kExitUnreachable = 4,
+  // put without --upsert: the key exists, and keeps its value (a put never overwrites).
+  kExitExists = 5,
 };
 
 }  // namespace cli

@@ -64,7 +64,7 @@ bool HttpClient::Get(const std::string& url, HttpResponse* out, std::string* err
   curl_easy_setopt(curl, CURLOPT_HEADERDATA, &out->headers);
   CURLcode rc = curl_easy_perform(curl);
   if (rc != CURLE_OK) {
-    *error = url + ": " + (curl_error[0] != '\0' ? curl_error : curl_easy_strerror(rc));
+    *error = curl_error[0] != '\0' ? curl_error : curl_easy_strerror(rc);
     return false;
   }
   curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &out->status);

@@ -29,7 +29,7 @@ class HttpClient {
   HttpClient& operator=(const HttpClient&) = delete;
 
   // GETs url. false when no answer came (refused, timed out, not HTTP, too large), with
-  // *error saying why; true with any status otherwise.
+  // *error saying why (libcurl's words, without the URL); true with any status otherwise.
   bool Get(const std::string& url, HttpResponse* out, std::string* error);
 
   // text percent-encoded for a query string.

@@ -41,12 +41,12 @@ int main(int argc, char** argv) {
   std::string error;
   if (!ParseArgs(argc, argv, &inv, &error)) {
     PrintError(error);
-    std::cerr << "usage: mooncake-cli [global options] COMMAND [options] ARGS... "
+    std::cerr << "Usage: mooncake-cli [OPTIONS] COMMAND [COMMAND OPTIONS] [ARGS]... "
                  "(mooncake-cli --help)\n";
     return kExitUsage;
   }
-  if (inv.help) {
-    std::cout << (inv.command != nullptr ? CommandHelp(*inv.command) : GeneralHelp());
+  if (!inv.message.empty()) {
+    std::cout << inv.message;
     return kExitOk;
   }
   curl_global_init(CURL_GLOBAL_DEFAULT);

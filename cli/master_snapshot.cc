@@ -25,6 +25,8 @@ namespace {
 // waiting and says so (the master goes on).
 constexpr auto kWaitLimit = std::chrono::minutes(10);
 constexpr auto kPollInterval = std::chrono::milliseconds(100);
+// The end of the line for a master that cannot be reached: the fix.
+const char* kHint = " (is it running? --master or MOONCAKE_MASTER name another)";
 
 nlohmann::json ToJson(const rpc::SnapshotResult& r) {
   return {{"code", r.code},
@@ -93,7 +95,7 @@ int RunSnapshotTake(const Invocation& inv) {
     try {
       transport->open();
     } catch (const std::exception& e) {
-      PrintError("cannot reach the master at " + g.master + ": " + e.what());
+      PrintError("cannot reach the master at " + g.master + ": " + e.what() + kHint);
       return kExitUnreachable;
     }
     rpc::MasterServiceClient client(std::make_shared<TBinaryProtocol>(transport));
@@ -119,10 +121,12 @@ int RunSnapshotTake(const Invocation& inv) {
     ErrorCode refusal = RefusalCode(e.what());
     if (refusal != ErrorCode::OK) {
       PrintError("master " + g.master + ": " + CodeText(ToInt(refusal)) +
-                 (refusal == ErrorCode::UNAUTHENTICATED ? " (give --cluster_key_file)" : ""));
+                 (refusal == ErrorCode::UNAUTHENTICATED
+                      ? " (give --cluster_key_file, or MOONCAKE_CLUSTER_KEY_FILE)"
+                      : ""));
       return kExitError;
     }
-    PrintError("master " + g.master + ": " + e.what());
+    PrintError("lost the master at " + g.master + ": " + e.what() + kHint);
     return kExitUnreachable;
   }
   if (result.code != 0) {

@@ -2,7 +2,8 @@
 // as a user runs it (fork + exec, stdin and stdout redirected to files), and what it
 // prints and its exit code are checked. Data commands go through the daemon's socket, admin
 // commands through the master's admin HTTP (its port read from the master's log) and, for
-// snapshot, its Thrift port with the cluster key.
+// snapshot, its Thrift port with the cluster key. The master's read lease is long (a
+// minute), so that a key read by a get is certainly leased when rm follows.
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -23,6 +24,7 @@
 #include <vector>
 
 #include "cli/cli_args.h"
+#include "common/version.h"
 #include "mooncake_store.h"
 #include "tests/cluster.h"
 #include "tests/cmocka_cpp.h"
@@ -61,17 +63,28 @@ struct CliRun {
   std::string err;
 };
 
-// Runs mooncake-cli with args against the cluster (daemon 0's socket, the master's
-// Thrift and admin ports), stdin from stdin_path ("" = /dev/null); waits for it to exit.
-CliRun RunCli(const std::vector<std::string>& args, const std::string& stdin_path = "") {
+// How RunCli starts the CLI: by default with --socket (daemon 0's), --master and --admin_url
+// flags; flags = false gives none, and env the variables it then finds (the CLI's variables
+// of the test's own environment are never passed on).
+struct CliEnv {
+  bool flags = true;
+  std::vector<std::pair<std::string, std::string>> env;
+};
+
+// Runs mooncake-cli with args against the cluster, stdin from stdin_path ("" = /dev/null);
+// waits for it to exit.
+CliRun RunCli(const std::vector<std::string>& args, const std::string& stdin_path = "",
+              const CliEnv& how = CliEnv()) {
   static int runs = 0;
   std::string out_path = g_dir + "/cli-" + std::to_string(runs) + ".out";
   std::string err_path = g_dir + "/cli-" + std::to_string(runs++) + ".err";
   std::string binary = mooncake::testing::BuildPath("cli/mooncake-cli");
   std::string master = "127.0.0.1:" + std::to_string(mc_cluster_master_port(g_cluster));
-  std::vector<std::string> argv = {binary,     "--socket", mc_cluster_socket_at(g_cluster, 0),
-                                   "--master", master,     "--admin_url",
-                                   g_admin_url};
+  std::vector<std::string> argv = {binary};
+  if (how.flags) {
+    argv.insert(argv.end(), {"--socket", mc_cluster_socket_at(g_cluster, 0), "--master", master,
+                             "--admin_url", g_admin_url});
+  }
   argv.insert(argv.end(), args.begin(), args.end());
   pid_t pid = fork();
   if (pid == 0) {
@@ -81,7 +94,11 @@ CliRun RunCli(const std::vector<std::string>& args, const std::string& stdin_pat
     dup2(in, 0);
     dup2(out, 1);
     dup2(err, 2);
-    unsetenv("MOONCAKE_CLUSTER_KEY_FILE");
+    for (const char* name : {"MOONCAKE_SOCKET", "MOONCAKE_MASTER", "MOONCAKE_MASTER_ADMIN_URL",
+                             "MOONCAKE_DAEMON_ADMIN_URL", "MOONCAKE_CLUSTER_KEY_FILE"}) {
+      unsetenv(name);
+    }
+    for (const auto& e : how.env) setenv(e.first.c_str(), e.second.c_str(), 1);
     std::vector<char*> cargv;
     for (auto& a : argv) cargv.push_back(const_cast<char*>(a.c_str()));
     cargv.push_back(nullptr);
@@ -100,6 +117,12 @@ CliRun RunCli(const std::vector<std::string>& args, const std::string& stdin_pat
   return run;
 }
 
+bool Contains(const std::string& text, const std::string& part) {
+  if (text.find(part) != std::string::npos) return true;
+  std::fprintf(stderr, "expected \"%s\" in: %s\n", part.c_str(), text.c_str());
+  return false;
+}
+
 json ParseJson(const std::string& text) {
   json j = json::parse(text, nullptr, false);
   if (j.is_discarded()) std::fprintf(stderr, "not JSON: %s\n", text.c_str());
@@ -115,8 +138,9 @@ std::string AwaitAdminUrl(const std::string& log_path) {
 
 int Setup(void** state) {
   (void)state;
-  static const char* const master_flags[] = {"--enable_snapshot", "--snapshot_dir",
-                                             "{dir}/snapshots", nullptr};
+  static const char* const master_flags[] = {
+      "--enable_snapshot",      "--snapshot_dir", "{dir}/snapshots",
+      "--default_kv_lease_ttl", "60000",          nullptr};
   mc_cluster_options o = {};
   o.daemons = 2;
   o.segment_size = 128ull << 20;
@@ -138,15 +162,16 @@ int Teardown(void** state) {
   return 0;
 }
 
-// A multi-MB random file through put and get, byte for byte: from a file to a file, and
-// from stdin (a FIFO, whose size the CLI learns only by reading it) to stdout.
+// A multi-MB random file through put and get, byte for byte: from a file (-f FILE) to a
+// file, and from stdin ("-", and "-f -": a FIFO, whose size the CLI learns only by reading
+// it) to stdout.
 void test_put_get_round_trip(void** state) {
   (void)state;
   const std::string value = RandomBytes((6u << 20) + 12345, 1);
   const std::string in = g_dir + "/value.bin";
   WriteFile(in, value);
   // --progress: the line goes to stderr (a file here), ending with the total and the rate.
-  CliRun put = RunCli({"--progress", "put", "rt/file", in});
+  CliRun put = RunCli({"--progress", "put", "rt/file", "-f", in});
   assert_int_equal(put.exit_code, 0);
   assert_true(std::regex_search(put.err, std::regex("put rt/file  6.0 MiB in [0-9.]+ m?s  ")));
   assert_true(put.out == "stored rt/file (6.0 MiB)\n");
@@ -157,26 +182,34 @@ void test_put_get_round_trip(void** state) {
   // stdin from a FIFO fed by a thread: the CLI cannot know the size before it has read it.
   const std::string fifo = g_dir + "/value.fifo";
   assert_int_equal(mkfifo(fifo.c_str(), 0600), 0);
-  std::thread writer([&] {
-    int fd = open(fifo.c_str(), O_WRONLY);
-    size_t done = 0;
-    while (fd >= 0 && done < value.size()) {
-      ssize_t n = write(fd, value.data() + done, value.size() - done);
-      if (n <= 0) break;
-      done += static_cast<size_t>(n);
-    }
-    if (fd >= 0) close(fd);
-  });
-  CliRun from_stdin = RunCli({"--json", "put", "rt/stdin", "-"}, fifo);
-  writer.join();
-  assert_int_equal(from_stdin.exit_code, 0);
-  assert_int_equal(ParseJson(from_stdin.out)["size"].get<uint64_t>(), value.size());
-  CliRun to_stdout = RunCli({"get", "rt/stdin"});
-  assert_int_equal(to_stdout.exit_code, 0);
-  assert_true(to_stdout.out == value);
+  for (const auto& form : std::vector<std::vector<std::string>>{
+           {"--json", "put", "rt/stdin", "-"}, {"--json", "put", "rt/stdin-f", "-f", "-"}}) {
+    std::thread writer([&] {
+      int fd = open(fifo.c_str(), O_WRONLY);
+      size_t done = 0;
+      while (fd >= 0 && done < value.size()) {
+        ssize_t n = write(fd, value.data() + done, value.size() - done);
+        if (n <= 0) break;
+        done += static_cast<size_t>(n);
+      }
+      if (fd >= 0) close(fd);
+    });
+    CliRun from_stdin = RunCli(form, fifo);
+    writer.join();
+    assert_int_equal(from_stdin.exit_code, 0);
+    assert_int_equal(ParseJson(from_stdin.out)["size"].get<uint64_t>(), value.size());
+    CliRun to_stdout = RunCli({"get", form[2]});
+    assert_int_equal(to_stdout.exit_code, 0);
+    assert_true(to_stdout.out == value);
+  }
   CliRun dash = RunCli({"get", "rt/file", "-"});
   assert_int_equal(dash.exit_code, 0);
   assert_true(dash.out == value);
+
+  // A file that cannot be read: exit 3, naming it.
+  CliRun no_file = RunCli({"put", "rt/nofile", "-f", g_dir + "/no-such-file"});
+  assert_int_equal(no_file.exit_code, 3);
+  assert_true(Contains(no_file.err, "cannot open " + g_dir + "/no-such-file"));
 
   // A missing key: exit 1, and the output file is not created.
   const std::string never = g_dir + "/never.out";
@@ -186,9 +219,7 @@ void test_put_get_round_trip(void** state) {
 
 void test_exists_exit_codes(void** state) {
   (void)state;
-  const std::string in = g_dir + "/small.bin";
-  WriteFile(in, "hello");
-  assert_int_equal(RunCli({"put", "ex/a", in}).exit_code, 0);
+  assert_int_equal(RunCli({"put", "ex/a", "hello"}).exit_code, 0);
   CliRun one = RunCli({"exists", "ex/a"});
   assert_int_equal(one.exit_code, 0);
   assert_true(one.out == "present ex/a\n");
@@ -208,7 +239,9 @@ void test_stat_shows_replicas(void** state) {
   const std::string value = RandomBytes(1u << 20, 2);
   const std::string in = g_dir + "/stat.bin";
   WriteFile(in, value);
-  assert_int_equal(RunCli({"put", "--replicas", "2", "st/two", in}).exit_code, 0);
+  CliRun put = RunCli({"--json", "put", "--replicas", "2", "st/two", "-f", in});
+  assert_int_equal(put.exit_code, 0);
+  assert_int_equal(ParseJson(put.out)["replicas"].get<int>(), 2);
   CliRun j = RunCli({"stat", "--json", "st/two"});
   assert_int_equal(j.exit_code, 0);
   json parsed = ParseJson(j.out);
@@ -232,15 +265,23 @@ void test_stat_shows_replicas(void** state) {
   assert_true(std::regex_search(human.out, std::regex("replicas: +2\n")));
 
   assert_int_equal(RunCli({"stat", "st/none"}).exit_code, 1);
+
+  // More replicas than daemons: the master places one per daemon, and the CLI says so.
+  CliRun three = RunCli({"--json", "put", "--replicas", "3", "st/three", "x"});
+  assert_int_equal(three.exit_code, 0);
+  json placed = ParseJson(three.out);
+  assert_int_equal(placed["replicas"].get<int>(), 2);
+  assert_int_equal(placed["replicas_asked"].get<int>(), 3);
+  assert_true(Contains(three.err, "the master placed 2 of 3 replicas"));
+  CliRun stat3 = RunCli({"stat", "--json", "st/three"});
+  assert_int_equal(ParseJson(stat3.out)["replicas"].size(), 2);
 }
 
 // rm --regex removes exactly the keys the pattern matches and says how many.
 void test_rm_regex(void** state) {
   (void)state;
-  const std::string in = g_dir + "/rm.bin";
-  WriteFile(in, "x");
   for (const char* k : {"rmx/tmp/1", "rmx/tmp/2", "rmx/tmp/3", "rmx/keep/tmp", "rmx/keep/1"}) {
-    assert_int_equal(RunCli({"put", k, in}).exit_code, 0);
+    assert_int_equal(RunCli({"put", k, "x"}).exit_code, 0);
   }
   CliRun rm = RunCli({"rm", "--regex", "^rmx/tmp/"});
   assert_int_equal(rm.exit_code, 0);
@@ -256,7 +297,7 @@ void test_rm_regex(void** state) {
   assert_int_equal(RunCli({"rm", "--regex", "("}).exit_code, 3);  // a malformed pattern
 
   // rm KEY...: exit 1 when one did not exist, the others removed.
-  assert_int_equal(RunCli({"put", "rmx/k", in}).exit_code, 0);
+  assert_int_equal(RunCli({"put", "rmx/k", "x"}).exit_code, 0);
   CliRun keys = RunCli({"rm", "rmx/k", "rmx/none"});
   assert_int_equal(keys.exit_code, 1);
   assert_true(keys.out == "removed rmx/k\nmissing rmx/none\n");
@@ -337,67 +378,218 @@ void test_snapshot(void** state) {
   assert_true(last["name"].get<std::string>() == taken["name"].get<std::string>());
 }
 
+// put KEY VALUE stores the literal bytes of VALUE; after "--" a key and a value may start
+// with '-'.
+void test_put_literal_value(void** state) {
+  (void)state;
+  CliRun put = RunCli({"put", "lit/greeting", "hello world"});
+  assert_int_equal(put.exit_code, 0);
+  assert_true(put.out == "stored lit/greeting (11 B)\n");
+  CliRun get = RunCli({"get", "lit/greeting"});
+  assert_int_equal(get.exit_code, 0);
+  assert_true(get.out == "hello world");
+  // Not a file name: a VALUE that names an existing file is still stored as its text.
+  const std::string file = g_dir + "/lit.txt";
+  WriteFile(file, "file contents");
+  assert_int_equal(RunCli({"put", "lit/path", file}).exit_code, 0);
+  assert_true(RunCli({"get", "lit/path"}).out == file);
+
+  assert_int_equal(RunCli({"put", "--", "-dash", "-v"}).exit_code, 0);
+  CliRun dash = RunCli({"get", "--", "-dash"});
+  assert_int_equal(dash.exit_code, 0);
+  assert_true(dash.out == "-v");
+  assert_int_equal(RunCli({"put", "lit/empty", ""}).exit_code, 2);
+}
+
+// A put never overwrites: a second put of a key says so and exits 5, the first value stays;
+// --upsert replaces it.
+void test_put_existing_key(void** state) {
+  (void)state;
+  assert_int_equal(RunCli({"put", "ow/k", "first"}).exit_code, 0);
+  CliRun again = RunCli({"put", "ow/k", "second!"});
+  assert_int_equal(again.exit_code, 5);
+  assert_true(again.out.empty());
+  assert_true(Contains(again.err,
+                       "ow/k exists; not stored (Mooncake keeps the first value; "
+                       "--upsert replaces it)"));
+  assert_true(RunCli({"get", "ow/k"}).out == "first");
+  CliRun j = RunCli({"--json", "put", "ow/k", "second!"});
+  assert_int_equal(j.exit_code, 5);
+  assert_false(ParseJson(j.out)["stored"].get<bool>());
+
+  CliRun upsert = RunCli({"--json", "put", "--upsert", "ow/k", "second!"});
+  assert_int_equal(upsert.exit_code, 0);
+  assert_true(ParseJson(upsert.out)["stored"].get<bool>());
+  assert_true(RunCli({"get", "ow/k"}).out == "second!");
+  // --upsert of a key that does not exist is a put.
+  assert_int_equal(RunCli({"put", "--upsert", "ow/new", "v"}).exit_code, 0);
+  assert_true(RunCli({"get", "ow/new"}).out == "v");
+}
+
+// A get takes a read lease (a minute here); rm removes the key at once all the same. A
+// hard-pinned key a read holds is kept without --force.
+void test_rm_after_get(void** state) {
+  (void)state;
+  assert_int_equal(RunCli({"put", "lease/k", "v"}).exit_code, 0);
+  assert_int_equal(RunCli({"get", "lease/k"}).exit_code, 0);
+  CliRun rm = RunCli({"rm", "lease/k"});
+  assert_int_equal(rm.exit_code, 0);
+  assert_true(Contains(rm.out,
+                       "removed lease/k (a read holds it: its space returns when the "
+                       "lease ends)"));
+  assert_true(RunCli({"exists", "lease/k"}).out == "missing lease/k\n");
+
+  assert_int_equal(RunCli({"put", "--hard_pin", "lease/pinned", "v"}).exit_code, 0);
+  assert_int_equal(RunCli({"get", "lease/pinned"}).exit_code, 0);
+  CliRun kept = RunCli({"rm", "lease/pinned"});
+  assert_int_equal(kept.exit_code, 3);
+  assert_true(Contains(kept.err, "hard-pinned"));
+  assert_true(Contains(kept.err, "rm --force"));
+  assert_true(RunCli({"exists", "lease/pinned"}).out == "present lease/pinned\n");
+  assert_int_equal(RunCli({"rm", "--force", "lease/pinned"}).exit_code, 0);
+  assert_true(RunCli({"exists", "lease/pinned"}).out == "missing lease/pinned\n");
+}
+
+// With no flags, the CLI finds the cluster from the variables scripts/with-cluster.sh
+// exports; a flag wins over its variable.
+void test_environment(void** state) {
+  (void)state;
+  int daemon_port = mooncake::testing::AdminPortFromLog(mc_cluster_log_at(g_cluster, 0), "daemon");
+  assert_true(daemon_port > 0);
+  CliEnv cluster;
+  cluster.flags = false;
+  cluster.env = {
+      {"MOONCAKE_SOCKET", mc_cluster_socket_at(g_cluster, 0)},
+      {"MOONCAKE_MASTER", "127.0.0.1:" + std::to_string(mc_cluster_master_port(g_cluster))},
+      {"MOONCAKE_MASTER_ADMIN_URL", g_admin_url},
+      {"MOONCAKE_DAEMON_ADMIN_URL", "http://127.0.0.1:" + std::to_string(daemon_port)}};
+  assert_int_equal(RunCli({"put", "env/k", "v"}, "", cluster).exit_code, 0);
+  CliRun stat = RunCli({"stat", "--json", "env/k"}, "", cluster);
+  assert_int_equal(stat.exit_code, 0);
+  assert_int_equal(ParseJson(stat.out)["size"].get<int>(), 1);
+  CliRun ls = RunCli({"ls", "--regex", "^env/"}, "", cluster);
+  assert_int_equal(ls.exit_code, 0);
+  assert_true(ls.out == "env/k\n");
+  CliRun health = RunCli({"--json", "health"}, "", cluster);
+  assert_int_equal(health.exit_code, 0);
+  assert_true(ParseJson(health.out)["daemon"]["status"].get<std::string>() == "ok");
+
+  // The flag wins: a dead URL in the variable does not matter when --admin_url is given.
+  std::string nowhere = "http://127.0.0.1:" + std::to_string(mooncake::testing::FreeTcpPort());
+  CliEnv dead = cluster;
+  dead.env[2].second = nowhere;
+  assert_int_equal(RunCli({"--admin_url", g_admin_url, "stat", "env/k"}, "", dead).exit_code, 0);
+  CliRun from_env = RunCli({"stat", "env/k"}, "", dead);
+  assert_int_equal(from_env.exit_code, 4);
+  assert_true(Contains(from_env.err, nowhere));
+}
+
+void test_version(void** state) {
+  (void)state;
+  CliRun version = RunCli({"--version"});
+  assert_int_equal(version.exit_code, 0);
+  assert_true(version.out == std::string("mooncake-cli ") + mooncake::MooncakeVersion() + "\n");
+}
+
 // Unknown commands and bad options are usage errors (exit 2) that name the culprit.
 void test_usage_errors(void** state) {
   (void)state;
   CliRun unknown = RunCli({"frobnicate"});
   assert_int_equal(unknown.exit_code, 2);
-  assert_non_null(std::strstr(unknown.err.c_str(), "unknown command \"frobnicate\""));
+  assert_true(Contains(unknown.err, "unknown command \"frobnicate\""));
   CliRun bad_flag = RunCli({"get", "--frob", "k"});
   assert_int_equal(bad_flag.exit_code, 2);
-  assert_non_null(std::strstr(bad_flag.err.c_str(), "--frob"));
-  assert_int_equal(RunCli({"put", "k"}).exit_code, 2);
+  assert_true(Contains(bad_flag.err, "unknown option \"--frob\" for get"));
+  CliRun bad_global = RunCli({"--frob=1", "stats"});
+  assert_int_equal(bad_global.exit_code, 2);
+  assert_true(Contains(bad_global.err, "unknown option \"--frob\""));
+  CliRun no_value = RunCli({"put", "k"});
+  assert_int_equal(no_value.exit_code, 2);
+  assert_true(Contains(no_value.err, "-f FILE"));
+  assert_int_equal(RunCli({"put", "k", "v", "-f", "file"}).exit_code, 2);
+  assert_int_equal(RunCli({"put", "--replicas", "0", "k", "v"}).exit_code, 2);
   assert_int_equal(RunCli({"stat", "a", "b"}).exit_code, 2);
-  assert_int_equal(RunCli({"ls", "--limit", "ten"}).exit_code, 2);
+  CliRun count = RunCli({"ls", "--limit", "ten"});
+  assert_int_equal(count.exit_code, 2);
+  assert_true(Contains(count.err, "--limit takes a non-negative integer, not \"ten\""));
   assert_int_equal(RunCli({"rm"}).exit_code, 2);
   assert_int_equal(RunCli({"rm", "--regex", "x", "k"}).exit_code, 2);
   assert_int_equal(RunCli({"snapshot", "now"}).exit_code, 2);
-  assert_int_equal(RunCli({"--json=yes", "stats"}).exit_code, 2);
+  CliRun flag_value = RunCli({"--json=yes", "stats"});
+  assert_int_equal(flag_value.exit_code, 2);
+  assert_true(Contains(flag_value.err, "--json takes no value"));
+  CliRun missing = RunCli({"stats", "--admin_url"});
+  assert_int_equal(missing.exit_code, 2);
+  assert_true(Contains(missing.err, "--admin_url needs a value"));
   assert_int_equal(RunCli({}).exit_code, 2);
 }
 
-// Every command has help, by "CMD --help" and "help CMD", naming its arguments and options.
+// Every command has help, by "CMD --help", "CMD -h" and "help CMD", naming its arguments and
+// options, in the shape help2man reads: a "Usage:" line, then one option per line.
 void test_help_for_every_command(void** state) {
   (void)state;
   for (const auto& command : mooncake::cli::Commands()) {
-    for (const auto& args :
-         std::vector<std::vector<std::string>>{{command.name, "--help"}, {"help", command.name}}) {
+    for (const auto& args : std::vector<std::vector<std::string>>{
+             {command.name, "--help"}, {command.name, "-h"}, {"help", command.name}}) {
       CliRun help = RunCli(args);
       assert_int_equal(help.exit_code, 0);
-      std::string usage = std::string("usage: mooncake-cli [global options] ") + command.name;
-      assert_non_null(std::strstr(help.out.c_str(), usage.c_str()));
+      std::string usage = std::string("Usage: mooncake-cli [OPTIONS] ") + command.name;
+      assert_int_equal(help.out.compare(0, usage.size(), usage), 0);
       std::istringstream words(command.arguments);
-      for (std::string word; words >> word;) {
-        assert_non_null(std::strstr(help.out.c_str(), word.c_str()));
-      }
+      for (std::string word; words >> word;) assert_true(Contains(help.out, word));
       for (const auto& option : command.options) {
-        assert_non_null(std::strstr(help.out.c_str(), (std::string("--") + option.name).c_str()));
+        std::string line = std::string("\n  ") +
+                           (option.short_name != '\0' ? std::string("-") + option.short_name + ", "
+                                                      : std::string()) +
+                           "--" + option.name + (option.value_name != nullptr ? " " : "  ") +
+                           (option.value_name != nullptr ? option.value_name : "");
+        assert_true(Contains(help.out, line));
       }
+      assert_true(Contains(help.out, "\n  -h, --help  "));
     }
   }
   CliRun general = RunCli({"--help"});
   assert_int_equal(general.exit_code, 0);
+  assert_int_equal(general.out.compare(0, 19, "Usage: mooncake-cli"), 0);
   for (const auto& command : mooncake::cli::Commands()) {
-    assert_non_null(std::strstr(general.out.c_str(), command.name));
+    assert_true(Contains(general.out, std::string("\n  ") + command.name));
+  }
+  for (const char* line :
+       {"\n  --socket PATH  ", "\n  --admin_url URL  ", "\n  --json  ", "\n  -v, --version  ",
+        "\nExit codes:\n", "\n  5  put: the key exists"}) {
+    assert_true(Contains(general.out, line));
   }
 }
 
-// A daemon (or master) that cannot be reached is exit 4, for every kind of command.
+// A daemon (or master) that cannot be reached is exit 4, for every kind of command, with
+// a line naming what was tried, why, and the fix.
 void test_unreachable(void** state) {
   (void)state;
-  const std::string in = g_dir + "/down.bin";
-  WriteFile(in, "x");
+  const std::string none = g_dir + "/no-daemon.sock";
+  CliRun no_socket = RunCli({"--socket", none, "get", "rt/file"});
+  assert_int_equal(no_socket.exit_code, 4);
+  assert_true(Contains(no_socket.err, "cannot reach mooncaked at " + none +
+                                          ": No such file or directory (is it running? "
+                                          "--socket or MOONCAKE_SOCKET name another)"));
   std::string socket = mc_cluster_socket_at(g_cluster, 1);
   mc_cluster_kill_daemon_at(g_cluster, 1, SIGKILL);
-  assert_int_equal(RunCli({"--socket", socket, "put", "down/a", in}).exit_code, 4);
+  assert_int_equal(RunCli({"--socket", socket, "put", "down/a", "x"}).exit_code, 4);
   assert_int_equal(RunCli({"--socket", socket, "get", "rt/file"}).exit_code, 4);
   assert_int_equal(RunCli({"--socket", socket, "exists", "rt/file"}).exit_code, 4);
-  assert_int_equal(RunCli({"--socket", socket, "rm", "rt/file"}).exit_code, 4);
+  CliRun rm = RunCli({"--socket", socket, "rm", "rt/file"});
+  assert_int_equal(rm.exit_code, 4);
+  assert_true(Contains(rm.err, "cannot reach mooncaked at " + socket));
   std::string nowhere = "http://127.0.0.1:" + std::to_string(mooncake::testing::FreeTcpPort());
-  assert_int_equal(RunCli({"--admin_url", nowhere, "segments"}).exit_code, 4);
+  CliRun segments = RunCli({"--admin_url", nowhere, "segments"});
+  assert_int_equal(segments.exit_code, 4);
+  assert_true(Contains(segments.err, "cannot reach the master's admin HTTP at " + nowhere));
+  assert_true(Contains(segments.err, "--admin_url or MOONCAKE_MASTER_ADMIN_URL"));
   assert_int_equal(RunCli({"--admin_url", nowhere, "health"}).exit_code, 4);
   std::string no_master = "127.0.0.1:" + std::to_string(mooncake::testing::FreeTcpPort());
-  assert_int_equal(RunCli({"--master", no_master, "snapshot"}).exit_code, 4);
+  CliRun snapshot = RunCli({"--master", no_master, "snapshot"});
+  assert_int_equal(snapshot.exit_code, 4);
+  assert_true(Contains(snapshot.err, "cannot reach the master at " + no_master));
+  assert_true(Contains(snapshot.err, "--master or MOONCAKE_MASTER"));
 }
 
 }  // namespace
@@ -406,7 +598,12 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_usage_errors),
       cmocka_unit_test(test_help_for_every_command),
+      cmocka_unit_test(test_version),
       cmocka_unit_test(test_put_get_round_trip),
+      cmocka_unit_test(test_put_literal_value),
+      cmocka_unit_test(test_put_existing_key),
+      cmocka_unit_test(test_rm_after_get),
+      cmocka_unit_test(test_environment),
       cmocka_unit_test(test_exists_exit_codes),
       cmocka_unit_test(test_stat_shows_replicas),
       cmocka_unit_test(test_rm_regex),
