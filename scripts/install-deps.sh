@@ -27,6 +27,7 @@ PACKAGES=(
   redis-server                          # bench/store_bench's side-by-side Redis (issue 18)
   prometheus                            # promtool check metrics, and a real scrape in a test
   systemd                               # systemd-analyze verify of deploy/*.service
+  libsystemd-dev                        # sd_notify: the units are Type=notify (common/service_notify)
 )
 
 missing=()
