@@ -28,6 +28,8 @@ PACKAGES=(
   prometheus                            # promtool check metrics, and a real scrape in a test
   systemd                               # systemd-analyze verify of deploy/*.service
   libsystemd-dev                        # sd_notify: the units are Type=notify (common/service_notify)
+  help2man                              # man pages from --help (man/CMakeLists.txt)
+  man-db groff-base                     # install_test checks the pages (man -l, lexgrog, groff -ww)
 )
 
 missing=()
