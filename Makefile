@@ -65,9 +65,9 @@ bench-store: build
 	$(BUILD_DIR)/bench/store_bench --build_dir $(BUILD_DIR) --sizes 4KB,1MB --max_ops 20000 \
 	  --csv $(BUILD_DIR)/bench/store_bench.csv --png $(BUILD_DIR)/bench/store_bench.png
 
-# Installs under PREFIX (binaries, library, header, pkg-config and CMake files, systemd
-# units, sysusers, example configs, docs); DESTDIR is put in front of every path, for
-# packaging (docs/operations.md, "Install").
+# Installs under PREFIX (binaries, library, header, pkg-config and CMake files, the Python
+# module, the Java binding, man pages, systemd units, sysusers, example configs, docs);
+# DESTDIR is put in front of every path, for packaging (docs/operations.md, "Install").
 install: build
 	DESTDIR="$(DESTDIR)" cmake --install $(BUILD_DIR) --prefix $(PREFIX)
 

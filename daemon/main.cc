@@ -38,6 +38,7 @@
 #include "common/master_locator.h"
 #include "common/process_setup.h"
 #include "common/rpc_logging.h"
+#include "common/service_notify.h"
 #include "common/text.h"
 #include "common/units.h"
 #include "common/version.h"
@@ -209,6 +210,7 @@ int main(int argc, char** argv) {
     int sig = 0;
     sigwait(&stop_signals, &sig);
     MC_LOG_INFO("signal %d: shutting down", sig);
+    NotifyStopping("signal " + std::to_string(sig) + ": stopping");
     std::lock_guard<std::mutex> lock(stop_mu);
     stop = true;
     stop_cv.notify_all();
@@ -290,6 +292,7 @@ int main(int argc, char** argv) {
       return 1;
     }
   }
+  NotifyStatus("registering with the master at " + options.master);
   if (!membership.RegisterWithRetry(stop)) {
     close(transfer_fd);
     return 0;  // stopped before the master ever answered
@@ -432,6 +435,8 @@ int main(int argc, char** argv) {
   }
 
   if (exit_code == 0) {
+    // systemd's Type=notify unit (deploy/mooncaked.service): registered, socket accepting.
+    NotifyReady("serving " + options.socket + " as " + name + ", master " + options.master);
     std::unique_lock<std::mutex> lock(stop_mu);
     stop_cv.wait(lock, [&] { return stop.load(); });
   }

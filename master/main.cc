@@ -42,6 +42,7 @@
 #include "master/master_metrics.h"
 #include "master/master_role.h"
 #include "master/master_options.h"
+#include "master/master_readiness.h"
 #include "master/master_service.h"
 #include "master/rpc_handler.h"
 #include "master/rpc_server.h"
@@ -151,6 +152,9 @@ int main(int argc, char** argv) {
     }
   }
 
+  // systemd's Type=notify unit (deploy/mooncake-master.service): READY=1 once serving.
+  mooncake::MasterReadiness readiness(role, options.rpc_address + ":" +
+                                                std::to_string(server->port()));
   std::mutex tick_mu;
   std::condition_variable tick_cv;
   std::thread upkeep([&] {
@@ -172,6 +176,7 @@ int main(int argc, char** argv) {
     int sig = 0;
     sigwait(&stop_signals, &sig);
     stopping.store(true);
+    readiness.Stopping("signal " + std::to_string(sig));
     if (ha && ha->must_restart()) {
       MC_LOG_WARN("deposed: exiting with status 3, to come back as a standby");
     } else {
@@ -182,6 +187,7 @@ int main(int argc, char** argv) {
   });
 
   if (durability) durability->Start();
+  readiness.Listening();  // before the election, whose role changes it reports
   if (ha) ha->Start();
   // Tests and operators with --rpc_port 0 learn the port from this line.
   MC_LOG_INFO("mooncake-master listening on %s:%d", options.rpc_address.c_str(), server->port());

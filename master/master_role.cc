@@ -52,19 +52,22 @@ bool RoleMachine::LeaseHeld() {
 
 void RoleMachine::SawLeader(const std::string& leader, int64_t term) {
   if (role() != Role::kStandby) return;
-  std::lock_guard<std::mutex> lock(mu_);
-  if (leader == leader_ && term == term_.load()) return;
-  leader_ = leader;
-  if (term > term_.load()) term_.store(term, std::memory_order_release);
-  if (leader.empty()) {
-    MC_LOG_INFO("role: standby %s: no leader (term %lld, seq %llu)", self_.c_str(),
-                static_cast<long long>(term_.load()),
-                static_cast<unsigned long long>(applied_seq()));
-  } else {
-    MC_LOG_INFO("role: standby %s: the leader is %s (term %lld, seq %llu)", self_.c_str(),
-                leader.c_str(), static_cast<long long>(term),
-                static_cast<unsigned long long>(applied_seq()));
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (leader == leader_ && term == term_.load()) return;
+    leader_ = leader;
+    if (term > term_.load()) term_.store(term, std::memory_order_release);
+    if (leader.empty()) {
+      MC_LOG_INFO("role: standby %s: no leader (term %lld, seq %llu)", self_.c_str(),
+                  static_cast<long long>(term_.load()),
+                  static_cast<unsigned long long>(applied_seq()));
+    } else {
+      MC_LOG_INFO("role: standby %s: the leader is %s (term %lld, seq %llu)", self_.c_str(),
+                  leader.c_str(), static_cast<long long>(term),
+                  static_cast<unsigned long long>(applied_seq()));
+    }
   }
+  if (observer_) observer_();
 }
 
 void RoleMachine::BecomeLeader(int64_t term, LeaseCheck lease) {
@@ -78,6 +81,7 @@ void RoleMachine::BecomeLeader(int64_t term, LeaseCheck lease) {
   }
   MC_LOG_INFO("role: %s standby -> leader (term %lld, continuing after seq %llu)", self_.c_str(),
               static_cast<long long>(term), static_cast<unsigned long long>(applied_seq()));
+  if (observer_) observer_();
 }
 
 bool RoleMachine::Depose(const char* why) {
@@ -88,6 +92,7 @@ bool RoleMachine::Depose(const char* why) {
   MC_LOG_WARN("role: %s leader -> deposed (term %lld, seq %llu): %s; serving nothing from now on",
               self_.c_str(), static_cast<long long>(term()),
               static_cast<unsigned long long>(applied_seq()), why);
+  if (observer_) observer_();
   if (on_deposed_) on_deposed_();
   return true;
 }

@@ -64,6 +64,11 @@ class RoleMachine {
   // LEADER -> DEPOSED (why: for the log line). False when it was not the leader.
   bool Depose(const char* why);
 
+  // Called after each change (a leader seen, this master elected or deposed), on the
+  // thread that made it, with no lock held; it may read role(), leader() and term(). Set
+  // once, before the election starts (master/master_readiness.h tells systemd).
+  void SetObserver(std::function<void()> observer) { observer_ = std::move(observer); }
+
   static const char* Name(Role role);
 
  private:
@@ -72,6 +77,7 @@ class RoleMachine {
   const std::string self_;
   const AppliedSeq applied_;
   const std::function<void()> on_deposed_;
+  std::function<void()> observer_;  // set before any transition
   std::atomic<Role> role_;
   std::atomic<int64_t> term_{0};
   // Set once by BecomeLeader before role_ turns LEADER (release), read after (acquire).

@@ -25,9 +25,13 @@ PACKAGES=(
   libcli11-dev                          # command-line parsing (common/flags, cli/)
   gnuplot-nox                           # benchmark plots
   fio                                   # bench/ssd_bench's raw-disk baseline
-  redis-server                          # bench/store_bench's side-by-side Redis (issue 18)
+  redis-server                          # bench/store_bench's side-by-side Redis (issue 18); its unit
+                                        # is the hardening yardstick of deploy_units_test
   prometheus                            # promtool check metrics, and a real scrape in a test
-  systemd                               # systemd-analyze verify of deploy/*.service
+  systemd                               # systemd-analyze verify/security of deploy/*.service
+  libsystemd-dev                        # sd_notify: the units are Type=notify (common/service_notify)
+  help2man                              # man pages from --help (man/CMakeLists.txt)
+  man-db groff-base                     # install_test checks the pages (man -l, lexgrog, groff -ww)
 )
 
 missing=()
