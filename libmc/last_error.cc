@@ -56,6 +56,11 @@ void Explain(ErrorCode code, std::string why, Blame blame) {
   t_call.blame = blame;
 }
 
+ErrorCode Refused(ErrorCode code, std::string why) {
+  Explain(code, std::move(why), Blame::kArgument);
+  return code;
+}
+
 ErrorCode ExplainedCode() { return t_call.code; }
 
 const std::string* Explained(ErrorCode code) {

@@ -45,6 +45,9 @@ void Explain(ErrorCode code, std::string why, Blame blame = Blame::kOther);
 // return no code (mooncake_store_alloc).
 ErrorCode ExplainedCode();
 
+// Explain(code, why, Blame::kArgument), returning code: a refusal of the caller's doing.
+ErrorCode Refused(ErrorCode code, std::string why);
+
 // What was said for code in this call: nullptr when nothing was (or for another code).
 const std::string* Explained(ErrorCode code);
 // Whether what was said for code blames the arguments.

@@ -205,12 +205,6 @@ BatchFrame<op, Deliver> MakeBatchFrame(Connection& conn, typename uds::OpSpec<op
 
 std::atomic<uint64_t> g_next_serial{1};
 
-// Explains code as the caller's doing and returns it.
-ErrorCode Refused(ErrorCode code, std::string why) {
-  Explain(code, std::move(why), Blame::kArgument);
-  return code;
-}
-
 ErrorCode NotConnected() {
   return Refused(ErrorCode::INVALID_PARAMS,
                  "not connected: call mooncake_store_connect() or mooncake_store_setup() "
@@ -388,53 +382,6 @@ void StoreClient::Free(void* ptr) {
     pool = pool_;
   }
   if (pool) pool->Free(ptr);
-}
-
-ErrorCode StoreClient::RegisterBuffer(void* buffer, uint64_t size) {
-  Context c;
-  ErrorCode rc = Acquire(&c);
-  if (rc != ErrorCode::OK) return rc;
-  if (size == 0) return Refused(ErrorCode::INVALID_PARAMS, "buffer size 0");
-  uintptr_t start = reinterpret_cast<uintptr_t>(buffer);
-  if (start + size < start) {
-    return Refused(ErrorCode::INVALID_PARAMS, "buffer runs past the end of the address space");
-  }
-  std::lock_guard<std::mutex> lock(registry_mu_);
-  auto next = registered_.lower_bound(start);
-  bool overlaps = next != registered_.end() && next->first < start + size;
-  if (!overlaps && next != registered_.begin()) {
-    auto prev = std::prev(next);
-    overlaps = prev->first + prev->second > start;
-  }
-  if (overlaps) {
-    return Refused(ErrorCode::INVALID_PARAMS, "buffer overlaps one registered before");
-  }
-  registered_.emplace(start, size);
-  return ErrorCode::OK;
-}
-
-ErrorCode StoreClient::UnregisterBuffer(void* buffer) {
-  Context c;
-  ErrorCode rc = Acquire(&c);
-  if (rc != ErrorCode::OK) return rc;
-  std::lock_guard<std::mutex> lock(registry_mu_);
-  if (registered_.erase(reinterpret_cast<uintptr_t>(buffer)) == 1) return ErrorCode::OK;
-  return Refused(ErrorCode::INVALID_PARAMS, "buffer was not registered (register_buffer)");
-}
-
-ErrorCode StoreClient::CheckRegistered(const void* buffer, uint64_t size) {
-  uintptr_t start = reinterpret_cast<uintptr_t>(buffer);
-  std::lock_guard<std::mutex> lock(registry_mu_);
-  auto it = registered_.upper_bound(start);
-  if (it == registered_.begin()) return ErrorCode::OK;
-  --it;
-  uint64_t end = it->first + it->second;
-  if (start < end && size > end - start) {
-    return Refused(ErrorCode::INVALID_PARAMS,
-                   "buffer of " + std::to_string(size) + " bytes runs past the end of the " +
-                       std::to_string(it->second) + "-byte range registered at its start");
-  }
-  return ErrorCode::OK;
 }
 
 // ---- put ------------------------------------------------------------------------------
