@@ -22,6 +22,19 @@ bool ValidUserKey(std::string_view key) {
          key.find('\0') == std::string_view::npos;
 }
 
+std::string UserKeyProblem(std::string_view key) {
+  if (key.empty()) return "key is empty";
+  if (key.size() > MOONCAKE_STORE_MAX_KEY_LEN) {
+    return "key longer than " + std::to_string(MOONCAKE_STORE_MAX_KEY_LEN) + " bytes (" +
+           std::to_string(key.size()) + ")";
+  }
+  size_t nul = key.find('\0');
+  if (nul != std::string_view::npos) {
+    return "key holds a NUL byte (at byte " + std::to_string(nul) + ")";
+  }
+  return "";
+}
+
 std::string Encode(std::string_view tenant, std::string_view key) {
   std::string stored;
   if (!tenant.empty()) {

@@ -46,6 +46,10 @@ inline bool ValidTenantOrDefault(std::string_view tenant) {
 }
 // 1..MOONCAKE_STORE_MAX_KEY_LEN bytes, no NUL.
 bool ValidUserKey(std::string_view key);
+// Which rule key breaks, in the words a refusal shows ("key is empty", "key longer than
+// 4096 bytes (5000)", "key holds a NUL byte (at byte 3)"); "" for a valid user key. The
+// key's bytes are never quoted: they are the caller's and may be anything.
+std::string UserKeyProblem(std::string_view key);
 
 // The stored key of tenant's key (the key itself for the default tenant).
 std::string Encode(std::string_view tenant, std::string_view key);

@@ -15,6 +15,36 @@ bool IsRequestOp(int64_t head) {
   }
 }
 
+namespace {
+
+// reason cut to at most kMaxReasonBytes, not inside a UTF-8 sequence.
+std::string_view ClipReason(std::string_view reason) {
+  if (reason.size() <= kMaxReasonBytes) return reason;
+  size_t n = kMaxReasonBytes;
+  while (n > 0 && (static_cast<unsigned char>(reason[n]) & 0xC0) == 0x80) --n;
+  return reason.substr(0, n);
+}
+
+}  // namespace
+
+void ReplyFrame::PackReason(std::string_view reason) {
+  std::string_view clipped = ClipReason(reason);
+  args().pack_str(static_cast<uint32_t>(clipped.size()));
+  args().pack_str_body(clipped.data(), static_cast<uint32_t>(clipped.size()));
+}
+
+std::string ReasonOf(const Message& reply) {
+  if (reply.head == 0 || reply.args.size() != 1) return "";
+  ArgReader results = reply.args;
+  std::string reason = results.Str();
+  if (!results.ok()) return "";
+  reason = std::string(ClipReason(reason));
+  for (char& c : reason) {
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = ' ';
+  }
+  return reason;
+}
+
 std::vector<OpDoc> DescribeOps() {
   std::vector<OpDoc> ops;
   ops.push_back({"HELLO", static_cast<uint32_t>(Op::kHello), DescribeFields<HelloArgs>(),

@@ -8,7 +8,7 @@
 // of MC_UDS_OPS here, one libmc call, one daemon handler.
 //
 // A request is [request_id, op, args]; a reply [request_id, code, results], where results
-// are the reply's fields when code is 0 and empty otherwise.
+// are the reply's fields when code is 0, and otherwise empty or one reason (below).
 //
 // Keys: every field named kKeyField (a std::string, or a list of them) holds a user key,
 // and only those do. The daemon turns each into the key stored for the connection's tenant
@@ -19,6 +19,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "common/error_code.h"
@@ -475,6 +476,22 @@ struct UnmountSegmentArgs {
   static void Fields(S& s, V& v) { v("segment_id", s.segment_id); }
 };
 
+// ---- reasons ----
+//
+// A reply whose code is not 0 may carry one reason: its results are then [reason], a str
+// saying, for an operator, what was refused and why ("ABI version 3, daemon speaks 4 ...",
+// "key longer than 4096 bytes (5000)"), at most kMaxReasonBytes. libmc shows it to the
+// application (mooncake_store_errmsg, and the log line of a failed connect). It is
+// optional both ways: every libmc reads the results of a failed reply not at all or only
+// through ReasonOf, and a daemon that sends none (empty results) leaves libmc to say what
+// it knows itself. So adding it changed no ABI version.
+inline constexpr size_t kMaxReasonBytes = 1024;
+
+// The reason a reply carries: its one str when its code is not 0 and it has exactly one,
+// cut to kMaxReasonBytes, with control characters (a newline) made blanks so that it
+// stays one log line; "" otherwise. Its bytes are the daemon's: shown, never interpreted.
+std::string ReasonOf(const Message& reply);
+
 // ---- the table ----
 //
 // X(Name, "WIRE_NAME", code, Args, Reply, "note for docs/protocol.md"): every op that may
@@ -583,15 +600,23 @@ class RequestFrame : public FrameBuilder {
   }
 };
 
-// A reply frame: [id, code, results], the results being reply's fields when code is OK
-// and nothing otherwise.
+// A reply frame: [id, code, results], the results being reply's fields when code is OK,
+// else [reason] when a reason is given (cut to kMaxReasonBytes), else nothing.
 class ReplyFrame : public FrameBuilder {
  public:
   template <class Reply>
-  ReplyFrame(uint64_t id, ErrorCode code, const Reply& reply)
-      : FrameBuilder(id, ToInt(code), code == ErrorCode::OK ? FieldCount(reply) : 0) {
-    if (code == ErrorCode::OK) PackFields(args(), reply);
+  ReplyFrame(uint64_t id, ErrorCode code, const Reply& reply, std::string_view reason = {})
+      : FrameBuilder(id, ToInt(code), code == ErrorCode::OK ? FieldCount(reply)
+                                                            : (reason.empty() ? 0 : 1)) {
+    if (code == ErrorCode::OK) {
+      PackFields(args(), reply);
+    } else if (!reason.empty()) {
+      PackReason(reason);
+    }
   }
+
+ private:
+  void PackReason(std::string_view reason);
 };
 
 // True for the code of an op that may follow HELLO: MC_UDS_OPS and POOL_FENCE.

@@ -34,6 +34,61 @@ ValidKeys PickValidKeys(const std::vector<std::string>& batch) {
 
 bool ValidSize(uint64_t size) { return size >= 1 && size <= MOONCAKE_STORE_MAX_VALUE_SIZE; }
 
+namespace {
+
+struct Refusal {
+  ErrorCode code = ErrorCode::OK;
+  std::string why;
+};
+thread_local Refusal t_refusal;
+
+}  // namespace
+
+ErrorCode Refuse(ErrorCode code, std::string why) {
+  t_refusal.code = code;
+  t_refusal.why = std::move(why);
+  return code;
+}
+
+std::string TakeRefusal(ErrorCode code) {
+  std::string why;
+  if (t_refusal.code == code && code != ErrorCode::OK) why.swap(t_refusal.why);
+  t_refusal.code = ErrorCode::OK;
+  t_refusal.why.clear();
+  return why;
+}
+
+ErrorCode RefuseSize(uint64_t size) {
+  return Refuse(ErrorCode::INVALID_PARAMS,
+                "value size " + std::to_string(size) + " is not 1 byte to 4 GiB");
+}
+
+ErrorCode RefusePoolRange(const ClientConnection* s, uint64_t offset, uint64_t length) {
+  return Refuse(ErrorCode::INVALID_PARAMS,
+                "pool range [" + std::to_string(offset) + ", +" + std::to_string(length) +
+                    ") is not inside the connection's pool of " +
+                    std::to_string(s->pool_size()) + " bytes");
+}
+
+ErrorCode RefuseConfig(const uds::WireConfig& wire) {
+  std::string why = "config: ";
+  if (wire.replica_num < 1 || wire.replica_num > 64) {
+    why += "replica_num " + std::to_string(wire.replica_num) + " is not 1..64";
+  } else if (wire.offload > 2) {
+    why += "offload " + std::to_string(wire.offload) + " is not 0..2";
+  } else if (wire.soft_pin_action > 2) {
+    why += "soft_pin_action " + std::to_string(wire.soft_pin_action) + " is not 0..2";
+  } else {
+    why += "soft_pin_ttl_ms " + std::to_string(wire.soft_pin_ttl_ms) + " is too large";
+  }
+  return Refuse(ErrorCode::INVALID_PARAMS, std::move(why));
+}
+
+ErrorCode RefuseStagedId(const char* kind, uint64_t id) {
+  return Refuse(ErrorCode::INVALID_PARAMS, std::string(kind) + " id " + std::to_string(id) +
+                                               " is not open on this connection");
+}
+
 bool ToRpcConfig(const uds::WireConfig& wire, rpc::ReplicateConfig* out) {
   if (wire.replica_num < 1 || wire.replica_num > 64) return false;
   if (wire.offload > 2 || wire.soft_pin_action > 2) return false;
@@ -74,7 +129,8 @@ bool SameMaster(const std::string& theirs, const std::string& ours, const std::s
   if (numeric ? endpoint == ours : theirs == ours) return true;
   *why = "client expects master " +
          (numeric ? endpoint : "of " + std::to_string(theirs.size()) + " bytes, not an address") +
-         ", daemon uses " + ours + " (--master " + flag + ")";
+         ", daemon uses " + ours + " (--master " + flag + "): pass setup() the daemon's " +
+         "master as master_server_addr, or leave it empty";
   return false;
 }
 
@@ -120,7 +176,8 @@ bool StoreService::Hello(ClientConnection* s, const uds::Message& hello, std::ve
   Result<std::string> tenant = tenants_.Resolve(in.tenant, s->peer_uid());
   if (in.abi_version != MOONCAKE_STORE_ABI_VERSION) {
     *why = "ABI version " + std::to_string(in.abi_version) + ", daemon speaks " +
-           std::to_string(MOONCAKE_STORE_ABI_VERSION);
+           std::to_string(MOONCAKE_STORE_ABI_VERSION) +
+           ": libmooncake_store and mooncaked must come from one release (upgrade the older)";
   } else if (!in.master_address.empty() && !SameMaster(in.master_address, master_endpoint_,
                                                         master_address_, &master_check)) {
     *why = master_check;
@@ -129,7 +186,8 @@ bool StoreService::Hello(ClientConnection* s, const uds::Message& hello, std::ve
     // Only a well-formed id is shown: it is the peer's input.
     *why = refusal == ErrorCode::PERMISSION_DENIED
                ? "uid " + std::to_string(s->peer_uid()) + " may not claim tenant '" + in.tenant +
-                     "' (--tenant_uids lists it for other uids)"
+                     "' (--tenant_uids lists it for other uids): name a tenant listed for " +
+                     "this uid, or none"
                : "a tenant id of " + std::to_string(in.tenant.size()) +
                      " bytes that is not 1..64 characters of [A-Za-z0-9_.-]";
   } else if (fds.size() > 1 || (in.pool_size == 0) != fds.empty()) {
@@ -145,7 +203,7 @@ bool StoreService::Hello(ClientConnection* s, const uds::Message& hello, std::ve
                                                          MemoryAccess::kLocalOnly) !=
                                ErrorCode::OK) {
       *why = "the pool could not be registered with the transfer engine";
-      uds::ReplyFrame refusal(hello.id, ErrorCode::TRANSFER_FAIL, uds::NoReply());
+      uds::ReplyFrame refusal(hello.id, ErrorCode::TRANSFER_FAIL, uds::NoReply(), *why);
       s->Send(&refusal);
       return false;
     }
@@ -170,7 +228,7 @@ bool StoreService::Hello(ClientConnection* s, const uds::Message& hello, std::ve
     fds.clear();  // AttachPool closed it
   }
   for (int fd : fds) close(fd);
-  uds::ReplyFrame reply(hello.id, refusal, uds::NoReply());
+  uds::ReplyFrame reply(hello.id, refusal, uds::NoReply(), *why);
   s->Send(&reply);
   return false;
 }
@@ -183,10 +241,16 @@ bool StoreService::Run(ClientConnection* s, const uds::Message& request,
   const int64_t start_ns = MonotonicNanos();
   typename uds::OpSpec<op>::Args in;
   if (!uds::ParseFields(request.args, &in)) return false;
-  ScopeKeys(s->tenant(), &in);
+  std::string bad_key;
+  ScopeKeys(s->tenant(), &in, &bad_key);
   typename uds::OpSpec<op>::Reply out;
+  TakeRefusal(ErrorCode::OK);  // nothing an earlier request of this thread left
   ErrorCode code = (this->*handler)(s, in, &out);
-  uds::ReplyFrame reply(request.id, code, out);
+  std::string reason = TakeRefusal(code);
+  // A single key's -600 is its key's, unless the handler said otherwise (a batch answers
+  // its entries' -600 inside a reply whose code is 0).
+  if (reason.empty() && code == ErrorCode::INVALID_PARAMS) reason = std::move(bad_key);
+  uds::ReplyFrame reply(request.id, code, out, reason);
   // Counted before the reply leaves: a client holding its answer finds it in /metrics.
   DaemonMetrics::Get().CountRequest(static_cast<int64_t>(op), code, start_ns);
   s->Send(&reply);
@@ -353,7 +417,9 @@ ErrorCode StoreService::OnRemoveByRegex(ClientConnection* s, const uds::RemoveBy
     MC_LOG_WARN("connection %llu: REMOVE_BY_REGEX refused: a pattern of %zu bytes, more than %d",
                 static_cast<unsigned long long>(s->id()), in.pattern.size(),
                 MOONCAKE_STORE_MAX_PATTERN_LEN);
-    return ErrorCode::INVALID_PARAMS;
+    return Refuse(ErrorCode::INVALID_PARAMS,
+                  "pattern longer than " + std::to_string(MOONCAKE_STORE_MAX_PATTERN_LEN) +
+                      " bytes (" + std::to_string(in.pattern.size()) + ")");
   }
   StaleCaches stale;
   Result<uint64_t> removed = master_->RemoveByRegex(in.pattern, in.force.value,

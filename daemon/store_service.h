@@ -27,6 +27,11 @@
 // well-typed but unacceptable (key length, value size, a pool range outside the pool, an
 // unknown staged id) get INVALID_PARAMS (-600).
 //
+// Refusals say why: a handler that refuses returns Refuse(code, why), and the reply carries
+// why as its reason (common/uds_ops.h, "reasons"), which libmc shows the application; a
+// -600 for a bad key says which key rule it broke without the handler's help (ScopeKeys
+// finds it). HELLO's refusals carry the same text the daemon logs.
+//
 // A connection's extra segments (MOUNT_SEGMENT and ALLOCATE_SEGMENT: memory the daemon maps
 // for the application to lend; MOUNT_POOL_SEGMENT: a range of the application's own pool)
 // are drained before they are unmounted (daemon/segment_drainer.h): on UNMOUNT_SEGMENT (one
@@ -305,6 +310,20 @@ inline bool ChunkInside(const uds::ChunkArgs& chunk, uint64_t value_size) {
 }
 // Converts a wire config; false when replica_num is out of 1..64 or offload out of 0..2.
 bool ToRpcConfig(const uds::WireConfig& wire, rpc::ReplicateConfig* out);
+
+// A handler refusing its request: returns code and keeps why for Run, which sends it as the
+// reply's reason when the handler returns that same code (a reason kept for a code the
+// handler then did not return is dropped). Kept per thread: a handler runs its request from
+// start to end on the thread that called it.
+ErrorCode Refuse(ErrorCode code, std::string why);
+// The reason kept for code since the last take, "" if none; forgets it either way.
+std::string TakeRefusal(ErrorCode code);
+// Refuse(INVALID_PARAMS, ...) naming what is wrong with a value size outside ValidSize, a
+// pool range outside s's pool, a config ToRpcConfig refuses, or an unknown staged id.
+ErrorCode RefuseSize(uint64_t size);
+ErrorCode RefusePoolRange(const ClientConnection* s, uint64_t offset, uint64_t length);
+ErrorCode RefuseConfig(const uds::WireConfig& wire);
+ErrorCode RefuseStagedId(const char* kind, uint64_t id);
 
 }  // namespace store_detail
 

@@ -209,7 +209,8 @@ void StoreService::ReadCached(const std::vector<std::string>& keys,
 
 ErrorCode StoreService::OnGet(ClientConnection* s, const uds::GetArgs& in, uds::GetReply* out) {
   char* dest = s->PoolRange(in.pool_offset, in.capacity);
-  if (!ValidKey(in.key) || dest == nullptr) return ErrorCode::INVALID_PARAMS;
+  if (!ValidKey(in.key)) return ErrorCode::INVALID_PARAMS;  // Run names the key's rule
+  if (dest == nullptr) return RefusePoolRange(s, in.pool_offset, in.capacity);
   std::vector<int64_t> cached;
   ReadCached({in.key}, {dest}, {in.capacity}, &cached);
   int64_t n = cached[0];
@@ -229,6 +230,11 @@ ErrorCode StoreService::OnGet(ClientConnection* s, const uds::GetArgs& in, uds::
     std::vector<int64_t> result(1);
     ReadListed(reads, 0, 1, asked_at, generation, &result);
     n = result[0];
+  }
+  if (n == ToInt(ErrorCode::INVALID_PARAMS)) {
+    return Refuse(ErrorCode::INVALID_PARAMS,
+                  "the value is larger than the buffer of " + std::to_string(in.capacity) +
+                      " bytes (get_size says how large)");
   }
   if (n < 0) return FromWire(n);
   out->bytes = static_cast<uint64_t>(n);
@@ -332,7 +338,10 @@ ErrorCode StoreService::OnGetBegin(ClientConnection* s, const uds::KeyArgs& in,
   if (code != ErrorCode::OK) return code;
   out->get_id = s->AddGet(get);
   out->size = get->size;
-  return out->get_id == 0 ? ErrorCode::INVALID_PARAMS : ErrorCode::OK;  // too many open
+  if (out->get_id != 0) return ErrorCode::OK;
+  return Refuse(ErrorCode::INVALID_PARAMS, "more than " +
+                                               std::to_string(ClientConnection::kMaxStaged) +
+                                               " staged gets open on this connection");
 }
 
 ErrorCode StoreService::ReadChunk(StagedGet* get, uint64_t value_offset, char* dest,
@@ -361,14 +370,17 @@ ErrorCode StoreService::ReadChunk(StagedGet* get, uint64_t value_offset, char* d
 ErrorCode StoreService::OnGetChunk(ClientConnection* s, const uds::ChunkArgs& in, uds::NoReply*) {
   std::shared_ptr<StagedGet> get = s->FindGet(in.staged_id);
   char* dest = s->PoolRange(in.pool_offset, in.length);
-  if (get == nullptr || dest == nullptr || !ChunkInside(in, get->size)) {
-    return ErrorCode::INVALID_PARAMS;
+  if (get == nullptr) return RefuseStagedId("get", in.staged_id);
+  if (dest == nullptr) return RefusePoolRange(s, in.pool_offset, in.length);
+  if (!ChunkInside(in, get->size)) {
+    return Refuse(ErrorCode::INVALID_PARAMS, "chunk runs past the value's " +
+                                                 std::to_string(get->size) + " bytes");
   }
   return ReadChunk(get.get(), in.value_offset, dest, in.length);
 }
 
 ErrorCode StoreService::OnGetEnd(ClientConnection* s, const uds::StagedIdArgs& in, uds::NoReply*) {
-  return s->EraseGet(in.staged_id) ? ErrorCode::OK : ErrorCode::INVALID_PARAMS;
+  return s->EraseGet(in.staged_id) ? ErrorCode::OK : RefuseStagedId("get", in.staged_id);
 }
 
 }  // namespace mooncake

@@ -71,6 +71,8 @@ StoreService::Inline StoreService::TryInline(ClientConnection* s, const uds::Mes
       if (!ValidKey(in.key) || dest == nullptr) break;
       Result<uint64_t> copied = CopyCached(in.key, dest, in.capacity, kInlineMaxBytes);
       if (copied.ok() && copied.value() == 0) break;
+      // Too small a buffer: the worker's handler answers it, saying why.
+      if (copied.code() == ErrorCode::INVALID_PARAMS) break;
       DaemonMetrics::Get().CountCacheHit();
       DaemonMetrics::Get().CountBytes(TransferKind::kRead, ReplicaTier::kLocalMemory,
                                       copied.ok() ? copied.value() : 0);

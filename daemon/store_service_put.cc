@@ -156,10 +156,10 @@ ErrorCode StoreService::OnUpsert(ClientConnection* s, const uds::PutArgs& in, ud
 ErrorCode StoreService::PutWhole(ClientConnection* s, const uds::PutArgs& in, bool upsert) {
   rpc::ReplicateConfig config;
   char* src = s->PoolRange(in.pool_offset, in.size);
-  if (!ValidKey(in.key) || !ValidSize(in.size) || src == nullptr ||
-      !ToRpcConfig(in.config, &config)) {
-    return ErrorCode::INVALID_PARAMS;
-  }
+  if (!ValidKey(in.key)) return ErrorCode::INVALID_PARAMS;  // Run names the key's rule
+  if (!ValidSize(in.size)) return RefuseSize(in.size);
+  if (src == nullptr) return RefusePoolRange(s, in.pool_offset, in.size);
+  if (!ToRpcConfig(in.config, &config)) return RefuseConfig(in.config);
   int64_t checksum = -1;
   bool retryable = false;
   ErrorCode code =
@@ -357,9 +357,9 @@ void StoreService::BatchPutRound(ClientConnection* s, const std::vector<BatchPut
 ErrorCode StoreService::OnPutBegin(ClientConnection* s, const uds::PutBeginArgs& in,
                                    uds::PutBeginReply* out) {
   rpc::ReplicateConfig config;
-  if (!ValidKey(in.key) || !ValidSize(in.size) || !ToRpcConfig(in.config, &config)) {
-    return ErrorCode::INVALID_PARAMS;
-  }
+  if (!ValidKey(in.key)) return ErrorCode::INVALID_PARAMS;  // Run names the key's rule
+  if (!ValidSize(in.size)) return RefuseSize(in.size);
+  if (!ToRpcConfig(in.config, &config)) return RefuseConfig(in.config);
   auto put = std::make_shared<StagedPut>();
   put->key = in.key;
   put->size = in.size;
@@ -373,8 +373,10 @@ ErrorCode StoreService::OnPutBegin(ClientConnection* s, const uds::PutBeginArgs&
   uint64_t put_id = code == ErrorCode::OK ? s->AddPut(put) : 0;
   if (put_id == 0) {
     RevokePut(in.key, put->upsert);
-    // INVALID_PARAMS: too many staged puts open
-    return code != ErrorCode::OK ? code : ErrorCode::INVALID_PARAMS;
+    if (code != ErrorCode::OK) return code;
+    return Refuse(ErrorCode::INVALID_PARAMS,
+                  "more than " + std::to_string(ClientConnection::kMaxStaged) +
+                      " staged puts open on this connection");
   }
   out->put_id = put_id;
   return ErrorCode::OK;
@@ -383,11 +385,14 @@ ErrorCode StoreService::OnPutBegin(ClientConnection* s, const uds::PutBeginArgs&
 ErrorCode StoreService::OnPutChunk(ClientConnection* s, const uds::ChunkArgs& in, uds::NoReply*) {
   std::shared_ptr<StagedPut> put = s->FindPut(in.staged_id);
   char* src = s->PoolRange(in.pool_offset, in.length);
-  if (put == nullptr || src == nullptr || !ChunkInside(in, put->size)) {
-    return ErrorCode::INVALID_PARAMS;
+  if (put == nullptr) return RefuseStagedId("put", in.staged_id);
+  if (src == nullptr) return RefusePoolRange(s, in.pool_offset, in.length);
+  if (!ChunkInside(in, put->size)) {
+    return Refuse(ErrorCode::INVALID_PARAMS, "chunk runs past the value's " +
+                                                 std::to_string(put->size) + " bytes");
   }
   std::shared_lock<std::shared_mutex> lock(put->mu);
-  if (put->finished) return ErrorCode::INVALID_PARAMS;
+  if (put->finished) return RefuseStagedId("put", in.staged_id);
   std::vector<ValueSlice> slice{ValueSlice{&put->targets, in.value_offset, src, in.length}};
   slice[0].want_crc = put->checksum;
   io_->WriteAll(&slice, TransferDeadline());
@@ -418,7 +423,7 @@ ErrorCode StoreService::OnPutAbort(ClientConnection* s, const uds::StagedIdArgs&
 
 ErrorCode StoreService::EndStagedPut(ClientConnection* s, uint64_t put_id, bool commit) {
   std::shared_ptr<StagedPut> put = s->TakePut(put_id);
-  if (put == nullptr) return ErrorCode::INVALID_PARAMS;
+  if (put == nullptr) return RefuseStagedId("put", put_id);
   std::unique_lock<std::shared_mutex> lock(put->mu);  // waits for running chunks
   put->finished = true;
   if (!commit || put->failed) {

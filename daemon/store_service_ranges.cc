@@ -76,7 +76,9 @@ ErrorCode StoreService::ReadRanges(ClientConnection* s,
   std::map<std::string, size_t> by_key;
   for (const uds::GetRangesArgs* e : entries) {
     if (fragments.size() + e->ranges.size() > uds::kMaxRangesPerRequest) {
-      return ErrorCode::INVALID_PARAMS;
+      return Refuse(ErrorCode::INVALID_PARAMS,
+                    "more than " + std::to_string(uds::kMaxRangesPerRequest) +
+                        " fragments in one request");
     }
     size_t k = keys.size();
     if (ValidKey(e->key) && !e->ranges.empty()) {

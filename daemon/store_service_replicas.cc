@@ -53,7 +53,9 @@ ErrorCode StoreService::OnBatchGetReplicaDesc(ClientConnection* s, const uds::Ba
     MC_LOG_WARN("connection %llu: BATCH_GET_REPLICA_DESC refused: %zu keys, more than %zu",
                 static_cast<unsigned long long>(s->id()), in.keys.size(),
                 uds::kMaxReplicaDescBatch);
-    return ErrorCode::INVALID_PARAMS;
+    return Refuse(ErrorCode::INVALID_PARAMS, "more than " +
+                                                 std::to_string(uds::kMaxReplicaDescBatch) +
+                                                 " keys in one request");
   }
   out->entries.assign(in.keys.size(), uds::ReplicaDescEntry{ToInt(ErrorCode::INVALID_PARAMS), {}});
   ValidKeys valid = PickValidKeys(in.keys);

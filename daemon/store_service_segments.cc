@@ -47,7 +47,11 @@ ErrorCode StoreService::OnBatchReplicaClear(ClientConnection* s,
 
 ErrorCode StoreService::MountDaemonMemory(ClientConnection* s, uint64_t size, const char* op,
                                           int64_t* segment_id) {
-  if (size == 0 || size > kMaxSegmentBytes) return ErrorCode::INVALID_PARAMS;
+  if (size == 0 || size > kMaxSegmentBytes) {
+    return Refuse(ErrorCode::INVALID_PARAMS, "segment size " + std::to_string(size) +
+                                                 " is not 1 byte to " +
+                                                 FormatSize(kMaxSegmentBytes));
+  }
   // Every limit before a byte is mapped (daemon/segment_budget.h), the connection's first.
   ErrorCode code = ErrorCode::OK;
   std::string why;
@@ -64,7 +68,7 @@ ErrorCode StoreService::MountDaemonMemory(ClientConnection* s, uint64_t size, co
     MC_LOG_WARN("connection %llu (pid %d): %s of %s refused (%s): %s",
                 static_cast<unsigned long long>(s->id()), static_cast<int>(s->peer_pid()), op,
                 FormatSize(size).c_str(), ErrorName(code), why.c_str());
-    return code;
+    return Refuse(code, why);  // the application sees the reason too
   }
   // Marked lent: placement uses it last. Mount frees the memory when refused.
   code = membership_->Mount(std::move(memory), segment_id, /*lent=*/true);
@@ -93,7 +97,7 @@ ErrorCode StoreService::OnMountPoolSegment(ClientConnection* s,
     MC_LOG_WARN("connection %llu (pid %d): MOUNT_POOL_SEGMENT refused (%s): %s",
                 static_cast<unsigned long long>(s->id()), static_cast<int>(s->peer_pid()),
                 ErrorName(code), why.c_str());
-    return code;
+    return Refuse(code, why);
   };
   if (in.size == 0 || in.size > kMaxSegmentBytes || s->PoolRange(in.pool_offset, in.size) == nullptr) {
     return refuse(ErrorCode::INVALID_PARAMS, "the range is empty or not inside the pool");
@@ -124,7 +128,10 @@ ErrorCode StoreService::OnUnmountSegment(ClientConnection* s, const uds::Unmount
   if (!s->TakeSegment(segment_id)) {
     MC_LOG_WARN("connection %llu: UNMOUNT_SEGMENT of %lld refused: not one of its segments",
                 static_cast<unsigned long long>(s->id()), static_cast<long long>(segment_id));
-    return ErrorCode::SEGMENT_NOT_FOUND;
+    return Refuse(ErrorCode::SEGMENT_NOT_FOUND,
+                  "segment " + std::to_string(segment_id) +
+                      " is not one this connection mounted (or it is gone with a lost "
+                      "connection)");
   }
   SegmentDrainer::Outcome drained = DrainSegments({segment_id});
   out->moved = drained.moved;
@@ -138,7 +145,9 @@ ErrorCode StoreService::OnUnmountLocalDiskSegment(ClientConnection* s, const uds
   MC_LOG_WARN("connection %llu (pid %d): UNMOUNT_LOCAL_DISK_SEGMENT refused: the SSD tier "
               "is the daemon's (--ssd_path), shared by every application on this host",
               static_cast<unsigned long long>(s->id()), static_cast<int>(s->peer_pid()));
-  return ErrorCode::NOT_SUPPORTED;
+  return Refuse(ErrorCode::NOT_SUPPORTED,
+                "the SSD tier is the daemon's (--ssd_path), shared by every application on "
+                "this host: it is not an application's to unmount");
 }
 
 }  // namespace mooncake

@@ -11,7 +11,8 @@
 // Input policy: a key that is not a valid user key (empty, over MOONCAKE_STORE_MAX_KEY_LEN
 // bytes, or holding a NUL byte, which could otherwise spell another tenant's stored key)
 // becomes "", which every handler refuses with -600 (StoreService's ValidKey), as it
-// refuses a bad key of any other kind.
+// refuses a bad key of any other kind. ScopeKeys says which rule the first such key broke,
+// for the refusal's reason (common/uds_ops.h, "reasons").
 #ifndef MOONCAKE_DAEMON_TENANT_SCOPE_H_
 #define MOONCAKE_DAEMON_TENANT_SCOPE_H_
 
@@ -28,9 +29,11 @@ namespace tenant_scope_detail {
 
 struct KeyScoper {
   const std::string& tenant;
+  std::string* problem;  // the first invalid key's rule; may be null
 
   void Scope(std::string* key) const {
     if (!tenant_key::ValidUserKey(*key)) {
+      if (problem != nullptr && problem->empty()) *problem = tenant_key::UserKeyProblem(*key);
       key->clear();
     } else {
       tenant_key::EncodeInPlace(tenant, key);
@@ -62,10 +65,11 @@ struct KeyScoper {
 }  // namespace tenant_scope_detail
 
 // Rewrites every key of a request's arguments into tenant's stored key ("": the default
-// tenant, whose stored keys are the keys themselves).
+// tenant, whose stored keys are the keys themselves). *problem (when given, and still
+// empty) gets the rule the first invalid key broke (tenant_key::UserKeyProblem).
 template <class Args>
-void ScopeKeys(const std::string& tenant, Args* args) {
-  const tenant_scope_detail::KeyScoper scoper{tenant};
+void ScopeKeys(const std::string& tenant, Args* args, std::string* problem = nullptr) {
+  const tenant_scope_detail::KeyScoper scoper{tenant, problem};
   Args::Fields(*args, scoper);
 }
 

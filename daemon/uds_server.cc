@@ -378,7 +378,8 @@ bool UdsServer::OnFrame(Incoming* conn, const char* payload, size_t length, std:
   ClientConnection* client = conn->client.get();
   if (conn->fd_after_hello) {
     if (ClientConnection::Request request = client->Acquire()) {
-      uds::ReplyFrame refusal(message.id, ErrorCode::INVALID_PARAMS, uds::NoReply());
+      uds::ReplyFrame refusal(message.id, ErrorCode::INVALID_PARAMS, uds::NoReply(),
+                              "a file descriptor came with a request after HELLO");
       client->Send(&refusal);
     }
     *why = "file descriptor sent after HELLO";
@@ -524,7 +525,15 @@ void UdsServer::Dispatch(ClientConnection::Request request, std::unique_ptr<uds:
 void UdsServer::Refuse(Incoming* conn, const uds::Message& first) {
   ClientConnection* client = conn->client.get();
   if (ClientConnection::Request request = client->Acquire()) {
-    uds::ReplyFrame refusal(first.id, ErrorCode::PERMISSION_DENIED, uds::NoReply());
+    // The peer's own credentials and the flags that decide: what its operator needs.
+    std::string why =
+        conn->peer.uid == LocalPeer::kUnknownUid
+            ? std::string("this process's credentials could not be read (SO_PEERCRED)")
+            : "uid " + std::to_string(conn->peer.uid) + " gid " +
+                  std::to_string(conn->peer.gid) +
+                  " is not admitted: mooncaked's --allowed_uids and --allowed_gids (default: "
+                  "the socket file's group) say who may connect (docs/security.md)";
+    uds::ReplyFrame refusal(first.id, ErrorCode::PERMISSION_DENIED, uds::NoReply(), why);
     // Never blocks the loop: a connection that was sent nothing yet takes a small frame.
     client->TrySend(refusal.data(), refusal.size());
   }

@@ -13,6 +13,12 @@
  *  - A NULL handle or a NULL required argument returns MOONCAKE_STORE_INTERNAL_ERROR (-1).
  *  - Functions return MOONCAKE_STORE_OK (0) or a negative code from the table below;
  *    mooncake_store_strerror() names any code.
+ *  - Every refusal says why: after a call on a handle fails, mooncake_store_errmsg() on the
+ *    same thread says why in words, with the fix where there is one (which rule a key
+ *    broke, where no daemon listens, which daemon flag refused a segment: the daemon's own
+ *    reason when it refused). A failed connect, setup or mount also writes that one line
+ *    to stderr; other calls refused for their arguments (-600, -1, -1012) write it at most
+ *    once a second per handle, so that a hot loop cannot flood stderr.
  *  - Batch calls return 0 and fill results_out with one entry per key, each as the single
  *    call would have returned it. An empty batch (count 0) returns 0 and writes nothing.
  *  - Keys are 1 to 4096 bytes (any byte but NUL); values are 1 byte to 4 GiB.
@@ -48,7 +54,8 @@ extern "C" {
  * family); setup's master_server_addr is compared as an endpoint (a HELLO's master is sent
  * resolved). Applications built against an older header keep working with this library (no
  * struct or signature of an older version changed); the library and the daemon must be of
- * the same version. */
+ * the same version. mooncake_store_errmsg and the reasons refusals carry on the socket came
+ * without a bump: a library or daemon that predates them misreads nothing. */
 #define MOONCAKE_STORE_ABI_VERSION 4
 
 #define MOONCAKE_STORE_MAX_KEY_LEN 4096
@@ -122,6 +129,27 @@ int mooncake_store_parse_size(const char *text, uint64_t *out);
 /* An opaque handle: one connection to the local daemon plus one shared-memory pool. */
 typedef void *mooncake_store_t;
 
+/* Why the calling thread's last call on store failed (SQLite's sqlite3_errmsg): one line,
+ * for a person, naming the problem and the fix where there is one -- "mooncaked is not
+ * running at /run/mooncake/mooncaked.sock (connect: No such file or directory): start it
+ * (systemctl start mooncaked) or point MOONCAKE_SOCKET / connect()'s socket_path at its
+ * --socket", "key longer than 4096 bytes (5000)", or the daemon's own reason when the
+ * daemon refused. Never NULL.
+ *  - Per handle and per thread: a thread sees only its own calls, so threads sharing a
+ *    handle never read each other's messages. Ask on the thread that made the call.
+ *  - After a call that succeeded it is "". A batch call returns 0 even when entries fail:
+ *    after one it names the first entry the library refused itself, before sending
+ *    anything ("entry 3: key is empty"), else it is "".
+ *  - A failure nothing more specific explains reads as the code's description and number
+ *    ("object not found (-704)").
+ *  - store NULL: the message of the thread's last call made with a NULL handle, or with
+ *    none (mooncake_store_parse_size). Otherwise store must be a live handle.
+ *  - The string is the library's: valid until this thread's next call with the same
+ *    handle (or the thread's exit; a thread keeps messages for its last 64 failing
+ *    handles). Calling errmsg changes nothing, nor do create, destroy, free, strerror and
+ *    put_config_init. */
+const char *mooncake_store_errmsg(mooncake_store_t store);
+
 /* How a put is placed. A NULL config means one replica, no pins, no preference. */
 typedef struct mooncake_replicate_config {
   size_t replica_num;              /* memory replicas on distinct segments (>= 1) */
@@ -156,7 +184,9 @@ int mooncake_store_set_tenant(mooncake_store_t store, const char *tenant_id);
  * /run/mooncake/mooncaked.sock) and creates a pool of local_buffer_size bytes shared with
  * it. -900 when no daemon answers, -600 on an ABI version mismatch, -1401 when the daemon
  * does not admit this process's uid and groups (its --allowed_uids, --allowed_gids) or
- * the tenant (set_tenant) is not this process's to claim (its --tenant_uids). */
+ * the tenant (set_tenant) is not this process's to claim (its --tenant_uids), -901 when
+ * the daemon does not answer in time. Any failure logs one line on stderr saying why and
+ * what to do, which mooncake_store_errmsg() returns too. */
 int mooncake_store_connect(mooncake_store_t store, const char *socket_path,
                            uint64_t local_buffer_size);
 

@@ -1,39 +1,53 @@
-// The extern "C" surface of include/mooncake_store.h: argument checks (NULL -> -1, limits
-// -> -600), conversion to C++ types and of ErrorCode / Result to the ABI's integers (here
-// and nowhere else), and a catch-all so no exception crosses the ABI (-1). Everything
-// else lives in StoreClient. Only functions marked MC_EXPORT (and
-// mooncake_store_strerror, from common/error_code.cc) leave the library; see
-// libmooncake_store.map.
+// The extern "C" surface of include/mooncake_store.h: argument checks (libmc/api_checks.h:
+// NULL -> -1, limits -> -600), conversion to C++ types and of ErrorCode / Result to the ABI's
+// integers (here and nowhere else), a catch-all so no exception crosses the ABI (-1), and
+// the end of every call (Api): the message mooncake_store_errmsg() returns
+// (libmc/last_error.h), and the call's log line -- one for every failed connect, setup or
+// mount, and for refused arguments at most one a second per handle. Everything else lives
+// in StoreClient. Only functions marked MC_EXPORT (and mooncake_store_strerror, from
+// common/error_code.cc) leave the library; see libmooncake_store.map.
 #include <algorithm>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <exception>
 #include <new>
 #include <string>
 #include <vector>
 
 #include "common/error_code.h"
+#include "common/log_throttle.h"
 #include "common/logging.h"
 #include "common/tenant_key.h"
 #include "common/units.h"
 #include "include/mooncake_store.h"
+#include "libmc/api_checks.h"
+#include "libmc/last_error.h"
 #include "libmc/store_client.h"
 
 #define MC_EXPORT extern "C" __attribute__((visibility("default")))
 
 using mooncake::ErrorCode;
 using mooncake::Result;
+using mooncake::client::CheckAnyConfig;
+using mooncake::client::CheckKey;
+using mooncake::client::CheckPut;
+using mooncake::client::kInternal;
+using mooncake::client::kInvalidParams;
+using mooncake::client::NullArgument;
+using mooncake::client::Refuse;
 using mooncake::client::StoreClient;
 
 namespace {
 
-constexpr int kInternal = MOONCAKE_STORE_INTERNAL_ERROR;
-constexpr int kInvalidParams = MOONCAKE_STORE_INVALID_PARAMS;
 constexpr const char* kDefaultSocket = "/run/mooncake/mooncaked.sock";
 
 // The library's lines in an application's stderr name it rather than the application (the
 // library has its own copy of the logging state: mc_common is linked in, hidden).
 const bool kLogComponentSet = (mooncake::SetLogComponent("libmc"), true);
+
+// Refused arguments of calls without a handle (or with a NULL one): one line a second.
+mooncake::LogThrottle g_no_handle_log;
 
 StoreClient* AsClient(mooncake_store_t store) { return static_cast<StoreClient*>(store); }
 
@@ -42,14 +56,73 @@ int ToAbi(ErrorCode code) { return mooncake::ToInt(code); }
 int64_t ToAbi(const Result<uint64_t>& r) { return mooncake::ToWire(r); }
 int ToAbi(const Result<bool>& r) { return r.ok() ? (r.value() ? 1 : 0) : ToAbi(r.code()); }
 
-// Runs f, turning any exception into on_error: nothing C++ escapes through the C ABI.
-template <typename R, typename F>
-R Guard(R on_error, F&& f) noexcept {
-  try {
-    return f();
-  } catch (...) {
-    return on_error;
+// How a call's failures are logged: kSetup (connect, setup, the mounts) always, one line
+// with the reason and the fix; kData only when the caller's arguments are to blame, at
+// most one line a second per handle, so that a hot loop cannot flood stderr; kQuiet never
+// (parse_size: a question whose answer may well be no).
+enum class Kind { kData, kSetup, kQuiet };
+
+void LogRefusal(const char* function, StoreClient* client, const std::string& message) {
+  mooncake::LogThrottle& throttle = client != nullptr ? client->argument_log() : g_no_handle_log;
+  uint64_t skipped = 0;
+  if (!throttle.Due(&skipped)) return;
+  if (skipped > 0) {
+    MC_LOG_WARN("%s: %s (%llu more refused calls on this handle since the last such line)",
+                function, message.c_str(), static_cast<unsigned long long>(skipped));
+  } else {
+    MC_LOG_WARN("%s: %s", function, message.c_str());
   }
+}
+
+// The end of every call on a handle: result (a code, or a count or size when >= 0) becomes
+// the handle's message on this thread, and the log line if one is due.
+void Finish(const char* function, StoreClient* client, Kind kind, int64_t result) noexcept {
+  using namespace mooncake::client;
+  try {
+    const uint64_t serial = client != nullptr ? client->serial() : 0;
+    if (result >= 0) {
+      const std::string* entry = NotedEntry();  // a batch's first refused entry, if any
+      RecordMessage(serial, entry != nullptr ? *entry : std::string());
+      if (entry != nullptr && kind == Kind::kData && NotedEntryBlamesArguments()) {
+        LogRefusal(function, client, *entry);
+      }
+      return;
+    }
+    const ErrorCode code = mooncake::FromWire(result);
+    const std::string message = MessageFor(code);
+    RecordMessage(serial, message);
+    if (kind == Kind::kSetup) {
+      MC_LOG_ERROR("%s: %s", function, message.c_str());
+    } else if (kind == Kind::kData && BlamesArguments(code)) {
+      LogRefusal(function, client, message);
+    }
+  } catch (...) {  // out of memory: the message is lost, the result is not
+  }
+}
+
+// Runs f (the body of C function `function` on store), turning a NULL handle and any
+// exception into -1, and finishes the call. R is the function's integer type.
+template <typename R, typename F>
+R Api(const char* function, mooncake_store_t store, Kind kind, F&& f) noexcept {
+  mooncake::client::BeginCall();
+  R result = kInternal;
+  try {
+    result = store == nullptr ? NullArgument("the handle (mooncake_store_t)") : f();
+  } catch (const std::bad_alloc&) {
+    try {
+      mooncake::client::Explain(ErrorCode::INTERNAL_ERROR, "out of memory");
+    } catch (...) {
+    }
+  } catch (const std::exception& e) {
+    try {
+      mooncake::client::Explain(ErrorCode::INTERNAL_ERROR,
+                                std::string("unexpected exception: ") + e.what());
+    } catch (...) {
+    }
+  } catch (...) {
+  }
+  Finish(function, AsClient(store), kind, static_cast<int64_t>(result));
+  return result;
 }
 
 std::string SocketPath(const char* socket_path) {
@@ -59,156 +132,12 @@ std::string SocketPath(const char* socket_path) {
   return kDefaultSocket;
 }
 
-// 0 with *out set, -1 for NULL, -600 for an empty or over-long key.
-int CheckKey(const char* key, std::string* out) {
-  if (key == nullptr) return kInternal;
-  size_t n = strnlen(key, MOONCAKE_STORE_MAX_KEY_LEN + 1);
-  if (n == 0 || n > MOONCAKE_STORE_MAX_KEY_LEN) return kInvalidParams;
-  out->assign(key, n);
-  return 0;
-}
-
-int CheckValueSize(size_t size) {
-  return (size == 0 || size > MOONCAKE_STORE_MAX_VALUE_SIZE) ? kInvalidParams : 0;
-}
-
-// Copies count "host:port" names: -1 for a NULL list or name, -600 for too many or too long.
-int CopySegments(const char* const* names, size_t count, std::vector<std::string>* out) {
-  if (count > 0 && names == nullptr) return kInternal;
-  // More names than a frame may list would cost the connection (docs/protocol.md).
-  if (count > mooncake::uds::kMaxBatch) return kInvalidParams;
-  for (size_t i = 0; i < count; ++i) {
-    if (names[i] == nullptr) return kInternal;
-    if (std::strlen(names[i]) > MOONCAKE_STORE_MAX_KEY_LEN) {
-      return kInvalidParams;  // no "host:port" is that long
-    }
-    out->emplace_back(names[i]);
-  }
-  return 0;
-}
-
-// The wire config of a put: *config (NULL: the defaults) and the handle's offload choice,
-// which the C struct predates (mooncake_store_set_ssd_offload).
-int CheckConfig(const StoreClient* client, const mooncake_replicate_config_t* config,
-                mooncake::uds::WireConfig* out) {
-  *out = mooncake::uds::WireConfig();
-  out->offload = client->ssd_offload();
-  if (config == nullptr) return 0;
-  if (config->replica_num == 0) return kInvalidParams;
-  out->replica_num = config->replica_num;
-  // The older struct's flag: a put pins or it does not (an upsert drops the old pin).
-  out->soft_pin_action = config->with_soft_pin != 0 ? MOONCAKE_SOFT_PIN_ENABLE
-                                                    : MOONCAKE_SOFT_PIN_DISABLE;
-  out->with_hard_pin = config->with_hard_pin != 0;
-  return CopySegments(config->preferred_segments, config->preferred_segments_count,
-                      &out->preferred_segments);
-}
-
-// The fields of a mooncake_put_config_t the caller's struct_size covers, over the defaults.
-// -600 for a size outside [MOONCAKE_PUT_CONFIG_SIZE_V1, MOONCAKE_PUT_CONFIG_MAX_SIZE], -1012
-// when the bytes past this library's struct are not all zero (fields of a later version).
-int ReadPutConfig(const mooncake_put_config_t* config, mooncake_put_config_t* out) {
-  mooncake_store_put_config_init(out);
-  if (config == nullptr) return 0;
-  const size_t size = config->struct_size;
-  if (size < MOONCAKE_PUT_CONFIG_SIZE_V1 || size > MOONCAKE_PUT_CONFIG_MAX_SIZE) {
-    MC_LOG_WARN("put config struct_size %zu outside [%zu, %d]", size,
-                static_cast<size_t>(MOONCAKE_PUT_CONFIG_SIZE_V1), MOONCAKE_PUT_CONFIG_MAX_SIZE);
-    return kInvalidParams;
-  }
-  const size_t known = std::min(size, sizeof(mooncake_put_config_t));
-  std::memcpy(out, config, known);
-  const unsigned char* tail = reinterpret_cast<const unsigned char*>(config) + known;
-  for (size_t i = 0; i < size - known; ++i) {
-    if (tail[i] != 0) {
-      MC_LOG_WARN("put config sets fields of a newer library (struct_size %zu)", size);
-      return ToAbi(ErrorCode::NOT_SUPPORTED);
-    }
-  }
-  out->struct_size = sizeof(mooncake_put_config_t);
-  return 0;
-}
-
-// A feature of Mooncake's config this store does not have: refused, never ignored.
-int Unsupported(const char* field) {
-  MC_LOG_WARN("put config: %s is not supported by this store (docs/mooncake-api.md)", field);
-  return ToAbi(ErrorCode::NOT_SUPPORTED);
-}
-
-// The wire config of a put with a mooncake_put_config_t (NULL: the defaults).
-int CheckPutConfig(const StoreClient* client, const mooncake_put_config_t* given,
-                   mooncake::uds::WireConfig* out) {
-  *out = mooncake::uds::WireConfig();
-  out->offload = client->ssd_offload();
-  mooncake_put_config_t c;
-  int rc = ReadPutConfig(given, &c);
-  if (rc != 0) return rc;
-  if (c.replica_num == 0 || c.replica_num > 64) return kInvalidParams;
-  if (c.soft_pin_action < MOONCAKE_SOFT_PIN_PRESERVE ||
-      c.soft_pin_action > MOONCAKE_SOFT_PIN_DISABLE) {
-    return kInvalidParams;
-  }
-  // Mooncake's rule: a TTL goes with ENABLE only. The master checks it against its maximum.
-  if (c.has_soft_pin_ttl != 0 && c.soft_pin_action != MOONCAKE_SOFT_PIN_ENABLE) {
-    return kInvalidParams;
-  }
-  if (c.soft_pin_ttl_ms > static_cast<uint64_t>(INT64_MAX)) return kInvalidParams;
-  if (c.data_type < 0 || c.data_type > 9) return kInvalidParams;
-  if (c.nof_replica_num != 0) return Unsupported("nof_replica_num");
-  if (c.dfs_replica_num != 0) return Unsupported("dfs_replica_num");
-  if (c.preferred_nof_segments_count != 0) return Unsupported("preferred_nof_segments");
-  if (c.host_id != nullptr && c.host_id[0] != '\0') return Unsupported("host_id");
-  if (c.group_ids_count > 0 && c.group_ids == nullptr) return kInternal;
-  for (size_t i = 0; i < c.group_ids_count; ++i) {
-    if (c.group_ids[i] == nullptr) return kInternal;
-    if (c.group_ids[i][0] != '\0') return Unsupported("group_ids");
-  }
-  out->replica_num = c.replica_num;
-  out->soft_pin_action = static_cast<uint64_t>(c.soft_pin_action);
-  out->soft_pin_ttl_given = c.has_soft_pin_ttl != 0;
-  out->soft_pin_ttl_ms = out->soft_pin_ttl_given ? c.soft_pin_ttl_ms : 0;
-  out->with_hard_pin = c.with_hard_pin != 0;
-  out->prefer_local = c.prefer_alloc_in_same_node != 0;
-  if (c.preferred_segments_count == 0 && c.preferred_segment != nullptr &&
-      c.preferred_segment[0] != '\0') {
-    const char* one[] = {c.preferred_segment};
-    return CopySegments(one, 1, &out->preferred_segments);
-  }
-  return CopySegments(c.preferred_segments, c.preferred_segments_count,
-                      &out->preferred_segments);
-}
-
-// The wire config of either struct.
-int CheckAnyConfig(const StoreClient* client, const mooncake_replicate_config_t* config,
-                   mooncake::uds::WireConfig* out) {
-  return CheckConfig(client, config, out);
-}
-int CheckAnyConfig(const StoreClient* client, const mooncake_put_config_t* config,
-                   mooncake::uds::WireConfig* out) {
-  return CheckPutConfig(client, config, out);
-}
-
-// The checks every put shares; 0 when the put may go ahead.
-template <typename Config>
-int CheckPut(StoreClient* client, const char* key, const void* value, size_t size,
-             const Config* config, std::string* key_out, mooncake::uds::WireConfig* config_out) {
-  if (value == nullptr) return kInternal;
-  int rc = CheckKey(key, key_out);
-  if (rc != 0) return rc;
-  rc = CheckAnyConfig(client, config, config_out);
-  if (rc != 0) return rc;
-  rc = CheckValueSize(size);
-  if (rc != 0) return rc;
-  return ToAbi(client->CheckRegistered(value, size));
-}
-
 // mooncake_store_put and mooncake_store_upsert_from (and their _ex forms), which differ
 // only in upsert.
 template <typename Config>
-int PutOrUpsert(mooncake_store_t store, const char* key, const void* value, size_t size,
-                const Config* config, bool upsert) {
-  if (store == nullptr) return kInternal;
-  return Guard(kInternal, [&] {
+int PutOrUpsert(const char* function, mooncake_store_t store, const char* key,
+                const void* value, size_t size, const Config* config, bool upsert) {
+  return Api<int>(function, store, Kind::kData, [&] {
     std::string k;
     mooncake::uds::WireConfig c;
     int rc = CheckPut(AsClient(store), key, value, size, config, &k, &c);
@@ -218,17 +147,18 @@ int PutOrUpsert(mooncake_store_t store, const char* key, const void* value, size
 }
 
 // What the batch put and get entry points share: the NULL checks, then check(client, i,
-// &key) for each entry (0, or its code, which is its result at once), then run(client,
-// items) for the entries that passed. 0 once the entries have their results, or -1.
+// &key) for each entry (0, or its code, which is its result at once; the first such entry
+// is the call's message), then run(client, items) for the entries that passed. 0 once the
+// entries have their results, or -1.
 template <typename Item, typename Out, typename Check, typename Run>
-int BatchCall(mooncake_store_t store, const char** keys, void** buffers, const size_t* sizes,
-              size_t count, Out* results_out, Check check, Run run) {
-  if (store == nullptr) return kInternal;
-  if (count == 0) return 0;
-  if (keys == nullptr || buffers == nullptr || sizes == nullptr || results_out == nullptr) {
-    return kInternal;
-  }
-  return Guard(kInternal, [&] {
+int BatchCall(const char* function, mooncake_store_t store, const char** keys, void** buffers,
+              const size_t* sizes, size_t count, Out* results_out, Check check, Run run) {
+  return Api<int>(function, store, Kind::kData, [&] {
+    if (count == 0) return 0;
+    if (keys == nullptr) return NullArgument("keys");
+    if (buffers == nullptr) return NullArgument("buffers");
+    if (sizes == nullptr) return NullArgument("sizes");
+    if (results_out == nullptr) return NullArgument("results_out");
     StoreClient* client = AsClient(store);
     std::vector<Item> items;
     std::vector<size_t> where;  // the entry of each item
@@ -238,6 +168,7 @@ int BatchCall(mooncake_store_t store, const char** keys, void** buffers, const s
       int rc = check(client, i, &k);
       if (rc != 0) {
         results_out[i] = rc;
+        mooncake::client::NoteEntry(i, rc);
         continue;
       }
       // A char* fits both PutItem::data (const char*) and GetItem::buffer.
@@ -251,15 +182,16 @@ int BatchCall(mooncake_store_t store, const char** keys, void** buffers, const s
 }
 
 // What the batch calls on keys alone share: the NULL checks, each key checked (a bad one
-// gets its code in results_out at once), then run(client, valid_keys, &results) for the
-// rest, whose results land where their keys came from. 0, or -1.
+// gets its code in results_out at once, and the first is the call's message), then
+// run(client, valid_keys, &results) for the rest, whose results land where their keys came
+// from. 0, or -1.
 template <typename Result, typename Run>
-int KeysCall(mooncake_store_t store, const char** keys, size_t count, int* results_out,
-             Run run) {
-  if (store == nullptr) return kInternal;
-  if (count == 0) return 0;
-  if (keys == nullptr || results_out == nullptr) return kInternal;
-  return Guard(kInternal, [&] {
+int KeysCall(const char* function, mooncake_store_t store, const char** keys, size_t count,
+             int* results_out, Run run) {
+  return Api<int>(function, store, Kind::kData, [&] {
+    if (count == 0) return 0;
+    if (keys == nullptr) return NullArgument("keys");
+    if (results_out == nullptr) return NullArgument("results_out");
     std::vector<std::string> valid;
     std::vector<size_t> where;
     valid.reserve(count);
@@ -269,6 +201,7 @@ int KeysCall(mooncake_store_t store, const char** keys, size_t count, int* resul
       int rc = CheckKey(keys[i], &k);
       if (rc != 0) {
         results_out[i] = rc;
+        mooncake::client::NoteEntry(i, rc);
         continue;
       }
       valid.push_back(std::move(k));
@@ -288,19 +221,26 @@ int KeysCall(mooncake_store_t store, const char** keys, size_t count, int* resul
 // ---- lifecycle ------------------------------------------------------------------------
 
 MC_EXPORT mooncake_store_t mooncake_store_create(void) {
-  return Guard<mooncake_store_t>(nullptr, [] { return new (std::nothrow) StoreClient(); });
+  try {
+    return new (std::nothrow) StoreClient();
+  } catch (...) {  // a std::thread or mutex that could not be made
+    return nullptr;
+  }
 }
 
 MC_EXPORT void mooncake_store_destroy(mooncake_store_t store) {
-  Guard<int>(0, [&] {
+  try {
     delete AsClient(store);
-    return 0;
-  });
+  } catch (...) {
+  }
+}
+
+MC_EXPORT const char* mooncake_store_errmsg(mooncake_store_t store) {
+  return mooncake::client::LastMessage(store != nullptr ? AsClient(store)->serial() : 0);
 }
 
 MC_EXPORT int mooncake_store_set_tenant(mooncake_store_t store, const char* tenant_id) {
-  if (store == nullptr) return kInternal;
-  return Guard(kInternal, [&] {
+  return Api<int>(__func__, store, Kind::kData, [&] {
     // NULL names none, as "" does; an over-long id is refused without reading past what
     // could be one.
     std::string tenant;
@@ -313,8 +253,7 @@ MC_EXPORT int mooncake_store_set_tenant(mooncake_store_t store, const char* tena
 
 MC_EXPORT int mooncake_store_connect(mooncake_store_t store, const char* socket_path,
                                      uint64_t local_buffer_size) {
-  if (store == nullptr) return kInternal;
-  return Guard(kInternal, [&] {
+  return Api<int>(__func__, store, Kind::kSetup, [&] {
     return ToAbi(AsClient(store)->Connect(SocketPath(socket_path), local_buffer_size, "", 0));
   });
 }
@@ -327,8 +266,7 @@ MC_EXPORT int mooncake_store_setup(mooncake_store_t store, const char* local_hos
   (void)metadata_server;  // keeps its own metadata and chooses the transports
   (void)protocol;
   (void)device_name;
-  if (store == nullptr) return kInternal;
-  return Guard(kInternal, [&] {
+  return Api<int>(__func__, store, Kind::kSetup, [&] {
     return ToAbi(AsClient(store)->Connect(SocketPath(nullptr), local_buffer_size,
                                           master_server_addr ? master_server_addr : "",
                                           global_segment_size));
@@ -336,23 +274,25 @@ MC_EXPORT int mooncake_store_setup(mooncake_store_t store, const char* local_hos
 }
 
 MC_EXPORT int mooncake_store_close(mooncake_store_t store) {
-  if (store == nullptr) return kInternal;
-  return Guard(kInternal, [&] { return ToAbi(AsClient(store)->Close()); });
+  return Api<int>(__func__, store, Kind::kData, [&] { return ToAbi(AsClient(store)->Close()); });
 }
 
 MC_EXPORT int mooncake_store_health_check(mooncake_store_t store) {
-  if (store == nullptr) return kInternal;
-  return Guard(kInternal, [&] { return AsClient(store)->HealthCheck(); });
+  return Api<int>(__func__, store, Kind::kData, [&] { return AsClient(store)->HealthCheck(); });
 }
 
 MC_EXPORT int mooncake_store_get_hostname(mooncake_store_t store, char* buf_out,
                                           size_t buf_len) {
-  if (store == nullptr || buf_out == nullptr) return kInternal;
-  return Guard(kInternal, [&] {
+  return Api<int>(__func__, store, Kind::kData, [&] {
+    if (buf_out == nullptr) return NullArgument("buf_out");
     std::string hostname;
     ErrorCode rc = AsClient(store)->GetHostname(&hostname);
     if (rc != ErrorCode::OK) return ToAbi(rc);
-    if (hostname.size() + 1 > buf_len) return kInvalidParams;
+    if (hostname.size() + 1 > buf_len) {
+      return Refuse(kInvalidParams, "buf_len " + std::to_string(buf_len) + " is too small: \"" +
+                                        hostname + "\" needs " +
+                                        std::to_string(hostname.size() + 1));
+    }
     std::memcpy(buf_out, hostname.c_str(), hostname.size() + 1);
     return 0;
   });
@@ -361,45 +301,56 @@ MC_EXPORT int mooncake_store_get_hostname(mooncake_store_t store, char* buf_out,
 // ---- shared memory --------------------------------------------------------------------
 
 MC_EXPORT void* mooncake_store_alloc(mooncake_store_t store, size_t size) {
-  if (store == nullptr) return nullptr;
-  return Guard<void*>(nullptr, [&] { return AsClient(store)->Alloc(size); });
+  void* p = nullptr;
+  // The call's result for its message: 0, or the code of why there is no memory.
+  Api<int>(__func__, store, Kind::kData, [&] {
+    p = AsClient(store)->Alloc(size);
+    if (p != nullptr) return 0;
+    ErrorCode why = mooncake::client::ExplainedCode();
+    return ToAbi(why != ErrorCode::OK ? why : ErrorCode::NO_AVAILABLE_HANDLE);
+  });
+  return p;
 }
 
 MC_EXPORT void mooncake_store_free(mooncake_store_t store, void* ptr) {
   if (store == nullptr || ptr == nullptr) return;
-  Guard<int>(0, [&] {
+  try {
     AsClient(store)->Free(ptr);
-    return 0;
-  });
+  } catch (...) {
+  }
 }
 
 MC_EXPORT int mooncake_store_register_buffer(mooncake_store_t store, void* buffer,
                                              size_t size) {
-  if (store == nullptr || buffer == nullptr) return kInternal;
-  return Guard(kInternal, [&] { return ToAbi(AsClient(store)->RegisterBuffer(buffer, size)); });
+  return Api<int>(__func__, store, Kind::kData, [&] {
+    if (buffer == nullptr) return NullArgument("buffer");
+    return ToAbi(AsClient(store)->RegisterBuffer(buffer, size));
+  });
 }
 
 MC_EXPORT int mooncake_store_unregister_buffer(mooncake_store_t store, void* buffer) {
-  if (store == nullptr || buffer == nullptr) return kInternal;
-  return Guard(kInternal, [&] { return ToAbi(AsClient(store)->UnregisterBuffer(buffer)); });
+  return Api<int>(__func__, store, Kind::kData, [&] {
+    if (buffer == nullptr) return NullArgument("buffer");
+    return ToAbi(AsClient(store)->UnregisterBuffer(buffer));
+  });
 }
 
 // ---- put ------------------------------------------------------------------------------
 
 MC_EXPORT int mooncake_store_put(mooncake_store_t store, const char* key, const void* value,
                                  size_t size, const mooncake_replicate_config_t* config) {
-  return PutOrUpsert(store, key, value, size, config, false);
+  return PutOrUpsert(__func__, store, key, value, size, config, false);
 }
 
 MC_EXPORT int mooncake_store_put_from(mooncake_store_t store, const char* key, void* buffer,
                                       size_t size, const mooncake_replicate_config_t* config) {
-  return mooncake_store_put(store, key, buffer, size, config);
+  return PutOrUpsert(__func__, store, key, buffer, size, config, false);
 }
 
 MC_EXPORT int mooncake_store_upsert_from(mooncake_store_t store, const char* key, void* buffer,
                                          size_t size,
                                          const mooncake_replicate_config_t* config) {
-  return PutOrUpsert(store, key, buffer, size, config, true);
+  return PutOrUpsert(__func__, store, key, buffer, size, config, true);
 }
 
 namespace {
@@ -407,18 +358,18 @@ namespace {
 // The batch put entry points: batch_put_from (upsert false) and batch_upsert_from, with
 // either config struct.
 template <typename Config>
-int BatchPutOrUpsert(mooncake_store_t store, const char** keys, void** buffers,
-                     const size_t* sizes, size_t count, const Config* config, int* results_out,
-                     bool upsert) {
+int BatchPutOrUpsert(const char* function, mooncake_store_t store, const char** keys,
+                     void** buffers, const size_t* sizes, size_t count, const Config* config,
+                     int* results_out, bool upsert) {
   mooncake::uds::WireConfig c;
   int config_rc = 0;
   return BatchCall<StoreClient::PutItem>(
-      store, keys, buffers, sizes, count, results_out,
+      function, store, keys, buffers, sizes, count, results_out,
       [&](StoreClient* client, size_t i, std::string* k) {
-        // The first entry checks the batch's config, inside BatchCall's guard.
+        // The first entry checks the batch's config, inside the call's guard.
         if (i == 0) config_rc = CheckAnyConfig(client, config, &c);
         mooncake::uds::WireConfig unused;  // the batch's config is c
-        if (config_rc != 0) return config_rc;
+        if (config_rc != 0) return config_rc;  // every entry's: the call's message says why
         return CheckPut<mooncake_replicate_config_t>(client, keys[i], buffers[i], sizes[i],
                                                      nullptr, k, &unused);
       },
@@ -433,56 +384,56 @@ MC_EXPORT int mooncake_store_batch_put_from(mooncake_store_t store, const char**
                                             void** buffers, const size_t* sizes, size_t count,
                                             const mooncake_replicate_config_t* config,
                                             int* results_out) {
-  return BatchPutOrUpsert(store, keys, buffers, sizes, count, config, results_out, false);
+  return BatchPutOrUpsert(__func__, store, keys, buffers, sizes, count, config, results_out,
+                          false);
 }
 
 // ---- put configuration, version 4 ----------------------------------------------------
 
 MC_EXPORT int mooncake_store_put_config_init(mooncake_put_config_t* config) {
   if (config == nullptr) return kInternal;
-  std::memset(config, 0, sizeof(*config));
-  config->struct_size = sizeof(*config);
-  config->replica_num = 1;
-  config->soft_pin_action = MOONCAKE_SOFT_PIN_PRESERVE;
+  mooncake::client::PutConfigDefaults(config);
   return 0;
 }
 
 MC_EXPORT int mooncake_store_put_ex(mooncake_store_t store, const char* key, const void* value,
                                     size_t size, const mooncake_put_config_t* config) {
-  return PutOrUpsert(store, key, value, size, config, false);
+  return PutOrUpsert(__func__, store, key, value, size, config, false);
 }
 
 MC_EXPORT int mooncake_store_put_from_ex(mooncake_store_t store, const char* key, void* buffer,
                                          size_t size, const mooncake_put_config_t* config) {
-  return PutOrUpsert(store, key, buffer, size, config, false);
+  return PutOrUpsert(__func__, store, key, buffer, size, config, false);
 }
 
 MC_EXPORT int mooncake_store_upsert_from_ex(mooncake_store_t store, const char* key,
                                             void* buffer, size_t size,
                                             const mooncake_put_config_t* config) {
-  return PutOrUpsert(store, key, buffer, size, config, true);
+  return PutOrUpsert(__func__, store, key, buffer, size, config, true);
 }
 
 MC_EXPORT int mooncake_store_batch_put_from_ex(mooncake_store_t store, const char** keys,
                                                void** buffers, const size_t* sizes,
                                                size_t count, const mooncake_put_config_t* config,
                                                int* results_out) {
-  return BatchPutOrUpsert(store, keys, buffers, sizes, count, config, results_out, false);
+  return BatchPutOrUpsert(__func__, store, keys, buffers, sizes, count, config, results_out,
+                          false);
 }
 
 MC_EXPORT int mooncake_store_batch_upsert_from(mooncake_store_t store, const char** keys,
                                                void** buffers, const size_t* sizes,
                                                size_t count, const mooncake_put_config_t* config,
                                                int* results_out) {
-  return BatchPutOrUpsert(store, keys, buffers, sizes, count, config, results_out, true);
+  return BatchPutOrUpsert(__func__, store, keys, buffers, sizes, count, config, results_out,
+                          true);
 }
 
 // ---- get ------------------------------------------------------------------------------
 
 MC_EXPORT int64_t mooncake_store_get_into(mooncake_store_t store, const char* key,
                                           void* buffer, size_t size) {
-  if (store == nullptr || buffer == nullptr) return kInternal;
-  return Guard<int64_t>(kInternal, [&]() -> int64_t {
+  return Api<int64_t>(__func__, store, Kind::kData, [&]() -> int64_t {
+    if (buffer == nullptr) return NullArgument("buffer");
     std::string k;
     int rc = CheckKey(key, &k);
     if (rc == 0) rc = ToAbi(AsClient(store)->CheckRegistered(buffer, size));
@@ -495,9 +446,9 @@ MC_EXPORT int mooncake_store_batch_get_into(mooncake_store_t store, const char**
                                             void** buffers, const size_t* sizes, size_t count,
                                             int64_t* results_out) {
   return BatchCall<StoreClient::GetItem>(
-      store, keys, buffers, sizes, count, results_out,
+      __func__, store, keys, buffers, sizes, count, results_out,
       [&](StoreClient* client, size_t i, std::string* k) {
-        int rc = buffers[i] == nullptr ? kInternal : CheckKey(keys[i], k);
+        int rc = buffers[i] == nullptr ? NullArgument("buffer") : CheckKey(keys[i], k);
         return rc != 0 ? rc : ToAbi(client->CheckRegistered(buffers[i], sizes[i]));
       },
       [](StoreClient* client, std::vector<StoreClient::GetItem>& items) {
@@ -508,8 +459,7 @@ MC_EXPORT int mooncake_store_batch_get_into(mooncake_store_t store, const char**
 // ---- query ----------------------------------------------------------------------------
 
 MC_EXPORT int mooncake_store_is_exist(mooncake_store_t store, const char* key) {
-  if (store == nullptr) return kInternal;
-  return Guard(kInternal, [&] {
+  return Api<int>(__func__, store, Kind::kData, [&] {
     std::string k;
     int rc = CheckKey(key, &k);
     if (rc != 0) return rc;
@@ -520,14 +470,13 @@ MC_EXPORT int mooncake_store_is_exist(mooncake_store_t store, const char* key) {
 MC_EXPORT int mooncake_store_batch_is_exist(mooncake_store_t store, const char** keys,
                                             size_t count, int* results_out) {
   return KeysCall<Result<bool>>(
-      store, keys, count, results_out,
+      __func__, store, keys, count, results_out,
       [](StoreClient* client, const std::vector<std::string>& valid,
          std::vector<Result<bool>>* results) { client->BatchIsExist(valid, results); });
 }
 
 MC_EXPORT int64_t mooncake_store_get_size(mooncake_store_t store, const char* key) {
-  if (store == nullptr) return kInternal;
-  return Guard<int64_t>(kInternal, [&]() -> int64_t {
+  return Api<int64_t>(__func__, store, Kind::kData, [&]() -> int64_t {
     std::string k;
     int rc = CheckKey(key, &k);
     if (rc != 0) return rc;
@@ -544,9 +493,20 @@ namespace {
 int WriteReplicas(const std::vector<mooncake::uds::WireReplica>& replicas,
                   mooncake_replica_desc_t* out, size_t capacity, size_t* count_out) {
   *count_out = replicas.size();
-  if (replicas.size() > capacity) return kInvalidParams;
+  if (replicas.size() > capacity) {
+    // Also how a caller asks for the count: explained, never logged.
+    mooncake::client::Explain(ErrorCode::INVALID_PARAMS,
+                              std::to_string(replicas.size()) + " replicas, room for " +
+                                  std::to_string(capacity));
+    return kInvalidParams;
+  }
   for (const auto& r : replicas) {
-    if (r.location.size() >= MOONCAKE_STORE_LOCATION_SIZE) return kInvalidParams;
+    if (r.location.size() >= MOONCAKE_STORE_LOCATION_SIZE) {
+      mooncake::client::Explain(ErrorCode::INVALID_PARAMS,
+                                "a replica's location is longer than " +
+                                    std::to_string(MOONCAKE_STORE_LOCATION_SIZE - 1) + " bytes");
+      return kInvalidParams;
+    }
   }
   for (size_t i = 0; i < replicas.size(); ++i) {
     const auto& r = replicas[i];
@@ -565,11 +525,10 @@ int WriteReplicas(const std::vector<mooncake::uds::WireReplica>& replicas,
 MC_EXPORT int mooncake_store_get_replica_desc(mooncake_store_t store, const char* key,
                                               mooncake_replica_desc_t* descs_out,
                                               size_t capacity, size_t* count_out) {
-  if (store == nullptr || count_out == nullptr || (descs_out == nullptr && capacity > 0)) {
-    return kInternal;
-  }
-  *count_out = 0;
-  return Guard(kInternal, [&] {
+  return Api<int>(__func__, store, Kind::kData, [&] {
+    if (count_out == nullptr) return NullArgument("count_out");
+    if (descs_out == nullptr && capacity > 0) return NullArgument("descs_out");
+    *count_out = 0;
     std::string k;
     int rc = CheckKey(key, &k);
     if (rc != 0) return rc;
@@ -585,24 +544,27 @@ MC_EXPORT int mooncake_store_batch_get_replica_desc(mooncake_store_t store, cons
                                                     mooncake_replica_desc_t* descs_out,
                                                     size_t capacity_per_key, size_t* counts_out,
                                                     int* results_out) {
-  if (store == nullptr) return kInternal;
-  if (count == 0) return 0;
-  if (keys == nullptr || counts_out == nullptr || results_out == nullptr ||
-      (descs_out == nullptr && capacity_per_key > 0)) {
-    return kInternal;
-  }
-  // Key i's room starts at i * capacity_per_key, which must be addressable.
-  if (capacity_per_key > 0 && count > SIZE_MAX / sizeof(mooncake_replica_desc_t) / capacity_per_key) {
-    return kInvalidParams;
-  }
-  return Guard(kInternal, [&] {
+  return Api<int>(__func__, store, Kind::kData, [&] {
+    if (count == 0) return 0;
+    if (keys == nullptr) return NullArgument("keys");
+    if (counts_out == nullptr) return NullArgument("counts_out");
+    if (results_out == nullptr) return NullArgument("results_out");
+    if (descs_out == nullptr && capacity_per_key > 0) return NullArgument("descs_out");
+    // Key i's room starts at i * capacity_per_key, which must be addressable.
+    if (capacity_per_key > 0 &&
+        count > SIZE_MAX / sizeof(mooncake_replica_desc_t) / capacity_per_key) {
+      return Refuse(kInvalidParams, "count x capacity_per_key descriptors do not fit in memory");
+    }
     std::vector<std::string> valid;
     std::vector<size_t> where;
     for (size_t i = 0; i < count; ++i) {
       counts_out[i] = 0;
       std::string k;
       results_out[i] = CheckKey(keys[i], &k);
-      if (results_out[i] != 0) continue;
+      if (results_out[i] != 0) {
+        mooncake::client::NoteEntry(i, results_out[i]);
+        continue;
+      }
       valid.push_back(std::move(k));
       where.push_back(i);
     }
@@ -622,21 +584,22 @@ MC_EXPORT int mooncake_store_batch_get_replica_desc(mooncake_store_t store, cons
 }
 
 MC_EXPORT int mooncake_store_set_ssd_offload(mooncake_store_t store, int mode) {
-  if (store == nullptr) return kInternal;
-  if (mode != MOONCAKE_SSD_OFFLOAD_DEFAULT && mode != MOONCAKE_SSD_OFFLOAD_ON &&
-      mode != MOONCAKE_SSD_OFFLOAD_OFF) {
-    return kInvalidParams;
-  }
-  // The C modes are the wire's values (uds::WireConfig::offload).
-  AsClient(store)->SetSsdOffload(static_cast<uint64_t>(mode));
-  return 0;
+  return Api<int>(__func__, store, Kind::kData, [&] {
+    if (mode != MOONCAKE_SSD_OFFLOAD_DEFAULT && mode != MOONCAKE_SSD_OFFLOAD_ON &&
+        mode != MOONCAKE_SSD_OFFLOAD_OFF) {
+      return Refuse(kInvalidParams, "mode " + std::to_string(mode) +
+                                        " is not a MOONCAKE_SSD_OFFLOAD_* value");
+    }
+    // The C modes are the wire's values (uds::WireConfig::offload).
+    AsClient(store)->SetSsdOffload(static_cast<uint64_t>(mode));
+    return 0;
+  });
 }
 
 // ---- remove ---------------------------------------------------------------------------
 
 MC_EXPORT int mooncake_store_remove(mooncake_store_t store, const char* key, int force) {
-  if (store == nullptr) return kInternal;
-  return Guard(kInternal, [&] {
+  return Api<int>(__func__, store, Kind::kData, [&] {
     std::string k;
     int rc = CheckKey(key, &k);
     if (rc != 0) return rc;
@@ -647,21 +610,22 @@ MC_EXPORT int mooncake_store_remove(mooncake_store_t store, const char* key, int
 MC_EXPORT int mooncake_store_batch_remove(mooncake_store_t store, const char** keys,
                                           size_t count, int force, int* results_out) {
   return KeysCall<ErrorCode>(
-      store, keys, count, results_out,
+      __func__, store, keys, count, results_out,
       [force](StoreClient* client, const std::vector<std::string>& valid,
               std::vector<ErrorCode>* results) { client->BatchRemove(valid, force != 0, results); });
 }
 
 MC_EXPORT int64_t mooncake_store_remove_by_regex(mooncake_store_t store, const char* pattern,
                                                  int force) {
-  if (store == nullptr || pattern == nullptr) return kInternal;
-  return Guard<int64_t>(kInternal,
-                        [&] { return ToAbi(AsClient(store)->RemoveByRegex(pattern, force != 0)); });
+  return Api<int64_t>(__func__, store, Kind::kData, [&]() -> int64_t {
+    if (pattern == nullptr) return NullArgument("pattern");
+    return ToAbi(AsClient(store)->RemoveByRegex(pattern, force != 0));
+  });
 }
 
 MC_EXPORT int64_t mooncake_store_remove_all(mooncake_store_t store, int force) {
-  if (store == nullptr) return kInternal;
-  return Guard<int64_t>(kInternal, [&] { return ToAbi(AsClient(store)->RemoveAll(force != 0)); });
+  return Api<int64_t>(__func__, store, Kind::kData,
+                      [&] { return ToAbi(AsClient(store)->RemoveAll(force != 0)); });
 }
 
 // ---- segments and replica clearing ---------------------------------------------------
@@ -669,15 +633,20 @@ MC_EXPORT int64_t mooncake_store_remove_all(mooncake_store_t store, int force) {
 MC_EXPORT int mooncake_store_batch_replica_clear(mooncake_store_t store, const char** keys,
                                                  size_t count, const char* segment_name,
                                                  int* results_out) {
-  if (store == nullptr) return kInternal;
   std::string name;
   if (segment_name != nullptr) {
     size_t n = strnlen(segment_name, MOONCAKE_STORE_LOCATION_SIZE);
-    if (n >= MOONCAKE_STORE_LOCATION_SIZE) return kInvalidParams;  // no "host:port" is
+    if (n >= MOONCAKE_STORE_LOCATION_SIZE) {  // no "host:port" is
+      return Api<int>(__func__, store, Kind::kData, [] {
+        return Refuse(kInvalidParams, "segment_name is longer than " +
+                                          std::to_string(MOONCAKE_STORE_LOCATION_SIZE - 1) +
+                                          " bytes: no \"host:port\" is");
+      });
+    }
     name.assign(segment_name, n);
   }
   return KeysCall<ErrorCode>(
-      store, keys, count, results_out,
+      __func__, store, keys, count, results_out,
       [&name](StoreClient* client, const std::vector<std::string>& valid,
               std::vector<ErrorCode>* results) {
         client->BatchReplicaClear(valid, name, results);
@@ -686,8 +655,9 @@ MC_EXPORT int mooncake_store_batch_replica_clear(mooncake_store_t store, const c
 
 MC_EXPORT int mooncake_store_mount_segment(mooncake_store_t store, void* buffer, uint64_t size,
                                            uint64_t* segment_id_out) {
-  if (store == nullptr || buffer == nullptr || segment_id_out == nullptr) return kInternal;
-  return Guard(kInternal, [&] {
+  return Api<int>(__func__, store, Kind::kSetup, [&] {
+    if (buffer == nullptr) return NullArgument("buffer");
+    if (segment_id_out == nullptr) return NullArgument("segment_id_out");
     return ToAbi(AsClient(store)->MountPoolSegment(buffer, size, segment_id_out));
   });
 }
@@ -695,8 +665,8 @@ MC_EXPORT int mooncake_store_mount_segment(mooncake_store_t store, void* buffer,
 MC_EXPORT int mooncake_store_allocate_and_mount_segment(mooncake_store_t store, uint64_t size,
                                                         uint64_t* segment_id_out,
                                                         uint64_t* allocated_size_out) {
-  if (store == nullptr || segment_id_out == nullptr) return kInternal;
-  return Guard(kInternal, [&] {
+  return Api<int>(__func__, store, Kind::kSetup, [&] {
+    if (segment_id_out == nullptr) return NullArgument("segment_id_out");
     uint64_t allocated = 0;
     int rc = ToAbi(AsClient(store)->AllocateSegment(size, segment_id_out, &allocated));
     if (rc == 0 && allocated_size_out != nullptr) *allocated_size_out = allocated;
@@ -706,8 +676,7 @@ MC_EXPORT int mooncake_store_allocate_and_mount_segment(mooncake_store_t store, 
 
 MC_EXPORT int mooncake_store_unmount_segment(mooncake_store_t store, uint64_t segment_id,
                                              uint64_t* moved_out, uint64_t* dropped_out) {
-  if (store == nullptr) return kInternal;
-  return Guard(kInternal, [&] {
+  return Api<int>(__func__, store, Kind::kData, [&] {
     mooncake::uds::UnmountSegmentsReply drained;
     int rc = ToAbi(AsClient(store)->UnmountSegment(segment_id, &drained));
     if (rc != 0) return rc;
@@ -718,20 +687,32 @@ MC_EXPORT int mooncake_store_unmount_segment(mooncake_store_t store, uint64_t se
 }
 
 MC_EXPORT int mooncake_store_unmount_local_disk_segment(mooncake_store_t store) {
-  if (store == nullptr) return kInternal;
-  return Guard(kInternal, [&] { return ToAbi(AsClient(store)->UnmountLocalDiskSegment()); });
+  return Api<int>(__func__, store, Kind::kData,
+                  [&] { return ToAbi(AsClient(store)->UnmountLocalDiskSegment()); });
 }
 
 // ---- utilities ------------------------------------------------------------------------
 
 MC_EXPORT int mooncake_store_parse_size(const char* text, uint64_t* out) {
-  if (text == nullptr || out == nullptr) return kInternal;
-  return Guard(kInternal, [&] {
-    uint64_t bytes = 0;
-    if (!mooncake::ParseSize(text, &bytes)) return kInvalidParams;
-    *out = bytes;
-    return 0;
-  });
+  // No handle: its message is the one errmsg(NULL) returns.
+  mooncake::client::BeginCall();
+  int rc = 0;
+  uint64_t bytes = 0;
+  if (text == nullptr || out == nullptr) {
+    rc = NullArgument(text == nullptr ? "text" : "out");
+  } else {
+    try {
+      if (!mooncake::ParseSize(text, &bytes)) {
+        rc = Refuse(kInvalidParams, "\"" + std::string(text, strnlen(text, 64)) +
+                                        "\" is not a size (\"4096\", \"16MB\", \"1.5G\")");
+      }
+    } catch (...) {
+      rc = kInternal;
+    }
+  }
+  if (rc == 0) *out = bytes;
+  Finish(__func__, nullptr, Kind::kQuiet, rc);
+  return rc;
 }
 
 // ---- ranged reads -----------------------------------------------------------------------
@@ -741,7 +722,9 @@ namespace {
 // A get's checks before it is sent: 0, or the code every fragment (and the get) answers.
 int CheckRangedGet(StoreClient* client, const mooncake_ranged_get_t& g, std::string* key) {
   if (g.range_count == 0) return 0;
-  if (g.buffer == nullptr || g.ranges == nullptr || g.results_out == nullptr) return kInternal;
+  if (g.buffer == nullptr) return NullArgument("buffer");
+  if (g.ranges == nullptr) return NullArgument("ranges");
+  if (g.results_out == nullptr) return NullArgument("results_out");
   int rc = CheckKey(g.key, key);
   if (rc != 0) return rc;
   return ToAbi(client->CheckRegistered(g.buffer, g.buffer_size));
@@ -771,6 +754,7 @@ int RangedGets(mooncake_store_t store, const mooncake_ranged_get_t* gets, size_t
     if (rc != 0 || g.range_count == 0) {
       for (size_t r = 0; rc != kInternal && r < g.range_count; ++r) g.results_out[r] = rc;
       results_out[i] = rc;
+      if (rc != 0) mooncake::client::NoteEntry(i, rc);
       continue;
     }
     StoreClient::RangeGet item{std::move(k), static_cast<char*>(g.buffer), g.buffer_size, {}};
@@ -796,8 +780,7 @@ MC_EXPORT int64_t mooncake_store_get_ranges(mooncake_store_t store, const char* 
                                             void* buffer, size_t buffer_size,
                                             const mooncake_range_t* ranges, size_t range_count,
                                             int64_t* results_out) {
-  if (store == nullptr) return kInternal;
-  return Guard<int64_t>(kInternal, [&]() -> int64_t {
+  return Api<int64_t>(__func__, store, Kind::kData, [&]() -> int64_t {
     mooncake_ranged_get_t get{key, buffer, buffer_size, ranges, range_count, results_out};
     int64_t result = 0;
     RangedGets(store, &get, 1, &result);
@@ -808,8 +791,10 @@ MC_EXPORT int64_t mooncake_store_get_ranges(mooncake_store_t store, const char* 
 MC_EXPORT int mooncake_store_batch_get_ranges(mooncake_store_t store,
                                               const mooncake_ranged_get_t* gets, size_t count,
                                               int64_t* results_out) {
-  if (store == nullptr) return kInternal;
-  if (count == 0) return 0;
-  if (gets == nullptr || results_out == nullptr) return kInternal;
-  return Guard(kInternal, [&] { return RangedGets(store, gets, count, results_out); });
+  return Api<int>(__func__, store, Kind::kData, [&] {
+    if (count == 0) return 0;
+    if (gets == nullptr) return NullArgument("gets");
+    if (results_out == nullptr) return NullArgument("results_out");
+    return RangedGets(store, gets, count, results_out);
+  });
 }

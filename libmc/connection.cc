@@ -16,7 +16,9 @@
 #include "common/logging.h"
 #include "common/socket_timeout.h"
 #include "common/spin_wait.h"
+#include "common/units.h"
 #include "libmc/channel.h"
+#include "libmc/last_error.h"
 
 namespace mooncake {
 namespace client {
@@ -31,6 +33,42 @@ std::atomic<uint64_t> g_next_request_id{1};
 // A caller reading the socket blocks in recv at most this long before it looks at its
 // deadline again (exactly its remaining time when that is shorter; see Channel::Lead).
 constexpr int kReadSliceMs = 100;
+
+// Why connect() to the daemon's socket at path failed with errno error, and what to do.
+std::string ConnectFailure(const std::string& path, int error) {
+  std::string cause = "(connect: " + std::string(std::strerror(error)) + ")";
+  switch (error) {
+    case ENOENT:
+    case ECONNREFUSED:  // a socket file left behind by a daemon that is gone
+      return "mooncaked is not running at " + path + " " + cause +
+             ": start it (systemctl start mooncaked) or point MOONCAKE_SOCKET / connect()'s "
+             "socket_path at its --socket";
+    case EACCES:
+    case EPERM:
+      return "permission denied on mooncaked's socket " + path + " " + cause +
+             ": this process (uid " + std::to_string(geteuid()) + ", gid " +
+             std::to_string(getegid()) +
+             ") needs write access to it and search access to its directories; run it in "
+             "the socket's group (mooncaked's --socket_mode 0660) or as a user the operator "
+             "admits (docs/security.md)";
+    case ENOTDIR:
+      return "no mooncaked socket at " + path + " " + cause +
+             ": a part of the path is not a directory; point MOONCAKE_SOCKET / connect()'s "
+             "socket_path at mooncaked's --socket";
+    case EAGAIN:
+    case ETIMEDOUT:
+      return "mooncaked at " + path + " did not accept the connection within " +
+             std::to_string(kConnectTimeoutMs) + " ms " + cause +
+             ": its backlog is full (overloaded or stopped); try again";
+    default:
+      return "cannot connect to mooncaked at " + path + " " + cause;
+  }
+}
+
+// "(-600 INVALID_PARAMS)"
+std::string CodeText(ErrorCode code) {
+  return "(" + std::to_string(ToInt(code)) + " " + ErrorName(code) + ")";
+}
 
 }  // namespace
 
@@ -96,6 +134,8 @@ std::shared_ptr<Channel> Connection::Current(ErrorCode* code) {
   auto live = [&]() -> std::shared_ptr<Channel> {
     if (closed_) {
       *code = ErrorCode::INVALID_PARAMS;  // not connected
+      Explain(*code, "the handle was closed (mooncake_store_close) during the call",
+              Blame::kArgument);
       return nullptr;
     }
     if (channel_ && !channel_->IsDown()) return channel_;
@@ -117,19 +157,22 @@ std::shared_ptr<Channel> Connection::Current(ErrorCode* code) {
   }
   std::shared_ptr<Channel> fresh;
   std::string hostname;
-  ErrorCode rc = Dial(!reconnect, &fresh, &hostname);
+  std::string why;
+  ErrorCode rc = Dial(!reconnect, &fresh, &hostname, &why);
   std::shared_ptr<Channel> old;  // destroyed outside the lock (joins its background thread)
   std::lock_guard<std::mutex> lock(mu_);
   if (closed_) {
     *code = ErrorCode::INVALID_PARAMS;
+    Explain(*code, "the handle was closed (mooncake_store_close) during the call",
+            Blame::kArgument);
     return nullptr;
   }
   if (rc != ErrorCode::OK) {
     if (reconnect && !lost_logged_) {
-      MC_LOG_WARN("mooncake_store: cannot reconnect to mooncaked at %s (%s)",
-                  options_.socket_path.c_str(), ErrorName(rc));
+      MC_LOG_WARN("mooncake_store: cannot reconnect: %s", why.c_str());
       lost_logged_ = true;
     }
+    Explain(rc, std::move(why));
     *code = rc;
     return nullptr;
   }
@@ -144,22 +187,31 @@ std::shared_ptr<Channel> Connection::Current(ErrorCode* code) {
   return fresh;
 }
 
-ErrorCode Connection::Dial(bool first, std::shared_ptr<Channel>* out, std::string* hostname) {
+ErrorCode Connection::Dial(bool first, std::shared_ptr<Channel>* out, std::string* hostname,
+                           std::string* why) {
+  const std::string& path = options_.socket_path;
   struct sockaddr_un addr;
   std::memset(&addr, 0, sizeof(addr));
   addr.sun_family = AF_UNIX;
-  if (options_.socket_path.empty() || options_.socket_path.size() >= sizeof(addr.sun_path)) {
+  if (path.empty() || path.size() >= sizeof(addr.sun_path)) {
+    *why = "socket path of " + std::to_string(path.size()) +
+           " bytes: a Unix socket's path is 1 to " + std::to_string(sizeof(addr.sun_path) - 1) +
+           " bytes; use a shorter one (a symlink to the socket's directory works)";
     return ErrorCode::INVALID_PARAMS;
   }
-  std::memcpy(addr.sun_path, options_.socket_path.data(), options_.socket_path.size());
+  std::memcpy(addr.sun_path, path.data(), path.size());
   int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return ErrorCode::RPC_FAIL;
+  if (fd < 0) {
+    *why = "socket(AF_UNIX): " + std::string(std::strerror(errno));
+    return ErrorCode::RPC_FAIL;
+  }
   SetSocketTimeout(fd, SO_SNDTIMEO, std::min(options_.timeout_ms, kConnectTimeoutMs));
   int rc;
   do {
     rc = connect(fd, reinterpret_cast<struct sockaddr*>(&addr), sizeof(addr));
   } while (rc != 0 && errno == EINTR);
   if (rc != 0) {
+    *why = ConnectFailure(path, errno);
     close(fd);
     return ErrorCode::RPC_FAIL;
   }
@@ -179,23 +231,37 @@ ErrorCode Connection::Dial(bool first, std::shared_ptr<Channel>* out, std::strin
   Reply reply;
   ErrorCode code = CallOn(channel, hello, &reply, nullptr, options_.pool_fd);
   if (code != ErrorCode::OK) {
-    if (code == ErrorCode::INVALID_PARAMS) {
-      MC_LOG_ERROR("mooncake_store: mooncaked refused the handshake (ABI version %d, "
-                   "master \"%s\")", MOONCAKE_STORE_ABI_VERSION,
-                   options_.master_address.c_str());
-    } else if (code == ErrorCode::PERMISSION_DENIED && first) {
-      // The first connect only: Current logs a refused reconnect once, like any other.
-      MC_LOG_ERROR("mooncake_store: mooncaked at %s refused this process (uid %u, gid %u, "
-                   "tenant \"%s\"): its --allowed_uids and --allowed_gids say who may "
-                   "connect, its --tenant_uids who may claim a tenant (docs/security.md)",
-                   options_.socket_path.c_str(), static_cast<unsigned>(geteuid()),
-                   static_cast<unsigned>(getegid()), options_.tenant.c_str());
+    std::string reason = uds::ReasonOf(reply.message);
+    const std::string at = "mooncaked at " + path;
+    if (code == ErrorCode::RPC_TIMEOUT) {
+      *why = at + " did not answer HELLO within " + std::to_string(options_.timeout_ms) +
+             " ms (MOONCAKE_STORE_TIMEOUT_MS): it is overloaded or stopped, or " + path +
+             " is not mooncaked's socket";
+    } else if (code == ErrorCode::RPC_FAIL) {
+      *why = at + " closed the connection before answering HELLO: see its log (is " + path +
+             " mooncaked's socket?)";
+    } else if (!reason.empty()) {
+      *why = at + " refused the handshake " + CodeText(code) + ": " + reason;
+    } else if (code == ErrorCode::INVALID_PARAMS) {  // a daemon that gives no reasons
+      *why = at + " refused the handshake " + CodeText(code) + ": this library speaks ABI " +
+             "version " + std::to_string(MOONCAKE_STORE_ABI_VERSION) +
+             (options_.master_address.empty()
+                  ? ""
+                  : " and names master " + options_.master_address) +
+             "; mooncaked's log says which it refused";
+    } else if (code == ErrorCode::PERMISSION_DENIED) {
+      *why = at + " refused this process " + CodeText(code) + " (uid " +
+             std::to_string(geteuid()) + ", gid " + std::to_string(getegid()) + ", tenant \"" +
+             options_.tenant + "\"): its --allowed_uids and --allowed_gids say who may " +
+             "connect, its --tenant_uids who may claim a tenant (docs/security.md)";
+    } else {
+      *why = at + " refused the handshake " + CodeText(code);
     }
     return code;
   }
   uds::HelloReply welcome;
   if (!uds::ParseFields(reply.message.args, &welcome)) {
-    MC_LOG_ERROR("mooncake_store: malformed HELLO reply from mooncaked");
+    *why = "mooncaked at " + path + " sent a malformed HELLO reply (is it mooncaked?)";
     return ErrorCode::INTERNAL_ERROR;
   }
   *hostname = std::move(welcome.hostname);
@@ -204,9 +270,21 @@ ErrorCode Connection::Dial(bool first, std::shared_ptr<Channel>* out, std::strin
     Reply mount_reply;
     code = CallOn(channel, mount, &mount_reply, nullptr, -1);
     if (code != ErrorCode::OK) {
-      if (first) return code;
-      MC_LOG_WARN("mooncake_store: re-mounting the handle's segment after a reconnect "
-                  "failed (%s)", ErrorName(code));
+      std::string reason = uds::ReasonOf(mount_reply.message);
+      if (reason.empty() && code == ErrorCode::RESOURCE_LIMIT_EXCEEDED) {
+        reason = "over mooncaked's budget for applications' segments: ask for less, or raise "
+                 "its --client_segment_budget_per_client and --client_segment_budget";
+      } else if (reason.empty()) {
+        reason = ErrorText(ToInt(code));
+      }
+      std::string text = "mooncaked at " + path + " refused to mount the handle's segment of " +
+                         FormatSize(options_.mount_size) + " (setup's global_segment_size) " +
+                         CodeText(code) + ": " + reason;
+      if (first) {
+        *why = std::move(text);
+        return code;
+      }
+      MC_LOG_WARN("mooncake_store: after a reconnect: %s", text.c_str());
     }
   }
   channel->MarkEstablished(welcome.daemon_id);
@@ -236,6 +314,9 @@ Ticket Connection::SendOn(const std::shared_ptr<Channel>& channel, Request& requ
   Ticket t;
   if (!FitsAFrame(request.frame_.size())) {
     t.immediate_code_ = ErrorCode::INVALID_PARAMS;
+    Explain(t.immediate_code_, "the request is larger than a frame may be (" +
+                                   std::to_string(uds::kMaxFrameBytes) + " bytes)",
+            Blame::kArgument);
     return t;
   }
   // On the heap: a ticket moves (into a queue of chunks in flight) while the channel
@@ -246,6 +327,7 @@ Ticket Connection::SendOn(const std::shared_ptr<Channel>& channel, Request& requ
   t.deadline_ = Clock::now() + std::chrono::milliseconds(options_.timeout_ms);
   if (!channel->Send(p.get(), request.frame_.data(), request.frame_.size(), -1)) {
     t.immediate_code_ = ErrorCode::RPC_FAIL;
+    ExplainFailure(t.immediate_code_, uds::Message());
     return t;
   }
   t.channel_ = channel;
@@ -257,6 +339,9 @@ ErrorCode Connection::CallOn(const std::shared_ptr<Channel>& channel, Request& r
                              Reply* reply, std::shared_ptr<void> keepalive, int fd_to_pass) {
   if (!FitsAFrame(request.frame_.size())) {
     reply->code = ErrorCode::INVALID_PARAMS;
+    Explain(reply->code, "the request is larger than a frame may be (" +
+                             std::to_string(uds::kMaxFrameBytes) + " bytes)",
+            Blame::kArgument);
     return reply->code;
   }
   // On the stack: Channel::Wait forgets p before it returns.
@@ -266,10 +351,26 @@ ErrorCode Connection::CallOn(const std::shared_ptr<Channel>& channel, Request& r
   Clock::time_point deadline = Clock::now() + std::chrono::milliseconds(options_.timeout_ms);
   if (!channel->Send(&p, request.frame_.data(), request.frame_.size(), fd_to_pass)) {
     reply->code = ErrorCode::RPC_FAIL;
+    ExplainFailure(reply->code, reply->message);
     return reply->code;
   }
   reply->code = channel->Wait(&p, deadline, &reply->message);
+  if (reply->code != ErrorCode::OK) ExplainFailure(reply->code, reply->message);
   return reply->code;
+}
+
+void Connection::ExplainFailure(ErrorCode code, const uds::Message& reply) const {
+  if (code == ErrorCode::RPC_TIMEOUT) {
+    Explain(code, "mooncaked at " + options_.socket_path + " did not answer within " +
+                      std::to_string(options_.timeout_ms) +
+                      " ms (MOONCAKE_STORE_TIMEOUT_MS): it is overloaded or stopped");
+  } else if (code == ErrorCode::RPC_FAIL) {
+    Explain(code, "lost the connection to mooncaked at " + options_.socket_path +
+                      " (it exited or restarted); the next call reconnects");
+  } else {
+    std::string reason = uds::ReasonOf(reply);
+    if (!reason.empty()) Explain(code, std::move(reason));
+  }
 }
 
 ErrorCode Connection::Call(Request& request, Reply* reply, std::shared_ptr<void> keepalive) {
@@ -302,6 +403,7 @@ ErrorCode Connection::Wait(Ticket& ticket, Reply* reply) {
   reply->code = ticket.channel_->Wait(ticket.pending_.get(), ticket.deadline_, &reply->message);
   ticket.pending_.reset();
   ticket.channel_.reset();
+  if (reply->code != ErrorCode::OK) ExplainFailure(reply->code, reply->message);
   return reply->code;
 }
 

@@ -99,6 +99,11 @@ class Connection {
   // First connection: dial, HELLO, MOUNT_SEGMENT if asked. OK, RPC_FAIL when no daemon
   // answers, or the daemon's code (INVALID_PARAMS for an ABI or master mismatch,
   // PERMISSION_DENIED for a tenant this process may not claim).
+  //
+  // Every failure here and in the calls below is explained (libmc/last_error.h): why the
+  // dial failed (the errno, and what to do about it), a timeout, a lost connection, or
+  // the reason the daemon's reply carries. Nothing is logged for a first connect: the C
+  // ABI logs its one line.
   ErrorCode Open();
   // Disconnects for good; pending requests fail with -900, later ones with -600.
   void Close();
@@ -133,6 +138,7 @@ class Connection {
   // "host:port" from the latest HELLO.
   std::string hostname() const;
   int timeout_ms() const { return options_.timeout_ms; }
+  const std::string& socket_path() const { return options_.socket_path; }
   // The handle mounts an extra segment (memory it lends) with every HELLO.
   bool lends_memory() const { return options_.mount_size > 0; }
 
@@ -141,8 +147,13 @@ class Connection {
   std::shared_ptr<Channel> Current(ErrorCode* code);
   // Dials and greets a new channel (HELLO with the pool fd, then MOUNT_SEGMENT when asked;
   // a failed re-mount after a reconnect is only logged; then POOL_FENCE when the
-  // quarantine holds memory for this daemon); 0 or a code.
-  ErrorCode Dial(bool first, std::shared_ptr<Channel>* out, std::string* hostname);
+  // quarantine holds memory for this daemon); 0, or a code and *why (the reason and the
+  // fix, for an operator).
+  ErrorCode Dial(bool first, std::shared_ptr<Channel>* out, std::string* hostname,
+                 std::string* why);
+  // Explains a request's failure with code: the daemon's reason in reply, or what
+  // happened on this side (a timeout, the connection lost).
+  void ExplainFailure(ErrorCode code, const uds::Message& reply) const;
   Ticket SendOn(const std::shared_ptr<Channel>& channel, Request& request,
                 std::shared_ptr<void> keepalive);
   ErrorCode CallOn(const std::shared_ptr<Channel>& channel, Request& request, Reply* reply,

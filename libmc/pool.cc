@@ -27,8 +27,9 @@ bool PoolHugePagesWanted() {
 
 PoolBlock::~PoolBlock() { pool_->ReleaseStage(node_); }
 
-ErrorCode Pool::Create(uint64_t size, std::shared_ptr<Pool>* out) {
+ErrorCode Pool::Create(uint64_t size, std::shared_ptr<Pool>* out, std::string* why) {
   if (size == 0 || size > static_cast<uint64_t>(INT64_MAX)) {
+    if (why != nullptr) *why = "a pool of " + std::to_string(size) + " bytes cannot be made";
     return ErrorCode::INVALID_PARAMS;
   }
   SharedMemoryOptions options;
@@ -40,7 +41,9 @@ ErrorCode Pool::Create(uint64_t size, std::shared_ptr<Pool>* out) {
   SharedMemory shm;
   std::string error;
   if (!CreateSharedMemory(size, options, &shm, &error)) {
-    MC_LOG_ERROR("mooncake_store: the pool: %s", error.c_str());
+    if (why != nullptr) {
+      *why = "cannot create a pool of " + std::to_string(size) + " bytes: " + error;
+    }
     return ErrorCode::INTERNAL_ERROR;
   }
   MC_LOG_DEBUG("mooncake_store: a %llu-byte pool on %s",

@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <unordered_map>
 #include <vector>
 
@@ -59,8 +60,8 @@ class Pool : public std::enable_shared_from_this<Pool> {
   // Creates a pool of size bytes: memfd_create("mooncake-pool"), ftruncate, seal
   // F_SEAL_SHRINK|F_SEAL_GROW (mooncaked refuses unsealed fds), mmap MAP_SHARED.
   // OK, or INVALID_PARAMS for size 0 / too large, INTERNAL_ERROR when a system call
-  // fails (logged).
-  static ErrorCode Create(uint64_t size, std::shared_ptr<Pool>* out);
+  // fails; then *why (when given) says why.
+  static ErrorCode Create(uint64_t size, std::shared_ptr<Pool>* out, std::string* why = nullptr);
   ~Pool();  // unmaps and closes the memfd
   Pool(const Pool&) = delete;
   Pool& operator=(const Pool&) = delete;

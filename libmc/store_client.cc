@@ -9,6 +9,8 @@
 #include "common/logging.h"
 #include "common/master_endpoint.h"
 #include "common/tenant_key.h"
+#include "common/units.h"
+#include "libmc/last_error.h"
 
 namespace mooncake {
 namespace client {
@@ -201,14 +203,37 @@ BatchFrame<op, Deliver> MakeBatchFrame(Connection& conn, typename uds::OpSpec<op
   return BatchFrame<op, Deliver>(conn, std::move(args), std::move(deliver));
 }
 
+std::atomic<uint64_t> g_next_serial{1};
+
+ErrorCode NotConnected() {
+  return Refused(ErrorCode::INVALID_PARAMS,
+                 "not connected: call mooncake_store_connect() or mooncake_store_setup() "
+                 "first (or again, after close)");
+}
+
+ErrorCode NoPool() {
+  return Refused(ErrorCode::INVALID_PARAMS,
+                 "the handle has no pool (local_buffer_size 0): values cannot be copied; "
+                 "connect with a local_buffer_size");
+}
+
 }  // namespace
+
+StoreClient::StoreClient() : serial_(g_next_serial.fetch_add(1)) {}
 
 StoreClient::~StoreClient() { Close(); }
 
 ErrorCode StoreClient::SetTenant(const std::string& tenant) {
-  if (!tenant_key::ValidTenantOrDefault(tenant)) return ErrorCode::INVALID_PARAMS;
+  if (!tenant_key::ValidTenantOrDefault(tenant)) {
+    return Refused(ErrorCode::INVALID_PARAMS,
+                   "tenant id of " + std::to_string(tenant.size()) +
+                       " bytes: a tenant id is 1 to 64 characters of [A-Za-z0-9_.-]");
+  }
   std::unique_lock<std::shared_mutex> lock(state_mu_);
-  if (connected_) return ErrorCode::INVALID_PARAMS;
+  if (connected_) {
+    return Refused(ErrorCode::INVALID_PARAMS,
+                   "set_tenant while connected: name the tenant before connect or setup");
+  }
   tenant_ = tenant;
   return ErrorCode::OK;
 }
@@ -222,13 +247,17 @@ ErrorCode StoreClient::Connect(const std::string& socket_path, uint64_t local_bu
     std::string error;
     if (!CanonicalMasterEndpoint(master_address, HostLookup::kResolve, &master_endpoint,
                                  &error)) {
-      MC_LOG_ERROR("mooncake_store_setup: master_server_addr \"%s\": %s", master_address.c_str(),
-                   error.c_str());
-      return ErrorCode::INVALID_PARAMS;
+      return Refused(ErrorCode::INVALID_PARAMS,
+                     "master_server_addr \"" + master_address + "\": " + error +
+                         "; name the daemon's master as host:port (or etcd://...), or pass "
+                         "\"\" to skip the check");
     }
   }
   std::unique_lock<std::shared_mutex> lock(state_mu_);
-  if (connected_) return ErrorCode::INVALID_PARAMS;
+  if (connected_) {
+    return Refused(ErrorCode::INVALID_PARAMS,
+                   "already connected: close the handle before connecting it again");
+  }
   std::shared_ptr<Pool> pool;
   std::shared_ptr<PoolQuarantine> quarantine;
   if (local_buffer_size > 0) {
@@ -236,8 +265,13 @@ ErrorCode StoreClient::Connect(const std::string& socket_path, uint64_t local_bu
       pool = pool_;  // a reconnect after close keeps the application's pool pointers
       quarantine = quarantine_;  // and what the daemon may still write in it
     } else {
-      ErrorCode rc = Pool::Create(local_buffer_size, &pool);
-      if (rc != ErrorCode::OK) return rc;
+      std::string why;
+      ErrorCode rc = Pool::Create(local_buffer_size, &pool, &why);
+      if (rc != ErrorCode::OK) {
+        Explain(rc, "local_buffer_size " + FormatSize(local_buffer_size) + ": " + why,
+                rc == ErrorCode::INVALID_PARAMS ? Blame::kArgument : Blame::kOther);
+        return rc;
+      }
       quarantine = std::make_shared<PoolQuarantine>(pool);
     }
   }
@@ -292,7 +326,7 @@ ErrorCode StoreClient::Close() {
 
 ErrorCode StoreClient::Acquire(Context* ctx) {
   std::shared_lock<std::shared_mutex> lock(state_mu_);
-  if (!connected_) return ErrorCode::INVALID_PARAMS;
+  if (!connected_) return NotConnected();
   ctx->conn = conn_;
   ctx->pool = pool_;
   return ErrorCode::OK;
@@ -322,8 +356,23 @@ ErrorCode StoreClient::GetHostname(std::string* hostname) {
 
 void* StoreClient::Alloc(uint64_t size) {
   Context c;
-  if (Acquire(&c) != ErrorCode::OK || !c.pool || size == 0) return nullptr;
-  return c.pool->Allocate(size);
+  if (Acquire(&c) != ErrorCode::OK) return nullptr;
+  if (!c.pool) {
+    NoPool();
+    return nullptr;
+  }
+  if (size == 0) {
+    Refused(ErrorCode::INVALID_PARAMS, "size 0");
+    return nullptr;
+  }
+  void* p = c.pool->Allocate(size);
+  if (p == nullptr) {
+    Explain(ErrorCode::NO_AVAILABLE_HANDLE,
+            "no free block of " + std::to_string(size) + " bytes in the handle's pool of " +
+                std::to_string(c.pool->size()) +
+                " bytes: free some, or connect with a larger local_buffer_size");
+  }
+  return p;
 }
 
 void StoreClient::Free(void* ptr) {
@@ -333,44 +382,6 @@ void StoreClient::Free(void* ptr) {
     pool = pool_;
   }
   if (pool) pool->Free(ptr);
-}
-
-ErrorCode StoreClient::RegisterBuffer(void* buffer, uint64_t size) {
-  Context c;
-  ErrorCode rc = Acquire(&c);
-  if (rc != ErrorCode::OK) return rc;
-  if (size == 0) return ErrorCode::INVALID_PARAMS;
-  uintptr_t start = reinterpret_cast<uintptr_t>(buffer);
-  if (start + size < start) return ErrorCode::INVALID_PARAMS;  // wraps around
-  std::lock_guard<std::mutex> lock(registry_mu_);
-  auto next = registered_.lower_bound(start);
-  if (next != registered_.end() && next->first < start + size) return ErrorCode::INVALID_PARAMS;
-  if (next != registered_.begin()) {
-    auto prev = std::prev(next);
-    if (prev->first + prev->second > start) return ErrorCode::INVALID_PARAMS;  // overlaps
-  }
-  registered_.emplace(start, size);
-  return ErrorCode::OK;
-}
-
-ErrorCode StoreClient::UnregisterBuffer(void* buffer) {
-  Context c;
-  ErrorCode rc = Acquire(&c);
-  if (rc != ErrorCode::OK) return rc;
-  std::lock_guard<std::mutex> lock(registry_mu_);
-  return registered_.erase(reinterpret_cast<uintptr_t>(buffer)) == 1 ? ErrorCode::OK
-                                                                      : ErrorCode::INVALID_PARAMS;
-}
-
-ErrorCode StoreClient::CheckRegistered(const void* buffer, uint64_t size) {
-  uintptr_t start = reinterpret_cast<uintptr_t>(buffer);
-  std::lock_guard<std::mutex> lock(registry_mu_);
-  auto it = registered_.upper_bound(start);
-  if (it == registered_.begin()) return ErrorCode::OK;
-  --it;
-  uint64_t end = it->first + it->second;
-  if (start < end && size > end - start) return ErrorCode::INVALID_PARAMS;
-  return ErrorCode::OK;
 }
 
 // ---- put ------------------------------------------------------------------------------
@@ -386,7 +397,7 @@ ErrorCode StoreClient::Put(const std::string& key, const void* value, uint64_t s
 ErrorCode StoreClient::PutOne(Context& c, const std::string& key, const char* value,
                               uint64_t size, const uds::WireConfig& config, bool upsert) {
   // No pool: nothing can be copied (as in Mooncake).
-  if (!c.pool) return ErrorCode::INVALID_PARAMS;
+  if (!c.pool) return NoPool();
   uint64_t offset;
   if (c.pool->Contains(value, size, &offset)) {
     return PutOnce(c, key, offset, size, config, upsert, nullptr);
@@ -508,9 +519,11 @@ Result<uint64_t> StoreClient::GetOne(Context& c, const std::string& key, char* b
   if (capacity == 0) {  // nothing fits: -600 when the object exists, its miss code if not
     uds::SizeReply size;
     ErrorCode code = c.conn->Invoke<uds::Op::kGetSize>(uds::KeyArgs{key}, &size);
-    return code == ErrorCode::OK ? ErrorCode::INVALID_PARAMS : code;
+    if (code != ErrorCode::OK) return code;
+    return Refused(ErrorCode::INVALID_PARAMS,
+                   "buffer size 0: the value is " + std::to_string(size.size) + " bytes");
   }
-  if (!c.pool) return ErrorCode::INVALID_PARAMS;
+  if (!c.pool) return NoPool();
   uint64_t offset;
   std::shared_ptr<PoolBlock> block;
   if (!c.pool->Contains(buffer, capacity, &offset)) {
@@ -533,7 +546,9 @@ Result<uint64_t> StoreClient::GetStaged(Context& c, const std::string& key, char
   if (rc != ErrorCode::OK) return rc;
   Result<uint64_t> result = begun.size;
   if (begun.size > capacity) {
-    result = ErrorCode::INVALID_PARAMS;
+    result = Refused(ErrorCode::INVALID_PARAMS,
+                     "the value is " + std::to_string(begun.size) +
+                         " bytes, larger than the buffer of " + std::to_string(capacity));
   } else {
     rc = RunChunks(
         *c.conn, *c.pool, uds::Op::kGetChunk, begun.get_id, begun.size,

@@ -3,9 +3,9 @@
 //
 // Arguments arrive validated by c_api.cc (non-NULL, key 1..4096 bytes, value 1 byte..4 GiB,
 // replica_num >= 1); every method returns an ErrorCode, or a Result where the C function
-// returns a count (c_api.cc turns both into the ABI's integers). Thread-safe: calls share
-// the connection without a lock across round trips; Connect and Close exclude other calls
-// briefly.
+// returns a count (c_api.cc turns both into the ABI's integers), and explains a failure it
+// decides itself (libmc/last_error.h). Thread-safe: calls share the connection without a
+// lock across round trips; Connect and Close exclude other calls briefly.
 //
 // Data paths, per buffer:
 //  - inside the pool: its pool offset goes to the daemon (zero copy on this side);
@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "common/error_code.h"
+#include "common/log_throttle.h"
 #include "common/uds_ops.h"
 #include "libmc/connection.h"
 #include "libmc/pool.h"
@@ -66,7 +67,7 @@ class StoreClient {
     std::vector<Range> ranges;
   };
 
-  StoreClient() = default;
+  StoreClient();
   ~StoreClient();  // Close(); the pool is unmapped once no call uses it any more
   StoreClient(const StoreClient&) = delete;
   StoreClient& operator=(const StoreClient&) = delete;
@@ -152,6 +153,12 @@ class StoreClient {
   // past its end; OK otherwise (unregistered memory is fine: it is staged).
   ErrorCode CheckRegistered(const void* buffer, uint64_t size);
 
+  // Names the handle in this thread's messages (libmc/last_error.h): unique in the process,
+  // never 0, never reused.
+  uint64_t serial() const { return serial_; }
+  // Holds the log lines of refused arguments to one a second for this handle.
+  LogThrottle& argument_log() { return argument_log_; }
+
  private:
   // What one call works with; taken under a short shared lock.
   struct Context {
@@ -183,6 +190,9 @@ class StoreClient {
   template <uds::Op op, class ArgsOf>
   void BatchKeyCodes(const std::vector<std::string>& keys, ArgsOf args_of,
                      std::vector<ErrorCode>* results);
+
+  const uint64_t serial_;
+  LogThrottle argument_log_;
 
   std::shared_mutex state_mu_;  // guards the members below
   bool connected_ = false;

@@ -2,7 +2,10 @@
 // "segments"). A segment lent here is the connection's: the daemon drains and unmounts it
 // on UnmountSegment, on Close, or when the connection goes (then a reconnect does not
 // bring it back: only setup()'s global segment is mounted again after every HELLO).
-#include "common/logging.h"
+#include <cstdio>
+
+#include "common/units.h"
+#include "libmc/last_error.h"
 #include "libmc/store_client.h"
 
 namespace mooncake {
@@ -14,10 +17,13 @@ ErrorCode StoreClient::MountPoolSegment(void* buffer, uint64_t size, uint64_t* s
   if (rc != ErrorCode::OK) return rc;
   uint64_t offset = 0;
   if (size == 0 || !c.pool || !c.pool->Contains(buffer, size, &offset)) {
-    MC_LOG_WARN("mooncake_store: mount_segment: [%p, +%llu) is not inside the handle's pool: "
-                "only memory shared with the daemon can be lent (mooncake_store_alloc, or "
-                "allocate_and_mount_segment)",
-                buffer, static_cast<unsigned long long>(size));
+    char range[64];
+    std::snprintf(range, sizeof(range), "[%p, +%llu)", buffer,
+                  static_cast<unsigned long long>(size));
+    Explain(ErrorCode::INVALID_PARAMS,
+            std::string(range) + " is not inside the handle's pool: only memory shared with "
+            "the daemon can be lent (mooncake_store_alloc, or allocate_and_mount_segment)",
+            Blame::kArgument);
     return ErrorCode::INVALID_PARAMS;
   }
   uds::MountedSegmentReply mounted;
@@ -35,7 +41,13 @@ ErrorCode StoreClient::AllocateSegment(uint64_t size, uint64_t* segment_id, uint
   if (rc != ErrorCode::OK) return rc;
   uds::MountedSegmentReply mounted;
   rc = c.conn->Invoke<uds::Op::kAllocateSegment>(uds::MountSegmentArgs{size}, &mounted);
-  if (rc != ErrorCode::OK) return rc;
+  if (rc != ErrorCode::OK) {
+    const std::string* reason = Explained(rc);
+    Explain(rc, "mooncaked at " + c.conn->socket_path() + " refused to mount a segment of " +
+                    FormatSize(size) + " (" + ErrorName(rc) +
+                    "): " + (reason != nullptr ? *reason : ErrorText(ToInt(rc))));
+    return rc;
+  }
   *segment_id = mounted.segment_id;
   *allocated = mounted.size;
   return ErrorCode::OK;

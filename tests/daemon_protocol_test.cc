@@ -1,7 +1,8 @@
 // Speaks docs/protocol.md directly to the real mooncaked (with the real master behind
-// it): the handshake and its refusals, put/get through a shared-memory pool, pool range
-// checks, malformed input that must cost only its own connection, a client dying in the
-// middle of a staged put, the daemon killed and restarted, a master restart, and SIGTERM.
+// it): the handshake and its refusals, refusals' reasons, put/get through a shared-memory
+// pool, pool range checks, malformed input that must cost only its own connection, a
+// client dying in the middle of a staged put, the daemon killed and restarted, a master
+// restart, and SIGTERM.
 // The read cache has its own suite (daemon_read_cache_test.cc).
 #include <signal.h>
 #include <sys/stat.h>
@@ -101,6 +102,69 @@ void test_hello_refusals(void**) {
   Conn d;
   assert_int_equal(d.Hello(&pool, MOONCAKE_STORE_ABI_VERSION, "", nullptr, small.fd), kInvalid);
   assert_true(d.ClosedByPeer());
+}
+
+// HELLO with pool, naming abi and master; the refusal's reason ("" when it connected).
+std::string HelloReason(Conn* c, const Pool* pool, uint64_t abi, const std::string& master) {
+  uint64_t id = c->next_id++;
+  uds::RequestFrame f(id, Op::kHello,
+                      uds::HelloArgs{abi, pool ? pool->size : 0, 1, master, ""});
+  uds::Message m;
+  int64_t code = c->Call(&f, id, &m, pool ? pool->fd : -1);
+  return code == 0 ? "" : uds::ReasonOf(m);
+}
+
+// The code and reason of one request on c.
+template <class Args>
+int64_t Refusal(Conn* c, Op op, const Args& args, std::string* reason) {
+  uint64_t id = c->next_id++;
+  uds::RequestFrame f(id, op, args);
+  uds::Message m;
+  int64_t code = c->Call(&f, id, &m);
+  *reason = uds::ReasonOf(m);
+  return code;
+}
+
+// Every refusal says why (docs/protocol.md, "Reasons"): the handshake's, and a request's
+// -600, naming the rule; answers that are not refusals carry none.
+void test_refusals_carry_reasons(void**) {
+  Pool pool(kPoolSize);
+  Conn old_abi;
+  std::string why = HelloReason(&old_abi, &pool, MOONCAKE_STORE_ABI_VERSION + 100, "");
+  assert_true(why.find("ABI version " + std::to_string(MOONCAKE_STORE_ABI_VERSION + 100) +
+                       ", daemon speaks " + std::to_string(MOONCAKE_STORE_ABI_VERSION)) == 0);
+  Conn other_master;
+  why = HelloReason(&other_master, &pool, MOONCAKE_STORE_ABI_VERSION, "10.1.2.3:50051");
+  std::string ours = "127.0.0.1:" + std::to_string(g_fixture->master_port);
+  assert_true(why.find("client expects master 10.1.2.3:50051, daemon uses " + ours) == 0);
+  Pool unsealed(kPoolSize, false);
+  Conn unsealed_pool;
+  assert_false(HelloReason(&unsealed_pool, &unsealed, MOONCAKE_STORE_ABI_VERSION, "").empty());
+
+  Conn c;
+  assert_int_equal(c.Hello(&pool), 0);
+  std::string reason;
+  assert_int_equal(Refusal(&c, Op::kGet, uds::GetArgs{"", 0, 64}, &reason), kInvalid);
+  assert_string_equal(reason.c_str(), "key is empty");
+  assert_int_equal(Refusal(&c, Op::kGet, uds::GetArgs{std::string(4097, 'k'), 0, 64}, &reason),
+                   kInvalid);
+  assert_string_equal(reason.c_str(), "key longer than 4096 bytes (4097)");
+  assert_int_equal(Refusal(&c, Op::kExist, uds::KeyArgs{std::string("a\0b", 3)}, &reason),
+                   kInvalid);
+  assert_string_equal(reason.c_str(), "key holds a NUL byte (at byte 1)");
+  assert_int_equal(Refusal(&c, Op::kPut, uds::PutArgs{"k", 0, 0, {}}, &reason), kInvalid);
+  assert_string_equal(reason.c_str(), "value size 0 is not 1 byte to 4 GiB");
+  assert_int_equal(Refusal(&c, Op::kGet, uds::GetArgs{"k", kPoolSize, 64}, &reason), kInvalid);
+  assert_string_equal(reason.c_str(), ("pool range [" + std::to_string(kPoolSize) +
+                                       ", +64) is not inside the connection's pool of " +
+                                       std::to_string(kPoolSize) + " bytes")
+                                          .c_str());
+  assert_int_equal(Refusal(&c, Op::kGetEnd, uds::StagedIdArgs{999}, &reason), kInvalid);
+  assert_string_equal(reason.c_str(), "get id 999 is not open on this connection");
+  // A miss is an answer, not a refusal.
+  assert_int_equal(Refusal(&c, Op::kGetSize, uds::KeyArgs{"no-such-key"}, &reason),
+                   ToInt(ErrorCode::OBJECT_NOT_FOUND));
+  assert_string_equal(reason.c_str(), "");
 }
 
 void test_put_get_roundtrip(void**) {
@@ -547,6 +611,7 @@ int main() {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_hello_returns_host_port),
       cmocka_unit_test(test_hello_refusals),
+      cmocka_unit_test(test_refusals_carry_reasons),
       cmocka_unit_test(test_put_get_roundtrip),
       cmocka_unit_test(test_many_requests_in_flight),
       cmocka_unit_test(test_pool_range_past_end),

@@ -1,5 +1,6 @@
 // common/uds_ops: every op of the table packs and parses back to the same struct, and its
-// parser refuses a missing field, an extra field and a field of the wrong type; docs/
+// parser refuses a missing field, an extra field and a field of the wrong type; a refusal's
+// reason travels (cut to its limit, one line) and a success carries none; docs/
 // protocol.md shows exactly the table (run with --write to regenerate its sections).
 #include <cstdio>
 #include <cstring>
@@ -241,6 +242,44 @@ void test_doc_shows_the_table(void**) {
 
 }  // namespace
 
+// The message a reply frame becomes on the other side.
+Message Parsed(ReplyFrame& frame) {
+  Message m;
+  const char* bytes = frame.data();
+  assert_true(ParseMessage(bytes + kFrameHeaderBytes, frame.size() - kFrameHeaderBytes, &m));
+  return m;
+}
+
+void test_refusals_carry_a_reason(void**) {
+  ReplyFrame refused(7, ErrorCode::INVALID_PARAMS, NoReply(), "key is empty");
+  Message m = Parsed(refused);
+  assert_int_equal(m.head, -600);
+  assert_int_equal(m.args.size(), 1);
+  assert_string_equal(ReasonOf(m).c_str(), "key is empty");
+
+  // No reason given: empty results, as before reasons existed.
+  ReplyFrame bare(8, ErrorCode::INVALID_PARAMS, NoReply());
+  m = Parsed(bare);
+  assert_int_equal(m.args.size(), 0);
+  assert_string_equal(ReasonOf(m).c_str(), "");
+
+  // A success carries its results, never a reason.
+  ReplyFrame ok(9, ErrorCode::OK, HostnameReply{"127.0.0.1:1"}, "ignored");
+  m = Parsed(ok);
+  assert_int_equal(m.args.size(), 1);
+  assert_string_equal(ReasonOf(m).c_str(), "");
+
+  // Cut to kMaxReasonBytes, never inside a UTF-8 sequence; a newline cannot split the log
+  // line it ends up in.
+  std::string long_reason = "line one\nline two ";
+  while (long_reason.size() < 2 * kMaxReasonBytes) long_reason += "\xc3\xa9";  // U+00E9
+  ReplyFrame clipped(10, ErrorCode::RESOURCE_LIMIT_EXCEEDED, NoReply(), long_reason);
+  std::string reason = ReasonOf(Parsed(clipped));
+  assert_true(reason.size() <= kMaxReasonBytes && reason.size() >= kMaxReasonBytes - 1);
+  assert_true(reason.rfind("line one line two ", 0) == 0);
+  assert_int_equal(static_cast<unsigned char>(reason.back()), 0xa9);  // a whole character
+}
+
 int main(int argc, char** argv) {
   if (argc == 2 && std::strcmp(argv[1], "--write") == 0) {
     std::string doc = ReadFile(kDocPath);
@@ -258,6 +297,7 @@ int main(int argc, char** argv) {
       cmocka_unit_test(test_batches_over_the_limit_are_refused),
       cmocka_unit_test(test_op_codes),
       cmocka_unit_test(test_doc_shows_the_table),
+      cmocka_unit_test(test_refusals_carry_a_reason),
   };
   return cmocka_run_group_tests(tests, nullptr, nullptr);
 }

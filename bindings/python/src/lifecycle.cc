@@ -28,7 +28,7 @@ int SetOffload(const std::shared_ptr<StoreHandle>& handle, bool offload) {
 
 int Setup(Store& self, const py::args& args, const py::kwargs& kwargs) {
   SetupArgs a;
-  if (!ReadSetupArgs(args, kwargs, &a)) return kInvalidParams;
+  if (!ReadSetupArgs(args, kwargs, &a)) return self.Refuse("setup", a.refused);
   // Before connecting: where warnings are errors (-W error), the setup does not happen.
   for (const std::string& why : a.ignored) {
     if (PyErr_WarnEx(PyExc_UserWarning, ("setup(): " + why).c_str(), 1) != 0) {
@@ -52,9 +52,13 @@ int Setup(Store& self, const py::args& args, const py::kwargs& kwargs) {
 int Connect(Store& self, const std::optional<std::string>& socket_path,
             py::handle local_buffer_size, py::handle tenant_id) {
   uint64_t pool_size = 0;
-  if (!SizeArg(local_buffer_size, &pool_size)) return kInvalidParams;
+  if (!SizeArg(local_buffer_size, &pool_size)) {
+    return self.Refuse("connect", SizeRefused("local_buffer_size", local_buffer_size));
+  }
   std::optional<std::string> tenant;
-  if (!TenantArg(tenant_id, &tenant)) return kInvalidParams;
+  if (!TenantArg(tenant_id, &tenant)) {
+    return self.Refuse("connect", "tenant_id holds a NUL byte");
+  }
   auto handle = self.HandleForConnect(pool_size);
   int rc = SetTenant(handle, tenant);
   if (rc == 0) rc = SetOffload(handle, false);  // connect() has no such choice: the default

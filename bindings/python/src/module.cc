@@ -172,6 +172,12 @@ PYBIND11_MODULE(mooncake_store, m) {
       .def("health_check", NoGil(&mooncake_store_health_check),
            "0 connected and the master reachable, 1 not connected, 2 master unreachable")
       .def("get_hostname", &GetHostname, "The daemon's 'host:port' ('' when not connected).")
+      .def("last_error", &Store::LastError,
+           "Why this thread's last failed call on this store failed, with the fix where there "
+           "is one ('' after a success): mooncake_store_errmsg(), or the binding's own reason "
+           "for a setup()/connect() argument or a key it could not pass on (a NUL byte). Kept "
+           "per thread: ask on the thread that made the call. Calls keep returning Mooncake's "
+           "int codes; a failed setup()/connect() also writes this line to stderr.")
       .def("__enter__", [](py::object self) { return self; })
       .def("__exit__", [](Store& self, py::args) { Close(self); })
       // put

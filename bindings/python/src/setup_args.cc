@@ -118,6 +118,18 @@ bool OffloadPathArg(const std::string& path) {
   return path.empty() || (path[0] == '/' && path.find('\0') == std::string::npos);
 }
 
+// value as Python shows it, cut short: it is the caller's and may be anything.
+std::string Shown(py::handle value) {
+  std::string text = py::repr(value).cast<std::string>();
+  return text.size() <= 64 ? text : text.substr(0, 61) + "...";
+}
+
+// Sets out->refused to "<setting> <value> <rule>" and returns false.
+bool Refused(SetupArgs* out, size_t param, py::handle value, const std::string& rule) {
+  out->refused = std::string(kNames[param]) + " " + Shown(value) + " " + rule;
+  return false;
+}
+
 // The settings in values, read into *out (see setup_args.h for what each becomes).
 bool Interpret(const py::object (&values)[kParamCount], SetupArgs* out) {
   out->local_hostname = StringArg(kLocalHostname, values[kLocalHostname]);
@@ -127,14 +139,21 @@ bool Interpret(const py::object (&values)[kParamCount], SetupArgs* out) {
   out->master_server_addr = StringArg(kMasterServerAddr, values[kMasterServerAddr]);
   const py::object& global = values[kGlobalSegmentSize];
   const py::object& local = values[kLocalBufferSize];
-  if ((global && !SizeArg(global, &out->global_segment_size)) ||
-      (local && !SizeArg(local, &out->local_buffer_size))) {
+  if (global && !SizeArg(global, &out->global_segment_size)) {
+    out->refused = SizeRefused(kNames[kGlobalSegmentSize], global);
+    return false;
+  }
+  if (local && !SizeArg(local, &out->local_buffer_size)) {
+    out->refused = SizeRefused(kNames[kLocalBufferSize], local);
     return false;
   }
   if (!BoolArg(kEnableSsdOffload, values[kEnableSsdOffload], &out->enable_ssd_offload)) {
-    return false;
+    return Refused(out, kEnableSsdOffload, values[kEnableSsdOffload],
+                   "is not a bool (True/False, or 'true'/'false', 'yes'/'no', 'on'/'off')");
   }
-  if (!TenantArg(values[kTenantId], &out->tenant)) return false;
+  if (!TenantArg(values[kTenantId], &out->tenant)) {
+    return Refused(out, kTenantId, values[kTenantId], "holds a NUL byte");
+  }
   if (out->tenant && *out->tenant == kMooncakeDefaultTenant) out->tenant.reset();
 
   if (values[kEngine] && !values[kEngine].is_none()) {
@@ -143,16 +162,22 @@ bool Interpret(const py::object (&values)[kParamCount], SetupArgs* out) {
         "used");
   }
   std::string ssd_path = StringArg(kSsdOffloadPath, values[kSsdOffloadPath]);
-  if (!OffloadPathArg(ssd_path)) return false;
+  if (!OffloadPathArg(ssd_path)) {
+    return Refused(out, kSsdOffloadPath, values[kSsdOffloadPath],
+                   "is not '' or an absolute path (the daemon's --ssd_path)");
+  }
   if (!ssd_path.empty()) {
     out->ignored.push_back(
         "ssd_offload_path: the SSD tier is the daemon's (its --ssd_path); this path is not "
         "used");
   }
   bool http_server = false;
-  if (!BoolArg(kEnableClientHttpServer, values[kEnableClientHttpServer], &http_server) ||
-      !PortArg(values[kClientHttpPort])) {
-    return false;
+  if (!BoolArg(kEnableClientHttpServer, values[kEnableClientHttpServer], &http_server)) {
+    return Refused(out, kEnableClientHttpServer, values[kEnableClientHttpServer],
+                   "is not a bool");
+  }
+  if (!PortArg(values[kClientHttpPort])) {
+    return Refused(out, kClientHttpPort, values[kClientHttpPort], "is not a port (0..65535)");
   }
   if (http_server) {
     out->ignored.push_back(
@@ -185,6 +210,11 @@ bool SizeArg(py::handle value, uint64_t* out) {
   std::string text = value.cast<std::string>();
   if (text.find('\0') != std::string::npos) return false;  // "16\0MB" must not read as 16
   return mooncake_store_parse_size(text.c_str(), out) == MOONCAKE_STORE_OK;
+}
+
+std::string SizeRefused(const char* name, py::handle value) {
+  return std::string(name) + " " + Shown(value) +
+         " is not a size: an int of bytes, or a str such as '4096', '16MB', '1.5G'";
 }
 
 bool TenantArg(py::handle value, std::optional<std::string>* out) {

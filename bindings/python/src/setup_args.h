@@ -51,16 +51,20 @@ struct SetupArgs {
   std::optional<std::string> tenant;   // mooncake_store_set_tenant; none: the default tenant
   // One line per setting accepted but not applied: "key: why". setup() warns with each.
   std::vector<std::string> ignored;
+  // Why ReadSetupArgs returned false: the setting, its value and the rule it broke.
+  std::string refused;
 };
 
-// Reads setup()'s arguments (either form) into *out. False when a value is one setup()
-// answers -600 for; TypeError as Mooncake's signature would raise it.
+// Reads setup()'s arguments (either form) into *out. False (with out->refused) when a value
+// is one setup() answers -600 for; TypeError as Mooncake's signature would raise it.
 bool ReadSetupArgs(const py::args& args, const py::kwargs& kwargs, SetupArgs* out);
 
 // A size argument of setup()/connect(): an int, or a string such as "16MB", read by the
 // library (mooncake_store_parse_size) exactly as the daemon's flags are. False for anything
 // else (a negative int, "50%", a float, a string with a NUL in it).
 bool SizeArg(py::handle value, uint64_t* out);
+// What SizeArg refused, for the message: "local_buffer_size '12XB' is not a size ...".
+std::string SizeRefused(const char* name, py::handle value);
 
 // A tenant_id of setup()/connect(): None (names none) or a str; TypeError for another type.
 // False for a str the C ABI could not carry whole (one with a NUL in it); the library

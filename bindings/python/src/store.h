@@ -31,7 +31,30 @@ class Store {
 
   // The current handle. Read (and replaced) only with the GIL held; a call keeps its copy
   // for its whole length, so a concurrent close()/connect() never frees a handle in use.
-  std::shared_ptr<StoreHandle> handle() const { return handle_; }
+  // A call that takes it reaches the library, whose message is then the one that counts:
+  // this thread's binding refusal on this store is forgotten.
+  std::shared_ptr<StoreHandle> handle() const {
+    t_calling_store = this;
+    if (t_binding_refusal.store == this) t_binding_refusal.store = nullptr;
+    return handle_;
+  }
+
+  // setup()/connect() refused by the binding before the library saw them (call names the
+  // method): why becomes last_error() and one line on sys.stderr, as a refusal of the
+  // library is logged. Returns -600.
+  int Refuse(const char* call, const std::string& why) const {
+    t_binding_refusal = {this, why};
+    py::module_::import("sys").attr("stderr").attr("write")(
+        "mooncake_store: " + std::string(call) + "(): " + why + "\n");
+    return kInvalidParams;
+  }
+
+  // Why this thread's last failed call on this store failed ("" when it succeeded): the
+  // binding's own refusal, else mooncake_store_errmsg of the handle.
+  std::string LastError() const {
+    if (t_binding_refusal.store == this) return t_binding_refusal.why;
+    return mooncake_store_errmsg(handle_->get());
+  }
   const std::shared_ptr<RangeRegistry>& registry() const { return registry_; }
 
   // The handle a connect/setup with this pool size should use. The C library keeps a closed
@@ -40,6 +63,7 @@ class Store {
   // memoryviews and BufferHandles. So then a fresh handle is made, and the old one lives
   // on until the last object pointing into its pool is gone.
   std::shared_ptr<StoreHandle> HandleForConnect(uint64_t pool_size) {
+    handle();  // the connect reaches the library: its message counts from here
     if (open_ || !handle_->connected_once || handle_->pool_size == pool_size) return handle_;
     handle_ = std::make_shared<StoreHandle>();
     return handle_;

@@ -149,10 +149,25 @@ class Scratch {
   size_t size_ = 0;
 };
 
+// Why the binding itself refused a call before the library could say it: the store the
+// call was on (the one whose handle() this thread took last) and why. Per thread, as the
+// library's messages are (mooncake_store_errmsg); last_error() shows it first.
+struct BindingRefusal {
+  const void* store = nullptr;
+  std::string why;
+};
+inline thread_local BindingRefusal t_binding_refusal;
+inline thread_local const void* t_calling_store = nullptr;
+
 // A key as the C ABI sees it. The ABI takes NUL-terminated keys, so a key with a NUL in it
-// cannot be expressed; it is replaced by "", which every call rejects with -600.
+// cannot be expressed; it is replaced by "", which every call rejects with -600, and the
+// binding notes the real reason for last_error().
 inline const char* CKey(const std::string& key) {
-  return key.find('\0') == std::string::npos ? key.c_str() : "";
+  size_t nul = key.find('\0');
+  if (nul == std::string::npos) return key.c_str();
+  t_binding_refusal = {t_calling_store, "key holds a NUL byte (at byte " + std::to_string(nul) +
+                                            "): the C ABI takes keys as C strings"};
+  return "";
 }
 
 // The entries of a batch call as the C ABI takes them, and where each came from.

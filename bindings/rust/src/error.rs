@@ -1,56 +1,153 @@
-//! `Error`: the result-code table of `include/mooncake_store.h` (`MOONCAKE_STORE_ERROR_TABLE`).
+//! `Error`: a failure of the store -- its kind, one per code of the result-code table of
+//! `include/mooncake_store.h` (`MOONCAKE_STORE_ERROR_TABLE`), and why, as the library says
+//! it (`mooncake_store_errmsg`).
 use std::ffi::CStr;
 use std::fmt;
+use std::hash::{Hash, Hasher};
 
 use crate::ffi;
 
-/// Defines `Error` with one variant per negative code of the table, plus `Unknown`.
+/// Defines `ErrorKind` with one variant per negative code of the table, plus `Unknown`, and
+/// an `Error` constant of each kind.
 macro_rules! error_table {
     ($( $(#[$doc:meta])* $variant:ident = $code:literal, $c_name:literal; )*) => {
-        /// A failure reported by the store: one variant per negative code of
+        /// The kind of a failure: one variant per negative code of
         /// `MOONCAKE_STORE_ERROR_TABLE` (the code 0, `OK`, is `Ok(..)`), with the same numeric
-        /// values as Mooncake. [`Error::code`] gives the number back; `Display` is the text of
-        /// `mooncake_store_strerror`.
+        /// values as Mooncake. [`ErrorKind::code`] gives the number back.
         #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
         #[non_exhaustive]
-        pub enum Error {
+        pub enum ErrorKind {
             $( $(#[$doc])* $variant, )*
             /// A code outside the table (from a newer library or daemon).
             Unknown(i32),
         }
 
-        impl Error {
-            /// Every variant of the table, in the header's order (`Unknown` excluded).
-            pub const ALL: &'static [Error] = &[$(Error::$variant),*];
+        impl ErrorKind {
+            /// Every kind of the table, in the header's order (`Unknown` excluded).
+            pub const ALL: &'static [ErrorKind] = &[$(ErrorKind::$variant),*];
 
             /// The numeric code, as the C functions return it.
             pub const fn code(self) -> i32 {
                 match self {
-                    $(Error::$variant => $code,)*
-                    Error::Unknown(code) => code,
+                    $(ErrorKind::$variant => $code,)*
+                    ErrorKind::Unknown(code) => code,
                 }
             }
 
             /// The header's name of the code without the `MOONCAKE_STORE_` prefix, e.g.
-            /// `"OBJECT_NOT_FOUND"`; `"UNKNOWN"` for [`Error::Unknown`].
+            /// `"OBJECT_NOT_FOUND"`; `"UNKNOWN"` for [`ErrorKind::Unknown`].
             pub const fn name(self) -> &'static str {
                 match self {
-                    $(Error::$variant => $c_name,)*
-                    Error::Unknown(_) => "UNKNOWN",
+                    $(ErrorKind::$variant => $c_name,)*
+                    ErrorKind::Unknown(_) => "UNKNOWN",
                 }
             }
 
-            /// The error for a non-zero code (`Unknown` when it is not in the table);
-            /// `None` for 0 (`OK`).
-            pub const fn from_code(code: i32) -> Option<Error> {
+            /// The kind of a non-zero code (`Unknown` when it is not in the table); `None`
+            /// for 0 (`OK`).
+            pub const fn from_code(code: i32) -> Option<ErrorKind> {
                 match code {
                     0 => None,
-                    $($code => Some(Error::$variant),)*
-                    other => Some(Error::Unknown(other)),
+                    $($code => Some(ErrorKind::$variant),)*
+                    other => Some(ErrorKind::Unknown(other)),
                 }
             }
         }
+
+        /// The bare error of each kind (no message), named as its kind: compare a result
+        /// with `Err(Error::ObjectNotFound)`, or match on [`Error::kind`].
+        #[allow(non_upper_case_globals)]
+        impl Error {
+            $( $(#[$doc])* pub const $variant: Error = Error::bare(ErrorKind::$variant); )*
+        }
     };
+}
+
+/// A failure reported by the store: its kind ([`Error::kind`], [`Error::code`]) and, when
+/// the library said more, why ([`Error::message`]): what `mooncake_store_errmsg` returned
+/// for the failed call -- the problem and the fix ("mooncaked is not running at
+/// /run/mooncake/mooncaked.sock (connect: No such file or directory): start it ...", "key
+/// longer than 4096 bytes (5000)"), or the daemon's own reason -- or the binding's reason when
+/// it refused the call itself (a key with a NUL byte).
+///
+/// `Display` is the code's description (`mooncake_store_strerror`), then `": "` and the
+/// message when there is one. Two errors are equal when their kinds are: the message
+/// explains a failure, it does not make it another one.
+#[derive(Debug, Clone)]
+pub struct Error {
+    kind: ErrorKind,
+    message: Option<Box<str>>,
+}
+
+impl Error {
+    const fn bare(kind: ErrorKind) -> Error {
+        Error {
+            kind,
+            message: None,
+        }
+    }
+
+    /// The kind of the failure.
+    pub const fn kind(&self) -> ErrorKind {
+        self.kind
+    }
+
+    /// The numeric code, as the C functions return it.
+    pub const fn code(&self) -> i32 {
+        self.kind.code()
+    }
+
+    /// The header's name of the code, e.g. `"OBJECT_NOT_FOUND"` (see [`ErrorKind::name`]).
+    pub const fn name(&self) -> &'static str {
+        self.kind.name()
+    }
+
+    /// Why the call failed, as the library (or the binding) said it; `None` when nothing
+    /// said more than the code (a miss, say).
+    pub fn message(&self) -> Option<&str> {
+        self.message.as_deref()
+    }
+
+    /// The bare error of a non-zero code (kind `Unknown` when it is not in the table);
+    /// `None` for 0 (`OK`).
+    pub const fn from_code(code: i32) -> Option<Error> {
+        match ErrorKind::from_code(code) {
+            Some(kind) => Some(Error::bare(kind)),
+            None => None,
+        }
+    }
+
+    /// This error with why it happened ("" keeps none).
+    pub(crate) fn with_message(mut self, message: &str) -> Error {
+        self.message = (!message.is_empty()).then(|| message.into());
+        self
+    }
+}
+
+impl From<ErrorKind> for Error {
+    fn from(kind: ErrorKind) -> Error {
+        Error::bare(kind)
+    }
+}
+
+impl PartialEq for Error {
+    fn eq(&self, other: &Error) -> bool {
+        self.kind == other.kind
+    }
+}
+
+impl Eq for Error {}
+
+impl Hash for Error {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        self.kind.hash(state);
+    }
+}
+
+impl PartialEq<ErrorKind> for Error {
+    fn eq(&self, kind: &ErrorKind) -> bool {
+        self.kind == *kind
+    }
 }
 
 error_table! {
@@ -143,13 +240,23 @@ error_table! {
 /// `Result` with [`Error`].
 pub type Result<T> = std::result::Result<T, Error>;
 
-impl fmt::Display for Error {
+impl fmt::Display for ErrorKind {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         // SAFETY: mooncake_store_strerror returns a static NUL-terminated string for any code.
         let text = unsafe { CStr::from_ptr(ffi::mooncake_store_strerror(self.code())) };
         f.write_str(&text.to_string_lossy())?;
-        if let Error::Unknown(code) = self {
+        if let ErrorKind::Unknown(code) = self {
             write!(f, " ({code})")?;
+        }
+        Ok(())
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.kind.fmt(f)?;
+        if let Some(message) = &self.message {
+            write!(f, ": {message}")?;
         }
         Ok(())
     }
@@ -163,7 +270,8 @@ impl From<Error> for std::io::Error {
     }
 }
 
-/// `Ok(())` for 0, the error for anything else.
+/// `Ok(())` for 0, the bare error for anything else (a call on a store says why with
+/// `Store::check`).
 pub(crate) fn check(rc: i32) -> Result<()> {
     match Error::from_code(rc) {
         None => Ok(()),
@@ -171,17 +279,17 @@ pub(crate) fn check(rc: i32) -> Result<()> {
     }
 }
 
-/// A non-negative count or size, or the error of a negative code.
+/// A non-negative count or size, or the bare error of a negative code.
 pub(crate) fn check_i64(rc: i64) -> Result<u64> {
     u64::try_from(rc).map_err(|_| {
         let code = i32::try_from(rc).unwrap_or(i32::MIN);
-        Error::from_code(code).unwrap_or(Error::Unknown(code))
+        Error::from(ErrorKind::from_code(code).unwrap_or(ErrorKind::Unknown(code)))
     })
 }
 
 #[cfg(test)]
 mod tests {
-    use super::Error;
+    use super::{Error, ErrorKind};
     use crate::ffi::header;
 
     /// The rows of MOONCAKE_STORE_ERROR_TABLE: (NAME, value, text).
@@ -219,12 +327,12 @@ mod tests {
         assert_eq!(rows[0], ("OK".to_string(), 0, "success".to_string()));
         let header: Vec<(String, i32)> =
             rows[1..].iter().map(|(n, v, _)| (n.clone(), *v)).collect();
-        let rust: Vec<(String, i32)> = Error::ALL
+        let rust: Vec<(String, i32)> = ErrorKind::ALL
             .iter()
             .map(|e| (e.name().to_string(), e.code()))
             .collect();
         assert_eq!(rust, header);
-        for e in Error::ALL {
+        for e in ErrorKind::ALL {
             assert_eq!(
                 format!("{e:?}"),
                 camel(e.name()),
@@ -243,7 +351,7 @@ mod tests {
         }
         assert_eq!(Error::ObjectNotFound.to_string(), "object not found");
         assert_eq!(
-            Error::Unknown(-12345).to_string(),
+            Error::from_code(-12345).unwrap().to_string(),
             "unknown error code (-12345)"
         );
     }
@@ -251,16 +359,31 @@ mod tests {
     #[test]
     fn codes_round_trip() {
         assert_eq!(Error::from_code(0), None);
-        for e in Error::ALL {
-            assert_eq!(Error::from_code(e.code()), Some(*e));
+        for e in ErrorKind::ALL {
+            assert_eq!(ErrorKind::from_code(e.code()), Some(*e));
+            assert_eq!(Error::from_code(e.code()).unwrap().kind(), *e);
         }
-        assert_eq!(Error::from_code(-2), Some(Error::Unknown(-2)));
-        assert_eq!(Error::Unknown(-2).code(), -2);
+        assert_eq!(ErrorKind::from_code(-2), Some(ErrorKind::Unknown(-2)));
+        assert_eq!(Error::from_code(-2).unwrap().code(), -2);
         assert_eq!(super::check(0), Ok(()));
         assert_eq!(super::check(-704), Err(Error::ObjectNotFound));
         assert_eq!(super::check_i64(42), Ok(42));
         assert_eq!(super::check_i64(-600), Err(Error::InvalidParams));
         let boxed: Box<dyn std::error::Error + Send + Sync> = Box::new(Error::RpcFail);
         assert_eq!(boxed.to_string(), "master or daemon unreachable");
+    }
+
+    #[test]
+    fn display_carries_the_message_and_equality_ignores_it() {
+        let e = Error::InvalidParams.with_message("key is empty");
+        assert_eq!(e.to_string(), "invalid parameters: key is empty");
+        assert_eq!(e.message(), Some("key is empty"));
+        assert_eq!(e, Error::InvalidParams);
+        assert_eq!(e, ErrorKind::InvalidParams);
+        assert_eq!(e.kind(), ErrorKind::InvalidParams);
+        assert_eq!(Error::InvalidParams.message(), None);
+        assert_eq!(Error::InvalidParams.with_message("").message(), None);
+        let io: std::io::Error = e.into();
+        assert_eq!(io.to_string(), "invalid parameters: key is empty");
     }
 }

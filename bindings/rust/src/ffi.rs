@@ -124,6 +124,7 @@ macro_rules! declare {
 
 declare! {
     pub fn mooncake_store_strerror(code: c_int) -> *const c_char;
+    pub fn mooncake_store_errmsg(store: mooncake_store_t) -> *const c_char;
     pub fn mooncake_store_parse_size(text: *const c_char, out: *mut u64) -> c_int;
 
     // lifecycle

@@ -8,11 +8,18 @@ use crate::{Error, Result};
 
 /// A key as a NUL-terminated C string; an interior NUL is an error, never a truncated key.
 pub(crate) fn c_key(key: &[u8]) -> Result<CString> {
-    CString::new(key).map_err(|_| Error::InvalidParams)
+    CString::new(key).map_err(|e| nul_refused("key", e.nul_position()))
 }
 
 pub(crate) fn c_str(s: &str) -> Result<CString> {
-    CString::new(s).map_err(|_| Error::InvalidParams)
+    CString::new(s).map_err(|e| nul_refused("a string argument", e.nul_position()))
+}
+
+/// The error of text the C ABI cannot carry: it holds a NUL byte at position.
+fn nul_refused(what: &str, position: usize) -> Error {
+    Error::InvalidParams.with_message(&format!(
+        "{what} holds a NUL byte (at byte {position}): the C ABI takes C strings"
+    ))
 }
 
 /// The keys of a batch: those that can be passed to C, and where each one came from.

@@ -15,7 +15,7 @@ mod replicas;
 mod segments;
 mod store;
 
-pub use error::{Error, Result};
+pub use error::{Error, ErrorKind, Result};
 
 pub use config::ReplicateConfig;
 pub use pool::PoolBuf;

@@ -87,7 +87,7 @@ impl Store {
                 }
             }
         };
-        check(rc)
+        self.check(rc)
     }
 
     /// Puts many values in one request (`mooncake_store_batch_put_from`): one result per key,
@@ -128,7 +128,7 @@ impl Store {
         if !batch.index.is_empty() {
             // SAFETY: a live handle; count entries in each array; every key NUL-terminated;
             // every buffer readable for its size (the library only reads); results writable.
-            check(unsafe {
+            self.check(unsafe {
                 ffi::mooncake_store_batch_put_from(
                     self.raw(),
                     batch.pointers.as_mut_ptr(),
@@ -155,11 +155,11 @@ impl Store {
         // (upsert): then ask again.
         for _ in 0..8 {
             // SAFETY: a live handle and a NUL-terminated key.
-            let size = match check_i64(unsafe {
+            let size = match self.check_i64(unsafe {
                 ffi::mooncake_store_get_size(self.raw(), key.as_ptr())
             }) {
                 Ok(size) => usize::try_from(size).map_err(|_| Error::InvalidParams)?,
-                Err(Error::ObjectNotFound) => return Ok(None),
+                Err(e) if e == Error::ObjectNotFound => return Ok(None),
                 Err(e) => return Err(e),
             };
             let mut value: Vec<u8> = Vec::with_capacity(size);
@@ -173,7 +173,7 @@ impl Store {
                     size,
                 )
             };
-            match check_i64(rc) {
+            match self.check_i64(rc) {
                 Ok(n) => {
                     let n = usize::try_from(n).map_err(|_| Error::InternalError)?;
                     assert!(
@@ -184,8 +184,8 @@ impl Store {
                     unsafe { value.set_len(n) };
                     return Ok(Some(value));
                 }
-                Err(Error::ObjectNotFound) => return Ok(None),
-                Err(Error::InvalidParams) => continue, // grew since get_size
+                Err(e) if e == Error::ObjectNotFound => return Ok(None),
+                Err(e) if e == Error::InvalidParams => continue, // grew since get_size
                 Err(e) => return Err(e),
             }
         }
@@ -210,7 +210,7 @@ impl Store {
                 buffer.len(),
             )
         };
-        usize::try_from(check_i64(rc)?).map_err(|_| Error::InternalError)
+        usize::try_from(self.check_i64(rc)?).map_err(|_| Error::InternalError)
     }
 
     /// Reads many values in one request (`mooncake_store_batch_get_into`): one result per
@@ -238,7 +238,7 @@ impl Store {
             // SAFETY: a live handle; count entries in each array; every key NUL-terminated;
             // every buffer writable for its size and distinct (they come from &mut borrows);
             // results writable.
-            check(unsafe {
+            self.check(unsafe {
                 ffi::mooncake_store_batch_get_into(
                     self.raw(),
                     batch.pointers.as_mut_ptr(),
@@ -261,6 +261,7 @@ impl Store {
         let key = c_key(key.as_ref())?;
         // SAFETY: a live handle and a NUL-terminated key.
         exist(unsafe { ffi::mooncake_store_is_exist(self.raw(), key.as_ptr()) })
+            .map_err(|e| self.explain(e))
     }
 
     /// [`is_exist`](Store::is_exist) for many keys in one request.
@@ -269,7 +270,7 @@ impl Store {
         let mut results: Vec<c_int> = vec![0; batch.index.len()];
         if !batch.index.is_empty() {
             // SAFETY: a live handle; count NUL-terminated keys; count writable results.
-            check(unsafe {
+            self.check(unsafe {
                 ffi::mooncake_store_batch_is_exist(
                     self.raw(),
                     batch.pointers.as_mut_ptr(),
@@ -285,7 +286,7 @@ impl Store {
     pub fn get_size<K: AsRef<[u8]>>(&self, key: K) -> Result<u64> {
         let key = c_key(key.as_ref())?;
         // SAFETY: a live handle and a NUL-terminated key.
-        check_i64(unsafe { ffi::mooncake_store_get_size(self.raw(), key.as_ptr()) })
+        self.check_i64(unsafe { ffi::mooncake_store_get_size(self.raw(), key.as_ptr()) })
     }
 
     // ---- remove --------------------------------------------------------------------------
@@ -296,7 +297,9 @@ impl Store {
     pub fn remove<K: AsRef<[u8]>>(&self, key: K, force: bool) -> Result<()> {
         let key = c_key(key.as_ref())?;
         // SAFETY: a live handle and a NUL-terminated key.
-        check(unsafe { ffi::mooncake_store_remove(self.raw(), key.as_ptr(), c_int::from(force)) })
+        self.check(unsafe {
+            ffi::mooncake_store_remove(self.raw(), key.as_ptr(), c_int::from(force))
+        })
     }
 
     /// Removes many keys in one request: one result per key, in order, as [`Self::remove`]
@@ -306,7 +309,7 @@ impl Store {
         let mut results: Vec<c_int> = vec![0; batch.index.len()];
         if !batch.index.is_empty() {
             // SAFETY: a live handle; count NUL-terminated keys; count writable results.
-            check(unsafe {
+            self.check(unsafe {
                 ffi::mooncake_store_batch_remove(
                     self.raw(),
                     batch.pointers.as_mut_ptr(),
@@ -324,7 +327,7 @@ impl Store {
     pub fn remove_by_regex(&self, pattern: &str, force: bool) -> Result<u64> {
         let pattern = c_str(pattern)?;
         // SAFETY: a live handle and a NUL-terminated pattern.
-        check_i64(unsafe {
+        self.check_i64(unsafe {
             ffi::mooncake_store_remove_by_regex(self.raw(), pattern.as_ptr(), c_int::from(force))
         })
     }
@@ -333,7 +336,7 @@ impl Store {
     /// hard-pinned ones are kept); returns how many were removed.
     pub fn remove_all(&self, force: bool) -> Result<u64> {
         // SAFETY: a live handle.
-        check_i64(unsafe { ffi::mooncake_store_remove_all(self.raw(), c_int::from(force)) })
+        self.check_i64(unsafe { ffi::mooncake_store_remove_all(self.raw(), c_int::from(force)) })
     }
 }
 

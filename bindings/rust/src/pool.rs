@@ -7,7 +7,6 @@ use std::os::raw::c_void;
 use std::ptr::NonNull;
 use std::slice;
 
-use crate::error::check;
 use crate::{ffi, Error, Result, Store};
 
 impl Store {
@@ -41,7 +40,7 @@ impl Store {
     pub fn register_buffer(&self, buffer: &[u8]) -> Result<()> {
         // SAFETY: a live handle; the library records the address range and never
         // dereferences it here.
-        check(unsafe {
+        self.check(unsafe {
             ffi::mooncake_store_register_buffer(
                 self.raw(),
                 buffer.as_ptr() as *mut c_void,
@@ -54,7 +53,7 @@ impl Store {
     /// [`Error::InvalidParams`] for an unknown address.
     pub fn unregister_buffer(&self, buffer: &[u8]) -> Result<()> {
         // SAFETY: a live handle; only the address is used.
-        check(unsafe {
+        self.check(unsafe {
             ffi::mooncake_store_unregister_buffer(self.raw(), buffer.as_ptr() as *mut c_void)
         })
     }

@@ -191,7 +191,7 @@ impl Store {
                 }
             }
         };
-        check(rc)
+        self.check(rc)
     }
 
     /// [`batch_put_from`](Store::batch_put_from) with Mooncake's whole config
@@ -240,7 +240,7 @@ impl Store {
             // SAFETY: a live handle; count entries in each array; every key NUL-terminated;
             // every buffer readable for its size (only read); results writable; the config
             // outlives the call.
-            check(unsafe {
+            self.check(unsafe {
                 f(
                     self.raw(),
                     batch.pointers.as_mut_ptr(),

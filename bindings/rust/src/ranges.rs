@@ -3,7 +3,7 @@
 
 use std::os::raw::c_void;
 
-use crate::error::{check, check_i64, Error, Result};
+use crate::error::{check_i64, Error, Result};
 use crate::ffi;
 use crate::keys::c_key;
 use crate::store::Store;
@@ -131,7 +131,7 @@ impl Store {
             // SAFETY: a live handle; every get's key NUL-terminated, its buffer writable for
             // its size and distinct (from &mut borrows), its fragments and results arrays of
             // range_count entries, all alive until the call returns.
-            check(unsafe {
+            self.check(unsafe {
                 ffi::mooncake_store_batch_get_ranges(
                     self.raw(),
                     gets.as_ptr(),

@@ -116,7 +116,7 @@ impl Store {
                 attempt += 1;
                 continue;
             }
-            check(rc)?;
+            self.check(rc)?;
             return room[..n].iter().map(ReplicaDesc::from_c).collect();
         }
     }
@@ -136,7 +136,7 @@ impl Store {
             let mut results: Vec<c_int> = vec![0; chunk.len()];
             // SAFETY: a live handle; chunk.len() NUL-terminated keys; FIRST_CAPACITY writable
             // descriptors, one count and one result per key.
-            check(unsafe {
+            self.check(unsafe {
                 ffi::mooncake_store_batch_get_replica_desc(
                     self.raw(),
                     pointers.as_mut_ptr(),
@@ -181,6 +181,6 @@ impl Store {
             SsdOffload::Off => 2,
         };
         // SAFETY: a live handle.
-        check(unsafe { ffi::mooncake_store_set_ssd_offload(self.raw(), mode) })
+        self.check(unsafe { ffi::mooncake_store_set_ssd_offload(self.raw(), mode) })
     }
 }

@@ -44,7 +44,7 @@ impl Store {
         if !batch.index.is_empty() {
             // SAFETY: a live handle; count NUL-terminated keys; a NUL-terminated name;
             // count writable results.
-            check(unsafe {
+            self.check(unsafe {
                 ffi::mooncake_store_batch_replica_clear(
                     self.raw(),
                     batch.pointers.as_mut_ptr(),
@@ -66,7 +66,7 @@ impl Store {
     pub fn mount_segment(&self, buffer: &mut PoolBuf<'_>) -> Result<u64> {
         let mut id = 0u64;
         // SAFETY: a live handle; the buffer is pool memory of at least len bytes.
-        check(unsafe {
+        self.check(unsafe {
             ffi::mooncake_store_mount_segment(
                 self.raw(),
                 buffer.as_mut_ptr().cast::<c_void>(),
@@ -83,7 +83,7 @@ impl Store {
     pub fn allocate_and_mount_segment(&self, size: u64) -> Result<(u64, u64)> {
         let (mut id, mut allocated) = (0u64, 0u64);
         // SAFETY: a live handle and two writable u64s.
-        check(unsafe {
+        self.check(unsafe {
             ffi::mooncake_store_allocate_and_mount_segment(self.raw(), size, &mut id, &mut allocated)
         })?;
         Ok((id, allocated))
@@ -94,7 +94,7 @@ impl Store {
     pub fn unmount_segment(&self, segment_id: u64) -> Result<Drained> {
         let mut d = Drained::default();
         // SAFETY: a live handle and two writable u64s.
-        check(unsafe {
+        self.check(unsafe {
             ffi::mooncake_store_unmount_segment(self.raw(), segment_id, &mut d.moved, &mut d.dropped)
         })?;
         Ok(d)
@@ -104,6 +104,6 @@ impl Store {
     /// `NotSupported` when it has one (the daemon's, not this store's to take away).
     pub fn unmount_local_disk_segment(&self) -> Result<()> {
         // SAFETY: a live handle.
-        check(unsafe { ffi::mooncake_store_unmount_local_disk_segment(self.raw()) })
+        self.check(unsafe { ffi::mooncake_store_unmount_local_disk_segment(self.raw()) })
     }
 }

@@ -1,14 +1,14 @@
 //! [`Store`]: the handle of the C ABI, its lifecycle (connect, setup, close, health) and
 //! its drop. The data methods are in `ops.rs`, the pool's in `pool.rs`.
 
-use std::ffi::CString;
+use std::ffi::{CStr, CString};
 use std::fmt;
 use std::os::raw::c_void;
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 use std::ptr::{self, NonNull};
 
-use crate::error::check;
+use crate::error::{check, check_i64};
 use crate::keys::c_str;
 use crate::{ffi, Error, PoolBuf, Result};
 
@@ -67,12 +67,40 @@ impl Store {
         let tenant = c_str(tenant_id)?;
         let store = Store::create()?;
         // SAFETY: a live handle and a NUL-terminated id.
-        check(unsafe { ffi::mooncake_store_set_tenant(store.raw(), tenant.as_ptr()) })?;
+        store.check(unsafe { ffi::mooncake_store_set_tenant(store.raw(), tenant.as_ptr()) })?;
         Ok(store)
     }
 
     pub(crate) fn raw(&self) -> ffi::mooncake_store_t {
         self.handle.as_ptr()
+    }
+
+    /// e, a failure of a call just made on this store by this thread, with why: the
+    /// library's `mooncake_store_errmsg`, which it keeps per handle and per thread, unless it
+    /// says no more than the code ("object not found (-704)").
+    pub(crate) fn explain(&self, e: Error) -> Error {
+        // SAFETY: a live handle; the text is NUL-terminated and valid until this thread's
+        // next call on the handle, and copied at once. strerror's is static.
+        let (why, bare) = unsafe {
+            (
+                CStr::from_ptr(ffi::mooncake_store_errmsg(self.raw())).to_string_lossy(),
+                CStr::from_ptr(ffi::mooncake_store_strerror(e.code())).to_string_lossy(),
+            )
+        };
+        if why == format!("{bare} ({})", e.code()) {
+            return e;
+        }
+        e.with_message(&why)
+    }
+
+    /// [`check`] of a call on this store, its error explained.
+    pub(crate) fn check(&self, rc: i32) -> Result<()> {
+        check(rc).map_err(|e| self.explain(e))
+    }
+
+    /// [`check_i64`] of a call on this store, its error explained.
+    pub(crate) fn check_i64(&self, rc: i64) -> Result<u64> {
+        check_i64(rc).map_err(|e| self.explain(e))
     }
 
     /// Connects to the daemon's Unix socket and creates a pool of `local_buffer_size` bytes
@@ -108,7 +136,7 @@ impl Store {
         let store = Store::create_in(tenant_id)?;
         let path = socket.as_ref().map_or(ptr::null(), |s| s.as_ptr());
         // SAFETY: a live handle and a NUL-terminated path (or NULL).
-        check(unsafe { ffi::mooncake_store_connect(store.raw(), path, local_buffer_size) })?;
+        store.check(unsafe { ffi::mooncake_store_connect(store.raw(), path, local_buffer_size) })?;
         Ok(store)
     }
 
@@ -158,7 +186,7 @@ impl Store {
         let master = c_str(master_server_addr)?;
         let store = Store::create_in(tenant_id)?;
         // SAFETY: a live handle and NUL-terminated strings that outlive the call.
-        check(unsafe {
+        store.check(unsafe {
             ffi::mooncake_store_setup(
                 store.raw(),
                 hostname.as_ptr(),
@@ -178,7 +206,7 @@ impl Store {
     /// [`PoolBuf`]s stay valid until the store is dropped.
     pub fn close(&self) -> Result<()> {
         // SAFETY: a live handle.
-        check(unsafe { ffi::mooncake_store_close(self.raw()) })
+        self.check(unsafe { ffi::mooncake_store_close(self.raw()) })
     }
 
     /// Whether the store is connected and its daemon reaches the master.
@@ -188,7 +216,7 @@ impl Store {
             0 => Ok(Health::Ok),
             1 => Ok(Health::NotConnected),
             2 => Ok(Health::MasterUnreachable),
-            rc => Err(Error::from_code(rc).unwrap_or(Error::InternalError)),
+            rc => Err(self.explain(Error::from_code(rc).unwrap_or(Error::InternalError))),
         }
     }
 
@@ -201,7 +229,7 @@ impl Store {
             let rc = unsafe {
                 ffi::mooncake_store_get_hostname(self.raw(), buf.as_mut_ptr().cast(), buf.len())
             };
-            match check(rc) {
+            match self.check(rc) {
                 Ok(()) => {
                     // The text up to its first NUL (none: the library broke its contract).
                     let nul = buf
@@ -211,7 +239,7 @@ impl Store {
                     return Ok(String::from_utf8_lossy(&buf[..nul]).into_owned());
                 }
                 // -600: the buffer was too small (or the store is not connected).
-                Err(Error::InvalidParams) if len < 65536 => len *= 16,
+                Err(e) if e == Error::InvalidParams && len < 65536 => len *= 16,
                 Err(e) => return Err(e),
             }
         }

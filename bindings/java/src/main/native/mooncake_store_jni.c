@@ -317,6 +317,18 @@ JNIEXPORT jstring JNICALL Java_org_mooncake_store_MooncakeStore_nStrerror(JNIEnv
   return (*env)->NewStringUTF(env, mooncake_store_strerror(code)); /* ASCII */
 }
 
+/* mooncake_store_errmsg's bytes: Java decodes them as UTF-8 (a socket path may be any bytes,
+ * which NewStringUTF's modified UTF-8 would not take). */
+JNIEXPORT jbyteArray JNICALL Java_org_mooncake_store_MooncakeStore_nErrmsg(JNIEnv *env,
+                                                                           jclass cls, jlong h) {
+  UNUSED(cls);
+  const char *text = mooncake_store_errmsg(H(h));
+  jsize n = (jsize)strlen(text);
+  jbyteArray out = (*env)->NewByteArray(env, n);
+  if (out != NULL) (*env)->SetByteArrayRegion(env, out, 0, n, (const jbyte *)text);
+  return out;
+}
+
 /* ---- pool memory ------------------------------------------------------------------------ */
 
 JNIEXPORT jlong JNICALL Java_org_mooncake_store_MooncakeStore_nAlloc(JNIEnv *env, jclass cls,

@@ -16,7 +16,9 @@ import java.util.function.LongFunction;
  * (every call goes through libmooncake_store.so; nothing here speaks the daemon's protocol).
  *
  * <p><b>Errors.</b> Every failure throws the unchecked {@link MooncakeStoreException}, whose
- * {@code code()} is the C ABI code and whose message is {@code mooncake_store_strerror(code)}.
+ * {@code code()} is the C ABI code and whose message is {@code mooncake_store_strerror(code)}
+ * followed by why ({@code detail()}: the library's {@code mooncake_store_errmsg} for the call,
+ * with the fix where there is one; a failed connect also writes it to stderr).
  * A <i>miss</i> is not a failure: {@link #get} returns null, {@link #getInto} -1,
  * {@link #getSize} -1, {@link #remove} false, {@link #isExist} false. Batch calls do not throw
  * for one bad entry: they return one result per entry, as the C ABI does.
@@ -119,15 +121,13 @@ public final class MooncakeStore implements AutoCloseable {
                     "mooncake_store_create failed");
         }
         int rc = nSetTenant(h, tenant);
-        if (rc != 0) {
-            nDestroy(h);
-            throw new MooncakeStoreException(rc, "connect", "tenant " + tenantId);
+        if (rc == 0) {
+            rc = nConnect(h, path, localBufferSize);
         }
-        rc = nConnect(h, path, localBufferSize);
         if (rc != 0) {
+            String why = errmsg(h); // the handle's, on this thread: read before it goes
             nDestroy(h);
-            throw new MooncakeStoreException(rc, "connect",
-                    "socket " + (socketPath == null || socketPath.isEmpty() ? "(default)" : socketPath));
+            throw new MooncakeStoreException(rc, "connect", why);
         }
         return new MooncakeStore(h, localBufferSize);
     }
@@ -179,7 +179,7 @@ public final class MooncakeStore implements AutoCloseable {
         int[] status = new int[1];
         String hostname = call("getHostname", h -> nGetHostname(h, MAX_HOSTNAME, status));
         if (hostname == null) {
-            throw new MooncakeStoreException(status[0], "getHostname");
+            throw new MooncakeStoreException(status[0], "getHostname", takeDetail());
         }
         return hostname;
     }
@@ -414,7 +414,7 @@ public final class MooncakeStore implements AutoCloseable {
         int[] status = new int[1];
         byte[] value = call("get", h -> nGet(h, k, status));
         if (value == null && status[0] != MooncakeStoreException.OBJECT_NOT_FOUND) {
-            throw new MooncakeStoreException(status[0], "get");
+            throw new MooncakeStoreException(status[0], "get", takeDetail());
         }
         return value;
     }
@@ -808,26 +808,49 @@ public final class MooncakeStore implements AutoCloseable {
         lock.readLock().unlock();
     }
 
-    /** {@code call(handle)} between {@link #enter} and {@link #exit}. */
+    /**
+     * {@code call(handle)} between {@link #enter} and {@link #exit}. When it fails (a negative
+     * code, or null), the library's message for it is read at once -- on this thread, as
+     * {@code mooncake_store_errmsg} keeps it, and while the handle surely lives -- and kept
+     * for the exception {@link #check} or the caller then throws ({@link #takeDetail}).
+     */
     private <T> T call(String operation, LongFunction<T> call) {
         long h = enter(operation);
         try {
-            return call.apply(h);
+            T result = call.apply(h);
+            boolean failed = result == null || (result instanceof Number && ((Number) result).longValue() < 0);
+            DETAIL.set(failed ? errmsg(h) : null);
+            return result;
         } finally {
             exit();
         }
     }
 
+    /** The library's message for the last failed {@link #call} of this thread, or null. */
+    private static final ThreadLocal<String> DETAIL = new ThreadLocal<>();
+
+    private static String takeDetail() {
+        String detail = DETAIL.get();
+        DETAIL.remove();
+        return detail;
+    }
+
+    /** {@code mooncake_store_errmsg(h)} on this thread; null when it is "". */
+    private static String errmsg(long h) {
+        String text = new String(nErrmsg(h), StandardCharsets.UTF_8);
+        return text.isEmpty() ? null : text;
+    }
+
     private static int check(int rc, String operation) {
         if (rc < 0) {
-            throw new MooncakeStoreException(rc, operation);
+            throw new MooncakeStoreException(rc, operation, takeDetail());
         }
         return rc;
     }
 
     private static long check(long rc, String operation) {
         if (rc < 0) {
-            throw new MooncakeStoreException((int) rc, operation);
+            throw new MooncakeStoreException((int) rc, operation, takeDetail());
         }
         return rc;
     }
@@ -1037,6 +1060,7 @@ public final class MooncakeStore implements AutoCloseable {
     private static native int nHealthCheck(long h);
     private static native String nGetHostname(long h, int capacity, int[] status);
     private static native String nStrerror(int code);
+    private static native byte[] nErrmsg(long h);
 
     private static native long nAlloc(long h, long size);
     private static native void nFree(long h, long address);

@@ -5,11 +5,14 @@ package org.mooncake.store;
  *
  * <p>Unchecked: store calls sit on data paths, in lambdas and in try-with-resources, where a
  * checked exception would only be wrapped again. {@link #code()} is the result code of the C
- * ABI ({@code include/mooncake_store.h}; the constants below mirror its table) and
- * {@link #getMessage()} is exactly {@code mooncake_store_strerror(code)}. {@link #operation()}
- * names the Java method that failed, and {@link #detail()} says more when the binding itself
- * refused the call (a closed store, a heap buffer, a key containing NUL); both appear in
- * {@link #toString()}, so they show in stack traces.
+ * ABI ({@code include/mooncake_store.h}; the constants below mirror its table).
+ * {@link #detail()} says why, with the fix where there is one: the library's message for the
+ * call ({@code mooncake_store_errmsg}: "mooncaked is not running at /run/mooncake/...: start
+ * it ...", "key longer than 4096 bytes (5000)", or the daemon's own reason), or the binding's
+ * when it refused the call itself (a closed store, a heap buffer, a key containing NUL).
+ * {@link #getMessage()} is {@code mooncake_store_strerror(code)}, followed by ": " and the
+ * detail when there is one. {@link #operation()} names the Java method that failed; it and
+ * the detail appear in {@link #toString()}, so they show in stack traces.
  */
 public class MooncakeStoreException extends RuntimeException {
     private static final long serialVersionUID = 1L;
@@ -62,12 +65,23 @@ public class MooncakeStoreException extends RuntimeException {
     private final String operation;
     private final String detail;
 
-    /** An exception for {@code code} raised by {@code operation}; detail may be null. */
+    /**
+     * An exception for {@code code} raised by {@code operation}; detail may be null, and is
+     * dropped when it says no more than the code (the library's "object not found (-704)").
+     */
     public MooncakeStoreException(int code, String operation, String detail) {
-        super(MooncakeStore.strerror(code));
+        this(code, operation, detail, bare(code, detail));
+    }
+
+    private MooncakeStoreException(int code, String operation, String detail, boolean bare) {
+        super(bare ? MooncakeStore.strerror(code) : MooncakeStore.strerror(code) + ": " + detail);
         this.code = code;
         this.operation = operation;
-        this.detail = detail;
+        this.detail = bare ? null : detail;
+    }
+
+    private static boolean bare(int code, String detail) {
+        return detail == null || detail.equals(MooncakeStore.strerror(code) + " (" + code + ")");
     }
 
     /** An exception for {@code code} raised by {@code operation}. */
@@ -85,7 +99,10 @@ public class MooncakeStoreException extends RuntimeException {
         return operation;
     }
 
-    /** Why the binding refused the call, or null when the code came from the C library. */
+    /**
+     * Why the call failed: the library's message ({@code mooncake_store_errmsg}) or the
+     * binding's own reason; null when nothing says more than the code.
+     */
     public String detail() {
         return detail;
     }
@@ -96,7 +113,7 @@ public class MooncakeStoreException extends RuntimeException {
         if (operation != null) {
             s.append(operation).append(": ");
         }
-        s.append(getMessage()).append(" (").append(code).append(')');
+        s.append(MooncakeStore.strerror(code)).append(" (").append(code).append(')');
         if (detail != null) {
             s.append(": ").append(detail);
         }

@@ -76,8 +76,10 @@ public class MooncakeStoreTest {
     /** The code of the MooncakeStoreException that r throws; checks its message too. */
     private static int code(ThrowingRunnable r) {
         MooncakeStoreException e = assertThrows(MooncakeStoreException.class, r);
-        assertEquals(MooncakeStore.strerror(e.code()), e.getMessage());
-        assertTrue(e.toString(), e.toString().contains(e.getMessage()));
+        String strerror = MooncakeStore.strerror(e.code());
+        assertEquals(e.detail() == null ? strerror : strerror + ": " + e.detail(), e.getMessage());
+        assertTrue(e.toString(), e.toString().contains(strerror + " (" + e.code() + ")"));
+        assertTrue(e.toString(), e.detail() == null || e.toString().endsWith(": " + e.detail()));
         return e.code();
     }
 
