@@ -109,9 +109,7 @@ for p in "${programs[@]}" mooncake_master; do
   rc=$?
   case "$out" in *"error while loading shared libraries"*) fail "$p: $out" ;; esac
   if [ $rc -ne 0 ] || ! [[ "$out" =~ ^(mooncake-master|mooncaked|mooncake-cli)\ [0-9] ]]; then
-    # A program without --version yet must at least run its --help.
-    [ "$p" = mooncake-cli ] && "$root/bin/$p" --help > /dev/null 2>&1 ||
-      fail "the installed $p does not run: $out"
+    fail "the installed $p does not run: $out"
   fi
 done
 
@@ -140,7 +138,7 @@ grep -q "mooncaked .* serving" "$tmp/daemon.log" ||
 export MOONCAKE_SOCKET=$socket
 if [ "$have_cli" = 1 ]; then
   echo "installed" > "$tmp/value"
-  "$root/bin/mooncake-cli" --socket "$socket" put install/cli "$tmp/value" > "$tmp/cli.log" 2>&1 &&
+  "$root/bin/mooncake-cli" --socket "$socket" put install/cli -f "$tmp/value" > "$tmp/cli.log" 2>&1 &&
     "$root/bin/mooncake-cli" --socket "$socket" get install/cli "$tmp/got" >> "$tmp/cli.log" 2>&1 &&
     cmp -s "$tmp/value" "$tmp/got" || fail "the installed CLI: $(cat "$tmp/cli.log")"
 fi
