@@ -330,9 +330,14 @@ void Membership::StopHeartbeat() {
 }
 
 void Membership::HeartbeatLoop() {
+  // After a failed beat (a master busy or changing) the next comes sooner than the
+  // interval, doubling up to it: a daemon following a new leader must not sit out a whole
+  // interval because one attempt met it before it answered.
+  constexpr int64_t kFirstRetryMs = 100;
+  int64_t wait_ms = heartbeat_interval_ms_;
   std::unique_lock<std::mutex> lock(heartbeat_mu_);
   while (!heartbeat_stop_) {
-    heartbeat_cv_.wait_for(lock, std::chrono::milliseconds(heartbeat_interval_ms_),
+    heartbeat_cv_.wait_for(lock, std::chrono::milliseconds(wait_ms),
                            [this] { return heartbeat_stop_ || heartbeat_now_; });
     if (heartbeat_stop_) break;
     heartbeat_now_ = false;
@@ -355,9 +360,17 @@ void Membership::HeartbeatLoop() {
                   static_cast<long long>(mounted_at),
                   static_cast<long long>(result.master_epoch));
       code = Reregister();
-    } else if (code == ErrorCode::OK && result.master_epoch != 0) {
-      gate_.Set(result.master_epoch);  // unknown until now: the master we registered at
+    } else if (code == ErrorCode::OK && mounted_at <= 0 && result.master_epoch != 0) {
+      // The epoch was not learnt when we registered: the leader may have changed since, so
+      // this master need not be the one holding our segments. Mounting again is harmless
+      // where they are (already there) and necessary where they are not.
+      MC_LOG_INFO("the master's epoch was unknown since registering; mounting again");
+      code = Reregister();
     }
+    wait_ms = code == ErrorCode::OK
+                  ? heartbeat_interval_ms_
+                  : std::min(heartbeat_interval_ms_,
+                             wait_ms >= heartbeat_interval_ms_ ? kFirstRetryMs : 2 * wait_ms);
     if (code == ErrorCode::OK && !healthy_.exchange(true)) {
       MC_LOG_INFO("the master is reachable again");
     } else if (code != ErrorCode::OK && healthy_.exchange(false)) {
