@@ -48,7 +48,7 @@ class ChildProcess {
   int Stop(int sig, int timeout_ms);
   // Waits for the process to exit on its own; same return convention as Stop.
   int Wait(int timeout_ms);
-  // SIGSTOP, then waits (up to about a second) until every thread is stopped: kill()
+  // SIGSTOP, then waits (up to 10 s) until every thread is stopped: kill()
   // returns before they are, and a thread still running could answer. True once they are.
   bool Pause();
   void Resume();  // SIGCONT
