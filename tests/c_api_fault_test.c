@@ -114,7 +114,7 @@ static void test_daemon_killed_and_restarted(void **state) {
   assert_int_equal(mooncake_store_is_exist(s, "while-gone"), -900);
   assert_int_equal(mooncake_store_get_into(s, "before-daemon-kill", out, n), -900);
   assert_int_equal(mooncake_store_health_check(s), 1);
-  assert_true(now_seconds() - start < 2.0);
+  assert_true(now_seconds() - start < 10.0); /* generous for a loaded machine, far from a hang */
 
   assert_int_equal(mc_cluster_restart_daemon(g_cluster), 0);
   /* The next calls reconnect and hand over the same pool: its pointers stay valid. */
