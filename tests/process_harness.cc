@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -181,6 +182,27 @@ bool WaitForTcpPort(int port, int timeout_ms) {
     close(fd);
     if (ok) return true;
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return false;
+}
+
+bool UnreadBytesAtPort(int port) {
+  std::ifstream in("/proc/net/tcp");
+  std::string line;
+  std::getline(in, line);  // the header
+  while (std::getline(in, line)) {
+    // sl local_address rem_address st tx_queue:rx_queue ... (addresses and queues in hex)
+    char local[64], remote[64], state[8], queues[64];
+    if (std::sscanf(line.c_str(), "%*s %63s %63s %7s %63s", local, remote, state, queues) != 4) {
+      continue;
+    }
+    const char* local_port = std::strchr(local, ':');
+    const char* rx_queue = std::strchr(queues, ':');
+    if (local_port == nullptr || rx_queue == nullptr) continue;
+    if (std::strtol(local_port + 1, nullptr, 16) == port && std::strcmp(state, "01") == 0 &&
+        std::strtol(rx_queue + 1, nullptr, 16) > 0) {
+      return true;
+    }
   }
   return false;
 }

@@ -67,6 +67,12 @@ class ChildProcess {
 // Polls until something accepts TCP connections on 127.0.0.1:port.
 bool WaitForTcpPort(int port, int timeout_ms);
 
+// Whether a connection accepted on local port `port` holds bytes its owner has not read
+// (/proc/net/tcp: ESTABLISHED with a non-zero receive queue). The kernel accepts for a
+// stopped (SIGSTOP) process too, so for a stopped daemon this is the observable event "a
+// peer has sent it a request": a test waits on it instead of sleeping.
+bool UnreadBytesAtPort(int port);
+
 // The cluster key every master and daemon the harness starts shares: a file holding one
 // random key, mode 0600, made on first use in a temp dir that is removed at exit.
 // StartMaster(OnPort) and StartDaemon pass it as --cluster_key_file; a later

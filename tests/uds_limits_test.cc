@@ -401,30 +401,6 @@ void test_large_frame_before_hello_is_refused(void**) {
 
 // ---- POOL_FENCE ----
 
-// Whether a connection accepted on 127.0.0.1:port holds bytes its owner has not read
-// (/proc/net/tcp: state 01, ESTABLISHED, and a non-zero rx_queue): a peer's request that a
-// stopped process cannot take.
-bool UnreadBytesAtPort(int port) {
-  std::ifstream in("/proc/net/tcp");
-  std::string line;
-  std::getline(in, line);  // the header
-  while (std::getline(in, line)) {
-    // sl local_address rem_address st tx_queue:rx_queue ... (addresses and queues in hex)
-    char local[64], remote[64], state[8], queues[64];
-    if (std::sscanf(line.c_str(), "%*s %63s %63s %7s %63s", local, remote, state, queues) != 4) {
-      continue;
-    }
-    const char* local_port = std::strchr(local, ':');
-    const char* rx_queue = std::strchr(queues, ':');
-    if (local_port == nullptr || rx_queue == nullptr) continue;
-    if (std::strtol(local_port + 1, nullptr, 16) == port && std::strcmp(state, "01") == 0 &&
-        std::strtol(rx_queue + 1, nullptr, 16) > 0) {
-      return true;
-    }
-  }
-  return false;
-}
-
 int64_t Fence(Conn* c) {
   uint64_t id = c->next_id++;
   uds::FrameBuilder f(id, static_cast<int64_t>(Op::kPoolFence), 0);
@@ -468,7 +444,7 @@ void test_pool_fence_waits_for_the_earlier_connection(void**) {
   assert_true(first.Send(&get));
   // A is reading from B now: its request waits, unread, in the stopped B's socket.
   const int b_port = std::atoi(b_name.substr(b_name.rfind(':') + 1).c_str());
-  assert_true(Eventually([&] { return UnreadBytesAtPort(b_port); }, 30000));
+  assert_true(Eventually([&] { return harness::UnreadBytesAtPort(b_port); }, 30000));
 
   // The same pool on a second connection: its fence waits for the first connection.
   Conn second;
