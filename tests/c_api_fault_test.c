@@ -145,7 +145,7 @@ static void test_master_restarted(void **state) {
   assert_int_equal(mc_cluster_restart_master(g_cluster), 0);
   /* The new master knows nothing; the daemon re-registers and re-mounts by itself. */
   int rc = -1;
-  for (double deadline = now_seconds() + 15; now_seconds() < deadline;) {
+  for (double deadline = now_seconds() + 60; now_seconds() < deadline;) {
     rc = mooncake_store_put(s, "after-master-restart", value, sizeof(value), NULL);
     if (rc == 0) break;
     usleep(200 * 1000);
