@@ -55,7 +55,9 @@ for h in "${harnesses[@]}"; do
 done
 
 # ---- build ----
-launcher=()
+# ccache only where it is installed (install-deps.sh does not install it); without it the
+# launcher is cleared, in case the build directory was configured on a machine with it.
+launcher=(-DCMAKE_C_COMPILER_LAUNCHER= -DCMAKE_CXX_COMPILER_LAUNCHER=)
 if command -v ccache > /dev/null; then
   launcher=(-DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
   # ccache cannot know that the objects depend on the ignore list's contents.

@@ -75,7 +75,12 @@ for i in $(seq 1 "$DAEMONS"); do
     --cluster_key_file "$MOONCAKE_CLUSTER_KEY_FILE" ${flags[@]+"${flags[@]}"} \
     > "$DIR/daemon-$i.log" 2>&1 &
   PIDS+=($!)
-  for _ in $(seq 1 100); do [ -S "$socket" ] && break; sleep 0.1; done
+  # Generous (a machine busy with other work starts it slowly); a daemon that exits is
+  # given up on at once.
+  for _ in $(seq 1 600); do
+    [ -S "$socket" ] || ! kill -0 "${PIDS[-1]}" 2>/dev/null && break
+    sleep 0.1
+  done
   if [ ! -S "$socket" ]; then
     echo "with-cluster.sh: mooncaked $i did not start; its log:" >&2
     cat "$DIR/daemon-$i.log" >&2
@@ -90,8 +95,9 @@ admin_url() {
   line=$(grep -m1 -o "$1: admin HTTP listening on .*" "$2" 2>/dev/null || true)
   [ -n "$line" ] && echo "http://127.0.0.1:${line##*:}"
 }
-for _ in $(seq 1 50); do
+for _ in $(seq 1 600); do
   grep -q "master: admin HTTP listening on" "$DIR/master.log" 2>/dev/null && break
+  kill -0 "${PIDS[0]}" 2>/dev/null || break
   sleep 0.1
 done
 url=$(admin_url master "$DIR/master.log") && export MOONCAKE_MASTER_ADMIN_URL=$url

@@ -191,18 +191,18 @@ void test_trickled_request_is_closed_by_the_deadline(void** state) {
     closed = true;
     close(fd);
   });
-  // Meanwhile every other request is answered promptly.
+  // Meanwhile other requests are answered while the trickled one is still open: a server
+  // held up by it would answer none before closing it (counted by that order, not by how
+  // long each took, which a loaded machine stretches; one may slip in as it closes).
   int served = 0;
   while (!closed.load()) {
-    const auto t0 = Clock::now();
     assert_int_equal(StatusOf(Get(port, "/a")), 200);
-    assert_true(Clock::now() - t0 < std::chrono::seconds(2));
-    ++served;
+    served += !closed.load();
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
   }
   trickler.join();
   assert_false(answered.load());
-  assert_true(served >= 5);
+  assert_true(served >= 2);
   // Closed at the 5 s deadline (a 420-byte request at a byte per 100 ms would take 42 s).
   std::fprintf(stderr, "trickled connection closed after %lld ms, %d requests served meanwhile\n",
                static_cast<long long>(closed_after_ms.load()), served);

@@ -114,7 +114,7 @@ static void test_daemon_killed_and_restarted(void **state) {
   assert_int_equal(mooncake_store_is_exist(s, "while-gone"), -900);
   assert_int_equal(mooncake_store_get_into(s, "before-daemon-kill", out, n), -900);
   assert_int_equal(mooncake_store_health_check(s), 1);
-  assert_true(now_seconds() - start < 2.0);
+  assert_true(now_seconds() - start < 10.0); /* generous for a loaded machine, far from a hang */
 
   assert_int_equal(mc_cluster_restart_daemon(g_cluster), 0);
   /* The next calls reconnect and hand over the same pool: its pointers stay valid. */
@@ -145,7 +145,7 @@ static void test_master_restarted(void **state) {
   assert_int_equal(mc_cluster_restart_master(g_cluster), 0);
   /* The new master knows nothing; the daemon re-registers and re-mounts by itself. */
   int rc = -1;
-  for (double deadline = now_seconds() + 15; now_seconds() < deadline;) {
+  for (double deadline = now_seconds() + 60; now_seconds() < deadline;) {
     rc = mooncake_store_put(s, "after-master-restart", value, sizeof(value), NULL);
     if (rc == 0) break;
     usleep(200 * 1000);

@@ -184,6 +184,10 @@ int mc_cluster_pause_daemon_at(mc_cluster* c, int i) {
   return At(c, i)->process.Pause() ? 0 : -1;
 }
 
+int mc_cluster_unread_request_at(const mc_cluster* c, int i) {
+  return harness::UnreadBytesAtPort(At(c, i)->port) ? 1 : 0;
+}
+
 int mc_cluster_resume_daemon_at(mc_cluster* c, int i) {
   McDaemon* d = At(c, i);
   if (!d->process.running()) return -1;

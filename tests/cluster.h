@@ -52,6 +52,10 @@ int mc_cluster_kill_daemon_at(mc_cluster *c, int i, int sig);
 /* SIGSTOP (returning once every thread has stopped) and SIGCONT; 0 on success. */
 int mc_cluster_pause_daemon_at(mc_cluster *c, int i);
 int mc_cluster_resume_daemon_at(mc_cluster *c, int i);
+/* 1 when a connection accepted on daemon i's transfer port holds a request not read yet
+ * (the kernel accepts for a stopped daemon too), else 0: for a test that stopped daemon i,
+ * the event "a peer has started a transfer from it". */
+int mc_cluster_unread_request_at(const mc_cluster *c, int i);
 /* Starts daemon i again with the same socket, port and flags; 0 once serving. */
 int mc_cluster_restart_daemon_at(mc_cluster *c, int i);
 /* Starts daemon i again like mc_cluster_restart_daemon_at but returns once it is forked

@@ -1,6 +1,7 @@
 /* Writers route around a lost daemon, through the C ABI on a real master and three real
  * daemons A, B and C (indices 0, 1, 2). B is killed; until the master's TTL declares it
- * dead (10 s here, the default) the master still places replicas on it. A put whose
+ * dead (60 s here: a loaded machine does the test's work well within it) the master still
+ * places replicas on it. A put whose
  * transfer to B fails is revoked and placed again with B avoided, and later puts avoid B
  * from the start: no put fails, none lands on B, and every value reads back from C. */
 #include <setjmp.h>
@@ -23,9 +24,11 @@
 
 enum { A = 0, B = 1, C = 2 };
 
+static const char *const kMasterFlags[] = {"--client_live_ttl_sec", "60", NULL};
+
 static void test_puts_avoid_a_dead_daemon(void **state) {
   (void)state;
-  mc_cluster_options opts = {3, 256 * MiB, 10000, NULL, NULL};
+  mc_cluster_options opts = {3, 256 * MiB, 10000, kMasterFlags, NULL};
   mc_cluster *c = mc_cluster_start_with(&opts);
   assert_non_null(c);
   mooncake_store_t a = connect_app(c, A, 16 * MiB), reader = connect_app(c, C, 16 * MiB);
@@ -57,7 +60,7 @@ static void test_puts_avoid_a_dead_daemon(void **state) {
     }
   }
   /* All of it well inside the master's TTL: B was still listed, and avoided. */
-  assert_true(now_seconds() - t0 < 8.0);
+  assert_true(now_seconds() - t0 < 45.0);
   free(v);
   free(out);
   mooncake_store_destroy(a);
@@ -69,7 +72,7 @@ static void test_puts_avoid_a_dead_daemon(void **state) {
  * their transfers, and are placed again (elsewhere) within the same BATCH_PUT. */
 static void test_batch_put_avoids_a_dead_daemon(void **state) {
   (void)state;
-  mc_cluster_options opts = {3, 256 * MiB, 10000, NULL, NULL};
+  mc_cluster_options opts = {3, 256 * MiB, 10000, kMasterFlags, NULL};
   mc_cluster *c = mc_cluster_start_with(&opts);
   assert_non_null(c);
   mooncake_store_t a = connect_app(c, A, 32 * MiB), reader = connect_app(c, C, 16 * MiB);

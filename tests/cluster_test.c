@@ -378,10 +378,11 @@ static void test_protocol_rdma_refused_without_device(void **state) {
   double start = now_seconds();
   int i = mc_cluster_add_daemon(g_c, flags);
   assert_true(i >= 0);
-  int status = mc_cluster_wait_daemon_at(g_c, i, 5000);
-  assert_int_not_equal(status, -1); /* it ended by itself */
+  /* It ends by itself (a generous wait: a loaded machine starts it slowly). */
+  int status = mc_cluster_wait_daemon_at(g_c, i, 30000);
+  assert_int_not_equal(status, -1);
   assert_true(WIFEXITED(status) && WEXITSTATUS(status) != 0);
-  assert_true(now_seconds() - start < 5.0);
+  assert_true(now_seconds() - start < 30.0);
   assert_true(count_log_lines(mc_cluster_log_at(g_c, i), "RDMA", NULL) >= 1);
 }
 
@@ -425,7 +426,9 @@ static void wait_for_room(int daemon, uint64_t bytes) {
 
 /* 128 objects of 64 MiB, each put from A onto B, read back on A (both directions cross
  * the transfer port), every byte checked and removed. The pace is bounded by the space
- * that removed objects hold for their 1 s lease (B's 768 MiB budget per second). */
+ * that removed objects hold for their 1 s lease (B's 768 MiB budget per second). A read
+ * that a loaded machine stretches past that lease is refused with -707, never answered
+ * with bytes that may have changed: it is asked again, as an application would. */
 static void test_stream_8gib_between_two_daemons(void **state) {
   (void)state;
   mooncake_store_t a = connect_app(g_c, A, 2 * STREAM_OBJECT + 4 * MiB);
@@ -437,20 +440,27 @@ static void test_stream_8gib_between_two_daemons(void **state) {
   steer(&to_b, g_c, &target, 1, 1);
   char key[32];
   double start = now_seconds();
+  int overran = 0;
   for (uint64_t k = 0, moved = 0; moved < STREAM_TOTAL; ++k) {
     snprintf(key, sizeof(key), "stream-%llu", (unsigned long long)k);
     wait_for_room(B, STREAM_OBJECT);
     fill_pattern(src, STREAM_OBJECT, 10000 + k);
     assert_int_equal(mooncake_store_put_from(a, key, src, STREAM_OBJECT, &to_b.config), 0);
     if (k == 0) assert_int_equal(replica_daemon(g_c, key, 0), B);
-    assert_int_equal(mooncake_store_get_into(a, key, dst, STREAM_OBJECT), (int64_t)STREAM_OBJECT);
+    int64_t got = mooncake_store_get_into(a, key, dst, STREAM_OBJECT);
+    for (int tries = 1; got == MOONCAKE_STORE_LEASE_EXPIRED && tries < 20; ++tries) {
+      ++overran;
+      got = mooncake_store_get_into(a, key, dst, STREAM_OBJECT);
+    }
+    assert_int_equal(got, (int64_t)STREAM_OBJECT);
     assert_int_equal(check_pattern(dst, STREAM_OBJECT, 10000 + k), -1);
     assert_int_equal(mooncake_store_remove(a, key, 1), 0);
     moved += STREAM_OBJECT;
     if (moved % GiB == 0) {
       double s = now_seconds() - start;
-      fprintf(stderr, "stream A<->B: %llu GiB each way in %.1f s (%.2f GB/s each way)\n",
-              (unsigned long long)(moved / GiB), s, (double)moved / s / 1e9);
+      fprintf(stderr, "stream A<->B: %llu GiB each way in %.1f s (%.2f GB/s each way), "
+              "%d reads past the lease asked again\n",
+              (unsigned long long)(moved / GiB), s, (double)moved / s / 1e9, overran);
     }
   }
   mooncake_store_destroy(a);
@@ -586,7 +596,8 @@ static void test_put_revoked_when_owner_stopped(void **state) {
   (void)state;
   double took = torn_put("torn-by-stop", stop_owner);
   print_message("put failed %.1f s after the owner stopped\n", took);
-  assert_true(took < 2.0 + 1.5);
+  /* The transfer timeout, once, with a margin for a loaded machine; far below libmc's. */
+  assert_true(took < 2.0 + 8.0);
   assert_int_equal(mc_cluster_resume_daemon_at(g_c, B), 0);
   assert_owner_serves("torn-by-stop");
 }

@@ -42,11 +42,13 @@ using harness::WaitFor;
 constexpr uint64_t kMiB = 1 << 20;
 constexpr size_t kValue = 64 * 1024;
 // From the key's change to the daemon's segment mounted at the new master: the poll
-// (500 ms), one heartbeat round trip and a registration, with room for a loaded machine;
-// below the heartbeat interval the daemons run with here, so that a daemon that waited
-// for its next heartbeat instead of following at once would miss it.
-constexpr int64_t kFollowBoundMs = 3000;
-constexpr char kHeartbeatInterval[] = "4000";
+// (500 ms), one heartbeat round trip and a registration, with ample room for a loaded
+// machine; below the heartbeat interval the daemons run with here, so that a daemon that
+// waited for its next heartbeat instead of following at once would miss it. The masters
+// keep a silent daemon for longer than that interval (kMasterFlags).
+constexpr int64_t kFollowBoundMs = 10000;
+constexpr char kHeartbeatInterval[] = "20000";
+const std::vector<std::string> kMasterFlags = {"--client_live_ttl_sec", "60"};
 
 std::string g_dir;
 
@@ -92,29 +94,42 @@ int SegmentsOf(int port, const std::string& name) {
   return n;
 }
 
-// The daemon's "host:port" as it registered (its log says so).
+// The daemon's "host:port" as it registered (its log says so, just after its socket
+// starts accepting: polled).
 std::string DaemonName(const std::string& log) {
-  std::ifstream in(log);
-  const std::string marker = "mooncaked ";
-  for (std::string line; std::getline(in, line);) {
-    size_t at = line.find(marker);
-    size_t serving = line.find(" serving ");
-    if (at != std::string::npos && serving != std::string::npos && serving > at) {
-      return line.substr(at + marker.size(), serving - at - marker.size());
+  std::string name;
+  WaitFor([&] {
+    std::ifstream in(log);
+    const std::string marker = "mooncaked ";
+    for (std::string line; std::getline(in, line);) {
+      size_t at = line.find(marker);
+      size_t serving = line.find(" serving ");
+      if (at != std::string::npos && serving != std::string::npos && serving > at) {
+        name = line.substr(at + marker.size(), serving - at - marker.size());
+        return true;
+      }
     }
-  }
-  return "";
+    return false;
+  }, 30000);
+  return name;
 }
 
 // The daemon's id as it registered (its log says so); 0 when not found.
 int64_t DaemonId(const std::string& log) {
-  std::ifstream in(log);
-  const std::string marker = "registered with the master as daemon ";
-  for (std::string line; std::getline(in, line);) {
-    size_t at = line.find(marker);
-    if (at != std::string::npos) return std::stoll(line.substr(at + marker.size()));
-  }
-  return 0;
+  int64_t id = 0;
+  WaitFor([&] {
+    std::ifstream in(log);
+    const std::string marker = "registered with the master as daemon ";
+    for (std::string line; std::getline(in, line);) {
+      size_t at = line.find(marker);
+      if (at != std::string::npos) {
+        id = std::stoll(line.substr(at + marker.size()));
+        return true;
+      }
+    }
+    return false;
+  }, 30000);
+  return id;
 }
 
 std::vector<char> Pattern(uint64_t seed) {
@@ -141,8 +156,8 @@ void test_the_daemon_follows_the_leader_key(void**) {
   const std::string cluster = "follow";
   harness::ChildProcess a, b, daemon;
   int port_a = 0, port_b = 0;
-  assert_true(harness::StartMaster(&a, &port_a, g_dir + "/master-a.log", {}));
-  assert_true(harness::StartMaster(&b, &port_b, g_dir + "/master-b.log", {}));
+  assert_true(harness::StartMaster(&a, &port_a, g_dir + "/master-a.log", kMasterFlags));
+  assert_true(harness::StartMaster(&b, &port_b, g_dir + "/master-b.log", kMasterFlags));
   Elect(cluster, "127.0.0.1:" + std::to_string(port_a));
   const std::string socket = g_dir + "/follow.sock", log = g_dir + "/follow-daemon.log";
   assert_true(harness::StartDaemon(&daemon, 0, socket, log, DaemonFlags(cluster)));
@@ -166,7 +181,7 @@ void test_the_daemon_follows_the_leader_key(void**) {
   assert_true(followed_ms < kFollowBoundMs);
   const std::string change = "master leader is now 127.0.0.1:" + std::to_string(port_b) +
                              " (term " + std::to_string(term) + ")";
-  assert_true(WaitFor([&] { return CountLines(log, change) == 1; }, 2000));
+  assert_true(WaitFor([&] { return CountLines(log, change) == 1; }, 30000));
 
   // B never had the old object: the daemon must not serve it from what A told it.
   std::vector<char> back(kValue);
@@ -188,8 +203,8 @@ void test_a_new_leader_that_knows_the_daemon_gets_its_segment(void**) {
   const std::string cluster = "known";
   harness::ChildProcess a, b, daemon;
   int port_a = 0, port_b = 0;
-  assert_true(harness::StartMaster(&a, &port_a, g_dir + "/master-known-a.log", {}));
-  assert_true(harness::StartMaster(&b, &port_b, g_dir + "/master-known-b.log", {}));
+  assert_true(harness::StartMaster(&a, &port_a, g_dir + "/master-known-a.log", kMasterFlags));
+  assert_true(harness::StartMaster(&b, &port_b, g_dir + "/master-known-b.log", kMasterFlags));
   Elect(cluster, "127.0.0.1:" + std::to_string(port_a));
   const std::string socket = g_dir + "/known.sock", log = g_dir + "/known-daemon.log";
   assert_true(harness::StartDaemon(&daemon, 0, socket, log, DaemonFlags(cluster)));
@@ -253,9 +268,10 @@ void test_the_daemon_follows_a_real_failover(void**) {
         procs[i], ports[i], own + ".log",
         {"--enable_ha", "--etcd_endpoints", SuiteEtcd()->endpoint(), "--cluster_id", cluster,
          "--ha_lease_ttl", "2000", "--enable_snapshot", "--snapshot_dir", own,
-         "--enable_snapshot_restore", "--oplog_mode", "strict"}));
+         "--enable_snapshot_restore", "--oplog_mode", "strict", kMasterFlags[0],
+         kMasterFlags[1]}));
   }
-  int leader = WaitLeader(ports, procs, 15000);
+  int leader = WaitLeader(ports, procs, 60000);
   assert_true(leader >= 0);
   const std::string socket = g_dir + "/ha.sock", log = g_dir + "/ha-daemon.log";
   assert_true(harness::StartDaemon(&daemon, 0, socket, log, DaemonFlags(cluster)));
@@ -270,8 +286,8 @@ void test_the_daemon_follows_a_real_failover(void**) {
   assert_int_equal(procs[leader]->Stop(SIGKILL, 5000) != -1, 1);
   auto killed = std::chrono::steady_clock::now();
   const int next = 1 - leader;
-  assert_int_equal(WaitLeader({ports[next]}, {procs[next]}, 20000), 0);
-  assert_true(WaitFor([&] { return SegmentsOf(ports[next], name) == 1; }, 20000));
+  assert_int_equal(WaitLeader({ports[next]}, {procs[next]}, 60000), 0);
+  assert_true(WaitFor([&] { return SegmentsOf(ports[next], name) == 1; }, 60000));
   std::printf("kill -9 of the leader -> the daemon mounted at the next one: %lld ms\n",
               static_cast<long long>(harness::MsSince(killed)));
   // Nothing acknowledged is lost, and every byte is right.
@@ -299,14 +315,14 @@ void test_a_daemon_waits_for_a_leader_to_be_named(void**) {
   const std::string cluster = "late";
   harness::ChildProcess master, daemon;
   int port = 0;
-  assert_true(harness::StartMaster(&master, &port, g_dir + "/master-late.log", {}));
+  assert_true(harness::StartMaster(&master, &port, g_dir + "/master-late.log", kMasterFlags));
   const std::string socket = g_dir + "/late.sock", log = g_dir + "/late-daemon.log";
   assert_true(harness::SpawnDaemon(&daemon, 0, socket, log, DaemonFlags(cluster)));
   assert_true(WaitFor([&] { return CountLines(log, "cannot register with the master") > 0; },
-                      10000));
+                      60000));
   assert_true(CountLines(log, "no master leader known") > 0);
   Elect(cluster, "127.0.0.1:" + std::to_string(port));
-  assert_true(harness::WaitForUnixSocket(socket, 10000));
+  assert_true(harness::WaitForUnixSocket(socket, 60000));
   mooncake_store_t s = mooncake_store_create();
   assert_int_equal(mooncake_store_connect(s, socket.c_str(), 16 * kMiB), 0);
   PutAndGet(s, "late", 3);

@@ -7,6 +7,7 @@
 // master and daemon (OwnCluster), so that they can choose the lease and stop the master.
 #include <signal.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <memory>
@@ -96,9 +97,11 @@ void test_an_expired_fill_never_enters(void**) {
   cache.Fill("k", cache.Begin("k"), EntryFor(std::chrono::milliseconds(-1)));
   assert_false(Cached(cache, "k"));
   assert_int_equal(cache.size(), 0);
-  cache.Fill("k", cache.Begin("k"), EntryFor(std::chrono::milliseconds(30)));
+  // A deadline far enough ahead that a loaded machine still looks before it passes; then
+  // the real clock runs past it (the deadline is the feature).
+  cache.Fill("k", cache.Begin("k"), EntryFor(std::chrono::milliseconds(500)));
   assert_true(Cached(cache, "k"));
-  std::this_thread::sleep_for(std::chrono::milliseconds(40));
+  std::this_thread::sleep_for(std::chrono::milliseconds(510));
   assert_false(Cached(cache, "k"));  // and an entry is not served past its deadline
 }
 
@@ -142,8 +145,15 @@ void test_bounded_by_entries_and_bytes(void**) {
 
 // ---- over the protocol ----------------------------------------------------------------
 
+// Whether a request waited on the stopped master is told by how long each one took,
+// against an RPC timeout long enough that a loaded machine answers from the cache well
+// within half of it.
+constexpr int64_t kRpcTimeoutMs = 3000;
+const std::vector<std::string> kSlowMasterFlags = {"--rpc_timeout",
+                                                   std::to_string(kRpcTimeoutMs) + "ms"};
+
 void test_read_cache_serves_reads_within_lease(void**) {
-  OwnCluster cluster("10s", {});
+  OwnCluster cluster("10s", kSlowMasterFlags);
   Pool pool(kPoolSize);
   Conn c(cluster.socket_path);
   assert_int_equal(c.Hello(&pool), 0);
@@ -156,15 +166,25 @@ void test_read_cache_serves_reads_within_lease(void**) {
 
   cluster.Pause();
   std::memset(pool.base + (1 << 20), 0, 4096);
-  auto t0 = std::chrono::steady_clock::now();
-  for (int i = 0; i < 100; ++i) assert_int_equal(c.Get("cached", 1 << 20, 4096), 4096);
+  // Each request's time: none waited on the stopped master.
+  int64_t slowest = 0;
+  auto timed = [&](auto call) {
+    auto t0 = std::chrono::steady_clock::now();
+    auto result = call();
+    slowest = std::max(slowest, ElapsedMs(t0));
+    return result;
+  };
+  for (int i = 0; i < 100; ++i) {
+    assert_int_equal(timed([&] { return c.Get("cached", 1 << 20, 4096); }), 4096);
+  }
   assert_memory_equal(pool.base, pool.base + (1 << 20), 4096);
-  assert_int_equal(c.Get("cached-big", 2 << 20, 1 << 20), 300000);
+  assert_int_equal(timed([&] { return c.Get("cached-big", 2 << 20, 1 << 20); }), 300000);
   assert_memory_equal(pool.base, pool.base + (2 << 20), 300000);
-  assert_int_equal(c.Exist("cached"), 1);
-  assert_int_equal(c.GetSize("cached"), 4096);
-  assert_int_equal(c.Get("cached", 0, 100), kInvalid);  // the cached size is checked too
-  assert_true(ElapsedMs(t0) < 400);  // never waited on the stopped master
+  assert_int_equal(timed([&] { return c.Exist("cached"); }), 1);
+  assert_int_equal(timed([&] { return c.GetSize("cached"); }), 4096);
+  // The cached size is checked too.
+  assert_int_equal(timed([&] { return c.Get("cached", 0, 100); }), kInvalid);
+  assert_true(slowest < kRpcTimeoutMs / 2);  // never waited on the stopped master
   // A batch takes what the cache has and asks the master only for the rest.
   std::vector<int64_t> v;
   std::memset(pool.base + (1 << 20), 0, 4096);
@@ -172,11 +192,9 @@ void test_read_cache_serves_reads_within_lease(void**) {
   assert_int_equal(v.at(0), 4096);
   assert_true(MasterUnreachable(v.at(1)));
   assert_memory_equal(pool.base, pool.base + (1 << 20), 4096);
-  // Anything else does reach the master, and fails within the RPC timeout.
-  t0 = std::chrono::steady_clock::now();
+  // Anything else does reach the master, and fails by the RPC timeout (not hanging).
   assert_true(MasterUnreachable(c.Get("never-read", 1 << 20, 4096)));
   assert_true(MasterUnreachable(c.Exist("never-read")));
-  assert_true(ElapsedMs(t0) < 5000);
   cluster.Resume();
   int64_t got = 0;
   for (int i = 0; i < 100 && got != 4096; ++i) {  // the master catches up
@@ -270,7 +288,9 @@ void test_read_cache_expires_with_lease(void**) {
 }
 
 void test_read_cache_can_be_turned_off(void**) {
-  OwnCluster cluster("10s", {"--read_cache", "false"});
+  std::vector<std::string> flags = kSlowMasterFlags;
+  flags.insert(flags.end(), {"--read_cache", "false"});
+  OwnCluster cluster("10s", flags);
   Pool pool(kPoolSize);
   Conn c(cluster.socket_path);
   assert_int_equal(c.Hello(&pool), 0);
@@ -282,7 +302,7 @@ void test_read_cache_can_be_turned_off(void**) {
   auto t0 = std::chrono::steady_clock::now();
   int64_t health = c.Health();  // answered by the daemon alone, at once
   assert_true(health == 0 || health == 1);
-  assert_true(ElapsedMs(t0) < 400);
+  assert_true(ElapsedMs(t0) < kRpcTimeoutMs / 2);
   cluster.Resume();
 }
 

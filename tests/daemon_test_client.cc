@@ -44,7 +44,7 @@ Conn::Conn(const std::string& socket_path) {
   addr.sun_family = AF_UNIX;
   std::strcpy(addr.sun_path, socket_path.c_str());
   assert_int_equal(connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
-  timeval tv{5, 0};
+  timeval tv{kRecvTimeoutS, 0};
   setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
 }
 
@@ -74,8 +74,21 @@ bool Conn::Recv(uds::Message* out) {
 }
 
 bool Conn::ClosedByPeer() {
-  uds::Message m;
-  return !Recv(&m);
+  const char* payload = nullptr;
+  size_t length = 0;
+  bool oversized = false;
+  for (;;) {
+    if (reader.Next(&payload, &length, &oversized)) return false;  // a frame came first
+    switch (reader.ReadFrom(fd)) {
+      case uds::FrameReader::Status::kOk:
+        break;
+      case uds::FrameReader::Status::kWouldBlock:
+        return false;  // the receive timeout: still open
+      case uds::FrameReader::Status::kClosed:
+      case uds::FrameReader::Status::kError:  // reset by the peer
+        return true;
+    }
+  }
 }
 
 int64_t Conn::Call(uds::FrameBuilder* frame, uint64_t id, uds::Message* out, int pass_fd) {

@@ -51,7 +51,11 @@ struct Pool {
 
 // One connection to the daemon, with blocking request/response helpers. Requests are
 // sequential unless a test sends frames itself with Send and reads them with Recv.
+// Receiving gives up after kRecvTimeoutS: far longer than any answer takes, even on a
+// machine busy with other work; a test that expects no answer sets its own timeout.
 struct Conn {
+  static constexpr int kRecvTimeoutS = 30;
+
   int fd = -1;
   uint64_t next_id = 1;
   uds::FrameReader reader;
@@ -64,9 +68,10 @@ struct Conn {
   void Close();
   bool SendRaw(const std::string& bytes);
   bool Send(uds::FrameBuilder* frame, int pass_fd = -1);
-  // false on end-of-file or timeout (5 s).
+  // false on end-of-file or timeout (kRecvTimeoutS).
   bool Recv(uds::Message* out);
-  // True when the daemon closed the connection (EOF within 5 s, no frame first).
+  // True when the daemon closed the connection (end-of-file or a reset within
+  // kRecvTimeoutS, no frame first); false when a frame came or the time ran out.
   bool ClosedByPeer();
   // Sends, then waits for the response with the same id; returns its head (the code).
   int64_t Call(uds::FrameBuilder* frame, uint64_t id, uds::Message* out, int pass_fd = -1);

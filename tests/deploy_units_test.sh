@@ -120,7 +120,7 @@ mkdir "$tmp/snapshots"
   --metrics_port 0 --snapshot_dir "$tmp/snapshots" --cluster_key_file "" \
   > "$tmp/master.log" 2>&1 &
 pids+=($!)
-for _ in $(seq 600); do
+for _ in $(seq 600); do  # a generous minute: a loaded machine starts it slowly
   grep -q "listening on" "$tmp/master.log" && break
   kill -0 "${pids[0]}" 2> /dev/null || break
   sleep 0.1

@@ -63,7 +63,7 @@ bool EtcdProcess::Launch() {
                                    "--initial-cluster", "t=" + peer,
                                    "--logger", "zap"};
   if (!process_.Start(argv, log_path_)) return false;
-  if (WaitHealthy(10000)) return true;
+  if (WaitHealthy(30000)) return true;  // a loaded machine starts it slowly
   process_.Stop(SIGKILL, 5000);  // exited (a port was taken) or never got healthy
   return false;
 }

@@ -14,7 +14,7 @@ typedef struct mc_etcd mc_etcd;
 
 /* Starts etcd with its data and log under dir (NULL: a fresh temp dir of its own, removed
  * by mc_etcd_destroy unless MC_KEEP_TEST_DIR is set) and returns once it answers GET
- * /health (10 s at most); NULL on failure, after printing why and where the log is. */
+ * /health (30 s at most); NULL on failure, after printing why and where the log is. */
 mc_etcd *mc_etcd_start(const char *dir);
 /* "127.0.0.1:<client port>": what --etcd_endpoints and EtcdClient take. */
 const char *mc_etcd_endpoint(const mc_etcd *e);

@@ -33,14 +33,16 @@ inline int StopSuiteEtcd(void**) {
   return 0;
 }
 
+// The default timeout is generous: a put waits for etcd's disk, which a loaded machine
+// (other suites, builds) may hold for over a second. Tests of timeouts pass their own.
 inline std::unique_ptr<EtcdClient> Client(const std::string& endpoints,
-                                          int64_t timeout_ms = 1000) {
+                                          int64_t timeout_ms = 5000) {
   std::unique_ptr<EtcdClient> client;
   assert_int_equal(ErrorCode::OK, EtcdClient::Create(endpoints, timeout_ms, &client));
   return client;
 }
 
-inline std::unique_ptr<EtcdClient> SuiteClient(int64_t timeout_ms = 1000) {
+inline std::unique_ptr<EtcdClient> SuiteClient(int64_t timeout_ms = 5000) {
   return Client(SuiteEtcd()->endpoint(), timeout_ms);
 }
 

@@ -567,8 +567,10 @@ void test_hostile_http_never_stalls_thrift(void** state) {
   attacker.join();
   std::fprintf(stderr, "%d Thrift call pairs, the slowest %lld us, %d hostile requests\n", calls,
                static_cast<long long>(worst_us), hostile_requests.load());
-  assert_true(calls > 50);
-  assert_true(worst_us < 500 * 1000);
+  // A Thrift loop held up by the admin server would stall for its 5 s deadline: the bounds
+  // leave a loaded machine room and still tell that apart.
+  assert_true(calls >= 10);
+  assert_true(worst_us < 2000 * 1000);
   assert_true(hostile_requests.load() > 10);
   assert_int_equal(hostile_served.load(), 0);
 

@@ -272,7 +272,10 @@ void test_standby_bootstraps_follows_and_restarts(void**) {
 void test_strict_ack_waits_for_the_sync_set(void**) {
   TempDir dl("mc-repl-leader-"), ds("mc-repl-standby-");
   Published published;
-  Master leader(dl.path, "127.0.0.1:1", true, 64ull << 20, /*sync_timeout_ms=*/1000);
+  // Long enough that a put which waited for it is told from one that did not by generous
+  // bounds (a loaded machine's local put may take a good part of a second).
+  constexpr int kSyncTimeoutMs = 4000;
+  Master leader(dl.path, "127.0.0.1:1", true, 64ull << 20, kSyncTimeoutMs);
   StartLeader(leader, published);
   Master standby(ds.path, "127.0.0.1:2", true);
   standby.Open(false);
@@ -290,16 +293,18 @@ void test_strict_ack_waits_for_the_sync_set(void**) {
   std::this_thread::sleep_for(std::chrono::milliseconds(50));  // a pull in flight ends
   const auto start = std::chrono::steady_clock::now();
   auto put = std::async(std::launch::async, [&] { return PutVia(*leader.handler, "held", 1000, 1); });
-  assert_true(put.wait_for(std::chrono::milliseconds(700)) == std::future_status::timeout);
+  assert_true(put.wait_for(std::chrono::milliseconds(kSyncTimeoutMs / 2)) ==
+              std::future_status::timeout);
   assert_int_equal(put.get(), 0);
   const auto waited = std::chrono::steady_clock::now() - start;
-  assert_true(waited >= std::chrono::milliseconds(950));
+  assert_true(waited >= std::chrono::milliseconds(kSyncTimeoutMs - 50));
   assert_true(published.Last().empty());
   assert_false(InSyncSet(leader, standby.name));
   // Without sync-set members, a put needs only the local disk.
   const auto quick = std::chrono::steady_clock::now();
   assert_int_equal(PutVia(*leader.handler, "alone", 1000, 1), 0);
-  assert_true(std::chrono::steady_clock::now() - quick < std::chrono::milliseconds(500));
+  assert_true(std::chrono::steady_clock::now() - quick <
+              std::chrono::milliseconds(kSyncTimeoutMs / 2));
 
   // Caught up again: it rejoins, published.
   standby.replication->follower()->SetPaused(false);

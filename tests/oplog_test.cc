@@ -285,14 +285,15 @@ void test_relaxed_flushes_on_its_own(void** state) {
   assert_int_equal(log.Start(0), ErrorCode::OK);
   const auto t0 = Clock::now();
   for (uint64_t seq = 1; seq <= 100; ++seq) log.Append(Payload(seq));
-  while (log.synced() < 100 && MsSince(t0) < 2000) {
+  // Durable on its own, without Sync: polled with a generous deadline, as a loaded
+  // machine's fdatasync may take seconds.
+  while (log.synced() < 100 && MsSince(t0) < 30000) {
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
   const int64_t took_ms = MsSince(t0);
   printf("relaxed: 100 records durable %lld ms after their append, without Sync (interval 50 ms)\n",
          static_cast<long long>(took_ms));
   assert_int_equal(log.synced(), 100);
-  assert_true(took_ms < 2000);
 
   // With a long interval nothing is written until a Sync asks; then at once.
   TempDir lazy_dir;
@@ -308,7 +309,7 @@ void test_relaxed_flushes_on_its_own(void** state) {
   assert_int_equal(lazy.Sync(1), ErrorCode::OK);
   const int64_t sync_ms = MsSince(t1);
   printf("relaxed: Sync with a 60 s interval took %lld ms\n", static_cast<long long>(sync_ms));
-  assert_true(sync_ms < 2000);
+  assert_true(sync_ms < 30000);  // at once, not at the 60 s interval (loaded disks are slow)
 }
 
 // ---- preallocation ----

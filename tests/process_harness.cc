@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -32,6 +33,10 @@ namespace mooncake {
 namespace testing {
 
 namespace {
+
+// How long a master or daemon may take to start serving: far more than it takes on an idle
+// machine, so that one busy with other work (builds, other suites) does not fail a test.
+constexpr std::chrono::seconds kStartDeadline(60);
 
 sockaddr_in Loopback(int port) {
   sockaddr_in addr{};
@@ -144,7 +149,9 @@ int ChildProcess::Stop(int sig, int timeout_ms) {
 bool ChildProcess::Pause() {
   if (pid_ <= 0 || kill(pid_, SIGSTOP) != 0) return false;
   std::string tasks = "/proc/" + std::to_string(pid_) + "/task";
-  for (int attempt = 0; attempt < 200; ++attempt) {
+  // Each thread stops when it next runs, which a loaded machine may delay.
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (std::chrono::steady_clock::now() < deadline) {
     bool all = true;
     std::error_code ignored;
     for (const auto& t : std::filesystem::directory_iterator(tasks, ignored)) {
@@ -175,6 +182,27 @@ bool WaitForTcpPort(int port, int timeout_ms) {
     close(fd);
     if (ok) return true;
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return false;
+}
+
+bool UnreadBytesAtPort(int port) {
+  std::ifstream in("/proc/net/tcp");
+  std::string line;
+  std::getline(in, line);  // the header
+  while (std::getline(in, line)) {
+    // sl local_address rem_address st tx_queue:rx_queue ... (addresses and queues in hex)
+    char local[64], remote[64], state[8], queues[64];
+    if (std::sscanf(line.c_str(), "%*s %63s %63s %7s %63s", local, remote, state, queues) != 4) {
+      continue;
+    }
+    const char* local_port = std::strchr(local, ':');
+    const char* rx_queue = std::strchr(queues, ':');
+    if (local_port == nullptr || rx_queue == nullptr) continue;
+    if (std::strtol(local_port + 1, nullptr, 16) == port && std::strcmp(state, "01") == 0 &&
+        std::strtol(rx_queue + 1, nullptr, 16) > 0) {
+      return true;
+    }
   }
   return false;
 }
@@ -231,7 +259,13 @@ bool StartMasterOnPort(ChildProcess* master, int port, const std::string& log_pa
                                    ClusterKeyFile(), "--metrics_port", "0"};
   argv.insert(argv.end(), extra_flags.begin(), extra_flags.end());
   if (!master->Start(argv, log_path)) return false;
-  if (WaitForTcpPort(port, 5000)) return true;
+  // A generous deadline (a loaded machine starts it slowly), but a master that exits (its
+  // port was taken meanwhile, or it refuses its flags) is given up on at once.
+  auto deadline = std::chrono::steady_clock::now() + kStartDeadline;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (WaitForTcpPort(port, 100)) return true;
+    if (master->Wait(0) != -1) return false;
+  }
   master->Stop(SIGKILL, 2000);
   return false;
 }
@@ -276,7 +310,7 @@ bool StartDaemon(ChildProcess* daemon, int master_port, const std::string& socke
   if (!SpawnDaemon(daemon, master_port, socket_path, log_path, extra_flags)) return false;
   // A daemon refusing its flags exits at once; waiting the full time for it would only
   // slow down the tests that expect that.
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  auto deadline = std::chrono::steady_clock::now() + kStartDeadline;
   while (std::chrono::steady_clock::now() < deadline) {
     if (WaitForUnixSocket(socket_path, 100)) return true;
     if (daemon->Wait(0) != -1) return false;

@@ -48,7 +48,7 @@ class ChildProcess {
   int Stop(int sig, int timeout_ms);
   // Waits for the process to exit on its own; same return convention as Stop.
   int Wait(int timeout_ms);
-  // SIGSTOP, then waits (up to about a second) until every thread is stopped: kill()
+  // SIGSTOP, then waits (up to 10 s) until every thread is stopped: kill()
   // returns before they are, and a thread still running could answer. True once they are.
   bool Pause();
   void Resume();  // SIGCONT
@@ -66,6 +66,12 @@ class ChildProcess {
 
 // Polls until something accepts TCP connections on 127.0.0.1:port.
 bool WaitForTcpPort(int port, int timeout_ms);
+
+// Whether a connection accepted on local port `port` holds bytes its owner has not read
+// (/proc/net/tcp: ESTABLISHED with a non-zero receive queue). The kernel accepts for a
+// stopped (SIGSTOP) process too, so for a stopped daemon this is the observable event "a
+// peer has sent it a request": a test waits on it instead of sleeping.
+bool UnreadBytesAtPort(int port);
 
 // The cluster key every master and daemon the harness starts shares: a file holding one
 // random key, mode 0600, made on first use in a temp dir that is removed at exit.

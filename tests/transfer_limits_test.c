@@ -131,7 +131,9 @@ static void test_stalled_write_dropped_within_the_transfer_timeout(void **state)
   close(fd);
   print_message("stalled WRITE dropped after %.3f s (--transfer_timeout %.1f s)\n", took,
                 TRANSFER_TIMEOUT_S);
-  assert_true(took >= TRANSFER_TIMEOUT_S - 0.1 && took < TRANSFER_TIMEOUT_S + 1.0);
+  /* By the transfer timeout (not before), and not by the 10 s wait above: the margin is for
+   * a loaded machine, whose daemon notices the timeout late. */
+  assert_true(took >= TRANSFER_TIMEOUT_S - 0.1 && took < TRANSFER_TIMEOUT_S + 4.0);
   assert_true(count_log_lines(mc_cluster_log_at(g_c, B), "broke off", "transfer timeout") >= 1);
 }
 
@@ -152,7 +154,8 @@ static void test_silent_connections_closed_after_the_handshake_deadline(void **s
   }
   print_message("%d silent connections closed between %.3f s and %.3f s (deadline %.1f s)\n", N,
                 first, last, HANDSHAKE_S);
-  assert_true(first >= HANDSHAKE_S - 0.1 && last < HANDSHAKE_S + 1.5);
+  /* At the deadline, not before, and not by the 10 s wait (a loaded machine closes late). */
+  assert_true(first >= HANDSHAKE_S - 0.1 && last < HANDSHAKE_S + 4.0);
 }
 
 /* The finding itself: 1,023 connections opened to B that say nothing. They hold no slot
@@ -291,10 +294,12 @@ static void test_frozen_owner_fails_gets_and_puts_cleanly(void **state) {
   print_message("B frozen: get %lld after %.3f s, put %d after %.3f s (--transfer_timeout "
                 "%.1f s)\n",
                 (long long)got, get_took, put, put_took, TRANSFER_TIMEOUT_S);
+  /* Each fails by the transfer timeout (twice for the put, placed again once), with a margin
+   * for a loaded machine: a stall that waited on the frozen B for ever would not end. */
   assert_int_equal(got, MOONCAKE_STORE_TRANSFER_FAIL);
-  assert_true(get_took < TRANSFER_TIMEOUT_S + 1.0);
+  assert_true(get_took < TRANSFER_TIMEOUT_S + 4.0);
   assert_int_equal(put, MOONCAKE_STORE_TRANSFER_FAIL);
-  assert_true(put_took < 2 * TRANSFER_TIMEOUT_S + 2.0);
+  assert_true(put_took < 2 * TRANSFER_TIMEOUT_S + 4.0);
 
   /* Resumed, B serves the object it kept, and new puts. */
   double deadline = now_seconds() + 10;

@@ -380,13 +380,15 @@ void test_handshake_deadline(void**) {
   double closed[3];
   int fds[3] = {silent, half, hello};
   for (int i = 0; i < 3; ++i) {
-    assert_true(ClosedWithin(fds[i], 3000));
+    assert_true(ClosedWithin(fds[i], 4500));
     closed[i] = SecondsSince(t0);
   }
   print_message("closed after %.3f s (silent), %.3f s (half a header), %.3f s (HELLO cut "
                 "short); handshake deadline 0.3 s, stall timeout 5 s\n",
                 closed[0], closed[1], closed[2]);
-  for (double s : closed) assert_true(s >= 0.25 && s < 2.0);
+  // By the handshake deadline, not before, and well before the 5 s stall timeout (room for
+  // a loaded machine).
+  for (double s : closed) assert_true(s >= 0.25 && s < 4.0);
   std::this_thread::sleep_for(std::chrono::milliseconds(400));
   assert_int_equal(Read(good, 0, 64), 0);  // past the deadline, still served
   for (int fd : {silent, half, hello, good}) close(fd);

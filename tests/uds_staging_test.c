@@ -86,8 +86,12 @@ static mooncake_store_t start_hung_get(pending_get *g, mc_cluster *c, const char
   g->buffer = malloc(VALUE);
   g->result = 1;
   assert_int_equal(pthread_create(&g->thread, NULL, run_get, g), 0);
-  /* Long enough for A to have asked the master and started reading from the stopped B. */
-  usleep(1000 * 1000);
+  /* A has asked the master and started reading from the stopped B: its request waits,
+   * unread, at B's transfer port. */
+  for (double until = now_seconds() + 60; !mc_cluster_unread_request_at(c, B);) {
+    if (now_seconds() > until) fail_msg("A never started reading from the stopped B");
+    usleep(10 * 1000);
+  }
   return a;
 }
 

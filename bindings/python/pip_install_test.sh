@@ -12,8 +12,12 @@ fail() { echo "FAIL: $*" >&2; exit 1; }
 tmp=$(mktemp -d /tmp/mc-pip-XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
 
-# ccache keeps a second run short; setuptools' own objects live in $TMPDIR (setup.py).
-MOONCAKE_STORE_BUILD_DIR=$build CC="ccache gcc" CXX="ccache g++" PIP_NO_INDEX=1 \
+# setuptools' own objects live in $TMPDIR (setup.py). ccache, where it is installed, keeps
+# a second run short; install-deps.sh does not install it, so a fresh machine compiles
+# with the plain compilers (CC/CXX from the environment when set, as CMake would).
+cc=${CC:-gcc} cxx=${CXX:-g++}
+if command -v ccache > /dev/null; then cc="ccache $cc" cxx="ccache $cxx"; fi
+MOONCAKE_STORE_BUILD_DIR=$build CC="$cc" CXX="$cxx" PIP_NO_INDEX=1 \
   "$python" -m pip install -q --no-build-isolation --no-deps --target "$tmp/site" \
   "$src/bindings/python" > "$tmp/pip.log" 2>&1 || fail "pip install: $(cat "$tmp/pip.log")"
 

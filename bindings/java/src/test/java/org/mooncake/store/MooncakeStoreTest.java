@@ -27,6 +27,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
+import java.util.function.BooleanSupplier;
 import org.junit.AfterClass;
 import org.junit.BeforeClass;
 import org.junit.Rule;
@@ -582,6 +583,8 @@ public class MooncakeStoreTest {
     /**
      * get() while another thread replaces the key with values of other sizes: every read is a
      * miss or one whole value (get retries when the size changes between its two calls).
+     * The race runs 1.5 s, and on a loaded machine on until a read has seen a value (30 s at
+     * most), so that the check is never vacuous.
      */
     @Test
     public void getRacesWithReplacement() throws Exception {
@@ -589,10 +592,15 @@ public class MooncakeStoreTest {
         AtomicReference<Throwable> failure = new AtomicReference<>();
         AtomicInteger hits = new AtomicInteger();
         long end = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(1500);
+        long last = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+        BooleanSupplier racing = () -> {
+            long now = System.nanoTime();
+            return now < end || (hits.get() == 0 && now < last);
+        };
         Thread writer = new Thread(() -> {
             Random random = new Random(7);
             try {
-                while (System.nanoTime() < end) {
+                while (racing.getAsBoolean()) {
                     int size = 1 + random.nextInt(100_000);
                     byte[] value = new byte[size];
                     Arrays.fill(value, (byte) size);
@@ -607,7 +615,7 @@ public class MooncakeStoreTest {
         for (int t = 0; t < 3; t++) {
             readers.add(new Thread(() -> {
                 try {
-                    while (System.nanoTime() < end) {
+                    while (racing.getAsBoolean()) {
                         byte[] v;
                         try {
                             v = store.get(k);
