@@ -20,7 +20,9 @@ void RegisterDaemonFlags(FlagSet* f, DaemonOptions* o) {
   f->AddDuration("master_failover_wait", &o->master_failover_wait_ms, 1,
                  "with --master etcd://: how long a master call that failed because of the "
                  "master (down, not the leader) waits for a leader to run it again, ms");
-  f->AddString("socket", &o->socket, "Unix socket applications connect to");
+  f->AddString("socket", &o->socket,
+               "Unix socket applications connect to; its directory must exist (only "
+               "/run/mooncake, the default's, is made when missing)");
   f->AddString("hostname", &o->hostname, "advertised host name (default: this machine's)");
   f->AddInt("port", &o->port, "transfer-engine TCP port (0: first free one in 12300..14300)");
   f->AddString("transfer_bind_address", &o->transfer_bind_address,
@@ -101,7 +103,8 @@ void RegisterDaemonFlags(FlagSet* f, DaemonOptions* o) {
                "connection naming no tenant gets the first one listing its uid (default: "
                "none listed; any tenant may be claimed by anyone)");
   f->AddString("ssd_path", &o->ssd.path,
-               "directory of the SSD tier's bucket files (default: none, no SSD tier)");
+               "directory of the SSD tier's bucket files, which must exist (default: none, "
+               "no SSD tier)");
   f->AddSize("ssd_capacity", &o->ssd.capacity,
              "bytes the SSD tier's bucket files may take, at least two buckets");
   f->AddSize("ssd_bucket_size", &o->ssd.bucket_size,

@@ -1,4 +1,5 @@
-// mooncaked: the per-host daemon. Start-up, in order: parse flags; load the cluster key;
+// mooncaked: the per-host daemon. Start-up, in order: parse flags; check that the
+// directories they name exist (exit 2 when not); load the cluster key;
 // reserve the transfer port on its bind address (so "host:port" names this daemon
 // uniquely); choose the transport (RDMA or TCP);
 // open the SSD tier (--ssd_path: the store, rebuilt or wiped, and its identity);
@@ -16,14 +17,17 @@
 #include <netinet/in.h>
 #include <signal.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -170,6 +174,33 @@ mooncake::TransferConnections::Limits TransferPortLimits(const mooncake::DaemonO
   return limits;
 }
 
+// The directories the daemon's flags name must exist (common/process_setup.h), but for
+// one: /run/mooncake, the default socket's, the daemon's own runtime directory, made here
+// (mode 0755, and only that level) as systemd's RuntimeDirectory= makes it for the unit:
+// /run is emptied at every boot, and a daemon started by hand as root should find its
+// default socket's home. false with *error naming the flag.
+bool CheckDirectories(const mooncake::DaemonOptions& options, std::string* error) {
+  const std::string runtime_dir = "/run/mooncake";
+  const std::string socket_dir = std::filesystem::path(options.socket).parent_path().string();
+  if (socket_dir == runtime_dir) {
+    if (mkdir(runtime_dir.c_str(), 0755) == 0) {
+      MC_LOG_INFO("created %s, the default socket's directory", runtime_dir.c_str());
+    } else if (errno != EEXIST) {
+      *error = "--socket " + options.socket + ": cannot create " + runtime_dir +
+               ", the default socket's directory (" + std::strerror(errno) +
+               "): create it as root (install -d -o $USER " + runtime_dir +
+               "), or point --socket elsewhere";
+      return false;
+    }
+  }
+  if (!socket_dir.empty() &&
+      !mooncake::CheckFlagDirectory("--socket", options.socket, socket_dir, error)) {
+    return false;
+  }
+  return options.ssd.path.empty() ||
+         mooncake::CheckFlagDirectory("--ssd_path", options.ssd.path, options.ssd.path, error);
+}
+
 std::string MachineHostname() {
   char name[256] = {0};
   if (gethostname(name, sizeof(name) - 1) != 0 || name[0] == '\0') return "localhost";
@@ -194,6 +225,10 @@ int main(int argc, char** argv) {
   }
   InitLogging(options.log_level);
   RouteThriftOutputToDebugLog();
+  if (!CheckDirectories(options, &error)) {
+    MC_LOG_ERROR("%s", error.c_str());
+    return 2;
+  }
   std::shared_ptr<const ClusterKey> cluster_key;
   if (!LoadClusterKeyForProcess(options.cluster_key_file, &cluster_key)) return 2;
   std::string limit_message;
