@@ -33,13 +33,14 @@ void RegisterDaemonFlags(FlagSet* f, DaemonOptions* o) {
   f->AddString("metrics_host", &o->metrics_host,
                "address the admin HTTP server listens on (default: the transfer port's)");
   f->AddSize("global_segment_size", &o->global_segment_size,
-             "memory lent to the cluster pool (0: none)");
+             "memory lent to the cluster pool (0: none); more than this host can back "
+             "stops the start");
   f->AddSize("client_segment_budget", &o->client_segment_budget,
-             "memory all clients together may have mounted (setup's global_segment_size, "
-             "MOUNT_SEGMENT); 0: half of MemAvailable at start");
+             "cap on the memory all clients together may have mounted (setup's "
+             "global_segment_size, MOUNT_SEGMENT); 0: no cap, any mount this host can back "
+             "(MemAvailable less a reserve, or free huge pages: docs/daemon.md)");
   f->AddSize("client_segment_budget_per_client", &o->client_segment_budget_per_client,
-             "memory one client connection may have mounted; 0: a quarter of "
-             "--client_segment_budget");
+             "cap on the memory one client connection may have mounted; 0: no cap");
   f->AddString("socket_mode", &o->socket_mode, "permissions of the socket file, octal");
   f->AddString("allowed_uids", &o->allowed_uids,
                "users (numbers or names, comma-separated) admitted on the socket besides "

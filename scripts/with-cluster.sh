@@ -14,7 +14,8 @@
 # A --daemon-flag goes to every daemon, with "{dir}" replaced by the cluster's temp dir and
 # "{i}" by the daemon's number (1-based): --daemon-flag --ssd_path={dir}/ssd-{i}. The
 # directory an --ssd_path=DIR names is made first, as an operator would: mooncaked refuses
-# a missing one.
+# a missing one. No client-segment budget flag is passed: the daemons run with the
+# defaults, which admit any segment the host can back (docs/daemon.md, "Client segments").
 set -euo pipefail
 BUILD_DIR=build
 SEGMENT=1GB

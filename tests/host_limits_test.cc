@@ -1,8 +1,15 @@
-// Issue 30 against the real binaries: what a fresh host's first start meets, beside a
-// master and a daemon of the test's own:
+// Issue 30 against the real binaries: what a fresh host's first start meets. A master and
+// a daemon started with no budget flag (the defaults: no cap, whatever the host can back):
+//  - a mount far over this host's memory is refused with -1300 before a byte is mapped
+//    (no new segment memfd in the daemon, none at the master), the reason in the log
+//    names the numbers, and the daemon goes on serving: an object stays readable, and the
+//    same connection then mounts a segment the host can back;
+//  - a daemon whose --global_segment_size is over what the host can back exits 1 at once
+//    with the reason, instead of being killed by the OOM killer while populating it;
 //  - --socket in a missing directory, a missing --ssd_path (or a file there) and a missing
 //    --snapshot_dir stop the start (exit 2) with a line naming the flag, the directory and
 //    the fix, and nothing creates the directory.
+#include <dirent.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -15,14 +22,22 @@
 #include <string>
 #include <vector>
 
+#include "common/error_code.h"
+#include "common/uds_ops.h"
 #include "tests/cmocka_cpp.h"
 #include "tests/daemon_test_client.h"
 #include "tests/process_harness.h"
 
+namespace uds = mooncake::uds;
 namespace harness = mooncake::testing;
+using mooncake::ErrorCode;
+using mooncake::ToInt;
 using namespace mooncake::testing;
 
 namespace {
+
+constexpr uint64_t kMiB = 1ull << 20;
+const int64_t kLimit = ToInt(ErrorCode::RESOURCE_LIMIT_EXCEEDED);
 
 int GroupSetup(void** state) {
   auto* f = new Fixture;
@@ -44,6 +59,17 @@ int GroupTeardown(void** state) {
   return 0;
 }
 
+// MemTotal of /proc/meminfo, in bytes.
+uint64_t MemTotal() {
+  std::ifstream in("/proc/meminfo");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("MemTotal:", 0) == 0) return std::stoull(line.substr(9)) * 1024;
+  }
+  fail_msg("no MemTotal in /proc/meminfo");
+  return 0;
+}
+
 // How many lines of the file at path contain needle.
 int LogLines(const std::string& path, const std::string& needle) {
   std::ifstream in(path);
@@ -51,6 +77,25 @@ int LogLines(const std::string& path, const std::string& needle) {
   int n = 0;
   while (std::getline(in, line)) n += line.find(needle) != std::string::npos;
   return n;
+}
+
+// The segment memfds process pid holds (SegmentMemory names them "mooncake-segment").
+int SegmentMemfds(pid_t pid) {
+  const std::string dir = "/proc/" + std::to_string(pid) + "/fd";
+  DIR* d = opendir(dir.c_str());
+  assert_non_null(d);
+  int n = 0;
+  while (dirent* e = readdir(d)) {
+    char target[256] = {0};
+    ssize_t len = readlink((dir + "/" + e->d_name).c_str(), target, sizeof(target) - 1);
+    n += len > 0 && std::string(target, len).find("memfd:mooncake-segment") != std::string::npos;
+  }
+  closedir(d);
+  return n;
+}
+
+int64_t Mount(Conn* c, uint64_t size) {
+  return c->Ints(uds::Op::kMountSegment, [&](uds::FrameBuilder* f) { f->args().pack(size); }, 1);
 }
 
 // The exit code of a child that exits on its own (within 60 s), failing the test when it is
@@ -77,6 +122,54 @@ std::vector<std::string> DaemonArgv(const std::string& socket,
       harness::ClusterKeyFile()};
   argv.insert(argv.end(), extra.begin(), extra.end());
   return argv;
+}
+
+void test_mount_the_host_cannot_back_is_refused_before_mapping(void**) {
+  Pool pool(kPoolSize);
+  Conn owner;
+  assert_int_equal(owner.Hello(&pool), 0);
+  const uint64_t n = 300000;
+  Fill(pool.base, n, 7);
+  assert_int_equal(owner.Put("host-limits-kept", 0, n), 0);
+  const pid_t pid = g_fixture->daemon.pid();
+  const size_t segments = MasterSegmentCount(g_fixture->master_port);
+  const int memfds = SegmentMemfds(pid);
+
+  Conn b;
+  assert_int_equal(b.Hello(nullptr), 0);
+  const uint64_t huge = 2 * MemTotal();  // no host backs twice its memory
+  assert_int_equal(Mount(&b, huge), kLimit);
+  const std::string log = g_fixture->daemon.log_path();
+  assert_int_equal(LogLines(log, "MOUNT_SEGMENT of "), 1);
+  assert_int_equal(LogLines(log, "refused (RESOURCE_LIMIT_EXCEEDED): segment "), 1);
+  assert_int_equal(LogLines(log, "this host can back now (MemAvailable "), 1);
+  assert_int_equal(LogLines(log, "lend a smaller segment, or free memory on this host"), 1);
+  // Nothing of it was mapped, nor mounted at the master.
+  assert_int_equal(SegmentMemfds(pid), memfds);
+  assert_int_equal(MasterSegmentCount(g_fixture->master_port), segments);
+
+  // Still serving: the object reads back, and the same connection mounts what the host
+  // can back (nothing of the refusal is left promised).
+  assert_true(g_fixture->daemon.running());
+  assert_int_equal(b.Health(), 1);
+  assert_int_equal(owner.Get("host-limits-kept", 1 << 20, n), static_cast<int64_t>(n));
+  assert_memory_equal(pool.base + (1 << 20), pool.base, n);
+  assert_int_equal(Mount(&b, 64 * kMiB), 0);
+  assert_int_equal(SegmentMemfds(pid), memfds + 1);
+  assert_int_equal(MasterSegmentCount(g_fixture->master_port), segments + 1);
+}
+
+void test_global_segment_over_the_host_stops_the_start(void**) {
+  const std::string dir = g_fixture->dir;
+  ChildProcess d;
+  const std::string log = dir + "/too-big.log";
+  const std::string size = std::to_string(2 * MemTotal());
+  assert_true(d.Start(DaemonArgv(dir + "/too-big.sock", {"--global_segment_size", size}), log));
+  assert_int_equal(ExitCode(&d), 1);
+  assert_int_equal(LogLines(log, "--global_segment_size: segment "), 1);
+  assert_int_equal(LogLines(log, "this host can back now (MemAvailable "), 1);
+  assert_int_equal(LogLines(log, "lower --global_segment_size, or free memory on this host"), 1);
+  assert_false(Exists(dir + "/too-big.sock"));
 }
 
 void test_socket_in_a_missing_directory_stops_the_start(void**) {
@@ -139,6 +232,8 @@ void test_missing_snapshot_dir_stops_the_master(void**) {
 
 int main() {
   const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_mount_the_host_cannot_back_is_refused_before_mapping),
+      cmocka_unit_test(test_global_segment_over_the_host_stops_the_start),
       cmocka_unit_test(test_socket_in_a_missing_directory_stops_the_start),
       cmocka_unit_test(test_missing_ssd_path_stops_the_start),
       cmocka_unit_test(test_missing_snapshot_dir_stops_the_master),
