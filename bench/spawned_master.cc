@@ -51,6 +51,7 @@ double SpawnedMaster::Start(int port) {
                                      "--rpc_port",    std::to_string(port_), "--cluster_key_file",
                                      testing::ClusterKeyFile(), "--metrics_port", "0"};
     argv.insert(argv.end(), flags_.begin(), flags_.end());
+    testing::MakeFlagDirectories(argv);  // --snapshot_dir must exist
     std::error_code missing;  // no log yet: it starts at 0
     uintmax_t size = std::filesystem::file_size(log_path_, missing);
     log_start_ = missing ? 0 : size;

@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 
 #include "common/logging.h"
@@ -15,6 +16,8 @@ namespace mooncake {
 namespace {
 
 constexpr uint64_t kHugePage = 2ull << 20;
+// Populate faults this much in per call, so that a caller hears of its progress.
+constexpr uint64_t kPopulateChunk = 64ull << 20;
 
 // Creates, sizes, seals (when asked) and maps a memfd; false (errno kept) on any failure.
 bool MapMemfd(uint64_t size, unsigned flags, const SharedMemoryOptions& options,
@@ -56,18 +59,27 @@ bool CreateSharedMemory(uint64_t size, const SharedMemoryOptions& options, Share
   const uint64_t huge_size = (size + kHugePage - 1) / kHugePage * kHugePage;
   if (options.huge_tlb && huge_size >= size && MapMemfd(huge_size, MFD_HUGETLB, options, out)) {
     out->pages = SharedPages::kHugeTlb;
-  } else if (MapMemfd(size, 0, options, out)) {
+  } else if (options.ordinary && MapMemfd(size, 0, options, out)) {
     out->pages = SharedPages::kSmallAdvised;
     // Only a hint: with shmem_enabled=never the kernel keeps 4 KiB pages and says OK.
     madvise(out->base, size, MADV_HUGEPAGE);
   } else {
-    *error = std::string("memfd of ") + std::to_string(size) + " bytes: " + std::strerror(errno);
+    *error = std::string("memfd of ") + std::to_string(size) + " bytes" +
+             (options.ordinary ? "" : " on huge pages") + ": " + std::strerror(errno);
     return false;
   }
-  if (options.populate && madvise(out->base, out->mapped, MADV_POPULATE_WRITE) != 0) {
-    MC_LOG_WARN("could not pre-fault %llu bytes of %s (%s); pages fault in on first use",
-                static_cast<unsigned long long>(out->mapped), options.name,
-                std::strerror(errno));
+  if (!options.populate) return true;
+  const uint64_t page = SharedMemoryPageSize(out->fd);
+  const uint64_t chunk = (kPopulateChunk + page - 1) / page * page;
+  for (uint64_t at = 0; at < out->mapped; at += chunk) {
+    const uint64_t n = std::min(chunk, out->mapped - at);
+    if (madvise(out->base + at, n, MADV_POPULATE_WRITE) != 0) {
+      MC_LOG_WARN("could not pre-fault %llu bytes of %s (%s); pages fault in on first use",
+                  static_cast<unsigned long long>(out->mapped - at), options.name,
+                  std::strerror(errno));
+      break;
+    }
+    if (options.populated) options.populated(n);
   }
   return true;
 }

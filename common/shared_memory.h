@@ -18,6 +18,7 @@
 #define MOONCAKE_COMMON_SHARED_MEMORY_H_
 
 #include <cstdint>
+#include <functional>
 #include <string>
 
 namespace mooncake {
@@ -37,7 +38,13 @@ struct SharedMemoryOptions {
                          // it can then never fault with SIGBUS
   bool populate = false; // fault every page in now (MADV_POPULATE_WRITE): the first write
                          // to a page then costs a memcpy, not a fault plus zeroing
+  // With populate: called with the bytes of each chunk once it is faulted in (64 MiB, or
+  // whole huge pages), in order, from the creating thread; for a caller that counts what
+  // /proc/meminfo does not show yet.
+  std::function<void(uint64_t bytes)> populated;
   bool huge_tlb = true;  // try hugetlbfs first
+  bool ordinary = true;  // fall back to ordinary pages; false: huge pages or nothing (for a
+                         // size the host can back only with its reserved huge pages)
 };
 
 // A created memfd and its mapping. The caller owns fd and the mapping (munmap(base,

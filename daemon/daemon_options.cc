@@ -20,7 +20,9 @@ void RegisterDaemonFlags(FlagSet* f, DaemonOptions* o) {
   f->AddDuration("master_failover_wait", &o->master_failover_wait_ms, 1,
                  "with --master etcd://: how long a master call that failed because of the "
                  "master (down, not the leader) waits for a leader to run it again, ms");
-  f->AddString("socket", &o->socket, "Unix socket applications connect to");
+  f->AddString("socket", &o->socket,
+               "Unix socket applications connect to; its directory must exist (only "
+               "/run/mooncake, the default's, is made when missing)");
   f->AddString("hostname", &o->hostname, "advertised host name (default: this machine's)");
   f->AddInt("port", &o->port, "transfer-engine TCP port (0: first free one in 12300..14300)");
   f->AddString("transfer_bind_address", &o->transfer_bind_address,
@@ -31,13 +33,14 @@ void RegisterDaemonFlags(FlagSet* f, DaemonOptions* o) {
   f->AddString("metrics_host", &o->metrics_host,
                "address the admin HTTP server listens on (default: the transfer port's)");
   f->AddSize("global_segment_size", &o->global_segment_size,
-             "memory lent to the cluster pool (0: none)");
+             "memory lent to the cluster pool (0: none); more than this host can back "
+             "stops the start");
   f->AddSize("client_segment_budget", &o->client_segment_budget,
-             "memory all clients together may have mounted (setup's global_segment_size, "
-             "MOUNT_SEGMENT); 0: half of MemAvailable at start");
+             "cap on the memory all clients together may have mounted (setup's "
+             "global_segment_size, MOUNT_SEGMENT); 0: no cap, any mount this host can back "
+             "(MemAvailable less a reserve, or free huge pages: docs/daemon.md)");
   f->AddSize("client_segment_budget_per_client", &o->client_segment_budget_per_client,
-             "memory one client connection may have mounted; 0: a quarter of "
-             "--client_segment_budget");
+             "cap on the memory one client connection may have mounted; 0: no cap");
   f->AddString("socket_mode", &o->socket_mode, "permissions of the socket file, octal");
   f->AddString("allowed_uids", &o->allowed_uids,
                "users (numbers or names, comma-separated) admitted on the socket besides "
@@ -101,7 +104,8 @@ void RegisterDaemonFlags(FlagSet* f, DaemonOptions* o) {
                "connection naming no tenant gets the first one listing its uid (default: "
                "none listed; any tenant may be claimed by anyone)");
   f->AddString("ssd_path", &o->ssd.path,
-               "directory of the SSD tier's bucket files (default: none, no SSD tier)");
+               "directory of the SSD tier's bucket files, which must exist (default: none, "
+               "no SSD tier)");
   f->AddSize("ssd_capacity", &o->ssd.capacity,
              "bytes the SSD tier's bucket files may take, at least two buckets");
   f->AddSize("ssd_bucket_size", &o->ssd.bucket_size,

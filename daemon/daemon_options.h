@@ -30,8 +30,8 @@ struct DaemonOptions {
   // told); "0.0.0.0" or "::" = every interface, only when asked.
   std::string transfer_bind_address;
   uint64_t global_segment_size = 1ull << 30;            // lent to the pool; 0 = none
-  // What clients may have mounted with MOUNT_SEGMENT (daemon/segment_budget.h); 0 = derived
-  // from the memory available at start: half of it in all, a quarter of that per client.
+  // Caps on what clients may have mounted with MOUNT_SEGMENT (daemon/segment_budget.h), in
+  // all and per connection; 0 = no cap: any mount this host can back (daemon/host_memory.h).
   uint64_t client_segment_budget = 0;
   uint64_t client_segment_budget_per_client = 0;
   std::string socket_mode = "0660";                     // octal permissions of the socket

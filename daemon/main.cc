@@ -1,4 +1,6 @@
-// mooncaked: the per-host daemon. Start-up, in order: parse flags; load the cluster key;
+// mooncaked: the per-host daemon. Start-up, in order: parse flags; check that the
+// directories they name exist and that this host can back --global_segment_size
+// (daemon/host_memory.h), exiting 2 or 1 when not; load the cluster key;
 // reserve the transfer port on its bind address (so "host:port" names this daemon
 // uniquely); choose the transport (RDMA or TCP);
 // open the SSD tier (--ssd_path: the store, rebuilt or wiped, and its identity);
@@ -16,14 +18,17 @@
 #include <netinet/in.h>
 #include <signal.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -46,6 +51,7 @@
 #include "daemon/daemon_admin.h"
 #include "daemon/daemon_options.h"
 #include "daemon/descriptor_limit.h"
+#include "daemon/host_memory.h"
 #include "daemon/local_access.h"
 #include "daemon/master_client.h"
 #include "daemon/membership.h"
@@ -171,6 +177,44 @@ mooncake::TransferConnections::Limits TransferPortLimits(const mooncake::DaemonO
   return limits;
 }
 
+// The directories the daemon's flags name must exist (common/process_setup.h), but for
+// one: /run/mooncake, the default socket's, the daemon's own runtime directory, made here
+// (mode 0755, and only that level) as systemd's RuntimeDirectory= makes it for the unit:
+// /run is emptied at every boot, and a daemon started by hand as root should find its
+// default socket's home. false with *error naming the flag.
+bool CheckDirectories(const mooncake::DaemonOptions& options, std::string* error) {
+  const std::string runtime_dir = "/run/mooncake";
+  const std::string socket_dir = std::filesystem::path(options.socket).parent_path().string();
+  if (socket_dir == runtime_dir) {
+    if (mkdir(runtime_dir.c_str(), 0755) == 0) {
+      MC_LOG_INFO("created %s, the default socket's directory", runtime_dir.c_str());
+    } else if (errno != EEXIST) {
+      *error = "--socket " + options.socket + ": cannot create " + runtime_dir +
+               ", the default socket's directory (" + std::strerror(errno) +
+               "): create it as root (install -d -o $USER " + runtime_dir +
+               "), or point --socket elsewhere";
+      return false;
+    }
+  }
+  if (!socket_dir.empty() &&
+      !mooncake::CheckFlagDirectory("--socket", options.socket, socket_dir, error)) {
+    return false;
+  }
+  return options.ssd.path.empty() ||
+         mooncake::CheckFlagDirectory("--ssd_path", options.ssd.path, options.ssd.path, error);
+}
+
+// Whether this host can back the daemon's own segment (daemon/host_memory.h); false,
+// after logging why, when it cannot. *huge_pages_only as HostMemory::Admits sets it.
+bool HostBacksGlobalSegment(uint64_t size, bool* huge_pages_only) {
+  std::string why;
+  mooncake::HostMemory host = mooncake::HostMemory::Parse(mooncake::HostMemory::ReadMeminfo());
+  if (host.Admits(size, 0, huge_pages_only, &why)) return true;
+  MC_LOG_ERROR("--global_segment_size: %s: lower --global_segment_size, or free memory on "
+               "this host", why.c_str());
+  return false;
+}
+
 std::string MachineHostname() {
   char name[256] = {0};
   if (gethostname(name, sizeof(name) - 1) != 0 || name[0] == '\0') return "localhost";
@@ -195,6 +239,17 @@ int main(int argc, char** argv) {
   }
   InitLogging(options.log_level);
   RouteThriftOutputToDebugLog();
+  if (!CheckDirectories(options, &error)) {
+    MC_LOG_ERROR("%s", error.c_str());
+    return 2;
+  }
+  // Before anything is started, so that a segment the host cannot back is refused at
+  // once; checked again just before it is mapped (the master may keep us waiting).
+  bool huge_pages_only = false;
+  if (options.global_segment_size > 0 &&
+      !HostBacksGlobalSegment(options.global_segment_size, &huge_pages_only)) {
+    return 1;
+  }
   std::shared_ptr<const ClusterKey> cluster_key;
   if (!LoadClusterKeyForProcess(options.cluster_key_file, &cluster_key)) return 2;
   std::string limit_message;
@@ -339,7 +394,12 @@ int main(int argc, char** argv) {
 
   int64_t global_segment_id = 0;  // when global_segment_size > 0
   if (options.global_segment_size > 0) {
-    std::shared_ptr<SegmentMemory> segment = SegmentMemory::Create(options.global_segment_size, &error);
+    if (!HostBacksGlobalSegment(options.global_segment_size, &huge_pages_only)) {
+      close(transfer_fd);
+      return 1;
+    }
+    std::shared_ptr<SegmentMemory> segment =
+        SegmentMemory::Create(options.global_segment_size, &error, huge_pages_only);
     if (segment == nullptr) {
       MC_LOG_ERROR("cannot create the global segment: %s", error.c_str());
       return 1;
@@ -366,16 +426,10 @@ int main(int argc, char** argv) {
     transfer_server.SetDiskTier(ssd->store(), ssd->segment_id());
   }
 
-  // Measured now, with the global segment in place: what is left is what clients share.
-  uint64_t physical = static_cast<uint64_t>(sysconf(_SC_PHYS_PAGES)) *
-                      static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
-  auto segment_budget = std::make_shared<SegmentBudget>(
-      SegmentBudget::Resolve(options.client_segment_budget,
-                             options.client_segment_budget_per_client,
-                             SegmentBudget::ReadMeminfo(), physical));
-  MC_LOG_INFO("client segments: at most %s in all, %s per connection",
-              FormatSize(segment_budget->limits().total).c_str(),
-              FormatSize(segment_budget->limits().per_client).c_str());
+  // Each client's mount is checked against the host when it is asked for.
+  auto segment_budget = std::make_shared<SegmentBudget>(SegmentBudget::Limits{
+      options.client_segment_budget, options.client_segment_budget_per_client});
+  MC_LOG_INFO("client segments: %s", segment_budget->Describe().c_str());
 
   // Big local copies (a large value, a big batch) are shared with a helper thread.
   ParallelCopy copier(options.copy_helper_min);

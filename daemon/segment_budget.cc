@@ -1,76 +1,90 @@
 #include "daemon/segment_budget.h"
 
-#include <cstdlib>
-#include <fstream>
-#include <sstream>
+#include <algorithm>
+#include <cstdint>
 
 #include "common/units.h"
 
 namespace mooncake {
 
-uint64_t SegmentBudget::MeminfoBytes(const std::string& meminfo, const std::string& field) {
-  // Lines read "MemAvailable:   23573000 kB" (HugePages_Free is a bare count).
-  std::istringstream in(meminfo);
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.compare(0, field.size() + 1, field + ":") != 0) continue;
-    char* end = nullptr;
-    unsigned long long value = std::strtoull(line.c_str() + field.size() + 1, &end, 10);
-    while (*end == ' ') ++end;
-    return std::string(end) == "kB" ? value * 1024 : value;
-  }
-  return 0;
+namespace {
+
+// What a client can do about a refusal, after the numbers.
+constexpr char kHostFix[] = ": lend a smaller segment, or free memory on this host";
+
+std::string CapRefusal(const char* flag, uint64_t size, uint64_t mounted, uint64_t cap,
+                       const char* whose) {
+  return "segment " + FormatSize(size) + " over " + flag + " (" + FormatSize(mounted) +
+         " of its " + FormatSize(cap) + " already mounted for " + whose + "): lend a "
+         "smaller segment, or raise " + flag;
 }
 
-std::string SegmentBudget::ReadMeminfo() {
-  std::ifstream in("/proc/meminfo");
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
+}  // namespace
+
+std::unique_ptr<SegmentMemory> SegmentBudget::CreateSegment(
+    uint64_t size, bool huge_pages_only, std::function<void(uint64_t bytes)> populated,
+    std::string* why) {
+  return SegmentMemory::Create(size, why, huge_pages_only, std::move(populated));
 }
 
-SegmentBudget::Limits SegmentBudget::Resolve(uint64_t total_flag, uint64_t per_client_flag,
-                                             const std::string& meminfo,
-                                             uint64_t physical_bytes) {
-  Limits limits;
-  uint64_t available = MeminfoBytes(meminfo, "MemAvailable");
-  if (available == 0) available = MeminfoBytes(meminfo, "MemTotal");
-  if (available == 0) available = physical_bytes;
-  limits.total = total_flag > 0 ? total_flag : available / 2;
-  limits.per_client = per_client_flag > 0 ? per_client_flag : limits.total / 4;
-  return limits;
+SegmentBudget::SegmentBudget(Limits limits, std::function<std::string()> meminfo, MapFn map)
+    : limits_(limits), meminfo_(std::move(meminfo)), map_(std::move(map)) {}
+
+uint64_t SegmentBudget::PerClientCap() const {
+  return limits_.per_client > 0 ? limits_.per_client : UINT64_MAX;
 }
 
-SegmentBudget::SegmentBudget(Limits limits, std::function<std::string()> meminfo)
-    : limits_(limits), meminfo_(std::move(meminfo)) {}
+std::string SegmentBudget::PerClientRefusal(uint64_t size, uint64_t mounted) const {
+  return CapRefusal("--client_segment_budget_per_client", size, mounted, limits_.per_client,
+                    "this connection");
+}
 
-bool SegmentBudget::Reserve(uint64_t size, std::string* why) {
-  std::string meminfo = meminfo_();
-  uint64_t available = MeminfoBytes(meminfo, "MemAvailable") +
-                       MeminfoBytes(meminfo, "HugePages_Free") *
-                           MeminfoBytes(meminfo, "Hugepagesize");
-  if (!meminfo.empty() && size > available / 2) {
-    *why = "more than half of the memory available now (" + FormatSize(available) + ")";
+uint64_t SegmentBudget::used() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return used_;
+}
+
+bool SegmentBudget::Reserve(uint64_t size, bool* huge_pages_only, std::string* why) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (limits_.total > 0 && (size > limits_.total || used_ > limits_.total - size)) {
+    *why = CapRefusal("--client_segment_budget", size, used_, limits_.total, "clients");
     return false;
   }
-  uint64_t used = used_.load();
-  do {
-    if (size > limits_.total || used > limits_.total - size) {
-      *why = "over --client_segment_budget (" + FormatSize(used) + " of " +
-             FormatSize(limits_.total) + " mounted for clients)";
-      return false;
-    }
-  } while (!used_.compare_exchange_weak(used, used + size));
+  if (!HostMemory::Parse(meminfo_()).Admits(size, pending_, huge_pages_only, why)) {
+    *why += kHostFix;
+    return false;
+  }
+  used_ += size;
+  pending_ += size;
   return true;
+}
+
+void SegmentBudget::Faulted(uint64_t bytes) {
+  std::lock_guard<std::mutex> lock(mu_);
+  pending_ -= bytes;
+}
+
+void SegmentBudget::Release(uint64_t size) {
+  std::lock_guard<std::mutex> lock(mu_);
+  used_ -= size;
 }
 
 std::shared_ptr<SegmentMemory> SegmentBudget::Map(uint64_t size, ErrorCode* code,
                                                   std::string* why) {
-  if (!Reserve(size, why)) {
+  bool huge_pages_only = false;
+  if (!Reserve(size, &huge_pages_only, why)) {
     *code = ErrorCode::RESOURCE_LIMIT_EXCEEDED;
     return nullptr;
   }
-  std::unique_ptr<SegmentMemory> memory = SegmentMemory::Create(size, why);
+  // Each chunk leaves the promise as it is faulted in: from then on /proc/meminfo shows it.
+  uint64_t promised = size;
+  std::unique_ptr<SegmentMemory> memory =
+      map_(size, huge_pages_only, [this, &promised](uint64_t bytes) {
+        bytes = std::min(bytes, promised);  // whole huge pages may exceed the size
+        promised -= bytes;
+        Faulted(bytes);
+      }, why);
+  Faulted(promised);  // what was never faulted in: the mapping failed, or populating did
   if (memory == nullptr) {
     Release(size);
     *code = ErrorCode::NO_AVAILABLE_HANDLE;
@@ -82,6 +96,19 @@ std::shared_ptr<SegmentMemory> SegmentBudget::Map(uint64_t size, ErrorCode* code
     delete m;
     self->Release(size);
   });
+}
+
+std::string SegmentBudget::Describe() const {
+  HostMemory host = HostMemory::Parse(meminfo_());
+  std::string text = "whatever this host can back at each mount (now " +
+                     FormatSize(host.backable(0)) + ": " + host.Describe() + ")";
+  text += limits_.total > 0 ? ", at most " + FormatSize(limits_.total) +
+                                  " in all (--client_segment_budget)"
+                            : ", no cap in all";
+  text += limits_.per_client > 0 ? ", at most " + FormatSize(limits_.per_client) +
+                                       " per connection (--client_segment_budget_per_client)"
+                                 : ", no cap per connection";
+  return text;
 }
 
 }  // namespace mooncake

@@ -12,14 +12,18 @@
 
 namespace mooncake {
 
-std::unique_ptr<SegmentMemory> SegmentMemory::Create(uint64_t size, std::string* error) {
+std::unique_ptr<SegmentMemory> SegmentMemory::Create(
+    uint64_t size, std::string* error, bool huge_pages_only,
+    std::function<void(uint64_t bytes)> populated) {
   SharedMemoryOptions options;
   options.name = "mooncake-segment";
+  options.ordinary = !huge_pages_only;
   // A lent segment is meant to be resident (RDMA registration pins it anyway), and a put
   // should cost a memcpy, not a page fault plus zeroing per page -- measured, first-touch
   // puts ran at a fifth of the speed of later ones (and at a hundredth on huge pages,
   // where a fault zeroes 2 MiB).
   options.populate = true;
+  options.populated = std::move(populated);
   SharedMemory shm;
   if (!CreateSharedMemory(size, options, &shm, error)) return nullptr;
   if (shm.pages != SharedPages::kHugeTlb) {

@@ -9,6 +9,7 @@
 #define MOONCAKE_DAEMON_SEGMENT_MEMORY_H_
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -16,8 +17,13 @@ namespace mooncake {
 
 class SegmentMemory {
  public:
-  // nullptr with *error set when the memory cannot be had (size 0, out of memory, ...).
-  static std::unique_ptr<SegmentMemory> Create(uint64_t size, std::string* error);
+  // Maps size bytes and faults them all in. nullptr with *error set when the memory cannot
+  // be had (size 0, out of memory, ...). huge_pages_only: reserved huge pages or nothing,
+  // for a size only they can back (HostMemory::Admits says when). populated, if set, hears
+  // of each chunk faulted in (SharedMemoryOptions::populated).
+  static std::unique_ptr<SegmentMemory> Create(
+      uint64_t size, std::string* error, bool huge_pages_only = false,
+      std::function<void(uint64_t bytes)> populated = nullptr);
   // A mapping of its own of [offset, offset + size) of fd (a pool memfd sealed against
   // shrinking, so no access can fault with SIGBUS), which stays valid however long a
   // transfer holds it, after the pool's own mapping is gone. fd is not kept (fd() is -1).

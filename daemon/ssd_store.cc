@@ -9,7 +9,6 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
-#include <filesystem>
 #include <fstream>
 #include <iterator>
 
@@ -104,10 +103,14 @@ SsdStoreImpl::~SsdStoreImpl() {
 
 ErrorCode SsdStoreImpl::LockDirectory(std::string* error) {
   const std::string& dir = options_.path;
-  std::error_code ec;
-  std::filesystem::create_directories(dir, ec);
-  if (ec) {
-    *error = "cannot create the SSD directory " + dir + ": " + ec.message();
+  // Never created here: a missing directory is an error (common/process_setup.h).
+  struct stat st;
+  if (stat(dir.c_str(), &st) != 0) {
+    *error = "the SSD directory " + dir + ": " + std::strerror(errno);
+    return ErrorCode::FILE_OPEN_FAIL;
+  }
+  if (!S_ISDIR(st.st_mode)) {
+    *error = dir + " is not a directory";
     return ErrorCode::FILE_OPEN_FAIL;
   }
   const std::string lock_path = dir + "/LOCK";

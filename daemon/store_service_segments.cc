@@ -56,11 +56,9 @@ ErrorCode StoreService::MountDaemonMemory(ClientConnection* s, uint64_t size, co
   ErrorCode code = ErrorCode::OK;
   std::string why;
   std::shared_ptr<SegmentMemory> memory;
-  uint64_t per_client = segment_budget_->limits().per_client;
-  if (!s->ReserveSegmentBytes(size, per_client)) {
+  if (!s->ReserveSegmentBytes(size, segment_budget_->PerClientCap())) {
     code = ErrorCode::RESOURCE_LIMIT_EXCEEDED;
-    why = "over --client_segment_budget_per_client (" + FormatSize(s->segment_bytes()) + " of " +
-          FormatSize(per_client) + " mounted for this connection)";
+    why = segment_budget_->PerClientRefusal(size, s->segment_bytes());
   } else if ((memory = segment_budget_->Map(size, &code, &why)) == nullptr) {
     s->ReturnSegmentBytes(size);
   }

@@ -130,13 +130,7 @@ bool UdsServer::Listen(const std::string& path, unsigned mode, std::string* erro
     *error = "socket path too long: " + path;
     return false;
   }
-  std::error_code ec;
-  std::filesystem::path dir = std::filesystem::path(path).parent_path();
-  if (!dir.empty()) std::filesystem::create_directories(dir, ec);
-  if (ec) {
-    *error = "cannot create " + dir.string() + ": " + ec.message();
-    return false;
-  }
+  // Its directory is not created: a missing one is an error (common/process_setup.h).
   bool stale = false;
   if (!CheckSocketPath(path, addr, &stale, error)) return false;
   if (!OpenLoopDescriptors(error) || !ListenPrivately(path, mode, stale, error)) {

@@ -195,7 +195,10 @@ int mooncake_store_connect(mooncake_store_t store, const char *socket_path,
  * global_segment_size > 0 asks the daemon to mount that much extra memory for this handle,
  * lent to the cluster: the master places objects there only once the daemons' own memory
  * is full (or when a put names this daemon and its own memory is full), and at close it is
- * drained (see close) and unmounted; master_server_addr, if not NULL or empty, must name
+ * drained (see close) and unmounted; -1300 (nothing mapped) when the daemon's host cannot
+ * back that much now (MemAvailable less a reserve, or free huge pages) or it is over a cap
+ * the daemon's operator set (--client_segment_budget, --client_segment_budget_per_client;
+ * none by default); master_server_addr, if not NULL or empty, must name
  * the daemon's master ("host:port", or "etcd://host:port,..." when the daemon follows etcd's
  * leader) or the call fails with -600. It is compared as an endpoint: its host is resolved
  * here (getaddrinfo; its first IPv4 address, else its first IPv6 one), so "localhost:P" and
@@ -552,9 +555,9 @@ int mooncake_store_mount_segment(mooncake_store_t store, void *buffer, uint64_t 
                                  uint64_t *segment_id_out);
 
 /* Has the daemon map size bytes and lend them (as setup's global_segment_size does, under
- * the same budget: -1300 over the daemon's --client_segment_budget or its per-client cap,
- * -200 when the memory cannot be had); writes the segment's id and its size (may be NULL)
- * in bytes. -600 for size 0. */
+ * the same rule: -1300 when the daemon's host cannot back them now or over the daemon's
+ * --client_segment_budget or per-client cap, -200 when the memory cannot be had after
+ * all); writes the segment's id and its size (may be NULL) in bytes. -600 for size 0. */
 int mooncake_store_allocate_and_mount_segment(mooncake_store_t store, uint64_t size,
                                               uint64_t *segment_id_out,
                                               uint64_t *allocated_size_out);

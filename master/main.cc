@@ -74,6 +74,14 @@ int main(int argc, char** argv) {
   // Signals are taken by one thread with sigwait, so every other thread runs unbothered.
   sigset_t stop_signals = mooncake::BlockStopSignals();
 
+  // Never created here: a missing directory is an error (common/process_setup.h).
+  if (options.enable_snapshot &&
+      !mooncake::CheckFlagDirectory("--snapshot_dir", options.snapshot_dir, options.snapshot_dir,
+                                    &error)) {
+    MC_LOG_ERROR("%s", error.c_str());
+    return 2;
+  }
+
   mooncake::MasterService service(options);
   std::unique_ptr<mooncake::Durability> durability;
   if (options.enable_snapshot) {

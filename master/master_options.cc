@@ -87,7 +87,8 @@ void RegisterMasterFlags(FlagSet* f, MasterOptions* o) {
   f->AddBool("enable_snapshot", &o->enable_snapshot,
              "take periodic fork+copy-on-write snapshots of the directory (and keep the oplog)");
   f->AddString("snapshot_dir", &o->snapshot_dir,
-               "where snapshots and the operation log live (required with --enable_snapshot)");
+               "where snapshots and the operation log live, a directory that must exist "
+               "(required with --enable_snapshot)");
   f->AddDuration("snapshot_interval_seconds", &o->snapshot_interval_ms, 1000,
                  "time between periodic snapshots (s)");
   f->AddInt("snapshot_retention_count", &o->snapshot_retention_count,

@@ -12,7 +12,10 @@
 #                           [--daemon-flag F]... -- CMD ARGS...
 #
 # A --daemon-flag goes to every daemon, with "{dir}" replaced by the cluster's temp dir and
-# "{i}" by the daemon's number (1-based): --daemon-flag --ssd_path={dir}/ssd-{i}.
+# "{i}" by the daemon's number (1-based): --daemon-flag --ssd_path={dir}/ssd-{i}. The
+# directory an --ssd_path=DIR names is made first, as an operator would: mooncaked refuses
+# a missing one. No client-segment budget flag is passed: the daemons run with the
+# defaults, which admit any segment the host can back (docs/daemon.md, "Client segments").
 set -euo pipefail
 BUILD_DIR=build
 SEGMENT=1GB
@@ -68,7 +71,9 @@ for i in $(seq 1 "$DAEMONS"); do
   flags=()
   for f in ${DAEMON_FLAGS[@]+"${DAEMON_FLAGS[@]}"}; do
     f=${f//\{dir\}/$DIR}
-    flags+=("${f//\{i\}/$i}")
+    f=${f//\{i\}/$i}
+    case "$f" in --ssd_path=*) mkdir -p "${f#--ssd_path=}" ;; esac
+    flags+=("$f")
   done
   "$BUILD_DIR/daemon/mooncaked" --master "$MOONCAKE_MASTER" --socket "$socket" --metrics_port 0 \
     --hostname 127.0.0.1 --port "$port" --global_segment_size "$SEGMENT" \

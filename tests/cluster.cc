@@ -211,6 +211,7 @@ int mc_cluster_spawn_daemon_at(mc_cluster* c, int i) {
                                    "--global_segment_size", std::to_string(c->segment_size),
                                    "--cluster_key_file", harness::ClusterKeyFile()};
   argv.insert(argv.end(), d->flags.begin(), d->flags.end());
+  harness::MakeFlagDirectories(argv);
   return d->process.Start(argv, d->log_path) ? 0 : -1;
 }
 

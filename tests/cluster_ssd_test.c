@@ -11,8 +11,9 @@
  *    master;
  *  - ENOSPC (a small tmpfs under a larger --ssd_capacity): the offload fails cleanly, the
  *    memory replica stays readable, the daemon keeps serving;
- *  - a directory another daemon holds, or one that cannot be made: the start stops, exit
- *    status 1, with a log line naming --ssd_path. */
+ *  - a directory another daemon holds (exit status 1), or a path that cannot be a
+ *    directory (exit status 2, as a missing one: issue 30): the start stops with a log
+ *    line naming --ssd_path. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -412,7 +413,7 @@ static void test_unusable_ssd_path_stops_the_start(void **state) {
   assert_true(WIFEXITED(status));
   assert_int_equal(WEXITSTATUS(status), 1);
   assert_true(count_log_lines(mc_cluster_log_at(c, held), "--ssd_path", NULL) >= 1);
-  /* A path that cannot be a directory. */
+  /* A path that cannot be a directory: refused with the flags, as a missing one is. */
   char under_file[512];
   snprintf(under_file, sizeof(under_file), "%s/ssd-0/LOCK/ssd", mc_cluster_dir(c));
   const char *const bad[] = {"--ssd_path", under_file, NULL};
@@ -420,7 +421,8 @@ static void test_unusable_ssd_path_stops_the_start(void **state) {
   assert_true(refused > 0);
   status = mc_cluster_wait_daemon_at(c, refused, 10000);
   assert_true(WIFEXITED(status));
-  assert_int_equal(WEXITSTATUS(status), 1);
+  assert_int_equal(WEXITSTATUS(status), 2);
+  assert_true(count_log_lines(mc_cluster_log_at(c, refused), "--ssd_path", NULL) >= 1);
   /* The daemon that holds it serves on. */
   mooncake_store_t s = connect_app(c, 0, 2 * MiB);
   put_series(s, "held", 0, 1, 64 * KiB, NULL);

@@ -58,7 +58,8 @@ int GroupSetup(void** state) {
   auto* f = new Fixture;
   g_fixture = f;
   f->dir = harness::MakeTempDir("mc-daemon-proto-");
-  f->socket_path = f->dir + "/run/mooncaked.sock";  // the daemon creates run/
+  f->socket_path = f->dir + "/run/mooncaked.sock";
+  mkdir((f->dir + "/run").c_str(), 0755);  // the daemon makes no directory (issue 30)
   // A short read lease lets space held by leased test objects come back quickly.
   if (!harness::StartMaster(&f->master, &f->master_port, f->dir + "/master.log", kMasterFlags) ||
       !harness::StartDaemon(&f->daemon, f->master_port, f->socket_path, f->dir + "/daemon.log",

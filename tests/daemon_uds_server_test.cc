@@ -1,8 +1,9 @@
 // UdsServer::Listen and Shutdown, without a store behind them (no connection is ever
 // served, so the StoreService is never called): the socket file's mode from the moment it
-// appears, whatever the umask; a stale socket replaced, a live one or another file
-// refused; Shutdown removing its own file only; and every failure of a descriptor Listen
-// needs reported, with nothing left behind (RLIMIT_NOFILE lowered in a forked child).
+// appears, whatever the umask; a missing directory refused, not made; a stale socket
+// replaced, a live one or another file refused; Shutdown removing its own file only; and
+// every failure of a descriptor Listen needs reported, with nothing left behind
+// (RLIMIT_NOFILE lowered in a forked child).
 #include <fcntl.h>
 #include <sys/inotify.h>
 #include <sys/resource.h>
@@ -91,12 +92,21 @@ unsigned ModeAfterListen(const std::string& path, unsigned mode, mode_t mask) {
 
 void test_socket_has_requested_mode_whatever_the_umask(void**) {
   TempDir dir;
-  // Narrower than the umask allows, wider than it allows, and in a directory to create.
+  // Narrower than the umask allows, wider than it allows, and in a subdirectory.
   std::string a = dir.path + "/a.sock";
   std::string b = dir.path + "/b.sock";
   std::string c = dir.path + "/run/mooncake/c.sock";
   assert_int_equal(ModeAfterListen(a, 0600, 0), 0600);
   assert_int_equal(ModeAfterListen(b, 0666, 077), 0666);
+  // A missing directory is an error (issue 30), and nothing makes it.
+  {
+    UdsServer server(nullptr, 1);
+    std::string error;
+    assert_false(server.Listen(c, 0660, &error));
+    assert_true(error.find("No such file or directory") != std::string::npos);
+    assert_int_equal(Entries(dir.path).size(), 2);
+  }
+  std::filesystem::create_directories(dir.path + "/run/mooncake");
   assert_int_equal(ModeAfterListen(c, 0660, 022), 0660);
   // Nothing else is left next to them (the private directory is gone).
   std::vector<std::string> names = Entries(dir.path);

@@ -92,6 +92,21 @@ void RemoveTree(const std::string& path) {
   std::filesystem::remove_all(path, ignored);
 }
 
+void MakeFlagDirectories(const std::vector<std::string>& argv) {
+  for (size_t i = 0; i < argv.size(); ++i) {
+    for (const std::string flag : {"--snapshot_dir", "--ssd_path"}) {
+      std::string dir;
+      if (argv[i] == flag && i + 1 < argv.size()) {
+        dir = argv[i + 1];
+      } else if (argv[i].compare(0, flag.size() + 1, flag + "=") == 0) {
+        dir = argv[i].substr(flag.size() + 1);
+      }
+      std::error_code ignored;  // what cannot be made, the binary reports
+      if (!dir.empty()) std::filesystem::create_directories(dir, ignored);
+    }
+  }
+}
+
 ChildProcess::~ChildProcess() {
   if (pid_ > 0) Stop(SIGKILL, 5000);
 }
@@ -258,6 +273,7 @@ bool StartMasterOnPort(ChildProcess* master, int port, const std::string& log_pa
                                    std::to_string(port), "--cluster_key_file",
                                    ClusterKeyFile(), "--metrics_port", "0"};
   argv.insert(argv.end(), extra_flags.begin(), extra_flags.end());
+  MakeFlagDirectories(argv);
   if (!master->Start(argv, log_path)) return false;
   // A generous deadline (a loaded machine starts it slowly), but a master that exits (its
   // port was taken meanwhile, or it refuses its flags) is given up on at once.
@@ -302,6 +318,7 @@ bool SpawnDaemon(ChildProcess* daemon, int master_port, const std::string& socke
                                    "--cluster_key_file",
                                    ClusterKeyFile()};
   argv.insert(argv.end(), extra_flags.begin(), extra_flags.end());
+  MakeFlagDirectories(argv);
   return daemon->Start(argv, log_path);
 }
 

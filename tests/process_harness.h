@@ -34,6 +34,12 @@ std::string BuildPath(const std::string& relative);
 std::string MakeTempDir(const std::string& prefix);
 void RemoveTree(const std::string& path);
 
+// Makes (mkdir -p) the directories --snapshot_dir and --ssd_path name in argv ("--flag
+// DIR" or "--flag=DIR"), as an operator prepares them: the binaries refuse a missing one
+// (common/process_setup.h). StartMaster(OnPort) and SpawnDaemon call it; a test of that
+// refusal starts the binary with ChildProcess::Start itself.
+void MakeFlagDirectories(const std::vector<std::string>& argv);
+
 // A child process whose stdout and stderr go to log_path.
 class ChildProcess {
  public:

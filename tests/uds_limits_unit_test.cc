@@ -4,9 +4,6 @@
 //    place points into its payload, a detached one does not;
 //  - FrameReader: its buffer grows to one announced frame and no further, never reads an
 //    oversized one, and is given back once consumed;
-//  - SegmentBudget (daemon/segment_budget.h): the default rules from /proc/meminfo text,
-//    the budget and the memory-available-now check, concurrent takes, bytes given back
-//    when the memory is unmapped;
 //  - PoolFences (daemon/pool_fences.h): a fence waits exactly for earlier connections of
 //    its pool and is answered by the teardown that completes it;
 //  - libmc's Pool pins and PoolQuarantine (libmc/pool_quarantine.h): memory held until the
@@ -28,7 +25,6 @@
 #include "common/uds_ops.h"
 #include "daemon/client_connection.h"
 #include "daemon/pool_fences.h"
-#include "daemon/segment_budget.h"
 #include "libmc/pool.h"
 #include "libmc/pool_quarantine.h"
 #include "tests/cmocka_cpp.h"
@@ -178,70 +174,6 @@ void test_reader_buffer_is_bounded_and_given_back(void**) {
   assert_true(reader.capacity() <= 64u << 10);
   close(sv[0]);
   close(sv[1]);
-}
-
-// ---- SegmentBudget ----
-
-const char kMeminfo[] =
-    "MemTotal:       24683520 kB\n"
-    "MemFree:        22192128 kB\n"
-    "MemAvailable:    1048576 kB\n"
-    "HugePages_Total:       0\n"
-    "HugePages_Free:        0\n"
-    "Hugepagesize:       2048 kB\n";
-
-void test_budget_defaults_follow_available_memory(void**) {
-  assert_int_equal(SegmentBudget::MeminfoBytes(kMeminfo, "MemAvailable"), 1ull << 30);
-  assert_int_equal(SegmentBudget::MeminfoBytes(kMeminfo, "Hugepagesize"), 2ull << 20);
-  assert_int_equal(SegmentBudget::MeminfoBytes(kMeminfo, "HugePages_Free"), 0);
-  assert_int_equal(SegmentBudget::MeminfoBytes(kMeminfo, "Nonexistent"), 0);
-  SegmentBudget::Limits l = SegmentBudget::Resolve(0, 0, kMeminfo, 0);
-  assert_int_equal(l.total, 512ull << 20);      // half of MemAvailable
-  assert_int_equal(l.per_client, 128ull << 20); // a quarter of that
-  l = SegmentBudget::Resolve(8ull << 30, 0, kMeminfo, 0);
-  assert_int_equal(l.total, 8ull << 30);
-  assert_int_equal(l.per_client, 2ull << 30);
-  l = SegmentBudget::Resolve(0, 1ull << 20, "", 4ull << 30);  // no /proc/meminfo
-  assert_int_equal(l.total, 2ull << 30);
-  assert_int_equal(l.per_client, 1ull << 20);
-}
-
-void test_budget_refuses_before_mapping_and_gets_bytes_back(void**) {
-  auto budget = std::make_shared<SegmentBudget>(SegmentBudget::Limits{64ull << 20, 64ull << 20},
-                                                [] { return std::string(kMeminfo); });
-  ErrorCode code = ErrorCode::OK;
-  std::string why;
-  // More than half of the 1 GiB available now, whatever the budget.
-  assert_true(budget->Map(600ull << 20, &code, &why) == nullptr);
-  assert_int_equal(ToInt(code), ToInt(ErrorCode::RESOURCE_LIMIT_EXCEEDED));
-  assert_true(why.find("half of the memory available now") != std::string::npos);
-  assert_int_equal(budget->used(), 0);
-  // Concurrent takes of 16 MiB from 64 MiB: exactly four succeed.
-  std::vector<std::shared_ptr<SegmentMemory>> got(8);
-  std::vector<std::thread> threads;
-  for (size_t i = 0; i < got.size(); ++i) {
-    threads.emplace_back([&, i] {
-      ErrorCode c;
-      std::string w;
-      got[i] = budget->Map(16ull << 20, &c, &w);
-    });
-  }
-  for (auto& t : threads) t.join();
-  size_t mapped = 0;
-  for (auto& m : got) mapped += m != nullptr;
-  assert_int_equal(mapped, 4);
-  assert_int_equal(budget->used(), 64ull << 20);
-  assert_true(budget->Map(1, &code, &why) == nullptr);
-  assert_true(why.find("over --client_segment_budget") != std::string::npos);
-  // Bytes come back when the memory is unmapped, i.e. when its last holder lets go.
-  std::shared_ptr<SegmentMemory> holder;  // any one of the four: which won is the threads' race
-  for (auto& m : got) {
-    if (m != nullptr) holder = m;
-  }
-  got.clear();
-  assert_int_equal(budget->used(), 16ull << 20);
-  holder.reset();
-  assert_int_equal(budget->used(), 0);
 }
 
 // ---- PoolFences ----
@@ -416,8 +348,6 @@ int main() {
       cmocka_unit_test(test_trailing_bytes_are_malformed),
       cmocka_unit_test(test_in_place_points_into_the_payload_and_detach_copies),
       cmocka_unit_test(test_reader_buffer_is_bounded_and_given_back),
-      cmocka_unit_test(test_budget_defaults_follow_available_memory),
-      cmocka_unit_test(test_budget_refuses_before_mapping_and_gets_bytes_back),
       cmocka_unit_test(test_fence_waits_for_earlier_connections_of_its_pool),
       cmocka_unit_test(test_pinned_allocation_is_freed_with_its_last_pin),
       cmocka_unit_test(test_quarantine_releases_on_fence_or_daemon_exit),

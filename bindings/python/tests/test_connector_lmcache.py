@@ -58,7 +58,9 @@ OBJECT_NOT_FOUND = -704
 
 
 def write_config(tmp_path, monkeypatch, **overrides):
-    """The file MOONCAKE_CONFIG_PATH names, as an LMCache deployment writes it."""
+    """The file MOONCAKE_CONFIG_PATH names, as an LMCache deployment writes it. The sizes are
+    small for the data-path tests' sake (a setup faults its whole segment in);
+    test_setup_with_lmcaches_default_sizes uses LMCache's own."""
     config = {
         "local_hostname": "localhost",
         "metadata_server": "P2PHANDSHAKE",
@@ -219,6 +221,32 @@ def test_setup_from_extra_config(monkeypatch):
                                 "master_server_address": os.environ["MOONCAKE_MASTER"],
                                 "global_segment_size": 0, "local_buffer_size": 16 << 20})
     assert c.setup_rc == 0
+    assert c.close() == (0, 0)
+
+
+def test_setup_with_lmcaches_default_sizes(monkeypatch):
+    """extra_config naming no sizes: LMCache's defaults, a 3355443200-byte segment lent and a
+    1 GiB local buffer, against a daemon started with no budget flag. Issue 30: the daemon's
+    old default budget refused this setup with -1300 (which LMCache does not even check).
+    A chunk put and read back, then close. (transfer_timeout is raised from LMCache's 1 s so
+    that a loaded test machine does not time the put out.)"""
+    monkeypatch.delenv("MOONCAKE_CONFIG_PATH", raising=False)
+    c = Connector(extra_config={"local_hostname": "localhost", "metadata_server": "P2PHANDSHAKE",
+                                "master_server_address": os.environ["MOONCAKE_MASTER"],
+                                "transfer_timeout": 60})
+    assert (c.config["global_segment_size"], c.config["local_buffer_size"]) == (3355443200,
+                                                                                1 << 30)
+    assert c.setup_rc == 0
+
+    async def run():
+        k = engine_key("default-sizes")
+        chunk = c.cpu.allocate()
+        chunk[:] = np.random.default_rng(9).integers(0, 255, CHUNK_BYTES, dtype=np.uint8)
+        assert await c.put_without_metadata(k, chunk) == 0
+        [(data, n)] = await c.batch_get_into([k])
+        assert n == CHUNK_BYTES and np.array_equal(data, chunk)
+
+    asyncio.run(run())
     assert c.close() == (0, 0)
 
 

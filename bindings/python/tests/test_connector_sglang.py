@@ -59,6 +59,9 @@ DEFAULT_TENANT_ID = "default"
 PAGE_BYTES = 8192  # one page of K (or V) across every layer: page_first layout
 NUM_PAGES = 32
 NUM_LAYERS = 3
+# The data-path tests lend 32 MiB: a setup faults its whole segment in, and SGLang's 4 GiB
+# per test would only make the suite slow. test_setup_with_the_default_environment lends
+# SGLang's own 4 GiB.
 SEGMENT = 32 << 20
 
 ENV_DEFAULTS = {  # environ.py's defaults for the variables load_from_env reads
@@ -298,6 +301,21 @@ def test_setup_from_environment(sglang_env):
     config = load_config()
     assert config["master_server_address"] == os.environ["MOONCAKE_MASTER"]
     store, dropped = setup_store(config)
+    assert dropped == []
+    assert store.close() == 0
+
+
+def test_setup_with_the_default_environment(monkeypatch):
+    """SGLang as a fresh deployment runs it: only MOONCAKE_MASTER set, so each rank lends
+    environ.py's default MOONCAKE_GLOBAL_SEGMENT_SIZE, 4 GiB, with a 16 MiB local buffer and
+    protocol "rdma" (the daemon's to choose here), against a daemon started with no budget
+    flag. Issue 30: the daemon's old default budget refused this setup with -1300."""
+    monkeypatch.delenv("SGLANG_HICACHE_MOONCAKE_CONFIG_PATH", raising=False)
+    for name in ENV_DEFAULTS:
+        monkeypatch.delenv(name, raising=False)
+    config = load_config()
+    assert config["global_segment_size"] == 4 << 30
+    store, dropped = setup_store(config)  # a nonzero setup raises; warmup puts and gets
     assert dropped == []
     assert store.close() == 0
 

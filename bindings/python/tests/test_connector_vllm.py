@@ -70,7 +70,10 @@ needs_small_segment = pytest.mark.skipif(
 
 
 def write_config(tmp_path, monkeypatch, **overrides):
-    """The file MOONCAKE_CONFIG_PATH names, as a vLLM deployment writes it for this store."""
+    """The file MOONCAKE_CONFIG_PATH names, as a vLLM deployment writes it for this store
+    (an override of None leaves the key out: vLLM's default then). The sizes are small for
+    the data-path tests' sake (a setup faults its whole segment in);
+    test_worker_setup_with_vllms_default_sizes uses vLLM's own."""
     config = {
         "metadata_server": "P2PHANDSHAKE",
         "master_server_address": os.environ["MOONCAKE_MASTER"],
@@ -81,6 +84,7 @@ def write_config(tmp_path, monkeypatch, **overrides):
         "local_buffer_size": POOL,
     }
     config.update(overrides)
+    config = {k: v for k, v in config.items() if v is not None}
     path = tmp_path / "mooncake.json"
     path.write_text(json.dumps(config))
     monkeypatch.setenv("MOONCAKE_CONFIG_PATH", str(path))
@@ -216,6 +220,25 @@ def test_worker_setup_from_config_file_and_close(tmp_path, monkeypatch, mode, se
     assert store.health_check() == 0
     # close() from the shutdown path, then again from __del__.
     assert store.close() == 0
+    assert store.close() == 0
+
+
+def test_worker_setup_with_vllms_default_sizes(tmp_path, monkeypatch, key):
+    """A config file naming no sizes: vLLM's defaults, a 4 GiB segment lent ("embedded")
+    and a 4 GiB local buffer, against a daemon started with no budget flag. Issue 30: the
+    daemon's old default budget refused this setup with -1300. A block saved and loaded back
+    through the worker's calls, then close."""
+    write_config(tmp_path, monkeypatch, global_segment_size=None, local_buffer_size=None)
+    config = load_config()
+    assert (config["global_segment_size"], config["local_buffer_size"]) == (4 << 30, 4 << 30)
+    store, rc = setup_worker(config)
+    caches = KVCaches(7)
+    assert caches.register(store) == [0] * NUM_LAYERS
+    keys = [key("default-sizes")]
+    assert save_blocks(store, rc, caches, keys, [0]) == (keys, [0])
+    res, errors = load_blocks(store, caches, keys, [1])
+    assert errors == set() and res == [block_size_bytes()]
+    assert caches.block(1) == caches.block(0)
     assert store.close() == 0
 
 

@@ -22,6 +22,19 @@ def test_setup_seven_positional(master, key):
     assert s.close() == 0
 
 
+def test_setup_as_mooncakes_own_tests_do(master, key):
+    """The setup of Mooncake's mooncake-wheel/tests/test_distributed_object_store.py
+    (get_client): a 3200 MB segment lent, a 512 MB local buffer, TCP, device "ibp6s0",
+    against a daemon started with no budget flag. Issue 30: the daemon's old default budget
+    refused it with -1300."""
+    s = MooncakeDistributedStore()
+    assert s.setup("localhost", "http://127.0.0.1:8080/metadata", 3200 * 1024 * 1024,
+                   512 * 1024 * 1024, "tcp", "ibp6s0", master) == 0
+    assert s.put(key(), b"Hello, World!") == 0
+    assert s.get(key()) == b"Hello, World!"
+    assert s.close() == 0
+
+
 def test_setup_keywords_and_mooncake_spellings(master):
     s = MooncakeDistributedStore()
     assert s.setup(local_hostname="localhost", metadata_server="P2PHANDSHAKE",

@@ -78,8 +78,8 @@ impl Store {
     }
 
     /// Has the daemon map `size` bytes and lend them as a segment of this store; returns
-    /// (its id, its size). `InvalidParams` for size 0, `ResourceLimitExceeded` over the
-    /// daemon's client segment budget.
+    /// (its id, its size). `InvalidParams` for size 0, `ResourceLimitExceeded` when the
+    /// daemon's host cannot back it, or over the daemon's caps on client segments.
     pub fn allocate_and_mount_segment(&self, size: u64) -> Result<(u64, u64)> {
         let (mut id, mut allocated) = (0u64, 0u64);
         // SAFETY: a live handle and two writable u64s.

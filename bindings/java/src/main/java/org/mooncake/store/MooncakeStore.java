@@ -741,7 +741,8 @@ public final class MooncakeStore implements AutoCloseable {
      *
      * @return the segment's id
      * @throws MooncakeStoreException {@code INVALID_PARAMS} for {@code size <= 0};
-     *     {@code RESOURCE_LIMIT_EXCEEDED} over the daemon's client segment budget
+     *     {@code RESOURCE_LIMIT_EXCEEDED} when the daemon's host cannot back it, or over
+     *     the daemon's caps on client segments
      */
     public long allocateAndMountSegment(long size) {
         if (size <= 0) {
