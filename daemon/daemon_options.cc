@@ -115,8 +115,7 @@ void RegisterDaemonFlags(FlagSet* f, DaemonOptions* o) {
                "what survives a restart: nothing (disabled, the directory is wiped), all but "
                "the last second of offloads (relaxed), every offload the master was told of "
                "(strict: fsynced first)");
-  f->AddChoice("log_level", &o->log_level, {"debug", "info", "warning", "error"},
-               "least severe level logged");
+  f->AddLogLevel(&o->log_level);
 
   AddMooncakeSettings(f, MooncakeClientSettings());
 }

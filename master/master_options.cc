@@ -69,8 +69,7 @@ void RegisterMasterFlags(FlagSet* f, MasterOptions* o) {
   f->AddChoice("memory_allocator", &o->memory_allocator, {"offset"},
                "allocator of each segment's space: an offset allocator (Mooncake's "
                "\"offset\"; no cachelib)");
-  f->AddChoice("log_level", &o->log_level, {"debug", "info", "warning", "error"},
-               "least severe level logged");
+  f->AddLogLevel(&o->log_level);
 
   f->AddBool("enable_offload", &o->enable_offload,
              "offload every put's value to its daemon's SSD tier at PutEnd (a put's config may "
