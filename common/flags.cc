@@ -218,7 +218,7 @@ FlagSet::Kind FlagSet::KindOf(const std::string& name) const {
   return Kind::kUnknown;
 }
 
-bool FlagSet::Rewrite(const std::vector<std::string>& in, int depth, std::vector<std::string>* out,
+bool FlagSet::Rewrite(const std::vector<std::string>& in, int depth, Rewritten* out,
                       std::string* error) const {
   bool literal;
   for (size_t i = 0; i < in.size(); ++i) {
@@ -228,7 +228,7 @@ bool FlagSet::Rewrite(const std::vector<std::string>& in, int depth, std::vector
       return false;
     }
     if (arg.size() < 2 || arg[0] != '-') {
-      out->push_back(arg);
+      out->args.push_back(arg);
       continue;
     }
     const size_t dashes = arg[1] == '-' ? 2 : 1;
@@ -237,9 +237,11 @@ bool FlagSet::Rewrite(const std::vector<std::string>& in, int depth, std::vector
     const std::string name = body.substr(0, eq);
     const Kind kind = KindOf(name);
     if (kind == Kind::kUnknown) {  // CLI11 names it
-      out->push_back(arg);
+      out->args.push_back(arg);
       continue;
     }
+    out->names.insert(Canonical(name));
+    if (name.compare(0, 2, "no") == 0) out->names.insert(Canonical(name.substr(2)));
     const std::string flag = "--" + name;
     const bool has_value = eq != std::string::npos;
     const std::string value = has_value ? body.substr(eq + 1) : "";
@@ -252,23 +254,23 @@ bool FlagSet::Rewrite(const std::vector<std::string>& in, int depth, std::vector
     } else if (kind == Kind::kValue && !has_value) {
       // The value follows, whatever it looks like ("-1", "-v=1" for a spawned process):
       // kept as written.
-      out->push_back(flag);
-      if (i + 1 < in.size()) out->push_back(in[++i]);
+      out->args.push_back(flag);
+      if (i + 1 < in.size()) out->args.push_back(in[++i]);
     } else if (kind == Kind::kValue && value.empty()) {
       // "--name=": CLI11 would take the next argument as the value; gflags sets "".
-      out->push_back(flag);
-      out->push_back("");
+      out->args.push_back(flag);
+      out->args.push_back("");
     } else if (kind == Kind::kBool && !has_value && i + 1 < in.size() &&
                ParseBool(in[i + 1], &literal)) {
-      out->push_back(flag + "=" + in[++i]);  // "--name false", as this parser always took it
+      out->args.push_back(flag + "=" + in[++i]);  // "--name false", as this parser always took it
     } else {
-      out->push_back(has_value ? flag + "=" + value : flag);
+      out->args.push_back(has_value ? flag + "=" + value : flag);
     }
   }
   return true;
 }
 
-bool FlagSet::ReadFlagfile(const std::string& path, int depth, std::vector<std::string>* out,
+bool FlagSet::ReadFlagfile(const std::string& path, int depth, Rewritten* out,
                            std::string* error) const {
   if (depth >= kMaxFlagfileDepth) {
     *error = "--flagfile " + path + ": flag files nested deeper than " +
@@ -333,20 +335,22 @@ std::string FlagSet::Unexpected(const std::string& arg) const {
   for (const auto& [ignored, reason] : ignored_) known.push_back(ignored);
   // Up to one edit in a name of 4 characters or more, two from 8: anything further is a
   // guess, not an obvious typo.
+  std::string message = "unknown flag " + shown;
+  const size_t most = name.size() >= 8 ? 2 : name.size() >= 4 ? 1 : 0;
   std::string best;
-  size_t best_distance = (name.size() >= 8 ? 2 : name.size() >= 4 ? 1 : 0) + 1;
+  size_t best_distance = most + 1;
   bool tie = false;
   for (const std::string& k : known) {
+    if (k.size() > name.size() + most || name.size() > k.size() + most) continue;  // too far
     const size_t d = Distance(name, k);
     if (d < best_distance) {
       best = k;
       best_distance = d;
       tie = false;
-    } else if (d == best_distance && k != best) {
+    } else if (d == best_distance && !best.empty()) {
       tie = true;
     }
   }
-  std::string message = "unknown flag " + shown;
   if (!best.empty() && !tie) message += " (did you mean --" + best + "?)";
   return message;
 }
@@ -373,10 +377,13 @@ bool FlagSet::Set(const std::string& name, const std::string& value, const std::
 }
 
 bool FlagSet::Parse(int argc, char** argv, std::string* error) {
-  std::vector<std::string> args;
-  if (!Rewrite(std::vector<std::string>(argv + 1, argv + argc), 0, &args, error)) return false;
+  Rewritten rewritten;
+  if (!Rewrite(std::vector<std::string>(argv + 1, argv + argc), 0, &rewritten, error)) {
+    return false;
+  }
 
-  // Every name CLI11 should know, each bound to the text it was given last.
+  // The flags the command line mentions (and the built-in ones) as CLI11 options, each bound
+  // to the text it was given last.
   CLI::App app(summary_, program_);
   app.set_help_flag();  // ours is an ordinary flag: --help prints our Usage()
   app.allow_extras();   // what is left over is reported below, with a better message
@@ -388,7 +395,10 @@ bool FlagSet::Parse(int argc, char** argv, std::string* error) {
   try {
     for (size_t i = 0; i < flags_.size(); ++i) {
       const Flag& flag = flags_[i];
-      if (flag.name == "flagfile") continue;  // Rewrite() expanded it
+      // A flag file is expanded already; a flag not given needs no option.
+      if (flag.name == "flagfile" || (!flag.builtin && !rewritten.names.count(flag.name))) {
+        continue;
+      }
       std::vector<std::string> names = {flag.name};
       if (aliases.count(flag.name)) {
         names.insert(names.end(), aliases.at(flag.name).begin(), aliases.at(flag.name).end());
@@ -408,6 +418,7 @@ bool FlagSet::Parse(int argc, char** argv, std::string* error) {
       }
     }
     for (const auto& [name, reason] : ignored_) {
+      if (!rewritten.names.count(name)) continue;
       // Its type is unknown here: its value is whatever follows unless that is a flag.
       ignored_options[app.add_option("--" + name, unused)->expected(0, 1)] = name;
       if (!Find("no" + name) && !aliases_.count("no" + name) && !ignored_.count("no" + name)) {
@@ -419,7 +430,7 @@ bool FlagSet::Parse(int argc, char** argv, std::string* error) {
     return false;
   }
 
-  std::vector<std::string> reversed(args.rbegin(), args.rend());
+  std::vector<std::string> reversed(rewritten.args.rbegin(), rewritten.args.rend());
   try {
     app.parse(reversed);
   } catch (const CLI::ArgumentMismatch& e) {

@@ -33,6 +33,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -122,11 +123,16 @@ class FlagSet {
   std::string Canonical(const std::string& name) const;
   const Flag* Find(const std::string& name) const;  // after Canonical; nullptr: none
   Kind KindOf(const std::string& name) const;
-  // argv with flag files replaced by their lines and single-dash names made double.
-  bool Rewrite(const std::vector<std::string>& in, int depth, std::vector<std::string>* out,
+  // argv with flag files replaced by their lines and single-dash names made double, for
+  // CLI11; and the names of the flags and ignored settings it mentions, the only ones CLI11
+  // is told of (declaring every one costs milliseconds a parse, which fuzzing feels).
+  struct Rewritten {
+    std::vector<std::string> args;
+    std::set<std::string> names;
+  };
+  bool Rewrite(const std::vector<std::string>& in, int depth, Rewritten* out,
                std::string* error) const;
-  bool ReadFlagfile(const std::string& path, int depth, std::vector<std::string>* out,
-                    std::string* error) const;
+  bool ReadFlagfile(const std::string& path, int depth, Rewritten* out, std::string* error) const;
   // The message for an argument CLI11 left over: an unknown flag (with the nearest name)
   // or a stray word.
   std::string Unexpected(const std::string& arg) const;
