@@ -99,7 +99,8 @@ class FlagSet {
   // --help and --version, which every binary has).
   std::vector<Doc> Docs() const;
   // The --help text: a usage line, the summary, then one block per flag
-  // ("  --name=VALUE  help (default: X)"), regular enough for help2man.
+  // ("  --name=VALUE    help (default: X)", the help in a column of its own as GNU
+  // programs print theirs), regular enough for help2man.
   std::string Usage() const;
   // A Markdown table (flag | default | meaning) of the flags named, in that order, or of
   // every flag of Docs() when names is empty: what the docs' generated sections hold.

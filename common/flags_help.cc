@@ -8,8 +8,11 @@ namespace mooncake {
 
 namespace {
 
+// GNU's layout, which help2man reads: a flag's help starts at kHelpColumn, on the flag's
+// line when the flag leaves room, else on the next; continuation lines start there too (an
+// option line is one indented by at most 10 spaces).
 constexpr size_t kWidth = 79;
-constexpr const char kIndent[] = "      ";  // continuation lines of a flag's block
+constexpr size_t kHelpColumn = 30;
 
 // text after prefix, broken at spaces so that no line passes kWidth where it can be
 // helped; continuation lines start with indent.
@@ -88,7 +91,11 @@ std::string FlagSet::Usage() const {
     std::string text = f.help;
     if (aliases.count(f.name)) text += " (" + AlsoText(aliases.at(f.name)) + ")";
     if (!f.builtin || !f.default_text.empty()) text += " (default: " + Shown(f.default_text) + ")";
-    return Wrap("  " + tag + "  ", text, kIndent);
+    const std::string column(kHelpColumn, ' ');
+    std::string first = "  " + tag;
+    if (first.size() + 2 > kHelpColumn) return first + "\n" + Wrap(column, text, column);
+    first.resize(kHelpColumn, ' ');
+    return Wrap(first, text, column);
   };
   out += "\nFlags:\n";
   for (const Flag& f : flags_) {

@@ -13,6 +13,7 @@
 
 #include <cstring>
 #include <fstream>
+#include <regex>
 #include <string>
 #include <vector>
 
@@ -261,27 +262,51 @@ void TestHelpAndVersion(void**) {
   Flags f;
   const std::string usage = f.set.Usage();
   assert_int_equal(usage.find("Usage: prog [FLAG]...\nA program for the tests.\n"), 0);
-  for (const char* line :
-       {"\n  --count=INT  how many (also --port) (default: 1)\n",
-        "\n  --[no]cache  remember (default: true)\n", "\n  --size=SIZE  how big (default: 0)\n",
-        "\n  --ttl_sec=SECONDS  how long (default: 0s)\n",
-        "\n  --wait=MS  how long to wait (default: 2000ms)\n",
-        "\n  --mode=a|b  which way (default: a)\n", "\n  --name=TEXT  a name (default: default)\n",
-        "\n  -v=N, --v=N  glog's verbosity", "\n  --flagfile=FILE  ", "\n  --version  ",
-        "\n  --config=FILE  YAML or JSON map of flag names to values;", "(also --config_path)\n",
-        "\n  --log_level=debug|info|warning|error  least severe level logged; POST\n"
-        "      /log_level on the admin HTTP port changes it at run time; -v=1 is debug\n"
-        "      (default: info)\n",
-        "\n  logtostderr rpc_interface\n"}) {
-    if (usage.find(line) == std::string::npos) fail_msg("no \"%s\" in:\n%s", line, usage.c_str());
+  // A block: the flag indented by two, its help from column 30 (on the next line when the
+  // flag is longer), wrapped at blanks onto lines indented by 30.
+  const std::vector<std::pair<std::string, std::string>> blocks = {
+      {"--count=INT", "how many (also --port) (default: 1)"},
+      {"--[no]cache", "remember (default: true)"},
+      {"--size=SIZE", "how big (default: 0)"},
+      {"--ttl_sec=SECONDS", "how long (default: 0s)"},
+      {"--wait=MS", "how long to wait (default: 2000ms)"},
+      {"--mode=a|b", "which way (default: a)"},
+      {"--name=TEXT", "a name (default: default)"},
+      {"--log_level=debug|info|warning|error",
+       "least severe level logged; POST /log_level on the admin HTTP port changes it at run "
+       "time; -v=1 is debug (default: info)"},
+      {"--config=FILE",
+       "YAML or JSON map of flag names to values; flags on the command line win (also "
+       "--config_path)"},
+      {"-v=N, --v=N", "glog's verbosity (also -v=N, -v N): N >= 1 logs at debug (default: 0)"},
+      {"--version", "print \"prog VERSION\" and exit"},
+  };
+  auto literal = [](char c) {  // c in a regex
+    return std::string(std::strchr("[](){}.*+?^$|\\", c) != nullptr ? "\\" : "") + c;
+  };
+  for (const auto& [tag, help] : blocks) {
+    std::string pattern = "\n  ";
+    for (char c : tag) pattern += literal(c);
+    pattern += "( {2,}|\n {30})";
+    for (char c : help) pattern += c == ' ' ? "( |\n {30})" : literal(c);
+    pattern += "\n";
+    if (!std::regex_search(usage, std::regex(pattern))) {
+      fail_msg("no block %s in:\n%s", tag.c_str(), usage.c_str());
+    }
   }
-  // No line of the help passes 79 columns unless one word does.
+  assert_non_null(strstr(usage.c_str(), "\n  logtostderr rpc_interface\n"));
+  // No line of the help passes 79 columns unless one word does; help text never starts a
+  // line within 10 columns with a dash (help2man would take it for a flag).
   size_t start = 0;
   for (size_t end = usage.find('\n'); end != std::string::npos;
        start = end + 1, end = usage.find('\n', start)) {
     const std::string line = usage.substr(start, end - start);
     if (line.size() > 79 && line.find(' ', line.find_first_not_of(' ')) < 79) {
       fail_msg("line over 79 columns: %s", line.c_str());
+    }
+    const size_t text = line.find_first_not_of(' ');
+    if (text != std::string::npos && text > 2 && text <= 10 && line[text] == '-') {
+      fail_msg("a help line help2man would read as a flag: %s", line.c_str());
     }
   }
 }
