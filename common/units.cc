@@ -1,6 +1,7 @@
 #include "common/units.h"
 
 #include <cctype>
+#include <cerrno>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -41,16 +42,31 @@ bool SplitNumber(const std::string& s, double* number, std::string* suffix) {
 
 }  // namespace
 
+const char kSizeSyntax[] =
+    "whole bytes such as 4096, or a number with a unit such as 16MB, 1.5GiB or 512k";
+
 bool ParseSize(const std::string& text, uint64_t* bytes) {
   double number;
   std::string suffix;
-  if (!SplitNumber(Lower(text), &number, &suffix)) return false;
+  const std::string lower = Lower(text);
+  if (!SplitNumber(lower, &number, &suffix)) return false;
+  if (suffix.empty() || suffix == "b") {
+    // Bytes are whole: a fraction only makes sense of a bigger unit ("1.5" was once read
+    // as 2 bytes, when whoever wrote it surely meant gigabytes). Read exactly, not through
+    // a double, so that every count up to 2^64 - 1 is the one written.
+    if (lower.find('.') != std::string::npos) return false;
+    errno = 0;
+    const unsigned long long whole = std::strtoull(lower.c_str(), nullptr, 10);
+    if (errno == ERANGE) return false;
+    *bytes = whole;
+    return true;
+  }
   static const struct {
     const char* suffix;
     double multiplier;
-  } kUnits[] = {{"", 1.0},         {"b", 1.0},          {"k", 1024.0},       {"kb", 1024.0},
-                {"kib", 1024.0},   {"m", 1048576.0},    {"mb", 1048576.0},   {"mib", 1048576.0},
-                {"g", 1073741824.0}, {"gb", 1073741824.0}, {"gib", 1073741824.0},
+  } kUnits[] = {{"k", 1024.0},          {"kb", 1024.0},          {"kib", 1024.0},
+                {"m", 1048576.0},       {"mb", 1048576.0},       {"mib", 1048576.0},
+                {"g", 1073741824.0},    {"gb", 1073741824.0},    {"gib", 1073741824.0},
                 {"t", 1099511627776.0}, {"tb", 1099511627776.0}, {"tib", 1099511627776.0}};
   for (const auto& u : kUnits) {
     if (suffix == u.suffix) {

@@ -9,7 +9,7 @@ namespace mooncake {
 
 void RegisterDaemonFlags(FlagSet* f, DaemonOptions* o) {
   f->AddString("master", &o->master,
-               "the master's host:port (default: this host's own address, what its name "
+               "the master's host:port (\"\": this host's own address, what its name "
                "resolves to, port 50051: where a master listens by default), or "
                "etcd://host:port[,host:port...]: the leader etcd names, followed when it "
                "changes");
@@ -19,19 +19,19 @@ void RegisterDaemonFlags(FlagSet* f, DaemonOptions* o) {
                "--cluster_id");
   f->AddDuration("master_failover_wait", &o->master_failover_wait_ms, 1,
                  "with --master etcd://: how long a master call that failed because of the "
-                 "master (down, not the leader) waits for a leader to run it again, ms");
+                 "master (down, not the leader) waits for a leader to run it again");
   f->AddString("socket", &o->socket,
                "Unix socket applications connect to; its directory must exist (only "
                "/run/mooncake, the default's, is made when missing)");
-  f->AddString("hostname", &o->hostname, "advertised host name (default: this machine's)");
+  f->AddString("hostname", &o->hostname, "advertised host name (\"\": this machine's)");
   f->AddInt("port", &o->port, "transfer-engine TCP port (0: first free one in 12300..14300)");
   f->AddString("transfer_bind_address", &o->transfer_bind_address,
-               "address the transfer port listens on (default: the one --hostname, or this "
+               "address the transfer port listens on (\"\": the one --hostname, or this "
                "machine's name, resolves to; 0.0.0.0: every interface)");
   f->AddInt("metrics_port", &o->metrics_port,
             "admin HTTP port: /metrics, /health (0: pick a free one and log it; -1: none)");
   f->AddString("metrics_host", &o->metrics_host,
-               "address the admin HTTP server listens on (default: the transfer port's)");
+               "address the admin HTTP server listens on (\"\": the transfer port's)");
   f->AddSize("global_segment_size", &o->global_segment_size,
              "memory lent to the cluster pool (0: none); more than this host can back "
              "stops the start");
@@ -47,13 +47,13 @@ void RegisterDaemonFlags(FlagSet* f, DaemonOptions* o) {
                "root, the daemon's uid and --allowed_gids; others get -1401");
   f->AddString("allowed_gids", &o->allowed_gids,
                "groups (numbers or names, comma-separated) whose members are admitted on the "
-               "socket (default: the socket file's group)");
+               "socket (\"\": the socket file's group)");
   f->AddDuration("heartbeat_interval", &o->heartbeat_interval_ms, 1,
-                 "time between heartbeats to the master, ms");
+                 "time between heartbeats to the master");
   f->AddDuration("rpc_timeout", &o->rpc_timeout_ms, 1,
-                 "send/receive bound on one master RPC, ms");
+                 "send/receive bound on one master RPC");
   f->AddDuration("connect_timeout", &o->connect_timeout_ms, 1,
-                 "TCP connect bound to the master, ms");
+                 "TCP connect bound to the master");
   f->AddInt("max_master_connections", &o->max_master_connections,
             "cap of the master connection pool (0: worker_threads + 4)");
   f->AddInt("worker_threads", &o->worker_threads, "request workers (0: max(4, 2 x cores))");
@@ -61,10 +61,10 @@ void RegisterDaemonFlags(FlagSet* f, DaemonOptions* o) {
              "local copies of one request at least this big are shared with a helper "
              "thread (0: none; e.g. 256KiB on hosts with idle cores)");
   f->AddDuration("shutdown_timeout", &o->shutdown_timeout_ms, 1,
-                 "on SIGTERM, how long running requests may take to finish, ms");
+                 "on SIGTERM, how long running requests may take to finish");
   f->AddDuration("hello_timeout", &o->hello_timeout_ms, 1,
                  "a client connection that has not sent HELLO this long after connecting is "
-                 "closed, ms");
+                 "closed");
   f->AddInt("spin_us", &o->spin_us,
             "how long a thread waiting for a request, a job or a master reply polls before "
             "it sleeps, microseconds (adaptive; 0: never; at most 10000)");
@@ -74,11 +74,11 @@ void RegisterDaemonFlags(FlagSet* f, DaemonOptions* o) {
   f->AddChoice("protocol", &o->protocol, {"auto", "tcp", "rdma"},
                "transport to other daemons: rdma when a device exists (auto), or forced");
   f->AddString("rdma_devices", &o->rdma_devices,
-               "comma-separated RDMA devices to use (default: every one found)");
+               "comma-separated RDMA devices to use (\"\": every one found)");
   f->AddInt("transfer_streams", &o->transfer_streams,
             "TCP connections one large transfer is striped over");
   f->AddDuration("transfer_timeout", &o->transfer_timeout_ms, 1,
-                 "a transfer to another daemon that makes no progress this long fails, ms");
+                 "a transfer to another daemon that makes no progress this long fails");
   f->AddInt("transfer_connections", &o->transfer_connections,
             "pooled TCP connections to one peer daemon, at most; also how many one peer may "
             "hold to this daemon's transfer port");
@@ -92,22 +92,23 @@ void RegisterDaemonFlags(FlagSet* f, DaemonOptions* o) {
              "leaving (up to 60 s, serving meanwhile), so that a restart loses none");
   f->AddString("cluster_key_file", &o->cluster_key_file,
                "file (mode 0600) of the key every master and daemon of the cluster shares; "
-               "peers prove it at connect (default: none, loopback peers only)");
+               "peers prove it at connect (\"\": none, loopback peers only)");
   f->AddDuration("put_no_space_wait", &o->put_no_space_wait_ms, 1,
                  "a put (or batch entry) the master has no space for asks again while "
-                 "eviction makes room, for this long before it answers -200, ms (0: at once)");
+                 "eviction makes room, for this long before it answers -200 (0: at once)");
   f->AddInt("group_commit_max", &o->group_commit_max,
             "concurrent single-key puts' and gets' master calls sent together as one batch "
             "RPC, at most this many (0: each its own RPC)");
   f->AddString("tenant_uids", &o->tenant_uids,
                "tenants only these uids may claim, e.g. \"alice=1000:1001,bob=1002\"; a "
-               "connection naming no tenant gets the first one listing its uid (default: "
+               "connection naming no tenant gets the first one listing its uid (\"\": "
                "none listed; any tenant may be claimed by anyone)");
   f->AddString("ssd_path", &o->ssd.path,
-               "directory of the SSD tier's bucket files, which must exist (default: none, "
-               "no SSD tier)");
+               "directory of the SSD tier's bucket files, which must exist (\"\": no SSD "
+               "tier)");
   f->AddSize("ssd_capacity", &o->ssd.capacity,
-             "bytes the SSD tier's bucket files may take, at least two buckets");
+             "bytes the SSD tier's bucket files may take, at least two buckets (required "
+             "with --ssd_path)");
   f->AddSize("ssd_bucket_size", &o->ssd.bucket_size,
              "size at which a bucket file is sealed and the next one opened; buckets are "
              "evicted whole");
@@ -119,8 +120,7 @@ void RegisterDaemonFlags(FlagSet* f, DaemonOptions* o) {
                "what survives a restart: nothing (disabled, the directory is wiped), all but "
                "the last second of offloads (relaxed), every offload the master was told of "
                "(strict: fsynced first)");
-  f->AddChoice("log_level", &o->log_level, {"debug", "info", "warning", "error"},
-               "least severe level logged");
+  f->AddLogLevel(&o->log_level);
 
   AddMooncakeSettings(f, MooncakeClientSettings());
 }

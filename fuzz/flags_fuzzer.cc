@@ -4,7 +4,8 @@
 // Input: sections (fuzz/fuzz_util.h). A section with an even tag is one argv element; one
 // with an odd tag is the config file's text (YAML or JSON), written to a file that a
 // "--config FILE" at the end of the command line names. The same command line is parsed
-// with mooncake-master's flags and with mooncaked's.
+// with mooncake-master's flags and with mooncaked's, in any of gflags' spellings (-name,
+// --noname, -v=N, --flagfile=F: common/flags.h).
 //
 // Invariants:
 //  - a parse that fails says why (and nothing throws out of Parse);

@@ -110,18 +110,19 @@ std::vector<std::pair<std::string, std::string>> EveryOp() {
   return ops;
 }
 
-// "--name=default" for every flag a FlagSet lists in its usage text.
+// "--name=default" for every flag of a FlagSet, in gflags' spellings by turns ("-name=",
+// "--name=", and "--name"/"--noname" for booleans), so the corpus starts from each.
 std::vector<std::string> EveryFlag(const FlagSet& flags) {
   std::vector<std::string> args;
-  const std::string usage = flags.Usage();
-  for (size_t pos = usage.find("\n  --"); pos != std::string::npos;
-       pos = usage.find("\n  --", pos + 1)) {
-    const size_t name_end = usage.find("  ", pos + 5);
-    const std::string name = usage.substr(pos + 5, name_end - pos - 5);
-    const size_t def = usage.find("[default: ", name_end);
-    const size_t line_end = usage.find('\n', name_end);
-    if (name == "config" || def == std::string::npos || def > line_end) continue;
-    args.push_back("--" + name + "=" + usage.substr(def + 10, usage.find(']', def) - def - 10));
+  bool single_dash = false;
+  for (const FlagSet::Doc& doc : flags.Docs()) {
+    const std::string dashes = single_dash ? "-" : "--";
+    single_dash = !single_dash;
+    if (doc.value_name.empty()) {
+      args.push_back(dashes + (doc.default_value == "true" ? "" : "no") + doc.name);
+    } else {
+      args.push_back(dashes + doc.name + "=" + doc.default_value);
+    }
   }
   return args;
 }
@@ -222,10 +223,13 @@ Seeds FlagsSeeds() {
                      command_line({"--rpc_port", "0", "--enable_snapshot", "--snapshot_dir=/x",
                                    "--read_cache", "false", "--global_segment_size", "1.5 GiB",
                                    "--client_live_ttl_sec=2.5s", "--transfer_timeout", "250ms"}));
+  seeds.emplace_back("seed-gflags",
+                     command_line({"-v=1", "-port=50051", "--noenable_metric_reporting",
+                                   "-read_cache", "--v", "0", "-log_level", "debug",
+                                   "--nologtostderr", "-rpc_interface", "eth0"}));
   std::string yaml;
-  for (const std::string& a : EveryFlag(master_flags)) {
-    const size_t eq = a.find('=');
-    yaml += a.substr(2, eq - 2) + ": \"" + a.substr(eq + 1) + "\"\n";
+  for (const FlagSet::Doc& doc : master_flags.Docs()) {
+    yaml += doc.name + ": \"" + doc.default_value + "\"\n";
   }
   std::string with_yaml = command_line({"--rpc_port=7000"});
   AppendSection(&with_yaml, 1, yaml);

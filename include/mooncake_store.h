@@ -122,7 +122,8 @@ const char *mooncake_store_strerror(int code);
 /* Parses a size as the daemon's flags read it and writes the bytes to *out: "4096", "16MB",
  * "16 MB", "4 GB", "1GiB", "1.5G", "512k". K/M/G/T, with or without a trailing B or iB,
  * are binary multiples (1 MB = 2^20 bytes), as in Mooncake's setup(); case and blanks are
- * ignored. -600 for anything else ("", "50%", "-1", "12XB", 2^64 bytes or more), and *out
+ * ignored. A bare number is whole bytes: a fraction needs a unit ("1.5GB", not "1.5").
+ * -600 for anything else ("", "1.5", "50%", "-1", "12XB", 2^64 bytes or more), and *out
  * is then left unchanged. Needs no handle. */
 int mooncake_store_parse_size(const char *text, uint64_t *out);
 

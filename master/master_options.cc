@@ -10,67 +10,71 @@ namespace mooncake {
 
 void RegisterMasterFlags(FlagSet* f, MasterOptions* o) {
   f->AddString("rpc_address", &o->rpc_address,
-               "address the Thrift server listens on (default: this host's own, what its name "
+               "address the Thrift server listens on (\"\": this host's own, what its name "
                "resolves to; 0.0.0.0: every interface)");
   f->AddInt("rpc_port", &o->rpc_port, "Thrift port (0: pick a free one and log it)");
   f->AddString("cluster_key_file", &o->cluster_key_file,
                "file (mode 0600) of the key every master and daemon of the cluster shares; "
-               "peers prove it at connect (default: none, loopback peers only)");
+               "peers prove it at connect (\"\": none, loopback peers only)");
   f->AddString("tenant_quota", &o->tenant_quota,
                "memory a tenant's objects may take over all their replicas, e.g. "
-               "\"alice=1GB,bob=512MB\"; a put past it answers -1402 (default: no quotas)");
+               "alice=1GB,bob=512MB; a put past it answers -1402 (\"\": no quotas)");
   f->AddInt("metrics_port", &o->metrics_port,
             "admin HTTP port: /metrics, /health, /get_all_segments, ... (0: pick a free one "
             "and log it; -1: no admin HTTP)");
   f->AddString("metrics_host", &o->metrics_host,
-               "address the admin HTTP server listens on (default: --rpc_address's)");
+               "address the admin HTTP server listens on (\"\": --rpc_address's)");
   f->AddBool("enable_metric_reporting", &o->enable_metric_reporting,
-             "log a one-line metrics summary every --metrics_report_interval");
+             "log a one-line summary (keys, memory, segments, daemons, calls) every "
+             "--metrics_report_interval");
   f->AddDuration("metrics_report_interval", &o->metrics_report_interval_ms, 1000,
-                 "how often --enable_metric_reporting logs its summary, s");
+                 "how often --enable_metric_reporting logs its summary");
   f->AddInt("rpc_thread_num", &o->rpc_thread_num,
             "Thrift I/O threads, which run the handlers (0: one per core, at least 8)");
   f->AddInt("spin_us", &o->spin_us,
             "how long an I/O thread polls for the next call after one before it sleeps, "
             "microseconds (adaptive; 0: never; at most 10000)");
   f->AddDuration("default_kv_lease_ttl", &o->default_kv_lease_ttl_ms, 1,
-                 "read lease granted by each hit, ms");
+                 "read lease granted by every replica list (a read); an existence check "
+                 "takes none");
   f->AddDuration("default_kv_soft_pin_ttl", &o->default_kv_soft_pin_ttl_ms, 1,
-                 "soft-pin lifetime from publication when a put asks for none (a fixed deadline), ms");
+                 "soft-pin lifetime from publication when a put names no TTL (a fixed "
+                 "deadline: reads do not extend it)");
   f->AddDuration("max_kv_soft_pin_ttl", &o->max_kv_soft_pin_ttl_ms, 1,
-                 "upper bound on a soft-pin TTL asked for by a put, ms");
+                 "upper bound on a soft-pin TTL a put asks for");
   f->AddDuration("exist_lease_ttl", &o->exist_lease_ttl_ms, 1,
                  "an existence hit (once per access) also keeps eviction off the object this "
-                 "long, ms (at most the read lease; 0: no such lease, the hit only counts as "
-                 "a use)");
+                 "long (at most the read lease; 0: no such lease, the hit only counts as a "
+                 "use)");
   f->AddDouble("eviction_high_watermark_ratio", &o->eviction_high_watermark_ratio,
-               "usage eviction keeps the pool at or under: puts and the upkeep evict past it");
+               "usage the pool is kept at or under: a put that would pass it evicts first, "
+               "and so does the upkeep");
   f->AddDouble("eviction_ratio", &o->eviction_ratio,
                "fraction of the pool freed by one eviction round (down to the high watermark "
                "minus this)");
   f->AddBool("allow_evict_soft_pinned_objects", &o->allow_evict_soft_pinned_objects,
-             "evict soft-pinned objects when nothing else is left to evict");
+             "evict soft-pinned objects, oldest first, once no other candidate is left");
   f->AddDuration("client_live_ttl_sec", &o->client_live_ttl_ms, 1000,
-                 "a daemon silent this long (s) has its segments detached (its objects are "
-                 "unreadable until it comes back)");
+                 "a daemon silent this long (counted only while the master itself runs) has "
+                 "its segments detached: its objects answer -703 until it comes back");
   f->AddDuration("daemon_grace_period_sec", &o->daemon_grace_ms, 1000,
-                 "a daemon detached for silence that has not come back within this (s; at "
-                 "least one read lease) is declared dead and its objects dropped");
+                 "a daemon detached for silence that has not come back within this (at least "
+                 "one read lease) is declared dead and its objects dropped");
   f->AddDuration("put_start_discard_timeout_sec", &o->put_start_discard_timeout_ms, 1000,
-                 "a put unfinished after this long (s) may be taken over by a new writer");
+                 "a put unfinished after this long may be taken over by a new writer");
   f->AddDuration("put_start_release_timeout_sec", &o->put_start_release_timeout_ms, 1000,
-                 "space of an abandoned put is freed this long (s) after it started");
+                 "space of an abandoned put is freed this long after it started");
   f->AddInt("max_cache_holders", &o->max_cache_holders,
             "records of which daemon may cache which object, kept to tell writers whose read "
             "caches to invalidate; past it, a change of an object read meanwhile tells every "
             "daemon");
   f->AddChoice("allocation_strategy", &o->allocation_strategy, {"random", "free_ratio_first", "local_first"},
-               "how replicas are spread over segments");
+               "how replicas are spread over segments: at random, the emptiest first, or "
+               "the writing daemon's own segments first (then at random)");
   f->AddChoice("memory_allocator", &o->memory_allocator, {"offset"},
                "allocator of each segment's space: an offset allocator (Mooncake's "
                "\"offset\"; no cachelib)");
-  f->AddChoice("log_level", &o->log_level, {"debug", "info", "warning", "error"},
-               "least severe level logged");
+  f->AddLogLevel(&o->log_level);
 
   f->AddBool("enable_offload", &o->enable_offload,
              "offload every put's value to its daemon's SSD tier at PutEnd (a put's config may "
@@ -82,32 +86,37 @@ void RegisterMasterFlags(FlagSet* f, MasterOptions* o) {
              "a read served from an SSD re-creates a memory replica in the background");
   f->AddBool("allow_evict_without_offload", &o->allow_evict_without_offload,
              "with --offload_on_evict: free an object whose offload failed or cannot proceed "
-             "(default: it stays in memory)");
+             "(false: it stays in memory)");
 
   f->AddBool("enable_snapshot", &o->enable_snapshot,
-             "take periodic fork+copy-on-write snapshots of the directory (and keep the oplog)");
+             "take periodic fork+copy-on-write snapshots of the directory and keep the "
+             "operation log, both in --snapshot_dir");
   f->AddString("snapshot_dir", &o->snapshot_dir,
-               "where snapshots and the operation log live, a directory that must exist "
+               "where snapshots and the operation log live, a directory that must exist: "
+               "snapshots/, latest, oplog/ "
                "(required with --enable_snapshot)");
   f->AddDuration("snapshot_interval_seconds", &o->snapshot_interval_ms, 1000,
-                 "time between periodic snapshots (s)");
+                 "time between periodic snapshots");
   f->AddInt("snapshot_retention_count", &o->snapshot_retention_count,
             "published snapshots kept; older ones (and the log before them) are deleted");
   f->AddDuration("snapshot_child_timeout_seconds", &o->snapshot_child_timeout_ms, 1000,
-                 "a snapshot child running longer (s) is killed and its directory removed");
+                 "a snapshot child running longer is killed and its directory removed");
   f->AddBool("enable_snapshot_restore", &o->enable_snapshot_restore,
-             "at start, load the newest valid snapshot and replay the operation log");
+             "at start, load the newest valid snapshot and replay the operation log (needs "
+             "--enable_snapshot)");
   f->AddChoice("oplog_mode", &o->oplog_mode, {"disabled", "relaxed", "strict"},
-               "operation log: disabled (snapshots only), relaxed (flushed in the background), "
-               "strict (a change is acknowledged once its record is fdatasync'ed)");
+               "operation log: disabled (snapshots only), relaxed (flushed in the background: "
+               "a crash loses at most --oplog_flush_interval), strict (a change is "
+               "acknowledged once its record is fdatasync'ed)");
   f->AddDuration("oplog_flush_interval", &o->oplog_flush_interval_ms, 1,
-                 "relaxed oplog: longest a record waits before it is written and synced, ms");
+                 "relaxed oplog: longest a record waits before it is written and synced");
   f->AddDuration("reattach_grace_period_sec", &o->reattach_grace_ms, 1000,
                  "after a restore, a segment whose daemon has not mounted it again within "
-                 "this (s) is dropped with its replicas");
+                 "this is dropped with its replicas");
   f->AddBool("enable_ha", &o->enable_ha,
-             "campaign for leadership through etcd (--etcd_endpoints); standbys follow the "
-             "leader's operation log and take over when it goes (docs/ha.md)");
+             "campaign for leadership through etcd: the leader serves, standbys follow its "
+             "operation log, answer -1600 and take over when it goes; needs "
+             "--etcd_endpoints, --enable_snapshot, an --oplog_mode and a fixed --rpc_port");
   f->AddString("etcd_endpoints", &o->etcd_endpoints,
                "etcd's client endpoints, [http://]host:port[,host:port...] (';' separates "
                "too, as Mooncake's; no https) (with --enable_ha)");
@@ -117,13 +126,14 @@ void RegisterMasterFlags(FlagSet* f, MasterOptions* o) {
              "Mooncake's switch of HA log replication: ours always replicates through the "
              "log with --enable_ha, so this only needs --enable_ha (as Mooncake's)");
   f->AddString("cluster_id", &o->cluster_id,
-               "the cluster whose leadership this master campaigns for; daemons name the same");
+               "the cluster whose leadership this master campaigns for (etcd keys under "
+               "/mooncake/<cluster_id>/); daemons name the same");
   f->AddDuration("ha_lease_ttl", &o->ha_lease_ttl_ms, 1,
-                 "the leader's etcd lease (whole seconds): a leader that cannot renew it "
-                 "within this stops serving, and a standby takes over, ms");
+                 "the leader's etcd lease, whole seconds: a leader that cannot renew it "
+                 "within this stops serving, and a standby takes over once it ends");
   f->AddDuration("ha_sync_timeout", &o->ha_sync_timeout_ms, 1,
-                 "strict mode: how long an acknowledgement waits for a standby before the "
-                 "leader drops it from the sync set, ms");
+                 "strict mode: how long an acknowledgement waits for a standby of the sync "
+                 "set before the leader drops it from the set");
 
   AddMooncakeSettings(f, MooncakeMasterSettings());
 }

@@ -313,6 +313,7 @@ static void test_parse_size(void **state) {
       {"2T", 2ull << 40},
       {"7b", 7},
       {"16777215TB", 16777215ull << 40}, /* just below 2^64 */
+      {"18446744073709551615", 18446744073709551615ull}, /* whole bytes, read exactly */
   };
   for (size_t i = 0; i < sizeof(valid) / sizeof(valid[0]); ++i) {
     uint64_t out = 1;
@@ -323,7 +324,8 @@ static void test_parse_size(void **state) {
   /* Garbage and overflow (2^64 bytes or more): -600, and *out untouched. */
   static const char *const invalid[] = {
       "", " ", "50%", "-1", "12XB", "MB", "1.2.3", "16 PB", "0x10", "1e3", "16MBB",
-      "16777216TB", "18446744073709551616", "99999999999999999999999"};
+      "16777216TB", "18446744073709551616", "99999999999999999999999",
+      "1.5", "0.5 B"}; /* a fraction needs a unit */
   for (size_t i = 0; i < sizeof(invalid) / sizeof(invalid[0]); ++i) {
     uint64_t out = 42;
     assert_int_equal(mooncake_store_parse_size(invalid[i], &out), MOONCAKE_STORE_INVALID_PARAMS);

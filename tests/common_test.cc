@@ -1,6 +1,7 @@
 // common/: the result-code table, size and duration parsing, flags and config files,
 // CRC-32C.
 #include <algorithm>
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <random>
@@ -57,7 +58,11 @@ void test_sizes(void** state) {
   assert_int_equal(v, 1536);
   assert_true(ParseSize("2tb", &v));
   assert_int_equal(v, 2ull << 40);
-  for (const char* bad : {"50%", "-1", "", "MB", "12XB", "1.2.3", "99999999999T"}) {
+  assert_true(ParseSize("18446744073709551615", &v));  // whole bytes are read exactly
+  assert_true(v == UINT64_MAX);
+  // A bare number is whole bytes: a fraction needs a unit ("1.5" once made 2 bytes).
+  for (const char* bad : {"50%", "-1", "", "MB", "12XB", "1.2.3", "99999999999T", "1.5",
+                          "1.5B", "0.5", "4096.", "18446744073709551616"}) {
     assert_false(ParseSize(bad, &v));
   }
 }

@@ -2,21 +2,17 @@
 // parser refuses a missing field, an extra field and a field of the wrong type; a refusal's
 // reason travels (cut to its limit, one line) and a success carries none; docs/
 // protocol.md shows exactly the table (run with --write to regenerate its sections).
-#include <cstdio>
 #include <cstring>
-#include <fstream>
-#include <sstream>
 #include <string>
 
 #include "common/uds_ops.h"
 #include "tests/cmocka_cpp.h"
+#include "tests/generated_docs.h"
 
 using namespace mooncake;
 using namespace mooncake::uds;
 
 namespace {
-
-const char kDocPath[] = MC_SOURCE_DIR "/docs/protocol.md";
 
 // Packs the first `left` fields of a struct; field number `bad` (if any) as a value of
 // another msgpack type than the field's.
@@ -198,46 +194,16 @@ void test_op_codes(void**) {
 
 // ---- docs/protocol.md ----
 
-std::string ReadFile(const char* path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
 // The sections of the doc the table generates, as they should read.
-struct Section {
-  const char* name;
-  std::string text;
-};
-std::vector<Section> Sections() {
-  return {{"handshake", HandshakeTableMarkdown()}, {"operations", OpsTableMarkdown()}};
-}
-
-// Puts each section's text between its markers; false when a marker is missing.
-bool Regenerate(std::string* doc) {
-  for (const Section& section : Sections()) {
-    std::string begin = std::string("<!-- generated: ") + section.name + " ";
-    size_t at = doc->find(begin);
-    if (at == std::string::npos) return false;
-    size_t from = doc->find("-->\n", at);
-    size_t to = doc->find("<!-- end generated -->", at);
-    if (from == std::string::npos || to == std::string::npos) return false;
-    from += 4;
-    doc->replace(from, to - from, section.text);
-  }
-  return true;
+std::vector<testing::GeneratedDoc> Docs() {
+  return {{"docs/protocol.md",
+           {{"handshake", HandshakeTableMarkdown()}, {"operations", OpsTableMarkdown()}}}};
 }
 
 void test_doc_shows_the_table(void**) {
-  std::string doc = ReadFile(kDocPath);
-  assert_false(doc.empty());
-  std::string want = doc;
-  assert_true(Regenerate(&want));
-  if (want != doc) {
-    fail_msg("docs/protocol.md differs from common/uds_ops.h; run "
-             "build/tests/uds_ops_test --write to regenerate it");
-  }
+  const std::string problem =
+      testing::CheckGeneratedDocs(MC_SOURCE_DIR, Docs(), "build/tests/uds_ops_test --write");
+  if (!problem.empty()) fail_msg("%s", problem.c_str());
 }
 
 }  // namespace
@@ -282,14 +248,7 @@ void test_refusals_carry_a_reason(void**) {
 
 int main(int argc, char** argv) {
   if (argc == 2 && std::strcmp(argv[1], "--write") == 0) {
-    std::string doc = ReadFile(kDocPath);
-    if (!Regenerate(&doc)) {
-      std::fprintf(stderr, "%s: a generated section's markers are missing\n", kDocPath);
-      return 1;
-    }
-    std::ofstream(kDocPath) << doc;
-    std::printf("wrote %s\n", kDocPath);
-    return 0;
+    return testing::WriteGeneratedDocs(MC_SOURCE_DIR, Docs());
   }
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_every_op_round_trips_and_refuses_bad_shapes),

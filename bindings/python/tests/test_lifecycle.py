@@ -55,7 +55,7 @@ def test_setup_dict_sizes(master, size):
     assert s.close() == 0
 
 
-@pytest.mark.parametrize("bad", ["50%", "-1", "12XB", "", -1, 2 ** 64, 1.5, None])
+@pytest.mark.parametrize("bad", ["50%", "-1", "12XB", "", "1.5", -1, 2 ** 64, 1.5, None])
 def test_setup_rejects_bad_sizes(master, bad):
     s = MooncakeDistributedStore()
     config = {"local_hostname": "localhost", "metadata_server": "P2PHANDSHAKE",
