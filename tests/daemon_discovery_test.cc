@@ -287,7 +287,9 @@ void test_the_daemon_follows_a_real_failover(void**) {
   auto killed = std::chrono::steady_clock::now();
   const int next = 1 - leader;
   assert_int_equal(WaitLeader({ports[next]}, {procs[next]}, 60000), 0);
-  assert_true(WaitFor([&] { return SegmentsOf(ports[next], name) == 1; }, 60000));
+  const bool mounted = WaitFor([&] { return SegmentsOf(ports[next], name) == 1; }, 60000);
+  if (!mounted) PrintFile(log);
+  assert_true(mounted);
   std::printf("kill -9 of the leader -> the daemon mounted at the next one: %lld ms\n",
               static_cast<long long>(harness::MsSince(killed)));
   // Nothing acknowledged is lost, and every byte is right.
