@@ -184,6 +184,7 @@ void test_ha_leader_and_standby_ready(void**) {
   harness::ChildProcess first;
   const int first_port = harness::FreeTcpPort();
   std::vector<std::string> flags = ha;
+  assert_int_equal(mkdir((dir + "/first").c_str(), 0700), 0);  // nothing creates it
   flags.push_back(dir + "/first");
   assert_true(StartNotified(&first, MasterArgv(first_port, flags), dir + "/first.log",
                             first_notify.path()));
@@ -198,6 +199,7 @@ void test_ha_leader_and_standby_ready(void**) {
   harness::ChildProcess second;
   const int second_port = harness::FreeTcpPort();
   flags = ha;
+  assert_int_equal(mkdir((dir + "/second").c_str(), 0700), 0);  // nothing creates it
   flags.push_back(dir + "/second");
   assert_true(StartNotified(&second, MasterArgv(second_port, flags), dir + "/second.log",
                             second_notify.path()));

@@ -15,9 +15,11 @@ trap 'rm -rf "$tmp"' EXIT
 # setuptools' own objects live in $TMPDIR (setup.py). ccache, where it is installed, keeps
 # a second run short; install-deps.sh does not install it, so a fresh machine compiles
 # with the plain compilers (CC/CXX from the environment when set, as CMake would).
+# What is checked is the installed layout and the import, not the code generated: no
+# debug info (-g0 after Python's own -g) makes each compile much cheaper.
 cc=${CC:-gcc} cxx=${CXX:-g++}
 if command -v ccache > /dev/null; then cc="ccache $cc" cxx="ccache $cxx"; fi
-MOONCAKE_STORE_BUILD_DIR=$build CC="$cc" CXX="$cxx" PIP_NO_INDEX=1 \
+MOONCAKE_STORE_BUILD_DIR=$build CC="$cc" CXX="$cxx" CFLAGS="${CFLAGS:-} -g0" PIP_NO_INDEX=1 \
   "$python" -m pip install -q --no-build-isolation --no-deps --target "$tmp/site" \
   "$src/bindings/python" > "$tmp/pip.log" 2>&1 || fail "pip install: $(cat "$tmp/pip.log")"
 

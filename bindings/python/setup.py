@@ -20,7 +20,7 @@ import shlex
 import subprocess
 import tempfile
 
-from pybind11.setup_helpers import Pybind11Extension, build_ext
+from pybind11.setup_helpers import ParallelCompile, Pybind11Extension, build_ext
 from setuptools import setup
 
 HERE = pathlib.Path(__file__).resolve().parent
@@ -73,6 +73,10 @@ extension = Pybind11Extension(
     runtime_library_dirs=library_dirs,
     cxx_std=17,
 )
+
+# The module's files compiled side by side (setuptools compiles one at a time otherwise);
+# MOONCAKE_BUILD_JOBS=N bounds it, all cores by default.
+ParallelCompile("MOONCAKE_BUILD_JOBS", default=0).install()
 
 # setuptools would put its intermediate files (build/, *.egg-info) inside the source tree.
 # The directory is named after the library linked, because setuptools does not relink an
