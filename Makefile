@@ -4,7 +4,7 @@
 BUILD_DIR ?= build
 ASAN_DIR  ?= build-asan
 FUZZ_DIR  ?= build-fuzz
-# make fuzz: how long each harness runs; make test: how long each fuzzes after its corpus.
+# make fuzz: how long each harness runs; make fuzz-smoke: how long each fuzzes after its corpus.
 FUZZ_SECONDS ?= 120
 FUZZ_SMOKE_SECONDS ?= 5
 BUILD_TYPE ?= RelWithDebInfo
@@ -26,10 +26,10 @@ build: deps
 	@cmake -S . -B $(BUILD_DIR) -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) > /dev/null
 	@cmake --build $(BUILD_DIR) -j $(JOBS) -- --no-print-directory
 
-# The CTest suites, and beside them a short run of every fuzz harness over its corpus
-# (what fuzz-smoke runs alone).
+# The CTest suites; they replay every fuzz harness's corpus too (fuzz_replay_*), while
+# fuzzing proper, with clang and the sanitizers, is fuzz-smoke and fuzz.
 test: build
-	@bash scripts/test.sh $(BUILD_DIR) $(FUZZ_DIR) $(TEST_JOBS) $(FUZZ_SMOKE_SECONDS) $(CTEST_ARGS)
+	cd $(BUILD_DIR) && ctest $(CTEST_ARGS) -j $(TEST_JOBS)
 
 # The whole test suite under AddressSanitizer and UndefinedBehaviorSanitizer.
 asan: deps

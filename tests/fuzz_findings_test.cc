@@ -1,5 +1,5 @@
 // What the fuzz harnesses found (docs/fuzzing.md), each fixed and pinned here in the normal
-// suite; the inputs that found them are replayed by the fuzz smoke run too
+// suite; the inputs that found them are replayed by fuzz_replay_* and the fuzz runs too
 // (fuzz/corpus/<harness>/regress-*).
 //
 //  - a frame or a record declaring more msgpack entries than it has bytes made the decoder
