@@ -32,7 +32,7 @@ class EpochGate {
  public:
   // -1 while unknown (every checked access is refused then).
   int64_t epoch() const { return epoch_.load(); }
-  // Without waiting: the epoch the heartbeat confirmed, of the master we registered at.
+  // Without waiting: the epoch learnt when registering, of the master we registered at.
   void Set(int64_t epoch) { epoch_.store(epoch); }
 
   // True when a grant of the master of grant_epoch (0: unchecked) may be used on our
