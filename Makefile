@@ -16,7 +16,8 @@ TEST_JOBS ?= $(JOBS)
 CTEST_ARGS ?= --output-on-failure
 PREFIX    ?= /usr/local
 
-.PHONY: all build deps test asan fuzz fuzz-smoke fuzz-seeds demo bench bench-store clean install
+.PHONY: all build deps test asan fuzz fuzz-smoke fuzz-seeds demo bench bench-store clean install \
+	mooncake-conformance
 
 all: build
 
@@ -68,6 +69,13 @@ bench: build
 bench-store: build
 	$(BUILD_DIR)/bench/store_bench --build_dir $(BUILD_DIR) --sizes 4KB,1MB --max_ops 20000 \
 	  --csv $(BUILD_DIR)/bench/store_bench.csv --png $(BUILD_DIR)/bench/store_bench.png
+
+# Upstream Mooncake's own Python store tests, unchanged, against this build
+# (docs/mooncake-api.md, "Mooncake's own tests"): MOONCAKE_SRC is a clone of
+# kvcache-ai/Mooncake holding commit 3b5a594.
+mooncake-conformance: build
+	@test -n "$(MOONCAKE_SRC)" || { echo "make mooncake-conformance: set MOONCAKE_SRC to a clone of kvcache-ai/Mooncake (git clone https://github.com/kvcache-ai/Mooncake)"; exit 2; }
+	/usr/bin/python3 scripts/mooncake_conformance.py --mooncake-src "$(MOONCAKE_SRC)" --build $(BUILD_DIR)
 
 # Installs under PREFIX (binaries, library, header, pkg-config and CMake files, the Python
 # module, the Java binding, man pages, systemd units, sysusers, example configs, docs);
