@@ -48,6 +48,11 @@ import uuid
 import numpy as np
 import pytest
 
+try:
+    import torch  # LMCache's buffers are torch CPU tensors (Debian's python3-torch)
+except ImportError:  # numpy arrays stand in for them
+    torch = None
+
 from mooncake.store import MooncakeDistributedStore, ReplicateConfig
 
 METADATA_BYTES_LEN = 28
@@ -103,11 +108,19 @@ def load_config(extra_config=None):
 
 
 class PinnedBuffer:
-    """The local CPU backend's pinned buffer (one uint8 tensor) and a chunk allocator."""
+    """The local CPU backend's pinned buffer (one uint8 CPU tensor, registered by its
+    data_ptr() and numel() as LMCache does) and a chunk allocator over a numpy view of it."""
 
     def __init__(self):
-        self.buffer = np.zeros(BUFFER_CHUNKS * CHUNK_BYTES, dtype=np.uint8)
+        n = BUFFER_CHUNKS * CHUNK_BYTES
+        self.tensor = torch.zeros(n, dtype=torch.uint8) if torch is not None else None
+        self.buffer = self.tensor.numpy() if torch is not None else np.zeros(n, dtype=np.uint8)
         self.next = 0
+
+    def ptr_and_size(self):
+        if self.tensor is not None:
+            return self.tensor.data_ptr(), self.tensor.numel()
+        return self.buffer.ctypes.data, self.buffer.size
 
     def allocate(self):
         assert self.next < BUFFER_CHUNKS, "the test allocates more chunks than the buffer has"
@@ -137,9 +150,9 @@ class Connector:
         if c["prefer_local_alloc"]:
             self.replica_config.preferred_segment = self.store.get_hostname()
         self.cpu = PinnedBuffer()
-        buf = self.cpu.buffer
-        self.registered_buffer_ptr = buf.ctypes.data
-        if self.store.register_buffer(buf.ctypes.data, buf.size) != 0:
+        ptr, size = self.cpu.ptr_and_size()
+        self.registered_buffer_ptr = ptr
+        if self.store.register_buffer(ptr, size) != 0:
             self.registered_buffer_ptr = None
 
     def exists_sync(self, key):
@@ -179,8 +192,13 @@ class Connector:
             view = memoryview(buffer)
             length = struct.unpack("<7i", view[:METADATA_BYTES_LEN])[0]
             assert len(view) == length + METADATA_BYTES_LEN
-            results.append(np.frombuffer(buffer, dtype=np.uint8, offset=METADATA_BYTES_LEN,
-                                         count=length).tobytes())
+            if torch is not None:  # LMCache: torch.frombuffer(buffer, offset=28)
+                data = torch.frombuffer(buffer, dtype=torch.uint8, offset=METADATA_BYTES_LEN,
+                                        count=length)
+                results.append(data.numpy().tobytes())
+            else:
+                results.append(np.frombuffer(buffer, dtype=np.uint8, offset=METADATA_BYTES_LEN,
+                                             count=length).tobytes())
         return results
 
     def close(self):

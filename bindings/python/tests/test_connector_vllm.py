@@ -36,8 +36,10 @@ vllm/distributed/kv_transfer/kv_connector/v1/mooncake/store/worker.py:
 - LookupKeyServer (RESET_MSG): store.remove_all(force=True); MooncakeStoreWorker.close:
   store.close(), called again from __del__ (idempotent).
 
-vLLM's KV caches are GPU tensors in production; here they are numpy arrays in host memory
-(the CPU-buffer case), their addresses passed as ints exactly as data_ptr() gives them.
+vLLM's KV caches are GPU tensors in production; here they are torch CPU tensors (Debian's
+python3-torch), their addresses passed as ints exactly as data_ptr() gives them, and numpy
+arrays in host memory where torch is not installed (the round trip and the threads run
+with both).
 
 The main suite's cluster has 1 GB to lend; the NO_AVAILABLE_HANDLE case needs a full one
 and runs with MC_TEST_SMALL_SEGMENT=1 under a daemon lending 16 MB -- CTest's
@@ -106,25 +108,55 @@ def load_config():
     }
 
 
-class KVCaches:
-    """Per layer one (2, NUM_BLOCKS, BLOCK_BYTES) array: FlashAttention's K/V-first layout,
-    so register_kv_caches splits each into a K and a V segment."""
+try:
+    import torch
+except ImportError:  # the numpy cases still run
+    torch = None
 
-    def __init__(self, seed):
+# The KV caches' kind: torch CPU tensors, as vLLM's worker holds them, and numpy arrays.
+BACKENDS = ["torch", "numpy"] if torch is not None else ["numpy"]
+
+
+class KVCaches:
+    """Per layer one (2, NUM_BLOCKS, BLOCK_BYTES) tensor: FlashAttention's K/V-first layout,
+    so register_kv_caches splits each into a K and a V segment. backend "torch": CPU
+    tensors, addressed by data_ptr() and stride() as vLLM's register_kv_caches does;
+    "numpy": arrays."""
+
+    def __init__(self, seed, backend=BACKENDS[0]):
         rng = np.random.default_rng(seed)
-        self.layers = [rng.integers(0, 255, (2, NUM_BLOCKS, BLOCK_BYTES), dtype=np.uint8)
-                       for _ in range(NUM_LAYERS)]
+        arrays = [rng.integers(0, 255, (2, NUM_BLOCKS, BLOCK_BYTES), dtype=np.uint8)
+                  for _ in range(NUM_LAYERS)]
+        self.layers = [torch.from_numpy(a).clone() for a in arrays] if backend == "torch" \
+            else arrays
         self.segment_addrs, self.block_lens = [], []
         for layer in self.layers:
-            base = layer.ctypes.data
-            seg_stride = layer.strides[0]
+            base, seg_stride = self._base(layer), self._stride0(layer)
             for idx in range(layer.shape[0]):
                 self.segment_addrs.append(base + idx * seg_stride)
                 self.block_lens.append(seg_stride // NUM_BLOCKS)
 
+    @staticmethod
+    def _base(layer):
+        return layer.data_ptr() if torch is not None and isinstance(layer, torch.Tensor) \
+            else layer.ctypes.data
+
+    @staticmethod
+    def _stride0(layer):
+        if torch is not None and isinstance(layer, torch.Tensor):
+            return layer.stride(0) * layer.element_size()
+        return layer.strides[0]
+
+    @staticmethod
+    def _nbytes(layer):
+        if torch is not None and isinstance(layer, torch.Tensor):
+            return layer.numel() * layer.element_size()
+        return layer.nbytes
+
     def register(self, store):
         """register_kv_caches: one register_buffer per storage; vLLM logs a nonzero ret."""
-        return [store.register_buffer(layer.ctypes.data, layer.nbytes) for layer in self.layers]
+        return [store.register_buffer(self._base(layer), self._nbytes(layer))
+                for layer in self.layers]
 
     def prepare_value(self, block_id):
         """ChunkedTokenDatabase.prepare_value_for_block: the block in every segment."""
@@ -132,7 +164,8 @@ class KVCaches:
                 list(self.block_lens))
 
     def block(self, block_id):
-        return b"".join(layer[kv, block_id].tobytes() for layer in self.layers for kv in (0, 1))
+        return b"".join(np.asarray(layer[kv, block_id]).tobytes()
+                        for layer in self.layers for kv in (0, 1))
 
 
 def setup_worker(config, preferred_segment=None):
@@ -249,9 +282,10 @@ def test_worker_setup_failure_raises(tmp_path, monkeypatch):
         setup_worker(load_config())
 
 
-def test_save_dedup_lookup_load_round_trip(worker, key):
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_save_dedup_lookup_load_round_trip(worker, key, backend):
     store, rc = worker
-    src, dst = KVCaches(1), KVCaches(2)
+    src, dst = KVCaches(1, backend), KVCaches(2, backend)
     assert src.register(store) == [0] * NUM_LAYERS
     assert dst.register(store) == [0] * NUM_LAYERS
     keys = [key(f"blk{i}") for i in range(8)]
