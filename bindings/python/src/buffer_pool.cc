@@ -94,9 +94,15 @@ class BufferPool : public std::enable_shared_from_this<BufferPool> {
 // One leased buffer: a block of the store's pool, or registered overflow memory.
 class BufferLease : public std::enable_shared_from_this<BufferLease> {
  public:
+  // bytes: what the lease holds of the pool's capacity (at least 1); size: what was asked
+  // for, which size, buffer and its views report (0 for acquire(0), as in Mooncake).
   BufferLease(std::shared_ptr<BufferPool> pool, std::unique_ptr<PoolBlock> block, void* overflow,
-              uint64_t size)
-      : pool_(std::move(pool)), block_(std::move(block)), overflow_(overflow), size_(size) {}
+              uint64_t bytes, uint64_t size)
+      : pool_(std::move(pool)),
+        block_(std::move(block)),
+        overflow_(overflow),
+        bytes_(bytes),
+        size_(size) {}
   ~BufferLease() { ReleaseLease(); }
 
   uintptr_t ptr() const {
@@ -122,12 +128,13 @@ class BufferLease : public std::enable_shared_from_this<BufferLease> {
       std::free(overflow_);
       overflow_ = nullptr;
     }
-    pool_->Return(size_);
+    pool_->Return(bytes_);
   }
 
   std::shared_ptr<BufferPool> pool_;
   std::unique_ptr<PoolBlock> block_;
   void* overflow_;
+  const uint64_t bytes_;
   const uint64_t size_;
   bool closed_ = false;
 };
@@ -189,7 +196,8 @@ std::shared_ptr<BufferLease> BufferPool::Acquire(uint64_t size, py::object block
       throw std::runtime_error("overflow buffer registration failed");
     }
   }
-  return std::make_shared<BufferLease>(shared_from_this(), std::move(pooled), overflow, bytes);
+  return std::make_shared<BufferLease>(shared_from_this(), std::move(pooled), overflow, bytes,
+                                       size);
 }
 
 }  // namespace
