@@ -240,6 +240,7 @@ class MooncakeStoreService:
         runner = web.AppRunner(app)
         await runner.setup()
         await web.TCPSite(runner, "0.0.0.0", port).start()
+        self._runner = runner  # stop() closes the server
         logging.info("REST API started on port %d", port)
         return True
 
@@ -475,7 +476,10 @@ class MooncakeStoreService:
             return _error(500, str(error))
 
     async def stop(self):
-        """Closes the store (once)."""
+        """Stops serving, and closes the store (once)."""
+        runner, self._runner = getattr(self, "_runner", None), None
+        if runner is not None:
+            await runner.cleanup()
         if self.store is None:
             return
         store, self.store = self.store, None
