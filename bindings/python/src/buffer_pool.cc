@@ -36,6 +36,7 @@ class BufferPool : public std::enable_shared_from_this<BufferPool> {
              uint64_t alignment, bool block_on_exhaustion, py::object default_timeout,
              py::object max_regions)
       : handle_(store.handle()),
+        registry_(store.registry()),
         block_on_exhaustion_(block_on_exhaustion) {
     if (min_size_class == 0 || alignment == 0) {
       throw std::runtime_error("min_size_class and alignment must be positive");
@@ -71,6 +72,7 @@ class BufferPool : public std::enable_shared_from_this<BufferPool> {
     cv_.notify_all();
   }
   const std::shared_ptr<StoreHandle>& handle() const { return handle_; }
+  const std::shared_ptr<RangeRegistry>& registry() const { return registry_; }
   uint64_t alignment() const { return alignment_; }
 
  private:
@@ -79,6 +81,10 @@ class BufferPool : public std::enable_shared_from_this<BufferPool> {
   }
 
   const std::shared_ptr<StoreHandle> handle_;  // keeps the pool mapped while leases live
+  // The store's known ranges: a lease is one while it lives, so that the store's calls
+  // taking a bare address (get_into_ranges, get_into, ...) know how many bytes it holds,
+  // as Mooncake's know its local buffer.
+  const std::shared_ptr<RangeRegistry> registry_;
   const bool block_on_exhaustion_;
   uint64_t alignment_ = 0;
   uint64_t max_bytes_ = 0;
@@ -124,6 +130,7 @@ class BufferLease : public std::enable_shared_from_this<BufferLease> {
     closed_ = true;
     block_.reset();
     if (overflow_ != nullptr) {
+      pool_->registry()->Remove(RangeRegistry::kRegistered, reinterpret_cast<uintptr_t>(overflow_));
       mooncake_store_unregister_buffer(pool_->handle()->get(), overflow_);
       std::free(overflow_);
       overflow_ = nullptr;
@@ -186,7 +193,7 @@ std::shared_ptr<BufferLease> BufferPool::Acquire(uint64_t size, py::object block
     ++regions_;
   }
   // The room is ours; the memory is found without the lock.
-  std::unique_ptr<PoolBlock> pooled = PoolBlock::Alloc(handle_, bytes);
+  std::unique_ptr<PoolBlock> pooled = PoolBlock::Alloc(handle_, bytes, registry_);
   void* overflow = nullptr;
   if (!pooled) {
     if (posix_memalign(&overflow, alignment_, bytes) != 0 ||
@@ -195,6 +202,7 @@ std::shared_ptr<BufferLease> BufferPool::Acquire(uint64_t size, py::object block
       Return(bytes);
       throw std::runtime_error("overflow buffer registration failed");
     }
+    registry_->Add(RangeRegistry::kRegistered, reinterpret_cast<uintptr_t>(overflow), bytes);
   }
   return std::make_shared<BufferLease>(shared_from_this(), std::move(pooled), overflow, bytes,
                                        size);
