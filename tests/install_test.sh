@@ -53,10 +53,10 @@ expected=(bin/mooncake-master bin/mooncaked bin/mooncake_master
   share/doc/mooncake/README.md share/doc/mooncake/operations.md
   "$python_dir/mooncake/__init__.py" "$python_dir/mooncake/store.py"
   bin/mooncake_client)
-# Mooncake's package layout: its pure-Python modules, and where the commands find the programs.
-for m in buffer_pool mooncake_config async_store engine dataproto_catalog \
-    mooncake_store_service cli cli_client _programs _install_paths; do
-  expected+=("$python_dir/mooncake/$m.py")
+# Mooncake's package layout: every module of the package's source, and where the commands
+# find the programs.
+for f in $(cd "$src/bindings/python" && find mooncake -name '*.py') mooncake/_install_paths.py; do
+  expected+=("$python_dir/$f")
 done
 [ "$have_cli" = 1 ] && expected+=(bin/mooncake-cli)
 [ "$have_java" = 1 ] && expected+=(share/java/mooncake-store.jar lib/jni/libmooncake_store_jni.so)
@@ -201,6 +201,7 @@ store.close()
 # Mooncake modules import, and the commands find the installed programs (not those of PATH).
 import mooncake, mooncake.mooncake_config, mooncake.async_store, mooncake.engine
 import mooncake.dataproto_catalog, mooncake.mooncake_store_service, mooncake._fast_copy
+import mooncake.structured_object_store
 from mooncake._programs import find_program
 assert mooncake.BufferPool is mooncake_store.BufferPool
 for p in ("mooncake-master", "mooncaked"):

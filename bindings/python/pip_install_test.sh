@@ -27,12 +27,11 @@ MOONCAKE_STORE_BUILD_DIR=$build CC="$cc" CXX="$cxx" CFLAGS="${CFLAGS:-} -g0" PIP
 installed=$(cd "$tmp/site" && find . -path ./mooncake_store-*.dist-info -prune -o \
   -name __pycache__ -prune -o -type f -print | sed 's/\.cpython-[^/]*\.so$/.so/' | sort |
   tr '\n' ' ')
-expected=$(for f in bin/mc_store_rest_server bin/mooncake_client bin/mooncake_master \
-    mooncake/__init__.py mooncake/_fast_copy.so mooncake/_install_paths.py \
-    mooncake/_programs.py mooncake/async_store.py mooncake/buffer_pool.py mooncake/cli.py \
-    mooncake/cli_client.py mooncake/dataproto_catalog.py mooncake/engine.py \
-    mooncake/mooncake_config.py mooncake/mooncake_store_service.py mooncake/store.py \
-    mooncake_store.so; do echo "./$f"; done | sort | tr '\n' ' ')
+# Every module of the package's source, the two extensions, the programs' paths, the commands.
+expected=$( (cd "$src/bindings/python" && find mooncake -name '*.py';
+  echo bin/mc_store_rest_server; echo bin/mooncake_client; echo bin/mooncake_master
+  echo mooncake/_fast_copy.so; echo mooncake/_install_paths.py; echo mooncake_store.so) |
+  sed 's|^|./|' | sort | tr '\n' ' ')
 [ "$installed" = "$expected" ] || fail "installed: $installed; expected: $expected"
 
 cd "$tmp" && env -u LD_LIBRARY_PATH PYTHONPATH="$tmp/site" PYTHONDONTWRITEBYTECODE=1 "$python" -c '
@@ -50,6 +49,7 @@ assert libs and all(os.path.realpath(l).startswith(want) for l in libs), libs
 # Mooncake modules, and the commands find the programs of this build tree.
 import mooncake.mooncake_config, mooncake.async_store, mooncake.engine, mooncake._fast_copy
 import mooncake.dataproto_catalog, mooncake.mooncake_store_service
+import mooncake.structured_object_store
 from mooncake import BufferPool, RegisteredBufferPool
 from mooncake._programs import find_program
 assert BufferPool is RegisteredBufferPool is mooncake_store.BufferPool

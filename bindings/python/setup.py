@@ -126,7 +126,7 @@ setup(
     cmdclass={"build_ext": build_ext, "build_py": BuildPyWithPaths},
     # The extension module and the `mooncake` package, named here rather than discovered
     # (src/ holds C++ sources, not a src-layout package; tests/ is not installed).
-    packages=["mooncake"],
+    packages=["mooncake", "mooncake._structured"],
     py_modules=[],
     options={"build": {"build_base": BUILD_BASE}, "egg_info": {"egg_base": BUILD_BASE}},
 )
