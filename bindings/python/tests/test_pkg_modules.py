@@ -9,6 +9,8 @@ Runs in the main suite (ctest python_binding_test), against its cluster (no SSD 
 import ctypes
 import json
 import logging
+import pathlib
+import re
 import warnings
 
 import numpy as np
@@ -128,6 +130,17 @@ def test_config_drives_setup(monkeypatch, master, key):
 
 
 # ---- the package, mooncake.buffer_pool ------------------------------------------------
+
+
+def test_readme_imports_of_the_modules_run():
+    """bindings/python/README.md's list of Mooncake's modules imports as written."""
+    readme = (pathlib.Path(__file__).resolve().parent.parent / "README.md").read_text()
+    section = readme[readme.index("## Mooncake's other modules"):]
+    block = re.search(r"```python\n(.*?)```", section, re.S).group(1)
+    namespace = {}
+    exec(block, namespace)
+    assert namespace["BufferPool"] is mooncake_store.BufferPool
+    assert namespace["TransferOpcode"].Write == 1
 
 
 def test_package_exports_the_native_buffer_pool():
