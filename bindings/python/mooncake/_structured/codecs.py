@@ -34,7 +34,7 @@ import numpy as np
 
 from mooncake._structured import hooks
 from mooncake._structured.decisions import (
-    _CodecDecision, _EncodedStructuredLeaf, _is_bytes_like, _is_pil_image)
+    _CodecDecision, _EncodedStructuredLeaf, _is_pil_image)
 from mooncake._structured.model import (
     FieldSchema, _DirectCopyPayload, _MultiBufferPayload, _OwnerBackedList)
 from mooncake._structured.tensors import (

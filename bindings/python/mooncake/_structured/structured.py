@@ -17,14 +17,14 @@ from typing import Any, Mapping, Optional
 
 import numpy as np
 
-from mooncake._structured.buffers import _decode_structured_metadata, _encode_structured_metadata
+from mooncake._structured.buffers import (
+    _decode_structured_metadata, _encode_structured_metadata, _validate_key_segment)
 from mooncake._structured.bundle import _BundleManifestStore
 from mooncake._structured.model import (
     STRUCTURED_FIELD_SPECS_KEY, BundleTransferPolicy, RemoteBundleRef, StructuredMemberSlice,
     StructuredObjectPayload, StructuredObjectReadSpec, StructuredObjectResult,
     _DirectCopyPayload, _MultiBufferPayload, _NdarrayReadPlan, _RawDestinationBuffer,
     _TensorObjectBufferPayload, _TensorPayload)
-from mooncake._structured.buffers import _validate_key_segment
 from mooncake._structured.tensors import (
     _deserialize_nested_tensor_payload, _deserialize_tensor_payload,
     _deserialize_torch_save_payload, _encode_torch_tensor_field, _is_tensor,

@@ -19,6 +19,7 @@ of threads of their own, joined before the call returns.
 from __future__ import annotations
 
 import ctypes
+import threading
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from contextlib import contextmanager
 from typing import Any, Iterator, Literal, Mapping, Sequence
@@ -47,6 +48,7 @@ class _MooncakePayloadTransport:
     def __init__(self, store: BundleStore, buffer_pool: Any = None) -> None:
         self._store = store
         self._buffer_pool = buffer_pool
+        self._pool_lock = threading.Lock()  # one pool made, however many threads ask
         self._batch_put_from = getattr(store, "batch_put_from", None)
         self._put_tensor_from = getattr(store, "put_tensor_from", None)
         self._batch_get_into = getattr(store, "batch_get_into", None)
@@ -72,13 +74,16 @@ class _MooncakePayloadTransport:
 
     def _ensure_buffer_pool(self) -> Any:
         """The pool given, or one made for the store (None when it cannot have one)."""
-        if self._buffer_pool is None and self._store_can_auto_create_buffer_pool():
-            try:
-                from mooncake.buffer_pool import BufferPool
+        if self._buffer_pool is not None or not self._store_can_auto_create_buffer_pool():
+            return self._buffer_pool
+        with self._pool_lock:
+            if self._buffer_pool is None:
+                try:
+                    from mooncake.buffer_pool import BufferPool
 
-                self._buffer_pool = BufferPool(self._store, block_on_exhaustion=False)
-            except (ImportError, AttributeError, RuntimeError, TypeError):
-                return None
+                    self._buffer_pool = BufferPool(self._store, block_on_exhaustion=False)
+                except (ImportError, AttributeError, RuntimeError, TypeError):
+                    return None  # not connected (no pool yet): asked again next time
         return self._buffer_pool
 
     # ---- puts -------------------------------------------------------------------------
