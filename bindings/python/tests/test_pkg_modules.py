@@ -9,6 +9,7 @@ Runs in the main suite (ctest python_binding_test), against its cluster (no SSD 
 import ctypes
 import json
 import logging
+import os
 import pathlib
 import re
 import warnings
@@ -195,6 +196,19 @@ def test_enable_ssd_offload_warns_without_a_daemon_ssd_tier(master, key):
         with pytest.raises(UserWarning, match="no SSD tier"):
             s.setup(*args, enable_ssd_offload=True)
     assert s.health_check() == 1
+
+
+@pytest.mark.skipif(os.environ.get("MC_TEST_SSD") != "1",
+                    reason="needs a daemon with an SSD tier and MC_TEST_SSD=1 "
+                           "(ctest python_binding_ssd_test)")
+def test_ssd_tier_setup_is_quiet_with_enable_ssd_offload(master):
+    s = MooncakeDistributedStore()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no warning to raise
+        assert s.setup("localhost", "P2PHANDSHAKE", 0, 16 << 20, "tcp", "", master,
+                       enable_ssd_offload=True) == 0
+    assert s.last_error() == ""  # the tier question left no failure behind
+    assert s.close() == 0
 
 
 # ---- mooncake._fast_copy ---------------------------------------------------------------
