@@ -19,6 +19,8 @@ PACKAGES=(
   clang libfuzzer-14-dev                # fuzz harnesses (make fuzz; make test runs them briefly)
   pybind11-dev python3-pybind11 python3-pytest python3-numpy python3-dev
   python3-pip python3-venv python3-setuptools python3-wheel   # pip install ./bindings/python
+  python3-msgpack python3-aiohttp       # mooncake.structured_object_store's msgpack codec,
+                                        # mooncake.mooncake_store_service's REST server
   openjdk-17-jdk-headless junit4        # Java binding (JNI) and its tests
   etcd-server                           # master HA
   libcurl4-openssl-dev nlohmann-json3-dev   # etcd's JSON gateway (common/etcd_client.cc)

@@ -51,7 +51,13 @@ expected=(bin/mooncake-master bin/mooncaked bin/mooncake_master
   share/doc/mooncake/examples/master.yaml share/doc/mooncake/examples/mooncaked.yaml
   share/doc/mooncake/examples/prometheus-rules.yml
   share/doc/mooncake/README.md share/doc/mooncake/operations.md
-  "$python_dir/mooncake/__init__.py" "$python_dir/mooncake/store.py")
+  "$python_dir/mooncake/__init__.py" "$python_dir/mooncake/store.py"
+  bin/mooncake_client)
+# Mooncake's package layout: every module of the package's source, and where the commands
+# find the programs.
+for f in $(cd "$src/bindings/python" && find mooncake -name '*.py') mooncake/_install_paths.py; do
+  expected+=("$python_dir/$f")
+done
 [ "$have_cli" = 1 ] && expected+=(bin/mooncake-cli)
 [ "$have_java" = 1 ] && expected+=(share/java/mooncake-store.jar lib/jni/libmooncake_store_jni.so)
 if [ "$man_pages" = 1 ]; then
@@ -62,13 +68,15 @@ for f in "${expected[@]}"; do
 done
 module=$(ls "$root/$python_dir"/mooncake_store.cpython-*.so 2> /dev/null)
 [ -n "$module" ] || fail "the Python module is not installed in $python_dir"
+fast_copy=$(ls "$root/$python_dir"/mooncake/_fast_copy.cpython-*.so 2> /dev/null)
+[ -n "$fast_copy" ] || fail "mooncake._fast_copy is not installed in $python_dir/mooncake"
 for f in mooncake-master mooncaked; do [ -x "$root/bin/$f" ] || fail "$f is not executable"; done
 [ "$(readlink "$root/bin/mooncake_master")" = mooncake-master ] ||
   fail "bin/mooncake_master is not a link to mooncake-master"
 [ "$(readlink "$root/lib/libmooncake_store.so")" = libmooncake_store.so.1 ] ||
   fail "the .so link does not name the soname"
 # Nothing else in bin (the CLI only with its target).
-extra=$(ls "$root/bin" | grep -vxE 'mooncake-master|mooncaked|mooncake_master|mooncake-cli')
+extra=$(ls "$root/bin" | grep -vxE 'mooncake-master|mooncaked|mooncake_master|mooncake_client|mooncake-cli')
 [ -z "$extra" ] || fail "unexpected in bin: $extra"
 [ "$have_cli" = 1 ] || [ ! -e "$root/bin/mooncake-cli" ] || fail "mooncake-cli without its target"
 
@@ -101,6 +109,7 @@ for p in mooncake-master mooncaked; do check_libraries "$root/bin/$p"; done
 [ "$have_cli" = 1 ] && check_runpath "$root/bin/mooncake-cli" '$ORIGIN/../lib' &&
   check_libraries "$root/bin/mooncake-cli" needs
 check_runpath "$module" "\$ORIGIN/$(realpath -m --relative-to="/$python_dir" /lib)"
+check_libraries "$fast_copy"
 [ "$have_java" = 1 ] && check_runpath "$root/lib/jni/libmooncake_store_jni.so" '$ORIGIN/..'
 
 # Each installed program runs, and says its version.
@@ -189,8 +198,19 @@ assert store.connect() == 0
 assert store.put("install/python", b"installed") == 0
 assert store.get("install/python") == b"installed"
 store.close()
+# Mooncake modules import, and the commands find the installed programs (not those of PATH).
+import mooncake, mooncake.mooncake_config, mooncake.async_store, mooncake.engine
+import mooncake.dataproto_catalog, mooncake.mooncake_store_service, mooncake._fast_copy
+import mooncake.structured_object_store
+from mooncake._programs import find_program
+assert mooncake.BufferPool is mooncake_store.BufferPool
+for p in ("mooncake-master", "mooncaked"):
+    assert find_program(p) == os.path.join(os.path.dirname(lib), "bin", p), find_program(p)
 ' "$root/$python_dir" "$root/lib") > "$tmp/python.log" 2>&1 ||
   fail "the installed Python module: $(cat "$tmp/python.log")"
+# The installed mooncake_client finds its package relative to itself (no PYTHONPATH).
+(cd "$tmp" && env -u PYTHONPATH "$root/bin/mooncake_client" --help) > "$tmp/client.log" 2>&1 &&
+  grep -q "mooncaked" "$tmp/client.log" || fail "the installed mooncake_client: $(cat "$tmp/client.log")"
 
 # The daemon first: it unmounts at the master as it stops.
 for pid in "${pids[1]}" "${pids[0]}"; do

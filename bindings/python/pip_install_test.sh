@@ -1,8 +1,9 @@
 #!/bin/bash
 # `pip install ./bindings/python` installs what the engines import: into a scratch --target,
 # against this build tree's library (MOONCAKE_STORE_BUILD_DIR), it must install the
-# extension mooncake_store and the package mooncake (__init__.py, store.py) and nothing
-# else, and from there alone (another working directory, PYTHONPATH the target only, no
+# extension mooncake_store, the package mooncake (store.py and Mooncake's other modules,
+# the extension mooncake._fast_copy, the paths of this build's programs) and Mooncake's
+# commands, and nothing else, and from there alone (another working directory, PYTHONPATH the target only, no
 # LD_LIBRARY_PATH) `import mooncake.store` must give every public name of the extension,
 # which must load this build's libmooncake_store through its RPATH.
 # Usage: pip_install_test.sh SOURCE_DIR BUILD_DIR PYTHON
@@ -24,11 +25,14 @@ MOONCAKE_STORE_BUILD_DIR=$build CC="$cc" CXX="$cxx" CFLAGS="${CFLAGS:-} -g0" PIP
   "$src/bindings/python" > "$tmp/pip.log" 2>&1 || fail "pip install: $(cat "$tmp/pip.log")"
 
 installed=$(cd "$tmp/site" && find . -path ./mooncake_store-*.dist-info -prune -o \
-  -name __pycache__ -prune -o -type f -print | sort | tr '\n' ' ')
-case "$installed" in
-  "./mooncake/__init__.py ./mooncake/store.py ./mooncake_store.cpython-"*".so ") ;;
-  *) fail "installed: $installed" ;;
-esac
+  -name __pycache__ -prune -o -type f -print | sed 's/\.cpython-[^/]*\.so$/.so/' | sort |
+  tr '\n' ' ')
+# Every module of the package's source, the two extensions, the programs' paths, the commands.
+expected=$( (cd "$src/bindings/python" && find mooncake -name '*.py';
+  echo bin/mc_store_rest_server; echo bin/mooncake_client; echo bin/mooncake_master
+  echo mooncake/_fast_copy.so; echo mooncake/_install_paths.py; echo mooncake_store.so) |
+  sed 's|^|./|' | sort | tr '\n' ' ')
+[ "$installed" = "$expected" ] || fail "installed: $installed; expected: $expected"
 
 cd "$tmp" && env -u LD_LIBRARY_PATH PYTHONPATH="$tmp/site" PYTHONDONTWRITEBYTECODE=1 "$python" -c '
 import os, sys
@@ -42,5 +46,17 @@ from mooncake.store import MooncakeDistributedStore, ReplicateConfig, ReplicaSta
 libs = [l.split()[-1] for l in open("/proc/self/maps") if "libmooncake_store.so" in l]
 want = os.path.realpath(os.path.join(sys.argv[2], "libmc"))
 assert libs and all(os.path.realpath(l).startswith(want) for l in libs), libs
-' "$tmp/site" "$build" || fail "import from the installed tree"
+# Mooncake modules, and the commands find the programs of this build tree.
+import mooncake.mooncake_config, mooncake.async_store, mooncake.engine, mooncake._fast_copy
+import mooncake.dataproto_catalog, mooncake.mooncake_store_service
+import mooncake.structured_object_store
+from mooncake import BufferPool, RegisteredBufferPool
+from mooncake._programs import find_program
+assert BufferPool is RegisteredBufferPool is mooncake_store.BufferPool
+assert find_program("mooncaked") == os.path.join(sys.argv[2], "daemon", "mooncaked")
+' "$tmp/site" "$(realpath "$build")" || fail "import from the installed tree"
+# The console scripts run from the target (with the target on PYTHONPATH, as --target wants).
+(cd "$tmp" && env -u LD_LIBRARY_PATH PYTHONPATH="$tmp/site" PYTHONDONTWRITEBYTECODE=1 \
+  "$tmp/site/bin/mooncake_client" --help) > "$tmp/client.log" 2>&1 &&
+  grep -q mooncaked "$tmp/client.log" || fail "mooncake_client: $(cat "$tmp/client.log")"
 echo PASS

@@ -1,5 +1,7 @@
 """Builds the mooncake_store extension, and installs it with the `mooncake` package (whose
-`mooncake.store` re-exports it under Mooncake's name), for `pip install ./bindings/python`.
+`mooncake.store` re-exports it under Mooncake's name, beside Mooncake's other modules and
+the extension mooncake._fast_copy), for `pip install ./bindings/python`. The commands
+mooncake_master, mooncake_client and mc_store_rest_server are pyproject.toml's scripts.
 
 The module wraps libmooncake_store (include/mooncake_store.h), which must exist first. It is
 found, in this order:
@@ -22,6 +24,7 @@ import tempfile
 
 from pybind11.setup_helpers import ParallelCompile, Pybind11Extension, build_ext
 from setuptools import setup
+from setuptools.command.build_py import build_py
 
 HERE = pathlib.Path(__file__).resolve().parent
 
@@ -38,6 +41,20 @@ def from_build_dir(build_dir):
         raise SystemExit(f"{libdir}/libmooncake_store.so is missing: build the "
                          "mooncake_store target first")
     return [str(source / "include")], [str(libdir)], ["mooncake_store"]
+
+
+def bin_dirs_of_build_dir(build_dir):
+    build = pathlib.Path(build_dir).resolve()
+    return [str(build / "master"), str(build / "daemon")]
+
+
+def bin_dirs_of_pkg_config():
+    try:
+        prefix = subprocess.check_output(
+            ["pkg-config", "--variable=prefix", "mooncake_store"], text=True).strip()
+    except (OSError, subprocess.CalledProcessError):
+        return []
+    return [os.path.normpath(os.path.join(prefix, "bin"))] if prefix else []
 
 
 def from_pkg_config():
@@ -58,8 +75,10 @@ def from_pkg_config():
 
 if os.environ.get("MOONCAKE_STORE_BUILD_DIR"):
     include_dirs, library_dirs, libraries = from_build_dir(os.environ["MOONCAKE_STORE_BUILD_DIR"])
+    bin_dirs = bin_dirs_of_build_dir(os.environ["MOONCAKE_STORE_BUILD_DIR"])
 else:
     include_dirs, library_dirs, libraries = from_pkg_config()
+    bin_dirs = bin_dirs_of_pkg_config()
 
 # The module is src/ alone, over the C ABI: even setup()'s size strings ("16MB") are read by
 # the library (mooncake_store_parse_size), so nothing of the project's common/ is needed.
@@ -74,6 +93,23 @@ extension = Pybind11Extension(
     cxx_std=17,
 )
 
+# mooncake._fast_copy: a module of its own (src/fast_copy), as CMake builds it.
+fast_copy = Pybind11Extension("mooncake._fast_copy", sources=["src/fast_copy/fast_copy.cc"],
+                              cxx_std=17)
+
+
+class BuildPyWithPaths(build_py):
+    """build_py, plus mooncake/_install_paths.py naming where the library's programs are
+    (mooncake_master and mooncake_client start them)."""
+
+    def run(self):
+        super().run()
+        template = (HERE / "mooncake" / "_install_paths.py.in").read_text()
+        listed = ", ".join(repr(d) for d in bin_dirs)
+        target = pathlib.Path(self.build_lib) / "mooncake" / "_install_paths.py"
+        target.write_text(template.replace("@MC_PYTHON_BIN_DIRS@", listed))
+
+
 # The module's files compiled side by side (setuptools compiles one at a time otherwise);
 # MOONCAKE_BUILD_JOBS=N bounds it, all cores by default.
 ParallelCompile("MOONCAKE_BUILD_JOBS", default=0).install()
@@ -86,11 +122,11 @@ BUILD_BASE = os.path.join(tempfile.gettempdir(), f"mooncake-store-py-build-{os.g
 os.makedirs(BUILD_BASE, exist_ok=True)
 
 setup(
-    ext_modules=[extension],
-    cmdclass={"build_ext": build_ext},
+    ext_modules=[extension, fast_copy],
+    cmdclass={"build_ext": build_ext, "build_py": BuildPyWithPaths},
     # The extension module and the `mooncake` package, named here rather than discovered
     # (src/ holds C++ sources, not a src-layout package; tests/ is not installed).
-    packages=["mooncake"],
+    packages=["mooncake", "mooncake._structured"],
     py_modules=[],
     options={"build": {"build_base": BUILD_BASE}, "egg_info": {"egg_base": BUILD_BASE}},
 )

@@ -36,6 +36,7 @@ class BufferPool : public std::enable_shared_from_this<BufferPool> {
              uint64_t alignment, bool block_on_exhaustion, py::object default_timeout,
              py::object max_regions)
       : handle_(store.handle()),
+        registry_(store.registry()),
         block_on_exhaustion_(block_on_exhaustion) {
     if (min_size_class == 0 || alignment == 0) {
       throw std::runtime_error("min_size_class and alignment must be positive");
@@ -71,6 +72,7 @@ class BufferPool : public std::enable_shared_from_this<BufferPool> {
     cv_.notify_all();
   }
   const std::shared_ptr<StoreHandle>& handle() const { return handle_; }
+  const std::shared_ptr<RangeRegistry>& registry() const { return registry_; }
   uint64_t alignment() const { return alignment_; }
 
  private:
@@ -79,6 +81,10 @@ class BufferPool : public std::enable_shared_from_this<BufferPool> {
   }
 
   const std::shared_ptr<StoreHandle> handle_;  // keeps the pool mapped while leases live
+  // The store's known ranges: a lease is one while it lives, so that the store's calls
+  // taking a bare address (get_into_ranges, get_into, ...) know how many bytes it holds,
+  // as Mooncake's know its local buffer.
+  const std::shared_ptr<RangeRegistry> registry_;
   const bool block_on_exhaustion_;
   uint64_t alignment_ = 0;
   uint64_t max_bytes_ = 0;
@@ -94,9 +100,15 @@ class BufferPool : public std::enable_shared_from_this<BufferPool> {
 // One leased buffer: a block of the store's pool, or registered overflow memory.
 class BufferLease : public std::enable_shared_from_this<BufferLease> {
  public:
+  // bytes: what the lease holds of the pool's capacity (at least 1); size: what was asked
+  // for, which size, buffer and its views report (0 for acquire(0), as in Mooncake).
   BufferLease(std::shared_ptr<BufferPool> pool, std::unique_ptr<PoolBlock> block, void* overflow,
-              uint64_t size)
-      : pool_(std::move(pool)), block_(std::move(block)), overflow_(overflow), size_(size) {}
+              uint64_t bytes, uint64_t size)
+      : pool_(std::move(pool)),
+        block_(std::move(block)),
+        overflow_(overflow),
+        bytes_(bytes),
+        size_(size) {}
   ~BufferLease() { ReleaseLease(); }
 
   uintptr_t ptr() const {
@@ -118,16 +130,18 @@ class BufferLease : public std::enable_shared_from_this<BufferLease> {
     closed_ = true;
     block_.reset();
     if (overflow_ != nullptr) {
+      pool_->registry()->Remove(RangeRegistry::kRegistered, reinterpret_cast<uintptr_t>(overflow_));
       mooncake_store_unregister_buffer(pool_->handle()->get(), overflow_);
       std::free(overflow_);
       overflow_ = nullptr;
     }
-    pool_->Return(size_);
+    pool_->Return(bytes_);
   }
 
   std::shared_ptr<BufferPool> pool_;
   std::unique_ptr<PoolBlock> block_;
   void* overflow_;
+  const uint64_t bytes_;
   const uint64_t size_;
   bool closed_ = false;
 };
@@ -179,7 +193,7 @@ std::shared_ptr<BufferLease> BufferPool::Acquire(uint64_t size, py::object block
     ++regions_;
   }
   // The room is ours; the memory is found without the lock.
-  std::unique_ptr<PoolBlock> pooled = PoolBlock::Alloc(handle_, bytes);
+  std::unique_ptr<PoolBlock> pooled = PoolBlock::Alloc(handle_, bytes, registry_);
   void* overflow = nullptr;
   if (!pooled) {
     if (posix_memalign(&overflow, alignment_, bytes) != 0 ||
@@ -188,8 +202,10 @@ std::shared_ptr<BufferLease> BufferPool::Acquire(uint64_t size, py::object block
       Return(bytes);
       throw std::runtime_error("overflow buffer registration failed");
     }
+    registry_->Add(RangeRegistry::kRegistered, reinterpret_cast<uintptr_t>(overflow), bytes);
   }
-  return std::make_shared<BufferLease>(shared_from_this(), std::move(pooled), overflow, bytes);
+  return std::make_shared<BufferLease>(shared_from_this(), std::move(pooled), overflow, bytes,
+                                       size);
 }
 
 }  // namespace

@@ -17,11 +17,35 @@ int SetTenant(const std::shared_ptr<StoreHandle>& handle,
   return mooncake_store_set_tenant(handle->get(), tenant ? tenant->c_str() : nullptr);
 }
 
-// enable_ssd_offload=True asks for every put of the handle to be offloaded; False leaves it
-// to the master's --enable_offload (mooncake_store_set_ssd_offload).
-int SetOffload(const std::shared_ptr<StoreHandle>& handle, bool offload) {
-  return mooncake_store_set_ssd_offload(handle->get(), offload ? MOONCAKE_SSD_OFFLOAD_ON
-                                                               : MOONCAKE_SSD_OFFLOAD_DEFAULT);
+// The handle's puts leave offloading to the master's flags (--enable_offload,
+// --offload_on_evict), whatever setup()'s enable_ssd_offload says: in Mooncake that flag
+// gives the client an SSD tier of its own, which the master's flags then fill; here the
+// tier is the daemon's (--ssd_path), one per host, and no setting of one application turns
+// offloading on or off for the objects of all (docs/mooncake-api.md, "setup()").
+int SetOffload(const std::shared_ptr<StoreHandle>& handle) {
+  return mooncake_store_set_ssd_offload(handle->get(), MOONCAKE_SSD_OFFLOAD_DEFAULT);
+}
+
+// After a setup(enable_ssd_offload=True): a UserWarning when this host's daemon has no SSD
+// tier, since then nothing is offloaded. unmount_local_disk_segment is the C ABI's question
+// for it: 0 when the daemon has none, -1012 (and nothing done) when it has one. False when
+// the warning was raised as an error (-W error).
+bool WarnWithoutSsdTier(const std::shared_ptr<StoreHandle>& handle) {
+  int rc;
+  {
+    py::gil_scoped_release nogil;
+    rc = mooncake_store_unmount_local_disk_segment(handle->get());
+    // A call that succeeds leaves the thread's last_error() as the setup left it: "" (the
+    // question's -1012, "the tier is the daemon's", is no failure of the setup).
+    mooncake_store_health_check(handle->get());
+  }
+  if (rc != 0) return true;
+  return PyErr_WarnEx(PyExc_UserWarning,
+                      "setup(): enable_ssd_offload: this host's daemon has no SSD tier, so "
+                      "nothing will be offloaded: start mooncaked with --ssd_path and "
+                      "--ssd_capacity, and the master with --enable_offload or "
+                      "--offload_on_evict",
+                      1) == 0;
 }
 
 }  // namespace
@@ -37,7 +61,7 @@ int Setup(Store& self, const py::args& args, const py::kwargs& kwargs) {
   }
   auto handle = self.HandleForConnect(a.local_buffer_size);
   int rc = SetTenant(handle, a.tenant);
-  if (rc == 0) rc = SetOffload(handle, a.enable_ssd_offload);
+  if (rc == 0) rc = SetOffload(handle);
   if (rc != 0) return rc;
   {
     py::gil_scoped_release nogil;
@@ -45,8 +69,14 @@ int Setup(Store& self, const py::args& args, const py::kwargs& kwargs) {
                               a.global_segment_size, a.local_buffer_size, a.protocol.c_str(),
                               a.device_name.c_str(), a.master_server_addr.c_str());
   }
-  if (rc == 0) self.Connected(handle, a.local_buffer_size);
-  return rc;
+  if (rc != 0) return rc;
+  self.Connected(handle, a.local_buffer_size);
+  if (a.enable_ssd_offload && !WarnWithoutSsdTier(handle)) {
+    py::error_already_set raised;  // taken first: Close runs with no error pending
+    Close(self);                   // -W error: the setup does not stand
+    throw raised;
+  }
+  return 0;
 }
 
 int Connect(Store& self, const std::optional<std::string>& socket_path,
@@ -61,7 +91,7 @@ int Connect(Store& self, const std::optional<std::string>& socket_path,
   }
   auto handle = self.HandleForConnect(pool_size);
   int rc = SetTenant(handle, tenant);
-  if (rc == 0) rc = SetOffload(handle, false);  // connect() has no such choice: the default
+  if (rc == 0) rc = SetOffload(handle);
   if (rc != 0) return rc;
   {
     py::gil_scoped_release nogil;

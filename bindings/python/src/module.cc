@@ -99,10 +99,18 @@ PYBIND11_MODULE(mooncake_store, m) {
       .def_readwrite("preferred_nof_segments", &ReplicateConfig::preferred_nof_segments,
                      "NVMe-oF segments: not supported, a put naming any returns -1012")
       .def_property(
-          "data_type", [](const ReplicateConfig& c) { return c.data_type; },
+          "data_type",
+          [](const ReplicateConfig& c) -> py::object {
+            // An ObjectDataType, as Mooncake's field is; a value outside the enum (assigned
+            // as an int, which puts answer -600 for) reads back as that int.
+            if (c.data_type >= 0 && c.data_type <= static_cast<int>(ObjectDataType::GENERAL)) {
+              return py::cast(static_cast<ObjectDataType>(c.data_type));
+            }
+            return py::int_(c.data_type);
+          },
           [](ReplicateConfig& c, py::object v) { c.data_type = py::int_(v).cast<int>(); },
-          "Mooncake's ObjectDataType (an int or the enum), 0..9 (else puts return -600); "
-          "accepted, no per-type accounting")
+          "Mooncake's ObjectDataType (default UNKNOWN); assigned as the enum or an int, "
+          "0..9 (else puts return -600); accepted, no per-type accounting")
       .def_readwrite("group_ids", &ReplicateConfig::group_ids,
                      "None, or per-key group ids: only '' (ungrouped) is supported, any other "
                      "id makes the put return -1012")
@@ -155,9 +163,10 @@ PYBIND11_MODULE(mooncake_store, m) {
            "metadata, its transports). tenant_id: the tenant whose keys this store names, 1-64 "
            "characters of [A-Za-z0-9_.-] (else -600); 'default' or None names none (the "
            "daemon's default for this uid, else the default tenant); -1401 when the daemon "
-           "keeps it for other uids. enable_ssd_offload (a bool, or 'true'/'false'): True "
-           "makes every put of this store ask for its value to be offloaded to the SSD tier of "
-           "the daemon holding it; False leaves it to the master's --enable_offload. Settings "
+           "keeps it for other uids. enable_ssd_offload (a bool, or 'true'/'false'): Mooncake's "
+           "switch of the client's SSD tier; here the tier is the daemon's (--ssd_path), filled "
+           "as the master's --enable_offload / --offload_on_evict say, so True only warns when "
+           "the daemon has none, and False turns nothing off. Settings "
            "accepted but not applied warn (UserWarning, naming the key and why): engine, "
            "ssd_offload_path (only '' or an absolute path is accepted, else -600), "
            "enable_client_http_server with client_http_port, ipc_socket_path, and unknown "

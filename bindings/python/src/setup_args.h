@@ -12,7 +12,9 @@
 //
 // What each setting becomes here (docs/mooncake-api.md, "package-and-setup"):
 // - honoured: global_segment_size, local_buffer_size, master_server_addr (compared with the
-//   daemon's master as an endpoint), enable_ssd_offload, tenant_id;
+//   daemon's master as an endpoint), tenant_id;
+// - enable_ssd_offload: Mooncake's switch of the client's own SSD tier; the tier is the
+//   daemon's here, so True warns when the daemon has none (lifecycle.cc);
 // - accepted, their role being the daemon's: local_hostname (the daemon advertises its own
 //   endpoint, get_hostname()), metadata_server (the daemon keeps the cluster's metadata
 //   with the master), protocol and rdma_devices (the daemon's --protocol and
@@ -47,7 +49,7 @@ struct SetupArgs {
   std::string local_hostname, metadata_server, protocol, device_name, master_server_addr;
   uint64_t global_segment_size = 0;
   uint64_t local_buffer_size = kDefaultLocalBufferSize;
-  bool enable_ssd_offload = false;     // mooncake_store_set_ssd_offload
+  bool enable_ssd_offload = false;     // warn when the daemon has no SSD tier (lifecycle.cc)
   std::optional<std::string> tenant;   // mooncake_store_set_tenant; none: the default tenant
   // One line per setting accepted but not applied: "key: why". setup() warns with each.
   std::vector<std::string> ignored;

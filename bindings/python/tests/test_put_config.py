@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import mooncake_store
-from mooncake_store import ReplicateConfig, SoftPinAction
+from mooncake_store import ObjectDataType, ReplicateConfig, SoftPinAction
 
 INVALID_PARAMS = -600
 NOT_SUPPORTED = -1012
@@ -39,9 +39,12 @@ def test_every_mooncake_field_with_its_default():
     assert c.preferred_segment == ""
     assert c.preferred_nof_segments == []
     assert c.prefer_alloc_in_same_node is False
-    assert c.data_type == 0
+    # An ObjectDataType, as Mooncake's field is (UNKNOWN by default); ints are accepted
+    # on assignment and read back as the enum.
+    assert c.data_type == ObjectDataType.UNKNOWN and isinstance(c.data_type, ObjectDataType)
     assert c.group_ids is None
     c.data_type = 1
+    assert c.data_type == ObjectDataType.KVCACHE
     c.group_ids = ["", ""]
     text = str(c)
     for part in ["nof_replica_num=0", "dfs_replica_num=0", "data_type=1", "group_ids=['', '']",
