@@ -18,7 +18,9 @@ std::string Address(const void* p) {
   return buf;
 }
 
-const char* Where(const MemoryPlace& place) { return place.device ? "device memory" : "host memory"; }
+const char* Where(const MemoryPlace& place) {
+  return place.device ? "device memory" : "host memory";
+}
 
 // The refusal of a buffer that is neither host memory nor device memory, saying which
 // driver was asked and what it answered.
