@@ -33,6 +33,8 @@
  *  - MOONCAKE_STORE_HUGE_PAGES: 0 keeps the handle's pool off the host's reserved huge
  *    pages; otherwise the pool takes them when free (copies to and from it then run at
  *    memcpy speed: docs/operations.md "Huge pages") and falls back to ordinary memory.
+ *  - MOONCAKE_CUDA_DRIVER: the CUDA driver library for device memory (default
+ *    libcuda.so.1; "none": no driver), read once per process ("device memory" below).
  */
 #ifndef MOONCAKE_STORE_H_
 #define MOONCAKE_STORE_H_
@@ -574,6 +576,40 @@ int mooncake_store_unmount_segment(mooncake_store_t store, uint64_t segment_id,
  * unmount), -1012 when it has one: the tier is the daemon's (--ssd_path), shared by every
  * application on the host, not this handle's to take away. */
 int mooncake_store_unmount_local_disk_segment(mooncake_store_t store);
+
+/* ---- device memory (docs/libmc.md, "Device memory") ---------------------------------- */
+
+/* Every buffer of the data calls (put, put_from, upsert_from, get_into, get_ranges, their
+ * batch and _ex forms, register_buffer) may be host memory or CUDA device memory
+ * (cudaMalloc, cuMemAlloc, cuMemMap, managed memory: a CUDA tensor's data_ptr()). The library
+ * asks the CUDA driver where a buffer lives and moves device bytes through its pool with the
+ * driver's copies, never dereferencing them. The driver is loaded at run time: libcuda.so.1,
+ * or the library the environment variable MOONCAKE_CUDA_DRIVER names ("none": no driver);
+ * the library never initializes CUDA itself (an application that did not has no device
+ * memory). A buffer that is neither host memory this process may access nor device memory
+ * the driver knows is refused with -600, never dereferenced, and mooncake_store_errmsg()
+ * says why ("buffer at 0x7f2a... is not host memory and no CUDA driver is loaded: ..."); so
+ * is a get into read-only memory. Register device memory (register_buffer) to skip the
+ * per-call question to the driver. Finish writing device memory (synchronize the stream that
+ * wrote it) before a put of it; a get's bytes are in device memory when it returns. A failed
+ * driver copy is -800: a put stores nothing, a get's buffer may hold part of the value. */
+
+/* What mooncake_store_memory_kind answers. */
+#define MOONCAKE_MEMORY_HOST 0 /* memory of this process: copied with memcpy */
+#define MOONCAKE_MEMORY_CUDA 1 /* CUDA device memory: copied by the CUDA driver */
+
+/* Where buffer lives, as the data calls see it: MOONCAKE_MEMORY_HOST, MOONCAKE_MEMORY_CUDA
+ * (inside a registered range: what register_buffer found), or -600 when it is neither
+ * (errmsg says why); -1 for NULL. Needs no connection. */
+int mooncake_store_memory_kind(mooncake_store_t store, const void *buffer);
+
+/* Copies size bytes from src to dst, each host or CUDA device memory (as memory_kind says):
+ * memcpy between host memory, else the CUDA driver's copy, finished when the call returns.
+ * For bindings that gather a value's parts into one buffer before a put, or scatter one
+ * after a get. 0 (also for size 0); -600 when a buffer is neither kind or dst is read-only
+ * memory, or when either runs past the end of a registered range it starts in; -800 when
+ * the driver's copy fails; -1 for NULL. Needs no connection. */
+int mooncake_store_copy_memory(mooncake_store_t store, void *dst, const void *src, size_t size);
 
 #ifdef __cplusplus
 }

@@ -44,11 +44,12 @@ int CheckAnyConfig(const StoreClient* client, const mooncake_replicate_config_t*
 int CheckAnyConfig(const StoreClient* client, const mooncake_put_config_t* config,
                    uds::WireConfig* out);
 
-// The checks every put shares (value, key, config, size, registered range); 0 when the put
-// may go ahead.
+// The checks every put shares (value, key, config, size, where the value lives: *place);
+// 0 when the put may go ahead.
 template <typename Config>
 int CheckPut(StoreClient* client, const char* key, const void* value, size_t size,
-             const Config* config, std::string* key_out, uds::WireConfig* config_out) {
+             const Config* config, std::string* key_out, uds::WireConfig* config_out,
+             MemoryPlace* place) {
   if (value == nullptr) return NullArgument("value");
   int rc = CheckKey(key, key_out);
   if (rc != 0) return rc;
@@ -56,7 +57,7 @@ int CheckPut(StoreClient* client, const char* key, const void* value, size_t siz
   if (rc != 0) return rc;
   rc = CheckValueSize(size);
   if (rc != 0) return rc;
-  return ToInt(client->CheckRegistered(value, size));
+  return ToInt(client->CheckBuffer(value, size, false, place));
 }
 
 }  // namespace client

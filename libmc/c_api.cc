@@ -34,6 +34,7 @@ using mooncake::client::CheckKey;
 using mooncake::client::CheckPut;
 using mooncake::client::kInternal;
 using mooncake::client::kInvalidParams;
+using mooncake::client::MemoryPlace;
 using mooncake::client::NullArgument;
 using mooncake::client::Refuse;
 using mooncake::client::StoreClient;
@@ -140,16 +141,17 @@ int PutOrUpsert(const char* function, mooncake_store_t store, const char* key,
   return Api<int>(function, store, Kind::kData, [&] {
     std::string k;
     mooncake::uds::WireConfig c;
-    int rc = CheckPut(AsClient(store), key, value, size, config, &k, &c);
+    MemoryPlace place;
+    int rc = CheckPut(AsClient(store), key, value, size, config, &k, &c, &place);
     if (rc != 0) return rc;
-    return ToAbi(AsClient(store)->Put(k, value, size, c, upsert));
+    return ToAbi(AsClient(store)->Put(k, value, size, c, upsert, place));
   });
 }
 
 // What the batch put and get entry points share: the NULL checks, then check(client, i,
-// &key) for each entry (0, or its code, which is its result at once; the first such entry
-// is the call's message), then run(client, items) for the entries that passed. 0 once the
-// entries have their results, or -1.
+// &key, &place) for each entry (0, or its code, which is its result at once; the first
+// such entry is the call's message), then run(client, items) for the entries that passed.
+// 0 once the entries have their results, or -1.
 template <typename Item, typename Out, typename Check, typename Run>
 int BatchCall(const char* function, mooncake_store_t store, const char** keys, void** buffers,
               const size_t* sizes, size_t count, Out* results_out, Check check, Run run) {
@@ -165,14 +167,15 @@ int BatchCall(const char* function, mooncake_store_t store, const char** keys, v
     items.reserve(count);
     for (size_t i = 0; i < count; ++i) {
       std::string k;
-      int rc = check(client, i, &k);
+      MemoryPlace place;
+      int rc = check(client, i, &k, &place);
       if (rc != 0) {
         results_out[i] = rc;
         mooncake::client::NoteEntry(i, rc);
         continue;
       }
       // A char* fits both PutItem::data (const char*) and GetItem::buffer.
-      items.push_back({std::move(k), static_cast<char*>(buffers[i]), sizes[i]});
+      items.push_back({std::move(k), static_cast<char*>(buffers[i]), sizes[i], place});
       where.push_back(i);
     }
     if (!items.empty()) run(client, items);
@@ -365,13 +368,13 @@ int BatchPutOrUpsert(const char* function, mooncake_store_t store, const char** 
   int config_rc = 0;
   return BatchCall<StoreClient::PutItem>(
       function, store, keys, buffers, sizes, count, results_out,
-      [&](StoreClient* client, size_t i, std::string* k) {
+      [&](StoreClient* client, size_t i, std::string* k, MemoryPlace* place) {
         // The first entry checks the batch's config, inside the call's guard.
         if (i == 0) config_rc = CheckAnyConfig(client, config, &c);
         mooncake::uds::WireConfig unused;  // the batch's config is c
         if (config_rc != 0) return config_rc;  // every entry's: the call's message says why
         return CheckPut<mooncake_replicate_config_t>(client, keys[i], buffers[i], sizes[i],
-                                                     nullptr, k, &unused);
+                                                     nullptr, k, &unused, place);
       },
       [&](StoreClient* client, std::vector<StoreClient::PutItem>& items) {
         client->BatchPut(items, c, upsert);
@@ -435,10 +438,11 @@ MC_EXPORT int64_t mooncake_store_get_into(mooncake_store_t store, const char* ke
   return Api<int64_t>(__func__, store, Kind::kData, [&]() -> int64_t {
     if (buffer == nullptr) return NullArgument("buffer");
     std::string k;
+    MemoryPlace place;
     int rc = CheckKey(key, &k);
-    if (rc == 0) rc = ToAbi(AsClient(store)->CheckRegistered(buffer, size));
+    if (rc == 0) rc = ToAbi(AsClient(store)->CheckBuffer(buffer, size, true, &place));
     if (rc != 0) return rc;
-    return ToAbi(AsClient(store)->GetInto(k, buffer, size));
+    return ToAbi(AsClient(store)->GetInto(k, buffer, size, place));
   });
 }
 
@@ -447,9 +451,9 @@ MC_EXPORT int mooncake_store_batch_get_into(mooncake_store_t store, const char**
                                             int64_t* results_out) {
   return BatchCall<StoreClient::GetItem>(
       __func__, store, keys, buffers, sizes, count, results_out,
-      [&](StoreClient* client, size_t i, std::string* k) {
+      [&](StoreClient* client, size_t i, std::string* k, MemoryPlace* place) {
         int rc = buffers[i] == nullptr ? NullArgument("buffer") : CheckKey(keys[i], k);
-        return rc != 0 ? rc : ToAbi(client->CheckRegistered(buffers[i], sizes[i]));
+        return rc != 0 ? rc : ToAbi(client->CheckBuffer(buffers[i], sizes[i], true, place));
       },
       [](StoreClient* client, std::vector<StoreClient::GetItem>& items) {
         client->BatchGetInto(items);
@@ -720,14 +724,15 @@ MC_EXPORT int mooncake_store_parse_size(const char* text, uint64_t* out) {
 namespace {
 
 // A get's checks before it is sent: 0, or the code every fragment (and the get) answers.
-int CheckRangedGet(StoreClient* client, const mooncake_ranged_get_t& g, std::string* key) {
+int CheckRangedGet(StoreClient* client, const mooncake_ranged_get_t& g, std::string* key,
+                   MemoryPlace* place) {
   if (g.range_count == 0) return 0;
   if (g.buffer == nullptr) return NullArgument("buffer");
   if (g.ranges == nullptr) return NullArgument("ranges");
   if (g.results_out == nullptr) return NullArgument("results_out");
   int rc = CheckKey(g.key, key);
   if (rc != 0) return rc;
-  return ToAbi(client->CheckRegistered(g.buffer, g.buffer_size));
+  return ToAbi(client->CheckBuffer(g.buffer, g.buffer_size, true, place));
 }
 
 // What get_ranges returns for a get whose fragments have their results.
@@ -750,14 +755,16 @@ int RangedGets(mooncake_store_t store, const mooncake_ranged_get_t* gets, size_t
   for (size_t i = 0; i < count; ++i) {
     const mooncake_ranged_get_t& g = gets[i];
     std::string k;
-    int rc = CheckRangedGet(client, g, &k);
+    MemoryPlace place;
+    int rc = CheckRangedGet(client, g, &k, &place);
     if (rc != 0 || g.range_count == 0) {
       for (size_t r = 0; rc != kInternal && r < g.range_count; ++r) g.results_out[r] = rc;
       results_out[i] = rc;
       if (rc != 0) mooncake::client::NoteEntry(i, rc);
       continue;
     }
-    StoreClient::RangeGet item{std::move(k), static_cast<char*>(g.buffer), g.buffer_size, {}};
+    StoreClient::RangeGet item{std::move(k), static_cast<char*>(g.buffer), g.buffer_size, place,
+                               {}};
     item.ranges.reserve(g.range_count);
     for (size_t r = 0; r < g.range_count; ++r) {
       item.ranges.push_back({g.ranges[r].src_offset, g.ranges[r].length, g.ranges[r].dst_offset});
@@ -796,5 +803,30 @@ MC_EXPORT int mooncake_store_batch_get_ranges(mooncake_store_t store,
     if (gets == nullptr) return NullArgument("gets");
     if (results_out == nullptr) return NullArgument("results_out");
     return RangedGets(store, gets, count, results_out);
+  });
+}
+
+// ---- device memory -----------------------------------------------------------------------
+
+MC_EXPORT int mooncake_store_memory_kind(mooncake_store_t store, const void* buffer) {
+  return Api<int>(__func__, store, Kind::kData, [&] {
+    if (buffer == nullptr) return NullArgument("buffer");
+    MemoryPlace place;
+    int rc = ToAbi(AsClient(store)->CheckBuffer(buffer, 1, false, &place));
+    if (rc != 0) return rc;
+    return place.device ? MOONCAKE_MEMORY_CUDA : MOONCAKE_MEMORY_HOST;
+  });
+}
+
+MC_EXPORT int mooncake_store_copy_memory(mooncake_store_t store, void* dst, const void* src,
+                                         size_t size) {
+  return Api<int>(__func__, store, Kind::kData, [&] {
+    if (dst == nullptr) return NullArgument("dst");
+    if (src == nullptr) return NullArgument("src");
+    MemoryPlace to, from;
+    int rc = ToAbi(AsClient(store)->CheckBuffer(src, size, false, &from));
+    if (rc == 0) rc = ToAbi(AsClient(store)->CheckBuffer(dst, size, true, &to));
+    if (rc != 0) return rc;
+    return ToAbi(mooncake::client::CopyMemory(to, dst, from, src, size));
   });
 }

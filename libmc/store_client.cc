@@ -47,8 +47,9 @@ std::shared_ptr<PoolBlock> NextChunkBlock(Pool& pool, const Connection& conn,
 // The one chunk pipeline of staged puts and gets: the value's size bytes go through the
 // pool in chunks (PUT_CHUNK or GET_CHUNK of staged_id), kChunksInFlight at a time.
 // before_send(block, value_offset) fills a chunk's block before it is sent (puts);
-// after_reply(block, value_offset) empties it once the daemon answered OK (gets). The
-// first failure stops it; the chunks still in flight are waited for before it returns.
+// after_reply(block, value_offset) empties it once the daemon answered OK (gets); each
+// returns OK or why the caller's memory could not be copied. The first failure stops it;
+// the chunks still in flight are waited for before it returns.
 template <class BeforeSend, class AfterReply>
 ErrorCode RunChunks(Connection& conn, Pool& pool, uds::Op op, uint64_t staged_id,
                     uint64_t size, BeforeSend before_send, AfterReply after_reply) {
@@ -64,7 +65,8 @@ ErrorCode RunChunks(Connection& conn, Pool& pool, uds::Op op, uint64_t staged_id
     if (sent < size && in_flight.size() < kChunksInFlight) {
       std::shared_ptr<PoolBlock> block = NextChunkBlock(pool, conn, size - sent, in_flight.empty());
       if (block) {
-        before_send(*block, sent);
+        rc = before_send(*block, sent);
+        if (rc != ErrorCode::OK) break;
         Request chunk(op, uds::ChunkArgs{staged_id, sent, block->offset(), block->size()});
         in_flight.push_back({conn.Send(chunk, block), block, sent});
         sent += block->size();
@@ -78,7 +80,7 @@ ErrorCode RunChunks(Connection& conn, Pool& pool, uds::Op op, uint64_t staged_id
     Chunk& front = in_flight.front();
     Reply reply;
     rc = conn.Wait(front.ticket, &reply);
-    if (rc == ErrorCode::OK) after_reply(*front.block, front.value_offset);
+    if (rc == ErrorCode::OK) rc = after_reply(*front.block, front.value_offset);
     in_flight.pop_front();
   }
   for (Chunk& chunk : in_flight) {  // after a failure: let the others finish first
@@ -387,15 +389,16 @@ void StoreClient::Free(void* ptr) {
 // ---- put ------------------------------------------------------------------------------
 
 ErrorCode StoreClient::Put(const std::string& key, const void* value, uint64_t size,
-                           const uds::WireConfig& config, bool upsert) {
+                           const uds::WireConfig& config, bool upsert, const MemoryPlace& place) {
   Context c;
   ErrorCode rc = Acquire(&c);
   if (rc != ErrorCode::OK) return rc;
-  return PutOne(c, key, static_cast<const char*>(value), size, config, upsert);
+  return PutOne(c, key, static_cast<const char*>(value), size, config, upsert, place);
 }
 
 ErrorCode StoreClient::PutOne(Context& c, const std::string& key, const char* value,
-                              uint64_t size, const uds::WireConfig& config, bool upsert) {
+                              uint64_t size, const uds::WireConfig& config, bool upsert,
+                              const MemoryPlace& place) {
   // No pool: nothing can be copied (as in Mooncake).
   if (!c.pool) return NoPool();
   uint64_t offset;
@@ -404,10 +407,11 @@ ErrorCode StoreClient::PutOne(Context& c, const std::string& key, const char* va
   }
   std::shared_ptr<PoolBlock> block = c.pool->TryStage(size, size);
   if (block) {
-    std::memcpy(block->data(), value, size);
+    ErrorCode rc = CopyFromCaller(place, block->data(), value, size);
+    if (rc != ErrorCode::OK) return rc;
     return PutOnce(c, key, block->offset(), size, config, upsert, block);
   }
-  return PutStaged(c, key, value, size, config, upsert);
+  return PutStaged(c, key, value, size, config, upsert, place);
 }
 
 ErrorCode StoreClient::PutOnce(Context& c, const std::string& key, uint64_t pool_offset,
@@ -423,7 +427,8 @@ ErrorCode StoreClient::PutOnce(Context& c, const std::string& key, uint64_t pool
 }
 
 ErrorCode StoreClient::PutStaged(Context& c, const std::string& key, const char* value,
-                                 uint64_t size, const uds::WireConfig& config, bool upsert) {
+                                 uint64_t size, const uds::WireConfig& config, bool upsert,
+                                 const MemoryPlace& place) {
   uds::PutBeginReply begun;
   ErrorCode rc = c.conn->Invoke<uds::Op::kPutBegin>(
       uds::PutBeginArgs{key, size, config, uds::Flag{upsert}}, &begun);
@@ -431,8 +436,10 @@ ErrorCode StoreClient::PutStaged(Context& c, const std::string& key, const char*
   if (rc != ErrorCode::OK) return rc;
   rc = RunChunks(
       *c.conn, *c.pool, uds::Op::kPutChunk, begun.put_id, size,
-      [&](PoolBlock& block, uint64_t at) { std::memcpy(block.data(), value + at, block.size()); },
-      [](PoolBlock&, uint64_t) {});
+      [&](PoolBlock& block, uint64_t at) {
+        return CopyFromCaller(place, block.data(), value + at, block.size());
+      },
+      [](PoolBlock&, uint64_t) { return ErrorCode::OK; });
   uds::NoReply none;
   if (rc == ErrorCode::OK) {
     return c.conn->Invoke<uds::Op::kPutCommit>(uds::StagedIdArgs{begun.put_id}, &none);
@@ -469,9 +476,12 @@ void StoreClient::BatchPut(std::vector<PutItem>& items, const uds::WireConfig& c
       it.result = ErrorCode::INVALID_PARAMS;
     } else if (!frame.Place(*c.pool, it.data, it.size, &offset, &block)) {
       // Too large for the pool right now: chunked, on its own.
-      it.result = PutOne(c, it.key, it.data, it.size, config, false);
+      it.result = PutOne(c, it.key, it.data, it.size, config, false, it.place);
     } else {
-      if (block) std::memcpy(block->data(), it.data, it.size);
+      if (block) {
+        it.result = CopyFromCaller(it.place, block->data(), it.data, it.size);
+        if (it.result != ErrorCode::OK) continue;  // the caller's memory could not be read
+      }
       frame.Add(i, uds::PutEntry{std::move(it.key), offset, it.size}, std::move(block));
     }
   }
@@ -496,9 +506,12 @@ void StoreClient::BatchUpsert(Context& c, std::vector<PutItem>& items,
       // Too large for the pool right now: the entries framed so far go first, so that the
       // batch's upserts of one key still apply in order; then this one, chunked.
       frame.Flush();
-      it.result = PutOne(c, it.key, it.data, it.size, config, true);
+      it.result = PutOne(c, it.key, it.data, it.size, config, true, it.place);
     } else {
-      if (block) std::memcpy(block->data(), it.data, it.size);
+      if (block) {
+        it.result = CopyFromCaller(it.place, block->data(), it.data, it.size);
+        if (it.result != ErrorCode::OK) continue;  // the caller's memory could not be read
+      }
       frame.Add(i, uds::PutEntry{std::move(it.key), offset, it.size}, std::move(block));
     }
   }
@@ -507,15 +520,16 @@ void StoreClient::BatchUpsert(Context& c, std::vector<PutItem>& items,
 
 // ---- get ------------------------------------------------------------------------------
 
-Result<uint64_t> StoreClient::GetInto(const std::string& key, void* buffer, uint64_t capacity) {
+Result<uint64_t> StoreClient::GetInto(const std::string& key, void* buffer, uint64_t capacity,
+                                      const MemoryPlace& place) {
   Context c;
   ErrorCode rc = Acquire(&c);
   if (rc != ErrorCode::OK) return rc;
-  return GetOne(c, key, static_cast<char*>(buffer), capacity);
+  return GetOne(c, key, static_cast<char*>(buffer), capacity, place);
 }
 
 Result<uint64_t> StoreClient::GetOne(Context& c, const std::string& key, char* buffer,
-                                     uint64_t capacity) {
+                                     uint64_t capacity, const MemoryPlace& place) {
   if (capacity == 0) {  // nothing fits: -600 when the object exists, its miss code if not
     uds::SizeReply size;
     ErrorCode code = c.conn->Invoke<uds::Op::kGetSize>(uds::KeyArgs{key}, &size);
@@ -528,19 +542,22 @@ Result<uint64_t> StoreClient::GetOne(Context& c, const std::string& key, char* b
   std::shared_ptr<PoolBlock> block;
   if (!c.pool->Contains(buffer, capacity, &offset)) {
     block = c.pool->TryStage(capacity, capacity);
-    if (!block) return GetStaged(c, key, buffer, capacity);
+    if (!block) return GetStaged(c, key, buffer, capacity, place);
     offset = block->offset();
   }
   uds::GetReply got;
   ErrorCode code = c.conn->Invoke<uds::Op::kGet>(uds::GetArgs{key, offset, capacity}, &got, block);
   if (code != ErrorCode::OK) return code;
   if (got.bytes > capacity) return ErrorCode::INTERNAL_ERROR;
-  if (block) std::memcpy(buffer, block->data(), static_cast<size_t>(got.bytes));
+  if (block) {
+    code = CopyToCaller(place, buffer, block->data(), got.bytes);
+    if (code != ErrorCode::OK) return code;
+  }
   return got.bytes;
 }
 
 Result<uint64_t> StoreClient::GetStaged(Context& c, const std::string& key, char* buffer,
-                                        uint64_t capacity) {
+                                        uint64_t capacity, const MemoryPlace& place) {
   uds::GetBeginReply begun;
   ErrorCode rc = c.conn->Invoke<uds::Op::kGetBegin>(uds::KeyArgs{key}, &begun);
   if (rc != ErrorCode::OK) return rc;
@@ -552,9 +569,9 @@ Result<uint64_t> StoreClient::GetStaged(Context& c, const std::string& key, char
   } else {
     rc = RunChunks(
         *c.conn, *c.pool, uds::Op::kGetChunk, begun.get_id, begun.size,
-        [](PoolBlock&, uint64_t) {},
+        [](PoolBlock&, uint64_t) { return ErrorCode::OK; },
         [&](PoolBlock& block, uint64_t at) {
-          std::memcpy(buffer + at, block.data(), block.size());
+          return CopyToCaller(place, buffer + at, block.data(), block.size());
         });
     if (rc != ErrorCode::OK) result = rc;
   }
@@ -577,7 +594,8 @@ void StoreClient::BatchGetInto(std::vector<GetItem>& items) {
         Result<uint64_t> got = EntryCount(value);
         if (got.ok() && got.value() > it.capacity) got = ErrorCode::INTERNAL_ERROR;
         if (got.ok() && got.value() > 0 && e.block != nullptr) {
-          std::memcpy(it.buffer, e.block->data(), static_cast<size_t>(got.value()));
+          ErrorCode copied = CopyToCaller(it.place, it.buffer, e.block->data(), got.value());
+          if (copied != ErrorCode::OK) got = copied;
         }
         it.result = got;
       });
@@ -586,9 +604,9 @@ void StoreClient::BatchGetInto(std::vector<GetItem>& items) {
     uint64_t offset = 0;
     std::shared_ptr<PoolBlock> block;
     if (!c.pool || it.capacity == 0) {
-      it.result = GetOne(c, it.key, it.buffer, it.capacity);
+      it.result = GetOne(c, it.key, it.buffer, it.capacity, it.place);
     } else if (!frame.Place(*c.pool, it.buffer, it.capacity, &offset, &block)) {
-      it.result = GetStaged(c, it.key, it.buffer, it.capacity);  // chunked, on its own
+      it.result = GetStaged(c, it.key, it.buffer, it.capacity, it.place);  // chunked, alone
     } else {
       frame.Add(i, uds::GetArgs{std::move(it.key), offset, it.capacity}, std::move(block));
     }

@@ -9,9 +9,12 @@
 //
 // Data paths, per buffer:
 //  - inside the pool: its pool offset goes to the daemon (zero copy on this side);
-//  - otherwise, when a pool block of the whole size is free: memcpy through it, one request;
+//  - otherwise, when a pool block of the whole size is free: copied through it, one request;
 //  - otherwise: PUT_BEGIN / PUT_CHUNK... / PUT_COMMIT (GET_BEGIN / GET_CHUNK... / GET_END)
 //    through chunks of up to 4 MiB, two in flight, so any value fits any non-zero pool.
+// Copies to and from caller memory are memcpy for host memory and the CUDA driver's for
+// device memory (libmc/device_memory.h): each buffer arrives with its MemoryPlace, from
+// CheckBuffer.
 #ifndef MOONCAKE_LIBMC_STORE_CLIENT_H_
 #define MOONCAKE_LIBMC_STORE_CLIENT_H_
 
@@ -28,6 +31,7 @@
 #include "common/log_throttle.h"
 #include "common/uds_ops.h"
 #include "libmc/connection.h"
+#include "libmc/device_memory.h"
 #include "libmc/pool.h"
 #include "libmc/pool_quarantine.h"
 
@@ -41,6 +45,7 @@ class StoreClient {
     std::string key;
     const char* data;
     uint64_t size;
+    MemoryPlace place;
     ErrorCode result = ErrorCode::INTERNAL_ERROR;
   };
   // One get of a batch: result receives what GetInto would return.
@@ -48,6 +53,7 @@ class StoreClient {
     std::string key;
     char* buffer;
     uint64_t capacity;
+    MemoryPlace place;
     Result<uint64_t> result = ErrorCode::INTERNAL_ERROR;
   };
 
@@ -64,6 +70,7 @@ class StoreClient {
     std::string key;
     char* buffer;
     uint64_t buffer_size;
+    MemoryPlace place;
     std::vector<Range> ranges;
   };
 
@@ -97,12 +104,14 @@ class StoreClient {
   ErrorCode RegisterBuffer(void* buffer, uint64_t size);
   ErrorCode UnregisterBuffer(void* buffer);
 
+  // place: where value lives (CheckBuffer's answer).
   ErrorCode Put(const std::string& key, const void* value, uint64_t size,
-                const uds::WireConfig& config, bool upsert);
+                const uds::WireConfig& config, bool upsert, const MemoryPlace& place);
   // upsert: BATCH_UPSERT, each entry replacing its key's value (in order).
   void BatchPut(std::vector<PutItem>& items, const uds::WireConfig& config, bool upsert = false);
   // The bytes read into buffer.
-  Result<uint64_t> GetInto(const std::string& key, void* buffer, uint64_t capacity);
+  Result<uint64_t> GetInto(const std::string& key, void* buffer, uint64_t capacity,
+                           const MemoryPlace& place);
   void BatchGetInto(std::vector<GetItem>& items);
   // Reads only the fragments of each get (store_client_ranges.cc): zero copy for those
   // whose destination lies in the pool, else through pool blocks. A fragment running past
@@ -149,9 +158,12 @@ class StoreClient {
   void SetSsdOffload(uint64_t mode) { ssd_offload_.store(mode, std::memory_order_relaxed); }
   uint64_t ssd_offload() const { return ssd_offload_.load(std::memory_order_relaxed); }
 
-  // INVALID_PARAMS when [buffer, buffer + size) starts inside a registered range but runs
-  // past its end; OK otherwise (unregistered memory is fine: it is staged).
-  ErrorCode CheckRegistered(const void* buffer, uint64_t size);
+  // Where the buffer of a call lives (*place): host memory for the pool, what
+  // register_buffer found for a registered range, else LocateMemory's answer. INVALID_PARAMS
+  // (explained) when it starts inside a registered range but runs past its end, when it is
+  // neither host nor device memory, or when for_write and it is read-only. A buffer of size
+  // 0 is never touched: host, unchecked.
+  ErrorCode CheckBuffer(const void* buffer, uint64_t size, bool for_write, MemoryPlace* place);
 
   // Names the handle in this thread's messages (libmc/last_error.h): unique in the process,
   // never 0, never reused.
@@ -172,17 +184,19 @@ class StoreClient {
                     const uds::WireConfig& config, bool upsert, std::shared_ptr<void> keepalive);
   void BatchUpsert(Context& c, std::vector<PutItem>& items, const uds::WireConfig& config);
   ErrorCode PutStaged(Context& c, const std::string& key, const char* value, uint64_t size,
-                      const uds::WireConfig& config, bool upsert);
+                      const uds::WireConfig& config, bool upsert, const MemoryPlace& place);
   Result<uint64_t> GetStaged(Context& c, const std::string& key, char* buffer,
-                             uint64_t capacity);
+                             uint64_t capacity, const MemoryPlace& place);
   ErrorCode PutOne(Context& c, const std::string& key, const char* value, uint64_t size,
-                   const uds::WireConfig& config, bool upsert);
-  Result<uint64_t> GetOne(Context& c, const std::string& key, char* buffer, uint64_t capacity);
+                   const uds::WireConfig& config, bool upsert, const MemoryPlace& place);
+  Result<uint64_t> GetOne(Context& c, const std::string& key, char* buffer, uint64_t capacity,
+                          const MemoryPlace& place);
 
   // A staged fragment too large for the pool at once: its bytes in chunks through pool
   // blocks, one GET_RANGES each. Its length, or the first failure.
   Result<uint64_t> GetRangeChunked(Context& c, const std::string& key, char* dest,
-                                   uint64_t src_offset, uint64_t length);
+                                   const MemoryPlace& place, uint64_t src_offset,
+                                   uint64_t length);
 
   // A batch op whose reply is one code per key (kBatchRemove, kBatchReplicaClear), sent
   // frame by frame: args_of(frame_keys) is a frame's arguments; (*results)[i] gets key i's
@@ -203,8 +217,13 @@ class StoreClient {
 
   std::atomic<uint64_t> ssd_offload_{0};
 
+  // A range of register_buffer: its length, and where it lives (found once, when registered).
+  struct Registered {
+    uint64_t size;
+    MemoryPlace place;
+  };
   std::mutex registry_mu_;
-  std::map<uintptr_t, uint64_t> registered_;  // start -> length
+  std::map<uintptr_t, Registered> registered_;  // by start
 };
 
 }  // namespace client

@@ -1,6 +1,8 @@
 // StoreClient's registry of caller buffers (mooncake_store_register_buffer): ranges the
-// application declared, against which a put or get of memory starting inside one is
-// checked. Registered memory outside the pool is still staged (store_client.cc).
+// application declared, each located once (host or device memory, libmc/device_memory.h),
+// against which a put or get of memory starting inside one is checked. Registered memory
+// outside the pool is still staged (store_client.cc).
+#include <cstdio>
 #include <iterator>
 
 #include "libmc/last_error.h"
@@ -18,17 +20,23 @@ ErrorCode StoreClient::RegisterBuffer(void* buffer, uint64_t size) {
   if (start + size < start) {
     return Refused(ErrorCode::INVALID_PARAMS, "buffer runs past the end of the address space");
   }
+  MemoryPlace place;
+  uint64_t offset;
+  if (!(c.pool && c.pool->Contains(buffer, size, &offset))) {
+    rc = LocateMemory(buffer, &place);
+    if (rc != ErrorCode::OK) return rc;
+  }
   std::lock_guard<std::mutex> lock(registry_mu_);
   auto next = registered_.lower_bound(start);
   bool overlaps = next != registered_.end() && next->first < start + size;
   if (!overlaps && next != registered_.begin()) {
     auto prev = std::prev(next);
-    overlaps = prev->first + prev->second > start;
+    overlaps = prev->first + prev->second.size > start;
   }
   if (overlaps) {
     return Refused(ErrorCode::INVALID_PARAMS, "buffer overlaps one registered before");
   }
-  registered_.emplace(start, size);
+  registered_.emplace(start, Registered{size, place});
   return ErrorCode::OK;
 }
 
@@ -41,17 +49,44 @@ ErrorCode StoreClient::UnregisterBuffer(void* buffer) {
   return Refused(ErrorCode::INVALID_PARAMS, "buffer was not registered (register_buffer)");
 }
 
-ErrorCode StoreClient::CheckRegistered(const void* buffer, uint64_t size) {
+ErrorCode StoreClient::CheckBuffer(const void* buffer, uint64_t size, bool for_write,
+                                   MemoryPlace* place) {
+  *place = MemoryPlace();
+  if (size == 0) return ErrorCode::OK;
   uintptr_t start = reinterpret_cast<uintptr_t>(buffer);
-  std::lock_guard<std::mutex> lock(registry_mu_);
-  auto it = registered_.upper_bound(start);
-  if (it == registered_.begin()) return ErrorCode::OK;
-  --it;
-  uint64_t end = it->first + it->second;
-  if (start < end && size > end - start) {
-    return Refused(ErrorCode::INVALID_PARAMS,
-                   "buffer of " + std::to_string(size) + " bytes runs past the end of the " +
-                       std::to_string(it->second) + "-byte range registered at its start");
+  bool registered = false;
+  {
+    std::lock_guard<std::mutex> lock(registry_mu_);
+    auto it = registered_.upper_bound(start);
+    if (it != registered_.begin()) {
+      --it;
+      uint64_t end = it->first + it->second.size;
+      if (start < end && size > end - start) {
+        return Refused(ErrorCode::INVALID_PARAMS,
+                       "buffer of " + std::to_string(size) + " bytes runs past the end of the " +
+                           std::to_string(it->second.size) + "-byte range registered at its start");
+      }
+      registered = start < end;
+      if (registered) *place = it->second.place;
+    }
+  }
+  if (!registered) {
+    std::shared_ptr<Pool> pool;
+    {
+      std::shared_lock<std::shared_mutex> lock(state_mu_);
+      pool = pool_;
+    }
+    uint64_t offset;
+    if (!(pool && pool->Contains(buffer, 1, &offset))) {
+      ErrorCode rc = LocateMemory(buffer, place);
+      if (rc != ErrorCode::OK) return rc;
+    }
+  }
+  if (for_write && place->read_only) {
+    char at[32];
+    std::snprintf(at, sizeof(at), "%p", buffer);
+    return Refused(ErrorCode::INVALID_PARAMS, std::string("buffer at ") + at +
+                                                  " is read-only memory: a get writes into it");
   }
   return ErrorCode::OK;
 }

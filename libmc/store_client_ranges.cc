@@ -11,7 +11,6 @@
 // entry for the same key.
 #include <algorithm>
 #include <chrono>
-#include <cstring>
 
 #include "libmc/store_client.h"
 
@@ -27,8 +26,9 @@ constexpr size_t kFrameKeyBudget = 16u << 20;
 // Where a fragment sent in a frame came from, and where its bytes go when staged.
 struct Sent {
   StoreClient::Range* range;
-  char* dest;             // the caller's bytes
-  const char* staged;     // its bytes in a staging block, or null (zero copy or empty)
+  char* dest;                // the caller's bytes
+  const MemoryPlace* place;  // where dest lives (its get's)
+  const char* staged;        // its bytes in a staging block, or null (zero copy or empty)
 };
 
 // A BATCH_GET_RANGES request being filled.
@@ -51,15 +51,15 @@ class RangeFrame {
   }
 
   // staged: the fragment's bytes in block (kept until the daemon answered), or null.
-  void Add(StoreClient::Range* range, uint64_t pool_offset, char* dest, const char* staged,
-           const std::shared_ptr<PoolBlock>& block = nullptr) {
+  void Add(StoreClient::Range* range, uint64_t pool_offset, char* dest, const MemoryPlace* place,
+           const char* staged, const std::shared_ptr<PoolBlock>& block = nullptr) {
     if (sent_.size() >= uds::kMaxRangesPerRequest) {
       std::string key = args_.entries.back().key;
       Flush();
       Open(key, 1);
     }
     args_.entries.back().ranges.push_back({range->src_offset, range->length, pool_offset});
-    sent_.push_back({range, dest, staged});
+    sent_.push_back({range, dest, place, staged});
     if (block && (blocks_->empty() || blocks_->back() != block)) blocks_->push_back(block);
   }
 
@@ -78,8 +78,12 @@ class RangeFrame {
       } else if (static_cast<uint64_t>(v) != s.range->length) {
         s.range->result = ErrorCode::INTERNAL_ERROR;  // the daemon reads a fragment whole
       } else {
-        if (s.staged != nullptr && v > 0) std::memcpy(s.dest, s.staged, s.range->length);
-        s.range->result = static_cast<uint64_t>(v);
+        ErrorCode copied = ErrorCode::OK;
+        if (s.staged != nullptr && v > 0) {
+          copied = CopyToCaller(*s.place, s.dest, s.staged, s.range->length);
+        }
+        s.range->result = copied == ErrorCode::OK ? Result<uint64_t>(static_cast<uint64_t>(v))
+                                                  : Result<uint64_t>(copied);
       }
     }
     args_.entries.clear();
@@ -122,10 +126,10 @@ void StoreClient::BatchGetRanges(std::vector<RangeGet>& gets) {
       if (!InsideBuffer(r, g.buffer_size)) continue;  // -600, never sent
       char* dest = g.buffer + r.dst_offset;
       uint64_t offset = 0;
-      if (r.length == 0) {
-        frame.Add(&r, 0, dest, nullptr);  // the daemon still checks it against the value
+      if (r.length == 0) {  // the daemon still checks it against the value
+        frame.Add(&r, 0, dest, &g.place, nullptr);
       } else if (c.pool && c.pool->Contains(dest, r.length, &offset)) {
-        frame.Add(&r, offset, dest, nullptr);
+        frame.Add(&r, offset, dest, &g.place, nullptr);
       } else {
         staged.push_back(&r);
         staged_bytes += r.length;
@@ -142,8 +146,8 @@ void StoreClient::BatchGetRanges(std::vector<RangeGet>& gets) {
     }
     if (!block) {
       for (Range* r : staged) {
-        r->result = c.pool ? GetRangeChunked(c, g.key, g.buffer + r->dst_offset, r->src_offset,
-                                             r->length)
+        r->result = c.pool ? GetRangeChunked(c, g.key, g.buffer + r->dst_offset, g.place,
+                                             r->src_offset, r->length)
                            : Result<uint64_t>(ErrorCode::INVALID_PARAMS);  // no pool
       }
       continue;
@@ -151,7 +155,8 @@ void StoreClient::BatchGetRanges(std::vector<RangeGet>& gets) {
     if (frame.empty()) frame.Open(g.key, staged.size());
     uint64_t at = 0;
     for (Range* r : staged) {
-      frame.Add(r, block->offset() + at, g.buffer + r->dst_offset, block->data() + at, block);
+      frame.Add(r, block->offset() + at, g.buffer + r->dst_offset, &g.place, block->data() + at,
+                block);
       at += r->length;
     }
   }
@@ -159,7 +164,8 @@ void StoreClient::BatchGetRanges(std::vector<RangeGet>& gets) {
 }
 
 Result<uint64_t> StoreClient::GetRangeChunked(Context& c, const std::string& key, char* dest,
-                                              uint64_t src_offset, uint64_t length) {
+                                              const MemoryPlace& place, uint64_t src_offset,
+                                              uint64_t length) {
   uint64_t done = 0;
   while (done < length) {
     uint64_t want = std::min(length - done, kRangeChunkBytes);
@@ -175,7 +181,8 @@ Result<uint64_t> StoreClient::GetRangeChunked(Context& c, const std::string& key
     if (reply.values.size() != 1) return ErrorCode::INTERNAL_ERROR;
     if (reply.values[0] < 0) return FromWire(reply.values[0]);
     if (static_cast<uint64_t>(reply.values[0]) != block->size()) return ErrorCode::INTERNAL_ERROR;
-    std::memcpy(dest + done, block->data(), block->size());
+    code = CopyToCaller(place, dest + done, block->data(), block->size());
+    if (code != ErrorCode::OK) return code;
     done += block->size();
   }
   return length;

@@ -3,7 +3,6 @@
 #include "scatter_gather.h"
 
 #include <algorithm>
-#include <cstring>
 #include <limits>
 #include <memory>
 
@@ -20,7 +19,10 @@ namespace mooncake_py {
 // The C ABI moves one contiguous buffer per key. Mooncake's multi-buffer calls move a
 // key's value from or into several buffers, so the binding gathers the parts into one
 // pool block before a put (the put is then zero-copy) and scatters a block after a get:
-// one memcpy more than Mooncake's transfer engine needs, none when a key has one buffer.
+// one copy more than Mooncake's transfer engine needs, none when a key has one buffer.
+// The parts may be CUDA device memory (vLLM passes its KV cache's layers): the copies are
+// mooncake_store_copy_memory's, which moves device bytes with the CUDA driver, and a part
+// that is neither host nor device memory makes its entry's result -600.
 
 namespace {
 
@@ -91,7 +93,8 @@ bool SameLength(py::handle seq, size_t n) {
 
 // The one buffer each entry of a multi-buffer batch moves: its only buffer, or a pool block
 // of its total size in blocks[i], filled from its buffers when gather. An entry whose parts
-// were refused gets their code in results and stays out of the batch.
+// were refused (or could not be gathered) gets their code in results and stays out of the
+// batch.
 template <typename R>
 CBatch PlanParts(const std::shared_ptr<StoreHandle>& h, const std::vector<std::string>& keys,
                  const std::vector<Parts>& parts, bool gather, std::vector<Scratch>* blocks,
@@ -104,14 +107,20 @@ CBatch PlanParts(const std::shared_ptr<StoreHandle>& h, const std::vector<std::s
       continue;
     }
     char* ptr = p.ptrs[0];
+    int rc = 0;
     if (p.ptrs.size() > 1 && p.total > 0) {
       (*blocks)[i] = Scratch(h, p.total);
       ptr = (*blocks)[i].data();
       size_t offset = 0;
-      for (size_t j = 0; gather && j < p.ptrs.size(); ++j) {
-        std::memcpy(ptr + offset, p.ptrs[j], p.sizes[j]);
+      for (size_t j = 0; gather && rc == 0 && j < p.ptrs.size(); ++j) {
+        if (p.sizes[j] == 0) continue;  // its address may be 0
+        rc = mooncake_store_copy_memory(h->get(), ptr + offset, p.ptrs[j], p.sizes[j]);
         offset += p.sizes[j];
       }
+    }
+    if (rc != 0) {
+      (*results)[i] = rc;
+      continue;
     }
     b.Add(CKey(keys[i]), ptr, p.total, i);
   }
@@ -172,7 +181,13 @@ std::vector<int64_t> BatchGetIntoMulti(Store& self, const std::vector<std::strin
     size_t left = static_cast<size_t>(results[i]), offset = 0;
     for (size_t k = 0; k < parts[i].ptrs.size() && left > 0; ++k) {
       size_t chunk = std::min(left, parts[i].sizes[k]);
-      std::memcpy(parts[i].ptrs[k], staging[i].data() + offset, chunk);
+      if (chunk == 0) continue;  // its address may be 0
+      int rc = mooncake_store_copy_memory(h->get(), parts[i].ptrs[k], staging[i].data() + offset,
+                                          chunk);
+      if (rc != 0) {
+        results[i] = rc;
+        break;
+      }
       offset += chunk;
       left -= chunk;
     }

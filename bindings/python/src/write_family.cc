@@ -7,7 +7,6 @@
 
 #include <pybind11/stl.h>
 
-#include <cstring>
 #include <string>
 #include <vector>
 
@@ -34,14 +33,18 @@ const ReplicateConfig* ConfigFromKwargs(const char* method, const py::kwargs& kw
   return config;
 }
 
-// Stores the concatenation of the (pointer, size) pieces under key: put or upsert.
+// Stores the concatenation of the (pointer, size) pieces under key: put or upsert. A piece
+// may be CUDA device memory (mooncake_store_copy_memory moves it); one that is neither host
+// nor device memory is -600.
 int StoreGathered(const std::shared_ptr<StoreHandle>& h, const std::string& key,
                   const std::vector<std::pair<const void*, size_t>>& pieces, size_t total,
                   const CConfig& c, bool upsert) {
   Scratch gathered(h, total);
   size_t offset = 0;
   for (const auto& [data, size] : pieces) {
-    std::memcpy(gathered.data() + offset, data, size);
+    if (size == 0) continue;  // its pointer may be NULL
+    int rc = mooncake_store_copy_memory(h->get(), gathered.data() + offset, data, size);
+    if (rc != 0) return rc;
     offset += size;
   }
   return upsert ? mooncake_store_upsert_from_ex(h->get(), CKey(key), gathered.data(), total,

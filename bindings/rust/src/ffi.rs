@@ -239,6 +239,10 @@ declare! {
     pub fn mooncake_store_unmount_segment(store: mooncake_store_t, segment_id: u64,
                                           moved_out: *mut u64, dropped_out: *mut u64) -> c_int;
     pub fn mooncake_store_unmount_local_disk_segment(store: mooncake_store_t) -> c_int;
+    // device memory
+    pub fn mooncake_store_memory_kind(store: mooncake_store_t, buffer: *const c_void) -> c_int;
+    pub fn mooncake_store_copy_memory(store: mooncake_store_t, dst: *mut c_void,
+                                      src: *const c_void, size: usize) -> c_int;
 }
 
 #[cfg(test)]
