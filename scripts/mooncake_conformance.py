@@ -165,6 +165,7 @@ def run_entry(e: Entry, args, src: Path, out: Path):
     else:
         cmd = [PYTHON, str(test)] + e.args
     full = ([str(Path(__file__).parent / "with-cluster.sh"), "--build", str(args.build.resolve()),
+             "--master-port", str(args.master_port),
              "--master-flag", f"--default_kv_lease_ttl={LEASE_MS}"] + e.cluster +
             ["--", "bash", "-c", inner, "bash"] + cmd)
     with open(log, "w") as f:
@@ -192,6 +193,9 @@ def main() -> int:
                         "(default BUILD/mooncake-conformance)")
     p.add_argument("--only", default="", help="run only the files whose path contains this")
     p.add_argument("-k", default="", help="passed to pytest's -k")
+    p.add_argument("--master-port", type=int, default=50051,
+                   help="the master's port: Mooncake's default, which some of its tests dial "
+                        "without asking the environment")
     p.add_argument("--timeout", type=int, default=900, help="seconds per file")
     args = p.parse_args()
     out = args.out or args.build / "mooncake-conformance"

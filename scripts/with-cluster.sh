@@ -9,8 +9,10 @@
 # status. Used by `make demo` and by the binding test suites.
 #
 #   scripts/with-cluster.sh [--build DIR] [--segment SIZE] [--daemons N] [--master-flag F]...
-#                           [--daemon-flag F]... -- CMD ARGS...
+#                           [--daemon-flag F]... [--master-port P] -- CMD ARGS...
 #
+# The ports are free ones unless --master-port names the master's (Mooncake's tests dial
+# its default, 50051: scripts/mooncake_conformance.py).
 # A --daemon-flag goes to every daemon, with "{dir}" replaced by the cluster's temp dir and
 # "{i}" by the daemon's number (1-based): --daemon-flag --ssd_path={dir}/ssd-{i}. The
 # directory an --ssd_path=DIR names is made first, as an operator would: mooncaked refuses
@@ -22,6 +24,7 @@ SEGMENT=1GB
 DAEMONS=1
 MASTER_FLAGS=()
 DAEMON_FLAGS=()
+MASTER_PORT=
 while [ $# -gt 0 ]; do
   case "$1" in
     --build) BUILD_DIR=$2; shift 2 ;;
@@ -29,6 +32,7 @@ while [ $# -gt 0 ]; do
     --daemons) DAEMONS=$2; shift 2 ;;
     --master-flag) MASTER_FLAGS+=("$2"); shift 2 ;;
     --daemon-flag) DAEMON_FLAGS+=("$2"); shift 2 ;;
+    --master-port) MASTER_PORT=$2; shift 2 ;;
     --) shift; break ;;
     *) echo "with-cluster.sh: unknown option $1" >&2; exit 2 ;;
   esac
@@ -52,7 +56,7 @@ free_port() {
 # One cluster key for the master and the daemons, as a real deployment has.
 export MOONCAKE_CLUSTER_KEY_FILE="$DIR/cluster.key"
 (umask 077 && head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' > "$MOONCAKE_CLUSTER_KEY_FILE")
-MASTER_PORT=$(free_port)
+MASTER_PORT=${MASTER_PORT:-$(free_port)}
 DAEMON_PORT=$(free_port)
 export MOONCAKE_SOCKET="$DIR/mooncaked.sock"
 export MOONCAKE_MASTER="127.0.0.1:$MASTER_PORT"
