@@ -50,8 +50,11 @@ class Entry:
     env: dict = field(default_factory=dict)
     skip: str = ""                 # why this file is not run here
     check: str = ""                # a script passes only if its output matches this regex
+    instances: list = field(default_factory=list)  # a script's argument lists, run at once
 
 
+# Mooncake's dummy-client tests dial the real client (here: the daemon) at its default port.
+REAL_CLIENT = ["--daemon-flag", "--port=50052"]
 SSD = ["--daemon-flag", "--ssd_path={dir}/ssd-{i}", "--master-flag", "--enable_offload"]
 
 # The store's test files of Mooncake's wheel, scripts and e2e folders. Transfer-engine,
@@ -69,9 +72,11 @@ TABLE = [
     Entry("mooncake-wheel/tests/test_dataproto_catalog.py"),
     Entry("mooncake-wheel/tests/test_fast_copy.py"),
     Entry("mooncake-wheel/tests/test_cli.py"),
-    Entry("mooncake-wheel/tests/test_dummy_client.py"),
+    Entry("mooncake-wheel/tests/test_dummy_client.py", cluster=REAL_CLIENT),
+    # Two clients that wait for each other's keys, as Mooncake's run_tests.sh starts them.
     Entry("mooncake-wheel/tests/test_multi_dummy_clients.py", kind="script",
-          args=["--client-id", "client1"]),
+          instances=[["--client-id", "client1"], ["--client-id", "client2"]],
+          cluster=REAL_CLIENT),
     Entry("mooncake-wheel/tests/test_put_get_tensor.py"),
     Entry("mooncake-wheel/tests/test_safetensor_functions.py"),
     Entry("mooncake-wheel/tests/test_ssd_offload_in_evict.py", cluster=SSD),
@@ -162,6 +167,11 @@ def run_entry(e: Entry, args, src: Path, out: Path):
     if e.kind == "pytest":
         cmd = [PYTHON, "-m", "pytest", "-q", "-p", "no:cacheprovider", f"--junitxml={xml}",
                str(test)] + (["-k", args.k] if args.k else [])
+    elif e.instances:  # every instance in the background; fails if any fails
+        script = " ".join(
+            f"{PYTHON} {test} {' '.join(a)} & p{i}=$!;" for i, a in enumerate(e.instances))
+        waits = " && ".join(f"wait $p{i}" for i in range(len(e.instances)))
+        cmd = ["bash", "-c", f"{script} {waits}"]
     else:
         cmd = [PYTHON, str(test)] + e.args
     full = ([str(Path(__file__).parent / "with-cluster.sh"), "--build", str(args.build.resolve()),
