@@ -54,6 +54,11 @@ expected=(bin/mooncake-master bin/mooncaked bin/mooncake_master
   "$python_dir/mooncake/__init__.py" "$python_dir/mooncake/store.py")
 [ "$have_cli" = 1 ] && expected+=(bin/mooncake-cli)
 [ "$have_java" = 1 ] && expected+=(share/java/mooncake-store.jar lib/jni/libmooncake_store_jni.so)
+# The modules of the tensor calls (docs/mooncake-api.md, "Tensors").
+for f in _safetensors _tensor_codec _tensor_io _tensor_parallel_read _tensor_parallel_write \
+         _tensor_parallelism _tensor_store _tensor_tp; do
+  expected+=("$python_dir/mooncake/$f.py")
+done
 if [ "$man_pages" = 1 ]; then
   for p in "${programs[@]}" mooncake_master; do expected+=("share/man/man1/$p.1"); done
 fi

@@ -25,6 +25,12 @@ MOONCAKE_STORE_BUILD_DIR=$build CC="$cc" CXX="$cxx" CFLAGS="${CFLAGS:-} -g0" PIP
 
 installed=$(cd "$tmp/site" && find . -path ./mooncake_store-*.dist-info -prune -o \
   -name __pycache__ -prune -o -type f -print | sort | tr '\n' ' ')
+# The modules of the tensor calls (docs/mooncake-api.md, "Tensors"): installed, then set aside.
+for f in _safetensors.py _tensor_codec.py _tensor_io.py _tensor_parallel_read.py \
+         _tensor_parallel_write.py _tensor_parallelism.py _tensor_store.py _tensor_tp.py; do
+  [ -f "$tmp/site/mooncake/$f" ] || fail "mooncake/$f is not installed"
+  installed=${installed/.\/mooncake\/$f /}
+done
 case "$installed" in
   "./mooncake/__init__.py ./mooncake/store.py ./mooncake_store.cpython-"*".so ") ;;
   *) fail "installed: $installed" ;;
