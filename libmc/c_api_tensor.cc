@@ -39,8 +39,7 @@ R NoHandleCall(F&& f) noexcept {
   }
   try {
     mooncake::client::RecordMessage(
-        0, result >= 0 ? std::string()
-                       : mooncake::client::MessageFor(mooncake::FromWire(result)));
+        0, result >= 0 ? std::string() : mooncake::client::MessageFor(mooncake::FromWire(result)));
   } catch (...) {  // out of memory: the message is lost, the result is not
   }
   return result;
@@ -49,8 +48,8 @@ R NoHandleCall(F&& f) noexcept {
 int ToAbi(ErrorCode code) { return mooncake::ToInt(code); }
 
 int TooSmall(const char* what, size_t size, size_t needed) {
-  return Refuse(kInvalidParams, std::string(what) + " is " + std::to_string(size) +
-                                    " bytes; " + std::to_string(needed) + " are needed");
+  return Refuse(kInvalidParams, std::string(what) + " is " + std::to_string(size) + " bytes; " +
+                                    std::to_string(needed) + " are needed");
 }
 
 }  // namespace
@@ -68,8 +67,8 @@ MC_EXPORT int mooncake_store_tensor_header_init(mooncake_tensor_header_t* header
   });
 }
 
-MC_EXPORT int mooncake_store_tensor_header_encode(const mooncake_tensor_header_t* header,
-                                                  void* out, size_t out_size) {
+MC_EXPORT int mooncake_store_tensor_header_encode(const mooncake_tensor_header_t* header, void* out,
+                                                  size_t out_size) {
   return NoHandleCall<int>([&] {
     if (header == nullptr) return NullArgument("header");
     if (out == nullptr) return NullArgument("out");
@@ -125,8 +124,8 @@ MC_EXPORT int mooncake_store_tensor_shard_range(int64_t dim_size, int32_t rank, 
 }
 
 MC_EXPORT int64_t mooncake_store_tensor_key(int kind, const char* base,
-                                            const mooncake_tensor_axis_t* axes,
-                                            size_t axis_count, char* out, size_t out_size) {
+                                            const mooncake_tensor_axis_t* axes, size_t axis_count,
+                                            char* out, size_t out_size) {
   return NoHandleCall<int64_t>([&]() -> int64_t {
     if (out != nullptr && out_size > 0) out[0] = '\0';
     if (base == nullptr) return NullArgument("base");

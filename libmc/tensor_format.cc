@@ -32,23 +32,23 @@ constexpr size_t kAxesReservedAt = 172;  // u32, 0
 constexpr size_t kAxesAt = 176;          // 4 axes of kAxisSize bytes
 constexpr size_t kAxisSize = 32;
 // Offsets within one axis.
-constexpr size_t kAxisKindAt = 0;    // i32
-constexpr size_t kAxisIndexAt = 4;   // i32: the axis's position in the list
-constexpr size_t kAxisRankAt = 8;    // i32
+constexpr size_t kAxisKindAt = 0;     // i32
+constexpr size_t kAxisIndexAt = 4;    // i32: the axis's position in the list
+constexpr size_t kAxisRankAt = 8;     // i32
 constexpr size_t kAxisShardsAt = 12;  // i32
-constexpr size_t kAxisSplitAt = 16;  // i32, -1 for none
-constexpr size_t kAxisIdAt = 20;     // i32: EP's expert id, PP's stage id, else 0
+constexpr size_t kAxisSplitAt = 16;   // i32, -1 for none
+constexpr size_t kAxisIdAt = 20;      // i32: EP's expert id, PP's stage id, else 0
 constexpr size_t kAxisExtentAt = 24;  // i64: local_shape[split_dim], 0 without a split
 static_assert(kAxesAt + MOONCAKE_TENSOR_MAX_AXES * kAxisSize == kHeaderSize,
               "the header is 304 bytes");
 
 // Manifest offsets.
-constexpr size_t kManifestDtypeAt = 8;         // i32
-constexpr size_t kManifestNdimAt = 12;         // i32
-constexpr size_t kManifestSplitAt = 16;        // i32
-constexpr size_t kManifestShardsAt = 20;       // i32
-constexpr size_t kManifestReservedAt = 24;     // i32, 0; then 4 bytes of alignment
-constexpr size_t kManifestShapeAt = 32;        // i64[8]
+constexpr size_t kManifestDtypeAt = 8;      // i32
+constexpr size_t kManifestNdimAt = 12;      // i32
+constexpr size_t kManifestSplitAt = 16;     // i32
+constexpr size_t kManifestShardsAt = 20;    // i32
+constexpr size_t kManifestReservedAt = 24;  // i32, 0; then 4 bytes of alignment
+constexpr size_t kManifestShapeAt = 32;     // i64[8]
 static_assert(kManifestShapeAt + 8 * MOONCAKE_TENSOR_MAX_DIMS == kManifestSize,
               "the manifest is 96 bytes");
 
@@ -90,8 +90,8 @@ bool ElementBytes(const int64_t* shape, int32_t ndim, size_t element_size, uint6
 
 // The checks of the header's fields that do not depend on the object's size.
 ErrorCode CheckFields(const char* what, int32_t dtype, int32_t ndim, int32_t layout,
-                      const int64_t* global_shape, const int64_t* local_shape,
-                      uint32_t axis_count, const mooncake_tensor_axis_t* axes) {
+                      const int64_t* global_shape, const int64_t* local_shape, uint32_t axis_count,
+                      const mooncake_tensor_axis_t* axes) {
   const std::string w = what;
   if (DtypeSize(dtype) == 0) {
     return Bad(w, "dtype " + Num(dtype) + " names no element type (0 to " +
@@ -123,8 +123,8 @@ ErrorCode CheckFields(const char* what, int32_t dtype, int32_t ndim, int32_t lay
                         " (size must be > 0 and 0 <= rank < size)");
     }
     if (a.split_dim < -1 || a.split_dim >= ndim) {
-      return Bad(w, axis + "split_dim " + Num(a.split_dim) + " is not -1 or a dimension of " +
-                        Num(ndim));
+      return Bad(
+          w, axis + "split_dim " + Num(a.split_dim) + " is not -1 or a dimension of " + Num(ndim));
     }
   }
   return ErrorCode::OK;
@@ -170,8 +170,8 @@ ErrorCode InitHeader(int32_t dtype, int32_t ndim, const int64_t* shape,
     std::copy(shape, shape + ndim, h.global_shape);
     std::copy(shape, shape + ndim, h.local_shape);
   }
-  ErrorCode rc = CheckFields("tensor", dtype, ndim, h.layout, h.global_shape, h.local_shape, 0,
-                             h.axes);
+  ErrorCode rc =
+      CheckFields("tensor", dtype, ndim, h.layout, h.global_shape, h.local_shape, 0, h.axes);
   if (rc != ErrorCode::OK) return rc;
   if (!ElementBytes(shape, ndim, DtypeSize(dtype), &h.data_bytes) ||
       h.data_bytes > std::numeric_limits<uint64_t>::max() - kHeaderSize) {
@@ -196,10 +196,9 @@ ErrorCode CheckHeader(const mooncake_tensor_header_t& h) {
   uint64_t expected = 0;
   if (!ElementBytes(h.local_shape, h.ndim, DtypeSize(h.dtype), &expected) ||
       expected != h.data_bytes) {
-    return Bad("tensor header",
-               "data_bytes " + std::to_string(h.data_bytes) +
-                   " is not the bytes of local_shape's elements (" +
-                   std::to_string(expected) + ")");
+    return Bad("tensor header", "data_bytes " + std::to_string(h.data_bytes) +
+                                    " is not the bytes of local_shape's elements (" +
+                                    std::to_string(expected) + ")");
   }
   return ErrorCode::OK;
 }
@@ -246,15 +245,16 @@ ErrorCode DecodeHeader(const uint8_t* in, uint64_t object_size, mooncake_tensor_
   if (magic != kHeaderMagic) {
     char hex[32];
     std::snprintf(hex, sizeof(hex), "0x%08x", magic);
-    return Bad(w, std::string("magic ") + hex + " is not a tensor's (0x4d4f4f4e): the object "
-                                                "is not a tensor stored by put_tensor");
+    return Bad(w, std::string("magic ") + hex +
+                      " is not a tensor's (0x4d4f4f4e): the object "
+                      "is not a tensor stored by put_tensor");
   }
   if (Get<uint16_t>(in, kVersionAt) != kVersion) {
     return Bad(w, "version " + Num(Get<uint16_t>(in, kVersionAt)) + " is not 1");
   }
   if (Get<uint16_t>(in, kHeaderSizeAt) != kHeaderSize) {
-    return Bad(w, "header_size " + Num(Get<uint16_t>(in, kHeaderSizeAt)) + " is not " +
-                      Num(kHeaderSize));
+    return Bad(
+        w, "header_size " + Num(Get<uint16_t>(in, kHeaderSizeAt)) + " is not " + Num(kHeaderSize));
   }
   mooncake_tensor_header_t h{};
   h.dtype = Get<int32_t>(in, kDtypeAt);
@@ -282,8 +282,8 @@ ErrorCode DecodeHeader(const uint8_t* in, uint64_t object_size, mooncake_tensor_
     a.expert_id = a.kind == MOONCAKE_TENSOR_AXIS_EP ? id : -1;
     a.stage_id = a.kind == MOONCAKE_TENSOR_AXIS_PP ? id : -1;
   }
-  ErrorCode rc = CheckFields(w.c_str(), h.dtype, h.ndim, h.layout, h.global_shape,
-                             h.local_shape, h.axis_count, h.axes);
+  ErrorCode rc = CheckFields(w.c_str(), h.dtype, h.ndim, h.layout, h.global_shape, h.local_shape,
+                             h.axis_count, h.axes);
   if (rc != ErrorCode::OK) return rc;
   for (int i = h.ndim; i < kMaxDims; ++i) {
     if (h.global_shape[i] != -1 || h.local_shape[i] != -1) {
@@ -407,8 +407,9 @@ ErrorCode Key(int kind, const std::string& base, const mooncake_tensor_axis_t* a
   for (size_t i = 0; i < axis_count; ++i) {
     const mooncake_tensor_axis_t& a = axes[i];
     if (a.kind < MOONCAKE_TENSOR_AXIS_DP || a.kind > MOONCAKE_TENSOR_AXIS_PP) {
-      return Bad(w, "axis " + Num(i) + ": kind " + Num(a.kind) + " is unknown (DP 0, TP 1, EP 2, "
-                    "PP 3)");
+      return Bad(w, "axis " + Num(i) + ": kind " + Num(a.kind) +
+                        " is unknown (DP 0, TP 1, EP 2, "
+                        "PP 3)");
     }
     if (seen[a.kind]) return Bad(w, std::string("two ") + kNames[a.kind] + " axes");
     seen[a.kind] = true;
