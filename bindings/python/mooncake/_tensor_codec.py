@@ -159,11 +159,10 @@ def tensor_of(raw, header):
     return data.view(dtype).reshape(shape)
 
 
-def tensor_from_object(raw, object_size=None):
-    """The tensor in raw, a uint8 tensor holding an object of object_size bytes (its
-    length by default); Refused when the object is not a tensor this torch can hold."""
-    size = raw.numel() if object_size is None else object_size
-    return tensor_of(raw, header_of(raw[:size], size))
+def tensor_from_object(raw):
+    """The tensor in raw, a uint8 tensor holding a whole object; Refused when the object
+    is not a tensor this torch can hold."""
+    return tensor_of(raw, header_of(raw, raw.numel()))
 
 
 def serialize_tensor(tensor):
@@ -181,7 +180,9 @@ def deserialize_tensor(payload):
     """Mooncake's _deserialize_tensor: the tensor of a header plus its elements (a copy of
     payload's bytes); ValueError when they are not one."""
     t = torch()
-    raw = t.frombuffer(bytearray(payload), dtype=t.uint8) if len(payload) else t.empty(0, dtype=t.uint8)
+    if len(payload) == 0:
+        raise ValueError("invalid serialized Mooncake tensor payload: it is empty")
+    raw = t.frombuffer(bytearray(payload), dtype=t.uint8)
     try:
         return tensor_from_object(raw)
     except Refused as e:

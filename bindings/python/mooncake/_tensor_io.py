@@ -16,7 +16,6 @@ import copy
 from mooncake import _tensor_codec as codec
 
 INVALID_PARAMS = -600
-OBJECT_NOT_FOUND = -704
 LEASE_EXPIRED = -707
 # How often a read whose value grew between get_size and get_into (an upsert in between)
 # is tried again, as the binding's get does.

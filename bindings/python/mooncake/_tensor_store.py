@@ -155,12 +155,12 @@ def batch_upsert_tensor_from(self, keys, buffer_ptrs, sizes):
 
 # ---- reads ---------------------------------------------------------------------------------
 
-def tensor_or_none(store, method, raw, size=None):
+def tensor_or_none(store, method, raw):
     """The tensor in raw (a whole object's bytes), or None (and why) when it holds none."""
     if raw is None:
         return None
     try:
-        return codec.tensor_from_object(raw, size)
+        return codec.tensor_from_object(raw)
     except codec.Refused as e:
         return io.refuse(store, method, e, None)
 

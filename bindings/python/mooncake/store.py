@@ -16,4 +16,5 @@ del _native
 
 # Mooncake's private tensor codec helpers, which its own modules (structured_object_store)
 # look up on mooncake.store by name: re-exported although they start with "_".
-from mooncake_store import _deserialize_tensor, _serialize_tensor, _tensor_metadata_size  # noqa: E402,F401
+from mooncake_store import (  # noqa: E402,F401
+    _deserialize_tensor, _serialize_tensor, _tensor_metadata_size)

@@ -163,7 +163,8 @@ def test_pub_takes_the_config(store, key):
     bad.preferred_segments = ["a:1", "b:2"]  # two names for one replica
     assert store.pub_tensor(key("c"), torch.ones(1), bad) == INVALID_PARAMS
     assert "preferred_segments" in store.last_error()
-    assert store.batch_upsert_pub_tensor([key("c"), key("d")], [torch.ones(1)] * 2, bad) == [-600] * 2
+    pairs = [key("c"), key("d")], [torch.ones(1)] * 2
+    assert store.batch_upsert_pub_tensor(*pairs, bad) == [-600] * 2
     assert store.remove(key(), True) == 0
 
 

@@ -71,7 +71,9 @@ impl Dtype {
 
     /// The type of a code, `None` for one that names none.
     pub fn from_code(code: i32) -> Option<Dtype> {
-        usize::try_from(code).ok().and_then(|i| DTYPES.get(i).copied())
+        usize::try_from(code)
+            .ok()
+            .and_then(|i| DTYPES.get(i).copied())
     }
 
     /// The bytes of one element.
@@ -256,9 +258,17 @@ mod tests {
             shape: vec![1; 9],
             data: vec![0; 4],
         };
-        assert!(deep.to_bytes().unwrap_err().message().unwrap().contains("ndim 9"));
+        assert!(deep
+            .to_bytes()
+            .unwrap_err()
+            .message()
+            .unwrap()
+            .contains("ndim 9"));
         let e = Tensor::from_bytes(&[0u8; 400]).unwrap_err();
         assert!(e.message().unwrap().contains("magic"), "{e}");
-        assert_eq!(Tensor::from_bytes(&[0u8; 10]).unwrap_err(), Error::InvalidParams);
+        assert_eq!(
+            Tensor::from_bytes(&[0u8; 10]).unwrap_err(),
+            Error::InvalidParams
+        );
     }
 }

@@ -28,15 +28,27 @@ fn put_get_tensor_round_trip_in_mooncakes_layout() {
     assert_eq!(&raw[304..], &t.data[..]);
 
     // A scalar and an empty tensor.
-    let scalar = Tensor { dtype: Dtype::Float64, shape: vec![], data: 2.5f64.to_le_bytes().to_vec() };
-    let empty = Tensor { dtype: Dtype::Int32, shape: vec![0, 4], data: vec![] };
+    let scalar = Tensor {
+        dtype: Dtype::Float64,
+        shape: vec![],
+        data: 2.5f64.to_le_bytes().to_vec(),
+    };
+    let empty = Tensor {
+        dtype: Dtype::Int32,
+        shape: vec![0, 4],
+        data: vec![],
+    };
     store.put_tensor(format!("{p}s"), &scalar).unwrap();
     store.put_tensor(format!("{p}e"), &empty).unwrap();
     assert_eq!(store.get_tensor(format!("{p}s")).unwrap(), Some(scalar));
     assert_eq!(store.get_tensor(format!("{p}e")).unwrap(), Some(empty));
 
     // put keeps, upsert replaces.
-    let other = Tensor { dtype: Dtype::Uint8, shape: vec![2], data: vec![7, 8] };
+    let other = Tensor {
+        dtype: Dtype::Uint8,
+        shape: vec![2],
+        data: vec![7, 8],
+    };
     store.put_tensor(format!("{p}a"), &other).unwrap();
     assert_eq!(store.get_tensor(format!("{p}a")).unwrap(), Some(t));
     store.upsert_tensor(format!("{p}a"), &other).unwrap();
@@ -52,7 +64,14 @@ fn misses_and_objects_that_are_not_tensors() {
     let e = store.get_tensor(format!("{p}raw")).unwrap_err();
     assert_eq!(e, Error::InvalidParams);
     assert!(e.message().unwrap().contains("magic"), "{e}");
-    let bad = Tensor { dtype: Dtype::Float32, shape: vec![2], data: vec![0; 7] };
-    assert_eq!(store.put_tensor(format!("{p}bad"), &bad), Err(Error::InvalidParams));
+    let bad = Tensor {
+        dtype: Dtype::Float32,
+        shape: vec![2],
+        data: vec![0; 7],
+    };
+    assert_eq!(
+        store.put_tensor(format!("{p}bad"), &bad),
+        Err(Error::InvalidParams)
+    );
     assert_eq!(store.get(format!("{p}bad")).unwrap(), None);
 }

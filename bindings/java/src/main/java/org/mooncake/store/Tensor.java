@@ -93,12 +93,14 @@ public final class Tensor {
             throw new MooncakeStoreException(rc, "Tensor.toBytes", lastError());
         }
         if (dataBytes[0] != data.length) {
-            throw new MooncakeStoreException(MooncakeStoreException.INVALID_PARAMS, "Tensor.toBytes",
+            throw new MooncakeStoreException(MooncakeStoreException.INVALID_PARAMS,
+                    "Tensor.toBytes",
                     "the tensor's data is " + data.length + " bytes; its shape "
                             + Arrays.toString(shape) + " is " + dataBytes[0] + " bytes");
         }
         if (HEADER_SIZE + (long) data.length > Integer.MAX_VALUE - 8) {
-            throw new MooncakeStoreException(MooncakeStoreException.INVALID_PARAMS, "Tensor.toBytes",
+            throw new MooncakeStoreException(MooncakeStoreException.INVALID_PARAMS,
+                    "Tensor.toBytes",
                     "a tensor object larger than a Java array");
         }
         byte[] object = Arrays.copyOf(header, HEADER_SIZE + data.length);

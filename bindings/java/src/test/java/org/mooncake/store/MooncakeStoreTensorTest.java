@@ -99,7 +99,8 @@ public class MooncakeStoreTensorTest {
         assertTrue(e.detail(), e.detail().contains("magic"));
 
         Tensor wrongSize = new Tensor(Tensor.FLOAT64, new long[] {3}, bytes(16));
-        e = assertThrows(MooncakeStoreException.class, () -> store.putTensor(PREFIX + "w", wrongSize));
+        e = assertThrows(MooncakeStoreException.class,
+                () -> store.putTensor(PREFIX + "w", wrongSize));
         assertTrue(e.detail(), e.detail().contains("16 bytes"));
         assertNull(store.get(PREFIX + "w"));
         Tensor badType = new Tensor(99, new long[] {1}, bytes(1));
