@@ -668,8 +668,8 @@ int mooncake_store_tensor_header_encode(const mooncake_tensor_header_t *header, 
  * would accept it too: magic, version and header size; a known dtype; ndim, axis count
  * and layout in range; dimensions >= 0 (and -1 past ndim); data_offset at least the
  * header size; data_offset + data_bytes == object_size; data_bytes the elements of
- * local_shape; each axis of a known kind with 0 <= rank < size and split_dim -1 or a
- * dimension. */
+ * local_shape; each axis of a known kind (or Mooncake's reserved kind 4) with 0 <= rank <
+ * size and split_dim -1 or a dimension. */
 int mooncake_store_tensor_header_decode(const void *buf, size_t buf_size, uint64_t object_size,
                                         mooncake_tensor_header_t *out);
 
