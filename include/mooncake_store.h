@@ -610,6 +610,145 @@ int mooncake_store_memory_kind(mooncake_store_t store, const void *buffer);
  * memory, or when either runs past the end of a registered range it starts in; -800 when
  * the driver's copy fails; -1 for NULL. Needs no connection. */
 int mooncake_store_copy_memory(mooncake_store_t store, void *dst, const void *src, size_t size);
+/* ---- tensors (docs/mooncake-api.md, "Tensors") --------------------------------------- */
+
+/* Mooncake's tensor objects, so that a tensor stored by Mooncake's client is read by every
+ * binding here and the other way round. A tensor object is one value: a header of
+ * MOONCAKE_TENSOR_HEADER_SIZE bytes, then the elements (row-major, little-endian, packed).
+ * A tensor split for parallelism is stored as one object per shard, under keys derived
+ * from the tensor's key (mooncake_store_tensor_key), with a manifest object saying how the
+ * whole tensor was split. These functions encode and decode both layouts and derive the
+ * keys; they need no handle (errmsg(NULL) says why one failed: -1 for a NULL argument,
+ * -600 for anything the layout forbids, naming the field). The byte layouts, field by
+ * field: docs/mooncake-api.md, "Tensors". Storing the bytes is an ordinary put. */
+
+#define MOONCAKE_TENSOR_HEADER_SIZE 304
+#define MOONCAKE_TENSOR_MANIFEST_SIZE 96
+#define MOONCAKE_TENSOR_MAX_DIMS 8
+#define MOONCAKE_TENSOR_MAX_AXES 4
+
+/* Element types (Mooncake's TensorDtype codes). */
+#define MOONCAKE_DTYPE_FLOAT32 0
+#define MOONCAKE_DTYPE_FLOAT64 1
+#define MOONCAKE_DTYPE_INT8 2
+#define MOONCAKE_DTYPE_UINT8 3
+#define MOONCAKE_DTYPE_INT16 4
+#define MOONCAKE_DTYPE_UINT16 5
+#define MOONCAKE_DTYPE_INT32 6
+#define MOONCAKE_DTYPE_UINT32 7
+#define MOONCAKE_DTYPE_INT64 8
+#define MOONCAKE_DTYPE_UINT64 9
+#define MOONCAKE_DTYPE_BOOL 10 /* one byte, 0 or 1 */
+#define MOONCAKE_DTYPE_FLOAT16 11
+#define MOONCAKE_DTYPE_BFLOAT16 12
+#define MOONCAKE_DTYPE_FLOAT8_E4M3 13
+#define MOONCAKE_DTYPE_FLOAT8_E5M2 14
+#define MOONCAKE_DTYPE_COUNT 15
+
+/* What an object holds: the whole tensor, or one shard of it. */
+#define MOONCAKE_TENSOR_FULL 0
+#define MOONCAKE_TENSOR_SHARD 1
+
+/* The kinds of parallelism a shard is split by (Mooncake's LayoutAxisKind). */
+#define MOONCAKE_TENSOR_AXIS_DP 0 /* data parallel: a replica, no split */
+#define MOONCAKE_TENSOR_AXIS_TP 1 /* tensor parallel: split along split_dim */
+#define MOONCAKE_TENSOR_AXIS_EP 2 /* expert parallel: one expert's tensor */
+#define MOONCAKE_TENSOR_AXIS_PP 3 /* pipeline parallel: one stage's tensor */
+
+/* One axis of a shard: its rank among size shards along the axis. */
+typedef struct mooncake_tensor_axis {
+  int32_t kind;      /* MOONCAKE_TENSOR_AXIS_* */
+  int32_t rank;      /* 0 <= rank < size */
+  int32_t size;      /* > 0 */
+  int32_t split_dim; /* the dimension the axis splits (TP), -1 for none */
+  int32_t expert_id; /* EP's expert, -1 for none */
+  int32_t stage_id;  /* PP's stage, -1 for none */
+} mooncake_tensor_axis_t;
+
+/* A tensor object's header, decoded. */
+typedef struct mooncake_tensor_header {
+  int32_t dtype;  /* MOONCAKE_DTYPE_* */
+  int32_t ndim;   /* 0 to MOONCAKE_TENSOR_MAX_DIMS */
+  int32_t layout; /* MOONCAKE_TENSOR_FULL or MOONCAKE_TENSOR_SHARD */
+  /* The whole tensor's shape, and the shape of the elements this object holds (the same
+   * for a FULL object). Dimensions past ndim are ignored here and stored as -1. */
+  int64_t global_shape[MOONCAKE_TENSOR_MAX_DIMS];
+  int64_t local_shape[MOONCAKE_TENSOR_MAX_DIMS];
+  uint32_t axis_count; /* 0 to MOONCAKE_TENSOR_MAX_AXES: the axes a SHARD is split by */
+  mooncake_tensor_axis_t axes[MOONCAKE_TENSOR_MAX_AXES];
+  uint64_t data_offset; /* where the elements start: MOONCAKE_TENSOR_HEADER_SIZE */
+  uint64_t data_bytes;  /* bytes of elements: local_shape's product x the element size */
+} mooncake_tensor_header_t;
+
+/* The bytes of one element of dtype; 0 for a code that names none. */
+size_t mooncake_store_tensor_dtype_size(int32_t dtype);
+
+/* Fills *header for a FULL tensor of ndim dimensions of the given shape: both shapes set,
+ * no axes, data_offset MOONCAKE_TENSOR_HEADER_SIZE, data_bytes computed. -600 for an unknown
+ * dtype, ndim out of range, a negative dimension, or a size that overflows 64 bits. */
+int mooncake_store_tensor_header_init(mooncake_tensor_header_t *header, int32_t dtype,
+                                      int32_t ndim, const int64_t *shape);
+
+/* Writes *header's MOONCAKE_TENSOR_HEADER_SIZE bytes into out (out_size bytes at least).
+ * The header must be one decode accepts (below; for a header of an object of
+ * data_offset + data_bytes bytes), else -600 naming the field: what is encoded always
+ * decodes. A SHARD's axes are written in their order; an axis's extent on the wire (its
+ * dimension's length in local_shape) is derived, as Mooncake derives it. */
+int mooncake_store_tensor_header_encode(const mooncake_tensor_header_t *header, void *out,
+                                        size_t out_size);
+
+/* Reads the header at buf (buf_size bytes, at least MOONCAKE_TENSOR_HEADER_SIZE) of an
+ * object of object_size bytes (0 when only its first bytes are at hand: the header's own
+ * data_offset + data_bytes is taken). -600, naming the field, unless Mooncake's reader
+ * would accept it too: magic, version and header size; a known dtype; ndim, axis count
+ * and layout in range; dimensions >= 0 (and -1 past ndim); data_offset at least the
+ * header size; data_offset + data_bytes == object_size; data_bytes the elements of
+ * local_shape; each axis of a known kind (or Mooncake's reserved kind 4) with 0 <= rank <
+ * size and split_dim -1 or a dimension. */
+int mooncake_store_tensor_header_decode(const void *buf, size_t buf_size, uint64_t object_size,
+                                        mooncake_tensor_header_t *out);
+
+/* How a split tensor was written: its whole shape and element type, the dimension split
+ * and into how many shards. Stored under the tensor key's MOONCAKE_TENSOR_KEY_*_MANIFEST. */
+typedef struct mooncake_tensor_manifest {
+  int32_t dtype;
+  int32_t ndim;
+  int32_t split_dim;   /* 0 <= split_dim < ndim */
+  int32_t shard_count; /* > 0 */
+  int64_t global_shape[MOONCAKE_TENSOR_MAX_DIMS];
+} mooncake_tensor_manifest_t;
+
+/* Writes / reads a manifest's MOONCAKE_TENSOR_MANIFEST_SIZE bytes; -600 naming the field
+ * for one out of range (an unknown dtype is accepted, as Mooncake's reader does). */
+int mooncake_store_tensor_manifest_encode(const mooncake_tensor_manifest_t *manifest, void *out,
+                                          size_t out_size);
+int mooncake_store_tensor_manifest_decode(const void *buf, size_t buf_size,
+                                          mooncake_tensor_manifest_t *out);
+
+/* Mooncake's uniform split: shard rank of count along a dimension of dim_size elements is
+ * [*start, *start + *extent). -600 unless count > 0, 0 <= rank < count, dim_size >= 0 and
+ * count divides dim_size (only uniform splits are stored). */
+int mooncake_store_tensor_shard_range(int64_t dim_size, int32_t rank, int32_t count,
+                                      int64_t *start, int64_t *extent);
+
+/* The keys of a split tensor's objects, derived from its key base (kind below). */
+#define MOONCAKE_TENSOR_KEY_SHARD 0 /* the shard the axes name: a lone TP axis gives
+                                       "<base>_tp_<rank>", else every axis in the order DP,
+                                       TP, EP, PP: "<base>__dp_0of2__tp_1of4_sd1"
+                                       ("_eid<id>", "_sid<id>" for set ids) */
+#define MOONCAKE_TENSOR_KEY_WRITER_SHARD 1 /* a writer partition's shard, one TP axis:
+                                              "<base>__writer_<rank>of<size>_sd<dim>" */
+#define MOONCAKE_TENSOR_KEY_WRITER_MANIFEST 2      /* "<base>__writer_manifest" */
+#define MOONCAKE_TENSOR_KEY_PARALLELISM_MANIFEST 3 /* "<base>__parallelism_manifest" */
+
+/* Writes the key of kind for base (NUL-terminated) into out, out_size bytes, and returns
+ * its length. axes: 1 to MOONCAKE_TENSOR_MAX_AXES of distinct kinds for the shard kinds
+ * (ignored, and may be NULL, for the manifests). -600 for an axis of an unknown kind, two
+ * axes of one kind, a rank out of [0, size), or when out is too small (nothing written
+ * then but, when out_size > 0, an empty string). The key's own rules (its length) are the
+ * put's to check. */
+int64_t mooncake_store_tensor_key(int kind, const char *base, const mooncake_tensor_axis_t *axes,
+                                  size_t axis_count, char *out, size_t out_size);
 
 #ifdef __cplusplus
 }

@@ -60,6 +60,11 @@ for f in $(cd "$src/bindings/python" && find mooncake -name '*.py') mooncake/_in
 done
 [ "$have_cli" = 1 ] && expected+=(bin/mooncake-cli)
 [ "$have_java" = 1 ] && expected+=(share/java/mooncake-store.jar lib/jni/libmooncake_store_jni.so)
+# The modules of the tensor calls (docs/mooncake-api.md, "Tensors").
+for f in _safetensors _tensor_codec _tensor_io _tensor_parallel_read _tensor_parallel_write \
+         _tensor_parallelism _tensor_store _tensor_tp; do
+  expected+=("$python_dir/mooncake/$f.py")
+done
 if [ "$man_pages" = 1 ]; then
   for p in "${programs[@]}" mooncake_master; do expected+=("share/man/man1/$p.1"); done
 fi

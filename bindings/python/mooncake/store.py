@@ -13,3 +13,8 @@ from mooncake_store import *  # noqa: F401,F403 -- the re-export is this module'
 __all__ = sorted(name for name in dir(_native) if not name.startswith("_"))
 
 del _native
+
+# Mooncake's private tensor codec helpers, which its own modules (structured_object_store)
+# look up on mooncake.store by name: re-exported although they start with "_".
+from mooncake_store import (  # noqa: E402,F401
+    _deserialize_tensor, _serialize_tensor, _tensor_metadata_size)

@@ -32,6 +32,7 @@
 #include "segments.h"
 #include "store.h"
 #include "store_handle.h"
+#include "tensor_methods.h"
 #include "write_family.h"
 
 namespace py = pybind11;
@@ -305,4 +306,5 @@ PYBIND11_MODULE(mooncake_store, m) {
   RegisterRanges(m, store);
   RegisterWriteFamily(m, store);
   RegisterSegments(m, store);
+  RegisterTensors(m, store);
 }

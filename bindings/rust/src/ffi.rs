@@ -89,6 +89,53 @@ pub struct mooncake_ranged_get_t {
     pub results_out: *mut i64,
 }
 
+/// `MOONCAKE_TENSOR_HEADER_SIZE`, `_MANIFEST_SIZE`, `_MAX_DIMS`, `_MAX_AXES`.
+pub const MOONCAKE_TENSOR_HEADER_SIZE: usize = 304;
+pub const MOONCAKE_TENSOR_MANIFEST_SIZE: usize = 96;
+pub const MOONCAKE_TENSOR_MAX_DIMS: usize = 8;
+pub const MOONCAKE_TENSOR_MAX_AXES: usize = 4;
+/// `MOONCAKE_TENSOR_FULL`, `_SHARD`.
+pub const MOONCAKE_TENSOR_FULL: i32 = 0;
+pub const MOONCAKE_TENSOR_SHARD: i32 = 1;
+
+/// `mooncake_tensor_axis_t`: one axis of a tensor shard.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct mooncake_tensor_axis_t {
+    pub kind: i32,
+    pub rank: i32,
+    pub size: i32,
+    pub split_dim: i32,
+    pub expert_id: i32,
+    pub stage_id: i32,
+}
+
+/// `mooncake_tensor_header_t`: a tensor object's header, decoded.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default)]
+pub struct mooncake_tensor_header_t {
+    pub dtype: i32,
+    pub ndim: i32,
+    pub layout: i32,
+    pub global_shape: [i64; MOONCAKE_TENSOR_MAX_DIMS],
+    pub local_shape: [i64; MOONCAKE_TENSOR_MAX_DIMS],
+    pub axis_count: u32,
+    pub axes: [mooncake_tensor_axis_t; MOONCAKE_TENSOR_MAX_AXES],
+    pub data_offset: u64,
+    pub data_bytes: u64,
+}
+
+/// `mooncake_tensor_manifest_t`: how a split tensor was written.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default)]
+pub struct mooncake_tensor_manifest_t {
+    pub dtype: i32,
+    pub ndim: i32,
+    pub split_dim: i32,
+    pub shard_count: i32,
+    pub global_shape: [i64; MOONCAKE_TENSOR_MAX_DIMS],
+}
+
 /// `MOONCAKE_STORE_ABI_VERSION`.
 pub const MOONCAKE_STORE_ABI_VERSION: u32 = 4;
 /// `MOONCAKE_STORE_MAX_KEY_LEN`.
@@ -243,6 +290,24 @@ declare! {
     pub fn mooncake_store_memory_kind(store: mooncake_store_t, buffer: *const c_void) -> c_int;
     pub fn mooncake_store_copy_memory(store: mooncake_store_t, dst: *mut c_void,
                                       src: *const c_void, size: usize) -> c_int;
+    // tensors
+    pub fn mooncake_store_tensor_dtype_size(dtype: i32) -> usize;
+    pub fn mooncake_store_tensor_header_init(header: *mut mooncake_tensor_header_t, dtype: i32,
+                                             ndim: i32, shape: *const i64) -> c_int;
+    pub fn mooncake_store_tensor_header_encode(header: *const mooncake_tensor_header_t,
+                                               out: *mut c_void, out_size: usize) -> c_int;
+    pub fn mooncake_store_tensor_header_decode(buf: *const c_void, buf_size: usize,
+                                               object_size: u64,
+                                               out: *mut mooncake_tensor_header_t) -> c_int;
+    pub fn mooncake_store_tensor_manifest_encode(manifest: *const mooncake_tensor_manifest_t,
+                                                 out: *mut c_void, out_size: usize) -> c_int;
+    pub fn mooncake_store_tensor_manifest_decode(buf: *const c_void, buf_size: usize,
+                                                 out: *mut mooncake_tensor_manifest_t) -> c_int;
+    pub fn mooncake_store_tensor_shard_range(dim_size: i64, rank: i32, count: i32,
+                                             start: *mut i64, extent: *mut i64) -> c_int;
+    pub fn mooncake_store_tensor_key(kind: c_int, base: *const c_char,
+                                     axes: *const mooncake_tensor_axis_t, axis_count: usize,
+                                     out: *mut c_char, out_size: usize) -> i64;
 }
 
 #[cfg(test)]
@@ -367,6 +432,10 @@ mod tests {
             "mooncake_replica_desc_t" => "mooncake_replica_desc_t",
             "mooncake_range_t" => "mooncake_range_t",
             "mooncake_ranged_get_t" => "mooncake_ranged_get_t",
+            "i32" => "int32_t",
+            "mooncake_tensor_axis_t" => "mooncake_tensor_axis_t",
+            "mooncake_tensor_header_t" => "mooncake_tensor_header_t",
+            "mooncake_tensor_manifest_t" => "mooncake_tensor_manifest_t",
             other => panic!("no C spelling for the Rust type {other}"),
         }
         .to_string()
@@ -587,5 +656,42 @@ mod tests {
         assert_eq!(c.struct_size, std::mem::size_of::<super::mooncake_put_config_t>());
         assert_eq!((c.replica_num, c.soft_pin_action), (1, super::MOONCAKE_SOFT_PIN_PRESERVE));
         assert_eq!(offset_of!(super::mooncake_put_config_t, soft_pin_action), 40);
+    }
+
+    #[test]
+    fn tensor_structs_match_the_header() {
+        assert_eq!(
+            struct_fields("mooncake_tensor_axis"),
+            ["int32_t kind", "int32_t rank", "int32_t size", "int32_t split_dim",
+             "int32_t expert_id", "int32_t stage_id"]
+        );
+        assert_eq!(
+            struct_fields("mooncake_tensor_header"),
+            [
+                "int32_t dtype",
+                "int32_t ndim",
+                "int32_t layout",
+                "int64_t global_shape[MOONCAKE_TENSOR_MAX_DIMS]",
+                "int64_t local_shape[MOONCAKE_TENSOR_MAX_DIMS]",
+                "uint32_t axis_count",
+                "mooncake_tensor_axis_t axes[MOONCAKE_TENSOR_MAX_AXES]",
+                "uint64_t data_offset",
+                "uint64_t data_bytes",
+            ]
+        );
+        assert_eq!(
+            struct_fields("mooncake_tensor_manifest"),
+            ["int32_t dtype", "int32_t ndim", "int32_t split_dim", "int32_t shard_count",
+             "int64_t global_shape[MOONCAKE_TENSOR_MAX_DIMS]"]
+        );
+        use std::mem::size_of;
+        type H = super::mooncake_tensor_header_t;
+        assert_eq!(size_of::<super::mooncake_tensor_axis_t>(), 24);
+        assert_eq!(offset_of!(H, global_shape), 16);
+        assert_eq!(offset_of!(H, axis_count), 144);
+        assert_eq!(offset_of!(H, axes), 148);
+        assert_eq!(offset_of!(H, data_offset), 248);
+        assert_eq!(size_of::<H>(), 264);
+        assert_eq!(size_of::<super::mooncake_tensor_manifest_t>(), 80);
     }
 }

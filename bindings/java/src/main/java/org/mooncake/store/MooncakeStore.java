@@ -465,6 +465,34 @@ public final class MooncakeStore implements AutoCloseable {
 
     // ---- query ---------------------------------------------------------------------------
 
+    /**
+     * Stores {@code tensor} under {@code key} as Mooncake's tensor object (its 304-byte header,
+     * then the elements), which Mooncake's Python {@code get_tensor} reads. Never overwrites,
+     * as {@link #put(String, byte[])}.
+     *
+     * @throws MooncakeStoreException those of {@link Tensor#toBytes} and of {@link #put}
+     */
+    public void putTensor(String key, Tensor tensor) {
+        put(key, tensor.toBytes());
+    }
+
+    /** Like {@link #putTensor} but replaces an existing value. */
+    public void upsertTensor(String key, Tensor tensor) {
+        upsert(key, tensor.toBytes(), new PutConfig());
+    }
+
+    /**
+     * The tensor under {@code key} (any client's {@code put_tensor}), or null when there is no
+     * such key.
+     *
+     * @throws MooncakeStoreException {@code INVALID_PARAMS}, saying which field, when the object
+     *     is not a tensor; those of {@link #get}
+     */
+    public Tensor getTensor(String key) {
+        byte[] object = get(key);
+        return object == null ? null : Tensor.fromBytes(object);
+    }
+
     /** True when {@code key} holds a complete, readable value (false while it is being written). */
     public boolean isExist(String key) {
         byte[] k = key(key, "isExist");
