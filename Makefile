@@ -74,7 +74,7 @@ bench-store: build
 # (docs/mooncake-api.md, "Mooncake's own tests"): MOONCAKE_SRC is a clone of
 # kvcache-ai/Mooncake holding commit 3b5a594.
 mooncake-conformance: build
-	@test -n "$(MOONCAKE_SRC)" || { echo "make mooncake-conformance: set MOONCAKE_SRC to a clone of kvcache-ai/Mooncake (git clone https://github.com/kvcache-ai/Mooncake)"; exit 2; }
+	@test -n "$(MOONCAKE_SRC)" || { echo "make mooncake-conformance: set MOONCAKE_SRC to a clone of https://github.com/kvcache-ai/Mooncake"; exit 2; }
 	/usr/bin/python3 scripts/mooncake_conformance.py --mooncake-src "$(MOONCAKE_SRC)" --build $(BUILD_DIR)
 
 # Installs under PREFIX (binaries, library, header, pkg-config and CMake files, the Python

@@ -21,6 +21,7 @@ PACKAGES=(
   python3-pip python3-venv python3-setuptools python3-wheel   # pip install ./bindings/python
   python3-msgpack python3-aiohttp       # mooncake.structured_object_store's msgpack codec,
                                         # mooncake.mooncake_store_service's REST server
+  python3-torch                         # the tensor calls (put_tensor ...) and their tests (CPU)
   openjdk-17-jdk-headless junit4        # Java binding (JNI) and its tests
   etcd-server                           # master HA
   libcurl4-openssl-dev nlohmann-json3-dev   # etcd's JSON gateway (common/etcd_client.cc)
