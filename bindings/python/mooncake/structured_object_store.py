@@ -39,11 +39,11 @@ from mooncake._structured.buffers import _decode_manifest, _encode_manifest
 from mooncake._structured.codecs import (
     _decode_msgpack_ragged_values, _decode_typed_ragged_values, _encode_msgpack_ragged_values,
     _encode_typed_ragged_regular_ndarray_rows, _encode_typed_ragged_values)
-from mooncake._structured.decisions import MISSING
+from mooncake._structured.decisions import MISSING, _choose_leaf_codec
 from mooncake._structured.handles import (
     DataProtoRefLike, export_dataproto_ref, export_ref, import_dataproto_ref, import_ref,
     is_dataproto_ref_handle)
-from mooncake._structured.inference import _encode_with_schema, infer_structure
+from mooncake._structured.inference import _encode_with_schema, _escape_key, infer_structure
 from mooncake._structured.model import (
     AUTO_PARALLEL_MIN_BYTES, AUTO_PARALLEL_MIN_CHUNKS, DATAPROTO_REF_HANDLE_TYPE,
     DATAPROTO_REF_HANDLE_VERSION, DEFAULT_BUNDLE_CHUNK_BYTES, MISSING_OBJECT_ERROR,
