@@ -137,7 +137,7 @@ pub struct mooncake_tensor_manifest_t {
 }
 
 /// `MOONCAKE_STORE_ABI_VERSION`.
-pub const MOONCAKE_STORE_ABI_VERSION: u32 = 4;
+pub const MOONCAKE_STORE_ABI_VERSION: u32 = 5;
 /// `MOONCAKE_STORE_MAX_KEY_LEN`.
 pub const MOONCAKE_STORE_MAX_KEY_LEN: usize = 4096;
 /// `MOONCAKE_STORE_MAX_VALUE_SIZE`.
