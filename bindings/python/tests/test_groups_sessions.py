@@ -78,6 +78,22 @@ def test_batch_groups_reach_the_master(store, key):
     assert store.batch_remove(ks[1:]) == [LEASED, 0, 0]
 
 
+def test_multi_buffer_batch_groups(store, key):
+    """batch_put_from_multi_buffers: each key's group id stays its own, also when another
+    entry of the batch is refused before the batch is sent (its parts do not add up)."""
+    ks = [key("m0"), key("m1"), key("m2")]
+    a = np.arange(2 * PAGE, dtype=np.uint8)
+    p = a.ctypes.data
+    config = grouped(key("ga"), key("gb"), key("ga"))
+    rcs = store.batch_put_from_multi_buffers(
+        ks, [[p, p + PAGE], [p], [p + PAGE, p]], [[PAGE, PAGE], [PAGE, PAGE], [PAGE, PAGE]],
+        config)
+    assert rcs == [0, INVALID, 0]
+    assert store.get(ks[0]) == a.tobytes()
+    assert store.remove(ks[2]) == LEASED  # in ks[0]'s group
+    assert store.remove(ks[2], force=True) == 0
+
+
 def test_upsert_keeps_the_group(store, key):
     k = key("k")
     assert store.put(k, b"v1", grouped(key("g"))) == 0
