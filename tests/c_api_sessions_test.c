@@ -145,6 +145,42 @@ static void test_many_ranges_and_large_values(void **state) {
   free(value);
 }
 
+/* A batch larger than the requests kept in flight (starts, writes from plain memory
+ * staged through the pool, ends): every key's answer in its place. */
+static void test_many_keys(void **state) {
+  store_fixture *f = *state;
+  enum { N = 200 };
+  static char names[N][32];
+  const char *keys[N];
+  size_t sizes[N];
+  int rcs[N];
+  char *values = malloc((size_t)N * 2 * PAGE);
+  mooncake_put_fragment_t frags[N][2];
+  mooncake_session_write_t writes[N];
+  int64_t written[N];
+  for (int i = 0; i < N; ++i) {
+    snprintf(names[i], sizeof(names[i]), "many-%d", i);
+    keys[i] = names[i];
+    sizes[i] = 2 * PAGE;
+    fill_pattern(values + (size_t)i * 2 * PAGE, 2 * PAGE, 1000 + i);
+    frags[i][0] = (mooncake_put_fragment_t){values + (size_t)i * 2 * PAGE + PAGE, PAGE, PAGE};
+    frags[i][1] = (mooncake_put_fragment_t){values + (size_t)i * 2 * PAGE, PAGE, 0};
+    writes[i] = (mooncake_session_write_t){keys[i], frags[i], 2};
+  }
+  assert_int_equal(mooncake_store_put_session_start(f->store, keys, sizes, N, NULL, rcs), 0);
+  for (int i = 0; i < N; ++i) assert_int_equal(rcs[i], 0);
+  assert_int_equal(mooncake_store_put_session_write(f->store, writes, N, written), 0);
+  for (int i = 0; i < N; ++i) assert_int_equal(written[i], 2 * PAGE);
+  assert_int_equal(mooncake_store_put_session_end(f->store, keys, N, rcs), 0);
+  for (int i = 0; i < N; ++i) assert_int_equal(rcs[i], 0);
+  char got[2 * PAGE];
+  for (int i = 0; i < N; i += 37) {
+    assert_int_equal(mooncake_store_get_into(f->store, keys[i], got, sizeof(got)), sizeof(got));
+    assert_int_equal(check_pattern(got, sizeof(got), 1000 + i), -1);
+  }
+  free(values);
+}
+
 /* Every code: a stored key (-705), a second session for a key (-600, also twice in one
  * batch), no session (-600 for write, end and revoke), a range past the value (-600,
  * nothing written), bad sizes and keys, NULL arguments (-1), an empty batch (0). */
@@ -325,6 +361,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_layer_by_layer, setup_store, store_fixture_teardown),
       cmocka_unit_test_setup_teardown(test_many_ranges_and_large_values, setup_store,
                                       store_fixture_teardown),
+      cmocka_unit_test_setup_teardown(test_many_keys, setup_store, store_fixture_teardown),
       cmocka_unit_test_setup_teardown(test_codes, setup_store, store_fixture_teardown),
       cmocka_unit_test_setup_teardown(test_revoke, setup_store, store_fixture_teardown),
       cmocka_unit_test_setup_teardown(test_dying_client_session_revoked, setup_store,
