@@ -177,9 +177,9 @@ class ClientConnection : public std::enable_shared_from_this<ClientConnection> {
   size_t input_bytes() const { return input_bytes_.load(); }
 
   // ---- what the connection's reads did (CLIENT_STATS) ----
-  // Reads (a get's value, ranges of one, a staged get's chunk) served from an SSD replica,
-  // this daemon's or another's: Mooncake's "offload RPC" reads. ReplicaIO counts them here
-  // through a DiskReadSink around each request.
+  // Reads (a get's value, a fragment of a ranged read, a staged get's chunk) served from an
+  // SSD replica, this daemon's or another's: Mooncake's "offload RPC" reads. ReplicaIO
+  // counts them here through a DiskReadSink around each request.
   std::atomic<uint64_t>* disk_read_counter() { return &disk_reads_; }
   uint64_t disk_reads() const { return disk_reads_.load(std::memory_order_relaxed); }
 

@@ -58,8 +58,9 @@ extern "C" {
  * puts carry them to the daemon), put sessions (mooncake_store_put_session_start and its
  * family) and mooncake_store_disk_read_count. Applications built against an older header
  * keep working with this library (no struct or signature of an older version changed); the
- * library and the daemon must be of the same version. mooncake_store_errmsg and the reasons refusals carry on the socket came
- * without a bump: a library or daemon that predates them misreads nothing. */
+ * library and the daemon must be of the same version. mooncake_store_errmsg and the reasons
+ * refusals carry on the socket came without a bump: a library or daemon that predates them
+ * misreads nothing. */
 #define MOONCAKE_STORE_ABI_VERSION 5
 
 #define MOONCAKE_STORE_MAX_KEY_LEN 4096
@@ -827,8 +828,8 @@ int mooncake_store_put_session_revoke(mooncake_store_t store, const char **keys,
 
 /* Reads of this handle served from an SSD replica (the daemon's SSD tier, its own or
  * another daemon's: docs/ssd.md) since it connected (a reconnect starts again from 0):
- * a get's value, a ranged read of one, and each chunk of a value larger than the pool
- * count once. Mooncake's get_offload_rpc_read_count. >= 0, or -600 when not connected,
+ * a get's value, each fragment of a ranged read, and each chunk of a value larger than the
+ * pool count once. Mooncake's get_offload_rpc_read_count. >= 0, or -600 when not connected,
  * -900 when the daemon does not answer. */
 int64_t mooncake_store_disk_read_count(mooncake_store_t store);
 

@@ -192,7 +192,8 @@ class StoreClient {
   void EndPutSessions(const std::vector<std::string>& keys, bool commit,
                       std::vector<ErrorCode>* results);
 
-  // Reads of this connection the daemon served from an SSD replica (CLIENT_STATS).
+  // Reads of this connection the daemon served from an SSD replica (CLIENT_STATS): values,
+  // fragments of ranged reads and chunks of staged gets, each once.
   Result<uint64_t> DiskReadCount();
 
   // The offload choice (uds::WireConfig::offload: 0 the master's default, 1 on, 2 off) that

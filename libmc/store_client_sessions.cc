@@ -272,10 +272,8 @@ void StoreClient::EndPutSessions(const std::vector<std::string>& keys, bool comm
       sessions[i] = std::move(it->second);
       put_sessions_.erase(it);
     }
-    sessions_cv_.wait(lock, [&] {
-      return std::all_of(sessions.begin(), sessions.end(),
-                         [](const std::shared_ptr<PutSession>& s) { return !s || s->writers == 0; });
-    });
+    auto idle = [](const std::shared_ptr<PutSession>& s) { return !s || s->writers == 0; };
+    sessions_cv_.wait(lock, [&] { return std::all_of(sessions.begin(), sessions.end(), idle); });
   }
   std::deque<InFlight> sent;
   auto done = [&](size_t i, ErrorCode code) {

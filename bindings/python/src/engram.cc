@@ -53,7 +53,9 @@ py::object UnwrapStore(py::object store) {
     throw std::runtime_error("store wrapper returned an unexpected PyClient capsule type");
   }
   auto* inner = static_cast<PyObject*>(PyCapsule_GetPointer(capsule.ptr(), kCapsuleName));
-  if (inner == nullptr) throw std::runtime_error("store wrapper returned an empty PyClient capsule");
+  if (inner == nullptr) {
+    throw std::runtime_error("store wrapper returned an empty PyClient capsule");
+  }
   return py::reinterpret_borrow<py::object>(inner);
 }
 
@@ -180,7 +182,8 @@ class EngramStore {
         int64_t row = rows[t * h_count + h];
         ok = row >= 0 && row < vocab_[h];
         const uint64_t slot = t * static_cast<uint64_t>(h_count) + static_cast<uint64_t>(h);
-        if (ok) ranges[h].push_back({static_cast<uint64_t>(row) * row_bytes, row_bytes, slot * row_bytes});
+        if (ok) ranges[h].push_back({static_cast<uint64_t>(row) * row_bytes, row_bytes,
+                                     slot * row_bytes});
       }
     }
     if (ok) {
@@ -227,7 +230,9 @@ py::array_t<float> LookupAny(EngramStore& self, py::object row_ids) {
     if (ids.shape(2) != self.heads()) {
       throw std::runtime_error("row_ids last dimension must match num_heads");
     }
-    if (ids.shape(0) <= 0 || ids.shape(1) <= 0) throw std::runtime_error("EngramStore lookup failed");
+    if (ids.shape(0) <= 0 || ids.shape(1) <= 0) {
+      throw std::runtime_error("EngramStore lookup failed");
+    }
     return self.Lookup(ids.data(), ids.shape(0), ids.shape(1));
   }
   std::vector<int64_t> flat;
