@@ -195,6 +195,11 @@ int RunStat(const Invocation& inv) {
     fields.emplace_back("hard pin", j.value("hard_pinned", false) ? "yes" : "no");
   }
   fields.emplace_back("checksum", Field(j, "checksum") == "-" ? "none" : Field(j, "checksum"));
+  // Mooncake's object groups: shown for an object in one.
+  const std::string group = j.contains("group_id") && j["group_id"].is_string()
+                                ? j["group_id"].get<std::string>()
+                                : std::string();
+  if (!group.empty()) fields.emplace_back("group", group);
   PrintFields(std::cout, fields);
   if (!replicas.empty()) {
     std::cout << "\n";

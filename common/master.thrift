@@ -82,6 +82,13 @@ struct ReplicateConfig {
   // The first replica on the writer's own daemon's segments (prefer_alloc_in_same_node), as
   // --allocation_strategy local_first does for every put.
   10: bool prefer_local = false,
+  // Mooncake's per-key group ids (docs/mooncake-api.md, "groups"): empty, no group named (a
+  // new object is in none; an upsert keeps its object's group); else one id per key of the
+  // call (PutStart and UpsertStart one, BatchPutStart one per key, else -600 for every
+  // key), "" for a key in no group. An id is 1..4096 bytes without NUL (else -600), scoped
+  // to the key's tenant. An upsert naming another group than its object's is -600: an
+  // object stays in the group it was put in.
+  11: list<string> group_ids,
 }
 
 struct ReplicaDescriptor {

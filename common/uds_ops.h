@@ -34,7 +34,7 @@ namespace uds {
 inline constexpr char kKeyField[] = "key";
 
 // How a put is placed, as it travels on the socket (mooncake_put_config_t, less what
-// libmc refuses or resolves itself: NoF/DFS fields, group ids, host id, data type).
+// libmc refuses or resolves itself: NoF/DFS fields, host id, data type).
 struct WireConfig {
   uint64_t replica_num = 1;
   // Mooncake's SoftPinAction: 0 PRESERVE, 1 ENABLE, 2 DISABLE (anything else is -600);
@@ -50,6 +50,12 @@ struct WireConfig {
   uint64_t soft_pin_ttl_ms = 0;
   // The first replica on this connection's daemon (prefer_alloc_in_same_node).
   bool prefer_local = false;
+  // Mooncake's group_ids (docs/mooncake-api.md, "groups"): group_given says the put names
+  // its key's group ("" for none: an upsert then must find its object in none); PUT, UPSERT
+  // and PUT_BEGIN name it in group, BATCH_PUT and BATCH_UPSERT per entry (PutEntry.group,
+  // group left ""). A group id is 1..4096 bytes without NUL, else the entry is -600.
+  bool group_given = false;
+  std::string group;
   template <class S, class V>
   static void Fields(S& s, V& v) {
     v("replica_num", s.replica_num);
@@ -60,6 +66,8 @@ struct WireConfig {
     v("soft_pin_ttl_given", s.soft_pin_ttl_given);
     v("soft_pin_ttl_ms", s.soft_pin_ttl_ms);
     v("prefer_local", s.prefer_local);
+    v("group_given", s.group_given);
+    v("group", s.group);
   }
 };
 
@@ -131,11 +139,13 @@ struct PutEntry {  // one value of a BATCH_PUT
   std::string key;
   uint64_t pool_offset = 0;
   uint64_t size = 0;
+  std::string group;  // its group id, when the batch's config.group_given ("": none)
   template <class S, class V>
   static void Fields(S& s, V& v) {
     v(kKeyField, s.key);
     v("pool_offset", s.pool_offset);
     v("size", s.size);
+    v("group", s.group);
   }
 };
 
@@ -414,6 +424,13 @@ struct HealthReply {
   static void Fields(S& s, V& v) { v("master_reachable 0/1", s.master_reachable); }
 };
 
+// CLIENT_STATS: what the daemon counted for this connection.
+struct ClientStatsReply {
+  uint64_t disk_reads = 0;  // objects (or ranges of one) read from an SSD replica
+  template <class S, class V>
+  static void Fields(S& s, V& v) { v("disk_reads", s.disk_reads); }
+};
+
 struct MountSegmentArgs {
   uint64_t size = 0;
   template <class S, class V>
@@ -497,8 +514,8 @@ std::string ReasonOf(const Message& reply);
 // X(Name, "WIRE_NAME", code, Args, Reply, "note for docs/protocol.md"): every op that may
 // follow HELLO. Codes are never reused; the daemon's handler of an op is On<Name>.
 // Codes 27..29 are reserved for ranged reads, 31..36 for segments and replica clearing
-// (31..35 taken, 36 free), 37..40 for the version-4 write family (ABI 4, issue 17); 30 is
-// POOL_FENCE.
+// (31..35 taken, 36 free), 37..40 for the version-4 write family (ABI 4, issue 17),
+// 50..54 for Mooncake's remaining client members (issue 31); 30 is POOL_FENCE.
 #define MC_UDS_OPS(X)                                                                          \
   X(Put, "PUT", 2, PutArgs, NoReply,                                                           \
     "whole value already in the pool; code 0 also when the key exists (put never overwrites)") \
@@ -557,7 +574,9 @@ std::string ReasonOf(const Message& reply);
   X(UnmountLocalDiskSegment, "UNMOUNT_LOCAL_DISK_SEGMENT", 35, NoArgs, NoReply,                \
     "0 without an SSD tier; -1012 with one (the daemon's, not the connection's)")              \
   X(BatchUpsert, "BATCH_UPSERT", 37, BatchPutArgs, BatchPutReply,                              \
-    "one code per entry, as `UPSERT` answers it; entries in order")
+    "one code per entry, as `UPSERT` answers it; entries in order")                            \
+  X(ClientStats, "CLIENT_STATS", 50, NoArgs, ClientStatsReply,                                 \
+    "what the daemon counted for this connection: its reads served from an SSD replica")
 
 // Besides the table, two ops about the connection itself rather than the store, which
 // the daemon's server handles: HELLO (first, once), and POOL_FENCE: answered, with no

@@ -176,6 +176,13 @@ class ClientConnection : public std::enable_shared_from_this<ClientConnection> {
   void ResumeInput() { input_paused_.store(false); }
   size_t input_bytes() const { return input_bytes_.load(); }
 
+  // ---- what the connection's reads did (CLIENT_STATS) ----
+  // Reads (a get's value, a fragment of a ranged read, a staged get's chunk) served from an
+  // SSD replica, this daemon's or another's: Mooncake's "offload RPC" reads. ReplicaIO
+  // counts them here through a DiskReadSink around each request.
+  std::atomic<uint64_t>* disk_read_counter() { return &disk_reads_; }
+  uint64_t disk_reads() const { return disk_reads_.load(std::memory_order_relaxed); }
+
   // ---- segments mounted for this connection ----
   // Counts size more bytes of segments against this connection, unless that would take
   // it over limit (false: nothing counted). Return what a mount that failed had counted.
@@ -227,6 +234,7 @@ class ClientConnection : public std::enable_shared_from_this<ClientConnection> {
   // Sequentially consistent both: a release either sees the pause or is seen by it.
   std::atomic<size_t> input_bytes_{0};
   std::atomic<bool> input_paused_{false};
+  std::atomic<uint64_t> disk_reads_{0};
 
   mutable std::mutex mu_;
   // Once closed_, active_ only falls, so it reaches 0 at most once: the teardown's moment.

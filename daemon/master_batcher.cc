@@ -1,6 +1,7 @@
 #include "daemon/master_batcher.h"
 
 #include "daemon/daemon_metrics.h"
+#include "daemon/group_ids.h"
 
 namespace mooncake {
 
@@ -33,7 +34,8 @@ MasterBatcher::MasterBatcher(MasterClient* master, size_t max_group, int64_t spi
   starts_ = std::make_unique<GroupCommit<StartCall>>(
       max_group, [this](const std::vector<StartCall*>& group) { RunStarts(group); },
       [](const StartCall& leader, const StartCall& other) {
-        return leader.writer == other.writer && *leader.config == *other.config;
+        // Each put's group id goes as its own entry of the batch's (daemon/group_ids.h).
+        return leader.writer == other.writer && SameButGroups(*leader.config, *other.config);
       },
       kLeaders, spin_ns);
   ends_ = std::make_unique<GroupCommit<EndCall>>(
@@ -91,14 +93,25 @@ void MasterBatcher::RunStarts(const std::vector<StartCall*>& group) {
   }
   std::vector<std::string> keys;
   std::vector<int64_t> sizes;
+  std::vector<const rpc::ReplicateConfig*> configs;
   keys.reserve(group.size());
   sizes.reserve(group.size());
+  configs.reserve(group.size());
   for (const StartCall* c : group) {
     keys.push_back(*c->key);
     sizes.push_back(c->size);
+    configs.push_back(c->config);
   }
+  std::vector<std::string> group_ids = JoinGroups(configs);
   std::vector<rpc::PutStartResult> started;
-  ErrorCode rc = master_->BatchPutStart(lead.writer, keys, sizes, *lead.config, &started);
+  ErrorCode rc;
+  if (group_ids.empty()) {
+    rc = master_->BatchPutStart(lead.writer, keys, sizes, *lead.config, &started);
+  } else {
+    rpc::ReplicateConfig config = *lead.config;
+    config.group_ids = std::move(group_ids);
+    rc = master_->BatchPutStart(lead.writer, keys, sizes, config, &started);
+  }
   for (size_t i = 0; i < group.size(); ++i) {
     if (rc != ErrorCode::OK) {
       group[i]->code = rc;

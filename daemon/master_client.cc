@@ -14,6 +14,7 @@
 #include "common/error_code.h"
 #include "common/master_auth.h"
 #include "common/spin_wait.h"
+#include "daemon/group_ids.h"
 
 namespace mooncake {
 namespace {
@@ -629,16 +630,19 @@ void MasterClient::BatchPutStartPipelined(int64_t writer, const std::vector<std:
     return std::vector<int64_t>(sizes.begin() + first, sizes.begin() + first + count);
   };
   PipelineCalls<rpc::PutStartResult> calls;
+  // Each part with its keys' own group ids (daemon/group_ids.h).
   calls.send = [&](rpc::MasterServiceClient& c, const std::vector<std::string>& part,
                    size_t first) {
-    c.send_BatchPutStart(writer, part, sizes_of(first, part.size()), config);
+    c.send_BatchPutStart(writer, part, sizes_of(first, part.size()),
+                         GroupsFrom(config, first, part.size()));
   };
   calls.receive = [](rpc::MasterServiceClient& c, std::vector<rpc::PutStartResult>* out) {
     c.recv_BatchPutStart(*out);
   };
   calls.call = [&](const std::vector<std::string>& part, size_t first, bool was_sent,
                    std::vector<rpc::PutStartResult>* out) {
-    ErrorCode rc = BatchPutStart(writer, part, sizes_of(first, part.size()), config, out);
+    ErrorCode rc = BatchPutStart(writer, part, sizes_of(first, part.size()),
+                                 GroupsFrom(config, first, part.size()), out);
     for (rpc::PutStartResult& r : *out) DistrustRepeatedStart(was_sent, &r);
     return rc;
   };

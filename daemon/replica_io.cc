@@ -107,6 +107,9 @@ void ReplicaIO::CountServed(const ReplicaTarget& t, uint64_t length) {
   if (!t.on_disk()) return;
   std::atomic<uint64_t>& count = t.ssd != nullptr ? disk_reads_local_ : disk_reads_remote_;
   count.fetch_add(1, std::memory_order_relaxed);
+  if (DiskReadSink::t_sink_ != nullptr) {
+    DiskReadSink::t_sink_->fetch_add(1, std::memory_order_relaxed);
+  }
 }
 
 TransferOp ReplicaIO::MakeOp(TransferKind kind, const ReplicaTarget& t, uint64_t value_offset,

@@ -77,6 +77,21 @@ class ReplicaIO {
     uint64_t remote = 0;
   };
   DiskReadStats disk_reads() const { return {disk_reads_local_.load(), disk_reads_remote_.load()}; }
+  // While one lives on a thread, the reads that thread serves from an SSD replica are
+  // counted in *sink too (a connection's count, for CLIENT_STATS): StoreService sets one
+  // around each request it runs.
+  class DiskReadSink {
+   public:
+    explicit DiskReadSink(std::atomic<uint64_t>* sink) : previous_(t_sink_) { t_sink_ = sink; }
+    ~DiskReadSink() { t_sink_ = previous_; }
+    DiskReadSink(const DiskReadSink&) = delete;
+    DiskReadSink& operator=(const DiskReadSink&) = delete;
+
+   private:
+    friend class ReplicaIO;
+    static inline thread_local std::atomic<uint64_t>* t_sink_ = nullptr;
+    std::atomic<uint64_t>* previous_;
+  };
 
   // Every replica of a put (all memory replicas, which the writer must fill): TRANSFER_FAIL
   // when one is neither ours nor a segment the master published, or its range is outside.

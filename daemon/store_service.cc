@@ -78,6 +78,9 @@ ErrorCode RefuseConfig(const uds::WireConfig& wire) {
     why += "offload " + std::to_string(wire.offload) + " is not 0..2";
   } else if (wire.soft_pin_action > 2) {
     why += "soft_pin_action " + std::to_string(wire.soft_pin_action) + " is not 0..2";
+  } else if (!ValidGroup(wire)) {
+    why += "group id: " + tenant_key::UserKeyProblem(wire.group);
+    if (!wire.group_given) why = "config: a group id without group_given";
   } else {
     why += "soft_pin_ttl_ms " + std::to_string(wire.soft_pin_ttl_ms) + " is too large";
   }
@@ -89,10 +92,16 @@ ErrorCode RefuseStagedId(const char* kind, uint64_t id) {
                                                " is not open on this connection");
 }
 
+bool ValidGroup(const uds::WireConfig& wire) {
+  if (wire.group.empty()) return true;
+  return wire.group_given && tenant_key::ValidUserKey(wire.group);
+}
+
 bool ToRpcConfig(const uds::WireConfig& wire, rpc::ReplicateConfig* out) {
   if (wire.replica_num < 1 || wire.replica_num > 64) return false;
   if (wire.offload > 2 || wire.soft_pin_action > 2) return false;
   if (wire.soft_pin_ttl_ms > static_cast<uint64_t>(INT64_MAX)) return false;
+  if (!ValidGroup(wire)) return false;
   out->replica_num = static_cast<int32_t>(wire.replica_num);
   out->soft_pin_action = static_cast<int32_t>(wire.soft_pin_action);
   out->with_soft_pin = wire.soft_pin_action == 1;  // for a master that predates the action
@@ -102,6 +111,8 @@ bool ToRpcConfig(const uds::WireConfig& wire, rpc::ReplicateConfig* out) {
   out->preferred_segments = wire.preferred_segments;
   out->offload = static_cast<int32_t>(wire.offload);
   out->prefer_local = wire.prefer_local;
+  out->group_ids.clear();
+  if (wire.group_given) out->group_ids.push_back(wire.group);
   return true;
 }
 
@@ -245,6 +256,7 @@ bool StoreService::Run(ClientConnection* s, const uds::Message& request,
   ScopeKeys(s->tenant(), &in, &bad_key);
   typename uds::OpSpec<op>::Reply out;
   TakeRefusal(ErrorCode::OK);  // nothing an earlier request of this thread left
+  ReplicaIO::DiskReadSink disk_reads(s->disk_read_counter());
   ErrorCode code = (this->*handler)(s, in, &out);
   std::string reason = TakeRefusal(code);
   // A single key's -600 is its key's, unless the handler said otherwise (a batch answers
@@ -274,6 +286,12 @@ bool StoreService::Handle(ClientConnection* s, const uds::Message& m, std::strin
 
 ErrorCode StoreService::OnHostname(ClientConnection*, const uds::NoArgs&, uds::HostnameReply* out) {
   out->hostname = membership_->name();
+  return ErrorCode::OK;
+}
+
+ErrorCode StoreService::OnClientStats(ClientConnection* s, const uds::NoArgs&,
+                                      uds::ClientStatsReply* out) {
+  out->disk_reads = s->disk_reads();
   return ErrorCode::OK;
 }
 

@@ -170,6 +170,7 @@ class StoreService {
     std::string key;
     char* src = nullptr;  // the pool is the daemon's mapping: writable, never written here
     uint64_t size = 0;
+    std::string group;  // its group id when the batch names them (PutEntry.group)
   };
   // Puts items[i] for every i in which, in three batched phases (reserve and write,
   // pipelined in chunks of kMasterChunk; publish or revoke), setting (*results)[i] (a wire
@@ -308,8 +309,12 @@ bool ValidSize(uint64_t size);
 inline bool ChunkInside(const uds::ChunkArgs& chunk, uint64_t value_size) {
   return chunk.length <= value_size && chunk.value_offset <= value_size - chunk.length;
 }
-// Converts a wire config; false when replica_num is out of 1..64 or offload out of 0..2.
+// Converts a wire config; false when replica_num is out of 1..64 or offload out of 0..2, or
+// for a bad group id. A config naming its group (group_given) names it for one key: a
+// batch puts its entries' own in its place (PutEntry.group).
 bool ToRpcConfig(const uds::WireConfig& wire, rpc::ReplicateConfig* out);
+// wire.group is "" or a valid group id the config names (group_given).
+bool ValidGroup(const uds::WireConfig& wire);
 
 // A handler refusing its request: returns code and keeps why for Run, which sends it as the
 // reply's reason when the handler returns that same code (a reason kept for a code the

@@ -12,6 +12,7 @@
 // batch RPCs, each keeping its own code, its own -200 wait and -103 re-registration.
 #include "common/crc32c.h"
 #include "common/logging.h"
+#include "daemon/group_ids.h"
 #include "daemon/no_space_wait.h"
 #include "daemon/store_service.h"
 
@@ -82,8 +83,8 @@ ErrorCode StoreService::StartBatch(ClientConnection* s, int64_t writer,
     PickEntries(keys, sizes, again, &retry_keys, &retry_sizes);
     std::vector<rpc::PutStartResult> retried;
     // A failed call leaves those entries at -200; the rest of the batch goes on.
-    if (master_->BatchPutStart(writer, retry_keys, retry_sizes, config, &retried) !=
-            ErrorCode::OK ||
+    if (master_->BatchPutStart(writer, retry_keys, retry_sizes, PickGroups(config, again),
+                               &retried) != ErrorCode::OK ||
         retried.size() != again.size()) {
       return ErrorCode::OK;
     }
@@ -185,13 +186,18 @@ ErrorCode StoreService::OnBatchPut(ClientConnection* s, const uds::BatchPutArgs&
     items[i].key = e.key;
     items[i].size = e.size;
     items[i].src = s->PoolRange(e.pool_offset, e.size);
+    items[i].group = e.group;
   }
   rpc::ReplicateConfig config;
   std::vector<size_t> acceptable;
   if (ToRpcConfig(in.config, &config)) {
+    uds::WireConfig entry_config = in.config;  // to judge each entry's group id
     for (size_t i = 0; i < n; ++i) {
       const BatchPutEntry& e = items[i];
-      if (ValidKey(e.key) && ValidSize(e.size) && e.src != nullptr) acceptable.push_back(i);
+      entry_config.group = e.group;
+      if (ValidKey(e.key) && ValidSize(e.size) && e.src != nullptr && ValidGroup(entry_config)) {
+        acceptable.push_back(i);
+      }
     }
   }
   std::vector<size_t> retry, ignored;
@@ -208,10 +214,14 @@ ErrorCode StoreService::OnBatchPut(ClientConnection* s, const uds::BatchPutArgs&
 ErrorCode StoreService::OnBatchUpsert(ClientConnection* s, const uds::BatchPutArgs& in,
                                       uds::BatchPutReply* out) {
   out->values.assign(in.entries.size(), ToInt(ErrorCode::INVALID_PARAMS));
+  uds::PutArgs put{"", 0, 0, in.config};
   for (size_t i = 0; i < in.entries.size(); ++i) {
     const uds::PutEntry& e = in.entries[i];
-    out->values[i] = ToInt(PutWhole(s, uds::PutArgs{e.key, e.pool_offset, e.size, in.config},
-                                    /*upsert=*/true));
+    put.key = e.key;
+    put.pool_offset = e.pool_offset;
+    put.size = e.size;
+    put.config.group = e.group;  // each entry's own group id, if the batch names them
+    out->values[i] = ToInt(PutWhole(s, put, /*upsert=*/true));
     if (s->closed()) break;  // nobody will read the rest
   }
   return ErrorCode::OK;
@@ -283,9 +293,11 @@ void StoreService::BatchPutRound(ClientConnection* s, const std::vector<BatchPut
   std::vector<int64_t> sizes;
   keys.reserve(which.size());
   sizes.reserve(which.size());
+  if (!asked.group_ids.empty()) config.group_ids.clear();  // the entries' own, in order
   for (size_t i : which) {
     keys.push_back(items[i].key);
     sizes.push_back(static_cast<int64_t>(items[i].size));
+    if (!asked.group_ids.empty()) config.group_ids.push_back(items[i].group);
   }
   int64_t writer = membership_->daemon_id();
   PutRoundOutcome outcome;
@@ -319,7 +331,8 @@ void StoreService::BatchPutRound(ClientConnection* s, const std::vector<BatchPut
     std::vector<int64_t> later_sizes;
     PickEntries(keys, sizes, later, &later_keys, &later_sizes);
     std::vector<rpc::PutStartResult> restarted;
-    ErrorCode rc = StartBatch(s, writer, later_keys, later_sizes, config, &restarted);
+    ErrorCode rc =
+        StartBatch(s, writer, later_keys, later_sizes, PickGroups(config, later), &restarted);
     if (rc != ErrorCode::OK) {
       for (size_t j : later) (*results)[which[j]] = ToInt(rc);
     } else {

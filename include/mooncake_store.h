@@ -54,11 +54,14 @@ extern "C" {
  * put config carrying the soft-pin TTL, ranged reads, segment mounting and replica
  * clearing (mooncake_store_batch_replica_clear, mooncake_store_mount_segment and its
  * family); setup's master_server_addr is compared as an endpoint (a HELLO's master is sent
- * resolved). Applications built against an older header keep working with this library (no
- * struct or signature of an older version changed); the library and the daemon must be of
- * the same version. mooncake_store_errmsg and the reasons refusals carry on the socket came
- * without a bump: a library or daemon that predates them misreads nothing. */
-#define MOONCAKE_STORE_ABI_VERSION 4
+ * resolved). 5: Mooncake's object groups (mooncake_put_config_t's group_ids name them, and
+ * puts carry them to the daemon), put sessions (mooncake_store_put_session_start and its
+ * family) and mooncake_store_disk_read_count. Applications built against an older header
+ * keep working with this library (no struct or signature of an older version changed); the
+ * library and the daemon must be of the same version. mooncake_store_errmsg and the reasons
+ * refusals carry on the socket came without a bump: a library or daemon that predates them
+ * misreads nothing. */
+#define MOONCAKE_STORE_ABI_VERSION 5
 
 #define MOONCAKE_STORE_MAX_KEY_LEN 4096
 #define MOONCAKE_STORE_MAX_VALUE_SIZE (4ULL << 30)
@@ -436,9 +439,15 @@ typedef struct mooncake_put_config {
   /* Mooncake's writer host id, naming which node "same node" is. The node here is always
    * the caller's daemon: NULL or "" only (else -1012). */
   const char *host_id;
-  /* Mooncake's per-key routing groups (a feature this store lacks): NULL, or a list whose
-   * every entry is "" (ungrouped, as Mooncake reads it); a non-empty id is -1012, and a
-   * count > 0 with group_ids NULL is -1. */
+  /* Mooncake's object groups (docs/mooncake-api.md, "groups"): NULL (count 0) names none;
+   * else one group id per key of the call -- 1 for the single puts, count for the batch
+   * ones (another count is -600) -- "" for a key in no group. A group id follows a key's
+   * rules (at most 4096 bytes, else -600) and names a group of the handle's tenant. Objects
+   * of one group are leased, aged and evicted together: a read of one renews every
+   * member's read lease, and an eviction that takes one takes the others it may take. An
+   * object stays in the group it was put in: an upsert naming another (or "" for a grouped
+   * object) is -600; one naming none keeps it. A count > 0 with group_ids NULL is -1. (ABI
+   * 4 refused any non-empty id with -1012.) */
   const char **group_ids;
   size_t group_ids_count;
   /* Mooncake's ObjectDataType, 0 (UNKNOWN, default) to 9 (GENERAL), else -600: validated
@@ -749,6 +758,80 @@ int mooncake_store_tensor_shard_range(int64_t dim_size, int32_t rank, int32_t co
  * put's to check. */
 int64_t mooncake_store_tensor_key(int kind, const char *base, const mooncake_tensor_axis_t *axes,
                                   size_t axis_count, char *out, size_t out_size);
+
+/* ---- put sessions, version 5 (docs/mooncake-api.md, "sessions") ---------------------- */
+
+/* Mooncake's put sessions (batch_put_session_start and its family): a put is reserved
+ * whole without its bytes, written by ranges at any offsets of the value, in any order and
+ * over any number of calls, then published at once -- readers never see it before -- or
+ * dropped. Sessions are the handle's, by key (one open per key), on the daemon connection
+ * they began on. A session whose connection is lost, whose handle is closed, or whose
+ * process ends without ending it is revoked by the daemon at once (its space freed, its
+ * key free again; were the daemon itself to die, the master frees it after its
+ * --put_start_release_timeout). A daemon keeps at most 4096 staged puts open per
+ * connection: sessions past that answer -600. */
+
+/* Opens a session per key for a value of sizes[i] bytes (1 byte to 4 GiB): the replicas
+ * are reserved as put_ex reserves them (config: as put_ex's, NULL the defaults; its group
+ * ids one per key). results_out[i]: 0 open; -705 a complete object has the key (a put
+ * never overwrites); -600 a bad key or size, or a session for the key is open already
+ * (also when the key appears twice: the second); -200 no space; or the code put_ex would
+ * have answered. An invalid config gives every key its code. Returns 0 once every key has
+ * its result, -1 for a NULL argument. */
+int mooncake_store_put_session_start(mooncake_store_t store, const char **keys,
+                                     const size_t *sizes, size_t count,
+                                     const mooncake_put_config_t *config, int *results_out);
+
+/* One range of a session's value: the length bytes at src go to dst_offset in the value. */
+typedef struct mooncake_put_fragment {
+  const void *src;
+  uint64_t length;
+  uint64_t dst_offset;
+} mooncake_put_fragment_t;
+
+/* One key's ranges for mooncake_store_put_session_write. */
+typedef struct mooncake_session_write {
+  const char *key;
+  const mooncake_put_fragment_t *fragments;
+  size_t fragment_count;
+} mooncake_session_write_t;
+
+/* Writes each entry's fragments into its key's open session (zero copy from the handle's
+ * pool; other memory is staged through it). results_out[i]: the bytes written for
+ * writes[i] (the sum of its lengths), or -600 -- and nothing written for it -- when its key
+ * has no open session or a fragment runs past the value (or past a registered buffer);
+ * -800 when a replica could not be written (the session's end then answers -800 and
+ * publishes nothing); -900 when the session's connection was lost. Ranges may overlap:
+ * the last written wins. Returns 0 once every entry has its result, -1 for a NULL
+ * argument. */
+int mooncake_store_put_session_write(mooncake_store_t store,
+                                     const mooncake_session_write_t *writes, size_t count,
+                                     int64_t *results_out);
+
+/* Publishes each key's session, once its writes in flight are done: the value becomes
+ * readable whole, with every replica, as a put's does (bytes never written read as
+ * whatever the reserved memory held). results_out[i]: 0; -600 no open session; -800 a
+ * write to it failed (nothing published); -900 its connection was lost; or what a put's
+ * publication answers. The session ends whatever the result. Returns 0 once every key has
+ * its result, -1 for a NULL argument. */
+int mooncake_store_put_session_end(mooncake_store_t store, const char **keys, size_t count,
+                                   int *results_out);
+
+/* Drops each key's session and frees what it reserved. results_out[i]: 0 (also when the
+ * reservation was gone already); -600 no open session; -900 its connection was lost (the
+ * daemon dropped it then). Returns 0 once every key has its result, -1 for a NULL
+ * argument. */
+int mooncake_store_put_session_revoke(mooncake_store_t store, const char **keys, size_t count,
+                                      int *results_out);
+
+/* ---- what the daemon counted for this handle, version 5 ------------------------------ */
+
+/* Reads of this handle served from an SSD replica (the daemon's SSD tier, its own or
+ * another daemon's: docs/ssd.md) since it connected (a reconnect starts again from 0):
+ * a get's value, each fragment of a ranged read, and each chunk of a value larger than the
+ * pool count once. Mooncake's get_offload_rpc_read_count. >= 0, or -600 when not connected,
+ * -900 when the daemon does not answer. */
+int64_t mooncake_store_disk_read_count(mooncake_store_t store);
 
 #ifdef __cplusplus
 }

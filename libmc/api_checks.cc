@@ -126,7 +126,7 @@ int CheckAnyConfig(const StoreClient* client, const mooncake_replicate_config_t*
 }
 
 int CheckAnyConfig(const StoreClient* client, const mooncake_put_config_t* given,
-                   uds::WireConfig* out) {
+                   uds::WireConfig* out, size_t keys, std::vector<std::string>* groups) {
   *out = uds::WireConfig();
   out->offload = client->ssd_offload();
   mooncake_put_config_t c;
@@ -156,10 +156,23 @@ int CheckAnyConfig(const StoreClient* client, const mooncake_put_config_t* given
   if (c.preferred_nof_segments_count != 0) return Unsupported("preferred_nof_segments");
   if (c.host_id != nullptr && c.host_id[0] != '\0') return Unsupported("host_id");
   if (c.group_ids_count > 0 && c.group_ids == nullptr) return NullArgument("group_ids");
+  if (c.group_ids_count > 0 && c.group_ids_count != keys) {
+    return Refuse(kInvalidParams, "group_ids_count " + std::to_string(c.group_ids_count) +
+                                      ": name one group id per key (" + std::to_string(keys) +
+                                      "), or none");
+  }
   for (size_t i = 0; i < c.group_ids_count; ++i) {
     if (c.group_ids[i] == nullptr) return NullArgument("a group id");
-    if (c.group_ids[i][0] != '\0') return Unsupported("group_ids");
+    size_t n = strnlen(c.group_ids[i], MOONCAKE_STORE_MAX_KEY_LEN + 1);
+    if (n > MOONCAKE_STORE_MAX_KEY_LEN) {
+      return Refuse(kInvalidParams, "group id " + std::to_string(i) + " is longer than " +
+                                        std::to_string(MOONCAKE_STORE_MAX_KEY_LEN) +
+                                        " bytes: a group id follows a key's rules");
+    }
   }
+  out->group_given = c.group_ids_count > 0;
+  if (out->group_given && groups == nullptr) out->group = c.group_ids[0];
+  if (out->group_given && groups != nullptr) groups->assign(c.group_ids, c.group_ids + keys);
   out->replica_num = c.replica_num;
   out->soft_pin_action = static_cast<uint64_t>(c.soft_pin_action);
   out->soft_pin_ttl_given = c.has_soft_pin_ttl != 0;

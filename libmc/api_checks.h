@@ -38,11 +38,14 @@ int CheckValueSize(size_t size);
 
 // The wire config of a put, from either config struct (NULL: the defaults), with the
 // handle's offload choice: 0, -1 (a NULL list or name), -600 (a bad value), -1012 (a
-// feature this store lacks).
+// feature this store lacks). A put config's group ids name one group per key of a call of
+// keys keys (else -600): a single put's goes in out->group, a batch's (groups not null)
+// into *groups, one per key, in order.
 int CheckAnyConfig(const StoreClient* client, const mooncake_replicate_config_t* config,
                    uds::WireConfig* out);
 int CheckAnyConfig(const StoreClient* client, const mooncake_put_config_t* config,
-                   uds::WireConfig* out);
+                   uds::WireConfig* out, size_t keys = 1,
+                   std::vector<std::string>* groups = nullptr);
 
 // The checks every put shares (value, key, config, size, where the value lives: *place);
 // 0 when the put may go ahead.

@@ -135,6 +135,16 @@ class Connection {
 
   // Makes sure a channel is up (reconnecting if needed): OK or why not.
   ErrorCode EnsureUp();
+
+  // An exchange of several requests tied to one daemon connection (a put session: its
+  // staged put id means something on that connection only). Pin takes the live channel,
+  // reconnecting if needed (nullptr with *code set when there is none); SendPinned sends on
+  // that channel alone: RPC_FAIL once it is down, never on a successor.
+  std::shared_ptr<Channel> Pin(ErrorCode* code) { return Current(code); }
+  Ticket SendPinned(const std::shared_ptr<Channel>& channel, Request& request,
+                    std::shared_ptr<void> keepalive = nullptr) {
+    return SendOn(channel, request, std::move(keepalive));
+  }
   // "host:port" from the latest HELLO.
   std::string hostname() const;
   int timeout_ms() const { return options_.timeout_ms; }

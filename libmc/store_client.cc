@@ -205,6 +205,13 @@ BatchFrame<op, Deliver> MakeBatchFrame(Connection& conn, typename uds::OpSpec<op
   return BatchFrame<op, Deliver>(conn, std::move(args), std::move(deliver));
 }
 
+// A batch's config for one of its entries put on its own: with the entry's group id.
+uds::WireConfig WithGroup(const uds::WireConfig& batch, const std::string& group) {
+  uds::WireConfig one = batch;
+  one.group = group;
+  return one;
+}
+
 std::atomic<uint64_t> g_next_serial{1};
 
 ErrorCode NotConnected() {
@@ -305,6 +312,11 @@ ErrorCode StoreClient::Close() {
     if (!connected_) return ErrorCode::OK;
     connected_ = false;
     conn = std::move(conn_);
+  }
+  {
+    // The daemon revokes their puts when the connection goes; writes in flight hold theirs.
+    std::lock_guard<std::mutex> lock(sessions_mu_);
+    put_sessions_.clear();
   }
   if (conn->lends_memory()) {
     // Before the connection goes: the daemon moves the objects in the lent memory (others'
@@ -476,13 +488,15 @@ void StoreClient::BatchPut(std::vector<PutItem>& items, const uds::WireConfig& c
       it.result = ErrorCode::INVALID_PARAMS;
     } else if (!frame.Place(*c.pool, it.data, it.size, &offset, &block)) {
       // Too large for the pool right now: chunked, on its own.
-      it.result = PutOne(c, it.key, it.data, it.size, config, false, it.place);
+      it.result = PutOne(c, it.key, it.data, it.size, WithGroup(config, it.group), false,
+                         it.place);
     } else {
       if (block) {
         it.result = CopyFromCaller(it.place, block->data(), it.data, it.size);
         if (it.result != ErrorCode::OK) continue;  // the caller's memory could not be read
       }
-      frame.Add(i, uds::PutEntry{std::move(it.key), offset, it.size}, std::move(block));
+      frame.Add(i, uds::PutEntry{std::move(it.key), offset, it.size, std::move(it.group)},
+                std::move(block));
     }
   }
   frame.Flush();
@@ -506,13 +520,15 @@ void StoreClient::BatchUpsert(Context& c, std::vector<PutItem>& items,
       // Too large for the pool right now: the entries framed so far go first, so that the
       // batch's upserts of one key still apply in order; then this one, chunked.
       frame.Flush();
-      it.result = PutOne(c, it.key, it.data, it.size, config, true, it.place);
+      it.result = PutOne(c, it.key, it.data, it.size, WithGroup(config, it.group), true,
+                         it.place);
     } else {
       if (block) {
         it.result = CopyFromCaller(it.place, block->data(), it.data, it.size);
         if (it.result != ErrorCode::OK) continue;  // the caller's memory could not be read
       }
-      frame.Add(i, uds::PutEntry{std::move(it.key), offset, it.size}, std::move(block));
+      frame.Add(i, uds::PutEntry{std::move(it.key), offset, it.size, std::move(it.group)},
+                std::move(block));
     }
   }
   frame.Flush();

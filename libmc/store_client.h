@@ -19,12 +19,14 @@
 #define MOONCAKE_LIBMC_STORE_CLIENT_H_
 
 #include <atomic>
+#include <condition_variable>
 #include <cstdint>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <shared_mutex>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "common/error_code.h"
@@ -47,6 +49,7 @@ class StoreClient {
     uint64_t size;
     MemoryPlace place;
     ErrorCode result = ErrorCode::INTERNAL_ERROR;
+    std::string group{};  // its group id when the batch's config names them (group_given)
   };
   // One get of a batch: result receives what GetInto would return.
   struct GetItem {
@@ -153,6 +156,46 @@ class StoreClient {
   void BatchGetReplicaDesc(const std::vector<std::string>& keys, std::vector<ErrorCode>* codes,
                            std::vector<std::vector<uds::WireReplica>>* replicas);
 
+  // ---- put sessions (store_client_sessions.cc; docs/mooncake-api.md, "sessions") ----
+  // Mooncake's batch_put_session_*: a put reserved whole (PUT_BEGIN), written range by
+  // range at any offsets of the value (PUT_CHUNK), then published (PUT_COMMIT) or dropped
+  // (PUT_ABORT). Sessions are the handle's, by key, one per key at a time, each on the
+  // daemon connection it began on: one the connection lost (the daemon revoked its put when
+  // the connection went, as it does when a process dies) answers RPC_FAIL, never reaching
+  // another connection's staged put. Close forgets them all (the daemon revokes them).
+  struct SessionStart {
+    std::string key;
+    uint64_t size;
+    std::string group;  // its group id, with config.group_given
+    ErrorCode result = ErrorCode::INTERNAL_ERROR;
+  };
+  // Opens a session for each start (result: OK, or INVALID_PARAMS when its key has one
+  // open, or what PUT_BEGIN answered: OBJECT_ALREADY_EXISTS for a key stored, ...).
+  void StartPutSessions(std::vector<SessionStart>& starts, const uds::WireConfig& config);
+  struct SessionFragment {
+    const char* src;      // length bytes of the caller's
+    uint64_t length;
+    uint64_t dst_offset;  // where they go in the value
+  };
+  struct SessionWrite {
+    std::string key;
+    std::vector<SessionFragment> fragments;
+    Result<uint64_t> result = ErrorCode::INTERNAL_ERROR;  // the bytes written, or the code
+  };
+  // Writes each write's fragments into its key's session: zero copy from the pool, other
+  // memory through pool blocks. INVALID_PARAMS for a key without a session, or (nothing
+  // written for it) a fragment running past the value or past a registered buffer.
+  void WritePutSessions(std::vector<SessionWrite>& writes);
+  // Ends each key's session once its writes in flight are done: commit publishes it
+  // (TRANSFER_FAIL and nothing published when a write to it failed), else it is dropped.
+  // (*results)[i]: INVALID_PARAMS when keys[i] has no session; the session ends either way.
+  void EndPutSessions(const std::vector<std::string>& keys, bool commit,
+                      std::vector<ErrorCode>* results);
+
+  // Reads of this connection the daemon served from an SSD replica (CLIENT_STATS): values,
+  // fragments of ranged reads and chunks of staged gets, each once.
+  Result<uint64_t> DiskReadCount();
+
   // The offload choice (uds::WireConfig::offload: 0 the master's default, 1 on, 2 off) that
   // c_api.cc puts into every put's config. Holds across reconnects.
   void SetSsdOffload(uint64_t mode) { ssd_offload_.store(mode, std::memory_order_relaxed); }
@@ -224,6 +267,12 @@ class StoreClient {
   };
   std::mutex registry_mu_;
   std::map<uintptr_t, Registered> registered_;  // by start
+
+  // The open put sessions, by key (store_client_sessions.cc).
+  struct PutSession;
+  std::mutex sessions_mu_;  // guards put_sessions_ and every session's writers count
+  std::condition_variable sessions_cv_;  // a session's last writer is done
+  std::unordered_map<std::string, std::shared_ptr<PutSession>> put_sessions_;
 };
 
 }  // namespace client

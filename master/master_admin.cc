@@ -239,7 +239,8 @@ class Routes {
             {"soft_pinned", d.soft_pinned},
             {"soft_pin_remaining_ms", d.soft_pin_remaining_ms},
             {"hard_pinned", d.hard_pinned},
-            {"checksum", d.checksum >= 0 ? json(d.checksum) : json(nullptr)}};
+            {"checksum", d.checksum >= 0 ? json(d.checksum) : json(nullptr)},
+            {"group_id", d.group}};
     return ErrorCode::OK;
   }
 

@@ -251,6 +251,7 @@ void MasterService::ReleaseObject(Shard& shard, std::string_view key, ObjectMeta
   } else {
     FreeReplicas(meta.replicas);
   }
+  LeaveGroup(key, meta);
   DropPendingUpsert(shard, key);
   DropPendingMove(shard, key);
   DropPendingPromotion(shard, key);
@@ -293,7 +294,8 @@ void MasterService::DropPendingUpsert(Shard& shard, std::string_view key) {
 
 rpc::PutStartResult MasterService::StartLocked(LockedKey& locked, int64_t writer, uint64_t size,
                                                const rpc::ReplicateConfig& config,
-                                               const ReplicaList& reserved) {
+                                               const ReplicaList& reserved,
+                                               const std::string* group) {
   ObjectMetadata meta;
   meta.size = size;
   meta.time_ms = Now();
@@ -309,6 +311,7 @@ rpc::PutStartResult MasterService::StartLocked(LockedKey& locked, int64_t writer
   result.master_epoch = epoch_;
   DescribeReplicas(meta.replicas, size, /*include_processing=*/true, &result.replicas);
   locked.object = locked.shard.objects.Insert(locked.key, locked.hash, std::move(meta));
+  JoinGroup(locked.key, *locked.object, group);
   object_count_.fetch_add(1);
   processing_count_.fetch_add(1);
   tenants_.Add(locked.key, 1, 0);  // its bytes were charged with the reservation
@@ -317,6 +320,13 @@ rpc::PutStartResult MasterService::StartLocked(LockedKey& locked, int64_t writer
 
 rpc::PutStartResult MasterService::PutStart(int64_t writer, const std::string& key, int64_t size,
                                             const rpc::ReplicateConfig& config) {
+  if (!ValidGroupIds(config, 1)) return PutStartError(ErrorCode::INVALID_PARAMS);
+  return PutStartOne(writer, key, size, config, GroupAsked(config));
+}
+
+rpc::PutStartResult MasterService::PutStartOne(int64_t writer, const std::string& key,
+                                               int64_t size, const rpc::ReplicateConfig& config,
+                                               const std::string* group) {
   StateGate::Shared gate(gate_);
   ErrorCode rc = ValidatePut(writer, key, size, config);
   if (rc != ErrorCode::OK) return PutStartError(rc);
@@ -351,11 +361,12 @@ rpc::PutStartResult MasterService::PutStart(int64_t writer, const std::string& k
                 static_cast<long long>(old.writer), static_cast<long long>(writer));
     DeferFree(old.replicas, old.time_ms + options_.put_start_release_timeout_ms);
     tenants_.Add(key, -1, -MemoryBytes(old.size, old.replicas));
+    LeaveGroup(key, old);
     locked.Erase();
     object_count_.fetch_sub(1);
     processing_count_.fetch_sub(1);
   }
-  return StartLocked(locked, writer, static_cast<uint64_t>(size), config, reserved);
+  return StartLocked(locked, writer, static_cast<uint64_t>(size), config, reserved, group);
 }
 
 ErrorCode MasterService::PutEnd(int64_t writer, const std::string& key, int64_t checksum) {
@@ -401,6 +412,8 @@ ErrorCode MasterService::PutRevoke(int64_t writer, const std::string& key) {
 rpc::PutStartResult MasterService::UpsertStart(int64_t writer, const std::string& key,
                                                int64_t size, const rpc::ReplicateConfig& config) {
   StateGate::Shared gate(gate_);
+  if (!ValidGroupIds(config, 1)) return PutStartError(ErrorCode::INVALID_PARAMS);
+  const std::string* group = GroupAsked(config);
   ErrorCode rc = ValidatePut(writer, key, size, config);
   if (rc != ErrorCode::OK) return PutStartError(rc);
   ReplicaList reserved;
@@ -412,16 +425,16 @@ rpc::PutStartResult MasterService::UpsertStart(int64_t writer, const std::string
   int64_t now = Now();
   ObjectMetadata* existing = locked.object;
   if (existing == nullptr) {
-    return StartLocked(locked, writer, static_cast<uint64_t>(size), config, reserved);
+    return StartLocked(locked, writer, static_cast<uint64_t>(size), config, reserved, group);
   }
   auto pending = shard.upserts.find(key);
   bool busy = !existing->complete ||
               (pending != shard.upserts.end() &&
                now - pending->second.start_ms < options_.put_start_discard_timeout_ms);
-  if (busy) {
+  if (busy || !UpsertKeepsGroup(key, *existing, group)) {
     FreeReplicas(reserved);
     tenants_.Add(key, 0, -MemoryBytes(static_cast<uint64_t>(size), reserved));
-    return PutStartError(ErrorCode::REPLICA_IS_NOT_READY);
+    return PutStartError(busy ? ErrorCode::REPLICA_IS_NOT_READY : ErrorCode::INVALID_PARAMS);
   }
   DropPendingUpsert(shard, key);  // an abandoned earlier upsert
   PendingUpsert& up = shard.upserts[key];
@@ -517,49 +530,70 @@ ErrorCode MasterService::UpsertRevoke(int64_t writer, const std::string& key) {
 rpc::ReplicaListResult MasterService::GetReplicaList(const std::string& key, int64_t reader) {
   StateGate::Shared gate(gate_);
   if (!ValidKey(key)) return ReplicaListError(ErrorCode::INVALID_PARAMS);
-  LockedKey locked(*this, key);
-  if (locked.object == nullptr) return ReplicaListError(ErrorCode::OBJECT_NOT_FOUND);
-  ObjectMetadata& meta = *locked.object;
-  if (!meta.complete) return ReplicaListError(ErrorCode::REPLICA_IS_NOT_READY);
-  int64_t now = Now();
-  if (meta.time_ms <= now) meta.untracked_holders = false;  // every earlier lease has ended
-  ForgetExistHit(locked.shard, meta);  // the read lease covers an exist lease, and the
-                                       // next hit counts again
-  int64_t until = now + options_.default_kv_lease_ttl_ms;
-  meta.time_ms = std::max(meta.time_ms, until);
-  // A soft pin's deadline is fixed at publication (Mooncake's rule): reads do not move it.
-  rpc::ReplicaListResult result;
-  DescribeReplicas(meta.replicas, meta.size, /*include_processing=*/false, &result.replicas);
-  // Restored, and no daemon holding a replica has re-attached yet.
-  if (result.replicas.empty()) return ReplicaListError(ErrorCode::REPLICA_IS_NOT_READY);
-  if (reader != 0) {
-    if (!meta.untracked_holders && !locked.shard.holders.Grant(&meta, reader, until, now)) {
-      meta.untracked_holders = true;
+  // The other members of a grouped object's group get its lease, once its shard is let go.
+  std::vector<std::string> group;
+  int64_t until = 0;
+  rpc::ReplicaListResult listed = [&] {
+    LockedKey locked(*this, key);
+    if (locked.object == nullptr) return ReplicaListError(ErrorCode::OBJECT_NOT_FOUND);
+    ObjectMetadata& meta = *locked.object;
+    if (!meta.complete) return ReplicaListError(ErrorCode::REPLICA_IS_NOT_READY);
+    int64_t now = Now();
+    if (meta.time_ms <= now) meta.untracked_holders = false;  // every earlier lease has ended
+    ForgetExistHit(locked.shard, meta);  // the read lease covers an exist lease, and the
+                                         // next hit counts again
+    until = now + options_.default_kv_lease_ttl_ms;
+    if (meta.grouped) {
+      // Renewed with it when its own lease was past half its TTL (Mooncake's rule), or when
+      // the group gained a member since.
+      bool renew = meta.time_ms <= now + options_.default_kv_lease_ttl_ms / 2;
+      group = groups_.OthersOf(key, renew ? GroupTable::Share::kLease
+                                          : GroupTable::Share::kLeaseIfFresh);
     }
-    // A reader the registry does not list (declared dead and not told yet) would be left
-    // out of "every daemon": remember that one may hold an untracked object until then.
-    if (meta.untracked_holders && !daemons_.Known(reader)) ExtendUnlisted(until);
-  }
-  result.code = ToInt(ErrorCode::OK);
-  result.size = static_cast<int64_t>(meta.size);
-  result.lease_ttl_ms = options_.default_kv_lease_ttl_ms;
-  result.checksum = meta.checksum_or_none();
-  result.master_epoch = epoch_;
-  // Served from disk only: the reader may re-create a memory replica, unless one is on
-  // its way (another reader's promotion, or a put's).
-  result.promote = options_.promotion_on_hit && meta.memory_replicas() == 0 &&
-                   (locked.shard.promotions.empty() || locked.shard.promotions.count(key) == 0);
-  return result;
+    meta.time_ms = std::max(meta.time_ms, until);
+    // A soft pin's deadline is fixed at publication (Mooncake's rule): reads do not move it.
+    rpc::ReplicaListResult result;
+    DescribeReplicas(meta.replicas, meta.size, /*include_processing=*/false, &result.replicas);
+    // Restored, and no daemon holding a replica has re-attached yet.
+    if (result.replicas.empty()) return ReplicaListError(ErrorCode::REPLICA_IS_NOT_READY);
+    if (reader != 0) {
+      if (!meta.untracked_holders && !locked.shard.holders.Grant(&meta, reader, until, now)) {
+        meta.untracked_holders = true;
+      }
+      // A reader the registry does not list (declared dead and not told yet) would be left
+      // out of "every daemon": remember that one may hold an untracked object until then.
+      if (meta.untracked_holders && !daemons_.Known(reader)) ExtendUnlisted(until);
+    }
+    result.code = ToInt(ErrorCode::OK);
+    result.size = static_cast<int64_t>(meta.size);
+    result.lease_ttl_ms = options_.default_kv_lease_ttl_ms;
+    result.checksum = meta.checksum_or_none();
+    result.master_epoch = epoch_;
+    // Served from disk only: the reader may re-create a memory replica, unless one is on
+    // its way (another reader's promotion, or a put's).
+    result.promote = options_.promotion_on_hit && meta.memory_replicas() == 0 &&
+                     (locked.shard.promotions.empty() || locked.shard.promotions.count(key) == 0);
+    return result;
+  }();
+  if (!group.empty() && listed.code == ToInt(ErrorCode::OK)) ShareWithGroup(group, until);
+  return listed;
 }
 
 int32_t MasterService::ExistKey(const std::string& key) {
   StateGate::Shared gate(gate_);
   if (!ValidKey(key)) return ToInt(ErrorCode::INVALID_PARAMS);
-  LockedKey locked(*this, key);
-  ObjectMetadata* meta = locked.object;
-  if (meta == nullptr || !meta->complete) return 0;
-  if (segments_.detached_count() > 0 && !Readable(meta->replicas)) return 0;
-  CountExistHit(locked.shard, *meta, Now());
+  std::vector<std::string> group;  // the rest of its group, when the hit counted as a use
+  {
+    LockedKey locked(*this, key);
+    ObjectMetadata* meta = locked.object;
+    if (meta == nullptr || !meta->complete) return 0;
+    if (segments_.detached_count() > 0 && !Readable(meta->replicas)) return 0;
+    int64_t now = Now();
+    bool counts = !meta->exist_hit && !meta->leased(now);
+    CountExistHit(locked.shard, *meta, now);
+    if (counts && meta->grouped) group = groups_.OthersOf(key);
+  }
+  if (!group.empty()) ShareWithGroup(group, 0);
   return 1;
 }
 

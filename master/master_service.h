@@ -88,6 +88,15 @@
 // it detached (not dropped) for its grace period, for the restarted process to take back
 // (SegmentRegistry::Mount) and reconcile (RegisterDiskReplicas). Promotion (PromoteStart/
 // End) reserves a memory replica beside an object that has none, as a drain's move does.
+//
+// Groups (master_service_groups.cc, master/groups.h; Mooncake's ReplicateConfig.group_ids):
+// a put may name its key's group, per tenant; the object stays in it for as long as it
+// exists (ObjectMetadata::grouped, and the GroupTable), and its group travels in its
+// snapshot and log records. A read's lease, and an existence hit's use, of one member are
+// given to the group's other members (each under its own shard's lock, after the reader's
+// is let go: the lock order has no two shards at once), when the reader's own lease needed
+// renewing or the group gained a member since; eviction that takes a member takes the rest
+// of its group with it, each only if eviction could take it alone. Removal is per object.
 #ifndef MOONCAKE_MASTER_MASTER_SERVICE_H_
 #define MOONCAKE_MASTER_MASTER_SERVICE_H_
 
@@ -107,6 +116,7 @@
 #include "master/daemon_registry.h"
 #include "master/eviction.h"
 #include "master/exist_leases.h"
+#include "master/groups.h"
 #include "master/master_options.h"
 #include "master/object_metadata.h"
 #include "master/object_table.h"
@@ -180,7 +190,8 @@ class MasterService {
   // -705 when a complete object has the key (or another writer's put is younger than
   // put_start_discard_timeout), -200 when not even one replica fits after eviction (see
   // "Eviction" above; nothing is left reserved then),
-  // -600 for a bad key, size or config, -103 for an unknown writer, -1503 while the
+  // -600 for a bad key, size or config (config.group_ids: at most one, a valid id or ""),
+  // -103 for an unknown writer, -1503 while the
   // operation log cannot write (a full or failing disk: nothing new is accepted), -1402
   // when size x replica_num more bytes would take the key's tenant over its quota.
   rpc::PutStartResult PutStart(int64_t writer, const std::string& key, int64_t size,
@@ -195,7 +206,8 @@ class MasterService {
   // Like PutStart, but a complete object is replaced: its old replicas stay readable until
   // UpsertEnd swaps in the new ones (and are freed once their read leases run out). The
   // old value's checksum stays with it until then, and UpsertEnd's becomes the object's.
-  // Until then both values count against the tenant's quota.
+  // Until then both values count against the tenant's quota. The object keeps its group:
+  // config.group_ids naming another (or "" for a grouped object) is -600.
   rpc::PutStartResult UpsertStart(int64_t writer, const std::string& key, int64_t size,
                                   const rpc::ReplicateConfig& config);
   // holders (when given) gets the daemons that may still cache the old value.
@@ -335,6 +347,7 @@ class MasterService {
     int64_t lease_remaining_ms = 0;     // 0: no read lease runs
     int64_t soft_pin_remaining_ms = 0;  // 0: not soft-pinned
     int64_t checksum = kNoChecksum;
+    std::string group;  // its group as its clients name it, "" for none
     std::vector<ReplicaView> replicas;
   };
   ErrorCode DescribeKey(const std::string& key, KeyDescription* out);
@@ -572,6 +585,41 @@ class MasterService {
   static bool ValidKey(std::string_view key);
   ErrorCode ValidatePut(int64_t writer, const std::string& key, int64_t size,
                         const rpc::ReplicateConfig& config) const;
+
+  // ---- groups (master_service_groups.cc) ----
+  // config.group_ids for a call of keys keys: empty, or one valid id (or "") per key.
+  static bool ValidGroupIds(const rpc::ReplicateConfig& config, size_t keys);
+  // The group a single-key put names (config.group_ids[0]), null when it names none.
+  static const std::string* GroupAsked(const rpc::ReplicateConfig& config) {
+    return config.group_ids.empty() ? nullptr : &config.group_ids[0];
+  }
+  // The body of PutStart for one key of group (null: none named).
+  rpc::PutStartResult PutStartOne(int64_t writer, const std::string& key, int64_t size,
+                                  const rpc::ReplicateConfig& config, const std::string* group);
+  // Under key's shard lock: whether an upsert asking group (null: none named) may replace
+  // meta, whose group is kept (Mooncake: membership is immutable while the object exists).
+  bool UpsertKeepsGroup(std::string_view key, const ObjectMetadata& meta,
+                        const std::string* group) const;
+  // Under the shard lock, as a new object's metadata is inserted: meta joins group.
+  void JoinGroup(std::string_view key, ObjectMetadata& meta, const std::string* group);
+  // Whoever erases an object calls this first, under its shard's lock.
+  void LeaveGroup(std::string_view key, ObjectMetadata& meta) {
+    if (!meta.grouped) return;
+    groups_.Leave(key);
+    meta.grouped = false;
+  }
+  // With no shard lock held (the reader's own let go): the read lease until until_ms, or
+  // (until_ms 0) the existence hit, shared with these members of a group, each under its
+  // own shard's lock; objects gone or still being written meanwhile are skipped.
+  void ShareWithGroup(const std::vector<std::string>& members, int64_t until_ms);
+  // With no shard lock held: after eviction took a grouped object, the rest of its group
+  // (members) goes too, each one that eviction could take alone now whatever its age
+  // (TierOf: not leased, hard-pinned, being written...; soft-pinned ones only when the walk
+  // takes those). Bytes freed; *evicted, *queued as EvictionWalk's.
+  uint64_t EvictRestOfGroup(const std::vector<std::string>& members, bool soft_pinned_too,
+                            int64_t now, int64_t* evicted, uint64_t* queued);
+  // The group a record of meta names: its group's id, or "" for none.
+  std::string GroupForLog(std::string_view key, const ObjectMetadata& meta) const;
   // A put's soft-pin request, with Mooncake's rules (docs/mooncake-api.md, "put-config"):
   // the action (kPreserve, kEnable, kDisable) and, for kEnable, the TTL from publication
   // (0: no pin). -600 for a TTL with PRESERVE or DISABLE, one above --max_kv_soft_pin_ttl,
@@ -603,7 +651,8 @@ class MasterService {
   // Shared body of PutStart and the "no value yet" case of UpsertStart, under the shard
   // lock: records the key's object as PROCESSING with the reserved replicas.
   rpc::PutStartResult StartLocked(LockedKey& locked, int64_t writer, uint64_t size,
-                                  const rpc::ReplicateConfig& config, const ReplicaList& reserved);
+                                  const rpc::ReplicateConfig& config, const ReplicaList& reserved,
+                                  const std::string* group = nullptr);
 
   void DescribeReplicas(const ReplicaList& replicas, uint64_t size, bool include_processing,
                         std::vector<rpc::ReplicaDescriptor>* out) const;
@@ -843,6 +892,7 @@ class MasterService {
   std::vector<DeferredFree> deferred_;  // guarded by deferred_mu_
 
   TenantUsage tenants_;  // per-tenant objects, bytes, quotas, refusals
+  GroupTable groups_;    // the members of every group (see "Groups" above)
   std::mutex evict_mu_;  // one eviction at a time, so two callers never both evict
   // Guarded by evict_mu_: a round's sample, where the next walk starts (each starts where
   // the last one stopped, so no shard is always first), the sample's random windows, and

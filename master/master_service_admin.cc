@@ -180,6 +180,7 @@ ErrorCode MasterService::DescribeKey(const std::string& key, KeyDescription* out
   out->lease_remaining_ms = meta.leased(now) ? meta.time_ms - now : 0;
   out->soft_pin_remaining_ms = out->soft_pinned ? meta.soft_pin_ms - now : 0;
   out->checksum = meta.checksum_or_none();
+  out->group = GroupForLog(key, meta);
   out->replicas.clear();
   auto describe = [&](const Replica& r) {
     std::shared_ptr<Segment> segment = segments_.Get(r.segment);

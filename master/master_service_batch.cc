@@ -10,12 +10,17 @@ void MasterService::BatchPutStart(int64_t writer, const std::vector<std::string>
                                   const rpc::ReplicateConfig& config,
                                   std::vector<rpc::PutStartResult>* out) {
   out->resize(keys.size());
-  if (sizes.size() != keys.size()) {  // lists of different lengths
+  // Lists of different lengths (group ids: none, or one per key).
+  if (sizes.size() != keys.size() || !ValidGroupIds(config, keys.size())) {
     for (rpc::PutStartResult& r : *out) r.code = ToInt(ErrorCode::INVALID_PARAMS);
     return;
   }
   StateGate::Shared gate(gate_);
-  for (size_t i = 0; i < keys.size(); ++i) (*out)[i] = PutStart(writer, keys[i], sizes[i], config);
+  const bool grouped = !config.group_ids.empty();
+  for (size_t i = 0; i < keys.size(); ++i) {
+    (*out)[i] = PutStartOne(writer, keys[i], sizes[i], config,
+                            grouped ? &config.group_ids[i] : nullptr);
+  }
 }
 
 void MasterService::BatchPutEnd(int64_t writer, const std::vector<std::string>& keys,

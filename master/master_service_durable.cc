@@ -84,7 +84,7 @@ uint64_t MasterService::LogPublish(std::string_view key, const ObjectMetadata& m
   size_t n = DescribeForLog(meta.replicas, replicas);
   std::string& record = RecordBuffer();
   AppendPublishRecord(&record, key, meta.size, meta.checksum_or_none(), meta.hard_pin, replicas, n,
-                      SoftPinUntilUnixMs(meta));
+                      SoftPinUntilUnixMs(meta), GroupForLog(key, meta));
   return oplog_->Append(record);
 }
 
@@ -149,7 +149,7 @@ bool MasterService::ExportObjects(
       if (!meta.complete) return false;
       size_t n = DescribeForLog(meta.replicas, replicas);
       AppendObject(&bytes, key, meta.size, meta.checksum_or_none(), meta.hard_pin, replicas, n,
-                   SoftPinUntilUnixMs(meta));
+                   SoftPinUntilUnixMs(meta), GroupForLog(key, meta));
       return false;
     });
     if (!emit(s, bytes, count)) return false;
@@ -200,16 +200,20 @@ void MasterService::RestoreObject(ObjectRecord&& object) {
   }
   LockedKey locked(*this, object.key);
   if (locked.object != nullptr) {
+    LeaveGroup(object.key, *locked.object);  // the record says which group it is in now
     *locked.object = std::move(meta);
   } else {
-    locked.shard.objects.Insert(object.key, locked.hash, std::move(meta));
+    locked.object = locked.shard.objects.Insert(object.key, locked.hash, std::move(meta));
     object_count_.fetch_add(1);
   }
+  // A group id this version would refuse at a put is no group.
+  if (GroupTable::ValidGroup(object.group)) JoinGroup(object.key, *locked.object, &object.group);
 }
 
 void MasterService::EraseRestored(const std::string& key) {
   LockedKey locked(*this, key);
   if (locked.object == nullptr) return;
+  LeaveGroup(key, *locked.object);
   locked.Erase();
   object_count_.fetch_sub(1);
 }
@@ -301,6 +305,7 @@ MasterService::RestoreCounts MasterService::FinishRestore() {
       }
       ++restore_counts_.dropped_objects;
       object_count_.fetch_sub(1);
+      LeaveGroup(key, meta);
       return true;
     });
   }
@@ -345,6 +350,7 @@ void MasterService::ClearState() {
     std::lock_guard<std::mutex> lock(deferred_mu_);
     deferred_.clear();
   }
+  groups_.Clear();
   object_count_ = 0;
   processing_count_ = 0;
   offload_states_ = 0;

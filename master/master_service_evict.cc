@@ -166,17 +166,33 @@ uint64_t MasterService::EvictionWalk(const EvictionThresholds& take, uint64_t bu
   uint64_t freed = 0;
   uint64_t queued_here = 0;
   size_t visited = 0;
+  std::vector<std::string> group_rest;  // the rest of the groups of grouped objects taken
   for (; visited < kShardCount && freed + queued_here < budget; ++visited) {
     Shard& shard = shards_[(evict_next_shard_ + visited) % kShardCount];
     ScanShard(shard, [&](std::string_view key, ObjectMetadata& meta) {
       if (freed + queued_here >= budget || !take.Takes(TierOf(shard, meta, now), meta.time_ms)) {
         return false;
       }
+      // Listed before it goes: an object erased has left its group.
+      std::vector<std::string> rest;
+      if (meta.grouped) rest = groups_.OthersOf(key);
       bool erase = false;
-      freed += EvictOne(shard, key, meta, &queued_here, &erase);
+      const uint64_t queued_before = queued_here;
+      const uint64_t bytes = EvictOne(shard, key, meta, &queued_here, &erase);
+      freed += bytes;
       *evicted += erase;
+      if (bytes > 0 || queued_here > queued_before) {
+        group_rest.insert(group_rest.end(), rest.begin(), rest.end());
+      }
       return erase;
     });
+    if (!group_rest.empty()) {
+      // A group goes together (Mooncake's group eviction), its members in other shards
+      // each under their own lock, once this shard's is let go.
+      freed += EvictRestOfGroup(group_rest, take.soft_pinned != EvictionThresholds::kNone, now,
+                                evicted, &queued_here);
+      group_rest.clear();
+    }
   }
   evict_next_shard_ = (evict_next_shard_ + visited) % kShardCount;
   *queued += queued_here;

@@ -78,7 +78,8 @@ struct ObjectMetadata {
         has_checksum(false),
         exist_hit(false),
         offload_at_put(false),
-        offload_pinned(false) {}
+        offload_pinned(false),
+        grouped(false) {}
 
   uint64_t size = 0;
   // While PROCESSING: when the put started. Once COMPLETE: the read-lease deadline (an
@@ -93,7 +94,7 @@ struct ObjectMetadata {
   int64_t writer = 0;                // daemon that started the put
   ReplicaList replicas;
   // One byte of flags (bit-fields, so that the checksum still fits in what was padding);
-  // one bit is left.
+  // all eight are taken.
   bool complete : 1;
   bool hard_pin : 1;
   // Some daemon was granted a lease it may cache without a record of it (the shard's
@@ -113,6 +114,9 @@ struct ObjectMetadata {
   // An eviction round queued an offload of it (--offload_on_evict): it is no eviction
   // candidate until the report (or the task's end) says what became of it.
   bool offload_pinned : 1;
+  // The object is in a group (Mooncake's group_ids): master/groups.h knows which. It stays
+  // in it for as long as it exists; whoever erases it takes it out of its group.
+  bool grouped : 1;
   uint32_t checksum = 0;
 
   bool leased(int64_t now_ms) const { return complete && time_ms > now_ms; }

@@ -21,8 +21,10 @@ void PackString(Packer& p, std::string_view s) {
 }
 
 void PackObject(Packer& p, std::string_view key, uint64_t size, int64_t checksum, bool hard_pin,
-                const ReplicaRecord* replicas, size_t replica_count, int64_t soft_pin_until) {
-  p.pack_array(soft_pin_until > 0 ? 6 : 5);
+                const ReplicaRecord* replicas, size_t replica_count, int64_t soft_pin_until,
+                std::string_view group) {
+  // The trailing fields are written only when they say something (see the header).
+  p.pack_array(!group.empty() ? 7 : soft_pin_until > 0 ? 6 : 5);
   PackString(p, key);
   p.pack(size);
   p.pack(checksum);
@@ -34,7 +36,8 @@ void PackObject(Packer& p, std::string_view key, uint64_t size, int64_t checksum
     p.pack(replicas[i].offset);
     p.pack(static_cast<uint64_t>(replicas[i].kind));
   }
-  if (soft_pin_until > 0) p.pack(soft_pin_until);
+  if (soft_pin_until > 0 || !group.empty()) p.pack(soft_pin_until);
+  if (!group.empty()) PackString(p, group);
 }
 
 void PackSegment(Packer& p, const SegmentRecord& s) {
@@ -62,7 +65,7 @@ void PackSegment(Packer& p, const SegmentRecord& s) {
 using uds::ArgReader;
 
 bool ReadObject(ArgReader a, ObjectRecord* out) {
-  if (a.size() != 5 && a.size() != 6) return false;
+  if (a.size() < 5 || a.size() > 7) return false;
   out->key = a.Str();
   out->size = a.U64();
   out->checksum = a.I64();
@@ -79,8 +82,10 @@ bool ReadObject(ArgReader a, ObjectRecord* out) {
     if (!fields.ok() || kind > 255) return false;
     r.kind = static_cast<uint8_t>(kind);
   }
-  out->soft_pin_until_unix_ms = a.size() == 6 ? a.I64() : 0;
-  return list.ok() && a.ok() && out->soft_pin_until_unix_ms >= 0;
+  out->soft_pin_until_unix_ms = a.size() >= 6 ? a.I64() : 0;
+  out->group = a.size() == 7 ? a.Str() : std::string();
+  return list.ok() && a.ok() && out->soft_pin_until_unix_ms >= 0 &&
+         (a.size() < 7 || !out->group.empty());
 }
 
 bool ReadSegment(ArgReader a, SegmentRecord* out) {
@@ -130,10 +135,11 @@ bool Unpack(std::string_view bytes, msgpack::object_handle* out) {
 
 void AppendObject(std::string* out, std::string_view key, uint64_t size, int64_t checksum,
                   bool hard_pin, const ReplicaRecord* replicas, size_t replica_count,
-                  int64_t soft_pin_until_unix_ms) {
+                  int64_t soft_pin_until_unix_ms, std::string_view group) {
   StringSink sink{out};
   Packer p(sink);
-  PackObject(p, key, size, checksum, hard_pin, replicas, replica_count, soft_pin_until_unix_ms);
+  PackObject(p, key, size, checksum, hard_pin, replicas, replica_count, soft_pin_until_unix_ms,
+             group);
 }
 
 void AppendSegment(std::string* out, const SegmentRecord& segment) {
@@ -150,12 +156,13 @@ void AppendArrayHeader(std::string* out, uint32_t count) {
 
 void AppendPublishRecord(std::string* out, std::string_view key, uint64_t size, int64_t checksum,
                          bool hard_pin, const ReplicaRecord* replicas, size_t replica_count,
-                         int64_t soft_pin_until_unix_ms) {
+                         int64_t soft_pin_until_unix_ms, std::string_view group) {
   StringSink sink{out};
   Packer p(sink);
   p.pack_array(2);
   p.pack(static_cast<uint64_t>(LogOp::kPublish));
-  PackObject(p, key, size, checksum, hard_pin, replicas, replica_count, soft_pin_until_unix_ms);
+  PackObject(p, key, size, checksum, hard_pin, replicas, replica_count, soft_pin_until_unix_ms,
+             group);
 }
 
 void AppendRemoveRecord(std::string* out, std::string_view key) {

@@ -8,11 +8,14 @@
 //             wrote it, is a daemon's own; one of 8 is a memory segment. kind is the
 //             ReplicaKind: 1 a daemon's SSD tier, LOCAL_DISK)
 //   object    [key, size, checksum (-1: none), hard_pin, [[segment_id, offset, kind], ...],
-//              soft_pin_until]
+//              soft_pin_until, group]
 //             (a replica of kind 1 is on the SSD of its LOCAL_DISK segment's daemon,
 //             offset 0. soft_pin_until, the soft pin's fixed deadline in Unix-epoch ms, came
 //             later and is written only for a soft-pinned object: an object of 5 fields, as
-//             older masters wrote it and as this one writes an unpinned one, has no pin)
+//             older masters wrote it and as this one writes an unpinned one, has no pin.
+//             group, the object's group as its clients name it (master/groups.h), came after
+//             it and is written only for a grouped object, soft_pin_until then 0 when it has
+//             no pin: an object of 5 or 6 fields is in no group)
 //   log record  [1, object]        published (PutEnd, UpsertEnd), left with fewer replicas
 //                                  (BatchReplicaClear on one segment), or moved out of a
 //                                  draining segment (CommitMoves): the object as it is now
@@ -72,6 +75,7 @@ struct ObjectRecord {
   bool hard_pin = false;
   std::vector<ReplicaRecord> replicas;
   int64_t soft_pin_until_unix_ms = 0;  // 0: not soft-pinned
+  std::string group;                   // "": in no group
 };
 
 enum class LogOp : uint8_t { kPublish = 1, kRemove = 2, kMount = 3, kUnmount = 4 };
@@ -89,14 +93,14 @@ struct LogRecord {
 // One object as a bare array (a snapshot shard is an array of these).
 void AppendObject(std::string* out, std::string_view key, uint64_t size, int64_t checksum,
                   bool hard_pin, const ReplicaRecord* replicas, size_t replica_count,
-                  int64_t soft_pin_until_unix_ms = 0);
+                  int64_t soft_pin_until_unix_ms = 0, std::string_view group = {});
 void AppendSegment(std::string* out, const SegmentRecord& segment);
 // The header of an array of count elements (a shard's objects, the segment list).
 void AppendArrayHeader(std::string* out, uint32_t count);
 
 void AppendPublishRecord(std::string* out, std::string_view key, uint64_t size, int64_t checksum,
                          bool hard_pin, const ReplicaRecord* replicas, size_t replica_count,
-                         int64_t soft_pin_until_unix_ms = 0);
+                         int64_t soft_pin_until_unix_ms = 0, std::string_view group = {});
 void AppendRemoveRecord(std::string* out, std::string_view key);
 void AppendMountRecord(std::string* out, const SegmentRecord& segment);
 void AppendUnmountRecord(std::string* out, int64_t segment_id);

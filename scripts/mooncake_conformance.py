@@ -147,9 +147,12 @@ def run_entry(e: Entry, args, src: Path, out: Path):
     test = src / e.path
     env = dict(os.environ)
     env.update({
-        # The build's module, and the shim that names it `store` as Mooncake's build tree does.
+        # The build's module, and the shim that names it `store` as Mooncake's build tree does,
+        # in that tree's directory: scripts/test_engram_store.py finds it as
+        # $MOONCAKE_BUILD_DIR/mooncake-integration.
         "PYTHONPATH": os.pathsep.join([str(args.build.resolve() / "bindings" / "python"),
-                                       str(out / "shim")]),
+                                       str(out / "mooncake-integration")]),
+        "MOONCAKE_BUILD_DIR": str(out),
         "PYTHONDONTWRITEBYTECODE": "1",
         "LOCAL_HOSTNAME": "127.0.0.1",
         "MC_METADATA_SERVER": "P2PHANDSHAKE",
@@ -215,8 +218,8 @@ def main() -> int:
     (out / "logs").mkdir(parents=True, exist_ok=True)
     # Mooncake's e2e scripts `import store`: its build tree's name for the module that its
     # wheel installs as mooncake.store.
-    (out / "shim").mkdir(exist_ok=True)
-    (out / "shim" / "store.py").write_text(
+    (out / "mooncake-integration").mkdir(exist_ok=True)
+    (out / "mooncake-integration" / "store.py").write_text(
         "# mooncake.store under the name Mooncake's build tree gives it (written by "
         "scripts/mooncake_conformance.py)\nfrom mooncake.store import *  # noqa: F401,F403\n")
 

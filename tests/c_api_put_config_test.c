@@ -3,7 +3,8 @@
  * zero-padded one works, a smaller one and an absurd one are -600, set bytes past the known
  * fields are -1012), each field's effect (replicas, the soft pin's fixed deadline as the
  * master's /query_key shows it, Mooncake's TTL rules, hard pin, preferred segment(s),
- * prefer_alloc_in_same_node, the refused NoF/DFS/group/host fields), the _ex calls and
+ * prefer_alloc_in_same_node, the refused NoF/DFS/host fields, the group ids' count), the
+ * _ex calls and
  * mooncake_store_batch_upsert_from, and that the older config still works. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -269,12 +270,13 @@ static void test_prefer_alloc_in_same_node(void **state) {
   mooncake_store_destroy(s);
 }
 
-/* Fields of features this store lacks: refused with -1012, nothing stored. */
+/* Fields of features this store lacks: refused with -1012, nothing stored. Group ids name
+ * one group per key (tests/c_api_sessions_test.c has what groups do). */
 static void test_unsupported_fields(void **state) {
   store_fixture *f = *state;
   const char *nof[] = {"nof-0"};
-  const char *groups_empty[] = {"", ""};
-  const char *groups_set[] = {"g1"};
+  const char *groups_empty[] = {""};
+  const char *groups_set[] = {"g1", "g2"};
   mooncake_put_config_t c = config();
   c.nof_replica_num = 1;
   assert_int_equal(put(f->store, "x", 1, &c), MOONCAKE_STORE_NOT_SUPPORTED);
@@ -290,9 +292,10 @@ static void test_unsupported_fields(void **state) {
   assert_int_equal(put(f->store, "x", 1, &c), MOONCAKE_STORE_NOT_SUPPORTED);
   c = config();
   c.group_ids = groups_set;
-  c.group_ids_count = 1;
-  assert_int_equal(put(f->store, "x", 1, &c), MOONCAKE_STORE_NOT_SUPPORTED);
+  c.group_ids_count = 2; /* two for one key */
+  assert_int_equal(put(f->store, "x", 1, &c), MOONCAKE_STORE_INVALID_PARAMS);
   c.group_ids = NULL;
+  c.group_ids_count = 1;
   assert_int_equal(put(f->store, "x", 1, &c), -1);
   c = config();
   c.data_type = 10;
@@ -301,7 +304,7 @@ static void test_unsupported_fields(void **state) {
   /* Accepted: empty group ids (ungrouped), an empty host id, a known data type. */
   c = config();
   c.group_ids = groups_empty;
-  c.group_ids_count = 2;
+  c.group_ids_count = 1;
   c.host_id = "";
   c.data_type = 1; /* KVCACHE */
   assert_int_equal(put(f->store, "accepted", 2, &c), 0);

@@ -225,10 +225,11 @@ void test_put_get_roundtrip(void**) {
   assert_int_equal(c.Ints(Op::kBatchPut, [&](uds::FrameBuilder* f) {
     f->args().pack_array(3);
     for (int i = 0; i < 3; ++i) {
-      f->args().pack_array(3);
+      f->args().pack_array(4);  // [key, pool_offset, size, group]
       f->args().pack("batch-" + std::to_string(i));
       f->args().pack(static_cast<uint64_t>(i == 2 ? kPoolSize : i * 1000));
       f->args().pack(uint64_t{1000});
+      f->args().pack("");
     }
     uds::PackValue(f->args(), uds::WireConfig());
   }, 2, &v), 0);

@@ -79,7 +79,7 @@ void test_frame_nested_deeper_than_any_message_is_refused(void**) {
 
 void test_deepest_real_frames_still_parse(void**) {
   uds::BatchPutArgs batch;
-  batch.entries = {{"a", 0, 10}, {"b", 64, 20}};
+  batch.entries = {{"a", 0, 10, ""}, {"b", 64, 20, "g"}};
   batch.config.replica_num = 2;
   batch.config.preferred_segments = {"10.0.0.1:12300", "10.0.0.2:12300"};
   uds::RequestFrame frame(3, uds::Op::kBatchPut, batch);

@@ -18,3 +18,7 @@ del _native
 # look up on mooncake.store by name: re-exported although they start with "_".
 from mooncake_store import (  # noqa: E402,F401
     _deserialize_tensor, _serialize_tensor, _tensor_metadata_size)
+
+# Mooncake's module-level helper of EngramStore (store._get_pyclient_from_wrapper):
+# re-exported although it starts with "_".
+from mooncake_store import _get_pyclient_from_wrapper  # noqa: E402,F401

@@ -30,6 +30,9 @@
 #include "replicate_config.h"
 #include "scatter_gather.h"
 #include "segments.h"
+#include "sessions.h"
+#include "engram.h"
+#include "store_extras.h"
 #include "store.h"
 #include "store_handle.h"
 #include "tensor_methods.h"
@@ -113,8 +116,10 @@ PYBIND11_MODULE(mooncake_store, m) {
           "Mooncake's ObjectDataType (default UNKNOWN); assigned as the enum or an int, "
           "0..9 (else puts return -600); accepted, no per-type accounting")
       .def_readwrite("group_ids", &ReplicateConfig::group_ids,
-                     "None, or per-key group ids: only '' (ungrouped) is supported, any other "
-                     "id makes the put return -1012")
+                     "None, or one group id per key of the call (1 for put/upsert, len(keys) "
+                     "for a batch; else -600), '' for a key in no group. Objects of one group "
+                     "(per tenant) are leased, aged and evicted together; an object stays in "
+                     "the group it was put in (an upsert naming another returns -600).")
       .def_property("with_soft_pin", &ReplicateConfig::with_soft_pin,
                     &ReplicateConfig::set_with_soft_pin,
                     "older boolean form: True is soft_pin_action ENABLE, False DISABLE")
@@ -307,4 +312,7 @@ PYBIND11_MODULE(mooncake_store, m) {
   RegisterWriteFamily(m, store);
   RegisterSegments(m, store);
   RegisterTensors(m, store);
+  RegisterSessions(m, store);
+  RegisterEngram(m, store);
+  RegisterStoreExtras(m, store);
 }

@@ -1,7 +1,7 @@
 // ReplicateConfig as Mooncake's Python API has it (every field, Mooncake's names and
 // defaults: docs/mooncake-api.md, "put-config"), and its translation to the C ABI's sized
 // mooncake_put_config_t. The library checks it: fields of features this store lacks
-// (nof/dfs replicas, NoF segments, group ids) answer -1012, bad values -600.
+// (nof/dfs replicas, NoF segments) answer -1012, bad values -600.
 #ifndef MOONCAKE_STORE_PY_REPLICATE_CONFIG_H_
 #define MOONCAKE_STORE_PY_REPLICATE_CONFIG_H_
 
@@ -43,7 +43,8 @@ struct ReplicateConfig {
   std::vector<std::string> preferred_nof_segments;  // not supported (-1012 when set)
   bool prefer_alloc_in_same_node = false;  // the first replica on this store's daemon
   int data_type = 0;                       // Mooncake's ObjectDataType, 0..9
-  std::optional<std::vector<std::string>> group_ids;  // only "" entries (else -1012)
+  // None, or one group id per key of the call ("" for none): docs/mooncake-api.md, "groups".
+  std::optional<std::vector<std::string>> group_ids;
 
   // The older boolean view of soft_pin_action.
   bool with_soft_pin() const { return soft_pin_action == SoftPinAction::ENABLE; }
@@ -90,6 +91,9 @@ class CConfig {
     segments_ = config->preferred_segments;
     nof_segments_ = config->preferred_nof_segments;
     if (config->group_ids) groups_ = *config->group_ids;
+    // Mooncake's rule: a list names one id per key, so an empty one fits no call (-600);
+    // the C ABI reads a count of 0 as "none named".
+    if (config->group_ids && config->group_ids->empty()) status_ = MOONCAKE_STORE_INVALID_PARAMS;
     segment_ = config->preferred_segment;
     c_.replica_num = config->replica_num;
     c_.nof_replica_num = config->nof_replica_num;
@@ -112,8 +116,9 @@ class CConfig {
   CConfig(const CConfig&) = delete;
   CConfig& operator=(const CConfig&) = delete;
 
-  // Always 0: the library validates the config (kept for the callers' early return).
-  int status() const { return 0; }
+  // 0, or -600 for what the C ABI cannot express (an empty group_ids list); the library
+  // validates the rest.
+  int status() const { return status_; }
   const mooncake_put_config_t* get() const { return has_config_ ? &c_ : nullptr; }
 
  private:
@@ -123,6 +128,7 @@ class CConfig {
   }
 
   bool has_config_ = false;
+  int status_ = 0;
   std::vector<std::string> segments_, nof_segments_, groups_;
   std::string segment_;
   std::vector<const char*> segment_ptrs_, nof_ptrs_, group_ptrs_;

@@ -138,8 +138,11 @@ std::vector<int> BatchPutFromMulti(Store& self, const std::vector<std::string>& 
   }
   std::vector<int> results(n, 0);
   if (n == 0) return results;
-  CConfig c(config);
-  if (c.status() != 0) return std::vector<int>(n, c.status());
+  const int status = CConfig(config).status();
+  if (status != 0) return std::vector<int>(n, status);
+  // A copy, read with the GIL held: the entries refused below leave the batch, and so must
+  // their group ids (one per key of the call).
+  ReplicateConfig local = config != nullptr ? *config : ReplicateConfig();
   std::vector<BufferView> keep;
   std::vector<Parts> parts = ResolveParts(all_buffer_ptrs, all_sizes, false, &keep);
   auto h = self.handle();
@@ -147,6 +150,12 @@ std::vector<int> BatchPutFromMulti(Store& self, const std::vector<std::string>& 
   std::vector<Scratch> gathered(n);
   CBatch b = PlanParts(h, keys, parts, true, &gathered, &results);
   if (b.where.empty()) return results;
+  if (local.group_ids && local.group_ids->size() == n && b.where.size() != n) {
+    std::vector<std::string> picked;
+    for (size_t i : b.where) picked.push_back((*local.group_ids)[i]);
+    local.group_ids = std::move(picked);
+  }
+  CConfig c(config != nullptr ? &local : nullptr);
   std::vector<int> batch(b.where.size());
   int rc = mooncake_store_batch_put_from_ex(h->get(), b.keys.data(), b.buffers.data(),
                                             b.sizes.data(), b.where.size(), c.get(), batch.data());

@@ -85,6 +85,8 @@ class Store {
     }
   }
   void Closed() { open_ = false; }
+  // Between a successful connect/setup and close().
+  bool open() const { return open_; }
 
   // The keys with a get session open (batch_get_session_start .. _end, ranges.h). Read and
   // changed only with the GIL held.

@@ -394,22 +394,35 @@ def test_group_semantics_off_stores_with_plain_puts(backend_store, key):
     assert b.batch_exists(keys) == 2
 
 
-def test_group_semantics_on_is_refused_clearly(backend_store, key):
+@pytest.mark.parametrize("pool_cls", [MHAHostPool, MLAHostPool])
+def test_group_semantics_on_stores_and_reads_back(backend_store, key, pool_cls):
     """enable_group_semantics: SGLang probes hasattr(ReplicateConfig, "group_ids"); with it,
-    every component key's put carries its page's group id ("sglang-hicache:<key>"). This
-    store has no object groups, so such a put is refused with -1012 (not supported) rather
-    than stored without its group (docs/mooncake-api.md, "put-config"): SGLang then reports
-    the pages as not backed up, and nothing half-grouped is stored."""
-    pool = MHAHostPool(3)
-    register_buffer(backend_store, pool.kv_buffer)
-    b = HiCacheBackend(backend_store, pool, group_semantics=True)
+    every component key's put carries its page's group id ("sglang-hicache:<key>"), one
+    per key (MHA: batch_put_from; MLA: batch_put_from_multi_buffers). The pages are
+    stored in their groups and read back; reading one component of a page leases the
+    page's other components too (Mooncake's group lease: docs/mooncake-api.md, "groups")."""
+    src, dst = pool_cls(3), pool_cls(4)
+    register_buffer(backend_store, src.kv_buffer)
+    register_buffer(backend_store, dst.kv_buffer)
+    b = HiCacheBackend(backend_store, src, group_semantics=True)
+    b_dst = HiCacheBackend(backend_store, dst)
+    assert b.group_semantics
     keys = [key("g0"), key("g1")]
-    assert b.batch_set_v1(keys, [0, 1])[0] == [False, False]
-    assert b.batch_exists(keys) == 0
+    stored, put_count = b.batch_set_v1(keys, [0, 1])
+    assert stored == [True, True] and put_count == 2 * b.key_multiplier
+    assert b_dst.batch_exists(keys) == 2
+    assert b_dst.batch_get_v1(keys, [5, 6]) == [True, True]
+    assert dst.page(5) == src.page(0) and dst.page(6) == src.page(1)
+    if b.key_multiplier == 2:  # MHA: a page's K and V are one group
+        fresh = [key("fresh")]
+        assert b.batch_set_v1(fresh, [2])[0] == [True]
+        fk, fv = b.component_keys(fresh)
+        assert len(backend_store.get(fk)) == PAGE_BYTES  # a read of K leases V
+        assert backend_store.remove(fv) == -706
     config = ReplicateConfig()
-    config.group_ids = ["sglang-hicache:" + keys[0]]
-    ptr, size = pool.kv_buffer.ctypes.data, PAGE_BYTES
-    assert backend_store.batch_put_from([keys[0] + "_k"], [ptr], [size], config) == [-1012]
+    config.group_ids = ["sglang-hicache:" + keys[0]] * 2  # two ids for one key
+    ptr, size = src.kv_buffer.ctypes.data, PAGE_BYTES
+    assert backend_store.batch_put_from([keys[0] + "_x"], [ptr], [size], config) == [-600]
 
 
 def test_misses_and_negative_codes(backend_store, key):

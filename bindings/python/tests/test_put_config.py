@@ -103,11 +103,15 @@ def test_bad_and_unsupported_configs(store, key):
     too_long.soft_pin_ttl_ms = 10 ** 12  # above --max_kv_soft_pin_ttl
     assert store.put(key(), b"v", too_long) == INVALID_PARAMS
     for field, value in [("nof_replica_num", 1), ("dfs_replica_num", 2),
-                         ("preferred_nof_segments", ["nof"]), ("group_ids", ["g"])]:
+                         ("preferred_nof_segments", ["nof"])]:
         c = ReplicateConfig()
         setattr(c, field, value)
         assert store.put(key(), b"v", c) == NOT_SUPPORTED, field
         assert store.upsert_batch([key()], [b"v"], c) == NOT_SUPPORTED, field
+    c = ReplicateConfig()
+    c.group_ids = ["g", "g"]  # one group id per key (test_groups_sessions.py has the rest)
+    assert store.put(key(), b"v", c) == INVALID_PARAMS
+    assert store.upsert_batch([key()], [b"v"], c) == INVALID_PARAMS
     c = ReplicateConfig()
     c.data_type = 10
     assert store.put(key(), b"v", c) == INVALID_PARAMS

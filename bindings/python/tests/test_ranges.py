@@ -366,9 +366,12 @@ def test_ssd_replica_fragments(store, key):
     v = value_of(200 + keys.index(k), size)
     dest = bytearray(256 * KB)
     before = metric("mooncake_transfer_read_bytes_total", tier="local_disk")
+    disk_reads = store.get_offload_rpc_read_count()
     r = store.get_into_ranges([dest], [[k]], [[[0, 64 * KB, 128 * KB]]],
                               [[[3 * MB + 5, 0, size - 100]]], [[[64 * KB, 64 * KB, 100]]])
     assert r == [[[64 * KB, 64 * KB, 100]]]
+    # Mooncake's count of reads served from an SSD: one per range read there.
+    assert store.get_offload_rpc_read_count() - disk_reads == 3
     assert dest[0:64 * KB] == v[3 * MB + 5:3 * MB + 5 + 64 * KB]
     assert dest[64 * KB:128 * KB] == v[0:64 * KB]
     assert dest[128 * KB:128 * KB + 100] == v[size - 100:]

@@ -136,8 +136,26 @@ pub struct mooncake_tensor_manifest_t {
     pub global_shape: [i64; MOONCAKE_TENSOR_MAX_DIMS],
 }
 
+/// `mooncake_put_fragment_t`: one range of a put session's value.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct mooncake_put_fragment_t {
+    pub src: *const c_void,
+    pub length: u64,
+    pub dst_offset: u64,
+}
+
+/// `mooncake_session_write_t`: one key's ranges for `mooncake_store_put_session_write`.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct mooncake_session_write_t {
+    pub key: *const c_char,
+    pub fragments: *const mooncake_put_fragment_t,
+    pub fragment_count: usize,
+}
+
 /// `MOONCAKE_STORE_ABI_VERSION`.
-pub const MOONCAKE_STORE_ABI_VERSION: u32 = 4;
+pub const MOONCAKE_STORE_ABI_VERSION: u32 = 5;
 /// `MOONCAKE_STORE_MAX_KEY_LEN`.
 pub const MOONCAKE_STORE_MAX_KEY_LEN: usize = 4096;
 /// `MOONCAKE_STORE_MAX_VALUE_SIZE`.
@@ -308,6 +326,20 @@ declare! {
     pub fn mooncake_store_tensor_key(kind: c_int, base: *const c_char,
                                      axes: *const mooncake_tensor_axis_t, axis_count: usize,
                                      out: *mut c_char, out_size: usize) -> i64;
+    // put sessions
+    pub fn mooncake_store_put_session_start(store: mooncake_store_t, keys: *mut *const c_char,
+                                            sizes: *const usize, count: usize,
+                                            config: *const mooncake_put_config_t,
+                                            results_out: *mut c_int) -> c_int;
+    pub fn mooncake_store_put_session_write(store: mooncake_store_t,
+                                            writes: *const mooncake_session_write_t,
+                                            count: usize, results_out: *mut i64) -> c_int;
+    pub fn mooncake_store_put_session_end(store: mooncake_store_t, keys: *mut *const c_char,
+                                          count: usize, results_out: *mut c_int) -> c_int;
+    pub fn mooncake_store_put_session_revoke(store: mooncake_store_t,
+                                             keys: *mut *const c_char, count: usize,
+                                             results_out: *mut c_int) -> c_int;
+    pub fn mooncake_store_disk_read_count(store: mooncake_store_t) -> i64;
 }
 
 #[cfg(test)]
@@ -436,6 +468,8 @@ mod tests {
             "mooncake_tensor_axis_t" => "mooncake_tensor_axis_t",
             "mooncake_tensor_header_t" => "mooncake_tensor_header_t",
             "mooncake_tensor_manifest_t" => "mooncake_tensor_manifest_t",
+            "mooncake_put_fragment_t" => "mooncake_put_fragment_t",
+            "mooncake_session_write_t" => "mooncake_session_write_t",
             other => panic!("no C spelling for the Rust type {other}"),
         }
         .to_string()
@@ -619,6 +653,31 @@ mod tests {
         assert_eq!(offset_of!(G, range_count), 4 * w);
         assert_eq!(offset_of!(G, results_out), 5 * w);
         assert_eq!(size_of::<G>(), 6 * w);
+    }
+
+    #[test]
+    fn session_structs_match_the_header() {
+        assert_eq!(
+            struct_fields("mooncake_put_fragment"),
+            ["const void *src", "uint64_t length", "uint64_t dst_offset"]
+        );
+        assert_eq!(
+            struct_fields("mooncake_session_write"),
+            [
+                "const char *key",
+                "const mooncake_put_fragment_t *fragments",
+                "size_t fragment_count",
+            ]
+        );
+        use std::mem::size_of;
+        type F = super::mooncake_put_fragment_t;
+        assert_eq!(offset_of!(F, length), size_of::<usize>());
+        assert_eq!(offset_of!(F, dst_offset), size_of::<usize>() + 8);
+        type W = super::mooncake_session_write_t;
+        let w = size_of::<usize>();
+        assert_eq!(offset_of!(W, fragments), w);
+        assert_eq!(offset_of!(W, fragment_count), 2 * w);
+        assert_eq!(size_of::<W>(), 3 * w);
     }
 
     #[test]

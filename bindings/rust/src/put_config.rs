@@ -25,7 +25,7 @@ pub enum SoftPinAction {
 }
 
 /// Every field of Mooncake's `ReplicateConfig`, with its defaults. Fields of features this
-/// store lacks (NoF/DFS replicas, NoF segments, group ids, a host id) make a put fail with
+/// store lacks (NoF/DFS replicas, NoF segments, a host id) make a put fail with
 /// [`Error::NotSupported`] when set.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct PutConfig {
@@ -51,7 +51,9 @@ pub struct PutConfig {
     pub prefer_alloc_in_same_node: bool,
     /// Mooncake's writer host id: must be empty (the node is this store's daemon).
     pub host_id: String,
-    /// Per-key group ids: `None`, or only `""` (ungrouped).
+    /// Mooncake's object groups: `None`, or one group id per key of the call (`""`: in no
+    /// group; another count is [`Error::InvalidParams`]). Objects of one group are leased,
+    /// aged and evicted together (docs/mooncake-api.md, "Object groups").
     pub group_ids: Option<Vec<String>>,
     /// Mooncake's `ObjectDataType`, 0 to 9.
     pub data_type: i32,

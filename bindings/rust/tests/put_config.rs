@@ -1,4 +1,4 @@
-//! The sized put config of ABI 4 (`PutConfig`) and the calls taking it, against a real
+//! The sized put config of ABI 4 and 5 (`PutConfig`) and the calls taking it, against a real
 //! master and daemon (see tests/common).
 #![deny(warnings)]
 
@@ -42,7 +42,6 @@ fn ex_puts_store_and_refuse_what_they_must() {
         |c: &mut PutConfig| c.dfs_replica_num = 1,
         |c: &mut PutConfig| c.preferred_nof_segments = vec!["nof".into()],
         |c: &mut PutConfig| c.host_id = "node".into(),
-        |c: &mut PutConfig| c.group_ids = Some(vec!["g".into()]),
     ] {
         let mut c = PutConfig::default();
         set(&mut c);
@@ -51,7 +50,15 @@ fn ex_puts_store_and_refuse_what_they_must() {
     bad = PutConfig::default();
     bad.replica_num = 0;
     assert_eq!(store.put_ex(format!("{p}bad"), &value, &bad), Err(Error::InvalidParams));
+    bad = PutConfig::default();
+    bad.group_ids = Some(vec!["g".into(), "h".into()]); // two group ids for one key
+    assert_eq!(store.put_ex(format!("{p}bad"), &value, &bad), Err(Error::InvalidParams));
     assert_eq!(store.is_exist(format!("{p}bad")), Ok(false));
+    // A group id names the object's group.
+    let mut grouped = PutConfig::default();
+    grouped.group_ids = Some(vec![format!("{p}group")]);
+    store.put_ex(format!("{p}grouped"), &value, &grouped).unwrap();
+    assert_eq!(store.get(format!("{p}grouped")).unwrap(), Some(value.clone()));
 }
 
 #[test]

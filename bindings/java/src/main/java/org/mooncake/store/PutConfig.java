@@ -9,7 +9,7 @@ import java.util.List;
  * carries it (docs/mooncake-api.md, "put-config"). The defaults are Mooncake's: one replica,
  * soft pin {@link #SOFT_PIN_PRESERVE}, no hard pin, no preference. Fields of features this
  * store lacks ({@link #nofReplicaNum}, {@link #dfsReplicaNum}, {@link #preferredNofSegments},
- * a non-empty {@link #groupIds} entry, {@link #hostId}) make a put fail with
+ * {@link #hostId}) make a put fail with
  * {@code NOT_SUPPORTED} (-1012) when set. A mutable value: build one per call site, or share
  * one that is no longer changed.
  */
@@ -43,7 +43,11 @@ public final class PutConfig {
     public boolean preferAllocInSameNode = false;
     /** Mooncake's writer host id: must be "" (the node is this store's daemon). */
     public String hostId = "";
-    /** Per-key group ids: null, or only "" (ungrouped). */
+    /**
+     * Mooncake's object groups: null, or one group id per key of the call ("" for none;
+     * another count is INVALID_PARAMS). Objects of one group are leased, aged and evicted
+     * together (docs/mooncake-api.md, "Object groups").
+     */
     public List<String> groupIds = null;
     /** Mooncake's ObjectDataType, 0 to 9. */
     public int dataType = 0;

@@ -72,17 +72,19 @@ public class MooncakeStorePutConfigTest {
             zero.replicaNum = 0;
             assertEquals(MooncakeStoreException.INVALID_PARAMS, code(() -> s.put(k, bytes(10, 0), zero)));
             List<PutConfig> unsupported = new ArrayList<>();
-            for (int i = 0; i < 5; i++) {
+            for (int i = 0; i < 4; i++) {
                 unsupported.add(new PutConfig());
             }
             unsupported.get(0).nofReplicaNum = 1;
             unsupported.get(1).dfsReplicaNum = 1;
             unsupported.get(2).preferredNofSegments = Collections.singletonList("nof");
             unsupported.get(3).hostId = "node";
-            unsupported.get(4).groupIds = Collections.singletonList("g");
             for (PutConfig c : unsupported) {
                 assertEquals(-1012, code(() -> s.put(k, bytes(10, 0), c)));
             }
+            PutConfig twoGroups = new PutConfig();
+            twoGroups.groupIds = Arrays.asList("g", "h"); // two group ids for one key
+            assertEquals(MooncakeStoreException.INVALID_PARAMS, code(() -> s.put(k, bytes(10, 0), twoGroups)));
             assertFalse(s.isExist(k));
             assertEquals(MooncakeStoreException.INTERNAL_ERROR, code(() -> s.put(k, bytes(10, 0), null)));
             PutConfig nul = new PutConfig();

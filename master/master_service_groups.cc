@@ -1,0 +1,82 @@
+// Groups of MasterService (Mooncake's ReplicateConfig.group_ids): which group a put names,
+// keeping an object in its group, and what one member's read, existence hit and eviction
+// do to the others. The rules: master/master_service.h, "Groups"; the table: master/groups.h.
+#include "master/master_service.h"
+
+#include <unordered_set>
+
+namespace mooncake {
+
+bool MasterService::ValidGroupIds(const rpc::ReplicateConfig& config, size_t keys) {
+  if (config.group_ids.empty()) return true;
+  if (config.group_ids.size() != keys) return false;
+  for (const std::string& group : config.group_ids) {
+    if (!group.empty() && !GroupTable::ValidGroup(group)) return false;
+  }
+  return true;
+}
+
+bool MasterService::UpsertKeepsGroup(std::string_view key, const ObjectMetadata& meta,
+                                     const std::string* group) const {
+  if (group == nullptr) return true;  // none named: the object keeps its own
+  std::string current;
+  if (meta.grouped) groups_.GroupOf(key, &current);
+  return current == *group;
+}
+
+void MasterService::JoinGroup(std::string_view key, ObjectMetadata& meta,
+                              const std::string* group) {
+  if (group == nullptr || group->empty()) return;
+  groups_.Join(key, *group);
+  meta.grouped = true;
+}
+
+std::string MasterService::GroupForLog(std::string_view key, const ObjectMetadata& meta) const {
+  std::string group;
+  if (meta.grouped) groups_.GroupOf(key, &group);
+  return group;
+}
+
+void MasterService::ShareWithGroup(const std::vector<std::string>& members, int64_t until_ms) {
+  StateGate::Shared gate(gate_);
+  for (const std::string& member : members) {
+    LockedKey locked(*this, member);
+    ObjectMetadata* meta = locked.object;
+    if (meta == nullptr || !meta->complete) continue;
+    if (until_ms == 0) {
+      CountExistHit(locked.shard, *meta, Now());
+      continue;
+    }
+    // A lease as a read's, but no reader caches the member: no holder to record.
+    ForgetExistHit(locked.shard, *meta);
+    meta->time_ms = std::max(meta->time_ms, until_ms);
+  }
+}
+
+uint64_t MasterService::EvictRestOfGroup(const std::vector<std::string>& members,
+                                         bool soft_pinned_too, int64_t now, int64_t* evicted,
+                                         uint64_t* queued) {
+  StateGate::Shared gate(gate_);
+  uint64_t freed = 0;
+  std::unordered_set<std::string> seen;
+  for (const std::string& member : members) {
+    if (!seen.insert(member).second) continue;  // named by two members the walk took
+    LockedKey locked(*this, member);
+    ObjectMetadata* meta = locked.object;
+    if (meta == nullptr) continue;
+    // Whatever its age: it goes with its group, unless eviction could not take it alone.
+    EvictionTier tier = TierOf(locked.shard, *meta, now);
+    if (tier == EvictionTier::kNever || (tier == EvictionTier::kSoftPinned && !soft_pinned_too)) {
+      continue;
+    }
+    bool erase = false;
+    freed += EvictOne(locked.shard, member, *meta, queued, &erase);
+    if (erase) {
+      locked.Erase();
+      ++*evicted;
+    }
+  }
+  return freed;
+}
+
+}  // namespace mooncake
