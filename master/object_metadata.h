@@ -78,7 +78,8 @@ struct ObjectMetadata {
         has_checksum(false),
         exist_hit(false),
         offload_at_put(false),
-        offload_pinned(false) {}
+        offload_pinned(false),
+        unread(false) {}
 
   uint64_t size = 0;
   // While PROCESSING: when the put started. Once COMPLETE: the read-lease deadline (an
@@ -93,7 +94,7 @@ struct ObjectMetadata {
   int64_t writer = 0;                // daemon that started the put
   ReplicaList replicas;
   // One byte of flags (bit-fields, so that the checksum still fits in what was padding);
-  // one bit is left.
+  // every bit is taken.
   bool complete : 1;
   bool hard_pin : 1;
   // Some daemon was granted a lease it may cache without a record of it (the shard's
@@ -113,6 +114,11 @@ struct ObjectMetadata {
   // An eviction round queued an offload of it (--offload_on_evict): it is no eviction
   // candidate until the report (or the task's end) says what became of it.
   bool offload_pinned : 1;
+  // Published by a put and not read since (no read lease granted): time_ms is the
+  // publication, or an existence hit after it. BatchReplicaClear leaves such an object
+  // alone for one lease after time_ms, as if its put had leased it (docs/mooncake-api.md,
+  // "leases").
+  bool unread : 1;
   uint32_t checksum = 0;
 
   bool leased(int64_t now_ms) const { return complete && time_ms > now_ms; }
