@@ -159,7 +159,7 @@ ErrorCode StoreService::PutWhole(ClientConnection* s, const uds::PutArgs& in, bo
   if (!ValidKey(in.key)) return ErrorCode::INVALID_PARAMS;  // Run names the key's rule
   if (!ValidSize(in.size)) return RefuseSize(in.size);
   if (src == nullptr) return RefusePoolRange(s, in.pool_offset, in.size);
-  if (!ToRpcConfig(in.config, &config)) return RefuseConfig(in.config);
+  if (!ConfigOf(s, in.config, &config)) return RefuseConfig(in.config);
   int64_t checksum = -1;
   bool retryable = false;
   ErrorCode code =
@@ -188,7 +188,7 @@ ErrorCode StoreService::OnBatchPut(ClientConnection* s, const uds::BatchPutArgs&
   }
   rpc::ReplicateConfig config;
   std::vector<size_t> acceptable;
-  if (ToRpcConfig(in.config, &config)) {
+  if (ConfigOf(s, in.config, &config)) {
     for (size_t i = 0; i < n; ++i) {
       const BatchPutEntry& e = items[i];
       if (ValidKey(e.key) && ValidSize(e.size) && e.src != nullptr) acceptable.push_back(i);
@@ -359,7 +359,7 @@ ErrorCode StoreService::OnPutBegin(ClientConnection* s, const uds::PutBeginArgs&
   rpc::ReplicateConfig config;
   if (!ValidKey(in.key)) return ErrorCode::INVALID_PARAMS;  // Run names the key's rule
   if (!ValidSize(in.size)) return RefuseSize(in.size);
-  if (!ToRpcConfig(in.config, &config)) return RefuseConfig(in.config);
+  if (!ConfigOf(s, in.config, &config)) return RefuseConfig(in.config);
   auto put = std::make_shared<StagedPut>();
   put->key = in.key;
   put->size = in.size;
