@@ -1,10 +1,8 @@
 // The extern "C" surface of include/mooncake_store.h: argument checks (libmc/api_checks.h:
-// NULL -> -1, limits -> -600), conversion to C++ types and of ErrorCode / Result to the ABI's
-// integers (here and nowhere else), a catch-all so no exception crosses the ABI (-1), and
-// the end of every call (Api): the message mooncake_store_errmsg() returns
-// (libmc/last_error.h), and the call's log line -- one for every failed connect, setup or
-// mount, and for refused arguments at most one a second per handle. Everything else lives
-// in StoreClient. Only functions marked MC_EXPORT (and mooncake_store_strerror, from
+// NULL -> -1, limits -> -600), conversion to C++ types, and every call framed by Api
+// (libmc/c_api_call.h: the ABI's integers, no exception across the ABI, the message
+// mooncake_store_errmsg() returns and the call's log line). Everything else lives in
+// StoreClient; the copy and move tasks' calls are in c_api_tasks.cc. Only functions marked MC_EXPORT (and mooncake_store_strerror, from
 // common/error_code.cc) leave the library; see libmooncake_store.map.
 #include <algorithm>
 #include <cstdint>
@@ -22,6 +20,7 @@
 #include "common/units.h"
 #include "include/mooncake_store.h"
 #include "libmc/api_checks.h"
+#include "libmc/c_api_call.h"
 #include "libmc/last_error.h"
 #include "libmc/store_client.h"
 
@@ -37,93 +36,15 @@ using mooncake::client::kInvalidParams;
 using mooncake::client::NullArgument;
 using mooncake::client::Refuse;
 using mooncake::client::StoreClient;
+using mooncake::client::abi::Api;
+using mooncake::client::abi::AsClient;
+using mooncake::client::abi::Finish;
+using mooncake::client::abi::Kind;
+using mooncake::client::abi::ToAbi;
 
 namespace {
 
 constexpr const char* kDefaultSocket = "/run/mooncake/mooncaked.sock";
-
-// The library's lines in an application's stderr name it rather than the application (the
-// library has its own copy of the logging state: mc_common is linked in, hidden).
-const bool kLogComponentSet = (mooncake::SetLogComponent("libmc"), true);
-
-// Refused arguments of calls without a handle (or with a NULL one): one line a second.
-mooncake::LogThrottle g_no_handle_log;
-
-StoreClient* AsClient(mooncake_store_t store) { return static_cast<StoreClient*>(store); }
-
-// The ABI's integers: a code, a count or the code, a flag (1/0) or the code.
-int ToAbi(ErrorCode code) { return mooncake::ToInt(code); }
-int64_t ToAbi(const Result<uint64_t>& r) { return mooncake::ToWire(r); }
-int ToAbi(const Result<bool>& r) { return r.ok() ? (r.value() ? 1 : 0) : ToAbi(r.code()); }
-
-// How a call's failures are logged: kSetup (connect, setup, the mounts) always, one line
-// with the reason and the fix; kData only when the caller's arguments are to blame, at
-// most one line a second per handle, so that a hot loop cannot flood stderr; kQuiet never
-// (parse_size: a question whose answer may well be no).
-enum class Kind { kData, kSetup, kQuiet };
-
-void LogRefusal(const char* function, StoreClient* client, const std::string& message) {
-  mooncake::LogThrottle& throttle = client != nullptr ? client->argument_log() : g_no_handle_log;
-  uint64_t skipped = 0;
-  if (!throttle.Due(&skipped)) return;
-  if (skipped > 0) {
-    MC_LOG_WARN("%s: %s (%llu more refused calls on this handle since the last such line)",
-                function, message.c_str(), static_cast<unsigned long long>(skipped));
-  } else {
-    MC_LOG_WARN("%s: %s", function, message.c_str());
-  }
-}
-
-// The end of every call on a handle: result (a code, or a count or size when >= 0) becomes
-// the handle's message on this thread, and the log line if one is due.
-void Finish(const char* function, StoreClient* client, Kind kind, int64_t result) noexcept {
-  using namespace mooncake::client;
-  try {
-    const uint64_t serial = client != nullptr ? client->serial() : 0;
-    if (result >= 0) {
-      const std::string* entry = NotedEntry();  // a batch's first refused entry, if any
-      RecordMessage(serial, entry != nullptr ? *entry : std::string());
-      if (entry != nullptr && kind == Kind::kData && NotedEntryBlamesArguments()) {
-        LogRefusal(function, client, *entry);
-      }
-      return;
-    }
-    const ErrorCode code = mooncake::FromWire(result);
-    const std::string message = MessageFor(code);
-    RecordMessage(serial, message);
-    if (kind == Kind::kSetup) {
-      MC_LOG_ERROR("%s: %s", function, message.c_str());
-    } else if (kind == Kind::kData && BlamesArguments(code)) {
-      LogRefusal(function, client, message);
-    }
-  } catch (...) {  // out of memory: the message is lost, the result is not
-  }
-}
-
-// Runs f (the body of C function `function` on store), turning a NULL handle and any
-// exception into -1, and finishes the call. R is the function's integer type.
-template <typename R, typename F>
-R Api(const char* function, mooncake_store_t store, Kind kind, F&& f) noexcept {
-  mooncake::client::BeginCall();
-  R result = kInternal;
-  try {
-    result = store == nullptr ? NullArgument("the handle (mooncake_store_t)") : f();
-  } catch (const std::bad_alloc&) {
-    try {
-      mooncake::client::Explain(ErrorCode::INTERNAL_ERROR, "out of memory");
-    } catch (...) {
-    }
-  } catch (const std::exception& e) {
-    try {
-      mooncake::client::Explain(ErrorCode::INTERNAL_ERROR,
-                                std::string("unexpected exception: ") + e.what());
-    } catch (...) {
-    }
-  } catch (...) {
-  }
-  Finish(function, AsClient(store), kind, static_cast<int64_t>(result));
-  return result;
-}
 
 std::string SocketPath(const char* socket_path) {
   if (socket_path != nullptr && socket_path[0] != '\0') return socket_path;
@@ -262,14 +183,14 @@ MC_EXPORT int mooncake_store_setup(mooncake_store_t store, const char* local_hos
                                    const char* metadata_server, uint64_t global_segment_size,
                                    uint64_t local_buffer_size, const char* protocol,
                                    const char* device_name, const char* master_server_addr) {
-  (void)local_hostname;  // accepted for compatibility: the daemon advertises its own host,
-  (void)metadata_server;  // keeps its own metadata and chooses the transports
-  (void)protocol;
+  (void)metadata_server;  // accepted for compatibility: the daemon keeps its own metadata
+  (void)protocol;         // and chooses the transports
   (void)device_name;
   return Api<int>(__func__, store, Kind::kSetup, [&] {
     return ToAbi(AsClient(store)->Connect(SocketPath(nullptr), local_buffer_size,
                                           master_server_addr ? master_server_addr : "",
-                                          global_segment_size));
+                                          global_segment_size,
+                                          local_hostname ? local_hostname : ""));
   });
 }
 

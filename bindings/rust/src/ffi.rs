@@ -90,7 +90,7 @@ pub struct mooncake_ranged_get_t {
 }
 
 /// `MOONCAKE_STORE_ABI_VERSION`.
-pub const MOONCAKE_STORE_ABI_VERSION: u32 = 4;
+pub const MOONCAKE_STORE_ABI_VERSION: u32 = 5;
 /// `MOONCAKE_STORE_MAX_KEY_LEN`.
 pub const MOONCAKE_STORE_MAX_KEY_LEN: usize = 4096;
 /// `MOONCAKE_STORE_MAX_VALUE_SIZE`.
