@@ -32,6 +32,7 @@
 #include "segments.h"
 #include "store.h"
 #include "store_handle.h"
+#include "tasks.h"
 #include "write_family.h"
 
 namespace py = pybind11;
@@ -296,4 +297,5 @@ PYBIND11_MODULE(mooncake_store, m) {
   RegisterRanges(m, store);
   RegisterWriteFamily(m, store);
   RegisterSegments(m, store);
+  RegisterTasks(m, store);
 }
