@@ -1,5 +1,6 @@
 #include "daemon/replica_task_runner.h"
 
+#include <algorithm>
 #include <memory>
 
 #include "common/logging.h"
@@ -48,12 +49,13 @@ std::chrono::milliseconds ReplicaTaskRunner::RunRound() {
   if (!unsent_.empty() && !Report()) return kIdle;
   rpc::ReplicaTasksResult batch;
   ErrorCode code = master_->FetchReplicaTasks(membership_->daemon_id(), kMaxTasks, &batch);
-  if (code == ErrorCode::CLIENT_NOT_FOUND) {
-    membership_->Reregister();
-    return kIdle;
+  if (code == ErrorCode::CLIENT_NOT_FOUND) membership_->Reregister();
+  if (code != ErrorCode::OK || batch.tasks.empty()) {  // also unreachable, or no tasks there
+    std::chrono::milliseconds wait = idle_;
+    idle_ = std::min(idle_ * 2, kIdleMax);
+    return wait;
   }
-  if (code != ErrorCode::OK) return kIdle;  // unreachable, or a master without tasks
-  if (batch.tasks.empty()) return kIdle;
+  idle_ = kIdle;
   CopyAll(batch, &unsent_);
   Report();
   return kBusy;

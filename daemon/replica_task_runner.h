@@ -12,8 +12,10 @@
 // publishes or frees. A report the master could not be sent is tried again before anything
 // new is fetched.
 //
-// Pacing: the next round follows kBusy after one that ran tasks, kIdle after an empty one.
-// A master that does not know us (-103) is registered with again.
+// Pacing: the next round follows kBusy after one that ran tasks; after an empty one the
+// pause starts at kIdle and doubles up to kIdleMax (Mooncake's clients poll every second),
+// so that an idle cluster costs the master little and a task waits a second at most. A
+// master that does not know us (-103) is registered with again.
 //
 // Thread roles: Start/Stop from main; the loop on its own thread. Stop returns once the
 // round in progress has ended (its report included).
@@ -38,6 +40,7 @@ class ReplicaTaskRunner {
   static constexpr int32_t kMaxTasks = 64;
   static constexpr std::chrono::milliseconds kBusy{2};
   static constexpr std::chrono::milliseconds kIdle{100};
+  static constexpr std::chrono::milliseconds kIdleMax{1000};
   // A task's copy, from the fetch; its targets stay reserved far longer (the master's
   // processing timeout).
   static constexpr std::chrono::seconds kCopyBudget{60};
@@ -72,6 +75,7 @@ class ReplicaTaskRunner {
   ReplicaIO* const io_;
 
   std::vector<rpc::ReplicaTaskOutcome> unsent_;  // loop thread only
+  std::chrono::milliseconds idle_{kIdle};        // loop thread only: the next empty pause
 
   mutable std::mutex mu_;
   std::condition_variable cv_;
