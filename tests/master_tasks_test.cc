@@ -336,6 +336,62 @@ void test_no_room_retries_then_fails(void**) {
   assert_true(q.task.message.find("(max retries reached: 1)") != std::string::npos);
 }
 
+// ---- drain jobs ------------------------------------------------------------------------
+
+rpc::ReplicateConfig At(const std::string& name) {
+  rpc::ReplicateConfig c = Cfg();
+  c.preferred_segments = {name};
+  return c;
+}
+
+int32_t StatusOf(MasterService& s, const std::string& name) {
+  int32_t status = 0;
+  ErrorCode rc = s.SegmentStatusOf(name, &status);
+  return rc == ErrorCode::OK ? status : ToInt(rc);
+}
+
+void test_drain_job_moves_everything_out(void**) {
+  std::unique_ptr<MasterService> s(Cluster());
+  const std::vector<std::string> keys = {"d0", "d1", "d2"};
+  for (const std::string& k : keys) Put(*s, 1, k, 4096, At("c1:1"));
+  TaskId job;
+  assert_int_equal(ToInt(s->CreateDrainJob({}, {}, 2, &job)), kBadParams);
+  assert_int_equal(ToInt(s->CreateDrainJob({"c1:1"}, {}, 0, &job)), kBadParams);
+  assert_int_equal(ToInt(s->CreateDrainJob({"nobody:9"}, {}, 2, &job)), kNoSegment);
+  assert_int_equal(ToInt(s->CreateDrainJob({"c1:1"}, {"c1:1"}, 2, &job)), kBadParams);
+  assert_int_equal(ToInt(s->CreateDrainJob({"c1:1"}, {"c2:2"}, 2, &job)), 0);
+  assert_int_equal(StatusOf(*s, "c1:1"), 2);  // DRAINING
+  assert_int_equal(StatusOf(*s, "c2:2"), 1);  // OK
+  assert_int_equal(StatusOf(*s, "nobody:9"), kNoSegment);
+  assert_int_equal(ToInt(s->CreateDrainJob({"c1:1"}, {}, 2, &job)), kUnavailable);  // held
+  // A put that prefers a held segment goes elsewhere.
+  std::vector<rpc::ReplicaDescriptor> late = Put(*s, 1, "late", 4096, At("c1:1"));
+  assert_true(late[0].segment_name != "c1:1");
+  // Each upkeep round plans up to two moves; daemon 1, the source's, runs them.
+  MasterService::DrainJobView view;
+  for (int round = 0; round < 10; ++round) {
+    s->Tick();
+    assert_int_equal(ToInt(s->QueryDrainJob(job, &view)), 0);
+    if (view.status != MasterService::JobStatus::kRunning) break;
+    assert_true(view.active_units <= 2);
+    for (const rpc::ReplicaTaskAssignment& t : s->FetchReplicaTasks(1, 8).tasks) {
+      assert_int_equal(t.targets.size(), 1);
+      assert_int_equal(t.targets[0].segment_id, 13);  // the target named
+      assert_int_equal(Report(*s, 1, t), 0);
+    }
+  }
+  assert_int_equal(static_cast<int>(view.status),
+                   static_cast<int>(MasterService::JobStatus::kSucceeded));
+  assert_int_equal(view.succeeded_units, 3);
+  assert_int_equal(view.migrated_bytes, 3 * 4096);
+  assert_true(view.segments == std::vector<std::string>{"c1:1"});
+  s->Tick();  // the sources' ranges freed (no lease ran on them)
+  assert_int_equal(StatusOf(*s, "c1:1"), 3);  // DRAINED: empty, still taking nothing
+  for (const std::string& k : keys) assert_true(Locations(*s, k) == std::vector<std::string>{"c2:2"});
+  assert_int_equal(ToInt(s->CancelDrainJob(job)), kUnavailable);  // ended
+  assert_int_equal(ToInt(s->QueryDrainJob(TaskId{1, 2}, &view)), kNotFound);
+}
+
 // ---- names ---------------------------------------------------------------------------
 
 void test_a_name_is_one_lenders(void**) {
@@ -387,6 +443,7 @@ int main(void) {
       cmocka_unit_test(test_move_swaps_the_source),
       cmocka_unit_test(test_failures_leave_the_object_as_it_was),
       cmocka_unit_test(test_no_room_retries_then_fails),
+      cmocka_unit_test(test_drain_job_moves_everything_out),
       cmocka_unit_test(test_a_name_is_one_lenders),
       cmocka_unit_test(test_clear_leaves_a_just_put_key_for_one_lease),
   };
