@@ -36,7 +36,8 @@ struct TransportEndpoint {
 
 struct SegmentInfo {
   1: i64 segment_id,                      // chosen by the daemon, unique in the cluster
-  2: string name,                         // "host:port" of the owning daemon
+  2: string name,                         // "host:port" of the owning daemon, or its client's
+                                          // name (lender)
   3: i64 base,                            // base address in the owner's address space
   4: i64 size,
   5: i64 daemon_id,
@@ -58,6 +59,15 @@ struct SegmentInfo {
                                           // replicas are objects the daemon wrote to its SSD,
                                           // located by the daemon's own index, never by offset.
                                           // At most one per daemon.
+  11: i64 lender = 0,                     // lent memory named by its client (Mooncake's
+                                          // local_hostname, docs/mooncake-api.md "naming"): the
+                                          // lending process (its pid on the daemon), and name is
+                                          // the client's, not the daemon's. 0: the daemon's own
+                                          // memory, or lent by a client that named none. A name
+                                          // belongs to one lender on one daemon: a new segment
+                                          // under a name that another lender or daemon holds (in
+                                          // a segment not draining), or that a daemon registered
+                                          // under, is -102
 }
 
 struct ReplicateConfig {
@@ -352,6 +362,56 @@ struct FetchSnapshotResult {
   8: i64 file_size,                       // with a file: its whole size
 }
 
+// Copy and move tasks (Mooncake's CreateCopyTask / CreateMoveTask / QueryTask; docs/master.md,
+// "Copy and move tasks"). A task's id is Mooncake's UUID: two 64-bit halves.
+struct TaskResult {
+  1: i32 code,
+  2: i64 id_high,
+  3: i64 id_low,
+}
+
+struct TaskInfo {
+  1: i64 id_high,
+  2: i64 id_low,
+  3: i32 type,                            // 0 REPLICA_COPY, 1 REPLICA_MOVE
+  4: i32 status,                          // 0 PENDING, 1 PROCESSING, 2 FAILED, 3 SUCCESS
+  5: i64 created_unix_ms,
+  6: i64 updated_unix_ms,
+  7: i64 assigned_daemon,                 // the daemon that runs it (holds the source replica)
+  8: string message,                      // why it failed; "" while it runs
+}
+
+struct QueryTaskResult {
+  1: i32 code,                            // 0; -704 unknown (or pruned, or another tenant's)
+  2: TaskInfo task,
+}
+
+// One task handed to the daemon holding its source replica: the bytes at source_offset of
+// its segment source_segment_id go to each of targets, reserved (PROCESSING) for it until
+// CompleteReplicaTasks.
+struct ReplicaTaskAssignment {
+  1: i64 id_high,
+  2: i64 id_low,
+  3: i32 type,
+  4: string key,                          // stored key
+  5: i64 size,
+  6: i64 source_segment_id,               // one of the caller's memory segments
+  7: i64 source_offset,
+  8: list<ReplicaDescriptor> targets,
+}
+
+struct ReplicaTasksResult {
+  1: i32 code,                            // 0; -103 unknown daemon
+  2: list<ReplicaTaskAssignment> tasks,
+  3: i64 master_epoch,                    // of the master that reserved the targets
+}
+
+struct ReplicaTaskOutcome {
+  1: i64 id_high,
+  2: i64 id_low,
+  3: i32 code,                            // 0 the bytes are in every target, else why not
+}
+
 service MasterService {
   // The handshake, first on every connection: the client's nonce, then its proof over
   // both nonces. A master without a key admits peers on its own host without them (its
@@ -493,4 +553,27 @@ service MasterService {
   // '.') are refused (-600).
   FetchSnapshotResult FetchSnapshot(1: string standby_name, 2: string name, 3: string file,
                                     4: i64 offset, 5: i32 max_bytes),
+
+  // Copy and move tasks (docs/master.md, "Copy and move tasks"). key is a stored key; its
+  // tenant is the task's. CreateCopyTask: a copy of the object into a new replica in each
+  // target segment (by name) that has none yet, run by the daemon of a source replica chosen
+  // at random: -600 no target, more than 64, or one no memory segment carries; -1010 a target
+  // that takes no allocation (draining or detached); -704 missing; -703 being written;
+  // -1300 too many tasks pending. CreateMoveTask: the replica in source goes to target (the
+  // source is freed once the copy is in): -704 missing; -600 source = target, an unknown
+  // target, or no complete replica in source; -1010 as above.
+  TaskResult CreateCopyTask(1: string key, 2: list<string> targets),
+  TaskResult CreateMoveTask(1: string key, 2: string source, 3: string target),
+  // A task of tenant ("": the default tenant's).
+  QueryTaskResult QueryTask(1: i64 id_high, 2: i64 id_low, 3: string tenant),
+  // Up to max_tasks (1..1024, else -600) of the caller's pending tasks, their targets
+  // reserved: each becomes PROCESSING. A task whose targets have no room waits (it is
+  // retried on later fetches, Mooncake's max_retry_attempts times); one with nothing to
+  // copy ends at once.
+  ReplicaTasksResult FetchReplicaTasks(1: i64 daemon_id, 2: i32 max_tasks),
+  // What became of fetched tasks: per outcome 0 once published (a copy's replicas added, a
+  // move's source swapped for its target) or freed after a failure; -704 when the task is
+  // no longer open (timed out) or its object changed meanwhile (its targets are freed);
+  // -601 another daemon's task.
+  list<i32> CompleteReplicaTasks(1: i64 daemon_id, 2: list<ReplicaTaskOutcome> outcomes),
 }

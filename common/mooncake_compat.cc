@@ -6,7 +6,6 @@ namespace {
 
 constexpr const char* kIgnored = nullptr;
 
-const char kNoTasks[] = "no task manager: the master runs no background tasks for clients";
 const char kNoSnapshotBackends[] =
     "snapshots are files in --snapshot_dir (no S3 or Redis stores)";
 const char kNoKvEvents[] = "no KV-cache event publisher";
@@ -90,12 +89,6 @@ const std::vector<MooncakeSetting>& MooncakeMasterSettings() {
       {"snapshot_catalog_backend_type", kIgnored, kNoSnapshotBackends},
       {"snapshot_catalog_store_connstring", kIgnored, kNoSnapshotBackends},
       {"snapshot_catalog_backend_connstring", kIgnored, kNoSnapshotBackends},
-      {"max_total_finished_tasks", kIgnored, kNoTasks},
-      {"max_total_pending_tasks", kIgnored, kNoTasks},
-      {"max_total_processing_tasks", kIgnored, kNoTasks},
-      {"pending_task_timeout_sec", kIgnored, kNoTasks},
-      {"processing_task_timeout_sec", kIgnored, kNoTasks},
-      {"max_retry_attempts", kIgnored, kNoTasks},
       {"enable_cxl", kIgnored, kNoCxl},
       {"cxl_path", kIgnored, kNoCxl},
       {"cxl_size", kIgnored, kNoCxl},

@@ -493,6 +493,84 @@ struct UnmountSegmentArgs {
   static void Fields(S& s, V& v) { v("segment_id", s.segment_id); }
 };
 
+// ---- client names, copy and move tasks (docs/mooncake-api.md, "naming", "tasks") ----
+
+// SET_CLIENT_NAME: the name the client gives itself (Mooncake's local_hostname, with a
+// port); the segments the connection lends from then on are mounted under it.
+struct ClientNameArgs {
+  std::string name;
+  template <class S, class V>
+  static void Fields(S& s, V& v) { v("name \"host:port\"", s.name); }
+};
+
+// CREATE_COPY_TASK: copy key's value to a replica in each of targets (segment names).
+struct CopyTaskArgs {
+  std::string key;
+  std::vector<std::string> targets;
+  template <class S, class V>
+  static void Fields(S& s, V& v) {
+    v(kKeyField, s.key);
+    v("targets", s.targets);
+  }
+};
+
+// CREATE_MOVE_TASK: move key's replica in segment source to segment target.
+struct MoveTaskArgs {
+  std::string key;
+  std::string source;
+  std::string target;
+  template <class S, class V>
+  static void Fields(S& s, V& v) {
+    v(kKeyField, s.key);
+    v("source", s.source);
+    v("target", s.target);
+  }
+};
+
+// MOUNT_FILE_SEGMENT: [offset, offset + size) of the file whose descriptor comes with the
+// request (SCM_RIGHTS; one request of the kind in flight per connection), lent as a
+// segment.
+struct MountFileSegmentArgs {
+  uint64_t offset = 0;
+  uint64_t size = 0;
+  template <class S, class V>
+  static void Fields(S& s, V& v) {
+    v("offset", s.offset);
+    v("size", s.size);
+  }
+};
+
+// A task's id: Mooncake's UUID, two 64-bit halves.
+struct TaskIdArgs {
+  uint64_t id_high = 0;
+  uint64_t id_low = 0;
+  template <class S, class V>
+  static void Fields(S& s, V& v) {
+    v("id_high", s.id_high);
+    v("id_low", s.id_low);
+  }
+};
+using TaskIdReply = TaskIdArgs;
+
+// QUERY_TASK's answer: Mooncake's QueryTaskResponse.
+struct TaskReply {
+  uint64_t type = 0;    // 0 REPLICA_COPY, 1 REPLICA_MOVE
+  uint64_t status = 0;  // 0 PENDING, 1 PROCESSING, 2 FAILED, 3 SUCCESS
+  int64_t created_unix_ms = 0;
+  int64_t updated_unix_ms = 0;
+  uint64_t assigned_daemon = 0;  // the daemon that runs it (holds the source replica)
+  std::string message;
+  template <class S, class V>
+  static void Fields(S& s, V& v) {
+    v("type 0/1", s.type);
+    v("status 0..3", s.status);
+    v("created_unix_ms", s.created_unix_ms);
+    v("updated_unix_ms", s.updated_unix_ms);
+    v("assigned_daemon", s.assigned_daemon);
+    v("message", s.message);
+  }
+};
+
 // ---- reasons ----
 //
 // A reply whose code is not 0 may carry one reason: its results are then [reason], a str
@@ -515,7 +593,8 @@ std::string ReasonOf(const Message& reply);
 // follow HELLO. Codes are never reused; the daemon's handler of an op is On<Name>.
 // Codes 27..29 are reserved for ranged reads, 31..36 for segments and replica clearing
 // (31..35 taken, 36 free), 37..40 for the version-4 write family (ABI 4, issue 17),
-// 50..54 for Mooncake's remaining client members (issue 31); 30 is POOL_FENCE.
+// 50..54 for Mooncake's remaining client members and 60..69 for client names and copy/move
+// tasks (issue 31); 30 is POOL_FENCE.
 #define MC_UDS_OPS(X)                                                                          \
   X(Put, "PUT", 2, PutArgs, NoReply,                                                           \
     "whole value already in the pool; code 0 also when the key exists (put never overwrites)") \
@@ -576,7 +655,21 @@ std::string ReasonOf(const Message& reply);
   X(BatchUpsert, "BATCH_UPSERT", 37, BatchPutArgs, BatchPutReply,                              \
     "one code per entry, as `UPSERT` answers it; entries in order")                            \
   X(ClientStats, "CLIENT_STATS", 50, NoArgs, ClientStatsReply,                                 \
-    "what the daemon counted for this connection: its reads served from an SSD replica")
+    "what the daemon counted for this connection: its reads served from an SSD replica")       \
+  X(SetClientName, "SET_CLIENT_NAME", 60, ClientNameArgs, NoReply,                             \
+    "names the client (setup's local_hostname): the segments it lends from then on carry the " \
+    "name; -600 malformed, -102 the daemon's own name")                                        \
+  X(CreateCopyTask, "CREATE_COPY_TASK", 61, CopyTaskArgs, TaskIdReply,                         \
+    "the master's CreateCopyTask: a copy of the value into each target segment, run by the "   \
+    "daemon holding a source replica; -704 missing, -600 no or an unknown target")             \
+  X(CreateMoveTask, "CREATE_MOVE_TASK", 62, MoveTaskArgs, TaskIdReply,                         \
+    "the master's CreateMoveTask: the replica in source moves to target; -704 missing, -600 "  \
+    "source = target, an unknown target, or no replica in source")                            \
+  X(QueryTask, "QUERY_TASK", 63, TaskIdArgs, TaskReply,                                        \
+    "a task of the connection's tenant; -704 unknown (or forgotten: finished long ago)")      \
+  X(MountFileSegment, "MOUNT_FILE_SEGMENT", 64, MountFileSegmentArgs, MountedSegmentReply,     \
+    "lends a range of the file whose descriptor comes with it (Mooncake's mount_segment of "   \
+    "a path): a device or a file sealed against shrinking; -1012 a file that can shrink")
 
 // Besides the table, two ops about the connection itself rather than the store, which
 // the daemon's server handles: HELLO (first, once), and POOL_FENCE: answered, with no

@@ -294,7 +294,10 @@ FrameReader::Status FrameReader::ReadFrom(int sock) {
   do {
     n = recvmsg(sock, &msg, MSG_CMSG_CLOEXEC);
   } while (n < 0 && errno == EINTR);
-  if (n > 0) end_ += static_cast<size_t>(n);
+  if (n > 0) {
+    end_ += static_cast<size_t>(n);
+    received_ += static_cast<uint64_t>(n);
+  }
   for (struct cmsghdr* c = CMSG_FIRSTHDR(&msg); n >= 0 && c; c = CMSG_NXTHDR(&msg, c)) {
     if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) continue;
     size_t count = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
@@ -302,6 +305,7 @@ FrameReader::Status FrameReader::ReadFrom(int sock) {
       int fd;
       std::memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof(int));
       fds_.push_back(fd);
+      fd_ends_.push_back(received_);
     }
   }
   if (n > 0) return Status::kOk;
@@ -322,6 +326,7 @@ bool FrameReader::Next(const char** payload, size_t* length, bool* oversized) {
   *payload = buffer_.get() + start_ + kFrameHeaderBytes;
   *length = announced;
   start_ += kFrameHeaderBytes + announced;
+  consumed_ += kFrameHeaderBytes + announced;
   return true;
 }
 
@@ -334,6 +339,15 @@ void FrameReader::Trim() {
 std::vector<int> FrameReader::TakeFds() {
   std::vector<int> out;
   out.swap(fds_);
+  fd_ends_.clear();
+  return out;
+}
+
+std::vector<FrameReader::ArrivedFd> FrameReader::TakeArrivedFds() {
+  std::vector<ArrivedFd> out;
+  for (size_t i = 0; i < fds_.size(); ++i) out.push_back({fds_[i], fd_ends_[i]});
+  fds_.clear();
+  fd_ends_.clear();
   return out;
 }
 

@@ -157,6 +157,17 @@ class FrameReader {
   void Trim();
   size_t capacity() const { return capacity_; }
   std::vector<int> TakeFds();
+  // A descriptor and the stream offset just past the read it came with. The kernel hands
+  // a descriptor over with the first bytes of the write that sent it and ends the read
+  // there, so it belongs to the last frame starting before that offset: the one at
+  // [start, start + 4 + length) with start < end <= start + 4 + length.
+  struct ArrivedFd {
+    int fd;
+    uint64_t end;
+  };
+  std::vector<ArrivedFd> TakeArrivedFds();
+  // The stream offset where the frame Next returns next begins (bytes consumed so far).
+  uint64_t consumed() const { return consumed_; }
   ~FrameReader();
 
  private:
@@ -168,6 +179,9 @@ class FrameReader {
   size_t end_ = 0;    // bytes before this hold data
   uint32_t max_frame_bytes_ = kMaxFrameBytes;
   std::vector<int> fds_;
+  std::vector<uint64_t> fd_ends_;  // fds_[i] came with the read that ended here
+  uint64_t received_ = 0;          // bytes read from the stream
+  uint64_t consumed_ = 0;          // bytes of the frames Next handed out
 };
 
 }  // namespace uds

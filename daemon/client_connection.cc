@@ -25,6 +25,7 @@ ClientConnection::ClientConnection(int fd, uint64_t id, Teardown teardown)
 
 ClientConnection::~ClientConnection() {
   UnmapPool();
+  if (file_fd_ >= 0) close(file_fd_);
   close(fd_);
 }
 
@@ -270,6 +271,34 @@ bool ClientConnection::TakeSegment(int64_t segment_id) {
     return true;
   }
   return false;
+}
+
+void ClientConnection::set_client_name(std::string name) {
+  std::lock_guard<std::mutex> lock(mu_);
+  client_name_ = std::move(name);
+}
+
+void ClientConnection::SetFileFd(int fd) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (file_fd_ >= 0) close(file_fd_);
+  file_fd_ = fd;
+}
+
+int ClientConnection::TakeFileFd() {
+  std::lock_guard<std::mutex> lock(mu_);
+  int fd = file_fd_;
+  file_fd_ = -1;
+  return fd;
+}
+
+bool ClientConnection::lends_segments() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return !segments_.empty();
+}
+
+std::string ClientConnection::client_name() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return client_name_;
 }
 
 }  // namespace mooncake

@@ -195,6 +195,18 @@ class ClientConnection : public std::enable_shared_from_this<ClientConnection> {
   std::vector<int64_t> TakeSegments();
   // Takes one segment; false when it is not the connection's.
   bool TakeSegment(int64_t segment_id);
+  // The name the connection's client gave itself (SET_CLIENT_NAME: Mooncake's
+  // local_hostname, docs/mooncake-api.md "naming"), under which the segments it lends from
+  // then on are mounted; "" while it gave none (they carry the daemon's name).
+  void set_client_name(std::string name);
+  std::string client_name() const;
+  // Whether the connection has a segment mounted (AddSegment, not taken since).
+  bool lends_segments() const;
+  // The descriptor that came with the connection's MOUNT_FILE_SEGMENT (the server sets it,
+  // closing one left unclaimed; its handler takes it: -1 when none came). The connection
+  // owns it until then.
+  void SetFileFd(int fd);
+  int TakeFileFd();
 
  private:
   // The open staged puts or gets, by id. Synchronized by the connection's mu_.
@@ -245,6 +257,8 @@ class ClientConnection : public std::enable_shared_from_this<ClientConnection> {
   StagedTable<StagedGet> gets_;    // guarded by mu_
   std::vector<std::pair<int64_t, uint64_t>> segments_;  // id, counted; guarded by mu_
   uint64_t segment_bytes_ = 0;     // mounted or being mounted; guarded by mu_
+  std::string client_name_;        // guarded by mu_
+  int file_fd_ = -1;               // guarded by mu_
 };
 
 }  // namespace mooncake

@@ -89,7 +89,7 @@ class DaemonMetrics {
   }
 
  private:
-  static constexpr int64_t kOpSlots = 64;  // every op code of common/uds_ops.h is below
+  static constexpr int64_t kOpSlots = 128;  // every op code of common/uds_ops.h is below
   static constexpr size_t kTiers = 4;      // ReplicaTier's values
   static constexpr size_t kGroupedCalls = 3;  // GroupedCall's values
   static size_t Index(TransferKind kind) { return kind == TransferKind::kRead ? 0 : 1; }

@@ -56,6 +56,7 @@
 #include "daemon/master_client.h"
 #include "daemon/membership.h"
 #include "daemon/offloader.h"
+#include "daemon/replica_task_runner.h"
 #include "daemon/rdma_transport.h"
 #include "daemon/read_cache.h"
 #include "daemon/replica_io.h"
@@ -436,6 +437,9 @@ int main(int argc, char** argv) {
   ReplicaIO io(&membership, engine.get(), &copier);
   if (ssd != nullptr) io.SetDiskTier(ssd->store(), ssd->segment_id());
   SegmentDrainer drainer(&master, &membership, &io);
+  // Copies and moves the master assigns to this daemon (the holder of their source).
+  ReplicaTaskRunner task_runner(&master, &membership, &io);
+  task_runner.Start();
   CacheInvalidator invalidator(engine->tcp());
   StoreService service(&master, &membership, &cache, &invalidator, &io, &drainer, options.master,
                        options.checksum, segment_budget, options.put_no_space_wait_ms,
@@ -504,6 +508,7 @@ int main(int argc, char** argv) {
     drainer.DrainAndUnmount(global_segment_id);
   }
   drainer.Stop();
+  task_runner.Stop();  // its copies read the segments, and may write into clients'
   server.Shutdown(options.shutdown_timeout_ms);
   // Before the memory segments go: it copies out of them.
   if (offloader != nullptr) offloader->Stop();

@@ -803,4 +803,46 @@ ErrorCode MasterClient::PromoteEnd(int64_t writer, const std::string& key, bool 
   return CodeOf(call, code);
 }
 
+// ---- copy and move tasks ----
+
+ErrorCode MasterClient::CreateCopyTask(const std::string& key,
+                                       const std::vector<std::string>& targets,
+                                       rpc::TaskResult* out) {
+  ErrorCode call = Call(
+      [&](rpc::MasterServiceClient& c) { c.CreateCopyTask(*out, key, targets); },
+      Repeat::kNever);
+  return CodeOf(call, out->code);
+}
+
+ErrorCode MasterClient::CreateMoveTask(const std::string& key, const std::string& source,
+                                       const std::string& target, rpc::TaskResult* out) {
+  ErrorCode call = Call(
+      [&](rpc::MasterServiceClient& c) { c.CreateMoveTask(*out, key, source, target); },
+      Repeat::kNever);
+  return CodeOf(call, out->code);
+}
+
+ErrorCode MasterClient::QueryTask(int64_t id_high, int64_t id_low, const std::string& tenant,
+                                  rpc::QueryTaskResult* out) {
+  ErrorCode call = Call(
+      [&](rpc::MasterServiceClient& c) { c.QueryTask(*out, id_high, id_low, tenant); },
+      Repeat::kSafe);
+  return CodeOf(call, out->code);
+}
+
+ErrorCode MasterClient::FetchReplicaTasks(int64_t daemon_id, int32_t max_tasks,
+                                          rpc::ReplicaTasksResult* out) {
+  ErrorCode call = Call(
+      [&](rpc::MasterServiceClient& c) { c.FetchReplicaTasks(*out, daemon_id, max_tasks); },
+      Repeat::kNever);
+  return CodeOf(call, out->code);
+}
+
+ErrorCode MasterClient::CompleteReplicaTasks(int64_t daemon_id,
+                                             const std::vector<rpc::ReplicaTaskOutcome>& outcomes,
+                                             std::vector<ErrorCode>* out) {
+  return CallForCodes(*this, Repeat::kNever, outcomes.size(), out,
+                      &rpc::MasterServiceClient::CompleteReplicaTasks, daemon_id, outcomes);
+}
+
 }  // namespace mooncake

@@ -245,6 +245,21 @@ class MasterClient {
   // object changed meanwhile.
   ErrorCode PromoteEnd(int64_t writer, const std::string& key, bool ok);
 
+  // Copy and move tasks (docs/master.md, "Copy and move tasks"; the contract is
+  // common/master.thrift's). Each returns out->code (or RPC_FAIL); none is sent twice: a
+  // task created twice is two tasks, a report sent twice is answered -704 the second time.
+  ErrorCode CreateCopyTask(const std::string& key, const std::vector<std::string>& targets,
+                           rpc::TaskResult* out);
+  ErrorCode CreateMoveTask(const std::string& key, const std::string& source,
+                           const std::string& target, rpc::TaskResult* out);
+  ErrorCode QueryTask(int64_t id_high, int64_t id_low, const std::string& tenant,
+                      rpc::QueryTaskResult* out);
+  ErrorCode FetchReplicaTasks(int64_t daemon_id, int32_t max_tasks, rpc::ReplicaTasksResult* out);
+  // (*out)[i]: what the master did with outcomes[i].
+  ErrorCode CompleteReplicaTasks(int64_t daemon_id,
+                                 const std::vector<rpc::ReplicaTaskOutcome>& outcomes,
+                                 std::vector<ErrorCode>* out);
+
  private:
   struct Connection;
   // How one run of an RPC went.

@@ -91,7 +91,12 @@ rpc::SegmentInfo Membership::Describe(int64_t segment_id, const SegmentMemory& m
   info.incarnation = incarnation_;
   info.endpoints = engine_->DescribeSegment(memory.base(), memory.size());
   std::shared_lock<std::shared_mutex> lock(segments_mu_);
-  info.lent_by_client = lent_.count(segment_id) != 0;
+  auto lent = lent_.find(segment_id);
+  info.lent_by_client = lent != lent_.end();
+  if (info.lent_by_client && !lent->second.name.empty()) {
+    info.name = lent->second.name;
+    info.lender = lent->second.pid;
+  }
   return info;
 }
 
@@ -167,7 +172,8 @@ std::vector<Membership::MountedSegment> Membership::Mounted() const {
 }
 
 ErrorCode Membership::Mount(std::shared_ptr<SegmentMemory> memory, int64_t* segment_id,
-                            bool lent) {
+                            bool lent, Lender lender) {
+  const bool named = lent && !lender.name.empty();
   int64_t id = RandomId();
   // Registered before it is described: an RDMA endpoint carries the registration's key.
   ErrorCode code = engine_->RegisterMemory(memory->base(), memory->size(), MemoryAccess::kPeers);
@@ -178,11 +184,13 @@ ErrorCode Membership::Mount(std::shared_ptr<SegmentMemory> memory, int64_t* segm
     // Reregister (whose mount makes ours answer -102, which is fine).
     std::unique_lock<std::shared_mutex> lock(segments_mu_);
     segments_[id] = std::move(memory);
-    if (lent) lent_.insert(id);
+    if (lent) lent_[id] = named ? std::move(lender) : Lender();
   }
   rpc::SegmentInfo info = Describe(id, *described);
   code = master_->MountSegment(info);
-  if (code == ErrorCode::SEGMENT_ALREADY_EXISTS) code = ErrorCode::OK;
+  // A fresh id: -102 is a concurrent Reregister's mount of it, except for a named segment,
+  // whose -102 says its name is another client's.
+  if (code == ErrorCode::SEGMENT_ALREADY_EXISTS && !named) code = ErrorCode::OK;
   if (code != ErrorCode::OK) {
     char* base = nullptr;
     {
@@ -195,8 +203,9 @@ ErrorCode Membership::Mount(std::shared_ptr<SegmentMemory> memory, int64_t* segm
     return code;
   }
   *segment_id = id;
-  MC_LOG_INFO("mounted segment %lld: %llu bytes", static_cast<long long>(id),
-              static_cast<unsigned long long>(info.size));
+  MC_LOG_INFO("mounted segment %lld: %llu bytes%s%s", static_cast<long long>(id),
+              static_cast<unsigned long long>(info.size), named ? ", lent as " : "",
+              named ? info.name.c_str() : "");
   return ErrorCode::OK;
 }
 

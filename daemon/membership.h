@@ -56,6 +56,14 @@
 
 namespace mooncake {
 
+// Who lends a segment: an application's connection (MOUNT_SEGMENT and its family), under
+// the name its client gave (Mooncake's local_hostname, docs/mooncake-api.md "naming"), or
+// under the daemon's name when it gave none (name "", pid 0).
+struct SegmentLender {
+  std::string name;
+  int64_t pid = 0;  // the lending process; with name, SegmentInfo.lender
+};
+
 class Membership {
  public:
   Membership(MasterClient* master, TransferEngine* engine, std::string name,
@@ -79,12 +87,14 @@ class Membership {
   // persisted identity; 0: none) is left for that re-mount, which re-attaches its replicas.
   void ReclaimPredecessors(int64_t keep_disk_segment = 0);
 
+  using Lender = SegmentLender;
   // Mounts memory at the master under a fresh segment id (*segment_id) and makes it
-  // visible to Find(). lent: an application's connection lends it (MOUNT_SEGMENT), so it
-  // leaves with that client; the master places objects there last (and knows it again
-  // after every re-mount). Returns MountSegment's code; on failure nothing is kept.
+  // visible to Find(). lent: an application's connection lends it, so it leaves with that
+  // client; the master places objects there last (and knows it again after every
+  // re-mount), under lender's name when it has one. Returns MountSegment's code (-102 for
+  // a name another client holds); on failure nothing is kept.
   ErrorCode Mount(std::shared_ptr<SegmentMemory> memory, int64_t* segment_id,
-                  bool lent = false);
+                  bool lent = false, Lender lender = {});
   // Unmounts at the master (which drops the objects in it: drain it first, see
   // daemon/segment_drainer.h) and forgets it here. The memory itself lives until the last
   // request copying from it lets go.
@@ -166,7 +176,8 @@ class Membership {
 
   mutable std::shared_mutex segments_mu_;
   std::map<int64_t, std::shared_ptr<SegmentMemory>> segments_;  // guarded by segments_mu_
-  std::set<int64_t> lent_;  // the ids of segments_ that clients lent; guarded by segments_mu_
+  // The segments_ that clients lent, and by whom; guarded by segments_mu_.
+  std::map<int64_t, Lender> lent_;
 
   DiskSegment disk_;  // id 0: none; guarded by segments_mu_
 

@@ -56,7 +56,7 @@ std::unique_ptr<SegmentMemory> SegmentMemory::MapView(int fd, uint64_t offset, u
   void* p = mmap(nullptr, length, PROT_READ | PROT_WRITE, MAP_SHARED, fd,
                  static_cast<off_t>(start));
   if (p == MAP_FAILED) {
-    *error = std::string("mmap of the pool: ") + std::strerror(errno);
+    *error = std::string("mmap: ") + std::strerror(errno);
     return nullptr;
   }
   std::unique_ptr<SegmentMemory> m(new SegmentMemory);

@@ -24,10 +24,11 @@ class SegmentMemory {
   static std::unique_ptr<SegmentMemory> Create(
       uint64_t size, std::string* error, bool huge_pages_only = false,
       std::function<void(uint64_t bytes)> populated = nullptr);
-  // A mapping of its own of [offset, offset + size) of fd (a pool memfd sealed against
-  // shrinking, so no access can fault with SIGBUS), which stays valid however long a
-  // transfer holds it, after the pool's own mapping is gone. fd is not kept (fd() is -1).
-  // nullptr with *error when it cannot be mapped.
+  // A mapping of its own of [offset, offset + size) of fd (a pool memfd, or a file lent by
+  // MOUNT_FILE_SEGMENT: sealed against shrinking or a device, so no access can fault with
+  // SIGBUS), which stays valid however long a transfer holds it, after the owner's own
+  // mapping is gone. fd is not kept (fd() is -1). nullptr with *error when it cannot be
+  // mapped.
   static std::unique_ptr<SegmentMemory> MapView(int fd, uint64_t offset, uint64_t size,
                                                 std::string* error);
   ~SegmentMemory();

@@ -162,6 +162,13 @@ class StoreService {
   // costs an RPC's overhead.
   static constexpr size_t kMasterChunk = 32;
 
+  // ---- client names (store_service_tasks.cc) ----
+  // ToRpcConfig for a put of s. A client names itself (SET_CLIENT_NAME) and its memory: when
+  // it lends none, a preferred segment of its own name means its host, this daemon (as
+  // LMCache's preferred_segment = get_hostname() asks), and is sent as this daemon's name.
+  bool ConfigOf(const ClientConnection* s, const uds::WireConfig& wire,
+                rpc::ReplicateConfig* out) const;
+
   // ---- puts (store_service_put.cc) ----
   // PUT and UPSERT.
   ErrorCode PutWhole(ClientConnection* s, const uds::PutArgs& in, bool upsert);

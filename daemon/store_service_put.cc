@@ -160,7 +160,7 @@ ErrorCode StoreService::PutWhole(ClientConnection* s, const uds::PutArgs& in, bo
   if (!ValidKey(in.key)) return ErrorCode::INVALID_PARAMS;  // Run names the key's rule
   if (!ValidSize(in.size)) return RefuseSize(in.size);
   if (src == nullptr) return RefusePoolRange(s, in.pool_offset, in.size);
-  if (!ToRpcConfig(in.config, &config)) return RefuseConfig(in.config);
+  if (!ConfigOf(s, in.config, &config)) return RefuseConfig(in.config);
   int64_t checksum = -1;
   bool retryable = false;
   ErrorCode code =
@@ -190,7 +190,7 @@ ErrorCode StoreService::OnBatchPut(ClientConnection* s, const uds::BatchPutArgs&
   }
   rpc::ReplicateConfig config;
   std::vector<size_t> acceptable;
-  if (ToRpcConfig(in.config, &config)) {
+  if (ConfigOf(s, in.config, &config)) {
     uds::WireConfig entry_config = in.config;  // to judge each entry's group id
     for (size_t i = 0; i < n; ++i) {
       const BatchPutEntry& e = items[i];
@@ -372,7 +372,7 @@ ErrorCode StoreService::OnPutBegin(ClientConnection* s, const uds::PutBeginArgs&
   rpc::ReplicateConfig config;
   if (!ValidKey(in.key)) return ErrorCode::INVALID_PARAMS;  // Run names the key's rule
   if (!ValidSize(in.size)) return RefuseSize(in.size);
-  if (!ToRpcConfig(in.config, &config)) return RefuseConfig(in.config);
+  if (!ConfigOf(s, in.config, &config)) return RefuseConfig(in.config);
   auto put = std::make_shared<StagedPut>();
   put->key = in.key;
   put->size = in.size;

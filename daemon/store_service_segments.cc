@@ -9,6 +9,13 @@
 // against shrinking, mapped here a second time (MOUNT_POOL_SEGMENT). Either way the
 // segment is the connection's: drained (its objects moved to other segments) and unmounted
 // on UNMOUNT_SEGMENT, on close, or when the connection goes.
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
 #include "common/logging.h"
 #include "common/units.h"
 #include "daemon/store_service.h"
@@ -21,6 +28,27 @@ namespace {
 
 // Larger than any memory a host has; a size past it is a mistake, not a request.
 constexpr uint64_t kMaxSegmentBytes = 1ull << 46;
+
+// Who lends what s mounts: the client under its name (SET_CLIENT_NAME), else under this
+// daemon's.
+Membership::Lender LenderOf(const ClientConnection* s) {
+  Membership::Lender lender;
+  lender.name = s->client_name();
+  if (!lender.name.empty()) lender.pid = s->peer_pid() > 0 ? s->peer_pid() : 1;
+  return lender;
+}
+
+// A mount the master refused, said so: -102 is a name another client holds.
+ErrorCode RefuseMount(const ClientConnection* s, ErrorCode code, const char* op) {
+  if (code != ErrorCode::SEGMENT_ALREADY_EXISTS) return code;
+  std::string name = s->client_name();
+  MC_LOG_WARN("connection %llu (pid %d): %s refused: the name %s is another client's",
+              static_cast<unsigned long long>(s->id()), static_cast<int>(s->peer_pid()), op,
+              name.c_str());
+  return Refuse(code, "local_hostname " + name + " already names memory another client lends "
+                      "(another process, or memory lent at another daemon), or a daemon: give "
+                      "each client a name of its own (a host without a port gets a free one)");
+}
 
 }  // namespace
 
@@ -69,10 +97,10 @@ ErrorCode StoreService::MountDaemonMemory(ClientConnection* s, uint64_t size, co
     return Refuse(code, why);  // the application sees the reason too
   }
   // Marked lent: placement uses it last. Mount frees the memory when refused.
-  code = membership_->Mount(std::move(memory), segment_id, /*lent=*/true);
+  code = membership_->Mount(std::move(memory), segment_id, /*lent=*/true, LenderOf(s));
   if (code != ErrorCode::OK) {
     s->ReturnSegmentBytes(size);
-    return code;
+    return RefuseMount(s, code, op);
   }
   s->AddSegment(*segment_id, size);
   return ErrorCode::OK;
@@ -112,9 +140,71 @@ ErrorCode StoreService::OnMountPoolSegment(ClientConnection* s,
                                                                in.size, &why);
   if (view == nullptr) return refuse(ErrorCode::INTERNAL_ERROR, why);
   int64_t segment_id = 0;
-  ErrorCode code = membership_->Mount(std::move(view), &segment_id, /*lent=*/true);
-  if (code != ErrorCode::OK) return code;
+  ErrorCode code = membership_->Mount(std::move(view), &segment_id, /*lent=*/true, LenderOf(s));
+  if (code != ErrorCode::OK) return RefuseMount(s, code, "MOUNT_POOL_SEGMENT");
   s->AddSegment(segment_id);  // the application's memory: no part of the daemon's budget
+  out->segment_id = static_cast<uint64_t>(segment_id);
+  out->size = in.size;
+  return ErrorCode::OK;
+}
+
+ErrorCode StoreService::OnMountFileSegment(ClientConnection* s,
+                                           const uds::MountFileSegmentArgs& in,
+                                           uds::MountedSegmentReply* out) {
+  const int fd = s->TakeFileFd();
+  struct Closer {
+    int fd;
+    ~Closer() {
+      if (fd >= 0) close(fd);
+    }
+  } closer{fd};
+  auto refuse = [s](ErrorCode code, const std::string& why) {
+    MC_LOG_WARN("connection %llu (pid %d): MOUNT_FILE_SEGMENT refused (%s): %s",
+                static_cast<unsigned long long>(s->id()), static_cast<int>(s->peer_pid()),
+                ErrorName(code), why.c_str());
+    return Refuse(code, why);
+  };
+  if (fd < 0) return refuse(ErrorCode::INVALID_PARAMS, "no file descriptor came with it");
+  // As for pool memory: the lender can read and write its file, so whatever the cluster
+  // stores there is open to it.
+  if (!tenants_.empty()) {
+    return refuse(ErrorCode::PERMISSION_DENIED,
+                  "with --tenant_uids, a file is not lent (its owner could read other tenants' "
+                  "objects in it); allocate_and_mount_segment lends daemon memory instead");
+  }
+  struct stat st;
+  if (fstat(fd, &st) != 0) return refuse(ErrorCode::FILE_OPEN_FAIL, std::strerror(errno));
+  // The daemon reads and writes the file's pages for as long as the segment lives: a file
+  // truncated under it would kill it (SIGBUS). Devices cannot shrink; a regular file must
+  // be sealed against it (a memfd: the seal is added here when the file allows sealing).
+  bool fixed = S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode);
+  if (S_ISREG(st.st_mode)) {
+    int seals = fcntl(fd, F_GET_SEALS);
+    fixed = (seals >= 0 && (seals & F_SEAL_SHRINK) != 0) ||
+            fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK) == 0;
+  }
+  if (!fixed) {
+    return refuse(ErrorCode::NOT_SUPPORTED,
+                  "the file can be truncated while the daemon maps it (a regular file that "
+                  "allows no F_SEAL_SHRINK: tmpfs, hugetlbfs or disk), which would crash the "
+                  "daemon: lend a memfd (memfd_create with MFD_ALLOW_SEALING; "
+                  "/proc/self/fd/N names it), a device (DAX), pool memory "
+                  "(alloc_from_mem_pool) or daemon memory (allocate_and_mount_segment)");
+  }
+  const uint64_t page = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
+  if (in.size == 0 || in.size > kMaxSegmentBytes || in.offset % page != 0 ||
+      (S_ISREG(st.st_mode) && (in.offset > static_cast<uint64_t>(st.st_size) ||
+                               in.size > static_cast<uint64_t>(st.st_size) - in.offset))) {
+    return refuse(ErrorCode::INVALID_PARAMS,
+                  "the range is empty, runs past the file, or starts off a page boundary");
+  }
+  std::string why;
+  std::unique_ptr<SegmentMemory> view = SegmentMemory::MapView(fd, in.offset, in.size, &why);
+  if (view == nullptr) return refuse(ErrorCode::INTERNAL_ERROR, why);
+  int64_t segment_id = 0;
+  ErrorCode code = membership_->Mount(std::move(view), &segment_id, /*lent=*/true, LenderOf(s));
+  if (code != ErrorCode::OK) return RefuseMount(s, code, "MOUNT_FILE_SEGMENT");
+  s->AddSegment(segment_id);  // the application's file: no part of the daemon's budget
   out->segment_id = static_cast<uint64_t>(segment_id);
   out->size = in.size;
   return ErrorCode::OK;

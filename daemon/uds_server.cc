@@ -244,6 +244,8 @@ void UdsServer::Loop() {
   for (auto& c : incoming_) {
     if (c.second->watched) Unwatch(c.second->client->fd());
     for (int fd : c.second->pending_fds) close(fd);
+    for (const auto& fd : c.second->file_fds) close(fd.fd);
+    if (c.second->claimed_fd >= 0) close(c.second->claimed_fd);
   }
   incoming_.clear();  // the connections live on in open_ until torn down
 }
@@ -310,13 +312,13 @@ void UdsServer::AcceptAll() {
 void UdsServer::OnReadable(IncomingMap::iterator it) {
   Incoming* conn = it->second.get();
   uds::FrameReader::Status status = conn->reader.ReadFrom(conn->client->fd());
-  std::vector<int> fds = conn->reader.TakeFds();
-  if (!fds.empty()) {
+  // Kept until the frame they came with is parsed: HELLO's pool, or a MOUNT_FILE_SEGMENT's
+  // file; with any other frame they are an error.
+  for (const uds::FrameReader::ArrivedFd& fd : conn->reader.TakeArrivedFds()) {
     if (conn->hello_done) {
-      for (int fd : fds) close(fd);
-      conn->fd_after_hello = true;
+      conn->file_fds.push_back(fd);
     } else {
-      conn->pending_fds.insert(conn->pending_fds.end(), fds.begin(), fds.end());
+      conn->pending_fds.push_back(fd.fd);
     }
   }
   // Complete frames first, even when the peer already hung up: a client may send its
@@ -332,7 +334,10 @@ bool UdsServer::ServeBuffered(IncomingMap::iterator it) {
   size_t length = 0;
   bool oversized = false;
   std::string why;
+  uint64_t frame_start = conn->reader.consumed();
   while (!conn->paused && conn->reader.Next(&payload, &length, &oversized)) {
+    ClaimFileFd(conn, frame_start, conn->reader.consumed());
+    frame_start = conn->reader.consumed();
     if (!OnFrame(conn, payload, length, &why)) {
       CloseConnection(it, why, true);
       return false;
@@ -361,6 +366,24 @@ bool UdsServer::ServeBuffered(IncomingMap::iterator it) {
   return true;
 }
 
+void UdsServer::ClaimFileFd(Incoming* conn, uint64_t start, uint64_t end) {
+  for (auto it = conn->file_fds.begin(); it != conn->file_fds.end();) {
+    if (it->end > end) {  // a later frame's
+      ++it;
+      continue;
+    }
+    // Came with this frame (start < fd end <= its end), or with an earlier one that did
+    // not take it: either way this frame answers for it, as its own or as an error.
+    if (it->end > start && conn->claimed_fd < 0) {
+      conn->claimed_fd = it->fd;
+    } else {
+      close(it->fd);
+      conn->fd_after_hello = true;
+    }
+    it = conn->file_fds.erase(it);
+  }
+}
+
 bool UdsServer::OnFrame(Incoming* conn, const char* payload, size_t length, std::string* why) {
   // On the stack, its strings in the read buffer: most requests are answered inline and
   // never need a copy of their own.
@@ -370,6 +393,15 @@ bool UdsServer::OnFrame(Incoming* conn, const char* payload, size_t length, std:
     return false;
   }
   ClientConnection* client = conn->client.get();
+  if (conn->claimed_fd >= 0) {
+    if (message.head == static_cast<int64_t>(uds::Op::kMountFileSegment)) {
+      client->SetFileFd(conn->claimed_fd);  // the handler takes it
+    } else {
+      close(conn->claimed_fd);
+      conn->fd_after_hello = true;
+    }
+    conn->claimed_fd = -1;
+  }
   if (conn->fd_after_hello) {
     if (ClientConnection::Request request = client->Acquire()) {
       uds::ReplyFrame refusal(message.id, ErrorCode::INVALID_PARAMS, uds::NoReply(),
@@ -555,6 +587,8 @@ void UdsServer::CloseConnection(IncomingMap::iterator it, const std::string& why
   }
   if (it->second->watched) Unwatch(client->fd());
   for (int fd : it->second->pending_fds) close(fd);
+  for (const auto& fd : it->second->file_fds) close(fd.fd);
+  if (it->second->claimed_fd >= 0) close(it->second->claimed_fd);
   incoming_.erase(it);
   client->Close();
 }

@@ -104,6 +104,10 @@ class UdsServer {
     bool paused = false;          // too many bytes in flight (ClientConnection::PauseInput)
     bool peer_closed = false;     // end of file seen; frames still buffered are served
     std::vector<int> pending_fds;  // arrived before HELLO was parsed
+    // After HELLO: descriptors not claimed by their frame yet (MOUNT_FILE_SEGMENT's), and
+    // the one the frame being parsed claimed (-1: none).
+    std::vector<uds::FrameReader::ArrivedFd> file_fds;
+    int claimed_fd = -1;
   };
   using IncomingMap = std::map<uint64_t, std::unique_ptr<Incoming>>;
   using Clock = std::chrono::steady_clock;
@@ -116,6 +120,10 @@ class UdsServer {
   bool ServeBuffered(IncomingMap::iterator it);
   // Processes one complete frame; false when the connection must be closed (*why set).
   bool OnFrame(Incoming* conn, const char* payload, size_t length, std::string* why);
+  // Before OnFrame of the frame at stream offsets [start, end): takes the descriptor that
+  // came with it into claimed_fd; one that came with an earlier frame, or a second one,
+  // is closed and marks the connection (fd_after_hello).
+  void ClaimFileFd(Incoming* conn, uint64_t start, uint64_t end);
   // Closes; warns with why unless told not to, or the connection was refused (its refusal
   // was logged, throttled, at accept).
   void CloseConnection(IncomingMap::iterator it, const std::string& why, bool warn);

@@ -56,11 +56,13 @@ extern "C" {
  * family); setup's master_server_addr is compared as an endpoint (a HELLO's master is sent
  * resolved). 5: Mooncake's object groups (mooncake_put_config_t's group_ids name them, and
  * puts carry them to the daemon), put sessions (mooncake_store_put_session_start and its
- * family) and mooncake_store_disk_read_count. Applications built against an older header
- * keep working with this library (no struct or signature of an older version changed); the
- * library and the daemon must be of the same version. mooncake_store_errmsg and the reasons
- * refusals carry on the socket came without a bump: a library or daemon that predates them
- * misreads nothing. */
+ * family), mooncake_store_disk_read_count, setup's local_hostname naming the client and the
+ * memory it lends (get_hostname answers it; the socket's SET_CLIENT_NAME), copy and move
+ * tasks (mooncake_store_create_copy_task and its family) and mooncake_store_mount_file_segment.
+ * Applications built against an older header keep working with this library (no struct or
+ * signature of an older version changed); the library and the daemon must be of the same
+ * version. mooncake_store_errmsg and the reasons refusals carry on the socket came without a
+ * bump: a library or daemon that predates them misreads nothing. */
 #define MOONCAKE_STORE_ABI_VERSION 5
 
 #define MOONCAKE_STORE_MAX_KEY_LEN 4096
@@ -209,9 +211,18 @@ int mooncake_store_connect(mooncake_store_t store, const char *socket_path,
  * leader) or the call fails with -600. It is compared as an endpoint: its host is resolved
  * here (getaddrinfo; its first IPv4 address, else its first IPv6 one), so "localhost:P" and
  * "127.0.0.1:P" name one master; malformed text, or a host that does not resolve, is -600
- * and logged. local_hostname, metadata_server, protocol and device_name are accepted for
- * compatibility: what they configure in Mooncake (the client's advertised endpoint, the
- * transfer metadata service, the transports) is the daemon's here. */
+ * and logged. local_hostname (ABI 5), if not NULL or "", names the client as Mooncake's
+ * setup names it: "host:port" as given, or a host without a port with a free port of this
+ * host appended (one of MC_STORE_CLIENT_MIN_PORT..MC_STORE_CLIENT_MAX_PORT, 12300..14300 by
+ * default, held -- bound, never listened on -- until close). get_hostname answers the name,
+ * and the memory the handle lends (global_segment_size, the mount_segment family) carries
+ * it: preferred segments, copy and move targets and batch_replica_clear name that memory by
+ * it; a handle that lends none is its daemon for placement. A name that another process's
+ * (or another daemon's) lent memory carries, or that is a daemon's own, is -102 (a picked
+ * port is tried again with another); one with a blank, over 255 bytes or with a port
+ * outside 1..65535 is -600. metadata_server, protocol and device_name are accepted for
+ * compatibility: what they configure in Mooncake (the transfer metadata service, the
+ * transports) is the daemon's here. */
 int mooncake_store_setup(mooncake_store_t store, const char *local_hostname,
                          const char *metadata_server, uint64_t global_segment_size,
                          uint64_t local_buffer_size, const char *protocol,
@@ -229,8 +240,9 @@ int mooncake_store_close(mooncake_store_t store);
  * 2 the daemon is up but cannot reach the master. */
 int mooncake_store_health_check(mooncake_store_t store);
 
-/* Writes the daemon's transfer endpoint "host:port" (NUL-terminated) into buf_out.
- * -600 when buf_len is too small. */
+/* Writes the client's name (setup's local_hostname, with its port: see setup) or, for a
+ * handle that named none (connect, or setup with local_hostname ""), the daemon's transfer
+ * endpoint "host:port" (NUL-terminated) into buf_out. -600 when buf_len is too small. */
 int mooncake_store_get_hostname(mooncake_store_t store, char *buf_out, size_t buf_len);
 
 /* ---- shared memory ----------------------------------------------------------------- */
@@ -586,6 +598,18 @@ int mooncake_store_unmount_segment(mooncake_store_t store, uint64_t segment_id,
  * application on the host, not this handle's to take away. */
 int mooncake_store_unmount_local_disk_segment(mooncake_store_t store);
 
+/* Lends [offset, offset + size) of the file open as fd (Mooncake's mount_segment of a path;
+ * ABI 5): the descriptor goes to the daemon, which maps the range (MAP_SHARED: the file's
+ * pages hold the cluster's objects) and keeps its own reference; fd stays the caller's.
+ * The file must not shrink while the daemon maps it (that would crash the daemon): a
+ * device (DAX), or a regular file sealed against shrinking -- a memfd the daemon seals
+ * itself when it allows sealing (memfd_create with MFD_ALLOW_SEALING); any other regular
+ * file (tmpfs, hugetlbfs, disk) is -1012. -600 for an empty range, one past a regular
+ * file's end, or an offset not a multiple of the page size; -1401 when the daemon has
+ * tenants (as mount_segment); -102 as for setup's name. Unmounted as the calls above. */
+int mooncake_store_mount_file_segment(mooncake_store_t store, int fd, uint64_t offset,
+                                      uint64_t size, uint64_t *segment_id_out);
+
 /* ---- device memory (docs/libmc.md, "Device memory") ---------------------------------- */
 
 /* Every buffer of the data calls (put, put_from, upsert_from, get_into, get_ranges, their
@@ -832,6 +856,71 @@ int mooncake_store_put_session_revoke(mooncake_store_t store, const char **keys,
  * pool count once. Mooncake's get_offload_rpc_read_count. >= 0, or -600 when not connected,
  * -900 when the daemon does not answer. */
 int64_t mooncake_store_disk_read_count(mooncake_store_t store);
+
+/* ---- copy and move tasks, ABI 5 (docs/mooncake-api.md, "tasks") -------------------- */
+
+/* Mooncake's copy and move tasks: the master queues a task for the daemon that holds the
+ * object's source replica, which copies the bytes into the targets the master reserves
+ * (a memcpy on its host, a transfer to another daemon) and reports; the master then
+ * publishes the new replicas (a move's target replaces its source, which is freed once no
+ * read lease covers it). Segments are named as replica descriptors' location names them:
+ * a daemon's "host:port" for its own memory, a client's name (setup's local_hostname) for
+ * the memory it lends. A task belongs to the handle's tenant. The task table is the
+ * leader master's, in memory: a master restart or failover forgets it (a task's id then
+ * answers -704; its copy may or may not have been published). */
+
+/* A task's id: Mooncake's UUID, two 64-bit halves. */
+typedef struct mooncake_task_id {
+  uint64_t high;
+  uint64_t low;
+} mooncake_task_id_t;
+
+/* Task types and states, Mooncake's TaskType and TaskStatus values. */
+#define MOONCAKE_TASK_REPLICA_COPY 0
+#define MOONCAKE_TASK_REPLICA_MOVE 1
+#define MOONCAKE_TASK_PENDING 0    /* waiting for its daemon */
+#define MOONCAKE_TASK_PROCESSING 1 /* its targets reserved, the bytes on their way */
+#define MOONCAKE_TASK_FAILED 2     /* message says why; nothing was published */
+#define MOONCAKE_TASK_SUCCESS 3
+
+/* Bytes of a task's message, its NUL included (a longer one is cut). */
+#define MOONCAKE_TASK_MESSAGE_SIZE 512
+
+/* What query_task answers: Mooncake's QueryTaskResponse. */
+typedef struct mooncake_task_info {
+  mooncake_task_id_t id;
+  int type;                              /* MOONCAKE_TASK_REPLICA_* */
+  int status;                            /* MOONCAKE_TASK_PENDING .. _SUCCESS */
+  int64_t created_at_ms_epoch;           /* Unix-epoch ms */
+  int64_t last_updated_at_ms_epoch;
+  mooncake_task_id_t assigned_client;    /* {0, id of the daemon that runs it} */
+  char message[MOONCAKE_TASK_MESSAGE_SIZE]; /* "" while it runs; why it failed, or
+                                               "Task completed successfully" */
+} mooncake_task_info_t;
+
+/* Queues a copy of key's value into a new replica in each of the count segments named in
+ * targets that holds none yet (a name given twice counts once), from a replica chosen at
+ * random; writes its id. -600 for count 0 or over 64, or a target that names no segment;
+ * -1010 a target that takes no allocation now (draining, or its daemon silent); -704 key
+ * missing; -703 still being written; -1300 the master has --max_total_pending_tasks
+ * tasks waiting. A target with no room makes the task wait and try again (the master's
+ * --max_retry_attempts times) before it fails. Mooncake's order of checks. */
+int mooncake_store_create_copy_task(mooncake_store_t store, const char *key,
+                                    const char **targets, size_t count,
+                                    mooncake_task_id_t *id_out);
+
+/* Queues a move of key's replica in segment source to segment target (a target that holds
+ * one already: the source is dropped); writes its id. -704 key missing; -600 source =
+ * target, a target that names no segment, or no replica of key in source; -1010, -1300 as
+ * for a copy. */
+int mooncake_store_create_move_task(mooncake_store_t store, const char *key, const char *source,
+                                    const char *target, mooncake_task_id_t *id_out);
+
+/* Fills *out with the task's state. -704 for an id the master does not know: never
+ * created, another tenant's, finished long enough ago to be forgotten (the master keeps
+ * the newest --max_total_finished_tasks), or from before a master restart. */
+int mooncake_store_query_task(mooncake_store_t store, mooncake_task_id_t id,
+                              mooncake_task_info_t *out);
 
 #ifdef __cplusplus
 }

@@ -1,8 +1,10 @@
 // The extern "C" surface of include/mooncake_store.h: argument checks (libmc/api_checks.h:
-// NULL -> -1, limits -> -600), conversion to C++ types and of ErrorCode / Result to the ABI's
-// integers (libmc/c_api_call.h: there and nowhere else), and the frame of every call (Api,
-// libmc/c_api_call.h). Everything else lives in StoreClient; the put sessions' entry points
-// are in c_api_sessions.cc. Only functions marked MC_EXPORT (and mooncake_store_strerror, from
+// NULL -> -1, limits -> -600), conversion to C++ types, and every call framed by Api
+// (libmc/c_api_call.h: the ABI's integers, no exception across the ABI, the message
+// mooncake_store_errmsg() returns and the call's log line). Everything else lives in
+// StoreClient; the put sessions' calls are in c_api_sessions.cc, the copy and move tasks'
+// in c_api_tasks.cc, the tensor layout's in c_api_tensor.cc. Only functions marked
+// MC_EXPORT (and mooncake_store_strerror, from
 // common/error_code.cc) leave the library; see libmooncake_store.map.
 #include <algorithm>
 #include <cstdint>
@@ -26,11 +28,6 @@
 
 using mooncake::ErrorCode;
 using mooncake::Result;
-using mooncake::client::Api;
-using mooncake::client::AsClient;
-using mooncake::client::Finish;
-using mooncake::client::Kind;
-using mooncake::client::ToAbi;
 using mooncake::client::CheckAnyConfig;
 using mooncake::client::CheckKey;
 using mooncake::client::CheckPut;
@@ -40,14 +37,15 @@ using mooncake::client::MemoryPlace;
 using mooncake::client::NullArgument;
 using mooncake::client::Refuse;
 using mooncake::client::StoreClient;
+using mooncake::client::abi::Api;
+using mooncake::client::abi::AsClient;
+using mooncake::client::abi::Finish;
+using mooncake::client::abi::Kind;
+using mooncake::client::abi::ToAbi;
 
 namespace {
 
 constexpr const char* kDefaultSocket = "/run/mooncake/mooncaked.sock";
-
-// The library's lines in an application's stderr name it rather than the application (the
-// library has its own copy of the logging state: mc_common is linked in, hidden).
-const bool kLogComponentSet = (mooncake::SetLogComponent("libmc"), true);
 
 std::string SocketPath(const char* socket_path) {
   if (socket_path != nullptr && socket_path[0] != '\0') return socket_path;
@@ -188,14 +186,14 @@ MC_EXPORT int mooncake_store_setup(mooncake_store_t store, const char* local_hos
                                    const char* metadata_server, uint64_t global_segment_size,
                                    uint64_t local_buffer_size, const char* protocol,
                                    const char* device_name, const char* master_server_addr) {
-  (void)local_hostname;  // accepted for compatibility: the daemon advertises its own host,
-  (void)metadata_server;  // keeps its own metadata and chooses the transports
-  (void)protocol;
+  (void)metadata_server;  // accepted for compatibility: the daemon keeps its own metadata
+  (void)protocol;         // and chooses the transports
   (void)device_name;
   return Api<int>(__func__, store, Kind::kSetup, [&] {
     return ToAbi(AsClient(store)->Connect(SocketPath(nullptr), local_buffer_size,
                                           master_server_addr ? master_server_addr : "",
-                                          global_segment_size));
+                                          global_segment_size,
+                                          local_hostname ? local_hostname : ""));
   });
 }
 

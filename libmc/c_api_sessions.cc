@@ -13,16 +13,16 @@
 #include "libmc/store_client.h"
 
 using mooncake::ErrorCode;
-using mooncake::client::Api;
-using mooncake::client::AsClient;
 using mooncake::client::CheckAnyConfig;
 using mooncake::client::CheckKey;
 using mooncake::client::CheckValueSize;
-using mooncake::client::Kind;
 using mooncake::client::NoteEntry;
 using mooncake::client::NullArgument;
 using mooncake::client::StoreClient;
-using mooncake::client::ToAbi;
+using mooncake::client::abi::Api;
+using mooncake::client::abi::AsClient;
+using mooncake::client::abi::Kind;
+using mooncake::client::abi::ToAbi;
 
 namespace {
 

@@ -11,10 +11,9 @@
 #include "common/error_code.h"
 #include "include/mooncake_store.h"
 #include "libmc/api_checks.h"
+#include "libmc/c_api_call.h"
 #include "libmc/last_error.h"
 #include "libmc/tensor_format.h"
-
-#define MC_EXPORT extern "C" __attribute__((visibility("default")))
 
 using mooncake::ErrorCode;
 using mooncake::client::kInternal;

@@ -265,6 +265,22 @@ ErrorCode Connection::Dial(bool first, std::shared_ptr<Channel>* out, std::strin
     return ErrorCode::INTERNAL_ERROR;
   }
   *hostname = std::move(welcome.hostname);
+  if (!options_.client_name.empty()) {
+    Request name(uds::Op::kSetClientName, uds::ClientNameArgs{options_.client_name});
+    Reply name_reply;
+    code = CallOn(channel, name, &name_reply, nullptr, -1);
+    if (code != ErrorCode::OK) {
+      std::string reason = uds::ReasonOf(name_reply.message);
+      std::string text = "mooncaked at " + path + " refused the client name " +
+                         options_.client_name + " (setup's local_hostname) " + CodeText(code) +
+                         (reason.empty() ? "" : ": " + reason);
+      if (first) {
+        *why = std::move(text);
+        return code;
+      }
+      MC_LOG_WARN("mooncake_store: after a reconnect: %s", text.c_str());
+    }
+  }
   if (options_.mount_size > 0) {
     Request mount(uds::Op::kMountSegment, uds::MountSegmentArgs{options_.mount_size});
     Reply mount_reply;
@@ -373,14 +389,15 @@ void Connection::ExplainFailure(ErrorCode code, const uds::Message& reply) const
   }
 }
 
-ErrorCode Connection::Call(Request& request, Reply* reply, std::shared_ptr<void> keepalive) {
+ErrorCode Connection::Call(Request& request, Reply* reply, std::shared_ptr<void> keepalive,
+                           int fd_to_pass) {
   ErrorCode code = ErrorCode::OK;
   std::shared_ptr<Channel> s = Current(&code);
   if (!s) {
     reply->code = code;
     return code;
   }
-  return CallOn(s, request, reply, std::move(keepalive), -1);
+  return CallOn(s, request, reply, std::move(keepalive), fd_to_pass);
 }
 
 Ticket Connection::Send(Request& request, std::shared_ptr<void> keepalive) {

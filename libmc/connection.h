@@ -86,6 +86,7 @@ class Connection {
     std::string master_address;  // "" or the endpoint (master_endpoint.h) the daemon must use
     std::string tenant;          // named at every HELLO; "" names none
     uint64_t mount_size = 0;     // > 0: MOUNT_SEGMENT after every HELLO
+    std::string client_name;     // not "": SET_CLIENT_NAME after every HELLO, before it
     int timeout_ms = 30000;
     int64_t spin_us = 0;  // a reply's wait spins this long before blocking; 0 = never
     std::shared_ptr<PoolQuarantine> quarantine;  // the pool's; null without a pool
@@ -96,9 +97,10 @@ class Connection {
   Connection(const Connection&) = delete;
   Connection& operator=(const Connection&) = delete;
 
-  // First connection: dial, HELLO, MOUNT_SEGMENT if asked. OK, RPC_FAIL when no daemon
-  // answers, or the daemon's code (INVALID_PARAMS for an ABI or master mismatch,
-  // PERMISSION_DENIED for a tenant this process may not claim).
+  // First connection: dial, HELLO, SET_CLIENT_NAME and MOUNT_SEGMENT if asked. OK, RPC_FAIL
+  // when no daemon answers, or the daemon's code (INVALID_PARAMS for an ABI or master
+  // mismatch, PERMISSION_DENIED for a tenant this process may not claim,
+  // SEGMENT_ALREADY_EXISTS for a client name another client's memory carries).
   //
   // Every failure here and in the calls below is explained (libmc/last_error.h): why the
   // dial failed (the errno, and what to do about it), a timeout, a lost connection, or
@@ -115,8 +117,10 @@ class Connection {
   Ticket Send(Request& request, std::shared_ptr<void> keepalive = nullptr);
   // Waits for the response (bounded by the timeout); returns reply->code.
   ErrorCode Wait(Ticket& ticket, Reply* reply);
-  // Send and Wait in one, without a heap allocation for the pending request.
-  ErrorCode Call(Request& request, Reply* reply, std::shared_ptr<void> keepalive = nullptr);
+  // Send and Wait in one, without a heap allocation for the pending request. fd_to_pass
+  // (>= 0) goes with the request's frame (SCM_RIGHTS: MOUNT_FILE_SEGMENT).
+  ErrorCode Call(Request& request, Reply* reply, std::shared_ptr<void> keepalive = nullptr,
+                 int fd_to_pass = -1);
 
   // The typed form of Call: sends op with args and parses the results into *out. The
   // daemon's code, or INTERNAL_ERROR when a successful reply does not have op's shape.

@@ -248,7 +248,8 @@ ErrorCode StoreClient::SetTenant(const std::string& tenant) {
 }
 
 ErrorCode StoreClient::Connect(const std::string& socket_path, uint64_t local_buffer_size,
-                               const std::string& master_address, uint64_t mount_size) {
+                               const std::string& master_address, uint64_t mount_size,
+                               const std::string& local_hostname) {
   // The daemon compares endpoints, not spellings: the name is resolved here, once, so that
   // the daemon never waits for DNS on a client's behalf (common/master_endpoint.h).
   std::string master_endpoint;
@@ -295,9 +296,25 @@ ErrorCode StoreClient::Connect(const std::string& socket_path, uint64_t local_bu
   options.timeout_ms = TimeoutFromEnvironment();
   options.spin_us = SpinMicrosFromEnvironment();
   options.quarantine = quarantine;
-  auto conn = std::make_shared<Connection>(std::move(options));
-  ErrorCode rc = conn->Open();
+  ClientName name;
+  std::shared_ptr<Connection> conn;
+  ErrorCode rc = ErrorCode::OK;
+  // A port picked here may name another host's client already: Mooncake's setup tries
+  // another port then, as often as its AutoPortBinder tries ports.
+  for (int attempt = 0; attempt < 20; ++attempt) {
+    std::string why;
+    rc = ClientName::Make(local_hostname, &name, &why);
+    if (rc != ErrorCode::OK) {
+      Explain(rc, why, rc == ErrorCode::INVALID_PARAMS ? Blame::kArgument : Blame::kOther);
+      return rc;
+    }
+    options.client_name = name.name();
+    conn = std::make_shared<Connection>(options);
+    rc = conn->Open();
+    if (rc != ErrorCode::SEGMENT_ALREADY_EXISTS || !name.picked_port()) break;
+  }
   if (rc != ErrorCode::OK) return rc;
+  name_ = std::move(name);
   conn_ = std::move(conn);
   pool_ = std::move(pool);
   quarantine_ = std::move(quarantine);
@@ -312,6 +329,7 @@ ErrorCode StoreClient::Close() {
     if (!connected_) return ErrorCode::OK;
     connected_ = false;
     conn = std::move(conn_);
+    name_ = ClientName();  // its port is let go
   }
   {
     // The daemon revokes their puts when the connection goes; writes in flight hold theirs.
@@ -362,6 +380,13 @@ ErrorCode StoreClient::GetHostname(std::string* hostname) {
   Context c;
   ErrorCode rc = Acquire(&c);
   if (rc != ErrorCode::OK) return rc;
+  {
+    std::shared_lock<std::shared_mutex> lock(state_mu_);
+    if (!name_.name().empty()) {
+      *hostname = name_.name();
+      return ErrorCode::OK;
+    }
+  }
   rc = c.conn->EnsureUp();
   if (rc != ErrorCode::OK) return rc;
   *hostname = c.conn->hostname();

@@ -32,6 +32,7 @@
 #include "common/error_code.h"
 #include "common/log_throttle.h"
 #include "common/uds_ops.h"
+#include "libmc/client_name.h"
 #include "libmc/connection.h"
 #include "libmc/device_memory.h"
 #include "libmc/pool.h"
@@ -91,8 +92,12 @@ class StoreClient {
   // endpoint: the daemon refuses another master than its own); mount_size > 0 mounts an
   // extra segment for this handle. INVALID_PARAMS when already connected, or when
   // master_address is not host:port (or etcd://...) or its host does not resolve (logged).
+  // local_hostname, if not "", names the client (libmc/client_name.h: with a port of this
+  // host when it has none; another is picked when the daemon answers that the name is
+  // taken): the memory it lends carries the name, and GetHostname answers it.
   ErrorCode Connect(const std::string& socket_path, uint64_t local_buffer_size,
-                    const std::string& master_address, uint64_t mount_size);
+                    const std::string& master_address, uint64_t mount_size,
+                    const std::string& local_hostname = "");
   // Disconnects; the pool stays mapped (pointers stay readable) until the handle is
   // destroyed or a connect with another size replaces it. OK, also when not connected.
   ErrorCode Close();
@@ -100,6 +105,7 @@ class StoreClient {
   // What mooncake_store_health_check() reports: 0 healthy, 1 the daemon cannot be reached,
   // 2 the daemon cannot reach the master.
   int HealthCheck();
+  // The client's name when Connect gave it one, else the daemon's "host:port".
   ErrorCode GetHostname(std::string* hostname);
 
   void* Alloc(uint64_t size);
@@ -144,11 +150,21 @@ class StoreClient {
   ErrorCode MountPoolSegment(void* buffer, uint64_t size, uint64_t* segment_id);
   // Has the daemon map size bytes and lend them as a segment of this connection.
   ErrorCode AllocateSegment(uint64_t size, uint64_t* segment_id, uint64_t* allocated);
+  // Lends [offset, offset + size) of the file fd (passed to the daemon, which maps it) as a
+  // segment of this connection; the daemon's code and reason when it refuses.
+  ErrorCode MountFileSegment(int fd, uint64_t offset, uint64_t size, uint64_t* segment_id);
   // Drains and unmounts one of the connection's segments; *drained says what became of
   // the objects in it. SEGMENT_NOT_FOUND when it is not one of them.
   ErrorCode UnmountSegment(uint64_t segment_id, uds::UnmountSegmentsReply* drained);
   // OK when the daemon has no SSD tier, NOT_SUPPORTED when it has one (it is the daemon's).
   ErrorCode UnmountLocalDiskSegment();
+
+  // ---- copy and move tasks (store_client_tasks.cc; docs/mooncake-api.md, "tasks") ----
+  ErrorCode CreateCopyTask(const std::string& key, const std::vector<std::string>& targets,
+                           uds::TaskIdReply* id);
+  ErrorCode CreateMoveTask(const std::string& key, const std::string& source,
+                           const std::string& target, uds::TaskIdReply* id);
+  ErrorCode QueryTask(const uds::TaskIdArgs& id, uds::TaskReply* task);
 
   // The replicas of key, as the master lists them (GET_REPLICA_DESC).
   ErrorCode GetReplicaDesc(const std::string& key, std::vector<uds::WireReplica>* replicas);
@@ -257,6 +273,7 @@ class StoreClient {
   std::shared_ptr<Connection> conn_;
   std::shared_ptr<Pool> pool_;
   std::shared_ptr<PoolQuarantine> quarantine_;  // pool_'s: it lives across reconnects
+  ClientName name_;  // while connected, when Connect named the client
 
   std::atomic<uint64_t> ssd_offload_{0};
 

@@ -3,6 +3,7 @@
 // on UnmountSegment, on Close, or when the connection goes (then a reconnect does not
 // bring it back: only setup()'s global segment is mounted again after every HELLO).
 #include <cstdio>
+#include <mutex>
 
 #include "common/units.h"
 #include "libmc/last_error.h"
@@ -50,6 +51,25 @@ ErrorCode StoreClient::AllocateSegment(uint64_t size, uint64_t* segment_id, uint
   }
   *segment_id = mounted.segment_id;
   *allocated = mounted.size;
+  return ErrorCode::OK;
+}
+
+ErrorCode StoreClient::MountFileSegment(int fd, uint64_t offset, uint64_t size,
+                                        uint64_t* segment_id) {
+  Context c;
+  ErrorCode rc = Acquire(&c);
+  if (rc != ErrorCode::OK) return rc;
+  // One at a time on a connection: the daemon matches a descriptor with the one request
+  // of the kind in flight.
+  static std::mutex one_at_a_time;
+  std::lock_guard<std::mutex> lock(one_at_a_time);
+  Request request(uds::Op::kMountFileSegment, uds::MountFileSegmentArgs{offset, size});
+  Reply reply;
+  rc = c.conn->Call(request, &reply, nullptr, fd);
+  if (rc != ErrorCode::OK) return rc;
+  uds::MountedSegmentReply mounted;
+  if (!uds::ParseFields(reply.message.args, &mounted)) return ErrorCode::INTERNAL_ERROR;
+  *segment_id = mounted.segment_id;
   return ErrorCode::OK;
 }
 

@@ -122,6 +122,10 @@ class Routes {
     route("/get_all_keys", true, &Routes::AllKeys);
     route("/stats", true, &Routes::Stats);
     route("/snapshot", true, &Routes::Snapshot);
+    route("/api/v1/drain_jobs", true, &Routes::CreateDrainJob);
+    route("/api/v1/drain_jobs/query", true, &Routes::QueryDrainJob);
+    route("/api/v1/drain_jobs/cancel", true, &Routes::CancelDrainJob);
+    route("/api/v1/segments/status", true, &Routes::SegmentStatus);
     RegisterLogLevelEndpoint(server);
   }
 
@@ -187,6 +191,7 @@ class Routes {
                    {"protocol", info.endpoints.empty() ? "" : info.endpoints[0].protocol},
                    {"status", v.status},
                    {"lent_by_client", info.lent_by_client},
+                   {"lender_pid", info.lender},
                    {"allocator_used_bytes", used},
                    {"allocator_capacity_bytes", v.capacity},
                    {"allocator_usage_percent", UsagePercent(used, v.capacity)}};
@@ -415,6 +420,145 @@ class Routes {
                        {"bytes", last.bytes},
                        {"objects", last.objects},
                        {"error", last.error}});
+  }
+
+  // ---- drain jobs (Mooncake's /api/v1 drain control; MasterService::CreateDrainJob) ----
+
+  static int HttpStatusOf(ErrorCode code) {
+    switch (code) {
+      case ErrorCode::INVALID_PARAMS: return 400;
+      case ErrorCode::OBJECT_NOT_FOUND:
+      case ErrorCode::SEGMENT_NOT_FOUND: return 404;
+      case ErrorCode::UNAVAILABLE_IN_CURRENT_STATUS: return 409;
+      default: return 500;
+    }
+  }
+
+  static void Refused(HttpResponse* response, ErrorCode code, const std::string& what) {
+    SetHttpError(response, HttpStatusOf(code), ToInt(code),
+                 what + ": " + ErrorText(ToInt(code)));
+  }
+
+  // Mooncake's job id: its UUID as "high-low", in decimal.
+  static std::string JobIdText(const TaskId& id) {
+    return std::to_string(id.high) + "-" + std::to_string(id.low);
+  }
+  static bool ParseJobId(const std::string& text, TaskId* out) {
+    size_t dash = text.find('-');
+    if (dash == std::string::npos || dash == 0 || dash + 1 >= text.size() ||
+        text.size() > 41) {
+      return false;
+    }
+    auto part = [](const std::string& digits, uint64_t* v) {
+      if (digits.empty() || digits.size() > 20) return false;
+      *v = 0;
+      for (char c : digits) {
+        if (c < '0' || c > '9') return false;
+        uint64_t next = *v * 10 + static_cast<uint64_t>(c - '0');
+        if (next / 10 != *v) return false;  // overflow
+        *v = next;
+      }
+      return true;
+    };
+    return part(text.substr(0, dash), &out->high) && part(text.substr(dash + 1), &out->low);
+  }
+
+  // POST {"segments": [names], "target_segments": [names], "max_concurrency": n (4)}.
+  void CreateDrainJob(const HttpRequest& request, HttpResponse* response) {
+    if (request.method != "POST") {
+      SetHttpError(response, 405, ToInt(ErrorCode::INVALID_PARAMS), "POST a JSON body");
+      return;
+    }
+    json body = json::parse(request.body, nullptr, /*allow_exceptions=*/false);
+    std::vector<std::string> segments, targets;
+    uint64_t concurrency = 4;  // Mooncake's default
+    auto names = [&body](const char* field, std::vector<std::string>* out) {
+      if (!body.contains(field)) return true;
+      if (!body[field].is_array() || body[field].size() > kMaxBatchKeys) return false;
+      for (const json& name : body[field]) {
+        if (!name.is_string()) return false;
+        out->push_back(name.get<std::string>());
+      }
+      return true;
+    };
+    if (!body.is_object() || !names("segments", &segments) ||
+        !names("target_segments", &targets) ||
+        (body.contains("max_concurrency") &&
+         (!body["max_concurrency"].is_number_unsigned() ||
+          (concurrency = body["max_concurrency"].get<uint64_t>()) > 1024))) {
+      return BadRequest(response, "Invalid JSON body: {\"segments\": [names], "
+                                  "\"target_segments\": [names], \"max_concurrency\": 1..1024}");
+    }
+    TaskId id;
+    ErrorCode code = service_->CreateDrainJob(segments, targets,
+                                              static_cast<uint32_t>(concurrency), &id);
+    if (code != ErrorCode::OK) return Refused(response, code, "drain job refused");
+    SetJson(response, {{"success", true},
+                       {"job_id", JobIdText(id)},
+                       {"status", "CREATED"},
+                       {"error_code", 0},
+                       {"error_message", ""}});
+  }
+
+  void QueryDrainJob(const HttpRequest& request, HttpResponse* response) {
+    if (!MethodAllowed(request, response)) return;
+    TaskId id;
+    if (!ParseJobId(request.Param("job_id"), &id)) {
+      return BadRequest(response, "Missing or invalid job_id");
+    }
+    MasterService::DrainJobView job;
+    ErrorCode code = service_->QueryDrainJob(id, &job);
+    if (code != ErrorCode::OK) return Refused(response, code, "no such drain job");
+    static const char* const kNames[] = {"CREATED", "PLANNING", "RUNNING",
+                                         "SUCCEEDED", "FAILED", "CANCELED"};
+    SetJson(response, {{"success", true},
+                       {"job_id", JobIdText(job.id)},
+                       {"type", 0},
+                       {"type_name", "DRAIN"},
+                       {"status", static_cast<int>(job.status)},
+                       {"status_name", kNames[static_cast<int>(job.status)]},
+                       {"created_at_ms_epoch", job.created_unix_ms},
+                       {"last_updated_at_ms_epoch", job.updated_unix_ms},
+                       {"segments", job.segments},
+                       {"succeeded_units", job.succeeded_units},
+                       {"failed_units", job.failed_units},
+                       {"blocked_units", job.blocked_units},
+                       {"active_units", job.active_units},
+                       {"migrated_bytes", job.migrated_bytes},
+                       {"message", job.message},
+                       {"error_code", 0},
+                       {"error_message", ""}});
+  }
+
+  void CancelDrainJob(const HttpRequest& request, HttpResponse* response) {
+    if (!MethodAllowed(request, response, /*post_too=*/true)) return;
+    TaskId id;
+    if (!ParseJobId(request.Param("job_id"), &id)) {
+      return BadRequest(response, "Missing or invalid job_id");
+    }
+    ErrorCode code = service_->CancelDrainJob(id);
+    if (code != ErrorCode::OK) return Refused(response, code, "drain job not canceled");
+    SetJson(response, {{"success", true},
+                       {"job_id", JobIdText(id)},
+                       {"status", "CANCELED"},
+                       {"error_code", 0},
+                       {"error_message", ""}});
+  }
+
+  void SegmentStatus(const HttpRequest& request, HttpResponse* response) {
+    if (!MethodAllowed(request, response)) return;
+    const std::string name = request.Param("segment");
+    if (name.empty()) return BadRequest(response, "Missing segment query parameter");
+    int32_t status = 0;
+    ErrorCode code = service_->SegmentStatusOf(name, &status);
+    if (code != ErrorCode::OK) return Refused(response, code, "no segment named " + name);
+    static const char* const kNames[] = {"UNDEFINED", "OK", "DRAINING", "DRAINED"};
+    SetJson(response, {{"success", true},
+                       {"segment", name},
+                       {"status", status},
+                       {"status_name", kNames[status]},
+                       {"error_code", 0},
+                       {"error_message", ""}});
   }
 
   const MasterMetrics* const metrics_;

@@ -12,6 +12,8 @@
 //   /get_all_keys          text (or format=json), one page of keys: limit, cursor, regex
 //   /stats                 JSON, every MasterStats field
 //   /snapshot              JSON, the last snapshot
+//   /api/v1/drain_jobs     POST: Mooncake's drain job (MasterService::CreateDrainJob);
+//                          /query?job_id=, /cancel?job_id=; /api/v1/segments/status?segment=
 //   /log_level             common RegisterLogLevelEndpoint
 //
 // Keys are user keys of the default tenant unless tenant=T is given; a stored key never
@@ -20,6 +22,8 @@
 //
 // No endpoint takes a read lease, changes an object or holds a lock long: they read
 // through MasterService's admin reads (a key at a time, or a slice of a shard at a time).
+// The drain jobs change where objects live (never whether they do), as Mooncake's
+// control API does: the admin port is an operator's, as its address should say.
 // A master that does not serve clients (a standby, a deposed leader) answers /health,
 // /role, /metrics, /metrics/summary and /log_level; every other endpoint answers 503 with
 // error code -1600 (NOT_LEADER).

@@ -59,6 +59,11 @@ constexpr RpcInfo kRpcs[] = {
     {MasterMetrics::Rpc::kFollowLog, "follow_log", false},
     {MasterMetrics::Rpc::kFetchSnapshot, "fetch_snapshot", false},
     {MasterMetrics::Rpc::kBatchReplicaClear, "batch_replica_clear", true},
+    {MasterMetrics::Rpc::kCreateCopyTask, "create_copy_task", false},
+    {MasterMetrics::Rpc::kCreateMoveTask, "create_move_task", false},
+    {MasterMetrics::Rpc::kQueryTask, "query_task", false},
+    {MasterMetrics::Rpc::kFetchReplicaTasks, "fetch_tasks", false},
+    {MasterMetrics::Rpc::kCompleteReplicaTasks, "mark_task_to_complete", true},
 };
 static_assert(sizeof(kRpcs) / sizeof(kRpcs[0]) == static_cast<size_t>(MasterMetrics::Rpc::kCount),
               "one entry per call");

@@ -58,6 +58,7 @@ class MasterMetrics {
     kPromoteStart, kPromoteEnd,
     kGetStats, kSnapshot, kLastSnapshot, kGetRole, kFollowLog, kFetchSnapshot,
     kBatchReplicaClear,
+    kCreateCopyTask, kCreateMoveTask, kQueryTask, kFetchReplicaTasks, kCompleteReplicaTasks,
     kCount
   };
   static const char* Name(Rpc rpc);

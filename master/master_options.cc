@@ -88,6 +88,21 @@ void RegisterMasterFlags(FlagSet* f, MasterOptions* o) {
              "with --offload_on_evict: free an object whose offload failed or cannot proceed "
              "(false: it stays in memory)");
 
+  f->AddInt("max_total_finished_tasks", &o->max_total_finished_tasks,
+            "finished copy and move tasks kept for query_task; the oldest are forgotten");
+  f->AddInt("max_total_pending_tasks", &o->max_total_pending_tasks,
+            "copy and move tasks waiting for their daemon at once; past it, creating one "
+            "answers -1300");
+  f->AddInt("max_total_processing_tasks", &o->max_total_processing_tasks,
+            "copy and move tasks running at once; the rest wait");
+  f->AddDuration("pending_task_timeout_sec", &o->pending_task_timeout_ms, 1000,
+                 "a copy or move task not started within this fails (0: never)");
+  f->AddDuration("processing_task_timeout_sec", &o->processing_task_timeout_ms, 1000,
+                 "a copy or move task running longer than this fails (0: never)");
+  f->AddInt("max_retry_attempts", &o->max_retry_attempts,
+            "how often a copy or move task whose targets had no room is tried again before "
+            "it fails");
+
   f->AddBool("enable_snapshot", &o->enable_snapshot,
              "take periodic fork+copy-on-write snapshots of the directory and keep the "
              "operation log, both in --snapshot_dir");
@@ -196,6 +211,12 @@ bool ValidateMasterOptions(const MasterOptions& o, std::string* error) {
     *error = "--oplog_flush_interval must be in (0, 60 s]";
   } else if (o.reattach_grace_ms <= 0) {
     *error = "--reattach_grace_period_sec must be positive";
+  } else if (o.max_total_finished_tasks < 0 || o.max_total_pending_tasks < 0 ||
+             o.max_total_processing_tasks < 0 || o.pending_task_timeout_ms < 0 ||
+             o.processing_task_timeout_ms < 0 || o.max_retry_attempts < 0 ||
+             o.max_retry_attempts > 1000000) {
+    *error = "--max_total_*_tasks, --*_task_timeout_sec and --max_retry_attempts must not be "
+             "negative (--max_retry_attempts at most 1000000)";
   } else if (TenantUsage::Quotas quotas;
              !TenantUsage::ParseQuotas(o.tenant_quota, &quotas, error)) {
     *error = "--tenant_quota: " + *error;

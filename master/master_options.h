@@ -68,6 +68,17 @@ struct MasterOptions {
   bool promotion_on_hit = false;
   bool allow_evict_without_offload = false;
 
+  // Copy and move tasks (master/replica_tasks.h), Mooncake's task-manager flags: finished
+  // tasks kept for queries, tasks waiting and running at once, how long a task may wait
+  // for its daemon and run (0: no limit), and how often a task whose targets had no room
+  // is tried again.
+  int64_t max_total_finished_tasks = 10000;
+  int64_t max_total_pending_tasks = 10000;
+  int64_t max_total_processing_tasks = 10000;
+  int64_t pending_task_timeout_ms = 300000;
+  int64_t processing_task_timeout_ms = 300000;
+  int64_t max_retry_attempts = 10;
+
   // Durability (docs/durability.md). The log lives in <snapshot_dir>/oplog and needs
   // snapshots, which bound it.
   bool enable_snapshot = false;

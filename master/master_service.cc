@@ -82,7 +82,13 @@ MasterService::MasterService(MasterOptions options)
                                                                     : AllocationStrategy::kRandom,
                 /*alignment=*/64),
       shards_(new Shard[kShardCount]),
-      tenants_(QuotasOf(options_.tenant_quota)) {
+      tenants_(QuotasOf(options_.tenant_quota)),
+      tasks_(ReplicaTaskLimits{static_cast<size_t>(options_.max_total_finished_tasks),
+                               static_cast<size_t>(options_.max_total_pending_tasks),
+                               static_cast<size_t>(options_.max_total_processing_tasks),
+                               options_.pending_task_timeout_ms,
+                               options_.processing_task_timeout_ms,
+                               static_cast<uint32_t>(options_.max_retry_attempts)}) {
   // Each shard gets its share of the master-wide bound (keys hash evenly), and room for at
   // least one object's records.
   size_t per_shard = std::max<size_t>(CacheHolderTable::kMaxPerObject,
@@ -384,6 +390,7 @@ ErrorCode MasterService::PutEnd(int64_t writer, const std::string& key, int64_t 
   meta.complete = true;
   meta.set_checksum(checksum);
   meta.time_ms = now;  // no lease yet; eviction age counts from publication
+  meta.unread = true;
   if (meta.soft_pin_ms > 0) meta.soft_pin_ms += now;
   processing_count_.fetch_sub(1);
   LogPublish(key, meta);
@@ -551,6 +558,7 @@ rpc::ReplicaListResult MasterService::GetReplicaList(const std::string& key, int
                                           : GroupTable::Share::kLeaseIfFresh);
     }
     meta.time_ms = std::max(meta.time_ms, until);
+    meta.unread = false;
     // A soft pin's deadline is fixed at publication (Mooncake's rule): reads do not move it.
     rpc::ReplicaListResult result;
     DescribeReplicas(meta.replicas, meta.size, /*include_processing=*/false, &result.replicas);

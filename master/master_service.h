@@ -103,6 +103,7 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <random>
@@ -121,6 +122,7 @@
 #include "master/object_metadata.h"
 #include "master/object_table.h"
 #include "master/offload_queues.h"
+#include "master/replica_tasks.h"
 #include "master/segment_registry.h"
 #include "master/state_gate.h"
 #include "master/state_records.h"
@@ -396,6 +398,56 @@ class MasterService {
   // The upkeep queues early offloads (--offload_on_evict) at most this often.
   static constexpr int64_t kEarlyOffloadPeriodMs = 1000;
 
+  // ---- copy and move tasks (master_service_tasks.cc; docs/master.md) ----
+  // The calls' rules are common/master.thrift's; the table is master/replica_tasks.h. A
+  // fetched task's targets are reserved as a drain's moves are (a PendingMove beside the
+  // object, no eviction): any change of the object meanwhile orphans it, and its report
+  // then answers -704 and frees the targets.
+  rpc::TaskResult CreateCopyTask(const std::string& key, const std::vector<std::string>& targets);
+  rpc::TaskResult CreateMoveTask(const std::string& key, const std::string& source,
+                                 const std::string& target);
+  rpc::QueryTaskResult QueryTask(int64_t id_high, int64_t id_low, const std::string& tenant);
+  rpc::ReplicaTasksResult FetchReplicaTasks(int64_t daemon_id, int32_t max_tasks);
+  std::vector<int32_t> CompleteReplicaTasks(int64_t daemon_id,
+                                            const std::vector<rpc::ReplicaTaskOutcome>& outcomes);
+  static constexpr int32_t kMaxTaskBatch = 1024;
+  ReplicaTasks::Counts task_counts() const { return tasks_.counts(); }
+
+  // ---- drain jobs (master_service_drain_jobs.cc; docs/master.md, "Drain jobs") ----
+  // Mooncake's drain jobs, which an operator starts on the admin HTTP: every object with a
+  // replica in the named segments is moved out by move tasks (at most max_concurrency at
+  // once; into target_segments, the least used first, or any segment when none is named),
+  // and the segments take no new allocation (DRAINING, then DRAINED once empty, until
+  // their owners unmount them). A unit (a key and a segment) whose move fails three times
+  // is given up; a job whose remaining units are all given up fails, and its segments take
+  // allocations again. Objects leased, hard-pinned, being written or moving already wait
+  // (blocked). Run by the upkeep, on the master's clock; kept in memory only.
+  enum class JobStatus : int32_t { kCreated = 0, kPlanning, kRunning, kSucceeded, kFailed, kCanceled };
+  struct DrainJobView {
+    TaskId id;
+    JobStatus status = JobStatus::kCreated;
+    int64_t created_unix_ms = 0;
+    int64_t updated_unix_ms = 0;
+    std::vector<std::string> segments;
+    uint64_t succeeded_units = 0, failed_units = 0, blocked_units = 0, active_units = 0;
+    uint64_t migrated_bytes = 0;
+    std::string message;
+  };
+  // -600 no segment, a name twice, max_concurrency 0, or a target that is also drained;
+  // -101 a name no memory segment carries; -1010 a segment not taking allocations (drained
+  // or draining already, detached), or a target that does not.
+  ErrorCode CreateDrainJob(const std::vector<std::string>& segments,
+                           const std::vector<std::string>& targets, uint32_t max_concurrency,
+                           TaskId* id);
+  // -704 unknown job.
+  ErrorCode QueryDrainJob(const TaskId& id, DrainJobView* out) const;
+  // -704 unknown; -1010 ended, or moves running (as Mooncake's).
+  ErrorCode CancelDrainJob(const TaskId& id);
+  // Mooncake's SegmentStatus of a name: 1 OK, 2 DRAINING, 3 DRAINED; -101 unknown name.
+  ErrorCode SegmentStatusOf(const std::string& name, int32_t* status) const;
+  static constexpr int kMaxDrainUnitRetries = 3;
+  static constexpr size_t kMaxDrainJobs = 1000;  // the oldest ended ones go beyond it
+
   // ---- durability ----
   // Before serving: from now on every change is appended to log (not owned; outlives us);
   // strict: replies that acknowledge a change wait until it is on disk (Sync).
@@ -486,16 +538,22 @@ class MasterService {
   };
   // An object's replica being moved out of a draining segment: from (a replica of the
   // object, by slot and allocator node) is copied to `to` by the segment's owner.
+  // A copy or move task's reservation is one too (task set): `to` holds a replica per
+  // target of a copy, which keeps its source, or the one target of a move.
   struct PendingMove {
-    int64_t mover = 0;  // the daemon draining the segment
+    int64_t mover = 0;  // the daemon draining the segment, or running the task
     int64_t start_ms = 0;
     uint32_t from_slot = 0;
     uint32_t from_node = 0;
-    ReplicaList to;  // one replica, PROCESSING
+    ReplicaList to;  // one replica (a copy task's: one or more), PROCESSING
     // The object changed or went since: the move can only fail, but its mover may still
     // be copying into `to`, which is freed when it commits or revokes (it is done then).
     bool orphaned = false;
+    bool keep_source = false;  // a copy task: `to` is added, the source stays
+    TaskId task;               // the task it serves; {0, 0} for a drain's move
   };
+  // Whether any of a move's targets lies in slot.
+  static bool MovesInto(const PendingMove& move, uint32_t slot);
   // An offload of one object's memory replica to its daemon's SSD, from queueing to the
   // report (see "The SSD tier" above).
   struct OffloadState {
@@ -785,6 +843,34 @@ class MasterService {
   // rather than at the next Tick.
   void ReclaimEvicted();
 
+  // ---- copy and move tasks (master_service_tasks.cc) ----
+  // The attached memory segments named name (none: the name is unknown here).
+  std::vector<std::shared_ptr<Segment>> SegmentsNamed(const std::string& name) const;
+  // A name a task may target: -600 unknown, -1010 none of its segments takes allocation.
+  ErrorCode CheckTarget(const std::string& name) const;
+  // Under the key's shard lock: reserves one task's targets (or ends it when there is
+  // nothing to copy); adds its assignment to *out, or settles it in the table.
+  void StartTask(const ReplicaTask& task, int64_t daemon_id, rpc::ReplicaTasksResult* out);
+  // Under the key's shard lock: the report of one fetched task.
+  ErrorCode SettleTask(LockedKey& locked, const ReplicaTask& task, int64_t daemon_id,
+                       int32_t code);
+  // Upkeep: tasks past their timeouts, or whose daemon left, fail; their reservations are
+  // orphaned (freed when the daemon reports, or once it must have given up).
+  void ExpireTasks(int64_t now);
+  // CreateMoveTask's body, under the state gate held by the caller.
+  rpc::TaskResult CreateMoveTaskLocked(const std::string& key, const std::string& source,
+                                       const std::string& target);
+  // ---- drain jobs (master_service_drain_jobs.cc) ----
+  struct DrainJob;
+  // Upkeep: each running job settles its ended moves, ends when nothing is left, and starts
+  // new moves up to its concurrency.
+  void RunDrainJobs(int64_t now);
+  void RefreshDrainJob(DrainJob& job);
+  bool MaybeFinishDrainJob(DrainJob& job, int64_t now);
+  void ScheduleDrainJob(DrainJob& job, int64_t now);
+  // Holds (hold) or releases every memory segment named name.
+  void HoldSegments(const std::string& name, bool hold);
+
   // ---- the SSD tier (master_service_disk.cc) ----
   // The put asks for an offload at PutEnd (config.offload, or --enable_offload for 0).
   bool WantsOffload(const rpc::ReplicateConfig& config) const {
@@ -909,6 +995,10 @@ class MasterService {
   int64_t last_upkeep_end_ms_ = -1;     // only touched by Tick; -1 before its first round
   RestoreCounts restore_counts_;        // only touched by the restore, before serving
   int64_t last_early_offload_ms_ = 0;   // only touched by Tick
+
+  ReplicaTasks tasks_;  // copy and move tasks
+  mutable std::mutex jobs_mu_;  // a leaf for the table; jobs run on the upkeep's thread
+  std::map<TaskId, std::shared_ptr<DrainJob>> jobs_;  // guarded by jobs_mu_
 
   // The SSD tier.
   OffloadQueues offload_queues_;

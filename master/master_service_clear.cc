@@ -41,6 +41,11 @@ ErrorCode MasterService::ClearOne(const std::string& key, const std::string& seg
   if (!meta->complete) return ErrorCode::REPLICA_IS_NOT_READY;
   const int64_t now = Now();
   if (meta->leased(now)) return ErrorCode::OBJECT_HAS_LEASE;
+  // A put just published is in use by its writer for one lease, as Mooncake's test of
+  // clear expects (its master grants a put no lease, docs/mooncake-api.md, "leases").
+  if (meta->unread && meta->time_ms + options_.default_kv_lease_ttl_ms > now) {
+    return ErrorCode::OBJECT_HAS_LEASE;
+  }
   if (meta->hard_pin) return ErrorCode::UNAVAILABLE_IN_CURRENT_STATUS;
 
   // The replicas to clear: all, or those in segments of that name.

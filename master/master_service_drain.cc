@@ -97,7 +97,7 @@ rpc::DrainBatchResult MasterService::DrainSegment(int64_t daemon_id, int64_t seg
       result.busy += ReplicaIn(up.replicas, slot) != kNone;
     }
     for (const auto& [key, move] : shard.moves) {
-      result.busy += move.to[0].segment == slot && !move.orphaned;
+      result.busy += MovesInto(move, slot) && !move.orphaned;
     }
     shard.objects.ForEach([&](std::string_view key, ObjectMetadata& meta) {
       size_t in = ReplicaIn(meta.replicas, slot);
@@ -191,8 +191,9 @@ std::vector<int32_t> MasterService::SettleMoves(
         if (it == locked.shard.moves.end()) {
           return ErrorCode::OBJECT_NOT_FOUND;  // changed or gone: its move was dropped
         }
-        if (it->second.mover != daemon_id || it->second.from_slot != segment.slot()) {
-          return ErrorCode::ILLEGAL_CLIENT;
+        if (it->second.mover != daemon_id || it->second.from_slot != segment.slot() ||
+            !(it->second.task == TaskId{})) {
+          return ErrorCode::ILLEGAL_CLIENT;  // another daemon's, or a task's (its own report)
         }
         ErrorCode settled = settle(locked, it->second);
         locked.shard.moves.erase(it);
@@ -236,6 +237,13 @@ std::vector<int32_t> MasterService::RevokeMoves(int64_t daemon_id, int64_t segme
     FreeReplicas(move.to);  // its mover is done with it
     return move.orphaned ? ErrorCode::OBJECT_NOT_FOUND : ErrorCode::OK;
   });
+}
+
+bool MasterService::MovesInto(const PendingMove& move, uint32_t slot) {
+  for (size_t i = 0; i < move.to.size(); ++i) {
+    if (move.to[i].segment == slot) return true;
+  }
+  return false;
 }
 
 void MasterService::DropPendingMove(Shard& shard, std::string_view key) {

@@ -346,6 +346,7 @@ void MasterService::ClearState() {
     shards_[s].exist_leases.Clear();
   }
   segments_.Clear();
+  tasks_.Clear();
   {
     std::lock_guard<std::mutex> lock(deferred_mu_);
     deferred_.clear();

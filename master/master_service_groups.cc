@@ -50,6 +50,7 @@ void MasterService::ShareWithGroup(const std::vector<std::string>& members, int6
     // A lease as a read's, but no reader caches the member: no holder to record.
     ForgetExistHit(locked.shard, *meta);
     meta->time_ms = std::max(meta->time_ms, until_ms);
+    meta->unread = false;
   }
 }
 

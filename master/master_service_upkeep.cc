@@ -69,9 +69,29 @@ ErrorCode MasterService::MountSegment(const rpc::SegmentInfo& segment) {
   }
   if (LogRefusing()) return ErrorCode::PERSISTENT_FAIL;
   const bool disk = segment.kind == rpc::ReplicaKind::LOCAL_DISK;
+  if (segment.lender != 0) {
+    // A client's name must not pass for a daemon's: puts, copies and clears address both.
+    for (const auto& [id, daemon_name] : daemons_.List()) {
+      if (daemon_name != segment.name) continue;
+      MC_LOG_WARN("mount of segment %lld by daemon %lld refused: its client names itself %s, "
+                  "the name of daemon %lld",
+                  static_cast<long long>(segment.segment_id),
+                  static_cast<long long>(segment.daemon_id), segment.name.c_str(),
+                  static_cast<long long>(id));
+      return ErrorCode::SEGMENT_ALREADY_EXISTS;
+    }
+  }
   SegmentRegistry::MountOutcome outcome;
   ErrorCode rc = segments_.Mount(segment, /*taker_has_name=*/name == segment.name, &outcome);
-  if (rc == ErrorCode::SEGMENT_ALREADY_EXISTS) {
+  uint32_t known_slot = 0;
+  if (rc == ErrorCode::SEGMENT_ALREADY_EXISTS && segment.lender != 0 &&
+      !segments_.SlotOf(segment.segment_id, &known_slot)) {
+    MC_LOG_WARN("mount of segment %lld by daemon %lld (process %lld) refused: the name %s is "
+                "another client's (another process, or memory lent at another daemon)",
+                static_cast<long long>(segment.segment_id),
+                static_cast<long long>(segment.daemon_id),
+                static_cast<long long>(segment.lender), segment.name.c_str());
+  } else if (rc == ErrorCode::SEGMENT_ALREADY_EXISTS) {
     MC_LOG_WARN("mount of %ssegment %lld by daemon %lld (%s) refused: the segment is known "
                 "with another owner, name, range or incarnation%s",
                 disk ? "LOCAL_DISK " : "", static_cast<long long>(segment.segment_id),
@@ -119,6 +139,8 @@ void MasterService::Tick() {
   ReleaseAbandonedPuts(now);
   RunDeferredFrees(now);
   ExpireOffloads(now);
+  ExpireTasks(now);
+  RunDrainJobs(now);
   QueueEarlyOffloads(now);
   EvictAboveWatermark();
   tenants_.Prune();
@@ -250,14 +272,16 @@ int64_t MasterService::DropSegmentReplicas(uint32_t slot) {
       std::lock_guard<std::mutex> lock(shard.mu);
       for (auto it = shard.moves.begin(); it != shard.moves.end();) {
         PendingMove& move = it->second;
-        if (move.from_slot != slot && move.to[0].segment != slot) {
+        if (move.from_slot != slot && !MovesInto(move, slot)) {
           ++it;
           continue;
         }
-        // From it: its mover may still be copying into the target. Into it: gone with it.
-        if (move.to[0].segment != slot) {
-          DeferFree(move.to, move.start_ms + options_.put_start_release_timeout_ms);
+        // From it: its mover may still be copying into the targets. Into it: gone with it.
+        ReplicaList elsewhere;
+        for (size_t i = 0; i < move.to.size(); ++i) {
+          if (move.to[i].segment != slot) elsewhere.push_back(move.to[i]);
         }
+        DeferFree(elsewhere, move.start_ms + options_.put_start_release_timeout_ms);
         it = shard.moves.erase(it);
       }
       for (auto it = shard.promotions.begin(); it != shard.promotions.end();) {

@@ -79,7 +79,8 @@ struct ObjectMetadata {
         exist_hit(false),
         offload_at_put(false),
         offload_pinned(false),
-        grouped(false) {}
+        grouped(false),
+        unread(false) {}
 
   uint64_t size = 0;
   // While PROCESSING: when the put started. Once COMPLETE: the read-lease deadline (an
@@ -93,8 +94,8 @@ struct ObjectMetadata {
   int64_t soft_pin_ms = 0;
   int64_t writer = 0;                // daemon that started the put
   ReplicaList replicas;
-  // One byte of flags (bit-fields, so that the checksum still fits in what was padding);
-  // all eight are taken.
+  // Nine one-bit flags in two bytes (bit-fields, so that they and the checksum still fit in
+  // the 8 bytes after the replica list; the static_assert below holds that).
   bool complete : 1;
   bool hard_pin : 1;
   // Some daemon was granted a lease it may cache without a record of it (the shard's
@@ -117,6 +118,11 @@ struct ObjectMetadata {
   // The object is in a group (Mooncake's group_ids): master/groups.h knows which. It stays
   // in it for as long as it exists; whoever erases it takes it out of its group.
   bool grouped : 1;
+  // Published by a put and not read since (no read lease granted): time_ms is the
+  // publication, or an existence hit after it. BatchReplicaClear leaves such an object
+  // alone for one lease after time_ms, as if its put had leased it (docs/mooncake-api.md,
+  // "leases").
+  bool unread : 1;
   uint32_t checksum = 0;
 
   bool leased(int64_t now_ms) const { return complete && time_ms > now_ms; }

@@ -307,6 +307,42 @@ int32_t RpcHandler::PromoteEnd(int64_t writer, const std::string& key, bool ok) 
   return call.Code(Acknowledge(service_->PromoteEnd(writer, key, ok)));
 }
 
+void RpcHandler::CreateCopyTask(rpc::TaskResult& out, const std::string& key,
+                                const std::vector<std::string>& targets) {
+  RpcCall call(metrics_, Rpc::kCreateCopyTask);
+  out = service_->CreateCopyTask(key, targets);
+  call.Code(out.code);
+}
+
+void RpcHandler::CreateMoveTask(rpc::TaskResult& out, const std::string& key,
+                                const std::string& source, const std::string& target) {
+  RpcCall call(metrics_, Rpc::kCreateMoveTask);
+  out = service_->CreateMoveTask(key, source, target);
+  call.Code(out.code);
+}
+
+void RpcHandler::QueryTask(rpc::QueryTaskResult& out, int64_t id_high, int64_t id_low,
+                           const std::string& tenant) {
+  RpcCall call(metrics_, Rpc::kQueryTask);
+  out = service_->QueryTask(id_high, id_low, tenant);
+  call.Code(out.code);
+}
+
+void RpcHandler::FetchReplicaTasks(rpc::ReplicaTasksResult& out, int64_t daemon_id,
+                                   int32_t max_tasks) {
+  RpcCall call(metrics_, Rpc::kFetchReplicaTasks);
+  out = service_->FetchReplicaTasks(daemon_id, max_tasks);
+  call.Code(out.code);
+}
+
+void RpcHandler::CompleteReplicaTasks(std::vector<int32_t>& out, int64_t daemon_id,
+                                      const std::vector<rpc::ReplicaTaskOutcome>& outcomes) {
+  RpcCall call(metrics_, Rpc::kCompleteReplicaTasks);
+  out = service_->CompleteReplicaTasks(daemon_id, outcomes);
+  AcknowledgeAll(&out);
+  call.Items(out, [](int32_t code) { return code; });
+}
+
 void RpcHandler::GetStats(rpc::MasterStats& out) {
   RpcCall call(metrics_, Rpc::kGetStats);
   out = CollectMasterStats({service_, snapshotter_, replication_, role_});

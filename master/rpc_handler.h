@@ -131,6 +131,18 @@ class RpcHandler : public rpc::MasterServiceIf {
   void Snapshot(rpc::SnapshotResult& out) override;
   void LastSnapshot(rpc::SnapshotResult& out) override;
 
+  // Copy and move tasks (master_service_tasks.cc).
+  void CreateCopyTask(rpc::TaskResult& out, const std::string& key,
+                      const std::vector<std::string>& targets) override;
+  void CreateMoveTask(rpc::TaskResult& out, const std::string& key, const std::string& source,
+                      const std::string& target) override;
+  void QueryTask(rpc::QueryTaskResult& out, int64_t id_high, int64_t id_low,
+                 const std::string& tenant) override;
+  void FetchReplicaTasks(rpc::ReplicaTasksResult& out, int64_t daemon_id,
+                         int32_t max_tasks) override;
+  void CompleteReplicaTasks(std::vector<int32_t>& out, int64_t daemon_id,
+                            const std::vector<rpc::ReplicaTaskOutcome>& outcomes) override;
+
   // Replication (master/log_server.h).
   void FollowLog(rpc::FollowLogResult& out, const std::string& standby_name, int64_t from_seq,
                  int64_t durable_seq, int64_t prev_crc, int32_t max_bytes) override;

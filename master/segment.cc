@@ -18,7 +18,8 @@ Segment::Segment(uint32_t slot, rpc::SegmentInfo info, Segment& replaced)
   allocating_ = replaced.allocating_;
   attached_ = replaced.attached();
   detach_deadline_ms_ = replaced.detach_deadline_ms();
-  draining_ = replaced.draining();
+  draining_ = replaced.draining_.load();
+  held_ = replaced.held();
   adopts_ = replaced.adopts();
 }
 
@@ -71,6 +72,18 @@ void Segment::MarkDraining() {
   std::lock_guard<std::mutex> lock(mu_);
   allocating_ = false;
   draining_.store(true, std::memory_order_release);
+}
+
+void Segment::Hold() {
+  std::lock_guard<std::mutex> lock(mu_);
+  allocating_ = false;
+  held_.store(true, std::memory_order_release);
+}
+
+void Segment::Release() {
+  std::lock_guard<std::mutex> lock(mu_);
+  held_.store(false, std::memory_order_release);
+  allocating_ = attached() && !draining_.load(std::memory_order_acquire);
 }
 
 uint64_t Segment::capacity() const { return allocator_.capacity(); }

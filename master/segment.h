@@ -48,7 +48,18 @@ class Segment {
   void StopAllocating();
   // Stops allocating for good (a re-attach does not resume it): the segment is leaving.
   void MarkDraining();
-  bool draining() const { return draining_.load(std::memory_order_acquire); }
+  // An operator's drain job (master_service_drain_jobs.cc) holds it: no new allocation
+  // either, but it stays (DRAINED once empty) until its owner unmounts it, and Release
+  // (the job canceled or failed) lets allocation resume unless its owner drains it too.
+  void Hold();
+  void Release();
+  bool held() const { return held_.load(std::memory_order_acquire); }
+  // Its owner drains it (MarkDraining): it is leaving.
+  bool leaving() const { return draining_.load(std::memory_order_acquire); }
+  // Takes no allocation for good or for a job: neither a placement nor a task's target.
+  bool draining() const {
+    return draining_.load(std::memory_order_acquire) || held_.load(std::memory_order_acquire);
+  }
   // Set once every reservation made before MarkDraining is recorded where a drain's walk
   // sees it (MasterService::DrainSegment).
   void MarkDrainSettled() { drain_settled_.store(true, std::memory_order_release); }
@@ -88,6 +99,7 @@ class Segment {
   std::atomic<bool> attached_;
   std::atomic<int64_t> detach_deadline_ms_{0};
   std::atomic<bool> draining_{false};  // changed under mu_
+  std::atomic<bool> held_{false};      // changed under mu_
   std::atomic<bool> drain_settled_{false};
   std::atomic<bool> adopts_{false};
 };

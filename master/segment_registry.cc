@@ -24,6 +24,7 @@ ErrorCode SegmentRegistry::Mount(const rpc::SegmentInfo& info, bool taker_has_na
   auto own_disk = disk ? disk_by_daemon_.find(info.daemon_id) : disk_by_daemon_.end();
   if (it == slot_by_id_.end()) {
     if (own_disk != disk_by_daemon_.end()) return ErrorCode::SEGMENT_ALREADY_EXISTS;
+    if (info.lender != 0 && !NameFree(info)) return ErrorCode::SEGMENT_ALREADY_EXISTS;
     uint32_t slot = static_cast<uint32_t>(slots_.size());
     slots_.push_back(std::make_shared<Segment>(slot, info, alignment_));
     slot_by_id_[info.segment_id] = slot;
@@ -49,7 +50,7 @@ ErrorCode SegmentRegistry::Mount(const rpc::SegmentInfo& info, bool taker_has_na
   *outcome = MountOutcome::kAgain;
   if (known->attached()) return ErrorCode::OK;
   if (was.endpoints != info.endpoints || was.lent_by_client != info.lent_by_client ||
-      !same_owner || was.size != info.size) {
+      !same_owner || was.size != info.size || was.lender != info.lender) {
     // Nobody allocates in a detached segment or frees outside this lock, so the ranges
     // move over whole. The daemon knows best whose memory it is.
     lent_ += static_cast<size_t>(info.lent_by_client) - static_cast<size_t>(was.lent_by_client);
@@ -63,6 +64,14 @@ ErrorCode SegmentRegistry::Mount(const rpc::SegmentInfo& info, bool taker_has_na
   detached_.fetch_sub(1);
   *outcome = MountOutcome::kReattached;
   return ErrorCode::OK;
+}
+
+bool SegmentRegistry::NameFree(const rpc::SegmentInfo& info) const {
+  for (const auto& s : slots_) {
+    if (!s || s->info().name != info.name || s->leaving()) continue;
+    if (s->info().daemon_id != info.daemon_id || s->info().lender != info.lender) return false;
+  }
+  return true;
 }
 
 void SegmentRegistry::Restore(const rpc::SegmentInfo& info) {
@@ -229,12 +238,22 @@ std::vector<std::shared_ptr<Segment>> SegmentRegistry::CandidateOrder(
       }
     }
   }
+  // Avoided names are daemons' (those a writer failed to reach): memory lent at such a
+  // daemon under its clients' names is on the same host, and avoided with it.
   std::unordered_set<std::string> avoid(avoided.begin(), avoided.end());
+  std::unordered_set<int64_t> avoid_daemons;
+  for (const auto& s : live) {
+    if (s->info().lender == 0 && avoid.count(s->info().name) != 0) {
+      avoid_daemons.insert(s->info().daemon_id);
+    }
+  }
   for (int tier = 0; tier < 4; ++tier) {
     bool avoided_tier = tier >= 2, lent_tier = tier % 2 == 1;
     for (const auto& s : live) {
       if (s->lent() != lent_tier || taken.count(s.get()) != 0) continue;
-      if ((avoid.count(s->info().name) != 0) == avoided_tier) ordered.push_back(s);
+      bool is_avoided = avoid.count(s->info().name) != 0 ||
+                        avoid_daemons.count(s->info().daemon_id) != 0;
+      if (is_avoided == avoided_tier) ordered.push_back(s);
     }
   }
   return ordered;
@@ -248,15 +267,24 @@ std::vector<Placement> SegmentRegistry::Allocate(uint64_t size, size_t replica_n
   std::shared_lock<std::shared_mutex> lock(mu_);
   std::vector<std::shared_ptr<Segment>> order = CandidateOrder(preferred, avoided, local_daemon);
   std::vector<bool> used(order.size(), false);
-  // The daemons holding a replica: as many as replica_num, a handful at most.
+  // The daemons and names holding a replica: as many as replica_num, a handful at most.
   absl::InlinedVector<int64_t, 4> daemons;
-  // Pass 0 spreads over distinct daemons; pass 1 fills up with other segments of daemons
-  // that already hold a replica.
-  for (int pass = 0; pass < 2 && out.size() < replica_num; ++pass) {
+  absl::InlinedVector<const std::string*, 4> names;
+  // Pass 0 spreads over distinct daemons; pass 1 fills up with segments of other names on
+  // daemons that already hold a replica (memory lent there by other clients); pass 2 with
+  // any segment left. Names come before segments because a name is what a copy, a move and
+  // a clear address, and a client's segments all carry its one name.
+  for (int pass = 0; pass < 3 && out.size() < replica_num; ++pass) {
     for (size_t i = 0; i < order.size() && out.size() < replica_num; ++i) {
       if (used[i]) continue;
       int64_t daemon = order[i]->info().daemon_id;
+      const std::string& name = order[i]->info().name;
       if (pass == 0 && std::find(daemons.begin(), daemons.end(), daemon) != daemons.end()) {
+        continue;
+      }
+      if (pass < 2 && std::find_if(names.begin(), names.end(), [&](const std::string* n) {
+                        return *n == name;
+                      }) != names.end()) {
         continue;
       }
       Placement p;
@@ -265,6 +293,7 @@ std::vector<Placement> SegmentRegistry::Allocate(uint64_t size, size_t replica_n
         out.push_back(std::move(p));
         used[i] = true;
         daemons.push_back(daemon);
+        names.push_back(&name);
       }
     }
   }

@@ -5,14 +5,17 @@
 // (SegmentInfo.lent_by_client: setup with a segment size), which leaves when that client
 // disconnects. An object put there must be moved out when it leaves (draining, see
 // MasterService::DrainSegment) or is lost with it, so lent memory is the last resort:
-//   1. segments named in preferred, in the order given (a daemon's own before the memory
-//      lent at it, for each name): the caller's explicit wish;
+//   1. segments named in preferred, in the order given (for each name, a daemon's own
+//      memory before memory lent under it): the caller's explicit wish. A daemon's "host:port"
+//      names its own memory and memory lent at it by clients that named none; a client that
+//      named itself (SegmentInfo.lender: Mooncake's local_hostname) names its lent memory;
 //   1b. the writing daemon's segments (its own, then memory lent at it), when the put asks
 //      for it (prefer_alloc_in_same_node) or the strategy is local_first: the first replica
 //      then lands on the writer's host, further ones still go to other daemons;
 //   2. the other daemons' own segments, in the strategy's order (random or free ratio);
 //   3. lent segments, in the strategy's order: used only once no segment of 2. has room;
-//   4. segments named in avoided (daemons the writer just failed to reach): own, then lent.
+//   4. segments on daemons named in avoided (daemons the writer just failed to reach), own
+//      then lent, whatever name the memory lent there carries.
 // A draining or detached segment takes no allocation at all, and a LOCAL_DISK one (a
 // daemon's SSD tier, master/segment.h) is never a candidate.
 #ifndef MOONCAKE_MASTER_SEGMENT_REGISTRY_H_
@@ -45,7 +48,8 @@ class SegmentRegistry {
  public:
   SegmentRegistry(AllocationStrategy strategy, uint64_t alignment);
 
-  // Adds a segment. Mounting a known segment again with the same identity (owner, name,
+  // Adds a segment; -102 for a new one lent under a name that is not its lender's (see
+  // SegmentInfo.lender). Mounting a known segment again with the same identity (owner, name,
   // base, size and incarnation) is a no-op for an attached one (a daemon retrying after a
   // lost reply) and re-attaches a detached one (restored, or its daemon fell silent),
   // taking its new endpoints; anything else with a known id → -102. *outcome says which
@@ -90,9 +94,9 @@ class SegmentRegistry {
   void Free(uint32_t slot, uint32_t node) const;
 
   // Reserves up to replica_num ranges of size bytes, each on a different segment, in the
-  // order of the placement policy above ("host:port" names in preferred and avoided), one
-  // segment per daemon before a daemon gets a second replica. Returns fewer than
-  // replica_num (possibly none) when space runs out.
+  // order of the placement policy above (segment names in preferred and avoided), one
+  // segment per daemon before a daemon gets a second replica, and one per name before a
+  // name gets a second. Returns fewer than replica_num (possibly none) when space runs out.
   // local_daemon: the writer's daemon id for tier 1b, 0 for none.
   std::vector<Placement> Allocate(uint64_t size, size_t replica_num,
                                   const std::vector<std::string>& preferred,
@@ -115,6 +119,9 @@ class SegmentRegistry {
   void Usage(uint64_t* used, uint64_t* capacity) const;
 
  private:
+  // A new segment's name is free for its lender (SegmentInfo.lender): no segment not
+  // draining carries it for another lender or daemon. Under mu_.
+  bool NameFree(const rpc::SegmentInfo& info) const;
   std::vector<std::shared_ptr<Segment>> CandidateOrder(const std::vector<std::string>& preferred,
                                                        const std::vector<std::string>& avoided,
                                                        int64_t local_daemon) const;

@@ -47,7 +47,7 @@ class Entry:
     kind: str = "pytest"           # "pytest", or "script" (run as Mooncake's CI runs it)
     args: list = field(default_factory=list)       # a script's arguments
     cluster: list = field(default_factory=list)    # with-cluster.sh arguments
-    env: dict = field(default_factory=dict)
+    env: dict = field(default_factory=dict)        # set for the test; None unsets
     skip: str = ""                 # why this file is not run here
     check: str = ""                # a script passes only if its output matches this regex
     instances: list = field(default_factory=list)  # a script's argument lists, run at once
@@ -55,15 +55,25 @@ class Entry:
 
 # Mooncake's dummy-client tests dial the real client (here: the daemon) at its default port.
 REAL_CLIENT = ["--daemon-flag", "--port=50052"]
-SSD = ["--daemon-flag", "--ssd_path={dir}/ssd-{i}", "--master-flag", "--enable_offload"]
+# Mooncake's SSD tests run with only the clients' memory (their 512 MiB segments overflow
+# into the tier) and the master offloading what it evicts, as their CI starts the master.
+SSD = ["--segment", "0", "--daemon-flag", "--ssd_path={dir}/ssd-{i}",
+       "--daemon-flag", "--ssd_capacity=2GB", "--master-flag", "--offload_on_evict=true"]
+# The clients' memory is the only memory, as in Mooncake's CI: a daemon's own segment would
+# take the puts, and a clear or a drain by a client's name would find nothing there.
+CLIENTS_ONLY = ["--segment", "0"]
 
 # The store's test files of Mooncake's wheel, scripts and e2e folders. Transfer-engine,
 # expert-parallel and packaging tests are not the store's client and are not listed.
 TABLE = [
-    Entry("mooncake-wheel/tests/test_distributed_object_store.py"),
+    # LOCAL_HOSTNAME unset, as Mooncake's run_tests.sh runs it: test_basic_get_hostname
+    # expects "localhost:<port>".
+    Entry("mooncake-wheel/tests/test_distributed_object_store.py", cluster=CLIENTS_ONLY,
+          env={"LOCAL_HOSTNAME": None}),
     Entry("mooncake-wheel/tests/test_replicated_distributed_object_store.py",
           cluster=["--daemons", "2"]),
-    Entry("mooncake-wheel/tests/test_batch_replica_clear.py", cluster=["--daemons", "2"]),
+    Entry("mooncake-wheel/tests/test_batch_replica_clear.py",
+          cluster=["--daemons", "2"] + CLIENTS_ONLY),
     Entry("mooncake-wheel/tests/test_buffer_pool_native.py"),
     Entry("mooncake-wheel/tests/test_import_structure.py"),
     Entry("mooncake-wheel/tests/test_mooncake_config.py"),
@@ -81,7 +91,8 @@ TABLE = [
     Entry("mooncake-wheel/tests/test_safetensor_functions.py"),
     Entry("mooncake-wheel/tests/test_ssd_offload_in_evict.py", cluster=SSD),
     Entry("mooncake-wheel/tests/test_offload_on_eviction.py", cluster=SSD),
-    Entry("mooncake-wheel/tests/test_promotion_on_hit.py", cluster=SSD),
+    Entry("mooncake-wheel/tests/test_promotion_on_hit.py",
+          cluster=SSD + ["--master-flag", "--promotion_on_hit=true"]),
     Entry("mooncake-wheel/tests/test_distributed_object_store_cxl.py",
           skip="needs a CXL memory device (MC_CXL_DEV_PATH) and a master with --enable_cxl"),
     Entry("mooncake-wheel/tests/test_regmr_overhead.py",
@@ -94,7 +105,7 @@ TABLE = [
     Entry("scripts/test_hicache_hugepage_requirements.py"),
     Entry("scripts/test_async_store.py", kind="script"),
     Entry("scripts/test_drain_http_api.py", kind="script", args=["--timeout-sec", "90"],
-          cluster=["--daemons", "2"]),
+          cluster=["--daemons", "2"] + CLIENTS_ONLY),
     Entry("mooncake-store/tests/e2e/store_client_e2e.py", kind="script",
           args=["--master-server", "{master}", "--local-hostname", "127.0.0.1",
                 "--duration-sec", "5", "--sleep-ms", "20", "--nof-replica-num", "0"],
@@ -162,10 +173,16 @@ def run_entry(e: Entry, args, src: Path, out: Path):
         "DEVICE_NAME": "",
         "DEFAULT_KV_LEASE_TTL": LEASE_MS,
     })
-    env.update(e.env)
-    # MASTER_SERVER is the cluster's master, known only inside with-cluster.sh; so is the
-    # "{master}" of a script's arguments.
+    for k, v in e.env.items():  # None: unset
+        if v is None:
+            env.pop(k, None)
+        else:
+            env[k] = v
+    # MASTER_SERVER is the cluster's master, known only inside with-cluster.sh; so are the
+    # "{master}" of a script's arguments and the admin URL test_drain_http_api.py calls
+    # (Mooncake's default is port 9003; with-cluster.sh picks a free one).
     inner = ('export MASTER_SERVER=$MOONCAKE_MASTER; '
+             'export MOONCAKE_MASTER_CONTROL_BASE=$MOONCAKE_MASTER_ADMIN_URL; '
              'exec "${@//\\{master\\}/$MOONCAKE_MASTER}"')
     if e.kind == "pytest":
         cmd = [PYTHON, "-m", "pytest", "-q", "-p", "no:cacheprovider", f"--junitxml={xml}",

@@ -79,8 +79,10 @@ static void test_replica_clear_skips_leased_keys(void **state) {
   int results[3];
   assert_int_equal(mooncake_store_batch_replica_clear(f->store, keys, 3, NULL, results), 0);
   assert_int_equal(results[0], MOONCAKE_STORE_OBJECT_HAS_LEASE);
-  assert_int_equal(results[1], 0);
+  /* Just put: in use by its writer for one lease, as Mooncake's test of clear expects. */
+  assert_int_equal(results[1], MOONCAKE_STORE_OBJECT_HAS_LEASE);
   assert_int_equal(results[2], MOONCAKE_STORE_OBJECT_NOT_FOUND);
+  assert_int_equal(clear_when_unleased(f->store, "idle", NULL), 0);
   assert_int_equal(mooncake_store_is_exist(f->store, "idle"), 0);
   assert_int_equal(mooncake_store_is_exist(f->store, "leased"), 1);
   assert_int_equal(clear_when_unleased(f->store, "leased", NULL), 0);

@@ -73,7 +73,9 @@ static int daemon_c(void) {
 }
 
 /* A handle on daemon i that lends size bytes (Mooncake's setup), and the id of the segment
- * the master lists for it. */
+ * the master lists for it. It names no client (local_hostname ""), so its memory carries
+ * the daemon's name, by which mc_cluster_lent_segments_at finds it on a daemon that has no
+ * memory of its own. */
 static mooncake_store_t lend(int i, uint64_t size, int64_t *segment_id) {
   mc_cluster_segment before[4];
   int had = mc_cluster_lent_segments_at(g_c, i, before, 4);
@@ -81,8 +83,7 @@ static mooncake_store_t lend(int i, uint64_t size, int64_t *segment_id) {
   setenv("MOONCAKE_SOCKET", mc_cluster_socket_at(g_c, i), 1);
   mooncake_store_t s = mooncake_store_create();
   assert_non_null(s);
-  assert_int_equal(mooncake_store_setup(s, "localhost", "P2PHANDSHAKE", size, 4 * MiB, "tcp",
-                                        "", NULL),
+  assert_int_equal(mooncake_store_setup(s, "", "P2PHANDSHAKE", size, 4 * MiB, "tcp", "", NULL),
                    0);
   mc_cluster_segment lent[4];
   assert_int_equal(mc_cluster_lent_segments_at(g_c, i, lent, 4), had + 1);

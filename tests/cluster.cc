@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -354,9 +355,18 @@ int mc_cluster_lent_segments_at(const mc_cluster* c, int i, mc_cluster_segment* 
       })) {
     return -1;
   }
+  // Memory lent at daemon i carries its client's name when the client named itself
+  // (setup's local_hostname), so it is found by the daemon's id, which the daemon's own
+  // segments name.
+  std::vector<int64_t> ids;
+  for (const auto& s : segments) {
+    if (s.name == name && !s.lent_by_client) ids.push_back(s.daemon_id);
+  }
   int n = 0;
   for (const auto& s : segments) {
-    if (s.name != name || !s.lent_by_client) continue;
+    bool at_daemon = s.name == name ||
+                     std::find(ids.begin(), ids.end(), s.daemon_id) != ids.end();
+    if (!at_daemon || !s.lent_by_client) continue;
     if (n < max) {
       out[n].id = s.segment_id;
       out[n].size = static_cast<uint64_t>(s.size);

@@ -352,6 +352,40 @@ void test_query_key_shapes(void** state) {
   AssertError(Http(f->http_port, "/batch_query_keys"), 400, -600);
 }
 
+// Mooncake's drain control (/api/v1): its shapes and refusals, leaving the segment as it
+// was (a job's run is master_tasks_test's, and Mooncake's scripts/test_drain_http_api.py's).
+void test_drain_job_refusals(void** state) {
+  auto* f = static_cast<Fixture*>(*state);
+  Answer a = Http(f->http_port, std::string("/api/v1/segments/status?segment=") + kDaemonName);
+  assert_int_equal(a.status, 200);
+  json j = Json(a);
+  assert_true(j["success"] == true);
+  assert_true(j["status_name"] == "OK");
+  assert_int_equal(j["status"].get<int>(), 1);
+  a = Http(f->http_port, "/api/v1/segments/status?segment=nobody:1");
+  assert_int_equal(a.status, 404);
+  assert_int_equal(Json(a)["error_code"].get<int>(), ToInt(ErrorCode::SEGMENT_NOT_FOUND));
+  const std::string unknown = R"({"segments": ["nobody:1"]})";
+  a = Http(f->http_port, "/api/v1/drain_jobs", &unknown);
+  assert_int_equal(a.status, 404);
+  assert_true(Json(a)["success"] == false);
+  const std::string bad = R"({"segments": "not a list"})";
+  assert_int_equal(Http(f->http_port, "/api/v1/drain_jobs", &bad).status, 400);
+  const std::string none = R"({"segments": []})";
+  assert_int_equal(Http(f->http_port, "/api/v1/drain_jobs", &none).status, 400);
+  const std::string self = std::string(R"({"segments": [")") + kDaemonName +
+                           R"("], "target_segments": [")" + kDaemonName + R"("]})";
+  assert_int_equal(Http(f->http_port, "/api/v1/drain_jobs", &self).status, 400);
+  assert_int_equal(Http(f->http_port, "/api/v1/drain_jobs").status, 405);  // a GET
+  a = Http(f->http_port, "/api/v1/drain_jobs/query?job_id=1-2");
+  assert_int_equal(a.status, 404);
+  assert_int_equal(Http(f->http_port, "/api/v1/drain_jobs/query?job_id=x").status, 400);
+  assert_int_equal(Http(f->http_port, "/api/v1/drain_jobs/cancel?job_id=1-2").status, 404);
+  // Still taking allocations.
+  a = Http(f->http_port, std::string("/api/v1/segments/status?segment=") + kDaemonName);
+  assert_true(Json(a)["status_name"] == "OK");
+}
+
 void test_query_key_takes_no_lease(void** state) {
   auto* f = static_cast<Fixture*>(*state);
   rpc::MasterServiceClient* c = f->client.get();
@@ -658,6 +692,7 @@ int main() {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_health_role_segments_stats),
       cmocka_unit_test(test_query_key_shapes),
+      cmocka_unit_test(test_drain_job_refusals),
       cmocka_unit_test(test_query_key_takes_no_lease),
       cmocka_unit_test(test_get_all_keys_paging),
       cmocka_unit_test(test_promtool_accepts_metrics),

@@ -36,6 +36,7 @@
 #include "store.h"
 #include "store_handle.h"
 #include "tensor_methods.h"
+#include "tasks.h"
 #include "write_family.h"
 
 namespace py = pybind11;
@@ -315,4 +316,5 @@ PYBIND11_MODULE(mooncake_store, m) {
   RegisterSessions(m, store);
   RegisterEngram(m, store);
   RegisterStoreExtras(m, store);
+  RegisterTasks(m, store);
 }

@@ -43,14 +43,13 @@ void RegisterMooncakeEnums(py::module_& m) {
       .value("FAILED", ReplicaStatus::FAILED)
       .export_values();
   py::enum_<TaskType>(m, "TaskType",
-                      "Mooncake's replica tasks; this store has no task API (the name exists "
-                      "for imports).")
+                      "Mooncake's replica tasks: create_copy_task, create_move_task "
+                      "(QueryTaskResponse.type).")
       .value("REPLICA_COPY", TaskType::REPLICA_COPY)
       .value("REPLICA_MOVE", TaskType::REPLICA_MOVE)
       .export_values();
   py::enum_<TaskStatus>(m, "TaskStatus",
-                        "Mooncake's task states; this store has no task API (the name exists "
-                        "for imports).")
+                        "Mooncake's task states (QueryTaskResponse.status).")
       .value("PENDING", TaskStatus::PENDING)
       .value("PROCESSING", TaskStatus::PROCESSING)
       .value("SUCCESS", TaskStatus::SUCCESS)

@@ -5,8 +5,8 @@
 //
 // - ObjectDataType: the kind of data an object holds (ReplicateConfig.data_type).
 // - ReplicaStatus: a replica's state; get_replica_desc lists COMPLETE replicas only.
-// - TaskType, TaskStatus: Mooncake's replica copy/move tasks (create_copy_task, query_task),
-//   which this store does not have; the names exist so that imports and annotations work.
+// - TaskType, TaskStatus: Mooncake's replica copy/move tasks (create_copy_task, query_task;
+//   tasks.h).
 //
 // RegisterMooncakeEnums registers them in Mooncake's order, with its export_values(): the
 // module also holds each value by itself (mooncake.store.COMPLETE, ...), and where two

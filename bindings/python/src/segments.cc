@@ -24,7 +24,6 @@
 namespace mooncake_py {
 namespace {
 
-constexpr int kNotSupported = MOONCAKE_STORE_NOT_SUPPORTED;
 constexpr int kFileOpenFail = MOONCAKE_STORE_FILE_OPEN_FAIL;
 
 void Warn(const std::string& text) {
@@ -81,24 +80,28 @@ int UnmountAll(Store& self, const std::vector<std::string>& segment_ids) {
   return first_error;
 }
 
-// mount_segment of a file (Mooncake's form): checked as Mooncake checks it, then refused.
-int RefuseFileMount(const std::string& path, uint64_t size, uint64_t offset) {
+// mount_segment of a file (Mooncake's form): opened and checked as Mooncake's real client
+// opens and checks it (read-write, the range inside the file, a page-aligned offset), then
+// its descriptor goes to the daemon, which maps the range (mooncake_store_mount_file_segment).
+int MountFile(Store& self, const std::string& path, uint64_t size, uint64_t offset,
+              uint64_t* id) {
   int fd = open(path.c_str(), O_RDWR | O_CLOEXEC);
   if (fd < 0) return kFileOpenFail;
   struct stat st;
   int rc = fstat(fd, &st) == 0 ? 0 : kFileOpenFail;
-  close(fd);
-  if (rc != 0) return rc;
-  const uint64_t file_size = static_cast<uint64_t>(st.st_size);
   const uint64_t page = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
-  if (size == 0 || offset > file_size || size > file_size - offset || offset % page != 0) {
-    return kInvalidParams;
+  if (rc == 0 && S_ISREG(st.st_mode)) {
+    const uint64_t file_size = static_cast<uint64_t>(st.st_size);
+    if (size == 0 || offset > file_size || size > file_size - offset) rc = kInvalidParams;
   }
-  Warn("mount_segment(path): a file's pages are not lent here: the daemon (Mooncake's real "
-       "client) would map them, and a file can be truncated under it. Lend pool memory "
-       "(mount_segment(address, size) with an address from alloc_from_mem_pool) or daemon "
-       "memory (allocate_and_mount_segment) instead.");
-  return kNotSupported;
+  if (rc == 0 && (size == 0 || offset % page != 0)) rc = kInvalidParams;
+  if (rc == 0) {
+    auto h = self.handle();
+    py::gil_scoped_release nogil;
+    rc = mooncake_store_mount_file_segment(h->get(), fd, offset, size, id);
+  }
+  close(fd);  // the daemon holds its own reference to the file
+  return rc;
 }
 
 // alloc_from_mem_pool: a block of the store's pool, never given back (as Mooncake's shared
@@ -242,7 +245,10 @@ void RegisterSegments(py::module_& m, py::class_<Store>& store) {
              (void)location;
              if (!KnownProtocol(protocol)) return MountResult(kInvalidParams, {});
              if (py::isinstance<py::str>(path)) {
-               return MountResult(RefuseFileMount(path.cast<std::string>(), size, offset), {});
+               uint64_t id = 0;
+               int rc = MountFile(self, path.cast<std::string>(), size, offset, &id);
+               return MountResult(rc, rc == 0 ? std::vector<uint64_t>{id}
+                                              : std::vector<uint64_t>{});
              }
              std::vector<BufferView> keep;
              Address a = ResolveAddress(path, true, &keep);
@@ -260,12 +266,12 @@ void RegisterSegments(py::module_& m, py::class_<Store>& store) {
            },
            py::arg("path"), py::arg("size"), py::arg("offset") = 0, py::arg("protocol") = "tcp",
            py::arg("location") = "",
-           "Lends memory to the cluster: {'ret': code, 'segment_ids': [id]}. path is an "
-           "address (an int, or a buffer) of this store's pool (alloc_from_mem_pool, alloc, "
-           "MooncakeHostMemAllocator(store)); [path + offset, + size) is lent (-600 when it is "
-           "not inside the pool). A file path (Mooncake's form) is checked as Mooncake checks "
-           "it, then refused with -1012 and a warning: the daemon would map it, and a file can "
-           "be truncated under it.")
+           "Lends memory to the cluster: {'ret': code, 'segment_ids': [id]}. path is a file "
+           "(Mooncake's form: [offset, offset + size) of it, mapped by the daemon; a device, "
+           "or a file sealed against shrinking such as a memfd, else -1012), or an address (an "
+           "int, or a buffer) of this store's pool (alloc_from_mem_pool, alloc, "
+           "MooncakeHostMemAllocator(store)): [path + offset, + size) is lent (-600 when it is "
+           "not inside the pool).")
       .def("unmount_segment",
            [](Store& self, const std::vector<std::string>& segment_ids,
               uint64_t grace_period_seconds) {

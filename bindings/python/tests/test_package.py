@@ -314,7 +314,10 @@ def test_memory_replica_descriptor(master, key):
     buffer = r.get_memory_descriptor().buffer_descriptor
     assert isinstance(buffer, mooncake.store.Descriptor)
     assert buffer.size == 3000 and buffer.buffer_address == 0
-    assert buffer.transport_endpoint == r.location == s.get_hostname()
+    # The daemon's own memory holds it (the store lends none): the daemon's name, not the
+    # store's ("localhost" with a port).
+    assert buffer.transport_endpoint == r.location == os.environ["MOONCAKE_HOSTNAME"]
+    assert s.get_hostname().startswith("localhost:")
     assert "transport_endpoint=" + r.location in repr(buffer)
     with pytest.raises(RuntimeError, match="Expected DiskDescriptor"):
         r.get_disk_descriptor()

@@ -189,7 +189,7 @@ def test_ssd_disk_replica_is_listed(master, key):
     assert disk.is_local_disk_replica() and not disk.is_memory_replica()
     assert disk.kind == mooncake_store.ReplicaKind.LOCAL_DISK
     assert disk.status == ReplicaStatus.COMPLETE
-    assert disk.location == s.get_hostname()
+    assert disk.location == os.environ["MOONCAKE_HOSTNAME"]  # the daemon's SSD tier
     assert disk.size == 4096
     with pytest.raises(RuntimeError):
         disk.get_memory_descriptor()
