@@ -129,9 +129,12 @@ void test_every_key_field_is_named_key(void**) {
   MC_UDS_OPS(MC_COLLECT_)
 #undef MC_COLLECT_
   names.erase(uds::kKeyField);
-  // segment_name (BATCH_REPLICA_CLEAR) names a daemon, "host:port".
-  assert_true(names ==
-              (std::set<std::string>{"pattern", "preferred \"host:port\"", "segment_name"}));
+  // segment_name (BATCH_REPLICA_CLEAR), source, target and targets (the copy and move
+  // tasks) and name (SET_CLIENT_NAME) name segments, "host:port"; group is a group id, which
+  // the master scopes by the tenant of the key that joins it (master/groups.h).
+  assert_true(names == (std::set<std::string>{"group", "name \"host:port\"", "pattern",
+                                              "preferred \"host:port\"", "segment_name",
+                                              "source", "target", "targets"}));
 }
 
 void test_scope_keys_of_every_shape(void**) {

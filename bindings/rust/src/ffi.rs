@@ -154,6 +154,30 @@ pub struct mooncake_session_write_t {
     pub fragment_count: usize,
 }
 
+/// `mooncake_task_id_t`: a copy or move task's id, Mooncake's UUID.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub struct mooncake_task_id_t {
+    pub high: u64,
+    pub low: u64,
+}
+
+/// `MOONCAKE_TASK_MESSAGE_SIZE`.
+pub const MOONCAKE_TASK_MESSAGE_SIZE: usize = 512;
+
+/// `mooncake_task_info_t`: what `mooncake_store_query_task` answers.
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct mooncake_task_info_t {
+    pub id: mooncake_task_id_t,
+    pub type_: c_int,
+    pub status: c_int,
+    pub created_at_ms_epoch: i64,
+    pub last_updated_at_ms_epoch: i64,
+    pub assigned_client: mooncake_task_id_t,
+    pub message: [c_char; MOONCAKE_TASK_MESSAGE_SIZE],
+}
+
 /// `MOONCAKE_STORE_ABI_VERSION`.
 pub const MOONCAKE_STORE_ABI_VERSION: u32 = 5;
 /// `MOONCAKE_STORE_MAX_KEY_LEN`.
@@ -340,6 +364,17 @@ declare! {
                                              keys: *mut *const c_char, count: usize,
                                              results_out: *mut c_int) -> c_int;
     pub fn mooncake_store_disk_read_count(store: mooncake_store_t) -> i64;
+    // files lent by descriptor, copy and move tasks
+    pub fn mooncake_store_mount_file_segment(store: mooncake_store_t, fd: c_int, offset: u64,
+                                             size: u64, segment_id_out: *mut u64) -> c_int;
+    pub fn mooncake_store_create_copy_task(store: mooncake_store_t, key: *const c_char,
+                                           targets: *mut *const c_char, count: usize,
+                                           id_out: *mut mooncake_task_id_t) -> c_int;
+    pub fn mooncake_store_create_move_task(store: mooncake_store_t, key: *const c_char,
+                                           source: *const c_char, target: *const c_char,
+                                           id_out: *mut mooncake_task_id_t) -> c_int;
+    pub fn mooncake_store_query_task(store: mooncake_store_t, id: mooncake_task_id_t,
+                                     out: *mut mooncake_task_info_t) -> c_int;
 }
 
 #[cfg(test)]
@@ -470,6 +505,8 @@ mod tests {
             "mooncake_tensor_manifest_t" => "mooncake_tensor_manifest_t",
             "mooncake_put_fragment_t" => "mooncake_put_fragment_t",
             "mooncake_session_write_t" => "mooncake_session_write_t",
+            "mooncake_task_id_t" => "mooncake_task_id_t",
+            "mooncake_task_info_t" => "mooncake_task_info_t",
             other => panic!("no C spelling for the Rust type {other}"),
         }
         .to_string()
@@ -678,6 +715,34 @@ mod tests {
         assert_eq!(offset_of!(W, fragments), w);
         assert_eq!(offset_of!(W, fragment_count), 2 * w);
         assert_eq!(size_of::<W>(), 3 * w);
+    }
+
+    #[test]
+    fn task_layouts_match_the_header() {
+        assert_eq!(struct_fields("mooncake_task_id"), ["uint64_t high", "uint64_t low"]);
+        assert_eq!(
+            struct_fields("mooncake_task_info"),
+            [
+                "mooncake_task_id_t id",
+                "int type",
+                "int status",
+                "int64_t created_at_ms_epoch",
+                "int64_t last_updated_at_ms_epoch",
+                "mooncake_task_id_t assigned_client",
+                "char message[MOONCAKE_TASK_MESSAGE_SIZE]",
+            ]
+        );
+        assert!(super::header::TEXT.contains(&format!(
+            "#define MOONCAKE_TASK_MESSAGE_SIZE {}",
+            super::MOONCAKE_TASK_MESSAGE_SIZE
+        )));
+        use std::mem::size_of;
+        type I = super::mooncake_task_info_t;
+        assert_eq!(offset_of!(I, type_), 16);
+        assert_eq!(offset_of!(I, created_at_ms_epoch), 24);
+        assert_eq!(offset_of!(I, assigned_client), 40);
+        assert_eq!(offset_of!(I, message), 56);
+        assert_eq!(size_of::<I>(), 56 + super::MOONCAKE_TASK_MESSAGE_SIZE);
     }
 
     #[test]

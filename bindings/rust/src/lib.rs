@@ -14,6 +14,7 @@ mod put_config;
 mod replicas;
 mod segments;
 mod store;
+mod tasks;
 mod tensor;
 
 pub use error::{Error, ErrorKind, Result};
@@ -25,6 +26,7 @@ pub use put_config::{PutConfig, SoftPinAction};
 pub use replicas::{ReplicaDesc, ReplicaKind, SsdOffload};
 pub use segments::Drained;
 pub use store::{Health, Store};
+pub use tasks::{Task, TaskId, TaskStatus, TaskType};
 pub use tensor::{Dtype, Tensor};
 
 #[cfg(test)]

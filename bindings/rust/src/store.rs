@@ -144,8 +144,11 @@ impl Store {
     /// like [`Store::connect`] with `None`. `global_segment_size > 0` asks the daemon to
     /// mount that much extra memory for this store (unmounted, and its objects dropped, when
     /// the store closes); a non-empty `master_server_addr` must match the daemon's master
-    /// (else [`Error::InvalidParams`]). `local_hostname`, `metadata_server`, `protocol` and
-    /// `device_name` are accepted for compatibility.
+    /// (else [`Error::InvalidParams`]). `local_hostname` names the store and the memory it
+    /// lends, as Mooncake's segment name (`"host:port"`; without a port one is picked and
+    /// held until close; `""` names none): [`get_hostname`](Store::get_hostname) answers it,
+    /// and copy and move tasks address its memory by it. `metadata_server`, `protocol` and
+    /// `device_name` are accepted for compatibility (the daemon's own).
     pub fn setup(
         local_hostname: &str,
         metadata_server: &str,
