@@ -4,9 +4,9 @@ objects behind manifests (Mooncake's formats), read whole, by member, by row sli
 row index, through the store's batch, ranged and pool paths; appends, handles, cleanup, and
 a tampered manifest refused.
 
-DataProtos here are written with an explicit ungrouped config (group_ids [""]): by default
-Mooncake's DataProto puts name a storage group (config.group_ids), which this store's master
-supports once ReplicateConfig.group_ids does (docs/mooncake-api.md).
+Most DataProtos here are written with an explicit ungrouped config (group_ids [""]);
+test_sliced_rows_outlive_the_next_fields_reads uses the default, Mooncake's storage group
+(config.group_ids), as its DataProto puts name one.
 
 Runs in the main suite (ctest python_binding_test).
 """
@@ -165,6 +165,36 @@ def test_tensor_members_roundtrip(transfer):
     got = transfer.get_object(ref)
     assert torch.equal(got["t"], tensor) and torch.equal(got["scalar"], torch.tensor(2.5))
     transfer.remove_bundle(ref)
+
+
+def test_sliced_rows_outlive_the_next_fields_reads(transfer):
+    """Rows read by slice into BufferPool leases stay valid while later fields of the same
+    read take leases of their own: a ragged tensor column's rows once lost their lease's
+    owner (views skipped the array holding it) and read back another field's bytes."""
+    torch = pytest.importorskip("torch")
+    ragged = np.empty(6, dtype=object)
+    ragged[:] = [torch.arange(i + 1, dtype=torch.float32) for i in range(6)]
+    tensor = torch.arange(24, dtype=torch.int64).reshape(6, 4)
+    ref = transfer.put_dataproto({
+        "batch": {"tensor": tensor, "array": np.arange(18, dtype=np.int64).reshape(6, 3)},
+        "non_tensor_batch": {
+            "ragged": ragged,
+            "text": np.asarray(["a", "bb", "ccc", "dddd", "eeeee", "ffffff"], dtype=object),
+            "json": np.asarray([{"i": i} for i in range(6)], dtype=object)}})
+    got = transfer.get_dataproto(ref, rows=slice(2, 5))
+    assert [t.tolist() for t in got["non_tensor_batch"]["ragged"]] == [
+        [0.0, 1.0, 2.0], [0.0, 1.0, 2.0, 3.0], [0.0, 1.0, 2.0, 3.0, 4.0]]
+    assert got["non_tensor_batch"]["text"].tolist() == ["ccc", "dddd", "eeeee"]
+    assert torch.equal(got["batch"]["tensor"], tensor[2:5])
+    # A tensor member sliced by rows: its header's size plus the rows' bytes.
+    member = transfer.put_structured_object(StructuredObjectPayload(buffers={"t": tensor}))
+    spec = member.manifest["buffers"]["t"]
+    assert spec["bytes"] == spec["metadata_bytes"] + tensor.numel() * tensor.element_size()
+    rows = transfer.materialize(transfer.read_spec(member).select_members(["t"])
+                                .slice_member("t", axis=0, start=3, end=5))
+    assert torch.equal(rows.objects["t"], tensor[3:5])
+    transfer.remove_bundle(member)
+    transfer.cleanup_dataproto(ref)
 
 
 def test_tampered_manifest_is_refused(store, transfer, key):

@@ -237,7 +237,10 @@ def _decode_typed_ragged_ndarray_rows_fast(data: np.ndarray, offsets, shapes, nd
     general decode is needed)."""
     max_ndim = int(metadata.get("max_ndim", 0))
     owner = getattr(data, "_mooncake_pool_owner", None)
-    source = data.view(np.ndarray) if isinstance(data, np.ndarray) else data
+    # Rows are views of data itself: a view of data.view(np.ndarray) would take data's own
+    # base (the lease's raw memory) as its base, skipping data and so its lease's owner,
+    # which could then be collected -- and the lease reused -- while the rows live.
+    source = data
     present = np.flatnonzero(~nulls)
     if rows == 0 or max_ndim == 0:
         return None

@@ -204,7 +204,8 @@ class _MooncakePayloadTransport:
             return None
         tensor = value.tensor
         metadata_bytes = _tensor_metadata_size()
-        total_bytes = metadata_bytes + int(getattr(tensor, "nbytes", 0))
+        # Tensor.nbytes is newer than Debian's torch 1.13; numel() * element_size() is not.
+        total_bytes = metadata_bytes + int(tensor.numel()) * int(tensor.element_size())
         _check_status(_call_write_with_optional_config(
             put_tensor, key, tensor, config=_config_for_grouped_keys(config, 1)),
             "put_tensor", key)
