@@ -100,7 +100,7 @@ TABLE = [
                "needs RDMA NICs and CUDA"),
     Entry("scripts/test_tensor_api.py"),
     Entry("scripts/test_upsert_api.py"),
-    Entry("scripts/test_copy_move_api.py", cluster=["--daemons", "2"]),
+    Entry("scripts/test_copy_move_api.py", cluster=["--daemons", "2"] + CLIENTS_ONLY),
     Entry("scripts/test_engram_store.py"),
     Entry("scripts/test_hicache_hugepage_requirements.py"),
     Entry("scripts/test_async_store.py", kind="script"),
