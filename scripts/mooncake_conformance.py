@@ -114,8 +114,11 @@ TABLE = [
     Entry("mooncake-store/tests/e2e/session_ranges_tcp_e2e.py", kind="script"),
 ]
 
+STORE_PY = "mooncake-integration/store/store_py.cpp"
 # Helper modules the test files import from their own folders.
-SUPPORT = ["mooncake-wheel/tests/conftest.py", "scripts/check_hicache_hugepage_requirements.py"]
+# Also Mooncake's pybind module, whose declared members scripts/mooncake_members.py checks.
+SUPPORT = ["mooncake-wheel/tests/conftest.py", "scripts/check_hicache_hugepage_requirements.py",
+           STORE_PY]
 
 
 def fetch_sources(src: Path, dest: Path) -> None:
@@ -266,7 +269,13 @@ def main() -> int:
         w.writerows(rows)
     print(f"total: {totals[0]} passed, {totals[1]} failed, {totals[2]} skipped; "
           f"{out / 'results.csv'}, logs in {out / 'logs'}")
-    return 0 if all_ok else 1
+    # Every member Mooncake's module declares, present here (what the tests do not call too).
+    members = subprocess.run(
+        [PYTHON, str(Path(__file__).parent / "mooncake_members.py"), str(src / STORE_PY)],
+        env=dict(os.environ, PYTHONPATH=str(args.build.resolve() / "bindings" / "python")),
+        capture_output=True, text=True)
+    print((members.stdout + members.stderr).strip())
+    return 0 if all_ok and members.returncode == 0 else 1
 
 
 if __name__ == "__main__":
