@@ -24,16 +24,17 @@ Offloader::Offloader(MasterClient* master, Membership* membership, SsdTier* tier
 
 Offloader::~Offloader() { Stop(); }
 
-void Offloader::Start() { thread_ = std::thread([this] { Loop(); }); }
+void Offloader::Start() {
+  // What was written but never reported at the end: one last try (the next start's
+  // registration settles the rest).
+  loop_.Start([this] { return RunRound(); },
+              [this] {
+                if (!unsent_.keys.empty()) SendReport(&unsent_);
+              });
+}
 
 void Offloader::Stop() {
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    stop_ = true;
-  }
-  cv_.notify_all();
-  if (!thread_.joinable()) return;
-  thread_.join();
+  if (!loop_.Stop()) return;
   Stats s = stats();
   MC_LOG_INFO("offloader stopped: %llu objects (%llu bytes) offloaded, %llu failed, %llu "
               "forgotten (changed meanwhile)",
@@ -45,20 +46,6 @@ void Offloader::Stop() {
 Offloader::Stats Offloader::stats() const {
   std::lock_guard<std::mutex> lock(mu_);
   return stats_;
-}
-
-void Offloader::Loop() {
-  std::unique_lock<std::mutex> lock(mu_);
-  while (!stop_) {
-    lock.unlock();
-    std::chrono::milliseconds wait = RunRound();
-    lock.lock();
-    cv_.wait_for(lock, wait, [this] { return stop_; });
-  }
-  lock.unlock();
-  // What was written but never reported: one last try (the next start's registration
-  // settles the rest).
-  if (!unsent_.keys.empty()) SendReport(&unsent_);
 }
 
 std::chrono::milliseconds Offloader::RunRound() {

@@ -26,15 +26,14 @@
 
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
 #include <memory>
 #include <mutex>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "common/error_code.h"
+#include "common/paced_loop.h"
 #include "daemon/master_client.h"
 #include "daemon/membership.h"
 #include "daemon/ssd_tier.h"
@@ -80,7 +79,6 @@ class Offloader {
     std::vector<uint64_t> sizes;  // for the counters
   };
 
-  void Loop();
   // One fetch and its work; how long to wait before the next round.
   std::chrono::milliseconds RunRound();
   // Copies and writes jobs[begin, end), then reports them (with what was left unsent).
@@ -103,10 +101,8 @@ class Offloader {
   bool said_not_supported_ = false;                                    // loop thread only
 
   mutable std::mutex mu_;
-  std::condition_variable cv_;
-  bool stop_ = false;  // guarded by mu_
-  Stats stats_;        // guarded by mu_
-  std::thread thread_;
+  Stats stats_;  // guarded by mu_
+  PacedLoop loop_;  // last: stopped (by ~PacedLoop) before the members its rounds use go
 };
 
 }  // namespace mooncake

@@ -9,16 +9,17 @@ namespace mooncake {
 
 ReplicaTaskRunner::~ReplicaTaskRunner() { Stop(); }
 
-void ReplicaTaskRunner::Start() { thread_ = std::thread([this] { Loop(); }); }
+void ReplicaTaskRunner::Start() {
+  // Copied but never reported at the end: one last try (the master's timeout settles the
+  // rest).
+  loop_.Start([this] { return RunRound(); },
+              [this] {
+                if (!unsent_.empty()) Report();
+              });
+}
 
 void ReplicaTaskRunner::Stop() {
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    stop_ = true;
-  }
-  cv_.notify_all();
-  if (!thread_.joinable()) return;
-  thread_.join();
+  if (!loop_.Stop()) return;
   Stats s = stats();
   if (s.done + s.failed > 0) {
     MC_LOG_INFO("replica tasks: %llu copies and moves done, %llu failed",
@@ -30,19 +31,6 @@ void ReplicaTaskRunner::Stop() {
 ReplicaTaskRunner::Stats ReplicaTaskRunner::stats() const {
   std::lock_guard<std::mutex> lock(mu_);
   return stats_;
-}
-
-void ReplicaTaskRunner::Loop() {
-  std::unique_lock<std::mutex> lock(mu_);
-  while (!stop_) {
-    lock.unlock();
-    std::chrono::milliseconds wait = RunRound();
-    lock.lock();
-    cv_.wait_for(lock, wait, [this] { return stop_; });
-  }
-  lock.unlock();
-  // Copied but never reported: one last try (the master's timeout settles the rest).
-  if (!unsent_.empty()) Report();
 }
 
 std::chrono::milliseconds ReplicaTaskRunner::RunRound() {

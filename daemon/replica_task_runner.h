@@ -23,12 +23,11 @@
 #define MOONCAKE_DAEMON_REPLICA_TASK_RUNNER_H_
 
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
 #include <mutex>
-#include <thread>
 #include <vector>
 
+#include "common/paced_loop.h"
 #include "daemon/master_client.h"
 #include "daemon/membership.h"
 #include "daemon/replica_io.h"
@@ -61,7 +60,6 @@ class ReplicaTaskRunner {
   Stats stats() const;
 
  private:
-  void Loop();
   // One fetch and its work; how long to wait before the next round.
   std::chrono::milliseconds RunRound();
   // Copies every task of batch; outcomes[i] for batch.tasks[i].
@@ -78,10 +76,8 @@ class ReplicaTaskRunner {
   std::chrono::milliseconds idle_{kIdle};        // loop thread only: the next empty pause
 
   mutable std::mutex mu_;
-  std::condition_variable cv_;
-  bool stop_ = false;  // guarded by mu_
-  Stats stats_;        // guarded by mu_
-  std::thread thread_;
+  Stats stats_;  // guarded by mu_
+  PacedLoop loop_;  // last: stopped (by ~PacedLoop) before the members its rounds use go
 };
 
 }  // namespace mooncake
