@@ -31,12 +31,6 @@ static int setup_store(void **state) {
   return store_fixture_setup(state, g_cluster, 0, POOL_SIZE);
 }
 
-static mooncake_put_config_t config(void) {
-  mooncake_put_config_t c;
-  assert_int_equal(mooncake_store_put_config_init(&c), 0);
-  return c;
-}
-
 static int put(mooncake_store_t s, const char *key, uint64_t seed,
                const mooncake_put_config_t *c) {
   char value[VALUE_SIZE];
@@ -59,7 +53,7 @@ static int64_t soft_pin_left(const char *key) {
 static void test_init_and_defaults(void **state) {
   store_fixture *f = *state;
   assert_int_equal(mooncake_store_put_config_init(NULL), -1);
-  mooncake_put_config_t c = config();
+  mooncake_put_config_t c = default_put_config();
   assert_int_equal(c.struct_size, sizeof(c));
   assert_int_equal(c.replica_num, 1);
   assert_int_equal(c.soft_pin_action, MOONCAKE_SOFT_PIN_PRESERVE);
@@ -110,7 +104,7 @@ static void test_struct_size(void **state) {
 
 static void test_replica_num(void **state) {
   store_fixture *f = *state;
-  mooncake_put_config_t c = config();
+  mooncake_put_config_t c = default_put_config();
   c.replica_num = 3;
   assert_int_equal(put(f->store, "three", 7, &c), 0);
   int a = replica_daemon(g_cluster, "three", 0), b = replica_daemon(g_cluster, "three", 1),
@@ -125,7 +119,7 @@ static void test_replica_num(void **state) {
 /* The deadline is fixed at publication: a read does not move it (Mooncake's semantics). */
 static void test_soft_pin_ttl_is_a_fixed_deadline(void **state) {
   store_fixture *f = *state;
-  mooncake_put_config_t c = config();
+  mooncake_put_config_t c = default_put_config();
   c.soft_pin_action = MOONCAKE_SOFT_PIN_ENABLE;
   c.has_soft_pin_ttl = 1;
   c.soft_pin_ttl_ms = 300000;
@@ -161,7 +155,7 @@ static void test_soft_pin_ttl_is_a_fixed_deadline(void **state) {
 
 static void test_soft_pin_rules(void **state) {
   store_fixture *f = *state;
-  mooncake_put_config_t c = config();
+  mooncake_put_config_t c = default_put_config();
   c.has_soft_pin_ttl = 1;
   c.soft_pin_ttl_ms = 1000;
   c.soft_pin_action = MOONCAKE_SOFT_PIN_PRESERVE; /* a TTL only with ENABLE */
@@ -184,7 +178,7 @@ static void test_soft_pin_rules(void **state) {
 static void test_upsert_soft_pin_actions(void **state) {
   store_fixture *f = *state;
   char value[VALUE_SIZE];
-  mooncake_put_config_t c = config();
+  mooncake_put_config_t c = default_put_config();
   c.soft_pin_action = MOONCAKE_SOFT_PIN_ENABLE;
   c.has_soft_pin_ttl = 1;
   c.soft_pin_ttl_ms = 500000;
@@ -192,7 +186,7 @@ static void test_upsert_soft_pin_actions(void **state) {
   assert_int_equal(mooncake_store_upsert_from_ex(f->store, "u", value, sizeof(value), &c), 0);
   int64_t before = soft_pin_left("u");
   assert_true(before > 400000);
-  mooncake_put_config_t keep = config();
+  mooncake_put_config_t keep = default_put_config();
   fill_pattern(value, sizeof(value), 21);
   assert_int_equal(mooncake_store_upsert_from_ex(f->store, "u", value, sizeof(value), &keep), 0);
   assert_value(f->store, "u", 21);
@@ -202,7 +196,7 @@ static void test_upsert_soft_pin_actions(void **state) {
   assert_int_equal(mooncake_store_upsert_from_ex(f->store, "u", value, sizeof(value), &c), 0);
   int64_t renewed = soft_pin_left("u");
   assert_true(renewed > 50000 && renewed <= 100000);
-  mooncake_put_config_t off = config();
+  mooncake_put_config_t off = default_put_config();
   off.soft_pin_action = MOONCAKE_SOFT_PIN_DISABLE;
   assert_int_equal(mooncake_store_upsert_from_ex(f->store, "u", value, sizeof(value), &off), 0);
   assert_int_equal(soft_pin_left("u"), 0);
@@ -210,7 +204,7 @@ static void test_upsert_soft_pin_actions(void **state) {
 
 static void test_hard_pin(void **state) {
   store_fixture *f = *state;
-  mooncake_put_config_t c = config();
+  mooncake_put_config_t c = default_put_config();
   c.with_hard_pin = 1;
   assert_int_equal(put(f->store, "hard", 30, &c), 0);
   assert_int_equal(mooncake_store_remove(f->store, "hard", 0), /* kept: hard-pinned */
@@ -222,14 +216,14 @@ static void test_hard_pin(void **state) {
 
 static void test_preferred_segments(void **state) {
   store_fixture *f = *state;
-  mooncake_put_config_t c = config();
+  mooncake_put_config_t c = default_put_config();
   const char *two[] = {mc_cluster_name_at(g_cluster, 2)};
   c.preferred_segments = two;
   c.preferred_segments_count = 1;
   assert_int_equal(put(f->store, "on-2", 40, &c), 0);
   assert_int_equal(replica_daemon(g_cluster, "on-2", 0), 2);
   /* The deprecated single name, used when the list is empty. */
-  mooncake_put_config_t one = config();
+  mooncake_put_config_t one = default_put_config();
   one.preferred_segment = mc_cluster_name_at(g_cluster, 1);
   assert_int_equal(put(f->store, "on-1", 41, &one), 0);
   assert_int_equal(replica_daemon(g_cluster, "on-1", 0), 1);
@@ -245,7 +239,7 @@ static void test_preferred_segments(void **state) {
 static void test_prefer_alloc_in_same_node(void **state) {
   (void)state;
   mooncake_store_t s = connect_app(g_cluster, 1, POOL_SIZE);
-  mooncake_put_config_t c = config();
+  mooncake_put_config_t c = default_put_config();
   c.prefer_alloc_in_same_node = 1;
   char key[32];
   for (int i = 0; i < 12; ++i) {
@@ -259,7 +253,7 @@ static void test_prefer_alloc_in_same_node(void **state) {
   assert_int_equal(replica_daemon(g_cluster, "local-two", 0), 1);
   assert_int_not_equal(replica_daemon(g_cluster, "local-two", 1), 1);
   /* Without it, random placement leaves the caller's daemon at least once in 24 puts. */
-  mooncake_put_config_t plain = config();
+  mooncake_put_config_t plain = default_put_config();
   int elsewhere = 0;
   for (int i = 0; i < 24; ++i) {
     snprintf(key, sizeof(key), "random-%d", i);
@@ -277,32 +271,32 @@ static void test_unsupported_fields(void **state) {
   const char *nof[] = {"nof-0"};
   const char *groups_empty[] = {""};
   const char *groups_set[] = {"g1", "g2"};
-  mooncake_put_config_t c = config();
+  mooncake_put_config_t c = default_put_config();
   c.nof_replica_num = 1;
   assert_int_equal(put(f->store, "x", 1, &c), MOONCAKE_STORE_NOT_SUPPORTED);
-  c = config();
+  c = default_put_config();
   c.dfs_replica_num = 1;
   assert_int_equal(put(f->store, "x", 1, &c), MOONCAKE_STORE_NOT_SUPPORTED);
-  c = config();
+  c = default_put_config();
   c.preferred_nof_segments = nof;
   c.preferred_nof_segments_count = 1;
   assert_int_equal(put(f->store, "x", 1, &c), MOONCAKE_STORE_NOT_SUPPORTED);
-  c = config();
+  c = default_put_config();
   c.host_id = "node-7";
   assert_int_equal(put(f->store, "x", 1, &c), MOONCAKE_STORE_NOT_SUPPORTED);
-  c = config();
+  c = default_put_config();
   c.group_ids = groups_set;
   c.group_ids_count = 2; /* two for one key */
   assert_int_equal(put(f->store, "x", 1, &c), MOONCAKE_STORE_INVALID_PARAMS);
   c.group_ids = NULL;
   c.group_ids_count = 1;
   assert_int_equal(put(f->store, "x", 1, &c), -1);
-  c = config();
+  c = default_put_config();
   c.data_type = 10;
   assert_int_equal(put(f->store, "x", 1, &c), MOONCAKE_STORE_INVALID_PARAMS);
   assert_int_equal(mooncake_store_is_exist(f->store, "x"), 0);
   /* Accepted: empty group ids (ungrouped), an empty host id, a known data type. */
-  c = config();
+  c = default_put_config();
   c.group_ids = groups_empty;
   c.group_ids_count = 1;
   c.host_id = "";
@@ -313,7 +307,7 @@ static void test_unsupported_fields(void **state) {
 
 static void test_ex_calls_and_batches(void **state) {
   store_fixture *f = *state;
-  mooncake_put_config_t c = config();
+  mooncake_put_config_t c = default_put_config();
   c.replica_num = 2;
   char *pool = mooncake_store_alloc(f->store, 4 * VALUE_SIZE);
   assert_non_null(pool);

@@ -34,12 +34,6 @@ static int setup_store(void **state) {
   return store_fixture_setup(state, g_cluster, 0, POOL_SIZE);
 }
 
-static mooncake_put_config_t config(void) {
-  mooncake_put_config_t c;
-  assert_int_equal(mooncake_store_put_config_init(&c), 0);
-  return c;
-}
-
 static int64_t write_one(mooncake_store_t s, const char *key, const void *src, uint64_t length,
                          uint64_t dst_offset) {
   mooncake_put_fragment_t f = {src, length, dst_offset};
@@ -76,7 +70,7 @@ static void test_layer_by_layer(void **state) {
   const char *keys[3] = {"layers-0", "layers-1", "layers-2"};
   size_t sizes[3] = {PAGE * LAYERS, PAGE * LAYERS, PAGE * LAYERS};
   int rcs[3];
-  mooncake_put_config_t c = config();
+  mooncake_put_config_t c = default_put_config();
   c.replica_num = 2;
   assert_int_equal(mooncake_store_put_session_start(f->store, keys, sizes, 3, &c, rcs), 0);
   for (int i = 0; i < 3; ++i) assert_int_equal(rcs[i], 0);
@@ -127,7 +121,7 @@ static void test_many_ranges_and_large_values(void **state) {
   const size_t big = 3 * POOL_SIZE;  /* larger than the pool: staged */
   char *value = malloc(big);
   fill_pattern(value, big, 7);
-  mooncake_put_config_t c = config();
+  mooncake_put_config_t c = default_put_config();
   c.preferred_segment = mc_cluster_name_at(g_cluster, 0);
   assert_int_equal(start_one(f->store, "large", big, &c), 0);
   mooncake_put_fragment_t halves[2] = {{value + big / 2, big / 2, big / 2},
@@ -241,7 +235,7 @@ static void test_dying_client_session_revoked(void **state) {
   pid_t child = fork_with_pipe(fds);
   if (child == 0) {
     mooncake_store_t s = connect_app(g_cluster, 0, POOL_SIZE);
-    mooncake_put_config_t c = config();
+    mooncake_put_config_t c = default_put_config();
     c.preferred_segment = mc_cluster_name_at(g_cluster, 1);
     int rc = start_one(s, "abandoned", reserved, &c);
     char page[PAGE];
@@ -268,7 +262,7 @@ static void test_dying_client_session_revoked(void **state) {
   size_t n = reserved;
   char *value = malloc(n);
   fill_pattern(value, n, 11);
-  mooncake_put_config_t c = config();
+  mooncake_put_config_t c = default_put_config();
   c.preferred_segment = mc_cluster_name_at(g_cluster, 1);
   assert_int_equal(mooncake_store_put_ex(f->store, "after-the-crash", value, n, &c), 0);
   assert_int_equal(replica_daemon(g_cluster, "after-the-crash", 0), 1);
@@ -302,7 +296,7 @@ static void test_group_ids_reach_the_master(void **state) {
   size_t sizes[3] = {PAGE, PAGE, PAGE};
   const char *ids[3] = {"batch-group", "batch-group", ""};
   int rcs[3];
-  mooncake_put_config_t c = config();
+  mooncake_put_config_t c = default_put_config();
   c.group_ids = ids;
   c.group_ids_count = 3;
   assert_int_equal(mooncake_store_batch_put_from_ex(f->store, keys, bufs, sizes, 3, &c, rcs), 0);
@@ -317,7 +311,7 @@ static void test_group_ids_reach_the_master(void **state) {
   assert_int_equal(mooncake_store_remove(f->store, keys[2], 0), 0);
   /* Single put and session, one group. */
   const char *one[1] = {"mixed"};
-  c = config();
+  c = default_put_config();
   c.group_ids = one;
   c.group_ids_count = 1;
   assert_int_equal(mooncake_store_put_ex(f->store, "g-single", page, PAGE, &c), 0);

@@ -91,6 +91,12 @@ mooncake_store_t connect_app(const mc_cluster *c, int i, uint64_t pool) {
   return s;
 }
 
+mooncake_put_config_t default_put_config(void) {
+  mooncake_put_config_t c;
+  assert_int_equal(mooncake_store_put_config_init(&c), 0);
+  return c;
+}
+
 int store_fixture_setup(void **state, const mc_cluster *c, int i, uint64_t pool) {
   store_fixture *f = calloc(1, sizeof(*f));
   f->store = connect_app(c, i, pool);

@@ -38,6 +38,9 @@ int store_fixture_setup(void **state, const mc_cluster *c, int i, uint64_t pool)
 /* A teardown function: destroys the handle and frees the fixture. Returns 0. */
 int store_fixture_teardown(void **state);
 
+/* A put config with every default (mooncake_store_put_config_init, asserted to succeed). */
+mooncake_put_config_t default_put_config(void);
+
 /* One replica (replica_num) per daemon named in targets, in order; targets[k] are daemon
  * indices of c. The names must outlive the config: they point into the cluster. */
 typedef struct placement {
