@@ -9,7 +9,9 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -21,6 +23,7 @@
 #include <thrift/transport/TSocket.h>
 #include <thrift/transport/TTransportException.h>
 
+#include "common/host_address.h"
 #include "common/log_throttle.h"
 #include "common/logging.h"
 #include "common/spin_wait.h"
@@ -39,8 +42,19 @@ constexpr size_t kInitialBufferBytes = 16 << 10;
 constexpr size_t kIdleBufferBytes = 1 << 20;
 constexpr int kMaxEvents = 64;
 
-LogThrottle g_frame_log;
+// Closures the server decides: of connections not admitted (what a peer without the key
+// can cause at will), and of admitted ones; each at most one line a second.
+LogThrottle g_unadmitted_log;
+LogThrottle g_admitted_log;
 LogThrottle g_accept_log;
+
+// The clock of deadlines and idleness: read after every recv, so the cheap one (a few
+// milliseconds coarse, which a timeout of seconds does not notice).
+int64_t CoarseNanos() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+  return static_cast<int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
+}
 
 // The frame being read, as the protocol's transport: reads come from the connection's
 // buffer, in place. A read past the frame's end throws (END_OF_FILE): the call was cut.
@@ -90,6 +104,29 @@ void CloseFd(int* fd) {
 
 }  // namespace
 
+struct RpcServer::Connection {
+  std::shared_ptr<apache::thrift::transport::TSocket> socket;  // owns the fd
+  int fd = -1;
+  std::shared_ptr<apache::thrift::TProcessor> processor;
+  RpcAdmission* admission = nullptr;  // the processor's; null: admitted at connect
+  RpcConnections::Entry* entry = nullptr;
+  uint64_t id = 0;  // entry's, kept: the entry goes first at Close
+  bool admitted = false;
+  std::shared_ptr<FrameInput> input = std::make_shared<FrameInput>();
+  std::shared_ptr<TMemoryBuffer> output = std::make_shared<TMemoryBuffer>();
+  std::shared_ptr<TProtocol> input_protocol;
+  std::shared_ptr<TProtocol> output_protocol;
+  // What was read: [0, read_bytes) of read_buffer, of read_capacity.
+  std::unique_ptr<uint8_t[]> read_buffer;
+  size_t read_capacity = 0;
+  size_t read_bytes = 0;
+  // The reply being written: [write_offset, write_bytes) of output's buffer.
+  const uint8_t* write_data = nullptr;
+  size_t write_offset = 0;
+  size_t write_bytes = 0;
+  bool writing = false;
+};
+
 // One I/O thread: an epoll set of its connections and of its wake-up eventfd.
 class RpcServer::IoThread {
  public:
@@ -122,11 +159,20 @@ class RpcServer::IoThread {
     if (thread_.joinable()) thread_.join();
   }
 
-  // Any thread: this thread serves fd from now on (or closes it when stopping).
-  void Adopt(int fd) {
+  // Any thread: this thread serves c from now on (or closes it when stopping).
+  void Adopt(std::unique_ptr<Connection> c) {
     {
       std::lock_guard<std::mutex> lock(mu_);
-      adopted_.push_back(fd);
+      adopted_.push_back(std::move(c));
+    }
+    Wake();
+  }
+  // Any thread: the connection id, if this thread still has it, is to be closed (the
+  // server counted and logged why).
+  void Doom(uint64_t id) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      doomed_.push_back(id);
     }
     Wake();
   }
@@ -137,16 +183,19 @@ class RpcServer::IoThread {
   }
 
  private:
-  struct Connection;
-
   void Run();
-  // Waits for events: polls first (spin, when its budget and the spinner limit allow),
-  // then blocks.
-  int Wait(epoll_event* events);
-  void TakeAdopted();
-  // Serves fd from now on: its processor, its buffers, its place in the epoll set.
-  void AddConnection(int fd);
+  // Waits for events, at most timeout_ms (-1: no limit): polls first (spin, when its
+  // budget and the spinner limit allow), then blocks.
+  int Wait(epoll_event* events, int timeout_ms);
+  // The connections handed over and those to close, from other threads.
+  void TakeQueues();
+  // Serves c from now on: its place in the epoll set.
+  void AddConnection(std::unique_ptr<Connection> c);
   void Close(Connection* c);
+  // Closes the connections past their handshake deadline or their idle timeout.
+  void Sweep(int64_t now_ns);
+  // The connection's processor says it is admitted now.
+  void Admit(Connection* c);
   // The connection's events; false when it was closed.
   bool OnEvents(Connection* c, uint32_t events);
   bool OnReadable(Connection* c);
@@ -168,35 +217,30 @@ class RpcServer::IoThread {
   int wake_ = -1;
   std::thread thread_;
   std::mutex mu_;
-  std::vector<int> adopted_;  // under mu_
-  std::unordered_map<Connection*, std::unique_ptr<Connection>> connections_;  // this thread's
-};
-
-struct RpcServer::IoThread::Connection {
-  std::shared_ptr<apache::thrift::transport::TSocket> socket;  // owns the fd
-  int fd = -1;
-  std::shared_ptr<apache::thrift::TProcessor> processor;
-  std::shared_ptr<FrameInput> input = std::make_shared<FrameInput>();
-  std::shared_ptr<TMemoryBuffer> output = std::make_shared<TMemoryBuffer>();
-  std::shared_ptr<TProtocol> input_protocol;
-  std::shared_ptr<TProtocol> output_protocol;
-  // What was read: [0, read_bytes) of read_buffer, of read_capacity.
-  std::unique_ptr<uint8_t[]> read_buffer;
-  size_t read_capacity = 0;
-  size_t read_bytes = 0;
-  // The reply being written: [write_offset, write_bytes) of output's buffer.
-  const uint8_t* write_data = nullptr;
-  size_t write_offset = 0;
-  size_t write_bytes = 0;
-  bool writing = false;
+  std::vector<std::unique_ptr<Connection>> adopted_;  // under mu_
+  std::vector<uint64_t> doomed_;                      // under mu_
+  std::unordered_map<uint64_t, std::unique_ptr<Connection>> connections_;  // this thread's
+  int64_t next_sweep_ns_ = 0;
 };
 
 void RpcServer::IoThread::Run() {
   const std::string name = "mc-rpc-" + std::to_string(index_);
   pthread_setname_np(pthread_self(), name.substr(0, 15).c_str());
   epoll_event events[kMaxEvents];
+  const int64_t sweep_ns = server_->SweepIntervalMs() * 1000000;
   while (!server_->stopping_.load(std::memory_order_acquire)) {
-    const int n = Wait(events);
+    // Deadlines are looked at every sweep_ns while there are connections; an idle thread
+    // sleeps until something happens.
+    int timeout_ms = -1;
+    if (!connections_.empty()) {
+      const int64_t now = CoarseNanos();
+      if (now >= next_sweep_ns_) {
+        Sweep(now);
+        next_sweep_ns_ = now + sweep_ns;
+      }
+      timeout_ms = static_cast<int>((next_sweep_ns_ - now) / 1000000) + 1;
+    }
+    const int n = Wait(events, timeout_ms);
     if (n < 0) {
       if (errno != EINTR) MC_LOG_ERROR("rpc server: epoll_wait: %s", strerror(errno));
       continue;
@@ -206,17 +250,17 @@ void RpcServer::IoThread::Run() {
         uint64_t count = 0;
         ssize_t ignored = read(wake_, &count, sizeof(count));
         (void)ignored;
-        TakeAdopted();
+        TakeQueues();
         continue;
       }
       OnEvents(static_cast<Connection*>(events[i].data.ptr), events[i].events);
     }
   }
-  TakeAdopted();  // closes what came after the last look
-  while (!connections_.empty()) Close(connections_.begin()->first);
+  TakeQueues();  // closes what came after the last look
+  while (!connections_.empty()) Close(connections_.begin()->second.get());
 }
 
-int RpcServer::IoThread::Wait(epoll_event* events) {
+int RpcServer::IoThread::Wait(epoll_event* events, int timeout_ms) {
   // The wait follows activity (an idle thread is asleep below, not here): the next call
   // of a busy daemon usually comes within microseconds.
   int n = 0;
@@ -225,58 +269,91 @@ int RpcServer::IoThread::Wait(epoll_event* events) {
         spin_.Spin([&] { return (n = epoll_wait(epoll_, events, kMaxEvents, 0)) != 0; });
     server_->spinners_.Leave();
     if (hit) return n;
-    n = epoll_wait(epoll_, events, kMaxEvents, -1);
+    n = epoll_wait(epoll_, events, kMaxEvents, timeout_ms);
     spin_.Blocked();
     return n;
   }
-  return epoll_wait(epoll_, events, kMaxEvents, -1);
+  return epoll_wait(epoll_, events, kMaxEvents, timeout_ms);
 }
 
-void RpcServer::IoThread::TakeAdopted() {
-  std::vector<int> fds;
+void RpcServer::IoThread::TakeQueues() {
+  std::vector<std::unique_ptr<Connection>> adopted;
+  std::vector<uint64_t> doomed;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    fds.swap(adopted_);
+    adopted.swap(adopted_);
+    doomed.swap(doomed_);
   }
-  for (int fd : fds) {
-    if (server_->stopping_.load(std::memory_order_acquire)) {
-      close(fd);
-    } else {
-      AddConnection(fd);
-    }
+  // Adopted first: a connection may be doomed before this thread has seen it.
+  for (auto& c : adopted) AddConnection(std::move(c));
+  for (uint64_t id : doomed) {
+    auto c = connections_.find(id);
+    if (c != connections_.end()) Close(c->second.get());
   }
 }
 
-void RpcServer::IoThread::AddConnection(int fd) {
-  auto c = std::make_unique<Connection>();
-  c->fd = fd;
-  c->socket = std::make_shared<apache::thrift::transport::TSocket>(fd);
-  c->input_protocol = server_->protocols_->getProtocol(c->input);
-  c->output_protocol = server_->protocols_->getProtocol(c->output);
-  try {
-    apache::thrift::TConnectionInfo info;
-    info.input = c->input_protocol;
-    info.output = c->output_protocol;
-    info.transport = c->socket;
-    c->processor = server_->processors_->getProcessor(info);
-  } catch (const std::exception& e) {
-    MC_LOG_WARN("rpc server: no processor for a new connection: %s", e.what());
+void RpcServer::IoThread::AddConnection(std::unique_ptr<Connection> c) {
+  if (server_->stopping_.load(std::memory_order_acquire)) {
+    server_->connections_.Remove(c->entry);
     return;  // c's socket closes the fd
   }
   epoll_event ev{};
   ev.events = EPOLLIN;
   ev.data.ptr = c.get();
-  if (epoll_ctl(epoll_, EPOLL_CTL_ADD, fd, &ev) != 0) {
+  if (epoll_ctl(epoll_, EPOLL_CTL_ADD, c->fd, &ev) != 0) {
     MC_LOG_WARN("rpc server: cannot watch a new connection: %s", strerror(errno));
+    server_->connections_.Remove(c->entry);
     return;
   }
-  Connection* key = c.get();
-  connections_.emplace(key, std::move(c));
+  const uint64_t id = c->id;
+  connections_.emplace(id, std::move(c));
 }
 
 void RpcServer::IoThread::Close(Connection* c) {
   epoll_ctl(epoll_, EPOLL_CTL_DEL, c->fd, nullptr);
-  connections_.erase(c);  // the TSocket closes the fd
+  server_->connections_.Remove(c->entry);
+  connections_.erase(c->id);  // the TSocket closes the fd
+}
+
+void RpcServer::IoThread::Sweep(int64_t now_ns) {
+  const RpcServerOptions& o = server_->options_;
+  const int64_t handshake_ns = o.handshake_timeout_ms * 1000000;
+  const int64_t idle_ns = o.idle_timeout_ms * 1000000;
+  std::vector<Connection*> expired;
+  for (auto& [id, owned] : connections_) {
+    Connection* c = owned.get();
+    if (!c->admitted) {
+      if (now_ns - c->entry->accepted_ns >= handshake_ns) {
+        server_->Closed(RpcClosure::kHandshakeTimeout, c->entry->peer, false,
+                        "not admitted within " + std::to_string(o.handshake_timeout_ms) +
+                            " ms of its accept");
+        expired.push_back(c);
+      }
+      continue;
+    }
+    if (idle_ns <= 0 ||
+        now_ns - c->entry->last_active_ns.load(std::memory_order_relaxed) < idle_ns) {
+      continue;
+    }
+    // A call that arrived since the events were read is activity: it is served next.
+    int unread = 0;
+    if (ioctl(c->fd, FIONREAD, &unread) == 0 && unread > 0) {
+      RpcConnections::Touch(c->entry, now_ns);
+      continue;
+    }
+    server_->Closed(RpcClosure::kIdle, c->entry->peer, true,
+                    "silent for " + std::to_string(o.idle_timeout_ms / 1000) +
+                        " s (--rpc_idle_timeout_sec)");
+    expired.push_back(c);
+  }
+  for (Connection* c : expired) Close(c);
+}
+
+void RpcServer::IoThread::Admit(Connection* c) {
+  c->admitted = true;
+  std::vector<RpcConnections::Victim> victims;
+  server_->connections_.Admit(c->entry, CoarseNanos(), &victims);
+  server_->CloseVictims(victims);
 }
 
 bool RpcServer::IoThread::OnEvents(Connection* c, uint32_t events) {
@@ -297,7 +374,13 @@ bool RpcServer::IoThread::OnEvents(Connection* c, uint32_t events) {
 }
 
 void RpcServer::IoThread::MakeRoom(Connection* c) {
-  size_t want = std::max(c->read_capacity * 2, kInitialBufferBytes);
+  // Before admission the first buffer holds one frame of the most such a connection may
+  // send.
+  const size_t first =
+      c->admitted ? kInitialBufferBytes
+                  : std::min(kInitialBufferBytes,
+                             size_t{4} + server_->options_.unadmitted_max_frame_bytes);
+  size_t want = std::max(c->read_capacity * 2, first);
   if (c->read_bytes >= 4) {
     // Never more than the frame needs (the frame's length was checked by RunFrames).
     want = std::min(want, size_t{4} + GetBigEndian32(c->read_buffer.get()));
@@ -327,6 +410,7 @@ bool RpcServer::IoThread::OnReadable(Connection* c) {
       MC_LOG_DEBUG("rpc server: recv: %s", strerror(errno));
       return false;
     }
+    RpcConnections::Touch(c->entry, CoarseNanos());
     c->read_bytes += static_cast<size_t>(got);
     if (!RunFrames(c)) return false;
     // Drained: a shorter read than the room means nothing more is waiting (epoll says
@@ -336,20 +420,21 @@ bool RpcServer::IoThread::OnReadable(Connection* c) {
 }
 
 bool RpcServer::IoThread::RunFrames(Connection* c) {
+  const RpcServerOptions& o = server_->options_;
   size_t offset = 0;
   bool ok = true;
   while (!c->writing && c->read_bytes - offset >= 4) {
     uint8_t* head = c->read_buffer.get() + offset;
     const uint32_t bytes = GetBigEndian32(head);
-    if (bytes == 0 || bytes > server_->options_.max_frame_bytes) {
-      uint64_t unlogged = 0;
-      if (g_frame_log.Due(&unlogged)) {
-        MC_LOG_WARN("rpc server: a frame of %u bytes (the limit is %u) from %s: connection "
-                    "closed (%llu more not logged)",
-                    bytes, server_->options_.max_frame_bytes,
-                    c->socket->getSocketInfo().c_str(),
-                    static_cast<unsigned long long>(unlogged));
-      }
+    // Checked again for every frame: a connection admitted by the frame before may send
+    // a big one right behind it.
+    const uint32_t limit = c->admitted ? o.max_frame_bytes : o.unadmitted_max_frame_bytes;
+    if (bytes == 0 || bytes > limit) {
+      server_->Closed(c->admitted ? RpcClosure::kFrameLimit : RpcClosure::kFrameBeforeAdmission,
+                      c->entry->peer, c->admitted,
+                      "a frame of " + std::to_string(bytes) + " bytes (the limit is " +
+                          std::to_string(limit) +
+                          (c->admitted ? ")" : " before the connection is admitted)"));
       ok = false;
       break;
     }
@@ -385,9 +470,10 @@ bool RpcServer::IoThread::RunCall(Connection* c, uint8_t* frame, uint32_t bytes)
     c->processor->process(c->input_protocol, c->output_protocol, nullptr);
   } catch (const std::exception& e) {
     MC_LOG_DEBUG("rpc server: a call from %s closed its connection: %s",
-                 c->socket->getSocketInfo().c_str(), e.what());
+                 c->entry->peer.c_str(), e.what());
     return false;
   }
+  if (!c->admitted && c->admission->admitted()) Admit(c);
   uint8_t* reply = nullptr;
   uint32_t reply_bytes = 0;
   c->output->getBuffer(&reply, &reply_bytes);
@@ -428,6 +514,7 @@ bool RpcServer::IoThread::Send(Connection* c) {
 
 bool RpcServer::IoThread::OnWritable(Connection* c) {
   if (!c->writing) return true;
+  RpcConnections::Touch(c->entry, CoarseNanos());  // the peer is reading its reply
   if (!Send(c)) return false;
   // Frames that came while the reply waited are in the buffer already.
   return c->writing || RunFrames(c);
@@ -446,7 +533,8 @@ RpcServer::RpcServer(std::shared_ptr<apache::thrift::TProcessorFactory> processo
     : processors_(std::move(processors)),
       protocols_(std::move(protocols)),
       options_(std::move(options)),
-      spinners_(std::max(1, options_.max_spinning)) {}
+      spinners_(std::max(1, options_.max_spinning)),
+      connections_(options_.limits) {}
 
 RpcServer::~RpcServer() {
   Stop();
@@ -530,25 +618,114 @@ void RpcServer::Serve() {
 
 void RpcServer::AcceptAll() {
   for (;;) {
-    const int fd = accept4(listen_fd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+    sockaddr_storage address{};
+    socklen_t length = sizeof(address);
+    const int fd = accept4(listen_fd_, reinterpret_cast<sockaddr*>(&address), &length,
+                           SOCK_NONBLOCK | SOCK_CLOEXEC);
     if (fd < 0) {
       if (errno == EINTR || errno == ECONNABORTED) continue;
       if (errno == EAGAIN || errno == EWOULDBLOCK) return;
+      const int error = errno;
       uint64_t unlogged = 0;
       if (g_accept_log.Due(&unlogged)) {
-        MC_LOG_WARN("rpc server: accept: %s (%llu more not logged)", strerror(errno),
+        MC_LOG_WARN("rpc server: accept: %s (%llu more not logged)", strerror(error),
                     static_cast<unsigned long long>(unlogged));
       }
-      // Out of descriptors: the pending connection stays readable; give the I/O threads
-      // time to close some rather than spin on it.
+      if (error == EMFILE || error == ENFILE) FreeDescriptor();
+      // The pending connection stays readable; give the I/O threads time to close what
+      // they were told to rather than spin on it.
       usleep(10 * 1000);
       return;
     }
     const int one = 1;
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-    io_threads_[next_thread_]->Adopt(fd);
-    next_thread_ = (next_thread_ + 1) % io_threads_.size();
+    Adopt(fd, address);
   }
+}
+
+void RpcServer::Adopt(int fd, const sockaddr_storage& address) {
+  auto c = std::make_unique<Connection>();
+  c->fd = fd;
+  c->socket = std::make_shared<apache::thrift::transport::TSocket>(fd);
+  c->input_protocol = protocols_->getProtocol(c->input);
+  c->output_protocol = protocols_->getProtocol(c->output);
+  try {
+    apache::thrift::TConnectionInfo info;
+    info.input = c->input_protocol;
+    info.output = c->output_protocol;
+    info.transport = c->socket;
+    c->processor = processors_->getProcessor(info);
+  } catch (const std::exception& e) {
+    MC_LOG_WARN("rpc server: no processor for a new connection: %s", e.what());
+    return;  // c's socket closes the fd
+  }
+  c->admission = dynamic_cast<RpcAdmission*>(c->processor.get());
+  c->admitted = c->admission == nullptr || c->admission->admitted();
+  const auto* peer = reinterpret_cast<const sockaddr*>(&address);
+  const size_t owner = next_thread_;
+  next_thread_ = (next_thread_ + 1) % io_threads_.size();
+  std::vector<RpcConnections::Victim> victims;
+  c->entry = connections_.Add(FormatIp(peer), FormatAddress(peer), owner, c->admitted,
+                              CoarseNanos(), &victims);
+  c->id = c->entry->id;
+  io_threads_[owner]->Adopt(std::move(c));
+  CloseVictims(victims);
+}
+
+void RpcServer::FreeDescriptor() {
+  RpcConnections::Victim victim;
+  if (connections_.PickAny(RpcClosure::kDescriptors, &victim)) CloseVictims({victim});
+}
+
+void RpcServer::CloseVictims(const std::vector<RpcConnections::Victim>& victims) {
+  const RpcConnections::Limits& limits = connections_.limits();
+  for (const RpcConnections::Victim& v : victims) {
+    std::string detail;
+    switch (v.why) {
+      case RpcClosure::kSourceCap:
+        detail = "the oldest of its address's connections not admitted, past " +
+                 std::to_string(limits.max_unadmitted_per_source);
+        break;
+      case RpcClosure::kUnadmittedCap:
+        detail = "the oldest connection not admitted, past " +
+                 std::to_string(limits.max_unadmitted);
+        break;
+      case RpcClosure::kAdmittedCap:
+        detail = "idle the longest, past " + std::to_string(limits.max_admitted) +
+                 " admitted connections (--rpc_max_connections)";
+        break;
+      case RpcClosure::kDescriptors:
+        detail = "out of descriptors at accept (raise the limit: ulimit -n, LimitNOFILE=)";
+        break;
+      default:
+        detail = RpcClosureName(v.why);
+        break;
+    }
+    Closed(v.why, v.peer, v.admitted, detail);
+    io_threads_[v.owner]->Doom(v.id);
+  }
+}
+
+void RpcServer::Closed(RpcClosure why, const std::string& peer, bool admitted,
+                       const std::string& detail) {
+  closed_[static_cast<size_t>(why)].fetch_add(1, std::memory_order_relaxed);
+  uint64_t unlogged = 0;
+  if (!(admitted ? g_admitted_log : g_unadmitted_log).Due(&unlogged)) return;
+  const std::string more =
+      unlogged == 0 ? ""
+                    : " (and " + std::to_string(unlogged) + " more such closures not logged)";
+  if (admitted && why != RpcClosure::kFrameLimit) {
+    MC_LOG_INFO("rpc server: closed %s: %s%s", peer.c_str(), detail.c_str(), more.c_str());
+  } else {
+    MC_LOG_WARN("rpc server: closed %s%s: %s%s", peer.c_str(),
+                admitted ? "" : " (not admitted)", detail.c_str(), more.c_str());
+  }
+}
+
+int64_t RpcServer::SweepIntervalMs() const {
+  int64_t shortest = options_.handshake_timeout_ms;
+  if (options_.idle_timeout_ms > 0) shortest = std::min(shortest, options_.idle_timeout_ms);
+  return std::clamp<int64_t>(shortest / 4, 10, 1000);
 }
 
 void RpcServer::Stop() {

@@ -18,17 +18,37 @@
 // call awake, at the cost of the master's throughput for many busy clients
 // (docs/master.md, "Serving calls").
 //
-// Connections: the acceptor (the thread in Serve) hands each new connection to the next
-// I/O thread in turn; that thread asks the processor factory for the connection's
-// processor (so AuthenticatedProcessorFactory sees a TSocket of the connection, as with
-// TNonblockingServer) and runs all of its calls, one at a time, in order.
+// Connections: the acceptor (the thread in Serve) asks the processor factory for each new
+// connection's processor (so AuthenticatedProcessorFactory sees a TSocket of the
+// connection, as with TNonblockingServer, and can admit a peer at connect), enters it in
+// the budgets (master/rpc_connections.h) and hands it to the next I/O thread in turn,
+// which runs all of its calls, one at a time, in order.
+//
+// Admission (RpcAdmission, which the processor may implement; one that does not is
+// admitted at connect): the server knows nothing of keys, only whether the processor says
+// its connection's peer has proved who it is. Until then the connection lives on a small
+// fixed budget, so that a peer that cannot prove anything costs the master next to
+// nothing:
+//  - a frame over unadmitted_max_frame_bytes (the handshake's calls take under a hundred
+//    bytes) closes it before more than that is read;
+//  - it is closed handshake_timeout_ms after its accept, whatever it sent;
+//  - at most max_unadmitted such connections, max_unadmitted_per_source of one address:
+//    the oldest gives way to a new one (RpcConnections).
+// Once admitted: the full frame limit, at most max_admitted connections (past it the one
+// idle the longest is closed, so an authenticated caller always gets in), and a
+// connection silent for idle_timeout_ms (no call read, no reply written) is closed; a
+// daemon's pool notices a closed connection before it uses it and opens another.
+// Out of descriptors at accept, the oldest connection not admitted (else the admitted one
+// idle the longest) is closed to make one. Every closure the server decides is counted by
+// reason (closed()) and logged at most once a second (one line for connections not
+// admitted, one for admitted ones; each line counts those it passed over).
 //
 // Input policy (a peer may send anything):
 //  - a frame is a 4-byte big-endian length and that many bytes; a length of 0 or above
-//    max_frame_bytes closes the connection (logged, at most a line a second) before
-//    anything is allocated for it. Below the limit the buffer grows with the bytes that
-//    actually arrive (at most twice what was received), never to the length declared:
-//    a 4-byte header alone costs nothing.
+//    the connection's limit (max_frame_bytes; unadmitted_max_frame_bytes before admission)
+//    closes the connection before anything is allocated for it. Below the limit the
+//    buffer grows with the bytes that actually arrive (at most twice what was received),
+//    never to the length declared: a 4-byte header alone costs nothing.
 //  - what is inside a frame is the protocol's business (MakeRpcProtocolFactory: its
 //    string and list limits); a call the processor cannot read, or that throws (the
 //    lease fence of master/authenticated_processor.h), closes the connection with
@@ -41,12 +61,15 @@
 //
 // Thread roles: Listen, then Serve on one thread (it blocks until Stop); Stop from any
 // thread once Listen has returned, once or more, before or during Serve (a Stop before
-// Serve makes Serve return at once). A connection's state belongs to its I/O thread; the
-// hand-off queue of new connections is the only state shared (under a mutex). Serve
-// returns once every I/O thread has closed its connections; a call being handled when
-// Stop comes finishes first.
+// Serve makes Serve return at once). A connection's state belongs to its I/O thread once
+// handed over; shared are each thread's queues of connections to adopt and to close
+// (under its mutex), the budgets (RpcConnections, their own mutex) and the counters
+// (atomic). Serve returns once every I/O thread has closed its connections; a call being
+// handled when Stop comes finishes first. The counts and closed() from any thread.
 #ifndef MOONCAKE_MASTER_RPC_SERVER_H_
 #define MOONCAKE_MASTER_RPC_SERVER_H_
+
+#include <sys/socket.h>
 
 #include <atomic>
 #include <cstdint>
@@ -59,11 +82,27 @@
 #include <thrift/protocol/TProtocol.h>
 
 #include "common/spin_wait.h"
+#include "master/rpc_connections.h"
 
 namespace mooncake {
 
 // TNonblockingServer's limit, which the master ran with before this server.
 constexpr uint32_t kMaxRpcFrameBytes = 256u << 20;
+// Before admission. The handshake's calls are 64 and 65 bytes (a 32-byte nonce or proof
+// in a call message; tests/master_rpc_server_test.cc measures them), and a refused call
+// is answered whatever it was as long as it fits.
+constexpr uint32_t kMaxUnadmittedFrameBytes = 4096;
+
+// What a processor may tell the server about its connection (AuthenticatedProcessor
+// does). Asked on the thread that runs the connection's calls, after each call until it
+// says yes.
+class RpcAdmission {
+ public:
+  virtual ~RpcAdmission() = default;
+  // True once the peer has proved who it is (or needed not to): the connection leaves the
+  // budget of connections not admitted for good.
+  virtual bool admitted() const = 0;
+};
 
 struct RpcServerOptions {
   std::string address;  // to bind: an IP address or a host name; empty: every address
@@ -76,6 +115,15 @@ struct RpcServerOptions {
   // At most this many I/O threads poll at once (the others sleep at once): spinners that
   // outnumber the CPUs starve the threads doing the work.
   int max_spinning = 1;
+  // Before admission (RpcAdmission): the frame limit, and how long a connection may take
+  // to be admitted.
+  uint32_t unadmitted_max_frame_bytes = kMaxUnadmittedFrameBytes;
+  int64_t handshake_timeout_ms = 5000;
+  // The budgets of connections not admitted and admitted (RpcConnections::Split makes
+  // them from one total).
+  RpcConnections::Limits limits;
+  // An admitted connection silent this long is closed; 0: never.
+  int64_t idle_timeout_ms = 300000;
 };
 
 class RpcServer {
@@ -95,10 +143,31 @@ class RpcServer {
   void Serve();
   void Stop();
 
+  // Connections open now, admitted or not (a closing one counts in neither).
+  size_t admitted_connections() const { return connections_.admitted(); }
+  size_t unadmitted_connections() const { return connections_.unadmitted(); }
+  // Connections the server closed for this reason since it started.
+  uint64_t closed(RpcClosure why) const {
+    return closed_[static_cast<size_t>(why)].load(std::memory_order_relaxed);
+  }
+  const RpcServerOptions& options() const { return options_; }
+
  private:
   class IoThread;
+  struct Connection;
 
   void AcceptAll();
+  // The acceptor: fd (accepted from *address) becomes a connection of an I/O thread.
+  void Adopt(int fd, const sockaddr_storage& address);
+  // Out of descriptors: closes one connection to make room (RpcConnections::PickAny).
+  void FreeDescriptor();
+  // Any thread: the victims are counted, logged and handed to their threads to close.
+  void CloseVictims(const std::vector<RpcConnections::Victim>& victims);
+  // Any thread: one closure the server decided, counted and logged (throttled).
+  void Closed(RpcClosure why, const std::string& peer, bool admitted,
+              const std::string& detail);
+  // How often an I/O thread looks for connections past their deadline.
+  int64_t SweepIntervalMs() const;
 
   const std::shared_ptr<apache::thrift::TProcessorFactory> processors_;
   const std::shared_ptr<apache::thrift::protocol::TProtocolFactory> protocols_;
@@ -109,6 +178,8 @@ class RpcServer {
   int port_ = 0;
   std::atomic<bool> stopping_{false};
   SpinnerLimit spinners_;
+  RpcConnections connections_;
+  std::atomic<uint64_t> closed_[static_cast<size_t>(RpcClosure::kCount)] = {};
   std::vector<std::unique_ptr<IoThread>> io_threads_;  // made by Listen
   size_t next_thread_ = 0;                             // acceptor's
 };
