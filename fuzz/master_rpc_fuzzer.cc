@@ -9,11 +9,12 @@
 // bit 5 restarts the master (a clean shutdown, then the restore a restart makes: the
 // newest snapshot and the log after it; the calls then come on a new connection of the
 // same kind), bits 6-7 open a new connection (kPeers), and bit 3 runs the upkeep (Tick),
-// before the call. The first connection is a peer on this host of a master without a key
-// (admitted at connect); a new one is that again, or a peer of a master holding
-// kFuzzClusterKey (admitted by the handshake; its server nonce is kFuzzServerNonce, so a
-// seed can prove), or another host's peer of a master without a key (refused). Each input
-// starts with a fresh service, log, directory and clock, so state stays bounded by it.
+// before the call. The first connection is a peer on this host, as the master's user, of
+// a master without a key (admitted at connect); a new one is that again, or a peer of a
+// master holding kFuzzClusterKey (admitted by the handshake; its server nonce is
+// kFuzzServerNonce, so a seed can prove), or a peer of a master without a key from another
+// host or user (refused). Each input starts with a fresh service, log, directory and
+// clock, so state stays bounded by it.
 //
 // Invariants of admission, at every call:
 //  - a connection not admitted has every call but the handshake's answered with the
@@ -393,13 +394,15 @@ const ClusterKey& FuzzKey() {
 }
 
 // A connection's processor, as the server's factory makes one: with the key for kKeyed,
-// without one (admitting only this host) for the others.
+// without one (admitting only this host's own user or root) for the others.
 std::unique_ptr<AuthenticatedProcessor> Connect(const std::shared_ptr<RpcHandler>& handler,
                                                 Peer peer) {
   std::shared_ptr<const ClusterKey> key;
   if (peer == Peer::kKeyed) key = std::make_shared<const ClusterKey>(FuzzKey());
   return std::make_unique<AuthenticatedProcessor>(
-      handler, key, AuthenticatedProcessor::Peer{"fuzz:1", peer == Peer::kThisHost},
+      handler, key,
+      AuthenticatedProcessor::Peer{"fuzz:1", peer == Peer::kThisHost,
+                                   peer == Peer::kThisHost ? "" : "another user's socket"},
       [] { return fuzz::kFuzzServerNonce; });
 }
 

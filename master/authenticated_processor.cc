@@ -1,7 +1,7 @@
 #include "master/authenticated_processor.h"
 
 #include <sys/socket.h>
-
+#include <unistd.h>
 
 #include <thrift/TApplicationException.h>
 #include <thrift/TProcessor.h>
@@ -12,6 +12,7 @@
 #include "common/log_throttle.h"
 #include "common/logging.h"
 #include "common/master_auth.h"
+#include "common/peer_owner.h"
 
 namespace mooncake {
 
@@ -75,14 +76,16 @@ class AuthenticatedProcessor::ReplyFence : public apache::thrift::TProcessorEven
 AuthenticatedProcessor::AuthenticatedProcessor(std::shared_ptr<rpc::MasterServiceIf> handler,
                                                std::shared_ptr<const ClusterKey> key,
                                                Peer peer, NonceSource new_nonce,
-                                               RoleMachine* role)
+                                               RoleMachine* role,
+                                               std::atomic<uint64_t>* refused)
     : MasterServiceProcessor(std::move(handler)),
       key_(std::move(key)),
       peer_(std::move(peer)),
       new_nonce_(std::move(new_nonce)),
-      role_(role) {
+      role_(role),
+      refused_(refused) {
   if (key_ == nullptr) {
-    stage_ = peer_.on_this_host ? Stage::kAdmitted : Stage::kRefused;
+    stage_ = peer_.this_user_or_root ? Stage::kAdmitted : Stage::kRefused;
   }
   if (role_ != nullptr) setEventHandler(std::make_shared<ReplyFence>(this));
 }
@@ -183,6 +186,7 @@ bool AuthenticatedProcessor::DispatchUnadmitted(TProtocol* in, TProtocol* out,
   in->readMessageEnd();
   in->getTransport()->readEnd();
   const std::string why = RefusalReason();
+  if (refused_ != nullptr) refused_->fetch_add(1, std::memory_order_relaxed);
   LogRefusal(peer_.address, fname, why);
   TApplicationException refusal(TApplicationException::UNKNOWN, UnauthenticatedMessage(why));
   out->writeMessageBegin(fname, apache::thrift::protocol::T_EXCEPTION, seqid);
@@ -241,8 +245,11 @@ rpc::AuthenticateResult AuthenticatedProcessor::Authenticate(const std::string& 
 
 std::string AuthenticatedProcessor::RefusalReason() const {
   if (key_ == nullptr) {
-    return "this master has no cluster key and admits only peers on its own host "
-           "(docs/security.md)";
+    return "this master has no cluster key and admits only peers on its own host running "
+           "as its user (uid " + std::to_string(geteuid()) + ") or root, and " +
+           peer_.why_not +
+           ": run the client as the master's user, or give every process of the cluster "
+           "the same --cluster_key_file (docs/security.md)";
   }
   if (stage_ == Stage::kRefused) return "the handshake failed on this connection: " + failure_;
   return "this connection has not proved the cluster key (AuthChallenge and Authenticate "
@@ -258,7 +265,7 @@ void AuthenticatedProcessor::RefuseForGood(const char* why) {
 
 std::shared_ptr<apache::thrift::TProcessor> AuthenticatedProcessorFactory::getProcessor(
     const apache::thrift::TConnectionInfo& connection) {
-  AuthenticatedProcessor::Peer peer{"?", false};
+  AuthenticatedProcessor::Peer peer{"?", false, "its address is unknown"};
   auto socket =
       std::dynamic_pointer_cast<apache::thrift::transport::TSocket>(connection.transport);
   if (socket != nullptr) {
@@ -268,10 +275,12 @@ std::shared_ptr<apache::thrift::TProcessor> AuthenticatedProcessorFactory::getPr
         0) {
       peer.address = FormatAddress(reinterpret_cast<const sockaddr*>(&address));
     }
-    if (key_ == nullptr) peer.on_this_host = PeerOnThisHost(socket->getSocketFD());
+    if (key_ == nullptr) {
+      peer.this_user_or_root = PeerIsThisUserOrRoot(socket->getSocketFD(), &peer.why_not);
+    }
   }
   return std::make_shared<AuthenticatedProcessor>(handler_, key_, std::move(peer),
-                                                  ClusterKey::NewNonce, role_);
+                                                  ClusterKey::NewNonce, role_, &refused_);
 }
 
 }  // namespace mooncake

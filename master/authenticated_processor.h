@@ -13,8 +13,15 @@
 //    [old, new], [new, old], [new] every pair of processes still agrees. One failed step
 //    (a proof that does not check, a handshake out of order or repeated) refuses the
 //    connection for good: every later call, the handshake's too, is refused.
-//  - without a key, a peer on this host (PeerOnThisHost) is admitted at connect without
-//    a handshake; any other peer is refused.
+//  - without a key, a peer on this host whose socket belongs to the master's own user or
+//    to root (common/peer_owner.h, PeerIsThisUserOrRoot) is admitted at connect without a
+//    handshake: both could read the master's memory anyway. Any other peer -- another
+//    host, another local user, a container's namespace -- is refused for good, every call
+//    answered -1400 with why (the uid) and what to do (run as the master's user, or use a
+//    cluster key).
+// The RPC server learns admission through RpcAdmission (master/rpc_server.h): until it,
+// the connection has the small budget of a connection not admitted (a 4 KiB frame limit,
+// a deadline for the handshake).
 // The handshake on an admitted connection reaches RpcHandler, which answers -600.
 //
 // Roles (docs/ha.md, "Fencing"; master/master_role.h), with --enable_ha only: on an
@@ -30,14 +37,18 @@
 //
 // Cost: an admitted connection pays one test of a flag per call before the generated
 // dispatch, and with HA a few string compares, one atomic load and the lease check;
-// a connection, one getpeername (and without a key, one getsockname).
+// a connection, one getpeername (and without a key, one getsockname and one
+// NETLINK_SOCK_DIAG query for the owner of the peer's socket).
 //
 // Thread roles: the RPC server (master/rpc_server.h) asks the factory for a processor per
-// connection, on the I/O thread that serves the connection, and runs all of its calls on
-// that thread: the processor's state needs no lock.
+// connection on its acceptor thread, then runs all of the connection's calls on the I/O
+// thread that serves it: the processor's state needs no lock. refused_calls() from any
+// thread.
 #ifndef MOONCAKE_MASTER_AUTHENTICATED_PROCESSOR_H_
 #define MOONCAKE_MASTER_AUTHENTICATED_PROCESSOR_H_
 
+#include <atomic>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <string>
@@ -47,26 +58,32 @@
 #include "MasterService.h"
 #include "common/cluster_key.h"
 #include "master/master_role.h"
+#include "master/rpc_server.h"
 
 namespace mooncake {
 
 // Where the server nonces come from: ClusterKey::NewNonce, or a fixed one in fuzzers.
 using NonceSource = std::function<std::string()>;
 
-class AuthenticatedProcessor : public rpc::MasterServiceProcessor {
+class AuthenticatedProcessor : public rpc::MasterServiceProcessor, public RpcAdmission {
  public:
   struct Peer {
     std::string address;  // "ip:port", for the log
-    bool on_this_host = false;
+    // Without a key: its socket belongs to this process's user or to root, on this host
+    // (else why_not says why not, for the refusals).
+    bool this_user_or_root = false;
+    std::string why_not;
   };
 
   // key: null when the master runs without one. role: null without HA (every call is
-  // served); else outlives the processor.
+  // served); else outlives the processor. refused: counts the calls refused for want of
+  // admission (may be null); outlives the processor.
   AuthenticatedProcessor(std::shared_ptr<rpc::MasterServiceIf> handler,
                          std::shared_ptr<const ClusterKey> key, Peer peer,
-                         NonceSource new_nonce, RoleMachine* role = nullptr);
+                         NonceSource new_nonce, RoleMachine* role = nullptr,
+                         std::atomic<uint64_t>* refused = nullptr);
 
-  bool admitted() const { return stage_ == Stage::kAdmitted; }
+  bool admitted() const override { return stage_ == Stage::kAdmitted; }
 
  protected:
   bool dispatchCall(apache::thrift::protocol::TProtocol* in,
@@ -104,6 +121,7 @@ class AuthenticatedProcessor : public rpc::MasterServiceProcessor {
   const Peer peer_;
   const NonceSource new_nonce_;
   RoleMachine* const role_;
+  std::atomic<uint64_t>* const refused_;
   bool fenced_ = false;  // the call being dispatched was served as leader
   Stage stage_ = Stage::kFresh;
   std::string client_nonce_;  // kChallenged
@@ -124,10 +142,14 @@ class AuthenticatedProcessorFactory : public apache::thrift::TProcessorFactory {
   std::shared_ptr<apache::thrift::TProcessor> getProcessor(
       const apache::thrift::TConnectionInfo& connection) override;
 
+  // Calls refused for want of admission (-1400) since the master started.
+  uint64_t refused_calls() const { return refused_.load(std::memory_order_relaxed); }
+
  private:
   const std::shared_ptr<rpc::MasterServiceIf> handler_;
   const std::shared_ptr<const ClusterKey> key_;
   RoleMachine* const role_;
+  std::atomic<uint64_t> refused_{0};
 };
 
 }  // namespace mooncake

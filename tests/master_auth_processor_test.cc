@@ -1,6 +1,7 @@
 // master/authenticated_processor: the handshake's state machine and the refusal of every
 // other call, driven in process through the generated client and the server's protocol
 // over a real MasterService and RpcHandler.
+#include <cstring>
 #include <memory>
 #include <string>
 #include <vector>
@@ -38,12 +39,15 @@ struct Connection : mooncake::testing::RpcPipe {
   MasterService service{Options()};
   AuthenticatedProcessor processor;
 
-  Connection(std::vector<std::string> keys, bool on_this_host)
+  // this_user_or_root: without a key, what PeerIsThisUserOrRoot said of the peer.
+  Connection(std::vector<std::string> keys, bool this_user_or_root)
       : processor(std::make_shared<mooncake::RpcHandler>(&service),
                   keys.empty() ? nullptr
                                : std::make_shared<const ClusterKey>(
                                      ClusterKey::FromKeys(std::move(keys))),
-                  {"10.9.8.7:4321", on_this_host}, [] { return kServerNonce; }) {}
+                  {"10.9.8.7:4321", this_user_or_root,
+                   this_user_or_root ? "" : "its socket belongs to uid 65534, neither ..."},
+                  [] { return kServerNonce; }) {}
 
   // Runs the call the client just sent.
   void Serve() { assert_true(processor.process(in, out, nullptr)); }
@@ -93,7 +97,7 @@ bool ChecksAsServerProof(const std::string& key, const std::string& proof) {
 }
 
 void test_calls_before_the_handshake_are_refused_and_change_nothing(void**) {
-  Connection c({kKeyA}, /*on_this_host=*/true);  // with a key, loopback proves nothing
+  Connection c({kKeyA}, /*this_user_or_root=*/true);  // with a key, who it is proves nothing
   assert_int_equal(c.Register(1), kRefused);
   rpc::MasterStats stats = c.service.GetStats();
   assert_int_equal(stats.daemons, 0);
@@ -166,17 +170,30 @@ void test_handshake_out_of_order_is_refused(void**) {
   }
 }
 
-void test_without_a_key_only_this_host_is_admitted(void**) {
-  Connection local({}, /*on_this_host=*/true);
+void test_without_a_key_only_this_user_or_root_is_admitted(void**) {
+  Connection local({}, /*this_user_or_root=*/true);
   assert_true(local.processor.admitted());
   assert_int_equal(local.Register(1), 0);
   assert_int_equal(local.Challenge().code, kBadParams);  // no key to prove: -600
 
-  Connection remote({}, /*on_this_host=*/false);
-  assert_false(remote.processor.admitted());
-  assert_int_equal(remote.Register(1), kRefused);
-  assert_int_equal(remote.Challenge().code, kRefused);
-  assert_int_equal(remote.service.GetStats().daemons, 0);
+  Connection other({}, /*this_user_or_root=*/false);
+  assert_false(other.processor.admitted());
+  assert_int_equal(other.Register(1), kRefused);
+  assert_int_equal(other.Challenge().code, kRefused);
+  assert_int_equal(other.service.GetStats().daemons, 0);
+  // The refusal names who was refused and what to do.
+  other.client.send_GetAllSegments();
+  other.Serve();
+  std::vector<rpc::SegmentInfo> segments;
+  try {
+    other.client.recv_GetAllSegments(segments);
+    fail_msg("GetAllSegments was answered");
+  } catch (const TApplicationException& e) {
+    assert_true(mooncake::IsUnauthenticatedMessage(e.what()));
+    assert_non_null(std::strstr(e.what(), "uid 65534"));
+    assert_non_null(std::strstr(e.what(), "run the client as the master's user"));
+    assert_non_null(std::strstr(e.what(), "--cluster_key_file"));
+  }
 }
 
 void test_refusal_reads_nothing_of_a_huge_call(void**) {
@@ -208,7 +225,7 @@ int main() {
       cmocka_unit_test(test_rotation_the_master_answers_with_the_key_that_checked),
       cmocka_unit_test(test_a_wrong_proof_refuses_the_connection_for_good),
       cmocka_unit_test(test_handshake_out_of_order_is_refused),
-      cmocka_unit_test(test_without_a_key_only_this_host_is_admitted),
+      cmocka_unit_test(test_without_a_key_only_this_user_or_root_is_admitted),
       cmocka_unit_test(test_refusal_reads_nothing_of_a_huge_call),
   };
   return cmocka_run_group_tests(tests, nullptr, nullptr);
