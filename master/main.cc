@@ -30,6 +30,7 @@
 
 #include "common/admin_http.h"
 #include "common/cluster_key.h"
+#include "common/descriptor_limit.h"
 #include "common/host_address.h"
 #include "common/logging.h"
 #include "common/process_setup.h"
@@ -70,6 +71,14 @@ int main(int argc, char** argv) {
 
   std::shared_ptr<const mooncake::ClusterKey> cluster_key;
   if (!mooncake::LoadClusterKeyForProcess(options.cluster_key_file, &cluster_key)) return 2;
+  if (cluster_key == nullptr) {
+    MC_LOG_INFO("without a cluster key the Thrift port admits only connections from this "
+                "host whose socket belongs to uid %u (this process's) or root",
+                static_cast<unsigned>(geteuid()));
+  }
+  std::string limit_message;
+  const uint64_t descriptors = mooncake::RaiseDescriptorLimit(&limit_message);
+  MC_LOG_INFO("%s", limit_message.c_str());
 
   // Signals are taken by one thread with sigwait, so every other thread runs unbothered.
   sigset_t stop_signals = mooncake::BlockStopSignals();
@@ -134,6 +143,28 @@ int main(int argc, char** argv) {
   // the handlers' own work need the rest.
   server_options.max_spinning =
       static_cast<int>(std::max(1u, std::thread::hardware_concurrency() / 2));
+  server_options.idle_timeout_ms = options.rpc_idle_timeout_ms;
+  const size_t connections = mooncake::RpcConnections::WithinDescriptors(
+      descriptors, static_cast<uint64_t>(options.rpc_max_connections));
+  if (options.rpc_max_connections > 0 &&
+      connections < static_cast<uint64_t>(options.rpc_max_connections)) {
+    MC_LOG_WARN("--rpc_max_connections %lld does not fit the descriptor limit %llu: at most "
+                "%zu (raise it: ulimit -n, LimitNOFILE=)",
+                static_cast<long long>(options.rpc_max_connections),
+                static_cast<unsigned long long>(descriptors), connections);
+  }
+  server_options.limits = mooncake::RpcConnections::Split(connections);
+  const std::string idle =
+      options.rpc_idle_timeout_ms == 0
+          ? "admitted ones are never closed for silence (--rpc_idle_timeout_sec 0)"
+          : "admitted ones silent for " + std::to_string(options.rpc_idle_timeout_ms) +
+                " ms are closed";
+  MC_LOG_INFO("rpc server: at most %zu connections admitted and %zu in their handshake (%zu "
+              "per address, frames up to %u bytes, %lld ms from accept to admission); %s",
+              server_options.limits.max_admitted, server_options.limits.max_unadmitted,
+              server_options.limits.max_unadmitted_per_source,
+              server_options.unadmitted_max_frame_bytes,
+              static_cast<long long>(server_options.handshake_timeout_ms), idle.c_str());
   auto server = std::make_shared<mooncake::RpcServer>(
       processors, mooncake::MakeRpcProtocolFactory(), server_options);
   if (!server->Listen(&error)) {
@@ -141,6 +172,7 @@ int main(int argc, char** argv) {
                  static_cast<long long>(options.rpc_port), error.c_str());
     return 1;
   }
+  metrics.WatchRpcServer(server.get(), processors.get());
 
   // The admin HTTP (docs/operations.md) on a thread of its own; a port it cannot have is
   // fatal, so that an operator notices.

@@ -4,9 +4,11 @@
 #include <cstdlib>
 
 #include "common/units.h"
+#include "master/authenticated_processor.h"
 #include "master/master_role.h"
 #include "master/master_service.h"
 #include "master/replication.h"
+#include "master/rpc_server.h"
 #include "master/snapshotter.h"
 
 namespace mooncake {
@@ -281,6 +283,28 @@ void MasterMetrics::CollectSnapshotAndRole(MetricsWriter* out) const {
         D(last.pause_us) / 1e6);
   GaugeFamily(out, "master_last_snapshot_bytes", "Size of the newest snapshot", D(last.bytes));
   GaugeFamily(out, "master_last_snapshot_keys", "Objects in the newest snapshot", D(last.objects));
+}
+
+void MasterMetrics::WatchRpcServer(const RpcServer* server,
+                                   const AuthenticatedProcessorFactory* processors) {
+  registry_.AddCollector([server, processors](MetricsWriter* out) {
+    out->Family("master_rpc_connections", "gauge",
+                "Thrift connections open, by state: admitted, or still in their handshake");
+    out->Sample(D(static_cast<int64_t>(server->admitted_connections())),
+                {{"state", "admitted"}});
+    out->Sample(D(static_cast<int64_t>(server->unadmitted_connections())),
+                {{"state", "handshake"}});
+    out->Family("master_rpc_connections_closed_total", "counter",
+                "Thrift connections the master closed itself, by reason");
+    for (size_t i = 0; i < static_cast<size_t>(RpcClosure::kCount); ++i) {
+      const auto why = static_cast<RpcClosure>(i);
+      out->Sample(D(static_cast<int64_t>(server->closed(why))),
+                  {{"reason", RpcClosureName(why)}});
+    }
+    CounterFamily(out, "master_rpc_unauthenticated_calls_total",
+                  "Thrift calls refused -1400 on connections not admitted",
+                  D(static_cast<int64_t>(processors->refused_calls())));
+  });
 }
 
 std::string MasterMetrics::Summary() const {

@@ -3,7 +3,8 @@
 // master_<rpc>_failures_total (batches also count their items), one latency histogram
 // master_rpc_duration_seconds{rpc=...}, and collectors that read the rest at scrape time
 // from where it lives: MasterStats (objects, memory, segments, daemons, eviction, tenants,
-// the SSD tier, the log, replication), each segment's use, the last snapshot and the role.
+// the SSD tier, the log, replication), each segment's use, the last snapshot and the role,
+// and the Thrift server's connections (WatchRpcServer).
 //
 // Counting is the request path's: RpcHandler starts an RpcCall per call (two clock reads,
 // one relaxed add, a histogram observation; bench/master_bench measures the cost). A call
@@ -23,8 +24,10 @@
 
 namespace mooncake {
 
+class AuthenticatedProcessorFactory;
 class MasterService;
 class Replication;
+class RpcServer;
 class RoleMachine;
 class Snapshotter;
 
@@ -67,6 +70,11 @@ class MasterMetrics {
   explicit MasterMetrics(const MasterSources& sources);
   MasterMetrics(const MasterMetrics&) = delete;
   MasterMetrics& operator=(const MasterMetrics&) = delete;
+
+  // Adds the Thrift server's figures, read at scrape time: its connections, admitted and
+  // not yet, those it closed by reason, and the calls refused for want of admission. Once,
+  // before the admin HTTP serves; both outlive this.
+  void WatchRpcServer(const RpcServer* server, const AuthenticatedProcessorFactory* processors);
 
   // One call ended: started at start_ns (MonotonicNanos), failed or not.
   void Record(Rpc rpc, int64_t start_ns, bool failed) {

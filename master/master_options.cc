@@ -34,6 +34,13 @@ void RegisterMasterFlags(FlagSet* f, MasterOptions* o) {
   f->AddInt("spin_us", &o->spin_us,
             "how long an I/O thread polls for the next call after one before it sleeps, "
             "microseconds (adaptive; 0: never; at most 10000)");
+  f->AddInt("rpc_max_connections", &o->rpc_max_connections,
+            "Thrift connections at once, a quarter (at most 256, 32 per address) kept for "
+            "those still in their handshake; past it the oldest of those, or the admitted "
+            "one idle the longest, is closed (0: as many as the descriptor limit allows)");
+  f->AddDuration("rpc_idle_timeout_sec", &o->rpc_idle_timeout_ms, 1000,
+                 "an admitted Thrift connection silent this long is closed; daemons open "
+                 "another when they need one (0: never)");
   f->AddDuration("default_kv_lease_ttl", &o->default_kv_lease_ttl_ms, 1,
                  "read lease granted by every replica list (a read); an existence check "
                  "takes none");
@@ -164,6 +171,11 @@ bool ValidateMasterOptions(const MasterOptions& o, std::string* error) {
     *error = "--rpc_thread_num must be in 0..1024";
   } else if (o.spin_us < 0 || o.spin_us > kMaxSpinMicros) {
     *error = "--spin_us must be in 0..10000";
+  } else if (o.rpc_max_connections != 0 &&
+             (o.rpc_max_connections < 8 || o.rpc_max_connections > 100000000)) {
+    *error = "--rpc_max_connections must be 0 (from the descriptor limit) or in 8..100000000";
+  } else if (o.rpc_idle_timeout_ms < 0) {
+    *error = "--rpc_idle_timeout_sec must not be negative (0: never)";
   } else if (o.default_kv_lease_ttl_ms <= 0) {
     *error = "--default_kv_lease_ttl must be positive";
   } else if (o.default_kv_soft_pin_ttl_ms <= 0 || o.max_kv_soft_pin_ttl_ms <= 0) {

@@ -20,6 +20,14 @@ struct MasterOptions {
   // How long an RPC I/O thread polls for the next call before it sleeps (adaptive,
   // master/rpc_server.h); 0: never. The daemon's default (docs/master.md, "Serving calls").
   int64_t spin_us = kDefaultSpinMicros;
+  // Thrift connections at once, admitted or in their handshake (master/rpc_connections.h
+  // splits them); 0: what the descriptor limit leaves room for. Past it the oldest
+  // connection still in its handshake, or the admitted one idle the longest, is closed.
+  int64_t rpc_max_connections = 0;
+  // An admitted connection silent this long is closed (0: never). Well above a daemon's
+  // heartbeat, so the connection it uses most stays open; one its pool rarely reuses is
+  // closed, and the pool opens another when it needs one.
+  int64_t rpc_idle_timeout_ms = 300000;
   int64_t default_kv_lease_ttl_ms = 10000;
   int64_t default_kv_soft_pin_ttl_ms = 1800000;
   int64_t max_kv_soft_pin_ttl_ms = 86400000;
