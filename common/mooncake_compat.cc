@@ -34,8 +34,8 @@ const std::vector<MooncakeSetting>& MooncakeMasterSettings() {
 
       {"rpc_interface", kIgnored, "name the address with --rpc_address"},
       {"rpc_conn_timeout_seconds", kIgnored,
-       "see --rpc_idle_timeout_sec (an admitted connection silent 300 s is closed; a "
-       "connection still in its handshake after 5 s)"},
+       "see --rpc_idle_timeout_sec (an admitted connection silent 300 s is closed) and "
+       "--rpc_handshake_timeout_sec (one not admitted after 5 s)"},
       {"rpc_enable_tcp_no_delay", kIgnored, "Thrift's server socket always sets TCP_NODELAY"},
       {"nof_eviction_ratio", kIgnored, kNoNof},
       {"nof_eviction_high_watermark_ratio", kIgnored, kNoNof},

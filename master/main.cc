@@ -144,6 +144,7 @@ int main(int argc, char** argv) {
   server_options.max_spinning =
       static_cast<int>(std::max(1u, std::thread::hardware_concurrency() / 2));
   server_options.idle_timeout_ms = options.rpc_idle_timeout_ms;
+  server_options.handshake_timeout_ms = options.rpc_handshake_timeout_ms;
   const size_t connections = mooncake::RpcConnections::WithinDescriptors(
       descriptors, static_cast<uint64_t>(options.rpc_max_connections));
   if (options.rpc_max_connections > 0 &&

@@ -41,6 +41,9 @@ void RegisterMasterFlags(FlagSet* f, MasterOptions* o) {
   f->AddDuration("rpc_idle_timeout_sec", &o->rpc_idle_timeout_ms, 1000,
                  "an admitted Thrift connection silent this long is closed; daemons open "
                  "another when they need one (0: never)");
+  f->AddDuration("rpc_handshake_timeout_sec", &o->rpc_handshake_timeout_ms, 1000,
+                 "a Thrift connection not admitted this long after its accept (the cluster "
+                 "key's handshake not done, or a peer refused) is closed");
   f->AddDuration("default_kv_lease_ttl", &o->default_kv_lease_ttl_ms, 1,
                  "read lease granted by every replica list (a read); an existence check "
                  "takes none");
@@ -176,6 +179,8 @@ bool ValidateMasterOptions(const MasterOptions& o, std::string* error) {
     *error = "--rpc_max_connections must be 0 (from the descriptor limit) or in 8..100000000";
   } else if (o.rpc_idle_timeout_ms < 0) {
     *error = "--rpc_idle_timeout_sec must not be negative (0: never)";
+  } else if (o.rpc_handshake_timeout_ms <= 0 || o.rpc_handshake_timeout_ms > 600000) {
+    *error = "--rpc_handshake_timeout_sec must be in (0, 600 s]";
   } else if (o.default_kv_lease_ttl_ms <= 0) {
     *error = "--default_kv_lease_ttl must be positive";
   } else if (o.default_kv_soft_pin_ttl_ms <= 0 || o.max_kv_soft_pin_ttl_ms <= 0) {

@@ -28,6 +28,9 @@ struct MasterOptions {
   // heartbeat, so the connection it uses most stays open; one its pool rarely reuses is
   // closed, and the pool opens another when it needs one.
   int64_t rpc_idle_timeout_ms = 300000;
+  // A connection not admitted this long after its accept is closed: the cluster key's
+  // handshake is two round trips, and a peer refused for good has nothing to wait for.
+  int64_t rpc_handshake_timeout_ms = 5000;
   int64_t default_kv_lease_ttl_ms = 10000;
   int64_t default_kv_soft_pin_ttl_ms = 1800000;
   int64_t max_kv_soft_pin_ttl_ms = 86400000;
