@@ -467,7 +467,13 @@ bool RpcServer::IoThread::RunCall(Connection* c, uint8_t* frame, uint32_t bytes)
   c->output->getWritePtr(4);
   c->output->wroteBytes(4);  // the frame's length, filled in below
   try {
-    c->processor->process(c->input_protocol, c->output_protocol, nullptr);
+    // False: a message that is no call (a reply, an exception), as TNonblockingServer
+    // took it: the connection closes.
+    if (!c->processor->process(c->input_protocol, c->output_protocol, nullptr)) {
+      MC_LOG_DEBUG("rpc server: a message from %s that is no call closed its connection",
+                   c->entry->peer.c_str());
+      return false;
+    }
   } catch (const std::exception& e) {
     MC_LOG_DEBUG("rpc server: a call from %s closed its connection: %s",
                  c->entry->peer.c_str(), e.what());

@@ -50,9 +50,9 @@
 //    buffer grows with the bytes that actually arrive (at most twice what was received),
 //    never to the length declared: a 4-byte header alone costs nothing.
 //  - what is inside a frame is the protocol's business (MakeRpcProtocolFactory: its
-//    string and list limits); a call the processor cannot read, or that throws (the
-//    lease fence of master/authenticated_processor.h), closes the connection with
-//    nothing written, as TNonblockingServer did.
+//    string and list limits); a message that is no call, a call the processor cannot
+//    read, or one that throws (the lease fence of master/authenticated_processor.h),
+//    closes the connection with nothing written, as TNonblockingServer did.
 //  - a peer that closes or resets mid-frame: the connection is closed, its partial frame
 //    dropped.
 //  - a slow reader: the rest of a reply is written when the socket takes it (EPOLLOUT),
