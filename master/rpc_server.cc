@@ -245,16 +245,19 @@ void RpcServer::IoThread::Run() {
       if (errno != EINTR) MC_LOG_ERROR("rpc server: epoll_wait: %s", strerror(errno));
       continue;
     }
+    bool woken = false;
     for (int i = 0; i < n; ++i) {
       if (events[i].data.ptr == nullptr) {
         uint64_t count = 0;
         ssize_t ignored = read(wake_, &count, sizeof(count));
         (void)ignored;
-        TakeQueues();
+        woken = true;
         continue;
       }
       OnEvents(static_cast<Connection*>(events[i].data.ptr), events[i].events);
     }
+    // After the batch: a connection closed by the queues may have events later in it.
+    if (woken) TakeQueues();
   }
   TakeQueues();  // closes what came after the last look
   while (!connections_.empty()) Close(connections_.begin()->second.get());

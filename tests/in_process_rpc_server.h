@@ -33,6 +33,7 @@ class InProcessRpcServer {
   InProcessRpcServer& operator=(const InProcessRpcServer&) = delete;
 
   int port() const { return server_.port(); }
+  const RpcServer& server() const { return server_; }
   // Stops the server and waits until Serve returned (its connections closed).
   void Stop() {
     server_.Stop();

@@ -34,6 +34,7 @@
 #include "tests/cmocka_cpp.h"
 #include "tests/in_process_rpc_server.h"
 #include "tests/master_service_fixture.h"
+#include "tests/process_harness.h"
 
 namespace {
 
@@ -49,6 +50,10 @@ constexpr int kBigSegments = 160;
 constexpr size_t kBigNameBytes = 60000;
 constexpr int kSlowMs = 300;
 
+// ExistKey("block") holds its I/O thread until g_release: g_blocked says it is held.
+std::atomic<bool> g_blocked{false};
+std::atomic<bool> g_release{false};
+
 class TestHandler : public mooncake::RpcHandler {
  public:
   explicit TestHandler(MasterService* service) : RpcHandler(service) {}
@@ -61,6 +66,11 @@ class TestHandler : public mooncake::RpcHandler {
   }
   int32_t ExistKey(const std::string& key) override {
     if (key == "slow") std::this_thread::sleep_for(std::chrono::milliseconds(kSlowMs));
+    if (key == "block") {
+      g_blocked = true;
+      while (!g_release) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      g_blocked = false;
+    }
     return RpcHandler::ExistKey(key);
   }
 };
@@ -413,6 +423,43 @@ void test_frames_before_admission_are_small(void**) {
   assert_int_equal(member.rpc->ExistKey("held"), 1);
 }
 
+// Found by rpc_preauth_fuzzer (regress-closed-by-another-thread-in-one-epoll-batch): a
+// connection the acceptor chose to close (here: the oldest not admitted of its address)
+// while its own data was ready too, so that the I/O thread's next epoll batch held the
+// wake-up first and the connection's event after it. Closing it from the wake-up freed
+// what the next event then used (ASan, make asan, sees it). Now the queues are taken after
+// the batch: the connection is served its event, then closed.
+void test_a_connection_closed_by_another_thread_within_one_batch(void**) {
+  auto key = std::make_shared<const mooncake::ClusterKey>(
+      mooncake::ClusterKey::FromKeys({std::string(64, 'a')}));
+  MasterService service{Options()};
+  mooncake::RpcServerOptions options;
+  options.limits.max_unadmitted_per_source = 1;
+  InProcessRpcServer server(std::make_shared<mooncake::AuthenticatedProcessorFactory>(
+                                std::make_shared<TestHandler>(&service), key),
+                            1, options);
+  Client member = Connect(server.port());
+  std::string error;
+  assert_int_equal(mooncake::ToInt(mooncake::AuthenticateToMaster(member.rpc.get(), key.get(),
+                                                                   &error)),
+                   0);
+  Client victim = Connect(server.port());  // not admitted: the oldest of 127.0.0.1's
+  g_release = false;
+  member.rpc->send_ExistKey("block");  // the one I/O thread is held in the handler
+  assert_true(WaitFor([] { return g_blocked.load(); }, 10000));
+  Client newer = Connect(server.port());  // the acceptor dooms the victim: a wake-up
+  assert_true(WaitFor(
+      [&] { return server.server().closed(mooncake::RpcClosure::kSourceCap) == 1; }, 10000));
+  victim.rpc->send_GetRole();  // and then the victim's own event
+  assert_true(WaitFor([&] { return mooncake::testing::UnreadBytesAtPort(server.port()); },
+                      10000));
+  g_release = true;
+  assert_int_equal(member.rpc->recv_ExistKey(), 0);
+  assert_true(ClosedByServer(victim.socket->getSocketFD(), 10000));
+  assert_int_equal(member.rpc->ExistKey("held"), 0);  // this service holds nothing
+  (void)newer;
+}
+
 }  // namespace
 
 int main() {
@@ -426,6 +473,7 @@ int main() {
       cmocka_unit_test(test_the_handshake_is_still_enforced),
       cmocka_unit_test(test_the_handshake_fits_the_limit_before_admission),
       cmocka_unit_test(test_frames_before_admission_are_small),
+      cmocka_unit_test(test_a_connection_closed_by_another_thread_within_one_batch),
   };
   return cmocka_run_group_tests(tests, nullptr, nullptr);
 }
