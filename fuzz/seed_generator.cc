@@ -23,6 +23,7 @@ int main(int argc, char** argv) {
       {"transfer_header_fuzzer", mooncake::fuzz::TransferHeaderSeeds},
       {"flags_fuzzer", mooncake::fuzz::FlagsSeeds},
       {"master_rpc_fuzzer", mooncake::fuzz::MasterRpcSeeds},
+      {"rpc_preauth_fuzzer", mooncake::fuzz::RpcPreauthSeeds},
       {"state_records_fuzzer", mooncake::fuzz::StateRecordsSeeds},
       {"oplog_recovery_fuzzer", mooncake::fuzz::OplogRecoverySeeds},
       {"snapshot_codec_fuzzer", mooncake::fuzz::SnapshotCodecSeeds},

@@ -20,6 +20,7 @@ Seeds FlagsSeeds();
 
 // fuzz/seeds_master.cc
 Seeds MasterRpcSeeds();
+Seeds RpcPreauthSeeds();
 Seeds StateRecordsSeeds();
 Seeds OplogRecoverySeeds();
 Seeds SnapshotCodecSeeds();

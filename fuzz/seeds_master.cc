@@ -547,5 +547,107 @@ Seeds MasterRpcSeeds() {
   return seeds;
 }
 
+namespace {
+
+// An rpc_preauth_fuzzer input: sections (fuzz/rpc_preauth_fuzzer.cc), the calls framed as
+// a connection sends them.
+class PreauthScript {
+ public:
+  PreauthScript()
+      : buffer_(std::make_shared<TMemoryBuffer>()),
+        client_(std::make_shared<TBinaryProtocol>(buffer_)) {}
+
+  // The next call, sent on the current connection by Send().
+  rpc::MasterServiceClient& Call() { return client_; }
+  // The call since the last Send, framed, as one write.
+  void Send() {
+    const std::string message = buffer_->getBufferAsString();
+    buffer_->resetBuffer();
+    AppendSection(&bytes_, 0, Header(static_cast<uint32_t>(message.size())) + message);
+  }
+  void Raw(const std::string& bytes) { AppendSection(&bytes_, 0, bytes); }
+  void Handshake(const std::string& nonce) { AppendSection(&bytes_, 3, nonce); }
+  void NextConnection() { AppendSection(&bytes_, 1, ""); }
+  void Hold(uint8_t count, uint8_t address) {
+    AppendSection(&bytes_, 2, std::string{static_cast<char>(count), static_cast<char>(address)});
+  }
+  const std::string& bytes() const { return bytes_; }
+
+  static std::string Header(uint32_t n) {
+    return std::string{static_cast<char>(n >> 24), static_cast<char>(n >> 16),
+                       static_cast<char>(n >> 8), static_cast<char>(n)};
+  }
+
+ private:
+  std::shared_ptr<TMemoryBuffer> buffer_;
+  rpc::MasterServiceClient client_;
+  std::string bytes_;
+};
+
+}  // namespace
+
+Seeds RpcPreauthSeeds() {
+  Seeds seeds;
+  {  // calls before the handshake: refused; then the handshake and the same calls served
+    PreauthScript s;
+    s.Call().send_GetStats();
+    s.Send();
+    s.Call().send_RemoveAll(true, 0, "");
+    s.Send();
+    s.Handshake(std::string(32, 'c'));
+    s.Call().send_GetStats();
+    s.Send();
+    s.Call().send_ExistKey("k");
+    s.Send();
+    seeds.emplace_back("seed-refused-then-admitted", s.bytes());
+  }
+  {  // a frame declared at 200 MB before admission, and one just over 4 KiB
+    PreauthScript s;
+    s.Raw(PreauthScript::Header(200u << 20) + std::string(1000, 'x'));
+    s.NextConnection();
+    s.Call().send_GetRole();
+    s.Send();
+    s.Raw(PreauthScript::Header(4097) + std::string(4097, 'x'));
+    seeds.emplace_back("seed-huge-frames", s.bytes());
+  }
+  {  // admitted, then a call over 4 KiB behind the handshake: served
+    PreauthScript s;
+    s.Handshake("nonce");
+    s.Call().send_ExistKey(std::string(5000, 'k'));
+    s.Send();
+    s.Call().send_GetAllSegments();
+    s.Send();
+    seeds.emplace_back("seed-admitted-big-call", s.bytes());
+  }
+  {  // half a handshake, a repeated challenge, a proof that does not check
+    PreauthScript s;
+    s.Call().send_AuthChallenge(std::string(32, 'a'));
+    s.Send();
+    s.Call().send_AuthChallenge(std::string(32, 'a'));
+    s.Send();
+    s.NextConnection();
+    s.Call().send_AuthChallenge(std::string(32, 'b'));
+    s.Send();
+    s.Call().send_Authenticate(std::string(32, 'p'));
+    s.Send();
+    s.Call().send_GetStats();
+    s.Send();
+    seeds.emplace_back("seed-bad-handshakes", s.bytes());
+  }
+  {  // silent connections from other addresses, a cut frame, a frame of 0 bytes
+    PreauthScript s;
+    s.Hold(7, 0);
+    s.Hold(7, 1);
+    s.Call().send_GetRole();
+    s.Send();
+    s.Raw(PreauthScript::Header(100) + "cut");
+    s.NextConnection();
+    s.Hold(3, 2);
+    s.Raw(PreauthScript::Header(0));
+    seeds.emplace_back("seed-held-and-cut", s.bytes());
+  }
+  return seeds;
+}
+
 }  // namespace fuzz
 }  // namespace mooncake

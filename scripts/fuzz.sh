@@ -39,6 +39,7 @@ declare -A max_len=(
   [uds_frame_fuzzer]=131072        # a batch of uds::kMaxBatch entries and more
   [transfer_header_fuzzer]=2048    # a HELLO payload of kMaxHelloPayload and more
   [master_rpc_fuzzer]=8192
+  [rpc_preauth_fuzzer]=8192        # a few connections' calls, and frames past 4 KiB
   [flags_fuzzer]=4096
   [state_records_fuzzer]=8192
   [oplog_recovery_fuzzer]=16384
@@ -46,7 +47,7 @@ declare -A max_len=(
   [snapshot_restore_fuzzer]=16384
   [ssd_meta_fuzzer]=16384          # two .meta files of a few dozen records
 )
-all=(uds_frame_fuzzer transfer_header_fuzzer master_rpc_fuzzer flags_fuzzer
+all=(uds_frame_fuzzer transfer_header_fuzzer master_rpc_fuzzer rpc_preauth_fuzzer flags_fuzzer
      state_records_fuzzer oplog_recovery_fuzzer snapshot_codec_fuzzer snapshot_restore_fuzzer
      ssd_meta_fuzzer)
 [ ${#harnesses[@]} -eq 0 ] && harnesses=("${all[@]}")
