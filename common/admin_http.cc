@@ -13,10 +13,17 @@
 #include <event2/thread.h>
 #include <event2/util.h>
 
+#include <openssl/crypto.h>
+#include <strings.h>
+#include <unistd.h>
+
 #include <cstring>
 #include <mutex>
 
+#include "common/cluster_key.h"
+#include "common/error_code.h"
 #include "common/logging.h"
+#include "common/peer_owner.h"
 
 namespace mooncake {
 namespace {
@@ -43,6 +50,55 @@ std::string JsonEscaped(const std::string& text) {
     }
   }
   return out;
+}
+
+// The token of an "Authorization: Bearer <token>" header value; false when it names
+// another scheme. The scheme is case-insensitive (RFC 7235), blanks around the token are
+// not part of it.
+bool BearerToken(const char* header, std::string* token) {
+  static const char kScheme[] = "bearer";
+  const size_t n = sizeof(kScheme) - 1;
+  if (strncasecmp(header, kScheme, n) != 0 || (header[n] != ' ' && header[n] != '\t')) {
+    return false;
+  }
+  const char* begin = header + n;
+  while (*begin == ' ' || *begin == '\t') ++begin;
+  const char* end = begin + std::strlen(begin);
+  while (end > begin && (end[-1] == ' ' || end[-1] == '\t')) --end;
+  token->assign(begin, end);
+  return true;
+}
+
+// Whether presented is one of tokens. Every token is compared, each over its whole length,
+// so the time taken says neither which one matched nor how much of one did.
+bool TokenAccepted(const std::vector<std::string>& tokens, const std::string& presented) {
+  bool match = false;
+  for (const std::string& token : tokens) {
+    std::string candidate = presented;
+    candidate.resize(token.size(), '\0');
+    bool same = CRYPTO_memcmp(candidate.data(), token.data(), token.size()) == 0;
+    match |= same && presented.size() == token.size();
+  }
+  return match;
+}
+
+// The numeric address (no port) of fd's peer, "" when it cannot be had.
+std::string PeerAddress(int fd) {
+  sockaddr_storage peer{};
+  socklen_t length = sizeof(peer);
+  if (fd < 0 || getpeername(fd, reinterpret_cast<sockaddr*>(&peer), &length) != 0) return "";
+  char text[INET6_ADDRSTRLEN] = {0};
+  const void* ip = peer.ss_family == AF_INET6
+                       ? static_cast<const void*>(&reinterpret_cast<sockaddr_in6*>(&peer)->sin6_addr)
+                       : static_cast<const void*>(&reinterpret_cast<sockaddr_in*>(&peer)->sin_addr);
+  if (inet_ntop(peer.ss_family, ip, text, sizeof(text)) == nullptr) return "";
+  return text;
+}
+
+// The tail of a throttled line: how many like it were not logged since the last one.
+std::string NotLogged(uint64_t passed_over, const char* what) {
+  if (passed_over == 0) return "";
+  return " (and " + std::to_string(passed_over) + " " + what + " not logged)";
 }
 
 const char* MethodName(evhttp_cmd_type type) {
@@ -80,6 +136,8 @@ AdminHttpServer::~AdminHttpServer() {
   if (base_ != nullptr) event_base_free(base_);
 }
 
+// The connection's fd is not set yet (evhttp sets it once this returns): its admission is
+// made active, so that it runs in this turn of the loop, before any of its bytes are read.
 bufferevent* AdminHttpServer::NewConnection(event_base* base, void* self) {
   auto* server = static_cast<AdminHttpServer*>(self);
   bufferevent* bev = bufferevent_socket_new(base, -1, BEV_OPT_CLOSE_ON_FREE);
@@ -88,19 +146,79 @@ bufferevent* AdminHttpServer::NewConnection(event_base* base, void* self) {
   auto connection = std::make_unique<Connection>();
   connection->server = server;
   connection->bev = bev;
-  connection->timer = evtimer_new(base, &AdminHttpServer::OnDeadline, connection.get());
-  timeval deadline{kTimeoutSeconds, 0};
-  evtimer_add(connection->timer, &deadline);
+  connection->serial = server->next_serial_++;
+  connection->timer = evtimer_new(base, &AdminHttpServer::OnTimer, connection.get());
+  event_active(connection->timer, EV_TIMEOUT, 1);
   server->connections_[bev] = std::move(connection);
   return bev;
 }
 
-// Shut down, the socket reads as closed: evhttp frees the connection on its next read.
-void AdminHttpServer::OnDeadline(int, short, void* arg) {
+void AdminHttpServer::OnTimer(int, short, void* arg) {
   auto* connection = static_cast<Connection*>(arg);
+  if (!connection->counted) {
+    connection->server->Admit(connection);
+    return;
+  }
+  connection->server->Evict(connection);  // its deadline
+}
+
+void AdminHttpServer::Admit(Connection* connection) {
+  const int fd = bufferevent_getfd(connection->bev);
+  connection->counted = true;
+  connection->address = PeerAddress(fd);
+  // Without tokens, who the peer is, asked now: its socket is certainly established (a
+  // client that sends its request and then shuts its side down is no longer, later).
+  if (tokens_.empty()) {
+    connection->owner = PeerIsThisUserOrRoot(fd, &connection->owner_why) ? 1 : 0;
+  }
+  ++counted_;
+  size_t& mine = ++per_address_[connection->address];
+  timeval deadline{kTimeoutSeconds, 0};
+  evtimer_add(connection->timer, &deadline);
+  if (mine <= kMaxConnectionsPerAddress && counted_ <= kMaxConnections) return;
+
+  // Over a limit: the oldest of this address when it is over its share, else the oldest of
+  // the address holding the most (never the new one: it is the newest of every address).
+  const bool over_share = mine > kMaxConnectionsPerAddress;
+  std::string from = connection->address;
+  if (!over_share) {
+    size_t most = 0;
+    for (const auto& [address, count] : per_address_) {
+      if (count > most) most = count;
+    }
+    // Among the addresses holding the most, the one with the oldest connection.
+    uint64_t oldest = UINT64_MAX;
+    for (const auto& [bev, c] : connections_) {
+      if (c->counted && c.get() != connection && per_address_[c->address] == most &&
+          c->serial < oldest) {
+        oldest = c->serial;
+        from = c->address;
+      }
+    }
+  }
+  Connection* victim = nullptr;
+  for (const auto& [bev, c] : connections_) {
+    if (c->counted && c.get() != connection && c->address == from &&
+        (victim == nullptr || c->serial < victim->serial)) {
+      victim = c.get();
+    }
+  }
+  if (victim == nullptr) return;
+  uint64_t passed_over = 0;
+  if (evictions_log_.Due(&passed_over)) {
+    MC_LOG_WARN("%s: admin HTTP: %zu connections in all, %zu from %s (at most %zu, %zu from "
+                "one address): closed the oldest from %s%s",
+                component_.c_str(), counted_, mine, connection->address.c_str(), kMaxConnections,
+                kMaxConnectionsPerAddress, from.c_str(), NotLogged(passed_over, "closures").c_str());
+  }
+  Evict(victim);
+}
+
+// Shut down, the socket reads as closed: evhttp frees the connection on its next read.
+void AdminHttpServer::Evict(Connection* connection) {
   evutil_socket_t fd = bufferevent_getfd(connection->bev);
   if (fd >= 0) shutdown(fd, SHUT_RDWR);
-  connection->server->Release(connection);
+  Release(connection);
 }
 
 void AdminHttpServer::OnClosed(evhttp_connection*, void* arg) {
@@ -110,14 +228,22 @@ void AdminHttpServer::OnClosed(evhttp_connection*, void* arg) {
 
 void AdminHttpServer::Release(Connection* connection) {
   if (connection->evcon != nullptr) evhttp_connection_set_closecb(connection->evcon, nullptr, nullptr);
+  if (connection->counted) {
+    --counted_;
+    auto it = per_address_.find(connection->address);
+    if (it != per_address_.end() && --it->second == 0) per_address_.erase(it);
+  }
   event_free(connection->timer);
   bufferevent* bev = connection->bev;
   connections_.erase(bev);  // deletes connection
   bufferevent_decref(bev);
 }
 
-void AdminHttpServer::Handle(const std::string& path, Handler handler) {
-  routes_[path] = std::move(handler);
+void AdminHttpServer::AcceptTokens(std::vector<std::string> tokens) { tokens_ = std::move(tokens); }
+
+void AdminHttpServer::Handle(const std::string& path, Handler handler, Access access,
+                             Handler on_refusal) {
+  routes_[path] = Route{std::move(handler), access, std::move(on_refusal)};
 }
 
 bool AdminHttpServer::Start(const std::string& address, int port, std::string* error) {
@@ -158,35 +284,73 @@ void AdminHttpServer::OnRequest(evhttp_request* request, void* self) {
   static_cast<AdminHttpServer*>(self)->Serve(request);
 }
 
+bool AdminHttpServer::IsAdmin(evhttp_request* raw, Connection* connection, int* status,
+                              std::string* why) {
+  if (!tokens_.empty()) {
+    *status = 401;
+    const char* header = evhttp_find_header(evhttp_request_get_input_headers(raw), "Authorization");
+    std::string token;
+    if (header == nullptr) {
+      *why = "no admin token: send \"Authorization: Bearer <token>\" with the token of the "
+             "cluster key file or of --admin_token_file (mooncake-cli admin-token prints it)";
+      return false;
+    }
+    if (!BearerToken(header, &token)) {
+      *why = "the Authorization header is not \"Bearer <token>\"";
+      return false;
+    }
+    if (!TokenAccepted(tokens_, token)) {
+      *why = "the bearer token is none of this server's admin tokens (those of its cluster key "
+             "file and --admin_token_file; mooncake-cli admin-token prints one)";
+      return false;
+    }
+    return true;
+  }
+  // No token to check: this host's peers of this uid or root, asked at admission.
+  *status = 403;
+  if (connection == nullptr) {
+    *why = "the connection is not known";
+    return false;
+  }
+  if (connection->owner < 0) {
+    connection->owner = PeerIsThisUserOrRoot(bufferevent_getfd(connection->bev),
+                                             &connection->owner_why) ? 1 : 0;
+  }
+  if (connection->owner == 1) return true;
+  *why = connection->owner_why + ": without an admin token this port answers only its own "
+         "user (uid " + std::to_string(geteuid()) + ") and root on this host; run as that "
+         "user, or start the server with --admin_token_file (or --cluster_key_file) and send "
+         "its token";
+  return false;
+}
+
 void AdminHttpServer::Serve(evhttp_request* raw) {
   HttpRequest request;
   HttpResponse response;
   request.method = MethodName(evhttp_request_get_command(raw));
 
+  Connection* known = nullptr;
   evhttp_connection* connection = evhttp_request_get_connection(raw);
   if (connection != nullptr) {
     // A request served: the connection has kTimeoutSeconds again, for its reply and the next.
     auto it = connections_.find(evhttp_connection_get_bufferevent(connection));
     if (it != connections_.end()) {
-      Connection* deadline = it->second.get();
-      if (deadline->evcon == nullptr) {
-        deadline->evcon = connection;
-        evhttp_connection_set_closecb(connection, &AdminHttpServer::OnClosed, deadline);
+      known = it->second.get();
+      if (known->evcon == nullptr) {
+        known->evcon = connection;
+        evhttp_connection_set_closecb(connection, &AdminHttpServer::OnClosed, known);
       }
-      timeval again{kTimeoutSeconds, 0};
-      evtimer_add(deadline->timer, &again);
+      if (known->counted) {
+        timeval again{kTimeoutSeconds, 0};
+        evtimer_add(known->timer, &again);
+      }
     }
     char* peer = nullptr;
     ev_uint16_t peer_port = 0;
     evhttp_connection_get_peer(connection, &peer, &peer_port);
-    if (peer != nullptr) request.peer_address = peer;
-    in_addr v4{};
-    in6_addr v6{};
-    if (inet_pton(AF_INET, request.peer_address.c_str(), &v4) == 1) {
-      request.peer_is_loopback = (ntohl(v4.s_addr) >> 24) == 127;
-    } else if (inet_pton(AF_INET6, request.peer_address.c_str(), &v6) == 1) {
-      request.peer_is_loopback = IN6_IS_ADDR_LOOPBACK(&v6);
-    }
+    std::string host = peer != nullptr ? peer : "";
+    if (host.find(':') != std::string::npos) host = "[" + host + "]";
+    request.peer_address = host + ":" + std::to_string(peer_port);
   }
 
   const evhttp_uri* uri = evhttp_request_get_evhttp_uri(raw);
@@ -227,7 +391,28 @@ void AdminHttpServer::Serve(evhttp_request* raw) {
     if (route == routes_.end()) {
       SetHttpError(&response, 404, -600, "no such endpoint: " + request.path);
     } else {
-      route->second(request, &response);
+      const Route& r = route->second;
+      int refusal = 0;
+      std::string why;
+      request.admin = IsAdmin(raw, known, &refusal, &why);
+      const bool reads = request.method == "GET" || request.method == "HEAD";
+      if (request.admin || r.access == Access::kOpen ||
+          (r.access == Access::kOpenToRead && reads)) {
+        r.handler(request, &response);
+      } else {
+        SetHttpError(&response, refusal,
+                     ToInt(refusal == 401 ? ErrorCode::UNAUTHENTICATED
+                                          : ErrorCode::PERMISSION_DENIED),
+                     why);
+        if (refusal == 401) response.headers.push_back({"WWW-Authenticate", "Bearer"});
+        uint64_t passed_over = 0;
+        if (refusals_log_.Due(&passed_over)) {
+          MC_LOG_WARN("%s: admin HTTP refused %s %s from %s (%d): %s%s", component_.c_str(),
+                      request.method.c_str(), request.path.c_str(), request.peer_address.c_str(),
+                      refusal, why.c_str(), NotLogged(passed_over, "refusals").c_str());
+        }
+        if (r.on_refusal) r.on_refusal(request, &response);
+      }
     }
   }
 
@@ -249,26 +434,54 @@ void AdminHttpServer::Serve(evhttp_request* raw) {
 }
 
 void RegisterLogLevelEndpoint(AdminHttpServer* server) {
-  server->Handle("/log_level", [](const HttpRequest& request, HttpResponse* response) {
-    static const char* const kNames[] = {"debug", "info", "warning", "error"};
-    if (request.method == "POST") {
-      if (!request.peer_is_loopback) {
-        SetHttpError(response, 403, -600, "the log level is set from this host only");
-        return;
-      }
-      LogLevel level;
-      std::string wanted = request.Param("level");
-      if (!ParseLogLevel(wanted, &level)) {
-        SetHttpError(response, 400, -600, "level must be debug, info, warning or error");
-        return;
-      }
-      SetLogLevel(level);
-      MC_LOG_WARN("log level set to %s (POST /log_level from %s)", wanted.c_str(),
-                  request.peer_address.c_str());
+  server->Handle(
+      "/log_level",
+      [](const HttpRequest& request, HttpResponse* response) {
+        static const char* const kNames[] = {"debug", "info", "warning", "error"};
+        if (request.method == "POST") {  // an admin's: the server checked
+          LogLevel level;
+          std::string wanted = request.Param("level");
+          if (!ParseLogLevel(wanted, &level)) {
+            SetHttpError(response, 400, -600, "level must be debug, info, warning or error");
+            return;
+          }
+          SetLogLevel(level);
+          MC_LOG_WARN("log level set to %s (POST /log_level from %s)", wanted.c_str(),
+                      request.peer_address.c_str());
+        }
+        response->body = std::string("{\"level\":\"") +
+                         kNames[static_cast<int>(GetLogLevel())] + "\"}\n";
+      },
+      AdminHttpServer::Access::kOpenToRead);
+}
+
+bool LoadAdminTokensForProcess(const ClusterKey* cluster_key, const std::string& admin_token_file,
+                               std::vector<std::string>* tokens) {
+  tokens->clear();
+  if (cluster_key != nullptr) *tokens = cluster_key->AdminTokens();
+  std::string from = cluster_key != nullptr ? "the cluster key's" : "";
+  if (!admin_token_file.empty()) {
+    std::string error;
+    Result<ClusterKey> loaded = ClusterKey::Load(admin_token_file, &error);
+    if (!loaded.ok()) {
+      MC_LOG_ERROR("--admin_token_file: %s", error.c_str());
+      return false;
     }
-    response->body = std::string("{\"level\":\"") +
-                     kNames[static_cast<int>(GetLogLevel())] + "\"}\n";
-  });
+    for (std::string& token : loaded.value().AdminTokens()) tokens->push_back(std::move(token));
+    from += std::string(from.empty() ? "" : " and ") + admin_token_file + "'s (" +
+            loaded.value().Fingerprint() + ")";
+  }
+  if (tokens->empty()) {
+    MC_LOG_WARN("admin HTTP: no cluster key and no --admin_token_file: the endpoints that name "
+                "keys, tenants or segments answer only this host's uid %u and root "
+                "(docs/security.md, \"The admin HTTP port\")",
+                static_cast<unsigned>(geteuid()));
+  } else {
+    MC_LOG_INFO("admin HTTP: the endpoints that name keys, tenants or segments need an admin "
+                "token: %s (%zu accepted)",
+                from.c_str(), tokens->size());
+  }
+  return true;
 }
 
 }  // namespace mooncake

@@ -154,6 +154,21 @@ std::string ClusterKey::Fingerprint() const {
   return std::string("sha256:") + hex;
 }
 
+std::vector<std::string> ClusterKey::AdminTokens() const {
+  static const char kHex[] = "0123456789abcdef";
+  std::vector<std::string> tokens;
+  for (const std::string& key : keys_) {
+    std::string mac = Hmac(key, kAdminTokenLabel);
+    std::string hex;
+    for (unsigned char c : mac) {
+      hex += kHex[c >> 4];
+      hex += kHex[c & 15];
+    }
+    tokens.push_back(std::move(hex));
+  }
+  return tokens;
+}
+
 bool LoadClusterKeyForProcess(const std::string& path, std::shared_ptr<const ClusterKey>* key) {
   key->reset();
   if (path.empty()) {

@@ -81,6 +81,13 @@ class ClusterKey {
   // with, without revealing it.
   std::string Fingerprint() const;
 
+  // The bearer tokens of the admin HTTP port (common/admin_http.h), one per key in the
+  // file's order: lowercase hex of HMAC-SHA256(key, kAdminTokenLabel). A client sends the
+  // first; a server accepts any, so rotation works as for the handshake. The token says
+  // nothing of the key it came from (HMAC is one-way), yet only a key holder can make one.
+  static constexpr const char* kAdminTokenLabel = "mooncake admin token v1";
+  std::vector<std::string> AdminTokens() const;
+
   size_t size() const { return keys_.size(); }
 
  private:

@@ -239,10 +239,10 @@ void MetricsRegistry::AddCollector(std::function<void(MetricsWriter*)> collect) 
   collectors_.push_back(std::move(collect));
 }
 
-std::string MetricsRegistry::Render() const {
+std::string MetricsRegistry::Render(bool detailed) const {
   std::string out;
   out.reserve(16384);
-  MetricsWriter writer(&out);
+  MetricsWriter writer(&out, detailed);
   for (const auto& [name, family] : families_) {
     writer.Family(name, family.type, family.help);
     for (const Child& child : family.children) {

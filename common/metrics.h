@@ -82,9 +82,15 @@ std::vector<double> LatencyBuckets();
 // Writes whole families for a collector. Each Family() call starts one (its # HELP and
 // # TYPE lines); the Sample calls that follow belong to it. A name must be written once per
 // render, by one collector, and not also registered.
+//
+// detailed(): whether this render is for a caller who may see series that name what the
+// admin port protects (a segment's address, a tenant's id); collectors leave those out
+// otherwise (docs/operations.md, "Metrics").
 class MetricsWriter {
  public:
-  explicit MetricsWriter(std::string* out) : out_(out) {}
+  explicit MetricsWriter(std::string* out, bool detailed = true)
+      : out_(out), detailed_(detailed) {}
+  bool detailed() const { return detailed_; }
   // type: "counter", "gauge" or "untyped".
   void Family(const std::string& name, const char* type, const std::string& help);
   void Sample(double value, const MetricLabels& labels = {});
@@ -95,6 +101,7 @@ class MetricsWriter {
   void Line(const std::string& name, const MetricLabels& labels, const char* extra_label,
             const std::string& extra_value, double value);
   std::string* out_;
+  const bool detailed_;
   std::string family_;
 };
 
@@ -116,8 +123,9 @@ class MetricsRegistry {
   // Called at every Render(), after the registered metrics, in the order added.
   void AddCollector(std::function<void(MetricsWriter*)> collect);
 
-  // The exposition text (Content-Type: text/plain; version=0.0.4).
-  std::string Render() const;
+  // The exposition text (Content-Type: text/plain; version=0.0.4); detailed: see
+  // MetricsWriter::detailed().
+  std::string Render(bool detailed = true) const;
 
  private:
   struct Child {

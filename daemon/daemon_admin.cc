@@ -1,6 +1,7 @@
 #include "daemon/daemon_admin.h"
 
 #include <map>
+#include <utility>
 #include <vector>
 
 #include "daemon/daemon_metrics.h"
@@ -14,7 +15,9 @@ const char* SegmentKind(const Membership::MountedSegment& s) {
 
 }  // namespace
 
-DaemonAdmin::DaemonAdmin(const Sources& sources) : sources_(sources), server_("daemon") {
+DaemonAdmin::DaemonAdmin(const Sources& sources, std::vector<std::string> tokens)
+    : sources_(sources), server_("daemon") {
+  server_.AcceptTokens(std::move(tokens));
   // The registry outlives this object, and only this object's server renders it: one
   // DaemonAdmin per process (main's).
   MetricsRegistry* registry = DaemonMetrics::Get().registry();
@@ -23,12 +26,17 @@ DaemonAdmin::DaemonAdmin(const Sources& sources) : sources_(sources), server_("d
   if (sources_.ssd != nullptr) {
     registry->AddCollector([this](MetricsWriter* out) { CollectSsd(out); });
   }
-  server_.Handle("/metrics", [registry](const HttpRequest&, HttpResponse* response) {
-    response->content_type = "text/plain; version=0.0.4";
-    response->body = registry->Render();
-  });
-  server_.Handle("/health",
-                 [this](const HttpRequest&, HttpResponse* response) { Health(response); });
+  // Open: aggregate figures (by op, tier, kind, transport), no key, address or tenant.
+  server_.Handle(
+      "/metrics",
+      [registry](const HttpRequest& request, HttpResponse* response) {
+        response->content_type = "text/plain; version=0.0.4";
+        response->body = registry->Render(/*detailed=*/request.admin);
+      },
+      AdminHttpServer::Access::kOpen);
+  server_.Handle(
+      "/health", [this](const HttpRequest&, HttpResponse* response) { Health(response); },
+      AdminHttpServer::Access::kOpen);
   RegisterLogLevelEndpoint(&server_);
 }
 

@@ -1,7 +1,9 @@
 // The daemon's admin HTTP port (docs/operations.md, "The daemon's admin HTTP"), on
 // common/admin_http.h: GET /metrics (DaemonMetrics' registry, plus collectors reading the
-// figures that live in the daemon's components at scrape time), GET /health, GET/POST
-// /log_level. It never serves object bytes.
+// figures that live in the daemon's components at scrape time) and GET /health, open to
+// whoever reaches the port (aggregate figures only: no key, segment address or tenant);
+// GET /log_level, open, and POST /log_level, for an admin caller only (the admin token, or
+// without one the daemon's uid or root). It never serves object bytes.
 //
 // /health answers 200 {"status":"ok","master_connected":true,"daemon_id":N,"segments":N,
 // "clients":N,"ssd":bool}, or 503 with "status":"degraded" while the last heartbeat went
@@ -17,6 +19,7 @@
 #define MOONCAKE_DAEMON_DAEMON_ADMIN_H_
 
 #include <string>
+#include <vector>
 
 #include "common/admin_http.h"
 #include "common/metrics.h"
@@ -39,8 +42,8 @@ class DaemonAdmin {
   };
 
   // Adds the collectors to DaemonMetrics::Get()'s registry (once per process) and routes
-  // the endpoints.
-  explicit DaemonAdmin(const Sources& sources);
+  // the endpoints. tokens: the admin tokens accepted (LoadAdminTokensForProcess).
+  DaemonAdmin(const Sources& sources, std::vector<std::string> tokens);
 
   // Binds address:port (0: a free one) and serves; false with *error when it cannot.
   bool Start(const std::string& address, int port, std::string* error) {

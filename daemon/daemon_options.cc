@@ -31,7 +31,12 @@ void RegisterDaemonFlags(FlagSet* f, DaemonOptions* o) {
   f->AddInt("metrics_port", &o->metrics_port,
             "admin HTTP port: /metrics, /health (0: pick a free one and log it; -1: none)");
   f->AddString("metrics_host", &o->metrics_host,
-               "address the admin HTTP server listens on (\"\": the transfer port's)");
+               "address the admin HTTP server listens on: this host only by default; give an "
+               "address of this host (or 0.0.0.0) for a Prometheus elsewhere (/metrics and "
+               "/health stay open, POST /log_level needs the admin token)");
+  f->AddString("admin_token_file", &o->admin_token_file,
+               "key file (mode 0600, the cluster key file's format) whose admin token the "
+               "admin HTTP also accepts, besides the cluster key's (\"\": none)");
   f->AddSize("global_segment_size", &o->global_segment_size,
              "memory lent to the cluster pool (0: none); more than this host can back "
              "stops the start");

@@ -82,10 +82,12 @@ struct DaemonOptions {
   std::string ssd_persist_mode = "relaxed";
   std::string log_level = "info";
   // The admin HTTP server (docs/operations.md): /metrics and /health. Port 9300 as
-  // Mooncake's client HTTP port; 0: a free one, logged; -1: none. "" host: the transfer
-  // port's bind address.
+  // Mooncake's client HTTP port; 0: a free one, logged; -1: none. Loopback unless asked
+  // ("" host: 127.0.0.1 too).
   int64_t metrics_port = 9300;
-  std::string metrics_host;
+  std::string metrics_host = "127.0.0.1";
+  // A key file whose admin token the admin HTTP accepts besides the cluster key's. "": none.
+  std::string admin_token_file;
 
   // Filled by ValidateDaemonOptions from the strings above (master_host "" when master
   // is: main resolves it; etcd_endpoints set instead with etcd://).

@@ -253,6 +253,11 @@ int main(int argc, char** argv) {
   }
   std::shared_ptr<const ClusterKey> cluster_key;
   if (!LoadClusterKeyForProcess(options.cluster_key_file, &cluster_key)) return 2;
+  std::vector<std::string> admin_tokens;  // the admin HTTP port's (common/admin_http.h)
+  if (options.metrics_port >= 0 &&
+      !LoadAdminTokensForProcess(cluster_key.get(), options.admin_token_file, &admin_tokens)) {
+    return 2;
+  }
   std::string limit_message;
   uint64_t descriptors = RaiseDescriptorLimit(&limit_message);
   MC_LOG_INFO("%s", limit_message.c_str());
@@ -482,10 +487,9 @@ int main(int argc, char** argv) {
     sources.service = &service;
     sources.ssd = ssd.get();
     sources.offloader = offloader.get();
-    admin = std::make_unique<DaemonAdmin>(sources);
+    admin = std::make_unique<DaemonAdmin>(sources, std::move(admin_tokens));
     const std::string admin_host =
-        options.metrics_host.empty() ? FormatIp(reinterpret_cast<const sockaddr*>(&bind_address))
-                                     : options.metrics_host;
+        options.metrics_host.empty() ? "127.0.0.1" : options.metrics_host;
     if (!admin->Start(admin_host, static_cast<int>(options.metrics_port), &error)) {
       MC_LOG_ERROR("daemon: %s (--metrics_port, --metrics_host)", error.c_str());
       exit_code = 1;

@@ -27,6 +27,7 @@
 #include <cstdio>
 #include <memory>
 #include <thread>
+#include <vector>
 
 #include "common/admin_http.h"
 #include "common/cluster_key.h"
@@ -79,6 +80,12 @@ int main(int argc, char** argv) {
   std::string limit_message;
   const uint64_t descriptors = mooncake::RaiseDescriptorLimit(&limit_message);
   MC_LOG_INFO("%s", limit_message.c_str());
+  std::vector<std::string> admin_tokens;  // the admin HTTP port's (common/admin_http.h)
+  if (options.metrics_port != -1 &&
+      !mooncake::LoadAdminTokensForProcess(cluster_key.get(), options.admin_token_file,
+                                           &admin_tokens)) {
+    return 2;
+  }
 
   // Signals are taken by one thread with sigwait, so every other thread runs unbothered.
   sigset_t stop_signals = mooncake::BlockStopSignals();
@@ -181,12 +188,12 @@ int main(int argc, char** argv) {
   std::unique_ptr<mooncake::AdminHttpServer> admin;
   if (options.metrics_port != -1) {
     admin = std::make_unique<mooncake::AdminHttpServer>("master");
+    admin->AcceptTokens(std::move(admin_tokens));
     const std::string rpc_address = options.rpc_address;
     mooncake::RegisterMasterAdminRoutes(admin.get(), &metrics, [server, rpc_address] {
       return rpc_address + ":" + std::to_string(server->port());
     });
-    const std::string host =
-        options.metrics_host.empty() ? options.rpc_address : options.metrics_host;
+    const std::string host = options.metrics_host.empty() ? "127.0.0.1" : options.metrics_host;
     if (!admin->Start(host, static_cast<int>(options.metrics_port), &error)) {
       MC_LOG_ERROR("%s", error.c_str());
       return 1;

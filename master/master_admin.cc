@@ -95,37 +95,50 @@ class Routes {
 
   // Every handler holds self: the routes live as long as the server's table of them.
   static void Register(AdminHttpServer* server, const std::shared_ptr<Routes>& self) {
-    auto route = [server, self](const char* path, bool data,
-                                void (Routes::*handler)(const HttpRequest&, HttpResponse*)) {
-      server->Handle(path, [self, data, handler](const HttpRequest& request,
-                                                 HttpResponse* response) {
-        if (data && !self->Serving()) {
-          SetHttpError(response, 503, ToInt(ErrorCode::NOT_LEADER),
-                       std::string("this master is ") + RoleName(self->sources_) +
-                           ": ask the leader");
-          // SGLang's probe reads any non-empty answer as "the master is up" and never looks
-          // at the status: a standby's segment list must look like a leader's with none.
-          if (handler == &Routes::AllSegments) response->body.clear();
-          return;
-        }
-        (self.get()->*handler)(request, response);
-      });
+    using Access = AdminHttpServer::Access;
+    auto route = [server, self](const char* path, bool data, Access access,
+                                void (Routes::*handler)(const HttpRequest&, HttpResponse*),
+                                AdminHttpServer::Handler on_refusal = nullptr) {
+      server->Handle(
+          path,
+          [self, data, handler](const HttpRequest& request, HttpResponse* response) {
+            if (data && !self->Serving()) {
+              SetHttpError(response, 503, ToInt(ErrorCode::NOT_LEADER),
+                           std::string("this master is ") + RoleName(self->sources_) +
+                               ": ask the leader");
+              // SGLang's probe reads any non-empty answer as "the master is up" and never
+              // looks at the status: a standby's segment list must look like a leader's
+              // with none.
+              if (handler == &Routes::AllSegments) response->body.clear();
+              return;
+            }
+            (self.get()->*handler)(request, response);
+          },
+          access, std::move(on_refusal));
     };
-    route("/metrics", false, &Routes::Metrics);
-    route("/metrics/summary", false, &Routes::Summary);
-    route("/health", false, &Routes::Health);
-    route("/role", false, &Routes::Role);
-    route("/get_all_segments", true, &Routes::AllSegments);
-    route("/get_segments_detail", true, &Routes::SegmentsDetail);
-    route("/query_key", true, &Routes::QueryKey);
-    route("/batch_query_keys", true, &Routes::BatchQueryKeys);
-    route("/get_all_keys", true, &Routes::AllKeys);
-    route("/stats", true, &Routes::Stats);
-    route("/snapshot", true, &Routes::Snapshot);
-    route("/api/v1/drain_jobs", true, &Routes::CreateDrainJob);
-    route("/api/v1/drain_jobs/query", true, &Routes::QueryDrainJob);
-    route("/api/v1/drain_jobs/cancel", true, &Routes::CancelDrainJob);
-    route("/api/v1/segments/status", true, &Routes::SegmentStatus);
+    route("/metrics", false, Access::kOpen, &Routes::Metrics);
+    route("/health", false, Access::kOpen, &Routes::Health);
+    route("/role", false, Access::kOpen, &Routes::Role);
+    route("/metrics/summary", false, Access::kAdmin, &Routes::Summary);
+    // SGLang's probe sends no token and reads only whether the body is empty: a refusal
+    // is empty while no segment is mounted, so that it still waits for the first daemon
+    // (one bit, which /metrics' master_segments publishes anyway).
+    route("/get_all_segments", true, Access::kAdmin, &Routes::AllSegments,
+          [self](const HttpRequest&, HttpResponse* response) {
+            if (!self->Serving() || self->service_->GetAllSegments().empty()) {
+              response->body.clear();
+            }
+          });
+    route("/get_segments_detail", true, Access::kAdmin, &Routes::SegmentsDetail);
+    route("/query_key", true, Access::kAdmin, &Routes::QueryKey);
+    route("/batch_query_keys", true, Access::kAdmin, &Routes::BatchQueryKeys);
+    route("/get_all_keys", true, Access::kAdmin, &Routes::AllKeys);
+    route("/stats", true, Access::kAdmin, &Routes::Stats);
+    route("/snapshot", true, Access::kAdmin, &Routes::Snapshot);
+    route("/api/v1/drain_jobs", true, Access::kAdmin, &Routes::CreateDrainJob);
+    route("/api/v1/drain_jobs/query", true, Access::kAdmin, &Routes::QueryDrainJob);
+    route("/api/v1/drain_jobs/cancel", true, Access::kAdmin, &Routes::CancelDrainJob);
+    route("/api/v1/segments/status", true, Access::kAdmin, &Routes::SegmentStatus);
     RegisterLogLevelEndpoint(server);
   }
 
@@ -135,7 +148,7 @@ class Routes {
   void Metrics(const HttpRequest& request, HttpResponse* response) {
     if (!MethodAllowed(request, response)) return;
     response->content_type = "text/plain; version=0.0.4; charset=utf-8";
-    response->body = metrics_->Render();
+    response->body = metrics_->Render(/*detailed=*/request.admin);
   }
 
   void Summary(const HttpRequest& request, HttpResponse* response) {

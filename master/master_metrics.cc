@@ -191,16 +191,19 @@ void MasterMetrics::CollectStats(MetricsWriter* out) const {
                 D(e.exist_uses));
   CounterFamily(out, "master_exist_leases_total", "Exist leases granted", D(e.exist_leases));
 
-  out->Family("master_tenant_keys", "gauge", "A tenant's objects (tenant \"\": the default)");
-  for (const auto& t : s.tenants) out->Sample(D(t.objects), {{"tenant_id", t.tenant}});
-  out->Family("master_tenant_allocated_bytes", "gauge", "Memory a tenant's objects take");
-  for (const auto& t : s.tenants) out->Sample(D(t.bytes), {{"tenant_id", t.tenant}});
-  out->Family("master_tenant_quota_bytes", "gauge", "A tenant's quota (0: none)");
-  for (const auto& t : s.tenants) out->Sample(D(t.quota_bytes), {{"tenant_id", t.tenant}});
-  out->Family("mooncake_tenant_quota_reject_total", "counter",
-              "Puts refused because they would take their tenant over its quota");
-  for (const auto& t : s.tenants) {
-    out->Sample(D(t.refused_puts), {{"tenant_id", t.tenant}, {"reason", "quota"}});
+  // Tenant ids name tenants: for an admin's render only.
+  if (out->detailed()) {
+    out->Family("master_tenant_keys", "gauge", "A tenant's objects (tenant \"\": the default)");
+    for (const auto& t : s.tenants) out->Sample(D(t.objects), {{"tenant_id", t.tenant}});
+    out->Family("master_tenant_allocated_bytes", "gauge", "Memory a tenant's objects take");
+    for (const auto& t : s.tenants) out->Sample(D(t.bytes), {{"tenant_id", t.tenant}});
+    out->Family("master_tenant_quota_bytes", "gauge", "A tenant's quota (0: none)");
+    for (const auto& t : s.tenants) out->Sample(D(t.quota_bytes), {{"tenant_id", t.tenant}});
+    out->Family("mooncake_tenant_quota_reject_total", "counter",
+                "Puts refused because they would take their tenant over its quota");
+    for (const auto& t : s.tenants) {
+      out->Sample(D(t.refused_puts), {{"tenant_id", t.tenant}, {"reason", "quota"}});
+    }
   }
 
   const rpc::DiskStats& d = s.disk;
@@ -249,6 +252,7 @@ void MasterMetrics::CollectStats(MetricsWriter* out) const {
 }
 
 void MasterMetrics::CollectSegments(MetricsWriter* out) const {
+  if (!out->detailed()) return;  // a segment's name is its daemon's address
   const auto segments = sources_.service->SegmentDetails();
   auto labels = [](const MasterService::SegmentView& v) {
     return MetricLabels{{"segment", v.info.name},

@@ -87,8 +87,10 @@ class MasterMetrics {
   void RecordItems(Rpc rpc, uint64_t items, uint64_t failed_items);
 
   const MasterSources& sources() const { return sources_; }
-  // The Prometheus exposition of everything above.
-  std::string Render() const { return registry_.Render(); }
+  // The Prometheus exposition of everything above; without detailed, the series labelled
+  // with a segment's address or a tenant's id are left out (what /metrics answers a caller
+  // without the admin token: master/master_admin.h).
+  std::string Render(bool detailed = true) const { return registry_.Render(detailed); }
   // /metrics/summary: "name: value" lines for people (human sizes).
   std::string Summary() const;
   // The one line --enable_metric_reporting logs every --metrics_report_interval.

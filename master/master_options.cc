@@ -23,7 +23,13 @@ void RegisterMasterFlags(FlagSet* f, MasterOptions* o) {
             "admin HTTP port: /metrics, /health, /get_all_segments, ... (0: pick a free one "
             "and log it; -1: no admin HTTP)");
   f->AddString("metrics_host", &o->metrics_host,
-               "address the admin HTTP server listens on (\"\": --rpc_address's)");
+               "address the admin HTTP server listens on: this host only by default; give an "
+               "address of this host (or 0.0.0.0) for a Prometheus elsewhere (/metrics and "
+               "/health stay open, the rest needs the admin token)");
+  f->AddString("admin_token_file", &o->admin_token_file,
+               "key file (mode 0600, the cluster key file's format) whose admin token the "
+               "admin HTTP also accepts, besides the cluster key's: lets an operator read "
+               "the port without being a member (\"\": none)");
   f->AddBool("enable_metric_reporting", &o->enable_metric_reporting,
              "log a one-line summary (keys, memory, segments, daemons, calls) every "
              "--metrics_report_interval");

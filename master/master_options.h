@@ -55,9 +55,14 @@ struct MasterOptions {
   // "untracked": a change to it then names every daemon.
   int64_t max_cache_holders = 1 << 20;
   // The admin HTTP server (docs/operations.md): /metrics, /health, introspection. Port
-  // 9003 as Mooncake's; 0: a free one, logged; -1: none. "" host: rpc_address's.
+  // 9003 as Mooncake's; 0: a free one, logged; -1: none. Loopback unless asked: most of it
+  // answers admin callers only (common/admin_http.h), and Prometheus elsewhere needs an
+  // address given. "" host: 127.0.0.1 too.
   int64_t metrics_port = 9003;
-  std::string metrics_host;
+  std::string metrics_host = "127.0.0.1";
+  // A key file whose admin token the admin HTTP accepts besides the cluster key's: an
+  // operator's (or a monitoring system's) access without the cluster key. "": none.
+  std::string admin_token_file;
   // Logs a one-line summary of the metrics every metrics_report_interval.
   bool enable_metric_reporting = true;
   int64_t metrics_report_interval_ms = 60000;

@@ -1,19 +1,25 @@
 // common/admin_http (AdminHttpServer) in process, over raw sockets where the client must
 // be hostile: routing, the JSON error shapes, HEAD, query decoding, a NUL in the path, a
 // 20 KiB header, a request trickled a byte per 100 ms (closed by the per-connection
-// deadline while other requests are served meanwhile), and /log_level.
+// deadline while other requests are served meanwhile), and /log_level; the admin token's
+// check on a server given tokens (schemes, wrong and truncated tokens, rotation, the
+// routes' access kinds, on_refusal). The server without tokens admits this process's own
+// uid, so its kAdmin routes (the default) answer these tests.
 #include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <cctype>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "common/admin_http.h"
+#include "common/cluster_key.h"
 #include "common/logging.h"
 #include "tests/cmocka_cpp.h"
 #include "tests/http_test_util.h"
@@ -21,6 +27,7 @@
 using namespace mooncake;
 namespace harness = mooncake::testing;
 using Clock = std::chrono::steady_clock;
+using namespace std::string_literals;
 
 namespace {
 
@@ -70,7 +77,17 @@ std::string BodyOf(const std::string& response) {
 struct Server {
   AdminHttpServer http{"test"};
   int port = 0;
+  // One that accepts the tokens of two keys (as a process mid-rotation).
+  AdminHttpServer tokened{"tokened"};
+  int tokened_port = 0;
+  std::vector<std::string> tokens;
 };
+
+const ClusterKey& Keys() {
+  static const ClusterKey keys = ClusterKey::FromKeys(
+      {"3f1e2d4c5b6a79880716253443526170f0e1d2c3b4a59687", "9a8b7c6d5e4f30211203f4e5d6c7b8a9c0d1e2f3a4b5c6d7"});
+  return keys;
+}
 
 int Setup(void** state) {
   auto* s = new Server;
@@ -87,13 +104,30 @@ int Setup(void** state) {
     SetHttpError(response, 400, -600, "a \"quoted\" reason");
   });
   RegisterLogLevelEndpoint(&s->http);
+  s->tokens = Keys().AdminTokens();
+  s->tokened.AcceptTokens(s->tokens);
+  s->tokened.Handle("/secret", [](const HttpRequest& request, HttpResponse* response) {
+    response->body = "secret " + request.method;
+  });
+  s->tokened.Handle(
+      "/open",
+      [](const HttpRequest& request, HttpResponse* response) {
+        response->body = request.admin ? "open, admin" : "open";
+      },
+      AdminHttpServer::Access::kOpen);
+  s->tokened.Handle(
+      "/quiet", [](const HttpRequest&, HttpResponse* response) { response->body = "quiet"; },
+      AdminHttpServer::Access::kAdmin,
+      [](const HttpRequest&, HttpResponse* response) { response->body.clear(); });
+  RegisterLogLevelEndpoint(&s->tokened);
   std::string error;
-  if (!s->http.Start("127.0.0.1", 0, &error)) {
+  if (!s->http.Start("127.0.0.1", 0, &error) || !s->tokened.Start("127.0.0.1", 0, &error)) {
     std::fprintf(stderr, "%s\n", error.c_str());
     delete s;
     return -1;
   }
   s->port = s->http.port();
+  s->tokened_port = s->tokened.port();
   *state = s;
   return 0;
 }
@@ -228,6 +262,97 @@ void test_log_level(void** state) {
   assert_true(GetLogLevel() == LogLevel::kInfo);
 }
 
+// A request with extra header lines.
+std::string With(int port, const std::string& method, const std::string& target,
+                 const std::string& headers) {
+  return Exchange(port, method + " " + target + " HTTP/1.1\r\nHost: t\r\n" + headers +
+                            "Connection: close\r\n\r\n");
+}
+
+std::string HeaderOf(const std::string& response, const std::string& name) {
+  size_t at = response.find("\r\n" + name + ": ");
+  if (at == std::string::npos) return "";
+  size_t start = at + name.size() + 4;
+  return response.substr(start, response.find("\r\n", start) - start);
+}
+
+// Only the tokens given pass, each whole and exact; the scheme is case-insensitive.
+void test_the_token_opens_admin_routes(void** state) {
+  auto* s = static_cast<Server*>(*state);
+  const int port = s->tokened_port;
+  for (const std::string& token : s->tokens) {
+    for (const std::string& header :
+         {"Authorization: Bearer " + token + "\r\n", "authorization: bearer " + token + "\r\n",
+          "Authorization: BEARER \t" + token + "  \r\n"}) {
+      std::string r = With(port, "GET", "/secret", header);
+      assert_int_equal(StatusOf(r), 200);
+      assert_string_equal(BodyOf(r).c_str(), "secret GET");
+    }
+  }
+  std::string upper = s->tokens[0];
+  for (char& c : upper) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  std::string flipped = s->tokens[0];
+  flipped[17] = flipped[17] == '0' ? '1' : '0';
+  for (const std::string& header :
+       {std::string(), "Authorization: Bearer\r\n"s, "Authorization: Bearer \r\n"s,
+        "Authorization: Basic " + s->tokens[0] + "\r\n",
+        "Authorization: Bearer" + s->tokens[0] + "\r\n",
+        "Authorization: Bearer " + s->tokens[0].substr(0, 63) + "\r\n",
+        "Authorization: Bearer " + s->tokens[0] + s->tokens[1] + "\r\n",
+        "Authorization: Bearer " + upper + "\r\n", "Authorization: Bearer " + flipped + "\r\n",
+        "X-Authorization: Bearer " + s->tokens[0] + "\r\n"}) {
+    std::string r = With(port, "GET", "/secret", header);
+    assert_int_equal(StatusOf(r), 401);
+    assert_string_equal(HeaderOf(r, "WWW-Authenticate").c_str(), "Bearer");
+    assert_non_null(std::strstr(BodyOf(r).c_str(), "\"error_code\":-1400"));
+    assert_null(std::strstr(r.c_str(), "secret GET"));
+    // HEAD is refused alike, without a body.
+    r = With(port, "HEAD", "/secret", header);
+    assert_int_equal(StatusOf(r), 401);
+    assert_string_equal(BodyOf(r).c_str(), "");
+  }
+  // An open route answers anyone, and knows an admin caller.
+  assert_string_equal(BodyOf(With(port, "GET", "/open", "")).c_str(), "open");
+  assert_string_equal(
+      BodyOf(With(port, "GET", "/open", "Authorization: Bearer " + s->tokens[1] + "\r\n")).c_str(),
+      "open, admin");
+  // on_refusal shapes the refusal: /quiet's is empty.
+  std::string quiet = With(port, "GET", "/quiet", "");
+  assert_int_equal(StatusOf(quiet), 401);
+  assert_string_equal(BodyOf(quiet).c_str(), "");
+  // An unknown path is 404 to anyone.
+  assert_int_equal(StatusOf(With(port, "GET", "/nowhere", "")), 404);
+}
+
+// /log_level: GET open, POST for an admin caller only, the level unchanged by a refusal.
+void test_log_level_post_needs_the_token(void** state) {
+  auto* s = static_cast<Server*>(*state);
+  const int port = s->tokened_port;
+  SetLogLevel(LogLevel::kInfo);
+  assert_int_equal(StatusOf(With(port, "GET", "/log_level", "")), 200);
+  std::string r = With(port, "POST", "/log_level?level=debug", "Content-Length: 0\r\n");
+  assert_int_equal(StatusOf(r), 401);
+  assert_true(GetLogLevel() == LogLevel::kInfo);
+  r = With(port, "POST", "/log_level?level=error",
+           "Content-Length: 0\r\nAuthorization: Bearer " + s->tokens[0] + "\r\n");
+  assert_int_equal(StatusOf(r), 200);
+  assert_true(GetLogLevel() == LogLevel::kError);
+  SetLogLevel(LogLevel::kInfo);
+}
+
+// ClusterKey::AdminTokens: lowercase hex of HMAC-SHA256(key, "mooncake admin token v1"),
+// one per key in order (a known answer, from openssl).
+void test_token_derivation(void**) {
+  ClusterKey key = ClusterKey::FromKeys({"0123456789abcdef0123456789abcdef"});
+  const std::vector<std::string> tokens = key.AdminTokens();
+  assert_int_equal(tokens.size(), 1);
+  // printf 'mooncake admin token v1' | openssl dgst -sha256 -hmac 0123456789abcdef0123456789abcdef
+  assert_string_equal(tokens[0].c_str(),
+                      "7f5ad2bd75220195db8a480ebafd20efc7f343d5f5cb861ceda25a40b9686d43");
+  assert_int_equal(Keys().AdminTokens().size(), 2);
+  assert_true(Keys().AdminTokens()[0] != Keys().AdminTokens()[1]);
+}
+
 }  // namespace
 
 int main() {
@@ -237,6 +362,9 @@ int main() {
       cmocka_unit_test(test_hostile_targets),
       cmocka_unit_test(test_trickled_request_is_closed_by_the_deadline),
       cmocka_unit_test(test_log_level),
+      cmocka_unit_test(test_the_token_opens_admin_routes),
+      cmocka_unit_test(test_log_level_post_needs_the_token),
+      cmocka_unit_test(test_token_derivation),
   };
   return cmocka_run_group_tests(tests, Setup, Teardown);
 }

@@ -11,7 +11,11 @@
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
+#include <cstdio>
 #include <thread>
+
+#include "common/cluster_key.h"
+#include "tests/process_harness.h"
 
 namespace mooncake {
 namespace testing {
@@ -62,13 +66,26 @@ int ConnectLoopback(int port, int timeout_ms) {
   return fd;
 }
 
+std::string HttpAnswer::Header(const std::string& name) const { return HeaderValue(headers, name); }
+
 HttpAnswer HttpGetLoopback(int port, const std::string& target, int timeout_ms) {
+  return HttpRequestLoopback(port, "GET", target, {}, "", timeout_ms);
+}
+
+HttpAnswer HttpRequestLoopback(int port, const std::string& method, const std::string& target,
+                               const std::vector<std::string>& headers, const std::string& body,
+                               int timeout_ms) {
   HttpAnswer answer;
   int fd = ConnectLoopback(port, timeout_ms);
   std::string raw;
   if (fd >= 0) {
-    const std::string request = "GET " + target +
-                                " HTTP/1.0\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n";
+    std::string request = method + " " + target +
+                          " HTTP/1.0\r\nHost: 127.0.0.1\r\nConnection: close\r\n";
+    for (const std::string& header : headers) request += header + "\r\n";
+    if (!body.empty() || method == "POST") {
+      request += "Content-Length: " + std::to_string(body.size()) + "\r\n";
+    }
+    request += "\r\n" + body;
     if (write(fd, request.data(), request.size()) == static_cast<ssize_t>(request.size())) {
       char buf[16384];
       ssize_t n;
@@ -83,9 +100,20 @@ HttpAnswer HttpGetLoopback(int port, const std::string& target, int timeout_ms) 
   size_t space = raw.find(' ');
   if (space == std::string::npos || space > end) return answer;
   answer.status = std::atoi(raw.c_str() + space + 1);
-  answer.content_type = HeaderValue(raw.substr(0, end), "Content-Type");
+  answer.headers = raw.substr(0, end + 2);
+  answer.content_type = HeaderValue(answer.headers, "Content-Type");
   answer.body = raw.substr(end + 4);
   return answer;
+}
+
+std::string AdminAuthorization(const std::string& key_file) {
+  std::string error;
+  Result<ClusterKey> key = ClusterKey::Load(key_file.empty() ? ClusterKeyFile() : key_file, &error);
+  if (!key.ok()) {
+    std::fprintf(stderr, "AdminAuthorization: %s\n", error.c_str());
+    return "";
+  }
+  return "Authorization: Bearer " + key.value().AdminTokens().front();
 }
 
 std::string UrlEncode(const std::string& text) {

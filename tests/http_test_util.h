@@ -6,6 +6,7 @@
 #define MOONCAKE_TESTS_HTTP_TEST_UTIL_H_
 
 #include <string>
+#include <vector>
 
 namespace mooncake {
 namespace testing {
@@ -14,6 +15,10 @@ struct HttpAnswer {
   int status = -1;          // the status line's code; -1 when nothing usable came back
   std::string content_type; // the Content-Type header's value, as sent
   std::string body;
+  std::string headers;      // the header block as sent, status line included
+
+  // The value of header name (case-insensitive), "" when absent.
+  std::string Header(const std::string& name) const;
 };
 
 // A TCP connection to 127.0.0.1:port (a blocking socket), or -1. timeout_ms > 0 bounds
@@ -23,6 +28,16 @@ int ConnectLoopback(int port, int timeout_ms = 0);
 // GET target ("/path?query") from 127.0.0.1:port, giving up after timeout_ms (connect,
 // send and every read). The body is capped at 64 MiB.
 HttpAnswer HttpGetLoopback(int port, const std::string& target, int timeout_ms = 5000);
+
+// Any method, with further header lines ("Name: value") and a body.
+HttpAnswer HttpRequestLoopback(int port, const std::string& method, const std::string& target,
+                               const std::vector<std::string>& headers,
+                               const std::string& body = "", int timeout_ms = 5000);
+
+// "Authorization: Bearer <token>": the admin token of the key file at key_file
+// (ClusterKeyFile() when ""), which the admin HTTP of a process with that key accepts
+// (common/admin_http.h). "" when the file cannot be loaded.
+std::string AdminAuthorization(const std::string& key_file = "");
 
 // text with every byte but [A-Za-z0-9-_.~] percent-encoded (for query values: PromQL has
 // braces, quotes and spaces).

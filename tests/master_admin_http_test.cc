@@ -93,7 +93,10 @@ size_t OnHeader(char* data, size_t size, size_t n, void* out) {
   return size * n;
 }
 
+// Every request carries the admin token of the harness's key, which the masters here run
+// with (tests/admin_auth_test.cc tests the refusals).
 Answer Http(int port, const std::string& target, const std::string* post_body = nullptr) {
+  static const std::string authorization = harness::AdminAuthorization();
   Answer a;
   CURL* curl = curl_easy_init();
   std::string url = "http://127.0.0.1:" + std::to_string(port) + target;
@@ -103,12 +106,12 @@ Answer Http(int port, const std::string& target, const std::string* post_body = 
   curl_easy_setopt(curl, CURLOPT_WRITEDATA, &a.body);
   curl_easy_setopt(curl, CURLOPT_HEADERFUNCTION, OnHeader);
   curl_easy_setopt(curl, CURLOPT_HEADERDATA, &a);
-  curl_slist* headers = nullptr;
+  curl_slist* headers = curl_slist_append(nullptr, authorization.c_str());
   if (post_body != nullptr) {
     headers = curl_slist_append(headers, "Content-Type: application/json");
-    curl_easy_setopt(curl, CURLOPT_HTTPHEADER, headers);
     curl_easy_setopt(curl, CURLOPT_POSTFIELDS, post_body->c_str());
   }
+  curl_easy_setopt(curl, CURLOPT_HTTPHEADER, headers);
   if (curl_easy_perform(curl) == CURLE_OK) {
     curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &a.status);
     char* type = nullptr;

@@ -158,6 +158,15 @@ void test_master_registry_passes_promtool(void**) {
   assert_non_null(std::strstr(
       text.c_str(), "segment_total_capacity_bytes{segment=\"127.0.0.1:1\",segment_id=\"11\"} 67108864\n"));
   assert_non_null(std::strstr(text.c_str(), "master_role{role=\"leader\"} 1\n"));
+  // For a caller without the admin token: the aggregates, no segment address, no tenant.
+  std::string open = metrics.Render(/*detailed=*/false);
+  assert_non_null(std::strstr(open.c_str(), "\nmaster_total_capacity_bytes 67108864\n"));
+  assert_non_null(std::strstr(open.c_str(), "\nmaster_segments 1\n"));
+  assert_null(std::strstr(open.c_str(), "127.0.0.1:1"));
+  assert_null(std::strstr(open.c_str(), "segment_total_capacity_bytes"));
+  assert_null(std::strstr(open.c_str(), "tenant_id="));
+  assert_non_null(std::strstr(text.c_str(), "master_tenant_keys{tenant_id=\"\"} 1\n"));
+  assert_int_equal(Promtool(open) == -2 ? 0 : Promtool(open), 0);
   int rc = Promtool(text);
   if (rc == -2) {
     std::fprintf(stderr, "SKIPPED: %s is absent\n", kPromtool);
