@@ -640,6 +640,96 @@ void test_client_gives_up_on_a_stalled_owner_within_the_stall_timeout(void**) {
   assert_true(past_deadline >= 0.69 && past_deadline < 4.0);
 }
 
+// The client's side of a flooded port: an owner that closes an opening unanswered (it took
+// it to make room) gets another connection, and the transfer succeeds; one that refuses
+// the HELLO (-1305) is not asked again. The fake owner's thread asserts nothing.
+void test_client_opens_again_when_its_opening_is_taken(void**) {
+  int port = 0;
+  int listen_fd = testing::ListenOnLoopback(&port);
+  assert_true(listen_fd >= 0);
+  std::atomic<bool> done{false};
+  std::atomic<int> accepted{0};
+  std::atomic<int32_t> hello_code{0};  // what a HELLO on a kept connection is answered
+  // Connection 1 of each run: closed on its HELLO, unanswered. The others: the HELLO
+  // answered hello_code, then READs answered with their bytes.
+  std::thread owner([&] {
+    std::vector<int> open;
+    while (!done) {
+      pollfd p{listen_fd, POLLIN, 0};
+      if (poll(&p, 1, 50) != 1) continue;
+      int fd = accept(listen_fd, nullptr, nullptr);
+      if (fd < 0) continue;
+      tcp_io::Configure(fd, 5000);
+      const int n = accepted.fetch_add(1) + 1;
+      bool taken = false;
+      for (int request = 0;; ++request) {
+        char head[transfer::kRequestHeaderSize];
+        transfer::RequestHeader h;
+        if (!tcp_io::Recv(fd, head, sizeof(head), testing::kRawPeerBounds) ||
+            !transfer::DecodeRequest(head, &h)) {
+          break;
+        }
+        bool hello = h.op == static_cast<uint16_t>(transfer::Op::kHello);
+        std::vector<char> payload(hello ? h.length : 0);
+        if (!tcp_io::Recv(fd, payload.data(), payload.size(), testing::kRawPeerBounds)) break;
+        if (hello && n % 2 == 1) {
+          taken = true;  // closed unanswered
+          break;
+        }
+        transfer::ReplyHeader r;
+        r.request_id = h.request_id;
+        r.code = hello ? static_cast<ErrorCode>(hello_code.load()) : ErrorCode::OK;
+        r.length = hello ? 0 : h.length;
+        char reply[transfer::kReplyHeaderSize];
+        transfer::EncodeReply(r, reply);
+        std::string bytes(r.length, 'b');
+        if (!tcp_io::Send(fd, reply, sizeof(reply), bytes.data(), bytes.size(),
+                          testing::kRawPeerBounds) ||
+            r.code != ErrorCode::OK) {
+          break;
+        }
+      }
+      if (taken) {
+        close(fd);
+      } else {
+        open.push_back(fd);  // closed at the end: a closed one would be opened again
+      }
+    }
+    for (int fd : open) close(fd);
+  });
+  auto remote = std::make_shared<RemoteSegment>();
+  remote->segment_id = kSegmentId;
+  remote->name = "127.0.0.1:" + std::to_string(port);
+  remote->endpoints.push_back(rpc::TransportEndpoint());
+  remote->endpoints[0].protocol = "tcp";
+  remote->endpoints[0].address = remote->name;
+  auto read = [&] {
+    TcpTransport::Options options;
+    options.address = "127.0.0.1:1";
+    options.streams = 1;
+    TcpTransport client(options);
+    char buf[64];
+    TransferOp op{TransferKind::kRead, remote, 0, buf, sizeof(buf)};
+    std::vector<TransferOp*> ops{&op};
+    client.Execute(&ops, Clock::now() + std::chrono::seconds(20));
+    return ToInt(op.result);
+  };
+  int32_t served = read();
+  const int after_served = accepted.load();
+  hello_code = ToInt(ErrorCode::TOO_MANY_CONNECTIONS);
+  int32_t refused = read();
+  const int after_refused = accepted.load();
+  done = true;
+  owner.join();
+  close(listen_fd);
+  print_message("served after %d connections; refused after %d more\n", after_served,
+                after_refused - after_served);
+  assert_int_equal(served, 0);
+  assert_int_equal(after_served, 2);  // the taken one, then the one that served
+  assert_int_equal(refused, ToInt(ErrorCode::TRANSFER_FAIL));
+  assert_int_equal(after_refused - after_served, 2);  // taken, then refused: not again
+}
+
 }  // namespace
 
 int main() {
@@ -660,6 +750,7 @@ int main() {
       cmocka_unit_test(test_hello_refusals),
       cmocka_unit_test(test_server_drops_a_stalled_request_within_the_stall_timeout),
       cmocka_unit_test(test_client_gives_up_on_a_stalled_owner_within_the_stall_timeout),
+      cmocka_unit_test(test_client_opens_again_when_its_opening_is_taken),
   };
   return cmocka_run_group_tests(tests, nullptr, nullptr);
 }
