@@ -289,8 +289,9 @@ int main(int argc, char** argv) {
               port,
               options.transfer_bind_address.empty() ? "what the advertised host name resolves to"
                                                     : "--transfer_bind_address",
-              cluster_key != nullptr ? "; peers must prove the cluster key"
-                                     : "; no cluster key: peers on this host only");
+              cluster_key != nullptr
+                  ? "; peers must prove the cluster key"
+                  : "; no cluster key: peers of this user or root on this host only");
 
   size_t cores = std::max(1u, std::thread::hardware_concurrency());
   size_t workers = options.worker_threads > 0 ? static_cast<size_t>(options.worker_threads)
