@@ -49,10 +49,10 @@
 //
 // Input is untrusted, from an authenticated peer too. Every header is checked before any
 // payload is touched: a request that does not decode, names a segment this daemon does
-// not own, or a range outside it is answered with an error code and logged; the
-// connection survives a refused READ (no payload follows it) and a READ_DISK refused
-// after its (bounded) payload was read, and is closed after anything else refused (its
-// payload length cannot be trusted).
+// not own, or a range outside it is answered with an error code and logged (throttled,
+// above); the connection survives a refused READ (no payload follows it) and a READ_DISK
+// refused after its (bounded) payload was read, and is closed after anything else refused
+// (its payload length cannot be trusted).
 //
 // Threads: the accept thread admits, and closes openings past their deadline; each
 // connection's thread serves it, its Opening its own. Counters are atomics.
