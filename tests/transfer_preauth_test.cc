@@ -19,6 +19,7 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -286,6 +287,13 @@ void RunTraffic(const char* phase, std::atomic<int>* done, std::atomic<int>* fai
 // Attack 4. The flood holds while the traffic runs, and while A restarts (a new process:
 // every connection to B opened under the flood): not one put or get fails.
 void test_a_flood_of_openings_keeps_no_daemon_out(void**) {
+  // The flood's 1,520 connections, and the rest.
+  rlimit limit{};
+  assert_int_equal(getrlimit(RLIMIT_NOFILE, &limit), 0);
+  limit.rlim_cur = limit.rlim_max;
+  setrlimit(RLIMIT_NOFILE, &limit);
+  assert_int_equal(getrlimit(RLIMIT_NOFILE, &limit), 0);
+  assert_true(limit.rlim_cur >= 2048);
   const int port = mc_cluster_port_at(g_keyed, B);
   Flood flood(port, {"127.0.0.2", "127.0.0.3", "127.0.0.4", "127.0.0.5", "127.0.0.6"}, 256, 16);
   flood.Start();
