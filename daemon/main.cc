@@ -158,23 +158,22 @@ std::unique_ptr<mooncake::TransferEngine> OpenTransferEngine(
 }
 
 // The transfer port's caps: --transfer_max_connections within half the descriptor limit,
-// --transfer_connections per peer, a quarter of the port for the new connections of one
-// address (a flood from one host cannot fill it).
+// --transfer_connections per peer, and the caps on connections not open yet that follow
+// from the port's (TransferConnections::ForPort: a flood cannot fill it).
 mooncake::TransferConnections::Limits TransferPortLimits(const mooncake::DaemonOptions& options,
                                                         uint64_t descriptors) {
-  mooncake::TransferConnections::Limits limits;
   uint64_t wanted = static_cast<uint64_t>(options.transfer_max_connections);
-  limits.max_connections = mooncake::TransferConnectionsWithin(descriptors, wanted);
-  limits.per_peer = static_cast<size_t>(options.transfer_connections);
-  limits.new_per_address = std::max<size_t>(1, limits.max_connections / 4);
+  mooncake::TransferConnections::Limits limits = mooncake::TransferConnections::ForPort(
+      mooncake::TransferConnectionsWithin(descriptors, wanted),
+      static_cast<size_t>(options.transfer_connections));
   if (limits.max_connections < wanted) {
     MC_LOG_WARN("transfer port: at most %zu connections, not --transfer_max_connections "
                 "%llu: half the descriptor limit (raise it: ulimit -n, LimitNOFILE=)",
                 limits.max_connections, static_cast<unsigned long long>(wanted));
   }
-  MC_LOG_INFO("transfer port: at most %zu connections, %zu per peer, %zu new ones per "
-              "address; idle ones make room for new peers",
-              limits.max_connections, limits.per_peer, limits.new_per_address);
+  MC_LOG_INFO("transfer port: at most %zu connections, %zu per peer, %zu not yet open (%zu "
+              "per address); idle ones make room for new peers",
+              limits.max_connections, limits.per_peer, limits.new_total, limits.new_per_address);
   return limits;
 }
 
@@ -295,8 +294,9 @@ int main(int argc, char** argv) {
               port,
               options.transfer_bind_address.empty() ? "what the advertised host name resolves to"
                                                     : "--transfer_bind_address",
-              cluster_key != nullptr ? "; peers must prove the cluster key"
-                                     : "; no cluster key: peers on this host only");
+              cluster_key != nullptr
+                  ? "; peers must prove the cluster key"
+                  : "; no cluster key: peers of this user or root on this host only");
 
   size_t cores = std::max(1u, std::thread::hardware_concurrency());
   size_t workers = options.worker_threads > 0 ? static_cast<size_t>(options.worker_threads)

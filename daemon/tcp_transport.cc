@@ -120,11 +120,19 @@ int TcpTransport::Acquire(Peer* peer, Clock::time_point deadline, bool* reused,
   // Connecting and saying HELLO together take at most connect_timeout_ms.
   Clock::time_point until =
       std::min(deadline, Clock::now() + std::chrono::milliseconds(options_.connect_timeout_ms));
-  int fd = tcp_io::Connect(peer->address, std::max(MillisLeft(until), 1),
-                           options_.stall_timeout_ms, error);
-  if (fd >= 0 && !Hello(fd, until, error)) {
-    close(fd);
-    fd = -1;
+  int fd = -1;
+  for (int attempt = 0; attempt < kOpeningAttempts && fd < 0; ++attempt) {
+    fd = tcp_io::Connect(peer->address, std::max(MillisLeft(until), 1),
+                         options_.stall_timeout_ms, error);
+    if (fd < 0) break;
+    bool broken = false;
+    if (!Hello(fd, until, &broken, error)) {
+      close(fd);
+      fd = -1;
+      // Closed unanswered: the owner took this opening to make room (a flood of them on
+      // its port) or refused it at accept. Another connection is admitted the same way.
+      if (!broken || Clock::now() >= until) break;
+    }
   }
   if (fd < 0) Release(peer, -1, false);
   return fd;
@@ -132,7 +140,7 @@ int TcpTransport::Acquire(Peer* peer, Clock::time_point deadline, bool* reused,
 
 bool TcpTransport::OpeningRequest(int fd, Op op, const std::string& payload,
                                   size_t reply_length, std::string* reply,
-                                  Clock::time_point deadline, std::string* error) {
+                                  Clock::time_point deadline, bool* broken, std::string* error) {
   const char* name = op == Op::kHello ? "HELLO" : "AUTH";
   transfer::RequestHeader h;
   h.op = static_cast<uint16_t>(op);
@@ -145,6 +153,7 @@ bool TcpTransport::OpeningRequest(int fd, Op op, const std::string& payload,
   transfer::ReplyHeader r;
   if (!tcp_io::Send(fd, head, sizeof(head), payload.data(), payload.size(), bounds) ||
       !tcp_io::Recv(fd, reply_head, sizeof(reply_head), bounds)) {
+    *broken = errno == ECONNRESET || errno == EPIPE;
     *error = std::string(name) + " unanswered: " +
              (errno == ETIMEDOUT ? "no answer within the connect timeout" : std::strerror(errno));
     return false;
@@ -179,7 +188,7 @@ bool TcpTransport::OpeningRequest(int fd, Op op, const std::string& payload,
   return true;
 }
 
-bool TcpTransport::Hello(int fd, Clock::time_point deadline, std::string* error) {
+bool TcpTransport::Hello(int fd, Clock::time_point deadline, bool* broken, std::string* error) {
   const ClusterKey* key = options_.cluster_key.get();
   transfer::Hello hello;
   hello.daemon_name = options_.address;
@@ -187,7 +196,7 @@ bool TcpTransport::Hello(int fd, Clock::time_point deadline, std::string* error)
   std::string server_nonce;
   if (!OpeningRequest(fd, Op::kHello, transfer::EncodeHello(hello),
                       key != nullptr ? transfer::kNonceBytes : 0, &server_nonce, deadline,
-                      error)) {
+                      broken, error)) {
     return false;
   }
   if (key == nullptr) return true;
@@ -195,7 +204,8 @@ bool TcpTransport::Hello(int fd, Clock::time_point deadline, std::string* error)
   std::string proof = key->Prove(ClusterKey::Role::kClient, transfer::kAuthContext, client_nonce,
                                  server_nonce);
   std::string answer;
-  if (!OpeningRequest(fd, Op::kAuth, proof, transfer::kProofBytes, &answer, deadline, error)) {
+  if (!OpeningRequest(fd, Op::kAuth, proof, transfer::kProofBytes, &answer, deadline, broken,
+                      error)) {
     return false;
   }
   // An owner that cannot prove the key is not one of ours: nothing is sent to it, and

@@ -10,7 +10,10 @@
 // nonce, AUTH with this daemon's proof, and the owner's proof checked before the
 // connection carries a request. An owner that refuses, or cannot prove the key itself, is
 // never sent a byte of a transfer nor believed: the transfer fails (-800) with a log line
-// naming the owner and why, within the connect timeout. Connections are pooled, so the
+// naming the owner and why, within the connect timeout. An opening the owner closes
+// without answering -- what a port flooded with connections that never open does to an
+// opening it takes to make room (daemon/transfer_connections.h) -- is tried again on a
+// fresh connection, up to kOpeningAttempts in all, within the same connect timeout. Connections are pooled, so the
 // handshake's extra round trip and two HMACs are paid once per connection, not per
 // transfer. The owner may
 // close an idle one to make room for another peer, which the retry below absorbs. A request
@@ -113,14 +116,18 @@ class TcpTransport : public Transport, public ControlCaller {
   // A connection to peer (idle or new), or -1 with *error. *reused: it was idle.
   int Acquire(Peer* peer, std::chrono::steady_clock::time_point deadline, bool* reused,
               std::string* error);
+  // New connections opened for one Acquire when the owner closes them unanswered.
+  static constexpr int kOpeningAttempts = 3;
   // Says HELLO on a new connection, and with a key completes the handshake; false with
-  // *error when the owner does not answer OK by then, or cannot prove the key.
-  bool Hello(int fd, std::chrono::steady_clock::time_point deadline, std::string* error);
+  // *error when the owner does not answer OK by then, or cannot prove the key; *broken
+  // when it closed the connection without answering.
+  bool Hello(int fd, std::chrono::steady_clock::time_point deadline, bool* broken,
+             std::string* error);
   // One request of the opening (HELLO, AUTH) and its reply, whose payload must be exactly
-  // reply_length bytes (into *reply); false with *error.
+  // reply_length bytes (into *reply); false with *error (*broken as for Hello).
   bool OpeningRequest(int fd, transfer::Op op, const std::string& payload, size_t reply_length,
                       std::string* reply, std::chrono::steady_clock::time_point deadline,
-                      std::string* error);
+                      bool* broken, std::string* error);
   void Release(Peer* peer, int fd, bool keep);
   // Runs x on a pooled connection, retried once on a fresh one when the pooled one broke.
   // OK, the peer's refusal code, or TRANSFER_FAIL with *error.

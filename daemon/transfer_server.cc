@@ -13,6 +13,7 @@
 #include "common/error_code.h"
 #include "common/host_address.h"
 #include "common/logging.h"
+#include "common/peer_owner.h"
 
 namespace mooncake {
 
@@ -96,75 +97,94 @@ void TransferServer::Stop() {
   connections_.Shutdown();          // and waits for every connection's thread
 }
 
-void TransferServer::LogAdmission(const char* what, const std::string& peer) {
-  if (!admission_log_.Due()) return;
+void TransferServer::LogBeforeOpen(const std::string& what, bool refusal) {
+  uint64_t refused = refusal ? refused_before_open_.fetch_add(1) + 1 : refused_before_open_.load();
+  uint64_t passed_over = 0;
+  if (!before_open_log_.Due(&passed_over)) return;
   TransferConnections::Stats s = connections_.stats();
-  MC_LOG_WARN("transfer port: %s %s (so far %llu admitted, %llu waiting ones closed to make "
-              "room, %llu refused, %llu closed silent; %zu open)",
-              what, peer.c_str(), static_cast<unsigned long long>(s.admitted),
+  MC_LOG_WARN("transfer port: %s -- %llu such events not logged since the line before (at "
+              "most one line a second); so far %llu connections refused before they were "
+              "open, %llu of them for want of the cluster key or of this daemon's user; %llu "
+              "closed to make room, %llu closed at the handshake deadline; %zu open, %zu of "
+              "them opening",
+              what.c_str(), static_cast<unsigned long long>(passed_over),
+              static_cast<unsigned long long>(refused),
+              static_cast<unsigned long long>(unauthenticated_.load()),
               static_cast<unsigned long long>(s.taken),
-              static_cast<unsigned long long>(s.refused),
-              static_cast<unsigned long long>(silent_closed_.load()), s.open);
+              static_cast<unsigned long long>(s.overdue + overdue_.load()), s.open, s.opening);
 }
 
-void TransferServer::LogUnauthenticated(const std::string& what, const std::string& peer) {
-  uint64_t count = unauthenticated_.fetch_add(1) + 1;
-  if (!unauthenticated_log_.Due()) return;
-  MC_LOG_WARN("transfer port: refused %s: %s (%llu refused for want of the cluster key so "
-              "far; at most one such line a second)",
-              peer.c_str(), what.c_str(), static_cast<unsigned long long>(count));
+int TransferServer::CloseOverdueOpenings() {
+  const int64_t handshake_ns = static_cast<int64_t>(options_.handshake_timeout_ms) * 1000000;
+  const int64_t now = TransferConnections::NowNanos();
+  size_t closed = 0;
+  int64_t oldest = connections_.CloseOpeningsBefore(now - handshake_ns, &closed);
+  if (closed > 0) {
+    LogBeforeOpen("closed " + std::to_string(closed) + " connection(s) not open within the "
+                  "handshake deadline (" + std::to_string(options_.handshake_timeout_ms) +
+                  " ms)",
+                  false);
+  }
+  if (oldest == INT64_MAX) return -1;
+  // Just past its deadline, so that the next sweep finds it due.
+  return static_cast<int>(std::max<int64_t>(0, oldest + handshake_ns - now) / 1000000 + 1);
 }
 
 void TransferServer::AcceptLoop() {
   for (;;) {
+    // Wait for a connection, or for the oldest opening one's deadline: the thread of a
+    // connection may be anywhere (in a read, a send, an HMAC), and the deadline must hold
+    // whatever it does.
+    pollfd listening{listen_fd_, POLLIN, 0};
+    int ready = poll(&listening, 1, CloseOverdueOpenings());
+    if (stopping_) return;
+    if (ready <= 0) continue;  // a deadline due, or EINTR
     sockaddr_storage addr{};
     socklen_t len = sizeof(addr);
     int fd = accept4(listen_fd_, reinterpret_cast<sockaddr*>(&addr), &len, SOCK_CLOEXEC);
     if (fd < 0) {
-      if (errno == EINTR || errno == ECONNABORTED) continue;
+      if (errno == EINTR || errno == ECONNABORTED || errno == EAGAIN) continue;
       if (stopping_) return;
       if (errno == EMFILE || errno == ENFILE) {
         // Out of descriptors: free one by closing a waiting connection, so that the
         // pending peer is served; back off instead of spinning when there is none.
         bool freed = connections_.Reclaim();
-        LogAdmission(freed ? "out of descriptors: closed a waiting connection for"
-                           : "out of descriptors, and every connection busy: cannot accept",
-                     "a pending peer");
+        LogBeforeOpen(freed ? "out of descriptors: closed a connection for a pending peer"
+                            : "out of descriptors, and every connection busy: cannot accept",
+                      false);
         std::this_thread::sleep_for(std::chrono::milliseconds(freed ? 1 : 100));
         continue;
       }
-      MC_LOG_WARN("transfer port: accept: %s", std::strerror(errno));
+      LogBeforeOpen(std::string("accept: ") + std::strerror(errno), false);
       continue;
     }
     const std::string ip = FormatIp(reinterpret_cast<const sockaddr*>(&addr));
     const std::string peer = FormatAddress(reinterpret_cast<const sockaddr*>(&addr));
-    if (options_.cluster_key == nullptr) {
-      sockaddr_storage local{};
-      socklen_t local_len = sizeof(local);
-      bool got_local = getsockname(fd, reinterpret_cast<sockaddr*>(&local), &local_len) == 0;
-      if (!PeerOnThisHost(reinterpret_cast<const sockaddr*>(&addr),
-                          got_local ? reinterpret_cast<const sockaddr*>(&local) : nullptr)) {
-        LogUnauthenticated("not on this host, closed at accept (without --cluster_key_file "
-                           "only peers on this host are admitted)",
-                           peer);
-        close(fd);  // not a byte read or sent
-        continue;
-      }
+    std::string why;
+    if (options_.cluster_key == nullptr && !PeerIsThisUserOrRoot(fd, &why)) {
+      close(fd);  // not a byte read or sent
+      unauthenticated_.fetch_add(1);
+      LogBeforeOpen("refused " + peer + ", closed at accept: " + why +
+                        " (without --cluster_key_file only peers of this daemon's user or "
+                        "root on this host are admitted)",
+                    true);
+      continue;
     }
     bool took = false;
     std::shared_ptr<Connection> c = connections_.Admit(fd, ip, &took);
     if (c == nullptr) {
       close(fd);
       if (stopping_) return;
-      LogAdmission("refused a connection, every connection in its way busy:", peer);
+      LogBeforeOpen("refused " + peer + ", closed at accept: every connection in its way busy",
+                    true);
       continue;
     }
-    if (took) LogAdmission("closed a waiting connection to admit", peer);
+    if (took) LogBeforeOpen("admitted " + peer + " in the place of another connection", false);
     try {
       std::thread([this, c, peer] { Serve(c, peer); }).detach();
     } catch (const std::system_error& e) {
-      MC_LOG_WARN("transfer port: no thread for %s: %s", peer.c_str(), e.what());
       connections_.Remove(c);
+      LogBeforeOpen("refused " + peer + ": no thread for it: " + e.what(), true);
     }
   }
 }
@@ -174,33 +194,48 @@ void TransferServer::Serve(std::shared_ptr<Connection> c, std::string peer) {
   tcp_io::Configure(fd, options_.stall_timeout_ms);
   Opening opening;
   opening.deadline = Clock::now() + std::chrono::milliseconds(options_.handshake_timeout_ms);
-  MC_LOG_DEBUG("transfer port: %s connected", peer.c_str());
   for (;;) {
-    // Between requests the connection may idle (it is pooled); before it is served, only
+    // Between requests the connection may idle (it is pooled); before it is open, only
     // as long as the handshake may take.
     bool opening_up = opening.stage != Opening::kServing;
     pollfd p{fd, POLLIN, 0};
     int ready = poll(&p, 1, opening_up ? MillisLeft(opening.deadline) : options_.idle_timeout_ms);
     if (ready < 0 && errno == EINTR) continue;
     if (ready == 0 && opening_up) {
-      silent_closed_.fetch_add(1);
-      LogAdmission("closed a connection that did not complete its opening within the handshake "
-                   "timeout:",
-                   peer);
+      overdue_.fetch_add(1);
+      LogBeforeOpen("closed " + peer + ": not open within the handshake deadline", false);
     }
     if (ready <= 0 || !ServeOne(c.get(), peer, &opening)) break;
   }
-  MC_LOG_DEBUG("transfer port: %s disconnected", peer.c_str());
+  if (opening.stage == Opening::kServing) {
+    MC_LOG_DEBUG("transfer port: %s disconnected", Who(*c, peer).c_str());
+  }
   connections_.Remove(c);  // the last thing this thread does with the server
 }
 
-bool TransferServer::Refuse(int fd, const std::string& peer, const RequestHeader& h,
+bool TransferServer::Refuse(Connection* c, const std::string& peer, const RequestHeader& h,
                             ErrorCode code, const std::string& why, bool payload_read) {
-  MC_LOG_WARN("transfer port: refused %s from %s: segment %lld offset %llu length %llu: %s",
-              OpName(h.op), peer.c_str(), static_cast<long long>(h.segment_id),
-              static_cast<unsigned long long>(h.offset), static_cast<unsigned long long>(h.length),
-              why.c_str());
-  bool sent = SendReply(fd, h.request_id, code, nullptr, 0,
+  char what[320];
+  if (h.op == 0) {  // a header that did not decode: its fields mean nothing
+    std::snprintf(what, sizeof(what), "refused a request from %s: ", peer.c_str());
+  } else {
+    std::snprintf(what, sizeof(what),
+                  "refused %s from %s: segment %lld offset %llu length %llu: ", OpName(h.op),
+                  peer.c_str(), static_cast<long long>(h.segment_id),
+                  static_cast<unsigned long long>(h.offset),
+                  static_cast<unsigned long long>(h.length));
+  }
+  if (!c->settled()) {
+    LogBeforeOpen(what + why, true);
+  } else {
+    uint64_t passed_over = 0;
+    if (request_log_.Due(&passed_over)) {
+      MC_LOG_WARN("transfer port: %s%s -- %llu such events not logged since the line before "
+                  "(at most one line a second)",
+                  what, why.c_str(), static_cast<unsigned long long>(passed_over));
+    }
+  }
+  bool sent = SendReply(c->fd(), h.request_id, code, nullptr, 0,
                         tcp_io::Bounds{options_.stall_timeout_ms});
   // Only a READ carries no payload, so only after one (or after a payload read in full) is
   // the stream still in step.
@@ -210,9 +245,10 @@ bool TransferServer::Refuse(int fd, const std::string& peer, const RequestHeader
 
 bool TransferServer::RefuseUnauthenticated(int fd, const std::string& peer,
                                            const RequestHeader& h, const char* why) {
-  LogUnauthenticated(std::string(OpName(h.op)) + " answered -1400 UNAUTHENTICATED, connection "
-                     "closed: " + why,
-                     peer);
+  unauthenticated_.fetch_add(1);
+  LogBeforeOpen("refused " + peer + ": " + OpName(h.op) +
+                    " answered -1400 UNAUTHENTICATED, connection closed: " + why,
+                true);
   SendReply(fd, h.request_id, ErrorCode::UNAUTHENTICATED, nullptr, 0,
             tcp_io::Bounds{options_.stall_timeout_ms, Clock::now() + std::chrono::seconds(1)});
   return false;
@@ -226,18 +262,21 @@ bool TransferServer::ServeOne(Connection* c, const std::string& peer, Opening* o
   char head[transfer::kRequestHeaderSize];
   if (!tcp_io::Recv(fd, head, sizeof(head), bounds)) {
     if (opening->stage != Opening::kServing && errno == ETIMEDOUT) {
-      silent_closed_.fetch_add(1);
-      LogAdmission("closed a connection whose opening did not come in time:", peer);
+      overdue_.fetch_add(1);
+      LogBeforeOpen("closed " + peer + ": not open within the handshake deadline (a request "
+                    "header cut short)",
+                    false);
     }
-    return false;  // gone, or a truncated header
+    return false;  // gone, taken, or a truncated header
   }
   RequestHeader h;
   if (!transfer::DecodeRequest(head, &h)) {
     h.op = 0;  // whatever it claimed, nothing after it can be trusted
-    return Refuse(fd, peer, h, ErrorCode::INVALID_PARAMS,
+    return Refuse(c, peer, h, ErrorCode::INVALID_PARAMS,
                   "malformed header (magic, version or op)");
   }
-  // From here on a request is in progress: the connection is not taken to make room.
+  // From here on a request is in progress: once the connection is open, it is not taken
+  // to make room (before, it may be, whatever it is doing).
   if (!TransferConnections::BeginRequest(c)) return false;  // it was, just before
   struct EndRequest {
     Connection* c;
@@ -246,7 +285,7 @@ bool TransferServer::ServeOne(Connection* c, const std::string& peer, Opening* o
 
   if (h.op == static_cast<uint16_t>(Op::kHello)) {
     if (!first) {
-      Refuse(fd, Who(*c, peer), h, ErrorCode::INVALID_PARAMS, "HELLO after the first request");
+      Refuse(c, Who(*c, peer), h, ErrorCode::INVALID_PARAMS, "HELLO after the first request");
       return false;
     }
     return ServeHello(c, peer, h, bounds, opening);  // still within the handshake deadline
@@ -260,14 +299,17 @@ bool TransferServer::ServeOne(Connection* c, const std::string& peer, Opening* o
                                        ? "sent before the cluster-key handshake (HELLO, AUTH)"
                                        : "sent before AUTH");
     }
-    // Without a key, a peer on this host may skip HELLO: it counts against its address.
+    // Without a key, a peer admitted at accept may skip HELLO: it counts against its
+    // address.
     bool took = false;
     if (!connections_.Settle(c, "", &took)) {
-      Refuse(fd, Who(*c, peer), h, ErrorCode::TOO_MANY_CONNECTIONS,
-             "every connection of this address that did not say HELLO is busy");
+      if (!c->taken()) {
+        Refuse(c, Who(*c, peer), h, ErrorCode::TOO_MANY_CONNECTIONS,
+               "every connection of this address that did not say HELLO is busy");
+      }
       return false;
     }
-    if (took) LogAdmission("closed a waiting unnamed connection to serve", peer);
+    if (took) LogBeforeOpen("closed a waiting unnamed connection to serve " + peer, false);
     opening->stage = Opening::kServing;
   }
   bounds.deadline = Clock::time_point::max();  // only the opening had to be quick
@@ -276,31 +318,36 @@ bool TransferServer::ServeOne(Connection* c, const std::string& peer, Opening* o
 
   std::shared_ptr<SegmentMemory> segment = lookup_(h.segment_id);
   if (segment == nullptr) {
-    return Refuse(fd, Who(*c, peer), h, ErrorCode::SEGMENT_NOT_FOUND, "no such segment here");
+    return Refuse(c, Who(*c, peer), h, ErrorCode::SEGMENT_NOT_FOUND, "no such segment here");
   }
   if (!segment->Contains(h.offset, h.length) || h.length == 0) {
-    return Refuse(fd, Who(*c, peer), h, ErrorCode::INVALID_PARAMS, "range outside the segment");
+    return Refuse(c, Who(*c, peer), h, ErrorCode::INVALID_PARAMS, "range outside the segment");
   }
   char* bytes = segment->base() + h.offset;
   if (h.op == static_cast<uint16_t>(Op::kRead)) {
     if (gate_ != nullptr && !gate_->Accepts(h.master_epoch)) {
-      return Refuse(fd, Who(*c, peer), h, ErrorCode::LEASE_EXPIRED,
+      return Refuse(c, Who(*c, peer), h, ErrorCode::LEASE_EXPIRED,
                     "read lease from another master (restarted?)");
     }
     return SendReply(fd, h.request_id, ErrorCode::OK, bytes, h.length, bounds);
   }
   EpochGate::Write admitted(gate_, h.master_epoch);
   if (!admitted.admitted()) {
-    return Refuse(fd, Who(*c, peer), h, ErrorCode::LEASE_EXPIRED,
+    return Refuse(c, Who(*c, peer), h, ErrorCode::LEASE_EXPIRED,
                   "reservation from another master (restarted?)");
   }
   // WRITE: straight into the segment. A peer that stalls or vanishes half-way leaves a
   // partly written range, which is harmless: the put it belongs to is revoked.
   if (!tcp_io::Recv(fd, bytes, h.length, bounds)) {
     int err = errno;
-    MC_LOG_WARN("transfer port: WRITE from %s to segment %lld broke off: %s",
-                Who(*c, peer).c_str(), static_cast<long long>(h.segment_id),
-                err == ETIMEDOUT ? "no byte within the transfer timeout" : std::strerror(err));
+    uint64_t passed_over = 0;
+    if (request_log_.Due(&passed_over)) {
+      MC_LOG_WARN("transfer port: WRITE from %s to segment %lld broke off: %s -- %llu such "
+                  "events not logged since the line before (at most one line a second)",
+                  Who(*c, peer).c_str(), static_cast<long long>(h.segment_id),
+                  err == ETIMEDOUT ? "no byte within the transfer timeout" : std::strerror(err),
+                  static_cast<unsigned long long>(passed_over));
+    }
     return false;
   }
   return SendReply(fd, h.request_id, ErrorCode::OK, nullptr, 0, bounds);
@@ -310,17 +357,17 @@ bool TransferServer::ServeHello(Connection* c, const std::string& peer, const Re
                                 const tcp_io::Bounds& bounds, Opening* opening) {
   const int fd = c->fd();
   if (h.segment_id != 0 || h.offset != 0 || h.master_epoch != 0) {
-    return Refuse(fd, peer, h, ErrorCode::INVALID_PARAMS, "HELLO with fields it does not use set");
+    return Refuse(c, peer, h, ErrorCode::INVALID_PARAMS, "HELLO with fields it does not use set");
   }
   if (h.length == 0 || h.length > transfer::kMaxHelloPayload) {
-    return Refuse(fd, peer, h, ErrorCode::INVALID_PARAMS, "HELLO payload empty or too long");
+    return Refuse(c, peer, h, ErrorCode::INVALID_PARAMS, "HELLO payload empty or too long");
   }
   std::string payload(h.length, '\0');
   if (!tcp_io::Recv(fd, &payload[0], payload.size(), bounds)) return false;
   transfer::Hello hello;
   const char* why = "";
   if (!transfer::DecodeHello(payload.data(), payload.size(), &hello, &why)) {
-    Refuse(fd, peer, h, ErrorCode::INVALID_PARAMS, why);
+    Refuse(c, peer, h, ErrorCode::INVALID_PARAMS, why);
     return false;
   }
   const std::string who = hello.daemon_name + " at " + peer;
@@ -345,11 +392,13 @@ bool TransferServer::ServeHello(Connection* c, const std::string& peer, const Re
   }
   bool took = false;
   if (!connections_.Settle(c, hello.daemon_name, &took)) {
-    Refuse(fd, who, h, ErrorCode::TOO_MANY_CONNECTIONS,
-           "this daemon's connections are all busy (--transfer_connections)");
+    if (!c->taken()) {
+      Refuse(c, who, h, ErrorCode::TOO_MANY_CONNECTIONS,
+             "this daemon's connections are all busy (--transfer_connections)");
+    }
     return false;
   }
-  if (took) LogAdmission("closed a waiting connection of the same daemon for", hello.daemon_name);
+  if (took) LogBeforeOpen("closed a waiting connection of the same daemon for " + who, false);
   opening->stage = Opening::kServing;
   MC_LOG_DEBUG("transfer port: %s is %s", peer.c_str(), hello.daemon_name.c_str());
   return SendReply(fd, h.request_id, ErrorCode::OK, nullptr, 0, bounds);
@@ -366,7 +415,7 @@ bool TransferServer::ServeAuth(Connection* c, const std::string& peer, const Req
   }
   const std::string who = opening->daemon_name + " at " + peer;
   if (h.segment_id != 0 || h.offset != 0 || h.master_epoch != 0) {
-    Refuse(fd, who, h, ErrorCode::INVALID_PARAMS, "AUTH with fields it does not use set");
+    Refuse(c, who, h, ErrorCode::INVALID_PARAMS, "AUTH with fields it does not use set");
     return false;
   }
   if (h.length != transfer::kProofBytes) {
@@ -383,13 +432,13 @@ bool TransferServer::ServeAuth(Connection* c, const std::string& peer, const Req
   }
   bool took = false;
   if (!connections_.Settle(c, opening->daemon_name, &took)) {
-    Refuse(fd, who, h, ErrorCode::TOO_MANY_CONNECTIONS,
-           "this daemon's connections are all busy (--transfer_connections)");
+    if (!c->taken()) {
+      Refuse(c, who, h, ErrorCode::TOO_MANY_CONNECTIONS,
+             "this daemon's connections are all busy (--transfer_connections)");
+    }
     return false;
   }
-  if (took) {
-    LogAdmission("closed a waiting connection of the same daemon for", opening->daemon_name);
-  }
+  if (took) LogBeforeOpen("closed a waiting connection of the same daemon for " + who, false);
   opening->stage = Opening::kServing;
   std::string answer =
       options_.cluster_key->ProveWith(static_cast<size_t>(key), ClusterKey::Role::kServer,
@@ -403,18 +452,18 @@ bool TransferServer::ServeAuth(Connection* c, const std::string& peer, const Req
 bool TransferServer::ServeControl(Connection* c, const std::string& peer, const RequestHeader& h) {
   const int fd = c->fd();
   if (h.offset != 0 || h.master_epoch != 0) {
-    return Refuse(fd, Who(*c, peer), h, ErrorCode::INVALID_PARAMS,
+    return Refuse(c, Who(*c, peer), h, ErrorCode::INVALID_PARAMS,
                   "CONTROL with fields it does not use set");
   }
   if (h.length > transfer::kMaxControlPayload) {
-    return Refuse(fd, Who(*c, peer), h, ErrorCode::INVALID_PARAMS, "control payload too long");
+    return Refuse(c, Who(*c, peer), h, ErrorCode::INVALID_PARAMS, "control payload too long");
   }
   tcp_io::Bounds bounds{options_.stall_timeout_ms};
   std::string request(h.length, '\0');
   if (!tcp_io::Recv(fd, &request[0], request.size(), bounds)) return false;
   auto handler = control_.find(h.segment_id);
   if (handler == control_.end()) {
-    Refuse(fd, Who(*c, peer), h, ErrorCode::INVALID_PARAMS, "no handler for this control channel");
+    Refuse(c, Who(*c, peer), h, ErrorCode::INVALID_PARAMS, "no handler for this control channel");
     return true;  // the payload was read: still in step
   }
   std::string reply;
@@ -429,12 +478,12 @@ bool TransferServer::ServeReadDisk(Connection* c, const std::string& peer, const
   disk_reads_refused_.fetch_add(1);  // until it is served
   // The header first: its payload length decides how much is read.
   if (h.offset != 0) {
-    return Refuse(fd, Who(*c, peer), h, ErrorCode::INVALID_PARAMS,
+    return Refuse(c, Who(*c, peer), h, ErrorCode::INVALID_PARAMS,
                   "READ_DISK with an offset (it goes in the payload)");
   }
   if (h.length <= transfer::kDiskReadFixedBytes ||
       h.length > transfer::kDiskReadFixedBytes + transfer::kMaxDiskKey) {
-    return Refuse(fd, Who(*c, peer), h, ErrorCode::INVALID_PARAMS,
+    return Refuse(c, Who(*c, peer), h, ErrorCode::INVALID_PARAMS,
                   "READ_DISK payload length out of bounds (32 bytes + a key of 1.." +
                       std::to_string(transfer::kMaxDiskKey) + " bytes)");
   }
@@ -442,7 +491,7 @@ bool TransferServer::ServeReadDisk(Connection* c, const std::string& peer, const
   if (!tcp_io::Recv(fd, payload, h.length, bounds)) return false;
   // From here on the stream is in step whatever is refused.
   auto refuse = [&](ErrorCode code, const std::string& why) {
-    return Refuse(fd, Who(*c, peer), h, code, why, /*payload_read=*/true);
+    return Refuse(c, Who(*c, peer), h, code, why, /*payload_read=*/true);
   };
   transfer::DiskRead read;
   const char* why = "";

@@ -9,40 +9,53 @@
 // (common/cluster_key.h). Anything else first -- a READ, WRITE or CONTROL, a HELLO without
 // a nonce, a wrong proof -- is refused with -1400 and the connection closed, before a byte
 // of any segment is read or written and before any payload is read; from loopback too.
-// Without a key, only peers on this host are admitted (PeerOnThisHost in
-// common/host_address.h): any other is closed at accept, before a byte is read or sent.
-// Refusals are counted and logged at most once a second, with the peer's address: a
-// flood of them cannot fill the log.
+// Without a key, only peers of this daemon's own user (or root) on this host are admitted
+// (PeerIsThisUserOrRoot in common/peer_owner.h, which asks the kernel who owns the peer's
+// socket): any other is closed at accept, before a byte is read or sent, so that another
+// local user cannot read a segment through the port. Daemons of one host run as one user.
+//
+// The log before a connection is open. Everything a peer can cause at will before its
+// connection is open -- a refusal at accept, a malformed header, HELLO or AUTH, a wrong
+// proof, a connection closed at the handshake deadline or to make room, a newcomer
+// refused -- is counted, and logged through one throttle (common/log_throttle.h): at most
+// one line a second, naming the last such event and its peer, how many were not logged
+// since the line before, and the running counts. A flood cannot fill the log. Refusals of
+// requests on open connections (their peers proved the key) have a throttle of their own,
+// so that a flood does not hide them.
 //
 // One thread per connection, blocking I/O: peers keep a few persistent connections each
 // (daemon/tcp_transport.h), so connections are few and long-lived, and a blocking thread
 // moves a multi-MiB payload between the socket and the segment in a handful of system
 // calls with no copy in between.
 //
-// Connections. Each is admitted under per-peer caps and a cap on the port
-// (daemon/transfer_connections.h): when the port is full, a fresh peer's connection takes
-// the place of an idle one (never of one with a request in progress) instead of being
-// refused. A peer names itself with HELLO as its first request; one that does not counts
-// against its source address (possible without a key only). With a key, the connection
-// is counted as the daemon HELLO named only once AUTH has proved the key: until then it
-// is new, and the first to give way, so that claiming another daemon's name does not
-// take that daemon's connections.
+// Connections. Each is admitted under per-peer caps, caps on the connections still
+// opening (per source address and in all, well below the port's) and a cap on the port
+// (daemon/transfer_connections.h): a connection not yet open gives way first, whatever it
+// has sent and wherever its thread blocks, then an idle open one (never one with a
+// request in progress), so a flood of connections that never open, from however many
+// addresses, cannot keep a daemon that proves the key out. A peer names itself with HELLO
+// as its first request; one that does not counts against its source address (possible
+// without a key only). With a key, the connection is counted as the daemon HELLO named
+// only once AUTH has proved the key, so that claiming another daemon's name does not take
+// that daemon's connections.
 //
-// Time. A new connection must deliver its first request header (and a HELLO its payload,
-// and with a key the AUTH too) within handshake_timeout_ms, or it is closed: a silent
-// connection holds a slot for that long at most. Between requests a connection may idle for idle_timeout_ms. Within a
+// Time. A new connection must be open within handshake_timeout_ms (its first request
+// header, a HELLO's payload, and with a key the AUTH too), or it is closed: its thread
+// gives up at the deadline, and the accept thread shuts down any opening connection past
+// it whatever its thread is doing, so a silent or half-sent opening holds a slot for that
+// long at most. Between requests a connection may idle for idle_timeout_ms. Within a
 // request, a peer that moves no byte for stall_timeout_ms is dropped
 // (daemon/tcp_io.h: counted from the last byte, not per system call).
 //
 // Input is untrusted, from an authenticated peer too. Every header is checked before any
 // payload is touched: a request that does not decode, names a segment this daemon does
-// not own, or a range outside it is answered with an error code and logged; the
-// connection survives a refused READ (no payload follows it) and a READ_DISK refused
-// after its (bounded) payload was read, and is closed after anything else refused (its
-// payload length cannot be trusted).
+// not own, or a range outside it is answered with an error code and logged (throttled,
+// above); the connection survives a refused READ (no payload follows it) and a READ_DISK
+// refused after its (bounded) payload was read, and is closed after anything else refused
+// (its payload length cannot be trusted).
 //
-// Threads: the accept thread admits; each connection's thread serves it, its Opening
-// its own. Counters are atomics.
+// Threads: the accept thread admits, and closes openings past their deadline; each
+// connection's thread serves it, its Opening its own. Counters are atomics.
 //
 // A segment is held (shared_ptr) for the whole of a request, so one unmounted meanwhile
 // stays mapped until the request ends. A READ under the lease of a master other than the
@@ -92,7 +105,8 @@ class TransferServer {
     int handshake_timeout_ms = 2000;
     int idle_timeout_ms = 10 * 60 * 1000;
     TransferConnections::Limits limits;
-    // The cluster's key: every peer must prove it. Null: peers on this host only.
+    // The cluster's key: every peer must prove it. Null: peers on this host, of this
+    // process's user or root, only.
     std::shared_ptr<const ClusterKey> cluster_key;
     // READ_DISKs reading the SSD at once (each holds a 4 MiB buffer while it does).
     size_t disk_read_concurrency = 8;
@@ -126,9 +140,12 @@ class TransferServer {
   // READ_DISKs served (bytes sent) and refused, since Start.
   uint64_t disk_reads_served() const { return disk_reads_served_.load(); }
   uint64_t disk_reads_refused() const { return disk_reads_refused_.load(); }
-  // Peers refused for want of the cluster key since Start: at accept (not on this host,
-  // without a key) or by -1400 (no handshake, a wrong proof).
+  // Peers refused for want of the cluster key since Start: at accept (without a key: not
+  // on this host, or of another user) or by -1400 (no handshake, a wrong proof).
   uint64_t unauthenticated() const { return unauthenticated_.load(); }
+  // Connections refused or closed before they were open, since Start: the above, and
+  // malformed openings, those closed at the handshake deadline or taken to make room.
+  uint64_t refused_before_open() const { return refused_before_open_.load(); }
 
  private:
   using Connection = TransferConnections::Connection;
@@ -150,19 +167,22 @@ class TransferServer {
                  const tcp_io::Bounds& bounds, Opening* opening);
   bool ServeControl(Connection* c, const std::string& peer, const transfer::RequestHeader& h);
   bool ServeReadDisk(Connection* c, const std::string& peer, const transfer::RequestHeader& h);
-  // Answers h with code and logs why; true when the connection is still in step (a READ,
-  // or a request whose payload was read: payload_read).
-  bool Refuse(int fd, const std::string& peer, const transfer::RequestHeader& h, ErrorCode code,
-              const std::string& why, bool payload_read = false);
-  // Answers h with -1400, counts and logs it (rate-limited); the connection must close.
+  // Answers h with code and logs why (through the throttle of c's stage); true when the
+  // connection is still in step (a READ, or a request whose payload was read:
+  // payload_read).
+  bool Refuse(Connection* c, const std::string& peer, const transfer::RequestHeader& h,
+              ErrorCode code, const std::string& why, bool payload_read = false);
+  // Answers h with -1400, counts and logs it; the connection must close.
   bool RefuseUnauthenticated(int fd, const std::string& peer, const transfer::RequestHeader& h,
                              const char* why);
   void AcceptLoop();
-  // At most one line a second about connections taken or refused (a flood would fill the
-  // log otherwise); the counts say how many since the start.
-  void LogAdmission(const char* what, const std::string& peer);
-  // Likewise, on a clock of its own, about peers refused for want of the key.
-  void LogUnauthenticated(const std::string& what, const std::string& peer);
+  // Shuts down the openings past the handshake deadline; how long until the next one
+  // will be (-1: none left), for the accept thread's poll.
+  int CloseOverdueOpenings();
+  // An event before a connection was open: counted, and logged through the one throttle
+  // with the running counts (see "The log before a connection is open").
+  // refusal: a connection refused or closed (counted in refused_before_open).
+  void LogBeforeOpen(const std::string& what, bool refusal);
 
   const int listen_fd_;
   const SegmentLookup lookup_;
@@ -179,10 +199,11 @@ class TransferServer {
   std::thread accept_thread_;
   std::atomic<bool> stopping_{false};
   bool started_ = false;
-  LogThrottle admission_log_;
-  std::atomic<uint64_t> silent_closed_{0};  // closed for saying nothing in time
-  LogThrottle unauthenticated_log_;
+  LogThrottle before_open_log_;                   // everything before a connection is open
+  LogThrottle request_log_;                       // refusals of requests on open connections
+  std::atomic<uint64_t> refused_before_open_{0};
   std::atomic<uint64_t> unauthenticated_{0};
+  std::atomic<uint64_t> overdue_{0};  // openings whose own thread saw the deadline pass
 };
 
 }  // namespace mooncake

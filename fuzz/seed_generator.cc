@@ -21,6 +21,7 @@ int main(int argc, char** argv) {
   } kHarnesses[] = {
       {"uds_frame_fuzzer", mooncake::fuzz::UdsFrameSeeds},
       {"transfer_header_fuzzer", mooncake::fuzz::TransferHeaderSeeds},
+      {"transfer_opening_fuzzer", mooncake::fuzz::TransferOpeningSeeds},
       {"flags_fuzzer", mooncake::fuzz::FlagsSeeds},
       {"master_rpc_fuzzer", mooncake::fuzz::MasterRpcSeeds},
       {"rpc_preauth_fuzzer", mooncake::fuzz::RpcPreauthSeeds},

@@ -16,6 +16,7 @@ using Seeds = std::vector<std::pair<std::string, std::string>>;
 // fuzz/seeds_daemon.cc
 Seeds UdsFrameSeeds();
 Seeds TransferHeaderSeeds();
+Seeds TransferOpeningSeeds();
 Seeds FlagsSeeds();
 
 // fuzz/seeds_master.cc

@@ -204,6 +204,63 @@ Seeds TransferHeaderSeeds() {
   return seeds;
 }
 
+// What peers without the key send to the transfer port, one section per connection (tag 1:
+// left open), as transfer_opening_fuzzer reads them.
+Seeds TransferOpeningSeeds() {
+  auto request = [](transfer::Op op, int64_t segment, uint64_t offset, uint64_t length) {
+    transfer::RequestHeader h;
+    h.op = static_cast<uint16_t>(op);
+    h.request_id = 5;
+    h.segment_id = segment;
+    h.offset = offset;
+    h.length = length;
+    char out[transfer::kRequestHeaderSize];
+    transfer::EncodeRequest(h, out);
+    return std::string(out, sizeof(out));
+  };
+  const std::string keyed = transfer::EncodeHello(
+      transfer::Hello{"10.0.0.1:12300", std::string(transfer::kNonceBytes, '\x11')});
+  const std::string unkeyed = transfer::EncodeHello(transfer::Hello{"10.0.0.1:12300", ""});
+  const std::string hello = request(transfer::Op::kHello, 0, 0, keyed.size()) + keyed;
+  const std::string auth = request(transfer::Op::kAuth, 0, 0, transfer::kProofBytes) +
+                           std::string(transfer::kProofBytes, '\x22');
+  const std::string read = request(transfer::Op::kRead, 7, 0, 4096);
+  const std::string write = request(transfer::Op::kWrite, 7, 0, 64) + std::string(64, 'w');
+  const std::string control = request(transfer::Op::kControl, 2, 0, 8) + std::string(8, 'c');
+  transfer::DiskRead disk_read;
+  disk_read.key = "key-1";
+  disk_read.value_size = 4096;
+  disk_read.length = 4096;
+  const std::string disk = transfer::EncodeDiskRead(disk_read);
+  const std::string read_disk = request(transfer::Op::kReadDisk, 8, 0, disk.size()) + disk;
+  const std::vector<std::pair<std::string, std::pair<uint8_t, std::string>>> one = {
+      {"seed-hello-auth", {0, hello + auth}},
+      {"seed-hello-auth-read", {0, hello + auth + read}},
+      {"seed-hello-left-open", {1, hello}},
+      {"seed-hello-cut-short", {1, hello.substr(0, transfer::kRequestHeaderSize + 10)}},
+      {"seed-header-cut-short", {1, hello.substr(0, 20)}},
+      {"seed-silent", {1, ""}},
+      {"seed-hello-no-nonce",
+       {0, request(transfer::Op::kHello, 0, 0, unkeyed.size()) + unkeyed}},
+      {"seed-auth-alone", {0, auth}},
+      {"seed-read-before-hello", {0, read}},
+      {"seed-write-before-auth", {0, hello + write}},
+      {"seed-control-before-hello", {0, control}},
+      {"seed-read-disk-before-hello", {0, read_disk}},
+      {"seed-hello-twice", {0, hello + hello}},
+  };
+  Seeds seeds;
+  std::string several;  // the first eight, one after the other: the harness's most
+  for (size_t i = 0; i < one.size(); ++i) {
+    std::string input;
+    AppendSection(&input, one[i].second.first, one[i].second.second);
+    seeds.emplace_back(one[i].first, input);
+    if (i < 8) several += input;
+  }
+  seeds.emplace_back("seed-several-connections", several);
+  return seeds;
+}
+
 Seeds FlagsSeeds() {
   MasterOptions master;
   FlagSet master_flags("mooncake-master", "");

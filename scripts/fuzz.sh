@@ -47,10 +47,11 @@ declare -A max_len=(
   [snapshot_restore_fuzzer]=16384
   [ssd_meta_fuzzer]=16384          # two .meta files of a few dozen records
   [admin_http_fuzzer]=10240        # headers past AdminHttpServer::kMaxHeaderBytes
+  [transfer_opening_fuzzer]=4096   # a few connections' openings, a HELLO of the longest
 )
 all=(uds_frame_fuzzer transfer_header_fuzzer master_rpc_fuzzer rpc_preauth_fuzzer flags_fuzzer
      state_records_fuzzer oplog_recovery_fuzzer snapshot_codec_fuzzer snapshot_restore_fuzzer
-     ssd_meta_fuzzer admin_http_fuzzer)
+     ssd_meta_fuzzer admin_http_fuzzer transfer_opening_fuzzer)
 [ ${#harnesses[@]} -eq 0 ] && harnesses=("${all[@]}")
 for h in "${harnesses[@]}"; do
   [ -n "${max_len[$h]:-}" ] || { echo "fuzz.sh: no harness $h (${all[*]})" >&2; exit 2; }

@@ -10,10 +10,12 @@
 //     the key is never sent a byte;
 //   - the port listens on the advertised address only (127.0.0.1, not 127.0.0.2), on
 //     every address with --transfer_bind_address 0.0.0.0;
-//   - a daemon without a key serves peers on its host with no handshake, and closes a
-//     connection from another address at accept, before a byte.
+//   - a daemon without a key serves peers of its user (or root) on its host with no
+//     handshake, and closes a connection from another address at accept, before a byte
+//     (another user's: tests/transfer_preauth_test.cc).
 // In process: the opening's rules on a TransferServer (the AUTH deadline, AUTH out of
-// place, a rotated key); common/host_address's rule has host_address_test.
+// place, a rotated key); common/host_address's rule has host_address_test, the owner of
+// a peer's socket peer_owner_test.
 #include <arpa/inet.h>
 #include <ifaddrs.h>
 #include <netinet/in.h>
@@ -53,6 +55,9 @@ using namespace mooncake;
 using Clock = std::chrono::steady_clock;
 using testing::kClosed;
 using testing::ReplyCode;
+using testing::AwaitLogLine;
+using testing::BytesUntilClosed;
+using testing::ConnectFrom;
 using testing::SendRequest;
 
 namespace {
@@ -86,66 +91,12 @@ ClusterKey OtherKey() { return ClusterKey::FromKeys({testing::RandomClusterKey()
 // checks.
 void LetTheRefusalLogRest() { std::this_thread::sleep_for(std::chrono::milliseconds(1100)); }
 
-// Polls path (10 s at most) until a line contains needle and also; true once one does
-// (then printed, as count_log_lines does).
-bool AwaitLogLine(const char* path, const char* needle, const char* also) {
-  for (auto until = Clock::now() + std::chrono::seconds(10); Clock::now() < until;) {
-    std::FILE* f = std::fopen(path, "r");
-    bool found = false;
-    char line[4096];
-    while (f != nullptr && !found && std::fgets(line, sizeof(line), f) != nullptr) {
-      found = std::strstr(line, needle) != nullptr && std::strstr(line, also) != nullptr;
-    }
-    if (f != nullptr) std::fclose(f);
-    if (found) return count_log_lines(path, needle, also) >= 1;
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  return false;
-}
-
 // ---- a raw peer --------------------------------------------------------------------------
-
-// A TCP connection from source (an IPv4 address of this host; "" lets the kernel choose)
-// to ip:port; -1 with errno when it cannot be made.
-int ConnectFrom(const std::string& source, const std::string& ip, int port) {
-  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  assert_true(fd >= 0);
-  tcp_io::Configure(fd, testing::kRawPeerBounds.stall_timeout_ms);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  if (!source.empty()) {
-    assert_int_equal(inet_pton(AF_INET, source.c_str(), &addr.sin_addr), 1);
-    assert_int_equal(bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
-  }
-  addr.sin_port = htons(static_cast<uint16_t>(port));
-  assert_int_equal(inet_pton(AF_INET, ip.c_str(), &addr.sin_addr), 1);
-  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
-    int err = errno;
-    close(fd);
-    errno = err;
-    return -1;
-  }
-  return fd;
-}
 
 int Connect(int port) {
   int fd = ConnectFrom("", "127.0.0.1", port);
   assert_true(fd >= 0);
   return fd;
-}
-
-// Reads until the owner closes fd (5 s at most): how many bytes came first.
-size_t BytesUntilClosed(int fd) {
-  size_t bytes = 0;
-  for (auto until = Clock::now() + std::chrono::seconds(5);;) {
-    pollfd p{fd, POLLIN, 0};
-    assert_int_equal(poll(&p, 1, 1000), 1);
-    char buf[4096];
-    ssize_t r = recv(fd, buf, sizeof(buf), MSG_DONTWAIT);
-    if (r == 0 || (r < 0 && errno == ECONNRESET)) return bytes;
-    if (r > 0) bytes += static_cast<size_t>(r);
-    assert_true(Clock::now() < until);
-  }
 }
 
 // HELLO naming name with a fresh client nonce: its code, with the nonces.

@@ -11,6 +11,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <memory>
 #include <string>
@@ -137,13 +138,6 @@ bool ClosedWithin(int fd, int ms) {
   return r == 0 || (r < 0 && errno == ECONNRESET);
 }
 
-// Seconds until the owner closes fd (at most max_s; fails the test beyond).
-double SecondsUntilClosed(int fd, double max_s) {
-  auto t0 = Clock::now();
-  assert_true(ClosedWithin(fd, static_cast<int>(max_s * 1000)));
-  return SecondsSince(t0);
-}
-
 // ---- the table alone ---------------------------------------------------------------------
 
 // A socket pair: the table holds one end, the test watches the other.
@@ -159,7 +153,7 @@ struct Pair {
   bool taken() const { return ClosedWithin(watch_end, 0); }
 };
 
-void test_table_takes_new_connections_first_then_the_longest_idle(void**) {
+void test_table_takes_opening_connections_first_then_the_longest_idle(void**) {
   TransferConnections t(TableLimits(3, 2, 2));
   Pair p[6];
   bool took = false;
@@ -187,10 +181,11 @@ void test_table_takes_new_connections_first_then_the_longest_idle(void**) {
   auto f = t.Admit(p[5].table_end, "10.0.0.4", &took);
   assert_true(took && p[1].taken() && !p[2].taken() && !p[4].taken());
   t.Remove(b);
-  // Busy ones are never taken: with c, e and f busy, a newcomer is refused.
+  // Open ones with a request in progress are never taken: with c, e and f open and busy,
+  // a newcomer is refused.
   assert_true(TransferConnections::BeginRequest(c.get()));
   assert_true(TransferConnections::BeginRequest(e.get()));
-  assert_true(TransferConnections::BeginRequest(f.get()));
+  assert_true(TransferConnections::BeginRequest(f.get()) && t.Settle(f.get(), "", &took));
   Pair g;
   assert_null(t.Admit(g.table_end, "10.0.0.5", &took).get());
   close(g.table_end);
@@ -207,6 +202,101 @@ void test_table_takes_new_connections_first_then_the_longest_idle(void**) {
   t.Remove(e);
   t.Remove(f);
   assert_int_equal(t.stats().open, 0);
+}
+
+// An opening connection (not settled) with a request in progress -- a HELLO whose
+// payload is still coming, an AUTH being checked -- gives way like an idle one: whatever
+// it sent, it holds nothing anyone relies on. Taken, it cannot settle, and its request
+// ending leaves it taken.
+void test_table_an_opening_connection_gives_way_whatever_it_does(void**) {
+  TransferConnections t(TableLimits(2, 2, 2));
+  Pair p[3];
+  bool took = false;
+  auto open = t.Admit(p[0].table_end, "10.0.0.1", &took);
+  assert_true(TransferConnections::BeginRequest(open.get()) && t.Settle(open.get(), "d:1", &took));
+  auto half_sent = t.Admit(p[1].table_end, "10.0.0.2", &took);
+  assert_true(TransferConnections::BeginRequest(half_sent.get()));  // its HELLO is arriving
+  assert_int_equal(t.stats().busy, 2);
+  auto fresh = t.Admit(p[2].table_end, "10.0.0.3", &took);
+  assert_non_null(fresh.get());
+  assert_true(took && p[1].taken() && !p[0].taken());
+  assert_true(half_sent->taken());
+  assert_false(t.Settle(half_sent.get(), "d:2", &took));  // it proved the key too late
+  TransferConnections::EndRequest(half_sent.get());
+  assert_true(half_sent->taken());
+  TransferConnections::Stats s = t.stats();
+  assert_int_equal(s.refused, 0);  // taken, not refused
+  assert_int_equal(s.opening, 1);  // fresh
+  t.Remove(half_sent);
+  // The open one with its request in progress is not taken: now the newcomer is refused.
+  assert_true(TransferConnections::BeginRequest(fresh.get()) && t.Settle(fresh.get(), "", &took));
+  Pair late;
+  assert_null(t.Admit(late.table_end, "10.0.0.4", &took).get());
+  close(late.table_end);
+  t.Remove(open);
+  t.Remove(fresh);
+}
+
+// Opening connections: at most new_per_address from one address (its own oldest gives
+// way), at most new_total in all; over that, the address holding the most gives way
+// (its oldest), so a flood from many addresses never pushes out a peer that just came
+// from another one.
+void test_table_caps_opening_connections_per_address_and_in_all(void**) {
+  TransferConnections::Limits limits = TableLimits(100, 10, 3);
+  limits.new_total = 5;
+  TransferConnections t(limits);
+  Pair p[8];
+  std::vector<std::shared_ptr<TransferConnections::Connection>> c;
+  bool took = false;
+  for (int i = 0; i < 3; ++i) c.push_back(t.Admit(p[i].table_end, "10.0.0.1", &took));
+  assert_false(took);
+  c.push_back(t.Admit(p[3].table_end, "10.0.0.1", &took));  // a fourth from .1: its oldest goes
+  assert_true(took && p[0].taken());
+  c.push_back(t.Admit(p[4].table_end, "10.0.0.2", &took));  // the daemon
+  c.push_back(t.Admit(p[5].table_end, "10.0.0.3", &took));
+  assert_false(took);
+  assert_int_equal(t.stats().opening, 5);
+  // Over new_total: .1 holds the most (3), its oldest left gives way, not the daemon's.
+  c.push_back(t.Admit(p[6].table_end, "10.0.0.3", &took));
+  assert_true(took && p[1].taken() && !p[4].taken());
+  c.push_back(t.Admit(p[7].table_end, "10.0.0.3", &took));  // .1 and .3 hold 2 each: the oldest
+  assert_true(took && p[2].taken() && !p[4].taken() && !p[5].taken());
+  TransferConnections::Stats s = t.stats();
+  assert_int_equal(s.opening, 5);
+  assert_int_equal(s.taken, 3);
+  assert_int_equal(s.refused, 0);
+  // Open, a connection counts no more against those caps.
+  assert_true(TransferConnections::BeginRequest(c[4].get()) && t.Settle(c[4].get(), "d:1", &took));
+  TransferConnections::EndRequest(c[4].get());
+  assert_int_equal(t.stats().opening, 4);
+  for (auto& one : c) t.Remove(one);
+}
+
+// The accept thread's sweep: opening connections admitted before the cutoff are shut
+// down, whatever they are doing; open ones are not; the oldest opening one left is said.
+void test_table_closes_openings_past_their_deadline(void**) {
+  TransferConnections t(TableLimits(100, 10, 10));
+  Pair p[4];
+  bool took = false;
+  auto silent = t.Admit(p[0].table_end, "10.0.0.1", &took);
+  auto reading = t.Admit(p[1].table_end, "10.0.0.1", &took);
+  assert_true(TransferConnections::BeginRequest(reading.get()));
+  auto open = t.Admit(p[2].table_end, "10.0.0.2", &took);
+  assert_true(TransferConnections::BeginRequest(open.get()) && t.Settle(open.get(), "d:1", &took));
+  TransferConnections::EndRequest(open.get());
+  const int64_t cutoff = TransferConnections::NowNanos();
+  auto young = t.Admit(p[3].table_end, "10.0.0.3", &took);
+  size_t closed = 0;
+  int64_t oldest = t.CloseOpeningsBefore(cutoff, &closed);
+  assert_int_equal(closed, 2);
+  assert_true(p[0].taken() && p[1].taken() && !p[2].taken() && !p[3].taken());
+  assert_true(oldest >= cutoff && oldest <= TransferConnections::NowNanos());
+  assert_int_equal(t.stats().overdue, 2);
+  assert_int_equal(t.CloseOpeningsBefore(cutoff, &closed), oldest);
+  assert_int_equal(closed, 0);
+  assert_true(TransferConnections::BeginRequest(young.get()) && t.Settle(young.get(), "", &took));
+  assert_true(t.CloseOpeningsBefore(INT64_MAX, &closed) == INT64_MAX && closed == 0);
+  for (auto* one : {&silent, &reading, &open, &young}) t.Remove(*one);
 }
 
 // A named peer at its cap: a waiting connection of its own gives way; when all are busy
@@ -251,6 +341,14 @@ void test_descriptor_limit(void**) {
   assert_int_equal(TransferConnectionsWithin(20000, 1024), 1024);
   assert_int_equal(TransferConnectionsWithin(1024, 1024), 512);
   assert_int_equal(TransferConnectionsWithin(1, 1024), 1);
+  // The caps on opening connections that follow from the port's: well below it.
+  TransferConnections::Limits l = TransferConnections::ForPort(1024, 64);
+  assert_true(l.max_connections == 1024 && l.per_peer == 64 && l.new_per_address == 128 &&
+              l.new_total == 256);
+  l = TransferConnections::ForPort(16, 4);
+  assert_true(l.new_per_address == 4 && l.new_total == 4);
+  l = TransferConnections::ForPort(2, 64);
+  assert_true(l.new_per_address == 2 && l.new_total == 2);
 }
 
 // ---- a real server -----------------------------------------------------------------------
@@ -371,8 +469,8 @@ void test_unnamed_connections_are_capped_per_address(void**) {
 // stall timeout, 5 s here). A connection that did is not.
 void test_handshake_deadline(void**) {
   Owner o(Limits(64, 64, 64, 5000, 300));
+  auto t0 = Clock::now();  // before any is accepted: none may be closed before t0 + 0.3 s
   int silent = Connect(o), half = Connect(o), hello = Connect(o), good = Connect(o);
-  auto t0 = Clock::now();
   char head[transfer::kRequestHeaderSize] = {0};
   assert_true(tcp_io::Send(half, head, 20, nullptr, 0, testing::kRawPeerBounds));
   assert_true(SendRequest(hello, transfer::Op::kHello, 0, 0, 40, "12345"));
@@ -386,9 +484,9 @@ void test_handshake_deadline(void**) {
   print_message("closed after %.3f s (silent), %.3f s (half a header), %.3f s (HELLO cut "
                 "short); handshake deadline 0.3 s, stall timeout 5 s\n",
                 closed[0], closed[1], closed[2]);
-  // By the handshake deadline, not before, and well before the 5 s stall timeout (room for
-  // a loaded machine).
-  for (double s : closed) assert_true(s >= 0.25 && s < 4.0);
+  // By the handshake deadline, not before (poll's whole milliseconds aside), and well
+  // before the 5 s stall timeout (room for a loaded machine).
+  for (double s : closed) assert_true(s >= 0.29 && s < 4.0);
   std::this_thread::sleep_for(std::chrono::milliseconds(400));
   assert_int_equal(Read(good, 0, 64), 0);  // past the deadline, still served
   for (int fd : {silent, half, hello, good}) close(fd);
@@ -434,55 +532,76 @@ void test_hello_refusals(void**) {
 void test_server_drops_a_stalled_request_within_the_stall_timeout(void**) {
   const int stall_ms = 2000;
   Owner o(Limits(64, 64, 64, stall_ms));
+  // Each timed from before its last bytes go out: the owner's stall timer starts later.
   int fd = Connect(o);
   assert_int_equal(Hello(fd, "staller:1"), 0);
+  auto t0 = Clock::now();
   StartWrite(fd, 1 << 20, 1000);  // the header and some payload, then nothing
-  double payload_stall = SecondsUntilClosed(fd, 10);
+  assert_true(ClosedWithin(fd, 15000));
+  double payload_stall = SecondsSince(t0);
   close(fd);
   fd = Connect(o);
   assert_int_equal(Hello(fd, "staller:1"), 0);
   char head[transfer::kRequestHeaderSize] = {0};
+  t0 = Clock::now();
   assert_true(tcp_io::Send(fd, head, 30, nullptr, 0, testing::kRawPeerBounds));  // a next header cut short
-  double header_stall = SecondsUntilClosed(fd, 10);
+  assert_true(ClosedWithin(fd, 15000));
+  double header_stall = SecondsSince(t0);
   close(fd);
   print_message("stalled WRITE payload dropped after %.3f s, stalled header after %.3f s "
                 "(stall timeout %.1f s)\n",
                 payload_stall, header_stall, stall_ms / 1000.0);
-  for (double s : {payload_stall, header_stall}) assert_true(s >= 1.9 && s < 3.0);
+  // Not before the stall timeout; after it within two slices on an idle machine, and the
+  // upper bound has room for a loaded one (it only tells the stall timeout from twice it).
+  for (double s : {payload_stall, header_stall}) assert_true(s >= 1.99 && s < 3.9);
 }
 
 // The client's side: an owner that sends half a READ's bytes and stops fails the transfer
-// within the stall timeout, and a transfer never runs past its deadline.
+// within the stall timeout, and a transfer never runs past its deadline. The fake owner's
+// threads check nothing themselves (a cmocka assertion must run on the test's thread):
+// they count what they saw, and the owner stops accepting once told.
 void test_client_gives_up_on_a_stalled_owner_within_the_stall_timeout(void**) {
   int port = 0;
   int listen_fd = testing::ListenOnLoopback(&port);
   assert_true(listen_fd >= 0);
   std::atomic<bool> done{false};
+  std::atomic<int> stalled_reads{0};  // READs answered with half their bytes
   // Answers HELLO, then a READ with its header and half its bytes, then nothing.
   auto serve = [&](int fd) {
     tcp_io::Configure(fd, 5000);
     for (int request = 0; request < 2; ++request) {
       char head[transfer::kRequestHeaderSize];
-      assert_true(tcp_io::Recv(fd, head, sizeof(head), testing::kRawPeerBounds));
       transfer::RequestHeader h;
-      assert_true(transfer::DecodeRequest(head, &h));
+      if (!tcp_io::Recv(fd, head, sizeof(head), testing::kRawPeerBounds) ||
+          !transfer::DecodeRequest(head, &h)) {
+        break;
+      }
       bool hello = h.op == static_cast<uint16_t>(transfer::Op::kHello);
       std::vector<char> payload(hello ? h.length : 0);
-      assert_true(tcp_io::Recv(fd, payload.data(), payload.size(), testing::kRawPeerBounds));
+      if (!tcp_io::Recv(fd, payload.data(), payload.size(), testing::kRawPeerBounds)) break;
       transfer::ReplyHeader r;
       r.request_id = h.request_id;
       r.length = hello ? 0 : h.length;
       char reply[transfer::kReplyHeaderSize];
       transfer::EncodeReply(r, reply);
       std::string half(r.length / 2, 'h');
-      assert_true(tcp_io::Send(fd, reply, sizeof(reply), half.data(), half.size(), testing::kRawPeerBounds));
+      if (!tcp_io::Send(fd, reply, sizeof(reply), half.data(), half.size(),
+                        testing::kRawPeerBounds)) {
+        break;
+      }
+      if (!hello) stalled_reads.fetch_add(1);
     }
     while (!done) std::this_thread::sleep_for(std::chrono::milliseconds(10));
     close(fd);
   };
   std::vector<std::thread> served;
   std::thread owner([&] {
-    for (int n = 0; n < 2; ++n) served.emplace_back(serve, accept(listen_fd, nullptr, nullptr));
+    while (!done) {
+      pollfd p{listen_fd, POLLIN, 0};
+      if (poll(&p, 1, 50) != 1) continue;
+      int fd = accept(listen_fd, nullptr, nullptr);
+      if (fd >= 0) served.emplace_back(serve, fd);
+    }
   });
   auto remote = std::make_shared<RemoteSegment>();
   remote->segment_id = kSegmentId;
@@ -501,8 +620,9 @@ void test_client_gives_up_on_a_stalled_owner_within_the_stall_timeout(void**) {
     std::vector<TransferOp*> ops{&op};
     auto t0 = Clock::now();
     client.Execute(&ops, t0 + std::chrono::milliseconds(deadline_ms));
+    double took = SecondsSince(t0);
     assert_int_equal(op.result, ToInt(ErrorCode::TRANSFER_FAIL));
-    return SecondsSince(t0);
+    return took;
   };
   double stalled = run(2000, 30000);
   double past_deadline = run(5000, 700);
@@ -513,15 +633,113 @@ void test_client_gives_up_on_a_stalled_owner_within_the_stall_timeout(void**) {
   print_message("READ from a stalled owner failed after %.3f s (stall timeout 2 s); with a "
                 "deadline of 0.7 s and a stall timeout of 5 s after %.3f s\n",
                 stalled, past_deadline);
-  assert_true(stalled >= 1.9 && stalled < 3.0);
-  assert_true(past_deadline >= 0.65 && past_deadline < 1.6);
+  assert_true(stalled_reads.load() >= 1);  // the first run did reach the stalled READ
+  // Not before the stall timeout or the deadline; well before twice the stall timeout or
+  // the 5 s one (the upper bounds have room for a loaded machine).
+  assert_true(stalled >= 1.99 && stalled < 3.9);
+  assert_true(past_deadline >= 0.69 && past_deadline < 4.0);
+}
+
+// The client's side of a flooded port: an owner that closes an opening unanswered (it took
+// it to make room) gets another connection, and the transfer succeeds; one that refuses
+// the HELLO (-1305) is not asked again. The fake owner's thread asserts nothing.
+void test_client_opens_again_when_its_opening_is_taken(void**) {
+  int port = 0;
+  int listen_fd = testing::ListenOnLoopback(&port);
+  assert_true(listen_fd >= 0);
+  std::atomic<bool> done{false};
+  std::atomic<int> accepted{0};
+  std::atomic<int32_t> hello_code{0};  // what a HELLO on a kept connection is answered
+  // Connection 1 of each run: closed on its HELLO, unanswered. The others: the HELLO
+  // answered hello_code, then READs answered with their bytes.
+  std::thread owner([&] {
+    std::vector<int> open;
+    while (!done) {
+      pollfd p{listen_fd, POLLIN, 0};
+      if (poll(&p, 1, 50) != 1) continue;
+      int fd = accept(listen_fd, nullptr, nullptr);
+      if (fd < 0) continue;
+      tcp_io::Configure(fd, 5000);
+      const int n = accepted.fetch_add(1) + 1;
+      bool taken = false;
+      for (int request = 0;; ++request) {
+        char head[transfer::kRequestHeaderSize];
+        transfer::RequestHeader h;
+        if (!tcp_io::Recv(fd, head, sizeof(head), testing::kRawPeerBounds) ||
+            !transfer::DecodeRequest(head, &h)) {
+          break;
+        }
+        bool hello = h.op == static_cast<uint16_t>(transfer::Op::kHello);
+        std::vector<char> payload(hello ? h.length : 0);
+        if (!tcp_io::Recv(fd, payload.data(), payload.size(), testing::kRawPeerBounds)) break;
+        if (hello && n % 2 == 1) {
+          taken = true;  // closed unanswered
+          break;
+        }
+        transfer::ReplyHeader r;
+        r.request_id = h.request_id;
+        r.code = hello ? static_cast<ErrorCode>(hello_code.load()) : ErrorCode::OK;
+        r.length = hello ? 0 : h.length;
+        char reply[transfer::kReplyHeaderSize];
+        transfer::EncodeReply(r, reply);
+        std::string bytes(r.length, 'b');
+        if (!tcp_io::Send(fd, reply, sizeof(reply), bytes.data(), bytes.size(),
+                          testing::kRawPeerBounds) ||
+            r.code != ErrorCode::OK) {
+          break;
+        }
+      }
+      if (taken) {
+        close(fd);
+      } else {
+        open.push_back(fd);  // closed at the end: a closed one would be opened again
+      }
+    }
+    for (int fd : open) close(fd);
+  });
+  auto remote = std::make_shared<RemoteSegment>();
+  remote->segment_id = kSegmentId;
+  remote->name = "127.0.0.1:" + std::to_string(port);
+  remote->endpoints.push_back(rpc::TransportEndpoint());
+  remote->endpoints[0].protocol = "tcp";
+  remote->endpoints[0].address = remote->name;
+  auto read = [&] {
+    TcpTransport::Options options;
+    options.address = "127.0.0.1:1";
+    options.streams = 1;
+    TcpTransport client(options);
+    char buf[64];
+    TransferOp op{TransferKind::kRead, remote, 0, buf, sizeof(buf)};
+    std::vector<TransferOp*> ops{&op};
+    client.Execute(&ops, Clock::now() + std::chrono::seconds(20));
+    return ToInt(op.result);
+  };
+  int32_t served = read();
+  const int after_served = accepted.load();
+  hello_code = ToInt(ErrorCode::TOO_MANY_CONNECTIONS);
+  int32_t refused = read();
+  const int after_refused = accepted.load();
+  done = true;
+  owner.join();
+  close(listen_fd);
+  print_message("served after %d connections; refused after %d more\n", after_served,
+                after_refused - after_served);
+  assert_int_equal(served, 0);
+  assert_int_equal(after_served, 2);  // the taken one, then the one that served
+  assert_int_equal(refused, ToInt(ErrorCode::TRANSFER_FAIL));
+  assert_int_equal(after_refused - after_served, 2);  // taken, then refused: not again
 }
 
 }  // namespace
 
 int main() {
+  // Line-buffered even into a pipe: a run that dies still leaves what it had printed.
+  setvbuf(stdout, nullptr, _IOLBF, 0);
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_table_takes_new_connections_first_then_the_longest_idle),
+      cmocka_unit_test(test_table_takes_opening_connections_first_then_the_longest_idle),
+      cmocka_unit_test(test_table_an_opening_connection_gives_way_whatever_it_does),
+      cmocka_unit_test(test_table_caps_opening_connections_per_address_and_in_all),
+      cmocka_unit_test(test_table_closes_openings_past_their_deadline),
       cmocka_unit_test(test_table_per_peer_cap),
       cmocka_unit_test(test_descriptor_limit),
       cmocka_unit_test(test_port_full_of_idle_connections_serves_a_fresh_peer),
@@ -532,6 +750,7 @@ int main() {
       cmocka_unit_test(test_hello_refusals),
       cmocka_unit_test(test_server_drops_a_stalled_request_within_the_stall_timeout),
       cmocka_unit_test(test_client_gives_up_on_a_stalled_owner_within_the_stall_timeout),
+      cmocka_unit_test(test_client_opens_again_when_its_opening_is_taken),
   };
   return cmocka_run_group_tests(tests, nullptr, nullptr);
 }
