@@ -33,6 +33,7 @@
 #include "tests/cmocka_cpp.h"
 #include "tests/in_process_rpc_server.h"
 #include "tests/master_service_fixture.h"
+#include "tests/process_harness.h"
 
 namespace {
 
@@ -326,7 +327,7 @@ void test_stop_while_connections_are_busy(void**) {
 // admits a peer with the key, and one with another key is refused.
 void test_the_handshake_is_still_enforced(void**) {
   auto key = std::make_shared<const mooncake::ClusterKey>(
-      mooncake::ClusterKey::FromKeys({std::string(64, 'a')}));
+      mooncake::ClusterKey::FromKeys({mooncake::testing::RandomClusterKey()}));
   Fixture f(1, key);
   {
     Client c = Connect(f.server->port());
@@ -347,7 +348,8 @@ void test_the_handshake_is_still_enforced(void**) {
   }
   {
     Client c = Connect(f.server->port());
-    const mooncake::ClusterKey other = mooncake::ClusterKey::FromKeys({std::string(64, 'b')});
+    const mooncake::ClusterKey other =
+        mooncake::ClusterKey::FromKeys({mooncake::testing::RandomClusterKey()});
     std::string error;
     assert_int_equal(mooncake::ToInt(mooncake::AuthenticateToMaster(c.rpc.get(), &other, &error)),
                      mooncake::ToInt(mooncake::ErrorCode::UNAUTHENTICATED));
