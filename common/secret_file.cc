@@ -93,8 +93,9 @@ ErrorCode ReadSecretFile(const std::string& path, size_t max_bytes, std::string*
   // Its kind before opening it: a device is never opened, a FIFO never waited on.
   struct stat st;
   if (fstatat(dir_fd.get(), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) {
-    *why = std::strerror(errno);
-    return errno == ENOENT ? ErrorCode::FILE_NOT_FOUND : ErrorCode::FILE_OPEN_FAIL;
+    const int err = errno;
+    *why = std::strerror(err);
+    return err == ENOENT ? ErrorCode::FILE_NOT_FOUND : ErrorCode::FILE_OPEN_FAIL;
   }
   if (!S_ISREG(st.st_mode)) {
     *why = std::string("not a regular file but ") + KindOf(st.st_mode) +
@@ -122,8 +123,9 @@ ErrorCode ReadSecretFile(const std::string& path, size_t max_bytes, std::string*
   // (and the fstat below refuses it).
   Fd fd(openat(dir_fd.get(), name.c_str(), O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC));
   if (fd.get() < 0) {
-    *why = std::strerror(errno);
-    return errno == ENOENT ? ErrorCode::FILE_NOT_FOUND : ErrorCode::FILE_OPEN_FAIL;
+    const int err = errno;
+    *why = std::strerror(err);
+    return err == ENOENT ? ErrorCode::FILE_NOT_FOUND : ErrorCode::FILE_OPEN_FAIL;
   }
   struct stat opened;
   if (fstat(fd.get(), &opened) != 0 || opened.st_dev != st.st_dev ||
