@@ -1,21 +1,18 @@
 #include "common/cluster_key.h"
 
-#include <errno.h>
-#include <fcntl.h>
 #include <netinet/in.h>
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
 #include <openssl/sha.h>
 #include <sys/random.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstdio>
-#include <cstring>
 
 #include "common/little_endian.h"
 #include "common/logging.h"
+#include "common/secret_file.h"
 #include "common/text.h"
 
 namespace mooncake {
@@ -50,34 +47,9 @@ Result<ClusterKey> ClusterKey::Load(const std::string& path, std::string* error)
     *error = "cluster key file " + path + ": " + why;
     return Result<ClusterKey>(code);
   };
-  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-  if (fd < 0) {
-    return fail(errno == ENOENT ? ErrorCode::FILE_NOT_FOUND : ErrorCode::FILE_OPEN_FAIL,
-                std::strerror(errno));
-  }
-  struct stat st {};
-  std::string text;
-  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    close(fd);
-    return fail(ErrorCode::FILE_OPEN_FAIL, "not a regular file");
-  }
-  if ((st.st_mode & 077) != 0) {
-    close(fd);
-    char mode[16];
-    std::snprintf(mode, sizeof(mode), "%04o", static_cast<unsigned>(st.st_mode & 07777));
-    return fail(ErrorCode::FILE_OPEN_FAIL,
-                std::string("mode ") + mode + " lets group or others at it; chmod 0600 it");
-  }
-  if (st.st_size > static_cast<off_t>(kMaxFileBytes)) {
-    close(fd);
-    return fail(ErrorCode::INVALID_PARAMS, "larger than 64 KiB");
-  }
-  text.resize(static_cast<size_t>(st.st_size));
-  ssize_t n = read(fd, &text[0], text.size());
-  close(fd);
-  if (n != static_cast<ssize_t>(text.size())) {
-    return fail(ErrorCode::FILE_READ_FAIL, "short read");
-  }
+  std::string text, why;
+  ErrorCode read = ReadSecretFile(path, kMaxFileBytes, &text, &why);
+  if (read != ErrorCode::OK) return fail(read, why);
   std::vector<std::string> keys;
   size_t start = 0;
   while (start < text.size()) {
@@ -86,10 +58,19 @@ Result<ClusterKey> ClusterKey::Load(const std::string& path, std::string* error)
     std::string line = Trim(std::string_view(text).substr(start, end - start), " \t\r");
     start = end + 1;
     if (line.empty() || line[0] == '#') continue;
+    const std::string which = "key " + std::to_string(keys.size() + 1);
     if (line.size() < kMinKeyBytes) {
       return fail(ErrorCode::INVALID_PARAMS,
-                  "key " + std::to_string(keys.size() + 1) + " is shorter than 32 characters "
-                  "(make one with: openssl rand -hex 32)");
+                  which + " is shorter than 32 characters (make one with: openssl rand -hex 32)");
+    }
+    const double bits = EstimatedSecretBits(line);
+    if (bits < kMinSecretBits) {
+      char estimate[16];
+      std::snprintf(estimate, sizeof(estimate), "%.0f", bits);
+      return fail(ErrorCode::INVALID_PARAMS,
+                  which + " is too easy to guess: about " + estimate + " bits by its " +
+                      "characters' spread, 128 needed (few different characters, a repeated "
+                      "part or a sequence); make one with: openssl rand -hex 32");
     }
     keys.push_back(line);
   }

@@ -23,9 +23,12 @@
 // restart through [old, new], then [new, old], then [new] never has two processes that
 // cannot talk.
 //
-// Input policy: Load refuses a file that group or others may read or write, that is not
-// a regular file, is over kMaxFileBytes, holds no key, more than kMaxKeys, or a key
-// shorter than kMinKeyBytes. Blank lines and lines starting with '#' are skipped; a line's
+// Input policy: Load reads the file as a secret file (common/secret_file.h: a regular file
+// of this user or root, no group or other bits, in a directory no one else may write; a
+// FIFO, socket or device is refused without waiting on it), and refuses one over
+// kMaxFileBytes, with no key, more than kMaxKeys, a key shorter than kMinKeyBytes or one
+// too easy to guess (EstimatedSecretBits under kMinSecretBits: "aaaa...", "abcabc...",
+// "0123456789..."). Blank lines and lines starting with '#' are skipped; a line's
 // surrounding blanks are not part of its key.
 //
 // Thread safety: a loaded ClusterKey is immutable; any thread may use it.
@@ -54,10 +57,11 @@ class ClusterKey {
   // Which side a proof is from.
   enum class Role { kClient, kServer };
 
-  // The keys of path. On failure *error says why, naming the file: FILE_NOT_FOUND,
-  // FILE_OPEN_FAIL (cannot be read, or group/other may access it) or INVALID_PARAMS.
+  // The keys of path. On failure *error says why, naming the file and the fix:
+  // FILE_NOT_FOUND, FILE_OPEN_FAIL (cannot be read, or others could read or replace it),
+  // FILE_READ_FAIL or INVALID_PARAMS (what it holds).
   static Result<ClusterKey> Load(const std::string& path, std::string* error);
-  // From keys in memory (tests, fuzzers); each at least kMinKeyBytes.
+  // From keys in memory (tests, fuzzers), which Load's checks of the keys would pass.
   static ClusterKey FromKeys(std::vector<std::string> keys);
 
   ClusterKey() = default;

@@ -181,7 +181,8 @@ mooncake::TransferConnections::Limits TransferPortLimits(const mooncake::DaemonO
 // one: /run/mooncake, the default socket's, the daemon's own runtime directory, made here
 // (mode 0755, and only that level) as systemd's RuntimeDirectory= makes it for the unit:
 // /run is emptied at every boot, and a daemon started by hand as root should find its
-// default socket's home. false with *error naming the flag.
+// default socket's home. The socket's directory must be one nobody else may write
+// (UdsServer::CheckSocketDirectory). false with *error naming the flag.
 bool CheckDirectories(const mooncake::DaemonOptions& options, std::string* error) {
   const std::string runtime_dir = "/run/mooncake";
   const std::string socket_dir = std::filesystem::path(options.socket).parent_path().string();
@@ -200,6 +201,7 @@ bool CheckDirectories(const mooncake::DaemonOptions& options, std::string* error
       !mooncake::CheckFlagDirectory("--socket", options.socket, socket_dir, error)) {
     return false;
   }
+  if (!mooncake::UdsServer::CheckSocketDirectory(options.socket, error)) return false;
   return options.ssd.path.empty() ||
          mooncake::CheckFlagDirectory("--ssd_path", options.ssd.path, options.ssd.path, error);
 }

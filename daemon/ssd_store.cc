@@ -14,6 +14,7 @@
 
 #include "common/crc32c.h"
 #include "common/logging.h"
+#include "common/private_dir.h"
 #include "daemon/ssd_store_impl.h"
 
 namespace mooncake {
@@ -113,6 +114,7 @@ ErrorCode SsdStoreImpl::LockDirectory(std::string* error) {
     *error = dir + " is not a directory";
     return ErrorCode::FILE_OPEN_FAIL;
   }
+  KeepPrivate(dir, "--ssd_path");  // it holds values: its files are 0600, it 0700
   const std::string lock_path = dir + "/LOCK";
   lock_fd_ = open(lock_path.c_str(), O_CREAT | O_RDWR | O_CLOEXEC, 0600);
   if (lock_fd_ < 0) {

@@ -16,6 +16,7 @@
 
 #include "common/error_code.h"
 #include "common/logging.h"
+#include "common/path_trust.h"
 #include "common/socket_timeout.h"
 #include "common/uds_ops.h"
 
@@ -124,12 +125,27 @@ UdsServer::~UdsServer() {
   CloseDescriptors();
 }
 
+bool UdsServer::CheckSocketDirectory(const std::string& path, std::string* error) {
+  std::string dir, name, why;
+  if (!SplitRealDirectory(path, &dir, &name, &why)) {
+    *error = "--socket " + path + ": " + why;
+    return false;
+  }
+  why = SocketDirectoryProblem(dir, getegid());
+  if (!why.empty()) {
+    *error = "--socket " + path + ": " + why;
+    return false;
+  }
+  return true;
+}
+
 bool UdsServer::Listen(const std::string& path, unsigned mode, std::string* error) {
   sockaddr_un addr;
   if (!MakeAddress(path, &addr)) {
     *error = "socket path too long: " + path;
     return false;
   }
+  if (!CheckSocketDirectory(path, error)) return false;
   // Its directory is not created: a missing one is an error (common/process_setup.h).
   bool stale = false;
   if (!CheckSocketPath(path, addr, &stale, error)) return false;

@@ -75,9 +75,19 @@ class UdsServer {
   UdsServer(const UdsServer&) = delete;
   UdsServer& operator=(const UdsServer&) = delete;
 
-  // Creates the socket's directory if missing and listens on path, the socket file having
-  // mode from the moment it appears. Replaces a stale socket file, but refuses one that a
-  // live daemon still answers on. false with *error (and nothing left behind) on failure.
+  // Whether the directory of the socket path is one that only this user (and its group)
+  // may write: else someone else could bind the name before the daemon, or put their own
+  // socket in its place, and receive the clients' pools and values. Refused: a directory
+  // others may write (o+w), sticky or not; one a group other than the daemon's own may
+  // write; one under a directory others may write that is not sticky
+  // (common/path_trust.h). false with *error naming the directory and the fix. The daemon
+  // checks it at start (exit status 2); Listen checks it again.
+  static bool CheckSocketDirectory(const std::string& path, std::string* error);
+
+  // Listens on path, in an existing directory CheckSocketDirectory accepts, the socket file
+  // having mode from the moment it appears. Replaces a stale socket file, but refuses one
+  // that a live daemon still answers on. false with *error (and nothing left behind) on
+  // failure.
   bool Listen(const std::string& path, unsigned mode, std::string* error);
   // The socket file's group, once Listen succeeded: the default group LocalAccess admits.
   gid_t socket_group() const { return socket_group_; }

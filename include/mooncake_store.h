@@ -192,7 +192,9 @@ int mooncake_store_set_tenant(mooncake_store_t store, const char *tenant_id);
  * /run/mooncake/mooncaked.sock) and creates a pool of local_buffer_size bytes shared with
  * it. -900 when no daemon answers, -600 on an ABI version mismatch, -1401 when the daemon
  * does not admit this process's uid and groups (its --allowed_uids, --allowed_gids) or
- * the tenant (set_tenant) is not this process's to claim (its --tenant_uids), -901 when
+ * the tenant (set_tenant) is not this process's to claim (its --tenant_uids), and before
+ * anything is sent when the socket is not one to trust (its directory may be written by
+ * others, or another user bound it: docs/security.md, "Local clients"), -901 when
  * the daemon does not answer in time. Any failure logs one line on stderr saying why and
  * what to do, which mooncake_store_errmsg() returns too. */
 int mooncake_store_connect(mooncake_store_t store, const char *socket_path,

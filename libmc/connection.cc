@@ -19,6 +19,7 @@
 #include "common/units.h"
 #include "libmc/channel.h"
 #include "libmc/last_error.h"
+#include "libmc/socket_trust.h"
 
 namespace mooncake {
 namespace client {
@@ -214,6 +215,13 @@ ErrorCode Connection::Dial(bool first, std::shared_ptr<Channel>* out, std::strin
     *why = ConnectFailure(path, errno);
     close(fd);
     return ErrorCode::RPC_FAIL;
+  }
+  // Before HELLO, which carries the pool: the socket must be the daemon's, not one an
+  // impostor bound in its place (libmc/socket_trust.h).
+  ErrorCode trusted = TrustDaemonSocket(fd, path, why);
+  if (trusted != ErrorCode::OK) {
+    close(fd);
+    return trusted;
   }
   SetSocketTimeout(fd, SO_SNDTIMEO, options_.timeout_ms);
   const int slice_ms = std::min(options_.timeout_ms, kReadSliceMs);

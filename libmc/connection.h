@@ -99,8 +99,9 @@ class Connection {
 
   // First connection: dial, HELLO, SET_CLIENT_NAME and MOUNT_SEGMENT if asked. OK, RPC_FAIL
   // when no daemon answers, or the daemon's code (INVALID_PARAMS for an ABI or master
-  // mismatch, PERMISSION_DENIED for a tenant this process may not claim,
-  // SEGMENT_ALREADY_EXISTS for a client name another client's memory carries).
+  // mismatch, PERMISSION_DENIED for a tenant this process may not claim, and from this
+  // side for a socket this process does not trust, libmc/socket_trust.h, before anything
+  // is sent; SEGMENT_ALREADY_EXISTS for a client name another client's memory carries).
   //
   // Every failure here and in the calls below is explained (libmc/last_error.h): why the
   // dial failed (the errno, and what to do about it), a timeout, a lost connection, or

@@ -1,6 +1,8 @@
 #include "master/durability.h"
 
 #include "common/logging.h"
+#include "common/private_dir.h"
+#include "master/snapshot_format.h"
 #include "master/state_restore.h"
 
 namespace mooncake {
@@ -9,6 +11,9 @@ std::unique_ptr<Durability> Durability::Open(const MasterOptions& options,
                                              MasterService* service, std::string* error,
                                              int* exit_code) {
   std::unique_ptr<Durability> d(new Durability());
+  KeepPrivate(options.snapshot_dir, "--snapshot_dir");
+  KeepPrivate(options.snapshot_dir + "/" + snapshot_format::kSnapshotsDir,
+              "the snapshots directory");
   SnapshotStore store(options.snapshot_dir);
   OpLogOptions log_options;
   log_options.dir = options.snapshot_dir + "/oplog";

@@ -6,6 +6,12 @@
 // sequence would sort below it, and the next restore would mix the two); restore when
 // asked; start the log after the last record replayed; attach it to the service. Periodic
 // snapshots begin with Start(), once the server is about to serve.
+//
+// Modes: the snapshot directory and what the master makes in it are its user's alone
+// (common/private_dir.h): files 0600, directories 0700; at start, the snapshot directory
+// and its snapshots/ are tightened when they are looser (an earlier version made them
+// 0755 and their files 0644, readable by every local user, and they list every tenant's
+// keys).
 #ifndef MOONCAKE_MASTER_DURABILITY_H_
 #define MOONCAKE_MASTER_DURABILITY_H_
 

@@ -1,5 +1,6 @@
 #include "master/log_follower.h"
 
+#include <errno.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -8,12 +9,14 @@
 #include <thrift/transport/TBufferTransports.h>
 #include <thrift/transport/TSocket.h>
 
+#include <cstring>
 #include <filesystem>
 
 #include "MasterService.h"
 #include "common/crc32c.h"
 #include "common/logging.h"
 #include "common/master_auth.h"
+#include "common/private_dir.h"
 #include "master/snapshot_codec.h"
 #include "master/snapshot_format.h"
 #include "master/snapshot_store.h"
@@ -38,7 +41,7 @@ struct LogFollower::Connection {
 namespace {
 
 bool WriteFileDurably(const std::string& path, const std::string& bytes) {
-  const int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  const int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, kPrivateFileMode);
   if (fd < 0) return false;
   size_t done = 0;
   while (done < bytes.size()) {
@@ -237,9 +240,8 @@ bool LogFollower::Bootstrap(Connection* c) {
   const std::string tmp_dir = tmp_root + "/" + taken.name;
   std::error_code ec;
   std::filesystem::remove_all(tmp_root, ec);
-  std::filesystem::create_directories(tmp_dir, ec);
-  if (ec) {
-    MC_LOG_ERROR("replication: cannot create %s: %s", tmp_dir.c_str(), ec.message().c_str());
+  if (!MakePrivateDirectories(tmp_dir, "the bootstrap directory")) {
+    MC_LOG_ERROR("replication: cannot create %s: %s", tmp_dir.c_str(), std::strerror(errno));
     return false;
   }
   if (!Download(c, taken.name, tmp_dir) ||
@@ -303,7 +305,7 @@ bool LogFollower::Install(const std::string& name, uint64_t sequence, const std:
   const std::string snapshots = options_.snapshot_dir + "/" + snapshot_format::kSnapshotsDir;
   const std::string target = snapshots + "/" + name;
   std::error_code ec;
-  std::filesystem::create_directories(snapshots, ec);
+  MakePrivateDirectories(snapshots, "the snapshots directory");  // rename below says if not
   std::filesystem::remove_all(target, ec);  // our own earlier copy of the same name
   if (rename(tmp_dir.c_str(), target.c_str()) != 0 || !SyncDirectory(snapshots)) {
     MC_LOG_ERROR("replication: cannot move snapshot %s into %s", name.c_str(), snapshots.c_str());

@@ -18,6 +18,7 @@
 #include "common/crc32c.h"
 #include "common/little_endian.h"
 #include "common/logging.h"
+#include "common/private_dir.h"
 
 namespace mooncake {
 
@@ -74,7 +75,9 @@ std::error_code ListLogFiles(const std::string& dir, std::vector<LogFile>* out) 
 // What Recover and DiscardAll start with.
 ErrorCode CreateAndList(const std::string& dir, std::vector<LogFile>* out) {
   std::error_code ec;
-  std::filesystem::create_directories(dir, ec);
+  if (!MakePrivateDirectories(dir, "the operation log's directory")) {
+    ec = std::error_code(errno, std::generic_category());
+  }
   if (!ec) ec = ListLogFiles(dir, out);
   if (!ec) return ErrorCode::OK;
   MC_LOG_ERROR("oplog: cannot create or list %s: %s", dir.c_str(), ec.message().c_str());
@@ -598,7 +601,7 @@ ErrorCode OpLog::OpenFile(uint64_t first_seq, std::string* error) {
   const std::string path = options_.dir + "/" + FileName(first_seq);
   // O_EXCL: a file of that name holds records of an earlier run; never write over it. No
   // O_APPEND: records go at the logical end (pwrite), before the preallocated zeros.
-  const int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  const int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, kPrivateFileMode);
   if (fd < 0) {
     *error = "create " + path + ": " + ErrnoText(errno);
     return ErrorCode::FILE_OPEN_FAIL;

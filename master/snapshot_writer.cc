@@ -13,6 +13,7 @@
 #include <new>
 
 #include "common/crc32c.h"
+#include "common/private_dir.h"
 
 namespace mooncake {
 
@@ -46,7 +47,7 @@ int CloseFd(int fd) {
 // Creates path (flags add O_EXCL or O_TRUNC) holding text, fsyncs and closes it.
 ErrorCode WriteDurableFile(const std::string& path, int flags, const std::string& text,
                            std::string* message) {
-  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC | flags, 0644);
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC | flags, kPrivateFileMode);
   if (fd < 0) {
     int err = errno;
     *message = "open " + path + ": " + ErrnoText(err);
@@ -113,7 +114,9 @@ ErrorCode SnapshotWriter::Begin(std::string* error) {
     return Misuse("snapshot created_ms " + I64Text(created_ms_) + " is negative", error);
   }
   // mkdir -p dir/snapshots, then the snapshot's own directory, which must be new. Each
-  // directory created gets its entry made durable by an fsync of its parent.
+  // directory created gets its entry made durable by an fsync of its parent. Modes are
+  // private (common/private_dir.h); tightening existing ones (which logs) is the parent
+  // process's, at start (master/durability.h).
   const std::string snapshots = dir_ + "/" + kSnapshotsDir;
   std::vector<std::string> levels;
   for (size_t i = 1; i <= snapshots.size(); ++i) {
@@ -125,7 +128,7 @@ ErrorCode SnapshotWriter::Begin(std::string* error) {
   for (size_t i = 0; i < levels.size(); ++i) {
     const std::string& level = levels[i];
     const bool last = i + 1 == levels.size();
-    if (::mkdir(level.c_str(), 0755) != 0) {
+    if (::mkdir(level.c_str(), kPrivateDirMode) != 0) {
       int err = errno;
       if (err == EEXIST && !last) continue;
       if (err == EEXIST) {
@@ -173,7 +176,8 @@ ErrorCode SnapshotWriter::OpenPayload(const std::string& name, std::string* erro
         "snapshot " + name_ + ": more than " + U64Text(kMaxSnapshotPayloads) + " payloads", error);
   }
   current_path_ = path_ + "/" + name;
-  fd_ = ::open(current_path_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  fd_ = ::open(current_path_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC,
+               kPrivateFileMode);
   if (fd_ < 0) {
     int err = errno;
     return Fail(ErrorCode::FILE_OPEN_FAIL, "open " + current_path_ + ": " + ErrnoText(err), error);

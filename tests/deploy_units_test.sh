@@ -60,6 +60,9 @@ grep -q '^RuntimeDirectoryMode=0750$' "$tmp/mooncaked.service" || fail "socket d
 grep -q '^StateDirectory=mooncake mooncake/ssd$' "$tmp/mooncaked.service" || fail "no SSD dir"
 grep -q '^StateDirectory=mooncake-master$' "$tmp/mooncake-master.service" ||
   fail "no snapshot dir"
+for unit in mooncake-master mooncaked; do  # state only its user may enter (docs/security.md)
+  grep -q '^StateDirectoryMode=0700$' "$tmp/$unit.service" || fail "$unit: state dir mode"
+done
 
 # Exposure, in tenths as systemd-analyze prints it: ours at or below redis-server's.
 exposure() {

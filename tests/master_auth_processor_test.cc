@@ -28,8 +28,9 @@ using mooncake::AuthenticatedProcessor;
 using mooncake::ClusterKey;
 using mooncake::kMasterAuthContext;
 
-const std::string kKeyA(64, 'a');
-const std::string kKeyB(64, 'b');
+// openssl rand -hex 32, twice: keys ClusterKey::Load would take.
+const std::string kKeyA = "b39eaf2d215a7338c1e01c620d2253c2289f71aa212a789ecfc51255b19b9ae4";
+const std::string kKeyB = "59ce16e81f624fa34252c29efed16caf248625997377b07e9cf9af9eeca9bef2";
 const std::string kServerNonce(ClusterKey::kNonceBytes, 's');
 const std::string kClientNonce(ClusterKey::kNonceBytes, 'c');
 

@@ -337,7 +337,7 @@ void test_stop_while_connections_are_busy(void**) {
 // admits a peer with the key, and one with another key is refused.
 void test_the_handshake_is_still_enforced(void**) {
   auto key = std::make_shared<const mooncake::ClusterKey>(
-      mooncake::ClusterKey::FromKeys({std::string(64, 'a')}));
+      mooncake::ClusterKey::FromKeys({mooncake::testing::RandomClusterKey()}));
   Fixture f(1, key);
   {
     Client c = Connect(f.server->port());
@@ -358,7 +358,8 @@ void test_the_handshake_is_still_enforced(void**) {
   }
   {
     Client c = Connect(f.server->port());
-    const mooncake::ClusterKey other = mooncake::ClusterKey::FromKeys({std::string(64, 'b')});
+    const mooncake::ClusterKey other =
+        mooncake::ClusterKey::FromKeys({mooncake::testing::RandomClusterKey()});
     std::string error;
     assert_int_equal(mooncake::ToInt(mooncake::AuthenticateToMaster(c.rpc.get(), &other, &error)),
                      mooncake::ToInt(mooncake::ErrorCode::UNAUTHENTICATED));
