@@ -106,8 +106,11 @@ void RegisterDaemonFlags(FlagSet* f, DaemonOptions* o) {
             "RPC, at most this many (0: each its own RPC)");
   f->AddString("tenant_uids", &o->tenant_uids,
                "tenants only these uids may claim, e.g. \"alice=1000:1001,bob=1002\"; a "
-               "connection naming no tenant gets the first one listing its uid (\"\": "
-               "none listed; any tenant may be claimed by anyone)");
+               "uid listed here may claim only the tenants listing it, and naming none gets "
+               "the first (\"\": none listed; any tenant may be claimed by anyone)");
+  f->AddString("tenant_roaming_uids", &o->tenant_roaming_uids,
+               "users (numbers or names, comma-separated) listed in --tenant_uids that may "
+               "also claim tenants it does not list (\"\": none)");
   f->AddString("ssd_path", &o->ssd.path,
                "directory of the SSD tier's bucket files, which must exist (\"\": no SSD "
                "tier)");
@@ -176,8 +179,12 @@ bool ValidateDaemonOptions(DaemonOptions* o, std::string* error) {
     *error = "--put_no_space_wait must be in 0..60 s";
   } else if (o->group_commit_max < 0 || o->group_commit_max > 1024) {
     *error = "--group_commit_max must be in 0..1024";
-  } else if (!TenantPolicy::Parse(o->tenant_uids, &o->tenant_policy, error)) {
-    *error = "--tenant_uids: " + *error;
+  } else if (std::vector<uid_t> roaming;
+             !ResolveUids("tenant_roaming_uids", o->tenant_roaming_uids, &roaming, error)) {
+    // *error names the flag
+  } else if (!TenantPolicy::Parse(o->tenant_uids, std::move(roaming), &o->tenant_policy,
+                                  error)) {
+    // *error names the flag
   } else if (!ParseSsdEvictionPolicy(o->ssd_eviction_policy, &o->ssd.eviction_policy) ||
              !ParseSsdPersistMode(o->ssd_persist_mode, &o->ssd.persist_mode)) {
     *error = "--ssd_eviction_policy must be fifo or lru, --ssd_persist_mode disabled, relaxed "

@@ -76,6 +76,9 @@ struct DaemonOptions {
   // Tenants only these uids may claim, and each uid's default (daemon/tenant_policy.h):
   // "alice=1000:1001,bob=1002"; "" = none.
   std::string tenant_uids;
+  // uids listed there that may still claim tenants the flag does not list (numbers or
+  // names, comma-separated, as allowed_uids); "" = none.
+  std::string tenant_roaming_uids;
   // The SSD tier (docs/ssd.md): ssd.path "" = none. The policy and mode as flags spell them.
   SsdOptions ssd;
   std::string ssd_eviction_policy = "fifo";
@@ -96,7 +99,7 @@ struct DaemonOptions {
   std::string etcd_endpoints;
   unsigned socket_mode_bits = 0660;
   LocalAccessRules local_access;  // allowed_uids and allowed_gids resolved
-  TenantPolicy tenant_policy;  // from tenant_uids
+  TenantPolicy tenant_policy;  // from tenant_uids and tenant_roaming_uids
 };
 
 void RegisterDaemonFlags(FlagSet* flags, DaemonOptions* options);

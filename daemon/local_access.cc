@@ -177,6 +177,14 @@ bool ResolveLocalAccessRules(const std::string& allowed_uids, const std::string&
   return true;
 }
 
+bool ResolveUids(const std::string& flag, const std::string& list, std::vector<uid_t>* out,
+                 std::string* error) {
+  std::vector<uint32_t> uids;
+  if (!Trim(list).empty() && !ResolveList(flag, list, true, &uids, error)) return false;
+  out->assign(uids.begin(), uids.end());
+  return true;
+}
+
 LocalAccess::LocalAccess() : LocalAccess(LocalAccessRules(), geteuid(), getegid()) {}
 
 LocalAccess::LocalAccess(const LocalAccessRules& rules, uid_t daemon_uid, gid_t socket_group)

@@ -72,6 +72,12 @@ struct LocalAccessRules {
 bool ResolveLocalAccessRules(const std::string& allowed_uids, const std::string& allowed_gids,
                              LocalAccessRules* out, std::string* error);
 
+// A list of users in the same form as --allowed_uids (numbers or names, resolved now),
+// for another flag (--tenant_roaming_uids); "" is none. false with *error naming --flag
+// and the item.
+bool ResolveUids(const std::string& flag, const std::string& list, std::vector<uid_t>* out,
+                 std::string* error);
+
 class LocalAccess {
  public:
   // Why a connection was admitted, or that it was not.

@@ -196,9 +196,7 @@ bool StoreService::Hello(ClientConnection* s, const uds::Message& hello, std::ve
     refusal = tenant.code();
     // Only a well-formed id is shown: it is the peer's input.
     *why = refusal == ErrorCode::PERMISSION_DENIED
-               ? "uid " + std::to_string(s->peer_uid()) + " may not claim tenant '" + in.tenant +
-                     "' (--tenant_uids lists it for other uids): name a tenant listed for " +
-                     "this uid, or none"
+               ? tenants_.Refusal(in.tenant, s->peer_uid())
                : "a tenant id of " + std::to_string(in.tenant.size()) +
                      " bytes that is not 1..64 characters of [A-Za-z0-9_.-]";
   } else if (fds.size() > 1 || (in.pool_size == 0) != fds.empty()) {

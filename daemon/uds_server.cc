@@ -442,7 +442,11 @@ bool UdsServer::OnFrame(Incoming* conn, const char* payload, size_t length, std:
     std::vector<int> fds;
     fds.swap(conn->pending_fds);
     bool ok = service_->Hello(client, message, std::move(fds), why);
-    if (!ok) *why = "HELLO refused: " + *why;
+    if (!ok) {
+      *why = "HELLO refused: " + *why;
+      LogRefusal(*conn, *why);
+      conn->hello_refused = true;
+    }
     conn->hello_done = ok;
     if (ok) {
       conn->reader.set_max_frame_bytes(uds::kMaxFrameBytes);
@@ -581,12 +585,18 @@ void UdsServer::Refuse(Incoming* conn, const uds::Message& first) {
   }
 }
 
-void UdsServer::LogRefusal(const Incoming& conn) {
+void UdsServer::LogRefusal(const Incoming& conn, const std::string& why) {
   uint64_t unlogged = 0;
   if (!refusals_.Allow(Clock::now(), &unlogged)) return;
   std::string more;
   if (unlogged > 0) {
     more = "; " + std::to_string(unlogged) + " more refused since the last such line";
+  }
+  if (!why.empty()) {
+    MC_LOG_WARN("connection %llu (%s): %s; closed%s",
+                static_cast<unsigned long long>(conn.client->id()),
+                LocalPeerText(conn.peer).c_str(), why.c_str(), more.c_str());
+    return;
   }
   MC_LOG_WARN("connection %llu refused: %s is not admitted (--allowed_uids, --allowed_gids; "
               "docs/security.md); answered -1401 and closed%s",
@@ -596,7 +606,8 @@ void UdsServer::LogRefusal(const Incoming& conn) {
 
 void UdsServer::CloseConnection(IncomingMap::iterator it, const std::string& why, bool warn) {
   std::shared_ptr<ClientConnection> client = it->second->client;
-  if (warn && it->second->admission != LocalAccess::Verdict::kRefused) {
+  if (warn && it->second->admission != LocalAccess::Verdict::kRefused &&
+      !it->second->hello_refused) {
     MC_LOG_WARN("connection %llu (pid %d): %s; closing it",
                 static_cast<unsigned long long>(client->id()),
                 static_cast<int>(client->peer_pid()), why.c_str());

@@ -107,6 +107,7 @@ class UdsServer {
     std::shared_ptr<ClientConnection> client;
     uds::FrameReader reader;
     bool hello_done = false;
+    bool hello_refused = false;  // its refusal went to LogRefusal: closed without a warning
     LocalPeer peer;  // read at accept
     LocalAccess::Verdict admission = LocalAccess::Verdict::kRefused;
     bool fd_after_hello = false;  // refuse the next frame with -600, then close
@@ -135,10 +136,12 @@ class UdsServer {
   // is closed and marks the connection (fd_after_hello).
   void ClaimFileFd(Incoming* conn, uint64_t start, uint64_t end);
   // Closes; warns with why unless told not to, or the connection was refused (its refusal
-  // was logged, throttled, at accept).
+  // was logged, throttled, at accept or at HELLO).
   void CloseConnection(IncomingMap::iterator it, const std::string& why, bool warn);
-  // The refusal's log line, unless the throttle holds it back.
-  void LogRefusal(const Incoming& conn);
+  // The refusal's log line, unless the throttle holds it back (a peer can cause refusals
+  // at will): of the admission at accept (why ""), or of a HELLO (why: the service's
+  // reason, as the peer was told).
+  void LogRefusal(const Incoming& conn, const std::string& why = std::string());
   // Answers a refused connection's first frame with -1401 (then it is closed).
   void Refuse(Incoming* conn, const uds::Message& first);
   // POOL_FENCE: answered on a worker now, or by the teardown it waits for.

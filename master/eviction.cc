@@ -5,40 +5,33 @@
 namespace mooncake {
 
 void EvictionPlanner::Clear() {
-  plain_.clear();
-  soft_pinned_.clear();
+  for (std::vector<Candidate>& tier : tiers_) tier.clear();
   sampled_ = 0;
 }
 
 void EvictionPlanner::Add(EvictionTier tier, int64_t deadline, uint64_t bytes) {
   ++sampled_;
-  if (tier == EvictionTier::kPlain) plain_.push_back({deadline, bytes});
-  if (tier == EvictionTier::kSoftPinned) soft_pinned_.push_back({deadline, bytes});
+  if (tier != EvictionTier::kNever) tiers_[static_cast<size_t>(tier) - 1].push_back({deadline, bytes});
 }
 
 EvictionThresholds EvictionPlanner::Plan(uint64_t want, int64_t total_objects,
-                                         bool soft_pinned_too) {
+                                         EvictionTierSet set) {
   EvictionThresholds t;
   if (want == 0) return t;
-  if (sampled_ == 0) {
-    // Nothing was looked at, so nothing can be judged: the walk takes what it finds.
-    t.plain = EvictionThresholds::kAll;
-    if (soft_pinned_too) t.soft_pinned = EvictionThresholds::kAll;
-    return t;
-  }
+  // Nothing was looked at, so nothing can be judged: the walk takes what it finds.
+  if (sampled_ == 0) return EvictionThresholds::All(set);
   double fraction = total_objects > 0 ? std::min(1.0, static_cast<double>(sampled_) /
                                                           static_cast<double>(total_objects))
                                       : 1.0;
   double share = static_cast<double>(want) * fraction;
   if (fraction < 1.0) share *= 1.0 + kPartialMargin;
-  double plain_bytes = 0;
-  for (const Candidate& c : plain_) plain_bytes += static_cast<double>(c.bytes);
-  if (plain_bytes >= share) {
-    t.plain = WeightedQuantile(&plain_, share);
-    return t;
+  for (size_t i = 0; i < kEvictionTiers && share > 0; ++i) {
+    if (!(set & (1u << i))) continue;
+    double bytes = 0;
+    for (const Candidate& c : tiers_[i]) bytes += static_cast<double>(c.bytes);
+    t.at[i] = WeightedQuantile(&tiers_[i], share);  // kAll when bytes < share
+    share -= bytes;
   }
-  t.plain = EvictionThresholds::kAll;
-  if (soft_pinned_too) t.soft_pinned = WeightedQuantile(&soft_pinned_, share - plain_bytes);
   return t;
 }
 

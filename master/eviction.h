@@ -8,15 +8,18 @@
 //   1. every shard adds the objects in a window of kSampleSlots slots of its table at a
 //      random place (all of a small table: a small pool is sampled whole, and its order is
 //      then exact LRU);
-//   2. Plan picks, per tier (plain objects first, soft-pinned ones only when the plain ones
-//      cannot cover the round), the deadline at which the sampled candidates' bytes reach
-//      the round's share of the sample: a weighted selection by repeated nth_element, linear
-//      in the sample. A partial sample is aimed kPartialMargin higher, so that one walk
-//      usually frees the whole round;
+//   2. Plan picks, per tier (EvictionTier: each only when the ones before it cannot cover
+//      the round), the deadline at which the sampled candidates' bytes reach the round's
+//      share of the sample: a weighted selection by repeated nth_element, linear in the
+//      sample. A partial sample is aimed kPartialMargin higher, so that one walk usually
+//      frees the whole round;
 //   3. MasterService walks every shard and evicts the candidates at or below the thresholds
-//      until the round's bytes are freed (master_service_evict.cc).
-// What is evicted is thus always among the oldest candidates, but not in strict order: the
-// walk takes those under the threshold in table order.
+//      until the round's bytes are freed (master_service_evict.cc). It plans and walks the
+//      exposed tiers first, and the sheltered ones (tenants within their quota) only once
+//      a walk taking every exposed candidate has fallen short: a sample, being partial,
+//      cannot prove that no exposed candidate is left.
+// What is evicted is thus always among the oldest candidates of its tier, but not in
+// strict order: the walk takes those under the threshold in table order.
 //
 // Not thread-safe: one round at a time uses it (MasterService's evict_mu_).
 #ifndef MOONCAKE_MASTER_EVICTION_H_
@@ -34,29 +37,65 @@ namespace mooncake {
 
 // Who may be evicted, in the order they go. Never: unfinished, hard-pinned, read-leased
 // or exist-leased objects (--exist_lease_ttl), nor soft-pinned ones without
-// --allow_evict_soft_pinned_objects.
-enum class EvictionTier : uint8_t { kNever = 0, kPlain = 1, kSoftPinned = 2 };
+// --allow_evict_soft_pinned_objects. Quotas are shares of memory (docs/security.md,
+// "Tenants"): objects of a tenant at or under its quota (--tenant_quota) are sheltered,
+// taken only once nothing of the tenants over their quota or without one (the default
+// tenant, tenants not listed) is left to take. Within each, plain objects before
+// soft-pinned ones.
+enum class EvictionTier : uint8_t {
+  kNever = 0,
+  kPlain = 1,
+  kSoftPinned = 2,
+  kSheltered = 3,
+  kShelteredSoftPinned = 4,
+};
+constexpr size_t kEvictionTiers = 4;  // kNever aside
+
+// A set of tiers, one bit each (kPlain: bit 0).
+using EvictionTierSet = uint8_t;
+constexpr EvictionTierSet TierBit(EvictionTier tier) {
+  return tier == EvictionTier::kNever
+             ? 0
+             : static_cast<EvictionTierSet>(1u << (static_cast<unsigned>(tier) - 1));
+}
+// What a round takes first: the plain tier, and the soft-pinned one when allowed.
+constexpr EvictionTierSet ExposedTiers(bool soft_pinned_too) {
+  return TierBit(EvictionTier::kPlain) | (soft_pinned_too ? TierBit(EvictionTier::kSoftPinned) : 0);
+}
+// What it takes only when those cannot cover it: the sheltered tiers.
+constexpr EvictionTierSet ShelteredTiers(bool soft_pinned_too) {
+  return TierBit(EvictionTier::kSheltered) |
+         (soft_pinned_too ? TierBit(EvictionTier::kShelteredSoftPinned) : 0);
+}
 
 // Deadlines at or below which a tier's candidates are evicted.
 struct EvictionThresholds {
   static constexpr int64_t kNone = std::numeric_limits<int64_t>::min();
   static constexpr int64_t kAll = std::numeric_limits<int64_t>::max();
-  int64_t plain = kNone;
-  int64_t soft_pinned = kNone;
+  int64_t at[kEvictionTiers] = {kNone, kNone, kNone, kNone};  // by tier, kPlain first
 
-  bool Takes(EvictionTier tier, int64_t deadline) const {
-    switch (tier) {
-      case EvictionTier::kPlain:
-        return deadline <= plain;
-      case EvictionTier::kSoftPinned:
-        return deadline <= soft_pinned;
-      default:
-        return false;
+  // Every candidate of the tiers in set.
+  static EvictionThresholds All(EvictionTierSet set) {
+    EvictionThresholds t;
+    for (size_t i = 0; i < kEvictionTiers; ++i) {
+      if (set & (1u << i)) t.at[i] = kAll;
     }
+    return t;
   }
-  // Every candidate of every tier that may go.
-  bool TakesAll(bool soft_pinned_too) const {
-    return plain == kAll && (!soft_pinned_too || soft_pinned == kAll);
+  int64_t of(EvictionTier tier) const { return at[static_cast<size_t>(tier) - 1]; }
+  bool Takes(EvictionTier tier, int64_t deadline) const {
+    return tier != EvictionTier::kNever && deadline <= of(tier);
+  }
+  // Some candidates of tier (a group's other members go with one taken, whatever their
+  // deadline, when the round reaches their tier).
+  bool Reaches(EvictionTier tier) const {
+    return tier != EvictionTier::kNever && of(tier) != kNone;
+  }
+  bool TakesAll(EvictionTierSet set) const {
+    for (size_t i = 0; i < kEvictionTiers; ++i) {
+      if ((set & (1u << i)) && at[i] != kAll) return false;
+    }
+    return true;
   }
 };
 
@@ -74,11 +113,12 @@ class EvictionPlanner {
   size_t sampled() const { return sampled_; }
 
   // Thresholds for freeing want bytes from a pool of total_objects objects, of which the
-  // sample looked at sampled(): a tier's share of the sample is want scaled down by the
-  // sampled fraction (times 1 + kPartialMargin when that is below 1). The plain tier
-  // first; the soft-pinned tier gets what the plain one cannot cover, and only when
-  // soft_pinned_too. Reorders the sample.
-  EvictionThresholds Plan(uint64_t want, int64_t total_objects, bool soft_pinned_too);
+  // sample looked at sampled(), taking from the tiers in set only: a tier's share of the
+  // sample is want scaled down by the sampled fraction (times 1 + kPartialMargin when that
+  // is below 1). Tiers in their order: each one gets what the ones before it cannot
+  // cover (kAll for those; kNone for the ones after the first that covers it, and for
+  // those not in set). Reorders the sample.
+  EvictionThresholds Plan(uint64_t want, int64_t total_objects, EvictionTierSet set);
 
  private:
   struct Candidate {
@@ -89,7 +129,7 @@ class EvictionPlanner {
   // bytes (kAll when all of them hold less). Expected linear time; reorders v.
   static int64_t WeightedQuantile(std::vector<Candidate>* v, double want);
 
-  std::vector<Candidate> plain_, soft_pinned_;
+  std::vector<Candidate> tiers_[kEvictionTiers];  // by tier, kPlain first
   size_t sampled_ = 0;
 };
 

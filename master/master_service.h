@@ -672,10 +672,11 @@ class MasterService {
   void ShareWithGroup(const std::vector<std::string>& members, int64_t until_ms);
   // With no shard lock held: after eviction took a grouped object, the rest of its group
   // (members) goes too, each one that eviction could take alone now whatever its age
-  // (TierOf: not leased, hard-pinned, being written...; soft-pinned ones only when the walk
-  // takes those). Bytes freed; *evicted, *queued as EvictionWalk's.
-  uint64_t EvictRestOfGroup(const std::vector<std::string>& members, bool soft_pinned_too,
-                            int64_t now, int64_t* evicted, uint64_t* queued);
+  // (TierOf: not leased, hard-pinned, being written...; of a tier the walk's thresholds,
+  // take, reach). Bytes freed; *evicted, *queued as EvictionWalk's.
+  uint64_t EvictRestOfGroup(const std::vector<std::string>& members,
+                            const EvictionThresholds& take, int64_t now, int64_t* evicted,
+                            uint64_t* queued);
   // The group a record of meta names: its group's id, or "" for none.
   std::string GroupForLog(std::string_view key, const ObjectMetadata& meta) const;
   // A put's soft-pin request, with Mooncake's rules (docs/mooncake-api.md, "put-config"):
@@ -930,10 +931,13 @@ class MasterService {
   // thresholds take, until budget bytes are freed; adds to *evicted the objects that went.
   uint64_t EvictionWalk(const EvictionThresholds& take, uint64_t budget, int64_t now,
                         int64_t* evicted, uint64_t* queued);
-  // What eviction may do with meta now; under its shard's lock. Objects without a memory
-  // replica (on disk only), those pinned for an offload and those with a replica on a
-  // detached segment are never candidates.
-  EvictionTier TierOf(const Shard& shard, const ObjectMetadata& meta, int64_t now) const;
+  // What eviction may do with key's meta now; under its shard's lock. Objects without a
+  // memory replica (on disk only), those pinned for an offload and those with a replica on
+  // a detached segment are never candidates; those of a tenant at or under its quota are
+  // sheltered (TenantUsage::Sheltered, as of now: a tenant that eviction brings down to
+  // its quota is sheltered from then on).
+  EvictionTier TierOf(const Shard& shard, std::string_view key, const ObjectMetadata& meta,
+                      int64_t now) const;
   // A candidate the walk takes: with a disk replica it loses only its memory replicas;
   // without one, on a daemon with an SSD tier (--offload_on_evict), it gets an eviction's
   // offload instead (*queued: its bytes) unless that cannot proceed (then freed only with

@@ -18,8 +18,8 @@ int64_t SteadyMicros() {
 
 }  // namespace
 
-EvictionTier MasterService::TierOf(const Shard& shard, const ObjectMetadata& meta,
-                                   int64_t now) const {
+EvictionTier MasterService::TierOf(const Shard& shard, std::string_view key,
+                                   const ObjectMetadata& meta, int64_t now) const {
   if (!meta.complete || meta.hard_pin || meta.leased(now)) return EvictionTier::kNever;
   // On disk only, it takes no memory; pinned, its offload is on the way.
   if (meta.offload_pinned || meta.memory_replicas() == 0) return EvictionTier::kNever;
@@ -30,9 +30,13 @@ EvictionTier MasterService::TierOf(const Shard& shard, const ObjectMetadata& met
     return EvictionTier::kNever;
   }
   if (meta.exist_hit && shard.exist_leases.Live(&meta, now)) return EvictionTier::kNever;
-  if (!meta.soft_pinned(now)) return EvictionTier::kPlain;
-  return options_.allow_evict_soft_pinned_objects ? EvictionTier::kSoftPinned
-                                                  : EvictionTier::kNever;
+  const bool soft_pinned = meta.soft_pinned(now);
+  if (soft_pinned && !options_.allow_evict_soft_pinned_objects) return EvictionTier::kNever;
+  // Last, as it is the one test that looks at the key (and then only with quotas).
+  if (tenants_.Sheltered(key)) {
+    return soft_pinned ? EvictionTier::kShelteredSoftPinned : EvictionTier::kSheltered;
+  }
+  return soft_pinned ? EvictionTier::kSoftPinned : EvictionTier::kPlain;
 }
 
 bool MasterService::PastWatermark(uint64_t need) const {
@@ -106,22 +110,26 @@ uint64_t MasterService::RunEvictionRound(uint64_t target, bool by_put) {
   const int64_t now = Now();
   const bool soft_too = options_.allow_evict_soft_pinned_objects;
   SampleForEviction(now);
-  // The planned walk; when it falls short (the sample misjudged, or leases were granted
-  // since), one planned for four times as much; then any candidate.
+  // The exposed tiers first; the sheltered ones (tenants within their quota) only once a
+  // walk that took every exposed candidate fell short. In each, the planned walk; when it
+  // falls short (the sample misjudged, or leases were granted since), one planned for
+  // four times as much; then any candidate of those tiers.
   uint64_t freed = 0;
   int64_t evicted = 0;
   int walks = 0;
-  for (uint64_t want = target; freed + queued < target; want *= 4) {
-    EvictionThresholds take;
-    if (walks < 2) {
-      take = planner_.Plan(want, object_count_.load(), soft_too);
-    } else {
-      take.plain = EvictionThresholds::kAll;
-      if (soft_too) take.soft_pinned = EvictionThresholds::kAll;
+  const EvictionTierSet phases[] = {ExposedTiers(soft_too),
+                                    tenants_.has_quotas() ? ShelteredTiers(soft_too) : 0};
+  for (EvictionTierSet tiers : phases) {
+    int planned = 0;
+    for (uint64_t want = target - freed - queued; tiers != 0 && freed + queued < target;
+         want *= 4) {
+      EvictionThresholds take = planned < 2 ? planner_.Plan(want, object_count_.load(), tiers)
+                                            : EvictionThresholds::All(tiers);
+      freed += EvictionWalk(take, target - freed - queued, now, &evicted, &queued);
+      ++planned;
+      ++walks;
+      if (take.TakesAll(tiers)) break;
     }
-    freed += EvictionWalk(take, target - freed - queued, now, &evicted, &queued);
-    ++walks;
-    if (take.TakesAll(soft_too)) break;
   }
   evicted_count_.fetch_add(evicted);
   if (freed + queued < target) evict_paused_until_ms_ = Now() + kShortRoundPauseMs;
@@ -147,8 +155,9 @@ void MasterService::SampleForEviction(int64_t now) {
     if (shard.objects.empty() || slots == 0) continue;
     const size_t window = std::min(slots, EvictionPlanner::kSampleSlots);
     size_t cursor = window == slots ? 0 : evict_rng_() % slots;
-    auto add = [&](std::string_view, ObjectMetadata& meta) {
-      planner_.Add(TierOf(shard, meta, now), meta.time_ms, meta.size * meta.memory_replicas());
+    auto add = [&](std::string_view key, ObjectMetadata& meta) {
+      planner_.Add(TierOf(shard, key, meta, now), meta.time_ms,
+                   meta.size * meta.memory_replicas());
       return false;
     };
     const size_t start = cursor;
@@ -170,7 +179,8 @@ uint64_t MasterService::EvictionWalk(const EvictionThresholds& take, uint64_t bu
   for (; visited < kShardCount && freed + queued_here < budget; ++visited) {
     Shard& shard = shards_[(evict_next_shard_ + visited) % kShardCount];
     ScanShard(shard, [&](std::string_view key, ObjectMetadata& meta) {
-      if (freed + queued_here >= budget || !take.Takes(TierOf(shard, meta, now), meta.time_ms)) {
+      if (freed + queued_here >= budget ||
+          !take.Takes(TierOf(shard, key, meta, now), meta.time_ms)) {
         return false;
       }
       // Listed before it goes: an object erased has left its group.
@@ -189,8 +199,7 @@ uint64_t MasterService::EvictionWalk(const EvictionThresholds& take, uint64_t bu
     if (!group_rest.empty()) {
       // A group goes together (Mooncake's group eviction), its members in other shards
       // each under their own lock, once this shard's is let go.
-      freed += EvictRestOfGroup(group_rest, take.soft_pinned != EvictionThresholds::kNone, now,
-                                evicted, &queued_here);
+      freed += EvictRestOfGroup(group_rest, take, now, evicted, &queued_here);
       group_rest.clear();
     }
   }
@@ -265,14 +274,18 @@ void MasterService::QueueEarlyOffloads(int64_t now) {
       static_cast<double>(used) - low + options_.eviction_ratio * static_cast<double>(capacity));
   std::lock_guard<std::mutex> evicting(evict_mu_);
   SampleForEviction(now);
+  // All tiers in one plan, in their order: what it offloads is what the round will take.
+  const bool soft_too = options_.allow_evict_soft_pinned_objects;
   EvictionThresholds take = planner_.Plan(target, object_count_.load(),
-                                          options_.allow_evict_soft_pinned_objects);
+                                          ExposedTiers(soft_too) | ShelteredTiers(soft_too));
   uint64_t covered = 0;
   int64_t queued = 0;
   for (size_t visited = 0; visited < kShardCount && covered < target; ++visited) {
     Shard& shard = shards_[(evict_next_shard_ + visited) % kShardCount];
     ScanShard(shard, [&](std::string_view key, ObjectMetadata& meta) {
-      if (covered >= target || !take.Takes(TierOf(shard, meta, now), meta.time_ms)) return false;
+      if (covered >= target || !take.Takes(TierOf(shard, key, meta, now), meta.time_ms)) {
+        return false;
+      }
       // Those on disk already, or whose daemon has no SSD, need nothing now.
       covered += meta.size * meta.memory_replicas();
       if (meta.disk_replicas() == 0 &&

@@ -55,8 +55,8 @@ void MasterService::ShareWithGroup(const std::vector<std::string>& members, int6
 }
 
 uint64_t MasterService::EvictRestOfGroup(const std::vector<std::string>& members,
-                                         bool soft_pinned_too, int64_t now, int64_t* evicted,
-                                         uint64_t* queued) {
+                                         const EvictionThresholds& take, int64_t now,
+                                         int64_t* evicted, uint64_t* queued) {
   StateGate::Shared gate(gate_);
   uint64_t freed = 0;
   std::unordered_set<std::string> seen;
@@ -66,10 +66,7 @@ uint64_t MasterService::EvictRestOfGroup(const std::vector<std::string>& members
     ObjectMetadata* meta = locked.object;
     if (meta == nullptr) continue;
     // Whatever its age: it goes with its group, unless eviction could not take it alone.
-    EvictionTier tier = TierOf(locked.shard, *meta, now);
-    if (tier == EvictionTier::kNever || (tier == EvictionTier::kSoftPinned && !soft_pinned_too)) {
-      continue;
-    }
+    if (!take.Reaches(TierOf(locked.shard, member, *meta, now))) continue;
     bool erase = false;
     freed += EvictOne(locked.shard, member, *meta, queued, &erase);
     if (erase) {

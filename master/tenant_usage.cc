@@ -37,6 +37,7 @@ TenantUsage::TenantUsage(const Quotas& quotas) {
   for (const auto& [tenant, bytes] : quotas) {
     auto entry = std::make_unique<Entry>();
     entry->quota = bytes;
+    quotas_.emplace(tenant, entry.get());
     named_.emplace(tenant, std::move(entry));
   }
 }
@@ -100,6 +101,14 @@ void TenantUsage::Prune() {
     bool idle = e.quota == 0 && e.objects.load() == 0 && e.bytes.load() == 0;
     it = idle ? named_.erase(it) : std::next(it);
   }
+}
+
+bool TenantUsage::Sheltered(std::string_view key) const {
+  if (quotas_.empty() || key.empty() || key[0] != '\0') return false;  // no quota to be within
+  auto it = quotas_.find(tenant_key::TenantOf(key));
+  if (it == quotas_.end()) return false;
+  const Entry& e = *it->second;
+  return e.bytes.load(std::memory_order_relaxed) <= static_cast<int64_t>(e.quota);
 }
 
 rpc::TenantStats TenantUsage::Describe(const std::string& tenant, const Entry& entry) {

@@ -15,7 +15,10 @@
 //
 // Cost: the default tenant's figures are a few atomics; a named tenant's are found in a
 // small map under a shared lock. A tenant without a quota keeps an entry only while it
-// holds something (Prune), so claiming tenants costs nothing lasting.
+// holds something (Prune), so claiming tenants costs nothing lasting. Eviction asks whether
+// an object's tenant is within its quota (Sheltered) without a lock: nothing at all when
+// no tenant has a quota, one byte for a default-tenant key, a lookup among the tenants with
+// a quota for a named tenant's.
 //
 // Thread-safety: every method may be called from any thread; the lock is a leaf (taken
 // under shard locks, never the other way).
@@ -65,6 +68,14 @@ class TenantUsage {
   // while it holds objects or bytes.
   std::vector<rpc::TenantStats> Stats() const;
 
+  // Whether any tenant has a quota.
+  bool has_quotas() const { return !quotas_.empty(); }
+  // Whether the stored key's tenant has a quota and holds at most it now: its objects are
+  // sheltered from eviction while others can go (master/eviction.h). Neither the default
+  // tenant nor a tenant without a quota is. Lock-free: eviction asks it of every object it
+  // looks at, under a shard's lock.
+  bool Sheltered(std::string_view key) const;
+
  private:
   struct Entry {
     uint64_t quota = 0;  // 0: none
@@ -83,6 +94,9 @@ class TenantUsage {
   Entry default_;  // the default tenant: never in the map, no quota
   mutable std::shared_mutex mu_;
   std::map<std::string, std::unique_ptr<Entry>, std::less<>> named_;  // guarded by mu_
+  // The entries of the tenants with a quota, made with named_ and never changed: those are
+  // never pruned, so they live as long as named_ and need no lock to find.
+  std::map<std::string, const Entry*, std::less<>> quotas_;
 };
 
 }  // namespace mooncake

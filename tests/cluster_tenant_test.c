@@ -1,11 +1,20 @@
-/* Issue 12, tenants: a real master and three real daemons. Tenants alice and bob use the
+/* Issue 12, tenants: a real master and four real daemons. Tenants alice and bob use the
  * same key names on daemon 0 (and alice on daemon 1 too): neither sees, reads, removes,
  * batch-removes, regex-removes or removes-all the other's keys, the default tenant is a
  * third key space, and every value is intact afterwards. A tenant over its quota
  * (--tenant_quota) gets -1402 while another tenant's puts at the same time succeed, and
- * the master's per-tenant figures (GetStats) say what was put. Daemon 2 runs with
- * --tenant_uids: a child that setuid()s to 65534 cannot claim a tenant listed for other
- * uids (-1401), and one that names none lands in its uid's tenant. */
+ * the master's per-tenant figures (GetStats) say what was put.
+ *
+ * Issue 32, attack 6: daemon 2 runs with --tenant_uids listing uid A (65534) for tenant
+ * nobodys and uid B (65533) for beta. A child that setuid()s to A cannot claim a tenant
+ * listed for other uids, nor one the flag does not list (where its puts would escape its
+ * quota), nor the default tenant: naming none, it lands in nobodys. Each refusal is -1401,
+ * and a flood of them writes a bounded number of log lines. Daemon 3 has the same list and
+ * --tenant_roaming_uids A: there A may claim unlisted tenants again, B still not. And on a
+ * cluster of its own, quotas are shares of memory: a tenant without a quota (and the
+ * default tenant) fills the cluster past its watermark three times over, and every object
+ * of a tenant within its quota survives, read back byte for byte, while the fillers lose
+ * their oldest. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -31,18 +40,23 @@
 #define QUOTA_VALUE (64 * KiB)
 #define QUOTA_VALUES 4 /* --tenant_quota capped=256KB holds exactly four */
 
-enum { D0 = 0, D1 = 1, GUARDED_DAEMON = 2 };
+enum { D0 = 0, D1 = 1, GUARDED_DAEMON = 2, ROAMING_DAEMON = 3 };
 
-/* The unprivileged uid the child takes (Debian's nobody). */
-#define OTHER_UID 65534
+/* The unprivileged uids the children take: A is Debian's nobody; B needs no passwd entry. */
+#define UID_A 65534
+#define UID_B 65533
 
-/* Daemon 2's policy: "guarded" only for root, and uid 65534's default tenant. Everything
- * a process of another uid needs to reach the daemon at all is here too, in one place: if
- * the daemon's admission of local uids (--allowed_uids or the like) would refuse uid
- * 65534, add its flag to this list. */
-static const char *const kGuardedDaemonFlags[] = {
-    "--tenant_uids", "guarded=0,nobodys=65534", "--socket_mode", "0666",
-    "--allowed_uids", "65534", NULL};
+/* Daemon 2's policy: "guarded" only for root, "nobodys" for A, "beta" for B, and so each
+ * of the three confined to its tenant. Everything a process of another uid needs to reach
+ * the daemon at all is here too, in one place: if the daemon's admission of local uids
+ * (--allowed_uids or the like) would refuse A or B, add its flag to this list. */
+#define GUARDED_FLAGS                                                                  \
+  "--tenant_uids", "guarded=0,nobodys=65534,beta=65533", "--socket_mode", "0666",     \
+      "--allowed_uids", "65534,65533"
+static const char *const kGuardedDaemonFlags[] = {GUARDED_FLAGS, NULL};
+/* Daemon 3: the same, and A may roam. */
+static const char *const kRoamingDaemonFlags[] = {GUARDED_FLAGS, "--tenant_roaming_uids",
+                                                  "65534", NULL};
 
 static mc_cluster *g_c;
 
@@ -53,7 +67,9 @@ static int setup(void **state) {
   g_c = mc_cluster_start_with(&opts);
   if (g_c == NULL) return -1;
   if (mc_cluster_add_daemon(g_c, kGuardedDaemonFlags) != GUARDED_DAEMON ||
-      mc_cluster_await_daemon_at(g_c, GUARDED_DAEMON, 30000) != 0) {
+      mc_cluster_await_daemon_at(g_c, GUARDED_DAEMON, 30000) != 0 ||
+      mc_cluster_add_daemon(g_c, kRoamingDaemonFlags) != ROAMING_DAEMON ||
+      mc_cluster_await_daemon_at(g_c, ROAMING_DAEMON, 30000) != 0) {
     return -1;
   }
   /* The child of the uid test must reach the sockets in the cluster's directory. */
@@ -362,34 +378,36 @@ static void test_quota_refuses_one_tenant_only(void **state) {
   mooncake_store_destroy(other);
 }
 
-/* ---- who may claim a tenant (--tenant_uids) ----------------------------------------- */
+/* ---- who may claim a tenant (--tenant_uids, --tenant_roaming_uids) ----------------- */
 
-/* In a child that has become OTHER_UID: connect naming tenant (NULL: none) and, if that
- * worked, put key. Reports the connect's code. */
-static void child_connect_as_other(int fd, const char *tenant, const char *key) {
+/* In a child that has become uid: connects to daemon naming tenant (NULL: none) times
+ * times (each handle closed before the next) and, if the last one worked, puts key.
+ * Reports the last connect's (or the put's) code. */
+static void child_connect_as(int fd, uid_t uid, int daemon, const char *tenant, const char *key,
+                             int times) {
   int rc = -1;
-  if (setgid(OTHER_UID) == 0 && setuid(OTHER_UID) == 0) {
-    mooncake_store_t s = mooncake_store_create();
-    rc = mooncake_store_set_tenant(s, tenant);
-    if (rc == 0) {
-      rc = mooncake_store_connect(s, mc_cluster_socket_at(g_c, GUARDED_DAEMON), POOL);
+  if (setgid(uid) == 0 && setuid(uid) == 0) {
+    for (int i = 0; i < times; ++i) {
+      mooncake_store_t s = mooncake_store_create();
+      rc = mooncake_store_set_tenant(s, tenant);
+      if (rc == 0) rc = mooncake_store_connect(s, mc_cluster_socket_at(g_c, daemon), MiB);
+      if (rc == 0 && key != NULL && i + 1 == times) {
+        char value[VALUE];
+        fill_pattern(value, sizeof(value), seed("child", key));
+        rc = mooncake_store_put(s, key, value, sizeof(value), NULL);
+      }
+      mooncake_store_destroy(s);
     }
-    if (rc == 0 && key != NULL) {
-      char value[VALUE];
-      fill_pattern(value, sizeof(value), seed("child", key));
-      rc = mooncake_store_put(s, key, value, sizeof(value), NULL);
-    }
-    mooncake_store_destroy(s);
   }
   if (write(fd, &rc, sizeof(rc)) != (ssize_t)sizeof(rc)) _exit(2);
   _exit(0);
 }
 
-/* What child_connect_as_other answered. */
-static int as_other(const char *tenant, const char *key) {
+/* What child_connect_as answered. */
+static int as_uid_times(uid_t uid, int daemon, const char *tenant, const char *key, int times) {
   int fds[2];
   pid_t child = fork_with_pipe(fds);
-  if (child == 0) child_connect_as_other(fds[1], tenant, key);
+  if (child == 0) child_connect_as(fds[1], uid, daemon, tenant, key, times);
   int rc = -12345;
   assert_int_equal(read(fds[0], &rc, sizeof(rc)), (ssize_t)sizeof(rc));
   close(fds[0]);
@@ -399,22 +417,26 @@ static int as_other(const char *tenant, const char *key) {
   return rc;
 }
 
+static int as_uid(uid_t uid, int daemon, const char *tenant, const char *key) {
+  return as_uid_times(uid, daemon, tenant, key, 1);
+}
+
 static void test_listed_tenants_only_for_their_uids(void **state) {
   (void)state;
   if (geteuid() != 0) {
     skip(); /* setuid() needs root; ctest runs as root here */
   }
   /* Another uid cannot claim "guarded", and is told so at connect. */
-  assert_int_equal(as_other("guarded", NULL), MOONCAKE_STORE_PERMISSION_DENIED);
+  assert_int_equal(as_uid(UID_A, GUARDED_DAEMON, "guarded", NULL),
+                   MOONCAKE_STORE_PERMISSION_DENIED);
+  assert_int_equal(as_uid(UID_A, GUARDED_DAEMON, "beta", NULL), MOONCAKE_STORE_PERMISSION_DENIED);
   assert_true(count_log_lines(mc_cluster_log_at(g_c, GUARDED_DAEMON),
                               "may not claim tenant 'guarded'", NULL) >= 1);
-  /* Naming none, it lands in the tenant listing its uid. */
+  /* Naming none, it lands in the tenant listing its uid; naming that tenant works too. */
   int before = (int)tenant_stats("nobodys").objects;
-  assert_int_equal(as_other(NULL, "by-nobody"), 0);
-  assert_int_equal(tenant_stats("nobodys").objects, before + 1);
-  /* An unlisted tenant is anyone's. */
-  assert_int_equal(as_other("anyones", "by-nobody"), 0);
-  assert_int_equal(tenant_stats("anyones").objects, 1);
+  assert_int_equal(as_uid(UID_A, GUARDED_DAEMON, NULL, "by-nobody"), 0);
+  assert_int_equal(as_uid(UID_A, GUARDED_DAEMON, "nobodys", "by-nobody-named"), 0);
+  assert_int_equal(tenant_stats("nobodys").objects, before + 2);
 
   /* Root may claim "guarded", not "nobodys"; naming none, it is in "guarded". */
   mooncake_store_t s = mooncake_store_create();
@@ -433,6 +455,179 @@ static void test_listed_tenants_only_for_their_uids(void **state) {
   mooncake_store_destroy(guarded);
 }
 
+/* The escape of attack 6: a uid confined to its tenant named a tenant the flag does not
+ * list and stored there, past its own tenant's quota. Now it is refused, its put lands
+ * nowhere, and the default tenant is out of its reach too (naming none is its tenant). */
+static void test_a_listed_uid_cannot_leave_its_tenants(void **state) {
+  (void)state;
+  if (geteuid() != 0) skip(); /* setuid() needs root; ctest runs as root here */
+  const int64_t plain_before = tenant_stats("").objects;
+  const int64_t nobodys_before = tenant_stats("nobodys").objects;
+  assert_int_equal(as_uid(UID_A, GUARDED_DAEMON, "elsewhere", "escaped"),
+                   MOONCAKE_STORE_PERMISSION_DENIED);
+  assert_int_equal(as_uid(UID_B, GUARDED_DAEMON, "elsewhere", "escaped"),
+                   MOONCAKE_STORE_PERMISSION_DENIED);
+  assert_int_equal(tenant_stats("elsewhere").objects, 0);
+  assert_int_equal(as_uid(UID_A, GUARDED_DAEMON, NULL, "not-default"), 0);
+  assert_int_equal(tenant_stats("nobodys").objects, nobodys_before + 1);
+  assert_int_equal(tenant_stats("").objects, plain_before);
+  /* Root is listed (for "guarded") on this daemon: confined as well. */
+  mooncake_store_t s = mooncake_store_create();
+  assert_int_equal(mooncake_store_set_tenant(s, "elsewhere"), 0);
+  assert_int_equal(mooncake_store_connect(s, mc_cluster_socket_at(g_c, GUARDED_DAEMON), POOL),
+                   MOONCAKE_STORE_PERMISSION_DENIED);
+  mooncake_store_destroy(s);
+  /* The log says which rule, and what to do. */
+  assert_true(count_log_lines(mc_cluster_log_at(g_c, GUARDED_DAEMON),
+                              "uid 65534 may not claim tenant 'elsewhere' (--tenant_uids "
+                              "confines this uid to 'nobodys')",
+                              "--tenant_roaming_uids") >= 1);
+
+  /* Daemon 3 lets A roam: an unlisted tenant is A's to claim again (its default is still
+   * nobodys, and a tenant listed for others still refused); B stays confined. */
+  assert_int_equal(as_uid(UID_A, ROAMING_DAEMON, "elsewhere", "roamed"), 0);
+  assert_int_equal(tenant_stats("elsewhere").objects, 1);
+  assert_int_equal(as_uid(UID_A, ROAMING_DAEMON, NULL, "roamer-default"), 0);
+  assert_int_equal(tenant_stats("nobodys").objects, nobodys_before + 2);
+  assert_int_equal(as_uid(UID_A, ROAMING_DAEMON, "beta", NULL), MOONCAKE_STORE_PERMISSION_DENIED);
+  assert_int_equal(as_uid(UID_B, ROAMING_DAEMON, "elsewhere", NULL),
+                   MOONCAKE_STORE_PERMISSION_DENIED);
+  mooncake_store_t elsewhere = connect_as(D0, "elsewhere");
+  assert_int_equal(mooncake_store_remove_all(elsewhere, 1), 1);
+  mooncake_store_destroy(elsewhere);
+}
+
+/* A peer can be refused at will, as often as it likes: the refusals share the daemon's
+ * throttle (a burst of five lines, then one a second, the next line counting those left
+ * out), so 200 of them write a handful of lines. */
+#define FLOOD 200
+
+static void test_refusals_are_logged_throttled(void **state) {
+  (void)state;
+  if (geteuid() != 0) skip(); /* setuid() needs root; ctest runs as root here */
+  const char *log = mc_cluster_log_at(g_c, GUARDED_DAEMON);
+  const int before = count_log_lines(log, "may not claim tenant 'flooded'", NULL);
+  const double t0 = now_seconds();
+  assert_int_equal(as_uid_times(UID_A, GUARDED_DAEMON, "flooded", NULL, FLOOD),
+                   MOONCAKE_STORE_PERMISSION_DENIED);
+  const double seconds = now_seconds() - t0;
+  const int lines = count_log_lines(log, "may not claim tenant 'flooded'", NULL) - before;
+  printf("%d refusals in %.1f s wrote %d log lines\n", FLOOD, seconds, lines);
+  /* What the throttle allows in that time, whatever the machine's speed. */
+  assert_true(lines <= 5 + (int)seconds + 1);
+  assert_true(lines < FLOOD / 4);
+  /* Those left out are counted: the next line the throttle lets through says how many.
+   * Refused once more until it comes (a second at most, on an idle machine). */
+  const double deadline = now_seconds() + 60;
+  while (count_log_lines(log, "more refused since the last such line", "flooded") < 1) {
+    assert_true(now_seconds() < deadline);
+    assert_int_equal(as_uid(UID_A, GUARDED_DAEMON, "flooded", NULL),
+                     MOONCAKE_STORE_PERMISSION_DENIED);
+  }
+}
+
+/* ---- eviction: quotas are shares of memory ------------------------------------------- */
+
+#define SHARE_SEGMENT (16 * MiB) /* per daemon: 32 MiB in all */
+#define SHARE_OBJ (64 * KiB)
+#define SHARE_BATCH 64
+#define SHARE_BATCHES ((int)(3 * 2 * SHARE_SEGMENT / (SHARE_BATCH * SHARE_OBJ))) /* 24 */
+#define BETA_OBJECTS 32 /* 2 MiB: half of beta's quota, a sixteenth of the memory */
+#define SHARE_KEY_LEN 32
+
+static void share_key(char *out, const char *prefix, int i) {
+  snprintf(out, SHARE_KEY_LEN, "%s-%05d", prefix, i);
+}
+
+static void test_fillers_never_evict_a_tenant_within_its_quota(void **state) {
+  (void)state;
+  static const char *const master_flags[] = {"--tenant_quota", "beta=4MB", NULL};
+  mc_cluster_options opts = {2, SHARE_SEGMENT, 0, master_flags, NULL};
+  mc_cluster *c = mc_cluster_start_with(&opts);
+  assert_non_null(c);
+  /* beta writes first: before, its objects were the oldest, and went first. */
+  mooncake_store_t beta = mooncake_store_create();
+  assert_int_equal(mooncake_store_set_tenant(beta, "beta"), 0);
+  assert_int_equal(mooncake_store_connect(beta, mc_cluster_socket_at(c, 0), 4 * MiB), 0);
+  char *value = malloc(SHARE_OBJ);
+  char key[SHARE_KEY_LEN];
+  for (int i = 0; i < BETA_OBJECTS; ++i) {
+    share_key(key, "beta", i);
+    fill_pattern(value, SHARE_OBJ, seed("beta", key));
+    assert_int_equal(mooncake_store_put(beta, key, value, SHARE_OBJ, NULL), 0);
+  }
+  /* Two fillers without a quota, a named tenant and the default one, take turns writing
+   * three times the memory through the other daemon. */
+  mooncake_store_t fillers[2];
+  fillers[0] = mooncake_store_create();
+  assert_int_equal(mooncake_store_set_tenant(fillers[0], "filler"), 0);
+  fillers[1] = mooncake_store_create();
+  for (int f = 0; f < 2; ++f) {
+    assert_int_equal(
+        mooncake_store_connect(fillers[f], mc_cluster_socket_at(c, 1), 2 * SHARE_BATCH * SHARE_OBJ),
+        0);
+  }
+  char *area = mooncake_store_alloc(fillers[0], SHARE_BATCH * SHARE_OBJ);
+  char *area_plain = mooncake_store_alloc(fillers[1], SHARE_BATCH * SHARE_OBJ);
+  assert_non_null(area);
+  assert_non_null(area_plain);
+  char names[SHARE_BATCH][SHARE_KEY_LEN];
+  const char *keys[SHARE_BATCH];
+  void *bufs[SHARE_BATCH];
+  size_t sizes[SHARE_BATCH];
+  for (int r = 0; r < SHARE_BATCHES; ++r) {
+    const int f = r % 2;
+    char *base = f == 0 ? area : area_plain;
+    for (int j = 0; j < SHARE_BATCH; ++j) {
+      share_key(names[j], "fill", r * SHARE_BATCH + j);
+      keys[j] = names[j];
+      bufs[j] = base + (size_t)j * SHARE_OBJ;
+      sizes[j] = SHARE_OBJ;
+      fill_pattern(bufs[j], SHARE_OBJ, (uint64_t)(r * SHARE_BATCH + j));
+    }
+    int results[SHARE_BATCH];
+    assert_int_equal(mooncake_store_batch_put_from(fillers[f], keys, bufs, sizes, SHARE_BATCH,
+                                                   NULL, results),
+                     0);
+    for (int j = 0; j < SHARE_BATCH; ++j) assert_int_equal(results[j], 0);
+  }
+  mc_cluster_eviction_stats e;
+  assert_int_equal(mc_cluster_eviction_stats_get(c, &e), 0);
+  printf("%lld rounds evicted %lld objects\n", (long long)e.rounds, (long long)e.evicted_objects);
+  assert_true(e.rounds >= 3);
+  assert_true(e.evicted_objects >= SHARE_BATCHES * SHARE_BATCH / 2);
+  /* Every one of beta's objects, with its bytes, through either daemon. */
+  mooncake_store_t beta_on_1 = mooncake_store_create();
+  assert_int_equal(mooncake_store_set_tenant(beta_on_1, "beta"), 0);
+  assert_int_equal(mooncake_store_connect(beta_on_1, mc_cluster_socket_at(c, 1), 4 * MiB), 0);
+  for (int i = 0; i < BETA_OBJECTS; ++i) {
+    share_key(key, "beta", i);
+    memset(value, 0, SHARE_OBJ);
+    assert_int_equal(mooncake_store_get_into(i % 2 ? beta_on_1 : beta, key, value, SHARE_OBJ),
+                     SHARE_OBJ);
+    assert_int_equal(check_pattern(value, SHARE_OBJ, seed("beta", key)), -1);
+  }
+  mc_cluster_tenant_stats t;
+  assert_int_equal(mc_cluster_tenant_stats_get(c, "beta", &t), 0);
+  assert_int_equal(t.objects, BETA_OBJECTS);
+  assert_int_equal(t.bytes, BETA_OBJECTS * SHARE_OBJ);
+  /* The fillers lost their oldest (each key is in one of the two tenants); their newest
+   * read back. */
+  share_key(key, "fill", 0);
+  assert_int_equal(mooncake_store_is_exist(fillers[0], key), 0);
+  share_key(key, "fill", SHARE_BATCH);
+  assert_int_equal(mooncake_store_is_exist(fillers[1], key), 0);
+  share_key(key, "fill", SHARE_BATCHES * SHARE_BATCH - 1);
+  assert_int_equal(mooncake_store_get_into(fillers[1], key, value, SHARE_OBJ), SHARE_OBJ);
+  assert_int_equal(check_pattern(value, SHARE_OBJ, (uint64_t)(SHARE_BATCHES * SHARE_BATCH - 1)),
+                   -1);
+  free(value);
+  mooncake_store_destroy(beta);
+  mooncake_store_destroy(beta_on_1);
+  for (int f = 0; f < 2; ++f) mooncake_store_destroy(fillers[f]);
+  mc_cluster_stop(c);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_set_tenant_checks_the_id_and_the_moment),
@@ -440,6 +635,9 @@ int main(void) {
       cmocka_unit_test(test_no_removal_reaches_another_tenant),
       cmocka_unit_test(test_quota_refuses_one_tenant_only),
       cmocka_unit_test(test_listed_tenants_only_for_their_uids),
+      cmocka_unit_test(test_a_listed_uid_cannot_leave_its_tenants),
+      cmocka_unit_test(test_refusals_are_logged_throttled),
+      cmocka_unit_test(test_fillers_never_evict_a_tenant_within_its_quota),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -3,7 +3,8 @@
 // the report and frees its memory after it; a failure keeps it in memory unless
 // --allow_evict_without_offload; objects with a disk replica lose only their memory, and
 // those on disk only are never candidates; early offloads make a round free at once; and a
-// restore from a snapshot plus the log keeps disk replicas and LOCAL_DISK segments.
+// restore from a snapshot plus the log keeps disk replicas and LOCAL_DISK segments; the
+// offloads follow the tenants' quota shares as eviction does.
 
 #include <cstdint>
 #include <memory>
@@ -11,6 +12,7 @@
 #include <vector>
 
 #include "common/logging.h"
+#include "common/tenant_key.h"
 #include "master/snapshot_codec.h"
 #include "master/state_records.h"
 #include "tests/master_disk_fixture.h"
@@ -165,6 +167,41 @@ void test_early_offloads(void**) {
   assert_int_equal(s.GetStats().objects, 60);  // nothing lost
 }
 
+// Quotas as shares with the SSD tier: the early offloads and the round's offloads follow
+// the same order as eviction (tenants without a quota first), and what a tenant has on
+// disk does not count against its quota: beta, within its quota and older than everything,
+// keeps its memory replicas while the filler's objects move to disk, none lost.
+void test_offloads_follow_quota_shares(void**) {
+  MasterOptions o = EvictToDisk();
+  o.eviction_high_watermark_ratio = 0.75;  // 48 objects
+  o.eviction_ratio = 0.25;                 // a round goes down to 32
+  o.tenant_quota = "beta=16KB";
+  MasterService s(o);
+  AddDiskDaemon(s, 1, kPool);
+  std::vector<std::string> beta;
+  for (int i = 0; i < 8; ++i, ++g_now) {
+    beta.push_back(mooncake::tenant_key::Encode("beta", Key(i)));
+    Put(s, 1, beta.back(), kKiB);
+  }
+  PutRange(s, 8, 40);
+  s.Tick();
+  std::vector<rpc::OffloadTask> tasks = Fetch(s, 1);
+  assert_int_equal(tasks.size(), 24);
+  for (const rpc::OffloadTask& t : tasks) {
+    assert_true(t.key[0] == 'k' && std::stoi(t.key.substr(1)) < 32);  // the filler's oldest
+  }
+  for (int32_t code : Report(s, 1, tasks)) assert_int_equal(code, 0);
+  PutRange(s, 40, 70);
+  assert_true(Used(s) <= 48 * kKiB);
+  assert_int_equal(s.GetStats().eviction.no_space_puts, 0);
+  for (const std::string& key : beta) assert_string_equal(Kinds(s, key).c_str(), "M");
+  assert_true(Disk(s).disk_only_objects > 0);
+  assert_int_equal(s.GetStats().objects, 70);  // nothing lost
+  for (const rpc::TenantStats& t : s.GetStats().tenants) {
+    if (t.tenant == "beta") assert_int_equal(t.bytes, 8 * kKiB);
+  }
+}
+
 // ---- durability --------------------------------------------------------------------------
 
 void test_restore_keeps_disk_replicas(void**) {
@@ -256,6 +293,7 @@ int main(void) {
       cmocka_unit_test(test_daemon_without_ssd_evicts_as_before),
       cmocka_unit_test(test_full_queue_drops_tasks),
       cmocka_unit_test(test_early_offloads),
+      cmocka_unit_test(test_offloads_follow_quota_shares),
       cmocka_unit_test(test_restore_keeps_disk_replicas),
       cmocka_unit_test(test_segment_records_carry_their_kind),
   };

@@ -315,27 +315,45 @@ void test_exist_lease_table_bounded(void**) {
 // ---- the selection -----------------------------------------------------------------------
 
 void test_planner_weighted_threshold(void**) {
+  using mooncake::ExposedTiers;
+  using mooncake::ShelteredTiers;
   EvictionPlanner p;
   p.Clear();
   for (int64_t d = 10; d >= 1; --d) p.Add(EvictionTier::kPlain, d, 100);  // 1..10, 100 each
   p.Add(EvictionTier::kPlain, 11, 1000);
   p.Add(EvictionTier::kSoftPinned, 0, 100);
   p.Add(EvictionTier::kNever, 0, 100);
-  const int64_t total = 13;  // the whole pool was sampled
-  assert_int_equal(p.Plan(250, total, true).plain, 3);  // 1..3 hold 300 >= 250
-  assert_int_equal(p.Plan(300, total, true).plain, 3);
-  assert_int_equal(p.Plan(1001, total, true).plain, 11);
-  EvictionThresholds t = p.Plan(2000, total, true);  // 2000 plain bytes in all
-  assert_int_equal(t.plain, 11);
-  assert_int_equal(t.soft_pinned, EvictionThresholds::kNone);
-  t = p.Plan(2050, total, true);  // more than the plain tier holds: the soft one too
-  assert_int_equal(t.plain, EvictionThresholds::kAll);
-  assert_int_equal(t.soft_pinned, 0);
-  t = p.Plan(2050, total, false);
-  assert_int_equal(t.soft_pinned, EvictionThresholds::kNone);
+  p.Add(EvictionTier::kSheltered, -5, 100);  // the oldest of all, yet sheltered
+  const int64_t total = 14;  // the whole pool was sampled
+  const auto all = ExposedTiers(true) | ShelteredTiers(true);
+  assert_int_equal(p.Plan(250, total, all).of(EvictionTier::kPlain), 3);  // 1..3: 300 >= 250
+  assert_int_equal(p.Plan(300, total, all).of(EvictionTier::kPlain), 3);
+  assert_int_equal(p.Plan(1001, total, all).of(EvictionTier::kPlain), 11);
+  EvictionThresholds t = p.Plan(2000, total, all);  // 2000 plain bytes in all
+  assert_int_equal(t.of(EvictionTier::kPlain), 11);
+  assert_int_equal(t.of(EvictionTier::kSoftPinned), EvictionThresholds::kNone);
+  assert_int_equal(t.of(EvictionTier::kSheltered), EvictionThresholds::kNone);
+  t = p.Plan(2050, total, all);  // more than the plain tier holds: the soft one too
+  assert_int_equal(t.of(EvictionTier::kPlain), EvictionThresholds::kAll);
+  assert_int_equal(t.of(EvictionTier::kSoftPinned), 0);
+  assert_int_equal(t.of(EvictionTier::kSheltered), EvictionThresholds::kNone);
+  assert_false(t.Reaches(EvictionTier::kSheltered));
+  assert_true(t.Reaches(EvictionTier::kSoftPinned));
+  t = p.Plan(2050, total, ExposedTiers(false));
+  assert_int_equal(t.of(EvictionTier::kSoftPinned), EvictionThresholds::kNone);
+  assert_int_equal(t.of(EvictionTier::kPlain), EvictionThresholds::kAll);
+  assert_true(t.TakesAll(ExposedTiers(false)));
+  assert_false(t.TakesAll(ExposedTiers(true)));
+  // Only past every exposed byte does the sheltered tier give any.
+  t = p.Plan(2150, total, all);
+  assert_true(t.TakesAll(ExposedTiers(true)));
+  assert_int_equal(t.of(EvictionTier::kSheltered), -5);
+  t = p.Plan(100, total, ShelteredTiers(true));  // the sheltered phase on its own
+  assert_int_equal(t.of(EvictionTier::kPlain), EvictionThresholds::kNone);
+  assert_int_equal(t.of(EvictionTier::kSheltered), -5);
   // A sample of half the pool: its share of 400 bytes is 200, aimed 25% higher.
-  assert_int_equal(p.Plan(400, 2 * total, true).plain, 3);
-  assert_int_equal(p.sampled(), 13u);
+  assert_int_equal(p.Plan(400, 2 * total, all).of(EvictionTier::kPlain), 3);
+  assert_int_equal(p.sampled(), 14u);
 }
 
 // 60,000 objects in 1024 shards: the sample sees only part of the bigger tables, yet what a

@@ -3,6 +3,8 @@
 // and quota (master/tenant_usage.h): a put past the quota answers -1402 while other
 // tenants put on, every way a value loses its replicas gives its bytes back, concurrent
 // puts never overshoot, and a restore recounts the figures from the restored objects.
+// Quotas as shares of memory (master/eviction.h): eviction takes from tenants over their
+// quota or without one first, and a tenant within its quota only when nothing else can go.
 #include <atomic>
 #include <memory>
 #include <string>
@@ -282,6 +284,116 @@ void test_unlisted_tenants_are_forgotten_once_empty(void**) {
   assert_string_equal(tenants[0].tenant.c_str(), "alice");
 }
 
+// ---- eviction: quotas are shares -------------------------------------------------------
+
+constexpr int64_t kKiB = 1024;
+// One 64 KiB segment of 1 KiB objects: the watermark (0.75) is 48 objects, and a round
+// goes down to (0.75 - 0.25) x 64 = 32.
+constexpr int64_t kSharePool = 64 * kKiB;
+
+MasterOptions SharesOptions(const std::string& quota) {
+  MasterOptions o = WithQuota(quota);
+  o.eviction_high_watermark_ratio = 0.75;
+  o.eviction_ratio = 0.25;
+  return o;
+}
+
+std::string N(const char* prefix, int i) { return prefix + std::to_string(i); }
+
+// Attack 6 of issue 32 on the hand-moved clock: beta, well under its quota, wrote first;
+// tenants without a quota (a named one, and the default tenant) then fill the pool past
+// the watermark again and again. Before, eviction took the oldest objects of any tenant:
+// beta's first. Now every one of beta's stays, and the fillers lose their oldest.
+void test_eviction_spares_tenants_within_their_quota(void**) {
+  MasterService s(SharesOptions("beta=16KB"));
+  AddDaemon(s, 1, kSharePool);
+  for (int i = 0; i < 8; ++i, ++g_now) Put(s, 1, K("beta", N("b", i)), kKiB);
+  for (int i = 0; i < 400; ++i, ++g_now) {
+    Put(s, 1, i % 2 == 0 ? K("filler", N("f", i)) : N("d", i), kKiB);
+    assert_true(Used(s) <= 48 * kKiB);  // the watermark holds as before
+  }
+  assert_true(s.GetStats().eviction.rounds >= 20);
+  AssertFigures(s, "beta", 8, 8 * kKiB);
+  for (int i = 0; i < 8; ++i) {
+    assert_int_equal(s.GetReplicaList(K("beta", N("b", i))).code, 0);
+  }
+  // The fillers' oldest went, their newest are there.
+  assert_int_equal(s.ExistKey(K("filler", "f0")), 0);
+  assert_int_equal(s.ExistKey("d1"), 0);
+  assert_int_equal(s.ExistKey(K("filler", "f398")), 1);
+  assert_int_equal(s.ExistKey("d399"), 1);
+  assert_int_equal(s.GetStats().evicted_objects, 8 + 400 - s.GetStats().objects);
+}
+
+// A tenant over its quota (here: the quota lowered across a restart, so that the restore
+// finds it above) is exposed like a tenant without one, and loses its oldest objects
+// before anyone within a quota, down to its quota and no further. When nothing exposed is
+// left, the sheltered tenants lose their oldest, so that eviction never wedges.
+void test_over_quota_goes_first_then_oldest_sheltered(void**) {
+  MasterService a(WithQuota(""));
+  AddDaemon(a, 1, kSharePool);
+  for (int i = 0; i < 8; ++i) Put(a, 1, K("beta", N("b", i)), kKiB);
+  for (int i = 0; i < 12; ++i) Put(a, 1, K("alpha", N("a", i)), kKiB);
+  for (int i = 0; i < 4; ++i) Put(a, 1, N("d", i), kKiB);
+
+  MasterService b(SharesOptions("alpha=4KB,beta=16KB"));
+  for (const mooncake::SegmentRecord& segment : a.ExportSegments()) b.RestoreSegment(segment);
+  a.ExportObjects([&](size_t, const std::string& bytes, uint32_t) {
+    assert_true(mooncake::DecodeObjects(
+        bytes, [&](mooncake::ObjectRecord&& o) { b.RestoreObject(std::move(o)); }));
+    return true;
+  });
+  b.FinishRestore();
+  assert_int_equal(ToInt(b.RegisterDaemon(1, Name(1))), 0);
+  Mount(b, 1, 11, kSharePool);  // the daemon is back: its objects are candidates again
+  AssertFigures(b, "alpha", 12, 12 * kKiB);  // 8 KiB over its quota
+  // A restore ages every object from the restore; one existence hit each, a ms apart,
+  // gives them an order again: beta's oldest, then alpha's, then the default tenant's.
+  g_now += kLease;
+  std::vector<std::string> order;
+  for (int i = 0; i < 8; ++i) order.push_back(K("beta", N("b", i)));
+  for (int i = 0; i < 12; ++i) order.push_back(K("alpha", N("a", i)));
+  for (int i = 0; i < 4; ++i) order.push_back(N("d", i));
+  for (const std::string& key : order) {
+    assert_int_equal(b.ExistKey(key), 1);
+    ++g_now;
+  }
+  // alpha's 8 oldest: older than the default tenant's, younger than beta's.
+  assert_int_equal(b.Evict(8 * kKiB), 8 * kKiB);
+  AssertFigures(b, "alpha", 4, 4 * kKiB);
+  AssertFigures(b, "beta", 8, 8 * kKiB);
+  AssertFigures(b, "", 4, 4 * kKiB);
+  // At its quota, alpha is sheltered too: the default tenant goes, although newer.
+  assert_int_equal(b.Evict(4 * kKiB), 4 * kKiB);
+  AssertFigures(b, "", 0, 0);
+  AssertFigures(b, "alpha", 4, 4 * kKiB);
+  // Nothing exposed is left: the oldest of the sheltered go, beta's first two.
+  assert_int_equal(b.Evict(2 * kKiB), 2 * kKiB);
+  AssertFigures(b, "beta", 6, 6 * kKiB);
+  AssertFigures(b, "alpha", 4, 4 * kKiB);
+  for (size_t i = 0; i < order.size(); ++i) {
+    bool kept = (i >= 2 && i < 8) || (i >= 16 && i < 20);
+    assert_int_equal(b.ExistKey(order[i]), kept ? 1 : 0);
+  }
+}
+
+// Sheltered objects are candidates still: with every exposed object read-leased, puts
+// past the watermark take the sheltered tenant's oldest (not wedged at -200), and the
+// leased ones stay.
+void test_sheltered_objects_go_when_nothing_else_can(void**) {
+  MasterService s(SharesOptions("beta=1MB"));
+  AddDaemon(s, 1, kSharePool);
+  for (int i = 0; i < 8; ++i, ++g_now) Put(s, 1, K("filler", N("f", i)), kKiB);
+  for (int i = 0; i < 40; ++i, ++g_now) Put(s, 1, K("beta", N("b", i)), kKiB);
+  for (int i = 0; i < 8; ++i) assert_int_equal(s.GetReplicaList(K("filler", N("f", i))).code, 0);
+  for (int i = 40; i < 57; ++i, ++g_now) Put(s, 1, K("beta", N("b", i)), kKiB);
+  assert_true(Used(s) <= 48 * kKiB);
+  assert_int_equal(s.GetStats().eviction.no_space_puts, 0);
+  for (int i = 0; i < 8; ++i) assert_int_equal(s.ExistKey(K("filler", N("f", i))), 1);
+  assert_int_equal(s.ExistKey(K("beta", "b0")), 0);
+  assert_int_equal(s.ExistKey(K("beta", "b56")), 1);
+}
+
 // ---- durability ------------------------------------------------------------------------
 
 void test_restore_recounts_the_figures(void**) {
@@ -392,6 +504,9 @@ int main() {
       cmocka_unit_test(test_expiry_and_eviction_give_bytes_back),
       cmocka_unit_test(test_concurrent_puts_never_overshoot),
       cmocka_unit_test(test_unlisted_tenants_are_forgotten_once_empty),
+      cmocka_unit_test(test_eviction_spares_tenants_within_their_quota),
+      cmocka_unit_test(test_over_quota_goes_first_then_oldest_sheltered),
+      cmocka_unit_test(test_sheltered_objects_go_when_nothing_else_can),
       cmocka_unit_test(test_restore_recounts_the_figures),
       cmocka_unit_test(test_log_replay_recounts_the_figures),
       cmocka_unit_test(test_quota_flag),

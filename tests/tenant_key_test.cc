@@ -1,7 +1,7 @@
 // Tenants' keys: the encoding of common/tenant_key.h (no two (tenant, key) pairs share a
 // stored key; the default tenant's keys are unchanged), the daemon's scoping of every op's
 // keys (daemon/tenant_scope.h: every field named "key", and only those), and who may claim
-// which tenant (daemon/tenant_policy.h, --tenant_uids).
+// which tenant (daemon/tenant_policy.h, --tenant_uids and --tenant_roaming_uids).
 #include <set>
 #include <string>
 #include <utility>
@@ -9,6 +9,7 @@
 
 #include "common/tenant_key.h"
 #include "common/uds_ops.h"
+#include "daemon/local_access.h"
 #include "daemon/tenant_policy.h"
 #include "daemon/tenant_scope.h"
 #include "tests/cmocka_cpp.h"
@@ -186,35 +187,70 @@ void test_scope_keys_of_every_shape(void**) {
 void test_policy_parse(void**) {
   TenantPolicy p;
   std::string error;
-  assert_true(TenantPolicy::Parse("", &p, &error));
+  assert_true(TenantPolicy::Parse("", {}, &p, &error));
   assert_true(p.empty());
-  assert_true(TenantPolicy::Parse(" alice = 1000:1001 , bob=1002 ", &p, &error));
-  assert_string_equal(p.Describe().c_str(), "alice (uids 1000, 1001), bob (uid 1002)");
+  assert_true(TenantPolicy::Parse(" alice = 1000:1001 , bob=1002 ", {1001}, &p, &error));
+  assert_string_equal(p.Describe().c_str(),
+                      "alice (uids 1000, 1001), bob (uid 1002); uids roaming: 1001");
   for (const char* bad : {"alice", "alice=", "=1000", "alice=x", "alice=1000:", "a b=1",
                           "alice=-1", "alice=4294967295", "alice=1,alice=2", "alice=1,,bob=2"}) {
-    assert_false(TenantPolicy::Parse(bad, &p, &error));
-    assert_true(!error.empty());
+    assert_false(TenantPolicy::Parse(bad, {}, &p, &error));
+    assert_true(error.find("--tenant_uids: ") == 0);
   }
+  // A roaming uid must be listed somewhere: one listed nowhere roams already.
+  assert_false(TenantPolicy::Parse("alice=1000", {1000, 1005}, &p, &error));
+  assert_true(error.find("--tenant_roaming_uids: uid 1005 is listed under no tenant") == 0);
+  assert_false(TenantPolicy::Parse("", {0}, &p, &error));
+  // Names resolve as --allowed_uids' do.
+  std::vector<uid_t> uids;
+  assert_true(mooncake::ResolveUids("tenant_roaming_uids", "root, 1007", &uids, &error));
+  assert_true(uids == (std::vector<uid_t>{0, 1007}));
+  assert_false(mooncake::ResolveUids("tenant_roaming_uids", "no-such-user-x", &uids, &error));
+  assert_true(error.find("--tenant_roaming_uids: user no-such-user-x is unknown") == 0);
 }
+
+int Code(const mooncake::Result<std::string>& r) { return static_cast<int>(r.code()); }
+
+constexpr int kDenied = static_cast<int>(ErrorCode::PERMISSION_DENIED);
 
 void test_policy_resolve(void**) {
   TenantPolicy p;
   std::string error;
-  assert_true(TenantPolicy::Parse("alice=1000:1001,bob=1002,shared=1000", &p, &error));
+  assert_true(TenantPolicy::Parse("alice=1000:1001,bob=1002,shared=1000", {}, &p, &error));
   // A listed tenant only for its uids.
   assert_true(p.Resolve("alice", 1001).value() == "alice");
-  assert_int_equal(static_cast<int>(p.Resolve("alice", 1002).code()),
-                   static_cast<int>(ErrorCode::PERMISSION_DENIED));
-  assert_int_equal(static_cast<int>(p.Resolve("bob", 0).code()),
-                   static_cast<int>(ErrorCode::PERMISSION_DENIED));  // root is not special
+  assert_true(p.Resolve("shared", 1000).value() == "shared");
+  assert_int_equal(Code(p.Resolve("alice", 1002)), kDenied);
+  assert_int_equal(Code(p.Resolve("bob", 0)), kDenied);  // root is not special
   // Naming none: the first tenant listing the uid, else the default tenant.
   assert_true(p.Resolve("", 1000).value() == "alice");
   assert_true(p.Resolve("", 1002).value() == "bob");
   assert_true(p.Resolve("", 65534).value().empty());
-  // An unlisted tenant is anyone's; a malformed one nobody's.
+  // An unlisted tenant is claimed by uids listed nowhere only: a listed uid is confined to
+  // its tenants (its puts would otherwise escape its quota and its eviction share).
   assert_true(p.Resolve("carol", 65534).value() == "carol");
-  assert_int_equal(static_cast<int>(p.Resolve("no way", 1000).code()),
-                   static_cast<int>(ErrorCode::INVALID_PARAMS));
+  assert_true(p.Resolve("carol", 0).value() == "carol");
+  assert_int_equal(Code(p.Resolve("carol", 1000)), kDenied);
+  assert_int_equal(Code(p.Resolve("carol", 1002)), kDenied);
+  assert_int_equal(Code(p.Resolve("no way", 1000)), static_cast<int>(ErrorCode::INVALID_PARAMS));
+  // Each refusal says which part of the rule, and what to do.
+  assert_string_equal(p.Refusal("bob", 1000).c_str(),
+                      "uid 1000 may not claim tenant 'bob' (--tenant_uids lists it for other "
+                      "uids): name a tenant listed for this uid, or none");
+  assert_string_equal(p.Refusal("carol", 1000).c_str(),
+                      "uid 1000 may not claim tenant 'carol' (--tenant_uids confines this uid "
+                      "to 'alice', 'shared'): name one of those, or none; or list the uid in "
+                      "--tenant_roaming_uids to let it claim unlisted tenants");
+
+  // --tenant_roaming_uids: uid 1002 may roam again, as before the rule; its default and
+  // the listed tenants of others are unchanged.
+  TenantPolicy roaming;
+  assert_true(TenantPolicy::Parse("alice=1000:1001,bob=1002", {1002}, &roaming, &error));
+  assert_true(roaming.Resolve("carol", 1002).value() == "carol");
+  assert_true(roaming.Resolve("", 1002).value() == "bob");
+  assert_int_equal(Code(roaming.Resolve("alice", 1002)), kDenied);
+  assert_int_equal(Code(roaming.Resolve("carol", 1000)), kDenied);
+
   TenantPolicy open;
   assert_true(open.Resolve("alice", 1).value() == "alice");
   assert_true(open.Resolve("", 1).value().empty());
