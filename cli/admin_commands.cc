@@ -9,6 +9,7 @@
 #include "cli/exit_codes.h"
 #include "cli/http_client.h"
 #include "cli/output.h"
+#include "common/cluster_key.h"
 #include "mooncake_store.h"
 
 namespace mooncake {
@@ -30,6 +31,52 @@ std::string Unreachable(const std::string& who, const std::string& url, const st
                         const std::string& flag, const std::string& env) {
   return "cannot reach " + who + " at " + url + ": " + error + " (is it running? " + flag + " or " +
          env + " name another)";
+}
+
+// The admin token from --admin_token_file, else --cluster_key_file, into *token ("" when
+// neither is given). false with *error when the file cannot be used.
+bool LoadToken(const GlobalOptions& g, std::string* token, std::string* error) {
+  token->clear();
+  const bool own = !g.admin_token_file.empty();
+  const std::string& path = own ? g.admin_token_file : g.cluster_key_file;
+  if (path.empty()) return true;
+  std::string why;
+  Result<ClusterKey> key = ClusterKey::Load(path, &why);
+  if (!key.ok()) {
+    *error = std::string(own ? "--admin_token_file: " : "--cluster_key_file: ") + why;
+    return false;
+  }
+  *token = key.value().AdminTokens().front();
+  return true;
+}
+
+// Gives http the admin token. kExitOk, or (having said why) the exit code.
+int Authorize(const GlobalOptions& g, HttpClient* http) {
+  std::string token;
+  std::string error;
+  if (!LoadToken(g, &token, &error)) {
+    PrintError(error);
+    return kExitError;
+  }
+  http->SetBearer(token);
+  return kExitOk;
+}
+
+// What to do about a refusal of the admin HTTP (401: no or a wrong token; 403: a master
+// without a key, asked by another uid); "" for another status.
+std::string RefusalHint(const GlobalOptions& g, long status) {
+  if (status == 401) {
+    return g.cluster_key_file.empty() && g.admin_token_file.empty()
+               ? " (give --cluster_key_file or --admin_token_file, or set "
+                 "MOONCAKE_CLUSTER_KEY_FILE or MOONCAKE_ADMIN_TOKEN_FILE)"
+               : " (the key file given is not the master's: check --cluster_key_file and "
+                 "--admin_token_file)";
+  }
+  if (status == 403) {
+    return " (run as the master's user, or start the master with --admin_token_file and "
+           "give this command the same file)";
+  }
+  return "";
 }
 
 std::string MasterUnreachable(const GlobalOptions& g, const std::string& error) {
@@ -59,13 +106,17 @@ int FetchJson(HttpClient* http, const GlobalOptions& g, const std::string& path,
       PrintError(what + ": no such key");
       return kExitMissing;
     }
-    PrintError(what + ": " + CodeText(code) + (message.empty() ? "" : ": " + message));
+    PrintError(what + ": " + CodeText(code) + (message.empty() ? "" : ": " + message) +
+               RefusalHint(g, response.status));
     *out = std::move(body);
     return kExitError;
   }
-  PrintError(
-      what + ": HTTP " + std::to_string(response.status) + " from " + g.admin_url + path +
-      (body.is_discarded() ? " (the answer is not JSON: is it the master's admin HTTP?)" : ""));
+  std::string hint = RefusalHint(g, response.status);
+  if (hint.empty() && body.is_discarded()) {
+    hint = " (the answer is not JSON: is it the master's admin HTTP?)";
+  }
+  PrintError(what + ": HTTP " + std::to_string(response.status) + " from " + g.admin_url + path +
+             hint);
   return kExitError;
 }
 
@@ -153,6 +204,12 @@ KeyDescription DescribeKey(const GlobalOptions& g, const std::string& key) {
   HttpClient http;
   HttpResponse response;
   std::string error;
+  std::string token;
+  if (!LoadToken(g, &token, &error)) {
+    d.error = error;
+    return d;
+  }
+  http.SetBearer(token);
   std::string url = g.admin_url + QueryKeyPath(&http, g, key);
   if (!http.Get(url, &response, &error)) {
     d.error = url + ": " + error;
@@ -165,7 +222,7 @@ KeyDescription DescribeKey(const GlobalOptions& g, const std::string& key) {
   } else if (body.is_object() && body.value("error_code", 0) == MOONCAKE_STORE_OBJECT_NOT_FOUND) {
     d.outcome = KeyDescription::kMissing;
   } else {
-    d.error = url + ": HTTP " + std::to_string(response.status);
+    d.error = url + ": HTTP " + std::to_string(response.status) + RefusalHint(g, response.status);
   }
   return d;
 }
@@ -173,6 +230,7 @@ KeyDescription DescribeKey(const GlobalOptions& g, const std::string& key) {
 int RunStat(const Invocation& inv) {
   if (!HaveAdminUrl(inv.global)) return kExitUsage;
   HttpClient http;
+  if (int rc = Authorize(inv.global, &http); rc != kExitOk) return rc;
   const std::string& key = inv.args[0];
   json j;
   int rc = FetchJson(&http, inv.global, QueryKeyPath(&http, inv.global, key), "stat " + key, &j);
@@ -217,6 +275,7 @@ int RunStat(const Invocation& inv) {
 int RunList(const Invocation& inv) {
   if (!HaveAdminUrl(inv.global)) return kExitUsage;
   HttpClient http;
+  if (int rc = Authorize(inv.global, &http); rc != kExitOk) return rc;
   uint64_t limit = inv.Count("limit", kDefaultListLimit);
   std::string regex = inv.Text("regex");
   std::string base = "/get_all_keys?format=json" +
@@ -265,6 +324,7 @@ int RunList(const Invocation& inv) {
 int RunSegments(const Invocation& inv) {
   if (!HaveAdminUrl(inv.global)) return kExitUsage;
   HttpClient http;
+  if (int rc = Authorize(inv.global, &http); rc != kExitOk) return rc;
   json j;
   int rc = FetchJson(&http, inv.global, "/get_segments_detail", "segments", &j);
   if (rc != kExitOk) return rc;
@@ -288,6 +348,7 @@ int RunSegments(const Invocation& inv) {
 int RunStats(const Invocation& inv) {
   if (!HaveAdminUrl(inv.global)) return kExitUsage;
   HttpClient http;
+  if (int rc = Authorize(inv.global, &http); rc != kExitOk) return rc;
   json j;
   int rc = FetchJson(&http, inv.global, "/stats", "stats", &j);
   if (rc != kExitOk) return rc;
@@ -303,7 +364,7 @@ int RunStats(const Invocation& inv) {
 
 int RunHealth(const Invocation& inv) {
   if (!HaveAdminUrl(inv.global)) return kExitUsage;
-  HttpClient http;
+  HttpClient http;  // /health is open: no token needed, and no key file to fail on
   struct Endpoint {
     std::string name;
     std::string url;
@@ -355,6 +416,7 @@ int RunHealth(const Invocation& inv) {
 int RunSnapshotStatus(const Invocation& inv) {
   if (!HaveAdminUrl(inv.global)) return kExitUsage;
   HttpClient http;
+  if (int rc = Authorize(inv.global, &http); rc != kExitOk) return rc;
   json j;
   int rc = FetchJson(&http, inv.global, "/snapshot", "snapshot status", &j);
   if (rc != kExitOk) return rc;
@@ -375,6 +437,27 @@ int RunSnapshotStatus(const Invocation& inv) {
                                            ? HumanMillis(j["duration_ms"].get<int64_t>())
                                            : "-"},
                           {"error", Field(j, "error") == "" ? "none" : Field(j, "error")}});
+  return kExitOk;
+}
+
+int RunAdminToken(const Invocation& inv) {
+  const GlobalOptions& g = inv.global;
+  if (g.admin_token_file.empty() && g.cluster_key_file.empty()) {
+    PrintError("admin-token needs --cluster_key_file or --admin_token_file (or "
+               "MOONCAKE_CLUSTER_KEY_FILE or MOONCAKE_ADMIN_TOKEN_FILE)");
+    return kExitUsage;
+  }
+  std::string token;
+  std::string error;
+  if (!LoadToken(g, &token, &error)) {
+    PrintError(error);
+    return kExitError;
+  }
+  if (g.json) {
+    PrintJson({{"token", token}});
+  } else {
+    std::cout << token << "\n";
+  }
   return kExitOk;
 }
 

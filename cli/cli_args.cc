@@ -22,7 +22,8 @@ const char* kDescription =
     "Puts, gets and looks up the keys of a Mooncake Store, lists its segments and\n"
     "statistics, takes snapshots. Data commands (put, get, exists, rm) go through the\n"
     "local mooncaked's Unix socket and the C ABI, as an application does; the others read\n"
-    "the master's admin HTTP, and snapshot asks its Thrift service. The options below\n"
+    "the master's admin HTTP (with the admin token of --cluster_key_file or\n"
+    "--admin_token_file), and snapshot asks its Thrift service. The options below\n"
     "may come before or after the command.\n";
 
 const char* kExitCodes =
@@ -61,8 +62,13 @@ const std::vector<GlobalOptionSpec>& GlobalOptionSpecs() {
       {"tenant", "T", nullptr, "the tenant whose keys the command names (default: the default one)",
        &GlobalOptions::tenant, nullptr},
       {"cluster_key_file", "PATH", "MOONCAKE_CLUSTER_KEY_FILE",
-       "the cluster key, for snapshot ($MOONCAKE_CLUSTER_KEY_FILE, else no handshake)",
+       "the cluster key: snapshot's handshake, and the admin token of the commands that read "
+       "the admin HTTP ($MOONCAKE_CLUSTER_KEY_FILE, else none)",
        &GlobalOptions::cluster_key_file, nullptr},
+      {"admin_token_file", "PATH", "MOONCAKE_ADMIN_TOKEN_FILE",
+       "a key file given to the master as --admin_token_file: its admin token is sent instead "
+       "of the cluster key's ($MOONCAKE_ADMIN_TOKEN_FILE, else none)",
+       &GlobalOptions::admin_token_file, nullptr},
       {"json", nullptr, nullptr, "print JSON for scripts instead of tables", nullptr,
        &GlobalOptions::json},
       {"progress", nullptr, nullptr, "show the progress line even when stderr is not a terminal",
@@ -382,6 +388,20 @@ const std::vector<CommandSpec>& Commands() {
        0,
        1,
        {{"no_wait", '\0', OptionKind::kFlag, nullptr, "return once the snapshot is started"}}},
+      {"admin-token",
+       "",
+       "print the admin token of the admin HTTP, for curl",
+       "Prints the bearer token the master's and the daemons' admin HTTP accept from a holder\n"
+       "of --admin_token_file (when given) or --cluster_key_file: lowercase hex of\n"
+       "HMAC-SHA256(the file's first key, \"mooncake admin token v1\"). Without it the\n"
+       "endpoints that name keys, segments or tenants answer 401. The other commands send it\n"
+       "themselves.\n"
+       "Example:\n"
+       "  curl -H \"Authorization: Bearer $(mooncake-cli admin-token --cluster_key_file F)\" \\\n"
+       "    http://127.0.0.1:9003/get_all_keys\n",
+       0,
+       0,
+       {}},
       {"health",
        "",
        "is the master (and, with --daemon_admin_url, the daemon) healthy",

@@ -10,7 +10,8 @@
 //
 // Defaults: a global option not given is read from its environment variable (the ones
 // scripts/with-cluster.sh exports: MOONCAKE_SOCKET, MOONCAKE_MASTER,
-// MOONCAKE_MASTER_ADMIN_URL, MOONCAKE_DAEMON_ADMIN_URL, MOONCAKE_CLUSTER_KEY_FILE), else
+// MOONCAKE_MASTER_ADMIN_URL, MOONCAKE_DAEMON_ADMIN_URL, MOONCAKE_CLUSTER_KEY_FILE; and
+// MOONCAKE_ADMIN_TOKEN_FILE), else
 // takes the built-in default. The flag wins over the variable, the variable over the default.
 //
 // Help: every help text is built from the CLI11 application (its subcommands and options,
@@ -40,6 +41,9 @@ struct GlobalOptions {
   std::string daemon_admin_url;  // the daemon's admin HTTP ("" = not asked)
   std::string tenant;            // "" = the default tenant
   std::string cluster_key_file;  // "" = no handshake (a master without a key)
+  // The admin HTTP's token comes from this file when given, else from cluster_key_file;
+  // neither: none is sent (a master without a key, asked by its own uid).
+  std::string admin_token_file;
   bool json = false;
   bool progress = false;  // a progress line even when stderr is not a terminal
 };

@@ -62,7 +62,13 @@ bool HttpClient::Get(const std::string& url, HttpResponse* out, std::string* err
   curl_easy_setopt(curl, CURLOPT_WRITEDATA, &out->body);
   curl_easy_setopt(curl, CURLOPT_HEADERFUNCTION, OnHeader);
   curl_easy_setopt(curl, CURLOPT_HEADERDATA, &out->headers);
+  curl_slist* headers = nullptr;
+  if (!bearer_.empty()) {
+    headers = curl_slist_append(headers, ("Authorization: Bearer " + bearer_).c_str());
+    curl_easy_setopt(curl, CURLOPT_HTTPHEADER, headers);
+  }
   CURLcode rc = curl_easy_perform(curl);
+  curl_slist_free_all(headers);
   if (rc != CURLE_OK) {
     *error = curl_error[0] != '\0' ? curl_error : curl_easy_strerror(rc);
     return false;

@@ -1,4 +1,5 @@
-// GET requests to the master's and the daemon's admin HTTP, by libcurl.
+// GET requests to the master's and the daemon's admin HTTP, by libcurl, with the admin
+// token (common/admin_http.h) when one is set.
 //
 // Each Get is one connection with a connect timeout of 3 s and a total timeout of 30 s (an
 // admin endpoint walks the master in slices and answers in well under that). Answers are
@@ -28,6 +29,9 @@ class HttpClient {
   HttpClient(const HttpClient&) = delete;
   HttpClient& operator=(const HttpClient&) = delete;
 
+  // Sends "Authorization: Bearer <token>" with every later request ("": none).
+  void SetBearer(const std::string& token) { bearer_ = token; }
+
   // GETs url. false when no answer came (refused, timed out, not HTTP, too large), with
   // *error saying why (libcurl's words, without the URL); true with any status otherwise.
   bool Get(const std::string& url, HttpResponse* out, std::string* error);
@@ -37,6 +41,7 @@ class HttpClient {
 
  private:
   void* curl_;  // CURL*
+  std::string bearer_;
 };
 
 }  // namespace cli

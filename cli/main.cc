@@ -28,6 +28,7 @@ int Run(const mooncake::cli::Invocation& inv) {
   if (name == "segments") return RunSegments(inv);
   if (name == "stats") return RunStats(inv);
   if (name == "health") return RunHealth(inv);
+  if (name == "admin-token") return RunAdminToken(inv);
   if (name == "snapshot") return inv.args.empty() ? RunSnapshotTake(inv) : RunSnapshotStatus(inv);
   PrintError("command " + name + " has no implementation");
   return kExitUsage;

@@ -63,11 +63,13 @@ struct CliRun {
   std::string err;
 };
 
-// How RunCli starts the CLI: by default with --socket (daemon 0's), --master and --admin_url
-// flags; flags = false gives none, and env the variables it then finds (the CLI's variables
-// of the test's own environment are never passed on).
+// How RunCli starts the CLI: by default with --socket (daemon 0's), --master, --admin_url
+// and --cluster_key_file (the cluster's key: the admin HTTP's token) flags; flags = false
+// gives none, key = false all but the key, and env the variables it then finds (the CLI's
+// variables of the test's own environment are never passed on).
 struct CliEnv {
   bool flags = true;
+  bool key = true;
   std::vector<std::pair<std::string, std::string>> env;
 };
 
@@ -84,6 +86,7 @@ CliRun RunCli(const std::vector<std::string>& args, const std::string& stdin_pat
   if (how.flags) {
     argv.insert(argv.end(), {"--socket", mc_cluster_socket_at(g_cluster, 0), "--master", master,
                              "--admin_url", g_admin_url});
+    if (how.key) argv.insert(argv.end(), {"--cluster_key_file", mooncake::testing::ClusterKeyFile()});
   }
   argv.insert(argv.end(), args.begin(), args.end());
   pid_t pid = fork();
@@ -95,7 +98,8 @@ CliRun RunCli(const std::vector<std::string>& args, const std::string& stdin_pat
     dup2(out, 1);
     dup2(err, 2);
     for (const char* name : {"MOONCAKE_SOCKET", "MOONCAKE_MASTER", "MOONCAKE_MASTER_ADMIN_URL",
-                             "MOONCAKE_DAEMON_ADMIN_URL", "MOONCAKE_CLUSTER_KEY_FILE"}) {
+                             "MOONCAKE_DAEMON_ADMIN_URL", "MOONCAKE_CLUSTER_KEY_FILE",
+                             "MOONCAKE_ADMIN_TOKEN_FILE"}) {
       unsetenv(name);
     }
     for (const auto& e : how.env) setenv(e.first.c_str(), e.second.c_str(), 1);
@@ -365,7 +369,9 @@ void test_segments_stats_health(void** state) {
 void test_snapshot(void** state) {
   (void)state;
   // Without the cluster key the master refuses the call: an error answer, exit 3.
-  assert_int_equal(RunCli({"snapshot"}).exit_code, 3);
+  CliEnv no_key;
+  no_key.key = false;
+  assert_int_equal(RunCli({"snapshot"}, "", no_key).exit_code, 3);
   CliRun take =
       RunCli({"--json", "--cluster_key_file", mooncake::testing::ClusterKeyFile(), "snapshot"});
   assert_int_equal(take.exit_code, 0);
@@ -462,7 +468,8 @@ void test_environment(void** state) {
       {"MOONCAKE_SOCKET", mc_cluster_socket_at(g_cluster, 0)},
       {"MOONCAKE_MASTER", "127.0.0.1:" + std::to_string(mc_cluster_master_port(g_cluster))},
       {"MOONCAKE_MASTER_ADMIN_URL", g_admin_url},
-      {"MOONCAKE_DAEMON_ADMIN_URL", "http://127.0.0.1:" + std::to_string(daemon_port)}};
+      {"MOONCAKE_DAEMON_ADMIN_URL", "http://127.0.0.1:" + std::to_string(daemon_port)},
+      {"MOONCAKE_CLUSTER_KEY_FILE", mooncake::testing::ClusterKeyFile()}};
   assert_int_equal(RunCli({"put", "env/k", "v"}, "", cluster).exit_code, 0);
   CliRun stat = RunCli({"stat", "--json", "env/k"}, "", cluster);
   assert_int_equal(stat.exit_code, 0);
@@ -482,6 +489,61 @@ void test_environment(void** state) {
   CliRun from_env = RunCli({"stat", "env/k"}, "", dead);
   assert_int_equal(from_env.exit_code, 4);
   assert_true(Contains(from_env.err, nowhere));
+}
+
+// The admin HTTP answers the admin commands only with the cluster key's token (or that of
+// a file the master was given as --admin_token_file): without a key file, or with another
+// key, ls refuses (exit 3) and names the flags that give one; admin-token prints the token
+// curl users send.
+void test_admin_token(void** state) {
+  (void)state;
+  assert_int_equal(RunCli({"put", "--tenant", "alpha", "tok/secret-key", "v"}).exit_code, 0);
+  CliRun ls = RunCli({"--tenant", "alpha", "ls"});
+  assert_int_equal(ls.exit_code, 0);
+  assert_true(ls.out == "tok/secret-key\n");
+
+  CliEnv no_key;
+  no_key.key = false;
+  for (const std::vector<std::string>& args :
+       std::vector<std::vector<std::string>>{{"--tenant", "alpha", "ls"}, {"stat", "tok/k"},
+                                             {"segments"}, {"stats"}, {"snapshot", "status"}}) {
+    CliRun refused = RunCli(args, "", no_key);
+    assert_int_equal(refused.exit_code, 3);
+    assert_true(Contains(refused.err, "UNAUTHENTICATED"));
+    assert_true(Contains(refused.err, "give --cluster_key_file or --admin_token_file"));
+    assert_true(refused.out.find("secret") == std::string::npos);
+  }
+  // health reads open endpoints: no key needed.
+  assert_int_equal(RunCli({"health"}, "", no_key).exit_code, 0);
+
+  const std::string other = g_dir + "/other.key";
+  assert_true(mooncake::testing::WriteClusterKeyFile(other, {mooncake::testing::RandomClusterKey()}));
+  CliRun wrong = RunCli({"--admin_token_file", other, "ls"}, "", no_key);
+  assert_int_equal(wrong.exit_code, 3);
+  assert_true(Contains(wrong.err, "is not the master's"));
+  CliRun unreadable = RunCli({"--admin_token_file", g_dir + "/no-such.key", "ls"}, "", no_key);
+  assert_int_equal(unreadable.exit_code, 3);
+  assert_true(Contains(unreadable.err, "--admin_token_file: "));
+  assert_true(Contains(unreadable.err, "no-such.key"));
+
+  // admin-token: the header value the master accepts, from either flag or variable.
+  CliRun token = RunCli({"admin-token"});
+  assert_int_equal(token.exit_code, 0);
+  const std::string header = mooncake::testing::AdminAuthorization();
+  assert_true(token.out == header.substr(header.rfind(' ') + 1) + "\n");
+  int port = mooncake::testing::AdminPortFromLog(mc_cluster_master_log(g_cluster), "master");
+  std::string bearer = "Authorization: Bearer " + token.out.substr(0, token.out.size() - 1);
+  assert_int_equal(
+      mooncake::testing::HttpRequestLoopback(port, "GET", "/get_all_keys", {bearer}).status, 200);
+  CliEnv by_variable;
+  by_variable.flags = false;
+  by_variable.env = {{"MOONCAKE_ADMIN_TOKEN_FILE", other}};
+  CliRun other_token = RunCli({"admin-token"}, "", by_variable);
+  assert_int_equal(other_token.exit_code, 0);
+  assert_true(other_token.out != token.out && other_token.out.size() == 65);
+  CliRun none = RunCli({"admin-token"}, "", no_key);
+  assert_int_equal(none.exit_code, 2);
+  assert_true(Contains(none.err, "admin-token needs --cluster_key_file or --admin_token_file"));
 }
 
 void test_version(void** state) {
@@ -604,6 +666,7 @@ int main(void) {
       cmocka_unit_test(test_put_existing_key),
       cmocka_unit_test(test_rm_after_get),
       cmocka_unit_test(test_environment),
+      cmocka_unit_test(test_admin_token),
       cmocka_unit_test(test_exists_exit_codes),
       cmocka_unit_test(test_stat_shows_replicas),
       cmocka_unit_test(test_rm_regex),
