@@ -4,13 +4,18 @@
 # with free ports, a temp dir and a fresh cluster key (MOONCAKE_CLUSTER_KEY_FILE), exports
 # MOONCAKE_SOCKET, MOONCAKE_MASTER, MOONCAKE_HOSTNAME (the first daemon), MOONCAKE_SOCKET_2..
 # (the others) and the admin HTTP URLs MOONCAKE_MASTER_ADMIN_URL and MOONCAKE_DAEMON_ADMIN_URL
-# (the first daemon's), and MC_BUILD_DIR (the build tree, as CTest sets it for the C
-# harness) for the command, and stops them afterwards. Exits with the command's
+# (the first daemon's), the admin token those accept, MOONCAKE_ADMIN_TOKEN (for curl:
+# -H "Authorization: Bearer $MOONCAKE_ADMIN_TOKEN"; mooncake-cli finds it from
+# MOONCAKE_CLUSTER_KEY_FILE itself), and MC_BUILD_DIR (the build tree, as CTest sets it for
+# the C harness) for the command, and stops them afterwards. Exits with the command's
 # status. Used by `make demo` and by the binding test suites.
 #
 #   scripts/with-cluster.sh [--build DIR] [--segment SIZE] [--daemons N] [--master-flag F]...
-#                           [--daemon-flag F]... [--master-port P] -- CMD ARGS...
+#                           [--daemon-flag F]... [--master-port P] [--no-key] -- CMD ARGS...
 #
+# --no-key starts them without a cluster key (neither variable of the key is set): for
+# programs that call the admin HTTP and cannot send a token (Mooncake's own tests); they run
+# as this user, whom a process without a key admits (docs/security.md).
 # The ports are free ones unless --master-port names the master's (Mooncake's tests dial
 # its default, 50051: scripts/mooncake_conformance.py).
 # A --daemon-flag goes to every daemon, with "{dir}" replaced by the cluster's temp dir and
@@ -25,6 +30,7 @@ DAEMONS=1
 MASTER_FLAGS=()
 DAEMON_FLAGS=()
 MASTER_PORT=
+KEY=1
 while [ $# -gt 0 ]; do
   case "$1" in
     --build) BUILD_DIR=$2; shift 2 ;;
@@ -33,6 +39,7 @@ while [ $# -gt 0 ]; do
     --master-flag) MASTER_FLAGS+=("$2"); shift 2 ;;
     --daemon-flag) DAEMON_FLAGS+=("$2"); shift 2 ;;
     --master-port) MASTER_PORT=$2; shift 2 ;;
+    --no-key) KEY=0; shift ;;
     --) shift; break ;;
     *) echo "with-cluster.sh: unknown option $1" >&2; exit 2 ;;
   esac
@@ -53,9 +60,20 @@ trap cleanup EXIT
 free_port() {
   /usr/bin/python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
 }
-# One cluster key for the master and the daemons, as a real deployment has.
-export MOONCAKE_CLUSTER_KEY_FILE="$DIR/cluster.key"
-(umask 077 && head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' > "$MOONCAKE_CLUSTER_KEY_FILE")
+# One cluster key for the master and the daemons, as a real deployment has, and the admin
+# token of their admin HTTP (common/admin_http.h), by the CLI's own derivation.
+KEY_FLAGS=()
+unset MOONCAKE_ADMIN_TOKEN MOONCAKE_ADMIN_TOKEN_FILE  # another cluster's
+if [ $KEY = 1 ]; then
+  export MOONCAKE_CLUSTER_KEY_FILE="$DIR/cluster.key"
+  (umask 077 && head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' > "$MOONCAKE_CLUSTER_KEY_FILE")
+  KEY_FLAGS=(--cluster_key_file "$MOONCAKE_CLUSTER_KEY_FILE")
+  MOONCAKE_ADMIN_TOKEN=$("$BUILD_DIR/cli/mooncake-cli" admin-token \
+    --cluster_key_file "$MOONCAKE_CLUSTER_KEY_FILE")
+  export MOONCAKE_ADMIN_TOKEN
+else
+  unset MOONCAKE_CLUSTER_KEY_FILE
+fi
 MASTER_PORT=${MASTER_PORT:-$(free_port)}
 DAEMON_PORT=$(free_port)
 export MOONCAKE_SOCKET="$DIR/mooncaked.sock"
@@ -63,7 +81,7 @@ export MOONCAKE_MASTER="127.0.0.1:$MASTER_PORT"
 export MOONCAKE_HOSTNAME="127.0.0.1:$DAEMON_PORT"
 
 "$BUILD_DIR/master/mooncake-master" --rpc_address 127.0.0.1 --rpc_port "$MASTER_PORT" \
-  --metrics_port 0 --cluster_key_file "$MOONCAKE_CLUSTER_KEY_FILE" \
+  --metrics_port 0 ${KEY_FLAGS[@]+"${KEY_FLAGS[@]}"} \
   ${MASTER_FLAGS[@]+"${MASTER_FLAGS[@]}"} > "$DIR/master.log" 2>&1 &
 PIDS+=($!)
 # Daemon i (1-based) serves $DIR/mooncaked-i.sock; daemon 1 is also $MOONCAKE_SOCKET.
@@ -81,7 +99,7 @@ for i in $(seq 1 "$DAEMONS"); do
   done
   "$BUILD_DIR/daemon/mooncaked" --master "$MOONCAKE_MASTER" --socket "$socket" --metrics_port 0 \
     --hostname 127.0.0.1 --port "$port" --global_segment_size "$SEGMENT" \
-    --cluster_key_file "$MOONCAKE_CLUSTER_KEY_FILE" ${flags[@]+"${flags[@]}"} \
+    ${KEY_FLAGS[@]+"${KEY_FLAGS[@]}"} ${flags[@]+"${flags[@]}"} \
     > "$DIR/daemon-$i.log" 2>&1 &
   PIDS+=($!)
   # Generous (a machine busy with other work starts it slowly); a daemon that exits is

@@ -22,7 +22,10 @@ OBJECT_NOT_FOUND = -704
 
 def soft_pin_remaining_ms(key):
     url = os.environ["MOONCAKE_MASTER_ADMIN_URL"]
-    with urllib.request.urlopen(url + "/query_key?key=" + urllib.parse.quote(key)) as r:
+    request = urllib.request.Request(url + "/query_key?key=" + urllib.parse.quote(key))
+    # The admin token of the cluster's key (scripts/with-cluster.sh exports it).
+    request.add_header("Authorization", "Bearer " + os.environ["MOONCAKE_ADMIN_TOKEN"])
+    with urllib.request.urlopen(request) as r:
         body = json.loads(r.read())
     return body["soft_pin_remaining_ms"] if body["soft_pinned"] else 0
 

@@ -15,6 +15,10 @@ MOONCAKE_CHECK_SERVER, default false):
 master_metrics_port is MOONCAKE_MASTER_METRICS_PORT (python/sglang/srt/environ.py, default
 9003) or "master_metrics_port" in its JSON config. That is the only HTTP request the backend
 makes to the master; everything else goes through MooncakeDistributedStore.
+
+SGLang sends no admin token, and /get_all_segments names segments (daemons' addresses), so a
+master with a cluster key refuses it (401, common/admin_http.h): with an empty body while no
+segment is mounted, a JSON error after, which keeps SGLang's reading of it (docs/operations.md).
 """
 import os
 import re
@@ -30,11 +34,15 @@ import pytest
 ADMIN_LINE = re.compile(r"master: admin HTTP listening on (\S+):(\d+)")
 
 
-def sglang_segments_text(url, timeout=3):
+def sglang_segments_text(url, timeout=3, token=None):
     """One probe as SGLang makes it: the body's text, whatever the status (requests does not
-    raise on 4xx/5xx, so neither does this); an exception when there is no answer."""
+    raise on 4xx/5xx, so neither does this); an exception when there is no answer. token:
+    the admin token, which SGLang does not send (the operator's view)."""
+    request = urllib.request.Request(url)
+    if token:
+        request.add_header("Authorization", "Bearer " + token)
     try:
-        with urllib.request.urlopen(url, timeout=timeout) as resp:
+        with urllib.request.urlopen(request, timeout=timeout) as resp:
             return resp.status, resp.headers.get("Content-Type", ""), resp.read().decode()
     except urllib.error.HTTPError as e:
         return e.code, e.headers.get("Content-Type", ""), e.read().decode()
@@ -74,12 +82,19 @@ def sglang_url(master, admin_url):
 
 def test_probe_of_a_master_with_a_daemon_says_started(master, admin_url):
     url = sglang_url(master, admin_url)
-    # The admin port listens on the RPC address's host (--metrics_host defaults to
-    # --rpc_address), which is the only host SGLang tries.
+    # SGLang tries the RPC address's host only: the admin port listens there when the master
+    # does on 127.0.0.1 (--metrics_host's default), as here; elsewhere --metrics_host says so.
     assert urllib.parse.urlsplit(admin_url).hostname == master.split(":")[0]
     assert sglang_check_server(url, deadline_s=30)
 
+    # Without the token (as SGLang asks): refused, but not empty, so SGLang starts.
     status, content_type, text = sglang_segments_text(url)
+    assert status == 401
+    assert '"error_code":-1400' in text
+    assert os.environ["MOONCAKE_HOSTNAME"] not in text
+
+    # With it: the names.
+    status, content_type, text = sglang_segments_text(url, token=os.environ["MOONCAKE_ADMIN_TOKEN"])
     assert status == 200
     assert content_type.startswith("text/plain")
     # Mooncake's shape: one segment name per line, each line ended by a newline.
@@ -114,10 +129,15 @@ def test_probe_of_a_master_without_segments_says_wait(tmp_path):
         assert match, log_path.read_text()
         url = sglang_url(f"127.0.0.1:{rpc_port}", f"http://{match[1]}:{match[2]}")
 
+        # The master holds the cluster's key: SGLang's probe (no token) is refused with an
+        # empty body, which SGLang reads as "wait".
         status, content_type, text = sglang_segments_text(url)
+        assert (status, text) == (401, "")
+        assert not sglang_check_server(url, deadline_s=1)
+        status, content_type, text = sglang_segments_text(
+            url, token=os.environ["MOONCAKE_ADMIN_TOKEN"])
         assert (status, text) == (200, "")
         assert content_type.startswith("text/plain")
-        assert not sglang_check_server(url, deadline_s=1)
     finally:
         proc.terminate()
         proc.wait(timeout=20)
