@@ -28,6 +28,7 @@ int main(int argc, char** argv) {
       {"snapshot_codec_fuzzer", mooncake::fuzz::SnapshotCodecSeeds},
       {"snapshot_restore_fuzzer", mooncake::fuzz::SnapshotRestoreSeeds},
       {"ssd_meta_fuzzer", mooncake::fuzz::SsdMetaSeeds},
+      {"admin_http_fuzzer", mooncake::fuzz::AdminHttpSeeds},
   };
   for (const auto& h : kHarnesses) {
     const std::filesystem::path dir = std::filesystem::path(argv[1]) / h.harness;

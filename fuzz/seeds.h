@@ -28,6 +28,9 @@ Seeds SnapshotRestoreSeeds();
 // fuzz/seeds_ssd.cc
 Seeds SsdMetaSeeds();
 
+// fuzz/seeds_admin.cc
+Seeds AdminHttpSeeds();
+
 }  // namespace fuzz
 }  // namespace mooncake
 

@@ -45,10 +45,11 @@ declare -A max_len=(
   [snapshot_codec_fuzzer]=16384
   [snapshot_restore_fuzzer]=16384
   [ssd_meta_fuzzer]=16384          # two .meta files of a few dozen records
+  [admin_http_fuzzer]=10240        # headers past AdminHttpServer::kMaxHeaderBytes
 )
 all=(uds_frame_fuzzer transfer_header_fuzzer master_rpc_fuzzer flags_fuzzer
      state_records_fuzzer oplog_recovery_fuzzer snapshot_codec_fuzzer snapshot_restore_fuzzer
-     ssd_meta_fuzzer)
+     ssd_meta_fuzzer admin_http_fuzzer)
 [ ${#harnesses[@]} -eq 0 ] && harnesses=("${all[@]}")
 for h in "${harnesses[@]}"; do
   [ -n "${max_len[$h]:-}" ] || { echo "fuzz.sh: no harness $h (${all[*]})" >&2; exit 2; }
