@@ -5,9 +5,9 @@
 // status (/snapshot); and admin-token, which prints the token they send. None changes the
 // store.
 //
-// Every request carries the admin token (common/admin_http.h) of --admin_token_file, else
-// of --cluster_key_file, when either is given; a key file that cannot be loaded is 3 before
-// anything is asked.
+// Every request but health's (/health is open) carries the admin token
+// (common/admin_http.h) of --admin_token_file, else of --cluster_key_file, when either is
+// given; a key file that cannot be loaded is 3 before anything is asked.
 //
 // Each function prints tables (or, with --json, the master's JSON as it came, so that
 // scripts see every field) and returns an exit code of cli/exit_codes.h: a master that
