@@ -52,7 +52,7 @@ struct Connection : mooncake::testing::RpcPipe {
   explicit Connection(std::unique_ptr<RoleMachine> r) : role(std::move(r)) {
     processor = std::make_unique<AuthenticatedProcessor>(
         std::make_shared<mooncake::RpcHandler>(&service, nullptr, nullptr, role.get()), nullptr,
-        AuthenticatedProcessor::Peer{"127.0.0.1:5555", true}, [] { return std::string(); },
+        AuthenticatedProcessor::Peer{"127.0.0.1:5555", true, ""}, [] { return std::string(); },
         role.get());
   }
 
