@@ -186,8 +186,7 @@ bool AuthenticatedProcessor::DispatchUnadmitted(TProtocol* in, TProtocol* out,
   in->readMessageEnd();
   in->getTransport()->readEnd();
   const std::string why = RefusalReason();
-  if (refused_ != nullptr) refused_->fetch_add(1, std::memory_order_relaxed);
-  LogRefusal(peer_.address, fname, why);
+  NoteRefusal(fname, why);
   TApplicationException refusal(TApplicationException::UNKNOWN, UnauthenticatedMessage(why));
   out->writeMessageBegin(fname, apache::thrift::protocol::T_EXCEPTION, seqid);
   refusal.write(out);
@@ -202,12 +201,12 @@ rpc::AuthChallengeResult AuthenticatedProcessor::Challenge(const std::string& cl
   result.code = ToInt(ErrorCode::UNAUTHENTICATED);
   if (stage_ != Stage::kFresh) {
     RefuseForGood("AuthChallenge out of order");
-    LogRefusal(peer_.address, "AuthChallenge", RefusalReason());
+    NoteRefusal("AuthChallenge", RefusalReason());
     return result;
   }
   if (client_nonce.size() != ClusterKey::kNonceBytes) {
     RefuseForGood("a client nonce that is not 32 bytes");
-    LogRefusal(peer_.address, "AuthChallenge", RefusalReason());
+    NoteRefusal("AuthChallenge", RefusalReason());
     return result;
   }
   client_nonce_ = client_nonce;
@@ -223,14 +222,14 @@ rpc::AuthenticateResult AuthenticatedProcessor::Authenticate(const std::string& 
   result.code = ToInt(ErrorCode::UNAUTHENTICATED);
   if (stage_ != Stage::kChallenged) {
     RefuseForGood("Authenticate before AuthChallenge, or again");
-    LogRefusal(peer_.address, "Authenticate", RefusalReason());
+    NoteRefusal("Authenticate", RefusalReason());
     return result;
   }
   int index = key_->Check(client_proof, ClusterKey::Role::kClient, kMasterAuthContext,
                           client_nonce_, server_nonce_);
   if (index < 0) {
     RefuseForGood("its proof does not check against the cluster key (it holds another key)");
-    LogRefusal(peer_.address, "Authenticate", RefusalReason());
+    NoteRefusal("Authenticate", RefusalReason());
     return result;
   }
   stage_ = Stage::kAdmitted;
@@ -254,6 +253,11 @@ std::string AuthenticatedProcessor::RefusalReason() const {
   if (stage_ == Stage::kRefused) return "the handshake failed on this connection: " + failure_;
   return "this connection has not proved the cluster key (AuthChallenge and Authenticate "
          "come first; docs/security.md)";
+}
+
+void AuthenticatedProcessor::NoteRefusal(const std::string& call, const std::string& why) {
+  if (refused_ != nullptr) refused_->fetch_add(1, std::memory_order_relaxed);
+  LogRefusal(peer_.address, call, why);
 }
 
 void AuthenticatedProcessor::RefuseForGood(const char* why) {

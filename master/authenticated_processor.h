@@ -116,6 +116,8 @@ class AuthenticatedProcessor : public rpc::MasterServiceProcessor, public RpcAdm
   std::string RefusalReason() const;
   // Ends the handshake: every later call is refused.
   void RefuseForGood(const char* why);
+  // One call refused -1400 (the handshake's own failures included): counted and logged.
+  void NoteRefusal(const std::string& call, const std::string& why);
 
   const std::shared_ptr<const ClusterKey> key_;
   const Peer peer_;
@@ -142,7 +144,8 @@ class AuthenticatedProcessorFactory : public apache::thrift::TProcessorFactory {
   std::shared_ptr<apache::thrift::TProcessor> getProcessor(
       const apache::thrift::TConnectionInfo& connection) override;
 
-  // Calls refused for want of admission (-1400) since the master started.
+  // Calls answered -1400 since the master started: refused for want of admission, and
+  // failed steps of the handshake.
   uint64_t refused_calls() const { return refused_.load(std::memory_order_relaxed); }
 
  private:

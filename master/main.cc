@@ -165,7 +165,7 @@ int main(int argc, char** argv) {
   const std::string idle =
       options.rpc_idle_timeout_ms == 0
           ? "admitted ones are never closed for silence (--rpc_idle_timeout_sec 0)"
-          : "admitted ones silent for " + std::to_string(options.rpc_idle_timeout_ms) +
+          : "admitted ones idle for " + std::to_string(options.rpc_idle_timeout_ms) +
                 " ms are closed";
   MC_LOG_INFO("rpc server: at most %zu connections admitted and %zu in their handshake (%zu "
               "per address, frames up to %u bytes, %lld ms from accept to admission); %s",

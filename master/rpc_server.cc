@@ -345,7 +345,7 @@ void RpcServer::IoThread::Sweep(int64_t now_ns) {
       continue;
     }
     server_->Closed(RpcClosure::kIdle, c->entry->peer, true,
-                    "silent for " + std::to_string(o.idle_timeout_ms / 1000) +
+                    "idle for " + std::to_string(o.idle_timeout_ms / 1000) +
                         " s (--rpc_idle_timeout_sec)");
     expired.push_back(c);
   }

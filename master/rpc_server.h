@@ -150,14 +150,13 @@ class RpcServer {
   uint64_t closed(RpcClosure why) const {
     return closed_[static_cast<size_t>(why)].load(std::memory_order_relaxed);
   }
-  const RpcServerOptions& options() const { return options_; }
 
  private:
   class IoThread;
   struct Connection;
 
   void AcceptAll();
-  // The acceptor: fd (accepted from *address) becomes a connection of an I/O thread.
+  // The acceptor: fd, accepted from address, becomes a connection of an I/O thread.
   void Adopt(int fd, const sockaddr_storage& address);
   // Out of descriptors: closes one connection to make room (RpcConnections::PickAny).
   void FreeDescriptor();
