@@ -31,8 +31,9 @@ void CheckSameState(const ExportedState& a, const ExportedState& b, const char* 
 
 // master_rpc_fuzzer's connections that need the handshake: the cluster key their master
 // holds, and the server nonce it draws (fixed, so that a seed can carry a proof that
-// checks: fuzz/seeds_master.cc).
-inline const std::string kFuzzClusterKey(64, 'k');
+// checks: fuzz/seeds_master.cc). A key ClusterKey::Load would take (openssl rand -hex 32).
+inline const std::string kFuzzClusterKey =
+    "b39eaf2d215a7338c1e01c620d2253c2289f71aa212a789ecfc51255b19b9ae4";
 inline const std::string kFuzzServerNonce(32, 'n');
 
 // Takes a snapshot of service into dir as the snapshot child does (master/snapshotter.cc:

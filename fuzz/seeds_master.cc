@@ -91,7 +91,8 @@ rpc::ReplicateConfig Config(int32_t replicas = 1) {
 // the master's key or another.
 void Handshake(RpcScript& s, bool right_key = true) {
   const std::string client_nonce(32, 'c');
-  ClusterKey key = ClusterKey::FromKeys({right_key ? kFuzzClusterKey : std::string(64, 'x')});
+  const std::string other_key = "59ce16e81f624fa34252c29efed16caf248625997377b07e9cf9af9eeca9bef2";
+  ClusterKey key = ClusterKey::FromKeys({right_key ? kFuzzClusterKey : other_key});
   s.Now().send_AuthChallenge(client_nonce);
   s.Now().send_Authenticate(
       key.Prove(ClusterKey::Role::kClient, kMasterAuthContext, client_nonce, kFuzzServerNonce));
