@@ -118,7 +118,7 @@ uint64_t MasterService::RunEvictionRound(uint64_t target, bool by_put) {
   int64_t evicted = 0;
   int walks = 0;
   const EvictionTierSet phases[] = {ExposedTiers(soft_too),
-                                    tenants_.has_quotas() ? ShelteredTiers(soft_too) : 0};
+                                    tenants_.has_quotas() ? ShelteredTiers(soft_too) : EvictionTierSet{0}};
   for (EvictionTierSet tiers : phases) {
     int planned = 0;
     for (uint64_t want = target - freed - queued; tiers != 0 && freed + queued < target;
