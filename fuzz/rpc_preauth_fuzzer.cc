@@ -369,8 +369,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         current = Connect("127.0.0.1");
         break;
       case 2: {
-        const int count = section.bytes.empty() ? 1 : static_cast<uint8_t>(section.bytes[0]) % 8;
-        const int address = section.bytes.size() < 2 ? 2 : 2 + static_cast<uint8_t>(section.bytes[1]) % 4;
+        const auto byte = [&](size_t i) {
+          return i < section.bytes.size() ? static_cast<uint8_t>(section.bytes[i]) : 0;
+        };
+        const int count = section.bytes.empty() ? 1 : byte(0) % 8;
+        const int address = 2 + byte(1) % 4;
         const std::string source = "127.0.0." + std::to_string(address);
         for (int i = 0; i < count && static_cast<int>(held.size()) < kMaxHeld; ++i) {
           held.push_back(Connect(source.c_str()));

@@ -306,7 +306,8 @@ void MasterMetrics::WatchRpcServer(const RpcServer* server,
                   {{"reason", RpcClosureName(why)}});
     }
     CounterFamily(out, "master_rpc_unauthenticated_calls_total",
-                  "Thrift calls answered -1400: refused before admission, or a failed handshake step",
+                  "Thrift calls answered -1400: refused before admission, or a failed "
+                  "handshake step",
                   D(static_cast<int64_t>(processors->refused_calls())));
   });
 }

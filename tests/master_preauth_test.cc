@@ -7,7 +7,9 @@
 //    refused calls) is closed at the handshake deadline; an admitted one is not;
 //  - a hundred idle connections from one address, and then more from nine others, keep
 //    at most 32 per address and 256 in all (the oldest giving way), and a member's new
-//    connection is served at once;
+//    connection is served at once; a master with 256 descriptors and 300 idle
+//    connections never runs out of them, and one whose limit was lowered under it closes
+//    the oldest waiting connection to make room;
 //  - admitted connections past --rpc_max_connections close the one idle the longest and a
 //    member's new connection is served; an admitted connection silent for
 //    --rpc_idle_timeout_sec is closed, and daemons whose pooled connections the master
@@ -18,6 +20,7 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -77,9 +80,25 @@ struct Master {
   int admin_port = -1;
   std::string log;
 
-  Master(const std::string& name, const std::vector<std::string>& flags) {
+  // descriptor_limit > 0: started by a shell that lowers RLIMIT_NOFILE (soft and hard) to
+  // it first, as a unit's LimitNOFILE= would.
+  Master(const std::string& name, const std::vector<std::string>& flags,
+         int descriptor_limit = 0) {
     log = g_dir + "/" + name + ".log";
-    assert_true(harness::StartMaster(&process, &port, log, flags));
+    if (descriptor_limit == 0) {
+      assert_true(harness::StartMaster(&process, &port, log, flags));
+    } else {
+      port = harness::FreeTcpPort();
+      const std::string shell =
+          "ulimit -n " + std::to_string(descriptor_limit) + " && exec \"$0\" \"$@\"";
+      std::vector<std::string> argv = {
+          "/bin/sh", "-c", shell, harness::BuildPath("master/mooncake-master"),
+          "--rpc_address", "127.0.0.1", "--rpc_port", std::to_string(port),
+          "--cluster_key_file", harness::ClusterKeyFile(), "--metrics_port", "0"};
+      argv.insert(argv.end(), flags.begin(), flags.end());
+      assert_true(process.Start(argv, log));
+      assert_true(harness::WaitForTcpPort(port, 30000));
+    }
     admin_port = harness::AdminPortFromLog(log, "master");
     assert_true(admin_port > 0);
     // The harness's probe of the port is gone (the counts below start from nothing).
@@ -88,10 +107,11 @@ struct Master {
   }
   ~Master() { process.Stop(SIGTERM, 10000); }
 
-  // A sample of /metrics ("name{labels}" as rendered), or -1 when it is not there.
+  // A sample of /metrics ("name{labels}" as rendered), or -1 when it is not there (or the
+  // port does not answer).
   double Metric(const std::string& sample) const {
     harness::HttpAnswer answer = harness::HttpGetLoopback(admin_port, "/metrics");
-    assert_int_equal(answer.status, 200);
+    if (answer.status != 200) return -1;
     const std::string prefix = "\n" + sample + " ";
     const size_t at = ("\n" + answer.body).find(prefix);
     if (at == std::string::npos) return -1;
@@ -311,6 +331,49 @@ void test_a_flood_of_connections_cannot_crowd_out_a_member(void**) {
   for (int fd : others) close(fd);
 }
 
+// Attack 3 as the tester ran it: a master with 256 descriptors and 300 idle connections
+// (here from ten addresses). Its budgets fit its descriptors, so accept() never runs out
+// and a member is served at once.
+void test_idle_connections_cannot_exhaust_the_descriptors(void**) {
+  Master m("descriptors", {"--rpc_handshake_timeout_sec", "120"}, 256);
+  // 256 less a quarter (at least 64) for the rest of the master: 192, a quarter of them
+  // for handshakes.
+  assert_true(CountLines(m.log, "at most 144 connections admitted and 48 in their "
+                                "handshake (6 per address") == 1);
+  std::vector<int> idle;
+  for (int i = 0; i < 300; ++i) {
+    const std::string source = "127.0.0." + std::to_string(2 + i % 10);
+    idle.push_back(RawConnect(m.port, source.c_str()));
+  }
+  assert_true(WaitFor(
+      [&] { return m.Closed("source_cap") + m.Closed("unadmitted_cap") == 300 - 48; }, 30000));
+  Client member(RawConnect(m.port));
+  assert_true(member.Authenticate() && member.Served());
+  assert_int_equal(m.Closed("descriptors"), 0);
+  assert_int_equal(CountLines(m.log, "Too many open files"), 0);
+  for (int fd : idle) close(fd);
+}
+
+// The limit lowered under a running master (its budgets made for more): accept() runs out,
+// the oldest connection not admitted is closed to make a descriptor, and a member still
+// gets in.
+void test_out_of_descriptors_the_oldest_waiting_connection_goes(void**) {
+  Master m("out-of-descriptors", {"--rpc_handshake_timeout_sec", "120"});
+  rlimit low{128, 128};
+  assert_int_equal(prlimit(m.process.pid(), RLIMIT_NOFILE, &low, nullptr), 0);
+  std::vector<int> idle;
+  for (int i = 0; i < 200; ++i) {
+    const std::string source = "127.0.0." + std::to_string(2 + i % 10);
+    idle.push_back(RawConnect(m.port, source.c_str()));
+  }
+  Client member(RawConnect(m.port));
+  assert_true(member.Authenticate() && member.Served());
+  assert_true(CountLines(m.log, "rpc server: accept: Too many open files") >= 1);
+  for (int fd : idle) close(fd);  // the admin port, too, needs a descriptor to answer
+  assert_true(WaitFor([&] { return m.Closed("descriptors") >= 1; }, 30000));
+  assert_true(member.Served());
+}
+
 // ---- after admission ---------------------------------------------------------------
 
 // --rpc_max_connections 64: 48 admitted (and 16 kept for handshakes). Sixty admitted,
@@ -362,7 +425,8 @@ void test_daemons_reconnect_after_idle_closures(void**) {
     harness::HttpAnswer a = harness::HttpGetLoopback(admin, "/metrics");
     const std::string sample = "master_rpc_connections_closed_total{reason=\"idle\"} ";
     const size_t at = a.body.find(sample);
-    return at == std::string::npos ? -1.0 : std::strtod(a.body.c_str() + at + sample.size(), nullptr);
+    if (at == std::string::npos) return -1.0;
+    return std::strtod(a.body.c_str() + at + sample.size(), nullptr);
   };
   std::atomic<int> failures{0};
   std::atomic<int> done{0};
@@ -496,6 +560,8 @@ int main() {
       cmocka_unit_test(test_a_huge_frame_before_admission_costs_the_master_nothing),
       cmocka_unit_test(test_the_handshake_has_a_deadline),
       cmocka_unit_test(test_a_flood_of_connections_cannot_crowd_out_a_member),
+      cmocka_unit_test(test_idle_connections_cannot_exhaust_the_descriptors),
+      cmocka_unit_test(test_out_of_descriptors_the_oldest_waiting_connection_goes),
       cmocka_unit_test(test_admitted_connections_past_the_cap_close_the_longest_idle),
       cmocka_unit_test(test_an_idle_admitted_connection_is_closed),
       cmocka_unit_test(test_daemons_reconnect_after_idle_closures),
