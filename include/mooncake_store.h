@@ -185,7 +185,8 @@ void mooncake_store_destroy(mooncake_store_t store);
  * everything stored before tenants existed). Call it before connect or setup; it holds for
  * every later connect of the handle. -600 for a malformed id, or while connected. connect
  * and setup then answer -1401 when the daemon's --tenant_uids keeps the tenant for other
- * uids, and puts answer -1402 when the master's --tenant_quota for it would be exceeded. */
+ * uids, or confines the process's uid to tenants of its own (--tenant_roaming_uids lifts
+ * that), and puts answer -1402 when the master's --tenant_quota for it would be exceeded. */
 int mooncake_store_set_tenant(mooncake_store_t store, const char *tenant_id);
 
 /* The native entry. Connects to the daemon's Unix socket (NULL: $MOONCAKE_SOCKET, else

@@ -311,6 +311,7 @@ rpc::PutStartResult MasterService::StartLocked(LockedKey& locked, int64_t writer
   ResolveSoftPin(config, &pin);  // ValidatePut accepted it
   meta.soft_pin_ms = NewObjectSoftPinTtl(pin);
   meta.offload_at_put = WantsOffload(config);
+  meta.quota_slot = tenants_.QuotaSlot(locked.key);
   for (size_t i = 0; i < reserved.size(); ++i) meta.replicas.push_back(reserved[i]);
   rpc::PutStartResult result;
   result.code = ToInt(ErrorCode::OK);

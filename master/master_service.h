@@ -931,13 +931,12 @@ class MasterService {
   // thresholds take, until budget bytes are freed; adds to *evicted the objects that went.
   uint64_t EvictionWalk(const EvictionThresholds& take, uint64_t budget, int64_t now,
                         int64_t* evicted, uint64_t* queued);
-  // What eviction may do with key's meta now; under its shard's lock. Objects without a
-  // memory replica (on disk only), those pinned for an offload and those with a replica on
-  // a detached segment are never candidates; those of a tenant at or under its quota are
+  // What eviction may do with meta now; under its shard's lock. Objects without a memory
+  // replica (on disk only), those pinned for an offload and those with a replica on a
+  // detached segment are never candidates; those of a tenant at or under its quota are
   // sheltered (TenantUsage::Sheltered, as of now: a tenant that eviction brings down to
   // its quota is sheltered from then on).
-  EvictionTier TierOf(const Shard& shard, std::string_view key, const ObjectMetadata& meta,
-                      int64_t now) const;
+  EvictionTier TierOf(const Shard& shard, const ObjectMetadata& meta, int64_t now) const;
   // A candidate the walk takes: with a disk replica it loses only its memory replicas;
   // without one, on a daemon with an SSD tier (--offload_on_evict), it gets an eviction's
   // offload instead (*queued: its bytes) unless that cannot proceed (then freed only with

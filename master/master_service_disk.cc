@@ -372,6 +372,7 @@ std::vector<int32_t> MasterService::RegisterDiskReplicas(
       adopt.writer = daemon_id;
       adopt.complete = true;
       adopt.set_checksum(checksum);
+      adopt.quota_slot = tenants_.QuotaSlot(object.key);
       adopt.replicas.push_back(NewDiskReplica(disk.slot()));
       meta = locked.shard.objects.Insert(object.key, locked.hash, std::move(adopt));
       object_count_.fetch_add(1);

@@ -175,6 +175,7 @@ void MasterService::RestoreObject(ObjectRecord&& object) {
     meta.complete = true;
     meta.hard_pin = object.hard_pin;
     meta.set_checksum(object.checksum);
+    meta.quota_slot = tenants_.QuotaSlot(object.key);  // of this master's --tenant_quota
     // The deadline stays where it was (a past one: no pin), on this master's clock.
     int64_t left = object.soft_pin_until_unix_ms - options_.unix_ms();
     meta.soft_pin_ms = object.soft_pin_until_unix_ms > 0 && left > 0 ? meta.time_ms + left : 0;

@@ -18,8 +18,8 @@ int64_t SteadyMicros() {
 
 }  // namespace
 
-EvictionTier MasterService::TierOf(const Shard& shard, std::string_view key,
-                                   const ObjectMetadata& meta, int64_t now) const {
+EvictionTier MasterService::TierOf(const Shard& shard, const ObjectMetadata& meta,
+                                   int64_t now) const {
   if (!meta.complete || meta.hard_pin || meta.leased(now)) return EvictionTier::kNever;
   // On disk only, it takes no memory; pinned, its offload is on the way.
   if (meta.offload_pinned || meta.memory_replicas() == 0) return EvictionTier::kNever;
@@ -32,8 +32,7 @@ EvictionTier MasterService::TierOf(const Shard& shard, std::string_view key,
   if (meta.exist_hit && shard.exist_leases.Live(&meta, now)) return EvictionTier::kNever;
   const bool soft_pinned = meta.soft_pinned(now);
   if (soft_pinned && !options_.allow_evict_soft_pinned_objects) return EvictionTier::kNever;
-  // Last, as it is the one test that looks at the key (and then only with quotas).
-  if (tenants_.Sheltered(key)) {
+  if (tenants_.Sheltered(meta.quota_slot)) {
     return soft_pinned ? EvictionTier::kShelteredSoftPinned : EvictionTier::kSheltered;
   }
   return soft_pinned ? EvictionTier::kSoftPinned : EvictionTier::kPlain;
@@ -111,24 +110,34 @@ uint64_t MasterService::RunEvictionRound(uint64_t target, bool by_put) {
   const bool soft_too = options_.allow_evict_soft_pinned_objects;
   SampleForEviction(now);
   // The exposed tiers first; the sheltered ones (tenants within their quota) only once a
-  // walk that took every exposed candidate fell short. In each, the planned walk; when it
-  // falls short (the sample misjudged, or leases were granted since), one planned for
-  // four times as much; then any candidate of those tiers.
+  // walk that took every exposed candidate fell short, or once as many bytes went as the
+  // exposed tenants hold (so that a pool of sheltered objects costs no walk for nothing).
+  // In each, the planned walk; when it falls short (the sample misjudged, or leases were
+  // granted since), one planned for four times as much; then any candidate of those tiers.
   uint64_t freed = 0;
   int64_t evicted = 0;
   int walks = 0;
-  const EvictionTierSet phases[] = {ExposedTiers(soft_too),
-                                    tenants_.has_quotas() ? ShelteredTiers(soft_too) : EvictionTierSet{0}};
-  for (EvictionTierSet tiers : phases) {
+  const bool shares = tenants_.has_quotas();
+  const struct {
+    EvictionTierSet tiers;
+    uint64_t cap;  // the most this phase can take
+  } phases[] = {{ExposedTiers(soft_too), shares ? tenants_.ExposedBytes() : UINT64_MAX},
+                {shares ? ShelteredTiers(soft_too) : EvictionTierSet{0}, UINT64_MAX}};
+  for (const auto& phase : phases) {
+    uint64_t taken = 0;  // freed and queued by this phase
     int planned = 0;
-    for (uint64_t want = target - freed - queued; tiers != 0 && freed + queued < target;
-         want *= 4) {
-      EvictionThresholds take = planned < 2 ? planner_.Plan(want, object_count_.load(), tiers)
-                                            : EvictionThresholds::All(tiers);
-      freed += EvictionWalk(take, target - freed - queued, now, &evicted, &queued);
+    for (uint64_t want = target - freed - queued;
+         phase.tiers != 0 && freed + queued < target && taken < phase.cap; want *= 4) {
+      EvictionThresholds take = planned < 2
+                                    ? planner_.Plan(want, object_count_.load(), phase.tiers)
+                                    : EvictionThresholds::All(phase.tiers);
+      const uint64_t before = freed + queued;
+      freed += EvictionWalk(take, std::min(target - freed - queued, phase.cap - taken), now,
+                            &evicted, &queued);
+      taken += freed + queued - before;
       ++planned;
       ++walks;
-      if (take.TakesAll(tiers)) break;
+      if (take.TakesAll(phase.tiers)) break;
     }
   }
   evicted_count_.fetch_add(evicted);
@@ -155,9 +164,8 @@ void MasterService::SampleForEviction(int64_t now) {
     if (shard.objects.empty() || slots == 0) continue;
     const size_t window = std::min(slots, EvictionPlanner::kSampleSlots);
     size_t cursor = window == slots ? 0 : evict_rng_() % slots;
-    auto add = [&](std::string_view key, ObjectMetadata& meta) {
-      planner_.Add(TierOf(shard, key, meta, now), meta.time_ms,
-                   meta.size * meta.memory_replicas());
+    auto add = [&](std::string_view, ObjectMetadata& meta) {
+      planner_.Add(TierOf(shard, meta, now), meta.time_ms, meta.size * meta.memory_replicas());
       return false;
     };
     const size_t start = cursor;
@@ -179,8 +187,7 @@ uint64_t MasterService::EvictionWalk(const EvictionThresholds& take, uint64_t bu
   for (; visited < kShardCount && freed + queued_here < budget; ++visited) {
     Shard& shard = shards_[(evict_next_shard_ + visited) % kShardCount];
     ScanShard(shard, [&](std::string_view key, ObjectMetadata& meta) {
-      if (freed + queued_here >= budget ||
-          !take.Takes(TierOf(shard, key, meta, now), meta.time_ms)) {
+      if (freed + queued_here >= budget || !take.Takes(TierOf(shard, meta, now), meta.time_ms)) {
         return false;
       }
       // Listed before it goes: an object erased has left its group.
@@ -283,9 +290,7 @@ void MasterService::QueueEarlyOffloads(int64_t now) {
   for (size_t visited = 0; visited < kShardCount && covered < target; ++visited) {
     Shard& shard = shards_[(evict_next_shard_ + visited) % kShardCount];
     ScanShard(shard, [&](std::string_view key, ObjectMetadata& meta) {
-      if (covered >= target || !take.Takes(TierOf(shard, key, meta, now), meta.time_ms)) {
-        return false;
-      }
+      if (covered >= target || !take.Takes(TierOf(shard, meta, now), meta.time_ms)) return false;
       // Those on disk already, or whose daemon has no SSD, need nothing now.
       covered += meta.size * meta.memory_replicas();
       if (meta.disk_replicas() == 0 &&

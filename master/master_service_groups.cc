@@ -66,7 +66,7 @@ uint64_t MasterService::EvictRestOfGroup(const std::vector<std::string>& members
     ObjectMetadata* meta = locked.object;
     if (meta == nullptr) continue;
     // Whatever its age: it goes with its group, unless eviction could not take it alone.
-    if (!take.Reaches(TierOf(locked.shard, member, *meta, now))) continue;
+    if (!take.Reaches(TierOf(locked.shard, *meta, now))) continue;
     bool erase = false;
     freed += EvictOne(locked.shard, member, *meta, queued, &erase);
     if (erase) {

@@ -94,8 +94,9 @@ struct ObjectMetadata {
   int64_t soft_pin_ms = 0;
   int64_t writer = 0;                // daemon that started the put
   ReplicaList replicas;
-  // Nine one-bit flags in two bytes (bit-fields, so that they and the checksum still fit in
-  // the 8 bytes after the replica list; the static_assert below holds that).
+  // Nine one-bit flags in two bytes (bit-fields, so that they, the quota slot and the
+  // checksum still fit in the 8 bytes after the replica list; the static_assert below
+  // holds that).
   bool complete : 1;
   bool hard_pin : 1;
   // Some daemon was granted a lease it may cache without a record of it (the shard's
@@ -123,6 +124,11 @@ struct ObjectMetadata {
   // alone for one lease after time_ms, as if its put had leased it (docs/mooncake-api.md,
   // "leases").
   bool unread : 1;
+  // The key's tenant among those with a quota (TenantUsage::QuotaSlot; 0: none, as the
+  // default tenant and every tenant without a quota), set where the metadata is made: what
+  // eviction asks to tell whether the object is sheltered (master/eviction.h) without
+  // reading its key. In the two bytes the flags leave before the checksum.
+  uint16_t quota_slot = 0;
   uint32_t checksum = 0;
 
   bool leased(int64_t now_ms) const { return complete && time_ms > now_ms; }

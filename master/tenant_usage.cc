@@ -1,5 +1,6 @@
 #include "master/tenant_usage.h"
 
+#include <algorithm>
 #include <mutex>
 
 #include "common/tenant_key.h"
@@ -29,15 +30,21 @@ bool TenantUsage::ParseQuotas(const std::string& text, Quotas* out, std::string*
       return false;
     }
   }
+  if (quotas.size() > kMaxQuotas) {
+    *error = "more than " + std::to_string(kMaxQuotas) + " tenants";
+    return false;
+  }
   *out = std::move(quotas);
   return true;
 }
 
 TenantUsage::TenantUsage(const Quotas& quotas) {
   for (const auto& [tenant, bytes] : quotas) {
+    if (quota_entries_.size() == kMaxQuotas) break;  // ParseQuotas refuses more
     auto entry = std::make_unique<Entry>();
     entry->quota = bytes;
-    quotas_.emplace(tenant, entry.get());
+    quota_entries_.push_back(entry.get());
+    quota_slots_.emplace(tenant, static_cast<uint16_t>(quota_entries_.size()));
     named_.emplace(tenant, std::move(entry));
   }
 }
@@ -103,12 +110,20 @@ void TenantUsage::Prune() {
   }
 }
 
-bool TenantUsage::Sheltered(std::string_view key) const {
-  if (quotas_.empty() || key.empty() || key[0] != '\0') return false;  // no quota to be within
-  auto it = quotas_.find(tenant_key::TenantOf(key));
-  if (it == quotas_.end()) return false;
-  const Entry& e = *it->second;
-  return e.bytes.load(std::memory_order_relaxed) <= static_cast<int64_t>(e.quota);
+uint16_t TenantUsage::QuotaSlot(std::string_view key) const {
+  if (quota_slots_.empty() || key.empty() || key[0] != '\0') return 0;  // no quota here
+  auto it = quota_slots_.find(tenant_key::TenantOf(key));
+  return it == quota_slots_.end() ? 0 : it->second;
+}
+
+uint64_t TenantUsage::ExposedBytes() const {
+  int64_t sum = std::max<int64_t>(0, default_.bytes.load());
+  std::shared_lock<std::shared_mutex> lock(mu_);
+  for (const auto& [tenant, entry] : named_) {
+    int64_t bytes = std::max<int64_t>(0, entry->bytes.load());
+    if (entry->quota == 0 || bytes > static_cast<int64_t>(entry->quota)) sum += bytes;
+  }
+  return static_cast<uint64_t>(sum);
 }
 
 rpc::TenantStats TenantUsage::Describe(const std::string& tenant, const Entry& entry) {

@@ -16,9 +16,8 @@
 // Cost: the default tenant's figures are a few atomics; a named tenant's are found in a
 // small map under a shared lock. A tenant without a quota keeps an entry only while it
 // holds something (Prune), so claiming tenants costs nothing lasting. Eviction asks whether
-// an object's tenant is within its quota (Sheltered) without a lock: nothing at all when
-// no tenant has a quota, one byte for a default-tenant key, a lookup among the tenants with
-// a quota for a named tenant's.
+// an object's tenant is within its quota (Sheltered) by the slot its metadata keeps: no
+// lock and no lookup, one comparison for an object of a tenant without a quota.
 //
 // Thread-safety: every method may be called from any thread; the lock is a leaf (taken
 // under shard locks, never the other way).
@@ -43,10 +42,12 @@ class TenantUsage {
  public:
   // tenant id -> quota bytes (> 0).
   using Quotas = std::map<std::string, uint64_t>;
+  // The most tenants --tenant_quota may name (a slot is 16 bits).
+  static constexpr size_t kMaxQuotas = 65535;
 
   // "alice=1GB,bob=512MB" (sizes as every flag reads them; blanks around items ignored; ""
   // sets none). false with *error for a malformed item, an invalid tenant id, a size of 0
-  // or one that does not parse, or a tenant named twice.
+  // or one that does not parse, a tenant named twice, or more than kMaxQuotas tenants.
   static bool ParseQuotas(const std::string& text, Quotas* out, std::string* error);
 
   explicit TenantUsage(const Quotas& quotas);
@@ -69,12 +70,24 @@ class TenantUsage {
   std::vector<rpc::TenantStats> Stats() const;
 
   // Whether any tenant has a quota.
-  bool has_quotas() const { return !quotas_.empty(); }
-  // Whether the stored key's tenant has a quota and holds at most it now: its objects are
-  // sheltered from eviction while others can go (master/eviction.h). Neither the default
-  // tenant nor a tenant without a quota is. Lock-free: eviction asks it of every object it
-  // looks at, under a shard's lock.
-  bool Sheltered(std::string_view key) const;
+  bool has_quotas() const { return !quota_entries_.empty(); }
+  // The stored key's tenant among those with a quota, 1..kMaxQuotas; 0 for the default
+  // tenant and any tenant without one. Fixed for the process (the quotas are), so it is
+  // worked out once per object, where its metadata is made (ObjectMetadata::quota_slot).
+  uint16_t QuotaSlot(std::string_view key) const;
+  // Whether the tenant of quota slot (QuotaSlot) holds at most its quota now: its objects
+  // are sheltered from eviction while others can go (master/eviction.h). Never slot 0.
+  // Lock-free and a load or two: eviction asks it of every object it looks at, under a
+  // shard's lock.
+  bool Sheltered(uint16_t slot) const {
+    if (slot == 0) return false;
+    const Entry& e = *quota_entries_[slot - 1];
+    return e.bytes.load(std::memory_order_relaxed) <= static_cast<int64_t>(e.quota);
+  }
+  // At most how many bytes the tenants that are not sheltered now hold (the default
+  // tenant's, those without a quota, those over it): a round need not look for more of
+  // them than this (reservations and leased objects included, so it may find less).
+  uint64_t ExposedBytes() const;
 
  private:
   struct Entry {
@@ -94,9 +107,11 @@ class TenantUsage {
   Entry default_;  // the default tenant: never in the map, no quota
   mutable std::shared_mutex mu_;
   std::map<std::string, std::unique_ptr<Entry>, std::less<>> named_;  // guarded by mu_
-  // The entries of the tenants with a quota, made with named_ and never changed: those are
-  // never pruned, so they live as long as named_ and need no lock to find.
-  std::map<std::string, const Entry*, std::less<>> quotas_;
+  // The entries of the tenants with a quota, by slot - 1, and their slots by id: made with
+  // named_ and never changed (those entries are never pruned, so they live as long as
+  // named_ and need no lock to find).
+  std::vector<const Entry*> quota_entries_;
+  std::map<std::string, uint16_t, std::less<>> quota_slots_;
 };
 
 }  // namespace mooncake

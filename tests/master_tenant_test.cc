@@ -300,6 +300,34 @@ MasterOptions SharesOptions(const std::string& quota) {
 
 std::string N(const char* prefix, int i) { return prefix + std::to_string(i); }
 
+// Who is sheltered, from the figures as they are now: a tenant with a quota while it
+// holds at most its quota; never the default tenant nor one without a quota. And the
+// bytes the others hold, which bound what a round looks for among them.
+void test_shelter_follows_the_figures(void**) {
+  TenantUsage none({});
+  assert_false(none.has_quotas());
+  assert_int_equal(none.QuotaSlot(K("alice", "k")), 0);
+  TenantUsage t({{"alice", 4096}, {"carol", 1}});
+  assert_true(t.has_quotas());
+  const uint16_t alice = t.QuotaSlot(K("alice", "k"));
+  assert_true(alice != 0);
+  assert_true(t.QuotaSlot(K("carol", "k")) != alice);
+  assert_int_equal(t.QuotaSlot(K("bob", "k")), 0);
+  assert_int_equal(t.QuotaSlot("k"), 0);
+  assert_false(t.Sheltered(0));
+  assert_true(t.Sheltered(alice));  // holding nothing
+  t.Add(K("alice", "k"), 1, 4096);
+  t.Add(K("bob", "k"), 1, 1000);
+  t.Add("k", 1, 24);
+  assert_true(t.Sheltered(alice));  // at its quota
+  assert_int_equal(t.ExposedBytes(), 1024);
+  t.Add(K("alice", "k2"), 1, 1);  // over it (a quota lowered across a restart)
+  assert_false(t.Sheltered(alice));
+  assert_int_equal(t.ExposedBytes(), 1024 + 4097);
+  t.Add(K("alice", "k2"), -1, -1);
+  assert_true(t.Sheltered(alice));
+}
+
 // Attack 6 of issue 32 on the hand-moved clock: beta, well under its quota, wrote first;
 // tenants without a quota (a named one, and the default tenant) then fill the pool past
 // the watermark again and again. Before, eviction took the oldest objects of any tenant:
@@ -484,6 +512,12 @@ void test_quota_flag(void**) {
     assert_false(TenantUsage::ParseQuotas(bad, &q, &error));
     assert_true(!error.empty());
   }
+  // Each tenant with a quota has a 16-bit slot in its objects' metadata.
+  std::string many;
+  for (size_t i = 0; i <= TenantUsage::kMaxQuotas; ++i) many += "t" + std::to_string(i) + "=1,";
+  many.pop_back();
+  assert_false(TenantUsage::ParseQuotas(many, &q, &error));
+  assert_true(error.find("more than 65535 tenants") != std::string::npos);
   MasterOptions o = Options();
   o.tenant_quota = "alice=lots";
   assert_false(mooncake::ValidateMasterOptions(o, &error));
@@ -504,6 +538,7 @@ int main() {
       cmocka_unit_test(test_expiry_and_eviction_give_bytes_back),
       cmocka_unit_test(test_concurrent_puts_never_overshoot),
       cmocka_unit_test(test_unlisted_tenants_are_forgotten_once_empty),
+      cmocka_unit_test(test_shelter_follows_the_figures),
       cmocka_unit_test(test_eviction_spares_tenants_within_their_quota),
       cmocka_unit_test(test_over_quota_goes_first_then_oldest_sheltered),
       cmocka_unit_test(test_sheltered_objects_go_when_nothing_else_can),
