@@ -511,6 +511,17 @@ ErrorCode MasterService::UpsertEnd(int64_t writer, const std::string& key, int64
       if (offload) QueueOffload(shard, key, meta, /*for_eviction=*/false);
       return ErrorCode::OK;
     }
+    if (locked.object != nullptr && locked.object->complete) {
+      // No upsert of this key is open: it was dropped (its segment went, its writer was
+      // revoked, it was abandoned, the master restarted) or it was published already and
+      // this is a retry. Only the retry may answer OK: the object must hold this writer's
+      // value with this checksum. Anything else would acknowledge a value nobody stored
+      // (a writer that wrote the previous value too would pass PutEnd's retry check).
+      const ObjectMetadata& meta = *locked.object;
+      const bool published =
+          meta.writer == writer && checksum >= 0 && meta.checksum_or_none() == checksum;
+      return published ? ErrorCode::OK : ErrorCode::ILLEGAL_CLIENT;
+    }
   }
   return PutEnd(writer, key, checksum);  // the upsert created a new object
 }

@@ -505,6 +505,32 @@ void test_upsert_revoke_keeps_old_value(void**) {
   assert_true(Same(got.replicas[0], old[0]));
 }
 
+// An upsert the master dropped (here abandoned past the release timeout; also when its
+// segment goes or its writer is revoked) must not be acknowledged: its writer wrote the
+// previous value too, so PutEnd's "retried PutEnd" rule would answer OK for a value
+// nobody published. A retry of an UpsertEnd that did publish still answers OK.
+void test_dropped_upsert_is_not_acknowledged(void**) {
+  MasterService s(Options());
+  AddDaemon(s, 1);
+  assert_int_equal(s.PutStart(1, "k", 64, Cfg()).code, 0);
+  assert_int_equal(ToInt(s.PutEnd(1, "k", 111)), 0);
+  assert_int_equal(s.UpsertStart(1, "k", 128, Cfg()).code, 0);
+  g_now = kT0 + kRelease + 1000;
+  s.Tick();  // the upsert is abandoned and dropped
+  assert_int_equal(ToInt(s.UpsertEnd(1, "k", 222)), kNotOwner);
+  rpc::ReplicaListResult got = s.GetReplicaList("k");
+  assert_int_equal(got.size, 64);
+  assert_int_equal(got.checksum, 111);
+
+  assert_int_equal(s.UpsertStart(1, "k", 128, Cfg()).code, 0);
+  assert_int_equal(ToInt(s.UpsertEnd(1, "k", 222)), 0);
+  assert_int_equal(ToInt(s.UpsertEnd(1, "k", 222)), 0);  // a retry of the publish
+  assert_int_equal(ToInt(s.UpsertEnd(1, "k", 333)), kNotOwner);
+  assert_int_equal(ToInt(s.UpsertEnd(2, "k", 222)), kNotOwner);
+  assert_int_equal(ToInt(s.UpsertEnd(1, "k")), kNotOwner);  // no checksum: cannot tell
+  assert_int_equal(s.GetReplicaList("k").size, 128);
+}
+
 void test_upsert_of_missing_key_is_a_put(void**) {
   MasterService s(Options());
   AddDaemon(s, 1);
@@ -613,6 +639,7 @@ int main(void) {
       cmocka_unit_test(test_preferred_segments_first_avoided_last),
       cmocka_unit_test(test_allocation_best_effort_and_no_space),
       cmocka_unit_test(test_put_start_on_complete_key),
+      cmocka_unit_test(test_dropped_upsert_is_not_acknowledged),
       cmocka_unit_test(test_abandoned_put_taken_over_and_released_late),
       cmocka_unit_test(test_processing_put_released_after_release_timeout),
       cmocka_unit_test(test_end_and_revoke_only_by_writer),
