@@ -260,7 +260,6 @@ int64_t MasterService::DropSegment(const std::shared_ptr<Segment>& segment, bool
   std::vector<ParkedSegments::Object> parked;
   int64_t dropped = DropSegmentReplicas(segment->slot(), park ? &parked : nullptr);
   segments_.Erase(segment->slot());
-  std::vector<ParkedSegments::Range> to_free;
   if (park) {
     MC_LOG_WARN("segment %lld of %s dropped: its %zu objects parked for %lld ms, for its "
                 "daemon to re-offer if it comes back with its memory",
@@ -269,7 +268,8 @@ int64_t MasterService::DropSegment(const std::shared_ptr<Segment>& segment, bool
                 static_cast<long long>(options_.parked_segment_ttl_ms));
     parked_.Park(segment->info(), std::move(parked), Now() + options_.parked_segment_ttl_ms);
   } else {
-    size_t n = parked_.DiscardSegment(segment->info().segment_id, &to_free);
+    // Ranges reserved for them were in this segment: gone with it, nothing to free.
+    size_t n = parked_.DiscardSegment(segment->info().segment_id, nullptr);
     CountDropped(DropReason::kParkedExpired, static_cast<int64_t>(n));
   }
   return dropped;

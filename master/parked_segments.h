@@ -82,7 +82,8 @@ class ParkedSegments {
   size_t Discard(const std::string& key, std::vector<Range>* to_free);
   // The parked keys for which match holds (RemoveByRegex, RemoveAll), copied out.
   std::vector<std::string> Keys(const std::function<bool(const std::string&)>& match) const;
-  // Discards the set of segment_id (its segment was unmounted on purpose).
+  // Discards the set of segment_id (its segment was unmounted on purpose). to_free may be
+  // null here and above when the ranges went with their segment.
   size_t DiscardSegment(int64_t segment_id, std::vector<Range>* to_free);
   // Discards sets past their deadline; the objects discarded.
   size_t Expire(int64_t now_ms, std::vector<Range>* to_free);
