@@ -192,6 +192,25 @@ void TestBadReplicaGoesButTheOtherStays(void**) {
   assert_int_equal(Dropped(*s, "restore_checksum"), 1);
 }
 
+// A standby taking over (ha.md) may lack what the old leader wrote alone: its replicas
+// start unverified as after a restore, even those checked before.
+void TestTakeOverUnverifiesAgain(void**) {
+  TempDir dir;
+  MasterService a(VerifyOptions());
+  Join(a, 1);
+  PutSum(a, 1, "k", 42, On(1));
+  auto s = SnapshotAndRestore(a, dir.path);
+  Join(*s, 1);
+  for (const auto& r : ListAll(*s, 1)) assert_int_equal(Report(*s, 1, r, true), 0);
+  assert_int_equal(s->GetStats().unverified_replicas, 0);
+  s->TakeOver();
+  assert_int_equal(s->GetStats().unverified_replicas, 1);
+  Join(*s, 1);
+  std::vector<rpc::UnverifiedReplica> again = ListAll(*s, 1);
+  assert_int_equal(again.size(), 1);
+  assert_string_equal(again[0].key.c_str(), "k");
+}
+
 // ---- a daemon that returns late ------------------------------------------------------------
 
 // Daemon 1 (segment 11) with "kept", "re-put", "removed"; daemon 2 beats throughout.
@@ -317,6 +336,7 @@ int main() {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(TestRestoredReplicasWaitForTheirDaemon),
       cmocka_unit_test(TestBadReplicaGoesButTheOtherStays),
+      cmocka_unit_test(TestTakeOverUnverifiesAgain),
       cmocka_unit_test(TestParkedObjectsAreAdoptedBack),
       cmocka_unit_test(TestParkedBadBytesAreDropped),
       cmocka_unit_test(TestParkedObjectsExpire),
