@@ -110,6 +110,10 @@ struct ReplicaDescriptor {
   6: i64 daemon_id,
   7: i64 offset,                          // inside the segment
   8: i64 size,
+  // A memory replica restored (or re-attached) whose bytes its daemon has not verified
+  // against the object's CRC-32C yet (docs/durability.md, "Verification after restore"):
+  // a whole-value read may use it (the reader checks the CRC), a fragment read must not.
+  9: bool unverified = false,
 }
 
 struct PutStartResult {
@@ -257,6 +261,13 @@ struct MasterStats {
   19: i64 replication_bootstraps,         // standby: snapshots fetched from the leader and loaded
   20: i64 replication_applied,            // standby: log records applied since start
   21: i64 sync_set_size,                  // leader: standbys a strict acknowledgement waits for
+  // Objects dropped because their bytes could not be trusted, by reason
+  // (mooncake_master_objects_dropped_total): restore_checksum, restore_unverifiable (kept,
+  // not dropped: counted only), parked_expired.
+  22: map<string, i64> objects_dropped,
+  23: i64 unverified_replicas,            // memory replicas waiting for their daemon's check
+  24: i64 parked_objects,                 // objects of dropped segments kept aside (parked)
+  25: i64 parked_adopted,                 // parked objects adopted back since start
 }
 
 struct SnapshotResult {
@@ -290,6 +301,29 @@ struct OffloadTasksResult {
   3: i64 lease_ttl_ms,                    // each task's memory replica is read-leased this long
                                           // from the reply: the copy must end within it
   4: i64 master_epoch,                    // of the master that granted those leases
+}
+
+// Verification after a restore or a late return (docs/durability.md): a memory replica in
+// the caller's segment the master cannot vouch for, with what the daemon checks it against.
+struct UnverifiedReplica {
+  1: string key,                          // stored key
+  2: i64 offset,                          // inside the segment
+  3: i64 size,
+  4: i64 checksum,                        // CRC-32C of the value; -1: none (cannot be checked)
+}
+
+struct UnverifiedPage {
+  1: i32 code,
+  2: list<UnverifiedReplica> replicas,
+  3: i64 next_cursor,                     // -1: the walk is over
+}
+
+// What the daemon found: ok, the CRC-32C of [offset, offset + size) of its segment is the
+// checksum listed (or the listing had none).
+struct VerifiedReplica {
+  1: string key,
+  2: i64 offset,
+  3: bool ok,
 }
 
 // An object a daemon's SSD holds, as it re-registers them (RegisterDiskReplicas).
@@ -521,6 +555,22 @@ service MasterService {
   // LOCAL_DISK replicas (objects left with no replica go). Per key 0, or -704 when there was
   // no such replica (also 0 for the daemon: nothing to keep).
   list<i32> DropDiskReplicas(1: i64 daemon_id, 2: i64 disk_segment_id, 3: list<string> keys),
+
+  // Verification after a restore, a takeover, or a return past the grace period
+  // (docs/durability.md, "Verification after restore", "A daemon that returns late"). After
+  // (re-)mounting a memory segment its daemon pages through the replicas there the master
+  // cannot vouch for -- restored ones, and objects parked when the segment was dropped --
+  // from cursor 0 until next_cursor is -1, at most max_replicas (1..4096, else -600) a
+  // page; -101 unknown segment, -601 not daemon_id's, -103 unknown daemon. Reads nothing
+  // it changes: safe to repeat.
+  UnverifiedPage ListUnverified(1: i64 daemon_id, 2: i64 segment_id, 3: i64 cursor,
+                                4: i32 max_replicas),
+  // What the daemon found, per replica (key and offset as listed): 0 once settled -- a
+  // good one is verified (a parked one adopted, or discarded when its key was written or
+  // removed meanwhile), a bad one dropped (the object goes with its last replica) -- and
+  // -704 when there is no such replica waiting (settled already: a repeat is answered so,
+  // and changes nothing), -600 a bad key. Same segment codes as ListUnverified.
+  list<i32> ReportVerified(1: i64 daemon_id, 2: i64 segment_id, 3: list<VerifiedReplica> replicas),
   // Promotion on hit (--promotion_on_hit): reserves one memory replica (PROCESSING) for an
   // object whose replicas are all on disk, for the reader to write its bytes into; -705 it
   // has a memory replica (or one is being made), -704 missing, or no longer the value read:

@@ -782,6 +782,23 @@ ErrorCode MasterClient::DropDiskReplicas(int64_t daemon_id, int64_t disk_segment
                       keys);
 }
 
+ErrorCode MasterClient::ListUnverified(int64_t daemon_id, int64_t segment_id, int64_t cursor,
+                                       int32_t max_replicas, rpc::UnverifiedPage* out) {
+  ErrorCode call = Call(
+      [&](rpc::MasterServiceClient& c) {
+        c.ListUnverified(*out, daemon_id, segment_id, cursor, max_replicas);
+      },
+      Repeat::kSafe);
+  return CodeOf(call, out->code);
+}
+
+ErrorCode MasterClient::ReportVerified(int64_t daemon_id, int64_t segment_id,
+                                       const std::vector<rpc::VerifiedReplica>& replicas,
+                                       std::vector<ErrorCode>* out) {
+  return CallForCodes(*this, Repeat::kSafe, replicas.size(), out,
+                      &rpc::MasterServiceClient::ReportVerified, daemon_id, segment_id, replicas);
+}
+
 // Promotion on hit: a reservation is made once (a second PromoteStart would meet the
 // first's, -705); PromoteEnd follows it.
 

@@ -234,6 +234,13 @@ class MasterClient {
                                  std::vector<ErrorCode>* out);
   ErrorCode DropDiskReplicas(int64_t daemon_id, int64_t disk_segment_id,
                              const std::vector<std::string>& keys, std::vector<ErrorCode>* out);
+  // Verification after a restore or a late return (docs/durability.md): both safe to
+  // repeat (a report settled already is answered -704 and changes nothing).
+  ErrorCode ListUnverified(int64_t daemon_id, int64_t segment_id, int64_t cursor,
+                           int32_t max_replicas, rpc::UnverifiedPage* out);
+  ErrorCode ReportVerified(int64_t daemon_id, int64_t segment_id,
+                           const std::vector<rpc::VerifiedReplica>& replicas,
+                           std::vector<ErrorCode>* out);
   // Promotion on hit (docs/ssd.md).
   // Returns out->code (or RPC_FAIL): OK with one memory replica reserved to write into,
   // OBJECT_ALREADY_EXISTS (it has a memory replica, or one is being made), OBJECT_NOT_FOUND,

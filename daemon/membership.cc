@@ -28,7 +28,9 @@ Membership::Membership(MasterClient* master, TransferEngine* engine, std::string
       name_(std::move(name)),
       daemon_id_(RandomId()),
       incarnation_(RandomId()),
-      heartbeat_interval_ms_(heartbeat_interval_ms) {
+      heartbeat_interval_ms_(heartbeat_interval_ms),
+      verifier_(std::make_unique<SegmentVerifier>(
+          master, daemon_id_, [this](int64_t id) { return Find(id); })) {
   master_->SetLeaderChangeHandler([this](const MasterLeader& leader) {
     if (!leader.known()) return;  // an election: the next leader is what matters
     std::lock_guard<std::mutex> lock(heartbeat_mu_);
@@ -40,6 +42,7 @@ Membership::Membership(MasterClient* master, TransferEngine* engine, std::string
 Membership::~Membership() {
   master_->SetLeaderChangeHandler(nullptr);
   StopHeartbeat();
+  verifier_->Stop();
 }
 
 bool Membership::RegisterWithRetry(const std::atomic<bool>& stop) {
@@ -288,6 +291,8 @@ ErrorCode Membership::Reregister() {
       master_->UnmountSegment(daemon_id_, s.first);
     } else if (rc == ErrorCode::OK || rc == ErrorCode::SEGMENT_ALREADY_EXISTS) {
       ++mounted;
+      // Restored or parked replicas in it wait for our check.
+      if (rc == ErrorCode::OK) verifier_->Enqueue(s.first);
     } else {
       MC_LOG_WARN("mounting segment %lld again failed: %s", static_cast<long long>(s.first),
                   ErrorName(rc));

@@ -30,6 +30,10 @@
 // restarts -- because its replicas outlive this process. After each (re-)mount of it the
 // hook set with SetAfterDiskMount runs (the tier re-registers what its SSD holds).
 //
+// After each re-mount of a memory segment, daemon/segment_verifier.h checks (in its own
+// thread) the replicas there the master cannot vouch for: those a restore brought back,
+// and the objects it parked when it dropped the segment while we were away.
+//
 // Thread-safety: all methods may be called from any thread. The master client's
 // leader-change handler takes heartbeat_mu_ (under the client's handler lock); nothing
 // here holds heartbeat_mu_ while calling the master.
@@ -52,6 +56,7 @@
 #include "daemon/epoch_gate.h"
 #include "daemon/master_client.h"
 #include "daemon/segment_memory.h"
+#include "daemon/segment_verifier.h"
 #include "daemon/transfer_engine.h"
 
 namespace mooncake {
@@ -193,6 +198,8 @@ class Membership {
   bool heartbeat_stop_ = false;  // guarded by heartbeat_mu_
   bool heartbeat_now_ = false;   // a leader change: beat without waiting; guarded by heartbeat_mu_
   std::thread heartbeat_;
+  // Last: stopped first, while what it reads (Find) is still there.
+  std::unique_ptr<SegmentVerifier> verifier_;
 };
 
 // A random positive 63-bit id (never 0).

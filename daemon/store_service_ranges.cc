@@ -17,6 +17,9 @@
 //    its bytes are still checked by the SSD tier, which keeps a CRC per 256 KiB block and
 //    checks every block the range touches (daemon/ssd_store.h); from memory they are not
 //    checked (memory holds no per-range checksums), as with Mooncake's ranged reads.
+//  - a memory replica a restore brought back and its daemon has not verified yet (it may
+//    hold another object's bytes) serves no fragment but a checked whole value: another
+//    replica does, or the fragment answers -703 (retry once verification is done).
 // Every copy is bounded by the lease, as a GET's: one that may have overrun it answers -707.
 //
 // The read cache. A ranged read uses a local entry (a memcpy under the entry's deadline)
@@ -64,6 +67,27 @@ struct Fragment {
 
 bool InsideValue(const uds::WireRange& r, uint64_t size) {
   return r.length <= size && r.src_offset <= size - r.length;
+}
+
+// A restored replica its daemon has not verified yet may hold another object's bytes
+// (docs/durability.md, "Verification after restore"): a read of the whole value checks
+// them against the CRC, a fragment cannot, so fragments are not read from it. OK, or -703
+// (retry) when no other replica is left.
+ErrorCode SkipUnverified(const KeyRead& kr, const std::vector<Fragment>& fragments,
+                         rpc::ReplicaListResult* list) {
+  if (list->code != 0) return ErrorCode::OK;
+  bool whole_only = true;
+  for (size_t f : kr.fragments) {
+    const uds::WireRange& r = *fragments[f].range;
+    whole_only = whole_only && r.src_offset == 0 && static_cast<int64_t>(r.length) == list->size;
+  }
+  if (whole_only && list->checksum >= 0) return ErrorCode::OK;
+  auto& replicas = list->replicas;
+  size_t before = replicas.size();
+  replicas.erase(std::remove_if(replicas.begin(), replicas.end(),
+                                [](const rpc::ReplicaDescriptor& d) { return d.unverified; }),
+                 replicas.end());
+  return before > 0 && replicas.empty() ? ErrorCode::REPLICA_IS_NOT_READY : ErrorCode::OK;
 }
 
 }  // namespace
@@ -128,6 +152,8 @@ ErrorCode StoreService::ReadRanges(ClientConnection* s,
         kr.code = rc;
         continue;
       }
+      kr.code = SkipUnverified(kr, fragments, &lists[m]);
+      if (kr.code != ErrorCode::OK) continue;
       kr.code = Locate(kr.key, lists[m], &kr.candidates, &kr.size);
       kr.listed = true;
       kr.checksum = lists[m].checksum;

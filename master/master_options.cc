@@ -144,6 +144,10 @@ void RegisterMasterFlags(FlagSet* f, MasterOptions* o) {
   f->AddDuration("reattach_grace_period_sec", &o->reattach_grace_ms, 1000,
                  "after a restore, a segment whose daemon has not mounted it again within "
                  "this is dropped with its replicas");
+  f->AddDuration("parked_segment_ttl_sec", &o->parked_segment_ttl_ms, 1000,
+                 "a memory segment dropped because its daemon did not come back in time "
+                 "keeps its objects aside this long (not readable), for that daemon to "
+                 "re-offer them if it returns with its memory intact; 0: drop them at once");
   f->AddBool("enable_ha", &o->enable_ha,
              "campaign for leadership through etcd: the leader serves, standbys follow its "
              "operation log, answer -1600 and take over when it goes; needs "
@@ -234,6 +238,8 @@ bool ValidateMasterOptions(const MasterOptions& o, std::string* error) {
     *error = "--oplog_flush_interval must be in (0, 60 s]";
   } else if (o.reattach_grace_ms <= 0) {
     *error = "--reattach_grace_period_sec must be positive";
+  } else if (o.parked_segment_ttl_ms < 0) {
+    *error = "--parked_segment_ttl_sec must not be negative";
   } else if (o.max_total_finished_tasks < 0 || o.max_total_pending_tasks < 0 ||
              o.max_total_processing_tasks < 0 || o.pending_task_timeout_ms < 0 ||
              o.processing_task_timeout_ms < 0 || o.max_retry_attempts < 0 ||

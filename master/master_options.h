@@ -107,6 +107,10 @@ struct MasterOptions {
   int64_t oplog_flush_interval_ms = 100;
   // After a restore: how long a restored segment's daemon has to mount it again.
   int64_t reattach_grace_ms = 30000;
+  // A memory segment dropped because its daemon did not come back in time keeps its
+  // objects aside ("parked") this long, for that daemon to re-offer them if it returns
+  // with its memory intact (docs/durability.md, "A daemon that returns late").
+  int64_t parked_segment_ttl_ms = 300000;
 
   // High availability (docs/ha.md): masters of one cluster_id campaign through etcd; the
   // leader serves, the standbys follow its operation log and take over when it goes.

@@ -201,6 +201,7 @@ void MasterService::DescribeReplicas(const ReplicaList& replicas, uint64_t size,
     d.daemon_id = segment->info().daemon_id;
     d.offset = static_cast<int64_t>(r.offset);
     d.size = static_cast<int64_t>(size);
+    d.__set_unverified(r.unverified);
     out->push_back(std::move(d));
   };
   // Memory replicas first, then disk ones: the order readers prefer (docs/ssd.md).
@@ -637,6 +638,7 @@ ErrorCode MasterService::Remove(const std::string& key, bool force, CacheHolderS
   StateGate::Shared gate(gate_);
   if (!ValidKey(key)) return ErrorCode::INVALID_PARAMS;
   LockedKey locked(*this, key);
+  DiscardParked(key);  // a removed key never comes back (master/parked_segments.h)
   ObjectMetadata* meta = locked.object;
   if (meta == nullptr) return ErrorCode::OBJECT_NOT_FOUND;
   if (!meta->complete) return ErrorCode::REPLICA_IS_NOT_READY;
@@ -720,6 +722,7 @@ int64_t MasterService::RemoveMatching(bool force, const std::string& tenant, con
     };
     ScanShard(shard, collect, remove_matches);
   }
+  DiscardParkedMatching(tenant, match);
   return removed;
 }
 

@@ -113,6 +113,7 @@
 #include <vector>
 
 #include "common/error_code.h"
+#include "common/log_throttle.h"
 #include "master/cache_holders.h"
 #include "master/daemon_registry.h"
 #include "master/eviction.h"
@@ -122,6 +123,7 @@
 #include "master/object_metadata.h"
 #include "master/object_table.h"
 #include "master/offload_queues.h"
+#include "master/parked_segments.h"
 #include "master/replica_tasks.h"
 #include "master/segment_registry.h"
 #include "master/state_gate.h"
@@ -397,6 +399,19 @@ class MasterService {
   static constexpr int64_t kOffloadRetryPauseMs = 30000;
   // The upkeep queues early offloads (--offload_on_evict) at most this often.
   static constexpr int64_t kEarlyOffloadPeriodMs = 1000;
+
+  // ---- verification after a restore, parked objects (master_service_verify.cc) ----
+  // The calls' rules are common/master.thrift's (docs/durability.md, "Verification after
+  // restore"): daemon_id's own attached memory segment segment_id (-103, -101, -601 as
+  // FindOwnSegment). A page walks the segment's unverified replicas shard by shard
+  // (cursor 0..kShardCount-1; only while the segment counts some), then its claimed parked
+  // objects (cursor kShardCount + index); about max_replicas (1..kMaxUnverifiedPage, else
+  // -600) a page. A report verifies, drops or adopts per replica; -704 for one not waiting.
+  rpc::UnverifiedPage ListUnverified(int64_t daemon_id, int64_t segment_id, int64_t cursor,
+                                     int32_t max_replicas);
+  std::vector<int32_t> ReportVerified(int64_t daemon_id, int64_t segment_id,
+                                      const std::vector<rpc::VerifiedReplica>& replicas);
+  static constexpr int32_t kMaxUnverifiedPage = 4096;
 
   // ---- copy and move tasks (master_service_tasks.cc; docs/master.md) ----
   // The calls' rules are common/master.thrift's; the table is master/replica_tasks.h. A
@@ -823,11 +838,14 @@ class MasterService {
   // each started: a daemon declared dead may only be stopped, and write on when it
   // resumes). Its LOCAL_DISK segment is detached for disk_grace_ms instead (the SSD
   // outlives the process: its restart takes it back), and its offload queue dropped.
-  void DeclareDead(int64_t daemon_id, int64_t disk_grace_ms);
+  // park: as DropSegment's (the grace ran out; not when a new daemon replaced it).
+  void DeclareDead(int64_t daemon_id, int64_t disk_grace_ms, bool park = false);
   // Drops every replica in the segment (objects left with none go, unlogged: the caller
   // logged the unmount) and every pending move from or into it; the number of objects
   // that went.
-  int64_t DropSegmentReplicas(uint32_t slot);
+  // parked (when given) gets the complete objects that went, as ParkedSegments keeps them.
+  int64_t DropSegmentReplicas(uint32_t slot,
+                              std::vector<ParkedSegments::Object>* parked = nullptr);
   void RevokeWriter(int64_t writer);
   void ReleaseAbandonedPuts(int64_t now);
   // Drops unfinished puts and upserts for which match(writer, start_ms) holds; their space
@@ -838,11 +856,36 @@ class MasterService {
   // back and could not prove the segment was its own).
   void DropDetached(int64_t now);
   // Drops one segment with its replicas (the unmount logged first); under membership_mu_.
-  // The number of objects that went with it.
-  int64_t DropSegment(const std::shared_ptr<Segment>& segment);
+  // The number of objects that went with it. park: its daemon did not come back in time,
+  // and may still hold their bytes: the objects that went are parked (parked_) for
+  // parked_segment_ttl, unless that is 0. Otherwise a set parked under its id is discarded.
+  int64_t DropSegment(const std::shared_ptr<Segment>& segment, bool park = false);
   // After an eviction made room: puts the evictions on disk and frees their space now,
   // rather than at the next Tick.
   void ReclaimEvicted();
+
+  // ---- verification and parked objects (master_service_verify.cc) ----
+  // The reasons of mooncake_master_objects_dropped_total this file counts.
+  enum class DropReason : size_t { kRestoreChecksum, kRestoreUnverifiable, kParkedExpired, kCount };
+  static const char* DropReasonName(DropReason reason);
+  // Counts n objects under reason, and logs the loss (throttled; unverifiable ones are
+  // kept, so only counted).
+  void CountDropped(DropReason reason, int64_t n);
+  // Under the key's shard lock: meta's unverified memory replica (index in) failed its
+  // check: it goes, logged; the object goes with it when it was the last.
+  void DropUnverifiedReplica(LockedKey& locked, ObjectMetadata& meta, size_t in);
+  // Under the key's shard lock: the key was removed: any parked object of it goes.
+  void DiscardParked(const std::string& key);
+  // RemoveByRegex and RemoveAll: tenant's parked keys that match (null: all) go.
+  void DiscardParkedMatching(const std::string& tenant, const KeyMatch* match);
+  // Upkeep: parked sets past their TTL go (counted parked_expired).
+  void ExpireParked(int64_t now);
+  // Under the registry's lock, on a memory segment mounted new: reserves the ranges of the
+  // objects parked under its id when its identity is the dropped one's, else discards them.
+  void ClaimParked(const rpc::SegmentInfo& info, Segment& segment);
+  // For GetStats.
+  int64_t UnverifiedReplicas() const;
+  std::map<std::string, int64_t> DroppedObjects() const;
 
   // ---- copy and move tasks (master_service_tasks.cc) ----
   // The attached memory segments named name (none: the name is unknown here).
@@ -1012,6 +1055,13 @@ class MasterService {
     std::atomic<int64_t> objects{0}, bytes{0}, disk_only{0}, queued{0}, done{0}, failed{0},
         dropped_tasks{0}, evict_offloads{0}, promotions{0}, adopted{0}, dropped{0};
   } disk_;
+  // Verification and parked objects (master_service_verify.cc).
+  ParkedSegments parked_;
+  struct VerifyCounters {
+    std::atomic<int64_t> dropped[static_cast<size_t>(DropReason::kCount)] = {};
+    std::atomic<int64_t> adopted{0};
+  } verify_;
+  LogThrottle drop_log_;
   size_t holder_sweep_next_ = 0;  // the shard PruneShardRecords starts at; only touched by Tick
   // Until then a daemon the registry no longer lists may cache an untracked object: the
   // latest lease granted to an unregistered reader of one, or one lease after a daemon

@@ -284,6 +284,9 @@ MasterService::RestoreCounts MasterService::FinishRestore() {
     // cannot be valid either.)
     if (segment && segment->Reserve(range.offset, range.size, &node)) {
       range.replica->alloc_node = node;
+      // Freed and given to another object after the restored point, perhaps: its daemon
+      // checks it (master_service_verify.cc).
+      range.replica->unverified = true;
     } else {
       range.replica->status = ReplicaStatus::kFailed;
     }
@@ -291,6 +294,7 @@ MasterService::RestoreCounts MasterService::FinishRestore() {
   // Each tenant's figures are counted again from what is left (master/tenant_usage.h).
   tenants_.ClearUsage();
   disk_.objects = disk_.bytes = disk_.disk_only = 0;
+  std::unordered_map<uint32_t, int64_t> unverified;  // by slot
   for (size_t s = 0; s < kShardCount; ++s) {
     std::lock_guard<std::mutex> lock(shards_[s].mu);
     shards_[s].objects.ForEach([&](std::string_view key, ObjectMetadata& meta) {
@@ -300,6 +304,9 @@ MasterService::RestoreCounts MasterService::FinishRestore() {
         ++restore_counts_.dropped_replicas;
       }
       if (!meta.replicas.empty()) {
+        for (size_t i = 0; i < meta.replicas.size(); ++i) {
+          unverified[meta.replicas[i].segment] += meta.replicas[i].unverified;
+        }
         tenants_.Add(key, 1, MemoryBytes(meta.size, meta.replicas));
         CountDisk(meta, 1);
         return false;
@@ -316,6 +323,8 @@ MasterService::RestoreCounts MasterService::FinishRestore() {
   restore_fence_ms_ = Now() + options_.default_kv_lease_ttl_ms;
   int64_t deadline = Now() + options_.reattach_grace_ms;
   for (const std::shared_ptr<Segment>& s : all) {
+    auto n = unverified.find(s->slot());
+    s->SetUnverified(n == unverified.end() ? 0 : n->second);
     s->set_detach_deadline_ms(deadline);  // restored detached: dropped then if not back
     daemons_.ExpectBack(s->info().daemon_id, s->info().name, deadline);
   }
@@ -361,6 +370,7 @@ void MasterService::ClearState() {
   disk_.objects = disk_.bytes = disk_.disk_only = disk_.queued = 0;
   tenants_.ClearUsage();
   restore_counts_ = RestoreCounts();
+  parked_.Clear();
 }
 
 }  // namespace mooncake

@@ -82,7 +82,13 @@ ErrorCode MasterService::MountSegment(const rpc::SegmentInfo& segment) {
     }
   }
   SegmentRegistry::MountOutcome outcome;
-  ErrorCode rc = segments_.Mount(segment, /*taker_has_name=*/name == segment.name, &outcome);
+  // A memory segment dropped past its grace and mounted again by the same process gets
+  // back the ranges of its parked objects before anyone can allocate there.
+  auto claim = [this, &segment](Segment& fresh) {
+    if (!parked_.empty() && !fresh.disk()) ClaimParked(segment, fresh);
+  };
+  ErrorCode rc = segments_.Mount(segment, /*taker_has_name=*/name == segment.name, &outcome,
+                                 claim);
   uint32_t known_slot = 0;
   if (rc == ErrorCode::SEGMENT_ALREADY_EXISTS && segment.lender != 0 &&
       !segments_.SlotOf(segment.segment_id, &known_slot)) {
@@ -138,6 +144,7 @@ void MasterService::Tick() {
   PruneShardRecords(now);
   ReleaseAbandonedPuts(now);
   RunDeferredFrees(now);
+  ExpireParked(now);
   ExpireOffloads(now);
   ExpireTasks(now);
   RunDrainJobs(now);
@@ -188,13 +195,14 @@ void MasterService::CheckLiveness(int64_t now) {
       MC_LOG_WARN("daemon %lld did not come back within its grace period",
                   static_cast<long long>(daemon));
     }
-    DeclareDead(daemon, absence == DaemonRegistry::Absence::kRestored
-                            ? options_.reattach_grace_ms
-                            : deadline - now);
+    DeclareDead(daemon,
+                absence == DaemonRegistry::Absence::kRestored ? options_.reattach_grace_ms
+                                                              : deadline - now,
+                /*park=*/true);
   }
 }
 
-void MasterService::DeclareDead(int64_t daemon_id, int64_t disk_grace_ms) {
+void MasterService::DeclareDead(int64_t daemon_id, int64_t disk_grace_ms, bool park) {
   // It may be alive (stopped, partitioned) and still serve cached reads of untracked
   // objects, which "every daemon" no longer reaches: one lease from now they have ended.
   ExtendUnlisted(Now() + options_.default_kv_lease_ttl_ms);
@@ -213,7 +221,7 @@ void MasterService::DeclareDead(int64_t daemon_id, int64_t disk_grace_ms) {
       continue;
     }
     segment->StopAllocating();
-    int64_t dropped = DropSegment(segment);
+    int64_t dropped = DropSegment(segment, park);
     MC_LOG_WARN("segment %lld of dead daemon %lld dropped with %lld objects",
                 static_cast<long long>(segment->info().segment_id),
                 static_cast<long long>(daemon_id), static_cast<long long>(dropped));
@@ -242,18 +250,33 @@ void MasterService::DropDetached(int64_t now) {
                 "with its replicas",
                 static_cast<long long>(segment->info().segment_id), segment->info().name.c_str());
     segment->StopAllocating();
-    DropSegment(segment);
+    DropSegment(segment, /*park=*/true);
   }
 }
 
-int64_t MasterService::DropSegment(const std::shared_ptr<Segment>& segment) {
+int64_t MasterService::DropSegment(const std::shared_ptr<Segment>& segment, bool park) {
   LogUnmount(segment->info().segment_id);
-  int64_t dropped = DropSegmentReplicas(segment->slot());
+  park = park && options_.parked_segment_ttl_ms > 0 && !segment->disk();
+  std::vector<ParkedSegments::Object> parked;
+  int64_t dropped = DropSegmentReplicas(segment->slot(), park ? &parked : nullptr);
   segments_.Erase(segment->slot());
+  if (park) {
+    MC_LOG_WARN("segment %lld of %s dropped: its %zu objects parked for %lld ms, for its "
+                "daemon to re-offer if it comes back with its memory",
+                static_cast<long long>(segment->info().segment_id),
+                segment->info().name.c_str(), parked.size(),
+                static_cast<long long>(options_.parked_segment_ttl_ms));
+    parked_.Park(segment->info(), std::move(parked), Now() + options_.parked_segment_ttl_ms);
+  } else {
+    // Ranges reserved for them were in this segment: gone with it, nothing to free.
+    size_t n = parked_.DiscardSegment(segment->info().segment_id, nullptr);
+    CountDropped(DropReason::kParkedExpired, static_cast<int64_t>(n));
+  }
   return dropped;
 }
 
-int64_t MasterService::DropSegmentReplicas(uint32_t slot) {
+int64_t MasterService::DropSegmentReplicas(uint32_t slot,
+                                           std::vector<ParkedSegments::Object>* parked) {
   // The segment's space disappears with it, so its replicas are dropped, not freed (and
   // their bytes no longer count against the value's tenant).
   auto drop_in = [this, slot](std::string_view key, uint64_t size, ReplicaList& replicas) {
@@ -301,11 +324,22 @@ int64_t MasterService::DropSegmentReplicas(uint32_t slot) {
         in_slot = meta.replicas[i].segment == slot;
       }
       if (!in_slot) return false;
+      bool memory_in_slot = false;  // and where: what a parked object keeps
+      uint64_t offset = 0;
+      for (size_t i = 0; i < meta.replicas.size(); ++i) {
+        if (meta.replicas[i].segment != slot || !meta.replicas[i].memory()) continue;
+        memory_in_slot = true;
+        offset = meta.replicas[i].offset;
+      }
       CountDisk(meta, -1);
       drop_in(key, meta.size, meta.replicas);
       CountDisk(meta, 1);
       if (!meta.replicas.empty()) return false;
       dropped += meta.complete;
+      if (parked != nullptr && meta.complete && memory_in_slot) {
+        parked->push_back({std::string(key), offset, meta.size, meta.checksum_or_none(),
+                           meta.hard_pin});
+      }
       ReleaseObject(shard, key, meta);
       return true;
     });
@@ -431,6 +465,10 @@ rpc::MasterStats MasterService::GetStats() const {
   stats.eviction = eviction_.Get();
   stats.tenants = tenants_.Stats();
   stats.disk = DiskFigures();
+  stats.objects_dropped = DroppedObjects();
+  stats.unverified_replicas = UnverifiedReplicas();
+  stats.parked_objects = parked_.count();
+  stats.parked_adopted = verify_.adopted.load();
   return stats;
 }
 

@@ -21,6 +21,11 @@ struct Replica {
   uint32_t alloc_node = 0;  // the segment allocator's handle, for Free(); see above for disk
   ReplicaKind kind = ReplicaKind::kMemory;
   ReplicaStatus status = ReplicaStatus::kProcessing;
+  // A memory replica restored (or re-attached) whose range its daemon has not checked
+  // against the object's CRC-32C yet: the range may have been freed and reused after the
+  // restored point (docs/durability.md, "Verification after restore"). In the struct's
+  // padding: it costs no byte (see the static_assert below).
+  bool unverified = false;
 
   // Unique among live replicas: slots are never reused and a node is unique in its slot.
   int64_t id() const { return (static_cast<int64_t>(segment) << 32) | alloc_node; }
@@ -152,6 +157,7 @@ struct ObjectMetadata {
 
 // Every byte here is paid a million times over: growing it moves a 64-byte-key object's
 // block (metadata + key) into the next malloc size class. See docs/master.md.
+static_assert(sizeof(void*) != 8 || sizeof(Replica) == 24, "Replica must stay 24 bytes");
 static_assert(sizeof(void*) != 8 || sizeof(ObjectMetadata) == 80,
               "ObjectMetadata must stay 80 bytes on 64-bit targets");
 

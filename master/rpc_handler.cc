@@ -295,6 +295,21 @@ void RpcHandler::DropDiskReplicas(std::vector<int32_t>& out, int64_t daemon_id,
   call.Items(out, [](int32_t code) { return code; });
 }
 
+void RpcHandler::ListUnverified(rpc::UnverifiedPage& out, int64_t daemon_id,
+                                int64_t segment_id, int64_t cursor, int32_t max_replicas) {
+  RpcCall call(metrics_, Rpc::kListUnverified);
+  out = service_->ListUnverified(daemon_id, segment_id, cursor, max_replicas);
+  call.Code(out.code);
+}
+
+void RpcHandler::ReportVerified(std::vector<int32_t>& out, int64_t daemon_id, int64_t segment_id,
+                                const std::vector<rpc::VerifiedReplica>& replicas) {
+  RpcCall call(metrics_, Rpc::kReportVerified);
+  out = service_->ReportVerified(daemon_id, segment_id, replicas);
+  AcknowledgeAll(&out);
+  call.Items(out, [](int32_t code) { return code; });
+}
+
 void RpcHandler::PromoteStart(rpc::PutStartResult& out, int64_t writer, const std::string& key,
                               int64_t disk_replica_id) {
   RpcCall call(metrics_, Rpc::kPromoteStart);

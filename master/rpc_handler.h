@@ -123,6 +123,11 @@ class RpcHandler : public rpc::MasterServiceIf {
                             const std::vector<rpc::DiskObject>& objects) override;
   void DropDiskReplicas(std::vector<int32_t>& out, int64_t daemon_id, int64_t disk_segment_id,
                         const std::vector<std::string>& keys) override;
+  // Verification after a restore, parked objects (master_service_verify.cc).
+  void ListUnverified(rpc::UnverifiedPage& out, int64_t daemon_id, int64_t segment_id,
+                      int64_t cursor, int32_t max_replicas) override;
+  void ReportVerified(std::vector<int32_t>& out, int64_t daemon_id, int64_t segment_id,
+                      const std::vector<rpc::VerifiedReplica>& replicas) override;
   void PromoteStart(rpc::PutStartResult& out, int64_t writer, const std::string& key,
                     int64_t disk_replica_id) override;
   int32_t PromoteEnd(int64_t writer, const std::string& key, bool ok) override;

@@ -21,6 +21,7 @@ Segment::Segment(uint32_t slot, rpc::SegmentInfo info, Segment& replaced)
   draining_ = replaced.draining_.load();
   held_ = replaced.held();
   adopts_ = replaced.adopts();
+  unverified_ = replaced.unverified();
 }
 
 bool Segment::Allocate(uint64_t size, uint64_t* offset, uint32_t* node) {

@@ -84,6 +84,12 @@ class Segment {
   int64_t detach_deadline_ms() const { return detach_deadline_ms_.load(); }
   void set_detach_deadline_ms(int64_t deadline_ms) { detach_deadline_ms_.store(deadline_ms); }
 
+  // Memory replicas in it restored unverified (Replica::unverified) and not yet checked
+  // by its daemon: ListUnverified walks the objects only while this is above 0.
+  int64_t unverified() const { return unverified_.load(std::memory_order_acquire); }
+  void AddUnverified(int64_t n) { unverified_.fetch_add(n, std::memory_order_acq_rel); }
+  void SetUnverified(int64_t n) { unverified_.store(n, std::memory_order_release); }
+
   uint64_t capacity() const;
   // Without the lock: every put asks (MasterService checks the high watermark).
   uint64_t used() const { return used_.load(std::memory_order_relaxed); }
@@ -102,6 +108,7 @@ class Segment {
   std::atomic<bool> held_{false};      // changed under mu_
   std::atomic<bool> drain_settled_{false};
   std::atomic<bool> adopts_{false};
+  std::atomic<int64_t> unverified_{0};
 };
 
 }  // namespace mooncake

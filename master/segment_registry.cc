@@ -13,7 +13,8 @@ SegmentRegistry::SegmentRegistry(AllocationStrategy strategy, uint64_t alignment
     : strategy_(strategy), alignment_(alignment) {}
 
 ErrorCode SegmentRegistry::Mount(const rpc::SegmentInfo& info, bool taker_has_name,
-                                 MountOutcome* outcome) {
+                                 MountOutcome* outcome,
+                                 const std::function<void(Segment&)>& prepare) {
   *outcome = MountOutcome::kNew;
   const bool disk = info.kind == rpc::ReplicaKind::LOCAL_DISK;
   if (info.size <= 0 || info.name.empty()) return ErrorCode::INVALID_PARAMS;
@@ -26,7 +27,9 @@ ErrorCode SegmentRegistry::Mount(const rpc::SegmentInfo& info, bool taker_has_na
     if (own_disk != disk_by_daemon_.end()) return ErrorCode::SEGMENT_ALREADY_EXISTS;
     if (info.lender != 0 && !NameFree(info)) return ErrorCode::SEGMENT_ALREADY_EXISTS;
     uint32_t slot = static_cast<uint32_t>(slots_.size());
-    slots_.push_back(std::make_shared<Segment>(slot, info, alignment_));
+    auto segment = std::make_shared<Segment>(slot, info, alignment_);
+    if (prepare) prepare(*segment);
+    slots_.push_back(std::move(segment));
     slot_by_id_[info.segment_id] = slot;
     lent_ += info.lent_by_client;
     if (disk) disk_by_daemon_[info.daemon_id] = slot;

@@ -23,6 +23,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <shared_mutex>
 #include <string>
@@ -59,8 +60,11 @@ class SegmentRegistry {
   // detached one may be taken over by another daemon id when taker_has_name (the caller
   // checked that daemon registered under the segment's name: the daemon restarted, a new
   // process with its SSD). -600 for a kind other than MEMORY or LOCAL_DISK, or lent disk.
+  // prepare (when given) runs on a new segment before anyone can allocate in it (under the
+  // registry's lock: it may take the segment's own lock, nothing else).
   enum class MountOutcome { kNew, kReattached, kAgain };
-  ErrorCode Mount(const rpc::SegmentInfo& info, bool taker_has_name, MountOutcome* outcome);
+  ErrorCode Mount(const rpc::SegmentInfo& info, bool taker_has_name, MountOutcome* outcome,
+                  const std::function<void(Segment&)>& prepare = nullptr);
   // Adds a segment restored from a snapshot or the log, detached (see segment.h). A known
   // id is described anew (the later record wins) in the same slot.
   void Restore(const rpc::SegmentInfo& info);

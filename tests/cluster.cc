@@ -621,6 +621,26 @@ int mc_cluster_disk_stats_get(const mc_cluster* c, mc_cluster_disk_stats* out) {
   return 0;
 }
 
+int mc_cluster_verify_stats_get(const mc_cluster* c, mc_cluster_verify_stats* out) {
+  mooncake::rpc::MasterStats stats;
+  if (!WithClusterMaster(c, [&](mooncake::rpc::MasterServiceClient& m) {
+        m.GetStats(stats);
+      })) {
+    return -1;
+  }
+  auto dropped = [&stats](const char* reason) -> int64_t {
+    auto it = stats.objects_dropped.find(reason);
+    return it == stats.objects_dropped.end() ? 0 : it->second;
+  };
+  out->restore_checksum = dropped("restore_checksum");
+  out->restore_unverifiable = dropped("restore_unverifiable");
+  out->parked_expired = dropped("parked_expired");
+  out->unverified_replicas = stats.unverified_replicas;
+  out->parked_objects = stats.parked_objects;
+  out->parked_adopted = stats.parked_adopted;
+  return 0;
+}
+
 int mc_cluster_replica_kinds(const mc_cluster* c, const char* key, int* memory, int* disk,
                              int* disk_daemon) {
   mooncake::rpc::ReplicaListResult list;
@@ -647,8 +667,8 @@ int mc_cluster_replica_kinds(const mc_cluster* c, const char* key, int* memory, 
   return 0;
 }
 
-int mc_cluster_soft_pin_remaining_ms(const mc_cluster* c, const char* key,
-                                     int64_t* remaining_ms) {
+// The admin HTTP's /query_key answer for key (it grants no lease): 0 with its body, -1.
+static int QueryKey(const mc_cluster* c, const char* key, std::string* body) {
   int port = mooncake::testing::AdminPortFromLog(mc_cluster_master_log(c), "master");
   if (port < 0) return -1;
   // A master without a key admits its own uid's requests without a token.
@@ -661,10 +681,31 @@ int mc_cluster_soft_pin_remaining_ms(const mc_cluster* c, const char* key,
     std::fprintf(stderr, "/query_key?key=%s: %d %s\n", key, a.status, a.body.c_str());
     return -1;
   }
-  const std::string field = "\"soft_pin_remaining_ms\":";
-  size_t at = a.body.find(field);
+  *body = std::move(a.body);
+  return 0;
+}
+
+// The integer after the first "field": in body, or -1 when there is none.
+static int FieldOf(const std::string& body, const char* field, int64_t* out) {
+  const std::string quoted = std::string("\"") + field + "\":";
+  size_t at = body.find(quoted);
   if (at == std::string::npos) return -1;
-  *remaining_ms = std::strtoll(a.body.c_str() + at + field.size(), nullptr, 10);
+  *out = std::strtoll(body.c_str() + at + quoted.size(), nullptr, 10);
+  return 0;
+}
+
+int mc_cluster_soft_pin_remaining_ms(const mc_cluster* c, const char* key,
+                                     int64_t* remaining_ms) {
+  std::string body;
+  if (QueryKey(c, key, &body) != 0) return -1;
+  return FieldOf(body, "soft_pin_remaining_ms", remaining_ms);
+}
+
+int mc_cluster_offset_of(const mc_cluster* c, const char* key, uint64_t* offset) {
+  std::string body;
+  int64_t value = 0;
+  if (QueryKey(c, key, &body) != 0 || FieldOf(body, "offset", &value) != 0) return -1;
+  *offset = static_cast<uint64_t>(value);
   return 0;
 }
 

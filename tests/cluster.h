@@ -211,6 +211,20 @@ typedef struct mc_cluster_disk_stats {
 } mc_cluster_disk_stats;
 int mc_cluster_disk_stats_get(const mc_cluster *c, mc_cluster_disk_stats *out);
 
+/* The master's figures of replicas it could not vouch for (docs/durability.md, "Verification
+ * after restore", "A daemon that returns late"): objects dropped or kept by reason
+ * (MasterStats.objects_dropped), parked objects and those adopted back. 0, or -1 when the
+ * master cannot be asked. */
+typedef struct mc_cluster_verify_stats {
+  int64_t restore_checksum;     /* dropped: a replica's bytes failed their checksum */
+  int64_t restore_unverifiable; /* kept: no checksum to check against */
+  int64_t parked_expired;
+  int64_t unverified_replicas; /* waiting for their daemon's check */
+  int64_t parked_objects;
+  int64_t parked_adopted;
+} mc_cluster_verify_stats;
+int mc_cluster_verify_stats_get(const mc_cluster *c, mc_cluster_verify_stats *out);
+
 /* The COMPLETE replicas of key the master lists (GetReplicaList, which grants a read
  * lease), by kind: 0 with *memory and *disk counted and *disk_daemon the index of the
  * daemon holding the first disk replica (-1: none); -1 when the key is missing or the
@@ -293,6 +307,10 @@ int mc_cluster_etcd_start(mc_cluster *c);
  * -1 when the key is unknown or the master cannot be asked. Takes no lease. */
 int mc_cluster_soft_pin_remaining_ms(const mc_cluster *c, const char *key,
                                      int64_t *remaining_ms);
+
+/* Where the first replica of key lies in its segment, as /query_key reports it (no lease
+ * granted): 0 with *offset, -1 when the key is unknown or the master cannot be asked. */
+int mc_cluster_offset_of(const mc_cluster *c, const char *key, uint64_t *offset);
 
 #ifdef __cplusplus
 }

@@ -35,7 +35,8 @@ std::vector<GeneratedDoc> Docs() {
          master_flags.MarkdownTable({"enable_snapshot", "snapshot_dir", "snapshot_interval_seconds",
                                      "snapshot_retention_count", "snapshot_child_timeout_seconds",
                                      "enable_snapshot_restore", "oplog_mode",
-                                     "oplog_flush_interval", "reattach_grace_period_sec"})}}},
+                                     "oplog_flush_interval", "reattach_grace_period_sec",
+                                     "parked_segment_ttl_sec"})}}},
   };
 }
 
@@ -52,7 +53,7 @@ void TestSubsetsNameRealFlags(void**) {
       const size_t rows =
           static_cast<size_t>(std::count(section.text.begin(), section.text.end(), '\n'));
       assert_true(rows > 2);
-      if (section.name == "durability-flags") assert_int_equal(rows, 2 + 9);
+      if (section.name == "durability-flags") assert_int_equal(rows, 2 + 10);
     }
   }
 }
