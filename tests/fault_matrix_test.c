@@ -270,10 +270,13 @@ static judged run_ssd_cell(const void *arg, int run) {
  * 2 is stopped until the master has declared it dead, then continued. */
 static judged run_sigstop_cell(const void *arg, int run) {
   (void)arg;
-  static const char *const master[] = {"--client_live_ttl_sec", "1", "--daemon_grace_period_sec",
+  /* Heartbeats five times a TTL: a daemon that runs is never found silent on a busy
+   * machine, the stopped one is within seconds. */
+  static const char *const master[] = {"--client_live_ttl_sec", "2", "--daemon_grace_period_sec",
                                        "2", NULL};
+  static const char *const daemon[] = {"--heartbeat_interval", "400", NULL};
   double started = now_seconds();
-  mc_cluster_options opts = {3, segment_for(3), 1000, master, NULL};
+  mc_cluster_options opts = {3, segment_for(3), 1000, master, daemon};
   mc_cluster *c = mc_cluster_start_with(&opts);
   assert_non_null(c);
   fm_options o = load_options(0, 2, -1);

@@ -241,11 +241,14 @@ static int classify(fm_verdict *v, int i, const fm_key *k, const unsigned char *
     ++v->ok;
   } else if (version > k->acked) {
     ++v->inflight;
-  } else if (k->acked_remove) {
-    ++v->resurrected;
-    undone(v, k, window);
   } else {
-    ++v->old;
+    int *count = k->acked_remove ? &v->resurrected : &v->old;
+    if (++*count <= 3) {
+      print_message("%s k%d: read version %u, acknowledged last: %s %u, %.0f ms before the "
+                    "fault\n", k->acked_remove ? "RESURRECTED" : "OLD", i, version,
+                    k->acked_remove ? "remove" : "put", k->acked,
+                    (window.fault - k->acked_at) * 1000);
+    }
     undone(v, k, window);
   }
   return 0;
