@@ -21,8 +21,9 @@
  *    over: only what the leader acknowledged alone.
  * One summary line per cell and run ("cell=... acked=... lost=... wrong=..."). Knobs:
  * FAULT_MATRIX_RUNS (1), FAULT_MATRIX_KEYS (1500), FAULT_MATRIX_CSV (a file to append a
- * row per run to); MC_TEST_FILTER=ha_* runs only the matching cells. `make
- * fault-matrix` runs the long version and prints the table in markdown. */
+ * row per run to), FAULT_MATRIX_DAEMON_FLAG (one more flag for every daemon);
+ * MC_TEST_FILTER=ha_* runs only the matching cells. `make fault-matrix` runs the long
+ * version and prints the table in markdown. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -108,6 +109,19 @@ static void judge(const char *cell, const judged *j, int n) {
   if (failures != 0) fail_msg("%s: %d violations of its bound (see above)", cell, failures);
 }
 
+/* A cell's daemon flags (NULL-terminated, may be NULL) with $FAULT_MATRIX_DAEMON_FLAG
+ * appended when it is set (e.g. "--checksum" or "--nochecksum", to see a cell with and
+ * without checksums). The array is static: one cell at a time. */
+static const char *const *daemon_flags(const char *const *base) {
+  static const char *flags[16];
+  int n = 0;
+  for (; base != NULL && base[n] != NULL && n < 14; ++n) flags[n] = base[n];
+  const char *extra = getenv("FAULT_MATRIX_DAEMON_FLAG");
+  if (extra != NULL && extra[0] != '\0') flags[n++] = extra;
+  flags[n] = NULL;
+  return flags;
+}
+
 /* Checks every key through daemon `daemon`, reports the run and ends the cluster. */
 static judged finish(mc_cluster *c, fm_workload *w, const char *name, int run, double started,
                      int daemon, fm_window window, int max_undone, const char *bound) {
@@ -176,7 +190,7 @@ static judged run_kill_cell(const void *arg, int run) {
   const kill_cell *cell = arg;
   double started = now_seconds();
   const char *const master[] = {MASTER_FLAGS(cell->mode), NULL};
-  mc_cluster_options opts = {3, segment_for(3), 1000, master, NULL};
+  mc_cluster_options opts = {3, segment_for(3), 1000, master, daemon_flags(NULL)};
   mc_cluster *c = mc_cluster_start_with(&opts);
   assert_non_null(c);
   fm_options o = load_options(0, 3, -1);
@@ -248,7 +262,7 @@ static judged run_ssd_cell(const void *arg, int run) {
                                        "--ssd_bucket_size", "4m", "--ssd_persist_mode",
                                        "relaxed", NULL};
   double started = now_seconds();
-  mc_cluster_options opts = {2, segment_for(1), 1000, master, daemon};
+  mc_cluster_options opts = {2, segment_for(1), 1000, master, daemon_flags(daemon)};
   mc_cluster *c = mc_cluster_start_with(&opts);
   assert_non_null(c);
   fm_options o = load_options(1, 1, 0);
@@ -276,7 +290,7 @@ static judged run_sigstop_cell(const void *arg, int run) {
                                        "2", NULL};
   static const char *const daemon[] = {"--heartbeat_interval", "400", NULL};
   double started = now_seconds();
-  mc_cluster_options opts = {3, segment_for(3), 1000, master, daemon};
+  mc_cluster_options opts = {3, segment_for(3), 1000, master, daemon_flags(daemon)};
   mc_cluster *c = mc_cluster_start_with(&opts);
   assert_non_null(c);
   fm_options o = load_options(0, 2, -1);
@@ -308,7 +322,7 @@ static judged run_sigstop_cell(const void *arg, int run) {
 static judged run_ha_cell(const void *arg, int run) {
   (void)arg;
   double started = now_seconds();
-  mc_cluster_options opts = {3, segment_for(3), 1000, NULL, NULL};
+  mc_cluster_options opts = {3, segment_for(3), 1000, NULL, daemon_flags(NULL)};
   mc_cluster_ha_options ha = {3, 2000, "strict"};
   mc_cluster *c = mc_cluster_start_ha(&opts, &ha);
   assert_non_null(c);
