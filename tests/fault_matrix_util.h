@@ -61,8 +61,8 @@ fm_workload *fm_workload_start(const mc_cluster *c, const fm_options *o);
 /* Operations finished so far (acknowledged or not), over every writer. */
 int64_t fm_ops(const fm_workload *w);
 int64_t fm_acked_ops(const fm_workload *w);
-/* Waits until at least n more operations have finished than when it was called, or until
- * more have been acknowledged, for timeout_s at most: fails the test when they have not. */
+/* Waits until n more operations have been acknowledged than when it was called, for
+ * timeout_s at most: fails the test when they have not. */
 void fm_await_ops(const fm_workload *w, int64_t n, double timeout_s);
 /* Tells the writers to stop, without waiting. */
 void fm_workload_signal_stop(fm_workload *w);
