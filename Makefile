@@ -17,7 +17,7 @@ CTEST_ARGS ?= --output-on-failure
 PREFIX    ?= /usr/local
 
 .PHONY: all build deps test asan fuzz fuzz-smoke fuzz-seeds demo bench bench-store clean install \
-	mooncake-conformance
+	mooncake-conformance fault-matrix
 
 all: build
 
@@ -32,6 +32,18 @@ build: deps
 # fuzzing proper, with clang and the sanitizers, is fuzz-smoke and fuzz.
 test: build
 	cd $(BUILD_DIR) && ctest $(CTEST_ARGS) -j $(TEST_JOBS)
+
+# The fault matrix's long version (docs/durability.md, "The fault matrix"): every cell
+# FAULT_MATRIX_RUNS times with FAULT_MATRIX_KEYS keys, the table printed in markdown at the
+# end and written as CSV to $(BUILD_DIR)/fault_matrix.csv (a row per run). `make test` runs
+# the short version (one run, 1,500 keys). Fails, after the table, when a cell broke its bound.
+FAULT_MATRIX_RUNS ?= 3
+FAULT_MATRIX_KEYS ?= 6000
+fault-matrix: build
+	@rm -f $(BUILD_DIR)/fault_matrix.csv
+	cd $(BUILD_DIR) && MC_BUILD_DIR=$(abspath $(BUILD_DIR)) FAULT_MATRIX_RUNS=$(FAULT_MATRIX_RUNS) \
+	  FAULT_MATRIX_KEYS=$(FAULT_MATRIX_KEYS) FAULT_MATRIX_CSV=$(abspath $(BUILD_DIR))/fault_matrix.csv \
+	  tests/fault_matrix_test
 
 # The whole test suite under AddressSanitizer and UndefinedBehaviorSanitizer.
 asan: deps

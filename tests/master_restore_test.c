@@ -11,7 +11,6 @@
 #include <stdint.h>
 #include <cmocka.h>
 
-#include <dirent.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -24,6 +23,7 @@
 #include "include/mooncake_store.h"
 #include "tests/cluster.h"
 #include "tests/cluster_test_util.h"
+#include "tests/restore_test_util.h"
 
 #define MiB ((size_t)1 << 20)
 #define SIZE MANY_SIZE /* put_many's values */
@@ -72,55 +72,6 @@ static void crash_and_restore(mc_cluster *c) {
   mc_cluster_kill_master(c, SIGKILL);
   assert_int_equal(mc_cluster_restart_master(c), 0);
   await_reattached(c, 60);
-}
-
-/* ---- snapshot files ---------------------------------------------------------------- */
-
-/* <dir>/snap/snapshots/<name>[/<file>] */
-static void snap_path(char *out, size_t n, mc_cluster *c, const char *name, const char *file) {
-  snprintf(out, n, "%s/snap/snapshots/%s%s%s", mc_cluster_dir(c), name, file ? "/" : "",
-           file ? file : "");
-}
-
-/* Takes a snapshot (it must succeed) and returns the name <dir>/snap/latest gives it. */
-static void take_snapshot(mc_cluster *c, char *name, size_t n, int64_t *objects) {
-  int64_t sequence = 0, count = 0;
-  assert_int_equal(mc_cluster_master_snapshot(c, &sequence, &count), 0);
-  if (objects != NULL) *objects = count;
-  char path[512];
-  snprintf(path, sizeof(path), "%s/snap/latest", mc_cluster_dir(c));
-  FILE *f = fopen(path, "r");
-  assert_non_null(f);
-  assert_non_null(fgets(name, (int)n, f));
-  fclose(f);
-  name[strcspn(name, "\n")] = '\0';
-  char dir[512];
-  snap_path(dir, sizeof(dir), c, name, "descriptor");
-  assert_int_equal(access(dir, F_OK), 0);
-}
-
-enum corruption { FLIP_BYTE, TRUNCATE_HALF, DELETE_MANIFEST };
-
-static void corrupt(mc_cluster *c, const char *name, enum corruption how) {
-  char path[512];
-  snap_path(path, sizeof(path), c, name, how == DELETE_MANIFEST ? "manifest" : "metadata");
-  struct stat st;
-  assert_int_equal(stat(path, &st), 0);
-  assert_true(st.st_size > 16);
-  if (how == DELETE_MANIFEST) {
-    assert_int_equal(unlink(path), 0);
-  } else if (how == TRUNCATE_HALF) {
-    assert_int_equal(truncate(path, st.st_size / 2), 0);
-  } else {
-    FILE *f = fopen(path, "r+b");
-    assert_non_null(f);
-    assert_int_equal(fseek(f, st.st_size / 2, SEEK_SET), 0);
-    int byte = fgetc(f);
-    assert_true(byte != EOF);
-    assert_int_equal(fseek(f, st.st_size / 2, SEEK_SET), 0);
-    assert_true(fputc(byte ^ 0x5a, f) != EOF);
-    assert_int_equal(fclose(f), 0);
-  }
 }
 
 /* Lines of the master's log holding both needle and "<name>". */
@@ -532,31 +483,6 @@ static void test_daemon_dies_while_master_down(void **state) {
  * waiting for the grace period; the other daemons' objects read, and the new daemon takes
  * new puts. */
 /* ---- a disk that fills ------------------------------------------------------------ */
-
-/* Where the newest log file's records end (its last non-zero byte + 1): a zero tail is
- * space the log set aside, not records. */
-static off_t oplog_written_end(mc_cluster *c) {
-  char dir[512], path[1024], newest[256] = "";
-  snprintf(dir, sizeof(dir), "%s/snap/oplog", mc_cluster_dir(c));
-  DIR *d = opendir(dir);
-  assert_non_null(d);
-  for (struct dirent *e; (e = readdir(d)) != NULL;) {
-    size_t n = strlen(e->d_name);
-    if (n > 4 && strcmp(e->d_name + n - 4, ".log") == 0 && strcmp(e->d_name, newest) > 0) {
-      snprintf(newest, sizeof(newest), "%s", e->d_name);
-    }
-  }
-  closedir(d);
-  snprintf(path, sizeof(path), "%s/%s", dir, newest);
-  FILE *f = fopen(path, "rb");
-  assert_non_null(f);
-  off_t end = 0, at = 0;
-  for (int ch; (ch = fgetc(f)) != EOF; ++at) {
-    if (ch != 0) end = at + 1;
-  }
-  fclose(f);
-  return end;
-}
 
 /* The master's log cannot grow (RLIMIT_FSIZE at its end, as a full disk): the put whose
  * record cannot be written is not acknowledged, the next ones are refused at once, reads go
