@@ -52,6 +52,8 @@ constexpr RpcInfo kRpcs[] = {
     {MasterMetrics::Rpc::kReportOffloads, "report_offloads", true},
     {MasterMetrics::Rpc::kRegisterDiskReplicas, "register_disk_replicas", true},
     {MasterMetrics::Rpc::kDropDiskReplicas, "drop_disk_replicas", true},
+    {MasterMetrics::Rpc::kBeginDiskReconciliation, "begin_disk_reconciliation", false},
+    {MasterMetrics::Rpc::kEndDiskReconciliation, "end_disk_reconciliation", false},
     {MasterMetrics::Rpc::kPromoteStart, "promote_start", false},
     {MasterMetrics::Rpc::kPromoteEnd, "promote_end", false},
     {MasterMetrics::Rpc::kGetStats, "get_stats", false},
@@ -230,6 +232,15 @@ void MasterMetrics::CollectStats(MetricsWriter* out) const {
                 D(d.adopted));
   CounterFamily(out, "master_disk_dropped_total", "Disk replicas DropDiskReplicas removed",
                 D(d.dropped));
+
+  out->Family("mooncake_master_objects_dropped_total", "counter",
+              "Objects (or their replicas) dropped because what the master listed could not be "
+              "read back as the object's bytes, by reason");
+  const ObjectDrops& drops = sources_.service->object_drops();
+  for (size_t i = 0; i < static_cast<size_t>(DropReason::kCount); ++i) {
+    const auto reason = static_cast<DropReason>(i);
+    out->Sample(D(drops.value(reason)), {{"reason", ObjectDrops::Name(reason)}});
+  }
 
   GaugeFamily(out, "master_oplog_sequence", "Last operation-log record appended (0: no log)",
         D(s.oplog_sequence));

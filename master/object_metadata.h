@@ -21,6 +21,11 @@ struct Replica {
   uint32_t alloc_node = 0;  // the segment allocator's handle, for Free(); see above for disk
   ReplicaKind kind = ReplicaKind::kMemory;
   ReplicaStatus status = ReplicaStatus::kProcessing;
+  // A disk replica: the reconciliation round of its segment in which its daemon last
+  // vouched for it (registered it, or created it by an offload's report or an adoption);
+  // 0 for none (restored). Runtime state, never logged (master/segment.h). In what was
+  // padding: a Replica stays 24 bytes.
+  uint32_t round = 0;
 
   // Unique among live replicas: slots are never reused and a node is unique in its slot.
   int64_t id() const { return (static_cast<int64_t>(segment) << 32) | alloc_node; }
@@ -149,6 +154,8 @@ struct ObjectMetadata {
     checksum = has_checksum ? static_cast<uint32_t>(value) : 0;
   }
 };
+
+static_assert(sizeof(void*) != 8 || sizeof(Replica) == 24, "Replica must stay 24 bytes");
 
 // Every byte here is paid a million times over: growing it moves a 64-byte-key object's
 // block (metadata + key) into the next malloc size class. See docs/master.md.
