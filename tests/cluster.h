@@ -294,6 +294,12 @@ int mc_cluster_etcd_start(mc_cluster *c);
 int mc_cluster_soft_pin_remaining_ms(const mc_cluster *c, const char *key,
                                      int64_t *remaining_ms);
 
+/* The value of one sample of the master's /metrics (admin HTTP), named as the exposition
+ * writes it, labels included: e.g. "mooncake_master_objects_dropped_total{reason=
+ * \"disk_reconcile\"}". 0 with *value, -1 when the master cannot be asked or has no
+ * such sample. */
+int mc_cluster_master_metric(const mc_cluster *c, const char *sample, double *value);
+
 #ifdef __cplusplus
 }
 #endif
