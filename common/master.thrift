@@ -542,15 +542,28 @@ service MasterService {
   // memory replica and the master answers 0.
   list<i32> ReportOffloads(1: i64 daemon_id, 2: i64 disk_segment_id, 3: list<string> keys,
                            4: list<i64> replica_ids, 5: list<i32> codes),
-  // At start and after every re-mount: what the SSD holds. Per object 0 when it is kept
-  // (the master knows that replica) or adopted (the master has no such object: it is created
-  // with this disk replica alone; only into a segment this master mounted new and never
-  // detached since, i.e. not after a re-attach or a restore), -704 when the daemon must drop
-  // it (the master knows the segment and not the replica -- removed or replaced while the
-  // daemon was away -- or holds another value under the key: size or checksum differ),
-  // -600 a bad key or size.
+  // Reconciliation (docs/ssd.md, "Reconciliation"), after every (re-)mount of the disk
+  // segment: BeginDiskReconciliation names a round (round: a token the daemon draws, not
+  // 0), RegisterDiskReplicas sends what the SSD holds under it, EndDiskReconciliation says
+  // that was everything. Begin: 0 (a repeat with the same round changes nothing), -600
+  // round 0, or the segment codes above.
+  i32 BeginDiskReconciliation(1: i64 daemon_id, 2: i64 disk_segment_id, 3: i64 round),
+  // What the SSD holds. Per object 0 when it is kept (the master knows that replica) or
+  // adopted (the master has no such object: it is created with this disk replica alone;
+  // only into a segment this master mounted new and never detached since, i.e. not after a
+  // re-attach or a restore), -704 when the daemon must drop it (the master knows the
+  // segment and not the replica -- removed or replaced while the daemon was away -- or
+  // holds another value under the key: size or checksum differ), -600 a bad key or size.
+  // Objects kept or adopted count as vouched for in round when it is the current one
+  // (0, or another: they are kept as answered, and vouched for in no round).
   list<i32> RegisterDiskReplicas(1: i64 daemon_id, 2: i64 disk_segment_id,
-                                 3: list<DiskObject> objects),
+                                 3: list<DiskObject> objects, 4: i64 round),
+  // Every disk replica of the segment that round did not vouch for (neither registered in
+  // it nor created since it began) is dropped, logged and counted (objects left with no
+  // replica go); then the segment's replicas are all listed again. 0 (a repeat: nothing
+  // more), -1010 round is not the segment's current one (another began, or this master
+  // never saw it begin: reconcile again), -1503 the log cannot write, or the segment codes.
+  i32 EndDiskReconciliation(1: i64 daemon_id, 2: i64 disk_segment_id, 3: i64 round),
   // Before a daemon deletes a bucket, or after it found an object corrupt: drops those
   // LOCAL_DISK replicas (objects left with no replica go). Per key 0, or -704 when there was
   // no such replica (also 0 for the daemon: nothing to keep).

@@ -766,12 +766,36 @@ ErrorCode MasterClient::ReportOffloads(int64_t daemon_id, int64_t disk_segment_i
                       replica_ids, wire_codes);
 }
 
+// A round's begin and end are safe to repeat: a second begin of the same round changes
+// nothing, a second end answers OK and drops nothing more (docs/ha.md).
+ErrorCode MasterClient::BeginDiskReconciliation(int64_t daemon_id, int64_t disk_segment_id,
+                                                int64_t round) {
+  int32_t code = 0;
+  ErrorCode call = Call(
+      [&](rpc::MasterServiceClient& c) {
+        code = c.BeginDiskReconciliation(daemon_id, disk_segment_id, round);
+      },
+      Repeat::kSafe);
+  return CodeOf(call, code);
+}
+
 ErrorCode MasterClient::RegisterDiskReplicas(int64_t daemon_id, int64_t disk_segment_id,
                                              const std::vector<rpc::DiskObject>& objects,
-                                             std::vector<ErrorCode>* out) {
+                                             int64_t round, std::vector<ErrorCode>* out) {
   return CallForCodes(*this, Repeat::kNever, objects.size(), out,
                       &rpc::MasterServiceClient::RegisterDiskReplicas, daemon_id, disk_segment_id,
-                      objects);
+                      objects, round);
+}
+
+ErrorCode MasterClient::EndDiskReconciliation(int64_t daemon_id, int64_t disk_segment_id,
+                                              int64_t round) {
+  int32_t code = 0;
+  ErrorCode call = Call(
+      [&](rpc::MasterServiceClient& c) {
+        code = c.EndDiskReconciliation(daemon_id, disk_segment_id, round);
+      },
+      Repeat::kSafe);
+  return CodeOf(call, code);
 }
 
 ErrorCode MasterClient::DropDiskReplicas(int64_t daemon_id, int64_t disk_segment_id,

@@ -229,9 +229,13 @@ class MasterClient {
                            const std::vector<std::string>& keys,
                            const std::vector<int64_t>& replica_ids,
                            const std::vector<ErrorCode>& codes, std::vector<ErrorCode>* out);
+  // The reconciliation round's calls (round: the daemon's token for it). Begin and End
+  // return the master's code (or RPC_FAIL); both are safe to repeat (the same round).
+  ErrorCode BeginDiskReconciliation(int64_t daemon_id, int64_t disk_segment_id, int64_t round);
   ErrorCode RegisterDiskReplicas(int64_t daemon_id, int64_t disk_segment_id,
-                                 const std::vector<rpc::DiskObject>& objects,
+                                 const std::vector<rpc::DiskObject>& objects, int64_t round,
                                  std::vector<ErrorCode>* out);
+  ErrorCode EndDiskReconciliation(int64_t daemon_id, int64_t disk_segment_id, int64_t round);
   ErrorCode DropDiskReplicas(int64_t daemon_id, int64_t disk_segment_id,
                              const std::vector<std::string>& keys, std::vector<ErrorCode>* out);
   // Verification after a restore or a late return (docs/durability.md): both safe to

@@ -192,10 +192,27 @@ void SsdTier::RegistrarLoop() {
 
 bool SsdTier::RegisterAll() {
   const int64_t segment = membership_->disk_segment_id();
+  const int64_t daemon = membership_->daemon_id();
+  // A token of our own for this round: its end never applies to a round the master began
+  // since (a re-attach, a restarted master, our next registration).
+  const int64_t round = RandomId();
+  ErrorCode failed = ErrorCode::OK;
+  {
+    // Under the lock: no offload's report is in flight, so each one the master takes from
+    // here on counts in the round (and its object is in List() below or after it).
+    std::unique_lock<std::mutex> reconcile = ReconcileLock();
+    failed = master_->BeginDiskReconciliation(daemon, segment, round);
+  }
+  if (failed != ErrorCode::OK) {
+    MC_LOG_WARN("SSD tier: the master would not begin a reconciliation: %s",
+                failed == ErrorCode::RPC_FAIL ? MasterClient::LastError().c_str()
+                                              : ErrorName(failed));
+    return false;
+  }
   std::vector<SsdObject> objects = store_->List();
   uint64_t kept = 0, refused = 0;
-  ErrorCode failed = ErrorCode::OK;
-  for (size_t begin = 0; begin < objects.size(); begin += kRegisterBatch) {
+  for (size_t begin = 0; begin < objects.size() && failed == ErrorCode::OK;
+       begin += kRegisterBatch) {
     {
       std::lock_guard<std::mutex> lock(mu_);
       if (stop_) return true;
@@ -216,8 +233,7 @@ bool SsdTier::RegisterAll() {
     }
     if (batch.empty()) continue;
     std::vector<ErrorCode> codes;
-    ErrorCode call =
-        master_->RegisterDiskReplicas(membership_->daemon_id(), segment, batch, &codes);
+    ErrorCode call = master_->RegisterDiskReplicas(daemon, segment, batch, round, &codes);
     if (call != ErrorCode::OK) {
       failed = call;
       break;
@@ -235,6 +251,9 @@ bool SsdTier::RegisterAll() {
     store_->Forget(forget);
     refused += forget.size();
   }
+  // Everything is sent: the master drops what the round did not vouch for (what this SSD
+  // no longer holds), and lists the segment's replicas again.
+  if (failed == ErrorCode::OK) failed = master_->EndDiskReconciliation(daemon, segment, round);
   {
     std::lock_guard<std::mutex> lock(mu_);
     stats_.registered += kept;
@@ -242,10 +261,14 @@ bool SsdTier::RegisterAll() {
     ++stats_.registrations;
   }
   MC_LOG_INFO("SSD tier: %zu objects registered with the master: %llu kept or adopted, %llu "
-              "dropped (the master no longer has them, or holds another value)%s%s",
+              "dropped (the master no longer has them, or holds another value); %s%s",
               objects.size(), static_cast<unsigned long long>(kept),
-              static_cast<unsigned long long>(refused), failed == ErrorCode::OK ? "" : "; stopped: ",
-              failed == ErrorCode::OK ? "" : ErrorName(failed));
+              static_cast<unsigned long long>(refused),
+              failed == ErrorCode::OK ? "reconciliation complete"
+                                      : "reconciliation not complete, again later: ",
+              failed == ErrorCode::OK        ? ""
+              : failed == ErrorCode::RPC_FAIL ? MasterClient::LastError().c_str()
+                                              : ErrorName(failed));
   return failed == ErrorCode::OK;
 }
 

@@ -12,10 +12,15 @@
 // fresh one, persisted: the master then adopts or drops what the SSD holds like any other
 // daemon's.
 //
-// Reconciliation: each (re-)mount of the disk segment wakes the registrar, which sends
-// SsdStore::List() to RegisterDiskReplicas in batches of kRegisterBatch and forgets what
-// the master answers -704 (or -600) for. A batch the master cannot be asked is retried
-// with back-off (the next re-mount wakes it again anyway).
+// Reconciliation: each (re-)mount of the disk segment wakes the registrar, which begins a
+// round at the master (BeginDiskReconciliation, named by a token it draws), sends
+// SsdStore::List() to RegisterDiskReplicas in batches of kRegisterBatch, forgets what the
+// master answers -704 (or -600) for, and ends the round (EndDiskReconciliation): the
+// master then drops every disk replica of the segment the round did not vouch for (what
+// this SSD no longer holds: a relaxed-mode crash, a restore to an older point), and lists
+// the segment's replicas again. A round that cannot be completed (a call the master
+// cannot be asked, or answers -1010 for a round it no longer has) is begun anew with
+// back-off (the next re-mount wakes it again anyway).
 //
 // Drops: SsdStore's DropFn lands in Drop(): DropDiskReplicas for the keys, true only when
 // the master answered every key (0 or -704); the store deletes files only then.
@@ -100,7 +105,7 @@ class SsdTier {
 
  private:
   void RegistrarLoop();
-  // One full registration of List(); false when a batch could not be sent.
+  // One full round: begin, List() in batches, end; false when a call did not succeed.
   bool RegisterAll();
   ErrorCode MountWith(const SsdIdentity& identity);
 

@@ -368,7 +368,9 @@ Seeds MasterRpcSeeds() {
     cold.key = "cold";
     cold.size = 8192;
     cold.checksum = 5;
-    s.Now().send_RegisterDiskReplicas(1, 12, {cold});
+    s.Now().send_BeginDiskReconciliation(1, 12, 77);
+    s.Now().send_RegisterDiskReplicas(1, 12, {cold}, 77);
+    s.Now().send_EndDiskReconciliation(1, 12, 77);
     s.Now().send_GetReplicaList("cold", 0);
     s.Now().send_PromoteStart(1, "cold", (int64_t{2} << 32) | 1);
     s.Now().send_PromoteEnd(1, "cold", true);

@@ -54,6 +54,8 @@ constexpr RpcInfo kRpcs[] = {
     {MasterMetrics::Rpc::kDropDiskReplicas, "drop_disk_replicas", true},
     {MasterMetrics::Rpc::kListUnverified, "list_unverified", false},
     {MasterMetrics::Rpc::kReportVerified, "report_verified", true},
+    {MasterMetrics::Rpc::kBeginDiskReconciliation, "begin_disk_reconciliation", false},
+    {MasterMetrics::Rpc::kEndDiskReconciliation, "end_disk_reconciliation", false},
     {MasterMetrics::Rpc::kPromoteStart, "promote_start", false},
     {MasterMetrics::Rpc::kPromoteEnd, "promote_end", false},
     {MasterMetrics::Rpc::kGetStats, "get_stats", false},
@@ -234,8 +236,9 @@ void MasterMetrics::CollectStats(MetricsWriter* out) const {
                 D(d.dropped));
 
   out->Family("mooncake_master_objects_dropped_total", "counter",
-              "Objects (or replicas) whose bytes could not be trusted, by reason: dropped "
-              "(restore_checksum, parked_expired) or kept unverified (restore_unverifiable)");
+              "Objects (or their replicas) dropped because what the master listed could not be "
+              "read back as the object's bytes, by reason (restore_unverifiable: kept, "
+              "counted)");
   for (const auto& [reason, n] : s.objects_dropped) out->Sample(D(n), {{"reason", reason}});
   GaugeFamily(out, "master_unverified_replicas",
               "Restored memory replicas waiting for their daemon's checksum check",
@@ -246,6 +249,7 @@ void MasterMetrics::CollectStats(MetricsWriter* out) const {
   CounterFamily(out, "master_parked_adopted_total",
                 "Parked objects adopted back after their daemon verified them",
                 D(s.parked_adopted));
+
   GaugeFamily(out, "master_oplog_sequence", "Last operation-log record appended (0: no log)",
         D(s.oplog_sequence));
   GaugeFamily(out, "master_oplog_synced_sequence", "Last operation-log record on disk",

@@ -59,6 +59,7 @@ class MasterMetrics {
     kRemove, kBatchRemove, kRemoveByRegex, kRemoveAll,
     kFetchOffloads, kReportOffloads, kRegisterDiskReplicas, kDropDiskReplicas,
     kListUnverified, kReportVerified,
+    kBeginDiskReconciliation, kEndDiskReconciliation,
     kPromoteStart, kPromoteEnd,
     kGetStats, kSnapshot, kLastSnapshot, kGetRole, kFollowLog, kFetchSnapshot,
     kBatchReplicaClear,

@@ -191,7 +191,9 @@ void MasterService::DescribeReplicas(const ReplicaList& replicas, uint64_t size,
     if (!include_processing && r.status != ReplicaStatus::kComplete) return;
     std::shared_ptr<Segment> segment = segments_.Get(r.segment);
     if (!segment) return;  // unmounted a moment ago; its replica is being dropped
-    if (!segment->attached()) return;  // restored; its daemon has not proven it is back
+    // Restored (its daemon has not proven it is back), or a disk replica a reconciliation
+    // has not vouched for yet.
+    if (!Listable(r, *segment)) return;
     rpc::ReplicaDescriptor d;
     d.replica_id = r.id();
     d.kind = static_cast<rpc::ReplicaKind::type>(r.kind);
@@ -216,7 +218,7 @@ void MasterService::DescribeReplicas(const ReplicaList& replicas, uint64_t size,
 bool MasterService::Readable(const ReplicaList& replicas) const {
   for (size_t i = 0; i < replicas.size(); ++i) {
     std::shared_ptr<Segment> segment = segments_.Get(replicas[i].segment);
-    if (segment && segment->attached()) return true;
+    if (segment && Listable(replicas[i], *segment)) return true;
   }
   return false;
 }
@@ -608,7 +610,10 @@ int32_t MasterService::ExistKey(const std::string& key) {
     LockedKey locked(*this, key);
     ObjectMetadata* meta = locked.object;
     if (meta == nullptr || !meta->complete) return 0;
-    if (segments_.detached_count() > 0 && !Readable(meta->replicas)) return 0;
+    if ((segments_.detached_count() > 0 || meta->disk_replicas() > 0) &&
+        !Readable(meta->replicas)) {
+      return 0;
+    }
     int64_t now = Now();
     bool counts = !meta->exist_hit && !meta->leased(now);
     CountExistHit(locked.shard, *meta, now);

@@ -119,6 +119,7 @@
 #include "master/eviction.h"
 #include "master/exist_leases.h"
 #include "master/groups.h"
+#include "master/object_drops.h"
 #include "master/master_options.h"
 #include "master/object_metadata.h"
 #include "master/object_table.h"
@@ -380,8 +381,17 @@ class MasterService {
   // adopted only into a segment this master mounted new (after a restore, or a re-attach,
   // a missing object was removed while the daemon was away); a known object gains the
   // disk replica there only when its size and checksum (both present) match.
+  // round: the reconciliation round the objects kept or adopted are vouched for in, when
+  // it is the segment's current one (master/segment.h); 0 for none.
   std::vector<int32_t> RegisterDiskReplicas(int64_t daemon_id, int64_t disk_segment_id,
-                                            const std::vector<rpc::DiskObject>& objects);
+                                            const std::vector<rpc::DiskObject>& objects,
+                                            int64_t round = 0);
+  // Reconciliation rounds (docs/ssd.md, "Reconciliation"; master/segment.h). Begin: OK,
+  // also for a repeat; -600 round 0. End: drops every disk replica of the segment the round
+  // did not vouch for (logged; counted as objects_dropped{reason="disk_reconcile"}); OK,
+  // also for a repeat; -1010 round is not the current one; -1503 the log cannot write.
+  ErrorCode BeginDiskReconciliation(int64_t daemon_id, int64_t disk_segment_id, int64_t round);
+  ErrorCode EndDiskReconciliation(int64_t daemon_id, int64_t disk_segment_id, int64_t round);
   std::vector<int32_t> DropDiskReplicas(int64_t daemon_id, int64_t disk_segment_id,
                                         const std::vector<std::string>& keys);
   // -705 when the object has a memory replica, is being written, or another promotion of
@@ -730,7 +740,7 @@ class MasterService {
 
   void DescribeReplicas(const ReplicaList& replicas, uint64_t size, bool include_processing,
                         std::vector<rpc::ReplicaDescriptor>* out) const;
-  // Some replica lies in an attached segment.
+  // Some replica may be listed (Listable).
   bool Readable(const ReplicaList& replicas) const;
   // Whether a memory replica lies in a detached segment (restored, or of a silent daemon).
   bool OnDetachedSegment(const ReplicaList& replicas) const;
@@ -865,11 +875,7 @@ class MasterService {
   void ReclaimEvicted();
 
   // ---- verification and parked objects (master_service_verify.cc) ----
-  // The reasons of mooncake_master_objects_dropped_total this file counts.
-  enum class DropReason : size_t { kRestoreChecksum, kRestoreUnverifiable, kParkedExpired, kCount };
-  static const char* DropReasonName(DropReason reason);
-  // Counts n objects under reason, and logs the loss (throttled; unverifiable ones are
-  // kept, so only counted).
+  // Counts n objects under reason in drops_, which logs the loss (throttled).
   void CountDropped(DropReason reason, int64_t n);
   // Under the key's shard lock: meta's unverified memory replica (index in) failed its
   // check: it goes, logged; the object goes with it when it was the last.
@@ -943,8 +949,13 @@ class MasterService {
   // detached segment or not a disk one, -601 another daemon's.
   ErrorCode FindOwnDiskSegment(int64_t daemon_id, int64_t segment_id,
                                std::shared_ptr<Segment>* out) const;
-  // A disk replica of slot, COMPLETE, numbered anew.
-  Replica NewDiskReplica(uint32_t slot);
+  // A disk replica of disk, COMPLETE, numbered anew, vouched for in its current round.
+  Replica NewDiskReplica(const Segment& disk);
+  // r (of any kind) in segment may be listed: attached, and for a disk replica vouched for
+  // unless the segment is reconciled (master/segment.h).
+  static bool Listable(const Replica& r, const Segment& segment) {
+    return segment.attached() && (r.memory() || segment.Vouches(r.round));
+  }
   // Under the key's shard lock: takes meta's disk replica (index in) away, logged; the
   // object goes with it when that was its last replica.
   void DropDiskReplica(LockedKey& locked, ObjectMetadata& meta, size_t in);
@@ -1057,11 +1068,8 @@ class MasterService {
   } disk_;
   // Verification and parked objects (master_service_verify.cc).
   ParkedSegments parked_;
-  struct VerifyCounters {
-    std::atomic<int64_t> dropped[static_cast<size_t>(DropReason::kCount)] = {};
-    std::atomic<int64_t> adopted{0};
-  } verify_;
-  LogThrottle drop_log_;
+  std::atomic<int64_t> parked_adopted_{0};
+  ObjectDrops drops_;
   size_t holder_sweep_next_ = 0;  // the shard PruneShardRecords starts at; only touched by Tick
   // Until then a daemon the registry no longer lists may cache an untracked object: the
   // latest lease granted to an unregistered reader of one, or one lease after a daemon

@@ -212,9 +212,11 @@ ErrorCode MasterService::FindOwnDiskSegment(int64_t daemon_id, int64_t segment_i
   return ErrorCode::OK;
 }
 
-Replica MasterService::NewDiskReplica(uint32_t slot) {
+Replica MasterService::NewDiskReplica(const Segment& disk) {
   Replica r;
-  r.segment = slot;
+  r.segment = disk.slot();
+  // Its daemon has just shown it holds it: a reconciliation under way keeps it.
+  r.round = disk.round();
   r.alloc_node = next_disk_node_.fetch_add(1);
   r.kind = ReplicaKind::kLocalDisk;
   r.status = ReplicaStatus::kComplete;
@@ -311,8 +313,11 @@ std::vector<int32_t> MasterService::ReportOffloads(int64_t daemon_id, int64_t di
     const bool for_eviction = it->second.for_eviction;
     EndOffload(shard, key, meta, /*failed=*/false);
     CountDisk(*meta, -1);
-    if (DiskReplicaIn(meta->replicas, disk.slot()) == kNone) {
-      meta->replicas.push_back(NewDiskReplica(disk.slot()));
+    size_t had = DiskReplicaIn(meta->replicas, disk.slot());
+    if (had == kNone) {
+      meta->replicas.push_back(NewDiskReplica(disk));
+    } else {
+      meta->replicas[had].round = disk.round();  // just written: vouched for
     }
     ReplicaList memory;
     if (for_eviction) {
@@ -346,13 +351,23 @@ std::vector<int32_t> MasterService::ReportOffloads(int64_t daemon_id, int64_t di
                        });
 }
 
-std::vector<int32_t> MasterService::RegisterDiskReplicas(
-    int64_t daemon_id, int64_t disk_segment_id, const std::vector<rpc::DiskObject>& objects) {
+std::vector<int32_t> MasterService::RegisterDiskReplicas(int64_t daemon_id,
+                                                        int64_t disk_segment_id,
+                                                        const std::vector<rpc::DiskObject>& objects,
+                                                        int64_t round) {
   std::vector<std::string> keys;
   keys.reserve(objects.size());
   for (const rpc::DiskObject& object : objects) keys.push_back(object.key);
-  int64_t kept = 0, adopted = 0, refused = 0;
+  int64_t kept = 0, adopted = 0, refused = 0, replaced = 0;
+  // Asked once per batch (the daemon sends a round's batches one after another); a round
+  // begun meanwhile only makes the end of this one answer -1010.
+  bool in_round = false;
+  bool asked = false;
   auto reconcile = [&](size_t k, LockedKey& locked, const Segment& disk) {
+    if (!asked) {
+      in_round = disk.InRound(round);
+      asked = true;
+    }
     const rpc::DiskObject& object = objects[k];
     if (object.size <= 0 || static_cast<uint64_t>(object.size) > MOONCAKE_STORE_MAX_VALUE_SIZE ||
         object.checksum > int64_t{0xFFFFFFFF}) {
@@ -373,7 +388,8 @@ std::vector<int32_t> MasterService::RegisterDiskReplicas(
       adopt.complete = true;
       adopt.set_checksum(checksum);
       adopt.quota_slot = tenants_.QuotaSlot(object.key);
-      adopt.replicas.push_back(NewDiskReplica(disk.slot()));
+      adopt.replicas.push_back(NewDiskReplica(disk));
+      if (!in_round) adopt.replicas[0].round = 0;  // outside the round: vouched for in none
       meta = locked.shard.objects.Insert(object.key, locked.hash, std::move(adopt));
       object_count_.fetch_add(1);
       tenants_.Add(object.key, 1, 0);  // a disk replica takes no memory
@@ -384,6 +400,9 @@ std::vector<int32_t> MasterService::RegisterDiskReplicas(
                               meta->checksum_or_none() == checksum;
       size_t in = DiskReplicaIn(meta->replicas, disk.slot());
       if (in != kNone && same_value) {
+        // Vouched for: the end of the round keeps it. A stamp is runtime state (not
+        // logged), so nothing else changes.
+        if (in_round) meta->replicas[in].round = disk.round();
         ++kept;
         return ErrorCode::OK;
       }
@@ -393,12 +412,17 @@ std::vector<int32_t> MasterService::RegisterDiskReplicas(
                          !LogRefusing();
       if (!gains) {
         // The master's record of it there names another value: it goes, as a drop would.
-        if (in != kNone) DropDiskReplica(locked, *meta, in);
+        if (in != kNone) {
+          DropDiskReplica(locked, *meta, in);
+          ++replaced;
+        }
         ++refused;
         return ErrorCode::OBJECT_NOT_FOUND;
       }
       CountDisk(*meta, -1);
-      meta->replicas.push_back(NewDiskReplica(disk.slot()));
+      Replica added = NewDiskReplica(disk);
+      if (!in_round) added.round = 0;
+      meta->replicas.push_back(added);
       CountDisk(*meta, 1);
     }
     LogPublish(object.key, *meta);
@@ -415,7 +439,79 @@ std::vector<int32_t> MasterService::RegisterDiskReplicas(
                                      static_cast<long long>(kept),
                                      static_cast<long long>(adopted),
                                      static_cast<long long>(refused));
+                         drops_.Record(DropReason::kDiskReconcile, replaced,
+                                       "the daemon's SSD holds another value under the key");
                        });
+}
+
+ErrorCode MasterService::BeginDiskReconciliation(int64_t daemon_id, int64_t disk_segment_id,
+                                                 int64_t round) {
+  StateGate::Shared gate(gate_);
+  if (round == 0) return ErrorCode::INVALID_PARAMS;
+  std::shared_ptr<Segment> disk;
+  ErrorCode rc = FindOwnDiskSegment(daemon_id, disk_segment_id, &disk);
+  if (rc != ErrorCode::OK) return rc;
+  if (disk->BeginRound(round, segments_.NextRound())) {
+    MC_LOG_INFO("daemon %lld reconciles LOCAL_DISK segment %lld (%s)",
+                static_cast<long long>(daemon_id), static_cast<long long>(disk_segment_id),
+                disk->reconciled() ? "its replicas stay listed meanwhile"
+                                   : "its replicas not re-registered yet are not listed");
+  }
+  return ErrorCode::OK;
+}
+
+ErrorCode MasterService::EndDiskReconciliation(int64_t daemon_id, int64_t disk_segment_id,
+                                               int64_t round) {
+  if (round == 0) return ErrorCode::INVALID_PARAMS;
+  std::shared_ptr<Segment> disk;
+  uint32_t ended = 0;
+  {
+    StateGate::Shared gate(gate_);
+    ErrorCode rc = FindOwnDiskSegment(daemon_id, disk_segment_id, &disk);
+    if (rc != ErrorCode::OK) return rc;
+    if (LogRefusing()) return ErrorCode::PERSISTENT_FAIL;  // drops must be logged
+    bool current = false;
+    if (!disk->EndRound(round, &current, &ended)) {
+      return current ? ErrorCode::OK : ErrorCode::UNAVAILABLE_IN_CURRENT_STATUS;
+    }
+  }
+  // A walk over every object, the gate taken per slice (ScanShard) so that a snapshot
+  // never waits for all of it. The segment may be detached or dropped meanwhile: its
+  // replicas are then not listed, or dropped with it, whatever this walk does.
+  const uint32_t slot = disk->slot();
+  int64_t dropped = 0, removed = 0;
+  for (size_t s = 0; s < kShardCount; ++s) {
+    // A replica created meanwhile carries the round too: only the ones it did not vouch
+    // for go, and a slice visited twice finds nothing more. A round begun since (a
+    // re-attach: the daemon starts over) stops the drops: what is created in it carries
+    // its number, not this one's.
+    ScanShard(shards_[s], [&](std::string_view key, ObjectMetadata& meta) {
+      size_t in = DiskReplicaIn(meta.replicas, slot);
+      if (in == kNone || meta.replicas[in].round == ended || !meta.complete ||
+          disk->round() != ended) {
+        return false;
+      }
+      ++dropped;
+      CountDisk(meta, -1);
+      meta.replicas.erase(in);
+      CountDisk(meta, 1);
+      if (!meta.replicas.empty()) {
+        LogPublish(key, meta);
+        return false;
+      }
+      ++removed;
+      RemoveLogged(shards_[s], key, meta);  // it lived on that disk only
+      return true;
+    });
+  }
+  disk->MarkReconciled(round);
+  MC_LOG_INFO("daemon %lld reconciled LOCAL_DISK segment %lld: %lld disk replicas it no "
+              "longer holds dropped (%lld objects with no replica left removed)",
+              static_cast<long long>(daemon_id), static_cast<long long>(disk_segment_id),
+              static_cast<long long>(dropped), static_cast<long long>(removed));
+  drops_.Record(DropReason::kDiskReconcile, dropped,
+                "disk replicas the daemon's SSD no longer holds (reconciliation)");
+  return ErrorCode::OK;
 }
 
 std::vector<int32_t> MasterService::DropDiskReplicas(int64_t daemon_id, int64_t disk_segment_id,

@@ -222,7 +222,7 @@ uint64_t MasterService::EvictOne(Shard& shard, std::string_view key, ObjectMetad
   for (size_t i = 0; i < meta.replicas.size() && !on_disk; ++i) {
     std::shared_ptr<Segment> segment =
         meta.replicas[i].memory() ? nullptr : segments_.Get(meta.replicas[i].segment);
-    on_disk = segment && segment->attached();
+    on_disk = segment && Listable(meta.replicas[i], *segment);  // not one in doubt
   }
   if (on_disk) {
     // Readable from disk: only its memory goes (logged: reused once on disk).

@@ -468,7 +468,7 @@ rpc::MasterStats MasterService::GetStats() const {
   stats.objects_dropped = DroppedObjects();
   stats.unverified_replicas = UnverifiedReplicas();
   stats.parked_objects = parked_.count();
-  stats.parked_adopted = verify_.adopted.load();
+  stats.parked_adopted = parked_adopted_.load();
   return stats;
 }
 

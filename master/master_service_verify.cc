@@ -152,7 +152,7 @@ std::vector<int32_t> MasterService::ReportVerified(
   std::vector<int32_t> out = SettleOwnKeys(&MasterService::FindOwnSegment, daemon_id, segment_id,
                                            keys, settle);
   for (const ParkedSegments::Range& r : to_free) segments_.Free(r.slot, r.node);
-  verify_.adopted.fetch_add(adopted);
+  parked_adopted_.fetch_add(adopted);
   CountDropped(DropReason::kRestoreChecksum, bad);
   CountDropped(DropReason::kRestoreUnverifiable, unverifiable);
   if (bad + adopted + superseded > 0) {
@@ -184,29 +184,19 @@ void MasterService::DropUnverifiedReplica(LockedKey& locked, ObjectMetadata& met
 }
 
 void MasterService::CountDropped(DropReason reason, int64_t n) {
-  if (n <= 0) return;
-  verify_.dropped[static_cast<size_t>(reason)].fetch_add(n);
-  if (reason == DropReason::kRestoreUnverifiable) return;  // kept: counted, not a loss
-  uint64_t passed_over = 0;
-  if (!drop_log_.Due(&passed_over)) return;
-  MC_LOG_WARN("%lld objects dropped (%s): their bytes could not be trusted; %llu such "
-              "drops not logged since the previous line",
-              static_cast<long long>(n), DropReasonName(reason),
-              static_cast<unsigned long long>(passed_over));
-}
-
-const char* MasterService::DropReasonName(DropReason reason) {
   switch (reason) {
     case DropReason::kRestoreChecksum:
-      return "restore_checksum";
-    case DropReason::kRestoreUnverifiable:
-      return "restore_unverifiable";
-    case DropReason::kParkedExpired:
-      return "parked_expired";
-    case DropReason::kCount:
+      drops_.Record(reason, n, "restored replicas whose bytes failed their checksum");
       break;
+    case DropReason::kRestoreUnverifiable:
+      drops_.Record(reason, n, "restored replicas without a checksum, kept unchecked");
+      break;
+    case DropReason::kParkedExpired:
+      drops_.Record(reason, n, "parked objects whose daemon did not come back in time");
+      break;
+    default:
+      drops_.Record(reason, n, "");
   }
-  return "?";
 }
 
 void MasterService::DiscardParked(const std::string& key) {
@@ -256,7 +246,8 @@ int64_t MasterService::UnverifiedReplicas() const {
 std::map<std::string, int64_t> MasterService::DroppedObjects() const {
   std::map<std::string, int64_t> out;
   for (size_t i = 0; i < static_cast<size_t>(DropReason::kCount); ++i) {
-    out[DropReasonName(static_cast<DropReason>(i))] = verify_.dropped[i].load();
+    const auto reason = static_cast<DropReason>(i);
+    out[ObjectDrops::Name(reason)] = drops_.value(reason);
   }
   return out;
 }

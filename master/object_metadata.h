@@ -26,6 +26,11 @@ struct Replica {
   // restored point (docs/durability.md, "Verification after restore"). In the struct's
   // padding: it costs no byte (see the static_assert below).
   bool unverified = false;
+  // A disk replica: the reconciliation round of its segment in which its daemon last
+  // vouched for it (registered it, or created it by an offload's report or an adoption);
+  // 0 for none (restored). Runtime state, never logged (master/segment.h). In what was
+  // padding: a Replica stays 24 bytes.
+  uint32_t round = 0;
 
   // Unique among live replicas: slots are never reused and a node is unique in its slot.
   int64_t id() const { return (static_cast<int64_t>(segment) << 32) | alloc_node; }

@@ -278,13 +278,27 @@ void RpcHandler::ReportOffloads(std::vector<int32_t>& out, int64_t daemon_id,
   call.Items(out, [](int32_t code) { return code; });
 }
 
+int32_t RpcHandler::BeginDiskReconciliation(int64_t daemon_id, int64_t disk_segment_id,
+                                            int64_t round) {
+  RpcCall call(metrics_, Rpc::kBeginDiskReconciliation);
+  return call.Code(ToInt(service_->BeginDiskReconciliation(daemon_id, disk_segment_id, round)));
+}
+
 void RpcHandler::RegisterDiskReplicas(std::vector<int32_t>& out, int64_t daemon_id,
                                       int64_t disk_segment_id,
-                                      const std::vector<rpc::DiskObject>& objects) {
+                                      const std::vector<rpc::DiskObject>& objects,
+                                      int64_t round) {
   RpcCall call(metrics_, Rpc::kRegisterDiskReplicas);
-  out = service_->RegisterDiskReplicas(daemon_id, disk_segment_id, objects);
+  out = service_->RegisterDiskReplicas(daemon_id, disk_segment_id, objects, round);
   AcknowledgeAll(&out);
   call.Items(out, [](int32_t code) { return code; });
+}
+
+int32_t RpcHandler::EndDiskReconciliation(int64_t daemon_id, int64_t disk_segment_id,
+                                          int64_t round) {
+  RpcCall call(metrics_, Rpc::kEndDiskReconciliation);
+  return call.Code(
+      Acknowledge(service_->EndDiskReconciliation(daemon_id, disk_segment_id, round)));
 }
 
 void RpcHandler::DropDiskReplicas(std::vector<int32_t>& out, int64_t daemon_id,

@@ -118,9 +118,13 @@ class RpcHandler : public rpc::MasterServiceIf {
                       const std::vector<std::string>& keys,
                       const std::vector<int64_t>& replica_ids,
                       const std::vector<int32_t>& codes) override;
+  int32_t BeginDiskReconciliation(int64_t daemon_id, int64_t disk_segment_id,
+                                  int64_t round) override;
   void RegisterDiskReplicas(std::vector<int32_t>& out, int64_t daemon_id,
-                            int64_t disk_segment_id,
-                            const std::vector<rpc::DiskObject>& objects) override;
+                            int64_t disk_segment_id, const std::vector<rpc::DiskObject>& objects,
+                            int64_t round) override;
+  int32_t EndDiskReconciliation(int64_t daemon_id, int64_t disk_segment_id,
+                                int64_t round) override;
   void DropDiskReplicas(std::vector<int32_t>& out, int64_t daemon_id, int64_t disk_segment_id,
                         const std::vector<std::string>& keys) override;
   // Verification after a restore, parked objects (master_service_verify.cc).

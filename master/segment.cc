@@ -8,7 +8,9 @@ Segment::Segment(uint32_t slot, rpc::SegmentInfo info, uint64_t alignment, bool 
       // Nothing is ever allocated in a daemon's SSD tier.
       allocator_(disk() ? 0 : static_cast<uint64_t>(info_.size), alignment),
       attached_(attached),
-      adopts_(attached && disk()) {}
+      adopts_(attached && disk()),
+      // Mounted new: it has no replica to doubt. Restored: its replicas await a round.
+      reconciled_(attached) {}
 
 Segment::Segment(uint32_t slot, rpc::SegmentInfo info, Segment& replaced)
     : slot_(slot), info_(std::move(info)), allocator_(0), attached_(false) {
@@ -22,6 +24,10 @@ Segment::Segment(uint32_t slot, rpc::SegmentInfo info, Segment& replaced)
   held_ = replaced.held();
   adopts_ = replaced.adopts();
   unverified_ = replaced.unverified();
+  round_ = replaced.round();
+  reconciled_ = replaced.reconciled();
+  token_ = replaced.token_;
+  round_ended_ = replaced.round_ended_;
 }
 
 bool Segment::Allocate(uint64_t size, uint64_t* offset, uint32_t* node) {
@@ -43,11 +49,46 @@ bool Segment::Reserve(uint64_t offset, uint64_t size, uint32_t* node) {
   return a.ok();
 }
 
-void Segment::Attach() {
+void Segment::Attach(uint32_t round) {
   std::lock_guard<std::mutex> lock(mu_);
   allocating_ = !draining();
+  if (disk()) {
+    // Before the segment is attached: nothing it held before is listed unvouched.
+    reconciled_.store(false, std::memory_order_release);
+    round_.store(round, std::memory_order_release);
+    token_ = 0;
+    round_ended_ = false;
+  }
   attached_.store(true, std::memory_order_release);
   detach_deadline_ms_.store(0);
+}
+
+bool Segment::BeginRound(int64_t token, uint32_t round) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (token_ == token) return false;
+  token_ = token;
+  round_ended_ = false;
+  round_.store(round, std::memory_order_release);
+  return true;
+}
+
+bool Segment::InRound(int64_t token) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return token != 0 && token_ == token;
+}
+
+bool Segment::EndRound(int64_t token, bool* current, uint32_t* ended) {
+  std::lock_guard<std::mutex> lock(mu_);
+  *current = token != 0 && token_ == token;
+  if (!*current || round_ended_) return false;
+  round_ended_ = true;
+  *ended = round_.load(std::memory_order_relaxed);
+  return true;
+}
+
+void Segment::MarkReconciled(int64_t token) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (token_ == token) reconciled_.store(true, std::memory_order_release);
 }
 
 void Segment::Detach(int64_t deadline_ms) {

@@ -14,6 +14,18 @@
 // attached and detached like a memory segment, but its allocator is empty (capacity 0, so
 // it adds nothing to the pool's capacity or usage and no Allocate succeeds in it) and its
 // replicas are objects the daemon's own index locates.
+//
+// Reconciliation of a LOCAL_DISK segment (docs/ssd.md, "Reconciliation"): the master's list
+// of a disk segment's replicas may name objects its SSD lost (a relaxed-mode crash, a
+// restore to an older point, buckets evicted after it). So each (re-)attach starts a
+// round, and in a round the daemon vouches for what its SSD holds: every disk replica it
+// registers, and every one it creates (an offload's report, an adoption), carries the
+// round's number (Replica::round). When the daemon says it has registered everything
+// (MasterService::EndDiskReconciliation), every replica not vouched for goes. Until then a
+// re-attached segment is unreconciled, and its replicas not vouched for are neither listed
+// nor counted as readable. A round is named by the daemon (a token it draws) so that a
+// round's end never applies to another round: one begun after a master restart or a
+// re-attach, or by a later registration of the same daemon.
 #ifndef MOONCAKE_MASTER_SEGMENT_H_
 #define MOONCAKE_MASTER_SEGMENT_H_
 
@@ -74,8 +86,9 @@ class Segment {
   bool adopts() const { return adopts_.load(std::memory_order_acquire); }
 
   bool attached() const { return attached_.load(std::memory_order_acquire); }
-  // Its daemon mounted it again: allocation and reads resume.
-  void Attach();
+  // Its daemon mounted it again: allocation and reads resume; a LOCAL_DISK one starts
+  // round (a number SegmentRegistry draws, never 0) unreconciled.
+  void Attach(uint32_t round);
   // Its daemon fell silent (or a restore made it): until it is attached again by
   // deadline_ms, nothing is allocated in it and it is not read. SegmentRegistry keeps the
   // count of detached segments, so only it calls these.
@@ -89,6 +102,30 @@ class Segment {
   int64_t unverified() const { return unverified_.load(std::memory_order_acquire); }
   void AddUnverified(int64_t n) { unverified_.fetch_add(n, std::memory_order_acq_rel); }
   void SetUnverified(int64_t n) { unverified_.store(n, std::memory_order_release); }
+  // ---- reconciliation (LOCAL_DISK; see above) ----
+  // The current round: what a replica created now is stamped with.
+  uint32_t round() const { return round_.load(std::memory_order_acquire); }
+  // Whether a disk replica stamped replica_round may be listed: the segment is reconciled,
+  // or its daemon vouched for it in the current round.
+  bool Vouches(uint32_t replica_round) const {
+    return reconciled_.load(std::memory_order_acquire) ||
+           replica_round == round_.load(std::memory_order_acquire);
+  }
+  bool reconciled() const { return reconciled_.load(std::memory_order_acquire); }
+  // The daemon's round named token (never 0) begins, numbered round: from now on only
+  // what it vouches for is kept at the end. False, and nothing changes, when token's round
+  // is already the current one (a repeated begin).
+  bool BeginRound(int64_t token, uint32_t round);
+  // The daemon's token names the current round.
+  bool InRound(int64_t token) const;
+  // Ends token's round: true the first time, with *ended its number (the caller then
+  // drops the replicas stamped otherwise, as long as round() is still *ended, and calls
+  // MarkReconciled), false when it had ended already (a repeat) or token is not the
+  // current round's (then *current is false).
+  bool EndRound(int64_t token, bool* current, uint32_t* ended);
+  // Every replica token's round did not vouch for is gone: all are listed again, unless
+  // another round has begun meanwhile.
+  void MarkReconciled(int64_t token);
 
   uint64_t capacity() const;
   // Without the lock: every put asks (MasterService checks the high watermark).
@@ -109,6 +146,12 @@ class Segment {
   std::atomic<bool> drain_settled_{false};
   std::atomic<bool> adopts_{false};
   std::atomic<int64_t> unverified_{0};
+  // Reconciliation: round_ and reconciled_ are read lock-free, changed under mu_ with
+  // token_ and round_ended_.
+  std::atomic<uint32_t> round_{0};
+  std::atomic<bool> reconciled_;
+  int64_t token_ = 0;         // guarded by mu_: the daemon's name for round_, 0: none yet
+  bool round_ended_ = false;  // guarded by mu_
 };
 
 }  // namespace mooncake

@@ -63,7 +63,7 @@ ErrorCode SegmentRegistry::Mount(const rpc::SegmentInfo& info, bool taker_has_na
     }
     known = std::make_shared<Segment>(known->slot(), info, *known);
   }
-  known->Attach();
+  known->Attach(NextRound());
   detached_.fetch_sub(1);
   *outcome = MountOutcome::kReattached;
   return ErrorCode::OK;
@@ -96,6 +96,12 @@ void SegmentRegistry::Restore(const rpc::SegmentInfo& info) {
   detached_.fetch_add(1);
   lent_ += info.lent_by_client;
   if (info.kind == rpc::ReplicaKind::LOCAL_DISK) disk_by_daemon_[info.daemon_id] = slot;
+}
+
+uint32_t SegmentRegistry::NextRound() {
+  uint32_t round = next_round_.fetch_add(1, std::memory_order_relaxed);
+  // 0 is a restored replica's: never a round's (a wrap takes 2^32 rounds).
+  return round != 0 ? round : next_round_.fetch_add(1, std::memory_order_relaxed);
 }
 
 bool SegmentRegistry::SlotOf(int64_t segment_id, uint32_t* slot) const {

@@ -68,6 +68,9 @@ class SegmentRegistry {
   // Adds a segment restored from a snapshot or the log, detached (see segment.h). A known
   // id is described anew (the later record wins) in the same slot.
   void Restore(const rpc::SegmentInfo& info);
+  // A number for a LOCAL_DISK segment's new reconciliation round (master/segment.h):
+  // unique among this master's rounds, never 0.
+  uint32_t NextRound();
   // The slot of a segment id, or false.
   bool SlotOf(int64_t segment_id, uint32_t* slot) const;
 
@@ -138,6 +141,7 @@ class SegmentRegistry {
   std::atomic<size_t> detached_{0};                        // changed under mu_
   size_t lent_ = 0;  // segments lent by clients; guarded by mu_ (none: the order is the strategy's)
   std::unordered_map<int64_t, uint32_t> disk_by_daemon_;  // daemon id → its LOCAL_DISK slot
+  std::atomic<uint32_t> next_round_{1};                   // NextRound's
 };
 
 }  // namespace mooncake

@@ -709,4 +709,20 @@ int mc_cluster_offset_of(const mc_cluster* c, const char* key, uint64_t* offset)
   return 0;
 }
 
+int mc_cluster_master_metric(const mc_cluster* c, const char* sample, double* value) {
+  int port = mooncake::testing::AdminPortFromLog(mc_cluster_master_log(c), "master");
+  if (port < 0) return -1;
+  const std::string key_file = MasterKeyFile(c);
+  std::vector<std::string> headers;
+  if (!key_file.empty()) headers.push_back(mooncake::testing::AdminAuthorization(key_file));
+  mooncake::testing::HttpAnswer a =
+      mooncake::testing::HttpRequestLoopback(port, "GET", "/metrics", headers);
+  if (a.status != 200) return -1;
+  const std::string line = std::string("\n") + sample + " ";
+  size_t at = ("\n" + a.body).find(line);
+  if (at == std::string::npos) return -1;
+  *value = std::strtod(a.body.c_str() + at + line.size() - 1, nullptr);
+  return 0;
+}
+
 }  // extern "C"

@@ -311,6 +311,11 @@ int mc_cluster_soft_pin_remaining_ms(const mc_cluster *c, const char *key,
 /* Where the first replica of key lies in its segment, as /query_key reports it (no lease
  * granted): 0 with *offset, -1 when the key is unknown or the master cannot be asked. */
 int mc_cluster_offset_of(const mc_cluster *c, const char *key, uint64_t *offset);
+/* The value of one sample of the master's /metrics (admin HTTP), named as the exposition
+ * writes it, labels included: e.g. "mooncake_master_objects_dropped_total{reason=
+ * \"disk_reconcile\"}". 0 with *value, -1 when the master cannot be asked or has no
+ * such sample. */
+int mc_cluster_master_metric(const mc_cluster *c, const char *sample, double *value);
 
 #ifdef __cplusplus
 }

@@ -3,7 +3,8 @@
  *  - strict: every offload the master acknowledged before the kill reads back, with its
  *    own bytes, through the restarted owner and through the other daemon;
  *  - relaxed: every offload acknowledged more than the stated bound (one second) before
- *    the kill reads back; the ones in the window read back or answer -704, never wrong;
+ *    the kill reads back; the ones in the window read back or answer -704 once the
+ *    restarted owner's reconciliation is complete, never wrong, never -800;
  *  - disabled: none reads back, each answers -704 cleanly;
  * and a master restarted without its state, which adopts what the daemons' SSDs hold. */
 #include <setjmp.h>
@@ -55,11 +56,14 @@ static mc_cluster *start_and_offload(const char *mode, mooncake_store_t *owner) 
   return c;
 }
 
-/* kill -9 of the owner, then the same daemon again (same --ssd_path, socket and port). */
+/* kill -9 of the owner, then the same daemon again (same --ssd_path, socket and port),
+ * waited for until its reconciliation with the master is complete. */
 static mooncake_store_t kill_and_restart(mc_cluster *c, mooncake_store_t owner) {
   mooncake_store_destroy(owner);
+  int before = reconciliations(c, OWNER);
   mc_cluster_kill_daemon_at(c, OWNER, SIGKILL);
   assert_int_equal(mc_cluster_restart_daemon_at(c, OWNER), 0);
+  await_reconciliation(c, OWNER, before, 30);
   return connect_app(c, OWNER, 4 * MiB);
 }
 
@@ -108,9 +112,10 @@ static void test_relaxed_offloads_older_than_the_bound_survive(void **state) {
   int old = readable(reader, "rs", COUNT, 10);
   int late = 0;
   for (int i = 0; i < LATE; ++i) {
+    /* Reconciled: a copy the SSD lost is gone at the master too (issue 33), never listed
+     * and unreadable (-800). */
     int64_t got = read_checked(reader, "late", i, OBJ);
-    assert_true(got == (int64_t)OBJ || got == MOONCAKE_STORE_OBJECT_NOT_FOUND ||
-                got == MOONCAKE_STORE_REPLICA_IS_NOT_READY || got == MOONCAKE_STORE_TRANSFER_FAIL);
+    assert_true(got == (int64_t)OBJ || got == MOONCAKE_STORE_OBJECT_NOT_FOUND);
     late += got == (int64_t)OBJ;
   }
   fprintf(stderr, "relaxed: %d of %d older than the bound read back, %d of %d inside it\n",

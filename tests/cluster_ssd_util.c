@@ -72,6 +72,18 @@ int64_t read_checked_within(mooncake_store_t s, const char *prefix, int i, size_
   return got;
 }
 
+int reconciliations(const mc_cluster *c, int i) {
+  return count_log_lines(mc_cluster_log_at(c, i), "reconciliation complete", NULL);
+}
+
+void await_reconciliation(const mc_cluster *c, int i, int before, double timeout_s) {
+  double until = now_seconds() + timeout_s;
+  while (reconciliations(c, i) <= before && now_seconds() < until) usleep(20 * 1000);
+  if (reconciliations(c, i) <= before) {
+    fail_msg("daemon %d completed no reconciliation in %.0f s", i, timeout_s);
+  }
+}
+
 int kinds_of(const mc_cluster *c, const char *prefix, int i, int *memory, int *disk) {
   char key[SSD_KEY_LEN];
   key_of(key, sizeof(key), prefix, i);

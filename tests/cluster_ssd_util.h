@@ -37,6 +37,14 @@ int64_t read_checked(mooncake_store_t s, const char *prefix, int i, size_t size)
 int64_t read_checked_within(mooncake_store_t s, const char *prefix, int i, size_t size,
                             double timeout_s);
 
+/* The reconciliations daemon i's log says were complete ("reconciliation complete": after
+ * each, the master lists no disk replica of its SSD that the SSD does not hold). */
+int reconciliations(const mc_cluster *c, int i);
+
+/* Waits until daemon i has completed more than before reconciliations; fails after
+ * timeout_s. */
+void await_reconciliation(const mc_cluster *c, int i, int before, double timeout_s);
+
 /* The replicas of prefix/i as the master lists them (mc_cluster_replica_kinds): 0 with the
  * counts, -1 when the object is gone. */
 int kinds_of(const mc_cluster *c, const char *prefix, int i, int *memory, int *disk);

@@ -242,6 +242,18 @@ void test_restore_keeps_disk_replicas(void**) {
   // memory is gone with the old process).
   assert_int_equal(ToInt(b->RegisterDaemon(101, Name(1))), 0);
   assert_int_equal(ToInt(b->MountSegment(DiskSegment(1, 101))), 0);
+  // Listed once the daemon's reconciliation vouched for them (docs/ssd.md).
+  assert_int_equal(b->GetReplicaList("k0").code, kNotReady);
+  assert_int_equal(ToInt(b->BeginDiskReconciliation(101, DiskId(1), 5)), 0);
+  rpc::DiskObject held;
+  held.size = kKiB;
+  held.checksum = -1;
+  std::vector<rpc::DiskObject> ssd(2, held);
+  ssd[0].key = "k0";
+  ssd[1].key = "k1";
+  ssd.push_back(adopted);
+  for (int32_t code : b->RegisterDiskReplicas(101, DiskId(1), ssd, 5)) assert_int_equal(code, 0);
+  assert_int_equal(ToInt(b->EndDiskReconciliation(101, DiskId(1), 5)), 0);
   assert_string_equal(Kinds(*b, "k0").c_str(), "D");
   assert_string_equal(Kinds(*b, "k1").c_str(), "D");
   assert_string_equal(Kinds(*b, "adopted").c_str(), "D");

@@ -92,6 +92,15 @@ void test_restarted_daemon_takes_its_disk_back(void**) {
   assert_int_equal(ToInt(s.RegisterDaemon(2, Name(2))), 0);
   assert_int_equal(ToInt(s.MountSegment(DiskSegment(1, 2))), kSegmentExists);
   assert_int_equal(ToInt(s.MountSegment(DiskSegment(1, 101))), 0);
+  // Listed once its reconciliation vouched for it (master_disk_reconcile_test).
+  assert_int_equal(s.GetReplicaList("kept").code, kNotReady);
+  rpc::DiskObject kept;
+  kept.key = "kept";
+  kept.size = 1000;
+  kept.checksum = -1;
+  assert_int_equal(ToInt(s.BeginDiskReconciliation(101, DiskId(1), 3)), 0);
+  assert_int_equal(s.RegisterDiskReplicas(101, DiskId(1), {kept}, 3)[0], 0);
+  assert_int_equal(ToInt(s.EndDiskReconciliation(101, DiskId(1), 3)), 0);
   rpc::ReplicaListResult r = s.GetReplicaList("kept");
   assert_int_equal(r.code, 0);
   assert_int_equal(r.replicas.size(), 1);
