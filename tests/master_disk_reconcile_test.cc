@@ -24,7 +24,7 @@ rpc::DiskObject On(const std::string& key, int64_t size, int64_t checksum) {
 }
 
 int64_t Dropped(const MasterService& s) {
-  return s.object_drops().value(mooncake::DropReason::kDiskReconcile);
+  return s.GetStats().objects_dropped.at("disk_reconcile");
 }
 
 int Begin(MasterService& s, int64_t daemon, int64_t round) {
