@@ -52,6 +52,7 @@ constexpr RpcInfo kRpcs[] = {
     {MasterMetrics::Rpc::kReportOffloads, "report_offloads", true},
     {MasterMetrics::Rpc::kRegisterDiskReplicas, "register_disk_replicas", true},
     {MasterMetrics::Rpc::kDropDiskReplicas, "drop_disk_replicas", true},
+    {MasterMetrics::Rpc::kReportBadReplicas, "report_bad_replicas", true},
     {MasterMetrics::Rpc::kPromoteStart, "promote_start", false},
     {MasterMetrics::Rpc::kPromoteEnd, "promote_end", false},
     {MasterMetrics::Rpc::kGetStats, "get_stats", false},
@@ -230,6 +231,11 @@ void MasterMetrics::CollectStats(MetricsWriter* out) const {
                 D(d.adopted));
   CounterFamily(out, "master_disk_dropped_total", "Disk replicas DropDiskReplicas removed",
                 D(d.dropped));
+
+  out->Family("mooncake_master_objects_dropped_total", "counter",
+              "Replicas or objects dropped because their bytes could not be trusted, by "
+              "reason (docs/operations.md)");
+  for (const auto& [reason, count] : s.objects_dropped) out->Sample(D(count), {{"reason", reason}});
 
   GaugeFamily(out, "master_oplog_sequence", "Last operation-log record appended (0: no log)",
         D(s.oplog_sequence));

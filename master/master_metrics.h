@@ -58,6 +58,7 @@ class MasterMetrics {
     kGetReplicaList, kBatchGetReplicaList, kExistKey, kBatchExistKey,
     kRemove, kBatchRemove, kRemoveByRegex, kRemoveAll,
     kFetchOffloads, kReportOffloads, kRegisterDiskReplicas, kDropDiskReplicas,
+    kReportBadReplicas,
     kPromoteStart, kPromoteEnd,
     kGetStats, kSnapshot, kLastSnapshot, kGetRole, kFollowLog, kFetchSnapshot,
     kBatchReplicaClear,

@@ -115,6 +115,7 @@
 #include "common/error_code.h"
 #include "master/cache_holders.h"
 #include "master/daemon_registry.h"
+#include "master/dropped_objects.h"
 #include "master/eviction.h"
 #include "master/exist_leases.h"
 #include "master/groups.h"
@@ -382,6 +383,21 @@ class MasterService {
                                             const std::vector<rpc::DiskObject>& objects);
   std::vector<int32_t> DropDiskReplicas(int64_t daemon_id, int64_t disk_segment_id,
                                         const std::vector<std::string>& keys);
+
+  // ---- unreadable replicas (master_service_bad.cc) ----
+  // A daemon found these replicas unreadable: bytes that fail the object's checksum (any
+  // reader), or a disk replica its own SSD does not hold (the owner only, naming its
+  // LOCAL_DISK segment). The master cannot check bytes, so it takes the daemon's word, but
+  // only for the value the reader read: a replica is dropped when the object still lists
+  // it (COMPLETE) with the size and checksum the report names; a mismatch report needs a
+  // checksum to mismatch. Then: logged (a publish record of what is left, or the
+  // object's removal when nothing is), its memory freed once no lease covers it and the
+  // record is on disk, counted DropReason::kUnreadable. Per replica 0 (dropped), -704 (not
+  // what the reader saw: removed, re-placed or re-written since), -600 (a bad key, reason,
+  // size or checksum); every one -103 for an unknown daemon.
+  std::vector<int32_t> ReportBadReplicas(int64_t daemon_id,
+                                         const std::vector<rpc::BadReplica>& replicas);
+  const DroppedObjects& dropped_objects() const { return dropped_; }
   // -705 when the object has a memory replica, is being written, or another promotion of
   // it is open; -704 missing; -200 no space; -1402 over quota; -103 unknown writer. The
   // replica is placed on the writer's own segments first.
@@ -736,6 +752,10 @@ class MasterService {
   // target is freed when the mover commits or revokes it, or once the mover must have
   // given up (put_start_release_timeout, as an abandoned upsert).
   void DropPendingMove(Shard& shard, std::string_view key);
+  // Drops replica in of locked's object (ReportBadReplicas), or the object when it was its
+  // last: logged, accounted, memory freed once no lease covers it and the record is on
+  // disk. True when memory was freed or is due to be.
+  bool DropBadReplica(LockedKey& locked, size_t in);
   // The owner check and slot of DrainSegment, CommitMoves and RevokeMoves.
   ErrorCode FindOwnSegment(int64_t daemon_id, int64_t segment_id,
                            std::shared_ptr<Segment>* out) const;
@@ -1012,6 +1032,7 @@ class MasterService {
     std::atomic<int64_t> objects{0}, bytes{0}, disk_only{0}, queued{0}, done{0}, failed{0},
         dropped_tasks{0}, evict_offloads{0}, promotions{0}, adopted{0}, dropped{0};
   } disk_;
+  DroppedObjects dropped_;  // what was dropped because its bytes could not be trusted
   size_t holder_sweep_next_ = 0;  // the shard PruneShardRecords starts at; only touched by Tick
   // Until then a daemon the registry no longer lists may cache an untracked object: the
   // latest lease granted to an unregistered reader of one, or one lease after a daemon

@@ -431,6 +431,7 @@ rpc::MasterStats MasterService::GetStats() const {
   stats.eviction = eviction_.Get();
   stats.tenants = tenants_.Stats();
   stats.disk = DiskFigures();
+  stats.objects_dropped = dropped_.Figures();
   return stats;
 }
 

@@ -123,6 +123,8 @@ class RpcHandler : public rpc::MasterServiceIf {
                             const std::vector<rpc::DiskObject>& objects) override;
   void DropDiskReplicas(std::vector<int32_t>& out, int64_t daemon_id, int64_t disk_segment_id,
                         const std::vector<std::string>& keys) override;
+  void ReportBadReplicas(std::vector<int32_t>& out, int64_t daemon_id,
+                         const std::vector<rpc::BadReplica>& replicas) override;
   void PromoteStart(rpc::PutStartResult& out, int64_t writer, const std::string& key,
                     int64_t disk_replica_id) override;
   int32_t PromoteEnd(int64_t writer, const std::string& key, bool ok) override;
