@@ -782,6 +782,13 @@ ErrorCode MasterClient::DropDiskReplicas(int64_t daemon_id, int64_t disk_segment
                       keys);
 }
 
+ErrorCode MasterClient::ReportBadReplicas(int64_t daemon_id,
+                                          const std::vector<rpc::BadReplica>& replicas,
+                                          std::vector<ErrorCode>* out) {
+  return CallForCodes(*this, Repeat::kSafe, replicas.size(), out,
+                      &rpc::MasterServiceClient::ReportBadReplicas, daemon_id, replicas);
+}
+
 // Promotion on hit: a reservation is made once (a second PromoteStart would meet the
 // first's, -705); PromoteEnd follows it.
 
