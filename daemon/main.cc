@@ -435,7 +435,9 @@ int main(int argc, char** argv) {
       membership.UnmountAll();
       return stop.load() ? 0 : 1;
     }
-    offloader = std::make_unique<Offloader>(&master, &membership, ssd.get(), Offloader::Options());
+    Offloader::Options offload_options;
+    offload_options.reporter = &reporter;
+    offloader = std::make_unique<Offloader>(&master, &membership, ssd.get(), offload_options);
     offloader->Start();
     // Peers may read its disk replicas from now on (READ_DISK).
     transfer_server.SetDiskTier(ssd->store(), ssd->segment_id());
