@@ -499,6 +499,7 @@ int main(int argc, char** argv) {
     sources.service = &service;
     sources.ssd = ssd.get();
     sources.offloader = offloader.get();
+    sources.reporter = &reporter;
     admin = std::make_unique<DaemonAdmin>(sources, std::move(admin_tokens));
     const std::string admin_host =
         options.metrics_host.empty() ? "127.0.0.1" : options.metrics_host;
