@@ -15,6 +15,10 @@
 // harness's key, in alternating order: remote 4 KiB puts and 4 MiB gets in each; the
 // medians of the rounds side by side, with the ratio on/off; then what the handshake adds
 // to a new transfer connection, measured in process.
+//
+// --checksum both: what the daemons' CRC32C (on by default) costs the local path. Rounds
+// of two one-daemon clusters, --checksum=false and true, in alternating order: a put and a
+// first get of each size in each; the medians side by side, with the ratio on/off.
 #include <unistd.h>
 
 #include <algorithm>
@@ -100,14 +104,17 @@ void RunTwoDaemons(const Options& o, mc_cluster* cluster, mooncake_store_t store
   }
 }
 
-// The master and daemons of one run: with the harness's cluster key, or none at all.
-mc_cluster* SpawnCluster(const Options& o, bool keyed) {
+// The master and daemons of one run: with the harness's cluster key, or none at all; with
+// the daemons' checksums as --checksum says (both: on when checksum, else off).
+mc_cluster* SpawnCluster(const Options& o, bool keyed, bool checksum = true) {
   setenv("MC_BUILD_DIR", o.build_dir.c_str(), 1);
   std::fprintf(stderr, "spawning mooncake-master and %d mooncaked from %s (%s) ...\n",
                static_cast<int>(o.daemons), o.build_dir.c_str(),
                keyed ? "with a cluster key" : "without a cluster key");
   std::vector<std::string> args = SplitArgs(o.daemon_args);
   if (!keyed) args.insert(args.end(), {"--cluster_key_file", ""});
+  const bool summed = o.checksum == "both" ? checksum : o.checksum == "on";
+  args.push_back(summed ? "--checksum=true" : "--checksum=false");
   std::vector<const char*> daemon_flags;
   for (const auto& a : args) daemon_flags.push_back(a.c_str());
   daemon_flags.push_back(nullptr);
@@ -297,6 +304,77 @@ void RunAuthComparison(const Options& o, FILE* csv) {
               fresh[0], fresh[1], fresh[1] - fresh[0], reused[0], reused[1]);
 }
 
+// --checksum both: what CRC32C at put and its check at get cost the local path. Rounds of
+// two one-daemon clusters, --checksum=false and the default (true), in alternating order;
+// in each, one thread puts objects of each --sizes size from pool buffers and gets each
+// once (a first read: the master lists it, the daemon copies and verifies). The medians of
+// the rounds side by side, with the ratio on/off.
+void RunChecksumComparison(const Options& o, FILE* csv) {
+  const std::vector<uint64_t> sizes = ParseSizes(o.sizes);
+  std::printf("machine: %u cores; one daemon, pool buffers, 1 thread, first gets; checksums "
+              "off and on, %d rounds in alternating order\n",
+              std::thread::hardware_concurrency(), static_cast<int>(o.checksum_rounds));
+  PrintHeader("-", "-", csv);
+  // [on][size index][0 put, 1 get]: each round's row.
+  std::vector<Row> rows[2][8][2];
+  if (sizes.size() > 8) Die("--checksum both takes at most 8 sizes", -1);
+  int run = static_cast<int>(getpid());
+  for (int round = 0; round < o.checksum_rounds; ++round) {
+    for (int k = 0; k < 2; ++k) {
+      const bool on = (round % 2 == 0) == (k == 1);
+      mc_cluster* cluster = SpawnCluster(o, o.auth == "on", on);
+      if (cluster == nullptr) Die("starting the cluster", -1);
+      mooncake_store_t store = mooncake_store_create();
+      int rc = mooncake_store_connect(store, mc_cluster_socket(cluster), o.pool_size);
+      if (rc != 0) Die("connect", rc);
+      // Warm-up, not measured: the connections fill, the segment's pages are touched.
+      Phase warm{store, 4096, 1, 256, 1, true, run++};
+      double ignored = 0;
+      RunPhase(warm, Op::kPut, &ignored);
+      mooncake_store_remove_all(store, 1);
+      for (size_t i = 0; i < sizes.size(); ++i) {
+        Phase p{store, sizes[i], 1, PhaseOps(o, sizes[i], 1), 1, true, run++};
+        for (int pass = 0; pass < 2; ++pass) {
+          Row r{pass == 0 ? "put" : "get", "pool", on ? "crc on" : "crc off", sizes[i], 1,
+                p.ops_per_thread};
+          std::vector<double> lat = RunPhase(p, pass == 0 ? Op::kPut : Op::kGet, &r.seconds);
+          r.p50_us = Percentile(lat, 0.5);
+          r.p99_us = Percentile(lat, 0.99);
+          Print(r, csv);
+          rows[on][i][pass].push_back(r);
+        }
+        mooncake_store_remove_all(store, 1);
+      }
+      mooncake_store_destroy(store);
+      mc_cluster_stop(cluster);
+    }
+  }
+  auto median = [](const std::vector<Row>& v, double (*field)(const Row&)) {
+    std::vector<double> x;
+    for (const Row& r : v) x.push_back(field(r));
+    return Median(x);
+  };
+  auto p50 = [](const Row& r) { return r.p50_us; };
+  auto p99 = [](const Row& r) { return r.p99_us; };
+  auto ops = [](const Row& r) { return r.ops_per_s(); };
+  std::printf("\nmedians of %d rounds, checksums off / on (ratio on/off):\n"
+              "| op | size | p50 us off / on | p99 us off / on | ops/s off / on | ratio "
+              "(p50, ops/s) |\n|---|---|---|---|---|---|\n",
+              static_cast<int>(o.checksum_rounds));
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    for (int pass = 0; pass < 2; ++pass) {
+      const std::vector<Row>& off = rows[0][i][pass];
+      const std::vector<Row>& on = rows[1][i][pass];
+      if (off.empty() || on.empty()) continue;
+      std::printf("| %s | %s | %.1f / %.1f | %.1f / %.1f | %.0f / %.0f | %.3f, %.3f |\n",
+                  pass == 0 ? "put" : "get", mooncake::FormatSize(sizes[i]).c_str(),
+                  median(off, p50), median(on, p50), median(off, p99), median(on, p99),
+                  median(off, ops), median(on, ops), median(on, p50) / median(off, p50),
+                  median(on, ops) / median(off, ops));
+    }
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -331,6 +409,11 @@ int main(int argc, char** argv) {
                   "2 both compared: remote 4 KiB puts and 4 MiB gets, rounds of each");
   flags.AddInt("auth_rounds", &o.auth_rounds,
                "--auth both: rounds of each (0: only the in-process figures of the handshake)");
+  flags.AddChoice("checksum", &o.checksum, {"on", "off", "both"},
+                  "spawned daemons with --checksum (on, their default), without (off), or one "
+                  "daemon both compared: put and first get of each --sizes size, rounds of "
+                  "each");
+  flags.AddInt("checksum_rounds", &o.checksum_rounds, "--checksum both: rounds of each");
   flags.AddChoice("redis", &o.redis, {"on", "off"},
                   "one daemon: also measure a redis-server on 127.0.0.1 (started for the run, "
                   "persistence off) with the same sizes, threads and batches");
@@ -385,6 +468,17 @@ int main(int argc, char** argv) {
   }
   // Two daemons pre-fault a segment each; 1 GiB apiece is plenty for their 1-4 MiB phases.
   if (o.segment_size == 0) o.segment_size = two ? (1ull << 30) : (3ull << 30);
+  if (o.checksum == "both") {
+    if (two || !o.socket.empty() || o.checksum_rounds < 1) {
+      std::fprintf(stderr, "store_bench: --checksum both spawns one daemon at a time (no "
+                           "--socket, no --daemons 2) and needs --checksum_rounds >= 1\n");
+      return 2;
+    }
+    FILE* csv = o.csv.empty() ? nullptr : std::fopen(o.csv.c_str(), "w");
+    RunChecksumComparison(o, csv);
+    if (csv) std::fclose(csv);
+    return 0;
+  }
   if (o.auth == "both") {
     if (!two || o.auth_rounds < 0) {
       std::fprintf(stderr, "store_bench: --auth both needs --daemons 2 and --auth_rounds >= 0\n");

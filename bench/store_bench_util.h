@@ -37,6 +37,8 @@ struct Options {
   int64_t lease_ms = 3000;    // the master's read lease (spawned: set to this)
   std::string auth = "on";    // --daemons 2: with the cluster key, without, or both compared
   int64_t auth_rounds = 3;
+  std::string checksum = "on";  // spawned daemons' --checksum, or both compared
+  int64_t checksum_rounds = 3;
   std::string redis = "on";                   // one daemon: Redis measured alongside
   std::string redis_server = "redis-server";  // its binary (a path, or a name on PATH)
   std::string csv;

@@ -101,6 +101,25 @@ struct ReplicateConfig {
   11: list<string> group_ids,
 }
 
+// A replica a daemon's read found unreadable (ReportBadReplicas), and the value the reader
+// expected of it -- size and checksum as its replica list gave them (-1: none) -- so that
+// the master can tell whether the object is still that value.
+enum BadReplicaReason {
+  CHECKSUM_MISMATCH = 1,                  // its bytes did not match the object's checksum
+                                          // (any reader; replica_id names it)
+  NOT_HELD = 2,                           // a disk replica its owner's SSD does not hold (the
+                                          // owner only; segment_id, its LOCAL_DISK segment)
+}
+
+struct BadReplica {
+  1: string key,
+  2: BadReplicaReason reason,
+  3: i64 replica_id,                      // CHECKSUM_MISMATCH: as the replica list named it
+  4: i64 segment_id,                      // NOT_HELD: the reporter's LOCAL_DISK segment
+  5: i64 size,
+  6: i64 checksum,
+}
+
 struct ReplicaDescriptor {
   1: i64 replica_id,
   2: ReplicaKind kind,
@@ -261,9 +280,10 @@ struct MasterStats {
   19: i64 replication_bootstraps,         // standby: snapshots fetched from the leader and loaded
   20: i64 replication_applied,            // standby: log records applied since start
   21: i64 sync_set_size,                  // leader: standbys a strict acknowledgement waits for
-  // Objects dropped because their bytes could not be trusted, by reason
-  // (mooncake_master_objects_dropped_total): restore_checksum, restore_unverifiable (kept,
-  // not dropped: counted only), parked_expired.
+  // Objects (or replicas) dropped because their bytes could not be trusted, by reason
+  // (mooncake_master_objects_dropped_total{reason}; master/object_drops.h): unreadable,
+  // restore_checksum, restore_unverifiable (kept: counted only), disk_reconcile,
+  // parked_expired.
   22: map<string, i64> objects_dropped,
   23: i64 unverified_replicas,            // memory replicas waiting for their daemon's check
   24: i64 parked_objects,                 // objects of dropped segments kept aside (parked)
@@ -584,6 +604,15 @@ service MasterService {
   // -704 when there is no such replica waiting (settled already: a repeat is answered so,
   // and changes nothing), -600 a bad key. Same segment codes as ListUnverified.
   list<i32> ReportVerified(1: i64 daemon_id, 2: i64 segment_id, 3: list<VerifiedReplica> replicas),
+
+  // A reader found these replicas unreadable (docs/master.md, "Checksums"): per replica 0
+  // when the master dropped it (the object goes when it was the last), -704 when it is no
+  // longer what the reader saw (no such object, replica or value -- the object was removed,
+  // re-placed or re-written since: nothing to drop), -600 a bad key, reason, size or
+  // checksum, a NOT_HELD's segment not the reporter's attached LOCAL_DISK one (or -601 when
+  // another daemon's), -103 an unknown daemon (every replica). Safe to repeat: a report
+  // already applied finds the replica gone (-704) and drops nothing more.
+  list<i32> ReportBadReplicas(1: i64 daemon_id, 2: list<BadReplica> replicas),
   // Promotion on hit (--promotion_on_hit): reserves one memory replica (PROCESSING) for an
   // object whose replicas are all on disk, for the reader to write its bytes into; -705 it
   // has a memory replica (or one is being made), -704 missing, or no longer the value read:

@@ -55,6 +55,8 @@ struct StagedPut {
 struct StagedGet {
   std::vector<ReplicaTarget> candidates;  // best first
   std::atomic<size_t> current{0};         // the candidate chunks read from; moves on failure
+  std::atomic<bool> mixed{false};         // some chunk came from another candidate
+  std::string key;                        // when checksum >= 0: its key, for a report
   uint64_t size = 0;
   int64_t checksum = -1;                  // the value's CRC32C, -1: none to verify
   ChunkedChecksum crc;                    // of the chunks read so far

@@ -94,6 +94,16 @@ void DaemonAdmin::CollectMaster(MetricsWriter* out) const {
   out->Family("mooncake_daemon_master_rpc_failures_total", "counter",
               "Calls to the master that could not reach it (RPC_FAIL, NOT_LEADER)");
   out->Sample(static_cast<double>(sources_.master->failed_calls()));
+  if (sources_.reporter != nullptr) {
+    const BadReplicaReporter::Stats r = sources_.reporter->stats();
+    out->Family("mooncake_daemon_bad_replicas_reported_total", "counter",
+                "Replicas this daemon's reads found unreadable, reported to the master, by "
+                "outcome (dropped by the master; changed: no longer the value read; "
+                "not_queued: the report queue was full)");
+    out->Sample(static_cast<double>(r.dropped), {{"result", "dropped"}});
+    out->Sample(static_cast<double>(r.reported - r.dropped), {{"result", "changed"}});
+    out->Sample(static_cast<double>(r.overflow), {{"result", "not_queued"}});
+  }
 }
 
 void DaemonAdmin::CollectSsd(MetricsWriter* out) const {

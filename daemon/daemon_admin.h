@@ -23,6 +23,7 @@
 
 #include "common/admin_http.h"
 #include "common/metrics.h"
+#include "daemon/bad_replica_reporter.h"
 #include "daemon/master_client.h"
 #include "daemon/membership.h"
 #include "daemon/offloader.h"
@@ -39,6 +40,7 @@ class DaemonAdmin {
     StoreService* service = nullptr;  // its promoter's figures
     SsdTier* ssd = nullptr;           // null without --ssd_path
     Offloader* offloader = nullptr;   // null without --ssd_path
+    BadReplicaReporter* reporter = nullptr;  // the bad replicas this daemon reported
   };
 
   // Adds the collectors to DaemonMetrics::Get()'s registry (once per process) and routes

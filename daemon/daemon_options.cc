@@ -91,7 +91,10 @@ void RegisterDaemonFlags(FlagSet* f, DaemonOptions* o) {
             "connections to this daemon's transfer port, all peers together (idle ones make "
             "room for new peers)");
   f->AddBool("checksum", &o->checksum,
-             "store a CRC32C of every value put through this daemon; gets verify it (-801)");
+             "store a CRC32C of every value put through this daemon; gets verify it (-801) "
+             "and report a replica that fails it, which the master then drops: the only "
+             "thing that tells a range freed and reused after a restore from the value "
+             "once there (false: such a read may answer another key's bytes)");
   f->AddBool("drain_on_shutdown", &o->drain_on_shutdown,
              "at SIGTERM, move the global segment's objects to other daemons with room before "
              "leaving (up to 60 s, serving meanwhile), so that a restart loses none");

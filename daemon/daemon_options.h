@@ -62,7 +62,7 @@ struct DaemonOptions {
   int64_t transfer_timeout_ms = 5000;    // a transfer making no progress this long fails
   int64_t transfer_connections = 64;     // TCP connections per peer, at most (each way)
   int64_t transfer_max_connections = 1024;  // connections to this daemon's transfer port
-  bool checksum = false;                 // CRC32C at put, verified at get
+  bool checksum = true;                  // CRC32C at put, verified at get
   // At SIGTERM, move the objects of the global segment to other segments with room before
   // unmounting it (daemon/segment_drainer.h), so a restart loses nothing: at most
   // SegmentDrainer::kBudget, while the daemon still serves.

@@ -47,6 +47,7 @@
 #include "common/text.h"
 #include "common/units.h"
 #include "common/version.h"
+#include "daemon/bad_replica_reporter.h"
 #include "daemon/cache_invalidator.h"
 #include "daemon/daemon_admin.h"
 #include "daemon/daemon_options.h"
@@ -362,8 +363,14 @@ int main(int argc, char** argv) {
   }
   membership.ReclaimPredecessors(ssd != nullptr ? ssd->persisted_segment_id() : 0);
 
+  // Replicas reads find bad go to the master, which stops listing them.
+  BadReplicaReporter reporter(&master, &membership);
+  reporter.Start();
   // Serving before the first segment is mounted: peers may write to it from then on.
   TransferServer::Options server_options;
+  server_options.disk_miss = [&reporter](const DiskAddress& object, int64_t segment) {
+    reporter.ReportNotHeld(object, segment);
+  };
   server_options.stall_timeout_ms = static_cast<int>(options.transfer_timeout_ms);
   server_options.limits = TransferPortLimits(options, descriptors);
   server_options.cluster_key = cluster_key;
@@ -428,7 +435,9 @@ int main(int argc, char** argv) {
       membership.UnmountAll();
       return stop.load() ? 0 : 1;
     }
-    offloader = std::make_unique<Offloader>(&master, &membership, ssd.get(), Offloader::Options());
+    Offloader::Options offload_options;
+    offload_options.reporter = &reporter;
+    offloader = std::make_unique<Offloader>(&master, &membership, ssd.get(), offload_options);
     offloader->Start();
     // Peers may read its disk replicas from now on (READ_DISK).
     transfer_server.SetDiskTier(ssd->store(), ssd->segment_id());
@@ -443,6 +452,7 @@ int main(int argc, char** argv) {
   ParallelCopy copier(options.copy_helper_min);
   ReplicaIO io(&membership, engine.get(), &copier);
   if (ssd != nullptr) io.SetDiskTier(ssd->store(), ssd->segment_id());
+  io.SetReporter(&reporter);
   SegmentDrainer drainer(&master, &membership, &io);
   // Copies and moves the master assigns to this daemon (the holder of their source).
   ReplicaTaskRunner task_runner(&master, &membership, &io);
@@ -476,7 +486,7 @@ int main(int argc, char** argv) {
               name.c_str(), options.socket.c_str(), MooncakeVersion(), options.master.c_str(),
               workers,
               options.read_cache ? "on" : "off", engine->protocol(),
-              options.checksum ? ", checksums" : "");
+              options.checksum ? ", checksums" : ", NO checksums (--checksum=false)");
 
   // The admin HTTP port, once everything it reports on is up. One that cannot be bound
   // stops the daemon (exit 1) by the ordinary shutdown: an operator must notice.
@@ -489,6 +499,7 @@ int main(int argc, char** argv) {
     sources.service = &service;
     sources.ssd = ssd.get();
     sources.offloader = offloader.get();
+    sources.reporter = &reporter;
     admin = std::make_unique<DaemonAdmin>(sources, std::move(admin_tokens));
     const std::string admin_host =
         options.metrics_host.empty() ? "127.0.0.1" : options.metrics_host;
@@ -522,6 +533,7 @@ int main(int argc, char** argv) {
   membership.StopHeartbeat();
   membership.UnmountAll();
   transfer_server.Stop();
+  reporter.Stop();
   admin.reset();
   MC_LOG_INFO("mooncaked stopped");
   return exit_code;

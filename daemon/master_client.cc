@@ -823,6 +823,13 @@ ErrorCode MasterClient::ReportVerified(int64_t daemon_id, int64_t segment_id,
                       &rpc::MasterServiceClient::ReportVerified, daemon_id, segment_id, replicas);
 }
 
+ErrorCode MasterClient::ReportBadReplicas(int64_t daemon_id,
+                                          const std::vector<rpc::BadReplica>& replicas,
+                                          std::vector<ErrorCode>* out) {
+  return CallForCodes(*this, Repeat::kSafe, replicas.size(), out,
+                      &rpc::MasterServiceClient::ReportBadReplicas, daemon_id, replicas);
+}
+
 // Promotion on hit: a reservation is made once (a second PromoteStart would meet the
 // first's, -705); PromoteEnd follows it.
 

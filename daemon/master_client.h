@@ -245,6 +245,11 @@ class MasterClient {
   ErrorCode ReportVerified(int64_t daemon_id, int64_t segment_id,
                            const std::vector<rpc::VerifiedReplica>& replicas,
                            std::vector<ErrorCode>* out);
+  // Replicas a read found unreadable (daemon/bad_replica_reporter.h): one code per
+  // replica. Repeated on a lost connection: a report the master already applied finds the
+  // replica gone (-704) and drops nothing more.
+  ErrorCode ReportBadReplicas(int64_t daemon_id, const std::vector<rpc::BadReplica>& replicas,
+                              std::vector<ErrorCode>* out);
   // Promotion on hit (docs/ssd.md).
   // Returns out->code (or RPC_FAIL): OK with one memory replica reserved to write into,
   // OBJECT_ALREADY_EXISTS (it has a memory replica, or one is being made), OBJECT_NOT_FOUND,

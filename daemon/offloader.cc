@@ -164,6 +164,11 @@ void Offloader::RunBatch(std::vector<Job>* jobs, size_t begin, size_t end, int64
                Crc32c(items[k].data, items[k].object.size) !=
                    static_cast<uint32_t>(job.task.checksum)) {
       job.result = ErrorCode::CHECKSUM_MISMATCH;
+      if (options_.reporter != nullptr) {
+        options_.reporter->ReportMismatch(job.task.key, job.task.replica_id,
+                                          static_cast<uint64_t>(job.task.size),
+                                          static_cast<uint32_t>(job.task.checksum));
+      }
     } else {
       good.push_back(std::move(items[k]));
       good_jobs.push_back(written[k]);

@@ -11,7 +11,9 @@
 // (strict mode: durable when it returns), then ReportOffloads for the batch. What the
 // master answers -704 for (the object changed or went meanwhile) is forgotten.
 // Failures are reported as such (FILE_WRITE_FAIL when the SSD is full, SEGMENT_NOT_FOUND,
-// INVALID_PARAMS, CHECKSUM_MISMATCH, LEASE_EXPIRED): the master keeps the memory replica.
+// INVALID_PARAMS, CHECKSUM_MISMATCH, LEASE_EXPIRED): the master keeps the memory replica,
+// except that a copy made within the lease whose bytes fail the checksum also reports that
+// replica as bad (Options::reporter), which the master then drops.
 // A report the master cannot be sent is retried before anything new is fetched.
 //
 // Pacing: the next round follows Options::busy_ms after a non-empty answer, idle_ms after
@@ -34,6 +36,7 @@
 
 #include "common/error_code.h"
 #include "common/paced_loop.h"
+#include "daemon/bad_replica_reporter.h"
 #include "daemon/master_client.h"
 #include "daemon/membership.h"
 #include "daemon/ssd_tier.h"
@@ -47,6 +50,9 @@ class Offloader {
     uint64_t batch_bytes = 32ull << 20;  // staged per Write (one larger object: alone)
     int64_t busy_ms = 2;
     int64_t idle_ms = 25;
+    // Hears of a memory replica whose copy failed the object's checksum (its bytes are not
+    // the object's: the master should stop listing it); null: nobody. It must outlive this.
+    BadReplicaReporter* reporter = nullptr;
   };
   // Since start; the shutdown line prints them.
   struct Stats {

@@ -46,6 +46,7 @@ std::vector<ReplicaTarget> ReplicaIO::Candidates(
   for (const auto& r : replicas) {
     ReplicaTarget t;
     t.segment_id = r.segment_id;
+    t.replica_id = r.replica_id;
     t.master_epoch = master_epoch;
     if (r.kind == rpc::ReplicaKind::LOCAL_DISK) {
       if (key.empty()) continue;
@@ -238,8 +239,9 @@ void ReplicaIO::ReadAny(std::vector<ValueSlice>* slices, const std::vector<int64
       if (t.local()) {
         AddLocal(TransferKind::kRead, t, s.value_offset, s.pool, s.length, &local);
       } else if (t.ssd != nullptr) {
-        failed[i] = ReadDiskReplica(t.ssd, *t.disk, s.value_offset, s.pool, s.length) !=
-                    ErrorCode::OK;
+        ErrorCode code = ReadDiskReplica(t.ssd, *t.disk, s.value_offset, s.pool, s.length);
+        CheckDiskRead(t, code);
+        failed[i] = code != ErrorCode::OK;
       } else {
         ops.push_back(MakeOp(TransferKind::kRead, t, s.value_offset, s.pool, s.length));
         ops.back().want_crc = wants_crc(i);
@@ -268,6 +270,12 @@ void ReplicaIO::ReadAny(std::vector<ValueSlice>* slices, const std::vector<int64
         CountServed((*s.targets)[next[i]], s.length);
         continue;
       }
+      BadReplicaReporter* reporter = reporter_.load();
+      if (!failed[i] && reporter != nullptr && s.key != nullptr) {
+        // The bytes arrived whole and are not the value's: the replica holds something else.
+        reporter->ReportMismatch(*s.key, (*s.targets)[next[i]].replica_id, s.length,
+                                 static_cast<uint32_t>(expected[i]));
+      }
       // A checksum mismatch outranks a transfer failure: it is what the reader must hear
       // if no replica turns out good.
       if (!failed[i] || s.result != ErrorCode::CHECKSUM_MISMATCH) {
@@ -277,6 +285,15 @@ void ReplicaIO::ReadAny(std::vector<ValueSlice>* slices, const std::vector<int64
       ++next[i];
       pending.push_back(i);
     }
+  }
+}
+
+void ReplicaIO::CheckDiskRead(const ReplicaTarget& t, ErrorCode code) {
+  // A corrupt copy (CHECKSUM_MISMATCH) the store has dropped itself, telling the master
+  // (daemon/ssd_tier.h); a missing one only a read finds.
+  BadReplicaReporter* reporter = reporter_.load();
+  if (code == ErrorCode::OBJECT_NOT_FOUND && reporter != nullptr) {
+    reporter->ReportNotHeld(*t.disk, t.segment_id);
   }
 }
 
@@ -291,7 +308,9 @@ Result<size_t> ReplicaIO::ReadFrom(const std::vector<ReplicaTarget>& candidates,
       return k;
     }
     if (t.ssd != nullptr) {
-      if (ReadDiskReplica(t.ssd, *t.disk, value_offset, pool, length) != ErrorCode::OK) continue;
+      ErrorCode code = ReadDiskReplica(t.ssd, *t.disk, value_offset, pool, length);
+      CheckDiskRead(t, code);
+      if (code != ErrorCode::OK) continue;
       CountServed(t, length);
       return k;
     }

@@ -30,6 +30,7 @@
 
 #include "MasterService.h"
 #include "common/error_code.h"
+#include "daemon/bad_replica_reporter.h"
 #include "daemon/membership.h"
 #include "daemon/parallel_copy.h"
 #include "daemon/replica_target.h"
@@ -52,6 +53,9 @@ struct ValueSlice {
   // on the way (it stays -1 otherwise: compute it yourself).
   bool want_crc = false;
   int64_t crc = -1;
+  // Reads: the key, under which a replica found bad is reported to the master (null: none
+  // is, as for a read-cache entry's read, which a read of the master's list follows).
+  const std::string* key = nullptr;
 };
 
 class ReplicaIO {
@@ -62,6 +66,12 @@ class ReplicaIO {
       : membership_(membership), engine_(engine), copier_(copier) {}
 
   TransferEngine* engine() const { return engine_; }
+
+  // Where reads report replicas they find bad (daemon/bad_replica_reporter.h): a whole
+  // value whose bytes fail its checksum, a disk replica this daemon's SSD does not hold.
+  // Until set (null), nothing is reported; it must outlive this.
+  void SetReporter(BadReplicaReporter* reporter) { reporter_.store(reporter); }
+  BadReplicaReporter* reporter() const { return reporter_.load(); }
 
   // This daemon's SSD tier: its store (null: none) and the id of its LOCAL_DISK segment,
   // which names the disk replicas it holds itself. Until set, disk replicas listed under
@@ -121,6 +131,8 @@ class ReplicaIO {
   // read failed, or whose whole-value checksum (expected[i] >= 0, slices covering whole
   // values only) does not match, is read again from the next candidate. results: OK,
   // TRANSFER_FAIL when no candidate could be read, CHECKSUM_MISMATCH when none matched.
+  // A candidate whose bytes did not match is reported (when the slice names its key), and
+  // so is a local disk replica the SSD does not hold.
   void ReadAny(std::vector<ValueSlice>* slices, const std::vector<int64_t>& expected,
                std::chrono::steady_clock::time_point deadline);
 
@@ -149,7 +161,11 @@ class ReplicaIO {
   Membership* const membership_;
   TransferEngine* const engine_;
   ParallelCopy* const copier_;
+  // A local disk replica read answered code: reports it when the SSD does not hold it.
+  void CheckDiskRead(const ReplicaTarget& t, ErrorCode code);
+
   std::atomic<SsdStore*> ssd_{nullptr};
+  std::atomic<BadReplicaReporter*> reporter_{nullptr};
   std::atomic<int64_t> disk_segment_id_{0};
   std::atomic<uint64_t> disk_reads_local_{0};
   std::atomic<uint64_t> disk_reads_remote_{0};

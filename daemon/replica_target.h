@@ -38,6 +38,7 @@ struct ReplicaTarget {
   std::shared_ptr<SegmentMemory> segment;
   std::shared_ptr<const RemoteSegment> remote;  // set when another daemon does
   int64_t segment_id = 0;
+  int64_t replica_id = 0;  // reads: as the master listed it, for a report of it (0: none)
   uint64_t offset = 0;  // of the value, inside the segment (0 for a disk replica)
   // Of the master whose grant covers the access: the lease of a read, the reservation of a
   // write (0: unchecked).

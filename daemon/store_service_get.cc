@@ -102,6 +102,7 @@ void StoreService::ReadListed(const ListedReads& reads, size_t first, size_t cou
       continue;
     }
     slices.push_back({&candidates[j - first], 0, reads.dests[j], size});
+    slices.back().key = &reads.keys[j];
     expected.push_back(list.checksum);
     owner.push_back(j);
     deadline = std::min(deadline, Deadline(asked_at, list.lease_ttl_ms));
@@ -333,6 +334,7 @@ ErrorCode StoreService::OnGetBegin(ClientConnection* s, const uds::KeyArgs& in,
     if (code == ErrorCode::OK) {
       get->deadline = Deadline(asked_at, list.lease_ttl_ms);
       get->checksum = list.checksum;
+      get->key = in.key;
     }
   }
   if (code != ErrorCode::OK) return code;
@@ -352,6 +354,7 @@ ErrorCode StoreService::ReadChunk(StagedGet* get, uint64_t value_offset, char* d
       io_->ReadFrom(get->candidates, first, value_offset, dest, length, get->deadline);
   if (!served.ok()) return served.code();
   // Later chunks start where this one succeeded; two chunks racing here both moved on.
+  if (served.value() != first) get->mixed.store(true);
   get->current.compare_exchange_strong(first, served.value());
   if (Clock::now() > get->deadline || !cache_->SameGeneration(get->generation)) {
     return ErrorCode::LEASE_EXPIRED;
@@ -362,6 +365,12 @@ ErrorCode StoreService::ReadChunk(StagedGet* get, uint64_t value_offset, char* d
   // The chunk that completes the value answers for all of it.
   if (get->crc.bytes() == get->size && get->crc.Total(get->size, &crc) &&
       crc != static_cast<uint32_t>(get->checksum)) {
+    // Every chunk from one replica: that one is bad (else no one replica is to blame).
+    BadReplicaReporter* reporter = io_->reporter();
+    if (!get->mixed.load() && reporter != nullptr) {
+      reporter->ReportMismatch(get->key, get->candidates[served.value()].replica_id,
+                                get->size, static_cast<uint32_t>(get->checksum));
+    }
     return ErrorCode::CHECKSUM_MISMATCH;
   }
   return ErrorCode::OK;

@@ -179,6 +179,7 @@ ErrorCode StoreService::ReadRanges(ClientConnection* s,
         (*values)[f] = 0;
       } else {
         slices.push_back({&kr.candidates, r.src_offset, fragments[f].dest, r.length});
+        if (kr.listed) slices.back().key = &kr.key;  // a bad replica the master listed
         expected.push_back(r.length == kr.size ? kr.checksum : -1);
         slice_fragment.push_back(f);
         deadline = std::min(deadline, kr.deadline);

@@ -516,6 +516,9 @@ bool TransferServer::ServeReadDisk(Connection* c, const std::string& peer, const
   }
   DiskAddress object{read.key, read.value_size, read.checksum};
   ErrorCode code = ReadDiskReplica(store, object, read.value_offset, slot.buffer(), read.length);
+  if (code == ErrorCode::OBJECT_NOT_FOUND && options_.disk_miss) {
+    options_.disk_miss(object, h.segment_id);
+  }
   if (code != ErrorCode::OK) {
     return refuse(code, code == ErrorCode::OBJECT_NOT_FOUND
                             ? "no such value on the SSD"

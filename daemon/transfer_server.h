@@ -110,6 +110,11 @@ class TransferServer {
     std::shared_ptr<const ClusterKey> cluster_key;
     // READ_DISKs reading the SSD at once (each holds a 4 MiB buffer while it does).
     size_t disk_read_concurrency = 8;
+    // Hears of a READ_DISK of a value the SSD does not hold (the object as the reader's
+    // list named it, and the disk segment): the daemon reports it to the master
+    // (daemon/bad_replica_reporter.h), since the reader only hears of a failed transfer.
+    // Empty: nobody. Called on a connection's thread.
+    std::function<void(const DiskAddress& object, int64_t disk_segment_id)> disk_miss;
   };
 
   // listen_fd: a listening TCP socket, owned from now on.

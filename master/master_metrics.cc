@@ -56,6 +56,7 @@ constexpr RpcInfo kRpcs[] = {
     {MasterMetrics::Rpc::kReportVerified, "report_verified", true},
     {MasterMetrics::Rpc::kBeginDiskReconciliation, "begin_disk_reconciliation", false},
     {MasterMetrics::Rpc::kEndDiskReconciliation, "end_disk_reconciliation", false},
+    {MasterMetrics::Rpc::kReportBadReplicas, "report_bad_replicas", true},
     {MasterMetrics::Rpc::kPromoteStart, "promote_start", false},
     {MasterMetrics::Rpc::kPromoteEnd, "promote_end", false},
     {MasterMetrics::Rpc::kGetStats, "get_stats", false},

@@ -60,6 +60,7 @@ class MasterMetrics {
     kFetchOffloads, kReportOffloads, kRegisterDiskReplicas, kDropDiskReplicas,
     kListUnverified, kReportVerified,
     kBeginDiskReconciliation, kEndDiskReconciliation,
+    kReportBadReplicas,
     kPromoteStart, kPromoteEnd,
     kGetStats, kSnapshot, kLastSnapshot, kGetRole, kFollowLog, kFetchSnapshot,
     kBatchReplicaClear,

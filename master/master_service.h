@@ -394,6 +394,20 @@ class MasterService {
   ErrorCode EndDiskReconciliation(int64_t daemon_id, int64_t disk_segment_id, int64_t round);
   std::vector<int32_t> DropDiskReplicas(int64_t daemon_id, int64_t disk_segment_id,
                                         const std::vector<std::string>& keys);
+
+  // ---- unreadable replicas (master_service_bad.cc) ----
+  // A daemon found these replicas unreadable: bytes that fail the object's checksum (any
+  // reader), or a disk replica its own SSD does not hold (the owner only, naming its
+  // LOCAL_DISK segment). The master cannot check bytes, so it takes the daemon's word, but
+  // only for the value the reader read: a replica is dropped when the object still lists
+  // it (COMPLETE) with the size and checksum the report names; a mismatch report needs a
+  // checksum to mismatch. Then: logged (a publish record of what is left, or the
+  // object's removal when nothing is), its memory freed once no lease covers it and the
+  // record is on disk, counted DropReason::kUnreadable. Per replica 0 (dropped), -704 (not
+  // what the reader saw: removed, re-placed or re-written since), -600 (a bad key, reason,
+  // size or checksum); every one -103 for an unknown daemon.
+  std::vector<int32_t> ReportBadReplicas(int64_t daemon_id,
+                                         const std::vector<rpc::BadReplica>& replicas);
   // -705 when the object has a memory replica, is being written, or another promotion of
   // it is open; -704 missing; -200 no space; -1402 over quota; -103 unknown writer. The
   // replica is placed on the writer's own segments first.
@@ -761,6 +775,10 @@ class MasterService {
   // target is freed when the mover commits or revokes it, or once the mover must have
   // given up (put_start_release_timeout, as an abandoned upsert).
   void DropPendingMove(Shard& shard, std::string_view key);
+  // Drops replica in of locked's object (ReportBadReplicas), or the object when it was its
+  // last: logged, accounted, memory freed once no lease covers it and the record is on
+  // disk. True when memory was freed or is due to be.
+  bool DropBadReplica(LockedKey& locked, size_t in);
   // The owner check and slot of DrainSegment, CommitMoves and RevokeMoves.
   ErrorCode FindOwnSegment(int64_t daemon_id, int64_t segment_id,
                            std::shared_ptr<Segment>* out) const;

@@ -324,6 +324,14 @@ void RpcHandler::ReportVerified(std::vector<int32_t>& out, int64_t daemon_id, in
   call.Items(out, [](int32_t code) { return code; });
 }
 
+void RpcHandler::ReportBadReplicas(std::vector<int32_t>& out, int64_t daemon_id,
+                                   const std::vector<rpc::BadReplica>& replicas) {
+  RpcCall call(metrics_, Rpc::kReportBadReplicas);
+  out = service_->ReportBadReplicas(daemon_id, replicas);
+  AcknowledgeAll(&out);
+  call.Items(out, [](int32_t code) { return code; });
+}
+
 void RpcHandler::PromoteStart(rpc::PutStartResult& out, int64_t writer, const std::string& key,
                               int64_t disk_replica_id) {
   RpcCall call(metrics_, Rpc::kPromoteStart);

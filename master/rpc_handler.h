@@ -132,6 +132,8 @@ class RpcHandler : public rpc::MasterServiceIf {
                       int64_t cursor, int32_t max_replicas) override;
   void ReportVerified(std::vector<int32_t>& out, int64_t daemon_id, int64_t segment_id,
                       const std::vector<rpc::VerifiedReplica>& replicas) override;
+  void ReportBadReplicas(std::vector<int32_t>& out, int64_t daemon_id,
+                         const std::vector<rpc::BadReplica>& replicas) override;
   void PromoteStart(rpc::PutStartResult& out, int64_t writer, const std::string& key,
                     int64_t disk_replica_id) override;
   int32_t PromoteEnd(int64_t writer, const std::string& key, bool ok) override;

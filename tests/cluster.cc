@@ -338,6 +338,8 @@ int mc_cluster_master_stats_get(const mc_cluster* c, mc_cluster_master_stats* ou
   out->restore_ms = stats.restore_ms;
   out->restored_objects = stats.restored_objects;
   out->master_epoch = stats.master_epoch;
+  auto unreadable = stats.objects_dropped.find("unreadable");
+  out->dropped_unreadable = unreadable != stats.objects_dropped.end() ? unreadable->second : 0;
   return 0;
 }
 

@@ -121,6 +121,7 @@ typedef struct mc_cluster_master_stats {
   int64_t restore_ms;
   int64_t restored_objects;
   int64_t master_epoch;
+  int64_t dropped_unreadable; /* objects_dropped{reason="unreadable"}: replicas readers reported */
 } mc_cluster_master_stats;
 int mc_cluster_master_stats_get(const mc_cluster *c, mc_cluster_master_stats *out);
 

@@ -615,7 +615,9 @@ static void test_checksum_across_daemons(void **state) {
 }
 
 /* One byte of a replica flipped in B's memory (through B's transfer port, as a peer's
- * WRITE would) makes every get of it fail with -801 instead of returning it. */
+ * WRITE would) makes every get of it fail with -801 instead of returning it; the first
+ * reader's daemon reports the replica, and once the master has dropped it (its only one)
+ * the key answers -704. */
 static void test_checksum_detects_corruption(void **state) {
   (void)state;
   mooncake_store_t apps[3];
@@ -647,12 +649,16 @@ static void test_checksum_detects_corruption(void **state) {
 
   char *out = malloc(sizes[0]);
   mooncake_store_t readers[] = {apps[C], apps[A], apps[B]};
-  for (int k = 0; k < 3; ++k) {
-    assert_int_equal(mooncake_store_get_into(readers[k], "cs-bad-0", out, sizes[0]),
-                     MOONCAKE_STORE_CHECKSUM_MISMATCH);
+  assert_int_equal(mooncake_store_get_into(readers[0], "cs-bad-0", out, sizes[0]),
+                   MOONCAKE_STORE_CHECKSUM_MISMATCH);
+  for (int k = 1; k < 3; ++k) {
+    /* The report travels in the background: dropped already, or not yet. */
+    int64_t rc = mooncake_store_get_into(readers[k], "cs-bad-0", out, sizes[0]);
+    assert_true(rc == MOONCAKE_STORE_CHECKSUM_MISMATCH || rc == MOONCAKE_STORE_OBJECT_NOT_FOUND);
   }
   free(out);
-  assert_int_equal(mooncake_store_remove(apps[A], "cs-bad-0", 1), 0);
+  assert_int_equal(poll_until_missing(apps[A], "cs-bad-0", sizes[0], 20.0),
+                   MOONCAKE_STORE_OBJECT_NOT_FOUND);
   for (int i = 0; i < 3; ++i) mooncake_store_destroy(apps[i]);
 }
 

@@ -191,6 +191,8 @@ void test_counters_move_by_what_the_test_did(void**) {
               1);
   assert_true(Value(after0, "mooncake_daemon_connected_clients") == 1);
   assert_true(Value(after0, "mooncake_daemon_master_connected") == 1);
+  // Every value read back whole and good: no replica reported bad.
+  assert_true(Value(after0, "mooncake_daemon_bad_replicas_reported_total{result=\"dropped\"}") == 0);
   assert_true(Value(after0, "mooncake_daemon_segments{kind=\"memory\"}") == 1);
   assert_true(Value(after0, "mooncake_daemon_segment_capacity_bytes{kind=\"memory\"}") ==
               64.0 * kMiB);

@@ -336,6 +336,17 @@ void test_snapshot_plus_log_rebuilds_the_directory(void**) {
   assert_true(a.Evict(4096) > 0);
   assert_int_equal(a.UpsertStart(2, "k5", 4096, On(1)).code, 0);
   assert_int_equal(ToInt(a.UpsertEnd(2, "k5", 42)), 0);
+  // Replicas a reader found bad: one of two (a publish record), the only one (a removal).
+  rpc::PutStartResult two = a.PutStart(1, "two", 1024, Cfg(2));
+  assert_int_equal(two.code, 0);
+  assert_int_equal(ToInt(a.PutEnd(1, "two", 7)), 0);
+  rpc::PutStartResult one = a.PutStart(1, "one", 1024, Cfg());
+  assert_int_equal(one.code, 0);
+  assert_int_equal(ToInt(a.PutEnd(1, "one", 7)), 0);
+  for (int32_t code : a.ReportBadReplicas(1, {Mismatch("two", two.replicas[0].replica_id, 1024, 7),
+                                              Mismatch("one", one.replicas[0].replica_id, 1024, 7)})) {
+    assert_int_equal(code, 0);
+  }
   Join(a, 3, 64 * 1024);
   Put(a, 3, "on-3", 1024, On(3));
   assert_int_equal(ToInt(a.UnmountSegment(2, 21)), 0);
@@ -351,6 +362,7 @@ void test_snapshot_plus_log_rebuilds_the_directory(void**) {
   Listed upserted = Get(*b, "k5");
   assert_int_equal(upserted.code, 0);
   assert_int_equal(upserted.checksum, 42);
+  assert_int_equal(Get(*b, "one").code, kNotFound);
 }
 
 // Space a logged removal freed is handed out again only once that record is on disk;

@@ -108,6 +108,19 @@ inline std::vector<rpc::ReplicaDescriptor> Put(MasterService& s, int64_t writer,
   return r.replicas;
 }
 
+// A reader's report that the replica replica_id of key's value (size bytes, checksum as
+// listed) failed its checksum (ReportBadReplicas).
+inline rpc::BadReplica Mismatch(const std::string& key, int64_t replica_id, int64_t size,
+                                int64_t checksum) {
+  rpc::BadReplica bad;
+  bad.key = key;
+  bad.reason = rpc::BadReplicaReason::CHECKSUM_MISMATCH;
+  bad.replica_id = replica_id;
+  bad.size = size;
+  bad.checksum = checksum;
+  return bad;
+}
+
 inline int64_t Used(const MasterService& s) { return s.GetStats().used_bytes; }
 
 inline int64_t SegmentUsed(const MasterService& s, int64_t segment_id) {

@@ -146,6 +146,16 @@ void test_master_registry_passes_promtool(void**) {
   }
   assert_int_equal(metrics.requests(MasterMetrics::Rpc::kPutStart), 1);
   assert_int_equal(metrics.failures(MasterMetrics::Rpc::kPutEnd), 1);
+  // A replica a reader found bad, dropped: counted by reason.
+  assert_int_equal(service.PutStart(1, "bad", 4096, rpc::ReplicateConfig()).code, 0);
+  assert_int_equal(ToInt(service.PutEnd(1, "bad", 7)), 0);
+  rpc::BadReplica bad;
+  bad.key = "bad";
+  bad.reason = rpc::BadReplicaReason::CHECKSUM_MISMATCH;
+  bad.replica_id = service.GetReplicaList("bad").replicas[0].replica_id;
+  bad.size = 4096;
+  bad.checksum = 7;
+  assert_int_equal(service.ReportBadReplicas(1, {bad})[0], 0);
 
   std::string text = metrics.Render();
   assert_non_null(std::strstr(text.c_str(), "\nmaster_put_start_requests_total 1\n"));
@@ -158,6 +168,8 @@ void test_master_registry_passes_promtool(void**) {
   assert_non_null(std::strstr(
       text.c_str(), "segment_total_capacity_bytes{segment=\"127.0.0.1:1\",segment_id=\"11\"} 67108864\n"));
   assert_non_null(std::strstr(text.c_str(), "master_role{role=\"leader\"} 1\n"));
+  assert_non_null(std::strstr(
+      text.c_str(), "\nmooncake_master_objects_dropped_total{reason=\"unreadable\"} 1\n"));
   // For a caller without the admin token: the aggregates, no segment address, no tenant.
   std::string open = metrics.Render(/*detailed=*/false);
   assert_non_null(std::strstr(open.c_str(), "\nmaster_total_capacity_bytes 67108864\n"));
