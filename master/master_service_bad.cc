@@ -21,22 +21,6 @@ namespace mooncake {
 
 namespace {
 
-constexpr size_t kNone = static_cast<size_t>(-1);
-
-size_t ReplicaWithId(const ReplicaList& replicas, int64_t id) {
-  for (size_t i = 0; i < replicas.size(); ++i) {
-    if (replicas[i].id() == id) return i;
-  }
-  return kNone;
-}
-
-size_t DiskReplicaIn(const ReplicaList& replicas, uint32_t slot) {
-  for (size_t i = 0; i < replicas.size(); ++i) {
-    if (!replicas[i].memory() && replicas[i].segment == slot) return i;
-  }
-  return kNone;
-}
-
 const char* ReasonName(rpc::BadReplicaReason::type reason) {
   return reason == rpc::BadReplicaReason::CHECKSUM_MISMATCH ? "checksum mismatch"
                                                             : "not on its SSD";
@@ -79,8 +63,8 @@ std::vector<int32_t> MasterService::ReportBadReplicas(
       continue;  // -704: not the value the reader read
     }
     size_t in = not_held ? DiskReplicaIn(meta->replicas, disk->slot())
-                         : ReplicaWithId(meta->replicas, bad.replica_id);
-    if (in == kNone || meta->replicas[in].status != ReplicaStatus::kComplete) continue;
+                         : ReplicaById(meta->replicas, bad.replica_id);
+    if (in == kNoReplica || meta->replicas[in].status != ReplicaStatus::kComplete) continue;
     out[k] = ToInt(ErrorCode::OK);
     ++dropped;
     example = &bad;

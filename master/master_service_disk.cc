@@ -17,24 +17,6 @@ std::string Shown(std::string_view key) {
   return std::string(user.substr(0, std::min<size_t>(user.size(), 64)));
 }
 
-constexpr size_t kNone = static_cast<size_t>(-1);
-
-// The index of the replica of that id, or kNone.
-size_t ReplicaById(const ReplicaList& replicas, int64_t id) {
-  for (size_t i = 0; i < replicas.size(); ++i) {
-    if (replicas[i].id() == id) return i;
-  }
-  return kNone;
-}
-
-// The index of a disk replica in slot, or kNone.
-size_t DiskReplicaIn(const ReplicaList& replicas, uint32_t slot) {
-  for (size_t i = 0; i < replicas.size(); ++i) {
-    if (!replicas[i].memory() && replicas[i].segment == slot) return i;
-  }
-  return kNone;
-}
-
 }  // namespace
 
 // ---- offload states --------------------------------------------------------------------
@@ -252,9 +234,9 @@ rpc::OffloadTasksResult MasterService::FetchOffloads(int64_t daemon_id, int32_t 
     }
     OffloadState& state = it->second;
     ObjectMetadata* meta = locked.object;
-    size_t from = meta != nullptr ? ReplicaById(meta->replicas, state.replica_id) : kNone;
+    size_t from = meta != nullptr ? ReplicaById(meta->replicas, state.replica_id) : kNoReplica;
     std::shared_ptr<Segment> memory =
-        from != kNone ? segments_.Get(meta->replicas[from].segment) : nullptr;
+        from != kNoReplica ? segments_.Get(meta->replicas[from].segment) : nullptr;
     if (!memory || !meta->complete || !memory->attached() ||
         memory->info().daemon_id != daemon_id) {
       EndOffload(locked.shard, key, meta, /*failed=*/true);  // its memory went away
@@ -306,7 +288,7 @@ std::vector<int32_t> MasterService::ReportOffloads(int64_t daemon_id, int64_t di
     // Every change of the object ended its state, so an open one vouches that the bytes
     // copied under its lease are the object's value.
     if (!ours || meta == nullptr || !meta->complete ||
-        ReplicaById(meta->replicas, replica_ids[k]) == kNone) {
+        ReplicaById(meta->replicas, replica_ids[k]) == kNoReplica) {
       if (ours) EndOffload(shard, key, meta, /*failed=*/false);  // its replica moved (a drain)
       return ErrorCode::OBJECT_NOT_FOUND;
     }
@@ -314,7 +296,7 @@ std::vector<int32_t> MasterService::ReportOffloads(int64_t daemon_id, int64_t di
     EndOffload(shard, key, meta, /*failed=*/false);
     CountDisk(*meta, -1);
     size_t had = DiskReplicaIn(meta->replicas, disk.slot());
-    if (had == kNone) {
+    if (had == kNoReplica) {
       meta->replicas.push_back(NewDiskReplica(disk));
     } else {
       meta->replicas[had].round = disk.round();  // just written: vouched for
@@ -399,7 +381,7 @@ std::vector<int32_t> MasterService::RegisterDiskReplicas(int64_t daemon_id,
                               meta->size == static_cast<uint64_t>(object.size) &&
                               meta->checksum_or_none() == checksum;
       size_t in = DiskReplicaIn(meta->replicas, disk.slot());
-      if (in != kNone && same_value) {
+      if (in != kNoReplica && same_value) {
         // Vouched for: the end of the round keeps it. A stamp is runtime state (not
         // logged), so nothing else changes.
         if (in_round) meta->replicas[in].round = disk.round();
@@ -408,11 +390,11 @@ std::vector<int32_t> MasterService::RegisterDiskReplicas(int64_t daemon_id,
       }
       // A known value gains the replica only when the checksums prove it the same bytes
       // (the disk figure was lost: a master restarted without its state, or a log tail).
-      const bool gains = in == kNone && same_value && checksum >= 0 && disk.adopts() &&
+      const bool gains = in == kNoReplica && same_value && checksum >= 0 && disk.adopts() &&
                          !LogRefusing();
       if (!gains) {
         // The master's record of it there names another value: it goes, as a drop would.
-        if (in != kNone) {
+        if (in != kNoReplica) {
           DropDiskReplica(locked, *meta, in);
           ++replaced;
         }
@@ -487,7 +469,7 @@ ErrorCode MasterService::EndDiskReconciliation(int64_t daemon_id, int64_t disk_s
     // its number, not this one's.
     ScanShard(shards_[s], [&](std::string_view key, ObjectMetadata& meta) {
       size_t in = DiskReplicaIn(meta.replicas, slot);
-      if (in == kNone || meta.replicas[in].round == ended || !meta.complete ||
+      if (in == kNoReplica || meta.replicas[in].round == ended || !meta.complete ||
           disk->round() != ended) {
         return false;
       }
@@ -518,8 +500,8 @@ std::vector<int32_t> MasterService::DropDiskReplicas(int64_t daemon_id, int64_t 
                                                      const std::vector<std::string>& keys) {
   auto drop = [this](size_t, LockedKey& locked, const Segment& disk) {
     ObjectMetadata* meta = locked.object;
-    size_t in = meta != nullptr ? DiskReplicaIn(meta->replicas, disk.slot()) : kNone;
-    if (in == kNone) return ErrorCode::OBJECT_NOT_FOUND;
+    size_t in = meta != nullptr ? DiskReplicaIn(meta->replicas, disk.slot()) : kNoReplica;
+    if (in == kNoReplica) return ErrorCode::OBJECT_NOT_FOUND;
     disk_.dropped.fetch_add(1);
     DropDiskReplica(locked, *meta, in);
     return ErrorCode::OK;

@@ -80,6 +80,22 @@ class ReplicaList {
   uint8_t count_ = 0;
 };
 
+// Where in a replica list: the index of the replica with that id, of the disk replica in
+// segment slot, or kNoReplica.
+constexpr size_t kNoReplica = static_cast<size_t>(-1);
+inline size_t ReplicaById(const ReplicaList& replicas, int64_t id) {
+  for (size_t i = 0; i < replicas.size(); ++i) {
+    if (replicas[i].id() == id) return i;
+  }
+  return kNoReplica;
+}
+inline size_t DiskReplicaIn(const ReplicaList& replicas, uint32_t slot) {
+  for (size_t i = 0; i < replicas.size(); ++i) {
+    if (!replicas[i].memory() && replicas[i].segment == slot) return i;
+  }
+  return kNoReplica;
+}
+
 struct ObjectMetadata {
   ObjectMetadata()
       : complete(false),
