@@ -232,14 +232,26 @@ bool MasterService::OnDetachedSegment(const ReplicaList& replicas) const {
   return false;
 }
 
+// Every replica leaving the directory passes here or through DeferFree, so this is where
+// an unchecked one stops counting as waiting for its daemon's check, whatever dropped it.
+void MasterService::ForgetUnverified(const ReplicaList& replicas) {
+  for (size_t i = 0; i < replicas.size(); ++i) {
+    if (!replicas[i].memory() || !replicas[i].unverified) continue;
+    std::shared_ptr<Segment> segment = segments_.Get(replicas[i].segment);
+    if (segment) segment->AddUnverified(-1);
+  }
+}
+
 // A disk replica holds no range: nothing to free (its bytes are the daemon's to drop).
 void MasterService::FreeReplicas(const ReplicaList& replicas) {
+  ForgetUnverified(replicas);
   for (size_t i = 0; i < replicas.size(); ++i) {
     if (replicas[i].memory()) segments_.Free(replicas[i].segment, replicas[i].alloc_node);
   }
 }
 
 void MasterService::DeferFree(const ReplicaList& replicas, int64_t due_ms, uint64_t due_seq) {
+  ForgetUnverified(replicas);
   std::lock_guard<std::mutex> lock(deferred_mu_);
   for (size_t i = 0; i < replicas.size(); ++i) {
     if (!replicas[i].memory()) continue;

@@ -759,6 +759,7 @@ class MasterService {
   // Whether a memory replica lies in a detached segment (restored, or of a silent daemon).
   bool OnDetachedSegment(const ReplicaList& replicas) const;
   void FreeReplicas(const ReplicaList& replicas);
+  void ForgetUnverified(const ReplicaList& replicas);
   void DeferFree(const ReplicaList& replicas, int64_t due_ms, uint64_t due_seq = 0);
   // Releases what an object holds (its space, its counts, a pending upsert of it) before
   // the caller takes it out of the shard's table. removed_at: the log record saying it is

@@ -68,8 +68,8 @@ rpc::UnverifiedPage MasterService::ListUnverified(int64_t daemon_id, int64_t seg
         return false;
       });
     }
-    // The count is a hint (a removal does not lower it): a whole walk that found none
-    // settles it, and later re-mounts skip the walk.
+    // Every way out of the directory lowers the count (ForgetUnverified), yet a whole
+    // walk that found none settles it: later re-mounts skip the walk.
     if (cursor == 0 && s == shards && page.replicas.empty()) segment->SetUnverified(0);
     if (s < shards) {
       page.next_cursor = s;
@@ -102,8 +102,8 @@ std::vector<int32_t> MasterService::ReportVerified(
         if (r.segment != segment.slot() || !r.memory() || !r.unverified || r.offset != offset) {
           continue;
         }
-        segments_.Get(r.segment)->AddUnverified(-1);
         if (!meta->has_checksum || report.ok) {
+          segments_.Get(r.segment)->AddUnverified(-1);
           r.unverified = false;
           ++(meta->has_checksum ? good : unverifiable);
           return ErrorCode::OK;

@@ -635,6 +635,7 @@ int mc_cluster_verify_stats_get(const mc_cluster* c, mc_cluster_verify_stats* ou
     return it == stats.objects_dropped.end() ? 0 : it->second;
   };
   out->restore_checksum = dropped("restore_checksum");
+  out->unreadable = dropped("unreadable");
   out->restore_unverifiable = dropped("restore_unverifiable");
   out->parked_expired = dropped("parked_expired");
   out->unverified_replicas = stats.unverified_replicas;

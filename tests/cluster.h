@@ -218,6 +218,7 @@ int mc_cluster_disk_stats_get(const mc_cluster *c, mc_cluster_disk_stats *out);
  * master cannot be asked. */
 typedef struct mc_cluster_verify_stats {
   int64_t restore_checksum;     /* dropped: a replica's bytes failed their checksum */
+  int64_t unreadable;           /* dropped: a reader reported its bytes wrong first */
   int64_t restore_unverifiable; /* kept: no checksum to check against */
   int64_t parked_expired;
   int64_t unverified_replicas; /* waiting for their daemon's check */

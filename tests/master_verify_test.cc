@@ -192,6 +192,42 @@ void TestBadReplicaGoesButTheOtherStays(void**) {
   assert_int_equal(Dropped(*s, "restore_checksum"), 1);
 }
 
+// A restored replica dropped another way before its check (a reader's report, a remove)
+// stops counting as waiting at once: the count must reach zero even when the daemon's
+// report on it, arriving after, finds nothing.
+void TestDroppedElsewhereStopsWaiting(void**) {
+  TempDir dir;
+  MasterService a(VerifyOptions());
+  Join(a, 1);
+  PutSum(a, 1, "read-bad", 11, On(1));
+  PutSum(a, 1, "removed", 12, On(1));
+  PutSum(a, 1, "kept", 13, On(1));
+  auto s = SnapshotAndRestore(a, dir.path);
+  Join(*s, 1);
+  std::vector<rpc::UnverifiedReplica> pending = ListAll(*s, 1);
+  assert_int_equal(pending.size(), 3);
+  assert_int_equal(s->GetStats().unverified_replicas, 3);
+
+  rpc::ReplicaListResult listed = s->GetReplicaList("read-bad");
+  assert_int_equal(listed.code, 0);
+  assert_int_equal(
+      s->ReportBadReplicas(1, {Mismatch("read-bad", listed.replicas[0].replica_id, 4096, 11)})[0],
+      0);
+  assert_int_equal(s->GetStats().unverified_replicas, 2);
+  g_now += 2 * kTtl;  // past the read lease GetReplicaList granted
+  assert_int_equal(ToInt(s->Remove("removed", false)), 0);
+  assert_int_equal(s->GetStats().unverified_replicas, 1);
+
+  // The daemon's reports, computed before those drops, find nothing to settle.
+  assert_int_equal(Report(*s, 1, *Find(pending, "read-bad"), false), kNotFound);
+  assert_int_equal(Report(*s, 1, *Find(pending, "removed"), true), kNotFound);
+  assert_int_equal(s->GetStats().unverified_replicas, 1);
+  assert_int_equal(Report(*s, 1, *Find(pending, "kept"), true), 0);
+  assert_int_equal(s->GetStats().unverified_replicas, 0);
+  assert_int_equal(Dropped(*s, "restore_checksum"), 0);
+  assert_int_equal(Dropped(*s, "unreadable"), 1);
+}
+
 // A standby taking over (ha.md) may lack what the old leader wrote alone: its replicas
 // start unverified as after a restore, even those checked before.
 void TestTakeOverUnverifiesAgain(void**) {
@@ -336,6 +372,7 @@ int main() {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(TestRestoredReplicasWaitForTheirDaemon),
       cmocka_unit_test(TestBadReplicaGoesButTheOtherStays),
+      cmocka_unit_test(TestDroppedElsewhereStopsWaiting),
       cmocka_unit_test(TestTakeOverUnverifiesAgain),
       cmocka_unit_test(TestParkedObjectsAreAdoptedBack),
       cmocka_unit_test(TestParkedBadBytesAreDropped),
