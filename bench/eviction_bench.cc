@@ -26,7 +26,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
-#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -69,13 +68,6 @@ double Seconds(Clock::time_point a, Clock::time_point b) {
   return std::chrono::duration<double>(b - a).count();
 }
 
-std::vector<std::string> Split(const std::string& text) {
-  std::vector<std::string> out;
-  std::istringstream in(text);
-  for (std::string word; in >> word;) out.push_back(word);
-  return out;
-}
-
 struct Sample {
   double t_s;
   mc_cluster_eviction_stats stats;
@@ -116,7 +108,7 @@ class Phase {
   }
 
   PhaseResult Run() {
-    std::vector<std::string> flags = Split(o_.master_flags);
+    std::vector<std::string> flags = SplitWords(o_.master_flags);
     std::vector<const char*> master_flags;
     for (const std::string& f : flags) master_flags.push_back(f.c_str());
     master_flags.push_back(nullptr);
