@@ -44,6 +44,7 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 using mooncake::bench::Die;
+using mooncake::bench::SplitWords;
 
 // The cluster of the running phase, stopped by Die (its processes would outlive us).
 std::atomic<mc_cluster*> g_running{nullptr};
