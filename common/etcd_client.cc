@@ -1,4 +1,4 @@
-#include "common/etcd_client.h"
+#include "common/etcd/etcd_client.h"
 
 #include <curl/curl.h>
 
@@ -10,9 +10,9 @@
 #include <stdexcept>
 
 #include "absl/strings/escaping.h"
-#include "common/log_throttle.h"
-#include "common/logging.h"
-#include "common/text.h"
+#include "common/base/log_throttle.h"
+#include "common/base/logging.h"
+#include "common/base/text.h"
 
 namespace mooncake {
 

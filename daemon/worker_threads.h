@@ -2,9 +2,9 @@
 // master RPCs, so there are more workers than cores; a closure never waits for another
 // closure.
 //
-// Spinning (spin_ns > 0, common/spin_wait.h): an idle worker polls the queue for a while
+// Spinning (spin_ns > 0, common/base/spin_wait.h): an idle worker polls the queue for a while
 // before it sleeps on the condition variable, so that a job submitted soon after needs no
-// futex wake (dear for the submitter where idle CPUs halt: common/spin_wait.h). At most
+// futex wake (dear for the submitter where idle CPUs halt: common/base/spin_wait.h). At most
 // kMaxSpinners workers spin at once (on a host with few cores more spinners starve the
 // threads doing the work); the others sleep at once. Each worker's budget adapts to how long its
 // waits turn out to be, so an idle pool stops spinning. Push skips the notify while the
@@ -25,7 +25,7 @@
 #include <utility>
 #include <vector>
 
-#include "common/spin_wait.h"
+#include "common/base/spin_wait.h"
 
 namespace mooncake {
 

@@ -9,10 +9,10 @@
 // (no allocation per call once they have grown), and runs the handler right there.
 //
 // Polling (spin_ns, the master's --spin_us): after activity a thread may poll its epoll
-// set without blocking for a short, bounded, adaptive time (common/spin_wait.h's
+// set without blocking for a short, bounded, adaptive time (common/base/spin_wait.h's
 // AdaptiveSpin: a thread whose polls keep missing stops polling; at most max_spinning
 // threads at once) before it sleeps, so that a daemon's next call finds it awake instead
-// of paying its wake-up (dear where idle CPUs halt: common/spin_wait.h). The master's
+// of paying its wake-up (dear where idle CPUs halt: common/base/spin_wait.h). The master's
 // default is the daemon's 200 us. It pays most with few I/O threads, since only the
 // polling ones are awake: on a host the master shares with its daemon, --rpc_thread_num 1
 // serves every call awake, at the cost of the master's throughput for many busy clients
@@ -81,7 +81,7 @@
 #include <thrift/TProcessor.h>
 #include <thrift/protocol/TProtocol.h>
 
-#include "common/spin_wait.h"
+#include "common/base/spin_wait.h"
 #include "master/rpc_connections.h"
 
 namespace mooncake {
@@ -111,7 +111,7 @@ struct RpcServerOptions {
   size_t io_threads = 1;
   uint32_t max_frame_bytes = kMaxRpcFrameBytes;
   // How long an I/O thread polls for more work after some before it sleeps (the budget
-  // of its AdaptiveSpin, common/spin_wait.h); 0: never.
+  // of its AdaptiveSpin, common/base/spin_wait.h); 0: never.
   int64_t spin_ns = 0;
   // At most this many I/O threads poll at once (the others sleep at once): spinners that
   // outnumber the CPUs starve the threads doing the work.

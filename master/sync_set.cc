@@ -3,7 +3,7 @@
 #include <limits>
 
 #include "absl/strings/str_join.h"
-#include "common/logging.h"
+#include "common/base/logging.h"
 #include <algorithm>
 
 namespace mooncake {
