@@ -26,7 +26,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
-#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -45,6 +44,7 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 using mooncake::bench::Die;
+using mooncake::bench::SplitWords;
 
 // The cluster of the running phase, stopped by Die (its processes would outlive us).
 std::atomic<mc_cluster*> g_running{nullptr};
@@ -67,13 +67,6 @@ struct Options {
 
 double Seconds(Clock::time_point a, Clock::time_point b) {
   return std::chrono::duration<double>(b - a).count();
-}
-
-std::vector<std::string> Split(const std::string& text) {
-  std::vector<std::string> out;
-  std::istringstream in(text);
-  for (std::string word; in >> word;) out.push_back(word);
-  return out;
 }
 
 struct Sample {
@@ -116,7 +109,7 @@ class Phase {
   }
 
   PhaseResult Run() {
-    std::vector<std::string> flags = Split(o_.master_flags);
+    std::vector<std::string> flags = SplitWords(o_.master_flags);
     std::vector<const char*> master_flags;
     for (const std::string& f : flags) master_flags.push_back(f.c_str());
     master_flags.push_back(nullptr);

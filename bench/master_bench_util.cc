@@ -18,6 +18,7 @@
 #include <cstring>
 #include <sstream>
 
+#include "absl/strings/str_split.h"
 #include "common/base/crc32c.h"
 #include "common/base/error_code.h"
 
@@ -199,10 +200,7 @@ bool ParseHostPort(const std::string& text, std::string* host, int* port) {
 }
 
 std::vector<std::string> SplitWords(const std::string& text) {
-  std::istringstream in(text);
-  std::vector<std::string> words;
-  for (std::string w; in >> w;) words.push_back(w);
-  return words;
+  return absl::StrSplit(text, absl::ByAnyChar(" \t\n\v\f\r"), absl::SkipEmpty());
 }
 
 double ProcessCpuSeconds(const testing::ChildProcess& process) {

@@ -119,6 +119,7 @@ rpc::MasterStats Stats(Conn& conn);
 // "host:port"; false when malformed.
 bool ParseHostPort(const std::string& text, std::string* host, int* port);
 
+// The words of a flag list such as --master_args, split at blanks (no quoting).
 std::vector<std::string> SplitWords(const std::string& text);
 
 // CPU seconds (user + system) a running child has used; -1 when it is not running or its

@@ -111,14 +111,14 @@ mc_cluster* SpawnCluster(const Options& o, bool keyed, bool checksum = true) {
   std::fprintf(stderr, "spawning mooncake-master and %d mooncaked from %s (%s) ...\n",
                static_cast<int>(o.daemons), o.build_dir.c_str(),
                keyed ? "with a cluster key" : "without a cluster key");
-  std::vector<std::string> args = SplitArgs(o.daemon_args);
+  std::vector<std::string> args = mooncake::bench::SplitWords(o.daemon_args);
   if (!keyed) args.insert(args.end(), {"--cluster_key_file", ""});
   const bool summed = o.checksum == "both" ? checksum : o.checksum == "on";
   args.push_back(summed ? "--checksum=true" : "--checksum=false");
   std::vector<const char*> daemon_flags;
   for (const auto& a : args) daemon_flags.push_back(a.c_str());
   daemon_flags.push_back(nullptr);
-  std::vector<std::string> master_args = SplitArgs(o.master_args);
+  std::vector<std::string> master_args = mooncake::bench::SplitWords(o.master_args);
   if (!keyed) master_args.insert(master_args.end(), {"--cluster_key_file", ""});
   std::vector<const char*> master_flags;
   for (const auto& a : master_args) master_flags.push_back(a.c_str());

@@ -520,17 +520,6 @@ void Print(const Row& r, FILE* csv) {
   }
 }
 
-std::vector<std::string> SplitArgs(const std::string& text) {
-  std::vector<std::string> out;
-  size_t start = 0;
-  while ((start = text.find_first_not_of(' ', start)) != std::string::npos) {
-    size_t end = text.find(' ', start);
-    out.push_back(text.substr(start, end == std::string::npos ? std::string::npos : end - start));
-    start = end;
-  }
-  return out;
-}
-
 int64_t PhaseOps(const Options& o, uint64_t size, int64_t unit) {
   int64_t base = std::max<int64_t>(
       32, std::min<int64_t>(o.max_ops, static_cast<int64_t>(o.bytes_per_phase / size)));

@@ -170,7 +170,6 @@ class LeasedSpace {
 };
 
 std::vector<uint64_t> ParseSizes(const std::string& text);  // exits 2 on a bad one
-std::vector<std::string> SplitArgs(const std::string& text);
 
 // Enough operations to move about bytes_per_phase, but at least 32 so that percentiles
 // mean something, as a multiple of unit.

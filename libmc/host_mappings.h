@@ -10,9 +10,9 @@
 //
 // Input policy: only readable mappings are cached, so a range made readable later is seen
 // at its next lookup. A cached mapping that is unmapped is not forgotten (nothing tells
-// the library): a pointer into what was once readable memory is taken for host memory, as
-// every pointer was before this check existed -- the CUDA driver, asked first, still sees
-// device memory there. When /proc/self/maps cannot be read, every address counts as
+// the library): a pointer into what was once readable memory is taken for host memory,
+// as with no check at all -- the CUDA driver, asked first, still sees device memory
+// there. When /proc/self/maps cannot be read, every address counts as
 // readable and writable (the check is then off, and says so once on stderr).
 //
 // Thread-safe: lookups share a lock; a miss reads /proc/self/maps without it.

@@ -9,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "absl/strings/str_split.h"
 #include "common/base/error_code.h"
 #include "common/base/tenant_key.h"
 #include "common/base/units.h"
@@ -299,12 +300,11 @@ class Routes {
     } else {
       // Split as Mooncake splits: on every comma, nothing trimmed.
       const std::string list = request.Param("keys");
-      for (size_t start = 0; !list.empty() && start <= list.size();) {
-        size_t comma = list.find(',', start);
-        if (comma == std::string::npos) comma = list.size();
-        keys.push_back(list.substr(start, comma - start));
-        if (keys.size() > kMaxBatchKeys) break;  // refused below
-        start = comma + 1;
+      if (!list.empty()) {
+        for (absl::string_view key : absl::StrSplit(list, ',')) {
+          keys.emplace_back(key);
+          if (keys.size() > kMaxBatchKeys) break;  // refused below
+        }
       }
     }
     if (keys.empty()) return BadRequest(response, "no keys given: ?keys=a,b or POST {\"keys\":[]}");

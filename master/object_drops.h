@@ -1,6 +1,6 @@
 // Objects the master dropped, or replicas it took from them, because what it listed could
-// not be read back as the object's bytes (issue 33: a read fails rather than answer
-// another key's bytes; the loss is counted and logged). One counter per reason, exported
+// not be read back as the object's bytes (a read fails rather than answer another key's
+// bytes; the loss is counted and logged). One counter per reason, exported
 // as mooncake_master_objects_dropped_total{reason} (docs/operations.md, "Metrics"), and one
 // log line a second at most per reason (common/base/log_throttle.h), with the count since the
 // previous line, so that a daemon that keeps reporting cannot flood the log.

@@ -18,8 +18,8 @@
 // with zeros, written with pwrite(2) (not fallocate, whose unwritten extents make the first
 // write into them a metadata change too), ahead of the logical end, in steps of
 // preallocate_bytes: a write + fdatasync into zeros already on disk changes neither the
-// blocks nor the size, so fdatasync flushes data only (measured ~120 us instead of
-// 176-270 us on ext4 / virtio). A new file gets its header and its first step together,
+// blocks nor the size, so fdatasync flushes data only, without a journal commit (bench/
+// README.md, "durability_bench"). A new file gets its header and its first step together,
 // synced before its directory entry is; a flush whose batch does not fit extends first
 // (on whichever thread flushes); and the flushing thread that leaves less than half a step
 // wakes the flusher thread, which extends by one step, so that request threads rarely pay

@@ -1,5 +1,5 @@
 // Replication as the master's owner drives it (docs/ha.md, "Replication"): one object per
-// master with HA, told its role by the election (P3 wires it in master/main.cc; tests
+// master with HA, told its role by the election (master/ha_master.h drives it; tests
 // call it directly). The pieces: master/log_server.h (the leader answering pulls),
 // master/log_follower.h (the standby's thread), master/sync_set.h (what a strict
 // acknowledgement waits for; the rule is stated there).

@@ -2,20 +2,20 @@
 // epoll loops on a fixed set of I/O threads, with the handlers run on those threads.
 //
 // Why not Thrift's TNonblockingServer: it re-registers a connection's socket with epoll
-// twice per call (libevent's event_del / event_add around each frame), allocates per
-// call, and spent 12-19 us of CPU per call on this VM. This server keeps each socket
-// registered once (level-triggered), reads a call into the connection's buffer and writes
-// its reply from the connection's buffer (no allocation per call once they have grown),
-// and runs the handler right there.
+// twice per call (libevent's event_del / event_add around each frame) and allocates per
+// call, which cost the master several times a hot handler's own CPU (docs/master.md,
+// "Serving calls"). This server keeps each socket registered once (level-triggered), reads
+// a call into the connection's buffer and writes its reply from the connection's buffer
+// (no allocation per call once they have grown), and runs the handler right there.
 //
 // Polling (spin_ns, the master's --spin_us): after activity a thread may poll its epoll
 // set without blocking for a short, bounded, adaptive time (common/base/spin_wait.h's
 // AdaptiveSpin: a thread whose polls keep missing stops polling; at most max_spinning
 // threads at once) before it sleeps, so that a daemon's next call finds it awake instead
-// of paying its wake-up (~15-30 us on a VM whose idle vCPUs halt). The master's default
-// is the daemon's 200 us. It pays most with few I/O threads, since only the polling ones
-// are awake: on a host the master shares with its daemon, --rpc_thread_num 1 serves every
-// call awake, at the cost of the master's throughput for many busy clients
+// of paying its wake-up (dear where idle CPUs halt: common/base/spin_wait.h). The master's
+// default is the daemon's 200 us. It pays most with few I/O threads, since only the
+// polling ones are awake: on a host the master shares with its daemon, --rpc_thread_num 1
+// serves every call awake, at the cost of the master's throughput for many busy clients
 // (docs/master.md, "Serving calls").
 //
 // Connections: the acceptor (the thread in Serve) asks the processor factory for each new
@@ -86,7 +86,8 @@
 
 namespace mooncake {
 
-// TNonblockingServer's limit, which the master ran with before this server.
+// The largest frame accepted: TNonblockingServer's limit, so that no call Thrift's own
+// server would take is refused here.
 constexpr uint32_t kMaxRpcFrameBytes = 256u << 20;
 // Before admission. The handshake's calls are 64 and 65 bytes (a 32-byte nonce or proof
 // in a call message; tests/master_rpc_server_test.cc measures them), and a refused call

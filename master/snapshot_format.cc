@@ -8,6 +8,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "absl/strings/str_cat.h"
+
 namespace mooncake {
 
 namespace {
@@ -68,8 +70,7 @@ void AppendI64(std::string* out, int64_t v) {
 }
 
 void AppendHex8(std::string* out, uint32_t v) {
-  static constexpr char kHex[] = "0123456789abcdef";
-  for (int shift = 28; shift >= 0; shift -= 4) *out += kHex[(v >> shift) & 0xf];
+  absl::StrAppend(out, absl::Hex(v, absl::kZeroPad8));
 }
 
 std::string Hex8(uint32_t v) {

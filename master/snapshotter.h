@@ -16,7 +16,8 @@
 //
 // Costs to know: while a child runs, every page the parent changes is copied, so memory
 // can grow up to the size of the directory in the worst case; and fork() itself copies the
-// page tables (5 ms for a master of 1M objects, bench/README.md).
+// page tables, a pause that grows with the master's memory (durability_bench measures it;
+// bench/README.md).
 //
 // Thread-safety: every method may be called from any thread; one snapshot runs at a time.
 #ifndef MOONCAKE_MASTER_SNAPSHOTTER_H_

@@ -2,6 +2,7 @@
 
 #include <limits>
 
+#include "absl/strings/str_join.h"
 #include "common/base/logging.h"
 #include <algorithm>
 
@@ -10,9 +11,7 @@ namespace mooncake {
 namespace {
 
 std::string Join(const std::vector<std::string>& names) {
-  std::string out;
-  for (const std::string& n : names) out += (out.empty() ? "" : ",") + n;
-  return out.empty() ? "(empty)" : out;
+  return names.empty() ? "(empty)" : absl::StrJoin(names, ",");
 }
 
 }  // namespace

@@ -40,8 +40,8 @@ namespace mooncake {
 
 class SyncSet {
  public:
-  // Writes the sync set where the next leader's campaign reads it (P1's
-  // LeaderElection::PublishSyncSet); false when we no longer lead.
+  // Writes the sync set where the next leader's campaign reads it
+  // (LeaderElection::PublishSyncSet); false when we no longer lead.
   using PublishFn = std::function<bool(const std::vector<std::string>&)>;
 
   SyncSet(PublishFn publish, std::chrono::milliseconds timeout);

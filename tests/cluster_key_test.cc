@@ -70,6 +70,11 @@ void test_key_file_policy(void** state) {
   assert_int_equal(key.value().size(), 2);
   assert_string_equal(key.value().Fingerprint().c_str(),
                       ClusterKey::FromKeys({kKeyB}).Fingerprint().c_str());
+  // The first 4 bytes of the key's SHA-256, in lowercase hex (a known answer:
+  // printf 0123456789abcdef0123456789abcdef | sha256sum); none without a key.
+  const ClusterKey known = ClusterKey::FromKeys({"0123456789abcdef0123456789abcdef"});
+  assert_string_equal(known.Fingerprint().c_str(), "sha256:3eb1bd43");
+  assert_string_equal(ClusterKey::FromKeys({}).Fingerprint().c_str(), "none");
   testing::RemoveTree(dir);
 }
 

@@ -3,8 +3,8 @@
 // descriptor. The daemon's segments and every client pool are made here.
 //
 // Page size. Object bytes are copied between a pool and a segment at memcpy speed only on
-// huge pages: with 4 KiB pages a 1 MiB copy between two memfds ran at ~80 % of the same
-// copy between transparent-huge-page buffers (the TLB walks of 512 pages). So:
+// huge pages: with 4 KiB pages a 1 MiB copy between two memfds pays the TLB walks of 512
+// pages, and a get is then markedly slower (bench/README.md, "store_bench"). So:
 //  1. hugetlbfs first (MFD_HUGETLB): pages the operator reserved (vm.nr_hugepages, see
 //     docs/operations.md "Huge pages"); the size is rounded up to whole 2 MiB pages, and
 //     the reservation is taken at mmap time, so a host without enough of them fails here,

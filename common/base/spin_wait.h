@@ -1,12 +1,12 @@
 // Short, bounded spinning before a thread blocks on something that is about to happen
 // (a reply, a frame, a job).
 //
-// Why it pays here: on a virtual machine whose idle vCPUs halt (Firecracker, no
-// halt-polling), waking a thread that sleeps on an idle vCPU costs the waker an IPI
-// (~15-30 us of its own CPU) and the wakee as much again in latency. A 4 KiB put crossed
-// ~7 such hand-offs (client -> daemon loop -> worker -> master -> ...); polling for a few
-// tens of microseconds instead of sleeping took put p50 from 90 to 31 us and a first get
-// from 80 to 24 us. A thread that is polling needs no wake-up at all.
+// Why: where idle CPUs halt (a virtual machine without halt-polling, such as Firecracker),
+// waking a thread that sleeps on an idle CPU costs the waker an inter-processor interrupt
+// and the wakee as much again in latency: for a small request, as much as its own work.
+// A 4 KiB put crosses several such hand-offs (client -> daemon loop -> worker -> master ->
+// ...), so they make most of its latency. A thread that is polling needs no wake-up at
+// all (figures: docs/architecture.md, "Spinning before sleeping").
 //
 // What it costs: the CPU of the spinner while it polls. It is bounded three ways:
 //  - a budget per wait (--spin_us in the daemon, MOONCAKE_STORE_SPIN_US in libmc;
@@ -14,13 +14,12 @@
 //  - AdaptiveSpin backs off: each spin that ends without the event halves the budget of
 //    the next one (down to nothing), so an idle daemon or a client waiting on long
 //    requests burns ~nothing; a wait that ends soon enough restores it (see below);
-//  - SpinnerLimit caps how many threads of a pool spin at once: two vCPUs with three
-//    spinners starve the one thread doing the work.
-// Between polls the spinner calls sched_yield(), so a runnable thread on the same vCPU --
+//  - SpinnerLimit caps how many threads of a pool spin at once: more spinners than CPUs
+//    starve the one thread doing the work.
+// Between polls the spinner calls sched_yield(), so a runnable thread on the same CPU --
 // often the one that will produce the event -- gets the CPU at once. A pure pause loop
-// made three spinners on two vCPUs starve it (put p50 172 us); 2, 8 or 64 pauses before
-// the first yield measured no better than none, and 64 much worse (put p50 110 against
-// 40 us; docs/architecture.md).
+// lets the spinners starve that thread, and pauses before the first yield only delay it
+// (docs/architecture.md).
 //
 // Spinning only ever delays blocking: every caller still blocks afterwards, on the same
 // primitive with the same wake-up as without spinning, so spinning can never lose a
@@ -43,7 +42,8 @@
 namespace mooncake {
 
 // The default budget of one wait, in microseconds (the daemon's --spin_us and libmc's
-// MOONCAKE_STORE_SPIN_US). Measured on 2 vCPUs: see docs/architecture.md.
+// MOONCAKE_STORE_SPIN_US): long enough to cover many batch calls' replies, which a
+// shorter budget misses and then sleeps through (docs/architecture.md).
 constexpr int64_t kDefaultSpinMicros = 200;
 // The largest budget accepted: spinning longer than a wake-up costs never pays.
 constexpr int64_t kMaxSpinMicros = 10000;
@@ -58,7 +58,7 @@ bool SpinUntil(Ready&& ready, int64_t budget_ns) {
   for (;;) {
     if (ready()) return true;
     if (MonotonicNanos() >= deadline) return false;
-    sched_yield();  // the thread we wait for may need this vCPU
+    sched_yield();  // the thread we wait for may need this CPU
   }
 }
 
@@ -72,8 +72,8 @@ bool SpinUntilReadable(int fd, int64_t budget_ns);
 // peer, a slow master) halves the next budget, down to zero. A wait that blocked but
 // ended sooner (a near miss) restores the full budget: such waits are those of a busy
 // pipeline whose other stages wait too, and when every stage spins through them the
-// waits shrink below the budget (a put's stages each see ~60-150 us while all sleep;
-// halving on those kept put p50 at ~110 us where spinning through them gives ~30 us).
+// waits shrink below the budget (halving on those would keep every stage sleeping, and
+// the put paying each stage's wake-up).
 // So that a role backed off to zero notices waits that became short even when the
 // wake-up's latency is part of them, every kProbeEvery-th wait at zero also spins with
 // the full budget once.

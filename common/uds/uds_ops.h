@@ -592,9 +592,9 @@ std::string ReasonOf(const Message& reply);
 // X(Name, "WIRE_NAME", code, Args, Reply, "note for docs/protocol.md"): every op that may
 // follow HELLO. Codes are never reused; the daemon's handler of an op is On<Name>.
 // Codes 27..29 are reserved for ranged reads, 31..36 for segments and replica clearing
-// (31..35 taken, 36 free), 37..40 for the version-4 write family (ABI 4, issue 17),
-// 50..54 for Mooncake's remaining client members and 60..69 for client names and copy/move
-// tasks (issue 31); 30 is POOL_FENCE.
+// (31..35 taken, 36 free), 37..40 for the version-4 write family (ABI 4), 50..54 for
+// Mooncake's remaining client members and 60..69 for client names and copy/move tasks;
+// 30 is POOL_FENCE.
 #define MC_UDS_OPS(X)                                                                          \
   X(Put, "PUT", 2, PutArgs, NoReply,                                                           \
     "whole value already in the pool; code 0 also when the key exists (put never overwrites)") \

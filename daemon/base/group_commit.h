@@ -7,12 +7,12 @@
 // queued call and every queued call that may share its run (Compatible), up to
 // max_group. It goes on while calls queue up, for up to kRunsPerLeader runs, and then
 // hands the lead to the oldest waiter. (LevelDB hands the lead on after every run; here a
-// hand-off is a wake-up, and on a loaded VM a woken thread may wait milliseconds for a
+// hand-off is a wake-up, and on a loaded host a woken thread may wait milliseconds for a
 // CPU while every call queued behind it waits too.)
 //
 // A follower first spins (common/base/spin_wait.h: sched_yield between polls, for the spin
-// budget) on its state: a run takes tens of microseconds, and a thread put to sleep costs
-// its waker about as much again on a VM whose idle CPUs sleep. Only then does it block.
+// budget) on its state: a run is one master round trip, and a thread put to sleep costs
+// its waker about as much again where idle CPUs halt. Only then does it block.
 //
 // The Runner fills each request's result (it must not throw) and runs without the lock;
 // what it wrote is published to each follower by the release store of its state.
@@ -132,7 +132,7 @@ class GroupCommit {
 
  private:
   // Runs one leader makes before it hands the lead to the oldest waiter: enough that a
-  // burst rarely needs the hand-off (a wake-up of a thread that, on a loaded VM, may not
+  // burst rarely needs the hand-off (a wake-up of a thread that, on a loaded host, may not
   // run again for milliseconds while every call queued behind it waits), few enough that
   // the leader's own caller is not kept long (each run is one master round trip).
   static constexpr int kRunsPerLeader = 4;

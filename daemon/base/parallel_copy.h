@@ -1,10 +1,10 @@
 // Large local copies shared between the calling thread and one helper thread.
 //
 // Why: one thread's memcpy from memory that is not in its cache is bound by how many
-// cache misses it keeps in flight, not by the memory's bandwidth. On the hosts we measured
-// (a 2-vCPU VM) one thread copies 1 MiB from a cold source in ~97 us, two threads each
-// copying half in ~48 us. A get of a large value, or a batch of many small ones, spends
-// most of its daemon time in that copy.
+// cache misses it keeps in flight, not by the memory's bandwidth, so two threads each
+// copying half take about half the time (bench/README.md, "Design choices measured"). A
+// get of a large value, or a batch of many small ones, spends most of its daemon time in
+// that copy.
 //
 // How: Copy() cuts the pieces into groups of about kGroupBytes (a big piece is split, small
 // ones are grouped), publishes them, and then both the caller and the helper take groups
@@ -16,13 +16,12 @@
 // After each copy it was posted, the helper polls for the next one for spin_ns
 // (sched_yield between polls, common/base/spin_wait.h), then sleeps on a condition variable, so
 // an idle daemon does not spin. A copy of at least wake_bytes wakes a sleeping helper (a
-// wake-up costs the waker tens of us on a VM, worth it only for big copies); a smaller one
-// gets help only from a helper that is still polling.
+// wake-up costs the waker more than a small copy where idle CPUs halt, so it is worth it
+// only for big copies); a smaller one gets help only from a helper that is still polling.
 //
-// Measured (2-vCPU VM, 1 MiB from a cold source into a warm destination): ~97 us alone,
-// ~48 us with an awake helper on the other vCPU. Inside the daemon on that VM the other
-// vCPU was mostly busy and the helper a net loss, so mooncaked starts it only when asked
-// (--copy_helper_min, docs/daemon.md).
+// The helper needs a CPU of its own: where the daemon's other threads keep every core
+// busy it seldom gets one and costs more than it saves, so mooncaked starts it only when
+// asked (--copy_helper_min, docs/daemon.md).
 //
 // Thread-safety: Copy may be called from any thread. One copy at a time is shared: a
 // caller that finds the helper taken copies alone. Copy never takes a lock a caller may

@@ -4,9 +4,9 @@
 //
 // Spinning (spin_ns > 0, common/base/spin_wait.h): an idle worker polls the queue for a while
 // before it sleeps on the condition variable, so that a job submitted soon after needs no
-// futex wake (tens of microseconds of the submitter's CPU on a VM whose idle vCPUs halt).
-// At most kMaxSpinners workers spin at once (two vCPUs: more spinners starve the threads
-// doing the work); the others sleep at once. Each worker's budget adapts to how long its
+// futex wake (dear for the submitter where idle CPUs halt: common/base/spin_wait.h). At most
+// kMaxSpinners workers spin at once (on a host with few cores more spinners starve the
+// threads doing the work); the others sleep at once. Each worker's budget adapts to how long its
 // waits turn out to be, so an idle pool stops spinning. Push skips the notify while the
 // spinners outnumber the queued jobs; the argument that no job is stranded is at Push in
 // worker_threads.cc.

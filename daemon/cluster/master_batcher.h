@@ -46,9 +46,9 @@ class MasterBatcher {
   static constexpr int64_t kDefaultMaxGroup = 64;
   // RPCs of one kind in flight before calls queue up. Two, not LevelDB's one: with one,
   // the second of two concurrent calls waited a whole round trip for nothing (a group
-  // forms only when a third arrives) and, whenever the leader lost its CPU on the loaded
-  // 2-vCPU test VM, every queued call waited with it (4-thread 4 KiB puts: p99 2-8 ms,
-  // against 0.4-0.6 ms with two).
+  // forms only when a third arrives) and, whenever the leader lost its CPU on a loaded
+  // host, every queued call waited with it, which multiplied the tail latency of
+  // concurrent small puts (bench/README.md, "Design choices measured").
   static constexpr size_t kLeaders = 2;
 
   // spin_ns: how long a queued call polls before it sleeps (--spin_us).

@@ -19,9 +19,9 @@ std::unique_ptr<SegmentMemory> SegmentMemory::Create(
   options.name = "mooncake-segment";
   options.ordinary = !huge_pages_only;
   // A lent segment is meant to be resident (RDMA registration pins it anyway), and a put
-  // should cost a memcpy, not a page fault plus zeroing per page -- measured, first-touch
-  // puts ran at a fifth of the speed of later ones (and at a hundredth on huge pages,
-  // where a fault zeroes 2 MiB).
+  // should cost a memcpy, not a page fault plus zeroing per page: first-touch puts ran
+  // several times slower than later ones, and far slower on huge pages, where a fault
+  // zeroes 2 MiB (bench/README.md, "store_bench").
   options.populate = true;
   options.populated = std::move(populated);
   SharedMemory shm;

@@ -157,9 +157,9 @@ class StoreService {
 
   // A batch get's misses are listed, and a batch put's entries reserved, by the master in
   // chunks of this many keys, pipelined (MasterClient's *Pipelined calls): the master
-  // answers the next chunks while this daemon copies one. 128 x 4 KiB gets (loaded 2-vCPU
-  // VM, alternating runs): 32 beat 64 and one whole-batch call in 2 of 3 rounds; a chunk
-  // costs an RPC's overhead.
+  // answers the next chunks while this daemon copies one. Smaller chunks overlap more of
+  // the copying with the master's work, but each costs an RPC's overhead; 32 did best on
+  // batches of 128 (bench/README.md, "Design choices measured").
   static constexpr size_t kMasterChunk = 32;
 
   // ---- client names (store_service_tasks.cc) ----

@@ -1,12 +1,12 @@
 // Requests answered on the event-loop thread (StoreService::TryInline).
 //
-// Handing a request to a worker costs a futex wake and a context switch, several
-// microseconds on a small machine: as much as the rest of a cached read. So the thread
-// that cut the frame answers it itself when nothing can block: HOSTNAME, HEALTH, and a
-// GET (up to kInlineMaxBytes), EXIST or GET_SIZE the read cache can answer. Everything
-// else, including anything malformed or unacceptable (whose handling and logging live in
-// the worker handlers), goes to the workers untouched. The answer is written without
-// blocking; when the socket is full or a worker is writing, a worker writes it instead.
+// Handing a request to a worker costs a futex wake and a context switch: as much as the
+// rest of a cached read. So the thread that cut the frame answers it itself when nothing
+// can block: HOSTNAME, HEALTH, and a GET (up to kInlineMaxBytes), EXIST or GET_SIZE the
+// read cache can answer. Everything else, including anything malformed or unacceptable
+// (whose handling and logging live in the worker handlers), goes to the workers
+// untouched. The answer is written without blocking; when the socket is full or a worker
+// is writing, a worker writes it instead.
 #include <cstring>
 
 #include "daemon/transfer/daemon_metrics.h"

@@ -1,4 +1,4 @@
-// Mooncake's segment calls and replica clearing (issue 17; docs/mooncake-api.md,
+// Mooncake's segment calls and replica clearing (docs/mooncake-api.md,
 // "segments"): BATCH_REPLICA_CLEAR, MOUNT_POOL_SEGMENT, ALLOCATE_SEGMENT, UNMOUNT_SEGMENT,
 // UNMOUNT_LOCAL_DISK_SEGMENT, and the mapping of daemon memory MOUNT_SEGMENT shares.
 //

@@ -1,4 +1,4 @@
-// Client names and copy/move tasks (issue 31; docs/mooncake-api.md, "naming", "tasks"):
+// Client names and copy/move tasks (docs/mooncake-api.md, "naming", "tasks"):
 // SET_CLIENT_NAME, CREATE_COPY_TASK, CREATE_MOVE_TASK, QUERY_TASK.
 //
 // A client that names itself (setup's local_hostname, Mooncake's segment name) lends its

@@ -9,11 +9,11 @@
 // last byte that moved, or once its deadline has passed, whichever comes first. The
 // kernel's SO_RCVTIMEO / SO_SNDTIMEO bound one system call, not a silence: a MSG_WAITALL
 // receive that got part of a message and then waits returns at the timeout with what it
-// has, and the next call waits a whole timeout again, so a peer that stalled mid-message
-// used to be dropped after up to twice the stall timeout. So Configure sets the socket
-// timeouts to a slice (1/32) of the stall timeout and the calls watch the slices that pass
-// without a byte: a stall is detected within two slices after the stall timeout (never
-// before it), a deadline within one slice after it passes. A call that completes at once
+// has, and the next call waits a whole timeout again, so with the plain options a peer
+// that stalled mid-message would be dropped only after up to twice the stall timeout. So
+// Configure sets the socket timeouts to a slice (1/32) of the stall timeout and the calls
+// watch the slices that pass without a byte: a stall is detected within two slices after
+// the stall timeout (never before it), a deadline within one slice after it passes. A call that completes at once
 // (the common case) costs nothing more: no clock is read, no extra system call made.
 #ifndef MOONCAKE_DAEMON_TCP_IO_H_
 #define MOONCAKE_DAEMON_TCP_IO_H_
