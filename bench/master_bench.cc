@@ -32,7 +32,7 @@
 #include "common/flags.h"
 #include "common/tenant_key.h"
 #include "common/units.h"
-#include "tests/process_harness.h"
+#include "tests/harness/process_harness.h"
 
 #ifndef MC_BUILD_TYPE
 #define MC_BUILD_TYPE "unknown"
