@@ -19,6 +19,7 @@
 
 #include "include/mooncake_store.h"
 #include "tests/harness/cluster.h"
+#include "tests/harness/process_harness.h"
 #include "tests/harness/cmocka_cpp.h"
 #include "tests/harness/http_test_util.h"
 extern "C" {
@@ -287,7 +288,15 @@ void test_a_master_killed_under_a_group_fails_every_waiter(void**) {
   }
   assert_true(puts.load() >= 500);
   assert_int_equal(mc_cluster_pause_master(c), 0);
-  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  // The stopped master has been sent an RPC it cannot answer (the kernel still accepts
+  // for it): from then on the calls behind it queue up in the daemon's group.
+  const int master_port = mc_cluster_master_port(c);
+  deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (!mooncake::testing::UnreadBytesAtPort(master_port) &&
+         std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  assert_true(mooncake::testing::UnreadBytesAtPort(master_port));
   mc_cluster_kill_master(c, SIGKILL);
   // Well inside --rpc_timeout (10 s): a broken connection fails the call at once.
   deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);

@@ -8,6 +8,7 @@
 #include <dirent.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -52,6 +53,8 @@ constexpr int kSlowMs = 300;
 
 // ExistKey("block") holds its I/O thread until g_release: g_blocked says it is held.
 std::atomic<bool> g_blocked{false};
+// Set once an ExistKey("slow") has started its kSlowMs.
+std::atomic<bool> g_slow_running{false};
 std::atomic<bool> g_release{false};
 
 class TestHandler : public mooncake::RpcHandler {
@@ -65,7 +68,10 @@ class TestHandler : public mooncake::RpcHandler {
     }
   }
   int32_t ExistKey(const std::string& key) override {
-    if (key == "slow") std::this_thread::sleep_for(std::chrono::milliseconds(kSlowMs));
+    if (key == "slow") {
+      g_slow_running = true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(kSlowMs));
+    }
     if (key == "block") {
       g_blocked = true;
       while (!g_release) std::this_thread::sleep_for(std::chrono::milliseconds(1));
@@ -273,7 +279,14 @@ void test_a_big_reply_to_a_slow_reader_does_not_stop_the_loop(void**) {
   Client slow = Connect(f.server->port(), 4096);
   slow.rpc->send_GetAllSegments();
   slow.rpc->send_ExistKey("held");
-  std::this_thread::sleep_for(std::chrono::milliseconds(100));  // the server is stuck writing
+  // The reply has begun to arrive (bytes wait unread in the small buffer): the server is
+  // stuck writing the rest.
+  assert_true(WaitFor(
+      [&] {
+        int unread = 0;
+        return ioctl(slow.socket->getSocketFD(), FIONREAD, &unread) == 0 && unread > 0;
+      },
+      10000));
   Client other = Connect(f.server->port());
   for (int i = 0; i < 50; ++i) assert_int_equal(other.rpc->ExistKey("held"), 1);
   std::vector<rpc::SegmentInfo> segments;
@@ -310,18 +323,15 @@ void test_stop_while_connections_are_busy(void**) {
     });
   }
   std::atomic<int32_t> slow_answer{-1};
-  std::atomic<bool> slow_sent{false};
   std::thread slow([&] {
     Client c = Connect(f.server->port());
     c.rpc->send_ExistKey("slow");
-    slow_sent = true;
     try {
       slow_answer = c.rpc->recv_ExistKey();
     } catch (const std::exception&) {
     }
   });
-  assert_true(WaitFor([&] { return calls.load() > 200 && slow_sent.load(); }, 10000));
-  std::this_thread::sleep_for(std::chrono::milliseconds(50));  // the slow call is running
+  assert_true(WaitFor([&] { return calls.load() > 200 && g_slow_running.load(); }, 10000));
   const auto start = std::chrono::steady_clock::now();
   f.server->Stop();
   const auto took = std::chrono::steady_clock::now() - start;
