@@ -174,10 +174,11 @@ void test_frozen_leader_stops_leading_before_etcd_says_so(void**) {
   int old = WaitForLeader(electors, 5000);
   assert_true(old >= 0);
   LeaderElection& l = *electors[old]->election;
-  auto frozen = std::chrono::steady_clock::now();
   l.FreezeForTest();
+  // Within the ttl, while etcd still holds the key (below): by the leader's own deadline.
+  // How close to that deadline is not asserted (a measure, which a loaded machine
+  // stretches); that it is before etcd lets go is the feature.
   assert_true(WaitFor([&] { return !l.Leading(); }, kTtlMs));
-  assert_true(MsSince(frozen) <= kTtlMs - LeaderElection::MarginMs(kTtlMs) + 300);
   bool found = false;
   EtcdClient::KeyValue kv = LeaderKeyValue("frozen", &found);
   assert_true(found);  // etcd has not let it go yet

@@ -70,7 +70,9 @@ void test_backtracking_patterns_are_linear(void**) {
   assert_int_equal(s.RemoveByRegex("(a+)+$", true), 7 + 1);  // and the 4 KiB key
   double took = SecondsSince(t0);
   print_message("both patterns over %d keys: %.1f ms\n", 213, took * 1000);
-  assert_true(took < 1.0);
+  // A hang guard: backtracking would take hours on these keys, RE2 takes microseconds, and
+  // a loaded machine anything in between but never seconds.
+  assert_true(took < 10.0);
   assert_int_equal(s.GetStats().objects, 200);
 }
 
