@@ -112,6 +112,33 @@ void test_allocation_best_effort_and_no_space(void**) {
 
 // ---- rule 3: PutStart on an existing key -----------------------------------------------
 
+// Where 32 puts of two replicas each land among four daemons, with placement_seed seed.
+std::vector<int64_t> Placements(int64_t seed) {
+  MasterOptions o = Options();
+  o.placement_seed = seed;
+  MasterService s(o);
+  for (int64_t d = 1; d <= 4; ++d) AddDaemon(s, d);
+  std::vector<int64_t> at;
+  for (int i = 0; i < 32; ++i) {
+    for (const rpc::ReplicaDescriptor& r : Put(s, 1, "k" + std::to_string(i), 1024, Cfg(2))) {
+      at.push_back(r.segment_id);
+    }
+  }
+  return at;
+}
+
+// --placement_seed: the same seed, daemons and puts place every replica alike (a test can
+// rely on where they land); another seed places them otherwise (still random, only
+// reproducible); either way they spread over every daemon.
+void test_placement_seed_reproduces_placement(void**) {
+  const std::vector<int64_t> seeded = Placements(34);
+  assert_true(seeded == Placements(34));
+  assert_true(seeded != Placements(35));
+  assert_int_equal(std::set<int64_t>(seeded.begin(), seeded.end()).size(), 4);
+  const std::vector<int64_t> unseeded = Placements(0);
+  assert_int_equal(std::set<int64_t>(unseeded.begin(), unseeded.end()).size(), 4);
+}
+
 void test_put_start_on_complete_key(void**) {
   MasterService s(Options());
   AddDaemon(s, 1);
@@ -638,6 +665,7 @@ int main(void) {
       cmocka_unit_test(test_replicas_on_distinct_segments_and_daemons),
       cmocka_unit_test(test_preferred_segments_first_avoided_last),
       cmocka_unit_test(test_allocation_best_effort_and_no_space),
+      cmocka_unit_test(test_placement_seed_reproduces_placement),
       cmocka_unit_test(test_put_start_on_complete_key),
       cmocka_unit_test(test_dropped_upsert_is_not_acknowledged),
       cmocka_unit_test(test_abandoned_put_taken_over_and_released_late),
