@@ -9,7 +9,7 @@
 #include <mutex>
 #include <vector>
 
-#include "common/etcd_client.h"
+#include "common/etcd/etcd_client.h"
 #include "tests/harness/etcd_test_util.h"
 #include "tests/harness/process_harness.h"
 

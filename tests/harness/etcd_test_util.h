@@ -9,7 +9,7 @@
 #include <string>
 #include <thread>
 
-#include "common/etcd_client.h"
+#include "common/etcd/etcd_client.h"
 #include "tests/harness/cmocka_cpp.h"
 #include "tests/harness/etcd_process.h"
 

@@ -18,7 +18,7 @@
 #include <utility>
 #include <vector>
 
-#include "common/little_endian.h"
+#include "common/base/little_endian.h"
 #include "master/oplog.h"
 #include "tests/harness/cmocka_cpp.h"
 #include "tests/harness/process_harness.h"

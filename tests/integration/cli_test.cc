@@ -24,7 +24,7 @@
 #include <vector>
 
 #include "cli/cli_args.h"
-#include "common/version.h"
+#include "common/base/version.h"
 #include "mooncake_store.h"
 #include "tests/harness/cluster.h"
 #include "tests/harness/cmocka_cpp.h"

@@ -6,7 +6,7 @@
 // resolves it first) and other endpoints are refused.
 #include <string>
 
-#include "common/master_endpoint.h"
+#include "common/base/master_endpoint.h"
 #include "tests/harness/daemon_test_client.h"
 #include "tests/harness/cmocka_cpp.h"
 

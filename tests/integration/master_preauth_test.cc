@@ -42,8 +42,8 @@
 #include <thrift/transport/TSocket.h>
 
 #include "MasterService.h"
-#include "common/cluster_key.h"
-#include "common/master_auth.h"
+#include "common/auth/cluster_key.h"
+#include "common/master_link/master_auth.h"
 #include "tests/harness/cmocka_cpp.h"
 #include "tests/harness/http_test_util.h"
 #include "tests/harness/process_harness.h"

@@ -19,7 +19,7 @@
 #include <string>
 #include <vector>
 
-#include "daemon/uds_server.h"
+#include "daemon/server/uds_server.h"
 #include "tests/harness/cmocka_cpp.h"
 #include "tests/harness/process_harness.h"
 
