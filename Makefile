@@ -16,7 +16,7 @@ TEST_JOBS ?= $(JOBS)
 CTEST_ARGS ?= --output-on-failure
 PREFIX    ?= /usr/local
 
-.PHONY: all build deps test asan fuzz fuzz-smoke fuzz-seeds demo bench bench-store clean install \
+.PHONY: all build deps test test-unit test-integration test-cluster asan fuzz fuzz-smoke fuzz-seeds demo bench bench-store clean install \
 	mooncake-conformance fault-matrix
 
 all: build
@@ -33,6 +33,18 @@ build: deps
 test: build
 	cd $(BUILD_DIR) && ctest $(CTEST_ARGS) -j $(TEST_JOBS)
 
+# One label of it (tests/README.md): test-unit runs the in-process suites (seconds, no
+# program of ours started), test-integration the suites on a real master and daemon,
+# test-cluster the ones with several daemons, HA over etcd, Prometheus, the fault matrix.
+test-unit: build
+	cd $(BUILD_DIR) && ctest $(CTEST_ARGS) -j $(TEST_JOBS) -L unit
+
+test-integration: build
+	cd $(BUILD_DIR) && ctest $(CTEST_ARGS) -j $(TEST_JOBS) -L integration
+
+test-cluster: build
+	cd $(BUILD_DIR) && ctest $(CTEST_ARGS) -j $(TEST_JOBS) -L cluster
+
 # The fault matrix's long version (docs/durability.md, "The fault matrix"): every cell
 # FAULT_MATRIX_RUNS times with FAULT_MATRIX_KEYS keys, the table printed in markdown at the
 # end and written as CSV to $(BUILD_DIR)/fault_matrix.csv (a row per run). `make test` runs
@@ -43,7 +55,7 @@ fault-matrix: build
 	@rm -f $(BUILD_DIR)/fault_matrix.csv
 	cd $(BUILD_DIR) && MC_BUILD_DIR=$(abspath $(BUILD_DIR)) FAULT_MATRIX_RUNS=$(FAULT_MATRIX_RUNS) \
 	  FAULT_MATRIX_KEYS=$(FAULT_MATRIX_KEYS) FAULT_MATRIX_CSV=$(abspath $(BUILD_DIR))/fault_matrix.csv \
-	  tests/fault_matrix_test
+	  tests/cluster/fault_matrix_test
 
 # The whole test suite under AddressSanitizer and UndefinedBehaviorSanitizer.
 asan: deps

@@ -54,7 +54,7 @@
 #include "common/base/error_code.h"
 #include "common/base/flags.h"
 #include "common/base/units.h"
-#include "tests/process_harness.h"
+#include "tests/harness/process_harness.h"
 
 #ifndef MC_BUILD_TYPE
 #define MC_BUILD_TYPE "unknown"

@@ -33,8 +33,8 @@
 #include "bench/master_bench_util.h"
 #include "common/base/flags.h"
 #include "include/mooncake_store.h"
-#include "tests/cluster.h"
-#include "tests/process_harness.h"
+#include "tests/harness/cluster.h"
+#include "tests/harness/process_harness.h"
 
 #ifndef MC_BENCH_DIR
 #define MC_BENCH_DIR "bench"

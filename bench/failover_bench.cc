@@ -2,7 +2,7 @@
 // (issue 15, docs/ha.md).
 //
 // Part 1, failovers: an etcd, --masters HA masters and --daemons real daemons (found
-// through etcd) on 127.0.0.1 (tests/cluster.h). --failovers times: once every standby has
+// through etcd) on 127.0.0.1 (tests/harness/cluster.h). --failovers times: once every standby has
 // caught up with the leader, the leader is killed with SIGKILL, and three probers start at
 // that instant:
 //   - elected: GetRole on the other masters until one answers LEADER;
@@ -45,8 +45,8 @@
 #include "bench/master_bench_util.h"
 #include "common/base/flags.h"
 #include "include/mooncake_store.h"
-#include "tests/cluster.h"
-#include "tests/process_harness.h"
+#include "tests/harness/cluster.h"
+#include "tests/harness/process_harness.h"
 
 #ifndef MC_BENCH_DIR
 #define MC_BENCH_DIR "bench"

@@ -22,7 +22,7 @@
 
 #include "common/base/flags.h"
 #include "include/mooncake_store.h"
-#include "tests/cluster.h"
+#include "tests/harness/cluster.h"
 
 namespace {
 

@@ -32,7 +32,7 @@
 #include "common/base/flags.h"
 #include "common/base/tenant_key.h"
 #include "common/base/units.h"
-#include "tests/process_harness.h"
+#include "tests/harness/process_harness.h"
 
 #ifndef MC_BUILD_TYPE
 #define MC_BUILD_TYPE "unknown"

@@ -25,7 +25,7 @@
 #include <thrift/transport/TTransport.h>
 
 #include "MasterService.h"
-#include "tests/process_harness.h"
+#include "tests/harness/process_harness.h"
 
 namespace mooncake {
 namespace bench {

@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "tests/process_harness.h"
+#include "tests/harness/process_harness.h"
 
 namespace mooncake {
 namespace bench {

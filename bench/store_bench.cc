@@ -40,8 +40,8 @@
 #include "daemon/transfer/tcp_transport.h"
 #include "daemon/transfer/transfer_server.h"
 #include "include/mooncake_store.h"
-#include "tests/cluster.h"
-#include "tests/process_harness.h"
+#include "tests/harness/cluster.h"
+#include "tests/harness/process_harness.h"
 
 namespace {
 

@@ -87,6 +87,10 @@ void RegisterMasterFlags(FlagSet* f, MasterOptions* o) {
   f->AddChoice("allocation_strategy", &o->allocation_strategy, {"random", "free_ratio_first", "local_first"},
                "how replicas are spread over segments: at random, the emptiest first, or "
                "the writing daemon's own segments first (then at random)");
+  f->AddInt("placement_seed", &o->placement_seed,
+            "seed of the random placement order (allocation_strategy random and local_first): "
+            "the same seed, daemons and sequence of puts place every replica alike; 0: a random "
+            "seed");
   f->AddChoice("memory_allocator", &o->memory_allocator, {"offset"},
                "allocator of each segment's space: an offset allocator (Mooncake's "
                "\"offset\"; no cachelib)");

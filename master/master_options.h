@@ -67,6 +67,10 @@ struct MasterOptions {
   bool enable_metric_reporting = true;
   int64_t metrics_report_interval_ms = 60000;
   std::string allocation_strategy = "random";
+  // Seeds the random order of allocation_strategy random and local_first
+  // (master/segment_registry.h): 0, a random seed; otherwise the same seed, daemons and
+  // sequence of puts place every replica alike (for tests and for reproducing a placement).
+  int64_t placement_seed = 0;
   // Mooncake's choice of segment allocator; ours is an offset allocator, the only value.
   std::string memory_allocator = "offset";
   std::string log_level = "info";

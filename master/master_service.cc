@@ -80,7 +80,7 @@ MasterService::MasterService(MasterOptions options)
       segments_(options_.allocation_strategy == "free_ratio_first" ? AllocationStrategy::kFreeRatioFirst
                 : options_.allocation_strategy == "local_first"    ? AllocationStrategy::kLocalFirst
                                                                     : AllocationStrategy::kRandom,
-                /*alignment=*/64),
+                /*alignment=*/64, static_cast<uint64_t>(options_.placement_seed)),
       shards_(new Shard[kShardCount]),
       tenants_(QuotasOf(options_.tenant_quota)),
       tasks_(ReplicaTaskLimits{static_cast<size_t>(options_.max_total_finished_tasks),

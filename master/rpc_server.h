@@ -90,7 +90,7 @@ namespace mooncake {
 // server would take is refused here.
 constexpr uint32_t kMaxRpcFrameBytes = 256u << 20;
 // Before admission. The handshake's calls are 64 and 65 bytes (a 32-byte nonce or proof
-// in a call message; tests/master_rpc_server_test.cc measures them), and a refused call
+// in a call message; tests/unit/master_rpc_server_test.cc measures them), and a refused call
 // is answered whatever it was as long as it fits.
 constexpr uint32_t kMaxUnadmittedFrameBytes = 4096;
 

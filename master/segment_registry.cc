@@ -9,8 +9,9 @@
 
 namespace mooncake {
 
-SegmentRegistry::SegmentRegistry(AllocationStrategy strategy, uint64_t alignment)
-    : strategy_(strategy), alignment_(alignment) {}
+SegmentRegistry::SegmentRegistry(AllocationStrategy strategy, uint64_t alignment,
+                                 uint64_t placement_seed)
+    : strategy_(strategy), alignment_(alignment), placement_seed_(placement_seed) {}
 
 ErrorCode SegmentRegistry::Mount(const rpc::SegmentInfo& info, bool taker_has_name,
                                  MountOutcome* outcome,
@@ -207,7 +208,16 @@ std::vector<std::shared_ptr<Segment>> SegmentRegistry::CandidateOrder(
   for (const auto& s : slots_) {
     if (s && !s->disk()) live.push_back(s);
   }
-  if (strategy_ != AllocationStrategy::kFreeRatioFirst) {
+  if (strategy_ != AllocationStrategy::kFreeRatioFirst && placement_seed_ != 0) {
+    // The n-th order from (seed, n) alone: no generator shared between the threads that
+    // allocate at once (each call seeds its own), and reproducible for a given sequence.
+    const uint64_t n = orders_drawn_.fetch_add(1, std::memory_order_relaxed);
+    std::seed_seq seq{static_cast<uint32_t>(placement_seed_),
+                      static_cast<uint32_t>(placement_seed_ >> 32), static_cast<uint32_t>(n),
+                      static_cast<uint32_t>(n >> 32)};
+    std::mt19937_64 rng(seq);
+    std::shuffle(live.begin(), live.end(), rng);
+  } else if (strategy_ != AllocationStrategy::kFreeRatioFirst) {
     thread_local std::mt19937_64 rng{std::random_device{}()};
     std::shuffle(live.begin(), live.end(), rng);
   } else {

@@ -12,7 +12,8 @@
 //   1b. the writing daemon's segments (its own, then memory lent at it), when the put asks
 //      for it (prefer_alloc_in_same_node) or the strategy is local_first: the first replica
 //      then lands on the writer's host, further ones still go to other daemons;
-//   2. the other daemons' own segments, in the strategy's order (random or free ratio);
+//   2. the other daemons' own segments, in the strategy's order (random or free ratio; the
+//      random order reproducible with a placement seed, see the constructor);
 //   3. lent segments, in the strategy's order: used only once no segment of 2. has room;
 //   4. segments on daemons named in avoided (daemons the writer just failed to reach), own
 //      then lent, whatever name the memory lent there carries.
@@ -47,7 +48,12 @@ struct Placement {
 
 class SegmentRegistry {
  public:
-  SegmentRegistry(AllocationStrategy strategy, uint64_t alignment);
+  // placement_seed (--placement_seed): 0 draws the random orders of kRandom and kLocalFirst
+  // from a random seed, as a master in production does; any other value draws the n-th
+  // order of this registry from (placement_seed, n) alone, so that the same seed, the same
+  // segments mounted in the same order and the same sequence of allocations place every
+  // replica alike: tests that check where replicas land do not depend on luck.
+  SegmentRegistry(AllocationStrategy strategy, uint64_t alignment, uint64_t placement_seed = 0);
 
   // Adds a segment; -102 for a new one lent under a name that is not its lender's (see
   // SegmentInfo.lender). Mounting a known segment again with the same identity (owner, name,
@@ -135,6 +141,8 @@ class SegmentRegistry {
 
   const AllocationStrategy strategy_;
   const uint64_t alignment_;
+  const uint64_t placement_seed_;                          // 0: random orders
+  mutable std::atomic<uint64_t> orders_drawn_{0};          // n of the next seeded order
   mutable std::shared_mutex mu_;
   std::vector<std::shared_ptr<Segment>> slots_;            // index = slot; null once erased
   std::unordered_map<int64_t, uint32_t> slot_by_id_;       // segment id → slot

@@ -1,5 +1,5 @@
 // FlagSet's descriptions of itself: --help, and the Markdown tables the docs' generated
-// sections hold (tests/flags_docs_test checks them).
+// sections hold (tests/unit/flags_docs_test checks them).
 #include <sstream>
 
 #include "common/base/flags.h"

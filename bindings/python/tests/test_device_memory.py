@@ -8,7 +8,7 @@ driver's copies; where the binding itself gathers or scatters parts, it copies w
 mooncake_store_copy_memory.
 
 The CUDA driver is what MOONCAKE_CUDA_DRIVER names (default libcuda.so.1). CTest's
-python_device_memory_test points it at tests/fake_cuda_driver.c, whose device memory is
+python_device_memory_test points it at tests/integration/fake_cuda_driver.c, whose device memory is
 PROT_NONE to this process: a single dereference by the binding or the library kills the
 test with SIGSEGV. On a GPU machine, MOONCAKE_CUDA_DRIVER=libcuda.so.1 runs the same tests
 on real device memory. Without a driver the device tests skip, and memory that is not

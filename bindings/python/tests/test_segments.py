@@ -66,7 +66,7 @@ def test_batch_remove(lender, key):
 def test_batch_replica_clear_skips_leased_keys(lender, key):
     """A read lease keeps a key, and so does a put a moment ago (for one lease: Mooncake's
     test of clear expects it; docs/mooncake-api.md, "leases"). Clearing once the lease has
-    run out is checked on a short lease by tests/c_api_segments_test.c."""
+    run out is checked on a short lease by tests/integration/c_api_segments_test.c."""
     assert lender.put(key("idle"), b"i") == 0
     assert lender.put(key("read"), b"r") == 0
     assert lender.get(key("read")) == b"r"  # its read lease runs

@@ -48,7 +48,7 @@ fn replica_clear_on_one_daemon() {
     let key = prefix("clear-one") + "k";
     s.put(&key, b"v").unwrap();
     // A put a moment ago is in use for one lease (docs/mooncake-api.md, "leases"); the
-    // clear of a key past it is the C suite's (tests/c_api_segments_test.c, a short lease).
+    // clear of a key past it is the C suite's (tests/integration/c_api_segments_test.c, a short lease).
     let here = s.get_hostname().unwrap();
     for name in ["127.0.0.1:1", here.as_str()] {
         assert_eq!(
