@@ -24,12 +24,12 @@
 
 #include <algorithm>
 #include <atomic>
-#include <condition_variable>
 #include <cstddef>
 #include <functional>
 #include <mutex>
 #include <vector>
 
+#include "absl/synchronization/mutex.h"
 #include "common/spin_wait.h"
 
 namespace mooncake {
@@ -60,19 +60,19 @@ class GroupCommit {
   size_t Submit(Request* request) {
     Waiter self;
     self.request = request;
-    std::unique_lock<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     if (leaders_ < max_leaders_) {
       ++leaders_;  // queue_ is empty: nobody to take along
     } else {
       // Wait for a leader to run ours, or to hand us the lead (taking us off queue_).
       queue_.push_back(&self);
-      lock.unlock();
+      mu_.Unlock();
       SpinUntil([&] { return self.state.load(std::memory_order_acquire) != kQueued; },
                 spin_ns_);
-      lock.lock();
+      mu_.Lock();
       while (self.state.load(std::memory_order_acquire) == kQueued) {
         self.sleeping = true;
-        self.cv.wait(lock);
+        self.cv.Wait(&mu_);
       }
       self.sleeping = false;
       if (self.state.load(std::memory_order_acquire) == kDone) return self.group_size;
@@ -97,12 +97,12 @@ class GroupCommit {
                                     return false;
                                   }),
                    queue_.end());
-      lock.unlock();
+      mu_.Unlock();
       std::vector<Request*> group;
       group.reserve(members.size());
       for (Waiter* w : members) group.push_back(w->request);
       run_(group);
-      lock.lock();
+      mu_.Lock();
       for (Waiter* w : members) {
         if (w == &self) {
           own_group = members.size();
@@ -126,7 +126,7 @@ class GroupCommit {
 
   // Calls waiting for a run (not those running).
   size_t pending() {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     return queue_.size();
   }
 
@@ -140,9 +140,10 @@ class GroupCommit {
   struct Waiter {
     Request* request = nullptr;
     std::atomic<int> state{kQueued};
-    bool sleeping = false;  // blocked on cv; guarded by mu_
+    // Blocked on cv. Under the GroupCommit's mu_, which an annotation here cannot name.
+    bool sleeping = false;
     size_t group_size = 0;  // set before state becomes kDone
-    std::condition_variable cv;
+    absl::CondVar cv;
   };
 
   // Called with mu_ held. A spinning waiter may return (and its Waiter vanish) as soon as
@@ -151,7 +152,7 @@ class GroupCommit {
   static void Wake(Waiter* w, State state) {
     bool sleeping = w->sleeping;
     w->state.store(state, std::memory_order_release);
-    if (sleeping) w->cv.notify_one();
+    if (sleeping) w->cv.Signal();
   }
 
   const size_t max_group_;
@@ -159,12 +160,12 @@ class GroupCommit {
   const int64_t spin_ns_;
   const Runner run_;
   const Compatible compatible_;
-  std::mutex mu_;
-  // The requests waiting for a run, oldest first. Guarded by mu_.
-  std::vector<Waiter*> queue_;
+  absl::Mutex mu_;
+  // The requests waiting for a run, oldest first.
+  std::vector<Waiter*> queue_ ABSL_GUARDED_BY(mu_);
   // Threads leading (running groups, or being handed the lead); below max_leaders_ only
-  // while queue_ is empty. Guarded by mu_.
-  size_t leaders_ = 0;
+  // while queue_ is empty.
+  size_t leaders_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace mooncake
