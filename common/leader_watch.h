@@ -17,8 +17,8 @@
 #include <thread>
 
 #include "absl/synchronization/mutex.h"
-#include "common/error_code.h"
-#include "common/etcd_client.h"
+#include "common/base/error_code.h"
+#include "common/etcd/etcd_client.h"
 
 namespace mooncake {
 

@@ -28,7 +28,7 @@
 
 #include "MasterService.h"
 #include "absl/synchronization/mutex.h"
-#include "daemon/transport.h"
+#include "daemon/transfer/transport.h"
 
 namespace mooncake {
 

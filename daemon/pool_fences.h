@@ -27,7 +27,7 @@
 #include <utility>
 
 #include "absl/synchronization/mutex.h"
-#include "daemon/client_connection.h"
+#include "daemon/service/client_connection.h"
 
 namespace mooncake {
 

@@ -29,9 +29,9 @@
 #include <thread>
 
 #include "absl/synchronization/mutex.h"
-#include "daemon/master_client.h"
-#include "daemon/membership.h"
-#include "daemon/replica_io.h"
+#include "daemon/master_link/master_client.h"
+#include "daemon/cluster/membership.h"
+#include "daemon/replicas/replica_io.h"
 
 namespace mooncake {
 

@@ -32,8 +32,8 @@
 #include <vector>
 
 #include "absl/synchronization/mutex.h"
-#include "daemon/rdma_memory_map.h"
-#include "daemon/transport.h"
+#include "daemon/transfer/rdma_memory_map.h"
+#include "daemon/transfer/transport.h"
 
 namespace mooncake {
 

@@ -19,8 +19,8 @@
 #include <unordered_map>
 
 #include "absl/synchronization/mutex.h"
-#include "daemon/master_client.h"
-#include "daemon/transport.h"
+#include "daemon/master_link/master_client.h"
+#include "daemon/transfer/transport.h"
 
 namespace mooncake {
 

@@ -22,8 +22,8 @@
 #include <thread>
 
 #include "absl/synchronization/mutex.h"
-#include "daemon/master_client.h"
-#include "daemon/segment_memory.h"
+#include "daemon/master_link/master_client.h"
+#include "daemon/memory/segment_memory.h"
 
 namespace mooncake {
 

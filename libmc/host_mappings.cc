@@ -10,7 +10,7 @@
 #include <iterator>
 #include <string>
 
-#include "common/logging.h"
+#include "common/base/logging.h"
 
 namespace mooncake {
 namespace client {

@@ -19,8 +19,8 @@
 #include <vector>
 
 #include "absl/synchronization/mutex.h"
-#include "common/error_code.h"
-#include "common/offset_allocator.h"
+#include "common/base/error_code.h"
+#include "common/base/offset_allocator.h"
 
 namespace mooncake {
 namespace client {

@@ -44,7 +44,7 @@
 #include <thread>
 
 #include "absl/synchronization/mutex.h"
-#include "common/cluster_key.h"
+#include "common/auth/cluster_key.h"
 #include "master/master_service.h"
 #include "master/oplog.h"
 

@@ -11,9 +11,9 @@
 
 #include <re2/re2.h>
 
-#include "common/logging.h"
-#include "common/tenant_key.h"
-#include "common/units.h"
+#include "common/base/logging.h"
+#include "common/base/tenant_key.h"
+#include "common/base/units.h"
 
 namespace mooncake {
 

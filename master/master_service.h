@@ -59,7 +59,7 @@
 // snapshot plus the log (master/state_restore.h) with every segment detached until its
 // daemon re-attaches (master/segment.h).
 //
-// Tenants (docs/security.md, "Tenants"): keys are stored keys (common/tenant_key.h), a
+// Tenants (docs/security.md, "Tenants"): keys are stored keys (common/base/tenant_key.h), a
 // tenant's carrying its id. RemoveByRegex and RemoveAll walk one tenant's keys only, the
 // pattern matched against the keys as its clients name them. Each tenant's objects and
 // memory are accounted (master/tenant_usage.h) where values gain or lose replicas, and a
@@ -112,8 +112,8 @@
 #include <unordered_map>
 #include <vector>
 
-#include "common/error_code.h"
-#include "common/log_throttle.h"
+#include "common/base/error_code.h"
+#include "common/base/log_throttle.h"
 #include "master/cache_holders.h"
 #include "master/daemon_registry.h"
 #include "master/eviction.h"
@@ -330,7 +330,7 @@ class MasterService {
 
   // One object as it is, its lease untouched: every replica (memory first, being written
   // ones too) with where it lives, and the object's lease, pins and checksum. key is a
-  // stored key (common/tenant_key.h). -600 bad key, -704 missing.
+  // stored key (common/base/tenant_key.h). -600 bad key, -704 missing.
   struct ReplicaView {
     int64_t replica_id = 0;
     ReplicaKind kind = ReplicaKind::kMemory;
@@ -367,7 +367,7 @@ class MasterService {
   std::vector<SegmentView> SegmentDetails() const;
 
   // ---- the SSD tier (master_service_disk.cc, master_service_promote.cc) ----
-  // The calls' rules are common/master.thrift's. disk_segment_id: the caller's LOCAL_DISK
+  // The calls' rules are common/master_link/master.thrift's. disk_segment_id: the caller's LOCAL_DISK
   // segment (-101 unknown or detached, -601 another daemon's, -103 unknown daemon).
   // Up to max_tasks (1..kMaxOffloadBatch, else -600) queued tasks, each read-leased.
   rpc::OffloadTasksResult FetchOffloads(int64_t daemon_id, int32_t max_tasks);
@@ -425,7 +425,7 @@ class MasterService {
   static constexpr int64_t kEarlyOffloadPeriodMs = 1000;
 
   // ---- verification after a restore, parked objects (master_service_verify.cc) ----
-  // The calls' rules are common/master.thrift's (docs/durability.md, "Verification after
+  // The calls' rules are common/master_link/master.thrift's (docs/durability.md, "Verification after
   // restore"): daemon_id's own attached memory segment segment_id (-103, -101, -601 as
   // FindOwnSegment). A page walks the segment's unverified replicas shard by shard
   // (cursor 0..kShardCount-1; only while the segment counts some), then its claimed parked
@@ -438,7 +438,7 @@ class MasterService {
   static constexpr int32_t kMaxUnverifiedPage = 4096;
 
   // ---- copy and move tasks (master_service_tasks.cc; docs/master.md) ----
-  // The calls' rules are common/master.thrift's; the table is master/replica_tasks.h. A
+  // The calls' rules are common/master_link/master.thrift's; the table is master/replica_tasks.h. A
   // fetched task's targets are reserved as a drain's moves are (a PendingMove beside the
   // object, no eviction): any change of the object meanwhile orphans it, and its report
   // then answers -704 and frees the targets.
@@ -677,7 +677,7 @@ class MasterService {
   // "attached", "detached" or "draining".
   static const char* SegmentStatus(const Segment& segment);
   static int64_t NewEpoch();
-  // A stored key (common/tenant_key.h): a user key of 1..MOONCAKE_STORE_MAX_KEY_LEN bytes
+  // A stored key (common/base/tenant_key.h): a user key of 1..MOONCAKE_STORE_MAX_KEY_LEN bytes
   // without NUL, behind a valid tenant id for a named tenant.
   static bool ValidKey(std::string_view key);
   ErrorCode ValidatePut(int64_t writer, const std::string& key, int64_t size,
@@ -814,7 +814,7 @@ class MasterService {
   // force); the body of RemoveByRegex and RemoveAll (match null: every key). match runs
   // with no lock held, on keys copied out of the shard a slice at a time. holders: as
   // Remove's.
-  // Only tenant's keys are walked; match gets their user keys (common/tenant_key.h).
+  // Only tenant's keys are walked; match gets their user keys (common/base/tenant_key.h).
   using KeyMatch = std::function<bool(std::string_view)>;
   int64_t RemoveMatching(bool force, const std::string& tenant, const KeyMatch* match,
                          CacheHolderSet* holders);

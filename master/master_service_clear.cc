@@ -8,8 +8,8 @@
 // standby never finds a replica pointing at bytes that became another object's. The
 // records reach the disk with the log's next flush (no fsync on the caller's thread), and
 // the upkeep frees the ranges after it.
-#include "common/logging.h"
-#include "common/tenant_key.h"
+#include "common/base/logging.h"
+#include "common/base/tenant_key.h"
 #include "master/master_service.h"
 
 namespace mooncake {

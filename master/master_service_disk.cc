@@ -3,8 +3,8 @@
 // Promotion is in master_service_promote.cc, eviction's offloads in master_service_evict.cc.
 #include <algorithm>
 
-#include "common/logging.h"
-#include "common/tenant_key.h"
+#include "common/base/logging.h"
+#include "common/base/tenant_key.h"
 #include "master/master_service.h"
 
 namespace mooncake {

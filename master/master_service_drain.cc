@@ -1,6 +1,6 @@
 // Draining of MasterService: moving the objects of a segment that is about to leave (memory
 // an application lent, whose connection closes) to other segments. The rules are in
-// master_service.h; the daemon's side is daemon/segment_drainer.h.
+// master_service.h; the daemon's side is daemon/replicas/segment_drainer.h.
 //
 // A move is a small upsert that keeps the value: DrainSegment reserves a target beside the
 // object (Shard::moves), the owner copies the bytes, CommitMoves swaps the one replica. The
@@ -9,7 +9,7 @@
 // replaced value's, once no read lease covers it and the record is on disk.
 #include <algorithm>
 
-#include "common/logging.h"
+#include "common/base/logging.h"
 #include "master/master_service.h"
 
 namespace mooncake {

@@ -14,7 +14,7 @@
 #include <set>
 #include <unordered_map>
 
-#include "common/logging.h"
+#include "common/base/logging.h"
 #include "master/master_service.h"
 
 namespace mooncake {

@@ -2,7 +2,7 @@
 // for a snapshot, and loading it back at a restore. The rules are in master_service.h.
 #include <algorithm>
 
-#include "common/logging.h"
+#include "common/base/logging.h"
 #include "master/master_service.h"
 #include "master/oplog.h"
 #include "master/sync_set.h"

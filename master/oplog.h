@@ -71,7 +71,7 @@
 #include <thread>
 
 #include "absl/synchronization/mutex.h"
-#include "common/error_code.h"
+#include "common/base/error_code.h"
 #include "master/log_tail.h"
 
 namespace mooncake {

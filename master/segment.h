@@ -33,7 +33,7 @@
 #include <cstdint>
 
 #include "absl/synchronization/mutex.h"
-#include "common/offset_allocator.h"
+#include "common/base/offset_allocator.h"
 #include "master_types.h"
 
 namespace mooncake {

@@ -30,7 +30,7 @@
 #include <vector>
 
 #include "absl/synchronization/mutex.h"
-#include "common/error_code.h"
+#include "common/base/error_code.h"
 #include "master/segment.h"
 
 namespace mooncake {

@@ -31,7 +31,7 @@
 #include <thread>
 
 #include "absl/synchronization/mutex.h"
-#include "common/error_code.h"
+#include "common/base/error_code.h"
 #include "master/master_service.h"
 #include "master/oplog.h"
 #include "master/snapshot_store.h"
