@@ -73,10 +73,10 @@ Channel::Channel(int fd, int read_slice_ms, int64_t spin_ns,
 
 Channel::~Channel() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     stop_ = true;
   }
-  background_cv_.notify_all();
+  background_cv_.SignalAll();
   shutdown(fd_, SHUT_RDWR);  // ends the background thread's poll
   if (background_.joinable()) background_.join();
   close(fd_);
@@ -87,7 +87,7 @@ void Channel::Fail(bool deliberate) {
   {
     // The quarantine and the pool are called under the lock: they never call back into
     // the channel, so there is no lock order to respect.
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     if (!down_.load(std::memory_order_relaxed) && !deliberate && established_) {
       MC_LOG_WARN("mooncake_store: lost the connection to mooncaked");
     }
@@ -117,20 +117,20 @@ void Channel::Fail(bool deliberate) {
     }
     head_ = tail_ = nullptr;
   }
-  background_cv_.notify_all();
+  background_cv_.SignalAll();
   shutdown(fd_, SHUT_RDWR);
 }
 
 bool Channel::Send(Pending* p, const char* frame, size_t length, int fd_to_pass) {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     if (down_.load(std::memory_order_relaxed)) return false;
     Link(p);
   }
   bool sent;
   int error = 0;
   {
-    std::lock_guard<std::mutex> lock(send_mu_);
+    absl::MutexLock lock(&send_mu_);
     sent = uds::SendFrame(fd_, frame, length, fd_to_pass);
     if (!sent) error = errno;
   }
@@ -138,7 +138,7 @@ bool Channel::Send(Pending* p, const char* frame, size_t length, int fd_to_pass)
     // A partial frame may have gone out: the stream is unusable from here on.
     Fail(false);
     if (error == EAGAIN || error == EWOULDBLOCK) {
-      std::lock_guard<std::mutex> lock(mu_);
+      absl::MutexLock lock(&mu_);
       p->code = ErrorCode::RPC_TIMEOUT;
     }
   }
@@ -146,7 +146,7 @@ bool Channel::Send(Pending* p, const char* frame, size_t length, int fd_to_pass)
 }
 
 ErrorCode Channel::Wait(Pending* p, Clock::time_point deadline, uds::Message* message) {
-  std::unique_lock<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   for (;;) {
     Clock::time_point now = p->done ? Clock::time_point() : Clock::now();
     const bool late = !p->done && now >= deadline;
@@ -154,14 +154,14 @@ ErrorCode Channel::Wait(Pending* p, Clock::time_point deadline, uds::Message* me
     if (p->lead || (!p->done && !late && TryTakeRole())) {
       p->lead = false;
       if (!p->done && !late) {
-        lock.unlock();
+        mu_.Unlock();
         Lead(p, deadline, now);
-        lock.lock();
+        mu_.Lock();
       }
       if (std::atomic<uint32_t>* next = ReleaseRole()) {
-        lock.unlock();
+        mu_.Unlock();
         WakeUp(next);
-        lock.lock();
+        mu_.Lock();
       }
       continue;
     }
@@ -175,20 +175,20 @@ ErrorCode Channel::Wait(Pending* p, Clock::time_point deadline, uds::Message* me
     }
     p->sleeping = true;
     p->signal.store(0, std::memory_order_relaxed);  // set again by whoever wakes us
-    lock.unlock();
+    mu_.Unlock();
     SleepOn(&p->signal, deadline);
-    lock.lock();
+    mu_.Lock();
     p->sleeping = false;
   }
 }
 
 void Channel::Abandon(Pending* p) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   Forget(p);
 }
 
 void Channel::MarkEstablished(uint64_t daemon_id) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   established_ = true;
   daemon_id_ = daemon_id;
 }
@@ -253,7 +253,7 @@ Channel::Outcome Channel::Dispatch(const char* payload, size_t length, Pending* 
   std::shared_ptr<void> keepalive;  // of an abandoned request: released after the lock
   std::atomic<uint32_t>* to_wake = nullptr;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     Pending* p = Find(message.id);
     if (p == nullptr) {  // an answer nobody waits for any more
       if (!abandoned_.empty()) {
@@ -281,30 +281,36 @@ Channel::Outcome Channel::Dispatch(const char* payload, size_t length, Pending* 
   return Outcome::kOther;
 }
 
-void Channel::BackgroundLoop() {
-  std::unique_lock<std::mutex> lock(mu_);
+// The lock is dropped around the poll and the read, and an exception may come from either
+// side of those: held says which, and the analysis cannot follow a lock state kept in a
+// variable.
+void Channel::BackgroundLoop() ABSL_NO_THREAD_SAFETY_ANALYSIS {
+  mu_.Lock();
+  bool held = true;
   try {
     while (!stop_ && !down_.load(std::memory_order_relaxed)) {
       if (role_ != Role::kFree) {
         // A caller reads (and sees an end itself); look again later. A timed wait, not a
         // notification, so that releasing the role costs callers nothing.
-        background_cv_.wait_for(lock, kIdleGrace);
+        background_cv_.WaitWithTimeout(&mu_, absl::FromChrono(kIdleGrace));
         continue;
       }
       Clock::time_point ready = free_since_ + kIdleGrace;
       if (Clock::now() < ready) {
-        background_cv_.wait_until(lock, ready);
+        background_cv_.WaitWithTimeout(&mu_, absl::FromChrono(ready - Clock::now()));
         continue;
       }
       role_ = Role::kBackground;
       background_polling_ = true;  // a caller may take the role from us until we read
-      lock.unlock();
+      held = false;
+      mu_.Unlock();
       // Complete frames are never left buffered by a holder, so waiting for the socket is
       // enough. A partial frame may be; its rest makes the socket readable.
       struct pollfd pfd = {fd_, POLLIN, 0};
       int n = poll(&pfd, 1, -1);
       int poll_error = n < 0 ? errno : 0;
-      lock.lock();
+      mu_.Lock();
+      held = true;
       if (stop_) break;  // the destructor shut the socket: no end worth a log line
       if (role_ != Role::kBackground || !background_polling_) continue;  // taken from us
       background_polling_ = false;
@@ -312,7 +318,8 @@ void Channel::BackgroundLoop() {
         role_ = Role::kFree;  // free_since_ is old: the next round takes it again
         continue;
       }
-      lock.unlock();
+      held = false;
+      mu_.Unlock();
       bool healthy = n > 0;
       if (healthy) {
         uds::FrameReader::Status status = frames_.ReadFrom(fd_);
@@ -322,21 +329,26 @@ void Channel::BackgroundLoop() {
         if (healthy) healthy = DispatchBuffered(nullptr) != Outcome::kBroken;
       }
       if (!healthy) Fail(false);
-      lock.lock();
+      mu_.Lock();
+      held = true;
       std::atomic<uint32_t>* next = ReleaseRole();  // to a caller that fell asleep meanwhile
       if (role_ == Role::kFree) free_since_ = Clock::time_point();  // ours again at once
       if (next != nullptr) {
-        lock.unlock();
+        held = false;
+        mu_.Unlock();
         WakeUp(next);
-        lock.lock();
+        mu_.Lock();
+        held = true;
       }
     }
   } catch (...) {  // out of memory: give up the socket rather than leave it unread
-    if (!lock.owns_lock()) lock.lock();
+    if (!held) mu_.Lock();
     if (role_ == Role::kBackground) role_ = Role::kFree;
-    lock.unlock();
+    mu_.Unlock();
     Fail(false);
+    return;
   }
+  mu_.Unlock();
 }
 
 bool Channel::TryTakeRole() {

@@ -30,14 +30,13 @@
 
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <thread>
 #include <unordered_map>
 
+#include "absl/synchronization/mutex.h"
 #include "common/base/error_code.h"
 #include "common/base/spin_wait.h"
 #include "common/uds/uds_protocol.h"
@@ -123,34 +122,35 @@ class Channel {
   Outcome DispatchBuffered(Pending* self);
   Outcome Dispatch(const char* payload, size_t length, Pending* self);
 
-  // The rest need mu_ held.
-  bool TryTakeRole();
+  bool TryTakeRole() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Hands the role on; returns the futex word to wake once mu_ is released (or null).
-  std::atomic<uint32_t>* ReleaseRole();
-  void Link(Pending* p);
-  void Unlink(Pending* p);
-  Pending* Find(uint64_t id);
-  void Forget(Pending* p);  // unlink; its keepalive waits in abandoned_ for the answer
+  std::atomic<uint32_t>* ReleaseRole() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void Link(Pending* p) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void Unlink(Pending* p) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  Pending* Find(uint64_t id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Unlink; its keepalive waits in abandoned_ for the answer.
+  void Forget(Pending* p) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const int fd_;
   const int read_slice_ms_;
   const std::shared_ptr<PoolQuarantine> quarantine_;
   const int daemon_pidfd_;  // the peer's process (SO_PEERCRED at dial), -1 if unknown
-  std::mutex mu_;  // guards everything below but the reader state, and every Pending
+  absl::Mutex mu_;  // guards everything below but the reader state, and every Pending
   std::atomic<bool> down_{false};
-  bool established_ = false;
-  uint64_t daemon_id_ = 0;
-  bool stop_ = false;
-  Pending* head_ = nullptr;
-  Pending* tail_ = nullptr;
+  bool established_ ABSL_GUARDED_BY(mu_) = false;
+  uint64_t daemon_id_ ABSL_GUARDED_BY(mu_) = 0;
+  bool stop_ ABSL_GUARDED_BY(mu_) = false;
+  Pending* head_ ABSL_GUARDED_BY(mu_) = nullptr;
+  Pending* tail_ ABSL_GUARDED_BY(mu_) = nullptr;
   // Requests whose caller gave up: their keepalive until the answer (or the end) comes;
   // for one without, the application's allocations pinned (it may name any of them).
-  std::unordered_map<uint64_t, std::shared_ptr<void>> abandoned_;
-  Role role_ = Role::kFree;
-  bool background_polling_ = false;  // the background thread holds the role but only polls
-  Clock::time_point free_since_{};
-  std::condition_variable background_cv_;
-  std::mutex send_mu_;  // one frame on the wire at a time
+  std::unordered_map<uint64_t, std::shared_ptr<void>> abandoned_ ABSL_GUARDED_BY(mu_);
+  Role role_ ABSL_GUARDED_BY(mu_) = Role::kFree;
+  // The background thread holds the role but only polls.
+  bool background_polling_ ABSL_GUARDED_BY(mu_) = false;
+  Clock::time_point free_since_ ABSL_GUARDED_BY(mu_){};
+  absl::CondVar background_cv_;
+  absl::Mutex send_mu_;  // one frame on the wire at a time
 
   // Reader state: touched only by the holder of the reader role (handed over under mu_).
   uds::FrameReader frames_;

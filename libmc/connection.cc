@@ -114,7 +114,7 @@ ErrorCode Connection::Open() {
 void Connection::Close() {
   std::shared_ptr<Channel> old;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     closed_ = true;
     old = std::move(channel_);
   }
@@ -127,12 +127,12 @@ ErrorCode Connection::EnsureUp() {
 }
 
 std::string Connection::hostname() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   return hostname_;
 }
 
 std::shared_ptr<Channel> Connection::Current(ErrorCode* code) {
-  auto live = [&]() -> std::shared_ptr<Channel> {
+  auto live = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) -> std::shared_ptr<Channel> {
     if (closed_) {
       *code = ErrorCode::INVALID_PARAMS;  // not connected
       Explain(*code, "the handle was closed (mooncake_store_close) during the call",
@@ -144,14 +144,14 @@ std::shared_ptr<Channel> Connection::Current(ErrorCode* code) {
     return nullptr;
   };
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     std::shared_ptr<Channel> s = live();
     if (s || closed_) return s;
   }
-  std::lock_guard<std::mutex> dial_lock(dial_mu_);
+  absl::MutexLock dial_lock(&dial_mu_);
   bool reconnect;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     std::shared_ptr<Channel> s = live();  // another thread may have reconnected meanwhile
     if (s || closed_) return s;
     reconnect = channel_ != nullptr;
@@ -161,7 +161,7 @@ std::shared_ptr<Channel> Connection::Current(ErrorCode* code) {
   std::string why;
   ErrorCode rc = Dial(!reconnect, &fresh, &hostname, &why);
   std::shared_ptr<Channel> old;  // destroyed outside the lock (joins its background thread)
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   if (closed_) {
     *code = ErrorCode::INVALID_PARAMS;
     Explain(*code, "the handle was closed (mooncake_store_close) during the call",

@@ -18,9 +18,9 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <string>
 
+#include "absl/synchronization/mutex.h"
 #include "common/base/error_code.h"
 #include "common/uds/uds_ops.h"
 #include "common/uds/uds_protocol.h"
@@ -175,12 +175,12 @@ class Connection {
                    std::shared_ptr<void> keepalive, int fd_to_pass);
 
   const Options options_;
-  mutable std::mutex mu_;  // guards channel_, closed_, hostname_
-  std::shared_ptr<Channel> channel_;
-  bool closed_ = false;
+  mutable absl::Mutex mu_;
+  std::shared_ptr<Channel> channel_ ABSL_GUARDED_BY(mu_);
+  bool closed_ ABSL_GUARDED_BY(mu_) = false;
   bool lost_logged_ = false;
-  std::string hostname_;
-  std::mutex dial_mu_;  // one reconnect at a time
+  std::string hostname_ ABSL_GUARDED_BY(mu_);
+  absl::Mutex dial_mu_;  // one reconnect at a time
 };
 
 // The timeout from MOONCAKE_STORE_TIMEOUT_MS (milliseconds), default 30000.

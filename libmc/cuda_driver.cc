@@ -118,7 +118,7 @@ CudaDriver::Pointer CudaDriver::Query(const void* ptr) {
 }
 
 void* CudaDriver::PrimaryContext(int ordinal) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   auto it = primary_contexts_.find(ordinal);
   if (it != primary_contexts_.end()) return it->second;
   int device = 0;
@@ -132,7 +132,7 @@ void* CudaDriver::PrimaryContext(int ordinal) {
 }
 
 CudaDriver::Stream CudaDriver::StreamFor(void* context, Direction direction, std::string* why) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   Stream& stream = streams_[{context, direction}];
   if (stream == nullptr) {
     Result r = stream_create_(&stream, kStreamNonBlocking);

@@ -20,9 +20,10 @@
 
 #include <cstdint>
 #include <map>
-#include <mutex>
 #include <string>
 #include <utility>
+
+#include "absl/synchronization/mutex.h"
 
 namespace mooncake {
 namespace client {
@@ -99,9 +100,9 @@ class CudaDriver {
   Result (*get_error_name_)(Result, const char**) = nullptr;
   Result (*get_error_string_)(Result, const char**) = nullptr;
 
-  std::mutex mu_;
-  std::map<std::pair<void*, int>, Stream> streams_;  // (context, direction); guarded by mu_
-  std::map<int, void*> primary_contexts_;            // by device ordinal; guarded by mu_
+  absl::Mutex mu_;
+  std::map<std::pair<void*, int>, Stream> streams_ ABSL_GUARDED_BY(mu_);  // (context, direction)
+  std::map<int, void*> primary_contexts_ ABSL_GUARDED_BY(mu_);  // by device ordinal
 };
 
 }  // namespace client

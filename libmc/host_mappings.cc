@@ -8,7 +8,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <iterator>
-#include <mutex>
 #include <string>
 
 #include "common/base/logging.h"
@@ -76,7 +75,7 @@ const HostMappings::Mapping* HostMappings::Find(uintptr_t addr) const {
 
 HostMappings::Access HostMappings::At(uintptr_t addr) {
   {
-    std::shared_lock<std::shared_mutex> lock(mu_);
+    absl::ReaderMutexLock lock(&mu_);
     if (const Mapping* m = Find(addr)) return m->access;
   }
   uintptr_t start = 0, end = 0;
@@ -92,7 +91,7 @@ HostMappings::Access HostMappings::At(uintptr_t addr) {
     return Access::kReadWrite;
   }
   if (access == Access::kNone) return access;
-  std::unique_lock<std::shared_mutex> lock(mu_);
+  absl::WriterMutexLock lock(&mu_);
   if (mappings_.size() >= kMaxMappings) mappings_.clear();
   // Mappings cached before that this one overlaps are gone: the address space changed.
   auto it = mappings_.lower_bound(start);

@@ -21,7 +21,8 @@
 
 #include <cstdint>
 #include <map>
-#include <shared_mutex>
+
+#include "absl/synchronization/mutex.h"
 
 namespace mooncake {
 namespace client {
@@ -45,11 +46,11 @@ class HostMappings {
   // buffer after buffer would otherwise grow it without bound).
   static constexpr size_t kMaxMappings = 4096;
 
-  // The cached mapping holding addr, or nullptr; under mu_ (shared).
-  const Mapping* Find(uintptr_t addr) const;
+  // The cached mapping holding addr, or nullptr.
+  const Mapping* Find(uintptr_t addr) const ABSL_SHARED_LOCKS_REQUIRED(mu_);
 
-  std::shared_mutex mu_;
-  std::map<uintptr_t, Mapping> mappings_;  // by start; readable ones only; guarded by mu_
+  absl::Mutex mu_;
+  std::map<uintptr_t, Mapping> mappings_ ABSL_GUARDED_BY(mu_);  // by start; readable ones only
 };
 
 }  // namespace client

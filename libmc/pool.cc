@@ -61,12 +61,12 @@ Pool::~Pool() {
 }
 
 uint64_t Pool::capacity() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   return allocator_.capacity();
 }
 
 void* Pool::Allocate(uint64_t size) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   OffsetAllocator::Allocation a = allocator_.Allocate(size);
   if (!a.ok()) return nullptr;
   app_blocks_.emplace(a.offset, AppBlock{a.node});
@@ -78,7 +78,7 @@ void Pool::Free(void* ptr) {
   uint64_t offset;
   if (!Contains(ptr, 0, &offset)) return;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     auto it = app_blocks_.find(offset);
     if (it == app_blocks_.end() || it->second.freed) return;
     if (it->second.pins > 0) {
@@ -88,7 +88,7 @@ void Pool::Free(void* ptr) {
     allocator_.Free(it->second.node);
     app_blocks_.erase(it);
   }
-  stage_freed_.notify_all();  // a staged transfer may be waiting for room
+  stage_freed_.SignalAll();  // a staged transfer may be waiting for room
 }
 
 // The offsets one PinAllocations token pins; unpinned when the last holder lets go.
@@ -101,7 +101,7 @@ struct Pool::PinSet {
 std::shared_ptr<void> Pool::PinAllocations() {
   auto pins = std::make_shared<PinSet>();
   pins->pool = shared_from_this();
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   pins->offsets.reserve(app_blocks_.size());
   for (auto& [offset, block] : app_blocks_) {
     if (block.freed) continue;
@@ -113,7 +113,7 @@ std::shared_ptr<void> Pool::PinAllocations() {
 
 void Pool::Unpin(const std::vector<uint64_t>& offsets) {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     for (uint64_t offset : offsets) {
       auto it = app_blocks_.find(offset);
       if (it == app_blocks_.end() || --it->second.pins > 0 || !it->second.freed) continue;
@@ -121,7 +121,7 @@ void Pool::Unpin(const std::vector<uint64_t>& offsets) {
       app_blocks_.erase(it);
     }
   }
-  stage_freed_.notify_all();
+  stage_freed_.SignalAll();
 }
 
 bool Pool::Contains(const void* ptr, uint64_t length, uint64_t* offset) const {
@@ -153,7 +153,7 @@ std::shared_ptr<PoolBlock> Pool::StageLocked(uint64_t min_size, uint64_t max_siz
 std::shared_ptr<PoolBlock> Pool::TryStage(uint64_t min_size, uint64_t max_size) {
   if (max_size == 0) return nullptr;
   min_size = std::max<uint64_t>(1, std::min(min_size, max_size));
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   return StageLocked(min_size, max_size);
 }
 
@@ -161,13 +161,14 @@ std::shared_ptr<PoolBlock> Pool::Stage(uint64_t min_size, uint64_t max_size,
                                        std::chrono::steady_clock::time_point deadline) {
   if (max_size == 0) return nullptr;
   min_size = std::max<uint64_t>(1, std::min(min_size, max_size));
-  std::unique_lock<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   if (min_size > allocator_.capacity()) return nullptr;  // can never fit
   for (;;) {
     std::shared_ptr<PoolBlock> block = StageLocked(min_size, max_size);
     if (block) return block;
     if (staged_blocks_ == 0) return nullptr;
-    if (stage_freed_.wait_until(lock, deadline) == std::cv_status::timeout) {
+    const auto left = deadline - std::chrono::steady_clock::now();
+    if (stage_freed_.WaitWithTimeout(&mu_, absl::FromChrono(left))) {
       block = StageLocked(min_size, max_size);
       return block;
     }
@@ -176,11 +177,11 @@ std::shared_ptr<PoolBlock> Pool::Stage(uint64_t min_size, uint64_t max_size,
 
 void Pool::ReleaseStage(uint32_t node) {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     allocator_.Free(node);
     --staged_blocks_;
   }
-  stage_freed_.notify_all();
+  stage_freed_.SignalAll();
 }
 
 }  // namespace client

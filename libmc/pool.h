@@ -12,14 +12,13 @@
 #define MOONCAKE_LIBMC_POOL_H_
 
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <unordered_map>
 #include <vector>
 
+#include "absl/synchronization/mutex.h"
 #include "common/base/error_code.h"
 #include "common/base/offset_allocator.h"
 
@@ -113,7 +112,8 @@ class Pool : public std::enable_shared_from_this<Pool> {
 
   struct PinSet;  // a PinAllocations token
 
-  std::shared_ptr<PoolBlock> StageLocked(uint64_t min_size, uint64_t max_size);
+  std::shared_ptr<PoolBlock> StageLocked(uint64_t min_size, uint64_t max_size)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void ReleaseStage(uint32_t node);
   void Unpin(const std::vector<uint64_t>& offsets);
 
@@ -121,11 +121,11 @@ class Pool : public std::enable_shared_from_this<Pool> {
   char* const base_;
   const uint64_t size_;
 
-  mutable std::mutex mu_;
-  std::condition_variable stage_freed_;
-  OffsetAllocator allocator_;                         // guarded by mu_
-  std::unordered_map<uint64_t, AppBlock> app_blocks_;  // by offset; guarded by mu_
-  uint64_t staged_blocks_ = 0;                        // guarded by mu_
+  mutable absl::Mutex mu_;
+  absl::CondVar stage_freed_;
+  OffsetAllocator allocator_ ABSL_GUARDED_BY(mu_);
+  std::unordered_map<uint64_t, AppBlock> app_blocks_ ABSL_GUARDED_BY(mu_);  // by offset
+  uint64_t staged_blocks_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace client

@@ -34,7 +34,7 @@ PoolQuarantine::PoolQuarantine(std::shared_ptr<Pool> pool) : pool_(std::move(poo
 
 PoolQuarantine::~PoolQuarantine() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     stopping_ = true;
   }
   Wake();
@@ -52,7 +52,7 @@ void PoolQuarantine::Hold(uint64_t daemon_id, int daemon_pidfd,
   if (daemon_pidfd >= 0) loss->pidfd = fcntl(daemon_pidfd, F_DUPFD_CLOEXEC, 0);
   bool watch = loss->pidfd >= 0;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     loss->seq = next_seq_++;
     held_.push_back(std::move(loss));
     if (watch && !watcher_.joinable()) {
@@ -75,7 +75,7 @@ void PoolQuarantine::Hold(uint64_t daemon_id, int daemon_pidfd,
 std::shared_ptr<void> PoolQuarantine::TakeFor(uint64_t daemon_id) {
   auto taken = std::make_shared<Losses>();
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     for (auto it = held_.begin(); it != held_.end();) {
       if ((*it)->daemon_id == daemon_id) {
         taken->push_back(std::move(*it));
@@ -95,7 +95,7 @@ std::shared_ptr<void> PoolQuarantine::PinAllocations() {
 }
 
 size_t PoolQuarantine::held() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   return held_.size();
 }
 
@@ -114,7 +114,7 @@ void PoolQuarantine::WatchLoop() {
     fds.assign(1, {wake_fd_, POLLIN, 0});
     watched.clear();
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      absl::MutexLock lock(&mu_);
       if (stopping_) return;
       for (const auto& loss : held_) {
         if (loss->pidfd < 0) continue;
@@ -130,7 +130,7 @@ void PoolQuarantine::WatchLoop() {
     if (read(wake_fd_, &count, sizeof(count)) < 0 && errno != EAGAIN) return;
     Losses exited;  // released below, outside the lock
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      absl::MutexLock lock(&mu_);
       for (size_t i = 1; i < fds.size(); ++i) {
         if ((fds[i].revents & (POLLIN | POLLHUP | POLLERR)) == 0) continue;
         uint64_t seq = watched[i - 1];  // still held? TakeFor may have taken it meanwhile

@@ -31,10 +31,10 @@
 
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <thread>
 #include <vector>
 
+#include "absl/synchronization/mutex.h"
 #include "libmc/pool.h"
 
 namespace mooncake {
@@ -76,10 +76,10 @@ class PoolQuarantine {
   void Wake();
 
   const std::shared_ptr<Pool> pool_;
-  mutable std::mutex mu_;
-  Losses held_;             // guarded by mu_
-  uint64_t next_seq_ = 1;   // guarded by mu_
-  bool stopping_ = false;   // guarded by mu_
+  mutable absl::Mutex mu_;
+  Losses held_ ABSL_GUARDED_BY(mu_);
+  uint64_t next_seq_ ABSL_GUARDED_BY(mu_) = 1;
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   int wake_fd_ = -1;                         // eventfd: held_ changed, or stop
   std::thread watcher_;                      // started by the first Hold with a pidfd
 };

@@ -238,7 +238,7 @@ ErrorCode StoreClient::SetTenant(const std::string& tenant) {
                    "tenant id of " + std::to_string(tenant.size()) +
                        " bytes: a tenant id is 1 to 64 characters of [A-Za-z0-9_.-]");
   }
-  std::unique_lock<std::shared_mutex> lock(state_mu_);
+  absl::WriterMutexLock lock(&state_mu_);
   if (connected_) {
     return Refused(ErrorCode::INVALID_PARAMS,
                    "set_tenant while connected: name the tenant before connect or setup");
@@ -263,7 +263,7 @@ ErrorCode StoreClient::Connect(const std::string& socket_path, uint64_t local_bu
                          "\"\" to skip the check");
     }
   }
-  std::unique_lock<std::shared_mutex> lock(state_mu_);
+  absl::WriterMutexLock lock(&state_mu_);
   if (connected_) {
     return Refused(ErrorCode::INVALID_PARAMS,
                    "already connected: close the handle before connecting it again");
@@ -325,7 +325,7 @@ ErrorCode StoreClient::Connect(const std::string& socket_path, uint64_t local_bu
 ErrorCode StoreClient::Close() {
   std::shared_ptr<Connection> conn;
   {
-    std::unique_lock<std::shared_mutex> lock(state_mu_);
+    absl::WriterMutexLock lock(&state_mu_);
     if (!connected_) return ErrorCode::OK;
     connected_ = false;
     conn = std::move(conn_);
@@ -333,7 +333,7 @@ ErrorCode StoreClient::Close() {
   }
   {
     // The daemon revokes their puts when the connection goes; writes in flight hold theirs.
-    std::lock_guard<std::mutex> lock(sessions_mu_);
+    absl::MutexLock lock(&sessions_mu_);
     put_sessions_.clear();
   }
   if (conn->lends_memory()) {
@@ -357,7 +357,7 @@ ErrorCode StoreClient::Close() {
 }
 
 ErrorCode StoreClient::Acquire(Context* ctx) {
-  std::shared_lock<std::shared_mutex> lock(state_mu_);
+  absl::ReaderMutexLock lock(&state_mu_);
   if (!connected_) return NotConnected();
   ctx->conn = conn_;
   ctx->pool = pool_;
@@ -381,7 +381,7 @@ ErrorCode StoreClient::GetHostname(std::string* hostname) {
   ErrorCode rc = Acquire(&c);
   if (rc != ErrorCode::OK) return rc;
   {
-    std::shared_lock<std::shared_mutex> lock(state_mu_);
+    absl::ReaderMutexLock lock(&state_mu_);
     if (!name_.name().empty()) {
       *hostname = name_.name();
       return ErrorCode::OK;
@@ -417,7 +417,7 @@ void* StoreClient::Alloc(uint64_t size) {
 void StoreClient::Free(void* ptr) {
   std::shared_ptr<Pool> pool;
   {
-    std::shared_lock<std::shared_mutex> lock(state_mu_);
+    absl::ReaderMutexLock lock(&state_mu_);
     pool = pool_;
   }
   if (pool) pool->Free(ptr);

@@ -19,16 +19,14 @@
 #define MOONCAKE_LIBMC_STORE_CLIENT_H_
 
 #include <atomic>
-#include <condition_variable>
 #include <cstdint>
 #include <map>
 #include <memory>
-#include <mutex>
-#include <shared_mutex>
 #include <string>
 #include <unordered_map>
 #include <vector>
 
+#include "absl/synchronization/mutex.h"
 #include "common/base/error_code.h"
 #include "common/base/log_throttle.h"
 #include "common/uds/uds_ops.h"
@@ -267,13 +265,14 @@ class StoreClient {
   const uint64_t serial_;
   LogThrottle argument_log_;
 
-  std::shared_mutex state_mu_;  // guards the members below
-  bool connected_ = false;
-  std::string tenant_;
-  std::shared_ptr<Connection> conn_;
-  std::shared_ptr<Pool> pool_;
-  std::shared_ptr<PoolQuarantine> quarantine_;  // pool_'s: it lives across reconnects
-  ClientName name_;  // while connected, when Connect named the client
+  absl::Mutex state_mu_;
+  bool connected_ ABSL_GUARDED_BY(state_mu_) = false;
+  std::string tenant_ ABSL_GUARDED_BY(state_mu_);
+  std::shared_ptr<Connection> conn_ ABSL_GUARDED_BY(state_mu_);
+  std::shared_ptr<Pool> pool_ ABSL_GUARDED_BY(state_mu_);
+  // pool_'s: it lives across reconnects.
+  std::shared_ptr<PoolQuarantine> quarantine_ ABSL_GUARDED_BY(state_mu_);
+  ClientName name_ ABSL_GUARDED_BY(state_mu_);  // while connected, when Connect named the client
 
   std::atomic<uint64_t> ssd_offload_{0};
 
@@ -282,14 +281,15 @@ class StoreClient {
     uint64_t size;
     MemoryPlace place;
   };
-  std::mutex registry_mu_;
-  std::map<uintptr_t, Registered> registered_;  // by start
+  absl::Mutex registry_mu_;
+  std::map<uintptr_t, Registered> registered_ ABSL_GUARDED_BY(registry_mu_);  // by start
 
   // The open put sessions, by key (store_client_sessions.cc).
   struct PutSession;
-  std::mutex sessions_mu_;  // guards put_sessions_ and every session's writers count
-  std::condition_variable sessions_cv_;  // a session's last writer is done
-  std::unordered_map<std::string, std::shared_ptr<PutSession>> put_sessions_;
+  absl::Mutex sessions_mu_;  // guards put_sessions_ and every session's writers count
+  absl::CondVar sessions_cv_;  // a session's last writer is done
+  std::unordered_map<std::string, std::shared_ptr<PutSession>> put_sessions_
+      ABSL_GUARDED_BY(sessions_mu_);
 };
 
 }  // namespace client

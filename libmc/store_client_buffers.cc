@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <iterator>
 
+#include "absl/synchronization/mutex.h"
 #include "libmc/last_error.h"
 #include "libmc/store_client.h"
 
@@ -26,7 +27,7 @@ ErrorCode StoreClient::RegisterBuffer(void* buffer, uint64_t size) {
     rc = LocateMemory(buffer, &place);
     if (rc != ErrorCode::OK) return rc;
   }
-  std::lock_guard<std::mutex> lock(registry_mu_);
+  absl::MutexLock lock(&registry_mu_);
   auto next = registered_.lower_bound(start);
   bool overlaps = next != registered_.end() && next->first < start + size;
   if (!overlaps && next != registered_.begin()) {
@@ -44,7 +45,7 @@ ErrorCode StoreClient::UnregisterBuffer(void* buffer) {
   Context c;
   ErrorCode rc = Acquire(&c);
   if (rc != ErrorCode::OK) return rc;
-  std::lock_guard<std::mutex> lock(registry_mu_);
+  absl::MutexLock lock(&registry_mu_);
   if (registered_.erase(reinterpret_cast<uintptr_t>(buffer)) == 1) return ErrorCode::OK;
   return Refused(ErrorCode::INVALID_PARAMS, "buffer was not registered (register_buffer)");
 }
@@ -56,7 +57,7 @@ ErrorCode StoreClient::CheckBuffer(const void* buffer, uint64_t size, bool for_w
   uintptr_t start = reinterpret_cast<uintptr_t>(buffer);
   bool registered = false;
   {
-    std::lock_guard<std::mutex> lock(registry_mu_);
+    absl::MutexLock lock(&registry_mu_);
     auto it = registered_.upper_bound(start);
     if (it != registered_.begin()) {
       --it;
@@ -73,7 +74,7 @@ ErrorCode StoreClient::CheckBuffer(const void* buffer, uint64_t size, bool for_w
   if (!registered) {
     std::shared_ptr<Pool> pool;
     {
-      std::shared_lock<std::shared_mutex> lock(state_mu_);
+      absl::ReaderMutexLock lock(&state_mu_);
       pool = pool_;
     }
     uint64_t offset;

@@ -3,8 +3,8 @@
 // on UnmountSegment, on Close, or when the connection goes (then a reconnect does not
 // bring it back: only setup()'s global segment is mounted again after every HELLO).
 #include <cstdio>
-#include <mutex>
 
+#include "absl/synchronization/mutex.h"
 #include "common/base/units.h"
 #include "libmc/last_error.h"
 #include "libmc/store_client.h"
@@ -61,8 +61,8 @@ ErrorCode StoreClient::MountFileSegment(int fd, uint64_t offset, uint64_t size,
   if (rc != ErrorCode::OK) return rc;
   // One at a time on a connection: the daemon matches a descriptor with the one request
   // of the kind in flight.
-  static std::mutex one_at_a_time;
-  std::lock_guard<std::mutex> lock(one_at_a_time);
+  static absl::Mutex one_at_a_time;
+  absl::MutexLock lock(&one_at_a_time);
   Request request(uds::Op::kMountFileSegment, uds::MountFileSegmentArgs{offset, size});
   Reply reply;
   rc = c.conn->Call(request, &reply, nullptr, fd);

@@ -11,6 +11,7 @@
 #include <cstring>
 #include <deque>
 
+#include "absl/synchronization/mutex.h"
 #include "libmc/device_memory.h"
 #include "libmc/last_error.h"
 #include "libmc/store_client.h"
@@ -23,7 +24,9 @@ struct StoreClient::PutSession {
   uint64_t size = 0;
   std::shared_ptr<Connection> conn;
   std::shared_ptr<Channel> channel;
-  int writers = 0;  // WritePutSessions calls writing into it; guarded by sessions_mu_
+  // WritePutSessions calls writing into it. Under the client's sessions_mu_, which an
+  // annotation here cannot name (it is another object's).
+  int writers = 0;
 };
 
 namespace {
@@ -101,7 +104,7 @@ void StoreClient::StartPutSessions(std::vector<SessionStart>& starts,
   // it, in this batch or another thread's, is refused.
   std::vector<std::shared_ptr<PutSession>> claimed(starts.size());
   {
-    std::lock_guard<std::mutex> lock(sessions_mu_);
+    absl::MutexLock lock(&sessions_mu_);
     for (size_t i = 0; i < starts.size(); ++i) {
       auto session = std::make_shared<PutSession>();
       session->size = starts[i].size;
@@ -123,7 +126,7 @@ void StoreClient::StartPutSessions(std::vector<SessionStart>& starts,
       code = ErrorCode::INTERNAL_ERROR;
     }
     starts[i].result = code;
-    std::lock_guard<std::mutex> lock(sessions_mu_);
+    absl::MutexLock lock(&sessions_mu_);
     if (code == ErrorCode::OK) {
       claimed[i]->put_id = begun.put_id;
     } else {
@@ -161,7 +164,7 @@ void StoreClient::WritePutSessions(std::vector<SessionWrite>& writes) {
     SessionWrite& w = writes[i];
     uint64_t size = 0;
     {
-      std::lock_guard<std::mutex> lock(sessions_mu_);
+      absl::MutexLock lock(&sessions_mu_);
       auto it = put_sessions_.find(w.key);
       if (it == put_sessions_.end() || it->second->put_id == 0) {
         w.result = NoSession();
@@ -195,7 +198,7 @@ void StoreClient::WritePutSessions(std::vector<SessionWrite>& writes) {
       continue;
     }
     w.result = total;
-    std::lock_guard<std::mutex> lock(sessions_mu_);
+    absl::MutexLock lock(&sessions_mu_);
     ++sessions[i]->writers;
   }
 
@@ -248,11 +251,11 @@ void StoreClient::WritePutSessions(std::vector<SessionWrite>& writes) {
     }
   }
   pipe.Finish(done);
-  std::lock_guard<std::mutex> lock(sessions_mu_);
+  absl::MutexLock lock(&sessions_mu_);
   for (const auto& session : sessions) {
     if (session) --session->writers;
   }
-  sessions_cv_.notify_all();
+  sessions_cv_.SignalAll();
 }
 
 void StoreClient::EndPutSessions(const std::vector<std::string>& keys, bool commit,
@@ -262,7 +265,7 @@ void StoreClient::EndPutSessions(const std::vector<std::string>& keys, bool comm
   // flight land before the commit or abort.
   std::vector<std::shared_ptr<PutSession>> sessions(keys.size());
   {
-    std::unique_lock<std::mutex> lock(sessions_mu_);
+    absl::MutexLock lock(&sessions_mu_);
     for (size_t i = 0; i < keys.size(); ++i) {
       auto it = put_sessions_.find(keys[i]);
       if (it == put_sessions_.end() || it->second->put_id == 0) {
@@ -273,7 +276,7 @@ void StoreClient::EndPutSessions(const std::vector<std::string>& keys, bool comm
       put_sessions_.erase(it);
     }
     auto idle = [](const std::shared_ptr<PutSession>& s) { return !s || s->writers == 0; };
-    sessions_cv_.wait(lock, [&] { return std::all_of(sessions.begin(), sessions.end(), idle); });
+    while (!std::all_of(sessions.begin(), sessions.end(), idle)) sessions_cv_.Wait(&sessions_mu_);
   }
   std::deque<InFlight> sent;
   auto done = [&](size_t i, ErrorCode code) {

@@ -4,7 +4,7 @@ namespace mooncake {
 
 DaemonRegistry::Absence DaemonRegistry::Register(int64_t daemon_id, const std::string& name,
                                                  int64_t now_ms, bool* known) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   auto [it, inserted] = daemons_.try_emplace(daemon_id);
   Absence was = it->second.absence;
   *known = !inserted && was == Absence::kNone;
@@ -13,12 +13,12 @@ DaemonRegistry::Absence DaemonRegistry::Register(int64_t daemon_id, const std::s
 }
 
 void DaemonRegistry::ExpectBack(int64_t daemon_id, const std::string& name, int64_t deadline_ms) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   daemons_.try_emplace(daemon_id, Daemon{name, 0, deadline_ms, Absence::kRestored});
 }
 
 bool DaemonRegistry::Heartbeat(int64_t daemon_id, int64_t now_ms) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   auto it = daemons_.find(daemon_id);
   if (it == daemons_.end() || it->second.absence != Absence::kNone) return false;
   it->second.last_seen_ms = now_ms;
@@ -26,14 +26,14 @@ bool DaemonRegistry::Heartbeat(int64_t daemon_id, int64_t now_ms) {
 }
 
 bool DaemonRegistry::Known(int64_t daemon_id) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   auto it = daemons_.find(daemon_id);
   return it != daemons_.end() && it->second.absence == Absence::kNone;
 }
 
 std::vector<int64_t> DaemonRegistry::TakeReplaced(const std::string& name,
                                                   int64_t new_daemon_id) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   std::vector<int64_t> replaced;
   for (auto it = daemons_.begin(); it != daemons_.end();) {
     if (it->first != new_daemon_id && it->second.name == name) {
@@ -48,7 +48,7 @@ std::vector<int64_t> DaemonRegistry::TakeReplaced(const std::string& name,
 
 std::vector<int64_t> DaemonRegistry::MarkSilent(int64_t now_ms, int64_t ttl_ms,
                                                 int64_t deadline_ms) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   std::vector<int64_t> silent;
   for (auto& [id, d] : daemons_) {
     if (d.absence != Absence::kNone || d.last_seen_ms + ttl_ms >= now_ms) continue;
@@ -61,7 +61,7 @@ std::vector<int64_t> DaemonRegistry::MarkSilent(int64_t now_ms, int64_t ttl_ms,
 
 std::vector<std::pair<int64_t, DaemonRegistry::Absence>> DaemonRegistry::TakeOverdue(
     int64_t now_ms) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   std::vector<std::pair<int64_t, Absence>> overdue;
   for (auto it = daemons_.begin(); it != daemons_.end();) {
     const Daemon& d = it->second;
@@ -76,7 +76,7 @@ std::vector<std::pair<int64_t, DaemonRegistry::Absence>> DaemonRegistry::TakeOve
 }
 
 void DaemonRegistry::ForgiveStall(int64_t now_ms, int64_t lost_ms) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   for (auto& [id, d] : daemons_) {
     if (d.absence == Absence::kNone) {
       d.last_seen_ms = now_ms;
@@ -87,7 +87,7 @@ void DaemonRegistry::ForgiveStall(int64_t now_ms, int64_t lost_ms) {
 }
 
 bool DaemonRegistry::NameOf(int64_t daemon_id, std::string* name) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   auto it = daemons_.find(daemon_id);
   if (it == daemons_.end()) return false;
   *name = it->second.name;
@@ -95,7 +95,7 @@ bool DaemonRegistry::NameOf(int64_t daemon_id, std::string* name) const {
 }
 
 std::vector<std::pair<int64_t, std::string>> DaemonRegistry::List() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   std::vector<std::pair<int64_t, std::string>> out;
   out.reserve(daemons_.size());
   for (const auto& d : daemons_) out.emplace_back(d.first, d.second.name);
@@ -103,14 +103,14 @@ std::vector<std::pair<int64_t, std::string>> DaemonRegistry::List() const {
 }
 
 size_t DaemonRegistry::count() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   size_t n = 0;
   for (const auto& d : daemons_) n += d.second.absence == Absence::kNone;
   return n;
 }
 
 size_t DaemonRegistry::expected_count() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   size_t n = 0;
   for (const auto& d : daemons_) n += d.second.absence != Absence::kNone;
   return n;

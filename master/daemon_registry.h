@@ -14,11 +14,12 @@
 #define MOONCAKE_MASTER_DAEMON_REGISTRY_H_
 
 #include <cstdint>
-#include <mutex>
 #include <string>
 #include <unordered_map>
 #include <utility>
 #include <vector>
+
+#include "absl/synchronization/mutex.h"
 
 namespace mooncake {
 
@@ -67,8 +68,8 @@ class DaemonRegistry {
     int64_t expected_until_ms = 0;  // > 0 while expected back
     Absence absence = Absence::kNone;
   };
-  mutable std::mutex mu_;
-  std::unordered_map<int64_t, Daemon> daemons_;
+  mutable absl::Mutex mu_;
+  std::unordered_map<int64_t, Daemon> daemons_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace mooncake

@@ -18,7 +18,7 @@ bool GroupTable::ValidGroup(std::string_view group) { return tenant_key::ValidUs
 
 void GroupTable::Join(std::string_view key, std::string_view group) {
   std::string scoped = Scoped(key, group);
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   auto [it, inserted] = group_of_.emplace(std::string(key), scoped);
   if (!inserted) return;  // already a member (the caller's bug): its group stays
   Group& g = groups_[std::move(scoped)];
@@ -27,7 +27,7 @@ void GroupTable::Join(std::string_view key, std::string_view group) {
 }
 
 void GroupTable::Leave(std::string_view key) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   auto it = group_of_.find(std::string(key));
   if (it == group_of_.end()) return;
   auto g = groups_.find(it->second);
@@ -39,7 +39,7 @@ void GroupTable::Leave(std::string_view key) {
 }
 
 bool GroupTable::GroupOf(std::string_view key, std::string* group) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   auto it = group_of_.find(std::string(key));
   if (it == group_of_.end()) return false;
   *group = std::string(tenant_key::UserKeyOf(it->second));
@@ -48,7 +48,7 @@ bool GroupTable::GroupOf(std::string_view key, std::string* group) const {
 
 std::vector<std::string> GroupTable::OthersOf(std::string_view key, Share share) {
   std::vector<std::string> out;
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   auto it = group_of_.find(std::string(key));
   if (it == group_of_.end()) return out;
   auto g = groups_.find(it->second);
@@ -62,17 +62,17 @@ std::vector<std::string> GroupTable::OthersOf(std::string_view key, Share share)
 }
 
 size_t GroupTable::groups() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   return groups_.size();
 }
 
 size_t GroupTable::members() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   return group_of_.size();
 }
 
 void GroupTable::Clear() {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   group_of_.clear();
   groups_.clear();
 }

@@ -26,12 +26,13 @@
 #define MOONCAKE_MASTER_GROUPS_H_
 
 #include <cstddef>
-#include <mutex>
 #include <string>
 #include <string_view>
 #include <unordered_map>
 #include <unordered_set>
 #include <vector>
+
+#include "absl/synchronization/mutex.h"
 
 namespace mooncake {
 
@@ -64,9 +65,9 @@ class GroupTable {
     std::unordered_set<std::string> members;  // stored keys
     bool fresh = false;  // a member joined since OthersOf last shared the group's lease
   };
-  mutable std::mutex mu_;
-  std::unordered_map<std::string, std::string> group_of_;  // stored key -> scoped group
-  std::unordered_map<std::string, Group> groups_;          // scoped group -> members
+  mutable absl::Mutex mu_;
+  std::unordered_map<std::string, std::string> group_of_ ABSL_GUARDED_BY(mu_);  // key -> group
+  std::unordered_map<std::string, Group> groups_ ABSL_GUARDED_BY(mu_);  // group -> members
 };
 
 }  // namespace mooncake

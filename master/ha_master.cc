@@ -85,7 +85,7 @@ void HaMaster::Shutdown() {
   }
   watcher_->Stop();
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     taken_over_ = true;  // nobody is followed again
     replication_->Stop();
   }
@@ -97,12 +97,12 @@ bool HaMaster::MayCampaign() {
   if (election_->ReadSyncSet(&sync) != ErrorCode::OK) return false;
   if (std::find(sync.begin(), sync.end(), name_) != sync.end()) return true;
   if (!sync.empty()) return false;
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   return replication_->applied_seq() >= replication_->leader_last_seq();
 }
 
 void HaMaster::TakeOver(int64_t term) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   if (taken_over_) return;  // shutting down
   taken_over_ = true;
   // Stops following: every record received is applied (the follower applies before it
@@ -134,7 +134,7 @@ void HaMaster::TakeOver(int64_t term) {
 
 void HaMaster::LeaderChanged(const LeaderInfo& leader) {
   role_->SawLeader(leader.name, leader.term);
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   if (taken_over_ || !leader.known() || leader.name == name_ || leader.name == following_) {
     return;
   }

@@ -42,9 +42,9 @@
 #include <atomic>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <string>
 
+#include "absl/synchronization/mutex.h"
 #include "common/auth/cluster_key.h"
 #include "common/etcd/etcd_client.h"
 #include "common/etcd/leader_watch.h"
@@ -109,9 +109,9 @@ class HaMaster {
   std::unique_ptr<RoleMachine> role_;
   std::unique_ptr<Replication> replication_;
 
-  std::mutex mu_;
-  std::string following_;    // mu_: the leader followed ("" none yet)
-  bool taken_over_ = false;  // mu_: leading, or stopping: nobody is followed again
+  absl::Mutex mu_;
+  std::string following_ ABSL_GUARDED_BY(mu_);  // the leader followed ("" none yet)
+  bool taken_over_ ABSL_GUARDED_BY(mu_) = false;  // leading, or stopping: nobody is followed again
   std::atomic<bool> shut_down_{false};
   std::atomic<bool> restart_{false};
 };

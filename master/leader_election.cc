@@ -37,7 +37,7 @@ LeaderElection::LeaderElection(EtcdClient* etcd, Options options)
 LeaderElection::~LeaderElection() { Stop(); }
 
 void LeaderElection::Start() {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   if (running_) return;
   running_ = true;
   stop_ = false;
@@ -46,14 +46,14 @@ void LeaderElection::Start() {
 
 void LeaderElection::Stop() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     if (!running_) return;
     stop_ = true;
     deadline_ns_.store(0, std::memory_order_release);
   }
-  cv_.notify_all();
+  cv_.SignalAll();
   thread_.join();
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   running_ = false;
   if (phase_ == Phase::kLeader) {
     MC_LOG_INFO("election %s: %s stops leading (term %ld) without resigning",
@@ -65,10 +65,10 @@ void LeaderElection::Stop() {
 ErrorCode LeaderElection::Resign() {
   int64_t term, lease;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     if (phase_ != Phase::kLeader) {
       phase_ = Phase::kIdle;
-      cv_.notify_all();
+      cv_.SignalAll();
       return ErrorCode::OK;
     }
     deadline_ns_.store(0, std::memory_order_release);
@@ -77,26 +77,26 @@ ErrorCode LeaderElection::Resign() {
     lease = lease_;
     lease_ = 0;
   }
-  cv_.notify_all();
+  cv_.SignalAll();
   MC_LOG_INFO("election %s: %s leader -> resigned (term %ld)", options_.cluster_id.c_str(),
               options_.name.c_str(), long(term));
   return Release(term, lease);
 }
 
 void LeaderElection::Campaign() {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   if (phase_ != Phase::kIdle) return;
   phase_ = Phase::kCandidate;
-  cv_.notify_all();
+  cv_.SignalAll();
 }
 
 int64_t LeaderElection::term() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   return term_;
 }
 
 LeaderInfo LeaderElection::Current() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   return current_;
 }
 
@@ -112,7 +112,7 @@ bool LeaderElection::PublishSyncSet(const std::vector<std::string>& names) {
   }
   int64_t term;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     if (phase_ != Phase::kLeader) return false;
     term = term_;
   }
@@ -142,26 +142,27 @@ ErrorCode LeaderElection::ReadSyncSet(std::vector<std::string>* names) {
 }
 
 void LeaderElection::FreezeForTest() {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   frozen_ = true;
-  cv_.notify_all();
+  cv_.SignalAll();
 }
 
 void LeaderElection::ThawForTest() {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   frozen_ = false;
-  cv_.notify_all();
+  cv_.SignalAll();
 }
 
-void LeaderElection::WaitUntil(std::unique_lock<std::mutex>& lock, Clock::time_point until,
-                               Phase phase) {
-  cv_.wait_until(lock, until, [&] { return stop_ || frozen_ || phase_ != phase; });
+void LeaderElection::WaitUntil(Clock::time_point until, Phase phase) {
+  while (!stop_ && !frozen_ && phase_ == phase &&
+         !cv_.WaitWithTimeout(&mu_, absl::FromChrono(until - Clock::now()))) {
+  }
 }
 
 ErrorCode LeaderElection::ReadLeaderKey(LeaderInfo* out) {
   ErrorCode rc = ReadLeader(etcd_, options_.cluster_id, out);
   if (rc == ErrorCode::OK) {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     current_ = *out;
   }
   return rc;
@@ -171,8 +172,8 @@ void LeaderElection::Run() {
   for (;;) {
     Phase phase;
     {
-      std::unique_lock<std::mutex> lock(mu_);
-      cv_.wait(lock, [&] { return stop_ || !frozen_; });
+      absl::MutexLock lock(&mu_);
+      while (!stop_ && frozen_) cv_.Wait(&mu_);
       if (stop_) return;
       phase = phase_;
     }
@@ -199,7 +200,7 @@ void LeaderElection::StepCandidate() {
       const Clock::time_point deadline = sent + milliseconds(ttl_ms_ - margin_ms_);
       bool won = false;
       {
-        std::lock_guard<std::mutex> lock(mu_);
+        absl::MutexLock lock(&mu_);
         // Resign or Stop may have come meanwhile; a slow etcd may have used up the lease.
         if (phase_ == Phase::kCandidate && !stop_ && Clock::now() < deadline) {
           phase_ = Phase::kLeader;
@@ -226,22 +227,22 @@ void LeaderElection::StepCandidate() {
         std::thread pump([&] { RenewWhile(&done, lease, kv.create_revision); });
         on_elected_(kv.create_revision);
         {
-          std::lock_guard<std::mutex> lock(mu_);
+          absl::MutexLock lock(&mu_);
           done = true;
         }
-        cv_.notify_all();
+        cv_.SignalAll();
         pump.join();
       }
       return;
     }
     if (lease != 0) etcd_->RevokeLease(lease);  // lost the race (or etcd failed): not needed
     if (!created && !kv.key.empty()) {
-      std::lock_guard<std::mutex> lock(mu_);
+      absl::MutexLock lock(&mu_);
       current_ = LeaderInfo{kv.value, kv.create_revision};
     }
   }
-  std::unique_lock<std::mutex> lock(mu_);
-  WaitUntil(lock, next_poll, Phase::kCandidate);
+  absl::MutexLock lock(&mu_);
+  WaitUntil(next_poll, Phase::kCandidate);
 }
 
 LeaderElection::Clock::time_point LeaderElection::NextRenewalLocked() const {
@@ -258,7 +259,7 @@ void LeaderElection::StepLeader() {
   Clock::time_point deadline;
   const char* lost = nullptr;
   {
-    std::unique_lock<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     if (phase_ != Phase::kLeader) return;
     lease = lease_;
     term = term_;
@@ -266,7 +267,7 @@ void LeaderElection::StepLeader() {
     lost_reason_ = nullptr;
     if (lost == nullptr) {
       const Clock::time_point next = NextRenewalLocked();
-      WaitUntil(lock, next, Phase::kLeader);
+      WaitUntil(next, Phase::kLeader);
       if (stop_ || frozen_ || phase_ != Phase::kLeader || lease_ != lease) return;
       if (Clock::now() < next) return;  // spurious wake
     }
@@ -287,11 +288,13 @@ void LeaderElection::StepLeader() {
 void LeaderElection::RenewWhile(const std::atomic<bool>* done, int64_t lease, int64_t term) {
   for (;;) {
     {
-      std::unique_lock<std::mutex> lock(mu_);
+      absl::MutexLock lock(&mu_);
       const Clock::time_point next = NextRenewalLocked();
-      cv_.wait_until(lock, next, [&] { return stop_ || frozen_ || done->load(); });
+      while (!stop_ && !frozen_ && !done->load() &&
+             !cv_.WaitWithTimeout(&mu_, absl::FromChrono(next - Clock::now()))) {
+      }
       // A frozen election renews nothing (the test hook), as its own thread would not.
-      cv_.wait(lock, [&] { return stop_ || !frozen_ || done->load(); });
+      while (!stop_ && frozen_ && !done->load()) cv_.Wait(&mu_);
       if (stop_ || done->load() || phase_ != Phase::kLeader || lease_ != lease) return;
       if (Clock::now() < next) continue;
       if (Clock::now() >= Clock::time_point(Clock::duration(
@@ -302,7 +305,7 @@ void LeaderElection::RenewWhile(const std::atomic<bool>* done, int64_t lease, in
     }
     const char* reason = nullptr;
     if (Renew(lease, term, &reason) == Renewal::kLost) {
-      std::lock_guard<std::mutex> lock(mu_);
+      absl::MutexLock lock(&mu_);
       if (lost_reason_ == nullptr) lost_reason_ = reason;
       return;
     }
@@ -325,7 +328,7 @@ LeaderElection::Renewal LeaderElection::Renew(int64_t lease, int64_t term, const
     *reason = "the leader key is no longer ours";
     return Renewal::kLost;
   }
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   if (phase_ != Phase::kLeader || lease_ != lease) return Renewal::kFailed;  // resigned
   if (rc != ErrorCode::OK) {
     renewal_failed_ = true;
@@ -350,14 +353,14 @@ void LeaderElection::StepIdle() {
   const Clock::time_point next_poll = Clock::now() + milliseconds(ttl_ms_ / 4);
   LeaderInfo leader;
   ReadLeaderKey(&leader);  // keeps Current() up to date for the owner
-  std::unique_lock<std::mutex> lock(mu_);
-  WaitUntil(lock, next_poll, Phase::kIdle);
+  absl::MutexLock lock(&mu_);
+  WaitUntil(next_poll, Phase::kIdle);
 }
 
 void LeaderElection::Depose(int64_t lease, const char* reason) {
   int64_t term;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     if (phase_ != Phase::kLeader || lease_ != lease) return;  // resigned meanwhile
     deadline_ns_.store(0, std::memory_order_release);
     phase_ = Phase::kIdle;

@@ -34,7 +34,6 @@
 
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <mutex>
@@ -42,6 +41,7 @@
 #include <thread>
 #include <vector>
 
+#include "absl/synchronization/mutex.h"
 #include "common/base/error_code.h"
 #include "common/etcd/etcd_client.h"
 #include "common/etcd/leader_watch.h"
@@ -123,8 +123,8 @@ class LeaderElection {
   // (the deadline stays where it was).
   enum class Renewal { kRenewed, kFailed, kLost };
   Renewal Renew(int64_t lease, int64_t term, const char** reason);
-  // When the next renewal is due (the deadline included); under mu_.
-  Clock::time_point NextRenewalLocked() const;
+  // When the next renewal is due (the deadline included).
+  Clock::time_point NextRenewalLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The pump: renews lease until *done (on_elected returned) or a stop, a loss (recorded
   // in lost_reason_) or the deadline.
   void RenewWhile(const std::atomic<bool>* done, int64_t lease, int64_t term);
@@ -133,7 +133,7 @@ class LeaderElection {
   // Deletes the key if still held in term and revokes lease; best effort.
   ErrorCode Release(int64_t term, int64_t lease);
   // Waits on cv_ until `until`, a stop, a freeze or a change of phase.
-  void WaitUntil(std::unique_lock<std::mutex>& lock, Clock::time_point until, Phase phase);
+  void WaitUntil(Clock::time_point until, Phase phase) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   ErrorCode ReadLeaderKey(LeaderInfo* out);
 
   EtcdClient* const etcd_;
@@ -148,18 +148,18 @@ class LeaderElection {
   // The local deadline in steady-clock nanoseconds; 0 while not leading.
   std::atomic<int64_t> deadline_ns_{0};
 
-  mutable std::mutex mu_;
-  std::condition_variable cv_;
-  Phase phase_ = Phase::kCandidate;   // guarded by mu_
-  int64_t lease_ = 0;                 // guarded by mu_: the leadership's lease
-  int64_t term_ = 0;                  // guarded by mu_
-  Clock::time_point last_renewal_;    // guarded by mu_: send time of the last success
-  bool renewal_failed_ = false;       // guarded by mu_: the last renewal did not answer
-  const char* lost_reason_ = nullptr;  // guarded by mu_: a loss the pump saw, not acted on yet
-  LeaderInfo current_;                // guarded by mu_
-  bool running_ = false;              // guarded by mu_
-  bool stop_ = false;                 // guarded by mu_
-  bool frozen_ = false;               // guarded by mu_
+  mutable absl::Mutex mu_;
+  absl::CondVar cv_;
+  Phase phase_ ABSL_GUARDED_BY(mu_) = Phase::kCandidate;
+  int64_t lease_ ABSL_GUARDED_BY(mu_) = 0;  // the leadership's lease
+  int64_t term_ ABSL_GUARDED_BY(mu_) = 0;
+  Clock::time_point last_renewal_ ABSL_GUARDED_BY(mu_);  // send time of the last success
+  bool renewal_failed_ ABSL_GUARDED_BY(mu_) = false;  // the last renewal did not answer
+  const char* lost_reason_ ABSL_GUARDED_BY(mu_) = nullptr;  // a loss the pump saw, not acted on yet
+  LeaderInfo current_ ABSL_GUARDED_BY(mu_);
+  bool running_ ABSL_GUARDED_BY(mu_) = false;
+  bool stop_ ABSL_GUARDED_BY(mu_) = false;
+  bool frozen_ ABSL_GUARDED_BY(mu_) = false;
   std::thread thread_;
 };
 

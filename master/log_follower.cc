@@ -81,24 +81,26 @@ void LogFollower::Start() {
 
 void LogFollower::Stop() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     stopping_ = true;
   }
-  cv_.notify_all();
+  cv_.SignalAll();
   if (thread_.joinable()) thread_.join();
 }
 
 void LogFollower::SetPaused(bool paused) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   paused_ = paused;
-  cv_.notify_all();
+  cv_.SignalAll();
 }
 
 bool LogFollower::PauseUs(int64_t us) {
-  std::unique_lock<std::mutex> lock(mu_);
-  cv_.wait_for(lock, std::chrono::microseconds(us), [&] { return stopping_; });
+  absl::MutexLock lock(&mu_);
+  const absl::Time deadline = absl::Now() + absl::Microseconds(us);
+  while (!stopping_ && !cv_.WaitWithDeadline(&mu_, deadline)) {
+  }
   // While paused, wait here (bounded by Stop).
-  cv_.wait(lock, [&] { return stopping_ || !paused_; });
+  while (!stopping_ && paused_) cv_.Wait(&mu_);
   return !stopping_;
 }
 

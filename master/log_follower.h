@@ -38,13 +38,12 @@
 
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <thread>
 
+#include "absl/synchronization/mutex.h"
 #include "common/auth/cluster_key.h"
 #include "master/master_service.h"
 #include "master/oplog.h"
@@ -116,10 +115,10 @@ class LogFollower {
   OpLog* const oplog_;
   const LogFollowerOptions options_;
 
-  std::mutex mu_;
-  std::condition_variable cv_;
-  bool stopping_ = false;  // mu_
-  bool paused_ = false;    // mu_
+  absl::Mutex mu_;
+  absl::CondVar cv_;
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  bool paused_ ABSL_GUARDED_BY(mu_) = false;
 
   bool need_bootstrap_;  // the follower thread's
   std::atomic<uint64_t> leader_last_{0};

@@ -32,13 +32,13 @@ LogServer::LogServer(OpLog* oplog, Snapshotter* snapshotter, std::string snapsho
     : oplog_(oplog), snapshotter_(snapshotter), snapshot_dir_(std::move(snapshot_dir)) {}
 
 void LogServer::Lead(int64_t term, SyncSet* sync_set) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   term_ = term;
   sync_set_ = sync_set;
 }
 
 void LogServer::Stop() {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   sync_set_ = nullptr;
 }
 
@@ -51,7 +51,7 @@ bool LogServer::ValidStandbyName(const std::string& name) {
 }
 
 SyncSet* LogServer::Leading(int32_t* code, int64_t* term) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   *term = term_;
   if (sync_set_ == nullptr || !sync_set_->leading()) {
     *code = ToInt(ErrorCode::NOT_LEADER);

@@ -20,10 +20,10 @@
 
 #include <atomic>
 #include <cstdint>
-#include <mutex>
 #include <string>
 
 #include "MasterService.h"
+#include "absl/synchronization/mutex.h"
 #include "master/oplog.h"
 #include "master/snapshotter.h"
 #include "master/sync_set.h"
@@ -62,9 +62,9 @@ class LogServer {
   Snapshotter* const snapshotter_;
   const std::string snapshot_dir_;
 
-  std::mutex mu_;
-  int64_t term_ = 0;             // mu_
-  SyncSet* sync_set_ = nullptr;  // mu_: non-null while leading
+  absl::Mutex mu_;
+  int64_t term_ ABSL_GUARDED_BY(mu_) = 0;
+  SyncSet* sync_set_ ABSL_GUARDED_BY(mu_) = nullptr;  // non-null while leading
 };
 
 }  // namespace mooncake

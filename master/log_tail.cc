@@ -6,7 +6,7 @@ namespace mooncake {
 
 void LogTail::Add(uint64_t seq, std::string_view payload) {
   auto shared = std::make_shared<const std::string>(payload);
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   if (seq != base_ + entries_.size() + 1) {
     entries_.clear();
     bytes_ = 0;
@@ -22,7 +22,7 @@ void LogTail::Add(uint64_t seq, std::string_view payload) {
 }
 
 void LogTail::Reset(uint64_t last) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   entries_.clear();
   bytes_ = 0;
   base_ = last;
@@ -30,7 +30,7 @@ void LogTail::Reset(uint64_t last) {
 
 LogTail::ReadResult LogTail::Read(uint64_t from_seq, uint64_t max_bytes,
                                   std::vector<Entry>* out) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   const uint64_t last = base_ + entries_.size();
   if (from_seq > last + 1) return ReadResult::kPastEnd;
   if (from_seq <= base_) return ReadResult::kGone;
@@ -47,7 +47,7 @@ LogTail::ReadResult LogTail::Read(uint64_t from_seq, uint64_t max_bytes,
 bool LogTail::Crc(uint64_t seq, uint32_t* crc) const {
   std::shared_ptr<const std::string> payload;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     if (seq <= base_ || seq > base_ + entries_.size()) return false;
     payload = entries_[seq - base_ - 1].payload;
   }
@@ -56,7 +56,7 @@ bool LogTail::Crc(uint64_t seq, uint32_t* crc) const {
 }
 
 uint64_t LogTail::last() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   return base_ + entries_.size();
 }
 

@@ -14,10 +14,11 @@
 #include <cstdint>
 #include <deque>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "absl/synchronization/mutex.h"
 
 namespace mooncake {
 
@@ -49,10 +50,10 @@ class LogTail {
 
  private:
   const uint64_t max_bytes_;
-  mutable std::mutex mu_;
-  std::deque<Entry> entries_;  // mu_: consecutive seqs, base_ + 1 ...
-  uint64_t base_ = 0;          // mu_: the seq before the oldest held
-  uint64_t bytes_ = 0;         // mu_: payload bytes held
+  mutable absl::Mutex mu_;
+  std::deque<Entry> entries_ ABSL_GUARDED_BY(mu_);  // consecutive seqs, base_ + 1 ...
+  uint64_t base_ ABSL_GUARDED_BY(mu_) = 0;  // the seq before the oldest held
+  uint64_t bytes_ ABSL_GUARDED_BY(mu_) = 0;  // payload bytes held
 };
 
 }  // namespace mooncake

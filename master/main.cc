@@ -23,12 +23,12 @@
 
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <cstdio>
 #include <memory>
 #include <thread>
 #include <vector>
 
+#include "absl/synchronization/mutex.h"
 #include "common/admin/admin_http.h"
 #include "common/auth/cluster_key.h"
 #include "common/base/descriptor_limit.h"
@@ -203,14 +203,14 @@ int main(int argc, char** argv) {
   // systemd's Type=notify unit (deploy/mooncake-master.service): READY=1 once serving.
   mooncake::MasterReadiness readiness(role, options.rpc_address + ":" +
                                                 std::to_string(server->port()));
-  std::mutex tick_mu;
-  std::condition_variable tick_cv;
+  absl::Mutex tick_mu;
+  absl::CondVar tick_cv;
   std::thread upkeep([&] {
-    std::unique_lock<std::mutex> lock(tick_mu);
+    absl::MutexLock lock(&tick_mu);
     auto next_report = std::chrono::steady_clock::now() +
                        std::chrono::milliseconds(options.metrics_report_interval_ms);
     while (!stopping.load()) {
-      tick_cv.wait_for(lock, std::chrono::milliseconds(options.upkeep_interval_ms));
+      tick_cv.WaitWithTimeout(&tick_mu, absl::Milliseconds(options.upkeep_interval_ms));
       // Upkeep (liveness, eviction, frees) is the leader's: a standby's state is the log's.
       if (!stopping.load() && (role == nullptr || role->Serving())) service.Tick();
       if (options.enable_metric_reporting && std::chrono::steady_clock::now() >= next_report) {
@@ -241,7 +241,7 @@ int main(int argc, char** argv) {
   MC_LOG_INFO("mooncake-master listening on %s:%d", options.rpc_address.c_str(), server->port());
   server->Serve();  // returns once the signal thread stopped it
   int rc = 0;
-  tick_cv.notify_all();
+  tick_cv.SignalAll();
   upkeep.join();
   signal_waiter.join();
   admin.reset();

@@ -39,7 +39,7 @@ const char* RoleMachine::Name(Role role) {
 
 std::string RoleMachine::leader() const {
   if (role() == Role::kLeader) return self_;
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   return leader_;
 }
 
@@ -53,7 +53,7 @@ bool RoleMachine::LeaseHeld() {
 void RoleMachine::SawLeader(const std::string& leader, int64_t term) {
   if (role() != Role::kStandby) return;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     if (leader == leader_ && term == term_.load()) return;
     leader_ = leader;
     if (term > term_.load()) term_.store(term, std::memory_order_release);
@@ -72,7 +72,7 @@ void RoleMachine::SawLeader(const std::string& leader, int64_t term) {
 
 void RoleMachine::BecomeLeader(int64_t term, LeaseCheck lease) {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     if (role() != Role::kStandby) return;
     lease_ = std::move(lease);
     leader_ = self_;

@@ -23,8 +23,9 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <string>
+
+#include "absl/synchronization/mutex.h"
 
 namespace mooncake {
 
@@ -82,8 +83,8 @@ class RoleMachine {
   std::atomic<int64_t> term_{0};
   // Set once by BecomeLeader before role_ turns LEADER (release), read after (acquire).
   LeaseCheck lease_;
-  mutable std::mutex mu_;
-  std::string leader_;  // guarded by mu_
+  mutable absl::Mutex mu_;
+  std::string leader_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace mooncake

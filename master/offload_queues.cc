@@ -5,7 +5,7 @@
 namespace mooncake {
 
 bool OffloadQueues::Push(int64_t daemon_id, std::string_view key) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   std::deque<std::string>& queue = queues_[daemon_id];
   if (queue.size() >= kMaxPerDaemon) return false;
   queue.emplace_back(key);
@@ -13,7 +13,7 @@ bool OffloadQueues::Push(int64_t daemon_id, std::string_view key) {
 }
 
 std::vector<std::string> OffloadQueues::Pop(int64_t daemon_id, size_t max) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   std::vector<std::string> out;
   auto it = queues_.find(daemon_id);
   if (it == queues_.end()) return out;
@@ -29,12 +29,12 @@ std::vector<std::string> OffloadQueues::Pop(int64_t daemon_id, size_t max) {
 }
 
 void OffloadQueues::Drop(int64_t daemon_id) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   queues_.erase(daemon_id);
 }
 
 void OffloadQueues::Clear() {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   queues_.clear();
 }
 

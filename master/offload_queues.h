@@ -15,11 +15,12 @@
 #include <cstddef>
 #include <cstdint>
 #include <deque>
-#include <mutex>
 #include <string>
 #include <string_view>
 #include <unordered_map>
 #include <vector>
+
+#include "absl/synchronization/mutex.h"
 
 namespace mooncake {
 
@@ -36,8 +37,8 @@ class OffloadQueues {
   void Clear();
 
  private:
-  std::mutex mu_;
-  std::unordered_map<int64_t, std::deque<std::string>> queues_;  // guarded by mu_
+  absl::Mutex mu_;
+  std::unordered_map<int64_t, std::deque<std::string>> queues_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace mooncake

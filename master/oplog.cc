@@ -249,17 +249,17 @@ OpLog::OpLog(OpLogOptions options)
 
 OpLog::~OpLog() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     stopping_ = true;
   }
-  flusher_cv_.notify_one();
+  flusher_cv_.Signal();
   if (flusher_.joinable()) flusher_.join();
   if (fd_ >= 0) close(fd_);
 }
 
 Result<uint64_t> OpLog::Recover(uint64_t after_seq, const ApplyFn& apply) {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     if (started_ || options_.dir.empty()) return ErrorCode::INVALID_PARAMS;
   }
   std::vector<LogFile> files;
@@ -308,7 +308,7 @@ Result<uint64_t> OpLog::Recover(uint64_t after_seq, const ApplyFn& apply) {
   MC_LOG_INFO("oplog: replayed %" PRIu64 " record(s) after seq %" PRIu64
               " from %s; the log ends at seq %" PRIu64,
               replayed, after_seq, options_.dir.c_str(), last);
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   recovered_ = true;
   recovered_last_ = last;
   return last;
@@ -316,7 +316,7 @@ Result<uint64_t> OpLog::Recover(uint64_t after_seq, const ApplyFn& apply) {
 
 ErrorCode OpLog::DiscardAll() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     if (started_ || options_.dir.empty()) return ErrorCode::INVALID_PARAMS;
   }
   std::vector<LogFile> files;
@@ -331,7 +331,7 @@ ErrorCode OpLog::DiscardAll() {
     MC_LOG_WARN("oplog: discarded %zu file(s) of %s (renamed *.discarded): no snapshot to "
                 "replay them on", files.size(), options_.dir.c_str());
   }
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   recovered_ = true;
   recovered_last_ = 0;
   return ErrorCode::OK;
@@ -343,7 +343,7 @@ ErrorCode OpLog::Start(uint64_t last) {
     return ErrorCode::INVALID_PARAMS;
   }
   // Nobody appends before Start returns, so the file I/O under mu_ delays no one.
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   if (started_ || !recovered_ || last < recovered_last_) return ErrorCode::INVALID_PARAMS;
   std::string error;
   const ErrorCode code = OpenFile(last + 1, &error);
@@ -368,15 +368,15 @@ ErrorCode OpLog::Start(uint64_t last) {
 }
 
 ErrorCode OpLog::Rebase(uint64_t last) {
-  std::unique_lock<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   if (!started_) return ErrorCode::INVALID_PARAMS;
-  synced_cv_.wait(lock, [&] { return !flushing_; });  // the flusher owns the file meanwhile
+  while (flushing_) synced_cv_.Wait(&mu_);  // the flusher owns the file meanwhile
   // What is pending belongs to the history being given up: it need not reach the disk,
   // but the file is renamed below, so nothing half-written may follow.
   pending_.clear();
   batch_.clear();
   flushing_ = true;  // keeps Sync and the flusher off the file while it is replaced
-  lock.unlock();
+  mu_.Unlock();
   std::vector<LogFile> files;
   ErrorCode code = CreateAndList(options_.dir, &files);
   if (fd_ >= 0) {
@@ -390,7 +390,7 @@ ErrorCode OpLog::Rebase(uint64_t last) {
     code = ErrorCode::FILE_WRITE_FAIL;
   }
   if (code == ErrorCode::OK) code = OpenFile(last + 1, &error);
-  lock.lock();
+  mu_.Lock();
   flushing_ = false;
   if (code == ErrorCode::OK) {
     last_.store(last, std::memory_order_release);
@@ -406,7 +406,7 @@ ErrorCode OpLog::Rebase(uint64_t last) {
     healthy_.store(false, std::memory_order_release);
     MC_LOG_ERROR("oplog: rebase of %s failed: %s", options_.dir.c_str(), error.c_str());
   }
-  synced_cv_.notify_all();
+  synced_cv_.SignalAll();
   return code;
 }
 
@@ -415,16 +415,18 @@ uint64_t OpLog::Append(std::string_view payload) {
   char head[kFrameHead];
   char* p = head;
   PutLittleEndian(&p, payload.size(), 4);
-  std::unique_lock<std::mutex> lock(mu_);
-  if (!started_) return 0;
-  const uint64_t seq = last_.load(std::memory_order_relaxed) + 1;
-  PutLittleEndian(&p, seq, 8);
-  pending_.append(head, kFrameHead);
-  pending_.append(payload.data(), payload.size());
-  pending_.append(4, '\0');  // the CRC, which the flush fills in
-  last_.store(seq, std::memory_order_release);
-  if (tail_ != nullptr) tail_->Add(seq, payload);  // under mu_: in seq order
-  lock.unlock();
+  uint64_t seq;
+  {
+    absl::MutexLock lock(&mu_);
+    if (!started_) return 0;
+    seq = last_.load(std::memory_order_relaxed) + 1;
+    PutLittleEndian(&p, seq, 8);
+    pending_.append(head, kFrameHead);
+    pending_.append(payload.data(), payload.size());
+    pending_.append(4, '\0');  // the CRC, which the flush fills in
+    last_.store(seq, std::memory_order_release);
+    if (tail_ != nullptr) tail_->Add(seq, payload);  // under mu_: in seq order
+  }
   t_last_appended = seq;
   return seq;
 }
@@ -433,7 +435,7 @@ uint64_t OpLog::LastAppendedByThisThread() { return t_last_appended; }
 
 ErrorCode OpLog::Sync(uint64_t seq) {
   if (seq <= synced()) return ErrorCode::OK;
-  std::unique_lock<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   if (seq > last()) return ErrorCode::INVALID_PARAMS;
   const auto deadline =
       std::chrono::steady_clock::now() + std::chrono::milliseconds(options_.sync_timeout_ms);
@@ -442,8 +444,9 @@ ErrorCode OpLog::Sync(uint64_t seq) {
     // thread: no thread to wake and none to wake it, the cost a request would otherwise
     // pay twice. A failing disk is left to the flusher's retries.
     if (!flushing_ && !failing_ && started_) {
-      FlushLocked(lock);
-    } else if (synced_cv_.wait_until(lock, deadline) == std::cv_status::timeout &&
+      FlushLocked();
+    } else if (synced_cv_.WaitWithTimeout(
+                   &mu_, absl::FromChrono(deadline - std::chrono::steady_clock::now())) &&
                synced() < seq) {
       return ErrorCode::PERSISTENT_FAIL;
     }
@@ -453,17 +456,19 @@ ErrorCode OpLog::Sync(uint64_t seq) {
 
 void OpLog::FlusherLoop() {
   const auto interval = std::chrono::milliseconds(options_.flush_interval_ms);
-  std::unique_lock<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   while (true) {
     // Syncs do not wake it: they flush themselves, and a disk that refuses is retried at
     // its own pace. A flush that leaves little room does, to have the file extended.
-    flusher_cv_.wait_for(lock, failing_ ? kRetryInterval : interval,
-                         [&] { return stopping_ || extend_wanted_; });
+    const absl::Time deadline =
+        absl::Now() + absl::FromChrono(failing_ ? kRetryInterval : interval);
+    while (!stopping_ && !extend_wanted_ && !flusher_cv_.WaitWithDeadline(&mu_, deadline)) {
+    }
     const bool stop = stopping_;
-    synced_cv_.wait(lock, [&] { return !flushing_; });  // one flush at a time
+    while (flushing_) synced_cv_.Wait(&mu_);  // one flush at a time
     // Extending first lets the flush below (if anything is pending) sync the zeros.
-    if (extend_wanted_ && !stop) ExtendLocked(lock);
-    const bool ok = FlushLocked(lock);
+    if (extend_wanted_ && !stop) ExtendLocked();
+    const bool ok = FlushLocked();
     if (stop) {
       if (!ok) {
         MC_LOG_ERROR("oplog: stopped with records %" PRIu64 "..%" PRIu64 " not on disk",
@@ -474,7 +479,7 @@ void OpLog::FlusherLoop() {
   }
 }
 
-bool OpLog::FlushLocked(std::unique_lock<std::mutex>& lock) {
+bool OpLog::FlushLocked() {
   // Records appended while the last write failed join the records it kept: they are
   // written again, together, in order.
   if (batch_.empty()) {
@@ -486,11 +491,11 @@ bool OpLog::FlushLocked(std::unique_lock<std::mutex>& lock) {
   if (batch_.empty()) return true;
   flushing_ = true;
   batch_last_ = last();
-  lock.unlock();
+  mu_.Unlock();
   FillCrcs(&batch_);
   std::string error;
   const bool ok = Flush(&error);
-  lock.lock();
+  mu_.Lock();
   flushing_ = false;
   if (ok) {
     synced_.store(batch_last_, std::memory_order_release);
@@ -499,7 +504,7 @@ bool OpLog::FlushLocked(std::unique_lock<std::mutex>& lock) {
     failing_ = false;
     if (low_room_ && !extend_wanted_) {
       extend_wanted_ = true;
-      flusher_cv_.notify_one();
+      flusher_cv_.Signal();
     }
   } else {
     failed_flushes_.fetch_add(1, std::memory_order_relaxed);
@@ -511,7 +516,7 @@ bool OpLog::FlushLocked(std::unique_lock<std::mutex>& lock) {
     failing_ = true;
   }
   healthy_.store(ok, std::memory_order_release);
-  synced_cv_.notify_all();  // synced moved, or the flush is free again
+  synced_cv_.SignalAll();  // synced moved, or the flush is free again
   return ok;
 }
 
@@ -557,11 +562,11 @@ bool OpLog::Flush(std::string* error) {
   return true;
 }
 
-void OpLog::ExtendLocked(std::unique_lock<std::mutex>& lock) {
+void OpLog::ExtendLocked() {
   extend_wanted_ = false;
   if (failing_) return;  // the retried flush extends (or fails) itself
   flushing_ = true;
-  lock.unlock();
+  mu_.Unlock();
   const uint64_t half = options_.preallocate_bytes / 2;
   const auto now = std::chrono::steady_clock::now();
   // After a failure, once a second: each attempt fills what room the disk has with zeros.
@@ -575,9 +580,9 @@ void OpLog::ExtendLocked(std::unique_lock<std::mutex>& lock) {
     }
     extend_failing_ = !ok;
   }
-  lock.lock();
+  mu_.Lock();
   flushing_ = false;
-  synced_cv_.notify_all();  // the flush is free again
+  synced_cv_.SignalAll();  // the flush is free again
 }
 
 bool OpLog::Preallocate(uint64_t end) {

@@ -62,7 +62,6 @@
 
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -71,6 +70,7 @@
 #include <string_view>
 #include <thread>
 
+#include "absl/synchronization/mutex.h"
 #include "common/base/error_code.h"
 #include "master/log_tail.h"
 
@@ -210,14 +210,14 @@ class OpLog {
   void FlusherLoop();
   // With mu_ held (released meanwhile) and no flush running: makes everything pending
   // durable on the calling thread, or records the failure. False when it failed.
-  bool FlushLocked(std::unique_lock<std::mutex>& lock);
+  bool FlushLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Writes batch_ (extending the file first when it does not fit) and fdatasyncs it; on
   // failure cuts the file back to its durable length and describes what failed in *error.
   // Only ever one at a time (flushing_).
   bool Flush(std::string* error);
   // The flusher's, with mu_ held (released meanwhile) and no flush running: extends the
   // file by a step when less than half a step of zeros is left (no fdatasync).
-  void ExtendLocked(std::unique_lock<std::mutex>& lock);
+  void ExtendLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Writes zeros into the file from alloc_bytes_ up to `end` rounded up to a step.
   bool Preallocate(uint64_t end);
   bool DataSync(int fd);  // fdatasync(2), counted
@@ -228,18 +228,19 @@ class OpLog {
   const OpLogOptions options_;
   const std::unique_ptr<LogTail> tail_;  // null without options_.tail_bytes
 
-  std::mutex mu_;
-  std::condition_variable flusher_cv_;  // wakes the flusher: stopping, or extend_wanted_
-  std::condition_variable synced_cv_;   // synced_ moved, or a flush ended
-  std::string pending_;          // mu_: frames appended since the flusher took them (no CRC)
-  bool started_ = false;         // mu_
-  bool stopping_ = false;        // mu_
-  bool flushing_ = false;        // mu_: a flush or an extension is running (it owns batch_
-                                 // and the file)
-  bool extend_wanted_ = false;   // mu_: a flush left less than half a step of zeros
-  bool failing_ = false;         // mu_: the last flush failed; the flusher retries
-  bool recovered_ = false;       // mu_: Recover or DiscardAll ran
-  uint64_t recovered_last_ = 0;  // mu_: what it left as the log's last seq
+  absl::Mutex mu_;
+  absl::CondVar flusher_cv_;  // wakes the flusher: stopping, or extend_wanted_
+  absl::CondVar synced_cv_;   // synced_ moved, or a flush ended
+  // Frames appended since the flusher took them (no CRC)
+  std::string pending_ ABSL_GUARDED_BY(mu_);
+  bool started_ ABSL_GUARDED_BY(mu_) = false;
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  // A flush or an extension is running (it owns batch_ and the file).
+  bool flushing_ ABSL_GUARDED_BY(mu_) = false;
+  bool extend_wanted_ ABSL_GUARDED_BY(mu_) = false;  // a flush left less than half a step of zeros
+  bool failing_ ABSL_GUARDED_BY(mu_) = false;  // the last flush failed; the flusher retries
+  bool recovered_ ABSL_GUARDED_BY(mu_) = false;  // Recover or DiscardAll ran
+  uint64_t recovered_last_ ABSL_GUARDED_BY(mu_) = 0;  // what it left as the log's last seq
 
   std::atomic<uint64_t> last_{0};
   std::atomic<uint64_t> synced_{0};

@@ -6,7 +6,7 @@ namespace mooncake {
 
 void ParkedSegments::Park(const rpc::SegmentInfo& info, std::vector<Object> objects,
                           int64_t deadline_ms) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   Set& set = sets_[info.segment_id];
   // A set parked before under this id (claimed, then dropped again) keeps its objects not
   // settled yet; their ranges went with the segment.
@@ -34,7 +34,7 @@ void ParkedSegments::Park(const rpc::SegmentInfo& info, std::vector<Object> obje
 
 bool ParkedSegments::Claim(const rpc::SegmentInfo& info, Segment& segment, int64_t deadline_ms,
                            int64_t* expired) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   auto it = sets_.find(info.segment_id);
   if (it == sets_.end()) return false;
   Set& set = it->second;
@@ -71,7 +71,7 @@ bool ParkedSegments::Claim(const rpc::SegmentInfo& info, Segment& segment, int64
 
 int64_t ParkedSegments::Page(int64_t segment_id, uint32_t slot, int64_t from, size_t max,
                              std::vector<rpc::UnverifiedReplica>* out) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   auto it = sets_.find(segment_id);
   if (it == sets_.end() || it->second.slot != slot || from < 0) return -1;
   const std::vector<Entry>& entries = it->second.entries;
@@ -91,7 +91,7 @@ int64_t ParkedSegments::Page(int64_t segment_id, uint32_t slot, int64_t from, si
 
 bool ParkedSegments::Take(int64_t segment_id, uint32_t slot, const std::string& key,
                           uint64_t offset, Object* out, uint32_t* node) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   auto range = by_key_.equal_range(key);
   for (auto it = range.first; it != range.second; ++it) {
     if (it->second.first != segment_id) continue;
@@ -111,7 +111,7 @@ bool ParkedSegments::Take(int64_t segment_id, uint32_t slot, const std::string& 
 
 size_t ParkedSegments::Discard(const std::string& key, std::vector<Range>* to_free) {
   if (empty()) return 0;
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   std::vector<std::pair<int64_t, size_t>> found;
   auto range = by_key_.equal_range(key);
   for (auto it = range.first; it != range.second; ++it) found.push_back(it->second);
@@ -130,7 +130,7 @@ std::vector<std::string> ParkedSegments::Keys(
     const std::function<bool(const std::string&)>& match) const {
   std::vector<std::string> keys;
   if (empty()) return keys;
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   for (const auto& [key, where] : by_key_) {
     if (match(key)) keys.push_back(key);
   }
@@ -139,7 +139,7 @@ std::vector<std::string> ParkedSegments::Keys(
 
 size_t ParkedSegments::DiscardSegment(int64_t segment_id, std::vector<Range>* to_free) {
   if (empty()) return 0;
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   size_t n = 0;
   if (sets_.count(segment_id) > 0) EraseSet(segment_id, to_free, &n);
   return n;
@@ -147,7 +147,7 @@ size_t ParkedSegments::DiscardSegment(int64_t segment_id, std::vector<Range>* to
 
 size_t ParkedSegments::Expire(int64_t now_ms, std::vector<Range>* to_free) {
   if (empty()) return 0;
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   std::vector<int64_t> due;
   for (const auto& [id, set] : sets_) {
     if (set.deadline_ms <= now_ms) due.push_back(id);
@@ -158,7 +158,7 @@ size_t ParkedSegments::Expire(int64_t now_ms, std::vector<Range>* to_free) {
 }
 
 void ParkedSegments::Clear() {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   sets_.clear();
   by_key_.clear();
   count_ = 0;

@@ -26,13 +26,13 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
-#include <mutex>
 #include <string>
 #include <string_view>
 #include <unordered_map>
 #include <utility>
 #include <vector>
 
+#include "absl/synchronization/mutex.h"
 #include "master/segment.h"
 #include "master_types.h"
 
@@ -104,13 +104,16 @@ class ParkedSegments {
     std::vector<Entry> entries;
     size_t live = 0;
   };
-  // Under mu_: marks entry i of set (id) settled, handing back its range.
-  void Settle(int64_t id, Set& set, size_t i, std::vector<Range>* to_free);
-  void EraseSet(int64_t id, std::vector<Range>* to_free, size_t* discarded);
+  // Marks entry i of set (id) settled, handing back its range.
+  void Settle(int64_t id, Set& set, size_t i, std::vector<Range>* to_free)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void EraseSet(int64_t id, std::vector<Range>* to_free, size_t* discarded)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
-  mutable std::mutex mu_;
-  std::unordered_map<int64_t, Set> sets_;                   // by segment id
-  std::unordered_multimap<std::string, std::pair<int64_t, size_t>> by_key_;  // → set, entry
+  mutable absl::Mutex mu_;
+  std::unordered_map<int64_t, Set> sets_ ABSL_GUARDED_BY(mu_);  // by segment id
+  // Key → set, entry.
+  std::unordered_multimap<std::string, std::pair<int64_t, size_t>> by_key_ ABSL_GUARDED_BY(mu_);
   std::atomic<int64_t> count_{0};
 };
 

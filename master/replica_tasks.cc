@@ -19,7 +19,7 @@ TaskId ReplicaTasks::NewIdLocked() {
 }
 
 ErrorCode ReplicaTasks::Submit(ReplicaTask task, int64_t now_ms, int64_t unix_ms, TaskId* id) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   if (pending_count_ >= limits_.max_pending) return ErrorCode::RESOURCE_LIMIT_EXCEEDED;
   task.id = NewIdLocked();
   task.status = TaskStatus::kPending;
@@ -37,7 +37,7 @@ ErrorCode ReplicaTasks::Submit(ReplicaTask task, int64_t now_ms, int64_t unix_ms
 std::vector<ReplicaTask> ReplicaTasks::Take(int64_t daemon, size_t max, int64_t now_ms,
                                             int64_t unix_ms) {
   std::vector<ReplicaTask> out;
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   auto queue = pending_.find(daemon);
   if (queue == pending_.end()) return out;
   std::deque<TaskId>& ids = queue->second;
@@ -66,7 +66,7 @@ std::vector<ReplicaTask> ReplicaTasks::Take(int64_t daemon, size_t max, int64_t 
 
 bool ReplicaTasks::Retry(const TaskId& id, const std::string& why, int64_t now_ms,
                          int64_t unix_ms) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   auto it = tasks_.find(id);
   if (it == tasks_.end() || it->second.status != TaskStatus::kProcessing) return false;
   ReplicaTask& task = it->second;
@@ -89,7 +89,7 @@ bool ReplicaTasks::Retry(const TaskId& id, const std::string& why, int64_t now_m
 
 ErrorCode ReplicaTasks::Finish(const TaskId& id, int64_t daemon, bool ok,
                                const std::string& message, int64_t now_ms, int64_t unix_ms) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   auto it = tasks_.find(id);
   if (it == tasks_.end()) return ErrorCode::OBJECT_NOT_FOUND;
   ReplicaTask& task = it->second;
@@ -116,7 +116,7 @@ void ReplicaTasks::EndLocked(ReplicaTask& task, TaskStatus status, std::string m
 }
 
 bool ReplicaTasks::Find(const TaskId& id, std::string_view tenant, ReplicaTask* out) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   auto it = tasks_.find(id);
   if (it == tasks_.end() || tenant_key::TenantOf(it->second.key) != tenant) return false;
   *out = it->second;
@@ -124,7 +124,7 @@ bool ReplicaTasks::Find(const TaskId& id, std::string_view tenant, ReplicaTask* 
 }
 
 bool ReplicaTasks::Get(const TaskId& id, ReplicaTask* out) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   auto it = tasks_.find(id);
   if (it == tasks_.end()) return false;
   *out = it->second;
@@ -134,7 +134,7 @@ bool ReplicaTasks::Get(const TaskId& id, ReplicaTask* out) const {
 std::vector<ReplicaTask> ReplicaTasks::Expire(int64_t now_ms, int64_t unix_ms,
                                               const std::function<bool(int64_t)>& live) {
   std::vector<ReplicaTask> failed_processing;
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   if (pending_count_ == 0 && processing_count_ == 0) return failed_processing;
   std::vector<TaskId> open;
   for (const auto& [id, task] : tasks_) {
@@ -165,7 +165,7 @@ std::vector<ReplicaTask> ReplicaTasks::Expire(int64_t now_ms, int64_t unix_ms,
   for (auto q = pending_.begin(); q != pending_.end();) {
     std::deque<TaskId>& ids = q->second;
     ids.erase(std::remove_if(ids.begin(), ids.end(),
-                             [this](const TaskId& id) {
+                             [this](const TaskId& id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
                                auto it = tasks_.find(id);
                                return it == tasks_.end() ||
                                       it->second.status != TaskStatus::kPending;
@@ -177,7 +177,7 @@ std::vector<ReplicaTask> ReplicaTasks::Expire(int64_t now_ms, int64_t unix_ms,
 }
 
 void ReplicaTasks::Clear() {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   tasks_.clear();
   pending_.clear();
   finished_.clear();
@@ -185,7 +185,7 @@ void ReplicaTasks::Clear() {
 }
 
 ReplicaTasks::Counts ReplicaTasks::counts() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   Counts c;
   c.pending = pending_count_;
   c.processing = processing_count_;

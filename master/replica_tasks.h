@@ -27,13 +27,13 @@
 #include <deque>
 #include <functional>
 #include <map>
-#include <mutex>
 #include <random>
 #include <string>
 #include <string_view>
 #include <unordered_map>
 #include <vector>
 
+#include "absl/synchronization/mutex.h"
 #include "common/base/error_code.h"
 
 namespace mooncake {
@@ -124,19 +124,19 @@ class ReplicaTasks {
   Counts counts() const;
 
  private:
-  // Under mu_: the task ends with status and message (counts and the history follow).
+  // The task ends with status and message (counts and the history follow).
   void EndLocked(ReplicaTask& task, TaskStatus status, std::string message, int64_t now_ms,
-                 int64_t unix_ms);
-  TaskId NewIdLocked();
+                 int64_t unix_ms) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  TaskId NewIdLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const ReplicaTaskLimits limits_;
-  mutable std::mutex mu_;
-  std::map<TaskId, ReplicaTask> tasks_;              // guarded by mu_
-  std::map<int64_t, std::deque<TaskId>> pending_;    // by daemon, oldest first; guarded by mu_
-  std::deque<TaskId> finished_;  // oldest first, for pruning; guarded by mu_
-  size_t pending_count_ = 0;     // guarded by mu_
-  size_t processing_count_ = 0;  // guarded by mu_
-  std::mt19937_64 rng_;          // guarded by mu_
+  mutable absl::Mutex mu_;
+  std::map<TaskId, ReplicaTask> tasks_ ABSL_GUARDED_BY(mu_);
+  std::map<int64_t, std::deque<TaskId>> pending_ ABSL_GUARDED_BY(mu_);  // by daemon, oldest first
+  std::deque<TaskId> finished_ ABSL_GUARDED_BY(mu_);  // oldest first, for pruning
+  size_t pending_count_ ABSL_GUARDED_BY(mu_) = 0;
+  size_t processing_count_ ABSL_GUARDED_BY(mu_) = 0;
+  std::mt19937_64 rng_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace mooncake

@@ -15,7 +15,7 @@ Replication::Replication(MasterService* service, OpLog* oplog, Snapshotter* snap
 Replication::~Replication() { Stop(); }
 
 void Replication::StopFollower() {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   if (follower_ == nullptr) return;
   follower_->Stop();
   bootstraps_ += follower_->bootstraps();
@@ -66,7 +66,7 @@ ErrorCode Replication::StartAsStandby(const std::string& leader, bool bootstrap_
   follower.snapshot_dir = options_.snapshot_dir;
   follower.cluster_key = options_.cluster_key;
   follower.bootstrap_first = bootstrap_first;
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   follower_ = std::make_unique<LogFollower>(service_, oplog_, std::move(follower));
   follower_->Start();
   return ErrorCode::OK;
@@ -79,12 +79,12 @@ void Replication::Stop() {
 }
 
 uint64_t Replication::leader_last_seq() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   return follower_ != nullptr ? follower_->leader_last_seq() : oplog_->last();
 }
 
 void Replication::FillStats(rpc::MasterStats* stats) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   uint64_t bootstraps = bootstraps_, applied = applied_;
   if (follower_ != nullptr) {
     bootstraps += follower_->bootstraps();

@@ -26,10 +26,10 @@
 #include <atomic>
 #include <chrono>
 #include <memory>
-#include <mutex>
 #include <string>
 
 #include "MasterService.h"
+#include "absl/synchronization/mutex.h"
 #include "master/log_follower.h"
 #include "master/log_server.h"
 #include "master/master_service.h"
@@ -69,8 +69,10 @@ class Replication {
   uint64_t applied_seq() const { return oplog_->last(); }
   uint64_t leader_last_seq() const;
   bool leading() const { return sync_set_ != nullptr && sync_set_->leading(); }
-  // The follower while a standby, else null (tests pause it; the owner's thread only).
-  LogFollower* follower() { return follower_.get(); }
+  // The follower while a standby, else null (tests pause it; the owner's thread only:
+  // the one that also replaces it, under mu_, so its own read needs no lock, which the
+  // analysis cannot know).
+  LogFollower* follower() ABSL_NO_THREAD_SAFETY_ANALYSIS { return follower_.get(); }
   SyncSet* sync_set() { return sync_set_.get(); }
   LogServer* server() { return &server_; }
 
@@ -86,8 +88,8 @@ class Replication {
   const ReplicationOptions options_;
   LogServer server_;
 
-  mutable std::mutex mu_;  // follower_, against the getters' threads
-  std::unique_ptr<LogFollower> follower_;
+  mutable absl::Mutex mu_;  // follower_, against the getters' threads
+  std::unique_ptr<LogFollower> follower_ ABSL_GUARDED_BY(mu_);
   std::unique_ptr<SyncSet> sync_set_;  // once leading; kept until destruction (waiters)
   bool led_ = false;
   // What the last follower counted (the figures survive its Stop).

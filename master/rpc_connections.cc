@@ -51,7 +51,7 @@ RpcConnections::Entry* RpcConnections::Add(const std::string& source, const std:
   entry->accepted_ns = now_ns;
   entry->last_active_ns.store(now_ns, std::memory_order_relaxed);
   entry->admitted = admitted;
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   entry->id = next_id_++;
   entries_.emplace(entry->id, std::move(owned));
   if (admitted) {
@@ -68,7 +68,7 @@ RpcConnections::Entry* RpcConnections::Add(const std::string& source, const std:
 
 void RpcConnections::Admit(Entry* entry, int64_t now_ns, std::vector<Victim>* victims) {
   Touch(entry, now_ns);
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   if (entry->admitted || entry->closing) return;
   unadmitted_.erase(entry->in_unadmitted);
   auto source = unadmitted_by_source_.find(entry->source);
@@ -81,13 +81,13 @@ void RpcConnections::Admit(Entry* entry, int64_t now_ns, std::vector<Victim>* vi
 }
 
 void RpcConnections::Remove(Entry* entry) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   if (!entry->closing) Close(entry, RpcClosure::kCount);
   entries_.erase(entry->id);
 }
 
 bool RpcConnections::PickAny(RpcClosure why, Victim* victim) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   Entry* entry = !unadmitted_.empty() ? unadmitted_.front() : LongestIdle(nullptr);
   if (entry == nullptr) return false;
   *victim = Close(entry, why);

@@ -31,11 +31,12 @@
 #include <cstdint>
 #include <list>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
 #include <vector>
+
+#include "absl/synchronization/mutex.h"
 
 namespace mooncake {
 
@@ -122,20 +123,20 @@ class RpcConnections {
   const Limits& limits() const { return limits_; }
 
  private:
-  // Under mu_: takes entry out of its budget as a victim.
-  Victim Close(Entry* entry, RpcClosure why);
-  // Under mu_: the admitted connection idle the longest other than spared, or null.
-  Entry* LongestIdle(const Entry* spared) const;
-  // Under mu_: the caps, after spared came in or was admitted.
-  void Enforce(Entry* spared, std::vector<Victim>* victims);
+  // Takes entry out of its budget as a victim.
+  Victim Close(Entry* entry, RpcClosure why) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The admitted connection idle the longest other than spared, or null.
+  Entry* LongestIdle(const Entry* spared) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The caps, after spared came in or was admitted.
+  void Enforce(Entry* spared, std::vector<Victim>* victims) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const Limits limits_;
-  mutable std::mutex mu_;
-  uint64_t next_id_ = 1;
-  std::unordered_map<uint64_t, std::unique_ptr<Entry>> entries_;
-  std::list<Entry*> unadmitted_;  // oldest first
-  std::unordered_map<std::string, size_t> unadmitted_by_source_;
-  std::unordered_set<Entry*> admitted_set_;  // the admitted, not closing
+  mutable absl::Mutex mu_;
+  uint64_t next_id_ ABSL_GUARDED_BY(mu_) = 1;
+  std::unordered_map<uint64_t, std::unique_ptr<Entry>> entries_ ABSL_GUARDED_BY(mu_);
+  std::list<Entry*> unadmitted_ ABSL_GUARDED_BY(mu_);  // oldest first
+  std::unordered_map<std::string, size_t> unadmitted_by_source_ ABSL_GUARDED_BY(mu_);
+  std::unordered_set<Entry*> admitted_set_ ABSL_GUARDED_BY(mu_);  // the admitted, not closing
   std::atomic<size_t> admitted_count_{0};
   std::atomic<size_t> unadmitted_count_{0};
 };

@@ -16,13 +16,13 @@
 
 #include <algorithm>
 #include <cstring>
-#include <mutex>
 #include <unordered_map>
 
 #include <thrift/transport/TBufferTransports.h>
 #include <thrift/transport/TSocket.h>
 #include <thrift/transport/TTransportException.h>
 
+#include "absl/synchronization/mutex.h"
 #include "common/auth/host_address.h"
 #include "common/base/log_throttle.h"
 #include "common/base/logging.h"
@@ -162,7 +162,7 @@ class RpcServer::IoThread {
   // Any thread: this thread serves c from now on (or closes it when stopping).
   void Adopt(std::unique_ptr<Connection> c) {
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      absl::MutexLock lock(&mu_);
       adopted_.push_back(std::move(c));
     }
     Wake();
@@ -171,7 +171,7 @@ class RpcServer::IoThread {
   // server counted and logged why).
   void Doom(uint64_t id) {
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      absl::MutexLock lock(&mu_);
       doomed_.push_back(id);
     }
     Wake();
@@ -216,9 +216,9 @@ class RpcServer::IoThread {
   int epoll_ = -1;
   int wake_ = -1;
   std::thread thread_;
-  std::mutex mu_;
-  std::vector<std::unique_ptr<Connection>> adopted_;  // under mu_
-  std::vector<uint64_t> doomed_;                      // under mu_
+  absl::Mutex mu_;
+  std::vector<std::unique_ptr<Connection>> adopted_ ABSL_GUARDED_BY(mu_);
+  std::vector<uint64_t> doomed_ ABSL_GUARDED_BY(mu_);
   std::unordered_map<uint64_t, std::unique_ptr<Connection>> connections_;  // this thread's
   int64_t next_sweep_ns_ = 0;
 };
@@ -283,7 +283,7 @@ void RpcServer::IoThread::TakeQueues() {
   std::vector<std::unique_ptr<Connection>> adopted;
   std::vector<uint64_t> doomed;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     adopted.swap(adopted_);
     doomed.swap(doomed_);
   }

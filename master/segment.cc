@@ -14,7 +14,7 @@ Segment::Segment(uint32_t slot, rpc::SegmentInfo info, uint64_t alignment, bool 
 
 Segment::Segment(uint32_t slot, rpc::SegmentInfo info, Segment& replaced)
     : slot_(slot), info_(std::move(info)), allocator_(0), attached_(false) {
-  std::lock_guard<std::mutex> lock(replaced.mu_);
+  absl::MutexLock lock(&replaced.mu_);
   allocator_ = std::move(replaced.allocator_);
   used_.store(allocator_.used(), std::memory_order_relaxed);
   allocating_ = replaced.allocating_;
@@ -31,7 +31,7 @@ Segment::Segment(uint32_t slot, rpc::SegmentInfo info, Segment& replaced)
 }
 
 bool Segment::Allocate(uint64_t size, uint64_t* offset, uint32_t* node) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   if (!allocating_ || !attached()) return false;
   OffsetAllocator::Allocation a = allocator_.Allocate(size);
   if (!a.ok()) return false;
@@ -42,7 +42,7 @@ bool Segment::Allocate(uint64_t size, uint64_t* offset, uint32_t* node) {
 }
 
 bool Segment::Reserve(uint64_t offset, uint64_t size, uint32_t* node) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   OffsetAllocator::Allocation a = allocator_.AllocateAt(offset, size);
   used_.store(allocator_.used(), std::memory_order_relaxed);
   *node = a.node;
@@ -50,7 +50,7 @@ bool Segment::Reserve(uint64_t offset, uint64_t size, uint32_t* node) {
 }
 
 void Segment::Attach(uint32_t round) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   allocating_ = !draining();
   if (disk()) {
     // Before the segment is attached: nothing it held before is listed unvouched.
@@ -64,7 +64,7 @@ void Segment::Attach(uint32_t round) {
 }
 
 bool Segment::BeginRound(int64_t token, uint32_t round) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   if (token_ == token) return false;
   token_ = token;
   round_ended_ = false;
@@ -73,12 +73,12 @@ bool Segment::BeginRound(int64_t token, uint32_t round) {
 }
 
 bool Segment::InRound(int64_t token) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   return token != 0 && token_ == token;
 }
 
 bool Segment::EndRound(int64_t token, bool* current, uint32_t* ended) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   *current = token != 0 && token_ == token;
   if (!*current || round_ended_) return false;
   round_ended_ = true;
@@ -87,43 +87,43 @@ bool Segment::EndRound(int64_t token, bool* current, uint32_t* ended) {
 }
 
 void Segment::MarkReconciled(int64_t token) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   if (token_ == token) reconciled_.store(true, std::memory_order_release);
 }
 
 void Segment::Detach(int64_t deadline_ms) {
   // Under mu_, so that an Allocate that saw the segment attached has finished.
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   attached_.store(false, std::memory_order_release);
   adopts_.store(false, std::memory_order_release);
   detach_deadline_ms_.store(deadline_ms);
 }
 
 void Segment::Free(uint32_t node) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   allocator_.Free(node);
   used_.store(allocator_.used(), std::memory_order_relaxed);
 }
 
 void Segment::StopAllocating() {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   allocating_ = false;
 }
 
 void Segment::MarkDraining() {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   allocating_ = false;
   draining_.store(true, std::memory_order_release);
 }
 
 void Segment::Hold() {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   allocating_ = false;
   held_.store(true, std::memory_order_release);
 }
 
 void Segment::Release() {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   held_.store(false, std::memory_order_release);
   allocating_ = attached() && !draining_.load(std::memory_order_acquire);
 }
@@ -131,7 +131,7 @@ void Segment::Release() {
 uint64_t Segment::capacity() const { return allocator_.capacity(); }
 
 double Segment::free_ratio() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   uint64_t cap = allocator_.capacity();
   return cap == 0 ? 0.0 : static_cast<double>(allocator_.free_bytes()) / static_cast<double>(cap);
 }

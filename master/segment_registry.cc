@@ -21,7 +21,7 @@ ErrorCode SegmentRegistry::Mount(const rpc::SegmentInfo& info, bool taker_has_na
   if (info.size <= 0 || info.name.empty()) return ErrorCode::INVALID_PARAMS;
   if (!disk && info.kind != rpc::ReplicaKind::MEMORY) return ErrorCode::INVALID_PARAMS;
   if (disk && info.lent_by_client) return ErrorCode::INVALID_PARAMS;
-  std::unique_lock<std::shared_mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   auto it = slot_by_id_.find(info.segment_id);
   auto own_disk = disk ? disk_by_daemon_.find(info.daemon_id) : disk_by_daemon_.end();
   if (it == slot_by_id_.end()) {
@@ -79,7 +79,7 @@ bool SegmentRegistry::NameFree(const rpc::SegmentInfo& info) const {
 }
 
 void SegmentRegistry::Restore(const rpc::SegmentInfo& info) {
-  std::unique_lock<std::shared_mutex> lock(mu_);
+  absl::WriterMutexLock lock(&mu_);
   auto it = slot_by_id_.find(info.segment_id);
   if (it != slot_by_id_.end()) {
     if (slots_[it->second]->attached()) detached_.fetch_add(1);
@@ -106,7 +106,7 @@ uint32_t SegmentRegistry::NextRound() {
 }
 
 bool SegmentRegistry::SlotOf(int64_t segment_id, uint32_t* slot) const {
-  std::shared_lock<std::shared_mutex> lock(mu_);
+  absl::ReaderMutexLock lock(&mu_);
   auto it = slot_by_id_.find(segment_id);
   if (it == slot_by_id_.end()) return false;
   *slot = it->second;
@@ -115,7 +115,7 @@ bool SegmentRegistry::SlotOf(int64_t segment_id, uint32_t* slot) const {
 
 ErrorCode SegmentRegistry::BeginUnmount(int64_t daemon_id, int64_t segment_id,
                                         std::shared_ptr<Segment>* out) {
-  std::shared_lock<std::shared_mutex> lock(mu_);
+  absl::ReaderMutexLock lock(&mu_);
   auto it = slot_by_id_.find(segment_id);
   if (it == slot_by_id_.end()) return ErrorCode::SEGMENT_NOT_FOUND;
   const std::shared_ptr<Segment>& segment = slots_[it->second];
@@ -126,7 +126,7 @@ ErrorCode SegmentRegistry::BeginUnmount(int64_t daemon_id, int64_t segment_id,
 }
 
 void SegmentRegistry::Erase(uint32_t slot) {
-  std::unique_lock<std::shared_mutex> lock(mu_);
+  absl::WriterMutexLock lock(&mu_);
   if (slot >= slots_.size() || !slots_[slot]) return;
   if (!slots_[slot]->attached()) detached_.fetch_sub(1);
   lent_ -= slots_[slot]->lent();
@@ -138,7 +138,7 @@ void SegmentRegistry::Erase(uint32_t slot) {
 
 std::vector<std::shared_ptr<Segment>> SegmentRegistry::Detach(int64_t daemon_id,
                                                              int64_t deadline_ms) {
-  std::unique_lock<std::shared_mutex> lock(mu_);
+  absl::WriterMutexLock lock(&mu_);
   std::vector<std::shared_ptr<Segment>> out;
   for (const auto& s : slots_) {
     if (!s || s->info().daemon_id != daemon_id || !s->attached()) continue;
@@ -150,7 +150,7 @@ std::vector<std::shared_ptr<Segment>> SegmentRegistry::Detach(int64_t daemon_id,
 }
 
 std::vector<std::shared_ptr<Segment>> SegmentRegistry::DetachedPast(int64_t now_ms) const {
-  std::shared_lock<std::shared_mutex> lock(mu_);
+  absl::ReaderMutexLock lock(&mu_);
   std::vector<std::shared_ptr<Segment>> out;
   for (const auto& s : slots_) {
     if (s && !s->attached() && s->detach_deadline_ms() < now_ms) out.push_back(s);
@@ -159,7 +159,7 @@ std::vector<std::shared_ptr<Segment>> SegmentRegistry::DetachedPast(int64_t now_
 }
 
 void SegmentRegistry::PostponeDetached(int64_t lost_ms) {
-  std::unique_lock<std::shared_mutex> lock(mu_);
+  absl::WriterMutexLock lock(&mu_);
   for (const auto& s : slots_) {
     if (s && !s->attached()) s->set_detach_deadline_ms(s->detach_deadline_ms() + lost_ms);
   }
@@ -167,7 +167,7 @@ void SegmentRegistry::PostponeDetached(int64_t lost_ms) {
 
 void SegmentRegistry::DetachSegment(const std::shared_ptr<Segment>& segment,
                                     int64_t deadline_ms) {
-  std::unique_lock<std::shared_mutex> lock(mu_);
+  absl::WriterMutexLock lock(&mu_);
   if (!segment->attached()) {
     segment->set_detach_deadline_ms(std::max(segment->detach_deadline_ms(), deadline_ms));
     return;
@@ -177,13 +177,13 @@ void SegmentRegistry::DetachSegment(const std::shared_ptr<Segment>& segment,
 }
 
 std::shared_ptr<Segment> SegmentRegistry::DiskSegmentOf(int64_t daemon_id) const {
-  std::shared_lock<std::shared_mutex> lock(mu_);
+  absl::ReaderMutexLock lock(&mu_);
   auto it = disk_by_daemon_.find(daemon_id);
   return it != disk_by_daemon_.end() ? slots_[it->second] : nullptr;
 }
 
 std::vector<std::shared_ptr<Segment>> SegmentRegistry::SegmentsOf(int64_t daemon_id) const {
-  std::shared_lock<std::shared_mutex> lock(mu_);
+  absl::ReaderMutexLock lock(&mu_);
   std::vector<std::shared_ptr<Segment>> out;
   for (const auto& s : slots_) {
     if (s && s->info().daemon_id == daemon_id) out.push_back(s);
@@ -192,12 +192,12 @@ std::vector<std::shared_ptr<Segment>> SegmentRegistry::SegmentsOf(int64_t daemon
 }
 
 std::shared_ptr<Segment> SegmentRegistry::Get(uint32_t slot) const {
-  std::shared_lock<std::shared_mutex> lock(mu_);
+  absl::ReaderMutexLock lock(&mu_);
   return slot < slots_.size() ? slots_[slot] : nullptr;
 }
 
 void SegmentRegistry::Free(uint32_t slot, uint32_t node) const {
-  std::shared_lock<std::shared_mutex> lock(mu_);
+  absl::ReaderMutexLock lock(&mu_);
   if (slot < slots_.size() && slots_[slot]) slots_[slot]->Free(node);
 }
 
@@ -283,7 +283,7 @@ std::vector<Placement> SegmentRegistry::Allocate(uint64_t size, size_t replica_n
                                                  const std::vector<std::string>& avoided,
                                                  int64_t local_daemon) {
   std::vector<Placement> out;
-  std::shared_lock<std::shared_mutex> lock(mu_);
+  absl::ReaderMutexLock lock(&mu_);
   std::vector<std::shared_ptr<Segment>> order = CandidateOrder(preferred, avoided, local_daemon);
   std::vector<bool> used(order.size(), false);
   // The daemons and names holding a replica: as many as replica_num, a handful at most.
@@ -320,7 +320,7 @@ std::vector<Placement> SegmentRegistry::Allocate(uint64_t size, size_t replica_n
 }
 
 std::vector<rpc::SegmentInfo> SegmentRegistry::List() const {
-  std::shared_lock<std::shared_mutex> lock(mu_);
+  absl::ReaderMutexLock lock(&mu_);
   std::vector<rpc::SegmentInfo> out;
   for (const auto& s : slots_) {
     if (!s || !s->attached()) continue;
@@ -332,7 +332,7 @@ std::vector<rpc::SegmentInfo> SegmentRegistry::List() const {
 }
 
 std::vector<std::shared_ptr<Segment>> SegmentRegistry::All() const {
-  std::shared_lock<std::shared_mutex> lock(mu_);
+  absl::ReaderMutexLock lock(&mu_);
   std::vector<std::shared_ptr<Segment>> out;
   for (const auto& s : slots_) {
     if (s) out.push_back(s);
@@ -341,7 +341,7 @@ std::vector<std::shared_ptr<Segment>> SegmentRegistry::All() const {
 }
 
 void SegmentRegistry::Clear() {
-  std::unique_lock<std::shared_mutex> lock(mu_);
+  absl::WriterMutexLock lock(&mu_);
   slots_.clear();
   slot_by_id_.clear();
   detached_ = 0;
@@ -350,12 +350,12 @@ void SegmentRegistry::Clear() {
 }
 
 size_t SegmentRegistry::count() const {
-  std::shared_lock<std::shared_mutex> lock(mu_);
+  absl::ReaderMutexLock lock(&mu_);
   return slot_by_id_.size() - disk_by_daemon_.size();
 }
 
 void SegmentRegistry::DiskFigures(size_t* count, uint64_t* capacity) const {
-  std::shared_lock<std::shared_mutex> lock(mu_);
+  absl::ReaderMutexLock lock(&mu_);
   *count = disk_by_daemon_.size();
   *capacity = 0;
   for (const auto& [daemon, slot] : disk_by_daemon_) {
@@ -364,14 +364,14 @@ void SegmentRegistry::DiskFigures(size_t* count, uint64_t* capacity) const {
 }
 
 uint64_t SegmentRegistry::capacity() const {
-  std::shared_lock<std::shared_mutex> lock(mu_);
+  absl::ReaderMutexLock lock(&mu_);
   uint64_t total = 0;
   for (const auto& s : slots_) total += s ? s->capacity() : 0;
   return total;
 }
 
 void SegmentRegistry::Usage(uint64_t* used, uint64_t* capacity) const {
-  std::shared_lock<std::shared_mutex> lock(mu_);
+  absl::ReaderMutexLock lock(&mu_);
   *used = *capacity = 0;
   for (const auto& s : slots_) {
     if (!s) continue;
@@ -381,7 +381,7 @@ void SegmentRegistry::Usage(uint64_t* used, uint64_t* capacity) const {
 }
 
 uint64_t SegmentRegistry::used() const {
-  std::shared_lock<std::shared_mutex> lock(mu_);
+  absl::ReaderMutexLock lock(&mu_);
   uint64_t total = 0;
   for (const auto& s : slots_) total += s ? s->used() : 0;
   return total;

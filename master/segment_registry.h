@@ -26,11 +26,11 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
-#include <shared_mutex>
 #include <string>
 #include <unordered_map>
 #include <vector>
 
+#include "absl/synchronization/mutex.h"
 #include "common/base/error_code.h"
 #include "master/segment.h"
 
@@ -133,22 +133,26 @@ class SegmentRegistry {
 
  private:
   // A new segment's name is free for its lender (SegmentInfo.lender): no segment not
-  // draining carries it for another lender or daemon. Under mu_.
-  bool NameFree(const rpc::SegmentInfo& info) const;
+  // draining carries it for another lender or daemon.
+  bool NameFree(const rpc::SegmentInfo& info) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   std::vector<std::shared_ptr<Segment>> CandidateOrder(const std::vector<std::string>& preferred,
                                                        const std::vector<std::string>& avoided,
-                                                       int64_t local_daemon) const;
+                                                       int64_t local_daemon) const
+      ABSL_SHARED_LOCKS_REQUIRED(mu_);
 
   const AllocationStrategy strategy_;
   const uint64_t alignment_;
   const uint64_t placement_seed_;                          // 0: random orders
   mutable std::atomic<uint64_t> orders_drawn_{0};          // n of the next seeded order
-  mutable std::shared_mutex mu_;
-  std::vector<std::shared_ptr<Segment>> slots_;            // index = slot; null once erased
-  std::unordered_map<int64_t, uint32_t> slot_by_id_;       // segment id → slot
+  mutable absl::Mutex mu_;
+  // Index = slot; null once erased.
+  std::vector<std::shared_ptr<Segment>> slots_ ABSL_GUARDED_BY(mu_);
+  std::unordered_map<int64_t, uint32_t> slot_by_id_ ABSL_GUARDED_BY(mu_);  // segment id → slot
   std::atomic<size_t> detached_{0};                        // changed under mu_
-  size_t lent_ = 0;  // segments lent by clients; guarded by mu_ (none: the order is the strategy's)
-  std::unordered_map<int64_t, uint32_t> disk_by_daemon_;  // daemon id → its LOCAL_DISK slot
+  // Segments lent by clients (none: the order is the strategy's).
+  size_t lent_ ABSL_GUARDED_BY(mu_) = 0;
+  // Daemon id → its LOCAL_DISK slot.
+  std::unordered_map<int64_t, uint32_t> disk_by_daemon_ ABSL_GUARDED_BY(mu_);
   std::atomic<uint32_t> next_round_{1};                   // NextRound's
 };
 

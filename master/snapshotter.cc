@@ -56,42 +56,43 @@ void Snapshotter::Start() {
 
 void Snapshotter::Stop() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     stopping_ = true;
   }
-  loop_cv_.notify_all();
-  state_cv_.notify_all();
+  loop_cv_.SignalAll();
+  state_cv_.SignalAll();
   pid_t child = child_.load();
   if (child > 0) kill(child, SIGKILL);  // AwaitChild reaps it and removes its directory
   if (loop_.joinable()) loop_.join();
 }
 
 void Snapshotter::Loop() {
-  std::unique_lock<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   for (;;) {
-    loop_cv_.wait_for(lock, std::chrono::milliseconds(options_.interval_ms),
-                      [this] { return stopping_ || requested_; });
+    const absl::Time deadline = absl::Now() + absl::Milliseconds(options_.interval_ms);
+    while (!stopping_ && !requested_ && !loop_cv_.WaitWithDeadline(&mu_, deadline)) {
+    }
     if (stopping_) return;
     if (!requested_ && skip_periodic_ && skip_periodic_()) continue;
     requested_ = false;
-    lock.unlock();
+    mu_.Unlock();
     Take();
-    lock.lock();
+    mu_.Lock();
   }
 }
 
 void Snapshotter::SetSkipPeriodic(std::function<bool()> skip) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   skip_periodic_ = std::move(skip);
 }
 
 SnapshotOutcome Snapshotter::Request() {
-  std::unique_lock<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   if (current_.running) return current_;  // join it
   uint64_t forks = forks_, ends = ends_;
   requested_ = true;
-  loop_cv_.notify_all();
-  state_cv_.wait(lock, [&] { return stopping_ || forks_ != forks || ends_ != ends; });
+  loop_cv_.SignalAll();
+  while (!stopping_ && forks_ == forks && ends_ == ends) state_cv_.Wait(&mu_);
   if (forks_ != forks && current_.running) return current_;
   if (ends_ != ends) return last_;  // it failed before forking, or has ended already
   SnapshotOutcome stopped;
@@ -101,34 +102,34 @@ SnapshotOutcome Snapshotter::Request() {
 }
 
 SnapshotOutcome Snapshotter::Last() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   return last_;
 }
 
 SnapshotOutcome Snapshotter::Take() {
-  std::lock_guard<std::mutex> one_at_a_time(take_mu_);
+  absl::MutexLock one_at_a_time(&take_mu_);
   SnapshotOutcome outcome = Run();
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   current_ = SnapshotOutcome();
   last_ = outcome;
   ++ends_;
-  state_cv_.notify_all();
+  state_cv_.SignalAll();
   return outcome;
 }
 
 void Snapshotter::Forked(const SnapshotOutcome& so_far) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   current_ = so_far;
   current_.running = true;
   ++forks_;
   requested_ = false;  // this one serves whoever asked
-  state_cv_.notify_all();
+  state_cv_.SignalAll();
 }
 
 SnapshotOutcome Snapshotter::Run() {
   SnapshotOutcome outcome;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     if (stopping_) {
       outcome.code = ErrorCode::UNAVAILABLE_IN_CURRENT_STATUS;
       outcome.error = "the master is shutting down";

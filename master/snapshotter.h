@@ -26,13 +26,12 @@
 #include <sys/types.h>
 
 #include <atomic>
-#include <condition_variable>
 #include <cstdint>
 #include <functional>
-#include <mutex>
 #include <string>
 #include <thread>
 
+#include "absl/synchronization/mutex.h"
 #include "common/base/error_code.h"
 #include "master/master_service.h"
 #include "master/oplog.h"
@@ -112,20 +111,20 @@ class Snapshotter {
   const SnapshotterOptions options_;
   SnapshotStore store_;
 
-  std::mutex take_mu_;  // one snapshot at a time
+  absl::Mutex take_mu_;  // one snapshot at a time
   std::atomic<uint64_t> last_sequence_{0};
   std::atomic<pid_t> child_{0};  // the running child, for Stop
 
-  mutable std::mutex mu_;
-  std::condition_variable loop_cv_;   // wakes the snapshot thread: a request, stopping
-  std::condition_variable state_cv_;  // a snapshot forked or ended
-  bool stopping_ = false;             // guarded by mu_
-  bool requested_ = false;            // guarded by mu_
-  std::function<bool()> skip_periodic_;  // guarded by mu_
-  SnapshotOutcome current_;           // guarded by mu_: the running one (running set)
-  SnapshotOutcome last_;              // guarded by mu_: the newest that ended
-  uint64_t forks_ = 0;                // guarded by mu_: snapshots that got as far as fork
-  uint64_t ends_ = 0;                 // guarded by mu_: snapshots that ended, however
+  mutable absl::Mutex mu_;
+  absl::CondVar loop_cv_;   // wakes the snapshot thread: a request, stopping
+  absl::CondVar state_cv_;  // a snapshot forked or ended
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  bool requested_ ABSL_GUARDED_BY(mu_) = false;
+  std::function<bool()> skip_periodic_ ABSL_GUARDED_BY(mu_);
+  SnapshotOutcome current_ ABSL_GUARDED_BY(mu_);  // the running one (running set)
+  SnapshotOutcome last_ ABSL_GUARDED_BY(mu_);  // the newest that ended
+  uint64_t forks_ ABSL_GUARDED_BY(mu_) = 0;  // snapshots that got as far as fork
+  uint64_t ends_ ABSL_GUARDED_BY(mu_) = 0;  // snapshots that ended, however
   std::thread loop_;
 };
 

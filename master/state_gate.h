@@ -2,7 +2,7 @@
 // while its thread holds the gate shared; a snapshot holds it exclusively for the moment it
 // takes to fork(), so the child's copy of memory sees no change half-made.
 //
-// Why not std::shared_mutex: glibc's default rwlock prefers readers, and under a steady
+// Why not absl::Mutex: glibc's default rwlock prefers readers, and under a steady
 // request load a snapshot could wait for the gate forever. This one prefers the writer:
 // once a snapshot asks, new shared holders wait (the pause they see is what bench/
 // durability_bench measures). That would deadlock a thread taking it shared twice, so the
@@ -20,6 +20,8 @@
 #define MOONCAKE_MASTER_STATE_GATE_H_
 
 #include <pthread.h>
+
+#include "absl/synchronization/mutex.h"
 
 namespace mooncake {
 

@@ -20,9 +20,9 @@ SyncSet::SyncSet(PublishFn publish, std::chrono::milliseconds timeout)
     : publish_(std::move(publish)), timeout_(timeout) {}
 
 bool SyncSet::Start(const std::vector<std::string>& initial) {
-  std::lock_guard<std::mutex> publishing(publish_mu_);
+  absl::MutexLock publishing(&publish_mu_);
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     members_.clear();
     for (const std::string& name : initial) members_[name] = 0;
     leading_ = true;
@@ -54,19 +54,20 @@ bool SyncSet::PublishMembers() {
 ErrorCode SyncSet::Wait(uint64_t seq) {
   if (seq <= floor_.load(std::memory_order_acquire)) return ErrorCode::OK;
   const auto deadline = std::chrono::steady_clock::now() + timeout_;
-  std::unique_lock<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   for (;;) {
     if (!leading_) return ErrorCode::NOT_LEADER;
     if (seq <= floor_.load()) return ErrorCode::OK;
-    if (cv_.wait_until(lock, deadline) != std::cv_status::timeout) continue;
+    const auto left = deadline - std::chrono::steady_clock::now();
+    if (!cv_.WaitWithTimeout(&mu_, absl::FromChrono(left))) continue;
     if (seq <= floor_.load() || !leading_) continue;
     // Past the timeout: the members still behind seq go, published first.
-    lock.unlock();
+    mu_.Unlock();
     {
-      std::lock_guard<std::mutex> publishing(publish_mu_);
+      absl::MutexLock publishing(&publish_mu_);
       std::vector<std::string> laggards;
       {
-        std::lock_guard<std::mutex> inner(mu_);
+        absl::MutexLock inner(&mu_);
         for (const auto& [name, durable] : members_) {
           if (durable < seq) laggards.push_back(name);
         }
@@ -83,7 +84,7 @@ ErrorCode SyncSet::Wait(uint64_t seq) {
                     Join(laggards).c_str(), static_cast<unsigned long long>(seq),
                     static_cast<long long>(timeout_.count()));
         const bool ok = publish_(kept);
-        std::lock_guard<std::mutex> inner(mu_);
+        absl::MutexLock inner(&mu_);
         if (ok) {
           for (const std::string& name : laggards) members_.erase(name);
           MC_LOG_INFO("replication: sync set is now %s", Join(kept).c_str());
@@ -95,21 +96,21 @@ ErrorCode SyncSet::Wait(uint64_t seq) {
         UpdateFloorLocked();
       }
     }
-    cv_.notify_all();
-    lock.lock();
+    cv_.SignalAll();
+    mu_.Lock();
   }
 }
 
 void SyncSet::Report(const std::string& standby, uint64_t durable_seq, uint64_t leader_last) {
   bool join = false;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     auto it = members_.find(standby);
     if (it != members_.end()) {
       if (durable_seq > it->second) {
         it->second = durable_seq;
         UpdateFloorLocked();
-        cv_.notify_all();
+        cv_.SignalAll();
       }
       return;
     }
@@ -118,9 +119,9 @@ void SyncSet::Report(const std::string& standby, uint64_t durable_seq, uint64_t 
   if (!join) return;
   // Waited for first, published second: the published set never names a standby the
   // leader does not wait for.
-  std::lock_guard<std::mutex> publishing(publish_mu_);
+  absl::MutexLock publishing(&publish_mu_);
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     if (!leading_ || members_.count(standby) != 0) return;
     members_[standby] = durable_seq;
     UpdateFloorLocked();
@@ -131,14 +132,14 @@ void SyncSet::Report(const std::string& standby, uint64_t durable_seq, uint64_t 
 }
 
 void SyncSet::Depose() {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   leading_ = false;
   UpdateFloorLocked();
-  cv_.notify_all();
+  cv_.SignalAll();
 }
 
 std::vector<std::string> SyncSet::members() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   std::vector<std::string> out;
   for (const auto& [name, durable] : members_) out.push_back(name);
   return out;

@@ -26,14 +26,13 @@
 
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <map>
-#include <mutex>
 #include <string>
 #include <vector>
 
+#include "absl/synchronization/mutex.h"
 #include "common/base/error_code.h"
 
 namespace mooncake {
@@ -70,17 +69,17 @@ class SyncSet {
  private:
   // The lowest durable seq of the members (max when there are none), 0 once not leading:
   // the wait's lock-free test. mu_ held.
-  void UpdateFloorLocked();
+  void UpdateFloorLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Publishes the members as they are now (publish_mu_ held, mu_ not).
   bool PublishMembers();
 
   const PublishFn publish_;
   const std::chrono::milliseconds timeout_;
 
-  std::mutex publish_mu_;
-  mutable std::mutex mu_;
-  std::condition_variable cv_;          // a report arrived, or the members changed
-  std::map<std::string, uint64_t> members_;  // mu_: name -> its durable seq
+  absl::Mutex publish_mu_ ABSL_ACQUIRED_BEFORE(mu_);
+  mutable absl::Mutex mu_;
+  absl::CondVar cv_;          // a report arrived, or the members changed
+  std::map<std::string, uint64_t> members_ ABSL_GUARDED_BY(mu_);  // name -> its durable seq
   std::atomic<uint64_t> floor_{0};
   std::atomic<bool> leading_{false};
 };

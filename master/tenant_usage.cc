@@ -1,7 +1,6 @@
 #include "master/tenant_usage.h"
 
 #include <algorithm>
-#include <mutex>
 
 #include "common/base/tenant_key.h"
 #include "common/base/text.h"
@@ -53,11 +52,11 @@ template <class Fn>
 auto TenantUsage::WithEntry(std::string_view tenant, Fn fn) {
   if (tenant.empty()) return fn(default_);
   {
-    std::shared_lock<std::shared_mutex> lock(mu_);
+    absl::ReaderMutexLock lock(&mu_);
     auto it = named_.find(tenant);
     if (it != named_.end()) return fn(*it->second);
   }
-  std::unique_lock<std::shared_mutex> lock(mu_);  // a tenant's first object
+  absl::WriterMutexLock lock(&mu_);  // a tenant's first object
   auto it = named_.find(tenant);
   if (it == named_.end()) it = named_.emplace(std::string(tenant), std::make_unique<Entry>()).first;
   return fn(*it->second);
@@ -92,7 +91,7 @@ void TenantUsage::Add(std::string_view key, int64_t objects, int64_t bytes) {
 }
 
 void TenantUsage::ClearUsage() {
-  std::unique_lock<std::shared_mutex> lock(mu_);
+  absl::WriterMutexLock lock(&mu_);
   default_.objects = 0;
   default_.bytes = 0;
   for (auto& [tenant, entry] : named_) {
@@ -102,7 +101,7 @@ void TenantUsage::ClearUsage() {
 }
 
 void TenantUsage::Prune() {
-  std::unique_lock<std::shared_mutex> lock(mu_);
+  absl::WriterMutexLock lock(&mu_);
   for (auto it = named_.begin(); it != named_.end();) {
     const Entry& e = *it->second;
     bool idle = e.quota == 0 && e.objects.load() == 0 && e.bytes.load() == 0;
@@ -118,7 +117,7 @@ uint16_t TenantUsage::QuotaSlot(std::string_view key) const {
 
 uint64_t TenantUsage::ExposedBytes() const {
   int64_t sum = std::max<int64_t>(0, default_.bytes.load());
-  std::shared_lock<std::shared_mutex> lock(mu_);
+  absl::ReaderMutexLock lock(&mu_);
   for (const auto& [tenant, entry] : named_) {
     int64_t bytes = std::max<int64_t>(0, entry->bytes.load());
     if (entry->quota == 0 || bytes > static_cast<int64_t>(entry->quota)) sum += bytes;
@@ -141,7 +140,7 @@ std::vector<rpc::TenantStats> TenantUsage::Stats() const {
   if (default_.objects.load() != 0 || default_.bytes.load() != 0) {
     out.push_back(Describe("", default_));
   }
-  std::shared_lock<std::shared_mutex> lock(mu_);
+  absl::ReaderMutexLock lock(&mu_);
   for (const auto& [tenant, entry] : named_) out.push_back(Describe(tenant, *entry));
   return out;
 }

@@ -29,11 +29,11 @@
 #include <functional>
 #include <map>
 #include <memory>
-#include <shared_mutex>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "absl/synchronization/mutex.h"
 #include "master_types.h"
 
 namespace mooncake {
@@ -105,8 +105,8 @@ class TenantUsage {
   auto WithEntry(std::string_view tenant, Fn fn);
 
   Entry default_;  // the default tenant: never in the map, no quota
-  mutable std::shared_mutex mu_;
-  std::map<std::string, std::unique_ptr<Entry>, std::less<>> named_;  // guarded by mu_
+  mutable absl::Mutex mu_;
+  std::map<std::string, std::unique_ptr<Entry>, std::less<>> named_ ABSL_GUARDED_BY(mu_);
   // The entries of the tenants with a quota, by slot - 1, and their slots by id: made with
   // named_ and never changed (those entries are never pruned, so they live as long as
   // named_ and need no lock to find).

@@ -16,7 +16,8 @@ PACKAGES=(
   libyaml-cpp-dev                       # --config FILE (YAML or JSON)
   libabsl-dev                           # flat hash tables of the read cache and cache holders
   libcmocka-dev                         # C/C++ unit and ABI tests
-  clang libfuzzer-14-dev                # fuzz harnesses (make fuzz; make test runs them briefly)
+  clang libfuzzer-14-dev                # fuzz harnesses (make fuzz; make test runs them briefly);
+                                        # clang also runs make thread-safety (-Wthread-safety)
   pybind11-dev python3-pybind11 python3-pytest python3-numpy python3-dev
   python3-pip python3-venv python3-setuptools python3-wheel   # pip install ./bindings/python
   python3-msgpack python3-aiohttp       # mooncake.structured_object_store's msgpack codec,

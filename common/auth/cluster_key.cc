@@ -10,7 +10,6 @@
 
 #include <cstdio>
 
-#include "absl/strings/escaping.h"
 #include "common/base/little_endian.h"
 #include "common/base/logging.h"
 #include "common/base/secret_file.h"
@@ -130,14 +129,23 @@ std::string ClusterKey::Fingerprint() const {
   if (keys_.empty()) return "none";
   unsigned char digest[SHA256_DIGEST_LENGTH];
   SHA256(reinterpret_cast<const unsigned char*>(keys_[0].data()), keys_[0].size(), digest);
-  const char* bytes = reinterpret_cast<const char*>(digest);
-  return "sha256:" + absl::BytesToHexString(absl::string_view(bytes, 4));  // the first 4
+  char hex[9];
+  std::snprintf(hex, sizeof(hex), "%02x%02x%02x%02x", digest[0], digest[1], digest[2],
+                digest[3]);
+  return std::string("sha256:") + hex;
 }
 
 std::vector<std::string> ClusterKey::AdminTokens() const {
+  static const char kHex[] = "0123456789abcdef";
   std::vector<std::string> tokens;
   for (const std::string& key : keys_) {
-    tokens.push_back(absl::BytesToHexString(Hmac(key, kAdminTokenLabel)));
+    std::string mac = Hmac(key, kAdminTokenLabel);
+    std::string hex;
+    for (unsigned char c : mac) {
+      hex += kHex[c >> 4];
+      hex += kHex[c & 15];
+    }
+    tokens.push_back(std::move(hex));
   }
   return tokens;
 }

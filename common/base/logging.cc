@@ -12,9 +12,21 @@
 #include <cstring>
 #include <ctime>
 
+#include "absl/synchronization/mutex.h"
+
 namespace mooncake {
 
 namespace {
+// Debian's libabsl is built without NDEBUG, so its absl::Mutex would check every
+// acquisition against a process-wide lock-order graph (a global lock taken on each Lock,
+// and an abort at a cycle). Our lock rules are checked at build time instead (make
+// thread-safety). Here, in the one file every program and libmooncake_store.so links, so
+// that it runs at load time before any of our locks is taken.
+[[maybe_unused]] const bool g_absl_deadlock_detection_off = [] {
+  absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
+  return true;
+}();
+
 std::atomic<int> g_level{static_cast<int>(LogLevel::kInfo)};
 std::atomic<const char*> g_component{nullptr};
 

@@ -12,24 +12,27 @@ void PacedLoop::Start(Round round, std::function<void()> last) {
 
 bool PacedLoop::Stop() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     stop_ = true;
   }
-  cv_.notify_all();
+  cv_.SignalAll();
   if (!thread_.joinable()) return false;
   thread_.join();
   return true;
 }
 
 void PacedLoop::Run() {
-  std::unique_lock<std::mutex> lock(mu_);
-  while (!stop_) {
-    lock.unlock();
-    std::chrono::milliseconds wait = round_();
-    lock.lock();
-    cv_.wait_for(lock, wait, [this] { return stop_; });
+  {
+    absl::MutexLock lock(&mu_);
+    while (!stop_) {
+      mu_.Unlock();
+      std::chrono::milliseconds wait = round_();
+      mu_.Lock();
+      const absl::Time deadline = absl::Now() + absl::FromChrono(wait);
+      while (!stop_ && !cv_.WaitWithDeadline(&mu_, deadline)) {
+      }
+    }
   }
-  lock.unlock();
   if (last_) last_();
 }
 

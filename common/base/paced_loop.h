@@ -9,10 +9,10 @@
 #define MOONCAKE_COMMON_PACED_LOOP_H_
 
 #include <chrono>
-#include <condition_variable>
 #include <functional>
-#include <mutex>
 #include <thread>
+
+#include "absl/synchronization/mutex.h"
 
 namespace mooncake {
 
@@ -36,9 +36,9 @@ class PacedLoop {
 
   Round round_;                 // the loop's thread only, once started
   std::function<void()> last_;  // the loop's thread only, once started
-  std::mutex mu_;
-  std::condition_variable cv_;
-  bool stop_ = false;  // guarded by mu_
+  absl::Mutex mu_;
+  absl::CondVar cv_;
+  bool stop_ ABSL_GUARDED_BY(mu_) = false;
   std::thread thread_;
 };
 

@@ -5,9 +5,9 @@
 #include <unistd.h>
 
 #include <cstring>
-#include <mutex>
 #include <set>
 
+#include "absl/synchronization/mutex.h"
 #include "common/base/logging.h"
 #include "common/base/path_trust.h"
 
@@ -23,9 +23,9 @@ void KeepPrivate(const std::string& path, const char* what) {
                 "(docs/security.md, \"Files\")",
                 what, path.c_str(), ModeText(st.st_mode).c_str(), ModeText(tight).c_str());
   } else {
-    static std::mutex mu;
+    static absl::Mutex mu;
     static std::set<std::string>* warned = new std::set<std::string>();
-    std::lock_guard<std::mutex> lock(mu);
+    absl::MutexLock lock(&mu);
     if (warned->insert(path).second) {
       MC_LOG_WARN("%s %s: mode %s, owned by uid %u: others may list it, and read any file an "
                   "earlier version left readable; chmod go= %s (as its owner)",

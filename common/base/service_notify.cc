@@ -3,16 +3,16 @@
 #include <string.h>
 #include <systemd/sd-daemon.h>
 
-#include <mutex>
 
+#include "absl/synchronization/mutex.h"
 #include "common/base/logging.h"
 
 namespace mooncake {
 
 namespace {
 
-std::mutex& NotifyMutex() {
-  static std::mutex mu;
+absl::Mutex& NotifyMutex() {
+  static absl::Mutex mu;
   return mu;
 }
 bool ready_sent = false;    // NotifyMutex()
@@ -39,19 +39,19 @@ void Send(const char* state, const std::string& status) {
 }  // namespace
 
 void NotifyReady(const std::string& status) {
-  std::lock_guard<std::mutex> lock(NotifyMutex());
+  absl::MutexLock lock(&NotifyMutex());
   if (stopping_sent) return;
   Send(ready_sent ? "" : "READY=1\n", status);
   ready_sent = true;
 }
 
 void NotifyStatus(const std::string& status) {
-  std::lock_guard<std::mutex> lock(NotifyMutex());
+  absl::MutexLock lock(&NotifyMutex());
   Send("", status);
 }
 
 void NotifyStopping(const std::string& status) {
-  std::lock_guard<std::mutex> lock(NotifyMutex());
+  absl::MutexLock lock(&NotifyMutex());
   stopping_sent = true;
   Send("STOPPING=1\n", status);
 }

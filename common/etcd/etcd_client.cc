@@ -9,7 +9,6 @@
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 
-#include "absl/strings/escaping.h"
 #include "common/base/log_throttle.h"
 #include "common/base/logging.h"
 #include "common/base/text.h"
@@ -19,7 +18,6 @@ namespace mooncake {
 namespace {
 
 using Json = nlohmann::json;
-using absl::Base64Escape;
 
 // An answer is read whole; nothing the masters ask for comes near this, so more is not etcd
 // (or not an answer to us) and is refused rather than buffered.
@@ -31,12 +29,68 @@ struct BadAnswer : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-// etcd's gateway sends standard base64 (Go's encoding of []byte); the URL-safe alphabet is
-// accepted too, in case a proxy rewrote it.
+constexpr char kBase64Digits[] =
+    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+std::string Base64Encode(const std::string& in) {
+  std::string out;
+  out.reserve((in.size() + 2) / 3 * 4);
+  size_t i = 0;
+  for (; i + 2 < in.size(); i += 3) {
+    uint32_t v = (uint8_t(in[i]) << 16) | (uint8_t(in[i + 1]) << 8) | uint8_t(in[i + 2]);
+    for (int shift = 18; shift >= 0; shift -= 6) out += kBase64Digits[(v >> shift) & 63];
+  }
+  if (i + 1 == in.size()) {
+    uint32_t v = uint8_t(in[i]) << 16;
+    out += kBase64Digits[(v >> 18) & 63];
+    out += kBase64Digits[(v >> 12) & 63];
+    out += "==";
+  } else if (i + 2 == in.size()) {
+    uint32_t v = (uint8_t(in[i]) << 16) | (uint8_t(in[i + 1]) << 8);
+    out += kBase64Digits[(v >> 18) & 63];
+    out += kBase64Digits[(v >> 12) & 63];
+    out += kBase64Digits[(v >> 6) & 63];
+    out += '=';
+  }
+  return out;
+}
+
+int Base64Value(char c) {
+  if (c >= 'A' && c <= 'Z') return c - 'A';
+  if (c >= 'a' && c <= 'z') return c - 'a' + 26;
+  if (c >= '0' && c <= '9') return c - '0' + 52;
+  if (c == '+' || c == '-') return 62;  // the URL-safe alphabet too, in case
+  if (c == '/' || c == '_') return 63;
+  return -1;
+}
+
+// Strict but for padding, which may be absent.
 std::string Base64Decode(const std::string& in) {
   std::string out;
-  if (absl::Base64Unescape(in, &out) || absl::WebSafeBase64Unescape(in, &out)) return out;
-  throw BadAnswer("bad base64");
+  uint32_t bits = 0;
+  int count = 0;
+  size_t end = in.size();
+  while (end > 0 && in[end - 1] == '=') --end;
+  if (in.size() - end > 2) throw BadAnswer("bad base64 padding");
+  for (size_t i = 0; i < end; ++i) {
+    int v = Base64Value(in[i]);
+    if (v < 0) throw BadAnswer("bad base64 digit");
+    bits = (bits << 6) | uint32_t(v);
+    if (++count == 4) {
+      out += char((bits >> 16) & 0xff);
+      out += char((bits >> 8) & 0xff);
+      out += char(bits & 0xff);
+      bits = 0;
+      count = 0;
+    }
+  }
+  if (count == 1) throw BadAnswer("truncated base64");
+  if (count == 2) out += char((bits >> 4) & 0xff);
+  if (count == 3) {
+    out += char((bits >> 10) & 0xff);
+    out += char((bits >> 2) & 0xff);
+  }
+  return out;
 }
 
 const Json& Object(const Json& j, const char* what) {
@@ -321,13 +375,13 @@ ErrorCode EtcdClient::Create(const std::string& endpoints, int64_t timeout_ms,
 EtcdClient::~EtcdClient() = default;
 
 ErrorCode EtcdClient::Get(const std::string& key, KeyValue* out, bool* found) {
-  Json request = {{"key", Base64Escape(key)}};
+  Json request = {{"key", Base64Encode(key)}};
   return impl_->Call("/v3/kv/range", request,
                      [&](const Json& body) { DecodeFirstKey(body, out, found); });
 }
 
 ErrorCode EtcdClient::GetPrefix(const std::string& prefix, std::vector<KeyValue>* out) {
-  Json request = {{"key", Base64Escape(prefix)}, {"range_end", Base64Escape(PrefixEnd(prefix))}};
+  Json request = {{"key", Base64Encode(prefix)}, {"range_end", Base64Encode(PrefixEnd(prefix))}};
   return impl_->Call("/v3/kv/range", request, [&](const Json& body) {
     std::vector<KeyValue> kvs;
     for (const Json& kv : ArrayField(body, "kvs")) kvs.push_back(DecodeKeyValue(kv));
@@ -336,15 +390,15 @@ ErrorCode EtcdClient::GetPrefix(const std::string& prefix, std::vector<KeyValue>
 }
 
 ErrorCode EtcdClient::Put(const std::string& key, const std::string& value, int64_t lease) {
-  Json request = {{"key", Base64Escape(key)}, {"value", Base64Escape(value)}};
+  Json request = {{"key", Base64Encode(key)}, {"value", Base64Encode(value)}};
   if (lease != 0) request["lease"] = std::to_string(lease);
   return impl_->Call("/v3/kv/put", request, [](const Json&) {});
 }
 
 ErrorCode EtcdClient::CreateIfAbsent(const std::string& key, const std::string& value,
                                      int64_t lease, bool* created, KeyValue* current) {
-  const std::string k = Base64Escape(key);
-  Json put = {{"key", k}, {"value", Base64Escape(value)}};
+  const std::string k = Base64Encode(key);
+  Json put = {{"key", k}, {"value", Base64Encode(value)}};
   if (lease != 0) put["lease"] = std::to_string(lease);
   Json range = {{"request_range", {{"key", k}}}};
   // Either way the last response reads the key as it is after the transaction.
@@ -372,18 +426,18 @@ ErrorCode EtcdClient::CreateIfAbsent(const std::string& key, const std::string& 
 ErrorCode EtcdClient::PutIfHeld(const std::string& guard, int64_t guard_revision,
                                 const std::string& key, const std::string& value, bool* done) {
   Json request = {
-      {"compare", Json::array({{{"key", Base64Escape(guard)},
+      {"compare", Json::array({{{"key", Base64Encode(guard)},
                                 {"target", "CREATE"},
                                 {"result", "EQUAL"},
                                 {"create_revision", std::to_string(guard_revision)}}})},
       {"success", Json::array({{{"request_put",
-                                 {{"key", Base64Escape(key)}, {"value", Base64Escape(value)}}}}})}};
+                                 {{"key", Base64Encode(key)}, {"value", Base64Encode(value)}}}}})}};
   return impl_->Call("/v3/kv/txn", request,
                      [&](const Json& body) { *done = BoolField(body, "succeeded"); });
 }
 
 ErrorCode EtcdClient::DeleteIfHeld(const std::string& key, int64_t revision, bool* done) {
-  const std::string k = Base64Escape(key);
+  const std::string k = Base64Encode(key);
   Json request = {{"compare", Json::array({{{"key", k},
                                             {"target", "CREATE"},
                                             {"result", "EQUAL"},

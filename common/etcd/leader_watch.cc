@@ -30,7 +30,7 @@ LeaderWatcher::LeaderWatcher(EtcdClient* etcd, std::string cluster_id, int64_t p
 LeaderWatcher::~LeaderWatcher() { Stop(); }
 
 void LeaderWatcher::Start() {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   if (running_) return;
   running_ = true;
   stop_ = false;
@@ -39,44 +39,45 @@ void LeaderWatcher::Start() {
 
 void LeaderWatcher::Stop() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     if (!running_) return;
     stop_ = true;
   }
-  cv_.notify_all();
+  cv_.SignalAll();
   thread_.join();
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   running_ = false;
   refresh_done_ = refresh_asked_;  // nobody waits for a thread that is gone
-  cv_.notify_all();
+  cv_.SignalAll();
 }
 
 LeaderInfo LeaderWatcher::Current() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   return current_;
 }
 
 ErrorCode LeaderWatcher::Refresh(LeaderInfo* out) {
-  std::unique_lock<std::mutex> lock(mu_);
-  if (!running_ || stop_) {
-    lock.unlock();
-    bool changed = false;
-    LeaderInfo now;
-    ErrorCode rc = Poll(&changed, &now);
-    if (rc == ErrorCode::OK) *out = now;
-    return rc;
+  {
+    absl::MutexLock lock(&mu_);
+    if (running_ && !stop_) {
+      uint64_t ticket = ++refresh_asked_;
+      cv_.SignalAll();
+      while (refresh_done_ < ticket) cv_.Wait(&mu_);
+      *out = current_;
+      return last_poll_;
+    }
   }
-  uint64_t ticket = ++refresh_asked_;
-  cv_.notify_all();
-  cv_.wait(lock, [&] { return refresh_done_ >= ticket; });
-  *out = current_;
-  return last_poll_;
+  bool changed = false;
+  LeaderInfo now;
+  ErrorCode rc = Poll(&changed, &now);
+  if (rc == ErrorCode::OK) *out = now;
+  return rc;
 }
 
 ErrorCode LeaderWatcher::Poll(bool* changed, LeaderInfo* now) {
   LeaderInfo read;
   ErrorCode rc = ReadLeader(etcd_, cluster_id_, &read);
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   last_poll_ = rc;
   if (rc != ErrorCode::OK) {
     *now = current_;
@@ -92,7 +93,7 @@ void LeaderWatcher::Run() {
   for (;;) {
     uint64_t answering;
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      absl::MutexLock lock(&mu_);
       if (stop_) return;
       answering = refresh_asked_;  // a Refresh asked before this read is answered by it
     }
@@ -100,11 +101,12 @@ void LeaderWatcher::Run() {
     LeaderInfo now;
     Poll(&changed, &now);
     if (changed && on_change_) on_change_(now);
-    std::unique_lock<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     if (answering > refresh_done_) refresh_done_ = answering;
-    cv_.notify_all();
-    cv_.wait_for(lock, std::chrono::milliseconds(poll_interval_ms_),
-                 [&] { return stop_ || refresh_asked_ > refresh_done_; });
+    cv_.SignalAll();
+    const absl::Time deadline = absl::Now() + absl::Milliseconds(poll_interval_ms_);
+    while (!stop_ && refresh_asked_ <= refresh_done_ && !cv_.WaitWithDeadline(&mu_, deadline)) {
+    }
   }
 }
 

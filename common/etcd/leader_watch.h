@@ -11,13 +11,12 @@
 #ifndef MOONCAKE_COMMON_LEADER_WATCH_H_
 #define MOONCAKE_COMMON_LEADER_WATCH_H_
 
-#include <condition_variable>
 #include <cstdint>
 #include <functional>
-#include <mutex>
 #include <string>
 #include <thread>
 
+#include "absl/synchronization/mutex.h"
 #include "common/base/error_code.h"
 #include "common/etcd/etcd_client.h"
 
@@ -84,14 +83,14 @@ class LeaderWatcher {
   const int64_t poll_interval_ms_;
   const std::function<void(const LeaderInfo&)> on_change_;
 
-  mutable std::mutex mu_;
-  std::condition_variable cv_;
-  LeaderInfo current_;           // guarded by mu_
-  bool running_ = false;         // guarded by mu_
-  bool stop_ = false;            // guarded by mu_
-  uint64_t refresh_asked_ = 0;   // guarded by mu_: Refresh calls so far
-  uint64_t refresh_done_ = 0;    // guarded by mu_: of them, how many a poll has answered
-  ErrorCode last_poll_ = ErrorCode::OK;  // guarded by mu_
+  mutable absl::Mutex mu_;
+  absl::CondVar cv_;
+  LeaderInfo current_ ABSL_GUARDED_BY(mu_);
+  bool running_ ABSL_GUARDED_BY(mu_) = false;
+  bool stop_ ABSL_GUARDED_BY(mu_) = false;
+  uint64_t refresh_asked_ ABSL_GUARDED_BY(mu_) = 0;  // Refresh calls so far
+  uint64_t refresh_done_ ABSL_GUARDED_BY(mu_) = 0;  // of them, how many a poll has answered
+  ErrorCode last_poll_ ABSL_GUARDED_BY(mu_) = ErrorCode::OK;
   std::thread thread_;
 };
 

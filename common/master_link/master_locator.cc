@@ -10,6 +10,7 @@ MasterLocator::MasterLocator() = default;
 
 std::unique_ptr<MasterLocator> MasterLocator::Fixed(const std::string& host, int port) {
   std::unique_ptr<MasterLocator> locator(new MasterLocator());
+  absl::MutexLock lock(&locator->mu_);  // not shared yet: for the analysis, costs nothing
   locator->leader_.host = host;
   locator->leader_.port = port;
   locator->description_ = locator->leader_.name();
@@ -35,12 +36,12 @@ ErrorCode MasterLocator::ViaEtcd(const std::string& endpoints, const std::string
 MasterLocator::~MasterLocator() { watcher_.reset(); }
 
 MasterLeader MasterLocator::Current() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   return leader_;
 }
 
 int64_t MasterLocator::highest_term() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   return highest_term_;
 }
 
@@ -52,7 +53,7 @@ MasterLeader MasterLocator::Refresh() {
       Apply(read);  // the watcher's thread may have applied it already: then a no-op
     } else {
       // The masters' leases decide who leads, not our view of etcd: keep the last leader.
-      std::lock_guard<std::mutex> lock(apply_mu_);
+      absl::MutexLock lock(&apply_mu_);
       if (!read_failing_) {
         MC_LOG_WARN("cannot read the master leader key %s from etcd: %s; keeping the last "
                     "leader known", key_.c_str(), ErrorName(code));
@@ -66,7 +67,7 @@ MasterLeader MasterLocator::Refresh() {
 void MasterLocator::ObserveTerm(int64_t term) {
   bool newer_than_key = false;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     if (term > highest_term_) highest_term_ = term;
     newer_than_key = watcher_ != nullptr && term > leader_.term;
   }
@@ -74,7 +75,7 @@ void MasterLocator::ObserveTerm(int64_t term) {
 }
 
 void MasterLocator::Apply(const LeaderInfo& read) {
-  std::lock_guard<std::mutex> apply_lock(apply_mu_);
+  absl::MutexLock apply_lock(&apply_mu_);
   if (read_failing_) MC_LOG_INFO("etcd answers again (leader key %s)", key_.c_str());
   read_failing_ = false;
   MasterLeader next;
@@ -89,7 +90,7 @@ void MasterLocator::Apply(const LeaderInfo& read) {
   if (next.known()) next.term = read.term;
   MasterLeader before;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     before = leader_;
     leader_ = next;
     if (next.term > highest_term_) highest_term_ = next.term;

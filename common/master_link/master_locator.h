@@ -30,9 +30,9 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <string>
 
+#include "absl/synchronization/mutex.h"
 #include "common/base/error_code.h"
 #include "common/base/master_address.h"
 
@@ -101,13 +101,13 @@ class MasterLocator {
   std::string description_;
   ChangeCallback on_change_;
 
-  std::mutex apply_mu_;
-  bool read_failing_ = false;  // guarded by apply_mu_: logged once
-  std::string bad_value_;      // the malformed value last logged; guarded by apply_mu_
+  absl::Mutex apply_mu_ ABSL_ACQUIRED_BEFORE(mu_);
+  bool read_failing_ ABSL_GUARDED_BY(apply_mu_) = false;  // logged once
+  std::string bad_value_ ABSL_GUARDED_BY(apply_mu_);  // the malformed value last logged
 
-  mutable std::mutex mu_;
-  MasterLeader leader_;       // guarded by mu_
-  int64_t highest_term_ = 0;  // guarded by mu_
+  mutable absl::Mutex mu_;
+  MasterLeader leader_ ABSL_GUARDED_BY(mu_);
+  int64_t highest_term_ ABSL_GUARDED_BY(mu_) = 0;
 
   // Last: destroyed first, its thread stopped before the rest goes.
   std::unique_ptr<LeaderWatcher> watcher_;

@@ -9,18 +9,18 @@ void ChunkedChecksum::Add(uint64_t offset, const char* data, uint64_t length) {
 }
 
 void ChunkedChecksum::AddCrc(uint64_t offset, uint64_t length, uint32_t crc) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   chunks_.emplace(offset, Chunk{length, crc});
   bytes_ += length;
 }
 
 uint64_t ChunkedChecksum::bytes() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   return bytes_;
 }
 
 bool ChunkedChecksum::Total(uint64_t size, uint32_t* crc) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   uint64_t covered = 0;
   uint32_t total = 0;
   for (const auto& c : chunks_) {

@@ -8,7 +8,8 @@
 
 #include <cstdint>
 #include <map>
-#include <mutex>
+
+#include "absl/synchronization/mutex.h"
 
 namespace mooncake {
 
@@ -29,9 +30,9 @@ class ChunkedChecksum {
     uint64_t length;
     uint32_t crc;
   };
-  mutable std::mutex mu_;
-  std::multimap<uint64_t, Chunk> chunks_;  // guarded by mu_; by offset
-  uint64_t bytes_ = 0;                     // guarded by mu_
+  mutable absl::Mutex mu_;
+  std::multimap<uint64_t, Chunk> chunks_ ABSL_GUARDED_BY(mu_);  // by offset
+  uint64_t bytes_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace mooncake

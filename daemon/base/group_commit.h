@@ -7,12 +7,12 @@
 // queued call and every queued call that may share its run (Compatible), up to
 // max_group. It goes on while calls queue up, for up to kRunsPerLeader runs, and then
 // hands the lead to the oldest waiter. (LevelDB hands the lead on after every run; here a
-// hand-off is a wake-up, and on a loaded host a woken thread may wait milliseconds for a
+// hand-off is a wake-up, and on a loaded VM a woken thread may wait milliseconds for a
 // CPU while every call queued behind it waits too.)
 //
 // A follower first spins (common/base/spin_wait.h: sched_yield between polls, for the spin
-// budget) on its state: a run is one master round trip, and a thread put to sleep costs
-// its waker about as much again where idle CPUs halt. Only then does it block.
+// budget) on its state: a run takes tens of microseconds, and a thread put to sleep costs
+// its waker about as much again on a VM whose idle CPUs sleep. Only then does it block.
 //
 // The Runner fills each request's result (it must not throw) and runs without the lock;
 // what it wrote is published to each follower by the release store of its state.
@@ -24,12 +24,12 @@
 
 #include <algorithm>
 #include <atomic>
-#include <condition_variable>
 #include <cstddef>
 #include <functional>
 #include <mutex>
 #include <vector>
 
+#include "absl/synchronization/mutex.h"
 #include "common/base/spin_wait.h"
 
 namespace mooncake {
@@ -60,19 +60,19 @@ class GroupCommit {
   size_t Submit(Request* request) {
     Waiter self;
     self.request = request;
-    std::unique_lock<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     if (leaders_ < max_leaders_) {
       ++leaders_;  // queue_ is empty: nobody to take along
     } else {
       // Wait for a leader to run ours, or to hand us the lead (taking us off queue_).
       queue_.push_back(&self);
-      lock.unlock();
+      mu_.Unlock();
       SpinUntil([&] { return self.state.load(std::memory_order_acquire) != kQueued; },
                 spin_ns_);
-      lock.lock();
+      mu_.Lock();
       while (self.state.load(std::memory_order_acquire) == kQueued) {
         self.sleeping = true;
-        self.cv.wait(lock);
+        self.cv.Wait(&mu_);
       }
       self.sleeping = false;
       if (self.state.load(std::memory_order_acquire) == kDone) return self.group_size;
@@ -97,12 +97,12 @@ class GroupCommit {
                                     return false;
                                   }),
                    queue_.end());
-      lock.unlock();
+      mu_.Unlock();
       std::vector<Request*> group;
       group.reserve(members.size());
       for (Waiter* w : members) group.push_back(w->request);
       run_(group);
-      lock.lock();
+      mu_.Lock();
       for (Waiter* w : members) {
         if (w == &self) {
           own_group = members.size();
@@ -126,13 +126,13 @@ class GroupCommit {
 
   // Calls waiting for a run (not those running).
   size_t pending() {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     return queue_.size();
   }
 
  private:
   // Runs one leader makes before it hands the lead to the oldest waiter: enough that a
-  // burst rarely needs the hand-off (a wake-up of a thread that, on a loaded host, may not
+  // burst rarely needs the hand-off (a wake-up of a thread that, on a loaded VM, may not
   // run again for milliseconds while every call queued behind it waits), few enough that
   // the leader's own caller is not kept long (each run is one master round trip).
   static constexpr int kRunsPerLeader = 4;
@@ -140,9 +140,10 @@ class GroupCommit {
   struct Waiter {
     Request* request = nullptr;
     std::atomic<int> state{kQueued};
-    bool sleeping = false;  // blocked on cv; guarded by mu_
+    // Blocked on cv. Under the GroupCommit's mu_, which an annotation here cannot name.
+    bool sleeping = false;
     size_t group_size = 0;  // set before state becomes kDone
-    std::condition_variable cv;
+    absl::CondVar cv;
   };
 
   // Called with mu_ held. A spinning waiter may return (and its Waiter vanish) as soon as
@@ -151,7 +152,7 @@ class GroupCommit {
   static void Wake(Waiter* w, State state) {
     bool sleeping = w->sleeping;
     w->state.store(state, std::memory_order_release);
-    if (sleeping) w->cv.notify_one();
+    if (sleeping) w->cv.Signal();
   }
 
   const size_t max_group_;
@@ -159,12 +160,12 @@ class GroupCommit {
   const int64_t spin_ns_;
   const Runner run_;
   const Compatible compatible_;
-  std::mutex mu_;
-  // The requests waiting for a run, oldest first. Guarded by mu_.
-  std::vector<Waiter*> queue_;
+  absl::Mutex mu_;
+  // The requests waiting for a run, oldest first.
+  std::vector<Waiter*> queue_ ABSL_GUARDED_BY(mu_);
   // Threads leading (running groups, or being handed the lead); below max_leaders_ only
-  // while queue_ is empty. Guarded by mu_.
-  size_t leaders_ = 0;
+  // while queue_ is empty.
+  size_t leaders_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace mooncake

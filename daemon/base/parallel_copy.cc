@@ -19,19 +19,18 @@ ParallelCopy::ParallelCopy(size_t min_bytes, size_t wake_bytes, int64_t spin_ns)
 ParallelCopy::~ParallelCopy() {
   if (!helper_.joinable()) return;
   {
-    std::lock_guard<std::mutex> lock(sleep_mu_);
+    absl::MutexLock lock(&sleep_mu_);
     stop_.store(true);
   }
-  wake_.notify_one();
+  wake_.Signal();
   helper_.join();
 }
 
 void ParallelCopy::Copy(const Piece* pieces, size_t count) {
   size_t total = 0;
   for (size_t i = 0; i < count; ++i) total += pieces[i].length;
-  std::unique_lock<std::mutex> slot(slot_mu_, std::defer_lock);
   // Alone: too small to be worth sharing, no helper, or the helper is someone else's now.
-  if (min_bytes_ == 0 || total < min_bytes_ || count == 0 || !slot.try_lock()) {
+  if (min_bytes_ == 0 || total < min_bytes_ || count == 0 || !slot_mu_.TryLock()) {
     for (size_t i = 0; i < count; ++i) std::memcpy(pieces[i].dest, pieces[i].src, pieces[i].length);
     return;
   }
@@ -56,8 +55,8 @@ void ParallelCopy::Copy(const Piece* pieces, size_t count) {
   if (total >= wake_bytes_ && sleeping_.load()) {
     // Under the lock: the helper is then either before its last look at posted_ (and sees
     // the new copy) or inside wait() (and is woken).
-    std::lock_guard<std::mutex> lock(sleep_mu_);
-    wake_.notify_one();
+    absl::MutexLock lock(&sleep_mu_);
+    wake_.Signal();
   }
   RunGroups();
   // Every group is taken. The helper may still be copying its last one, or about to look
@@ -68,6 +67,7 @@ void ParallelCopy::Copy(const Piece* pieces, size_t count) {
     // woken onto this very CPU finish it.
     sched_yield();
   }
+  slot_mu_.Unlock();
 }
 
 size_t ParallelCopy::RunGroups() {
@@ -88,9 +88,9 @@ void ParallelCopy::HelperLoop() {
   for (;;) {
     auto posted = [&] { return posted_.load() != seen || stop_.load(); };
     if (!SpinUntil(posted, spin_ns_)) {
-      std::unique_lock<std::mutex> lock(sleep_mu_);
+      absl::MutexLock lock(&sleep_mu_);
       sleeping_.store(true);
-      wake_.wait(lock, posted);
+      while (!posted()) wake_.Wait(&sleep_mu_);
       sleeping_.store(false);
     }
     if (stop_.load()) return;

@@ -30,12 +30,12 @@
 #define MOONCAKE_DAEMON_PARALLEL_COPY_H_
 
 #include <atomic>
-#include <condition_variable>
 #include <cstddef>
 #include <cstdint>
-#include <mutex>
 #include <thread>
 #include <vector>
+
+#include "absl/synchronization/mutex.h"
 
 namespace mooncake {
 
@@ -77,7 +77,7 @@ class ParallelCopy {
   const size_t wake_bytes_;
   const int64_t spin_ns_;
 
-  std::mutex slot_mu_;  // held by the caller whose copy is shared (try_lock only)
+  absl::Mutex slot_mu_;  // held by the caller whose copy is shared (TryLock only)
   // The shared copy: written under slot_mu_ before open_ is set, read by the helper
   // only while it is inside (helper_in_) and open_ is set.
   std::vector<Piece> parts_;
@@ -87,8 +87,8 @@ class ParallelCopy {
   std::atomic<int> helper_in_{0};
   std::atomic<uint64_t> posted_{0};  // bumped once per shared copy
 
-  std::mutex sleep_mu_;
-  std::condition_variable wake_;
+  absl::Mutex sleep_mu_;
+  absl::CondVar wake_;
   std::atomic<bool> sleeping_{false};  // written under sleep_mu_
   std::atomic<bool> stop_{false};
   std::atomic<uint64_t> helper_bytes_{0};

@@ -25,7 +25,7 @@ WorkerThreads::~WorkerThreads() { Stop(); }
 // queue already drained by someone else.
 void WorkerThreads::Push(std::unique_ptr<Job> job) {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     // Dropped: job is destroyed once the lock is released, since that can submit again
     // (a Request's end can run a teardown that hands work over).
     if (stopping_) return;
@@ -33,16 +33,16 @@ void WorkerThreads::Push(std::unique_ptr<Job> job) {
     queued_.store(queue_.size(), std::memory_order_release);
     if (sleepers_ == 0 || queue_.size() <= static_cast<size_t>(spinners_.spinning())) return;
   }
-  cv_.notify_one();
+  cv_.Signal();
 }
 
 void WorkerThreads::Stop() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     stopping_ = true;
     stopping_flag_.store(true);
   }
-  cv_.notify_all();
+  cv_.SignalAll();
   for (auto& w : workers_) {
     if (w.joinable()) w.join();
   }
@@ -61,10 +61,10 @@ void WorkerThreads::Work() {
       spinners_.Leave();
     }
     {
-      std::unique_lock<std::mutex> lock(mu_);
+      absl::MutexLock lock(&mu_);
       if (!stopping_ && queue_.empty()) {
         ++sleepers_;
-        cv_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
+        while (!stopping_ && queue_.empty()) cv_.Wait(&mu_);
         --sleepers_;
       }
       if (spun) spin.Blocked();

@@ -4,9 +4,9 @@
 //
 // Spinning (spin_ns > 0, common/base/spin_wait.h): an idle worker polls the queue for a while
 // before it sleeps on the condition variable, so that a job submitted soon after needs no
-// futex wake (dear for the submitter where idle CPUs halt: common/base/spin_wait.h). At most
-// kMaxSpinners workers spin at once (on a host with few cores more spinners starve the
-// threads doing the work); the others sleep at once. Each worker's budget adapts to how long its
+// futex wake (tens of microseconds of the submitter's CPU on a VM whose idle vCPUs halt).
+// At most kMaxSpinners workers spin at once (two vCPUs: more spinners starve the threads
+// doing the work); the others sleep at once. Each worker's budget adapts to how long its
 // waits turn out to be, so an idle pool stops spinning. Push skips the notify while the
 // spinners outnumber the queued jobs; the argument that no job is stranded is at Push in
 // worker_threads.cc.
@@ -16,15 +16,14 @@
 #define MOONCAKE_DAEMON_WORKER_THREADS_H_
 
 #include <atomic>
-#include <condition_variable>
 #include <cstdint>
 #include <deque>
 #include <memory>
-#include <mutex>
 #include <thread>
 #include <utility>
 #include <vector>
 
+#include "absl/synchronization/mutex.h"
 #include "common/base/spin_wait.h"
 
 namespace mooncake {
@@ -67,11 +66,11 @@ class WorkerThreads {
   void Work();
 
   const int64_t spin_ns_;
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::deque<std::unique_ptr<Job>> queue_;  // guarded by mu_
-  bool stopping_ = false;                   // guarded by mu_
-  int sleepers_ = 0;  // workers in cv_.wait (notified or not); guarded by mu_
+  absl::Mutex mu_;
+  absl::CondVar cv_;
+  std::deque<std::unique_ptr<Job>> queue_ ABSL_GUARDED_BY(mu_);
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  int sleepers_ ABSL_GUARDED_BY(mu_) = 0;  // workers in cv_.wait (notified or not)
   // What spinners poll, lock-free: queue_.size() (written under mu_) and stopping_.
   std::atomic<size_t> queued_{0};
   std::atomic<bool> stopping_flag_{false};

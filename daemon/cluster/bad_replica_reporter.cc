@@ -27,10 +27,10 @@ void BadReplicaReporter::Start() { thread_ = std::thread([this] { Run(); }); }
 
 void BadReplicaReporter::Stop() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     stop_ = true;
   }
-  cv_.notify_all();
+  cv_.SignalAll();
   if (thread_.joinable()) thread_.join();
 }
 
@@ -57,7 +57,7 @@ void BadReplicaReporter::ReportNotHeld(const DiskAddress& object, int64_t disk_s
 
 void BadReplicaReporter::Queue(rpc::BadReplica bad) {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     if (queue_.size() >= kMaxQueued) {
       ++stats_.overflow;
       return;
@@ -65,34 +65,36 @@ void BadReplicaReporter::Queue(rpc::BadReplica bad) {
     if (!waiting_.insert(Identity(bad)).second) return;  // already on its way
     queue_.push_back(std::move(bad));
   }
-  cv_.notify_one();
+  cv_.Signal();
 }
 
 BadReplicaReporter::Stats BadReplicaReporter::stats() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   return stats_;
 }
 
 void BadReplicaReporter::Run() {
-  std::unique_lock<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   for (;;) {
-    cv_.wait(lock, [this] { return stop_ || !queue_.empty(); });
+    while (!stop_ && queue_.empty()) cv_.Wait(&mu_);
     if (stop_) return;
     std::vector<rpc::BadReplica> batch;
     while (!queue_.empty() && batch.size() < kMaxBatch) {
       batch.push_back(std::move(queue_.front()));
       queue_.pop_front();
     }
-    lock.unlock();
+    mu_.Unlock();
     bool sent = Send(batch);
-    lock.lock();
+    mu_.Lock();
     if (sent) {
       for (const rpc::BadReplica& bad : batch) waiting_.erase(Identity(bad));
       continue;
     }
     // Kept for the next try, ahead of what came since; still counted as waiting.
     for (size_t i = batch.size(); i-- > 0;) queue_.push_front(std::move(batch[i]));
-    cv_.wait_for(lock, std::chrono::seconds(1), [this] { return stop_; });
+    const absl::Time deadline = absl::Now() + absl::Seconds(1);
+    while (!stop_ && !cv_.WaitWithDeadline(&mu_, deadline)) {
+    }
   }
 }
 
@@ -116,7 +118,7 @@ bool BadReplicaReporter::Send(const std::vector<rpc::BadReplica>& batch) {
   uint64_t dropped = 0;
   for (ErrorCode code : codes) dropped += code == ErrorCode::OK;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     stats_.reported += batch.size();
     stats_.dropped += dropped;
   }

@@ -19,16 +19,15 @@
 #ifndef MOONCAKE_DAEMON_BAD_REPLICA_REPORTER_H_
 #define MOONCAKE_DAEMON_BAD_REPLICA_REPORTER_H_
 
-#include <condition_variable>
 #include <cstdint>
 #include <deque>
-#include <mutex>
 #include <set>
 #include <string>
 #include <thread>
 #include <utility>
 
 #include "MasterService.h"
+#include "absl/synchronization/mutex.h"
 #include "daemon/transfer/transport.h"
 
 namespace mooncake {
@@ -75,12 +74,13 @@ class BadReplicaReporter {
   MasterClient* const master_;
   Membership* const membership_;
 
-  mutable std::mutex mu_;
-  std::condition_variable cv_;
-  std::deque<rpc::BadReplica> queue_;                   // guarded by mu_
-  std::set<std::pair<std::string, int64_t>> waiting_;  // (key, replica or segment) in queue_
-  bool stop_ = false;                                   // guarded by mu_
-  Stats stats_;                                         // guarded by mu_
+  mutable absl::Mutex mu_;
+  absl::CondVar cv_;
+  std::deque<rpc::BadReplica> queue_ ABSL_GUARDED_BY(mu_);
+  // (key, replica or segment) in queue_.
+  std::set<std::pair<std::string, int64_t>> waiting_ ABSL_GUARDED_BY(mu_);
+  bool stop_ ABSL_GUARDED_BY(mu_) = false;
+  Stats stats_ ABSL_GUARDED_BY(mu_);
   std::thread thread_;
 };
 

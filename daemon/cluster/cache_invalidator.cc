@@ -1,10 +1,10 @@
 #include "daemon/cluster/cache_invalidator.h"
 
 #include <algorithm>
-#include <condition_variable>
 #include <memory>
 #include <mutex>
 
+#include "absl/synchronization/mutex.h"
 #include "common/base/little_endian.h"
 #include "common/base/logging.h"
 #include "common/base/tenant_key.h"
@@ -103,13 +103,13 @@ struct CacheInvalidator::Round {
   enum State { kTelling, kAcknowledged, kFailed };
   explicit Round(size_t n) : state(n, kTelling) {}
   void Set(size_t i, bool acknowledged) {
-    std::lock_guard<std::mutex> lock(mu);
+    absl::MutexLock lock(&mu);
     state[i] = acknowledged ? kAcknowledged : kFailed;
-    cv.notify_all();
+    cv.SignalAll();
   }
-  std::mutex mu;
-  std::condition_variable cv;
-  std::vector<State> state;  // guarded by mu
+  absl::Mutex mu;
+  absl::CondVar cv;
+  std::vector<State> state ABSL_GUARDED_BY(mu);
 };
 
 CacheInvalidator::CacheInvalidator(ControlCaller* caller, size_t threads)
@@ -165,7 +165,7 @@ CacheInvalidator::Outcome CacheInvalidator::Forget(const StaleCaches& stale,
     deadlines[i] = stale.received_at +
                    std::chrono::milliseconds(std::clamp<int64_t>(h.ms_left, 0, kMaxWaitMs));
     if (h.address.empty() || deadlines[i] <= now) {
-      round->state[i] = Round::kFailed;  // nobody to tell: the deadline is waited out
+      round->Set(i, false);  // nobody to tell: the deadline is waited out
       outcome.waited_out += deadlines[i] > now;
       if (h.address.empty() && deadlines[i] > now) {
         MC_LOG_INFO("read caches the master cannot name may hold %s: waiting %lld ms for "
@@ -190,7 +190,7 @@ CacheInvalidator::Outcome CacheInvalidator::Forget(const StaleCaches& stale,
     round->Set(i, Tell(holders[i].address, payloads[i], deadlines[i]));
   }
   // Until each holder has acknowledged or its deadline has passed.
-  std::unique_lock<std::mutex> lock(round->mu);
+  absl::MutexLock lock(&round->mu);
   for (;;) {
     now = Clock::now();
     Clock::time_point next = Clock::time_point::max();
@@ -200,7 +200,7 @@ CacheInvalidator::Outcome CacheInvalidator::Forget(const StaleCaches& stale,
       }
     }
     if (next == Clock::time_point::max()) break;
-    round->cv.wait_until(lock, next);
+    round->cv.WaitWithTimeout(&round->mu, absl::FromChrono(next - now));
   }
   for (size_t i = 0; i < holders.size(); ++i) {
     const rpc::CacheHolder& h = holders[i];

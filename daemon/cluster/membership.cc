@@ -10,11 +10,11 @@
 namespace mooncake {
 
 int64_t RandomId() {
-  static std::mutex mu;
+  static absl::Mutex mu;
   static std::mt19937_64 rng{std::random_device{}() ^
                              static_cast<uint64_t>(
                                  std::chrono::steady_clock::now().time_since_epoch().count())};
-  std::lock_guard<std::mutex> lock(mu);
+  absl::MutexLock lock(&mu);
   for (;;) {
     int64_t id = static_cast<int64_t>(rng() & INT64_MAX);
     if (id != 0) return id;
@@ -33,9 +33,9 @@ Membership::Membership(MasterClient* master, TransferEngine* engine, std::string
           master, daemon_id_, [this](int64_t id) { return Find(id); })) {
   master_->SetLeaderChangeHandler([this](const MasterLeader& leader) {
     if (!leader.known()) return;  // an election: the next leader is what matters
-    std::lock_guard<std::mutex> lock(heartbeat_mu_);
+    absl::MutexLock lock(&heartbeat_mu_);
     heartbeat_now_ = true;
-    heartbeat_cv_.notify_all();
+    heartbeat_cv_.SignalAll();
   });
 }
 
@@ -93,7 +93,7 @@ rpc::SegmentInfo Membership::Describe(int64_t segment_id, const SegmentMemory& m
   info.daemon_id = daemon_id_;
   info.incarnation = incarnation_;
   info.endpoints = engine_->DescribeSegment(memory.base(), memory.size());
-  std::shared_lock<std::shared_mutex> lock(segments_mu_);
+  absl::ReaderMutexLock lock(&segments_mu_);
   auto lent = lent_.find(segment_id);
   info.lent_by_client = lent != lent_.end();
   if (info.lent_by_client && !lent->second.name.empty()) {
@@ -120,7 +120,7 @@ rpc::SegmentInfo Membership::DescribeDisk(const DiskSegment& disk) const {
 
 ErrorCode Membership::MountDisk(const DiskSegment& disk) {
   {
-    std::unique_lock<std::shared_mutex> lock(segments_mu_);
+    absl::WriterMutexLock lock(&segments_mu_);
     disk_ = disk;
   }
   // SEGMENT_ALREADY_EXISTS is a refusal here: the id is known under another name or
@@ -137,7 +137,7 @@ ErrorCode Membership::MountDisk(const DiskSegment& disk) {
 ErrorCode Membership::UnmountDisk() {
   int64_t id = 0;
   {
-    std::unique_lock<std::shared_mutex> lock(segments_mu_);
+    absl::WriterMutexLock lock(&segments_mu_);
     id = disk_.id;
     disk_ = DiskSegment{};
   }
@@ -160,13 +160,13 @@ ErrorCode Membership::RetireDisk(const DiskSegment& old) {
 }
 
 int64_t Membership::disk_segment_id() const {
-  std::shared_lock<std::shared_mutex> lock(segments_mu_);
+  absl::ReaderMutexLock lock(&segments_mu_);
   return disk_.id;
 }
 
 std::vector<Membership::MountedSegment> Membership::Mounted() const {
   std::vector<MountedSegment> out;
-  std::shared_lock<std::shared_mutex> lock(segments_mu_);
+  absl::ReaderMutexLock lock(&segments_mu_);
   for (const auto& [id, memory] : segments_) {
     out.push_back({id, memory->size(), lent_.count(id) > 0, false});
   }
@@ -185,7 +185,7 @@ ErrorCode Membership::Mount(std::shared_ptr<SegmentMemory> memory, int64_t* segm
   {
     // Visible before the master hands out ranges in it, and included by a concurrent
     // Reregister (whose mount makes ours answer -102, which is fine).
-    std::unique_lock<std::shared_mutex> lock(segments_mu_);
+    absl::WriterMutexLock lock(&segments_mu_);
     segments_[id] = std::move(memory);
     if (lent) lent_[id] = named ? std::move(lender) : Lender();
   }
@@ -197,7 +197,7 @@ ErrorCode Membership::Mount(std::shared_ptr<SegmentMemory> memory, int64_t* segm
   if (code != ErrorCode::OK) {
     char* base = nullptr;
     {
-      std::unique_lock<std::shared_mutex> lock(segments_mu_);
+      absl::WriterMutexLock lock(&segments_mu_);
       base = segments_[id]->base();
       segments_.erase(id);
       lent_.erase(id);
@@ -223,7 +223,7 @@ ErrorCode Membership::Unmount(int64_t segment_id) {
   }
   std::shared_ptr<SegmentMemory> gone;
   {
-    std::unique_lock<std::shared_mutex> lock(segments_mu_);
+    absl::WriterMutexLock lock(&segments_mu_);
     auto it = segments_.find(segment_id);
     if (it == segments_.end()) return code;
     gone = std::move(it->second);
@@ -242,20 +242,20 @@ ErrorCode Membership::Unmount(int64_t segment_id) {
 void Membership::UnmountAll() {
   std::vector<int64_t> ids;
   {
-    std::shared_lock<std::shared_mutex> lock(segments_mu_);
+    absl::ReaderMutexLock lock(&segments_mu_);
     for (const auto& s : segments_) ids.push_back(s.first);
   }
   for (int64_t id : ids) Unmount(id);
 }
 
 std::shared_ptr<SegmentMemory> Membership::Find(int64_t segment_id) const {
-  std::shared_lock<std::shared_mutex> lock(segments_mu_);
+  absl::ReaderMutexLock lock(&segments_mu_);
   auto it = segments_.find(segment_id);
   return it == segments_.end() ? nullptr : it->second;
 }
 
 ErrorCode Membership::Reregister() {
-  std::lock_guard<std::mutex> lock(reregister_mu_);
+  absl::MutexLock lock(&reregister_mu_);
   // After a master restart every request in flight meets -103 at about the same time;
   // one registration serves them all.
   if (std::chrono::steady_clock::now() - last_registered_ < std::chrono::milliseconds(200)) {
@@ -280,7 +280,7 @@ ErrorCode Membership::Reregister() {
   if (before_remount_) before_remount_();
   std::vector<std::pair<int64_t, std::shared_ptr<SegmentMemory>>> snapshot;
   {
-    std::shared_lock<std::shared_mutex> seg_lock(segments_mu_);
+    absl::ReaderMutexLock seg_lock(&segments_mu_);
     snapshot.assign(segments_.begin(), segments_.end());
   }
   size_t mounted = 0;
@@ -300,7 +300,7 @@ ErrorCode Membership::Reregister() {
   }
   DiskSegment disk;
   {
-    std::shared_lock<std::shared_mutex> seg_lock(segments_mu_);
+    absl::ReaderMutexLock seg_lock(&segments_mu_);
     disk = disk_;
   }
   if (disk.id != 0) {
@@ -336,10 +336,10 @@ void Membership::StartHeartbeat() {
 
 void Membership::StopHeartbeat() {
   {
-    std::lock_guard<std::mutex> lock(heartbeat_mu_);
+    absl::MutexLock lock(&heartbeat_mu_);
     heartbeat_stop_ = true;
   }
-  heartbeat_cv_.notify_all();
+  heartbeat_cv_.SignalAll();
   if (heartbeat_.joinable()) heartbeat_.join();
 }
 
@@ -349,13 +349,15 @@ void Membership::HeartbeatLoop() {
   // interval because one attempt met it before it answered.
   constexpr int64_t kFirstRetryMs = 100;
   int64_t wait_ms = heartbeat_interval_ms_;
-  std::unique_lock<std::mutex> lock(heartbeat_mu_);
+  absl::MutexLock lock(&heartbeat_mu_);
   while (!heartbeat_stop_) {
-    heartbeat_cv_.wait_for(lock, std::chrono::milliseconds(wait_ms),
-                           [this] { return heartbeat_stop_ || heartbeat_now_; });
+    const absl::Time deadline = absl::Now() + absl::Milliseconds(wait_ms);
+    while (!heartbeat_stop_ && !heartbeat_now_ &&
+           !heartbeat_cv_.WaitWithDeadline(&heartbeat_mu_, deadline)) {
+    }
     if (heartbeat_stop_) break;
     heartbeat_now_ = false;
-    lock.unlock();
+    heartbeat_mu_.Unlock();
     // The epoch of the master our segments are mounted at (learnt at registration);
     // -1 or 0 while unknown.
     const int64_t mounted_at = gate_.epoch();
@@ -393,7 +395,7 @@ void Membership::HeartbeatLoop() {
                                                      : ErrorName(code));
       master_->DropIdle();
     }
-    lock.lock();
+    heartbeat_mu_.Lock();
   }
 }
 

@@ -42,17 +42,15 @@
 
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <set>
-#include <shared_mutex>
 #include <string>
 #include <thread>
 
+#include "absl/synchronization/mutex.h"
 #include "daemon/base/epoch_gate.h"
 #include "daemon/master_link/master_client.h"
 #include "daemon/memory/segment_memory.h"
@@ -179,24 +177,25 @@ class Membership {
   const int64_t incarnation_;  // never logged: it is what proves a re-mount is ours
   const int64_t heartbeat_interval_ms_;
 
-  mutable std::shared_mutex segments_mu_;
-  std::map<int64_t, std::shared_ptr<SegmentMemory>> segments_;  // guarded by segments_mu_
-  // The segments_ that clients lent, and by whom; guarded by segments_mu_.
-  std::map<int64_t, Lender> lent_;
+  mutable absl::Mutex segments_mu_;
+  std::map<int64_t, std::shared_ptr<SegmentMemory>> segments_ ABSL_GUARDED_BY(segments_mu_);
+  // The segments_ that clients lent, and by whom.
+  std::map<int64_t, Lender> lent_ ABSL_GUARDED_BY(segments_mu_);
 
-  DiskSegment disk_;  // id 0: none; guarded by segments_mu_
+  DiskSegment disk_ ABSL_GUARDED_BY(segments_mu_);  // id 0: none
 
   std::function<void()> before_remount_;
   std::function<void()> after_disk_mount_;
-  std::mutex reregister_mu_;  // one re-registration at a time
-  std::chrono::steady_clock::time_point last_registered_;  // guarded by reregister_mu_
+  absl::Mutex reregister_mu_;  // one re-registration at a time
+  std::chrono::steady_clock::time_point last_registered_ ABSL_GUARDED_BY(reregister_mu_);
 
   std::atomic<bool> healthy_{false};
   EpochGate gate_;
-  std::mutex heartbeat_mu_;
-  std::condition_variable heartbeat_cv_;
-  bool heartbeat_stop_ = false;  // guarded by heartbeat_mu_
-  bool heartbeat_now_ = false;   // a leader change: beat without waiting; guarded by heartbeat_mu_
+  absl::Mutex heartbeat_mu_;
+  absl::CondVar heartbeat_cv_;
+  bool heartbeat_stop_ ABSL_GUARDED_BY(heartbeat_mu_) = false;
+  // A leader change: beat without waiting.
+  bool heartbeat_now_ ABSL_GUARDED_BY(heartbeat_mu_) = false;
   std::thread heartbeat_;
   // Last: stopped first, while what it reads (Find) is still there.
   std::unique_ptr<SegmentVerifier> verifier_;

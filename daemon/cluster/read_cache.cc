@@ -37,7 +37,7 @@ void ReadCache::Fill(const std::string& key, Ticket ticket, Entry entry) {
   KeyRef ref = Hashed(key);
   size_t stripe = StripeOf(ref);
   Shard& shard = ShardOf(stripe);
-  std::lock_guard<std::mutex> lock(shard.mu);
+  absl::MutexLock lock(&shard.mu);
   // An invalidation ran since the master was asked: its answer may predate a remove or
   // upsert this daemon already acknowledged.
   if (epochs_[stripe].load(std::memory_order_relaxed) != ticket) return;
@@ -62,7 +62,7 @@ bool ReadCache::Lookup(const std::string& key, Entry* out) {
   if (!enabled_) return false;
   KeyRef ref = Hashed(key);
   Shard& shard = ShardOf(StripeOf(ref));
-  std::lock_guard<std::mutex> lock(shard.mu);
+  absl::MutexLock lock(&shard.mu);
   auto it = shard.map.find(ref);
   if (it == shard.map.end()) return false;
   if (it->second.deadline <= Clock::now()) {
@@ -78,7 +78,7 @@ void ReadCache::Invalidate(const std::string& key) {
   KeyRef ref = Hashed(key);
   size_t stripe = StripeOf(ref);
   Shard& shard = ShardOf(stripe);
-  std::lock_guard<std::mutex> lock(shard.mu);
+  absl::MutexLock lock(&shard.mu);
   auto it = shard.map.find(ref);
   if (it != shard.map.end()) EraseLocked(shard, it);
   epochs_[stripe].fetch_add(1, std::memory_order_release);
@@ -95,7 +95,7 @@ void ReadCache::Clear() {
     Shard& shard = shards_[i];
     Map dropped;  // freed outside the lock
     {
-      std::lock_guard<std::mutex> lock(shard.mu);
+      absl::MutexLock lock(&shard.mu);
       dropped.swap(shard.map);
       shard.bytes = 0;
       BumpShardLocked(i);
@@ -107,7 +107,7 @@ void ReadCache::DropSegment(int64_t segment_id) {
   if (!enabled_) return;
   for (size_t i = 0; i < kShards; ++i) {
     Shard& shard = shards_[i];
-    std::lock_guard<std::mutex> lock(shard.mu);
+    absl::MutexLock lock(&shard.mu);
     // An erase moves no other slot, so the iterator, advanced first, stays valid.
     for (auto it = shard.map.begin(); it != shard.map.end();) {
       auto here = it++;
@@ -120,7 +120,7 @@ void ReadCache::DropSegment(int64_t segment_id) {
 size_t ReadCache::size() const {
   size_t n = 0;
   for (size_t i = 0; i < kShards; ++i) {
-    std::lock_guard<std::mutex> lock(shards_[i].mu);
+    absl::MutexLock lock(&shards_[i].mu);
     n += shards_[i].map.size();
   }
   return n;

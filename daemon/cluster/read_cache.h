@@ -55,11 +55,11 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <string_view>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/synchronization/mutex.h"
 #include "daemon/transfer/replica_target.h"
 
 namespace mooncake {
@@ -156,9 +156,9 @@ class ReadCache {
   // control byte) in a table between 7/16 and 7/8 full.
   static constexpr size_t kEntryOverhead = 2 * (sizeof(StoredKey) + sizeof(Entry) + 1);
   struct alignas(64) Shard {
-    std::mutex mu;
-    Map map;                                     // guarded by mu
-    size_t bytes = 0;                            // guarded by mu
+    absl::Mutex mu;
+    Map map ABSL_GUARDED_BY(mu);
+    size_t bytes ABSL_GUARDED_BY(mu) = 0;
   };
 
   static KeyRef Hashed(const std::string& key) {
@@ -169,8 +169,8 @@ class ReadCache {
   Shard& ShardOf(size_t stripe) const { return shards_[stripe % kShards]; }
   // Bumps every stripe of the shard (whose lock the caller holds).
   void BumpShardLocked(size_t shard);
-  void EvictLocked(Shard& shard, Clock::time_point now);
-  void EraseLocked(Shard& shard, Map::iterator it);
+  void EvictLocked(Shard& shard, Clock::time_point now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(shard.mu);
+  void EraseLocked(Shard& shard, Map::iterator it) ABSL_EXCLUSIVE_LOCKS_REQUIRED(shard.mu);
 
   const bool enabled_;
   const size_t shard_max_entries_;

@@ -16,36 +16,38 @@ SegmentVerifier::SegmentVerifier(MasterClient* master, int64_t daemon_id, Finder
 SegmentVerifier::~SegmentVerifier() { Stop(); }
 
 void SegmentVerifier::Enqueue(int64_t segment_id) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   if (std::find(queue_.begin(), queue_.end(), segment_id) == queue_.end()) {
     queue_.push_back(segment_id);
   }
-  cv_.notify_all();
+  cv_.SignalAll();
 }
 
 void SegmentVerifier::Stop() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     stop_ = true;
   }
-  cv_.notify_all();
+  cv_.SignalAll();
   if (thread_.joinable()) thread_.join();
 }
 
 void SegmentVerifier::Loop() {
-  std::unique_lock<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   while (!stop_) {
-    cv_.wait(lock, [this] { return stop_ || !queue_.empty(); });
+    while (!stop_ && queue_.empty()) cv_.Wait(&mu_);
     if (stop_) break;
     int64_t segment_id = queue_.front();
     queue_.pop_front();
-    lock.unlock();
+    mu_.Unlock();
     bool done = Verify(segment_id);
-    lock.lock();
+    mu_.Lock();
     if (!done && !stop_) {
       // The master is away (a restart, a failover): the re-mount that follows queues the
       // segment again; until then, try again after a pause.
-      cv_.wait_for(lock, std::chrono::seconds(1), [this] { return stop_; });
+      const absl::Time deadline = absl::Now() + absl::Seconds(1);
+      while (!stop_ && !cv_.WaitWithDeadline(&mu_, deadline)) {
+      }
       if (std::find(queue_.begin(), queue_.end(), segment_id) == queue_.end()) {
         queue_.push_back(segment_id);
       }
@@ -59,7 +61,7 @@ bool SegmentVerifier::Verify(int64_t segment_id) {
   int64_t cursor = 0;
   while (cursor >= 0) {
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      absl::MutexLock lock(&mu_);
       if (stop_) return true;
     }
     std::shared_ptr<SegmentMemory> memory = find_(segment_id);

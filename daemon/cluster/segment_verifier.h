@@ -15,14 +15,13 @@
 #ifndef MOONCAKE_DAEMON_SEGMENT_VERIFIER_H_
 #define MOONCAKE_DAEMON_SEGMENT_VERIFIER_H_
 
-#include <condition_variable>
 #include <cstdint>
 #include <deque>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <thread>
 
+#include "absl/synchronization/mutex.h"
 #include "daemon/master_link/master_client.h"
 #include "daemon/memory/segment_memory.h"
 
@@ -52,10 +51,10 @@ class SegmentVerifier {
   MasterClient* const master_;
   const int64_t daemon_id_;
   const Finder find_;
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::deque<int64_t> queue_;  // guarded by mu_
-  bool stop_ = false;          // guarded by mu_
+  absl::Mutex mu_;
+  absl::CondVar cv_;
+  std::deque<int64_t> queue_ ABSL_GUARDED_BY(mu_);
+  bool stop_ ABSL_GUARDED_BY(mu_) = false;
   std::thread thread_;
 };
 

@@ -40,12 +40,12 @@ std::string SegmentBudget::PerClientRefusal(uint64_t size, uint64_t mounted) con
 }
 
 uint64_t SegmentBudget::used() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   return used_;
 }
 
 bool SegmentBudget::Reserve(uint64_t size, bool* huge_pages_only, std::string* why) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   if (limits_.total > 0 && (size > limits_.total || used_ > limits_.total - size)) {
     *why = CapRefusal("--client_segment_budget", size, used_, limits_.total, "clients");
     return false;
@@ -60,12 +60,12 @@ bool SegmentBudget::Reserve(uint64_t size, bool* huge_pages_only, std::string* w
 }
 
 void SegmentBudget::Faulted(uint64_t bytes) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   pending_ -= bytes;
 }
 
 void SegmentBudget::Release(uint64_t size) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   used_ -= size;
 }
 

@@ -31,9 +31,9 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <string>
 
+#include "absl/synchronization/mutex.h"
 #include "common/base/error_code.h"
 #include "daemon/memory/host_memory.h"
 #include "daemon/memory/segment_memory.h"
@@ -90,9 +90,9 @@ class SegmentBudget : public std::enable_shared_from_this<SegmentBudget> {
   const Limits limits_;
   const std::function<std::string()> meminfo_;
   const MapFn map_;
-  mutable std::mutex mu_;
-  uint64_t used_ = 0;     // mapped or being mapped; guarded by mu_
-  uint64_t pending_ = 0;  // promised, not yet faulted in; guarded by mu_
+  mutable absl::Mutex mu_;
+  uint64_t used_ ABSL_GUARDED_BY(mu_) = 0;  // mapped or being mapped
+  uint64_t pending_ ABSL_GUARDED_BY(mu_) = 0;  // promised, not yet faulted in
 };
 
 }  // namespace mooncake

@@ -29,7 +29,7 @@ void ReplicaTaskRunner::Stop() {
 }
 
 ReplicaTaskRunner::Stats ReplicaTaskRunner::stats() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   return stats_;
 }
 
@@ -106,7 +106,7 @@ bool ReplicaTaskRunner::Report() {
                 unsent_.size(), ErrorName(code));
   }
   unsent_.clear();
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   stats_.done += done;
   stats_.failed += failed;
   return true;

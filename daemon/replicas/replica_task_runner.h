@@ -24,9 +24,9 @@
 
 #include <chrono>
 #include <cstdint>
-#include <mutex>
 #include <vector>
 
+#include "absl/synchronization/mutex.h"
 #include "common/base/paced_loop.h"
 #include "daemon/master_link/master_client.h"
 #include "daemon/cluster/membership.h"
@@ -75,8 +75,8 @@ class ReplicaTaskRunner {
   std::vector<rpc::ReplicaTaskOutcome> unsent_;  // loop thread only
   std::chrono::milliseconds idle_{kIdle};        // loop thread only: the next empty pause
 
-  mutable std::mutex mu_;
-  Stats stats_;  // guarded by mu_
+  mutable absl::Mutex mu_;
+  Stats stats_ ABSL_GUARDED_BY(mu_);
   PacedLoop loop_;  // last: stopped (by ~PacedLoop) before the members its rounds use go
 };
 

@@ -46,8 +46,7 @@ struct DaemonOptions {
   int64_t worker_threads = 0;            // 0 = max(4, 2 x cores)
   // The local copies of one request (a value, a batch) of at least this many bytes are
   // shared with the copy helper thread (daemon/base/parallel_copy.h); 0: no helper. Off by
-  // default: on a host with few cores the helper seldom finds a free CPU and costs more
-  // than it saves.
+  // default: on a 2-vCPU VM the helper seldom found a free CPU and cost more than it saved.
   uint64_t copy_helper_min = 0;
   int64_t shutdown_timeout_ms = 5000;    // how long SIGTERM waits for running requests
   int64_t hello_timeout_ms = 5000;       // a connection silent this long after connect is closed

@@ -25,7 +25,6 @@
 #include <cerrno>
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -36,6 +35,7 @@
 #include <thread>
 #include <vector>
 
+#include "absl/synchronization/mutex.h"
 #include "common/auth/cluster_key.h"
 #include "common/base/error_code.h"
 #include "common/auth/host_address.h"
@@ -267,16 +267,16 @@ int main(int argc, char** argv) {
   // Signals are taken by one thread with sigwait; every other thread runs unbothered.
   sigset_t stop_signals = BlockStopSignals();
   std::atomic<bool> stop{false};
-  std::mutex stop_mu;
-  std::condition_variable stop_cv;
+  absl::Mutex stop_mu;
+  absl::CondVar stop_cv;
   std::thread([&] {
     int sig = 0;
     sigwait(&stop_signals, &sig);
     MC_LOG_INFO("signal %d: shutting down", sig);
     NotifyStopping("signal " + std::to_string(sig) + ": stopping");
-    std::lock_guard<std::mutex> lock(stop_mu);
+    absl::MutexLock lock(&stop_mu);
     stop = true;
-    stop_cv.notify_all();
+    stop_cv.SignalAll();
   }).detach();
 
   std::string host = options.hostname.empty() ? MachineHostname() : options.hostname;
@@ -399,10 +399,11 @@ int main(int argc, char** argv) {
       if (code == ErrorCode::CLIENT_NOT_FOUND) membership.Reregister();
       MC_LOG_WARN("mounting %s failed (%s); retrying in %lld ms", what, ErrorName(code),
                   static_cast<long long>(backoff_ms));
-      std::unique_lock<std::mutex> lock(stop_mu);
-      if (stop_cv.wait_for(lock, std::chrono::milliseconds(backoff_ms), [&] { return stop.load(); })) {
-        return ErrorCode::RPC_FAIL;
+      absl::MutexLock lock(&stop_mu);
+      const absl::Time deadline = absl::Now() + absl::Milliseconds(backoff_ms);
+      while (!stop.load() && !stop_cv.WaitWithDeadline(&stop_mu, deadline)) {
       }
+      if (stop.load()) return ErrorCode::RPC_FAIL;
       backoff_ms = std::min<int64_t>(backoff_ms * 2, 2000);
     }
   };
@@ -512,8 +513,8 @@ int main(int argc, char** argv) {
   if (exit_code == 0) {
     // systemd's Type=notify unit (deploy/mooncaked.service): registered, socket accepting.
     NotifyReady("serving " + options.socket + " as " + name + ", master " + options.master);
-    std::unique_lock<std::mutex> lock(stop_mu);
-    stop_cv.wait(lock, [&] { return stop.load(); });
+    absl::MutexLock lock(&stop_mu);
+    while (!stop.load()) stop_cv.Wait(&stop_mu);
   }
   // Asked to, the global segment is drained first, while everything still runs: clients
   // are served (new puts go elsewhere: the drain stops allocation in it), peers read from

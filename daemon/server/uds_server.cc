@@ -311,7 +311,7 @@ void UdsServer::AcceptAll() {
       continue;  // the client's destructor closes fd
     }
     {
-      std::lock_guard<std::mutex> lock(open_mu_);
+      absl::MutexLock lock(&open_mu_);
       open_[id] = conn->client;
     }
     conn->peer = ReadLocalPeer(fd);
@@ -516,7 +516,7 @@ bool UdsServer::OnPoolFence(Incoming* conn, const uds::Message& message, std::st
 
 void UdsServer::RequestResume(uint64_t id) {
   {
-    std::lock_guard<std::mutex> lock(resume_mu_);
+    absl::MutexLock lock(&resume_mu_);
     resume_.push_back(id);
   }
   uint64_t one = 1;
@@ -532,7 +532,7 @@ void UdsServer::ResumePaused() {
   }
   std::vector<uint64_t> ids;
   {
-    std::lock_guard<std::mutex> lock(resume_mu_);
+    absl::MutexLock lock(&resume_mu_);
     ids.swap(resume_);
   }
   for (uint64_t id : ids) {
@@ -641,9 +641,9 @@ void UdsServer::RunTeardown(const std::shared_ptr<ClientConnection>& client) {
   service_->Teardown(client.get());
   // The pool is unmapped: nothing of this connection can touch it any more.
   fences_.Unmapped(client->pool_identity(), client->id());
-  std::lock_guard<std::mutex> lock(open_mu_);
+  absl::MutexLock lock(&open_mu_);
   open_.erase(client->id());
-  open_cv_.notify_all();
+  open_cv_.SignalAll();
 }
 
 void UdsServer::Shutdown(int64_t drain_ms) {
@@ -660,7 +660,7 @@ void UdsServer::Shutdown(int64_t drain_ms) {
   for (;;) {
     bool quiet = true;
     {
-      std::lock_guard<std::mutex> lock(open_mu_);
+      absl::MutexLock lock(&open_mu_);
       for (const auto& s : open_) quiet = quiet && s.second->Quiet();
     }
     if (quiet || std::chrono::steady_clock::now() >= deadline) break;
@@ -670,17 +670,18 @@ void UdsServer::Shutdown(int64_t drain_ms) {
   // Close everything: idle connections are torn down here, busy ones by their last request.
   std::vector<std::shared_ptr<ClientConnection>> all;
   {
-    std::lock_guard<std::mutex> lock(open_mu_);
+    absl::MutexLock lock(&open_mu_);
     for (const auto& s : open_) all.push_back(s.second);
   }
   for (const auto& s : all) s->Close();
   all.clear();
   fences_.Abandon();  // closed, all of them: nobody is left to answer
   {
-    std::unique_lock<std::mutex> lock(open_mu_);
+    absl::MutexLock lock(&open_mu_);
     // Requests still running past the drain are bounded by the RPC timeout.
-    open_cv_.wait_for(lock, std::chrono::milliseconds(drain_ms + 1000),
-                          [this] { return open_.empty(); });
+    const absl::Time deadline = absl::Now() + absl::Milliseconds(drain_ms + 1000);
+    while (!open_.empty() && !open_cv_.WaitWithDeadline(&open_mu_, deadline)) {
+    }
     if (!open_.empty()) {
       MC_LOG_WARN("%zu connections still busy at shutdown", open_.size());
     }

@@ -39,16 +39,15 @@
 
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
 #include <deque>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "absl/synchronization/mutex.h"
 #include "common/base/spin_wait.h"
 #include "common/uds/uds_protocol.h"
 #include "daemon/service/client_connection.h"
@@ -184,15 +183,15 @@ class UdsServer {
   // Connections in accept order, each with its HELLO deadline; loop thread only.
   std::deque<std::pair<Clock::time_point, uint64_t>> hello_deadlines_;
 
-  std::mutex resume_mu_;
-  std::vector<uint64_t> resume_;  // paused connections to look at; guarded by resume_mu_
+  absl::Mutex resume_mu_;
+  std::vector<uint64_t> resume_ ABSL_GUARDED_BY(resume_mu_);  // paused connections to look at
 
   PoolFences fences_;
 
   // Every connection not yet torn down, for Shutdown.
-  std::mutex open_mu_;
-  std::condition_variable open_cv_;
-  std::map<uint64_t, std::shared_ptr<ClientConnection>> open_;  // guarded by open_mu_
+  absl::Mutex open_mu_;
+  absl::CondVar open_cv_;
+  std::map<uint64_t, std::shared_ptr<ClientConnection>> open_ ABSL_GUARDED_BY(open_mu_);
 
   // Last: destroyed first, while everything its closures use is still there.
   WorkerThreads workers_;

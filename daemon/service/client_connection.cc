@@ -75,7 +75,7 @@ bool ClientConnection::Send(uds::FrameBuilder* frame) {
 bool ClientConnection::SendBytes(const char* data, size_t size) {
   bool ok;
   {
-    std::lock_guard<std::mutex> lock(write_mu_);
+    absl::MutexLock lock(&write_mu_);
     ok = uds::SendFrame(fd_, data, size);
   }
   if (!ok) Close();  // a Request is held, so the teardown waits for it
@@ -86,17 +86,20 @@ ClientConnection::TrySendResult ClientConnection::TrySend(const char* data, size
   bool ok;
   {
     // A worker holding the lock may be stuck behind a client that does not read.
-    std::unique_lock<std::mutex> lock(write_mu_, std::try_to_lock);
-    if (!lock.owns_lock()) return TrySendResult::kBusy;
+    if (!write_mu_.TryLock()) return TrySendResult::kBusy;
     ssize_t n;
     do {
       n = send(fd_, data, size, MSG_NOSIGNAL | MSG_DONTWAIT);
     } while (n < 0 && errno == EINTR);
-    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return TrySendResult::kBusy;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+      write_mu_.Unlock();
+      return TrySendResult::kBusy;
+    }
     // Part of a frame cannot be taken back: finish it, blocking (bounded by SO_SNDTIMEO).
     // A Unix stream socket takes a small frame whole or not at all, so this is rare.
     ok = n >= 0 && (static_cast<size_t>(n) == size ||
                     uds::SendFrame(fd_, data + n, size - static_cast<size_t>(n)));
+    write_mu_.Unlock();
   }
   if (ok) return TrySendResult::kSent;
   Close();  // a Request is held, so the teardown waits for it
@@ -110,21 +113,21 @@ ClientConnection::Request::~Request() {
 }
 
 ClientConnection::Request ClientConnection::Acquire(int limit) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   if (closed_ || active_ >= limit) return Request();
   ++active_;
   return Request(shared_from_this());
 }
 
 bool ClientConnection::Release() {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   --active_;
   return closed_ && active_ == 0;
 }
 
 void ClientConnection::Close() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     if (closed_) return;
     closed_ = true;
     // Wakes the event loop (it sees end-of-file) and fails any blocked write.
@@ -149,12 +152,12 @@ bool ClientConnection::PauseInput(size_t limit) {
 }
 
 bool ClientConnection::closed() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   return closed_;
 }
 
 bool ClientConnection::Quiet() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   return active_ == 0;
 }
 
@@ -190,69 +193,69 @@ std::vector<std::shared_ptr<T>> ClientConnection::StagedTable<T>::TakeAll() {
 }
 
 uint64_t ClientConnection::AddPut(std::shared_ptr<StagedPut> put) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   return puts_.Add(std::move(put), &next_staged_id_);
 }
 
 std::shared_ptr<StagedPut> ClientConnection::FindPut(uint64_t put_id) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   return puts_.Find(put_id);
 }
 
 std::shared_ptr<StagedPut> ClientConnection::TakePut(uint64_t put_id) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   return puts_.Take(put_id);
 }
 
 std::vector<std::shared_ptr<StagedPut>> ClientConnection::TakeAllPuts() {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   return puts_.TakeAll();
 }
 
 uint64_t ClientConnection::AddGet(std::shared_ptr<StagedGet> get) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   return gets_.Add(std::move(get), &next_staged_id_);
 }
 
 std::shared_ptr<StagedGet> ClientConnection::FindGet(uint64_t get_id) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   return gets_.Find(get_id);
 }
 
 bool ClientConnection::EraseGet(uint64_t get_id) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   return gets_.Take(get_id) != nullptr;
 }
 
 void ClientConnection::ClearGets() {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   gets_.TakeAll();
 }
 
 bool ClientConnection::ReserveSegmentBytes(uint64_t size, uint64_t limit) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   if (size > limit || segment_bytes_ > limit - size) return false;
   segment_bytes_ += size;
   return true;
 }
 
 void ClientConnection::ReturnSegmentBytes(uint64_t size) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   segment_bytes_ -= size;
 }
 
 uint64_t ClientConnection::segment_bytes() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   return segment_bytes_;
 }
 
 void ClientConnection::AddSegment(int64_t segment_id, uint64_t counted) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   segments_.emplace_back(segment_id, counted);
 }
 
 std::vector<int64_t> ClientConnection::TakeSegments() {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   std::vector<int64_t> out;
   for (const auto& s : segments_) {
     out.push_back(s.first);
@@ -263,7 +266,7 @@ std::vector<int64_t> ClientConnection::TakeSegments() {
 }
 
 bool ClientConnection::TakeSegment(int64_t segment_id) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   for (auto it = segments_.begin(); it != segments_.end(); ++it) {
     if (it->first != segment_id) continue;
     segment_bytes_ -= it->second;
@@ -274,30 +277,30 @@ bool ClientConnection::TakeSegment(int64_t segment_id) {
 }
 
 void ClientConnection::set_client_name(std::string name) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   client_name_ = std::move(name);
 }
 
 void ClientConnection::SetFileFd(int fd) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   if (file_fd_ >= 0) close(file_fd_);
   file_fd_ = fd;
 }
 
 int ClientConnection::TakeFileFd() {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   int fd = file_fd_;
   file_fd_ = -1;
   return fd;
 }
 
 bool ClientConnection::lends_segments() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   return !segments_.empty();
 }
 
 std::string ClientConnection::client_name() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   return client_name_;
 }
 

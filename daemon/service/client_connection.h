@@ -23,12 +23,11 @@
 #include <limits>
 #include <map>
 #include <memory>
-#include <mutex>
-#include <shared_mutex>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "absl/synchronization/mutex.h"
 #include "common/uds/uds_protocol.h"
 #include "daemon/base/chunked_checksum.h"
 #include "daemon/transfer/replica_target.h"
@@ -45,8 +44,8 @@ struct StagedPut {
   ChunkedChecksum crc;
   // Chunks copy under a shared lock; commit and abort take it exclusively and set
   // finished, so no chunk lands after the object is published or its space freed.
-  std::shared_mutex mu;
-  bool finished = false;  // guarded by mu
+  absl::Mutex mu;
+  bool finished ABSL_GUARDED_BY(mu) = false;
   std::atomic<bool> failed{false};  // a chunk could not be written to every replica
 };
 
@@ -243,24 +242,24 @@ class ClientConnection : public std::enable_shared_from_this<ClientConnection> {
   int pool_fd_ = -1;
   std::pair<uint64_t, uint64_t> pool_identity_{0, 0};  // set with pool_
 
-  std::mutex write_mu_;
+  absl::Mutex write_mu_;
 
   // Sequentially consistent both: a release either sees the pause or is seen by it.
   std::atomic<size_t> input_bytes_{0};
   std::atomic<bool> input_paused_{false};
   std::atomic<uint64_t> disk_reads_{0};
 
-  mutable std::mutex mu_;
+  mutable absl::Mutex mu_;
   // Once closed_, active_ only falls, so it reaches 0 at most once: the teardown's moment.
-  bool closed_ = false;            // guarded by mu_
-  int active_ = 0;                 // Requests alive; guarded by mu_
-  uint64_t next_staged_id_ = 1;    // guarded by mu_
-  StagedTable<StagedPut> puts_;    // guarded by mu_
-  StagedTable<StagedGet> gets_;    // guarded by mu_
-  std::vector<std::pair<int64_t, uint64_t>> segments_;  // id, counted; guarded by mu_
-  uint64_t segment_bytes_ = 0;     // mounted or being mounted; guarded by mu_
-  std::string client_name_;        // guarded by mu_
-  int file_fd_ = -1;               // guarded by mu_
+  bool closed_ ABSL_GUARDED_BY(mu_) = false;
+  int active_ ABSL_GUARDED_BY(mu_) = 0;  // Requests alive
+  uint64_t next_staged_id_ ABSL_GUARDED_BY(mu_) = 1;
+  StagedTable<StagedPut> puts_ ABSL_GUARDED_BY(mu_);
+  StagedTable<StagedGet> gets_ ABSL_GUARDED_BY(mu_);
+  std::vector<std::pair<int64_t, uint64_t>> segments_ ABSL_GUARDED_BY(mu_);  // id, counted
+  uint64_t segment_bytes_ ABSL_GUARDED_BY(mu_) = 0;  // mounted or being mounted
+  std::string client_name_ ABSL_GUARDED_BY(mu_);
+  int file_fd_ ABSL_GUARDED_BY(mu_) = -1;
 };
 
 }  // namespace mooncake

@@ -10,14 +10,14 @@ bool PoolFences::Blocked(const PoolId& pool, uint64_t connection) const {
 }
 
 void PoolFences::Mapped(PoolId pool, uint64_t connection) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   mapped_[pool].insert(connection);
 }
 
 void PoolFences::Unmapped(PoolId pool, uint64_t connection) {
   std::list<Waiter> ready;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     auto it = mapped_.find(pool);
     if (it == mapped_.end() || it->second.erase(connection) == 0) return;
     if (it->second.empty()) mapped_.erase(it);
@@ -37,7 +37,7 @@ void PoolFences::Unmapped(PoolId pool, uint64_t connection) {
 
 bool PoolFences::Wait(PoolId pool, uint64_t connection, uint64_t request_id,
                       ClientConnection::Request* request) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   if (!Blocked(pool, connection)) return false;
   waiters_.push_back(Waiter{pool, connection, request_id, std::move(*request)});
   return true;
@@ -46,7 +46,7 @@ bool PoolFences::Wait(PoolId pool, uint64_t connection, uint64_t request_id,
 void PoolFences::Abandon() {
   std::list<Waiter> dropped;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     dropped.swap(waiters_);
   }
 }

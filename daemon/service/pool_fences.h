@@ -23,10 +23,10 @@
 #include <cstdint>
 #include <list>
 #include <map>
-#include <mutex>
 #include <set>
 #include <utility>
 
+#include "absl/synchronization/mutex.h"
 #include "daemon/service/client_connection.h"
 
 namespace mooncake {
@@ -57,11 +57,11 @@ class PoolFences {
     ClientConnection::Request request;
   };
   // An earlier connection than `connection` still has pool mapped. mu_ held.
-  bool Blocked(const PoolId& pool, uint64_t connection) const;
+  bool Blocked(const PoolId& pool, uint64_t connection) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
-  std::mutex mu_;
-  std::map<PoolId, std::set<uint64_t>> mapped_;  // pool -> connections; guarded by mu_
-  std::list<Waiter> waiters_;  // a list: a Request moves but is not assignable; guarded by mu_
+  absl::Mutex mu_;
+  std::map<PoolId, std::set<uint64_t>> mapped_ ABSL_GUARDED_BY(mu_);  // pool -> connections
+  std::list<Waiter> waiters_ ABSL_GUARDED_BY(mu_);  // a list: a Request moves but is not assignable
 };
 
 }  // namespace mooncake

@@ -2,6 +2,7 @@
 
 #include <cstring>
 
+#include "absl/synchronization/mutex.h"
 #include "common/base/crc32c.h"
 #include "common/base/logging.h"
 #include "common/base/master_endpoint.h"
@@ -302,7 +303,7 @@ void StoreService::Teardown(ClientConnection* s) {
   if (s->greeted()) DaemonMetrics::Get().clients()->Add(-1);
   size_t revoked = 0;
   for (const auto& put : s->TakeAllPuts()) {
-    std::unique_lock<std::shared_mutex> lock(put->mu);
+    absl::WriterMutexLock lock(&put->mu);
     if (put->finished) continue;
     put->finished = true;
     RevokePut(put->key, put->upsert);

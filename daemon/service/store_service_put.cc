@@ -10,6 +10,7 @@
 // A single put's PutStart (not an upsert's: the master has no batch form of it) and its
 // PutEnd go through the group commit (daemon/cluster/master_batcher.h): concurrent puts share
 // batch RPCs, each keeping its own code, its own -200 wait and -103 re-registration.
+#include "absl/synchronization/mutex.h"
 #include "common/base/crc32c.h"
 #include "common/base/logging.h"
 #include "daemon/base/group_ids.h"
@@ -404,7 +405,7 @@ ErrorCode StoreService::OnPutChunk(ClientConnection* s, const uds::ChunkArgs& in
     return Refuse(ErrorCode::INVALID_PARAMS, "chunk runs past the value's " +
                                                  std::to_string(put->size) + " bytes");
   }
-  std::shared_lock<std::shared_mutex> lock(put->mu);
+  absl::ReaderMutexLock lock(&put->mu);
   if (put->finished) return RefuseStagedId("put", in.staged_id);
   std::vector<ValueSlice> slice{ValueSlice{&put->targets, in.value_offset, src, in.length}};
   slice[0].want_crc = put->checksum;
@@ -437,7 +438,7 @@ ErrorCode StoreService::OnPutAbort(ClientConnection* s, const uds::StagedIdArgs&
 ErrorCode StoreService::EndStagedPut(ClientConnection* s, uint64_t put_id, bool commit) {
   std::shared_ptr<StagedPut> put = s->TakePut(put_id);
   if (put == nullptr) return RefuseStagedId("put", put_id);
-  std::unique_lock<std::shared_mutex> lock(put->mu);  // waits for running chunks
+  absl::WriterMutexLock lock(&put->mu);  // waits for running chunks
   put->finished = true;
   if (!commit || put->failed) {
     ErrorCode code = RevokePut(put->key, put->upsert);

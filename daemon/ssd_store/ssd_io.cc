@@ -130,37 +130,39 @@ IoOp* IoRing::WaitOne() {
 
 RingPool::Lease::~Lease() {
   if (ring_ == nullptr) return;
-  std::lock_guard<std::mutex> lock(pool_->mu_);
+  absl::MutexLock lock(&pool_->mu_);
   if (ring_->broken() || ring_->in_flight() > 0) {
     ring_.reset();  // its entries can never be told apart from a new owner's
     --pool_->created_;
   } else {
     pool_->free_.push_back(std::move(ring_));
   }
-  pool_->returned_.notify_one();
+  pool_->returned_.Signal();
 }
 
 RingPool::Lease RingPool::Acquire() {
-  std::unique_lock<std::mutex> lock(mu_);
-  for (;;) {
-    if (!free_.empty()) {
-      std::unique_ptr<IoRing> ring = std::move(free_.back());
-      free_.pop_back();
-      return Lease(this, std::move(ring));
-    }
-    if (created_ < max_rings_) {
-      ++created_;
-      lock.unlock();
-      std::string error;
-      std::unique_ptr<IoRing> ring = IoRing::Create(depth_, &error);
-      if (ring == nullptr) {
-        lock.lock();
-        --created_;
+  {
+    absl::MutexLock lock(&mu_);
+    for (;;) {
+      if (!free_.empty()) {
+        std::unique_ptr<IoRing> ring = std::move(free_.back());
+        free_.pop_back();
+        return Lease(this, std::move(ring));
       }
-      return Lease(this, std::move(ring));
+      if (created_ < max_rings_) {
+        ++created_;
+        break;  // creates one, unlocked
+      }
+      returned_.Wait(&mu_);
     }
-    returned_.wait(lock);
   }
+  std::string error;
+  std::unique_ptr<IoRing> ring = IoRing::Create(depth_, &error);
+  if (ring == nullptr) {
+    absl::MutexLock lock(&mu_);
+    --created_;
+  }
+  return Lease(this, std::move(ring));
 }
 
 bool ProbeDirectIo(const std::string& dir, std::string* why) {

@@ -13,13 +13,13 @@
 
 #include <liburing.h>
 
-#include <condition_variable>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <vector>
+
+#include "absl/synchronization/mutex.h"
 
 namespace mooncake {
 
@@ -118,10 +118,10 @@ class RingPool {
  private:
   const unsigned max_rings_;
   const unsigned depth_;
-  std::mutex mu_;
-  std::condition_variable returned_;
-  std::vector<std::unique_ptr<IoRing>> free_;  // guarded by mu_
-  unsigned created_ = 0;                       // guarded by mu_
+  absl::Mutex mu_;
+  absl::CondVar returned_;
+  std::vector<std::unique_ptr<IoRing>> free_ ABSL_GUARDED_BY(mu_);
+  unsigned created_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 // Whether files in dir take O_DIRECT with page alignment: writes, reads back and removes

@@ -12,6 +12,7 @@
 #include <fstream>
 #include <iterator>
 
+#include "absl/synchronization/mutex.h"
 #include "common/base/crc32c.h"
 #include "common/base/logging.h"
 #include "common/base/private_dir.h"
@@ -85,15 +86,15 @@ SsdStoreImpl::SsdStoreImpl(const SsdOptions& options, DropFn drop)
 SsdStoreImpl::~SsdStoreImpl() {
   if (flusher_.joinable()) {
     {
-      std::lock_guard<std::mutex> lock(sync_mu_);
+      absl::MutexLock lock(&sync_mu_);
       stop_ = true;
     }
-    stop_cv_.notify_all();
+    stop_cv_.SignalAll();
     flusher_.join();
     // A clean close keeps everything: what the flusher had not written yet goes now.
     uint64_t ticket;
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      absl::MutexLock lock(&mu_);
       ticket = write_seq_;
     }
     GroupSync(ticket);
@@ -165,7 +166,10 @@ ErrorCode SsdStoreImpl::Start(std::string* error) {
   closedir(d);
   std::sort(ids.begin(), ids.end());
   ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
-  if (!ids.empty()) next_id_ = ids.back() + 1;
+  if (!ids.empty()) {
+    absl::MutexLock lock(&mu_);  // nothing else runs yet: for the analysis
+    next_id_ = ids.back() + 1;
+  }
 
   if (persistent()) {
     Rebuild(ids);
@@ -190,7 +194,7 @@ void SsdStoreImpl::Wipe(const std::vector<uint64_t>& ids) {
 void SsdStoreImpl::Rebuild(const std::vector<uint64_t>& ids) {
   const std::string& dir = options_.path;
   uint64_t torn = 0, skipped = 0, dropped_buckets = 0;
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   for (uint64_t id : ids) {
     const std::string data_path = SsdBucket::DataPath(dir, id);
     const std::string meta_path = SsdBucket::MetaPath(dir, id);
@@ -274,7 +278,7 @@ void SsdStoreImpl::RemoveEntryLocked(std::unordered_map<std::string, Entry>::ite
 }
 
 std::vector<SsdObject> SsdStoreImpl::List() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   std::vector<SsdObject> out;
   out.reserve(index_.size());
   for (const auto& [key, e] : index_) out.push_back(SsdObject{key, e.length, e.checksum});
@@ -282,7 +286,7 @@ std::vector<SsdObject> SsdStoreImpl::List() const {
 }
 
 bool SsdStoreImpl::Find(const std::string& key, SsdObject* out) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   auto it = index_.find(key);
   if (it == index_.end()) return false;
   *out = SsdObject{key, it->second.length, it->second.checksum};
@@ -290,7 +294,7 @@ bool SsdStoreImpl::Find(const std::string& key, SsdObject* out) const {
 }
 
 void SsdStoreImpl::Forget(const std::vector<std::string>& keys) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   for (const std::string& key : keys) {
     auto it = index_.find(key);
     if (it != index_.end()) RemoveEntryLocked(it);
@@ -298,7 +302,7 @@ void SsdStoreImpl::Forget(const std::vector<std::string>& keys) {
 }
 
 SsdStats SsdStoreImpl::Stats() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   SsdStats s;
   s.capacity = options_.capacity;
   s.used_bytes = used_;
@@ -323,7 +327,7 @@ ErrorCode SsdStoreImpl::Read(const std::string& key, uint64_t offset, char* dest
   Entry e;
   Bucket* bucket = nullptr;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     auto it = index_.find(key);
     if (it == index_.end()) return ErrorCode::OBJECT_NOT_FOUND;
     if (offset > it->second.length || length > it->second.length - offset) {
@@ -336,8 +340,8 @@ ErrorCode SsdStoreImpl::Read(const std::string& key, uint64_t offset, char* dest
   }
   const ErrorCode rc = ReadChecked(*bucket->file, e, offset, dest, length);
   {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (--bucket->readers == 0) changed_.notify_all();
+    absl::MutexLock lock(&mu_);
+    if (--bucket->readers == 0) changed_.SignalAll();
     if (rc == ErrorCode::OK) {
       ++read_objects_;
       read_bytes_ += length;

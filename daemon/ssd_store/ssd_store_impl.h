@@ -13,7 +13,6 @@
 #ifndef MOONCAKE_DAEMON_SSD_STORE_IMPL_H_
 #define MOONCAKE_DAEMON_SSD_STORE_IMPL_H_
 
-#include <condition_variable>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -24,6 +23,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/synchronization/mutex.h"
 #include "common/base/log_throttle.h"
 #include "daemon/ssd_store/ssd_bucket.h"
 #include "daemon/ssd_store/ssd_io.h"
@@ -79,7 +79,8 @@ class SsdStoreImpl final : public SsdStore {
   void Rebuild(const std::vector<uint64_t>& ids);
   // Records key's object as dead in its bucket's .meta (a drop record) and takes it out
   // of the index. mu_ held.
-  void RemoveEntryLocked(std::unordered_map<std::string, Entry>::iterator it);
+  void RemoveEntryLocked(std::unordered_map<std::string, Entry>::iterator it)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   ErrorCode ReadChecked(const SsdBucket& file, const Entry& e, uint64_t offset, char* dest,
                         uint64_t length);
 
@@ -87,12 +88,12 @@ class SsdStoreImpl final : public SsdStore {
   // Reserves up to need bytes under the watermark, evicting buckets as needed; returns the
   // bytes reserved (less than need when eviction could not make the room).
   uint64_t MakeRoom(uint64_t need);
-  // Evicts one bucket (lock holds mu_; released around DropFn and while readers finish).
+  // Evicts one bucket (mu_ is released around DropFn and while readers finish).
   // false when no bucket can go, or DropFn refused.
-  bool EvictOneLocked(std::unique_lock<std::mutex>* lock);
-  Bucket* PickVictimLocked();
+  bool EvictOneLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  Bucket* PickVictimLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Takes no more objects; its file is cut to its size (the preallocation). mu_ held.
-  void SealLocked(Bucket* b);
+  void SealLocked(Bucket* b) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // A fresh open bucket (sealing the one before), with the calling Write as its writer;
   // nullptr with the reason logged. write_mu_ held.
   Bucket* OpenNewBucket();
@@ -109,42 +110,42 @@ class SsdStoreImpl final : public SsdStore {
   int lock_fd_ = -1;
   int dir_fd_ = -1;
 
-  mutable std::mutex mu_;
-  std::condition_variable changed_;  // readers left a bucket, an eviction ended
-  std::unordered_map<std::string, Entry> index_;  // guarded by mu_
-  std::map<uint64_t, Bucket> buckets_;            // guarded by mu_; by id, oldest first
-  uint64_t next_id_ = 1;                          // guarded by mu_
-  uint64_t open_id_ = 0;                          // guarded by mu_; 0: none
-  uint64_t used_ = 0;       // guarded by mu_; the buckets' sizes
-  uint64_t reserved_ = 0;   // guarded by mu_; room MakeRoom granted to Writes in progress
-  uint64_t live_bytes_ = 0; // guarded by mu_
-  uint64_t clock_ = 0;      // guarded by mu_
-  int evictions_ = 0;       // guarded by mu_; in progress
-  uint64_t evicted_buckets_ = 0;  // guarded by mu_
-  uint64_t write_failures_ = 0;   // guarded by mu_
-  uint64_t corrupt_reads_ = 0;    // guarded by mu_
-  uint64_t syncs_ = 0;            // guarded by mu_
-  uint64_t read_objects_ = 0;     // guarded by mu_; Reads that succeeded
-  uint64_t read_bytes_ = 0;       // guarded by mu_; their lengths
-  uint64_t read_failures_ = 0;    // guarded by mu_; Reads that failed at the disk
-  uint64_t written_objects_ = 0;  // guarded by mu_; Write items stored
-  uint64_t written_bytes_ = 0;    // guarded by mu_; their sizes
-  uint64_t write_seq_ = 0;        // guarded by mu_; the last Write's ticket
-  bool dir_dirty_ = false;        // guarded by mu_; files created or removed since a sync
+  mutable absl::Mutex mu_;
+  absl::CondVar changed_;  // readers left a bucket, an eviction ended
+  std::unordered_map<std::string, Entry> index_ ABSL_GUARDED_BY(mu_);
+  std::map<uint64_t, Bucket> buckets_ ABSL_GUARDED_BY(mu_);  // by id, oldest first
+  uint64_t next_id_ ABSL_GUARDED_BY(mu_) = 1;
+  uint64_t open_id_ ABSL_GUARDED_BY(mu_) = 0;  // 0: none
+  uint64_t used_ ABSL_GUARDED_BY(mu_) = 0;  // the buckets' sizes
+  uint64_t reserved_ ABSL_GUARDED_BY(mu_) = 0;  // room MakeRoom granted to Writes in progress
+  uint64_t live_bytes_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t clock_ ABSL_GUARDED_BY(mu_) = 0;
+  int evictions_ ABSL_GUARDED_BY(mu_) = 0;  // in progress
+  uint64_t evicted_buckets_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t write_failures_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t corrupt_reads_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t syncs_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t read_objects_ ABSL_GUARDED_BY(mu_) = 0;  // Reads that succeeded
+  uint64_t read_bytes_ ABSL_GUARDED_BY(mu_) = 0;  // their lengths
+  uint64_t read_failures_ ABSL_GUARDED_BY(mu_) = 0;  // Reads that failed at the disk
+  uint64_t written_objects_ ABSL_GUARDED_BY(mu_) = 0;  // Write items stored
+  uint64_t written_bytes_ ABSL_GUARDED_BY(mu_) = 0;  // their sizes
+  uint64_t write_seq_ ABSL_GUARDED_BY(mu_) = 0;  // the last Write's ticket
+  bool dir_dirty_ ABSL_GUARDED_BY(mu_) = false;  // files created or removed since a sync
 
-  std::mutex write_mu_;  // placement: the open bucket's end, opening the next bucket
+  absl::Mutex write_mu_;  // placement: the open bucket's end, opening the next bucket
 
   RingPool read_rings_;
   RingPool write_rings_;
 
-  std::mutex sync_mu_;
-  std::condition_variable sync_done_;
-  bool syncing_ = false;    // guarded by sync_mu_
-  uint64_t synced_seq_ = 0; // guarded by sync_mu_
+  absl::Mutex sync_mu_;
+  absl::CondVar sync_done_;
+  bool syncing_ ABSL_GUARDED_BY(sync_mu_) = false;
+  uint64_t synced_seq_ ABSL_GUARDED_BY(sync_mu_) = 0;
   // Tickets whose sync failed (first, last): rare, and kept short.
-  std::vector<std::pair<uint64_t, uint64_t>> failed_syncs_;  // guarded by sync_mu_
-  bool stop_ = false;       // guarded by sync_mu_
-  std::condition_variable stop_cv_;
+  std::vector<std::pair<uint64_t, uint64_t>> failed_syncs_ ABSL_GUARDED_BY(sync_mu_);
+  bool stop_ ABSL_GUARDED_BY(sync_mu_) = false;
+  absl::CondVar stop_cv_;
   std::thread flusher_;
   // A full disk or an unreachable master fails every write: one line a second each.
   LogThrottle sync_log_;

@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cstring>
 
+#include "absl/synchronization/mutex.h"
 #include "common/base/crc32c.h"
 #include "common/base/logging.h"
 #include "common/base/tenant_key.h"
@@ -37,7 +38,7 @@ struct Placement {
 }  // namespace
 
 uint64_t SsdStoreImpl::MakeRoom(uint64_t need) {
-  std::unique_lock<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   for (;;) {
     const uint64_t taken = used_ + reserved_;
     const uint64_t free = taken < limit_ ? limit_ - taken : 0;
@@ -45,9 +46,9 @@ uint64_t SsdStoreImpl::MakeRoom(uint64_t need) {
       reserved_ += need;
       return need;
     }
-    if (EvictOneLocked(&lock)) continue;
+    if (EvictOneLocked()) continue;
     if (evictions_ > 0) {  // another Write is making room: see what it leaves
-      changed_.wait(lock);
+      changed_.Wait(&mu_);
       continue;
     }
     reserved_ += free;
@@ -78,7 +79,7 @@ SsdStoreImpl::Bucket* SsdStoreImpl::PickVictimLocked() {
   return nullptr;
 }
 
-bool SsdStoreImpl::EvictOneLocked(std::unique_lock<std::mutex>* lock) {
+bool SsdStoreImpl::EvictOneLocked() {
   Bucket* victim = PickVictimLocked();
   if (victim == nullptr) return false;
   const uint64_t id = victim->file->id();
@@ -91,13 +92,13 @@ bool SsdStoreImpl::EvictOneLocked(std::unique_lock<std::mutex>* lock) {
       keys.push_back(key);
     }
   }
-  lock->unlock();
+  mu_.Unlock();
   const bool dropped = keys.empty() || drop_(keys);
-  lock->lock();
+  mu_.Lock();
   if (!dropped) {
     victim->evicting = false;
     --evictions_;
-    changed_.notify_all();
+    changed_.SignalAll();
     uint64_t passed = 0;
     if (evict_log_.Due(&passed)) {
       MC_LOG_WARN("ssd: bucket %llu (%zu objects) not evicted: the master could not be told "
@@ -114,14 +115,14 @@ bool SsdStoreImpl::EvictOneLocked(std::unique_lock<std::mutex>* lock) {
       index_.erase(it);
     }
   }
-  changed_.wait(*lock, [victim] { return victim->readers == 0; });
+  while (victim->readers != 0) changed_.Wait(&mu_);
   victim->file->RemoveFiles();
   used_ -= victim->size;
   buckets_.erase(id);  // the last reference to the file may be a sync in progress
   ++evicted_buckets_;
   --evictions_;
   dir_dirty_ = true;
-  changed_.notify_all();
+  changed_.SignalAll();
   MC_LOG_INFO("ssd: bucket %llu evicted (%s, %zu objects)", (unsigned long long)id,
               SsdEvictionPolicyName(options_.eviction_policy), keys.size());
   return true;
@@ -137,7 +138,7 @@ void SsdStoreImpl::SealLocked(Bucket* b) {
 SsdStoreImpl::Bucket* SsdStoreImpl::OpenNewBucket() {
   uint64_t id;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     auto open = buckets_.find(open_id_);
     if (open != buckets_.end()) SealLocked(&open->second);
     id = next_id_++;
@@ -149,7 +150,7 @@ SsdStoreImpl::Bucket* SsdStoreImpl::OpenNewBucket() {
     MC_LOG_WARN("ssd: no new bucket: %s", error.c_str());
     return nullptr;
   }
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   Bucket& b = buckets_[id];
   b.file = std::move(file);
   b.last_use = ++clock_;
@@ -197,13 +198,13 @@ void SsdStoreImpl::Write(std::vector<WriteItem>* items) {
   std::vector<uint64_t> touched;  // buckets this Write is a writer of
   std::vector<int> fds(n, -1);
   {
-    std::lock_guard<std::mutex> write_lock(write_mu_);
+    absl::MutexLock write_lock(&write_mu_);
     for (size_t i = 0; i < n; ++i) {
       Placement& p = place[i];
       if (!p.planned) continue;
       for (int attempt = 0; attempt < 2 && p.planned; ++attempt) {
         {
-          std::lock_guard<std::mutex> lock(mu_);
+          absl::MutexLock lock(&mu_);
           auto open = buckets_.find(open_id_);
           if (open != buckets_.end() && !open->second.sealed &&
               (open->second.size == 0 || open->second.size + p.slot <= options_.bucket_size)) {
@@ -229,7 +230,7 @@ void SsdStoreImpl::Write(std::vector<WriteItem>* items) {
         }
       }
     }
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     reserved_ -= granted;  // what was placed moved to used_; the rest is given back
   }
 
@@ -314,7 +315,7 @@ void SsdStoreImpl::Write(std::vector<WriteItem>* items) {
   bool no_space = false;
   uint64_t ticket = 0;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     // A failed slot at a bucket's end gives its room back (newest first, so that a run
     // of them at the end all do); one before another Write's slot stays as dead space.
     std::vector<size_t> failed;
@@ -380,12 +381,12 @@ void SsdStoreImpl::Write(std::vector<WriteItem>* items) {
       index_[item.object.key] = std::move(e);
     }
     ticket = ++write_seq_;
-    changed_.notify_all();  // writers left buckets
+    changed_.SignalAll();  // writers left buckets
   }
 
   if (options_.persist_mode == SsdPersistMode::kStrict && !GroupSync(ticket)) {
     // Not durable: not stored. Reported as failed and taken out of the index.
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     for (WriteItem& item : *items) {
       if (item.result != ErrorCode::OK) continue;
       item.result = ErrorCode::FILE_WRITE_FAIL;
@@ -395,7 +396,7 @@ void SsdStoreImpl::Write(std::vector<WriteItem>* items) {
     }
   }
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     for (const WriteItem& item : *items) {
       if (item.result != ErrorCode::OK) continue;
       ++written_objects_;
@@ -404,13 +405,13 @@ void SsdStoreImpl::Write(std::vector<WriteItem>* items) {
   }
   if (no_space) {
     // The filesystem is fuller than the capacity says: free a bucket for the next writes.
-    std::unique_lock<std::mutex> lock(mu_);
-    EvictOneLocked(&lock);
+    absl::MutexLock lock(&mu_);
+    EvictOneLocked();
   }
 }
 
 bool SsdStoreImpl::GroupSync(uint64_t ticket) {
-  std::unique_lock<std::mutex> lock(sync_mu_);
+  absl::MutexLock lock(&sync_mu_);
   for (;;) {
     if (synced_seq_ >= ticket) {
       for (const auto& [first, last] : failed_syncs_) {
@@ -419,21 +420,21 @@ bool SsdStoreImpl::GroupSync(uint64_t ticket) {
       return true;
     }
     if (syncing_) {  // a sync under way may not cover us: wait, then lead the next
-      sync_done_.wait(lock);
+      sync_done_.Wait(&sync_mu_);
       continue;
     }
     syncing_ = true;
-    lock.unlock();
+    sync_mu_.Unlock();
     uint64_t target = 0;
     const bool ok = SyncOnce(&target);
-    lock.lock();
+    sync_mu_.Lock();
     syncing_ = false;
     if (!ok) {
       failed_syncs_.emplace_back(synced_seq_ + 1, target);
       if (failed_syncs_.size() > 64) failed_syncs_.erase(failed_syncs_.begin());
     }
     synced_seq_ = std::max(synced_seq_, target);
-    sync_done_.notify_all();
+    sync_done_.SignalAll();
   }
 }
 
@@ -446,7 +447,7 @@ bool SsdStoreImpl::SyncOnce(uint64_t* target) {
   std::vector<Dirty> dirty;
   bool dir = false;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     *target = write_seq_;
     for (auto& [id, b] : buckets_) {
       if (!b.data_dirty && b.pending_meta.empty()) continue;
@@ -481,7 +482,7 @@ bool SsdStoreImpl::SyncOnce(uint64_t* target) {
   }
   if (!ok) {
     // Records not written are kept for the next round, before those added since.
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     for (Dirty* d : unwritten) {
       auto it = buckets_.find(d->file->id());
       if (it == buckets_.end()) continue;  // evicted meanwhile: nothing to record
@@ -499,20 +500,20 @@ bool SsdStoreImpl::SyncOnce(uint64_t* target) {
 }
 
 void SsdStoreImpl::FlusherLoop() {
-  std::unique_lock<std::mutex> lock(sync_mu_);
+  absl::MutexLock lock(&sync_mu_);
   while (!stop_) {
-    stop_cv_.wait_for(lock, std::chrono::milliseconds(kFlushPeriodMs));
+    stop_cv_.WaitWithTimeout(&sync_mu_, absl::Milliseconds(kFlushPeriodMs));
     if (stop_) break;
-    lock.unlock();
+    sync_mu_.Unlock();
     uint64_t ticket;
     {
-      std::lock_guard<std::mutex> state(mu_);
+      absl::MutexLock state(&mu_);
       ticket = write_seq_;
     }
     // Also in strict mode: Forget's and the read path's drop records have no writer
     // waiting for them.
     GroupSync(ticket);
-    lock.lock();
+    sync_mu_.Lock();
   }
 }
 

@@ -44,7 +44,7 @@ void Offloader::Stop() {
 }
 
 Offloader::Stats Offloader::stats() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   return stats_;
 }
 
@@ -174,7 +174,7 @@ void Offloader::RunBatch(std::vector<Job>* jobs, size_t begin, size_t end, int64
       good_jobs.push_back(written[k]);
     }
   }
-  std::unique_lock<std::mutex> reconcile = tier_->ReconcileLock();
+  absl::MutexLock reconcile(tier_->reconcile_mu());
   if (!good.empty()) tier_->store()->Write(&good);
   for (size_t k = 0; k < good.size(); ++k) (*jobs)[good_jobs[k]].result = good[k].result;
   size_t failures = 0;
@@ -222,7 +222,7 @@ bool Offloader::SendReport(Report* report) {
   delta.forgotten = forget.size();
   if (!forget.empty()) tier_->store()->Forget(forget);
   *report = Report{};
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   stats_.offloaded += delta.offloaded;
   stats_.bytes += delta.bytes;
   stats_.failed += delta.failed;

@@ -30,10 +30,10 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <vector>
 
+#include "absl/synchronization/mutex.h"
 #include "common/base/error_code.h"
 #include "common/base/paced_loop.h"
 #include "daemon/cluster/bad_replica_reporter.h"
@@ -106,8 +106,8 @@ class Offloader {
   Report unsent_;                                                      // loop thread only
   bool said_not_supported_ = false;                                    // loop thread only
 
-  mutable std::mutex mu_;
-  Stats stats_;  // guarded by mu_
+  mutable absl::Mutex mu_;
+  Stats stats_ ABSL_GUARDED_BY(mu_);
   PacedLoop loop_;  // last: stopped (by ~PacedLoop) before the members its rounds use go
 };
 

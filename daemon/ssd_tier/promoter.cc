@@ -17,7 +17,7 @@ Promoter::~Promoter() { Stop(); }
 
 void Promoter::Stop() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     if (stopping_ && !thread_.joinable()) return;
     stopping_ = true;
     for (const Item& item : queue_) {
@@ -26,14 +26,14 @@ void Promoter::Stop() {
     }
     queue_.clear();
   }
-  cv_.notify_all();
+  cv_.SignalAll();
   if (thread_.joinable()) thread_.join();
 }
 
 bool Promoter::Offer(const std::string& key, const char* value, uint64_t size,
                      int64_t disk_replica_id) {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     if (stopping_ || size > max_bytes_ - bytes_ || keys_.count(key) != 0) {
       dropped_.fetch_add(1, std::memory_order_relaxed);
       return false;
@@ -47,7 +47,7 @@ bool Promoter::Offer(const std::string& key, const char* value, uint64_t size,
   item.disk_replica_id = disk_replica_id;
   item.value.reset(new (std::nothrow) char[size]);
   if (item.value != nullptr) std::memcpy(item.value.get(), value, size);
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   if (item.value == nullptr || stopping_) {
     bytes_ -= size;
     keys_.erase(key);
@@ -55,20 +55,20 @@ bool Promoter::Offer(const std::string& key, const char* value, uint64_t size,
     return false;
   }
   queue_.push_back(std::move(item));
-  cv_.notify_one();
+  cv_.Signal();
   return true;
 }
 
 void Promoter::Run() {
-  std::unique_lock<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   for (;;) {
-    cv_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
+    while (!stopping_ && queue_.empty()) cv_.Wait(&mu_);
     if (stopping_) return;
     Item item = std::move(queue_.front());
     queue_.pop_front();
-    lock.unlock();
+    mu_.Unlock();
     Promote(item);
-    lock.lock();
+    mu_.Lock();
     bytes_ -= item.size;
     keys_.erase(item.key);
   }

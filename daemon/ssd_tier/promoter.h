@@ -21,15 +21,14 @@
 #define MOONCAKE_DAEMON_PROMOTER_H_
 
 #include <atomic>
-#include <condition_variable>
 #include <cstdint>
 #include <deque>
 #include <memory>
-#include <mutex>
 #include <set>
 #include <string>
 #include <thread>
 
+#include "absl/synchronization/mutex.h"
 #include "daemon/master_link/master_client.h"
 #include "daemon/cluster/membership.h"
 #include "daemon/replicas/replica_io.h"
@@ -78,12 +77,12 @@ class Promoter {
   ReplicaIO* const io_;
   const uint64_t max_bytes_;
 
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::deque<Item> queue_;     // guarded by mu_
-  std::set<std::string> keys_;  // queued or running; guarded by mu_
-  uint64_t bytes_ = 0;          // of the values queued or running; guarded by mu_
-  bool stopping_ = false;       // guarded by mu_
+  absl::Mutex mu_;
+  absl::CondVar cv_;
+  std::deque<Item> queue_ ABSL_GUARDED_BY(mu_);
+  std::set<std::string> keys_ ABSL_GUARDED_BY(mu_);  // queued or running
+  uint64_t bytes_ ABSL_GUARDED_BY(mu_) = 0;  // of the values queued or running
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   std::thread thread_;
 
   std::atomic<uint64_t> promoted_{0}, declined_{0}, failed_{0}, dropped_{0};

@@ -42,7 +42,7 @@ ErrorCode SsdTier::Open(std::string* error) {
   }
   SsdStats stats = store_->Stats();
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     stats_.rebuilt = stats.objects;
   }
   MC_LOG_INFO("SSD tier %s: %s, %s capacity, %s buckets, %s eviction, %s I/O; %s; segment %lld "
@@ -62,9 +62,9 @@ ErrorCode SsdTier::Open(std::string* error) {
 
 void SsdTier::Start() {
   membership_->SetAfterDiskMount([this] {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     register_wanted_ = true;
-    cv_.notify_all();
+    cv_.SignalAll();
   });
   registrar_ = std::thread([this] { RegistrarLoop(); });
 }
@@ -116,10 +116,10 @@ void SsdTier::MountAgain() {
 
 void SsdTier::Stop() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     if (stop_) return;
     stop_ = true;
-    cv_.notify_all();
+    cv_.SignalAll();
   }
   if (registrar_.joinable()) registrar_.join();
   if (store_ == nullptr) return;
@@ -132,7 +132,7 @@ void SsdTier::Stop() {
 }
 
 SsdTier::Stats SsdTier::stats() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   return stats_;
 }
 
@@ -149,7 +149,7 @@ bool SsdTier::Drop(const std::vector<std::string>& keys) {
     for (ErrorCode code : codes) {
       answered = answered && (code == ErrorCode::OK || code == ErrorCode::OBJECT_NOT_FOUND);
     }
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     if (!answered) {
       ++stats_.drop_failures;
       MC_LOG_WARN("SSD tier: the master could not be told to drop %zu disk replicas (%s): "
@@ -167,24 +167,24 @@ bool SsdTier::Drop(const std::vector<std::string>& keys) {
 
 void SsdTier::RegistrarLoop() {
   int64_t backoff_ms = 100;
-  std::unique_lock<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   for (;;) {
-    cv_.wait(lock, [this] { return stop_ || register_wanted_; });
+    while (!stop_ && !register_wanted_) cv_.Wait(&mu_);
     if (stop_) return;
     register_wanted_ = false;
-    lock.unlock();
+    mu_.Unlock();
     bool done = RegisterAll();
-    lock.lock();
+    mu_.Lock();
     if (done) {
       backoff_ms = 100;
       continue;
     }
     // Not every batch reached the master: again after a pause, unless a re-mount (which
     // wakes us anyway) or the stop comes first.
-    if (cv_.wait_for(lock, std::chrono::milliseconds(backoff_ms),
-                     [this] { return stop_ || register_wanted_; })) {
-      continue;
+    const absl::Time deadline = absl::Now() + absl::Milliseconds(backoff_ms);
+    while (!stop_ && !register_wanted_ && !cv_.WaitWithDeadline(&mu_, deadline)) {
     }
+    if (stop_ || register_wanted_) continue;
     register_wanted_ = true;
     backoff_ms = std::min<int64_t>(backoff_ms * 2, 5000);
   }
@@ -200,7 +200,7 @@ bool SsdTier::RegisterAll() {
   {
     // Under the lock: no offload's report is in flight, so each one the master takes from
     // here on counts in the round (and its object is in List() below or after it).
-    std::unique_lock<std::mutex> reconcile = ReconcileLock();
+    absl::MutexLock reconcile(&reconcile_mu_);
     failed = master_->BeginDiskReconciliation(daemon, segment, round);
   }
   if (failed != ErrorCode::OK) {
@@ -214,11 +214,11 @@ bool SsdTier::RegisterAll() {
   for (size_t begin = 0; begin < objects.size() && failed == ErrorCode::OK;
        begin += kRegisterBatch) {
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      absl::MutexLock lock(&mu_);
       if (stop_) return true;
     }
     size_t end = std::min(objects.size(), begin + kRegisterBatch);
-    std::unique_lock<std::mutex> reconcile = ReconcileLock();
+    absl::MutexLock reconcile(&reconcile_mu_);
     std::vector<rpc::DiskObject> batch;
     for (size_t i = begin; i < end; ++i) {
       // What the store holds now: the offloader may have replaced or forgotten it since
@@ -255,7 +255,7 @@ bool SsdTier::RegisterAll() {
   // no longer holds), and lists the segment's replicas again.
   if (failed == ErrorCode::OK) failed = master_->EndDiskReconciliation(daemon, segment, round);
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     stats_.registered += kept;
     stats_.refused += refused;
     ++stats_.registrations;

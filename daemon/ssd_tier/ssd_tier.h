@@ -26,7 +26,7 @@
 // the master answered every key (0 or -704); the store deletes files only then.
 //
 // Serialization: offload writes and their reports (daemon/ssd_tier/offloader.h) and registration
-// batches exclude each other (ReconcileLock), so that a batch never compares the master's
+// batches exclude each other (reconcile_mu), so that a batch never compares the master's
 // view of a key with a value the offloader has just replaced.
 //
 // Thread roles: Open/Mount/Stop from main; Drop from the store's callers (offloader,
@@ -36,7 +36,6 @@
 #define MOONCAKE_DAEMON_SSD_TIER_H_
 
 #include <atomic>
-#include <condition_variable>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -44,6 +43,7 @@
 #include <thread>
 #include <vector>
 
+#include "absl/synchronization/mutex.h"
 #include "common/base/error_code.h"
 #include "daemon/master_link/master_client.h"
 #include "daemon/cluster/membership.h"
@@ -101,7 +101,7 @@ class SsdTier {
   bool Drop(const std::vector<std::string>& keys);
 
   // Held by the offloader from a batch's Write to the handling of its report.
-  std::unique_lock<std::mutex> ReconcileLock() { return std::unique_lock<std::mutex>(reconcile_mu_); }
+  absl::Mutex* reconcile_mu() ABSL_LOCK_RETURNED(reconcile_mu_) { return &reconcile_mu_; }
 
  private:
   void RegistrarLoop();
@@ -116,12 +116,12 @@ class SsdTier {
   SsdIdentity identity_;  // set by Open and Mount (main's thread); others ask membership_
   SsdIdentity retired_;   // disabled mode: the previous run's, released by Mount (0: none)
 
-  std::mutex reconcile_mu_;
-  mutable std::mutex mu_;
-  std::condition_variable cv_;
-  bool register_wanted_ = false;  // guarded by mu_
-  bool stop_ = false;             // guarded by mu_
-  Stats stats_;                   // guarded by mu_
+  absl::Mutex reconcile_mu_ ABSL_ACQUIRED_BEFORE(mu_);
+  mutable absl::Mutex mu_;
+  absl::CondVar cv_;
+  bool register_wanted_ ABSL_GUARDED_BY(mu_) = false;
+  bool stop_ ABSL_GUARDED_BY(mu_) = false;
+  Stats stats_ ABSL_GUARDED_BY(mu_);
   std::thread registrar_;
 };
 

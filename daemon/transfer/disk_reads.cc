@@ -31,9 +31,12 @@ DiskReadSlots::Slot::~Slot() {
 }
 
 DiskReadSlots::Slot DiskReadSlots::Acquire(std::chrono::steady_clock::time_point deadline) {
-  std::unique_lock<std::mutex> lock(mu_);
-  if (!cv_.wait_until(lock, deadline, [this] { return busy_ < slots_; })) {
-    return Slot(this, nullptr);
+  absl::MutexLock lock(&mu_);
+  while (busy_ >= slots_) {
+    const auto left = deadline - std::chrono::steady_clock::now();
+    if (cv_.WaitWithTimeout(&mu_, absl::FromChrono(left)) && busy_ >= slots_) {
+      return Slot(this, nullptr);
+    }
   }
   char* buffer = nullptr;
   if (!free_.empty()) {
@@ -49,14 +52,14 @@ DiskReadSlots::Slot DiskReadSlots::Acquire(std::chrono::steady_clock::time_point
 }
 
 void DiskReadSlots::Release(char* buffer) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   free_.push_back(buffer);
   --busy_;
-  cv_.notify_one();
+  cv_.Signal();
 }
 
 size_t DiskReadSlots::busy() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   return busy_;
 }
 

@@ -22,12 +22,11 @@
 #define MOONCAKE_DAEMON_DISK_READS_H_
 
 #include <chrono>
-#include <condition_variable>
 #include <cstddef>
 #include <cstdint>
-#include <mutex>
 #include <vector>
 
+#include "absl/synchronization/mutex.h"
 #include "common/base/error_code.h"
 #include "daemon/ssd_store/ssd_store.h"
 #include "daemon/transfer/transport.h"
@@ -76,11 +75,11 @@ class DiskReadSlots {
   void Release(char* buffer);
 
   const size_t slots_;
-  mutable std::mutex mu_;
-  std::condition_variable cv_;
-  size_t busy_ = 0;               // guarded by mu_
-  std::vector<char*> free_;       // allocated, not in use; guarded by mu_
-  std::vector<char*> allocated_;  // every buffer, freed at destruction; guarded by mu_
+  mutable absl::Mutex mu_;
+  absl::CondVar cv_;
+  size_t busy_ ABSL_GUARDED_BY(mu_) = 0;
+  std::vector<char*> free_ ABSL_GUARDED_BY(mu_);  // allocated, not in use
+  std::vector<char*> allocated_ ABSL_GUARDED_BY(mu_);  // every buffer, freed at destruction
 };
 
 }  // namespace mooncake

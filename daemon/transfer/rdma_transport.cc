@@ -158,21 +158,20 @@ ErrorCode RdmaTransport::RegisterMemory(char* base, uint64_t size, MemoryAccess 
     }
     mrs.push_back(mr);
   }
-  std::unique_lock<std::shared_mutex> lock(memory_mu_);
-  if (!memory_.Insert(base, size, mrs, access == MemoryAccess::kPeers)) {
-    lock.unlock();
-    MC_LOG_ERROR("RDMA registration of %llu bytes at %p overlaps a registered range",
-                 static_cast<unsigned long long>(size), static_cast<void*>(base));
-    Deregister(mrs);
-    return ErrorCode::INVALID_PARAMS;
+  {
+    absl::MutexLock lock(&memory_mu_);
+    if (memory_.Insert(base, size, mrs, access == MemoryAccess::kPeers)) return ErrorCode::OK;
   }
-  return ErrorCode::OK;
+  MC_LOG_ERROR("RDMA registration of %llu bytes at %p overlaps a registered range",
+               static_cast<unsigned long long>(size), static_cast<void*>(base));
+  Deregister(mrs);
+  return ErrorCode::INVALID_PARAMS;
 }
 
 void RdmaTransport::UnregisterMemory(char* base) {
   std::vector<ibv_mr*> mrs;
   {
-    std::unique_lock<std::shared_mutex> lock(memory_mu_);
+    absl::WriterMutexLock lock(&memory_mu_);
     mrs = memory_.Remove(base);
   }
   if (mrs.empty()) {
@@ -182,7 +181,7 @@ void RdmaTransport::UnregisterMemory(char* base) {
 }
 
 bool RdmaTransport::DescribeSegment(char* base, uint64_t size, rpc::TransportEndpoint* out) {
-  std::shared_lock<std::shared_mutex> lock(memory_mu_);
+  absl::ReaderMutexLock lock(&memory_mu_);
   const RdmaMemoryMap::Region* region = memory_.Find(base, size);
   if (region == nullptr || size == 0 || !region->for_peers) {
     return false;  // not registered, or a pool: no peer may address it
@@ -205,7 +204,7 @@ bool RdmaTransport::DescribeSegment(char* base, uint64_t size, rpc::TransportEnd
 std::shared_ptr<RdmaTransport::Connection> RdmaTransport::ConnectionTo(
     const RdmaRemote& remote) {
   std::string name = remote.peer + "/" + remote.device;
-  std::lock_guard<std::mutex> lock(connections_mu_);
+  absl::MutexLock lock(&connections_mu_);
   std::shared_ptr<Connection>& c = connections_[name];
   if (c == nullptr) {
     c = std::make_shared<Connection>();
@@ -276,7 +275,7 @@ void RdmaTransport::Execute(std::vector<TransferOp*>* ops, Clock::time_point dea
     std::shared_ptr<Connection> c = ConnectionTo(remote);
     RdmaWork work{op, 0, remote.addr, remote.segment.rkey};
     {
-      std::shared_lock<std::shared_mutex> lock(memory_mu_);
+      absl::ReaderMutexLock lock(&memory_mu_);
       const RdmaMemoryMap::Region* region = memory_.Find(op->local, op->length);
       if (region == nullptr) {
         MC_LOG_ERROR("RDMA transfer refused: local buffer %p of %llu bytes is not registered",
@@ -295,7 +294,7 @@ void RdmaTransport::Execute(std::vector<TransferOp*>* ops, Clock::time_point dea
   }
   for (Group& g : groups) {
     Connection& c = *g.connection;
-    std::lock_guard<std::mutex> lock(c.mu);
+    absl::MutexLock lock(&c.mu);
     if (c.qp == nullptr) {  // every op of the group stays failed unless it connects
       if (Clock::now() >= deadline) {
         MC_LOG_ERROR("RDMA to %s: deadline passed before connecting; %zu ops fail",
@@ -345,7 +344,7 @@ ErrorCode RdmaTransport::Accept(const std::string& request, std::string* reply) 
   mine.instance = instance_;
   *reply = EncodeRdmaQpEndpoint(mine);
 
-  std::lock_guard<std::mutex> lock(served_mu_);
+  absl::MutexLock lock(&served_mu_);
   // A reconnect of the same transport replaces its old queue pair, which it has dropped.
   Served& slot = served_[{theirs.instance, device->name()}];
   slot.sequence = ++served_sequence_;

@@ -27,12 +27,11 @@
 #include <cstdint>
 #include <map>
 #include <memory>
-#include <mutex>
-#include <shared_mutex>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "absl/synchronization/mutex.h"
 #include "daemon/transfer/rdma_memory_map.h"
 #include "daemon/transfer/transport.h"
 
@@ -87,8 +86,9 @@ class RdmaTransport : public Transport {
   struct Connection {
     std::string name;   // "host:port/device", for log lines
     size_t device = 0;  // index in devices_ of this side's end
-    std::mutex mu;
-    std::unique_ptr<RdmaQueuePair> qp;  // null until connected, and after a failure
+    absl::Mutex mu;
+    // Null until connected, and after a failure.
+    std::unique_ptr<RdmaQueuePair> qp ABSL_GUARDED_BY(mu);
   };
   struct Served {
     uint64_t sequence = 0;  // when it was accepted: the oldest goes first
@@ -99,7 +99,7 @@ class RdmaTransport : public Transport {
   std::shared_ptr<Connection> ConnectionTo(const RdmaRemote& remote);
   // Makes c->qp; false (logged) when it cannot.
   bool Connect(Connection* c, const RdmaRemote& remote,
-               std::chrono::steady_clock::time_point deadline);
+               std::chrono::steady_clock::time_point deadline) ABSL_EXCLUSIVE_LOCKS_REQUIRED(c->mu);
   ErrorCode Accept(const std::string& request, std::string* reply);
   const RdmaDevice* FindDevice(const std::string& name) const;
 
@@ -109,15 +109,17 @@ class RdmaTransport : public Transport {
   uint32_t max_request_bytes_ = kMaxRequestBytes;
   std::atomic<size_t> next_device_{0};
 
-  std::shared_mutex memory_mu_;
-  RdmaMemoryMap memory_;
+  absl::Mutex memory_mu_;
+  RdmaMemoryMap memory_ ABSL_GUARDED_BY(memory_mu_);
 
-  std::mutex connections_mu_;
-  std::map<std::string, std::shared_ptr<Connection>> connections_;  // by Connection::name
+  absl::Mutex connections_mu_;
+  // By Connection::name.
+  std::map<std::string, std::shared_ptr<Connection>> connections_ ABSL_GUARDED_BY(connections_mu_);
 
-  std::mutex served_mu_;
-  uint64_t served_sequence_ = 0;
-  std::map<std::pair<uint64_t, std::string>, Served> served_;  // by (instance, device)
+  absl::Mutex served_mu_;
+  uint64_t served_sequence_ ABSL_GUARDED_BY(served_mu_) = 0;
+  // By (instance, device).
+  std::map<std::pair<uint64_t, std::string>, Served> served_ ABSL_GUARDED_BY(served_mu_);
 };
 
 }  // namespace mooncake

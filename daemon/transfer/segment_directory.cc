@@ -9,7 +9,7 @@
 namespace mooncake {
 
 std::shared_ptr<const RemoteSegment> SegmentDirectory::Lookup(int64_t segment_id) const {
-  std::shared_lock<std::shared_mutex> lock(mu_);
+  absl::ReaderMutexLock lock(&mu_);
   auto it = segments_.find(segment_id);
   return it == segments_.end() ? nullptr : it->second;
 }
@@ -17,7 +17,7 @@ std::shared_ptr<const RemoteSegment> SegmentDirectory::Lookup(int64_t segment_id
 std::shared_ptr<const RemoteSegment> SegmentDirectory::Find(int64_t segment_id) {
   std::shared_ptr<const RemoteSegment> found = Lookup(segment_id);
   if (found != nullptr) return found;
-  std::lock_guard<std::mutex> lock(refresh_mu_);
+  absl::MutexLock lock(&refresh_mu_);
   found = Lookup(segment_id);  // fetched by whoever held refresh_mu_ before us
   if (found != nullptr) return found;
   // A fetch just now may have missed a segment mounted right after it: wait out the
@@ -44,7 +44,7 @@ std::shared_ptr<const RemoteSegment> SegmentDirectory::Find(int64_t segment_id) 
     fresh.emplace(s->segment_id, std::move(s));
   }
   {
-    std::unique_lock<std::shared_mutex> write(mu_);
+    absl::WriterMutexLock write(&mu_);
     segments_.swap(fresh);
   }
   return Lookup(segment_id);

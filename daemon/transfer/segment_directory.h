@@ -16,10 +16,9 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
-#include <mutex>
-#include <shared_mutex>
 #include <unordered_map>
 
+#include "absl/synchronization/mutex.h"
 #include "daemon/master_link/master_client.h"
 #include "daemon/transfer/transport.h"
 
@@ -41,10 +40,10 @@ class SegmentDirectory {
   std::shared_ptr<const RemoteSegment> Lookup(int64_t segment_id) const;
 
   MasterClient* const master_;
-  mutable std::shared_mutex mu_;
-  Map segments_;  // guarded by mu_
-  std::mutex refresh_mu_;  // one fetch at a time
-  std::chrono::steady_clock::time_point last_refresh_;  // guarded by refresh_mu_
+  mutable absl::Mutex mu_;
+  Map segments_ ABSL_GUARDED_BY(mu_);
+  absl::Mutex refresh_mu_;  // one fetch at a time
+  std::chrono::steady_clock::time_point last_refresh_ ABSL_GUARDED_BY(refresh_mu_);
 };
 
 }  // namespace mooncake

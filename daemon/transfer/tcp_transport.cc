@@ -37,18 +37,18 @@ class Latch {
  public:
   explicit Latch(size_t count) : count_(count) {}
   void CountDown() {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (--count_ == 0) cv_.notify_all();
+    absl::MutexLock lock(&mu_);
+    if (--count_ == 0) cv_.SignalAll();
   }
   void Wait() {
-    std::unique_lock<std::mutex> lock(mu_);
-    cv_.wait(lock, [this] { return count_ == 0; });
+    absl::MutexLock lock(&mu_);
+    while (count_ != 0) cv_.Wait(&mu_);
   }
 
  private:
-  std::mutex mu_;
-  std::condition_variable cv_;
-  size_t count_;
+  absl::Mutex mu_;
+  absl::CondVar cv_;
+  size_t count_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace
@@ -56,10 +56,10 @@ class Latch {
 struct TcpTransport::Peer {
   explicit Peer(std::string a) : address(std::move(a)) {}
   const std::string address;
-  std::mutex mu;
-  std::condition_variable cv;
-  std::vector<int> idle;  // guarded by mu
-  size_t open = 0;        // guarded by mu; idle and busy
+  absl::Mutex mu;
+  absl::CondVar cv;
+  std::vector<int> idle ABSL_GUARDED_BY(mu);
+  size_t open ABSL_GUARDED_BY(mu) = 0;  // idle and busy
 };
 
 TcpTransport::TcpTransport(Options options)
@@ -67,7 +67,7 @@ TcpTransport::TcpTransport(Options options)
 
 TcpTransport::~TcpTransport() {
   workers_.Stop();
-  std::lock_guard<std::mutex> lock(peers_mu_);
+  absl::MutexLock lock(&peers_mu_);
   for (auto& p : peers_) {
     for (int fd : p.second->idle) close(fd);
   }
@@ -81,17 +81,17 @@ bool TcpTransport::DescribeSegment(char*, uint64_t, rpc::TransportEndpoint* out)
 }
 
 size_t TcpTransport::open_connections() const {
-  std::lock_guard<std::mutex> lock(peers_mu_);
+  absl::MutexLock lock(&peers_mu_);
   size_t n = 0;
   for (const auto& p : peers_) {
-    std::lock_guard<std::mutex> peer_lock(p.second->mu);
+    absl::MutexLock peer_lock(&p.second->mu);
     n += p.second->open;
   }
   return n;
 }
 
 TcpTransport::Peer* TcpTransport::PeerFor(const std::string& address) {
-  std::lock_guard<std::mutex> lock(peers_mu_);
+  absl::MutexLock lock(&peers_mu_);
   std::unique_ptr<Peer>& p = peers_[address];
   if (p == nullptr) p.reset(new Peer(address));
   return p.get();
@@ -100,11 +100,12 @@ TcpTransport::Peer* TcpTransport::PeerFor(const std::string& address) {
 int TcpTransport::Acquire(Peer* peer, Clock::time_point deadline, bool* reused,
                           std::string* error) {
   {
-    std::unique_lock<std::mutex> lock(peer->mu);
-    bool ready = peer->cv.wait_until(lock, deadline, [&] {
-      return !peer->idle.empty() || peer->open < options_.max_connections_per_peer;
-    });
-    if (!ready) {
+    absl::MutexLock lock(&peer->mu);
+    const size_t max_open = options_.max_connections_per_peer;
+    while (peer->idle.empty() && peer->open >= max_open &&
+           !peer->cv.WaitWithTimeout(&peer->mu, absl::FromChrono(deadline - Clock::now()))) {
+    }
+    if (peer->idle.empty() && peer->open >= max_open) {
       *error = "all " + std::to_string(peer->open) + " connections busy until the deadline";
       return -1;
     }
@@ -219,14 +220,14 @@ bool TcpTransport::Hello(int fd, Clock::time_point deadline, bool* broken, std::
 }
 
 void TcpTransport::Release(Peer* peer, int fd, bool keep) {
-  std::lock_guard<std::mutex> lock(peer->mu);
+  absl::MutexLock lock(&peer->mu);
   if (keep) {
     peer->idle.push_back(fd);
   } else {
     if (fd >= 0) close(fd);
     --peer->open;
   }
-  peer->cv.notify_one();
+  peer->cv.Signal();
 }
 
 ErrorCode TcpTransport::RunOn(int fd, const Exchange& x, Clock::time_point deadline,
@@ -308,7 +309,7 @@ ErrorCode TcpTransport::Run(Peer* peer, const Exchange& x, Clock::time_point dea
     // connections are as stale. Drop them and try once on a fresh connection.
     std::vector<int> stale;
     {
-      std::lock_guard<std::mutex> lock(peer->mu);
+      absl::MutexLock lock(&peer->mu);
       stale.swap(peer->idle);
       peer->open -= stale.size();
     }

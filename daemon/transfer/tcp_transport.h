@@ -42,14 +42,13 @@
 #define MOONCAKE_DAEMON_TCP_TRANSPORT_H_
 
 #include <atomic>
-#include <condition_variable>
 #include <cstdint>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <vector>
 
+#include "absl/synchronization/mutex.h"
 #include "common/auth/cluster_key.h"
 #include "daemon/transfer/transport.h"
 #include "daemon/base/worker_threads.h"
@@ -144,8 +143,8 @@ class TcpTransport : public Transport, public ControlCaller {
 
   const Options options_;
   std::atomic<uint64_t> next_request_id_{1};
-  mutable std::mutex peers_mu_;
-  std::map<std::string, std::unique_ptr<Peer>> peers_;  // guarded by peers_mu_; never erased
+  mutable absl::Mutex peers_mu_;
+  std::map<std::string, std::unique_ptr<Peer>> peers_ ABSL_GUARDED_BY(peers_mu_);  // never erased
   WorkerThreads workers_;  // run the pieces beyond the caller's own
 };
 

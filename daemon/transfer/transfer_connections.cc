@@ -37,7 +37,7 @@ std::shared_ptr<Connection> TransferConnections::Admit(int fd, const std::string
   };
   auto opening = [](const Connection& o, const std::string&) { return !o.settled_; };
   auto any = [](const Connection&, const std::string&) { return true; };
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   // The narrowest group first: room made there is room in the wider ones too.
   if (shutting_down_ ||
       !MakeRoomLocked(opening_from, address, limits_.new_per_address, took) ||
@@ -59,7 +59,7 @@ bool TransferConnections::Settle(Connection* c, const std::string& peer, bool* t
   auto unnamed_from = [](const Connection& o, const std::string& a) {
     return o.settled_ && o.peer_.empty() && o.address_ == a;
   };
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   // Taken while it was opening: it is closing, and must not take anyone's place.
   if (c->state_.load(std::memory_order_acquire) == Connection::kTaken) return false;
   // c itself is not settled yet, so it is in neither group.
@@ -87,21 +87,21 @@ void TransferConnections::EndRequest(Connection* c) {
 }
 
 void TransferConnections::Remove(const std::shared_ptr<Connection>& c) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   open_.erase(c->fd_);
   close(c->fd_);
-  removed_.notify_all();
+  removed_.SignalAll();
 }
 
 bool TransferConnections::Reclaim() {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   return TakeOneLocked([](const Connection&, const std::string&) { return true; }, "");
 }
 
 int64_t TransferConnections::CloseOpeningsBefore(int64_t cutoff_ns, size_t* closed) {
   *closed = 0;
   int64_t oldest = INT64_MAX;
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   for (const auto& entry : open_) {
     Connection* o = entry.second.get();
     if (o->settled_ || o->state_.load(std::memory_order_acquire) == Connection::kTaken) continue;
@@ -116,14 +116,14 @@ int64_t TransferConnections::CloseOpeningsBefore(int64_t cutoff_ns, size_t* clos
 }
 
 void TransferConnections::Shutdown() {
-  std::unique_lock<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   shutting_down_ = true;
   for (const auto& entry : open_) shutdown(entry.first, SHUT_RDWR);
-  removed_.wait(lock, [this] { return open_.empty(); });
+  while (!open_.empty()) removed_.Wait(&mu_);
 }
 
 TransferConnections::Stats TransferConnections::stats() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   Stats out = stats_;
   out.open = open_.size();
   for (const auto& entry : open_) {

@@ -47,12 +47,12 @@
 #define MOONCAKE_DAEMON_TRANSFER_CONNECTIONS_H_
 
 #include <atomic>
-#include <condition_variable>
 #include <cstdint>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
+
+#include "absl/synchronization/mutex.h"
 
 namespace mooncake {
 
@@ -147,18 +147,19 @@ class TransferConnections {
   using Filter = bool (*)(const Connection& c, const std::string& key);
   // Makes room for one more connection in a group that may hold cap: true if there is
   // room, or was made by taking connections of the group (*took set).
-  bool MakeRoomLocked(Filter filter, const std::string& key, size_t cap, bool* took);
+  bool MakeRoomLocked(Filter filter, const std::string& key, size_t cap, bool* took)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Takes the connection of the group that gives way first: false if none may.
-  bool TakeOneLocked(Filter filter, const std::string& key);
+  bool TakeOneLocked(Filter filter, const std::string& key) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // c's state from kWaiting or kBusy (only while opening) to kTaken, and its shutdown.
-  bool TakeLocked(Connection* c);
+  bool TakeLocked(Connection* c) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const Limits limits_;
-  mutable std::mutex mu_;
-  std::condition_variable removed_;
-  std::map<int, std::shared_ptr<Connection>> open_;  // guarded by mu_; by descriptor
-  bool shutting_down_ = false;                       // guarded by mu_
-  Stats stats_;                                      // guarded by mu_ (but open)
+  mutable absl::Mutex mu_;
+  absl::CondVar removed_;
+  std::map<int, std::shared_ptr<Connection>> open_ ABSL_GUARDED_BY(mu_);  // by descriptor
+  bool shutting_down_ ABSL_GUARDED_BY(mu_) = false;
+  Stats stats_ ABSL_GUARDED_BY(mu_);  // (but open)
 };
 
 }  // namespace mooncake

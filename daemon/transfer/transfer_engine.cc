@@ -84,14 +84,14 @@ void TransferEngine::Execute(std::vector<TransferOp*>* ops,
   auto until = std::chrono::steady_clock::now() + kSuspectFor;
   for (TransferOp* op : over_tcp) {
     if (op->result == ErrorCode::OK) continue;
-    std::lock_guard<std::mutex> lock(suspects_mu_);
+    absl::MutexLock lock(&suspects_mu_);
     suspects_[op->remote->name] = until;
   }
 }
 
 std::vector<std::string> TransferEngine::Suspects() const {
   std::vector<std::string> out;
-  std::lock_guard<std::mutex> lock(suspects_mu_);
+  absl::MutexLock lock(&suspects_mu_);
   auto now = std::chrono::steady_clock::now();
   for (auto it = suspects_.begin(); it != suspects_.end();) {
     if (now < it->second) {
@@ -105,7 +105,7 @@ std::vector<std::string> TransferEngine::Suspects() const {
 }
 
 bool TransferEngine::Suspect(const std::string& daemon) const {
-  std::lock_guard<std::mutex> lock(suspects_mu_);
+  absl::MutexLock lock(&suspects_mu_);
   if (suspects_.empty()) return false;  // the usual case: no lookup
   auto it = suspects_.find(daemon);
   if (it == suspects_.end()) return false;

@@ -19,10 +19,10 @@
 #include <chrono>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <vector>
 
+#include "absl/synchronization/mutex.h"
 #include "daemon/transfer/segment_directory.h"
 #include "daemon/transfer/tcp_transport.h"
 #include "daemon/transfer/transport.h"
@@ -74,8 +74,10 @@ class TransferEngine {
   // Counts ops, run over RDMA or TCP in one batch since start_ns (DaemonMetrics).
   static void CountTransfers(const std::vector<TransferOp*>& ops, bool rdma, int64_t start_ns);
 
-  mutable std::mutex suspects_mu_;
-  mutable std::map<std::string, std::chrono::steady_clock::time_point> suspects_;  // name -> until
+  mutable absl::Mutex suspects_mu_;
+  // Name -> until.
+  mutable std::map<std::string, std::chrono::steady_clock::time_point> suspects_
+      ABSL_GUARDED_BY(suspects_mu_);
 
   SegmentDirectory directory_;
   std::unique_ptr<TcpTransport> tcp_;
