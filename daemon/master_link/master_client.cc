@@ -79,20 +79,20 @@ MasterClient::MasterClient(MasterClientOptions options, std::unique_ptr<MasterLo
 
 MasterClient::~MasterClient() {
   locator_.reset();  // no leader change is reported from now on
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   for (auto& c : idle_) c->transport->close();
 }
 
 std::string MasterClient::LastError() { return g_last_error; }
 
 void MasterClient::SetLeaderChangeHandler(std::function<void(const MasterLeader&)> handler) {
-  std::lock_guard<std::mutex> lock(handler_mu_);
+  absl::MutexLock lock(&handler_mu_);
   leader_handler_ = std::move(handler);
 }
 
 void MasterClient::OnLeaderChange(const MasterLeader& leader) {
   DropIdle();  // connections to the old leader; busy ones are dropped at check-in
-  std::lock_guard<std::mutex> lock(handler_mu_);
+  absl::MutexLock lock(&handler_mu_);
   if (leader_handler_) leader_handler_(leader);
 }
 
@@ -154,9 +154,8 @@ std::unique_ptr<MasterClient::Connection> MasterClient::Checkout(const MasterLea
   const int64_t highest = locator_->highest_term();
   uint64_t generation;
   {
-    std::unique_lock<std::mutex> lock(mu_);
-    auto deadline = std::chrono::steady_clock::now() +
-                    std::chrono::milliseconds(options_.rpc_timeout_ms);
+    absl::MutexLock lock(&mu_);
+    const absl::Time deadline = absl::Now() + absl::Milliseconds(options_.rpc_timeout_ms);
     for (;;) {
       while (!idle_.empty()) {
         std::unique_ptr<Connection> conn = std::move(idle_.back());
@@ -169,7 +168,7 @@ std::unique_ptr<MasterClient::Connection> MasterClient::Checkout(const MasterLea
         --open_count_;
       }
       if (open_count_ < options_.max_connections) break;
-      if (cv_.wait_until(lock, deadline) == std::cv_status::timeout && idle_.empty() &&
+      if (cv_.WaitWithDeadline(&mu_, deadline) && idle_.empty() &&
           open_count_ >= options_.max_connections) {
         *error = "all master connections busy";
         return nullptr;
@@ -180,9 +179,9 @@ std::unique_ptr<MasterClient::Connection> MasterClient::Checkout(const MasterLea
   }
   std::unique_ptr<Connection> conn = Open(leader, error);
   if (conn == nullptr) {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     --open_count_;
-    cv_.notify_one();
+    cv_.Signal();
     return nullptr;
   }
   conn->generation = generation;
@@ -190,30 +189,30 @@ std::unique_ptr<MasterClient::Connection> MasterClient::Checkout(const MasterLea
 }
 
 void MasterClient::Checkin(std::unique_ptr<Connection> conn) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   if (conn->generation == generation_) {
     idle_.push_back(std::move(conn));
   } else {
     conn->transport->close();
     --open_count_;
   }
-  cv_.notify_one();
+  cv_.Signal();
 }
 
 void MasterClient::Discard(std::unique_ptr<Connection> conn) {
   conn->transport->close();
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   --open_count_;
-  cv_.notify_one();
+  cv_.Signal();
 }
 
 void MasterClient::DropIdle() {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   ++generation_;
   for (auto& c : idle_) c->transport->close();
   open_count_ -= idle_.size();
   idle_.clear();
-  cv_.notify_all();
+  cv_.SignalAll();
 }
 
 MasterClient::Attempt MasterClient::Try(const Rpc& fn, std::string* error) {

@@ -44,16 +44,16 @@
 
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <type_traits>
 #include <vector>
 
 #include "MasterService.h"
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
 #include "common/auth/cluster_key.h"
 #include "common/base/error_code.h"
 #include "common/master_link/master_locator.h"
@@ -153,12 +153,13 @@ class MasterClient {
 
   // Closes every idle connection: after the master restarted they all point at a dead
   // socket. Connections checked out now are dropped when they come back.
-  void DropIdle();
+  void DropIdle() ABSL_LOCKS_EXCLUDED(mu_);
 
   // Runs after each change of leader (through etcd), on the thread that noticed it: it
   // must not block nor call the master (Membership wakes its heartbeat). Null: none.
   // Clearing it waits for a call of it in progress.
-  void SetLeaderChangeHandler(std::function<void(const MasterLeader&)> handler);
+  void SetLeaderChangeHandler(std::function<void(const MasterLeader&)> handler)
+      ABSL_LOCKS_EXCLUDED(handler_mu_);
   // The leader calls go to now (unknown while etcd names none).
   MasterLeader leader() const { return locator_->Current(); }
 
@@ -518,25 +519,26 @@ class MasterClient {
   void Pipeline(const std::vector<std::string>& keys, size_t chunk,
                 const PipelineCalls<Result>& calls, const ChunkDone<Result>& on_chunk);
   Attempt Try(const Rpc& fn, std::string* error);
-  std::unique_ptr<Connection> Checkout(const MasterLeader& leader, std::string* error);
-  void Checkin(std::unique_ptr<Connection> conn);
+  std::unique_ptr<Connection> Checkout(const MasterLeader& leader, std::string* error)
+      ABSL_LOCKS_EXCLUDED(mu_);
+  void Checkin(std::unique_ptr<Connection> conn) ABSL_LOCKS_EXCLUDED(mu_);
   // Closes a connection that is not to be used again.
-  void Discard(std::unique_ptr<Connection> conn);
+  void Discard(std::unique_ptr<Connection> conn) ABSL_LOCKS_EXCLUDED(mu_);
   std::unique_ptr<Connection> Open(const MasterLeader& leader, std::string* error);
-  void OnLeaderChange(const MasterLeader& leader);
+  void OnLeaderChange(const MasterLeader& leader) ABSL_LOCKS_EXCLUDED(mu_, handler_mu_);
 
   const MasterClientOptions options_;
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::vector<std::unique_ptr<Connection>> idle_;  // guarded by mu_
-  size_t open_count_ = 0;                          // checked out + idle; guarded by mu_
-  uint64_t generation_ = 0;                        // bumped by DropIdle; guarded by mu_
+  absl::Mutex mu_;
+  absl::CondVar cv_;  // a connection checked in, discarded or dropped
+  std::vector<std::unique_ptr<Connection>> idle_ ABSL_GUARDED_BY(mu_);
+  size_t open_count_ ABSL_GUARDED_BY(mu_) = 0;  // checked out + idle
+  uint64_t generation_ ABSL_GUARDED_BY(mu_) = 0;  // bumped by DropIdle
 
   std::atomic<uint64_t> calls_{0};
   std::atomic<uint64_t> failed_calls_{0};
 
-  std::mutex handler_mu_;
-  std::function<void(const MasterLeader&)> leader_handler_;  // guarded by handler_mu_
+  absl::Mutex handler_mu_;
+  std::function<void(const MasterLeader&)> leader_handler_ ABSL_GUARDED_BY(handler_mu_);
 
   // Last: destroyed first, so that its watch thread stops before the rest goes.
   std::unique_ptr<MasterLocator> locator_;
