@@ -12,6 +12,7 @@
 #include "common/base/log_throttle.h"
 #include "common/base/logging.h"
 #include "common/master_link/master_auth.h"
+#include "common/master_link/master_rpcs.h"
 #include "common/auth/peer_owner.h"
 
 namespace mooncake {
@@ -36,18 +37,6 @@ void LogRefusal(const std::string& peer, const std::string& call, const std::str
 
 LogThrottle g_not_leader_log;
 LogThrottle g_fence_log;
-
-// Calls every role answers itself: the handshake (admitted: RpcHandler's -600), GetRole.
-bool AnsweredInEveryRole(const std::string& fname) {
-  return fname == "GetRole" || fname == "AuthChallenge" || fname == "Authenticate";
-}
-
-// The replication calls a standby makes to the leader (master/log_server.h): they reach
-// their handler in every role, which answers -1600 in its result when not leading; served
-// by a leader, their replies are fenced like a client call's.
-bool ReplicationCall(const std::string& fname) {
-  return fname == "FollowLog" || fname == "FetchSnapshot";
-}
 
 // A reply as the generated processor writes one.
 template <typename Result>
@@ -93,15 +82,22 @@ AuthenticatedProcessor::AuthenticatedProcessor(std::shared_ptr<rpc::MasterServic
 bool AuthenticatedProcessor::DispatchWithRole(TProtocol* in, TProtocol* out,
                                               const std::string& fname, int32_t seqid,
                                               void* call_context) {
-  if (AnsweredInEveryRole(fname)) {
-    fenced_ = false;
-  } else if (ReplicationCall(fname)) {
-    fenced_ = role_->Serving();
-  } else if (role_->Serving()) {
-    fenced_ = true;
-  } else {
-    RefuseNotLeader(in, out, fname, seqid);
-    return true;
+  // Who may make the call: its row's access (common/master_link/master_rpcs.h).
+  switch (AccessOf(fname)) {
+    case RpcAccess::kHandshake:  // admitted already: the handler's -600
+    case RpcAccess::kAnyRole:
+      fenced_ = false;
+      break;
+    case RpcAccess::kReplication:  // the handler answers -1600 when not leading
+      fenced_ = role_->Serving();
+      break;
+    case RpcAccess::kLeader:
+      if (!role_->Serving()) {
+        RefuseNotLeader(in, out, fname, seqid);
+        return true;
+      }
+      fenced_ = true;
+      break;
   }
   return MasterServiceProcessor::dispatchCall(in, out, fname, seqid, call_context);
 }

@@ -25,8 +25,9 @@
 // The handshake on an admitted connection reaches RpcHandler, which answers -600.
 //
 // Roles (docs/ha.md, "Fencing"; master/master_role.h), with --enable_ha only: on an
-// admitted connection, a client call (anything but the handshake, GetRole and the
-// replication calls) reaches the handler only while the master is LEADER; otherwise its
+// admitted connection, a client call (a row of common/master_link/master_rpcs.h with access kLeader:
+// anything but the handshake, GetRole and the replication calls) reaches the handler only
+// while the master is LEADER; otherwise its
 // arguments are skipped unread and the answer is a TApplicationException
 // "-1600 NOT_LEADER: ..." (common/master_link/master_auth.h), whatever the call's result type. A call
 // the handler ran as leader has its reply checked once more right before it is written

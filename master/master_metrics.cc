@@ -1,7 +1,6 @@
 #include "master/master_metrics.h"
 
 #include <cstdio>
-#include <cstdlib>
 
 #include "common/base/units.h"
 #include "master/authenticated_processor.h"
@@ -14,66 +13,6 @@
 namespace mooncake {
 
 namespace {
-
-struct RpcInfo {
-  MasterMetrics::Rpc rpc;
-  const char* name;
-  bool batch;
-};
-
-// In enum order (checked in MasterMetrics' constructor).
-constexpr RpcInfo kRpcs[] = {
-    {MasterMetrics::Rpc::kRegisterDaemon, "register_daemon", false},
-    {MasterMetrics::Rpc::kHeartbeat, "ping", false},
-    {MasterMetrics::Rpc::kMountSegment, "mount_segment", false},
-    {MasterMetrics::Rpc::kUnmountSegment, "unmount_segment", false},
-    {MasterMetrics::Rpc::kGetAllSegments, "get_all_segments", false},
-    {MasterMetrics::Rpc::kDrainSegment, "drain_segment", false},
-    {MasterMetrics::Rpc::kCommitMoves, "commit_moves", true},
-    {MasterMetrics::Rpc::kRevokeMoves, "revoke_moves", true},
-    {MasterMetrics::Rpc::kPutStart, "put_start", false},
-    {MasterMetrics::Rpc::kPutEnd, "put_end", false},
-    {MasterMetrics::Rpc::kPutRevoke, "put_revoke", false},
-    {MasterMetrics::Rpc::kBatchPutStart, "batch_put_start", true},
-    {MasterMetrics::Rpc::kBatchPutEnd, "batch_put_end", true},
-    {MasterMetrics::Rpc::kBatchPutRevoke, "batch_put_revoke", true},
-    {MasterMetrics::Rpc::kUpsertStart, "upsert_start", false},
-    {MasterMetrics::Rpc::kUpsertEnd, "upsert_end", false},
-    {MasterMetrics::Rpc::kUpsertRevoke, "upsert_revoke", false},
-    {MasterMetrics::Rpc::kGetReplicaList, "get_replica_list", false},
-    {MasterMetrics::Rpc::kBatchGetReplicaList, "batch_get_replica_list", true},
-    {MasterMetrics::Rpc::kExistKey, "exist_key", false},
-    {MasterMetrics::Rpc::kBatchExistKey, "batch_exist_key", true},
-    {MasterMetrics::Rpc::kRemove, "remove", false},
-    {MasterMetrics::Rpc::kBatchRemove, "batch_remove", true},
-    {MasterMetrics::Rpc::kRemoveByRegex, "remove_by_regex", false},
-    {MasterMetrics::Rpc::kRemoveAll, "remove_all", false},
-    {MasterMetrics::Rpc::kFetchOffloads, "fetch_offloads", false},
-    {MasterMetrics::Rpc::kReportOffloads, "report_offloads", true},
-    {MasterMetrics::Rpc::kRegisterDiskReplicas, "register_disk_replicas", true},
-    {MasterMetrics::Rpc::kDropDiskReplicas, "drop_disk_replicas", true},
-    {MasterMetrics::Rpc::kListUnverified, "list_unverified", false},
-    {MasterMetrics::Rpc::kReportVerified, "report_verified", true},
-    {MasterMetrics::Rpc::kBeginDiskReconciliation, "begin_disk_reconciliation", false},
-    {MasterMetrics::Rpc::kEndDiskReconciliation, "end_disk_reconciliation", false},
-    {MasterMetrics::Rpc::kReportBadReplicas, "report_bad_replicas", true},
-    {MasterMetrics::Rpc::kPromoteStart, "promote_start", false},
-    {MasterMetrics::Rpc::kPromoteEnd, "promote_end", false},
-    {MasterMetrics::Rpc::kGetStats, "get_stats", false},
-    {MasterMetrics::Rpc::kSnapshot, "snapshot", false},
-    {MasterMetrics::Rpc::kLastSnapshot, "last_snapshot", false},
-    {MasterMetrics::Rpc::kGetRole, "get_role", false},
-    {MasterMetrics::Rpc::kFollowLog, "follow_log", false},
-    {MasterMetrics::Rpc::kFetchSnapshot, "fetch_snapshot", false},
-    {MasterMetrics::Rpc::kBatchReplicaClear, "batch_replica_clear", true},
-    {MasterMetrics::Rpc::kCreateCopyTask, "create_copy_task", false},
-    {MasterMetrics::Rpc::kCreateMoveTask, "create_move_task", false},
-    {MasterMetrics::Rpc::kQueryTask, "query_task", false},
-    {MasterMetrics::Rpc::kFetchReplicaTasks, "fetch_tasks", false},
-    {MasterMetrics::Rpc::kCompleteReplicaTasks, "mark_task_to_complete", true},
-};
-static_assert(sizeof(kRpcs) / sizeof(kRpcs[0]) == static_cast<size_t>(MasterMetrics::Rpc::kCount),
-              "one entry per call");
 
 void GaugeFamily(MetricsWriter* out, const std::string& name, const std::string& help, double value,
            const MetricLabels& labels = {}) {
@@ -116,35 +55,33 @@ const char* RoleName(const MasterSources& sources) {
   return "deposed";
 }
 
-const char* MasterMetrics::Name(Rpc rpc) { return kRpcs[static_cast<size_t>(rpc)].name; }
-bool MasterMetrics::IsBatch(Rpc rpc) { return kRpcs[static_cast<size_t>(rpc)].batch; }
-
 MasterMetrics::MasterMetrics(const MasterSources& sources) : sources_(sources) {
   for (size_t i = 0; i < rpcs_.size(); ++i) {
-    const RpcInfo& info = kRpcs[i];
-    if (static_cast<size_t>(info.rpc) != i) std::abort();  // the table is out of order
-    const std::string base = std::string("master_") + info.name;
+    const MasterRpcInfo& info = kMasterRpcs[i];
+    if (info.metric == nullptr) continue;
+    const bool batch = info.shape == RpcShape::kBatch;
+    const std::string base = std::string("master_") + info.metric;
     PerRpc& r = rpcs_[i];
     r.requests = registry_.AddCounter(base + "_requests_total",
-                                      std::string("Total number of ") + info.name + " requests");
+                                      std::string("Total number of ") + info.metric + " requests");
     r.failures = registry_.AddCounter(
         base + "_failures_total",
-        std::string("Total number of failed ") + info.name +
-            (info.batch ? " requests (every item failed)" : " requests (a negative code)"));
+        std::string("Total number of failed ") + info.metric +
+            (batch ? " requests (every item failed)" : " requests (a negative code)"));
     r.latency = registry_.AddHistogram(
         "master_rpc_duration_seconds",
         "Time the master took to answer a call, from its handler's start to its result, by rpc",
-        LatencyBuckets(), {{"rpc", info.name}});
-    if (info.batch) {
+        LatencyBuckets(), {{"rpc", info.metric}});
+    if (batch) {
       r.items = registry_.AddCounter(base + "_items_total",
-                                     std::string("Total number of items in ") + info.name +
+                                     std::string("Total number of items in ") + info.metric +
                                          " requests");
       r.failed_items = registry_.AddCounter(
           base + "_failed_items_total",
-          std::string("Total number of failed items in ") + info.name + " requests");
+          std::string("Total number of failed items in ") + info.metric + " requests");
       r.partial_successes = registry_.AddCounter(
           base + "_partial_successes_total",
-          std::string("Total number of ") + info.name + " requests where some items failed");
+          std::string("Total number of ") + info.metric + " requests where some items failed");
     }
   }
   registry_.AddCollector([this](MetricsWriter* out) { CollectStats(out); });
@@ -370,16 +307,16 @@ std::string MasterMetrics::Summary() const {
   line("replication", "lag " + std::to_string(s.replication_lag) + " records, sync set " +
                           std::to_string(s.sync_set_size));
   uint64_t calls = 0, failed = 0;
-  for (size_t i = 0; i < rpcs_.size(); ++i) {
-    calls += rpcs_[i].requests->value();
-    failed += rpcs_[i].failures->value();
+  for (const PerRpc& r : rpcs_) {
+    calls += Value(r.requests);
+    failed += Value(r.failures);
   }
   line("rpc calls", std::to_string(calls) + " (failed: " + std::to_string(failed) + ")");
   for (size_t i = 0; i < rpcs_.size(); ++i) {
-    uint64_t n = rpcs_[i].requests->value();
+    uint64_t n = Value(rpcs_[i].requests);
     if (n == 0) continue;
-    line(std::string("rpc ") + kRpcs[i].name,
-         std::to_string(n) + " (failed: " + std::to_string(rpcs_[i].failures->value()) + ")");
+    line(std::string("rpc ") + kMasterRpcs[i].metric,
+         std::to_string(n) + " (failed: " + std::to_string(Value(rpcs_[i].failures)) + ")");
   }
   return text;
 }
@@ -387,9 +324,9 @@ std::string MasterMetrics::Summary() const {
 std::string MasterMetrics::ReportLine() const {
   const rpc::MasterStats s = CollectMasterStats(sources_);
   uint64_t calls = 0, failed = 0;
-  for (size_t i = 0; i < rpcs_.size(); ++i) {
-    calls += rpcs_[i].requests->value();
-    failed += rpcs_[i].failures->value();
+  for (const PerRpc& r : rpcs_) {
+    calls += Value(r.requests);
+    failed += Value(r.failures);
   }
   char buf[512];
   std::snprintf(buf, sizeof(buf),

@@ -20,6 +20,7 @@
 #include <string>
 
 #include "common/base/metrics.h"
+#include "common/master_link/master_rpcs.h"
 #include "master_types.h"
 
 namespace mooncake {
@@ -48,27 +49,11 @@ const char* RoleName(const MasterSources& sources);
 
 class MasterMetrics {
  public:
-  // Every Thrift call of common/master_link/master.thrift but the handshake's. A name is the call's
-  // in Mooncake's spelling where Mooncake has the call (Heartbeat is its ping).
-  enum class Rpc : uint8_t {
-    kRegisterDaemon, kHeartbeat, kMountSegment, kUnmountSegment, kGetAllSegments,
-    kDrainSegment, kCommitMoves, kRevokeMoves,
-    kPutStart, kPutEnd, kPutRevoke, kBatchPutStart, kBatchPutEnd, kBatchPutRevoke,
-    kUpsertStart, kUpsertEnd, kUpsertRevoke,
-    kGetReplicaList, kBatchGetReplicaList, kExistKey, kBatchExistKey,
-    kRemove, kBatchRemove, kRemoveByRegex, kRemoveAll,
-    kFetchOffloads, kReportOffloads, kRegisterDiskReplicas, kDropDiskReplicas,
-    kListUnverified, kReportVerified,
-    kBeginDiskReconciliation, kEndDiskReconciliation,
-    kReportBadReplicas,
-    kPromoteStart, kPromoteEnd,
-    kGetStats, kSnapshot, kLastSnapshot, kGetRole, kFollowLog, kFetchSnapshot,
-    kBatchReplicaClear,
-    kCreateCopyTask, kCreateMoveTask, kQueryTask, kFetchReplicaTasks, kCompleteReplicaTasks,
-    kCount
-  };
-  static const char* Name(Rpc rpc);
-  static bool IsBatch(Rpc rpc);
+  // Every call of common/master_link/master.thrift, as its row of MC_MASTER_RPCS (common/master_link/master_rpcs.h)
+  // names it; the handshake's calls have no name and are not counted.
+  using Rpc = MasterRpc;
+  static const char* Name(Rpc rpc) { return InfoOf(rpc).metric; }
+  static bool IsBatch(Rpc rpc) { return InfoOf(rpc).shape == RpcShape::kBatch; }
 
   explicit MasterMetrics(const MasterSources& sources);
   MasterMetrics(const MasterMetrics&) = delete;
@@ -82,6 +67,7 @@ class MasterMetrics {
   // One call ended: started at start_ns (MonotonicNanos), failed or not.
   void Record(Rpc rpc, int64_t start_ns, bool failed) {
     PerRpc& r = rpcs_[static_cast<size_t>(rpc)];
+    if (r.requests == nullptr) return;  // not counted (no name)
     r.requests->Add();
     if (failed) r.failures->Add();
     r.latency->ObserveSince(start_ns);
@@ -100,11 +86,12 @@ class MasterMetrics {
   std::string ReportLine() const;
 
   // Calls and failures so far (tests and the report line).
-  uint64_t requests(Rpc rpc) const { return rpcs_[static_cast<size_t>(rpc)].requests->value(); }
-  uint64_t failures(Rpc rpc) const { return rpcs_[static_cast<size_t>(rpc)].failures->value(); }
+  uint64_t requests(Rpc rpc) const { return Value(rpcs_[static_cast<size_t>(rpc)].requests); }
+  uint64_t failures(Rpc rpc) const { return Value(rpcs_[static_cast<size_t>(rpc)].failures); }
 
  private:
   struct PerRpc {
+    // Counted calls only (null for the handshake's).
     Counter* requests = nullptr;
     Counter* failures = nullptr;
     Histogram* latency = nullptr;
@@ -113,6 +100,7 @@ class MasterMetrics {
     Counter* failed_items = nullptr;
     Counter* partial_successes = nullptr;
   };
+  static uint64_t Value(const Counter* c) { return c == nullptr ? 0 : c->value(); }
   void CollectStats(MetricsWriter* out) const;
   void CollectSegments(MetricsWriter* out) const;
   void CollectSnapshotAndRole(MetricsWriter* out) const;

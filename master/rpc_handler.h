@@ -1,8 +1,10 @@
 // Thrift front of MasterService: unpacks each RPC, forwards it, and turns batch calls into
-// loops over the single forms (one result per key, in order).
+// loops over the single forms (one result per key, in order). What every call shares --
+// its metrics, the Sync before a change is acknowledged -- follows its row of
+// MC_MASTER_RPCS (common/master_link/master_rpcs.h); each override here is only what its call does.
 //
-// A reply that acknowledges a change (PutEnd, UpsertEnd, removals, mounts, moves, the SSD
-// tier's reports, registrations, drops and promotions) is sent only
+// A reply that acknowledges a change (a row's kAfterSync: PutEnd, UpsertEnd, removals,
+// mounts, moves, the SSD tier's reports, registrations, drops and promotions) is sent only
 // once MasterService::Sync says the change is as durable as the log mode promises; when it
 // is not (-1503), the results that said OK say -1503 instead: the change may or may not
 // survive a crash, so it is not acknowledged.
@@ -18,6 +20,7 @@
 #include <thrift/protocol/TProtocol.h>
 
 #include "MasterService.h"
+#include "common/master_link/master_rpcs.h"
 #include "master/master_metrics.h"
 #include "master/master_role.h"
 #include "master/master_service.h"
@@ -162,11 +165,20 @@ class RpcHandler : public rpc::MasterServiceIf {
                      int32_t max_bytes) override;
 
  private:
-  // code, or -1503 when it is OK but the change it reports is not durable.
-  int32_t Acknowledge(ErrorCode code);
-  // The same for every OK (0 or a count) of a list of results.
-  template <typename T>
-  void AcknowledgeAll(std::vector<T>* results);
+  // One call as its row of MC_MASTER_RPCS (common/master_link/master_rpcs.h) says: timed
+  // and counted in metrics_ (per item, for a batch); for a change acknowledged after Sync, its
+  // successes (codes >= 0) confirmed durable before they are answered. body() computes
+  // the reply (returns it, or fills out); then() runs after the acknowledgement, within
+  // the call's time.
+  template <MasterRpc R, typename Reply, typename Body, typename Then>
+  void Serve(Reply& out, Body body, Then then);
+  template <MasterRpc R, typename Reply, typename Body>
+  void Serve(Reply& out, Body body) {
+    Serve<R>(out, body, [] {});
+  }
+  // The same for a call answering a bare code (body returns an ErrorCode or the code).
+  template <MasterRpc R, typename Body>
+  int32_t Serve(Body body);
 
   MasterService* const service_;
   Snapshotter* const snapshotter_;

@@ -79,20 +79,20 @@ MasterClient::MasterClient(MasterClientOptions options, std::unique_ptr<MasterLo
 
 MasterClient::~MasterClient() {
   locator_.reset();  // no leader change is reported from now on
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   for (auto& c : idle_) c->transport->close();
 }
 
 std::string MasterClient::LastError() { return g_last_error; }
 
 void MasterClient::SetLeaderChangeHandler(std::function<void(const MasterLeader&)> handler) {
-  std::lock_guard<std::mutex> lock(handler_mu_);
+  absl::MutexLock lock(&handler_mu_);
   leader_handler_ = std::move(handler);
 }
 
 void MasterClient::OnLeaderChange(const MasterLeader& leader) {
   DropIdle();  // connections to the old leader; busy ones are dropped at check-in
-  std::lock_guard<std::mutex> lock(handler_mu_);
+  absl::MutexLock lock(&handler_mu_);
   if (leader_handler_) leader_handler_(leader);
 }
 
@@ -154,9 +154,8 @@ std::unique_ptr<MasterClient::Connection> MasterClient::Checkout(const MasterLea
   const int64_t highest = locator_->highest_term();
   uint64_t generation;
   {
-    std::unique_lock<std::mutex> lock(mu_);
-    auto deadline = std::chrono::steady_clock::now() +
-                    std::chrono::milliseconds(options_.rpc_timeout_ms);
+    absl::MutexLock lock(&mu_);
+    const absl::Time deadline = absl::Now() + absl::Milliseconds(options_.rpc_timeout_ms);
     for (;;) {
       while (!idle_.empty()) {
         std::unique_ptr<Connection> conn = std::move(idle_.back());
@@ -169,7 +168,7 @@ std::unique_ptr<MasterClient::Connection> MasterClient::Checkout(const MasterLea
         --open_count_;
       }
       if (open_count_ < options_.max_connections) break;
-      if (cv_.wait_until(lock, deadline) == std::cv_status::timeout && idle_.empty() &&
+      if (cv_.WaitWithDeadline(&mu_, deadline) && idle_.empty() &&
           open_count_ >= options_.max_connections) {
         *error = "all master connections busy";
         return nullptr;
@@ -180,9 +179,9 @@ std::unique_ptr<MasterClient::Connection> MasterClient::Checkout(const MasterLea
   }
   std::unique_ptr<Connection> conn = Open(leader, error);
   if (conn == nullptr) {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     --open_count_;
-    cv_.notify_one();
+    cv_.Signal();
     return nullptr;
   }
   conn->generation = generation;
@@ -190,30 +189,30 @@ std::unique_ptr<MasterClient::Connection> MasterClient::Checkout(const MasterLea
 }
 
 void MasterClient::Checkin(std::unique_ptr<Connection> conn) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   if (conn->generation == generation_) {
     idle_.push_back(std::move(conn));
   } else {
     conn->transport->close();
     --open_count_;
   }
-  cv_.notify_one();
+  cv_.Signal();
 }
 
 void MasterClient::Discard(std::unique_ptr<Connection> conn) {
   conn->transport->close();
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   --open_count_;
-  cv_.notify_one();
+  cv_.Signal();
 }
 
 void MasterClient::DropIdle() {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   ++generation_;
   for (auto& c : idle_) c->transport->close();
   open_count_ -= idle_.size();
   idle_.clear();
-  cv_.notify_all();
+  cv_.SignalAll();
 }
 
 MasterClient::Attempt MasterClient::Try(const Rpc& fn, std::string* error) {
@@ -286,57 +285,7 @@ ErrorCode MasterClient::CallWithFailover(const Rpc& fn, Repeat repeat, bool* rep
   return ErrorCode::RPC_FAIL;
 }
 
-namespace {
-
-// The code of an RPC that returns one: RPC_FAIL when the call itself failed.
-ErrorCode CodeOf(ErrorCode call, int32_t wire) {
-  return call != ErrorCode::OK ? call : FromWire(wire);
-}
-
-// A batch RPC's outcome: RPC_FAIL also for a master that miscounts; *out is left empty
-// on failure.
-template <class T>
-ErrorCode ListOf(ErrorCode call, size_t expected, std::vector<T>* out) {
-  if (call == ErrorCode::OK && out->size() != expected) call = ErrorCode::RPC_FAIL;
-  if (call != ErrorCode::OK) out->clear();
-  return call;
-}
-
-// Per-key codes as they came on the wire.
-std::vector<ErrorCode> CodesOf(const std::vector<int32_t>& wire) {
-  std::vector<ErrorCode> codes;
-  codes.reserve(wire.size());
-  for (int32_t w : wire) codes.push_back(FromWire(w));
-  return codes;
-}
-
-// A batch RPC that answers a code per key: method (a MasterServiceClient call that fills
-// the list it is given first) runs with args, repeated after a failover as repeat says,
-// and *out gets the codes, as ListOf checks them against expected.
-template <class Method, class... Args>
-ErrorCode CallForCodes(MasterClient& client, Repeat repeat, size_t expected,
-                       std::vector<ErrorCode>* out, Method method, const Args&... args) {
-  std::vector<int32_t> wire;
-  ErrorCode call =
-      client.Call([&](rpc::MasterServiceClient& c) { (c.*method)(wire, args...); }, repeat);
-  call = ListOf(call, expected, &wire);
-  *out = CodesOf(wire);
-  return call;
-}
-
-// A count, or the code that came instead of it.
-Result<uint64_t> CountOf(ErrorCode call, int64_t wire) {
-  if (call != ErrorCode::OK) return call;
-  if (wire < 0) return FromWire(wire);
-  return static_cast<uint64_t>(wire);
-}
-
-// What a change's reply said about other daemons' read caches, stamped now.
-void StaleOf(ErrorCode call, std::vector<rpc::CacheHolder>* holders, StaleCaches* stale) {
-  stale->received_at = std::chrono::steady_clock::now();
-  stale->holders.clear();
-  if (call == ErrorCode::OK) stale->holders.swap(*holders);
-}
+namespace master_client_internal {
 
 // A put's first step, sent again after an attempt that may have run: OBJECT_ALREADY_EXISTS
 // may then be our own reservation, which the first attempt made and whose reply was lost.
@@ -349,184 +298,28 @@ void DistrustRepeatedStart(bool repeated, rpc::PutStartResult* result) {
   }
 }
 
-}  // namespace
+}  // namespace master_client_internal
 
-// ---- wrappers ----
-// Repeat::kSafe where a second run (after a first that may have run, at the old leader
-// or at a new one that replicated it) has the effect of one; docs/ha.md says why for each.
+// What came on the wire, as the wrappers return it.
 
-ErrorCode MasterClient::RegisterDaemon(int64_t daemon_id, const std::string& name) {
-  int32_t code = 0;
-  ErrorCode call = Call(
-      [&](rpc::MasterServiceClient& c) { code = c.RegisterDaemon(daemon_id, name); },
-      Repeat::kSafe);
-  return CodeOf(call, code);
+std::vector<ErrorCode> MasterClient::CodesOf(const std::vector<int32_t>& wire) {
+  std::vector<ErrorCode> codes;
+  codes.reserve(wire.size());
+  for (int32_t w : wire) codes.push_back(FromWire(w));
+  return codes;
 }
 
-ErrorCode MasterClient::Heartbeat(int64_t daemon_id, rpc::HeartbeatResult* out) {
-  ErrorCode call = Call(
-      [&](rpc::MasterServiceClient& c) {
-        c.Heartbeat(*out, daemon_id);
-      },
-      Repeat::kSafe);
-  return CodeOf(call, out->code);
+Result<uint64_t> MasterClient::CountOf(ErrorCode call, int64_t wire) {
+  if (call != ErrorCode::OK) return call;
+  if (wire < 0) return FromWire(wire);
+  return static_cast<uint64_t>(wire);
 }
 
-ErrorCode MasterClient::MountSegment(const rpc::SegmentInfo& segment) {
-  int32_t code = 0;
-  ErrorCode call = Call(
-      [&](rpc::MasterServiceClient& c) { code = c.MountSegment(segment); },
-      Repeat::kSafe);
-  return CodeOf(call, code);
-}
-
-ErrorCode MasterClient::UnmountSegment(int64_t daemon_id, int64_t segment_id) {
-  int32_t code = 0;
-  ErrorCode call = Call(
-      [&](rpc::MasterServiceClient& c) { code = c.UnmountSegment(daemon_id, segment_id); },
-      Repeat::kSafe);
-  return CodeOf(call, code);
-}
-
-ErrorCode MasterClient::GetAllSegments(std::vector<rpc::SegmentInfo>* out) {
-  return Call(
-      [&](rpc::MasterServiceClient& c) {
-        c.GetAllSegments(*out);
-      },
-      Repeat::kSafe);
-}
-
-ErrorCode MasterClient::DrainSegment(int64_t daemon_id, int64_t segment_id, int64_t cursor,
-                                     int32_t max_moves, const std::vector<std::string>& avoided,
-                                     rpc::DrainBatchResult* out) {
-  ErrorCode call = Call(
-      [&](rpc::MasterServiceClient& c) {
-        c.DrainSegment(*out, daemon_id, segment_id, cursor, max_moves, avoided);
-      },
-      Repeat::kNever);
-  return CodeOf(call, out->code);
-}
-
-ErrorCode MasterClient::CommitMoves(int64_t daemon_id, int64_t segment_id,
-                                    const std::vector<std::string>& keys,
-                                    std::vector<ErrorCode>* out) {
-  return CallForCodes(*this, Repeat::kNever, keys.size(), out,
-                      &rpc::MasterServiceClient::CommitMoves, daemon_id, segment_id, keys);
-}
-
-ErrorCode MasterClient::RevokeMoves(int64_t daemon_id, int64_t segment_id,
-                                    const std::vector<std::string>& keys,
-                                    std::vector<ErrorCode>* out) {
-  return CallForCodes(*this, Repeat::kNever, keys.size(), out,
-                      &rpc::MasterServiceClient::RevokeMoves, daemon_id, segment_id, keys);
-}
-
-ErrorCode MasterClient::PutStart(int64_t writer, const std::string& key, int64_t size,
-                                 const rpc::ReplicateConfig& config, rpc::PutStartResult* out) {
-  bool repeated = false;
-  ErrorCode call = Call(
-      [&](rpc::MasterServiceClient& c) {
-        c.PutStart(*out, writer, key, size, config);
-      },
-      Repeat::kSafe, &repeated);
-  DistrustRepeatedStart(repeated, out);
-  return CodeOf(call, out->code);
-}
-
-ErrorCode MasterClient::PutEnd(int64_t writer, const std::string& key, int64_t checksum) {
-  int32_t code = 0;
-  ErrorCode call = Call(
-      [&](rpc::MasterServiceClient& c) { code = c.PutEnd(writer, key, checksum); },
-      Repeat::kSafe);
-  return CodeOf(call, code);
-}
-
-ErrorCode MasterClient::PutRevoke(int64_t writer, const std::string& key) {
-  int32_t code = 0;
-  ErrorCode call = Call(
-      [&](rpc::MasterServiceClient& c) { code = c.PutRevoke(writer, key); },
-      Repeat::kSafe);
-  return CodeOf(call, code);
-}
-
-ErrorCode MasterClient::UpsertStart(int64_t writer, const std::string& key, int64_t size,
-                                    const rpc::ReplicateConfig& config,
-                                    rpc::PutStartResult* out) {
-  bool repeated = false;
-  ErrorCode call = Call(
-      [&](rpc::MasterServiceClient& c) {
-        c.UpsertStart(*out, writer, key, size, config);
-      },
-      Repeat::kSafe, &repeated);
-  DistrustRepeatedStart(repeated, out);
-  return CodeOf(call, out->code);
-}
-
-ErrorCode MasterClient::UpsertEnd(int64_t writer, const std::string& key, int64_t checksum,
-                                  StaleCaches* stale) {
-  rpc::ChangeResult result;
-  ErrorCode call = Call(
-      [&](rpc::MasterServiceClient& c) {
-        c.UpsertEnd(result, writer, key, checksum);
-      },
-      Repeat::kSafe);
-  StaleOf(call, &result.holders, stale);
-  return CodeOf(call, static_cast<int32_t>(result.code));
-}
-
-ErrorCode MasterClient::UpsertRevoke(int64_t writer, const std::string& key) {
-  int32_t code = 0;
-  ErrorCode call = Call(
-      [&](rpc::MasterServiceClient& c) { code = c.UpsertRevoke(writer, key); },
-      Repeat::kSafe);
-  return CodeOf(call, code);
-}
-
-ErrorCode MasterClient::BatchPutStart(int64_t writer, const std::vector<std::string>& keys,
-                                      const std::vector<int64_t>& sizes,
-                                      const rpc::ReplicateConfig& config,
-                                      std::vector<rpc::PutStartResult>* out) {
-  bool repeated = false;
-  ErrorCode call = Call(
-      [&](rpc::MasterServiceClient& c) {
-        c.BatchPutStart(*out, writer, keys, sizes, config);
-      },
-      Repeat::kSafe, &repeated);
-  for (rpc::PutStartResult& r : *out) DistrustRepeatedStart(repeated, &r);
-  return ListOf(call, keys.size(), out);
-}
-
-ErrorCode MasterClient::BatchPutEnd(int64_t writer, const std::vector<std::string>& keys,
-                                    std::vector<ErrorCode>* out,
-                                    const std::vector<int64_t>& checksums) {
-  return CallForCodes(*this, Repeat::kSafe, keys.size(), out,
-                      &rpc::MasterServiceClient::BatchPutEnd, writer, keys, checksums);
-}
-
-ErrorCode MasterClient::BatchPutRevoke(int64_t writer, const std::vector<std::string>& keys,
-                                       std::vector<ErrorCode>* out) {
-  return CallForCodes(*this, Repeat::kSafe, keys.size(), out,
-                      &rpc::MasterServiceClient::BatchPutRevoke, writer, keys);
-}
-
-ErrorCode MasterClient::GetReplicaList(const std::string& key, int64_t reader,
-                                       rpc::ReplicaListResult* out) {
-  ErrorCode call = Call(
-      [&](rpc::MasterServiceClient& c) {
-        c.GetReplicaList(*out, key, reader);
-      },
-      Repeat::kSafe);
-  return CodeOf(call, out->code);
-}
-
-ErrorCode MasterClient::BatchGetReplicaList(const std::vector<std::string>& keys, int64_t reader,
-                                            std::vector<rpc::ReplicaListResult>* out) {
-  ErrorCode call = Call(
-      [&](rpc::MasterServiceClient& c) {
-        c.BatchGetReplicaList(*out, keys, reader);
-      },
-      Repeat::kSafe);
-  return ListOf(call, keys.size(), out);
+void MasterClient::StaleOf(ErrorCode call, std::vector<rpc::CacheHolder>* holders,
+                           StaleCaches* stale) {
+  stale->received_at = std::chrono::steady_clock::now();
+  stale->holders.clear();
+  if (call == ErrorCode::OK) stale->holders.swap(*holders);
 }
 
 template <typename Result>
@@ -643,254 +436,12 @@ void MasterClient::BatchPutStartPipelined(int64_t writer, const std::vector<std:
                    std::vector<rpc::PutStartResult>* out) {
     ErrorCode rc = BatchPutStart(writer, part, sizes_of(first, part.size()),
                                  GroupsFrom(config, first, part.size()), out);
-    for (rpc::PutStartResult& r : *out) DistrustRepeatedStart(was_sent, &r);
+    for (rpc::PutStartResult& r : *out) {
+      master_client_internal::DistrustRepeatedStart(was_sent, &r);
+    }
     return rc;
   };
   Pipeline(keys, chunk, calls, on_chunk);
-}
-
-Result<bool> MasterClient::ExistKey(const std::string& key) {
-  int32_t found = 0;
-  ErrorCode call =
-      Call([&](rpc::MasterServiceClient& c) { found = c.ExistKey(key); }, Repeat::kSafe);
-  if (call != ErrorCode::OK) return call;
-  if (found == 0 || found == 1) return found == 1;
-  return FromWire(found);
-}
-
-ErrorCode MasterClient::BatchExistKey(const std::vector<std::string>& keys,
-                                      std::vector<int32_t>* out) {
-  ErrorCode call = Call(
-      [&](rpc::MasterServiceClient& c) {
-        c.BatchExistKey(*out, keys);
-      },
-      Repeat::kSafe);
-  return ListOf(call, keys.size(), out);
-}
-
-// Removals are never sent twice: the first may have removed the object and a put of the
-// same key made a new one since, which the second would remove too.
-
-ErrorCode MasterClient::Remove(const std::string& key, bool force, int64_t caller,
-                              StaleCaches* stale) {
-  rpc::ChangeResult result;
-  ErrorCode call = Call(
-      [&](rpc::MasterServiceClient& c) {
-        c.Remove(result, key, force, caller);
-      },
-      Repeat::kNever);
-  StaleOf(call, &result.holders, stale);
-  return CodeOf(call, static_cast<int32_t>(result.code));
-}
-
-ErrorCode MasterClient::BatchRemove(const std::vector<std::string>& keys, bool force,
-                                    int64_t caller, std::vector<ErrorCode>* out,
-                                    StaleCaches* stale) {
-  rpc::BatchChangeResult result;
-  ErrorCode call = Call(
-      [&](rpc::MasterServiceClient& c) {
-        c.BatchRemove(result, keys, force, caller);
-      },
-      Repeat::kNever);
-  // A master that miscounts is as good as no answer, but the holders it named are real.
-  StaleOf(call, &result.holders, stale);
-  call = ListOf(call, keys.size(), &result.codes);
-  *out = CodesOf(result.codes);
-  return call;
-}
-
-ErrorCode MasterClient::BatchReplicaClear(const std::vector<std::string>& keys,
-                                          const std::string& segment_name, int64_t caller,
-                                          std::vector<ErrorCode>* out, StaleCaches* stale) {
-  rpc::BatchChangeResult result;
-  ErrorCode call = Call(
-      [&](rpc::MasterServiceClient& c) {
-        c.BatchReplicaClear(result, keys, segment_name, caller);
-      },
-      Repeat::kNever);
-  StaleOf(call, &result.holders, stale);
-  call = ListOf(call, keys.size(), &result.codes);
-  *out = CodesOf(result.codes);
-  return call;
-}
-
-Result<uint64_t> MasterClient::RemoveByRegex(const std::string& pattern, bool force,
-                                             int64_t caller, const std::string& tenant,
-                                             StaleCaches* stale) {
-  rpc::ChangeResult result;
-  ErrorCode call = Call(
-      [&](rpc::MasterServiceClient& c) {
-        c.RemoveByRegex(result, pattern, force, caller, tenant);
-      },
-      Repeat::kNever);
-  StaleOf(call, &result.holders, stale);
-  return CountOf(call, result.code);
-}
-
-Result<uint64_t> MasterClient::RemoveAll(bool force, int64_t caller, const std::string& tenant,
-                                         StaleCaches* stale) {
-  rpc::ChangeResult result;
-  ErrorCode call = Call(
-      [&](rpc::MasterServiceClient& c) {
-        c.RemoveAll(result, force, caller, tenant);
-      },
-      Repeat::kNever);
-  StaleOf(call, &result.holders, stale);
-  return CountOf(call, result.code);
-}
-
-// ---- the SSD tier ----
-// Not sent twice: a task list handed out twice, or an outcome reported twice, is answered
-// per key as a refusal, which the tier would take for a real one; its own rounds retry.
-
-ErrorCode MasterClient::FetchOffloads(int64_t daemon_id, int32_t max_tasks,
-                                      rpc::OffloadTasksResult* out) {
-  ErrorCode call = Call(
-      [&](rpc::MasterServiceClient& c) {
-        c.FetchOffloads(*out, daemon_id, max_tasks);
-      },
-      Repeat::kNever);
-  return CodeOf(call, out->code);
-}
-
-ErrorCode MasterClient::ReportOffloads(int64_t daemon_id, int64_t disk_segment_id,
-                                       const std::vector<std::string>& keys,
-                                       const std::vector<int64_t>& replica_ids,
-                                       const std::vector<ErrorCode>& codes,
-                                       std::vector<ErrorCode>* out) {
-  std::vector<int32_t> wire_codes;
-  wire_codes.reserve(codes.size());
-  for (ErrorCode code : codes) wire_codes.push_back(ToInt(code));
-  return CallForCodes(*this, Repeat::kNever, keys.size(), out,
-                      &rpc::MasterServiceClient::ReportOffloads, daemon_id, disk_segment_id, keys,
-                      replica_ids, wire_codes);
-}
-
-// A round's begin and end are safe to repeat: a second begin of the same round changes
-// nothing, a second end answers OK and drops nothing more (docs/ha.md).
-ErrorCode MasterClient::BeginDiskReconciliation(int64_t daemon_id, int64_t disk_segment_id,
-                                                int64_t round) {
-  int32_t code = 0;
-  ErrorCode call = Call(
-      [&](rpc::MasterServiceClient& c) {
-        code = c.BeginDiskReconciliation(daemon_id, disk_segment_id, round);
-      },
-      Repeat::kSafe);
-  return CodeOf(call, code);
-}
-
-ErrorCode MasterClient::RegisterDiskReplicas(int64_t daemon_id, int64_t disk_segment_id,
-                                             const std::vector<rpc::DiskObject>& objects,
-                                             int64_t round, std::vector<ErrorCode>* out) {
-  return CallForCodes(*this, Repeat::kNever, objects.size(), out,
-                      &rpc::MasterServiceClient::RegisterDiskReplicas, daemon_id, disk_segment_id,
-                      objects, round);
-}
-
-ErrorCode MasterClient::EndDiskReconciliation(int64_t daemon_id, int64_t disk_segment_id,
-                                              int64_t round) {
-  int32_t code = 0;
-  ErrorCode call = Call(
-      [&](rpc::MasterServiceClient& c) {
-        code = c.EndDiskReconciliation(daemon_id, disk_segment_id, round);
-      },
-      Repeat::kSafe);
-  return CodeOf(call, code);
-}
-
-ErrorCode MasterClient::DropDiskReplicas(int64_t daemon_id, int64_t disk_segment_id,
-                                         const std::vector<std::string>& keys,
-                                         std::vector<ErrorCode>* out) {
-  return CallForCodes(*this, Repeat::kNever, keys.size(), out,
-                      &rpc::MasterServiceClient::DropDiskReplicas, daemon_id, disk_segment_id,
-                      keys);
-}
-
-ErrorCode MasterClient::ListUnverified(int64_t daemon_id, int64_t segment_id, int64_t cursor,
-                                       int32_t max_replicas, rpc::UnverifiedPage* out) {
-  ErrorCode call = Call(
-      [&](rpc::MasterServiceClient& c) {
-        c.ListUnverified(*out, daemon_id, segment_id, cursor, max_replicas);
-      },
-      Repeat::kSafe);
-  return CodeOf(call, out->code);
-}
-
-ErrorCode MasterClient::ReportVerified(int64_t daemon_id, int64_t segment_id,
-                                       const std::vector<rpc::VerifiedReplica>& replicas,
-                                       std::vector<ErrorCode>* out) {
-  return CallForCodes(*this, Repeat::kSafe, replicas.size(), out,
-                      &rpc::MasterServiceClient::ReportVerified, daemon_id, segment_id, replicas);
-}
-
-ErrorCode MasterClient::ReportBadReplicas(int64_t daemon_id,
-                                          const std::vector<rpc::BadReplica>& replicas,
-                                          std::vector<ErrorCode>* out) {
-  return CallForCodes(*this, Repeat::kSafe, replicas.size(), out,
-                      &rpc::MasterServiceClient::ReportBadReplicas, daemon_id, replicas);
-}
-
-// Promotion on hit: a reservation is made once (a second PromoteStart would meet the
-// first's, -705); PromoteEnd follows it.
-
-ErrorCode MasterClient::PromoteStart(int64_t writer, const std::string& key,
-                                     int64_t disk_replica_id, rpc::PutStartResult* out) {
-  ErrorCode call = Call(
-      [&](rpc::MasterServiceClient& c) {
-        c.PromoteStart(*out, writer, key, disk_replica_id);
-      },
-      Repeat::kNever);
-  return CodeOf(call, out->code);
-}
-
-ErrorCode MasterClient::PromoteEnd(int64_t writer, const std::string& key, bool ok) {
-  int32_t code = 0;
-  ErrorCode call = Call(
-      [&](rpc::MasterServiceClient& c) { code = c.PromoteEnd(writer, key, ok); },
-      Repeat::kNever);
-  return CodeOf(call, code);
-}
-
-// ---- copy and move tasks ----
-
-ErrorCode MasterClient::CreateCopyTask(const std::string& key,
-                                       const std::vector<std::string>& targets,
-                                       rpc::TaskResult* out) {
-  ErrorCode call = Call(
-      [&](rpc::MasterServiceClient& c) { c.CreateCopyTask(*out, key, targets); },
-      Repeat::kNever);
-  return CodeOf(call, out->code);
-}
-
-ErrorCode MasterClient::CreateMoveTask(const std::string& key, const std::string& source,
-                                       const std::string& target, rpc::TaskResult* out) {
-  ErrorCode call = Call(
-      [&](rpc::MasterServiceClient& c) { c.CreateMoveTask(*out, key, source, target); },
-      Repeat::kNever);
-  return CodeOf(call, out->code);
-}
-
-ErrorCode MasterClient::QueryTask(int64_t id_high, int64_t id_low, const std::string& tenant,
-                                  rpc::QueryTaskResult* out) {
-  ErrorCode call = Call(
-      [&](rpc::MasterServiceClient& c) { c.QueryTask(*out, id_high, id_low, tenant); },
-      Repeat::kSafe);
-  return CodeOf(call, out->code);
-}
-
-ErrorCode MasterClient::FetchReplicaTasks(int64_t daemon_id, int32_t max_tasks,
-                                          rpc::ReplicaTasksResult* out) {
-  ErrorCode call = Call(
-      [&](rpc::MasterServiceClient& c) { c.FetchReplicaTasks(*out, daemon_id, max_tasks); },
-      Repeat::kNever);
-  return CodeOf(call, out->code);
-}
-
-ErrorCode MasterClient::CompleteReplicaTasks(int64_t daemon_id,
-                                             const std::vector<rpc::ReplicaTaskOutcome>& outcomes,
-                                             std::vector<ErrorCode>* out) {
-  return CallForCodes(*this, Repeat::kNever, outcomes.size(), out,
-                      &rpc::MasterServiceClient::CompleteReplicaTasks, daemon_id, outcomes);
 }
 
 }  // namespace mooncake

@@ -29,8 +29,9 @@
 // waiting up to failover_wait for one to answer. A call that surely did not run (nothing
 // was sent, or the master refused it as NOT_LEADER) is repeated whatever it is; one that
 // may have run (the connection broke after sending, or the reply came from a lower term)
-// is repeated once, and only when repeating it is safe (Repeat::kSafe, per wrapper below;
-// docs/ha.md lists why each is or is not).
+// is repeated once, and only when repeating it is safe (its row's repeat in
+// common/master_link/master_rpcs.h is kIdempotent or kSafe; docs/ha.md lists why each is
+// or is not).
 //
 // Wrappers return the RPC's own code (OK, OBJECT_NOT_FOUND, ...) or RPC_FAIL; results go
 // to out-parameters. Codes become ErrorCode here, where they leave Thrift.
@@ -43,18 +44,20 @@
 
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "MasterService.h"
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
 #include "common/auth/cluster_key.h"
 #include "common/base/error_code.h"
 #include "common/master_link/master_locator.h"
+#include "common/master_link/master_rpcs.h"
 
 namespace mooncake {
 
@@ -82,12 +85,24 @@ struct StaleCaches {
   std::chrono::steady_clock::time_point received_at;
 };
 
-// Whether a call that may already have run at a master (its connection broke after
-// sending, or its reply came from a lower term) may be sent again to the leader.
-enum class Repeat {
-  kSafe,   // running it twice has the effect of running it once (reads, heartbeats, ...)
-  kNever,  // a second run could undo or redo something (removals, ...): RPC_FAIL instead
-};
+namespace master_client_internal {
+
+// The Thrift client's method of each row of MC_MASTER_RPCS (a row that names no method of
+// the IDL fails to compile here).
+template <MasterRpc R>
+struct ClientMethod;
+#define MC_MASTER_CLIENT_METHOD(Method, ...)                                \
+  template <>                                                               \
+  struct ClientMethod<MasterRpc::k##Method> {                               \
+    static constexpr auto kCall = &rpc::MasterServiceClient::Method;        \
+  };
+MC_MASTER_RPCS(MC_MASTER_CLIENT_METHOD)
+#undef MC_MASTER_CLIENT_METHOD
+
+// After a repeat, a put's OBJECT_ALREADY_EXISTS becomes RPC_FAIL (see PutStart).
+void DistrustRepeatedStart(bool repeated, rpc::PutStartResult* result);
+
+}  // namespace master_client_internal
 
 class MasterClient {
  public:
@@ -109,14 +124,42 @@ class MasterClient {
   // have taken effect.
   ErrorCode Call(const Rpc& fn, Repeat repeat, bool* repeated = nullptr);
 
+  // The one call path of every RPC: R's method (common/master_link/master_rpcs.h) with args, its
+  // reply in *reply (what the method returns, or fills), run by Call with R's repeat
+  // policy. A put's first step repeated has its OBJECT_ALREADY_EXISTS distrusted (see
+  // PutStart). The wrappers below convert replies; a call needing no conversion needs no
+  // wrapper.
+  template <MasterRpc R, typename Reply, typename... Args>
+  ErrorCode Ask(Reply* reply, const Args&... args) {
+    constexpr auto method = master_client_internal::ClientMethod<R>::kCall;
+    bool repeated = false;
+    ErrorCode call = Call(
+        [&](rpc::MasterServiceClient& c) {
+          if constexpr (std::is_invocable_v<decltype(method), rpc::MasterServiceClient&, Reply&,
+                                            const Args&...>) {
+            (c.*method)(*reply, args...);  // a struct or a list, filled
+          } else {
+            *reply = (c.*method)(args...);  // a code, returned
+          }
+        },
+        InfoOf(R).repeat, &repeated);
+    if constexpr (std::is_same_v<Reply, rpc::PutStartResult>) {
+      master_client_internal::DistrustRepeatedStart(repeated, reply);
+    } else if constexpr (std::is_same_v<Reply, std::vector<rpc::PutStartResult>>) {
+      for (auto& r : *reply) master_client_internal::DistrustRepeatedStart(repeated, &r);
+    }
+    return call;
+  }
+
   // Closes every idle connection: after the master restarted they all point at a dead
   // socket. Connections checked out now are dropped when they come back.
-  void DropIdle();
+  void DropIdle() ABSL_LOCKS_EXCLUDED(mu_);
 
   // Runs after each change of leader (through etcd), on the thread that noticed it: it
   // must not block nor call the master (Membership wakes its heartbeat). Null: none.
   // Clearing it waits for a call of it in progress.
-  void SetLeaderChangeHandler(std::function<void(const MasterLeader&)> handler);
+  void SetLeaderChangeHandler(std::function<void(const MasterLeader&)> handler)
+      ABSL_LOCKS_EXCLUDED(handler_mu_);
   // The leader calls go to now (unknown while etcd names none).
   MasterLeader leader() const { return locator_->Current(); }
 
@@ -128,51 +171,93 @@ class MasterClient {
   uint64_t calls() const { return calls_.load(std::memory_order_relaxed); }
   uint64_t failed_calls() const { return failed_calls_.load(std::memory_order_relaxed); }
 
-  // ---- wrappers ----
-  ErrorCode RegisterDaemon(int64_t daemon_id, const std::string& name);
-  ErrorCode Heartbeat(int64_t daemon_id, rpc::HeartbeatResult* out);
-  ErrorCode MountSegment(const rpc::SegmentInfo& segment);
-  ErrorCode UnmountSegment(int64_t daemon_id, int64_t segment_id);
-  ErrorCode GetAllSegments(std::vector<rpc::SegmentInfo>* out);
+  // ---- wrappers: each converts its call's reply; how each may be repeated is its row's
+  // (common/master_link/master_rpcs.h), and docs/ha.md says why ----
+  ErrorCode RegisterDaemon(int64_t daemon_id, const std::string& name) {
+    return AskCode<MasterRpc::kRegisterDaemon>(daemon_id, name);
+  }
+  ErrorCode Heartbeat(int64_t daemon_id, rpc::HeartbeatResult* out) {
+    return AskResult<MasterRpc::kHeartbeat>(out, daemon_id);
+  }
+  ErrorCode MountSegment(const rpc::SegmentInfo& segment) {
+    return AskCode<MasterRpc::kMountSegment>(segment);
+  }
+  ErrorCode UnmountSegment(int64_t daemon_id, int64_t segment_id) {
+    return AskCode<MasterRpc::kUnmountSegment>(daemon_id, segment_id);
+  }
+  ErrorCode GetAllSegments(std::vector<rpc::SegmentInfo>* out) {
+    return Ask<MasterRpc::kGetAllSegments>(out);
+  }
   // Returns out->code (or RPC_FAIL).
   ErrorCode DrainSegment(int64_t daemon_id, int64_t segment_id, int64_t cursor,
                          int32_t max_moves, const std::vector<std::string>& avoided,
-                         rpc::DrainBatchResult* out);
+                         rpc::DrainBatchResult* out) {
+    return AskResult<MasterRpc::kDrainSegment>(out, daemon_id, segment_id, cursor,
+                                               max_moves, avoided);
+  }
   // One code per key, as the batch forms below.
   ErrorCode CommitMoves(int64_t daemon_id, int64_t segment_id,
-                        const std::vector<std::string>& keys, std::vector<ErrorCode>* out);
+                        const std::vector<std::string>& keys, std::vector<ErrorCode>* out) {
+    return AskCodes<MasterRpc::kCommitMoves>(keys.size(), out, daemon_id, segment_id, keys);
+  }
   ErrorCode RevokeMoves(int64_t daemon_id, int64_t segment_id,
-                        const std::vector<std::string>& keys, std::vector<ErrorCode>* out);
+                        const std::vector<std::string>& keys, std::vector<ErrorCode>* out) {
+    return AskCodes<MasterRpc::kRevokeMoves>(keys.size(), out, daemon_id, segment_id, keys);
+  }
 
   // The put's first step; after a repeat (a failover), OBJECT_ALREADY_EXISTS may be the
   // reservation our lost first attempt made, and is answered RPC_FAIL (docs/ha.md): so a
   // put never takes its own orphan for "already cached". The same for UpsertStart and
   // BatchPutStart.
   ErrorCode PutStart(int64_t writer, const std::string& key, int64_t size,
-                   const rpc::ReplicateConfig& config, rpc::PutStartResult* out);
+                   const rpc::ReplicateConfig& config, rpc::PutStartResult* out) {
+    return AskResult<MasterRpc::kPutStart>(out, writer, key, size, config);
+  }
   // checksum: the value's CRC-32C (common/base/crc32c.h), or -1 for none.
-  ErrorCode PutEnd(int64_t writer, const std::string& key, int64_t checksum = -1);
-  ErrorCode PutRevoke(int64_t writer, const std::string& key);
+  ErrorCode PutEnd(int64_t writer, const std::string& key, int64_t checksum = -1) {
+    return AskCode<MasterRpc::kPutEnd>(writer, key, checksum);
+  }
+  ErrorCode PutRevoke(int64_t writer, const std::string& key) {
+    return AskCode<MasterRpc::kPutRevoke>(writer, key);
+  }
   ErrorCode UpsertStart(int64_t writer, const std::string& key, int64_t size,
-                      const rpc::ReplicateConfig& config, rpc::PutStartResult* out);
+                      const rpc::ReplicateConfig& config, rpc::PutStartResult* out) {
+    return AskResult<MasterRpc::kUpsertStart>(out, writer, key, size, config);
+  }
   ErrorCode UpsertEnd(int64_t writer, const std::string& key, int64_t checksum,
-                      StaleCaches* stale);
-  ErrorCode UpsertRevoke(int64_t writer, const std::string& key);
+                      StaleCaches* stale) {
+    rpc::ChangeResult result;
+    ErrorCode call = AskChange<MasterRpc::kUpsertEnd>(&result, stale, writer, key, checksum);
+    return CodeOf(call, result.code);
+  }
+  ErrorCode UpsertRevoke(int64_t writer, const std::string& key) {
+    return AskCode<MasterRpc::kUpsertRevoke>(writer, key);
+  }
   // The batch forms fill one result per key; on RPC_FAIL the vectors are left empty.
   ErrorCode BatchPutStart(int64_t writer, const std::vector<std::string>& keys,
                         const std::vector<int64_t>& sizes, const rpc::ReplicateConfig& config,
-                        std::vector<rpc::PutStartResult>* out);
+                        std::vector<rpc::PutStartResult>* out) {
+    return AskList<MasterRpc::kBatchPutStart>(keys.size(), out, writer, keys, sizes, config);
+  }
   // checksums: one per key, or empty for none.
   ErrorCode BatchPutEnd(int64_t writer, const std::vector<std::string>& keys,
-                      std::vector<ErrorCode>* out, const std::vector<int64_t>& checksums = {});
+                      std::vector<ErrorCode>* out, const std::vector<int64_t>& checksums = {}) {
+    return AskCodes<MasterRpc::kBatchPutEnd>(keys.size(), out, writer, keys, checksums);
+  }
   ErrorCode BatchPutRevoke(int64_t writer, const std::vector<std::string>& keys,
-                         std::vector<ErrorCode>* out);
+                         std::vector<ErrorCode>* out) {
+    return AskCodes<MasterRpc::kBatchPutRevoke>(keys.size(), out, writer, keys);
+  }
 
   // Returns out->code (or RPC_FAIL). reader: this daemon's id when it will cache the
   // answer (the master then names it to whoever changes the key), else 0.
-  ErrorCode GetReplicaList(const std::string& key, int64_t reader, rpc::ReplicaListResult* out);
+  ErrorCode GetReplicaList(const std::string& key, int64_t reader, rpc::ReplicaListResult* out) {
+    return AskResult<MasterRpc::kGetReplicaList>(out, key, reader);
+  }
   ErrorCode BatchGetReplicaList(const std::vector<std::string>& keys, int64_t reader,
-                              std::vector<rpc::ReplicaListResult>* out);
+                              std::vector<rpc::ReplicaListResult>* out) {
+    return AskList<MasterRpc::kBatchGetReplicaList>(keys.size(), out, keys, reader);
+  }
   // Batch calls in chunks of at most `chunk` keys, pipelined on one connection: up to
   // kPipelineWindow chunks are in flight, so the master answers the next ones while the
   // caller works on the last (copies it; a batch is otherwise the master's loop, then the
@@ -192,7 +277,7 @@ class MasterClient {
                                        std::chrono::steady_clock::time_point asked_at)>;
   static constexpr size_t kPipelineWindow = 4;
   static constexpr size_t kPipelineBytes = 64 << 10;
-  // BatchGetReplicaList so (a read may run twice: Repeat::kSafe).
+  // BatchGetReplicaList so (a read may run twice: its row says kIdempotent).
   void BatchGetReplicaListPipelined(const std::vector<std::string>& keys, int64_t reader,
                                     size_t chunk,
                                     const ChunkDone<rpc::ReplicaListResult>& on_chunk);
@@ -202,81 +287,214 @@ class MasterClient {
                               const std::vector<int64_t>& sizes,
                               const rpc::ReplicateConfig& config, size_t chunk,
                               const ChunkDone<rpc::PutStartResult>& on_chunk);
-  Result<bool> ExistKey(const std::string& key);
+  Result<bool> ExistKey(const std::string& key) {
+    int32_t found = 0;
+    ErrorCode call = Ask<MasterRpc::kExistKey>(&found, key);
+    if (call != ErrorCode::OK) return call;
+    if (found == 0 || found == 1) return found == 1;
+    return FromWire(found);
+  }
   // (*out)[i]: 1, 0, or a negative code, as the master sent it.
-  ErrorCode BatchExistKey(const std::vector<std::string>& keys, std::vector<int32_t>* out);
+  ErrorCode BatchExistKey(const std::vector<std::string>& keys, std::vector<int32_t>* out) {
+    return AskList<MasterRpc::kBatchExistKey>(keys.size(), out, keys);
+  }
 
   // caller: this daemon's id, which the master leaves out of *stale. tenant: the tenant
   // whose keys RemoveByRegex and RemoveAll walk ("": the default tenant's).
-  ErrorCode Remove(const std::string& key, bool force, int64_t caller, StaleCaches* stale);
+  ErrorCode Remove(const std::string& key, bool force, int64_t caller, StaleCaches* stale) {
+    rpc::ChangeResult result;
+    ErrorCode call = AskChange<MasterRpc::kRemove>(&result, stale, key, force, caller);
+    return CodeOf(call, result.code);
+  }
   ErrorCode BatchRemove(const std::vector<std::string>& keys, bool force, int64_t caller,
-                        std::vector<ErrorCode>* out, StaleCaches* stale);
+                        std::vector<ErrorCode>* out, StaleCaches* stale) {
+    return AskBatchChange<MasterRpc::kBatchRemove>(keys.size(), out, stale, keys, force,
+                                                   caller);
+  }
   Result<uint64_t> RemoveByRegex(const std::string& pattern, bool force, int64_t caller,
-                                 const std::string& tenant, StaleCaches* stale);
+                                 const std::string& tenant, StaleCaches* stale) {
+    rpc::ChangeResult result;
+    ErrorCode call = AskChange<MasterRpc::kRemoveByRegex>(&result, stale, pattern, force,
+                                                         caller, tenant);
+    return CountOf(call, result.code);
+  }
   Result<uint64_t> RemoveAll(bool force, int64_t caller, const std::string& tenant,
-                             StaleCaches* stale);
+                             StaleCaches* stale) {
+    rpc::ChangeResult result;
+    ErrorCode call =
+        AskChange<MasterRpc::kRemoveAll>(&result, stale, force, caller, tenant);
+    return CountOf(call, result.code);
+  }
   // Mooncake's batch_replica_clear (common/master_link/master.thrift): one code per key in *out.
   ErrorCode BatchReplicaClear(const std::vector<std::string>& keys,
                               const std::string& segment_name, int64_t caller,
-                              std::vector<ErrorCode>* out, StaleCaches* stale);
+                              std::vector<ErrorCode>* out, StaleCaches* stale) {
+    return AskBatchChange<MasterRpc::kBatchReplicaClear>(keys.size(), out, stale, keys,
+                                                         segment_name, caller);
+  }
 
   // The SSD tier (docs/ssd.md; the contract is common/master_link/master.thrift's). disk_segment_id:
   // this daemon's LOCAL_DISK segment. FetchOffloads returns out->code (or RPC_FAIL); the
   // others fill one code per key (per object) and leave *out empty on RPC_FAIL.
-  ErrorCode FetchOffloads(int64_t daemon_id, int32_t max_tasks, rpc::OffloadTasksResult* out);
+  ErrorCode FetchOffloads(int64_t daemon_id, int32_t max_tasks, rpc::OffloadTasksResult* out) {
+    return AskResult<MasterRpc::kFetchOffloads>(out, daemon_id, max_tasks);
+  }
   // codes[i]: what became of keys[i] (the task naming replica_ids[i]).
   ErrorCode ReportOffloads(int64_t daemon_id, int64_t disk_segment_id,
                            const std::vector<std::string>& keys,
                            const std::vector<int64_t>& replica_ids,
-                           const std::vector<ErrorCode>& codes, std::vector<ErrorCode>* out);
+                           const std::vector<ErrorCode>& codes, std::vector<ErrorCode>* out) {
+    std::vector<int32_t> wire_codes;
+    wire_codes.reserve(codes.size());
+    for (ErrorCode code : codes) wire_codes.push_back(ToInt(code));
+    return AskCodes<MasterRpc::kReportOffloads>(keys.size(), out, daemon_id,
+                                                disk_segment_id, keys, replica_ids, wire_codes);
+  }
   // The reconciliation round's calls (round: the daemon's token for it). Begin and End
   // return the master's code (or RPC_FAIL); both are safe to repeat (the same round).
-  ErrorCode BeginDiskReconciliation(int64_t daemon_id, int64_t disk_segment_id, int64_t round);
+  ErrorCode BeginDiskReconciliation(int64_t daemon_id, int64_t disk_segment_id, int64_t round) {
+    return AskCode<MasterRpc::kBeginDiskReconciliation>(daemon_id, disk_segment_id, round);
+  }
   ErrorCode RegisterDiskReplicas(int64_t daemon_id, int64_t disk_segment_id,
                                  const std::vector<rpc::DiskObject>& objects, int64_t round,
-                                 std::vector<ErrorCode>* out);
-  ErrorCode EndDiskReconciliation(int64_t daemon_id, int64_t disk_segment_id, int64_t round);
+                                 std::vector<ErrorCode>* out) {
+    return AskCodes<MasterRpc::kRegisterDiskReplicas>(objects.size(), out, daemon_id,
+                                                      disk_segment_id, objects, round);
+  }
+  ErrorCode EndDiskReconciliation(int64_t daemon_id, int64_t disk_segment_id, int64_t round) {
+    return AskCode<MasterRpc::kEndDiskReconciliation>(daemon_id, disk_segment_id, round);
+  }
   ErrorCode DropDiskReplicas(int64_t daemon_id, int64_t disk_segment_id,
-                             const std::vector<std::string>& keys, std::vector<ErrorCode>* out);
+                             const std::vector<std::string>& keys, std::vector<ErrorCode>* out) {
+    return AskCodes<MasterRpc::kDropDiskReplicas>(keys.size(), out, daemon_id,
+                                                  disk_segment_id, keys);
+  }
   // Verification after a restore or a late return (docs/durability.md): both safe to
   // repeat (a report settled already is answered -704 and changes nothing).
   ErrorCode ListUnverified(int64_t daemon_id, int64_t segment_id, int64_t cursor,
-                           int32_t max_replicas, rpc::UnverifiedPage* out);
+                           int32_t max_replicas, rpc::UnverifiedPage* out) {
+    return AskResult<MasterRpc::kListUnverified>(out, daemon_id, segment_id, cursor,
+                                                 max_replicas);
+  }
   ErrorCode ReportVerified(int64_t daemon_id, int64_t segment_id,
                            const std::vector<rpc::VerifiedReplica>& replicas,
-                           std::vector<ErrorCode>* out);
+                           std::vector<ErrorCode>* out) {
+    return AskCodes<MasterRpc::kReportVerified>(replicas.size(), out, daemon_id, segment_id,
+                                                replicas);
+  }
   // Replicas a read found unreadable (daemon/cluster/bad_replica_reporter.h): one code per
   // replica. Repeated on a lost connection: a report the master already applied finds the
   // replica gone (-704) and drops nothing more.
   ErrorCode ReportBadReplicas(int64_t daemon_id, const std::vector<rpc::BadReplica>& replicas,
-                              std::vector<ErrorCode>* out);
+                              std::vector<ErrorCode>* out) {
+    return AskCodes<MasterRpc::kReportBadReplicas>(replicas.size(), out, daemon_id,
+                                                   replicas);
+  }
   // Promotion on hit (docs/ssd.md).
   // Returns out->code (or RPC_FAIL): OK with one memory replica reserved to write into,
   // OBJECT_ALREADY_EXISTS (it has a memory replica, or one is being made), OBJECT_NOT_FOUND,
   // NO_AVAILABLE_HANDLE (no space). disk_replica_id: of a LOCAL_DISK replica in the list
   // the value was read under (the master refuses a value re-written since, -704).
   ErrorCode PromoteStart(int64_t writer, const std::string& key, int64_t disk_replica_id,
-                         rpc::PutStartResult* out);
+                         rpc::PutStartResult* out) {
+    return AskResult<MasterRpc::kPromoteStart>(out, writer, key, disk_replica_id);
+  }
   // ok: publish the replica PromoteStart reserved; else free it. OBJECT_NOT_FOUND when the
   // object changed meanwhile.
-  ErrorCode PromoteEnd(int64_t writer, const std::string& key, bool ok);
+  ErrorCode PromoteEnd(int64_t writer, const std::string& key, bool ok) {
+    return AskCode<MasterRpc::kPromoteEnd>(writer, key, ok);
+  }
 
   // Copy and move tasks (docs/master.md, "Copy and move tasks"; the contract is
   // common/master_link/master.thrift's). Each returns out->code (or RPC_FAIL); none is sent twice: a
   // task created twice is two tasks, a report sent twice is answered -704 the second time.
   ErrorCode CreateCopyTask(const std::string& key, const std::vector<std::string>& targets,
-                           rpc::TaskResult* out);
+                           rpc::TaskResult* out) {
+    return AskResult<MasterRpc::kCreateCopyTask>(out, key, targets);
+  }
   ErrorCode CreateMoveTask(const std::string& key, const std::string& source,
-                           const std::string& target, rpc::TaskResult* out);
+                           const std::string& target, rpc::TaskResult* out) {
+    return AskResult<MasterRpc::kCreateMoveTask>(out, key, source, target);
+  }
   ErrorCode QueryTask(int64_t id_high, int64_t id_low, const std::string& tenant,
-                      rpc::QueryTaskResult* out);
-  ErrorCode FetchReplicaTasks(int64_t daemon_id, int32_t max_tasks, rpc::ReplicaTasksResult* out);
+                      rpc::QueryTaskResult* out) {
+    return AskResult<MasterRpc::kQueryTask>(out, id_high, id_low, tenant);
+  }
+  ErrorCode FetchReplicaTasks(int64_t daemon_id, int32_t max_tasks, rpc::ReplicaTasksResult* out) {
+    return AskResult<MasterRpc::kFetchReplicaTasks>(out, daemon_id, max_tasks);
+  }
   // (*out)[i]: what the master did with outcomes[i].
   ErrorCode CompleteReplicaTasks(int64_t daemon_id,
                                  const std::vector<rpc::ReplicaTaskOutcome>& outcomes,
-                                 std::vector<ErrorCode>* out);
+                                 std::vector<ErrorCode>* out) {
+    return AskCodes<MasterRpc::kCompleteReplicaTasks>(outcomes.size(), out, daemon_id,
+                                                      outcomes);
+  }
 
  private:
+  // ---- the shapes of reply the wrappers convert, each over Ask ----
+  // The code of an RPC that returns one: RPC_FAIL when the call itself failed.
+  static ErrorCode CodeOf(ErrorCode call, int64_t wire) {
+    return call != ErrorCode::OK ? call : FromWire(wire);
+  }
+  // A batch RPC's outcome: RPC_FAIL also for a master that miscounts; *out is left empty
+  // on failure.
+  template <class T>
+  static ErrorCode ListOf(ErrorCode call, size_t expected, std::vector<T>* out) {
+    if (call == ErrorCode::OK && out->size() != expected) call = ErrorCode::RPC_FAIL;
+    if (call != ErrorCode::OK) out->clear();
+    return call;
+  }
+  // Per-key codes as they came on the wire.
+  static std::vector<ErrorCode> CodesOf(const std::vector<int32_t>& wire);
+  // A count, or the code that came instead of it.
+  static Result<uint64_t> CountOf(ErrorCode call, int64_t wire);
+  // What a change's reply said about other daemons' read caches, stamped now.
+  static void StaleOf(ErrorCode call, std::vector<rpc::CacheHolder>* holders,
+                      StaleCaches* stale);
+
+  // An RPC answering a bare code,
+  template <MasterRpc R, class... Args>
+  ErrorCode AskCode(const Args&... args) {
+    int32_t code = 0;
+    return CodeOf(Ask<R>(&code, args...), code);
+  }
+  // a result that carries its code,
+  template <MasterRpc R, class Reply, class... Args>
+  ErrorCode AskResult(Reply* out, const Args&... args) {
+    return CodeOf(Ask<R>(out, args...), out->code);
+  }
+  // one result per item (expected of them),
+  template <MasterRpc R, class T, class... Args>
+  ErrorCode AskList(size_t expected, std::vector<T>* out, const Args&... args) {
+    return ListOf(Ask<R>(out, args...), expected, out);
+  }
+  // one code per item,
+  template <MasterRpc R, class... Args>
+  ErrorCode AskCodes(size_t expected, std::vector<ErrorCode>* out, const Args&... args) {
+    std::vector<int32_t> wire;
+    ErrorCode call = AskList<R>(expected, &wire, args...);
+    *out = CodesOf(wire);
+    return call;
+  }
+  // a change naming the read caches it left stale (result's code: the caller's to read),
+  template <MasterRpc R, class Change, class... Args>
+  ErrorCode AskChange(Change* result, StaleCaches* stale, const Args&... args) {
+    ErrorCode call = Ask<R>(result, args...);
+    StaleOf(call, &result->holders, stale);
+    return call;
+  }
+  // a batch change: one code per key; a master that miscounts is as good as no answer, but
+  // the holders it named are real.
+  template <MasterRpc R, class... Args>
+  ErrorCode AskBatchChange(size_t expected, std::vector<ErrorCode>* out, StaleCaches* stale,
+                           const Args&... args) {
+    rpc::BatchChangeResult result;
+    ErrorCode call = ListOf(AskChange<R>(&result, stale, args...), expected, &result.codes);
+    *out = CodesOf(result.codes);
+    return call;
+  }
+
   struct Connection;
   // How one run of an RPC went.
   enum class Attempt {
@@ -301,25 +519,26 @@ class MasterClient {
   void Pipeline(const std::vector<std::string>& keys, size_t chunk,
                 const PipelineCalls<Result>& calls, const ChunkDone<Result>& on_chunk);
   Attempt Try(const Rpc& fn, std::string* error);
-  std::unique_ptr<Connection> Checkout(const MasterLeader& leader, std::string* error);
-  void Checkin(std::unique_ptr<Connection> conn);
+  std::unique_ptr<Connection> Checkout(const MasterLeader& leader, std::string* error)
+      ABSL_LOCKS_EXCLUDED(mu_);
+  void Checkin(std::unique_ptr<Connection> conn) ABSL_LOCKS_EXCLUDED(mu_);
   // Closes a connection that is not to be used again.
-  void Discard(std::unique_ptr<Connection> conn);
+  void Discard(std::unique_ptr<Connection> conn) ABSL_LOCKS_EXCLUDED(mu_);
   std::unique_ptr<Connection> Open(const MasterLeader& leader, std::string* error);
-  void OnLeaderChange(const MasterLeader& leader);
+  void OnLeaderChange(const MasterLeader& leader) ABSL_LOCKS_EXCLUDED(mu_, handler_mu_);
 
   const MasterClientOptions options_;
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::vector<std::unique_ptr<Connection>> idle_;  // guarded by mu_
-  size_t open_count_ = 0;                          // checked out + idle; guarded by mu_
-  uint64_t generation_ = 0;                        // bumped by DropIdle; guarded by mu_
+  absl::Mutex mu_;
+  absl::CondVar cv_;  // a connection checked in, discarded or dropped
+  std::vector<std::unique_ptr<Connection>> idle_ ABSL_GUARDED_BY(mu_);
+  size_t open_count_ ABSL_GUARDED_BY(mu_) = 0;  // checked out + idle
+  uint64_t generation_ ABSL_GUARDED_BY(mu_) = 0;  // bumped by DropIdle
 
   std::atomic<uint64_t> calls_{0};
   std::atomic<uint64_t> failed_calls_{0};
 
-  std::mutex handler_mu_;
-  std::function<void(const MasterLeader&)> leader_handler_;  // guarded by handler_mu_
+  absl::Mutex handler_mu_;
+  std::function<void(const MasterLeader&)> leader_handler_ ABSL_GUARDED_BY(handler_mu_);
 
   // Last: destroyed first, so that its watch thread stops before the rest goes.
   std::unique_ptr<MasterLocator> locator_;
