@@ -81,31 +81,16 @@ MasterService::MasterService(MasterOptions options)
                 : options_.allocation_strategy == "local_first"    ? AllocationStrategy::kLocalFirst
                                                                     : AllocationStrategy::kRandom,
                 /*alignment=*/64),
-      shards_(new Shard[kShardCount]),
+      objects_(gate_, options_.max_cache_holders),
       tenants_(QuotasOf(options_.tenant_quota)),
       tasks_(ReplicaTaskLimits{static_cast<size_t>(options_.max_total_finished_tasks),
                                static_cast<size_t>(options_.max_total_pending_tasks),
                                static_cast<size_t>(options_.max_total_processing_tasks),
                                options_.pending_task_timeout_ms,
                                options_.processing_task_timeout_ms,
-                               static_cast<uint32_t>(options_.max_retry_attempts)}) {
-  // Each shard gets its share of the master-wide bound (keys hash evenly), and room for at
-  // least one object's records.
-  size_t per_shard = std::max<size_t>(CacheHolderTable::kMaxPerObject,
-                                      static_cast<size_t>(options_.max_cache_holders) / kShardCount);
-  if (options_.max_cache_holders == 0) per_shard = 0;
-  for (size_t s = 0; s < kShardCount; ++s) shards_[s].holders.set_max_records(per_shard);
-}
+                               static_cast<uint32_t>(options_.max_retry_attempts)}) {}
 
 bool MasterService::ValidKey(std::string_view key) { return tenant_key::ValidStoredKey(key); }
-
-MasterService::LockedKey::LockedKey(MasterService& service, const std::string& key)
-    : key(key),
-      hash(ObjectTable::Hash(key)),
-      shard(service.shards_[hash % kShardCount]),
-      lock_(shard.mu) {
-  object = shard.objects.Find(key, hash);
-}
 
 // ---- helpers -------------------------------------------------------------------------
 
@@ -252,11 +237,7 @@ void MasterService::FreeReplicas(const ReplicaList& replicas) {
 
 void MasterService::DeferFree(const ReplicaList& replicas, int64_t due_ms, uint64_t due_seq) {
   ForgetUnverified(replicas);
-  std::lock_guard<std::mutex> lock(deferred_mu_);
-  for (size_t i = 0; i < replicas.size(); ++i) {
-    if (!replicas[i].memory()) continue;
-    deferred_.push_back({due_ms, due_seq, replicas[i].segment, replicas[i].alloc_node});
-  }
+  deferred_.Add(replicas, due_ms, due_seq);
 }
 
 void MasterService::ReleaseObject(Shard& shard, std::string_view key, ObjectMetadata& meta,
@@ -354,7 +335,7 @@ rpc::PutStartResult MasterService::PutStartOne(int64_t writer, const std::string
   if (rc != ErrorCode::OK) return PutStartError(rc);
   {
     // Cheap early answer for the common "already cached" case, before reserving space.
-    LockedKey locked(*this, key);
+    LockedKey locked(objects_, key);
     const ObjectMetadata* existing = locked.object;
     if (existing != nullptr &&
         (existing->complete ||
@@ -368,7 +349,7 @@ rpc::PutStartResult MasterService::PutStartOne(int64_t writer, const std::string
   rc = ReserveCharged(key, static_cast<uint64_t>(size), config, writer, &reserved);
   if (rc != ErrorCode::OK) return PutStartError(rc);
 
-  LockedKey locked(*this, key);
+  LockedKey locked(objects_, key);
   if (locked.object != nullptr) {
     ObjectMetadata& old = *locked.object;
     if (old.complete || Now() - old.time_ms < options_.put_start_discard_timeout_ms) {
@@ -394,7 +375,7 @@ rpc::PutStartResult MasterService::PutStartOne(int64_t writer, const std::string
 ErrorCode MasterService::PutEnd(int64_t writer, const std::string& key, int64_t checksum) {
   StateGate::Shared gate(gate_);
   if (!ValidKey(key) || !ValidChecksum(checksum)) return ErrorCode::INVALID_PARAMS;
-  LockedKey locked(*this, key);
+  LockedKey locked(objects_, key);
   if (locked.object == nullptr) return ErrorCode::OBJECT_NOT_FOUND;
   ObjectMetadata& meta = *locked.object;
   if (meta.writer != writer) return ErrorCode::ILLEGAL_CLIENT;
@@ -420,7 +401,7 @@ ErrorCode MasterService::PutEnd(int64_t writer, const std::string& key, int64_t 
 ErrorCode MasterService::PutRevoke(int64_t writer, const std::string& key) {
   StateGate::Shared gate(gate_);
   if (!ValidKey(key)) return ErrorCode::INVALID_PARAMS;
-  LockedKey locked(*this, key);
+  LockedKey locked(objects_, key);
   ObjectMetadata* meta = locked.object;
   if (meta == nullptr) return ErrorCode::OBJECT_NOT_FOUND;
   if (meta->writer != writer) return ErrorCode::ILLEGAL_CLIENT;
@@ -443,7 +424,7 @@ rpc::PutStartResult MasterService::UpsertStart(int64_t writer, const std::string
   rc = ReserveCharged(key, static_cast<uint64_t>(size), config, writer, &reserved);
   if (rc != ErrorCode::OK) return PutStartError(rc);
 
-  LockedKey locked(*this, key);
+  LockedKey locked(objects_, key);
   Shard& shard = locked.shard;
   int64_t now = Now();
   ObjectMetadata* existing = locked.object;
@@ -480,7 +461,7 @@ ErrorCode MasterService::UpsertEnd(int64_t writer, const std::string& key, int64
   StateGate::Shared gate(gate_);
   if (!ValidKey(key) || !ValidChecksum(checksum)) return ErrorCode::INVALID_PARAMS;
   {
-    LockedKey locked(*this, key);
+    LockedKey locked(objects_, key);
     Shard& shard = locked.shard;
     auto pending = shard.upserts.find(key);
     if (pending != shard.upserts.end()) {
@@ -545,7 +526,7 @@ ErrorCode MasterService::UpsertRevoke(int64_t writer, const std::string& key) {
   StateGate::Shared gate(gate_);
   if (!ValidKey(key)) return ErrorCode::INVALID_PARAMS;
   {
-    LockedKey locked(*this, key);
+    LockedKey locked(objects_, key);
     Shard& shard = locked.shard;
     auto pending = shard.upserts.find(key);
     if (pending != shard.upserts.end()) {
@@ -568,7 +549,7 @@ rpc::ReplicaListResult MasterService::GetReplicaList(const std::string& key, int
   std::vector<std::string> group;
   int64_t until = 0;
   rpc::ReplicaListResult listed = [&] {
-    LockedKey locked(*this, key);
+    LockedKey locked(objects_, key);
     if (locked.object == nullptr) return ReplicaListError(ErrorCode::OBJECT_NOT_FOUND);
     ObjectMetadata& meta = *locked.object;
     if (!meta.complete) return ReplicaListError(ErrorCode::REPLICA_IS_NOT_READY);
@@ -619,7 +600,7 @@ int32_t MasterService::ExistKey(const std::string& key) {
   if (!ValidKey(key)) return ToInt(ErrorCode::INVALID_PARAMS);
   std::vector<std::string> group;  // the rest of its group, when the hit counted as a use
   {
-    LockedKey locked(*this, key);
+    LockedKey locked(objects_, key);
     ObjectMetadata* meta = locked.object;
     if (meta == nullptr || !meta->complete) return 0;
     if ((segments_.detached_count() > 0 || meta->disk_replicas() > 0) &&
@@ -642,10 +623,10 @@ void MasterService::CountExistHit(Shard& shard, ObjectMetadata& meta, int64_t no
   meta.exist_hit = true;
   // A use, as eviction orders objects, and no lease: a deadline of now is already past.
   meta.time_ms = now;
-  eviction_.ExistUse();
+  eviction_.counters().ExistUse();
   int64_t ttl = std::min(options_.exist_lease_ttl_ms, options_.default_kv_lease_ttl_ms);
   // Full: answered, protected by its use alone.
-  if (ttl > 0 && shard.exist_leases.Grant(&meta, now + ttl, now)) eviction_.ExistLease();
+  if (ttl > 0 && shard.exist_leases.Grant(&meta, now + ttl, now)) eviction_.counters().ExistLease();
 }
 
 // ---- removal -------------------------------------------------------------------------
@@ -654,7 +635,7 @@ ErrorCode MasterService::Remove(const std::string& key, bool force, CacheHolderS
                                 int32_t key_index) {
   StateGate::Shared gate(gate_);
   if (!ValidKey(key)) return ErrorCode::INVALID_PARAMS;
-  LockedKey locked(*this, key);
+  LockedKey locked(objects_, key);
   DiscardParked(key);  // a removed key never comes back (master/parked_segments.h)
   ObjectMetadata* meta = locked.object;
   if (meta == nullptr) return ErrorCode::OBJECT_NOT_FOUND;
@@ -699,9 +680,9 @@ int64_t MasterService::RemoveMatching(bool force, const std::string& tenant, con
   auto theirs = [&tenant](std::string_view key) { return tenant_key::TenantOf(key) == tenant; };
   int64_t removed = 0;
   for (size_t s = 0; s < kShardCount; ++s) {
-    Shard& shard = shards_[s];
+    Shard& shard = objects_.shard(s);
     if (match == nullptr) {
-      ScanShard(shard, [&](std::string_view key, ObjectMetadata& meta) {
+      objects_.Scan(shard, [&](std::string_view key, ObjectMetadata& meta) {
         if (!theirs(key) || !Removable(meta, force)) return false;
         TakeHolders(shard, meta, Now(), -1, holders);  // the writer forgets everything
         RemoveLogged(shard, key, meta);
@@ -725,7 +706,7 @@ int64_t MasterService::RemoveMatching(bool force, const std::string& tenant, con
                  keys.end());
       if (keys.empty()) return;
       StateGate::Shared gate(gate_);
-      std::lock_guard<std::mutex> lock(shard.mu);
+      absl::MutexLock lock(&shard.mu);
       for (const std::string& key : keys) {
         uint64_t hash = ObjectTable::Hash(key);
         ObjectMetadata* meta = shard.objects.Find(key, hash);
@@ -737,30 +718,10 @@ int64_t MasterService::RemoveMatching(bool force, const std::string& tenant, con
       }
       keys.clear();
     };
-    ScanShard(shard, collect, remove_matches);
+    objects_.Scan(shard, collect, remove_matches);
   }
   DiscardParkedMatching(tenant, match);
   return removed;
-}
-
-void MasterService::ScanShard(Shard& shard, const ShardVisit& visit,
-                              const std::function<void()>& between,
-                              const std::function<void()>& restarted) {
-  size_t cursor = 0;
-  uint64_t layout = 0;
-  for (bool done = false; !done;) {
-    {
-      StateGate::Shared gate(gate_);
-      std::lock_guard<std::mutex> lock(shard.mu);
-      if (cursor > 0 && shard.objects.layout() != layout) {
-        cursor = 0;
-        if (restarted) restarted();
-      }
-      layout = shard.objects.layout();
-      done = shard.objects.Walk(&cursor, kScanSlice, visit);
-    }
-    if (between) between();
-  }
 }
 
 // ---- read caches -----------------------------------------------------------------------
@@ -826,13 +787,6 @@ std::vector<rpc::CacheHolder> MasterService::DescribeHolders(const CacheHolderSe
   return out;
 }
 
-size_t MasterService::cache_holder_records() const {
-  size_t n = 0;
-  for (size_t s = 0; s < kShardCount; ++s) {
-    std::lock_guard<std::mutex> lock(shards_[s].mu);
-    n += shards_[s].holders.records();
-  }
-  return n;
-}
+size_t MasterService::cache_holder_records() const { return objects_.cache_holder_records(); }
 
 }  // namespace mooncake

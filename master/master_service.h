@@ -116,11 +116,15 @@
 #include "common/log_throttle.h"
 #include "master/cache_holders.h"
 #include "master/daemon_registry.h"
+#include "master/deferred_frees.h"
+#include "master/drain_jobs.h"
 #include "master/eviction.h"
+#include "master/eviction_rounds.h"
 #include "master/exist_leases.h"
 #include "master/groups.h"
 #include "master/object_drops.h"
 #include "master/master_options.h"
+#include "master/object_directory.h"
 #include "master/object_metadata.h"
 #include "master/object_table.h"
 #include "master/offload_queues.h"
@@ -141,9 +145,9 @@ namespace mooncake {
 class OpLog;
 class SyncSet;
 
-class MasterService {
+class MasterService : private EvictionRounds::Objects, private DrainJobs::Mover {
  public:
-  static constexpr size_t kShardCount = 1024;
+  static constexpr size_t kShardCount = ObjectDirectory::kShardCount;
   static constexpr size_t kMaxReplicaNum = 64;
   static constexpr int64_t kNoChecksum = -1;
 
@@ -421,8 +425,6 @@ class MasterService {
   // failed; a failed object is offered again only this long after.
   static constexpr int64_t kOffloadReportMarginMs = 2000;
   static constexpr int64_t kOffloadRetryPauseMs = 30000;
-  // The upkeep queues early offloads (--offload_on_evict) at most this often.
-  static constexpr int64_t kEarlyOffloadPeriodMs = 1000;
 
   // ---- verification after a restore, parked objects (master_service_verify.cc) ----
   // The calls' rules are common/master.thrift's (docs/durability.md, "Verification after
@@ -452,40 +454,17 @@ class MasterService {
   static constexpr int32_t kMaxTaskBatch = 1024;
   ReplicaTasks::Counts task_counts() const { return tasks_.counts(); }
 
-  // ---- drain jobs (master_service_drain_jobs.cc; docs/master.md, "Drain jobs") ----
-  // Mooncake's drain jobs, which an operator starts on the admin HTTP: every object with a
-  // replica in the named segments is moved out by move tasks (at most max_concurrency at
-  // once; into target_segments, the least used first, or any segment when none is named),
-  // and the segments take no new allocation (DRAINING, then DRAINED once empty, until
-  // their owners unmount them). A unit (a key and a segment) whose move fails three times
-  // is given up; a job whose remaining units are all given up fails, and its segments take
-  // allocations again. Objects leased, hard-pinned, being written or moving already wait
-  // (blocked). Run by the upkeep, on the master's clock; kept in memory only.
-  enum class JobStatus : int32_t { kCreated = 0, kPlanning, kRunning, kSucceeded, kFailed, kCanceled };
-  struct DrainJobView {
-    TaskId id;
-    JobStatus status = JobStatus::kCreated;
-    int64_t created_unix_ms = 0;
-    int64_t updated_unix_ms = 0;
-    std::vector<std::string> segments;
-    uint64_t succeeded_units = 0, failed_units = 0, blocked_units = 0, active_units = 0;
-    uint64_t migrated_bytes = 0;
-    std::string message;
-  };
-  // -600 no segment, a name twice, max_concurrency 0, or a target that is also drained;
-  // -101 a name no memory segment carries; -1010 a segment not taking allocations (drained
-  // or draining already, detached), or a target that does not.
+  // ---- drain jobs (master/drain_jobs.h; docs/master.md, "Drain jobs") ----
+  using JobStatus = DrainJobs::Status;
+  using DrainJobView = DrainJobs::View;
   ErrorCode CreateDrainJob(const std::vector<std::string>& segments,
                            const std::vector<std::string>& targets, uint32_t max_concurrency,
                            TaskId* id);
-  // -704 unknown job.
   ErrorCode QueryDrainJob(const TaskId& id, DrainJobView* out) const;
-  // -704 unknown; -1010 ended, or moves running (as Mooncake's).
   ErrorCode CancelDrainJob(const TaskId& id);
-  // Mooncake's SegmentStatus of a name: 1 OK, 2 DRAINING, 3 DRAINED; -101 unknown name.
   ErrorCode SegmentStatusOf(const std::string& name, int32_t* status) const;
-  static constexpr int kMaxDrainUnitRetries = 3;
-  static constexpr size_t kMaxDrainJobs = 1000;  // the oldest ended ones go beyond it
+  static constexpr int kMaxDrainUnitRetries = DrainJobs::kMaxUnitRetries;
+  static constexpr size_t kMaxDrainJobs = DrainJobs::kMaxJobs;
 
   // ---- durability ----
   // Before serving: from now on every change is appended to log (not owned; outlives us);
@@ -559,112 +538,6 @@ class MasterService {
   uint64_t Evict(uint64_t target_bytes);
 
  private:
-  // A put's soft-pin request (ResolveSoftPin).
-  enum class SoftPin : int32_t { kPreserve = 0, kEnable = 1, kDisable = 2 };
-  struct SoftPinRequest {
-    SoftPin action = SoftPin::kPreserve;
-    int64_t ttl_ms = 0;
-  };
-  // A replacement value being written by an upsert while the old one stays readable.
-  struct PendingUpsert {
-    int64_t writer = 0;
-    int64_t start_ms = 0;
-    uint64_t size = 0;
-    bool hard_pin = false;
-    SoftPinRequest soft_pin;  // applied at UpsertEnd, from then
-    bool offload = false;  // UpsertEnd queues an offload of the new value
-    ReplicaList replicas;
-  };
-  // An object's replica being moved out of a draining segment: from (a replica of the
-  // object, by slot and allocator node) is copied to `to` by the segment's owner.
-  // A copy or move task's reservation is one too (task set): `to` holds a replica per
-  // target of a copy, which keeps its source, or the one target of a move.
-  struct PendingMove {
-    int64_t mover = 0;  // the daemon draining the segment, or running the task
-    int64_t start_ms = 0;
-    uint32_t from_slot = 0;
-    uint32_t from_node = 0;
-    ReplicaList to;  // one replica (a copy task's: one or more), PROCESSING
-    // The object changed or went since: the move can only fail, but its mover may still
-    // be copying into `to`, which is freed when it commits or revokes (it is done then).
-    bool orphaned = false;
-    bool keep_source = false;  // a copy task: `to` is added, the source stays
-    TaskId task;               // the task it serves; {0, 0} for a drain's move
-  };
-  // Whether any of a move's targets lies in slot.
-  static bool MovesInto(const PendingMove& move, uint32_t slot);
-  // An offload of one object's memory replica to its daemon's SSD, from queueing to the
-  // report (see "The SSD tier" above).
-  struct OffloadState {
-    enum class Stage : uint8_t { kQueued, kFetched, kFailed };
-    Stage stage = Stage::kQueued;
-    bool for_eviction = false;  // the object is pinned (ObjectMetadata::offload_pinned)
-    int64_t daemon = 0;         // whose SSD
-    int64_t replica_id = 0;     // the memory replica to copy
-    // Queued, fetched: when it counts as failed. Failed: when it may be offered again.
-    int64_t due_ms = 0;
-    // Fetched: the lease deadline granted, and the object's deadline before it.
-    int64_t granted_ms = 0;
-    int64_t prior_ms = 0;
-    uint64_t pinned_bytes = 0;  // for_eviction: its memory, in evict_pending_bytes_
-  };
-  // A memory replica being re-created from disk (PromoteStart): `to`, PROCESSING, is
-  // published into the object's replicas by PromoteEnd.
-  struct PendingPromotion {
-    int64_t writer = 0;
-    int64_t start_ms = 0;
-    uint64_t size = 0;
-    ReplicaList to;
-    // As PendingMove's: the object changed or went; freed when its writer ends it, or once
-    // it must have given up (put_start_release_timeout).
-    bool orphaned = false;
-  };
-  struct Shard {
-    std::mutex mu;
-    ObjectTable objects;
-    std::unordered_map<std::string, PendingUpsert> upserts;  // rare: a plain map will do
-    std::unordered_map<std::string, PendingMove> moves;      // only while a segment drains
-    std::unordered_map<std::string, OffloadState> offloads;  // the SSD tier's tasks
-    std::unordered_map<std::string, PendingPromotion> promotions;
-    CacheHolderTable holders;  // daemons that may cache the shard's objects
-    ExistLeaseTable exist_leases;  // with exist_lease_ttl: exist leases running
-  };
-  // A range whose bytes someone may still be reading or writing, or whose freeing is not
-  // on disk yet; freed once the clock has reached due_ms and the log due_seq.
-  struct DeferredFree {
-    int64_t due_ms;
-    uint64_t due_seq;
-    uint32_t slot;
-    uint32_t node;
-  };
-
-  // How every single-key operation starts: hashes the key, locks its shard for as long as
-  // this lives and finds the key's object there (object is null when there is none). The
-  // shard lock is the first in the lock order, so freeing replicas under it is fine, but
-  // reserving is not: Reserve may evict, which takes shard locks. Checking the key is left
-  // to the caller, which answers a bad one in its own result type. Lives on the caller's
-  // stack; nothing is allocated.
-  class LockedKey {
-   public:
-    LockedKey(MasterService& service, const std::string& key);
-    LockedKey(const LockedKey&) = delete;
-    LockedKey& operator=(const LockedKey&) = delete;
-
-    // Takes the object out of the table; the caller has released what it held.
-    void Erase() {
-      shard.objects.Erase(key, hash);
-      object = nullptr;
-    }
-
-    const std::string& key;
-    const uint64_t hash;  // what the shard's ObjectTable wants
-    Shard& shard;
-    ObjectMetadata* object;  // looked up in the constructor's body, once lock_ is held
-
-   private:
-    std::lock_guard<std::mutex> lock_;
-  };
-
   int64_t Now() const { return options_.now_ms(); }
   // The durable form of meta's soft pin: its deadline in Unix-epoch ms (records survive
   // restarts and move between masters, whose monotonic clocks differ), 0 for none.
@@ -715,7 +588,7 @@ class MasterService {
   // take, reach). Bytes freed; *evicted, *queued as EvictionWalk's.
   uint64_t EvictRestOfGroup(const std::vector<std::string>& members,
                             const EvictionThresholds& take, int64_t now, int64_t* evicted,
-                            uint64_t* queued);
+                            uint64_t* queued) override;
   // The group a record of meta names: its group's id, or "" for none.
   std::string GroupForLog(std::string_view key, const ObjectMetadata& meta) const;
   // A put's soft-pin request, with Mooncake's rules (docs/mooncake-api.md, "put-config"):
@@ -822,18 +695,7 @@ class MasterService {
     return meta.complete && (force || (!meta.hard_pin && !meta.leased(Now())));
   }
 
-  // Walks one shard's objects as ObjectTable::ForEach does, but a slice at a time: visit
-  // runs under the shard's lock (and the state gate, shared) for at most kScanSlice slots,
-  // then both are let go so that waiting requests get their turn, and between (with no
-  // lock held) runs. A table rehashed between two slices (by an insert) is walked
-  // again from the start, after restarted: every object present for the whole walk is
-  // visited, those added meanwhile may or may not be, and one already visited may be
-  // visited again (so visit must be idempotent, or restarted undo what it collected).
-  static constexpr size_t kScanSlice = 256;
-  using ShardVisit = std::function<bool(std::string_view, ObjectMetadata&)>;
-  void ScanShard(Shard& shard, const ShardVisit& visit,
-                 const std::function<void()>& between = nullptr,
-                 const std::function<void()>& restarted = nullptr);
+  static constexpr size_t kScanSlice = ObjectDirectory::kScanSlice;
   // The object changed: moves who may cache it into *out (key_index: as Remove's) and
   // forgets them; the object is tracked again from here on.
   void TakeHolders(Shard& shard, ObjectMetadata& meta, int64_t now, int32_t key_index,
@@ -891,7 +753,7 @@ class MasterService {
   int64_t DropSegment(const std::shared_ptr<Segment>& segment, bool park = false);
   // After an eviction made room: puts the evictions on disk and frees their space now,
   // rather than at the next Tick.
-  void ReclaimEvicted();
+  void ReclaimEvicted() override;
 
   // ---- verification and parked objects (master_service_verify.cc) ----
   // Counts n objects under reason in drops_, which logs the loss (throttled).
@@ -914,9 +776,9 @@ class MasterService {
 
   // ---- copy and move tasks (master_service_tasks.cc) ----
   // The attached memory segments named name (none: the name is unknown here).
-  std::vector<std::shared_ptr<Segment>> SegmentsNamed(const std::string& name) const;
+  std::vector<std::shared_ptr<Segment>> SegmentsNamed(const std::string& name) const override;
   // A name a task may target: -600 unknown, -1010 none of its segments takes allocation.
-  ErrorCode CheckTarget(const std::string& name) const;
+  ErrorCode CheckTarget(const std::string& name) const override;
   // Under the key's shard lock: reserves one task's targets (or ends it when there is
   // nothing to copy); adds its assignment to *out, or settles it in the table.
   void StartTask(const ReplicaTask& task, int64_t daemon_id, rpc::ReplicaTasksResult* out);
@@ -928,18 +790,7 @@ class MasterService {
   void ExpireTasks(int64_t now);
   // CreateMoveTask's body, under the state gate held by the caller.
   rpc::TaskResult CreateMoveTaskLocked(const std::string& key, const std::string& source,
-                                       const std::string& target);
-  // ---- drain jobs (master_service_drain_jobs.cc) ----
-  struct DrainJob;
-  // Upkeep: each running job settles its ended moves, ends when nothing is left, and starts
-  // new moves up to its concurrency.
-  void RunDrainJobs(int64_t now);
-  void RefreshDrainJob(DrainJob& job);
-  bool MaybeFinishDrainJob(DrainJob& job, int64_t now);
-  void ScheduleDrainJob(DrainJob& job, int64_t now);
-  // Holds (hold) or releases every memory segment named name.
-  void HoldSegments(const std::string& name, bool hold);
-
+                                       const std::string& target) override;
   // ---- the SSD tier (master_service_disk.cc) ----
   // The put asks for an offload at PutEnd (config.offload, or --enable_offload for 0).
   bool WantsOffload(const rpc::ReplicateConfig& config) const {
@@ -983,47 +834,21 @@ class MasterService {
   // The disk figures in GetStats.
   rpc::DiskStats DiskFigures() const;
 
-  // ---- eviction (master_service_evict.cc) ----
-  // Usage would pass the high watermark with need more bytes.
-  bool PastWatermark(uint64_t need) const;
-  // A put's round, for need bytes (its size times its replicas): down to high −
-  // eviction_ratio with need included, and (no_space: the put found none) at least need.
-  // Skipped when, while this put waited for evict_mu_, another round ran (true: try
-  // again), when the reservation no longer passes the watermark (true), or within
-  // kShortRoundPauseMs of a round that fell short (false: nothing to evict yet). True
-  // when it freed something.
-  bool MakeRoom(uint64_t need, bool no_space);
-  // The upkeep's round, while usage is past the high watermark.
-  void EvictAboveWatermark();
-  // Under evict_mu_: samples, plans and walks (master/eviction.h) until target bytes are
-  // freed, and counts the round. by_put: for the figures.
-  uint64_t RunEvictionRound(uint64_t target, bool by_put);
-  // Under evict_mu_: a window of each shard's table into planner_.
-  void SampleForEviction(int64_t now);
-  // Under evict_mu_: evicts, shard by shard from evict_next_shard_, the candidates the
-  // thresholds take, until budget bytes are freed; adds to *evicted the objects that went.
-  uint64_t EvictionWalk(const EvictionThresholds& take, uint64_t budget, int64_t now,
-                        int64_t* evicted, uint64_t* queued);
+  // ---- eviction (master_service_evict.cc): what EvictionRounds asks of objects ----
   // What eviction may do with meta now; under its shard's lock. Objects without a memory
   // replica (on disk only), those pinned for an offload and those with a replica on a
   // detached segment are never candidates; those of a tenant at or under its quota are
   // sheltered (TenantUsage::Sheltered, as of now: a tenant that eviction brings down to
   // its quota is sheltered from then on).
-  EvictionTier TierOf(const Shard& shard, const ObjectMetadata& meta, int64_t now) const;
+  EvictionTier TierOf(const Shard& shard, const ObjectMetadata& meta, int64_t now) const override;
   // A candidate the walk takes: with a disk replica it loses only its memory replicas;
   // without one, on a daemon with an SSD tier (--offload_on_evict), it gets an eviction's
   // offload instead (*queued: its bytes) unless that cannot proceed (then freed only with
   // --allow_evict_without_offload); else it goes. Bytes freed; *erase: it went.
   uint64_t EvictOne(Shard& shard, std::string_view key, ObjectMetadata& meta,
-                    uint64_t* queued, bool* erase);
-  // Upkeep (--offload_on_evict): once usage passes high − eviction_ratio, queues plain
-  // offloads for the oldest candidates that have no disk replica yet, about one round's
-  // worth, so that the round that comes frees their memory at once.
-  void QueueEarlyOffloads(int64_t now);
-  // After a round that fell short, puts start no new one for this long: a round walks
-  // every object, and the daemons' retries (docs/daemon.md) would otherwise have the
-  // master walk its whole table back to back while nothing can have changed.
-  static constexpr int64_t kShortRoundPauseMs = 10;
+                    uint64_t* queued, bool* erase) override;
+  bool QueueEarlyOffload(Shard& shard, std::string_view key, ObjectMetadata& meta) override;
+  int64_t ObjectCount() const override { return object_count_.load(); }
 
   // ExistKey's hit counted as a use (and its exist lease), under the shard's lock.
   void CountExistHit(Shard& shard, ObjectMetadata& meta, int64_t now);
@@ -1048,39 +873,24 @@ class MasterService {
   std::mutex membership_mu_;
   SegmentRegistry segments_;
   DaemonRegistry daemons_;
-  std::unique_ptr<Shard[]> shards_;
+  ObjectDirectory objects_;  // every object, in shards
 
-  std::mutex deferred_mu_;
-  std::vector<DeferredFree> deferred_;  // guarded by deferred_mu_
+  DeferredFrees deferred_{segments_};
 
   TenantUsage tenants_;  // per-tenant objects, bytes, quotas, refusals
   GroupTable groups_;    // the members of every group (see "Groups" above)
-  std::mutex evict_mu_;  // one eviction at a time, so two callers never both evict
-  // Guarded by evict_mu_: a round's sample, where the next walk starts (each starts where
-  // the last one stopped, so no shard is always first), the sample's random windows, and
-  // until when puts start no round (kShortRoundPauseMs).
-  EvictionPlanner planner_;
-  size_t evict_next_shard_ = 0;
-  std::minstd_rand evict_rng_;
-  int64_t evict_paused_until_ms_ = 0;
-  EvictionCounters eviction_;
   std::atomic<int64_t> object_count_{0};
   std::atomic<int64_t> processing_count_{0};  // lets Tick skip the abandoned-put scan
-  std::atomic<int64_t> evicted_count_{0};
   int64_t last_abandoned_scan_ms_ = 0;  // only touched by Tick
   int64_t last_upkeep_end_ms_ = -1;     // only touched by Tick; -1 before its first round
   RestoreCounts restore_counts_;        // only touched by the restore, before serving
-  int64_t last_early_offload_ms_ = 0;   // only touched by Tick
 
   ReplicaTasks tasks_;  // copy and move tasks
-  mutable std::mutex jobs_mu_;  // a leaf for the table; jobs run on the upkeep's thread
-  std::map<TaskId, std::shared_ptr<DrainJob>> jobs_;  // guarded by jobs_mu_
 
   // The SSD tier.
   OffloadQueues offload_queues_;
   std::atomic<uint32_t> next_disk_node_{1};  // numbers disk replicas (Replica::alloc_node)
   std::atomic<int64_t> offload_states_{0};   // OffloadStates in every shard: Tick skips when 0
-  std::atomic<int64_t> evict_pending_bytes_{0};  // memory pinned for eviction's offloads
   struct DiskCounters {
     std::atomic<int64_t> objects{0}, bytes{0}, disk_only{0}, queued{0}, done{0}, failed{0},
         dropped_tasks{0}, evict_offloads{0}, promotions{0}, adopted{0}, dropped{0};
@@ -1099,6 +909,9 @@ class MasterService {
   int64_t restore_fence_ms_ = 0;
   std::atomic<int64_t> restore_ms_{0};
   std::atomic<int64_t> restored_objects_{0};
+  // Last: it refers to the members above (see "Eviction").
+  EvictionRounds eviction_{options_, objects_, segments_, tenants_, groups_, *this};
+  DrainJobs drain_jobs_{options_, objects_, segments_, tasks_, *this};
 };
 
 }  // namespace mooncake

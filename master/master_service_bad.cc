@@ -56,7 +56,7 @@ std::vector<int32_t> MasterService::ReportBadReplicas(
         continue;
       }
     }
-    LockedKey locked(*this, bad.key);
+    LockedKey locked(objects_, bad.key);
     ObjectMetadata* meta = locked.object;
     if (meta == nullptr || !meta->complete || meta->size != static_cast<uint64_t>(bad.size) ||
         meta->checksum_or_none() != (bad.checksum < 0 ? kNoChecksum : bad.checksum)) {

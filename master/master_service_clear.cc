@@ -35,7 +35,7 @@ std::vector<int32_t> MasterService::BatchReplicaClear(const std::vector<std::str
 ErrorCode MasterService::ClearOne(const std::string& key, const std::string& segment_name,
                                   int32_t key_index, CacheHolderSet* holders) {
   if (!ValidKey(key)) return ErrorCode::INVALID_PARAMS;
-  LockedKey locked(*this, key);
+  LockedKey locked(objects_, key);
   ObjectMetadata* meta = locked.object;
   if (meta == nullptr) return ErrorCode::OBJECT_NOT_FOUND;
   if (!meta->complete) return ErrorCode::REPLICA_IS_NOT_READY;

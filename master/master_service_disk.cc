@@ -44,7 +44,7 @@ MasterService::QueueOutcome MasterService::QueueOffload(Shard& shard, std::strin
     state.for_eviction = true;
     state.pinned_bytes = meta.size * meta.memory_replicas();
     meta.offload_pinned = true;
-    evict_pending_bytes_.fetch_add(static_cast<int64_t>(state.pinned_bytes));
+    eviction_.AddPendingBytes(static_cast<int64_t>(state.pinned_bytes));
     disk_.evict_offloads.fetch_add(1);
   };
   if (!shard.offloads.empty()) {
@@ -98,7 +98,7 @@ void MasterService::EndOffload(Shard& shard, std::string_view key, ObjectMetadat
   }
   if (state.stage == OffloadState::Stage::kQueued) disk_.queued.fetch_sub(1);
   if (state.for_eviction) {
-    evict_pending_bytes_.fetch_sub(static_cast<int64_t>(state.pinned_bytes));
+    eviction_.AddPendingBytes(-static_cast<int64_t>(state.pinned_bytes));
     if (meta != nullptr) meta->offload_pinned = false;
   }
   if (meta != nullptr) ReturnOffloadLease(state, *meta);
@@ -118,8 +118,8 @@ void MasterService::ExpireOffloads(int64_t now) {
   std::vector<std::string> ended;
   int64_t failed = 0;
   for (size_t s = 0; s < kShardCount; ++s) {
-    Shard& shard = shards_[s];
-    std::lock_guard<std::mutex> lock(shard.mu);
+    Shard& shard = objects_.shard(s);
+    absl::MutexLock lock(&shard.mu);
     if (shard.offloads.empty()) continue;
     for (auto it = shard.offloads.begin(); it != shard.offloads.end();) {
       OffloadState& state = it->second;
@@ -226,7 +226,7 @@ rpc::OffloadTasksResult MasterService::FetchOffloads(int64_t daemon_id, int32_t 
   }
   result.code = ToInt(ErrorCode::OK);
   for (const std::string& key : offload_queues_.Pop(daemon_id, static_cast<size_t>(max_tasks))) {
-    LockedKey locked(*this, key);
+    LockedKey locked(objects_, key);
     auto it = locked.shard.offloads.find(key);
     if (it == locked.shard.offloads.end() || it->second.stage != OffloadState::Stage::kQueued ||
         it->second.daemon != daemon_id) {
@@ -467,7 +467,7 @@ ErrorCode MasterService::EndDiskReconciliation(int64_t daemon_id, int64_t disk_s
     // for go, and a slice visited twice finds nothing more. A round begun since (a
     // re-attach: the daemon starts over) stops the drops: what is created in it carries
     // its number, not this one's.
-    ScanShard(shards_[s], [&](std::string_view key, ObjectMetadata& meta) {
+    objects_.Scan(objects_.shard(s), [&](std::string_view key, ObjectMetadata& meta) {
       size_t in = DiskReplicaIn(meta.replicas, slot);
       if (in == kNoReplica || meta.replicas[in].round == ended || !meta.complete ||
           disk->round() != ended) {
@@ -482,7 +482,7 @@ ErrorCode MasterService::EndDiskReconciliation(int64_t daemon_id, int64_t disk_s
         return false;
       }
       ++removed;
-      RemoveLogged(shards_[s], key, meta);  // it lived on that disk only
+      RemoveLogged(objects_.shard(s), key, meta);  // it lived on that disk only
       return true;
     });
   }

@@ -90,14 +90,14 @@ rpc::DrainBatchResult MasterService::DrainSegment(int64_t daemon_id, int64_t seg
   result.master_epoch = epoch_;
   size_t s = static_cast<size_t>(cursor);
   while (s < kShardCount) {
-    Shard& shard = shards_[s++];
-    std::lock_guard<std::mutex> lock(shard.mu);
+    Shard& shard = objects_.shard(s++);
+    absl::MutexLock lock(&shard.mu);
     // Replicas on their way into the segment: they settle (or go) before a later walk.
     for (const auto& [key, up] : shard.upserts) {
       result.busy += ReplicaIn(up.replicas, slot) != kNone;
     }
     for (const auto& [key, move] : shard.moves) {
-      result.busy += MovesInto(move, slot) && !move.orphaned;
+      result.busy += move.Into(slot) && !move.orphaned;
     }
     shard.objects.ForEach([&](std::string_view key, ObjectMetadata& meta) {
       size_t in = ReplicaIn(meta.replicas, slot);
@@ -174,7 +174,7 @@ std::vector<int32_t> MasterService::SettleOwnKeys(OwnSegmentFinder find, int64_t
       out[k] = ToInt(ErrorCode::INVALID_PARAMS);
       continue;
     }
-    LockedKey locked(*this, keys[k]);
+    LockedKey locked(objects_, keys[k]);
     out[k] = ToInt(settle(k, locked, *segment));
   }
   if (done) done();
@@ -237,13 +237,6 @@ std::vector<int32_t> MasterService::RevokeMoves(int64_t daemon_id, int64_t segme
     FreeReplicas(move.to);  // its mover is done with it
     return move.orphaned ? ErrorCode::OBJECT_NOT_FOUND : ErrorCode::OK;
   });
-}
-
-bool MasterService::MovesInto(const PendingMove& move, uint32_t slot) {
-  for (size_t i = 0; i < move.to.size(); ++i) {
-    if (move.to[i].segment == slot) return true;
-  }
-  return false;
 }
 
 void MasterService::DropPendingMove(Shard& shard, std::string_view key) {

@@ -135,8 +135,8 @@ bool MasterService::ExportObjects(
   std::string bytes;
   ReplicaRecord replicas[kMaxReplicaNum];
   for (size_t s = 0; s < kShardCount; ++s) {
-    Shard& shard = shards_[s];
-    std::lock_guard<std::mutex> lock(shard.mu);
+    Shard& shard = objects_.shard(s);
+    absl::MutexLock lock(&shard.mu);
     uint32_t count = 0;
     shard.objects.ForEach([&](std::string_view, ObjectMetadata& meta) {
       count += meta.complete;
@@ -199,7 +199,7 @@ void MasterService::RestoreObject(ObjectRecord&& object) {
     if (ValidKey(object.key)) EraseRestored(object.key);
     return;
   }
-  LockedKey locked(*this, object.key);
+  LockedKey locked(objects_, object.key);
   if (locked.object != nullptr) {
     LeaveGroup(object.key, *locked.object);  // the record says which group it is in now
     *locked.object = std::move(meta);
@@ -212,7 +212,7 @@ void MasterService::RestoreObject(ObjectRecord&& object) {
 }
 
 void MasterService::EraseRestored(const std::string& key) {
-  LockedKey locked(*this, key);
+  LockedKey locked(objects_, key);
   if (locked.object == nullptr) return;
   LeaveGroup(key, *locked.object);
   locked.Erase();
@@ -257,8 +257,8 @@ MasterService::RestoreCounts MasterService::FinishRestore() {
   std::vector<Range> ranges;
   ranges.reserve(static_cast<size_t>(object_count_.load()));
   for (size_t s = 0; s < kShardCount; ++s) {
-    std::lock_guard<std::mutex> lock(shards_[s].mu);
-    shards_[s].objects.ForEach([&](std::string_view, ObjectMetadata& meta) {
+    absl::MutexLock lock(&objects_.shard(s).mu);
+    objects_.shard(s).objects.ForEach([&](std::string_view, ObjectMetadata& meta) {
       for (size_t i = 0; i < meta.replicas.size(); ++i) {
         Replica& r = meta.replicas[i];
         if (r.memory()) {
@@ -296,8 +296,8 @@ MasterService::RestoreCounts MasterService::FinishRestore() {
   disk_.objects = disk_.bytes = disk_.disk_only = 0;
   std::unordered_map<uint32_t, int64_t> unverified;  // by slot
   for (size_t s = 0; s < kShardCount; ++s) {
-    std::lock_guard<std::mutex> lock(shards_[s].mu);
-    shards_[s].objects.ForEach([&](std::string_view key, ObjectMetadata& meta) {
+    absl::MutexLock lock(&objects_.shard(s).mu);
+    objects_.shard(s).objects.ForEach([&](std::string_view key, ObjectMetadata& meta) {
       for (size_t i = meta.replicas.size(); i-- > 0;) {
         if (meta.replicas[i].status != ReplicaStatus::kFailed) continue;
         meta.replicas.erase(i);
@@ -345,27 +345,15 @@ MasterService::RestoreCounts MasterService::TakeOver() {
 }
 
 void MasterService::ClearState() {
-  for (size_t s = 0; s < kShardCount; ++s) {
-    std::lock_guard<std::mutex> lock(shards_[s].mu);
-    shards_[s].objects.ForEach([](std::string_view, ObjectMetadata&) { return true; });
-    shards_[s].upserts.clear();
-    shards_[s].moves.clear();
-    shards_[s].offloads.clear();
-    shards_[s].promotions.clear();
-    shards_[s].holders.Clear();
-    shards_[s].exist_leases.Clear();
-  }
+  objects_.Clear();
   segments_.Clear();
   tasks_.Clear();
-  {
-    std::lock_guard<std::mutex> lock(deferred_mu_);
-    deferred_.clear();
-  }
+  deferred_.Clear();
   groups_.Clear();
   object_count_ = 0;
   processing_count_ = 0;
   offload_states_ = 0;
-  evict_pending_bytes_ = 0;
+  eviction_.ClearPendingBytes();
   offload_queues_.Clear();
   disk_.objects = disk_.bytes = disk_.disk_only = disk_.queued = 0;
   tenants_.ClearUsage();

@@ -40,7 +40,7 @@ std::string MasterService::GroupForLog(std::string_view key, const ObjectMetadat
 void MasterService::ShareWithGroup(const std::vector<std::string>& members, int64_t until_ms) {
   StateGate::Shared gate(gate_);
   for (const std::string& member : members) {
-    LockedKey locked(*this, member);
+    LockedKey locked(objects_, member);
     ObjectMetadata* meta = locked.object;
     if (meta == nullptr || !meta->complete) continue;
     if (until_ms == 0) {
@@ -62,7 +62,7 @@ uint64_t MasterService::EvictRestOfGroup(const std::vector<std::string>& members
   std::unordered_set<std::string> seen;
   for (const std::string& member : members) {
     if (!seen.insert(member).second) continue;  // named by two members the walk took
-    LockedKey locked(*this, member);
+    LockedKey locked(objects_, member);
     ObjectMetadata* meta = locked.object;
     if (meta == nullptr) continue;
     // Whatever its age: it goes with its group, unless eviction could not take it alone.

@@ -147,9 +147,9 @@ void MasterService::Tick() {
   ExpireParked(now);
   ExpireOffloads(now);
   ExpireTasks(now);
-  RunDrainJobs(now);
-  QueueEarlyOffloads(now);
-  EvictAboveWatermark();
+  drain_jobs_.Run(now);
+  eviction_.QueueEarlyOffloads(now);
+  eviction_.EvictAboveWatermark();
   tenants_.Prune();
   // From the end of the round: a round that took long doing its own work (a big eviction)
   // was the master running, and must not pass for a stall, or dead daemons would be
@@ -233,9 +233,9 @@ void MasterService::PruneShardRecords(int64_t now) {
   // A sixteenth of the shards per tick: each is swept about every 1.6 s, and no tick holds
   // a shard lock for more than one shard's records.
   for (size_t i = 0; i < kShardCount / 16; ++i) {
-    Shard& shard = shards_[holder_sweep_next_];
+    Shard& shard = objects_.shard(holder_sweep_next_);
     holder_sweep_next_ = (holder_sweep_next_ + 1) % kShardCount;
-    std::lock_guard<std::mutex> lock(shard.mu);
+    absl::MutexLock lock(&shard.mu);
     if (!shard.holders.empty()) shard.holders.Prune(now);
     // Ended exist leases are otherwise pruned only by later grants in the same shard.
     if (!shard.exist_leases.empty()) shard.exist_leases.Prune(now);
@@ -290,12 +290,12 @@ int64_t MasterService::DropSegmentReplicas(uint32_t slot,
   };
   int64_t dropped = 0;
   for (size_t s = 0; s < kShardCount; ++s) {
-    Shard& shard = shards_[s];
+    Shard& shard = objects_.shard(s);
     {
-      std::lock_guard<std::mutex> lock(shard.mu);
+      absl::MutexLock lock(&shard.mu);
       for (auto it = shard.moves.begin(); it != shard.moves.end();) {
         PendingMove& move = it->second;
-        if (move.from_slot != slot && !MovesInto(move, slot)) {
+        if (move.from_slot != slot && !move.Into(slot)) {
           ++it;
           continue;
         }
@@ -318,7 +318,7 @@ int64_t MasterService::DropSegmentReplicas(uint32_t slot,
         it = shard.promotions.erase(it);
       }
     }
-    ScanShard(shard, [&](std::string_view key, ObjectMetadata& meta) {
+    objects_.Scan(shard, [&](std::string_view key, ObjectMetadata& meta) {
       bool in_slot = false;
       for (size_t i = 0; i < meta.replicas.size() && !in_slot; ++i) {
         in_slot = meta.replicas[i].segment == slot;
@@ -344,7 +344,7 @@ int64_t MasterService::DropSegmentReplicas(uint32_t slot,
       return true;
     });
     // Few: one per upsert in flight.
-    std::lock_guard<std::mutex> lock(shard.mu);
+    absl::MutexLock lock(&shard.mu);
     for (auto it = shard.upserts.begin(); it != shard.upserts.end();) {
       drop_in(it->first, it->second.size, it->second.replicas);
       it = it->second.replicas.empty() ? shard.upserts.erase(it) : std::next(it);
@@ -370,9 +370,9 @@ void MasterService::ReleaseAbandonedPuts(int64_t now) {
 void MasterService::DropUnfinished(const std::function<bool(int64_t, int64_t)>& match) {
   const int64_t release = options_.put_start_release_timeout_ms;
   for (size_t s = 0; s < kShardCount; ++s) {
-    Shard& shard = shards_[s];
+    Shard& shard = objects_.shard(s);
     {
-      std::lock_guard<std::mutex> lock(shard.mu);  // few: one per upsert in flight
+      absl::MutexLock lock(&shard.mu);  // few: one per upsert in flight
       for (auto it = shard.upserts.begin(); it != shard.upserts.end();) {
         if (match(it->second.writer, it->second.start_ms)) {
           DeferFree(it->second.replicas, it->second.start_ms + release);
@@ -384,7 +384,7 @@ void MasterService::DropUnfinished(const std::function<bool(int64_t, int64_t)>& 
       }
     }
     {
-      std::lock_guard<std::mutex> lock(shard.mu);  // few: one per move or promotion in flight
+      absl::MutexLock lock(&shard.mu);  // few: one per move or promotion in flight
       for (auto it = shard.moves.begin(); it != shard.moves.end();) {
         if (match(it->second.mover, it->second.start_ms)) {
           FreeReplicas(it->second.to);
@@ -406,7 +406,7 @@ void MasterService::DropUnfinished(const std::function<bool(int64_t, int64_t)>& 
       }
     }
     if (processing_count_.load() == 0) continue;
-    ScanShard(shard, [&](std::string_view key, ObjectMetadata& meta) {
+    objects_.Scan(shard, [&](std::string_view key, ObjectMetadata& meta) {
       if (meta.complete || !match(meta.writer, meta.time_ms)) return false;
       std::string_view shown = tenant_key::UserKeyOf(key);
       MC_LOG_WARN("put of '%.*s' by daemon %lld dropped unfinished",
@@ -423,17 +423,7 @@ void MasterService::DropUnfinished(const std::function<bool(int64_t, int64_t)>& 
 }
 
 void MasterService::RunDeferredFrees(int64_t now) {
-  std::vector<DeferredFree> due;
-  uint64_t synced = oplog_ != nullptr ? oplog_->synced() : 0;
-  {
-    std::lock_guard<std::mutex> lock(deferred_mu_);
-    auto split = std::partition(deferred_.begin(), deferred_.end(), [&](const DeferredFree& d) {
-      return d.due_ms > now || d.due_seq > synced;
-    });
-    due.assign(split, deferred_.end());
-    deferred_.erase(split, deferred_.end());
-  }
-  for (const DeferredFree& d : due) segments_.Free(d.slot, d.node);
+  deferred_.FreeDue(now, oplog_ != nullptr ? oplog_->synced() : 0);
 }
 
 void MasterService::ReclaimEvicted() {
@@ -453,7 +443,7 @@ rpc::MasterStats MasterService::GetStats() const {
   stats.capacity_bytes = static_cast<int64_t>(segments_.capacity());
   stats.used_bytes = static_cast<int64_t>(segments_.used());
   stats.resident_bytes = ResidentBytes();
-  stats.evicted_objects = evicted_count_.load();
+  stats.evicted_objects = eviction_.evicted_objects();
   stats.master_epoch = epoch_;
   if (oplog_ != nullptr) {
     stats.oplog_sequence = static_cast<int64_t>(oplog_->last());
@@ -462,7 +452,7 @@ rpc::MasterStats MasterService::GetStats() const {
   stats.restore_ms = restore_ms_.load();
   stats.restored_objects = restored_objects_.load();
   stats.pending_segments = static_cast<int64_t>(segments_.detached_count());
-  stats.eviction = eviction_.Get();
+  stats.eviction = eviction_.counters().Get();
   stats.tenants = tenants_.Stats();
   stats.disk = DiskFigures();
   stats.objects_dropped = DroppedObjects();

@@ -52,8 +52,8 @@ rpc::UnverifiedPage MasterService::ListUnverified(int64_t daemon_id, int64_t seg
     // Whole shards at a time, so a page may pass max by one shard's worth.
     int64_t s = cursor;
     for (; s < shards && page.replicas.size() < max; ++s) {
-      std::lock_guard<std::mutex> lock(shards_[s].mu);
-      shards_[s].objects.ForEach([&](std::string_view key, ObjectMetadata& meta) {
+      absl::MutexLock lock(&objects_.shard(s).mu);
+      objects_.shard(s).objects.ForEach([&](std::string_view key, ObjectMetadata& meta) {
         if (!meta.complete) return false;
         for (size_t i = 0; i < meta.replicas.size(); ++i) {
           const Replica& r = meta.replicas[i];
@@ -214,7 +214,7 @@ void MasterService::DiscardParkedMatching(const std::string& tenant, const KeyMa
   });
   for (const std::string& key : keys) {
     StateGate::Shared gate(gate_);
-    LockedKey locked(*this, key);  // serializes with the key's report
+    LockedKey locked(objects_, key);  // serializes with the key's report
     DiscardParked(key);
   }
 }
