@@ -1,15 +1,27 @@
 // Object operations of MasterService: puts, upserts, reads and removals.
 // Daemons and their segments (registration, mounts, liveness) and deferred frees are in
-// master_service_upkeep.cc, eviction in master_service_evict.cc; the log, snapshot export
-// and restore in master_service_durable.cc.
+// master_service_upkeep.cc, eviction's side of an object in master_service_evict.cc; the
+// log, snapshot export and restore in master_service_durable.cc.
+//
+// Fresh reads everywhere: a reader that will cache a replica list names itself, and the
+// shard records it (master/cache_holders.h). A change (UpsertEnd, a removal) takes those
+// records into a CacheHolderSet; DescribeHolders turns it into the daemons the reply names,
+// whose caches the writer empties of the key before it answers (docs/daemon.md, "Read
+// cache"). Where the master cannot know who holds an entry it says "unknown, wait until"
+// instead, never nothing. Nothing of this is logged or snapshotted: leases do not survive a
+// restart, and for one lease after a restore every change says "unknown" (restore_fence).
+//
+// Tenants (docs/security.md, "Tenants"): keys are stored keys (common/tenant_key.h), a
+// tenant's carrying its id. RemoveByRegex and RemoveAll walk one tenant's keys only, the
+// pattern matched against the keys as its clients name them. Each tenant's objects and
+// memory are accounted (master/tenant_usage.h) where values gain or lose replicas, and a
+// put that would take a tenant over its --tenant_quota answers -1402.
 #include "master/master_service.h"
 
 #include <algorithm>
 #include <chrono>
 #include <map>
 #include <random>
-
-#include <re2/re2.h>
 
 #include "common/logging.h"
 #include "common/tenant_key.h"
@@ -105,7 +117,7 @@ ErrorCode MasterService::ValidatePut(int64_t writer, const std::string& key, int
   ErrorCode pin = ResolveSoftPin(config, &ignored);
   if (pin != ErrorCode::OK) return pin;
   if (!daemons_.Known(writer)) return ErrorCode::CLIENT_NOT_FOUND;
-  if (LogRefusing()) return ErrorCode::PERSISTENT_FAIL;
+  if (log_.Refusing()) return ErrorCode::PERSISTENT_FAIL;
   return ErrorCode::OK;
 }
 
@@ -257,8 +269,8 @@ void MasterService::ReleaseObject(Shard& shard, std::string_view key, ObjectMeta
   DropPendingUpsert(shard, key);
   DropPendingMove(shard, key);
   DropPendingPromotion(shard, key);
-  EndOffload(shard, key, &meta, /*failed=*/false);
-  CountDisk(meta, -1);
+  disk_tier_.EndOffload(shard, key, &meta, /*failed=*/false);
+  disk_tier_.Count(meta, -1);
   shard.holders.Forget(&meta);
   ForgetExistHit(shard, meta);  // before the block goes: the table is keyed by its address
   object_count_.fetch_sub(1);
@@ -266,7 +278,7 @@ void MasterService::ReleaseObject(Shard& shard, std::string_view key, ObjectMeta
 }
 
 void MasterService::RemoveLogged(Shard& shard, std::string_view key, ObjectMetadata& meta) {
-  ReleaseObject(shard, key, meta, LogRemove(key));
+  ReleaseObject(shard, key, meta, log_.Remove(key));
 }
 
 void MasterService::TakeHolders(Shard& shard, ObjectMetadata& meta, int64_t now,
@@ -393,7 +405,7 @@ ErrorCode MasterService::PutEnd(int64_t writer, const std::string& key, int64_t 
   LogPublish(key, meta);
   if (meta.offload_at_put) {
     meta.offload_at_put = false;
-    QueueOffload(locked.shard, key, meta, /*for_eviction=*/false);
+    disk_tier_.QueueOffload(locked.shard, key, meta, /*for_eviction=*/false);
   }
   return ErrorCode::OK;
 }
@@ -474,9 +486,9 @@ ErrorCode MasterService::UpsertEnd(int64_t writer, const std::string& key, int64
       ObjectMetadata& meta = *locked.object;
       int64_t now = Now();
       // The old value's disk replicas and offload go with it.
-      EndOffload(shard, key, &meta, /*failed=*/false);
+      disk_tier_.EndOffload(shard, key, &meta, /*failed=*/false);
       DropPendingPromotion(shard, key);
-      CountDisk(meta, -1);
+      disk_tier_.Count(meta, -1);
       const bool offload = up.offload;
       ReplicaList old = std::move(meta.replicas);
       int64_t old_lease = meta.time_ms;
@@ -504,7 +516,7 @@ ErrorCode MasterService::UpsertEnd(int64_t writer, const std::string& key, int64
       // Readers holding a lease may still read the old bytes, and until the new value's
       // record is on disk a restart would bring the old one back.
       DeferFree(old, std::max(now, old_lease), LogPublish(key, meta));
-      if (offload) QueueOffload(shard, key, meta, /*for_eviction=*/false);
+      if (offload) disk_tier_.QueueOffload(shard, key, meta, /*for_eviction=*/false);
       return ErrorCode::OK;
     }
     if (locked.object != nullptr && locked.object->complete) {
@@ -647,81 +659,6 @@ ErrorCode MasterService::Remove(const std::string& key, bool force, CacheHolderS
   RemoveLogged(locked.shard, key, *meta);
   locked.Erase();
   return ErrorCode::OK;
-}
-
-int64_t MasterService::RemoveByRegex(const std::string& pattern, bool force,
-                                     CacheHolderSet* holders, const std::string& tenant) {
-  if (!tenant_key::ValidTenantOrDefault(tenant)) {
-    MC_LOG_WARN("RemoveByRegex refused: a malformed tenant id of %zu bytes", tenant.size());
-    return ToInt(ErrorCode::INVALID_PARAMS);
-  }
-  std::string error;
-  std::unique_ptr<RE2> re = CompileKeyPattern(pattern, &error);
-  if (!re) {
-    MC_LOG_WARN("RemoveByRegex refused: %s", error.c_str());
-    return ToInt(ErrorCode::INVALID_PARAMS);
-  }
-  KeyMatch match = [&re](std::string_view key) { return RE2::PartialMatch(key, *re); };
-  return RemoveMatching(force, tenant, &match, holders);
-}
-
-int64_t MasterService::RemoveAll(bool force, CacheHolderSet* holders, const std::string& tenant) {
-  if (!tenant_key::ValidTenantOrDefault(tenant)) {
-    MC_LOG_WARN("RemoveAll refused: a malformed tenant id of %zu bytes", tenant.size());
-    return ToInt(ErrorCode::INVALID_PARAMS);
-  }
-  return RemoveMatching(force, tenant, nullptr, holders);
-}
-
-int64_t MasterService::RemoveMatching(bool force, const std::string& tenant, const KeyMatch* match,
-                                      CacheHolderSet* holders) {
-  CacheHolderSet ignored;
-  if (holders == nullptr) holders = &ignored;
-  auto theirs = [&tenant](std::string_view key) { return tenant_key::TenantOf(key) == tenant; };
-  int64_t removed = 0;
-  for (size_t s = 0; s < kShardCount; ++s) {
-    Shard& shard = objects_.shard(s);
-    if (match == nullptr) {
-      objects_.Scan(shard, [&](std::string_view key, ObjectMetadata& meta) {
-        if (!theirs(key) || !Removable(meta, force)) return false;
-        TakeHolders(shard, meta, Now(), -1, holders);  // the writer forgets everything
-        RemoveLogged(shard, key, meta);
-        ++removed;
-        return true;
-      });
-      continue;
-    }
-    // A slice's candidates are copied out under the lock; the pattern runs on them with no
-    // lock held; the matches are removed under the lock again, if still removable.
-    std::vector<std::string> keys;
-    auto collect = [&](std::string_view key, ObjectMetadata& meta) {
-      if (theirs(key) && Removable(meta, force)) keys.emplace_back(key);
-      return false;
-    };
-    auto remove_matches = [&] {
-      keys.erase(std::remove_if(keys.begin(), keys.end(),
-                                [match](const std::string& key) {
-                                  return !(*match)(tenant_key::UserKeyOf(key));
-                                }),
-                 keys.end());
-      if (keys.empty()) return;
-      StateGate::Shared gate(gate_);
-      absl::MutexLock lock(&shard.mu);
-      for (const std::string& key : keys) {
-        uint64_t hash = ObjectTable::Hash(key);
-        ObjectMetadata* meta = shard.objects.Find(key, hash);
-        if (meta == nullptr || !Removable(*meta, force)) continue;  // changed meanwhile
-        TakeHolders(shard, *meta, Now(), -1, holders);
-        RemoveLogged(shard, key, *meta);
-        shard.objects.Erase(key, hash);
-        ++removed;
-      }
-      keys.clear();
-    };
-    objects_.Scan(shard, collect, remove_matches);
-  }
-  DiscardParkedMatching(tenant, match);
-  return removed;
 }
 
 // ---- read caches -----------------------------------------------------------------------

@@ -100,9 +100,9 @@ bool MasterService::DropBadReplica(LockedKey& locked, size_t in) {
     tenants_.Add(locked.key, 0, -MemoryBytes(meta.size, memory));
     DropPendingMove(locked.shard, locked.key);  // it may be copying that replica
   }
-  CountDisk(meta, -1);
+  disk_tier_.Count(meta, -1);
   meta.replicas.erase(in);
-  CountDisk(meta, 1);
+  disk_tier_.Count(meta, 1);
   uint64_t seq = LogPublish(locked.key, meta);
   if (memory.empty()) return false;
   // As an eviction's: reused once no lease covers it and the record is on disk.

@@ -1,12 +1,21 @@
 // Draining of MasterService: moving the objects of a segment that is about to leave (memory
-// an application lent, whose connection closes) to other segments. The rules are in
-// master_service.h; the daemon's side is daemon/segment_drainer.h.
+// an application lent, whose connection closes) to other segments. The daemon's side is
+// daemon/segment_drainer.h.
 //
 // A move is a small upsert that keeps the value: DrainSegment reserves a target beside the
 // object (Shard::moves), the owner copies the bytes, CommitMoves swaps the one replica. The
 // swap is logged as the object's new state (a publish record, as UpsertEnd logs), so a
 // restored master finds the object at its new place; the old range is freed like any
 // replaced value's, once no read lease covers it and the record is on disk.
+//
+// The rules: before a segment's owner unmounts it, it may move the objects living only
+// there to other segments. The segment is marked draining (no new
+// allocation), then the state gate is taken exclusively for a moment, which waits out every
+// put between reserving in it and recording the reservation: from then on every replica
+// bound for it is visible in the shards. A move is reserved like an upsert's new value (a PendingMove beside the
+// object) and committed by swapping one replica; any change of the object in between (a
+// remove, an eviction, an upsert's end) orphans the pending move, and the loss of either
+// segment drops it, so a commit either swaps the very replica it copied or fails cleanly.
 #include <algorithm>
 
 #include "common/logging.h"

@@ -60,17 +60,17 @@ uint64_t MasterService::EvictOne(Shard& shard, std::string_view key, ObjectMetad
   }
   if (on_disk) {
     // Readable from disk: only its memory goes (logged: reused once on disk).
-    CountDisk(meta, -1);
+    disk_tier_.Count(meta, -1);
     ReplicaList memory;
     for (size_t i = meta.replicas.size(); i-- > 0;) {
       if (!meta.replicas[i].memory()) continue;
       memory.push_back(meta.replicas[i]);
       meta.replicas.erase(i);
     }
-    CountDisk(meta, 1);
+    disk_tier_.Count(meta, 1);
     tenants_.Add(key, 0, -MemoryBytes(meta.size, memory));
     DropPendingMove(shard, key);
-    EndOffload(shard, key, &meta, /*failed=*/false);  // an early one: no longer needed
+    disk_tier_.EndOffload(shard, key, &meta, /*failed=*/false);  // an early one: no longer needed
     uint64_t seq = LogPublish(key, meta);
     if (seq > 0) {
       DeferFree(memory, 0, seq);
@@ -80,18 +80,18 @@ uint64_t MasterService::EvictOne(Shard& shard, std::string_view key, ObjectMetad
     return memory_bytes;
   }
   if (options_.offload_on_evict) {
-    switch (QueueOffload(shard, key, meta, /*for_eviction=*/true)) {
-      case QueueOutcome::kQueued:
+    switch (disk_tier_.QueueOffload(shard, key, meta, /*for_eviction=*/true)) {
+      case DiskTier::QueueOutcome::kQueued:
         *queued += memory_bytes;
         return 0;
-      case QueueOutcome::kBusy:
+      case DiskTier::QueueOutcome::kBusy:
         return 0;  // an eviction's offload of it is open already
-      case QueueOutcome::kFull:
-      case QueueOutcome::kFailedRecently:
+      case DiskTier::QueueOutcome::kFull:
+      case DiskTier::QueueOutcome::kFailedRecently:
         // Its offload cannot proceed: it stays in memory, unless the operator said not to.
         if (!options_.allow_evict_without_offload) return 0;
         break;
-      case QueueOutcome::kNoTier:
+      case DiskTier::QueueOutcome::kNoTier:
         break;  // no SSD on its daemon: evicted as ever
     }
   }
@@ -102,7 +102,8 @@ uint64_t MasterService::EvictOne(Shard& shard, std::string_view key, ObjectMetad
 }
 
 bool MasterService::QueueEarlyOffload(Shard& shard, std::string_view key, ObjectMetadata& meta) {
-  return QueueOffload(shard, key, meta, /*for_eviction=*/false) == QueueOutcome::kQueued;
+  return disk_tier_.QueueOffload(shard, key, meta, /*for_eviction=*/false) ==
+         DiskTier::QueueOutcome::kQueued;
 }
 
 }  // namespace mooncake

@@ -1,6 +1,14 @@
 // Groups of MasterService (Mooncake's ReplicateConfig.group_ids): which group a put names,
 // keeping an object in its group, and what one member's read, existence hit and eviction
-// do to the others. The rules: master/master_service.h, "Groups"; the table: master/groups.h.
+// do to the others. The table: master/groups.h.
+//
+// The rules: a put may name its key's group, per tenant; the object stays in it for as long as it
+// exists (ObjectMetadata::grouped, and the GroupTable), and its group travels in its
+// snapshot and log records. A read's lease, and an existence hit's use, of one member are
+// given to the group's other members (each under its own shard's lock, after the reader's
+// is let go: the lock order has no two shards at once), when the reader's own lease needed
+// renewing or the group gained a member since; eviction that takes a member takes the rest
+// of its group with it, each only if eviction could take it alone. Removal is per object.
 #include "master/master_service.h"
 
 #include <unordered_set>

@@ -36,7 +36,7 @@ rpc::PutStartResult MasterService::PromoteStart(int64_t writer, const std::strin
   if (!daemons_.Known(writer) || !daemons_.NameOf(writer, &name)) {
     return PromoteError(ErrorCode::CLIENT_NOT_FOUND);
   }
-  if (LogRefusing()) return PromoteError(ErrorCode::PERSISTENT_FAIL);
+  if (log_.Refusing()) return PromoteError(ErrorCode::PERSISTENT_FAIL);
   // Open: a memory replica is there or on its way (a put, an upsert, another promotion).
   auto open = [&](LockedKey& locked) {
     const ObjectMetadata& meta = *locked.object;
@@ -108,14 +108,14 @@ ErrorCode MasterService::PromoteEnd(int64_t writer, const std::string& key, bool
     shard.promotions.erase(it);
     return rc;
   }
-  CountDisk(*meta, -1);
+  disk_tier_.Count(*meta, -1);
   Replica published = promotion.to[0];
   published.status = ReplicaStatus::kComplete;
   meta->replicas.push_back(published);
-  CountDisk(*meta, 1);
+  disk_tier_.Count(*meta, 1);
   shard.promotions.erase(it);
   LogPublish(key, *meta);
-  disk_.promotions.fetch_add(1);
+  disk_tier_.counters().promotions.fetch_add(1);
   return ErrorCode::OK;
 }
 

@@ -249,11 +249,11 @@ void MasterService::StartTask(const ReplicaTask& task, int64_t daemon_id,
       // MoveEnd does then. Freed once no lease covers it and the record is on disk.
       ReplicaList freed;
       freed.push_back(meta->replicas[src]);
-      CountDisk(*meta, -1);
+      disk_tier_.Count(*meta, -1);
       meta->replicas.erase(src);
-      CountDisk(*meta, 1);
+      disk_tier_.Count(*meta, 1);
       tenants_.Add(task.key, 0, -MemoryBytes(meta->size, freed));
-      EndOffload(shard, task.key, meta, /*failed=*/false);
+      disk_tier_.EndOffload(shard, task.key, meta, /*failed=*/false);
       DeferFree(freed, std::max(now, meta->time_ms), LogPublish(task.key, *meta));
     }
     tasks_.Finish(task.id, daemon_id, true, kDone, now, unix_now);
@@ -391,14 +391,14 @@ ErrorCode MasterService::SettleTask(LockedKey& locked, const ReplicaTask& task, 
     release();
     return finished;
   }
-  CountDisk(*meta, -1);
+  disk_tier_.Count(*meta, -1);
   if (move.keep_source) {
     for (size_t r = 0; r < move.to.size(); ++r) {
       Replica added = move.to[r];
       added.status = ReplicaStatus::kComplete;
       meta->replicas.push_back(added);
     }
-    CountDisk(*meta, 1);
+    disk_tier_.Count(*meta, 1);
     LogPublish(task.key, *meta);
   } else {
     // As a drain's commit: leased readers may still read the source, and until the record
@@ -407,8 +407,8 @@ ErrorCode MasterService::SettleTask(LockedKey& locked, const ReplicaTask& task, 
     freed.push_back(meta->replicas[in]);
     meta->replicas[in] = move.to[0];
     meta->replicas[in].status = ReplicaStatus::kComplete;
-    CountDisk(*meta, 1);
-    EndOffload(shard, task.key, meta, /*failed=*/false);
+    disk_tier_.Count(*meta, 1);
+    disk_tier_.EndOffload(shard, task.key, meta, /*failed=*/false);
     DeferFree(freed, std::max(now, meta->time_ms), LogPublish(task.key, *meta));
   }
   shard.moves.erase(it);

@@ -119,7 +119,7 @@ std::vector<int32_t> MasterService::ReportVerified(
       return ErrorCode::OBJECT_NOT_FOUND;
     }
     const bool sound = report.ok || parked.checksum < 0;
-    if (meta != nullptr || !sound || LogRefusing()) {
+    if (meta != nullptr || !sound || log_.Refusing()) {
       // Written again (or being written) since: the newer state stands. Or bad bytes.
       to_free.push_back({segment.slot(), node});
       ++(meta != nullptr ? superseded : bad);
@@ -179,7 +179,7 @@ void MasterService::DropUnverifiedReplica(LockedKey& locked, ObjectMetadata& met
   tenants_.Add(locked.key, 0, -static_cast<int64_t>(meta.size));
   // Not the bytes anyone wrote: nothing to keep for readers, only the record to wait for.
   DropPendingMove(locked.shard, locked.key);
-  EndOffload(locked.shard, locked.key, &meta, /*failed=*/false);
+  disk_tier_.EndOffload(locked.shard, locked.key, &meta, /*failed=*/false);
   DeferFree(gone, meta.leased(Now()) ? meta.time_ms : 0, LogPublish(locked.key, meta));
 }
 
