@@ -11,8 +11,8 @@
 #include <random>
 #include <vector>
 
-#include "common/crc32c.h"
-#include "common/flags.h"
+#include "common/base/crc32c.h"
+#include "common/base/flags.h"
 
 namespace {
 

@@ -51,9 +51,9 @@
 
 #include "bench/master_bench_util.h"
 #include "bench/spawned_master.h"
-#include "common/error_code.h"
-#include "common/flags.h"
-#include "common/units.h"
+#include "common/base/error_code.h"
+#include "common/base/flags.h"
+#include "common/base/units.h"
 #include "tests/process_harness.h"
 
 #ifndef MC_BUILD_TYPE

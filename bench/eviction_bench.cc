@@ -32,7 +32,7 @@
 #include <vector>
 
 #include "bench/master_bench_util.h"
-#include "common/flags.h"
+#include "common/base/flags.h"
 #include "include/mooncake_store.h"
 #include "tests/cluster.h"
 #include "tests/process_harness.h"

@@ -43,7 +43,7 @@
 #include <thrift/transport/TSocket.h>
 
 #include "bench/master_bench_util.h"
-#include "common/flags.h"
+#include "common/base/flags.h"
 #include "include/mooncake_store.h"
 #include "tests/cluster.h"
 #include "tests/process_harness.h"

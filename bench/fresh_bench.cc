@@ -1,7 +1,7 @@
 // fresh_bench: what keeping every host's reads fresh costs a write. Spawns a master and two
 // daemons A and B; an application on each. A writes keys whose replica lies on A; in the
 // "1 holder" phases an application on B reads each key just before A changes it, so B's
-// read cache holds it and A's change must reach B (daemon/cache_invalidator.h) before it
+// read cache holds it and A's change must reach B (daemon/cluster/cache_invalidator.h) before it
 // returns; in the "0 holders" phases nobody but A ever read the key. Per phase: p50 and p99
 // of A's call, and after each change a read on B that must not see the old value (counted:
 // a daemon build without invalidation shows them as stale). Baseline in the same run: one
@@ -20,7 +20,7 @@
 #include <string>
 #include <vector>
 
-#include "common/flags.h"
+#include "common/base/flags.h"
 #include "include/mooncake_store.h"
 #include "tests/cluster.h"
 

@@ -28,10 +28,10 @@
 #include <vector>
 
 #include "bench/master_bench_util.h"
-#include "common/error_code.h"
-#include "common/flags.h"
-#include "common/tenant_key.h"
-#include "common/units.h"
+#include "common/base/error_code.h"
+#include "common/base/flags.h"
+#include "common/base/tenant_key.h"
+#include "common/base/units.h"
 #include "tests/process_harness.h"
 
 #ifndef MC_BUILD_TYPE

@@ -23,7 +23,7 @@
 #include <thrift/transport/TBufferTransports.h>
 
 #include "MasterService.h"
-#include "common/flags.h"
+#include "common/base/flags.h"
 #include "master/master_service.h"
 #include "master/rpc_handler.h"
 

@@ -1,6 +1,6 @@
 #include "bench/master_bench_util.h"
 
-#include "common/tenant_key.h"
+#include "common/base/tenant_key.h"
 
 #include <sys/resource.h>
 #include <sys/wait.h>
@@ -18,8 +18,8 @@
 #include <cstring>
 #include <sstream>
 
-#include "common/crc32c.h"
-#include "common/error_code.h"
+#include "common/base/crc32c.h"
+#include "common/base/error_code.h"
 
 namespace mooncake {
 namespace bench {

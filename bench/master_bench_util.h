@@ -69,7 +69,7 @@ uint64_t Mix(uint64_t x);
 
 // Keys look like content hashes (lowercase hex), as KV-cache keys do. Key i of set s is
 // unique for the run: its seed is base + s * 2^40 + i, and Mix is a bijection. With a
-// tenant, they are that tenant's keys as the master stores them (common/tenant_key.h).
+// tenant, they are that tenant's keys as the master stores them (common/base/tenant_key.h).
 class KeyMaker {
  public:
   KeyMaker(uint64_t base, size_t size, std::string tenant = "")
@@ -89,7 +89,7 @@ int64_t ChecksumOf(const std::string& key);
 // ---- connections and processes ---------------------------------------------------------
 
 // The cluster key file every Conn (and FakeDaemon) proves to the master with
-// (common/master_auth.h); "" (the default): no handshake, for a master without a key on
+// (common/master_link/master_auth.h); "" (the default): no handshake, for a master without a key on
 // this host. A benchmark that spawns its master gives it testing::ClusterKeyFile() and
 // sets that here. Set once, before the first connection.
 void SetClusterKeyFile(const std::string& path);

@@ -1,4 +1,4 @@
-// ssd_bench: the SSD tier's storage engine (daemon/ssd_store.h) against the disk it runs
+// ssd_bench: the SSD tier's storage engine (daemon/ssd_store/ssd_store.h) against the disk it runs
 // on. For 1 MiB and 4 MiB objects and 1 and 4 threads: offload writes (SsdStore::Write,
 // what the daemon's offloader calls) and SSD reads (SsdStore::Read of whole objects into
 // page-aligned memory, checked), in GB/s, each beside fio's raw O_DIRECT sequential write
@@ -22,10 +22,10 @@
 #include <thread>
 #include <vector>
 
-#include "common/flags.h"
-#include "common/logging.h"
-#include "daemon/ssd_io.h"
-#include "daemon/ssd_store.h"
+#include "common/base/flags.h"
+#include "common/base/logging.h"
+#include "daemon/ssd_store/ssd_io.h"
+#include "daemon/ssd_store/ssd_store.h"
 
 namespace {
 

@@ -11,8 +11,8 @@
 #include <thread>
 #include <vector>
 
-#include "common/spin_wait.h"
-#include "common/units.h"
+#include "common/base/spin_wait.h"
+#include "common/base/units.h"
 
 namespace mooncake {
 namespace store_bench {

@@ -16,9 +16,9 @@
 #include <ctime>
 #include <thread>
 
-#include "common/flags.h"
-#include "common/spin_wait.h"
-#include "common/units.h"
+#include "common/base/flags.h"
+#include "common/base/spin_wait.h"
+#include "common/base/units.h"
 
 namespace mooncake {
 namespace store_bench {

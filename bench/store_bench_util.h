@@ -119,7 +119,7 @@ std::vector<double> RunPhase(const Phase& p, Op op, double* seconds);
 double MemcpyColdToColdGbps(uint64_t size, uint64_t total_bytes);
 double MemcpyColdToWarmGbps(uint64_t size, uint64_t total_bytes);
 
-// What backs the segments and pools on this host (common/shared_memory.h), for the run's
+// What backs the segments and pools on this host (common/base/shared_memory.h), for the run's
 // header: hugetlbfs pages reserved and in use (by anyone: run it after the cluster and the
 // pool exist), and the shmem THP policy. The memcpy baselines use malloc'd memory, which
 // the host's anonymous THP policy (usually "always") puts on huge pages.
@@ -137,7 +137,7 @@ double UnixRoundTripUs();
 // makes h round trips of 48 bytes over loopback TCP to an echo process, then answers.
 // No work is done anywhere, and every waiting side polls its socket up to
 // kDefaultSpinMicros (sched_yield between polls) before it blocks, as libmc, mooncaked
-// and the master do by default (common/spin_wait.h). A first get makes one master hop, a
+// and the master do by default (common/base/spin_wait.h). A first get makes one master hop, a
 // put two (PutStart, PutEnd): the medians of 1 and 2 hops are what each would cost if
 // every process did nothing but pass the message on. us[h] is the median of h hops
 // (h = 0, 1, 2). False when the processes could not be set up or a message was lost.

@@ -9,7 +9,7 @@
 #include "cli/exit_codes.h"
 #include "cli/http_client.h"
 #include "cli/output.h"
-#include "common/cluster_key.h"
+#include "common/auth/cluster_key.h"
 #include "mooncake_store.h"
 
 namespace mooncake {

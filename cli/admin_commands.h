@@ -6,7 +6,7 @@
 // store.
 //
 // Every request but health's (/health is open) carries the admin token
-// (common/admin_http.h) of --admin_token_file, else of --cluster_key_file, when either is
+// (common/admin/admin_http.h) of --admin_token_file, else of --cluster_key_file, when either is
 // given; a key file that cannot be loaded is 3 before anything is asked.
 //
 // Each function prints tables (or, with --json, the master's JSON as it came, so that

@@ -6,8 +6,8 @@
 #include <memory>
 #include <sstream>
 
-#include "common/master_address.h"
-#include "common/version.h"
+#include "common/base/master_address.h"
+#include "common/base/version.h"
 
 namespace mooncake {
 namespace cli {

@@ -16,7 +16,7 @@
 #include "cli/exit_codes.h"
 #include "cli/output.h"
 #include "cli/progress.h"
-#include "common/error_code.h"
+#include "common/base/error_code.h"
 #include "mooncake_store.h"
 
 namespace mooncake {

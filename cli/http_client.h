@@ -1,5 +1,5 @@
 // GET requests to the master's and the daemon's admin HTTP, by libcurl, with the admin
-// token (common/admin_http.h) when one is set.
+// token (common/admin/admin_http.h) when one is set.
 //
 // Each Get is one connection with a connect timeout of 3 s and a total timeout of 30 s (an
 // admin endpoint walks the master in slices and answers in well under that). Answers are

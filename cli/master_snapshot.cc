@@ -13,9 +13,9 @@
 #include "MasterService.h"
 #include "cli/exit_codes.h"
 #include "cli/output.h"
-#include "common/cluster_key.h"
-#include "common/master_address.h"
-#include "common/master_auth.h"
+#include "common/auth/cluster_key.h"
+#include "common/base/master_address.h"
+#include "common/master_link/master_auth.h"
 
 namespace mooncake {
 namespace cli {

@@ -1,5 +1,5 @@
 // Taking a snapshot of the master's state (docs/durability.md): the Thrift Snapshot() call,
-// after the cluster key's handshake (common/master_auth.h) when --cluster_key_file is given,
+// after the cluster key's handshake (common/master_link/master_auth.h) when --cluster_key_file is given,
 // then LastSnapshot() polled until the snapshot started is published or failed. The one
 // admin command that is not a read of the admin HTTP: a snapshot forks the master, so it
 // stays behind the key. One thread; one connection per call.

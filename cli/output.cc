@@ -4,8 +4,8 @@
 #include <cstdio>
 #include <iostream>
 
-#include "common/error_code.h"
-#include "common/units.h"
+#include "common/base/error_code.h"
+#include "common/base/units.h"
 #include "mooncake_store.h"
 
 namespace mooncake {

@@ -5,7 +5,7 @@
 #include <cstdio>
 
 #include "cli/output.h"
-#include "common/metrics.h"
+#include "common/base/metrics.h"
 
 namespace mooncake {
 namespace cli {

@@ -1,4 +1,4 @@
-#include "common/admin_http.h"
+#include "common/admin/admin_http.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -20,10 +20,10 @@
 #include <cstring>
 #include <mutex>
 
-#include "common/cluster_key.h"
-#include "common/error_code.h"
-#include "common/logging.h"
-#include "common/peer_owner.h"
+#include "common/auth/cluster_key.h"
+#include "common/base/error_code.h"
+#include "common/base/logging.h"
+#include "common/auth/peer_owner.h"
 
 namespace mooncake {
 namespace {

@@ -11,7 +11,7 @@
 //     --admin_token_file), compared in constant time; anyone else gets 401 with
 //     "WWW-Authenticate: Bearer" and error -1400. A server given no token at all (a process
 //     without either file) admits instead the peers on this host whose socket belongs to
-//     this process's uid or root (common/peer_owner.h, asked once per connection, at
+//     this process's uid or root (common/auth/peer_owner.h, asked once per connection, at
 //     accept), and answers others 403 with error -1401 and how to get in.
 //   - kOpenToRead routes are open to GET and HEAD and kAdmin to other methods (/log_level).
 // Refusals are logged with the peer's address, at most one line a second (LogThrottle).
@@ -52,7 +52,7 @@
 #include <utility>
 #include <vector>
 
-#include "common/log_throttle.h"
+#include "common/base/log_throttle.h"
 
 struct bufferevent;
 struct event;

@@ -1,4 +1,4 @@
-#include "common/cluster_key.h"
+#include "common/auth/cluster_key.h"
 
 #include <netinet/in.h>
 #include <openssl/crypto.h>
@@ -10,10 +10,10 @@
 
 #include <cstdio>
 
-#include "common/little_endian.h"
-#include "common/logging.h"
-#include "common/secret_file.h"
-#include "common/text.h"
+#include "common/base/little_endian.h"
+#include "common/base/logging.h"
+#include "common/base/secret_file.h"
+#include "common/base/text.h"
 
 namespace mooncake {
 

@@ -23,7 +23,7 @@
 // restart through [old, new], then [new, old], then [new] never has two processes that
 // cannot talk.
 //
-// Input policy: Load reads the file as a secret file (common/secret_file.h: a regular file
+// Input policy: Load reads the file as a secret file (common/base/secret_file.h: a regular file
 // of this user or root, no group or other bits, in a directory no one else may write; a
 // FIFO, socket or device is refused without waiting on it), and refuses one over
 // kMaxFileBytes, with no key, more than kMaxKeys, a key shorter than kMinKeyBytes or one
@@ -42,7 +42,7 @@
 #include <string>
 #include <vector>
 
-#include "common/error_code.h"
+#include "common/base/error_code.h"
 
 namespace mooncake {
 
@@ -85,7 +85,7 @@ class ClusterKey {
   // with, without revealing it.
   std::string Fingerprint() const;
 
-  // The bearer tokens of the admin HTTP port (common/admin_http.h), one per key in the
+  // The bearer tokens of the admin HTTP port (common/admin/admin_http.h), one per key in the
   // file's order: lowercase hex of HMAC-SHA256(key, kAdminTokenLabel). A client sends the
   // first; a server accepts any, so rotation works as for the handshake. The token says
   // nothing of the key it came from (HMAC is one-way), yet only a key holder can make one.

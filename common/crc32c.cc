@@ -2,7 +2,7 @@
 // interleaved streams where the CPU has it. The method is Mark Adler's (crc32c.c, 2013).
 //
 // Every table is computed at compile time, so there is no initialization to race on.
-#include "common/crc32c.h"
+#include "common/base/crc32c.h"
 
 #include <cstring>
 

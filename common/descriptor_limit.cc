@@ -1,4 +1,4 @@
-#include "common/descriptor_limit.h"
+#include "common/base/descriptor_limit.h"
 
 #include <sys/resource.h>
 

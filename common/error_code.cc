@@ -1,4 +1,4 @@
-#include "common/error_code.h"
+#include "common/base/error_code.h"
 
 #include <climits>
 

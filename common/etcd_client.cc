@@ -1,4 +1,4 @@
-#include "common/etcd_client.h"
+#include "common/etcd/etcd_client.h"
 
 #include <curl/curl.h>
 
@@ -9,9 +9,9 @@
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 
-#include "common/log_throttle.h"
-#include "common/logging.h"
-#include "common/text.h"
+#include "common/base/log_throttle.h"
+#include "common/base/logging.h"
+#include "common/base/text.h"
 
 namespace mooncake {
 

@@ -28,7 +28,7 @@
 #include <string>
 #include <vector>
 
-#include "common/error_code.h"
+#include "common/base/error_code.h"
 
 namespace mooncake {
 

@@ -1,6 +1,6 @@
 // FlagSet: declarations, the command line through CLI11, flag files and config files.
 // The help text and the docs' tables are in flags_help.cc.
-#include "common/flags.h"
+#include "common/base/flags.h"
 
 #include <yaml-cpp/yaml.h>
 
@@ -12,10 +12,10 @@
 #include <fstream>
 #include <sstream>
 
-#include "common/logging.h"
-#include "common/text.h"
-#include "common/units.h"
-#include "common/version.h"
+#include "common/base/logging.h"
+#include "common/base/text.h"
+#include "common/base/units.h"
+#include "common/base/version.h"
 
 namespace mooncake {
 

@@ -21,7 +21,7 @@
 // "-name..." becomes "--name..." when name is a declared flag, alias or ignored setting
 // (anything else is left for CLI11 to refuse), and a flag file is replaced by its lines.
 //
-// Mooncake's own spellings are accepted too (common/mooncake_compat.h): an alias is a second
+// Mooncake's own spellings are accepted too (common/base/mooncake_compat.h): an alias is a second
 // name of a flag, and an ignored setting is one of Mooncake's that this binary knows but
 // does not implement: given anywhere, it is skipped with one warning (warnings()), so that
 // an operator's existing command line or conf/master.yaml starts it.

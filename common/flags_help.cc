@@ -2,7 +2,7 @@
 // sections hold (tests/flags_docs_test checks them).
 #include <sstream>
 
-#include "common/flags.h"
+#include "common/base/flags.h"
 
 namespace mooncake {
 

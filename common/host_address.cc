@@ -1,4 +1,4 @@
-#include "common/host_address.h"
+#include "common/auth/host_address.h"
 
 #include <arpa/inet.h>
 #include <netdb.h>
@@ -7,8 +7,8 @@
 
 #include <cstring>
 
-#include "common/cluster_key.h"
-#include "common/host_lookup.h"
+#include "common/auth/cluster_key.h"
+#include "common/base/host_lookup.h"
 
 namespace mooncake {
 

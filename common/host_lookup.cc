@@ -1,4 +1,4 @@
-#include "common/host_lookup.h"
+#include "common/base/host_lookup.h"
 
 #include <netdb.h>
 

@@ -1,7 +1,7 @@
 // What a host name or numeric address resolves to, chosen as peers choose: its first IPv4
 // address, else its first IPv6 one (the order in which they try them). In mc_common, so
-// that libmooncake_store.so (common/master_endpoint.h) and the processes' mc_auth
-// (common/host_address.h) make the same choice. Input policy: any text; a name that does
+// that libmooncake_store.so (common/base/master_endpoint.h) and the processes' mc_auth
+// (common/auth/host_address.h) make the same choice. Input policy: any text; a name that does
 // not resolve is an answer, not an error.
 #ifndef MOONCAKE_COMMON_HOST_LOOKUP_H_
 #define MOONCAKE_COMMON_HOST_LOOKUP_H_

@@ -1,4 +1,4 @@
-#include "common/leader_watch.h"
+#include "common/etcd/leader_watch.h"
 
 #include <chrono>
 

@@ -18,8 +18,8 @@
 #include <string>
 #include <thread>
 
-#include "common/error_code.h"
-#include "common/etcd_client.h"
+#include "common/base/error_code.h"
+#include "common/etcd/etcd_client.h"
 
 namespace mooncake {
 

@@ -1,6 +1,6 @@
 // Fixed-width little-endian fields, whatever the host's byte order: the wire formats of
-// the transfer port (daemon/transfer_protocol.h) and of the RDMA descriptors
-// (daemon/rdma_endpoint.h). x86-64 and arm64 compile these loops to plain moves.
+// the transfer port (daemon/transfer/transfer_protocol.h) and of the RDMA descriptors
+// (daemon/transfer/rdma_endpoint.h). x86-64 and arm64 compile these loops to plain moves.
 #ifndef MOONCAKE_COMMON_LITTLE_ENDIAN_H_
 #define MOONCAKE_COMMON_LITTLE_ENDIAN_H_
 

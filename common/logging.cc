@@ -1,4 +1,4 @@
-#include "common/logging.h"
+#include "common/base/logging.h"
 
 #include <sys/syscall.h>
 #include <unistd.h>

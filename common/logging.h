@@ -3,7 +3,7 @@
 // the level letter (D I W E), the component (the process: master, daemon, libmc, or the
 // program's name when none was set), the thread, and the source file, which names the
 // subsystem. stderr because every binary runs under systemd, where journald collects it.
-// The level is set by --log_level and at run time by POST /log_level (common/admin_http.h).
+// The level is set by --log_level and at run time by POST /log_level (common/admin/admin_http.h).
 #ifndef MOONCAKE_COMMON_LOGGING_H_
 #define MOONCAKE_COMMON_LOGGING_H_
 

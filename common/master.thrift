@@ -1,7 +1,7 @@
 // The master's RPC interface: daemons ask it where to put bytes, publish what they wrote,
 // and learn where to read. It never carries object bytes.
 //
-// Keys are stored keys (common/tenant_key.h): a tenant's keys carry its id, the default
+// Keys are stored keys (common/base/tenant_key.h): a tenant's keys carry its id, the default
 // tenant's are the keys its clients name.
 //
 // Errors are values: every call returns a code from the table in include/mooncake_store.h
@@ -371,7 +371,7 @@ struct RoleResult {
   5: i64 applied_seq,                     // the last operation-log record in this master's state
 }
 
-// The cluster key's handshake (common/cluster_key.h, context "master"), answered by the
+// The cluster key's handshake (common/auth/cluster_key.h, context "master"), answered by the
 // connection's AuthenticatedProcessor (master/authenticated_processor.h).
 struct AuthChallengeResult {
   1: i32 code,                            // 0, or -1400 (the connection is refused for good)
@@ -497,7 +497,7 @@ service MasterService {
   list<i32> RevokeMoves(1: i64 daemon_id, 2: i64 segment_id, 3: list<string> keys),
 
   // Writes: PutStart reserves, the writer moves the bytes, PutEnd publishes or PutRevoke frees.
-  // checksum: the CRC-32C (common/crc32c.h) of the value, 0..2^32-1, stored with the object
+  // checksum: the CRC-32C (common/base/crc32c.h) of the value, 0..2^32-1, stored with the object
   // and returned to readers; < 0 stores none; above 2^32-1 is -600. BatchPutEnd takes one
   // per key, or an empty list for none (any other length: -600 for every key). A caller that
   // omits the argument (one built before it existed) stores none.

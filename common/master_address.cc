@@ -1,8 +1,8 @@
-#include "common/master_address.h"
+#include "common/base/master_address.h"
 
 #include <cstdlib>
 
-#include "common/text.h"
+#include "common/base/text.h"
 
 namespace mooncake {
 

@@ -1,6 +1,6 @@
 // What a process's --master names: a fixed master "host:port", or the etcd endpoints whose
 // leader key names it (docs/ha.md, "Daemons"). Parsing only, so that flag parsing needs
-// neither etcd nor a network: common/master_locator.h does the finding.
+// neither etcd nor a network: common/master_link/master_locator.h does the finding.
 // Input policy: any text; what is not one of the two forms is refused with a reason.
 #ifndef MOONCAKE_COMMON_MASTER_ADDRESS_H_
 #define MOONCAKE_COMMON_MASTER_ADDRESS_H_

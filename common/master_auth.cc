@@ -1,4 +1,4 @@
-#include "common/master_auth.h"
+#include "common/master_link/master_auth.h"
 
 #include <exception>
 

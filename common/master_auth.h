@@ -1,7 +1,7 @@
 // The cluster key's handshake on a Thrift connection to the master (AuthChallenge and
-// Authenticate in common/master.thrift; the four messages are those of
-// common/cluster_key.h, with the context "master"), as every client runs it: daemons
-// (daemon/master_client.h), tests, benchmarks and tools, first thing on each connection.
+// Authenticate in common/master_link/master.thrift; the four messages are those of
+// common/auth/cluster_key.h, with the context "master"), as every client runs it: daemons
+// (daemon/master_link/master_client.h), tests, benchmarks and tools, first thing on each connection.
 // The master's side is master/authenticated_processor.h.
 //
 // Thread safety: the functions keep no state; a client connection is used by one thread.
@@ -11,8 +11,8 @@
 #include <string>
 
 #include "MasterService.h"
-#include "common/cluster_key.h"
-#include "common/error_code.h"
+#include "common/auth/cluster_key.h"
+#include "common/base/error_code.h"
 
 namespace mooncake {
 

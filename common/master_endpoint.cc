@@ -1,13 +1,13 @@
-#include "common/master_endpoint.h"
+#include "common/base/master_endpoint.h"
 
 #include <arpa/inet.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 
-#include "common/host_lookup.h"
-#include "common/master_address.h"
-#include "common/text.h"
+#include "common/base/host_lookup.h"
+#include "common/base/master_address.h"
+#include "common/base/text.h"
 
 namespace mooncake {
 

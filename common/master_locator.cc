@@ -1,8 +1,8 @@
-#include "common/master_locator.h"
+#include "common/master_link/master_locator.h"
 
-#include "common/etcd_client.h"
-#include "common/leader_watch.h"
-#include "common/logging.h"
+#include "common/etcd/etcd_client.h"
+#include "common/etcd/leader_watch.h"
+#include "common/base/logging.h"
 
 namespace mooncake {
 

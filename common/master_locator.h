@@ -1,12 +1,12 @@
 // Where the master leader is, for every process that talks to the master (the daemon's
-// daemon/master_client.h, benchmarks, tools): a fixed "host:port", or the value of the
+// daemon/master_link/master_client.h, benchmarks, tools): a fixed "host:port", or the value of the
 // leader key in etcd (docs/ha.md, "Daemons"), `/mooncake/<cluster_id>/leader`, whose value
 // is the leader's rpc address "host:port" and whose create_revision is the leader's term.
 //
 // Through etcd the locator re-reads the key when asked (Refresh: a connection failed, a
 // master answered NOT_LEADER, a connection reported a higher term than the key's) and
 // every watch interval (StartWatch), so that a change is noticed while the process is idle
-// too: both through common/leader_watch.h's LeaderWatcher, whose one thread does every
+// too: both through common/etcd/leader_watch.h's LeaderWatcher, whose one thread does every
 // read (concurrent Refresh calls share one). Each change of leader (another address, or
 // the same one under a new term) is logged once ("master leader is now X (term T)") and
 // reported to the change callback. A key found absent (an election in progress) makes the leader unknown
@@ -33,8 +33,8 @@
 #include <mutex>
 #include <string>
 
-#include "common/error_code.h"
-#include "common/master_address.h"
+#include "common/base/error_code.h"
+#include "common/base/master_address.h"
 
 namespace mooncake {
 

@@ -1,4 +1,4 @@
-#include "common/metrics.h"
+#include "common/base/metrics.h"
 
 #include <cmath>
 #include <cstdio>

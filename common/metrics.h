@@ -27,7 +27,7 @@
 #include <utility>
 #include <vector>
 
-#include "common/monotonic_clock.h"
+#include "common/base/monotonic_clock.h"
 
 namespace mooncake {
 

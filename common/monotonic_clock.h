@@ -1,5 +1,5 @@
 // CLOCK_MONOTONIC in nanoseconds: the one clock reading of metrics (Histogram::ObserveSince)
-// and of spinning (common/spin_wait.h). Inline, since spinners read it between polls; it
+// and of spinning (common/base/spin_wait.h). Inline, since spinners read it between polls; it
 // is a vDSO call, no system call.
 #ifndef MOONCAKE_COMMON_MONOTONIC_CLOCK_H_
 #define MOONCAKE_COMMON_MONOTONIC_CLOCK_H_

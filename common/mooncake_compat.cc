@@ -1,4 +1,4 @@
-#include "common/mooncake_compat.h"
+#include "common/base/mooncake_compat.h"
 
 namespace mooncake {
 

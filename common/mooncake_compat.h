@@ -5,13 +5,13 @@
 // Each table is the one place its binary's compatibility is stated; docs/operations.md
 // ("Compatibility") lists the same, and master_compat_test checks the two agree. A setting
 // Mooncake has and we implement under the same name is an ordinary flag (master/
-// master_options.cc, daemon/daemon_options.cc) and appears in neither table.
+// master_options.cc, daemon/server/daemon_options.cc) and appears in neither table.
 #ifndef MOONCAKE_COMMON_MOONCAKE_COMPAT_H_
 #define MOONCAKE_COMMON_MOONCAKE_COMPAT_H_
 
 #include <vector>
 
-#include "common/flags.h"
+#include "common/base/flags.h"
 
 namespace mooncake {
 

@@ -1,4 +1,4 @@
-#include "common/offset_allocator.h"
+#include "common/base/offset_allocator.h"
 
 #include <algorithm>
 

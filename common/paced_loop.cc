@@ -1,4 +1,4 @@
-#include "common/paced_loop.h"
+#include "common/base/paced_loop.h"
 
 #include <utility>
 

@@ -1,4 +1,4 @@
-#include "common/path_trust.h"
+#include "common/base/path_trust.h"
 
 #include <errno.h>
 #include <limits.h>

@@ -1,4 +1,4 @@
-#include "common/peer_owner.h"
+#include "common/auth/peer_owner.h"
 
 #include <linux/inet_diag.h>
 #include <linux/netlink.h>
@@ -11,7 +11,7 @@
 #include <cerrno>
 #include <cstring>
 
-#include "common/host_address.h"
+#include "common/auth/host_address.h"
 
 namespace mooncake {
 

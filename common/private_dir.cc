@@ -1,4 +1,4 @@
-#include "common/private_dir.h"
+#include "common/base/private_dir.h"
 
 #include <errno.h>
 #include <sys/stat.h>
@@ -8,8 +8,8 @@
 #include <mutex>
 #include <set>
 
-#include "common/logging.h"
-#include "common/path_trust.h"
+#include "common/base/logging.h"
+#include "common/base/path_trust.h"
 
 namespace mooncake {
 

@@ -1,4 +1,4 @@
-#include "common/process_setup.h"
+#include "common/base/process_setup.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -6,7 +6,7 @@
 
 #include <cstring>
 
-#include "common/logging.h"
+#include "common/base/logging.h"
 
 namespace mooncake {
 

@@ -1,10 +1,10 @@
-#include "common/rpc_logging.h"
+#include "common/master_link/rpc_logging.h"
 
 #include <string>  // thrift/TOutput.h uses std::string without including it
 
 #include <thrift/TOutput.h>
 
-#include "common/logging.h"
+#include "common/base/logging.h"
 
 namespace mooncake {
 

@@ -1,4 +1,4 @@
-#include "common/secret_file.h"
+#include "common/base/secret_file.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -11,7 +11,7 @@
 #include <cstring>
 #include <vector>
 
-#include "common/path_trust.h"
+#include "common/base/path_trust.h"
 
 namespace mooncake {
 

@@ -1,4 +1,4 @@
-// Reading a secret from a file (the cluster key, common/cluster_key.h, and whatever else
+// Reading a secret from a file (the cluster key, common/auth/cluster_key.h, and whatever else
 // is loaded with ClusterKey::Load), and judging whether a secret is guessable.
 // docs/security.md, "Files".
 //
@@ -6,7 +6,7 @@
 // the process trusts. So a secret file must be a regular file owned by this process's
 // effective uid or root, with no permission bits for group or others, in a directory that
 // only this user or root can write, under directories that no one else can write either
-// (common/path_trust.h: sticky directories such as /tmp above it are fine, not as its
+// (common/base/path_trust.h: sticky directories such as /tmp above it are fine, not as its
 // directory). Anything else is refused before a byte is read: a FIFO (which would block
 // the process at start, waiting for a writer), a socket or device (never opened), a
 // symbolic link (name the file itself).
@@ -19,7 +19,7 @@
 #include <string>
 #include <string_view>
 
-#include "common/error_code.h"
+#include "common/base/error_code.h"
 
 namespace mooncake {
 

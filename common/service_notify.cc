@@ -1,11 +1,11 @@
-#include "common/service_notify.h"
+#include "common/base/service_notify.h"
 
 #include <string.h>
 #include <systemd/sd-daemon.h>
 
 #include <mutex>
 
-#include "common/logging.h"
+#include "common/base/logging.h"
 
 namespace mooncake {
 

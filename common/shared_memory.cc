@@ -1,4 +1,4 @@
-#include "common/shared_memory.h"
+#include "common/base/shared_memory.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -9,7 +9,7 @@
 #include <algorithm>
 #include <cstring>
 
-#include "common/logging.h"
+#include "common/base/logging.h"
 
 namespace mooncake {
 

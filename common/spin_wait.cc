@@ -1,4 +1,4 @@
-#include "common/spin_wait.h"
+#include "common/base/spin_wait.h"
 
 #include <poll.h>
 

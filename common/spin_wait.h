@@ -38,7 +38,7 @@
 #include <atomic>
 #include <cstdint>
 
-#include "common/monotonic_clock.h"
+#include "common/base/monotonic_clock.h"
 
 namespace mooncake {
 

@@ -1,6 +1,6 @@
-#include "common/tenant_key.h"
+#include "common/base/tenant_key.h"
 
-#include "common/text.h"
+#include "common/base/text.h"
 
 namespace mooncake {
 namespace tenant_key {

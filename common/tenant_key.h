@@ -12,7 +12,7 @@
 //
 // No default-tenant key begins with NUL, and the tenant part ends at the second NUL, so
 // distinct (tenant, key) pairs never share a stored key. The daemon encodes each request's
-// keys once, as it parses them (daemon/tenant_scope.h); the master keeps stored keys and
+// keys once, as it parses them (daemon/base/tenant_scope.h); the master keeps stored keys and
 // uses TenantOf/UserKeyOf where it scopes a walk (RemoveByRegex, RemoveAll) or accounts a
 // tenant's usage (master/tenant_usage.h). Nothing that reaches a client carries a stored
 // key.
@@ -27,14 +27,14 @@
 #include <string>
 #include <string_view>
 
-#include "common/text.h"
+#include "common/base/text.h"
 
 #include "include/mooncake_store.h"
 
 namespace mooncake {
 namespace tenant_key {
 
-constexpr size_t kMaxTenantLen = kMaxNameLen;  // common/text.h
+constexpr size_t kMaxTenantLen = kMaxNameLen;  // common/base/text.h
 // The longest key the master stores: the longest user key of the longest tenant id.
 constexpr size_t kMaxStoredKeyLen = MOONCAKE_STORE_MAX_KEY_LEN + kMaxTenantLen + 2;
 

@@ -1,4 +1,4 @@
-#include "common/text.h"
+#include "common/base/text.h"
 
 namespace mooncake {
 

@@ -1,5 +1,5 @@
 // The one codec of the Unix-socket protocol's arguments and results (docs/protocol.md):
-// every request and reply struct of common/uds_ops.h lists its fields once, in wire order,
+// every request and reply struct of common/uds/uds_ops.h lists its fields once, in wire order,
 // and this header packs, parses and documents any such struct from that list.
 //
 // A struct takes part by declaring
@@ -31,7 +31,7 @@
 #include <type_traits>
 #include <vector>
 
-#include "common/uds_protocol.h"
+#include "common/uds/uds_protocol.h"
 
 namespace mooncake {
 namespace uds {

@@ -1,4 +1,4 @@
-#include "common/uds_ops.h"
+#include "common/uds/uds_ops.h"
 
 namespace mooncake {
 namespace uds {

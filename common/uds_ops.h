@@ -4,7 +4,7 @@
 //
 // libmc fills an XxxArgs and reads an XxxReply; the daemon's handler for op kXxx gets the
 // XxxArgs already parsed (a wrong shape closes the connection, in one place: see
-// common/uds_fields.h) and fills the XxxReply. Adding an op is: its structs and one row
+// common/uds/uds_fields.h) and fills the XxxReply. Adding an op is: its structs and one row
 // of MC_UDS_OPS here, one libmc call, one daemon handler.
 //
 // A request is [request_id, op, args]; a reply [request_id, code, results], where results
@@ -12,7 +12,7 @@
 //
 // Keys: every field named kKeyField (a std::string, or a list of them) holds a user key,
 // and only those do. The daemon turns each into the key stored for the connection's tenant
-// as it parses the request (daemon/tenant_scope.h), so a field that carries a key must be
+// as it parses the request (daemon/base/tenant_scope.h), so a field that carries a key must be
 // named so, and no other field may be.
 #ifndef MOONCAKE_COMMON_UDS_OPS_H_
 #define MOONCAKE_COMMON_UDS_OPS_H_
@@ -22,8 +22,8 @@
 #include <string_view>
 #include <vector>
 
-#include "common/error_code.h"
-#include "common/uds_fields.h"
+#include "common/base/error_code.h"
+#include "common/uds/uds_fields.h"
 
 namespace mooncake {
 namespace uds {
@@ -96,7 +96,7 @@ struct HelloArgs {
   uint64_t pool_size = 0;
   uint64_t pid = 0;  // informational: the daemon trusts and logs SO_PEERCRED
   std::string master_address;
-  // The tenant the connection's keys belong to (common/tenant_key.h); "": none named (the
+  // The tenant the connection's keys belong to (common/base/tenant_key.h); "": none named (the
   // daemon's --tenant_uids default for the peer's uid, else the default tenant).
   std::string tenant;
   template <class S, class V>

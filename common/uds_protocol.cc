@@ -1,4 +1,4 @@
-#include "common/uds_protocol.h"
+#include "common/uds/uds_protocol.h"
 
 #include <errno.h>
 #include <sys/socket.h>

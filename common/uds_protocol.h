@@ -1,7 +1,7 @@
 // The framing of the Unix-socket protocol between libmooncake_store and mooncaked
 // (docs/protocol.md): length-prefixed msgpack frames, a request id on every message, and
 // one file descriptor (the client's pool) passed with SCM_RIGHTS at the handshake. The
-// operations themselves, their arguments and replies, are in common/uds_ops.h.
+// operations themselves, their arguments and replies, are in common/uds/uds_ops.h.
 #ifndef MOONCAKE_COMMON_UDS_PROTOCOL_H_
 #define MOONCAKE_COMMON_UDS_PROTOCOL_H_
 
@@ -60,7 +60,7 @@ class FrameBuffer {
 
 // Builds one frame: [id, head, [args...]] behind its length prefix. head is the op of a
 // request or the code of a response. Pack exactly arg_count items into args() (with
-// uds::PackFields, common/uds_fields.h).
+// uds::PackFields, common/uds/uds_fields.h).
 class FrameBuilder {
  public:
   FrameBuilder(uint64_t id, int64_t head, uint32_t arg_count);
@@ -78,7 +78,7 @@ class FrameBuilder {
 
 // Reads positional values from a msgpack array. A getter that meets the wrong type, or
 // runs past the end, marks the reader failed and returns a zero value; callers read
-// everything, then check ok() once. common/uds_fields.h reads whole structs with it.
+// everything, then check ok() once. common/uds/uds_fields.h reads whole structs with it.
 class ArgReader {
  public:
   ArgReader() = default;

@@ -1,4 +1,4 @@
-#include "common/units.h"
+#include "common/base/units.h"
 
 #include <cctype>
 #include <cerrno>

@@ -1,4 +1,4 @@
-#include "common/version.h"
+#include "common/base/version.h"
 
 namespace mooncake {
 

@@ -1,13 +1,13 @@
-#include "daemon/bad_replica_reporter.h"
+#include "daemon/cluster/bad_replica_reporter.h"
 
 #include <chrono>
 #include <vector>
 
-#include "common/log_throttle.h"
-#include "common/logging.h"
-#include "common/tenant_key.h"
-#include "daemon/master_client.h"
-#include "daemon/membership.h"
+#include "common/base/log_throttle.h"
+#include "common/base/logging.h"
+#include "common/base/tenant_key.h"
+#include "daemon/master_link/master_client.h"
+#include "daemon/cluster/membership.h"
 
 namespace mooncake {
 

@@ -29,7 +29,7 @@
 #include <utility>
 
 #include "MasterService.h"
-#include "daemon/transport.h"
+#include "daemon/transfer/transport.h"
 
 namespace mooncake {
 

@@ -1,13 +1,13 @@
-#include "daemon/cache_invalidator.h"
+#include "daemon/cluster/cache_invalidator.h"
 
 #include <algorithm>
 #include <condition_variable>
 #include <memory>
 #include <mutex>
 
-#include "common/little_endian.h"
-#include "common/logging.h"
-#include "common/tenant_key.h"
+#include "common/base/little_endian.h"
+#include "common/base/logging.h"
+#include "common/base/tenant_key.h"
 #include "include/mooncake_store.h"
 
 namespace mooncake {

@@ -6,16 +6,16 @@
 // it for the lease (master/cache_holders.h). The reply to a change (UpsertEnd, Remove,
 // BatchRemove, RemoveByRegex, RemoveAll) names the daemons whose leases on what changed are
 // still live, the writer excepted (it forgets locally), each with its transfer address and
-// how long that lease still runs (StaleCaches, daemon/master_client.h).
+// how long that lease still runs (StaleCaches, daemon/master_link/master_client.h).
 //
 // How. Forget() sends each of them an INVALIDATE: a CONTROL request on the transfer port
-// (channel kCacheInvalidate, daemon/transfer_protocol.h) carrying the keys, or "everything"
+// (channel kCacheInvalidate, daemon/transfer/transfer_protocol.h) carrying the keys, or "everything"
 // for a removal by pattern. The holder drops them from its ReadCache, which also voids any
 // fill of theirs in flight, and only then acknowledges. Forget returns once each holder has
 // acknowledged or, for one that has not (stopped, unreachable, refused, or named without an
 // address because the master no longer knows it), once its deadline has passed: received_at
 // + ms_left. Its entries end before that (at 0.9 x the lease, measured from before it asked,
-// daemon/read_cache.h), so waiting the deadline out is as good as an acknowledgement. A
+// daemon/cluster/read_cache.h), so waiting the deadline out is as good as an acknowledgement. A
 // writer thus waits no longer than the longest lease a holder has on the keys, and waits at
 // all only for holders that do not answer. The deadline counts from when the reply arrived
 // here, after the master computed ms_left: later than the true one, never earlier.
@@ -55,17 +55,17 @@
 #include <string>
 #include <vector>
 
-#include "daemon/master_client.h"
-#include "daemon/read_cache.h"
-#include "daemon/transport.h"
-#include "daemon/worker_threads.h"
+#include "daemon/master_link/master_client.h"
+#include "daemon/cluster/read_cache.h"
+#include "daemon/transfer/transport.h"
+#include "daemon/base/worker_threads.h"
 
 namespace mooncake {
 
 namespace invalidation {
 
 // The keys of which (indices into keys; all of them when which is empty) in as few
-// payloads as fit max_payload bytes each. Keys are stored keys (common/tenant_key.h): 1..
+// payloads as fit max_payload bytes each. Keys are stored keys (common/base/tenant_key.h): 1..
 // tenant_key::kMaxStoredKeyLen bytes.
 std::vector<std::string> EncodeKeys(const std::vector<std::string>& keys,
                                     const std::vector<int32_t>& which, size_t max_payload);

@@ -1,6 +1,6 @@
-#include "daemon/chunked_checksum.h"
+#include "daemon/base/chunked_checksum.h"
 
-#include "common/crc32c.h"
+#include "common/base/crc32c.h"
 
 namespace mooncake {
 

@@ -1,4 +1,4 @@
-#include "daemon/client_connection.h"
+#include "daemon/service/client_connection.h"
 
 #include <fcntl.h>
 #include <sys/mman.h>

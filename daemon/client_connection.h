@@ -29,9 +29,9 @@
 #include <utility>
 #include <vector>
 
-#include "common/uds_protocol.h"
-#include "daemon/chunked_checksum.h"
-#include "daemon/replica_target.h"
+#include "common/uds/uds_protocol.h"
+#include "daemon/base/chunked_checksum.h"
+#include "daemon/transfer/replica_target.h"
 
 namespace mooncake {
 

@@ -1,10 +1,10 @@
-#include "daemon/daemon_admin.h"
+#include "daemon/server/daemon_admin.h"
 
 #include <map>
 #include <utility>
 #include <vector>
 
-#include "daemon/daemon_metrics.h"
+#include "daemon/transfer/daemon_metrics.h"
 
 namespace mooncake {
 namespace {

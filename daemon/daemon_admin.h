@@ -1,5 +1,5 @@
 // The daemon's admin HTTP port (docs/operations.md, "The daemon's admin HTTP"), on
-// common/admin_http.h: GET /metrics (DaemonMetrics' registry, plus collectors reading the
+// common/admin/admin_http.h: GET /metrics (DaemonMetrics' registry, plus collectors reading the
 // figures that live in the daemon's components at scrape time) and GET /health, open to
 // whoever reaches the port (aggregate figures only: no key, segment address or tenant);
 // GET /log_level, open, and POST /log_level, for an admin caller only (the admin token, or
@@ -21,14 +21,14 @@
 #include <string>
 #include <vector>
 
-#include "common/admin_http.h"
-#include "common/metrics.h"
-#include "daemon/bad_replica_reporter.h"
-#include "daemon/master_client.h"
-#include "daemon/membership.h"
-#include "daemon/offloader.h"
-#include "daemon/ssd_tier.h"
-#include "daemon/store_service.h"
+#include "common/admin/admin_http.h"
+#include "common/base/metrics.h"
+#include "daemon/cluster/bad_replica_reporter.h"
+#include "daemon/master_link/master_client.h"
+#include "daemon/cluster/membership.h"
+#include "daemon/ssd_tier/offloader.h"
+#include "daemon/ssd_tier/ssd_tier.h"
+#include "daemon/service/store_service.h"
 
 namespace mooncake {
 

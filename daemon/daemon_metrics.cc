@@ -1,9 +1,9 @@
-#include "daemon/daemon_metrics.h"
+#include "daemon/transfer/daemon_metrics.h"
 
 #include <cctype>
 #include <string>
 
-#include "common/uds_ops.h"
+#include "common/uds/uds_ops.h"
 
 namespace mooncake {
 namespace {
@@ -100,7 +100,7 @@ DaemonMetrics::DaemonMetrics() {
 
   const std::string group_calls_help =
       "Single-key master calls the daemon made for its requests, by call (group commit: "
-      "daemon/master_batcher.h)";
+      "daemon/cluster/master_batcher.h)";
   const std::string group_rpcs_help =
       "Master RPCs those calls were sent in (fewer than the calls when concurrent ones "
       "shared a batch RPC), by call";

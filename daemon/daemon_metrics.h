@@ -7,7 +7,7 @@
 // taking one, and unit tests that build those pieces by hand count into it harmlessly.
 // Figures that live in some component (segments mounted, the SSD store's use, the master
 // client's failures) are not copied here: main adds collectors that read them at scrape
-// time (daemon/daemon_admin.h).
+// time (daemon/server/daemon_admin.h).
 //
 // Cost on the hot path: every handle is created at construction, so an update is an
 // array index and a relaxed atomic add (a histogram: a short bucket search, two adds and
@@ -20,15 +20,15 @@
 
 #include <cstdint>
 
-#include "common/error_code.h"
-#include "common/metrics.h"
-#include "daemon/replica_target.h"
-#include "daemon/transport.h"
+#include "common/base/error_code.h"
+#include "common/base/metrics.h"
+#include "daemon/transfer/replica_target.h"
+#include "daemon/transfer/transport.h"
 
 namespace mooncake {
 
 // The single-key master calls group commit shares among concurrent requests
-// (daemon/master_batcher.h).
+// (daemon/cluster/master_batcher.h).
 enum class GroupedCall { kPutStart, kPutEnd, kGetReplicaList };
 
 class DaemonMetrics {
@@ -81,7 +81,7 @@ class DaemonMetrics {
   Gauge* clients() { return clients_; }
 
   // One master RPC sent for that many single-key calls of kind call (1: alone; more: as the
-  // batch form, daemon/master_batcher.h).
+  // batch form, daemon/cluster/master_batcher.h).
   void CountGroup(GroupedCall call, uint64_t calls) {
     const GroupHandles& h = groups_[static_cast<size_t>(call)];
     h.calls->Add(calls);
@@ -89,7 +89,7 @@ class DaemonMetrics {
   }
 
  private:
-  static constexpr int64_t kOpSlots = 128;  // every op code of common/uds_ops.h is below
+  static constexpr int64_t kOpSlots = 128;  // every op code of common/uds/uds_ops.h is below
   static constexpr size_t kTiers = 4;      // ReplicaTier's values
   static constexpr size_t kGroupedCalls = 3;  // GroupedCall's values
   static size_t Index(TransferKind kind) { return kind == TransferKind::kRead ? 0 : 1; }

@@ -1,9 +1,9 @@
-#include "daemon/daemon_options.h"
+#include "daemon/server/daemon_options.h"
 
 #include <cstdlib>
 
-#include "common/mooncake_compat.h"
-#include "common/text.h"
+#include "common/base/mooncake_compat.h"
+#include "common/base/text.h"
 
 namespace mooncake {
 

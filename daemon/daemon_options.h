@@ -5,12 +5,12 @@
 #include <cstdint>
 #include <string>
 
-#include "common/flags.h"
-#include "common/master_address.h"
-#include "common/spin_wait.h"
-#include "daemon/local_access.h"
-#include "daemon/ssd_options.h"
-#include "daemon/tenant_policy.h"
+#include "common/base/flags.h"
+#include "common/base/master_address.h"
+#include "common/base/spin_wait.h"
+#include "daemon/base/local_access.h"
+#include "daemon/ssd_store/ssd_options.h"
+#include "daemon/base/tenant_policy.h"
 
 namespace mooncake {
 
@@ -30,12 +30,12 @@ struct DaemonOptions {
   // told); "0.0.0.0" or "::" = every interface, only when asked.
   std::string transfer_bind_address;
   uint64_t global_segment_size = 1ull << 30;            // lent to the pool; 0 = none
-  // Caps on what clients may have mounted with MOUNT_SEGMENT (daemon/segment_budget.h), in
-  // all and per connection; 0 = no cap: any mount this host can back (daemon/host_memory.h).
+  // Caps on what clients may have mounted with MOUNT_SEGMENT (daemon/memory/segment_budget.h), in
+  // all and per connection; 0 = no cap: any mount this host can back (daemon/memory/host_memory.h).
   uint64_t client_segment_budget = 0;
   uint64_t client_segment_budget_per_client = 0;
   std::string socket_mode = "0660";                     // octal permissions of the socket
-  // Who may use the socket besides root and the daemon's uid (daemon/local_access.h):
+  // Who may use the socket besides root and the daemon's uid (daemon/base/local_access.h):
   // comma-separated numbers or names; "" = none, and the socket file's group.
   std::string allowed_uids;
   std::string allowed_gids;
@@ -45,7 +45,7 @@ struct DaemonOptions {
   int64_t max_master_connections = 0;    // 0 = worker_threads + 4
   int64_t worker_threads = 0;            // 0 = max(4, 2 x cores)
   // The local copies of one request (a value, a batch) of at least this many bytes are
-  // shared with the copy helper thread (daemon/parallel_copy.h); 0: no helper. Off by
+  // shared with the copy helper thread (daemon/base/parallel_copy.h); 0: no helper. Off by
   // default: on a 2-vCPU VM the helper seldom found a free CPU and cost more than it saved.
   uint64_t copy_helper_min = 0;
   int64_t shutdown_timeout_ms = 5000;    // how long SIGTERM waits for running requests
@@ -53,7 +53,7 @@ struct DaemonOptions {
   bool read_cache = true;                // serve repeated reads within their lease locally
   // How long a thread waiting for a client's frame (the socket loop), a job (a worker) or
   // a master reply polls before it blocks, microseconds; 0 = never spin. Adaptive and
-  // bounded (common/spin_wait.h).
+  // bounded (common/base/spin_wait.h).
   int64_t spin_us = kDefaultSpinMicros;
   // Transfer engine (daemon to daemon).
   std::string protocol = "auto";         // auto | tcp | rdma
@@ -64,16 +64,16 @@ struct DaemonOptions {
   int64_t transfer_max_connections = 1024;  // connections to this daemon's transfer port
   bool checksum = true;                  // CRC32C at put, verified at get
   // At SIGTERM, move the objects of the global segment to other segments with room before
-  // unmounting it (daemon/segment_drainer.h), so a restart loses nothing: at most
+  // unmounting it (daemon/replicas/segment_drainer.h), so a restart loses nothing: at most
   // SegmentDrainer::kBudget, while the daemon still serves.
   bool drain_on_shutdown = false;
   std::string cluster_key_file;          // "" = no key: loopback peers only (docs/security.md)
   // How long a put the master has no space for keeps asking while eviction makes room.
   int64_t put_no_space_wait_ms = 1000;
   // Concurrent single-key PutStart / PutEnd / GetReplicaList calls share one batch RPC, up
-  // to this many (daemon/master_batcher.h); 0 = each its own RPC.
+  // to this many (daemon/cluster/master_batcher.h); 0 = each its own RPC.
   int64_t group_commit_max = 64;
-  // Tenants only these uids may claim, and each uid's default (daemon/tenant_policy.h):
+  // Tenants only these uids may claim, and each uid's default (daemon/base/tenant_policy.h):
   // "alice=1000:1001,bob=1002"; "" = none.
   std::string tenant_uids;
   // uids listed there that may still claim tenants the flag does not list (numbers or

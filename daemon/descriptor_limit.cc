@@ -1,4 +1,4 @@
-#include "daemon/descriptor_limit.h"
+#include "daemon/base/descriptor_limit.h"
 
 #include <algorithm>
 

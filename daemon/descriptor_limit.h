@@ -1,4 +1,4 @@
-// The transfer port's share of the process's descriptor limit (common/descriptor_limit.h
+// The transfer port's share of the process's descriptor limit (common/base/descriptor_limit.h
 // raises the limit itself): a daemon holds the transfer port's connections, the pooled
 // ones to other daemons and to the master, and the applications' connections and pools.
 #ifndef MOONCAKE_DAEMON_DESCRIPTOR_LIMIT_H_
@@ -6,7 +6,7 @@
 
 #include <cstdint>
 
-#include "common/descriptor_limit.h"
+#include "common/base/descriptor_limit.h"
 
 namespace mooncake {
 

@@ -1,8 +1,8 @@
-#include "daemon/disk_reads.h"
+#include "daemon/transfer/disk_reads.h"
 
 #include <cstdlib>
 
-#include "daemon/transfer_protocol.h"
+#include "daemon/transfer/transfer_protocol.h"
 
 namespace mooncake {
 

@@ -1,4 +1,4 @@
-// Reads of this daemon's disk replicas (its SSD tier, daemon/ssd_store.h), for the two
+// Reads of this daemon's disk replicas (its SSD tier, daemon/ssd_store/ssd_store.h), for the two
 // readers it has: its own gets (straight into the application's pool) and other daemons'
 // READ_DISK requests on the transfer port (into one of DiskReadSlots' buffers, then onto
 // the socket).
@@ -28,9 +28,9 @@
 #include <mutex>
 #include <vector>
 
-#include "common/error_code.h"
-#include "daemon/ssd_store.h"
-#include "daemon/transport.h"
+#include "common/base/error_code.h"
+#include "daemon/ssd_store/ssd_store.h"
+#include "daemon/transfer/transport.h"
 
 namespace mooncake {
 

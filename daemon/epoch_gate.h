@@ -10,7 +10,7 @@
 // refused: -707), then waits for the writes it had already admitted, and only then mounts
 // its segments again, which is what lets the new master hand out their ranges. Reads
 // admitted earlier need no waiting: a read that overlapped the re-registration is
-// discarded by its reader (daemon/read_cache.h, the remount generation).
+// discarded by its reader (daemon/cluster/read_cache.h, the remount generation).
 //
 // Hot path: two atomic operations per write, no lock. Enter increments the count and then
 // reads the epoch; Advance stores the epoch and then reads the count; with both sequentially

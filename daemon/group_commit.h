@@ -10,7 +10,7 @@
 // hand-off is a wake-up, and on a loaded VM a woken thread may wait milliseconds for a
 // CPU while every call queued behind it waits too.)
 //
-// A follower first spins (common/spin_wait.h: sched_yield between polls, for the spin
+// A follower first spins (common/base/spin_wait.h: sched_yield between polls, for the spin
 // budget) on its state: a run takes tens of microseconds, and a thread put to sleep costs
 // its waker about as much again on a VM whose idle CPUs sleep. Only then does it block.
 //
@@ -30,7 +30,7 @@
 #include <mutex>
 #include <vector>
 
-#include "common/spin_wait.h"
+#include "common/base/spin_wait.h"
 
 namespace mooncake {
 

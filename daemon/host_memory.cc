@@ -1,11 +1,11 @@
-#include "daemon/host_memory.h"
+#include "daemon/memory/host_memory.h"
 
 #include <algorithm>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
 
-#include "common/units.h"
+#include "common/base/units.h"
 
 namespace mooncake {
 

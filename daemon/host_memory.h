@@ -8,7 +8,7 @@
 // kernel's OOM killer ends the daemon, or an application, with every object it held.
 // Refused before mapping, it costs a code and a log line.
 //
-// The rule. A segment lives on one kind of page, never on both (common/shared_memory.h:
+// The rule. A segment lives on one kind of page, never on both (common/base/shared_memory.h:
 // reserved huge pages when enough are free, else ordinary shared memory), so it fits when
 // either kind can hold all of it:
 //   - ordinary pages:  size <= MemAvailable - reserve

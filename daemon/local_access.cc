@@ -1,4 +1,4 @@
-#include "daemon/local_access.h"
+#include "daemon/base/local_access.h"
 
 #include <errno.h>
 #include <grp.h>
@@ -10,7 +10,7 @@
 #include <cstring>
 #include <functional>
 
-#include "common/text.h"
+#include "common/base/text.h"
 
 namespace mooncake {
 

@@ -1,6 +1,6 @@
 // mooncaked: the per-host daemon. Start-up, in order: parse flags; check that the
 // directories they name exist and that this host can back --global_segment_size
-// (daemon/host_memory.h), exiting 2 or 1 when not; load the cluster key;
+// (daemon/memory/host_memory.h), exiting 2 or 1 when not; load the cluster key;
 // reserve the transfer port on its bind address (so "host:port" names this daemon
 // uniquely); choose the transport (RDMA or TCP);
 // open the SSD tier (--ssd_path: the store, rebuilt or wiped, and its identity);
@@ -8,7 +8,7 @@
 // register with the master (retrying with back-off); serve the transfer port; create and
 // mount the global segment, then the SSD tier's segment (which starts its reconciliation
 // and the offloader); serve the Unix socket; heartbeat; serve the admin HTTP port
-// (--metrics_port: /metrics, /health; daemon/daemon_admin.h).
+// (--metrics_port: /metrics, /health; daemon/server/daemon_admin.h).
 // SIGTERM/SIGINT: with --drain_on_shutdown, first move the global segment's objects to
 // other segments while still serving; then stop accepting, let running requests finish
 // (bounded), revoke what is unfinished, stop the offloader (its round ends first), unmount
@@ -36,39 +36,39 @@
 #include <thread>
 #include <vector>
 
-#include "common/cluster_key.h"
-#include "common/error_code.h"
-#include "common/host_address.h"
-#include "common/logging.h"
-#include "common/master_locator.h"
-#include "common/process_setup.h"
-#include "common/rpc_logging.h"
-#include "common/service_notify.h"
-#include "common/text.h"
-#include "common/units.h"
-#include "common/version.h"
-#include "daemon/bad_replica_reporter.h"
-#include "daemon/cache_invalidator.h"
-#include "daemon/daemon_admin.h"
-#include "daemon/daemon_options.h"
-#include "daemon/descriptor_limit.h"
-#include "daemon/host_memory.h"
-#include "daemon/local_access.h"
-#include "daemon/master_client.h"
-#include "daemon/membership.h"
-#include "daemon/offloader.h"
-#include "daemon/replica_task_runner.h"
-#include "daemon/rdma_transport.h"
-#include "daemon/read_cache.h"
-#include "daemon/replica_io.h"
-#include "daemon/segment_budget.h"
-#include "daemon/segment_memory.h"
-#include "daemon/ssd_tier.h"
-#include "daemon/store_service.h"
-#include "daemon/tcp_transport.h"
-#include "daemon/transfer_engine.h"
-#include "daemon/transfer_server.h"
-#include "daemon/uds_server.h"
+#include "common/auth/cluster_key.h"
+#include "common/base/error_code.h"
+#include "common/auth/host_address.h"
+#include "common/base/logging.h"
+#include "common/master_link/master_locator.h"
+#include "common/base/process_setup.h"
+#include "common/master_link/rpc_logging.h"
+#include "common/base/service_notify.h"
+#include "common/base/text.h"
+#include "common/base/units.h"
+#include "common/base/version.h"
+#include "daemon/cluster/bad_replica_reporter.h"
+#include "daemon/cluster/cache_invalidator.h"
+#include "daemon/server/daemon_admin.h"
+#include "daemon/server/daemon_options.h"
+#include "daemon/base/descriptor_limit.h"
+#include "daemon/memory/host_memory.h"
+#include "daemon/base/local_access.h"
+#include "daemon/master_link/master_client.h"
+#include "daemon/cluster/membership.h"
+#include "daemon/ssd_tier/offloader.h"
+#include "daemon/replicas/replica_task_runner.h"
+#include "daemon/transfer/rdma_transport.h"
+#include "daemon/cluster/read_cache.h"
+#include "daemon/replicas/replica_io.h"
+#include "daemon/memory/segment_budget.h"
+#include "daemon/memory/segment_memory.h"
+#include "daemon/ssd_tier/ssd_tier.h"
+#include "daemon/service/store_service.h"
+#include "daemon/transfer/tcp_transport.h"
+#include "daemon/transfer/transfer_engine.h"
+#include "daemon/transfer/transfer_server.h"
+#include "daemon/server/uds_server.h"
 
 namespace {
 
@@ -178,7 +178,7 @@ mooncake::TransferConnections::Limits TransferPortLimits(const mooncake::DaemonO
   return limits;
 }
 
-// The directories the daemon's flags name must exist (common/process_setup.h), but for
+// The directories the daemon's flags name must exist (common/base/process_setup.h), but for
 // one: /run/mooncake, the default socket's, the daemon's own runtime directory, made here
 // (mode 0755, and only that level) as systemd's RuntimeDirectory= makes it for the unit:
 // /run is emptied at every boot, and a daemon started by hand as root should find its
@@ -207,7 +207,7 @@ bool CheckDirectories(const mooncake::DaemonOptions& options, std::string* error
          mooncake::CheckFlagDirectory("--ssd_path", options.ssd.path, options.ssd.path, error);
 }
 
-// Whether this host can back the daemon's own segment (daemon/host_memory.h); false,
+// Whether this host can back the daemon's own segment (daemon/memory/host_memory.h); false,
 // after logging why, when it cannot. *huge_pages_only as HostMemory::Admits sets it.
 bool HostBacksGlobalSegment(uint64_t size, bool* huge_pages_only) {
   std::string why;
@@ -255,7 +255,7 @@ int main(int argc, char** argv) {
   }
   std::shared_ptr<const ClusterKey> cluster_key;
   if (!LoadClusterKeyForProcess(options.cluster_key_file, &cluster_key)) return 2;
-  std::vector<std::string> admin_tokens;  // the admin HTTP port's (common/admin_http.h)
+  std::vector<std::string> admin_tokens;  // the admin HTTP port's (common/admin/admin_http.h)
   if (options.metrics_port >= 0 &&
       !LoadAdminTokensForProcess(cluster_key.get(), options.admin_token_file, &admin_tokens)) {
     return 2;

@@ -1,7 +1,7 @@
-#include "daemon/master_batcher.h"
+#include "daemon/cluster/master_batcher.h"
 
-#include "daemon/daemon_metrics.h"
-#include "daemon/group_ids.h"
+#include "daemon/transfer/daemon_metrics.h"
+#include "daemon/base/group_ids.h"
 
 namespace mooncake {
 
@@ -34,7 +34,7 @@ MasterBatcher::MasterBatcher(MasterClient* master, size_t max_group, int64_t spi
   starts_ = std::make_unique<GroupCommit<StartCall>>(
       max_group, [this](const std::vector<StartCall*>& group) { RunStarts(group); },
       [](const StartCall& leader, const StartCall& other) {
-        // Each put's group id goes as its own entry of the batch's (daemon/group_ids.h).
+        // Each put's group id goes as its own entry of the batch's (daemon/base/group_ids.h).
         return leader.writer == other.writer && SameButGroups(*leader.config, *other.config);
       },
       kLeaders, spin_ns);

@@ -4,7 +4,7 @@
 // busy daemon sends one RPC, and the master runs one Thrift dispatch and one Sync, where
 // it would have sent several.
 //
-// Each kind is a GroupCommit (daemon/group_commit.h): a call made while fewer than
+// Each kind is a GroupCommit (daemon/base/group_commit.h): a call made while fewer than
 // kLeaders RPCs of its kind are in flight is sent at once, alone, as the single form (no
 // added latency for a lone client, nor for a second one); calls made while kLeaders are
 // in flight queue up and go together, up to max_group of them, as the batch form, in the
@@ -34,9 +34,9 @@
 #include <memory>
 #include <string>
 
-#include "common/error_code.h"
-#include "daemon/group_commit.h"
-#include "daemon/master_client.h"
+#include "common/base/error_code.h"
+#include "daemon/base/group_commit.h"
+#include "daemon/master_link/master_client.h"
 
 namespace mooncake {
 

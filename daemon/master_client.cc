@@ -1,4 +1,4 @@
-#include "daemon/master_client.h"
+#include "daemon/master_link/master_client.h"
 
 #include <poll.h>
 
@@ -11,15 +11,15 @@
 #include <thrift/transport/TBufferTransports.h>
 #include <thrift/transport/TSocket.h>
 
-#include "common/error_code.h"
-#include "common/master_auth.h"
-#include "common/spin_wait.h"
-#include "daemon/group_ids.h"
+#include "common/base/error_code.h"
+#include "common/master_link/master_auth.h"
+#include "common/base/spin_wait.h"
+#include "daemon/base/group_ids.h"
 
 namespace mooncake {
 namespace {
 
-// A TSocket whose reads first poll for the master's reply (adaptive, common/spin_wait.h):
+// A TSocket whose reads first poll for the master's reply (adaptive, common/base/spin_wait.h):
 // the reply of a short RPC comes within tens of microseconds, and a worker that polls
 // for it needs no wake-up. A connection is used by one thread at a time (checked out of
 // the pool), as its AdaptiveSpin requires.
@@ -630,7 +630,7 @@ void MasterClient::BatchPutStartPipelined(int64_t writer, const std::vector<std:
     return std::vector<int64_t>(sizes.begin() + first, sizes.begin() + first + count);
   };
   PipelineCalls<rpc::PutStartResult> calls;
-  // Each part with its keys' own group ids (daemon/group_ids.h).
+  // Each part with its keys' own group ids (daemon/base/group_ids.h).
   calls.send = [&](rpc::MasterServiceClient& c, const std::vector<std::string>& part,
                    size_t first) {
     c.send_BatchPutStart(writer, part, sizes_of(first, part.size()),

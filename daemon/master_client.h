@@ -8,7 +8,7 @@
 // closed and dropped, and the call returns RPC_FAIL (-900); the next call opens a fresh
 // one. So a master restart costs the requests in flight at that moment and nothing more.
 //
-// Each new connection first runs the cluster key's handshake (common/master_auth.h): a
+// Each new connection first runs the cluster key's handshake (common/master_link/master_auth.h): a
 // master that refuses our key, or cannot prove the key itself, is treated as unreachable
 // (RPC_FAIL, LastError saying which), so the daemon never registers with an impostor nor
 // sends it anything.
@@ -19,7 +19,7 @@
 // the term of the key that named it). The fencing rule: a connection of a term below the
 // highest one the daemon knows is never used, and a reply that arrives on one is not
 // taken (the connection is dropped); a master that says STANDBY or DEPOSED, or refuses a
-// call as NOT_LEADER (-1600, the whole call: common/master_auth.h), is dropped too. When
+// call as NOT_LEADER (-1600, the whole call: common/master_link/master_auth.h), is dropped too. When
 // the leader changes, idle connections to the old one are closed and busy ones are
 // dropped as they come back.
 //
@@ -52,9 +52,9 @@
 #include <vector>
 
 #include "MasterService.h"
-#include "common/cluster_key.h"
-#include "common/error_code.h"
-#include "common/master_locator.h"
+#include "common/auth/cluster_key.h"
+#include "common/base/error_code.h"
+#include "common/master_link/master_locator.h"
 
 namespace mooncake {
 
@@ -69,14 +69,14 @@ struct MasterClientOptions {
   int rpc_timeout_ms = 10000;
   size_t max_connections = 16;
   // A reply's wait polls the socket this long before blocking (adaptive per connection,
-  // common/spin_wait.h), microseconds; 0 = never.
+  // common/base/spin_wait.h), microseconds; 0 = never.
   int64_t spin_us = 0;
   std::shared_ptr<const ClusterKey> cluster_key;  // null: none (loopback masters only)
 };
 
 // Whose read caches a change may have left stale, as the master's reply named them
 // (rpc::CacheHolder), and when that reply arrived: their ms_left count from then
-// (daemon/cache_invalidator.h). Empty when the call failed.
+// (daemon/cluster/cache_invalidator.h). Empty when the call failed.
 struct StaleCaches {
   std::vector<rpc::CacheHolder> holders;
   std::chrono::steady_clock::time_point received_at;
@@ -91,7 +91,7 @@ enum class Repeat {
 
 class MasterClient {
  public:
-  // locator: where the leader is (common/master_locator.h); null: options' host:port,
+  // locator: where the leader is (common/master_link/master_locator.h); null: options' host:port,
   // fixed. The client takes it over, sets its change callback and starts its watch.
   explicit MasterClient(MasterClientOptions options,
                         std::unique_ptr<MasterLocator> locator = nullptr);
@@ -150,7 +150,7 @@ class MasterClient {
   // BatchPutStart.
   ErrorCode PutStart(int64_t writer, const std::string& key, int64_t size,
                    const rpc::ReplicateConfig& config, rpc::PutStartResult* out);
-  // checksum: the value's CRC-32C (common/crc32c.h), or -1 for none.
+  // checksum: the value's CRC-32C (common/base/crc32c.h), or -1 for none.
   ErrorCode PutEnd(int64_t writer, const std::string& key, int64_t checksum = -1);
   ErrorCode PutRevoke(int64_t writer, const std::string& key);
   ErrorCode UpsertStart(int64_t writer, const std::string& key, int64_t size,
@@ -215,12 +215,12 @@ class MasterClient {
                                  const std::string& tenant, StaleCaches* stale);
   Result<uint64_t> RemoveAll(bool force, int64_t caller, const std::string& tenant,
                              StaleCaches* stale);
-  // Mooncake's batch_replica_clear (common/master.thrift): one code per key in *out.
+  // Mooncake's batch_replica_clear (common/master_link/master.thrift): one code per key in *out.
   ErrorCode BatchReplicaClear(const std::vector<std::string>& keys,
                               const std::string& segment_name, int64_t caller,
                               std::vector<ErrorCode>* out, StaleCaches* stale);
 
-  // The SSD tier (docs/ssd.md; the contract is common/master.thrift's). disk_segment_id:
+  // The SSD tier (docs/ssd.md; the contract is common/master_link/master.thrift's). disk_segment_id:
   // this daemon's LOCAL_DISK segment. FetchOffloads returns out->code (or RPC_FAIL); the
   // others fill one code per key (per object) and leave *out empty on RPC_FAIL.
   ErrorCode FetchOffloads(int64_t daemon_id, int32_t max_tasks, rpc::OffloadTasksResult* out);
@@ -245,7 +245,7 @@ class MasterClient {
   ErrorCode ReportVerified(int64_t daemon_id, int64_t segment_id,
                            const std::vector<rpc::VerifiedReplica>& replicas,
                            std::vector<ErrorCode>* out);
-  // Replicas a read found unreadable (daemon/bad_replica_reporter.h): one code per
+  // Replicas a read found unreadable (daemon/cluster/bad_replica_reporter.h): one code per
   // replica. Repeated on a lost connection: a report the master already applied finds the
   // replica gone (-704) and drops nothing more.
   ErrorCode ReportBadReplicas(int64_t daemon_id, const std::vector<rpc::BadReplica>& replicas,
@@ -262,7 +262,7 @@ class MasterClient {
   ErrorCode PromoteEnd(int64_t writer, const std::string& key, bool ok);
 
   // Copy and move tasks (docs/master.md, "Copy and move tasks"; the contract is
-  // common/master.thrift's). Each returns out->code (or RPC_FAIL); none is sent twice: a
+  // common/master_link/master.thrift's). Each returns out->code (or RPC_FAIL); none is sent twice: a
   // task created twice is two tasks, a report sent twice is answered -704 the second time.
   ErrorCode CreateCopyTask(const std::string& key, const std::vector<std::string>& targets,
                            rpc::TaskResult* out);

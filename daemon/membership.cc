@@ -1,11 +1,11 @@
-#include "daemon/membership.h"
+#include "daemon/cluster/membership.h"
 
 #include <chrono>
 #include <random>
 #include <vector>
 
-#include "common/error_code.h"
-#include "common/logging.h"
+#include "common/base/error_code.h"
+#include "common/base/logging.h"
 
 namespace mooncake {
 

@@ -26,11 +26,11 @@
 // The SSD tier's LOCAL_DISK segment (docs/ssd.md) is mounted here too, so that it comes
 // back with the memory segments after every re-registration; it holds no memory (base 0,
 // its size the tier's capacity, reached through the TCP endpoint alone) and keeps an
-// identity of its own -- id and incarnation chosen by daemon/ssd_tier.h, persisted across
+// identity of its own -- id and incarnation chosen by daemon/ssd_tier/ssd_tier.h, persisted across
 // restarts -- because its replicas outlive this process. After each (re-)mount of it the
 // hook set with SetAfterDiskMount runs (the tier re-registers what its SSD holds).
 //
-// After each re-mount of a memory segment, daemon/segment_verifier.h checks (in its own
+// After each re-mount of a memory segment, daemon/cluster/segment_verifier.h checks (in its own
 // thread) the replicas there the master cannot vouch for: those a restore brought back,
 // and the objects it parked when it dropped the segment while we were away.
 //
@@ -53,11 +53,11 @@
 #include <string>
 #include <thread>
 
-#include "daemon/epoch_gate.h"
-#include "daemon/master_client.h"
-#include "daemon/segment_memory.h"
-#include "daemon/segment_verifier.h"
-#include "daemon/transfer_engine.h"
+#include "daemon/base/epoch_gate.h"
+#include "daemon/master_link/master_client.h"
+#include "daemon/memory/segment_memory.h"
+#include "daemon/cluster/segment_verifier.h"
+#include "daemon/transfer/transfer_engine.h"
 
 namespace mooncake {
 
@@ -101,7 +101,7 @@ class Membership {
   ErrorCode Mount(std::shared_ptr<SegmentMemory> memory, int64_t* segment_id,
                   bool lent = false, Lender lender = {});
   // Unmounts at the master (which drops the objects in it: drain it first, see
-  // daemon/segment_drainer.h) and forgets it here. The memory itself lives until the last
+  // daemon/replicas/segment_drainer.h) and forgets it here. The memory itself lives until the last
   // request copying from it lets go.
   ErrorCode Unmount(int64_t segment_id);
   void UnmountAll();
@@ -161,7 +161,7 @@ class Membership {
   bool healthy() const { return healthy_.load(); }
   // The epoch of the master our segments are mounted at now, learnt before mounting them;
   // -1 while unknown (the heartbeat after a registration failed). Reads and writes of our
-  // segments under another master's grant are refused (daemon/epoch_gate.h).
+  // segments under another master's grant are refused (daemon/base/epoch_gate.h).
   int64_t master_epoch() const { return gate_.epoch(); }
   EpochGate* epoch_gate() { return &gate_; }
 

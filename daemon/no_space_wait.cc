@@ -1,9 +1,9 @@
-#include "daemon/no_space_wait.h"
+#include "daemon/service/no_space_wait.h"
 
 #include <algorithm>
 #include <thread>
 
-#include "daemon/client_connection.h"
+#include "daemon/service/client_connection.h"
 
 namespace mooncake {
 

@@ -1,10 +1,10 @@
-#include "daemon/offloader.h"
+#include "daemon/ssd_tier/offloader.h"
 
 #include <cstdlib>
 #include <cstring>
 
-#include "common/crc32c.h"
-#include "common/logging.h"
+#include "common/base/crc32c.h"
+#include "common/base/logging.h"
 
 namespace mooncake {
 

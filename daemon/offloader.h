@@ -34,12 +34,12 @@
 #include <string>
 #include <vector>
 
-#include "common/error_code.h"
-#include "common/paced_loop.h"
-#include "daemon/bad_replica_reporter.h"
-#include "daemon/master_client.h"
-#include "daemon/membership.h"
-#include "daemon/ssd_tier.h"
+#include "common/base/error_code.h"
+#include "common/base/paced_loop.h"
+#include "daemon/cluster/bad_replica_reporter.h"
+#include "daemon/master_link/master_client.h"
+#include "daemon/cluster/membership.h"
+#include "daemon/ssd_tier/ssd_tier.h"
 
 namespace mooncake {
 

@@ -1,11 +1,11 @@
-#include "daemon/parallel_copy.h"
+#include "daemon/base/parallel_copy.h"
 
 #include <pthread.h>
 #include <sched.h>
 
 #include <cstring>
 
-#include "common/spin_wait.h"
+#include "common/base/spin_wait.h"
 
 namespace mooncake {
 

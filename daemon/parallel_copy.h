@@ -14,7 +14,7 @@
 // (never slower than copying alone, but for the wake-up it may have sent).
 //
 // After each copy it was posted, the helper polls for the next one for spin_ns
-// (sched_yield between polls, common/spin_wait.h), then sleeps on a condition variable, so
+// (sched_yield between polls, common/base/spin_wait.h), then sleeps on a condition variable, so
 // an idle daemon does not spin. A copy of at least wake_bytes wakes a sleeping helper (a
 // wake-up costs the waker tens of us on a VM, worth it only for big copies); a smaller one
 // gets help only from a helper that is still polling.

@@ -1,6 +1,6 @@
-#include "daemon/pool_fences.h"
+#include "daemon/service/pool_fences.h"
 
-#include "common/uds_ops.h"
+#include "common/uds/uds_ops.h"
 
 namespace mooncake {
 

@@ -27,7 +27,7 @@
 #include <set>
 #include <utility>
 
-#include "daemon/client_connection.h"
+#include "daemon/service/client_connection.h"
 
 namespace mooncake {
 

@@ -1,9 +1,9 @@
-#include "daemon/promoter.h"
+#include "daemon/ssd_tier/promoter.h"
 
 #include <cstring>
 #include <vector>
 
-#include "common/logging.h"
+#include "common/base/logging.h"
 
 namespace mooncake {
 

@@ -30,9 +30,9 @@
 #include <string>
 #include <thread>
 
-#include "daemon/master_client.h"
-#include "daemon/membership.h"
-#include "daemon/replica_io.h"
+#include "daemon/master_link/master_client.h"
+#include "daemon/cluster/membership.h"
+#include "daemon/replicas/replica_io.h"
 
 namespace mooncake {
 

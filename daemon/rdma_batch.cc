@@ -1,12 +1,12 @@
-#include "daemon/rdma_batch.h"
+#include "daemon/transfer/rdma_batch.h"
 
 #include <infiniband/verbs.h>
 
 #include <algorithm>
 #include <cstring>
 
-#include "common/error_code.h"
-#include "common/logging.h"
+#include "common/base/error_code.h"
+#include "common/base/logging.h"
 
 namespace mooncake {
 

@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "daemon/transport.h"
+#include "daemon/transfer/transport.h"
 
 struct ibv_send_wr;
 struct ibv_wc;

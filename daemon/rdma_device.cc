@@ -1,4 +1,4 @@
-#include "daemon/rdma_device.h"
+#include "daemon/transfer/rdma_device.h"
 
 #include <infiniband/verbs.h>
 

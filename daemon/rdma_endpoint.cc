@@ -1,8 +1,8 @@
-#include "daemon/rdma_endpoint.h"
+#include "daemon/transfer/rdma_endpoint.h"
 
 #include <cstring>
 
-#include "common/little_endian.h"
+#include "common/base/little_endian.h"
 
 namespace mooncake {
 

@@ -20,7 +20,7 @@
 #include <cstdint>
 #include <string>
 
-#include "daemon/transport.h"
+#include "daemon/transfer/transport.h"
 
 namespace mooncake {
 

@@ -1,4 +1,4 @@
-#include "daemon/rdma_memory_map.h"
+#include "daemon/transfer/rdma_memory_map.h"
 
 #include <utility>
 

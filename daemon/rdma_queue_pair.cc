@@ -1,4 +1,4 @@
-#include "daemon/rdma_queue_pair.h"
+#include "daemon/transfer/rdma_queue_pair.h"
 
 #include <fcntl.h>
 #include <infiniband/verbs.h>

@@ -15,9 +15,9 @@
 #include <memory>
 #include <string>
 
-#include "daemon/rdma_batch.h"
-#include "daemon/rdma_device.h"
-#include "daemon/rdma_endpoint.h"
+#include "daemon/transfer/rdma_batch.h"
+#include "daemon/transfer/rdma_device.h"
+#include "daemon/transfer/rdma_endpoint.h"
 
 struct ibv_comp_channel;
 struct ibv_cq;

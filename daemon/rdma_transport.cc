@@ -1,4 +1,4 @@
-#include "daemon/rdma_transport.h"
+#include "daemon/transfer/rdma_transport.h"
 
 #include <infiniband/verbs.h>
 
@@ -7,12 +7,12 @@
 #include <cstring>
 #include <random>
 
-#include "common/error_code.h"
-#include "common/logging.h"
-#include "daemon/rdma_batch.h"
-#include "daemon/rdma_device.h"
-#include "daemon/rdma_endpoint.h"
-#include "daemon/rdma_queue_pair.h"
+#include "common/base/error_code.h"
+#include "common/base/logging.h"
+#include "daemon/transfer/rdma_batch.h"
+#include "daemon/transfer/rdma_device.h"
+#include "daemon/transfer/rdma_endpoint.h"
+#include "daemon/transfer/rdma_queue_pair.h"
 
 namespace mooncake {
 

@@ -33,8 +33,8 @@
 #include <utility>
 #include <vector>
 
-#include "daemon/rdma_memory_map.h"
-#include "daemon/transport.h"
+#include "daemon/transfer/rdma_memory_map.h"
+#include "daemon/transfer/transport.h"
 
 namespace mooncake {
 

@@ -1,4 +1,4 @@
-#include "daemon/read_cache.h"
+#include "daemon/cluster/read_cache.h"
 
 #include <algorithm>
 

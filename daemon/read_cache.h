@@ -20,7 +20,7 @@
 // before *its* writer is answered: a read that fills this cache names this daemon to the
 // master (GetReplicaList's reader), the master names us to the writer as a holder of the
 // key, and the writer sends us an INVALIDATE on the transfer port, which runs Invalidate()
-// or Clear() here and only then acknowledges (daemon/cache_invalidator.h). If we cannot
+// or Clear() here and only then acknowledges (daemon/cluster/cache_invalidator.h). If we cannot
 // answer (stopped, partitioned), the writer waits until our lease on the key has ended;
 // our entry ended before that. So a hit costs no master round trip, and a key nobody
 // changes (the KV-cache case) costs nothing more than before; a change pays one round trip
@@ -34,7 +34,7 @@
 // runs here after the change, so it bumps the stripe after the ticket was taken (a request
 // ordered after the change got the new value). A fill whose deadline has passed (we were
 // stopped between the master's answer and the fill, and the writer waited our lease out)
-// is dropped too. Every ordering is spelled out in daemon/cache_invalidator.h.
+// is dropped too. Every ordering is spelled out in daemon/cluster/cache_invalidator.h.
 // ClearForRemount() (re-registration: a restarted master knows no leases and will reuse
 // our segment's offsets once we mount again) also bumps a generation that every copy made
 // under a lease checks afterwards, seqlock style: a copy that overlapped it may be torn,
@@ -60,7 +60,7 @@
 #include <string_view>
 
 #include "absl/container/flat_hash_map.h"
-#include "daemon/replica_target.h"
+#include "daemon/transfer/replica_target.h"
 
 namespace mooncake {
 

@@ -1,12 +1,12 @@
-#include "daemon/replica_io.h"
+#include "daemon/replicas/replica_io.h"
 
 #include <algorithm>
 #include <cstring>
 
-#include "common/crc32c.h"
-#include "common/error_code.h"
-#include "daemon/daemon_metrics.h"
-#include "daemon/disk_reads.h"
+#include "common/base/crc32c.h"
+#include "common/base/error_code.h"
+#include "daemon/transfer/daemon_metrics.h"
+#include "daemon/transfer/disk_reads.h"
 
 namespace mooncake {
 
@@ -290,7 +290,7 @@ void ReplicaIO::ReadAny(std::vector<ValueSlice>* slices, const std::vector<int64
 
 void ReplicaIO::CheckDiskRead(const ReplicaTarget& t, ErrorCode code) {
   // A corrupt copy (CHECKSUM_MISMATCH) the store has dropped itself, telling the master
-  // (daemon/ssd_tier.h); a missing one only a read finds.
+  // (daemon/ssd_tier/ssd_tier.h); a missing one only a read finds.
   BadReplicaReporter* reporter = reporter_.load();
   if (code == ErrorCode::OBJECT_NOT_FOUND && reporter != nullptr) {
     reporter->ReportNotHeld(*t.disk, t.segment_id);

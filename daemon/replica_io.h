@@ -1,10 +1,10 @@
 // Moving an object's bytes between an application's pool and its replicas, wherever they
 // live: a replica in this daemon's segments is a memcpy, one in another daemon's goes
-// through the transfer engine (daemon/transfer_engine.h), straight from or into the pool.
+// through the transfer engine (daemon/transfer/transfer_engine.h), straight from or into the pool.
 //
 // Writes go to every replica of a put, the remote ones in parallel; the put is published
 // only if all of them succeeded. Writes never target a disk replica (the SSD tier is
-// written by the offloader, daemon/ssd_store.h). Reads choose by priority: local memory,
+// written by the offloader, daemon/ssd_store/ssd_store.h). Reads choose by priority: local memory,
 // remote memory, local disk (this daemon's SsdStore, straight into the pool), remote disk
 // (its owner reads its SSD: READ_DISK over TCP), with remote owners the engine suspects
 // dead after all of those (memory, then disk); and move on to the next replica when one
@@ -14,7 +14,7 @@
 //
 // The local copies of one call (every slice's memcpy to or from this daemon's segments)
 // are made together, through a ParallelCopy when one is given: a big value or a big batch
-// is then copied by two threads (daemon/parallel_copy.h).
+// is then copied by two threads (daemon/base/parallel_copy.h).
 //
 // Thread-safety: every method may be called from any thread; SetDiskTier too (atomics).
 #ifndef MOONCAKE_DAEMON_REPLICA_IO_H_
@@ -29,14 +29,14 @@
 #include <vector>
 
 #include "MasterService.h"
-#include "common/error_code.h"
-#include "daemon/bad_replica_reporter.h"
-#include "daemon/membership.h"
-#include "daemon/parallel_copy.h"
-#include "daemon/replica_target.h"
-#include "daemon/segment_memory.h"
-#include "daemon/ssd_store.h"
-#include "daemon/transfer_engine.h"
+#include "common/base/error_code.h"
+#include "daemon/cluster/bad_replica_reporter.h"
+#include "daemon/cluster/membership.h"
+#include "daemon/base/parallel_copy.h"
+#include "daemon/transfer/replica_target.h"
+#include "daemon/memory/segment_memory.h"
+#include "daemon/ssd_store/ssd_store.h"
+#include "daemon/transfer/transfer_engine.h"
 
 namespace mooncake {
 
@@ -67,7 +67,7 @@ class ReplicaIO {
 
   TransferEngine* engine() const { return engine_; }
 
-  // Where reads report replicas they find bad (daemon/bad_replica_reporter.h): a whole
+  // Where reads report replicas they find bad (daemon/cluster/bad_replica_reporter.h): a whole
   // value whose bytes fail its checksum, a disk replica this daemon's SSD does not hold.
   // Until set (null), nothing is reported; it must outlive this.
   void SetReporter(BadReplicaReporter* reporter) { reporter_.store(reporter); }

@@ -8,8 +8,8 @@
 #include <cstdint>
 #include <memory>
 
-#include "daemon/segment_memory.h"
-#include "daemon/transport.h"
+#include "daemon/memory/segment_memory.h"
+#include "daemon/transfer/transport.h"
 
 namespace mooncake {
 

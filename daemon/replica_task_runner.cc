@@ -1,9 +1,9 @@
-#include "daemon/replica_task_runner.h"
+#include "daemon/replicas/replica_task_runner.h"
 
 #include <algorithm>
 #include <memory>
 
-#include "common/logging.h"
+#include "common/base/logging.h"
 
 namespace mooncake {
 

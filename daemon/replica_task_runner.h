@@ -27,10 +27,10 @@
 #include <mutex>
 #include <vector>
 
-#include "common/paced_loop.h"
-#include "daemon/master_client.h"
-#include "daemon/membership.h"
-#include "daemon/replica_io.h"
+#include "common/base/paced_loop.h"
+#include "daemon/master_link/master_client.h"
+#include "daemon/cluster/membership.h"
+#include "daemon/replicas/replica_io.h"
 
 namespace mooncake {
 

@@ -1,9 +1,9 @@
-#include "daemon/segment_budget.h"
+#include "daemon/memory/segment_budget.h"
 
 #include <algorithm>
 #include <cstdint>
 
-#include "common/units.h"
+#include "common/base/units.h"
 
 namespace mooncake {
 

@@ -5,7 +5,7 @@
 // kernel's OOM killer ends it with every object it holds.
 //
 // A mount is refused only when (docs/daemon.md, "Client segments"):
-//  - this host cannot back it now (daemon/host_memory.h: MemAvailable less a reserve for
+//  - this host cannot back it now (daemon/memory/host_memory.h: MemAvailable less a reserve for
 //    the host, or free huge pages; the one rule, the same as for the daemon's own
 //    --global_segment_size at start); or
 //  - it is over a cap the operator set: --client_segment_budget, all clients together,
@@ -34,9 +34,9 @@
 #include <mutex>
 #include <string>
 
-#include "common/error_code.h"
-#include "daemon/host_memory.h"
-#include "daemon/segment_memory.h"
+#include "common/base/error_code.h"
+#include "daemon/memory/host_memory.h"
+#include "daemon/memory/segment_memory.h"
 
 namespace mooncake {
 

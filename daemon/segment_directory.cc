@@ -1,10 +1,10 @@
-#include "daemon/segment_directory.h"
+#include "daemon/transfer/segment_directory.h"
 
 #include <thread>
 #include <vector>
 
-#include "common/error_code.h"
-#include "common/logging.h"
+#include "common/base/error_code.h"
+#include "common/base/logging.h"
 
 namespace mooncake {
 

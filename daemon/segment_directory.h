@@ -20,8 +20,8 @@
 #include <shared_mutex>
 #include <unordered_map>
 
-#include "daemon/master_client.h"
-#include "daemon/transport.h"
+#include "daemon/master_link/master_client.h"
+#include "daemon/transfer/transport.h"
 
 namespace mooncake {
 

@@ -1,8 +1,8 @@
-#include "daemon/segment_drainer.h"
+#include "daemon/replicas/segment_drainer.h"
 
 #include <thread>
 
-#include "common/logging.h"
+#include "common/base/logging.h"
 
 namespace mooncake {
 

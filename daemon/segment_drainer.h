@@ -37,9 +37,9 @@
 #include <cstdint>
 #include <vector>
 
-#include "daemon/master_client.h"
-#include "daemon/membership.h"
-#include "daemon/replica_io.h"
+#include "daemon/master_link/master_client.h"
+#include "daemon/cluster/membership.h"
+#include "daemon/replicas/replica_io.h"
 
 namespace mooncake {
 

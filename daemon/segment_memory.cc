@@ -1,4 +1,4 @@
-#include "daemon/segment_memory.h"
+#include "daemon/memory/segment_memory.h"
 
 #include <errno.h>
 #include <sys/mman.h>
@@ -7,8 +7,8 @@
 #include <atomic>
 #include <cstring>
 
-#include "common/logging.h"
-#include "common/shared_memory.h"
+#include "common/base/logging.h"
+#include "common/base/shared_memory.h"
 
 namespace mooncake {
 

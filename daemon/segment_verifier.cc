@@ -1,10 +1,10 @@
-#include "daemon/segment_verifier.h"
+#include "daemon/cluster/segment_verifier.h"
 
 #include <algorithm>
 #include <chrono>
 
-#include "common/crc32c.h"
-#include "common/logging.h"
+#include "common/base/crc32c.h"
+#include "common/base/logging.h"
 
 namespace mooncake {
 

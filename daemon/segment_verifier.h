@@ -23,8 +23,8 @@
 #include <mutex>
 #include <thread>
 
-#include "daemon/master_client.h"
-#include "daemon/segment_memory.h"
+#include "daemon/master_link/master_client.h"
+#include "daemon/memory/segment_memory.h"
 
 namespace mooncake {
 

@@ -1,4 +1,4 @@
-#include "daemon/ssd_bucket.h"
+#include "daemon/ssd_store/ssd_bucket.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -9,10 +9,10 @@
 #include <map>
 #include <utility>
 
-#include "common/crc32c.h"
-#include "common/logging.h"
-#include "common/tenant_key.h"
-#include "daemon/ssd_io.h"
+#include "common/base/crc32c.h"
+#include "common/base/logging.h"
+#include "common/base/tenant_key.h"
+#include "daemon/ssd_store/ssd_io.h"
 
 namespace mooncake {
 

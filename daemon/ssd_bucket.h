@@ -1,4 +1,4 @@
-// One bucket of the SSD tier (daemon/ssd_store.h, docs/ssd.md): the append-only data file
+// One bucket of the SSD tier (daemon/ssd_store/ssd_store.h, docs/ssd.md): the append-only data file
 // `<dir>/<id>.bucket` and its `.meta` file, the record codec of `.meta`, and its scan at
 // start.
 //

@@ -1,4 +1,4 @@
-#include "daemon/ssd_identity.h"
+#include "daemon/ssd_store/ssd_identity.h"
 
 #include <errno.h>
 #include <fcntl.h>

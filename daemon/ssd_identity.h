@@ -18,7 +18,7 @@
 #include <cstdint>
 #include <string>
 
-#include "common/error_code.h"
+#include "common/base/error_code.h"
 
 namespace mooncake {
 

@@ -1,4 +1,4 @@
-#include "daemon/ssd_io.h"
+#include "daemon/ssd_store/ssd_io.h"
 
 #include <fcntl.h>
 #include <unistd.h>

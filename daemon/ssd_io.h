@@ -1,4 +1,4 @@
-// The SSD tier's I/O (daemon/ssd_store.h): io_uring rings (liburing) that run reads and
+// The SSD tier's I/O (daemon/ssd_store/ssd_store.h): io_uring rings (liburing) that run reads and
 // writes of bucket files in batches, the aligned buffers O_DIRECT needs, and the probe
 // that finds out whether a directory's filesystem takes O_DIRECT at all.
 //

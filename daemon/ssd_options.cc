@@ -1,4 +1,4 @@
-#include "daemon/ssd_options.h"
+#include "daemon/ssd_store/ssd_options.h"
 
 namespace mooncake {
 

@@ -1,5 +1,5 @@
-// The SSD tier's tunables (docs/ssd.md; flags --ssd_*, daemon/daemon_options.h), kept apart
-// from daemon/ssd_store.h so that option parsing needs no storage code.
+// The SSD tier's tunables (docs/ssd.md; flags --ssd_*, daemon/server/daemon_options.h), kept apart
+// from daemon/ssd_store/ssd_store.h so that option parsing needs no storage code.
 #ifndef MOONCAKE_DAEMON_SSD_OPTIONS_H_
 #define MOONCAKE_DAEMON_SSD_OPTIONS_H_
 
@@ -8,7 +8,7 @@
 
 namespace mooncake {
 
-// What survives a restart (daemon/ssd_store.h states each mode's bound).
+// What survives a restart (daemon/ssd_store/ssd_store.h states each mode's bound).
 enum class SsdPersistMode { kDisabled, kRelaxed, kStrict };
 // Which bucket goes first when the tier is full: the oldest sealed one, or the one least
 // recently read.

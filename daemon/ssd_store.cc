@@ -1,5 +1,5 @@
 // SsdStore: Open, the scan of the directory at start, the index and reads
-// (daemon/ssd_store_impl.h; writes and eviction are in daemon/ssd_store_write.cc).
+// (daemon/ssd_store/ssd_store_impl.h; writes and eviction are in daemon/ssd_store/ssd_store_write.cc).
 #include <dirent.h>
 #include <fcntl.h>
 #include <sys/file.h>
@@ -12,10 +12,10 @@
 #include <fstream>
 #include <iterator>
 
-#include "common/crc32c.h"
-#include "common/logging.h"
-#include "common/private_dir.h"
-#include "daemon/ssd_store_impl.h"
+#include "common/base/crc32c.h"
+#include "common/base/logging.h"
+#include "common/base/private_dir.h"
+#include "daemon/ssd_store/ssd_store_impl.h"
 
 namespace mooncake {
 
@@ -104,7 +104,7 @@ SsdStoreImpl::~SsdStoreImpl() {
 
 ErrorCode SsdStoreImpl::LockDirectory(std::string* error) {
   const std::string& dir = options_.path;
-  // Never created here: a missing directory is an error (common/process_setup.h).
+  // Never created here: a missing directory is an error (common/base/process_setup.h).
   struct stat st;
   if (stat(dir.c_str(), &st) != 0) {
     *error = "the SSD directory " + dir + ": " + std::strerror(errno);

@@ -38,7 +38,7 @@
 // Reads (workers, the transfer port's threads): Read() copies a range of one object into
 // dest -- straight from the file where alignment allows, else through a bounce buffer --
 // and checks it against the object's length and checksums from `.meta`: each value is
-// checked in blocks of kSsdCheckBlock (256 KiB, daemon/ssd_bucket.h), and a read checks
+// checked in blocks of kSsdCheckBlock (256 KiB, daemon/ssd_store/ssd_bucket.h), and a read checks
 // every block its range touches, whole (a partial read costs at most two blocks more
 // than its range). A torn or corrupt object answers CHECKSUM_MISMATCH, is dropped from the
 // index and reported through DropFn, and is never served. OBJECT_NOT_FOUND for a key the
@@ -49,7 +49,7 @@
 // turns; their syncs are shared). DropFn is called with no lock held, from the thread of
 // the Write that needs room or of the Read that found a corrupt object; it may call any
 // method but Write (a Write there would wait for the eviction that called it). Locks:
-// daemon/ssd_store_impl.h.
+// daemon/ssd_store/ssd_store_impl.h.
 #ifndef MOONCAKE_DAEMON_SSD_STORE_H_
 #define MOONCAKE_DAEMON_SSD_STORE_H_
 
@@ -59,14 +59,14 @@
 #include <string>
 #include <vector>
 
-#include "common/error_code.h"
-#include "daemon/ssd_options.h"
+#include "common/base/error_code.h"
+#include "daemon/ssd_store/ssd_options.h"
 
 namespace mooncake {
 
 // One object the store holds.
 struct SsdObject {
-  std::string key;       // a stored key (common/tenant_key.h)
+  std::string key;       // a stored key (common/base/tenant_key.h)
   uint64_t size = 0;
   int64_t checksum = -1;  // the value's CRC-32C as the master knows it, -1: none
 };

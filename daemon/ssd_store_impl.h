@@ -1,5 +1,5 @@
-// The implementation of SsdStore (daemon/ssd_store.h), shared by daemon/ssd_store.cc (Open
-// and the scan of the directory, the index, reads) and daemon/ssd_store_write.cc (writes,
+// The implementation of SsdStore (daemon/ssd_store/ssd_store.h), shared by daemon/ssd_store/ssd_store.cc (Open
+// and the scan of the directory, the index, reads) and daemon/ssd_store/ssd_store_write.cc (writes,
 // bucket eviction, the group commit and the relaxed mode's flusher).
 //
 // Locks, in the order they are taken:
@@ -24,10 +24,10 @@
 #include <utility>
 #include <vector>
 
-#include "common/log_throttle.h"
-#include "daemon/ssd_bucket.h"
-#include "daemon/ssd_io.h"
-#include "daemon/ssd_store.h"
+#include "common/base/log_throttle.h"
+#include "daemon/ssd_store/ssd_bucket.h"
+#include "daemon/ssd_store/ssd_io.h"
+#include "daemon/ssd_store/ssd_store.h"
 
 namespace mooncake {
 

@@ -1,4 +1,4 @@
-// SsdStore's writes (daemon/ssd_store_impl.h): room under the watermark and bucket
+// SsdStore's writes (daemon/ssd_store/ssd_store_impl.h): room under the watermark and bucket
 // eviction, placement in the open bucket, the staged and pipelined io_uring writes, the
 // index update, and durability (the group commit of strict mode, the relaxed flusher).
 #include <unistd.h>
@@ -8,10 +8,10 @@
 #include <chrono>
 #include <cstring>
 
-#include "common/crc32c.h"
-#include "common/logging.h"
-#include "common/tenant_key.h"
-#include "daemon/ssd_store_impl.h"
+#include "common/base/crc32c.h"
+#include "common/base/logging.h"
+#include "common/base/tenant_key.h"
+#include "daemon/ssd_store/ssd_store_impl.h"
 
 namespace mooncake {
 

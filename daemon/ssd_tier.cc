@@ -1,9 +1,9 @@
-#include "daemon/ssd_tier.h"
+#include "daemon/ssd_tier/ssd_tier.h"
 
 #include <chrono>
 
-#include "common/logging.h"
-#include "common/units.h"
+#include "common/base/logging.h"
+#include "common/base/units.h"
 
 namespace mooncake {
 

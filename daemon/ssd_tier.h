@@ -25,7 +25,7 @@
 // Drops: SsdStore's DropFn lands in Drop(): DropDiskReplicas for the keys, true only when
 // the master answered every key (0 or -704); the store deletes files only then.
 //
-// Serialization: offload writes and their reports (daemon/offloader.h) and registration
+// Serialization: offload writes and their reports (daemon/ssd_tier/offloader.h) and registration
 // batches exclude each other (ReconcileLock), so that a batch never compares the master's
 // view of a key with a value the offloader has just replaced.
 //
@@ -44,12 +44,12 @@
 #include <thread>
 #include <vector>
 
-#include "common/error_code.h"
-#include "daemon/master_client.h"
-#include "daemon/membership.h"
-#include "daemon/ssd_identity.h"
-#include "daemon/ssd_options.h"
-#include "daemon/ssd_store.h"
+#include "common/base/error_code.h"
+#include "daemon/master_link/master_client.h"
+#include "daemon/cluster/membership.h"
+#include "daemon/ssd_store/ssd_identity.h"
+#include "daemon/ssd_store/ssd_options.h"
+#include "daemon/ssd_store/ssd_store.h"
 
 namespace mooncake {
 

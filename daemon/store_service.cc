@@ -1,14 +1,14 @@
-#include "daemon/store_service.h"
+#include "daemon/service/store_service.h"
 
 #include <cstring>
 
-#include "common/crc32c.h"
-#include "common/logging.h"
-#include "common/master_endpoint.h"
-#include "common/tenant_key.h"
-#include "common/units.h"
-#include "daemon/daemon_metrics.h"
-#include "daemon/tenant_scope.h"
+#include "common/base/crc32c.h"
+#include "common/base/logging.h"
+#include "common/base/master_endpoint.h"
+#include "common/base/tenant_key.h"
+#include "common/base/units.h"
+#include "daemon/transfer/daemon_metrics.h"
+#include "daemon/base/tenant_scope.h"
 #include "include/mooncake_store.h"
 
 namespace mooncake {

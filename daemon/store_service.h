@@ -6,10 +6,10 @@
 // copies segment -> pool from one this daemon owns, and checks the copy finished inside
 // the read lease. Batches become the master's batch RPCs: one round trip per phase.
 //
-// Reads remember where the object lives for 90% of its lease (daemon/read_cache.h), and
+// Reads remember where the object lives for 90% of its lease (daemon/cluster/read_cache.h), and
 // later reads of the key within it skip the master. Every write or removal made here
 // invalidates what it touches before its client is answered: here, and in every other
-// daemon's read cache the master names as a holder (daemon/cache_invalidator.h), so that a
+// daemon's read cache the master names as a holder (daemon/cluster/cache_invalidator.h), so that a
 // read that starts after the answer sees the change on every host.
 //
 // Most requests run on workers. A few that cannot block (HOSTNAME, HEALTH, and a small
@@ -17,39 +17,39 @@
 // TryInline, saving the hand-off to a worker.
 //
 // Replicas that live on another daemon are written and read through the transfer engine
-// (daemon/replica_io.h); a put that could not write every replica answers TRANSFER_FAIL
+// (daemon/replicas/replica_io.h); a put that could not write every replica answers TRANSFER_FAIL
 // (-800) and is revoked. With --checksum, a put stores the value's CRC32C with the master;
 // every get of an object that has one verifies it (CHECKSUM_MISMATCH, -801).
 //
 // Input is untrusted. A request whose shape is wrong (argument count or type, a batch
 // over uds::kMaxBatch) is malformed: it is refused in one place, before any handler runs
-// (common/uds_fields.h), and the caller closes the connection. Values that are
+// (common/uds/uds_fields.h), and the caller closes the connection. Values that are
 // well-typed but unacceptable (key length, value size, a pool range outside the pool, an
 // unknown staged id) get INVALID_PARAMS (-600).
 //
 // Refusals say why: a handler that refuses returns Refuse(code, why), and the reply carries
-// why as its reason (common/uds_ops.h, "reasons"), which libmc shows the application; a
+// why as its reason (common/uds/uds_ops.h, "reasons"), which libmc shows the application; a
 // -600 for a bad key says which key rule it broke without the handler's help (ScopeKeys
 // finds it). HELLO's refusals carry the same text the daemon logs.
 //
 // A connection's extra segments (MOUNT_SEGMENT and ALLOCATE_SEGMENT: memory the daemon maps
 // for the application to lend; MOUNT_POOL_SEGMENT: a range of the application's own pool)
-// are drained before they are unmounted (daemon/segment_drainer.h): on UNMOUNT_SEGMENT (one
+// are drained before they are unmounted (daemon/replicas/segment_drainer.h): on UNMOUNT_SEGMENT (one
 // of them), on UNMOUNT_SEGMENTS, which a graceful close sends, and at the teardown of a
 // connection that went without (a crash), since the memory is the daemon's own mapping
 // (of the pool too: a mapping of its own of the pool's memfd) and outlives the client.
 //
 // Tenants (docs/security.md, "Tenants"): HELLO settles the connection's tenant
-// (daemon/tenant_policy.h), and every request's keys become that tenant's stored keys as
-// its arguments are parsed (daemon/tenant_scope.h), before any handler, cache or RPC sees
+// (daemon/base/tenant_policy.h), and every request's keys become that tenant's stored keys as
+// its arguments are parsed (daemon/base/tenant_scope.h), before any handler, cache or RPC sees
 // them. REMOVE_BY_REGEX and REMOVE_ALL, which name no key, pass the tenant to the master,
 // which walks that tenant's keys only.
 //
-// Every op of common/uds_ops.h has one handler here, On<Name>: it gets the op's parsed
+// Every op of common/uds/uds_ops.h has one handler here, On<Name>: it gets the op's parsed
 // Args (keys already scoped), fills its Reply, and returns the code; Handle sends [id,
 // code, reply].
 //
-// Metrics (daemon/daemon_metrics.h): each request is counted, with its code and latency,
+// Metrics (daemon/transfer/daemon_metrics.h): each request is counted, with its code and latency,
 // where it is dispatched -- Run for the workers' requests, TryInline for the event loop's
 // -- and never in the handlers; the get handlers count the read cache's hits and misses.
 #ifndef MOONCAKE_DAEMON_STORE_SERVICE_H_
@@ -62,20 +62,20 @@
 #include <vector>
 
 #include "MasterService.h"
-#include "common/error_code.h"
-#include "common/uds_ops.h"
-#include "common/uds_protocol.h"
-#include "daemon/cache_invalidator.h"
-#include "daemon/client_connection.h"
-#include "daemon/master_batcher.h"
-#include "daemon/master_client.h"
-#include "daemon/membership.h"
-#include "daemon/promoter.h"
-#include "daemon/read_cache.h"
-#include "daemon/replica_io.h"
-#include "daemon/segment_drainer.h"
-#include "daemon/segment_budget.h"
-#include "daemon/tenant_policy.h"
+#include "common/base/error_code.h"
+#include "common/uds/uds_ops.h"
+#include "common/uds/uds_protocol.h"
+#include "daemon/cluster/cache_invalidator.h"
+#include "daemon/service/client_connection.h"
+#include "daemon/cluster/master_batcher.h"
+#include "daemon/master_link/master_client.h"
+#include "daemon/cluster/membership.h"
+#include "daemon/ssd_tier/promoter.h"
+#include "daemon/cluster/read_cache.h"
+#include "daemon/replicas/replica_io.h"
+#include "daemon/replicas/segment_drainer.h"
+#include "daemon/memory/segment_budget.h"
+#include "daemon/base/tenant_policy.h"
 
 namespace mooncake {
 
@@ -91,9 +91,9 @@ class StoreService {
   // master_address: the daemon's --master, resolved here once to its endpoint (a HELLO
   // naming another endpoint is refused; if it does not resolve, the text itself is
   // compared). checksum: compute a CRC32C of every value put through this daemon. segment_budget
-  // pays for MOUNT_SEGMENT (daemon/segment_budget.h). put_no_space_wait_ms: how long a put
-  // the master has no space for waits for eviction to make some (daemon/no_space_wait.h). tenants:
-  // --tenant_uids. group_commit_max: --group_commit_max (daemon/master_batcher.h). spin_us: --spin_us.
+  // pays for MOUNT_SEGMENT (daemon/memory/segment_budget.h). put_no_space_wait_ms: how long a put
+  // the master has no space for waits for eviction to make some (daemon/service/no_space_wait.h). tenants:
+  // --tenant_uids. group_commit_max: --group_commit_max (daemon/cluster/master_batcher.h). spin_us: --spin_us.
   StoreService(MasterClient* master, Membership* membership, ReadCache* cache,
                CacheInvalidator* invalidator, ReplicaIO* io, SegmentDrainer* drainer,
                std::string master_address, bool checksum,
@@ -128,7 +128,7 @@ class StoreService {
   // calling worker, for as long as the drain takes), unmaps its pool.
   void Teardown(ClientConnection* client);
 
-  // The promoter's figures (daemon/promoter.h), for /metrics.
+  // The promoter's figures (daemon/ssd_tier/promoter.h), for /metrics.
   Promoter::Stats promotions() const { return promoter_.stats(); }
 
  private:
@@ -203,7 +203,7 @@ class StoreService {
                             uint64_t size, const rpc::ReplicateConfig& config, bool upsert,
                             int64_t* checksum, bool* retryable);
   // PutStart or UpsertStart, registering again and retrying once on -103, and asking again
-  // on -200 for up to put_no_space_wait_ms_ (daemon/no_space_wait.h) while s is open.
+  // on -200 for up to put_no_space_wait_ms_ (daemon/service/no_space_wait.h) while s is open.
   // Daemons a transfer just failed against are asked to be placed last (avoided_segments).
   ErrorCode StartPut(ClientConnection* s, const std::string& key, uint64_t size,
                      const rpc::ReplicateConfig& config, bool upsert, rpc::PutStartResult* out);
@@ -301,7 +301,7 @@ class StoreService {
 // ---- helpers shared by the handler files ----
 namespace store_detail {
 
-// A key as the handlers get it, scoped (daemon/tenant_scope.h): "" stands for a key the
+// A key as the handlers get it, scoped (daemon/base/tenant_scope.h): "" stands for a key the
 // client got wrong.
 bool ValidKey(const std::string& key);
 // The valid keys of a batch, in order, and where each stands in it (index[j] for keys[j]):

@@ -6,27 +6,27 @@
 // (-707) rather than bytes that could be torn. A copy that overlapped a re-registration
 // (a restarted master knows no leases) is not trusted either.
 //
-// Replicas are read best first (daemon/replica_io.h): this daemon's own memory, then
+// Replicas are read best first (daemon/replicas/replica_io.h): this daemon's own memory, then
 // other daemons' over the transfer engine, then this daemon's SSD, then other daemons'
 // SSDs (READ_DISK), straight into the pool; a failed or corrupt replica (when the object
 // carries a checksum) makes the read move on to the next.
 //
 // The replica a read used is remembered in the read cache for 90% of its lease (a remote
-// one only over TCP, see daemon/read_cache.h; a disk replica never: its owner deletes
+// one only over TCP, see daemon/cluster/read_cache.h; a disk replica never: its owner deletes
 // whole buckets without asking readers' caches); a read the cache can answer copies or
 // transfers without asking the master, and one whose cached copy cannot be trusted (it
 // overran the entry, or the owner refused or failed it) simply asks the master as if it
 // had missed.
 //
 // A GET or BATCH_GET served from a disk replica of an object the master marked `promote`
-// offers it to the promoter (daemon/promoter.h), which copies the value out of the pool
+// offers it to the promoter (daemon/ssd_tier/promoter.h), which copies the value out of the pool
 // before the client is answered and re-creates a memory replica in the background. A
 // staged get does not: its value never lies whole in one place.
 #include <algorithm>
 #include <cstring>
 
-#include "daemon/daemon_metrics.h"
-#include "daemon/store_service.h"
+#include "daemon/transfer/daemon_metrics.h"
+#include "daemon/service/store_service.h"
 
 namespace mooncake {
 
@@ -53,7 +53,7 @@ void StoreService::Remember(const std::string& key, ReadCache::Ticket ticket,
                             const ReplicaTarget& where, uint64_t size, Clock::time_point asked_at,
                             int64_t lease_ttl_ms, int64_t checksum) {
   // A remote replica only while every read of it goes over TCP, where its owner checks
-  // the lease's master epoch (daemon/read_cache.h). A disk replica never: the lease does
+  // the lease's master epoch (daemon/cluster/read_cache.h). A disk replica never: the lease does
   // not keep its bucket from being evicted.
   if (!cache_->enabled() || where.on_disk() ||
       (!where.local() && io_->engine()->rdma() != nullptr)) {
@@ -149,7 +149,7 @@ void StoreService::ReadCached(const std::vector<std::string>& keys,
   uint64_t generation = cache_->remount_generation();
   std::vector<ReadCache::Entry> remote;
   std::vector<size_t> owner;  // the read of each remote entry
-  // The local hits are copied together (two threads for a big batch, daemon/parallel_copy.h),
+  // The local hits are copied together (two threads for a big batch, daemon/base/parallel_copy.h),
   // each trusted if all the copies ended inside its entry's deadline.
   std::vector<ParallelCopy::Piece> copies;
   std::vector<ReadCache::Entry> hits;  // each keeps its segment mapped until copied

@@ -9,9 +9,9 @@
 // blocking; when the socket is full or a worker is writing, a worker writes it instead.
 #include <cstring>
 
-#include "daemon/daemon_metrics.h"
-#include "daemon/store_service.h"
-#include "daemon/tenant_scope.h"
+#include "daemon/transfer/daemon_metrics.h"
+#include "daemon/service/store_service.h"
+#include "daemon/base/tenant_scope.h"
 
 namespace mooncake {
 

@@ -5,16 +5,16 @@
 // parallel. The object is published (PutEnd) only when every replica was written;
 // otherwise it is revoked, so it is visible with all its replicas or not at all. A
 // reservation the master answers -200 is asked again while eviction makes room, for up to
-// --put_no_space_wait (daemon/no_space_wait.h); a batch's other entries wait with it.
+// --put_no_space_wait (daemon/service/no_space_wait.h); a batch's other entries wait with it.
 //
 // A single put's PutStart (not an upsert's: the master has no batch form of it) and its
-// PutEnd go through the group commit (daemon/master_batcher.h): concurrent puts share
+// PutEnd go through the group commit (daemon/cluster/master_batcher.h): concurrent puts share
 // batch RPCs, each keeping its own code, its own -200 wait and -103 re-registration.
-#include "common/crc32c.h"
-#include "common/logging.h"
-#include "daemon/group_ids.h"
-#include "daemon/no_space_wait.h"
-#include "daemon/store_service.h"
+#include "common/base/crc32c.h"
+#include "common/base/logging.h"
+#include "daemon/base/group_ids.h"
+#include "daemon/service/no_space_wait.h"
+#include "daemon/service/store_service.h"
 
 namespace mooncake {
 

@@ -15,7 +15,7 @@
 //    every fragment of the key (no retry: the bytes came from several reads);
 //  - any other fragment cannot be checked against a whole-value CRC. From an SSD replica
 //    its bytes are still checked by the SSD tier, which keeps a CRC per 256 KiB block and
-//    checks every block the range touches (daemon/ssd_store.h); from memory they are not
+//    checks every block the range touches (daemon/ssd_store/ssd_store.h); from memory they are not
 //    checked (memory holds no per-range checksums), as with Mooncake's ranged reads.
 //  - a memory replica a restore brought back and its daemon has not verified yet (it may
 //    hold another object's bytes) serves no fragment but a checked whole value: another
@@ -32,9 +32,9 @@
 #include <cstdint>
 #include <map>
 
-#include "daemon/chunked_checksum.h"
-#include "daemon/daemon_metrics.h"
-#include "daemon/store_service.h"
+#include "daemon/base/chunked_checksum.h"
+#include "daemon/transfer/daemon_metrics.h"
+#include "daemon/service/store_service.h"
 
 namespace mooncake {
 

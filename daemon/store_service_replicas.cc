@@ -7,9 +7,9 @@
 // master names this daemon to no writer, and the answer never fills the read cache: the
 // cache holds the one replica a read used, not the list, and a lookup here must show every
 // replica as the master sees it now. No bytes are read.
-#include "daemon/store_service.h"
+#include "daemon/service/store_service.h"
 
-#include "common/logging.h"
+#include "common/base/logging.h"
 
 namespace mooncake {
 

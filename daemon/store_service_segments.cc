@@ -16,9 +16,9 @@
 #include <cerrno>
 #include <cstring>
 
-#include "common/logging.h"
-#include "common/units.h"
-#include "daemon/store_service.h"
+#include "common/base/logging.h"
+#include "common/base/units.h"
+#include "daemon/service/store_service.h"
 
 namespace mooncake {
 
@@ -80,7 +80,7 @@ ErrorCode StoreService::MountDaemonMemory(ClientConnection* s, uint64_t size, co
                                                  " is not 1 byte to " +
                                                  FormatSize(kMaxSegmentBytes));
   }
-  // Every limit before a byte is mapped (daemon/segment_budget.h), the connection's first.
+  // Every limit before a byte is mapped (daemon/memory/segment_budget.h), the connection's first.
   ErrorCode code = ErrorCode::OK;
   std::string why;
   std::shared_ptr<SegmentMemory> memory;

@@ -7,9 +7,9 @@
 // client's memory and no other's. The daemon's own segment keeps the daemon's name.
 //
 // Tasks are the master's (master/replica_tasks.h): these handlers only create and query
-// them. The daemon holding a task's source replica runs it (daemon/replica_task_runner.h).
-#include "common/logging.h"
-#include "daemon/store_service.h"
+// them. The daemon holding a task's source replica runs it (daemon/replicas/replica_task_runner.h).
+#include "common/base/logging.h"
+#include "daemon/service/store_service.h"
 
 namespace mooncake {
 

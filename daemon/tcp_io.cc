@@ -1,4 +1,4 @@
-#include "daemon/tcp_io.h"
+#include "daemon/transfer/tcp_io.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -13,7 +13,7 @@
 #include <algorithm>
 #include <cstring>
 
-#include "common/socket_timeout.h"
+#include "common/base/socket_timeout.h"
 
 namespace mooncake {
 namespace tcp_io {

@@ -1,4 +1,4 @@
-#include "daemon/tcp_transport.h"
+#include "daemon/transfer/tcp_transport.h"
 
 #include <errno.h>
 #include <unistd.h>
@@ -6,11 +6,11 @@
 #include <algorithm>
 #include <cstring>
 
-#include "common/crc32c.h"
-#include "common/error_code.h"
-#include "common/logging.h"
-#include "common/units.h"
-#include "daemon/tcp_io.h"
+#include "common/base/crc32c.h"
+#include "common/base/error_code.h"
+#include "common/base/logging.h"
+#include "common/base/units.h"
+#include "daemon/transfer/tcp_io.h"
 
 namespace mooncake {
 

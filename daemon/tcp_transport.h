@@ -1,18 +1,18 @@
 // The TCP transport: one-sided READ and WRITE against other daemons' transfer ports
-// (daemon/transfer_server.h), and the CONTROL calls the RDMA transport bootstraps with.
+// (daemon/transfer/transfer_server.h), and the CONTROL calls the RDMA transport bootstraps with.
 //
 // Connections. Each peer has a pool of persistent connections, opened on demand up to
 // max_connections_per_peer and kept idle between transfers, so transfers never pay a
 // handshake and a busy daemon never runs out of ports (no TIME_WAIT churn). A new
 // connection opens with HELLO naming this daemon (options.address), so the owner counts it
-// against this daemon's share of its port (daemon/transfer_connections.h), and, with a
-// cluster key, runs the handshake (daemon/transfer_protocol.h): HELLO with a client
+// against this daemon's share of its port (daemon/transfer/transfer_connections.h), and, with a
+// cluster key, runs the handshake (daemon/transfer/transfer_protocol.h): HELLO with a client
 // nonce, AUTH with this daemon's proof, and the owner's proof checked before the
 // connection carries a request. An owner that refuses, or cannot prove the key itself, is
 // never sent a byte of a transfer nor believed: the transfer fails (-800) with a log line
 // naming the owner and why, within the connect timeout. An opening the owner closes
 // without answering -- what a port flooded with connections that never open does to an
-// opening it takes to make room (daemon/transfer_connections.h) -- is tried again on a
+// opening it takes to make room (daemon/transfer/transfer_connections.h) -- is tried again on a
 // fresh connection, up to kOpeningAttempts in all, within the same connect timeout. Connections are pooled, so the
 // handshake's extra round trip and two HMACs are paid once per connection, not per
 // transfer. The owner may
@@ -34,7 +34,7 @@
 // checksum gets it computed per piece, on the piece's thread, while its bytes are in cache.
 //
 // Time. connect_timeout_ms bounds a connect and its HELLO (and AUTH); stall_timeout_ms any send or
-// receive that makes no progress, counted from the last byte moved (daemon/tcp_io.h); and
+// receive that makes no progress, counted from the last byte moved (daemon/transfer/tcp_io.h); and
 // no transfer runs past its deadline. A dead or frozen peer fails a transfer within the
 // stall timeout, as the owner drops a peer that stalls mid-request within the same time
 // (both are --transfer_timeout).
@@ -50,9 +50,9 @@
 #include <string>
 #include <vector>
 
-#include "common/cluster_key.h"
-#include "daemon/transport.h"
-#include "daemon/worker_threads.h"
+#include "common/auth/cluster_key.h"
+#include "daemon/transfer/transport.h"
+#include "daemon/base/worker_threads.h"
 
 namespace mooncake {
 

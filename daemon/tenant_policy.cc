@@ -1,10 +1,10 @@
-#include "daemon/tenant_policy.h"
+#include "daemon/base/tenant_policy.h"
 
 #include <algorithm>
 #include <cstdlib>
 
-#include "common/tenant_key.h"
-#include "common/text.h"
+#include "common/base/tenant_key.h"
+#include "common/base/text.h"
 
 namespace mooncake {
 

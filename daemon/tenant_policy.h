@@ -25,7 +25,7 @@
 #include <utility>
 #include <vector>
 
-#include "common/error_code.h"
+#include "common/base/error_code.h"
 
 namespace mooncake {
 

@@ -1,18 +1,18 @@
 // The one place where the daemon turns the keys a client names into the keys the cluster
-// stores for the client's tenant (common/tenant_key.h): every request's parsed arguments
+// stores for the client's tenant (common/base/tenant_key.h): every request's parsed arguments
 // go through ScopeKeys before a handler sees them (StoreService::Run, and TryInline for
 // the requests answered on the event loop). From there on every key the daemon handles —
 // in its read cache, in master RPCs, in staged puts — is a stored key, so one tenant's
 // requests can only ever name its own objects.
 //
-// Which fields are keys is said once, in common/uds_ops.h: every field named
+// Which fields are keys is said once, in common/uds/uds_ops.h: every field named
 // uds::kKeyField, in the op's arguments or in the structs and lists nested in them.
 //
 // Input policy: a key that is not a valid user key (empty, over MOONCAKE_STORE_MAX_KEY_LEN
 // bytes, or holding a NUL byte, which could otherwise spell another tenant's stored key)
 // becomes "", which every handler refuses with -600 (StoreService's ValidKey), as it
 // refuses a bad key of any other kind. ScopeKeys says which rule the first such key broke,
-// for the refusal's reason (common/uds_ops.h, "reasons").
+// for the refusal's reason (common/uds/uds_ops.h, "reasons").
 #ifndef MOONCAKE_DAEMON_TENANT_SCOPE_H_
 #define MOONCAKE_DAEMON_TENANT_SCOPE_H_
 
@@ -20,8 +20,8 @@
 #include <string>
 #include <vector>
 
-#include "common/tenant_key.h"
-#include "common/uds_ops.h"
+#include "common/base/tenant_key.h"
+#include "common/uds/uds_ops.h"
 
 namespace mooncake {
 

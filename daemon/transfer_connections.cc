@@ -1,4 +1,4 @@
-#include "daemon/transfer_connections.h"
+#include "daemon/transfer/transfer_connections.h"
 
 #include <sys/socket.h>
 #include <unistd.h>

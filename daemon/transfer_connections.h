@@ -26,7 +26,7 @@
 // reply has gone out) is never taken; when every connection in the way is such, the
 // newcomer is refused. A connection taken is shut down (shutdown(2)), which wakes its
 // thread wherever it blocks; its peer, if it was open, sees a pooled connection break and
-// opens another one (daemon/tcp_transport.h), admitted the same way.
+// opens another one (daemon/transfer/tcp_transport.h), admitted the same way.
 //
 // Time. An opening connection must open within the handshake deadline; the accept thread
 // shuts down those that have not (CloseOpeningsBefore), whatever their threads are doing.

@@ -1,7 +1,7 @@
-#include "daemon/transfer_engine.h"
+#include "daemon/transfer/transfer_engine.h"
 
-#include "common/metrics.h"
-#include "daemon/daemon_metrics.h"
+#include "common/base/metrics.h"
+#include "daemon/transfer/daemon_metrics.h"
 
 namespace mooncake {
 

@@ -1,5 +1,5 @@
 // The transfer engine: the daemon's one door to other daemons' memory. It knows every
-// segment's endpoints (daemon/segment_directory.h) and owns the transports: TCP always,
+// segment's endpoints (daemon/transfer/segment_directory.h) and owns the transports: TCP always,
 // RDMA when --protocol chose it. Each transfer goes over RDMA when this daemon and the
 // owner both publish an RDMA endpoint, else over TCP; an RDMA transfer that fails is
 // tried once more over TCP before it counts as failed. A read of a disk replica (another
@@ -10,7 +10,7 @@
 // network a dead host means a connect timeout, not a quick refusal), and puts ask the
 // master to place replicas elsewhere.
 //
-// Every transfer is counted (daemon/daemon_metrics.h): by kind, transport and result,
+// Every transfer is counted (daemon/transfer/daemon_metrics.h): by kind, transport and result,
 // with its bytes and the time of the batch it ran in; an RDMA transfer tried again over
 // TCP counts once for each.
 #ifndef MOONCAKE_DAEMON_TRANSFER_ENGINE_H_
@@ -23,9 +23,9 @@
 #include <string>
 #include <vector>
 
-#include "daemon/segment_directory.h"
-#include "daemon/tcp_transport.h"
-#include "daemon/transport.h"
+#include "daemon/transfer/segment_directory.h"
+#include "daemon/transfer/tcp_transport.h"
+#include "daemon/transfer/transport.h"
 
 namespace mooncake {
 

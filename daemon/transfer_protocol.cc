@@ -1,6 +1,6 @@
-#include "daemon/transfer_protocol.h"
+#include "daemon/transfer/transfer_protocol.h"
 
-#include "common/little_endian.h"
+#include "common/base/little_endian.h"
 
 namespace mooncake {
 namespace transfer {

@@ -11,12 +11,12 @@
 // The master epoch (READ, READ_DISK and WRITE; 0 for CONTROL) names the master whose grant the peer
 // holds: the read lease of a READ, the reservation of a WRITE. The owner refuses either
 // under another master's grant with -707 LEASE_EXPIRED: after a master restart the new
-// master may already have given that range to another object (daemon/epoch_gate.h).
+// master may already have given that range to another object (daemon/base/epoch_gate.h).
 // 0 asks for no check.
 //
 // HELLO (op 0x100) may open a connection, and only open it: it names the peer daemon, so
 // that the owner counts the connection against that daemon's share of the port rather
-// than against its source address (daemon/transfer_connections.h), and it starts the
+// than against its source address (daemon/transfer/transfer_connections.h), and it starts the
 // cluster-key handshake. Its segment id, offset and master epoch are 0; its length is that
 // of the payload, at most kMaxHelloPayload, a list of fields `u16 tag | u16 length |
 // value`, in increasing tag order (so each at most once), no byte after the last field:
@@ -24,7 +24,7 @@
 //   tag 1, daemon name: the peer's "host:port" as it publishes its segments, 1..255
 //          printable ASCII characters; required
 //   tag 2, client nonce: kNonceBytes random bytes, fresh for this connection; sent by a
-//          peer that holds the cluster key (common/cluster_key.h), and by no other
+//          peer that holds the cluster key (common/auth/cluster_key.h), and by no other
 //
 // An unknown tag is refused, so a field that must be understood can be added with a tag
 // of its own. The reply to a HELLO with a client nonce carries the owner's server nonce
@@ -90,8 +90,8 @@
 #include <cstdint>
 #include <string>
 
-#include "common/error_code.h"
-#include "common/tenant_key.h"
+#include "common/base/error_code.h"
+#include "common/base/tenant_key.h"
 
 namespace mooncake {
 namespace transfer {
@@ -134,9 +134,9 @@ bool KnownOp(uint16_t op);
 
 // Which handler a CONTROL request is for (carried in the segment id field).
 enum class ControlChannel : int64_t {
-  kRdmaConnect = 1,      // exchange of RDMA queue-pair endpoints (daemon/rdma_transport.h)
+  kRdmaConnect = 1,      // exchange of RDMA queue-pair endpoints (daemon/transfer/rdma_transport.h)
   kCacheInvalidate = 2,  // INVALIDATE: forget keys (or everything) in the read cache; the
-                         // payload is in daemon/cache_invalidator.h, the reply empty
+                         // payload is in daemon/cluster/cache_invalidator.h, the reply empty
 };
 
 struct RequestHeader {

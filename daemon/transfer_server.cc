@@ -1,4 +1,4 @@
-#include "daemon/transfer_server.h"
+#include "daemon/transfer/transfer_server.h"
 
 #include <errno.h>
 #include <poll.h>
@@ -9,11 +9,11 @@
 #include <cstring>
 #include <system_error>
 
-#include "common/cluster_key.h"
-#include "common/error_code.h"
-#include "common/host_address.h"
-#include "common/logging.h"
-#include "common/peer_owner.h"
+#include "common/auth/cluster_key.h"
+#include "common/base/error_code.h"
+#include "common/auth/host_address.h"
+#include "common/base/logging.h"
+#include "common/auth/peer_owner.h"
 
 namespace mooncake {
 

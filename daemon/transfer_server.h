@@ -1,36 +1,36 @@
 // The transfer port: serves other daemons' one-sided READ and WRITE on the segments this
 // daemon owns, READ_DISK of its disk replicas, their CONTROL requests, and the HELLO and
 // AUTH that open a connection
-// (daemon/transfer_protocol.h).
+// (daemon/transfer/transfer_protocol.h).
 //
 // Who is served. With a cluster key (Options::cluster_key), a connection is served only
 // once its peer has proved the key: HELLO with a client nonce, answered with a server
 // nonce, then AUTH with the client proof, answered with the server proof
-// (common/cluster_key.h). Anything else first -- a READ, WRITE or CONTROL, a HELLO without
+// (common/auth/cluster_key.h). Anything else first -- a READ, WRITE or CONTROL, a HELLO without
 // a nonce, a wrong proof -- is refused with -1400 and the connection closed, before a byte
 // of any segment is read or written and before any payload is read; from loopback too.
 // Without a key, only peers of this daemon's own user (or root) on this host are admitted
-// (PeerIsThisUserOrRoot in common/peer_owner.h, which asks the kernel who owns the peer's
+// (PeerIsThisUserOrRoot in common/auth/peer_owner.h, which asks the kernel who owns the peer's
 // socket): any other is closed at accept, before a byte is read or sent, so that another
 // local user cannot read a segment through the port. Daemons of one host run as one user.
 //
 // The log before a connection is open. Everything a peer can cause at will before its
 // connection is open -- a refusal at accept, a malformed header, HELLO or AUTH, a wrong
 // proof, a connection closed at the handshake deadline or to make room, a newcomer
-// refused -- is counted, and logged through one throttle (common/log_throttle.h): at most
+// refused -- is counted, and logged through one throttle (common/base/log_throttle.h): at most
 // one line a second, naming the last such event and its peer, how many were not logged
 // since the line before, and the running counts. A flood cannot fill the log. Refusals of
 // requests on open connections (their peers proved the key) have a throttle of their own,
 // so that a flood does not hide them.
 //
 // One thread per connection, blocking I/O: peers keep a few persistent connections each
-// (daemon/tcp_transport.h), so connections are few and long-lived, and a blocking thread
+// (daemon/transfer/tcp_transport.h), so connections are few and long-lived, and a blocking thread
 // moves a multi-MiB payload between the socket and the segment in a handful of system
 // calls with no copy in between.
 //
 // Connections. Each is admitted under per-peer caps, caps on the connections still
 // opening (per source address and in all, well below the port's) and a cap on the port
-// (daemon/transfer_connections.h): a connection not yet open gives way first, whatever it
+// (daemon/transfer/transfer_connections.h): a connection not yet open gives way first, whatever it
 // has sent and wherever its thread blocks, then an idle open one (never one with a
 // request in progress), so a flood of connections that never open, from however many
 // addresses, cannot keep a daemon that proves the key out. A peer names itself with HELLO
@@ -45,7 +45,7 @@
 // it whatever its thread is doing, so a silent or half-sent opening holds a slot for that
 // long at most. Between requests a connection may idle for idle_timeout_ms. Within a
 // request, a peer that moves no byte for stall_timeout_ms is dropped
-// (daemon/tcp_io.h: counted from the last byte, not per system call).
+// (daemon/transfer/tcp_io.h: counted from the last byte, not per system call).
 //
 // Input is untrusted, from an authenticated peer too. Every header is checked before any
 // payload is touched: a request that does not decode, names a segment this daemon does
@@ -62,11 +62,11 @@
 // one the segments are mounted at now is refused: that master's leases are void, and the
 // range may belong to another object already.
 //
-// Disk replicas (READ_DISK, daemon/transfer_protocol.h): served from this daemon's SSD
+// Disk replicas (READ_DISK, daemon/transfer/transfer_protocol.h): served from this daemon's SSD
 // tier (SetDiskTier) when the request names its LOCAL_DISK segment, under the same
 // handshake, epoch check, timeouts and input rules as READ. At most
 // Options::disk_read_concurrency of them read the SSD at once, each into a buffer of its
-// own (daemon/disk_reads.h) that is then sent; one that finds them all busy waits up to
+// own (daemon/transfer/disk_reads.h) that is then sent; one that finds them all busy waits up to
 // half the stall timeout (so that its answer still reaches a peer waiting on the same
 // timeout), then is answered -1300. A refused READ_DISK whose payload was read leaves the
 // connection in step and open; one refused on its header alone closes it.
@@ -82,16 +82,16 @@
 #include <string>
 #include <thread>
 
-#include "common/cluster_key.h"
-#include "common/log_throttle.h"
-#include "daemon/disk_reads.h"
-#include "daemon/epoch_gate.h"
-#include "daemon/segment_memory.h"
-#include "daemon/ssd_store.h"
-#include "daemon/tcp_io.h"
-#include "daemon/transfer_connections.h"
-#include "daemon/transfer_protocol.h"
-#include "daemon/transport.h"
+#include "common/auth/cluster_key.h"
+#include "common/base/log_throttle.h"
+#include "daemon/transfer/disk_reads.h"
+#include "daemon/base/epoch_gate.h"
+#include "daemon/memory/segment_memory.h"
+#include "daemon/ssd_store/ssd_store.h"
+#include "daemon/transfer/tcp_io.h"
+#include "daemon/transfer/transfer_connections.h"
+#include "daemon/transfer/transfer_protocol.h"
+#include "daemon/transfer/transport.h"
 
 namespace mooncake {
 
@@ -112,7 +112,7 @@ class TransferServer {
     size_t disk_read_concurrency = 8;
     // Hears of a READ_DISK of a value the SSD does not hold (the object as the reader's
     // list named it, and the disk segment): the daemon reports it to the master
-    // (daemon/bad_replica_reporter.h), since the reader only hears of a failed transfer.
+    // (daemon/cluster/bad_replica_reporter.h), since the reader only hears of a failed transfer.
     // Empty: nobody. Called on a connection's thread.
     std::function<void(const DiskAddress& object, int64_t disk_segment_id)> disk_miss;
   };

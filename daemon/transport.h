@@ -21,8 +21,8 @@
 #include <vector>
 
 #include "MasterService.h"
-#include "common/error_code.h"
-#include "daemon/transfer_protocol.h"
+#include "common/base/error_code.h"
+#include "daemon/transfer/transfer_protocol.h"
 
 namespace mooncake {
 
@@ -53,7 +53,7 @@ enum class TransferKind { kRead, kWrite };
 // index and serves it only if it holds that very value (size, and checksum when both know
 // one), so a key re-written meanwhile is never served as the listed value.
 struct DiskAddress {
-  std::string key;  // a stored key (common/tenant_key.h)
+  std::string key;  // a stored key (common/base/tenant_key.h)
   uint64_t value_size = 0;
   int64_t checksum = -1;  // the value's CRC32C as the master listed it; -1: none
 };
@@ -71,7 +71,7 @@ struct TransferOp {
   char* local = nullptr;       // registered memory of this daemon
   uint64_t length = 0;
   // The epoch of the master whose grant covers the transfer (kRead: its lease; kWrite: its
-  // reservation), which the owner checks (daemon/transfer_protocol.h); 0: unchecked.
+  // reservation), which the owner checks (daemon/transfer/transfer_protocol.h); 0: unchecked.
   int64_t master_epoch = 0;
   ErrorCode result = ErrorCode::OK;  // set by Execute: OK, or why not (TRANSFER_FAIL, ...)
   // Checksums while the bytes are hot: a transport that can (TCP, which touches every byte
@@ -105,7 +105,7 @@ class Transport {
                        std::chrono::steady_clock::time_point deadline) = 0;
 };
 
-// CONTROL requests over the transfer port (daemon/transfer_protocol.h): how the RDMA
+// CONTROL requests over the transfer port (daemon/transfer/transfer_protocol.h): how the RDMA
 // transport exchanges queue-pair endpoints with a peer before its first one-sided
 // operation. The TCP transport is the caller; the transfer server dispatches to handlers,
 // which answer OK (reply sent back as the payload) or why not (sent back as the code).

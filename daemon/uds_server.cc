@@ -1,4 +1,4 @@
-#include "daemon/uds_server.h"
+#include "daemon/server/uds_server.h"
 
 #include <errno.h>
 #include <sys/epoll.h>
@@ -14,11 +14,11 @@
 #include <memory>
 #include <utility>
 
-#include "common/error_code.h"
-#include "common/logging.h"
-#include "common/path_trust.h"
-#include "common/socket_timeout.h"
-#include "common/uds_ops.h"
+#include "common/base/error_code.h"
+#include "common/base/logging.h"
+#include "common/base/path_trust.h"
+#include "common/base/socket_timeout.h"
+#include "common/uds/uds_ops.h"
 
 namespace mooncake {
 
@@ -146,7 +146,7 @@ bool UdsServer::Listen(const std::string& path, unsigned mode, std::string* erro
     return false;
   }
   if (!CheckSocketDirectory(path, error)) return false;
-  // Its directory is not created: a missing one is an error (common/process_setup.h).
+  // Its directory is not created: a missing one is an error (common/base/process_setup.h).
   bool stale = false;
   if (!CheckSocketPath(path, addr, &stale, error)) return false;
   if (!OpenLoopDescriptors(error) || !ListenPrivately(path, mode, stale, error)) {
@@ -229,7 +229,7 @@ void UdsServer::Loop() {
   while (!stopping_.load()) {
     int timeout = ExpireHellos();
     // The next frame usually follows within microseconds while a client is busy: polling
-    // for it spares the client the wake-up of this thread (common/spin_wait.h).
+    // for it spares the client the wake-up of this thread (common/base/spin_wait.h).
     int n = 0;
     if (!loop_spin_.Spin([&] { return (n = epoll_wait(epoll_fd_, events, 64, 0)) != 0; })) {
       n = epoll_wait(epoll_fd_, events, 64, timeout);

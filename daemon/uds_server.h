@@ -8,12 +8,12 @@
 // hand-off to a worker. Any number of requests of one connection run at once and
 // answer in any order; responses are written under the connection's write lock.
 //
-// Who may connect is checked at accept (daemon/local_access.h): a peer the rule refuses
+// Who may connect is checked at accept (daemon/base/local_access.h): a peer the rule refuses
 // gets -1401 in reply to its first frame and is closed, before anything is served or its
 // pool mapped; refusals are logged at a bounded rate, admissions once each, at HELLO.
 //
 // POOL_FENCE, which is about the connection's pool rather than the store, is the server's
-// too (daemon/pool_fences.h): it knows which connections map which pool and when their
+// too (daemon/service/pool_fences.h): it knows which connections map which pool and when their
 // teardown is done.
 //
 // The socket file never exists with a mode other than the one asked for: it is bound and
@@ -22,13 +22,13 @@
 //
 // Anything malformed at the frame level (a length over uds::kMaxFrameBytes, or over
 // uds::kMaxHelloFrameBytes before HELLO; bytes that are not exactly one message within the
-// decode limits of common/uds_protocol.h; a first frame that is not HELLO; an unknown op;
+// decode limits of common/uds/uds_protocol.h; a first frame that is not HELLO; an unknown op;
 // a descriptor after HELLO) costs one warning line and that connection only. So does
 // saying nothing: a connection that has not completed HELLO within hello_timeout_ms is
 // closed.
 //
 // Memory a connection can make the daemon hold is bounded: its read buffer never exceeds
-// one frame (common/uds_protocol.h), and the requests it has queued or running on workers
+// one frame (common/uds/uds_protocol.h), and the requests it has queued or running on workers
 // at most max_in_flight_bytes (their parsed messages): past that, the loop stops reading
 // the connection until workers have finished enough of them (backpressure, not a
 // refusal: the client's frames wait in its socket).
@@ -49,13 +49,13 @@
 #include <thread>
 #include <vector>
 
-#include "common/spin_wait.h"
-#include "common/uds_protocol.h"
-#include "daemon/client_connection.h"
-#include "daemon/local_access.h"
-#include "daemon/pool_fences.h"
-#include "daemon/store_service.h"
-#include "daemon/worker_threads.h"
+#include "common/base/spin_wait.h"
+#include "common/uds/uds_protocol.h"
+#include "daemon/service/client_connection.h"
+#include "daemon/base/local_access.h"
+#include "daemon/service/pool_fences.h"
+#include "daemon/service/store_service.h"
+#include "daemon/base/worker_threads.h"
 
 namespace mooncake {
 
@@ -65,7 +65,7 @@ class UdsServer {
     int64_t hello_timeout_ms = 5000;           // --hello_timeout
     size_t max_in_flight_bytes = 256u << 20;  // per connection, see above
     // --spin_us: the loop polls for frames, and idle workers for jobs, this long before
-    // they block (adaptive, common/spin_wait.h); 0 = never.
+    // they block (adaptive, common/base/spin_wait.h); 0 = never.
     int64_t spin_us = 0;
   };
 
@@ -80,7 +80,7 @@ class UdsServer {
   // socket in its place, and receive the clients' pools and values. Refused: a directory
   // others may write (o+w), sticky or not; one a group other than the daemon's own may
   // write; one under a directory others may write that is not sticky
-  // (common/path_trust.h). false with *error naming the directory and the fix. The daemon
+  // (common/base/path_trust.h). false with *error naming the directory and the fix. The daemon
   // checks it at start (exit status 2); Listen checks it again.
   static bool CheckSocketDirectory(const std::string& path, std::string* error);
 

@@ -1,4 +1,4 @@
-#include "daemon/worker_threads.h"
+#include "daemon/base/worker_threads.h"
 
 namespace mooncake {
 

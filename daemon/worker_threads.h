@@ -2,7 +2,7 @@
 // master RPCs, so there are more workers than cores; a closure never waits for another
 // closure.
 //
-// Spinning (spin_ns > 0, common/spin_wait.h): an idle worker polls the queue for a while
+// Spinning (spin_ns > 0, common/base/spin_wait.h): an idle worker polls the queue for a while
 // before it sleeps on the condition variable, so that a job submitted soon after needs no
 // futex wake (tens of microseconds of the submitter's CPU on a VM whose idle vCPUs halt).
 // At most kMaxSpinners workers spin at once (two vCPUs: more spinners starve the threads
@@ -25,7 +25,7 @@
 #include <utility>
 #include <vector>
 
-#include "common/spin_wait.h"
+#include "common/base/spin_wait.h"
 
 namespace mooncake {
 

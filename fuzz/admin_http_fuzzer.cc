@@ -1,4 +1,4 @@
-// The admin HTTP request path (common/admin_http.h) as the master and the daemon run it: the
+// The admin HTTP request path (common/admin/admin_http.h) as the master and the daemon run it: the
 // input is what a client writes on one connection to a real AdminHttpServer over loopback
 // (evhttp's parser, the connection budget, the admin-token check, the routing), then it
 // shuts its side down and reads every answer until the server closes.
@@ -36,8 +36,8 @@
 #include <memory>
 #include <string>
 
-#include "common/admin_http.h"
-#include "common/cluster_key.h"
+#include "common/admin/admin_http.h"
+#include "common/auth/cluster_key.h"
 #include "fuzz/fuzz_util.h"
 
 namespace {

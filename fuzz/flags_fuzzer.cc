@@ -1,11 +1,11 @@
-// The command line and --config file of both binaries (common/flags.h, common/units.h,
-// master/master_options.h, daemon/daemon_options.h), parsed as their main() parses them.
+// The command line and --config file of both binaries (common/base/flags.h, common/base/units.h,
+// master/master_options.h, daemon/server/daemon_options.h), parsed as their main() parses them.
 //
 // Input: sections (fuzz/fuzz_util.h). A section with an even tag is one argv element; one
 // with an odd tag is the config file's text (YAML or JSON), written to a file that a
 // "--config FILE" at the end of the command line names. The same command line is parsed
 // with mooncake-master's flags and with mooncaked's, in any of gflags' spellings (-name,
-// --noname, -v=N, --flagfile=F: common/flags.h).
+// --noname, -v=N, --flagfile=F: common/base/flags.h).
 //
 // Invariants:
 //  - a parse that fails says why (and nothing throws out of Parse);
@@ -21,9 +21,9 @@
 #include <string>
 #include <vector>
 
-#include "common/flags.h"
-#include "common/units.h"
-#include "daemon/daemon_options.h"
+#include "common/base/flags.h"
+#include "common/base/units.h"
+#include "daemon/server/daemon_options.h"
 #include "fuzz/fuzz_util.h"
 #include "fuzz/master_state.h"
 #include "master/master_options.h"

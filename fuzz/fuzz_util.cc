@@ -10,7 +10,7 @@
 #include <fstream>
 #include <iterator>
 
-#include "common/logging.h"
+#include "common/base/logging.h"
 
 namespace mooncake {
 namespace fuzz {

@@ -28,7 +28,7 @@
 // Invariants, after every call:
 //  - errors are values: no handler throws (the processor would answer T_EXCEPTION, which
 //    only an unknown method may get), and every reply is one well-formed message;
-//  - what a call accepted keeps the documented limits: stored keys (common/tenant_key.h:
+//  - what a call accepted keeps the documented limits: stored keys (common/base/tenant_key.h:
 //    1..4096 bytes without NUL, behind a valid tenant id for a named tenant), sizes of
 //    1..4 GiB, 1..64 replicas, checksums up to 2^32-1, segments of size > 0;
 //  - a reservation or replica list names distinct attached segments and ranges inside
@@ -62,10 +62,10 @@
 #include <vector>
 
 #include "MasterService.h"
-#include "common/cluster_key.h"
-#include "common/master_auth.h"
-#include "common/rpc_logging.h"
-#include "common/tenant_key.h"
+#include "common/auth/cluster_key.h"
+#include "common/master_link/master_auth.h"
+#include "common/master_link/rpc_logging.h"
+#include "common/base/tenant_key.h"
 #include "fuzz/fuzz_util.h"
 #include "fuzz/master_state.h"
 #include "master/authenticated_processor.h"

@@ -53,9 +53,9 @@
 #include <thrift/transport/TBufferTransports.h>
 
 #include "MasterService.h"
-#include "common/cluster_key.h"
-#include "common/master_auth.h"
-#include "common/rpc_logging.h"
+#include "common/auth/cluster_key.h"
+#include "common/master_link/master_auth.h"
+#include "common/master_link/rpc_logging.h"
 #include "fuzz/fuzz_util.h"
 #include "fuzz/master_state.h"
 #include "master/authenticated_processor.h"
@@ -134,7 +134,7 @@ uint32_t BigEndian32(const std::string& s, size_t at) {
   return (uint32_t{p[0]} << 24) | (uint32_t{p[1]} << 16) | (uint32_t{p[2]} << 8) | p[3];
 }
 
-// A member's handshake, as common/master_auth.cc sends it.
+// A member's handshake, as common/master_link/master_auth.cc sends it.
 std::string Handshake(std::string_view seed) {
   std::string nonce(seed.substr(0, ClusterKey::kNonceBytes));
   nonce.resize(ClusterKey::kNonceBytes, '\0');

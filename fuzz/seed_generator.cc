@@ -5,7 +5,7 @@
 #include <fstream>
 #include <string>
 
-#include "common/logging.h"
+#include "common/base/logging.h"
 #include "fuzz/seeds.h"
 
 int main(int argc, char** argv) {

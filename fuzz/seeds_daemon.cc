@@ -4,12 +4,12 @@
 #include <string>
 #include <vector>
 
-#include "common/flags.h"
-#include "common/uds_ops.h"
-#include "daemon/cache_invalidator.h"
-#include "daemon/daemon_options.h"
-#include "daemon/rdma_endpoint.h"
-#include "daemon/transfer_protocol.h"
+#include "common/base/flags.h"
+#include "common/uds/uds_ops.h"
+#include "daemon/cluster/cache_invalidator.h"
+#include "daemon/server/daemon_options.h"
+#include "daemon/transfer/rdma_endpoint.h"
+#include "daemon/transfer/transfer_protocol.h"
 #include "fuzz/fuzz_util.h"
 #include "fuzz/seeds.h"
 #include "include/mooncake_store.h"

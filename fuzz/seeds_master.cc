@@ -13,10 +13,10 @@
 #include <memory>
 
 #include "MasterService.h"
-#include "common/cluster_key.h"
-#include "common/little_endian.h"
-#include "common/master_auth.h"
-#include "common/tenant_key.h"
+#include "common/auth/cluster_key.h"
+#include "common/base/little_endian.h"
+#include "common/master_link/master_auth.h"
+#include "common/base/tenant_key.h"
 #include "fuzz/fuzz_util.h"
 #include "fuzz/master_state.h"
 #include "fuzz/seeds.h"
@@ -33,7 +33,7 @@ using apache::thrift::protocol::TBinaryProtocol;
 using apache::thrift::transport::TMemoryBuffer;
 
 // A master_rpc_fuzzer input: [clock byte][call] ..., the calls as the daemons' client
-// writes them (common/master.thrift).
+// writes them (common/master_link/master.thrift).
 class RpcScript {
  public:
   RpcScript()

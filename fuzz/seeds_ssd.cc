@@ -1,4 +1,4 @@
-// Seeds of ssd_meta_fuzzer: `.meta` files written by a real SsdStore (daemon/ssd_store.h)
+// Seeds of ssd_meta_fuzzer: `.meta` files written by a real SsdStore (daemon/ssd_store/ssd_store.h)
 // in a scratch directory, with the length of their bucket files, as the harness's sections
 // (fuzz/ssd_meta_fuzzer.cc). The values are zeros, which is what the harness's bucket
 // files hold: reads of these seeds' objects check out.
@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "daemon/ssd_bucket.h"
-#include "daemon/ssd_store.h"
+#include "daemon/ssd_store/ssd_bucket.h"
+#include "daemon/ssd_store/ssd_store.h"
 #include "fuzz/fuzz_util.h"
 #include "fuzz/seeds.h"
 

@@ -24,7 +24,7 @@
 #include <map>
 #include <string>
 
-#include "common/little_endian.h"
+#include "common/base/little_endian.h"
 #include "fuzz/fuzz_util.h"
 #include "fuzz/master_state.h"
 #include "master/master_service.h"

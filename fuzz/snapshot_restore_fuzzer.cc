@@ -27,7 +27,7 @@
 #include <string>
 #include <vector>
 
-#include "common/crc32c.h"
+#include "common/base/crc32c.h"
 #include "fuzz/fuzz_util.h"
 #include "fuzz/master_state.h"
 #include "master/master_service.h"

@@ -1,5 +1,5 @@
-// The SSD tier's `.meta` files (daemon/ssd_bucket.h), parsed as the daemon's scan at start
-// parses them, then a whole SsdStore opened over them (daemon/ssd_store.h).
+// The SSD tier's `.meta` files (daemon/ssd_store/ssd_bucket.h), parsed as the daemon's scan at start
+// parses them, then a whole SsdStore opened over them (daemon/ssd_store/ssd_store.h).
 //
 // Input: sections (fuzz/fuzz_util.h): tag 0 the bucket file's length (u32 little-endian,
 // at most 4 MiB: the store reads what the records name), tag 1 the `.meta` bytes of bucket
@@ -23,10 +23,10 @@
 #include <string>
 #include <vector>
 
-#include "common/tenant_key.h"
-#include "daemon/ssd_bucket.h"
-#include "daemon/ssd_io.h"
-#include "daemon/ssd_store.h"
+#include "common/base/tenant_key.h"
+#include "daemon/ssd_store/ssd_bucket.h"
+#include "daemon/ssd_store/ssd_io.h"
+#include "daemon/ssd_store/ssd_store.h"
 #include "fuzz/fuzz_util.h"
 
 namespace {

@@ -1,7 +1,7 @@
-// The transfer port's decoders (daemon/transfer_protocol.h): what a peer daemon sends the
+// The transfer port's decoders (daemon/transfer/transfer_protocol.h): what a peer daemon sends the
 // owner of a segment, and what the owner answers; the payloads of a HELLO and of a cache
-// INVALIDATE (daemon/cache_invalidator.h); and the RDMA encodings that travel as a CONTROL
-// payload or in a segment's published endpoint (daemon/rdma_endpoint.h).
+// INVALIDATE (daemon/cluster/cache_invalidator.h); and the RDMA encodings that travel as a CONTROL
+// payload or in a segment's published endpoint (daemon/transfer/rdma_endpoint.h).
 //
 // The input is read by every decoder at once: its first 48 bytes as a request header, its
 // first 24 as a reply header, the whole of it as a HELLO payload, an INVALIDATE payload, an
@@ -38,10 +38,10 @@
 #include <string>
 #include <vector>
 
-#include "common/error_code.h"
-#include "daemon/cache_invalidator.h"
-#include "daemon/rdma_endpoint.h"
-#include "daemon/transfer_protocol.h"
+#include "common/base/error_code.h"
+#include "daemon/cluster/cache_invalidator.h"
+#include "daemon/transfer/rdma_endpoint.h"
+#include "daemon/transfer/transfer_protocol.h"
 #include "fuzz/fuzz_util.h"
 
 namespace {

@@ -1,5 +1,5 @@
-// The transfer port before a connection is open (daemon/transfer_server.h,
-// daemon/transfer_connections.h): a real TransferServer with a cluster key, in this
+// The transfer port before a connection is open (daemon/transfer/transfer_server.h,
+// daemon/transfer/transfer_connections.h): a real TransferServer with a cluster key, in this
 // process on loopback, over a segment of known bytes, fed what peers without the key send
 // (HELLO, AUTH, a request before AUTH, anything). The fuzzer cannot prove the key, so
 // every connection must end refused or closed.
@@ -36,11 +36,11 @@
 #include <string>
 #include <thread>
 
-#include "common/cluster_key.h"
-#include "common/error_code.h"
-#include "daemon/segment_memory.h"
-#include "daemon/transfer_protocol.h"
-#include "daemon/transfer_server.h"
+#include "common/auth/cluster_key.h"
+#include "common/base/error_code.h"
+#include "daemon/memory/segment_memory.h"
+#include "daemon/transfer/transfer_protocol.h"
+#include "daemon/transfer/transfer_server.h"
 #include "fuzz/fuzz_util.h"
 
 namespace {

@@ -1,9 +1,9 @@
-// The Unix-socket protocol's decoders as mooncaked runs them (daemon/uds_server.cc,
-// daemon/store_service.cc): the input is what a client writes on its connection. It is
+// The Unix-socket protocol's decoders as mooncaked runs them (daemon/server/uds_server.cc,
+// daemon/service/store_service.cc): the input is what a client writes on its connection. It is
 // sent through a real socket pair in pieces, uds::FrameReader cuts what arrives into
 // frames, uds::ParseMessage reads each as [id, head, args], the first must be HELLO and
 // parse as HelloArgs, and every later one must name an op whose Args parse
-// (common/uds_ops.h, and POOL_FENCE). Where the daemon would close the connection, the
+// (common/uds/uds_ops.h, and POOL_FENCE). Where the daemon would close the connection, the
 // input ends.
 //
 // Invariants:
@@ -25,7 +25,7 @@
 #include <string>
 #include <vector>
 
-#include "common/uds_ops.h"
+#include "common/uds/uds_ops.h"
 #include "fuzz/fuzz_util.h"
 
 namespace {
@@ -96,7 +96,7 @@ void ParseTyped(const Message& m, const char* what) {
   FUZZ_CHECK(Bytes(packed) == Bytes(repacked), "%s changes when packed and parsed again", what);
 }
 
-// What Run<op> does before its handler (daemon/store_service.cc): parse op's Args; false
+// What Run<op> does before its handler (daemon/service/store_service.cc): parse op's Args; false
 // when they do not (the daemon closes the connection). The reply struct is parsed from
 // the same items too, as libmc parses results: one more strict reader of the same shapes.
 bool ParseOp(const Message& m) {

@@ -4,8 +4,8 @@
 #include <cstdint>
 #include <cstring>
 
-#include "common/error_code.h"
-#include "common/tenant_key.h"
+#include "common/base/error_code.h"
+#include "common/base/tenant_key.h"
 #include "libmc/last_error.h"
 
 namespace mooncake {

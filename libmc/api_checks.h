@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "common/uds_ops.h"
+#include "common/uds/uds_ops.h"
 #include "include/mooncake_store.h"
 #include "libmc/store_client.h"
 

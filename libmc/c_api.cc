@@ -5,7 +5,7 @@
 // StoreClient; the put sessions' calls are in c_api_sessions.cc, the copy and move tasks'
 // in c_api_tasks.cc, the tensor layout's in c_api_tensor.cc. Only functions marked
 // MC_EXPORT (and mooncake_store_strerror, from
-// common/error_code.cc) leave the library; see libmooncake_store.map.
+// common/base/error_code.cc) leave the library; see libmooncake_store.map.
 #include <algorithm>
 #include <cstdint>
 #include <cstdlib>
@@ -15,11 +15,11 @@
 #include <string>
 #include <vector>
 
-#include "common/error_code.h"
-#include "common/log_throttle.h"
-#include "common/logging.h"
-#include "common/tenant_key.h"
-#include "common/units.h"
+#include "common/base/error_code.h"
+#include "common/base/log_throttle.h"
+#include "common/base/logging.h"
+#include "common/base/tenant_key.h"
+#include "common/base/units.h"
 #include "include/mooncake_store.h"
 #include "libmc/api_checks.h"
 #include "libmc/c_api_call.h"

@@ -1,7 +1,7 @@
 #include "libmc/c_api_call.h"
 
-#include "common/log_throttle.h"
-#include "common/logging.h"
+#include "common/base/log_throttle.h"
+#include "common/base/logging.h"
 
 namespace mooncake {
 namespace client {

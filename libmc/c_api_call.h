@@ -12,7 +12,7 @@
 #include <new>
 #include <string>
 
-#include "common/error_code.h"
+#include "common/base/error_code.h"
 #include "include/mooncake_store.h"
 #include "libmc/api_checks.h"
 #include "libmc/last_error.h"

@@ -8,7 +8,7 @@
 #include <exception>
 #include <string>
 
-#include "common/error_code.h"
+#include "common/base/error_code.h"
 #include "include/mooncake_store.h"
 #include "libmc/api_checks.h"
 #include "libmc/c_api_call.h"

@@ -7,8 +7,8 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "common/error_code.h"
-#include "common/logging.h"
+#include "common/base/error_code.h"
+#include "common/base/logging.h"
 
 namespace mooncake {
 namespace client {
@@ -210,7 +210,7 @@ void Channel::Lead(Pending* self, Clock::time_point deadline, Clock::time_point 
         if (n < 0) break;
       }
       // The reply is usually tens of microseconds away: polling for it spares the daemon
-      // the wake-up of this thread (common/spin_wait.h). A miss blocks in recv below.
+      // the wake-up of this thread (common/base/spin_wait.h). A miss blocks in recv below.
       bool spun = spin_.SpinReadable(fd_);
       uds::FrameReader::Status status = frames_.ReadFrom(fd_);
       if (!spun) spin_.Blocked();

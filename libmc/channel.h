@@ -38,9 +38,9 @@
 #include <thread>
 #include <unordered_map>
 
-#include "common/error_code.h"
-#include "common/spin_wait.h"
-#include "common/uds_protocol.h"
+#include "common/base/error_code.h"
+#include "common/base/spin_wait.h"
+#include "common/uds/uds_protocol.h"
 #include "libmc/pool_quarantine.h"
 
 namespace mooncake {
@@ -75,7 +75,7 @@ struct Pending {
 class Channel {
  public:
   // Takes fd (a connected socket with SO_RCVTIMEO set to read_slice_ms). The reader spins
-  // up to spin_ns (adaptive, common/spin_wait.h; 0 = never) for a reply before it blocks
+  // up to spin_ns (adaptive, common/base/spin_wait.h; 0 = never) for a reply before it blocks
   // in recv. quarantine (may be null: no pool) receives what requests in flight pinned
   // when the channel dies.
   Channel(int fd, int read_slice_ms, int64_t spin_ns,

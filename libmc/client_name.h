@@ -17,7 +17,7 @@
 
 #include <string>
 
-#include "common/error_code.h"
+#include "common/base/error_code.h"
 
 namespace mooncake {
 namespace client {

@@ -12,11 +12,11 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "common/error_code.h"
-#include "common/logging.h"
-#include "common/socket_timeout.h"
-#include "common/spin_wait.h"
-#include "common/units.h"
+#include "common/base/error_code.h"
+#include "common/base/logging.h"
+#include "common/base/socket_timeout.h"
+#include "common/base/spin_wait.h"
+#include "common/base/units.h"
 #include "libmc/channel.h"
 #include "libmc/last_error.h"
 #include "libmc/socket_trust.h"

@@ -21,9 +21,9 @@
 #include <mutex>
 #include <string>
 
-#include "common/error_code.h"
-#include "common/uds_ops.h"
-#include "common/uds_protocol.h"
+#include "common/base/error_code.h"
+#include "common/uds/uds_ops.h"
+#include "common/uds/uds_protocol.h"
 #include "libmc/pool_quarantine.h"
 
 namespace mooncake {
@@ -36,7 +36,7 @@ struct Pending;
 uint64_t NextRequestId();
 
 // A request frame with a fresh id: [id, op, args] behind its length prefix, args being
-// the op's Args struct (common/uds_ops.h).
+// the op's Args struct (common/uds/uds_ops.h).
 class Request {
  public:
   template <class Args>
@@ -186,7 +186,7 @@ class Connection {
 // The timeout from MOONCAKE_STORE_TIMEOUT_MS (milliseconds), default 30000.
 int TimeoutFromEnvironment();
 // The spin budget from MOONCAKE_STORE_SPIN_US (microseconds, 0..10000; 0 = never spin),
-// default kDefaultSpinMicros (common/spin_wait.h); a value out of range is logged and the
+// default kDefaultSpinMicros (common/base/spin_wait.h); a value out of range is logged and the
 // default used.
 int64_t SpinMicrosFromEnvironment();
 

@@ -5,7 +5,7 @@
 #include <cstdlib>
 #include <type_traits>
 
-#include "common/logging.h"
+#include "common/base/logging.h"
 
 namespace mooncake {
 namespace client {

@@ -20,7 +20,7 @@
 #include <cstdint>
 #include <cstring>
 
-#include "common/error_code.h"
+#include "common/base/error_code.h"
 
 namespace mooncake {
 namespace client {

@@ -11,7 +11,7 @@
 #include <mutex>
 #include <string>
 
-#include "common/logging.h"
+#include "common/base/logging.h"
 
 namespace mooncake {
 namespace client {

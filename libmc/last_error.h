@@ -3,7 +3,7 @@
 //
 // While a call runs, the layer that knows why it fails says so with Explain(code, why):
 // the argument checks (api_checks.h), the connection (a dial's errno, a timeout, the
-// daemon's reason from its reply: common/uds_ops.h, "reasons"), the store client. When the
+// daemon's reason from its reply: common/uds/uds_ops.h, "reasons"), the store client. When the
 // call returns, the C ABI (c_api.cc) takes the text said for the code it returns -- else
 // the code's description -- as the message of (its handle, the calling thread), and a call
 // that succeeds clears it. A reason said for another code than the one returned (a failure
@@ -25,7 +25,7 @@
 #include <cstdint>
 #include <string>
 
-#include "common/error_code.h"
+#include "common/base/error_code.h"
 
 namespace mooncake {
 namespace client {

@@ -7,9 +7,9 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "common/error_code.h"
-#include "common/logging.h"
-#include "common/shared_memory.h"
+#include "common/base/error_code.h"
+#include "common/base/logging.h"
+#include "common/base/shared_memory.h"
 
 namespace mooncake {
 namespace client {

@@ -20,8 +20,8 @@
 #include <unordered_map>
 #include <vector>
 
-#include "common/error_code.h"
-#include "common/offset_allocator.h"
+#include "common/base/error_code.h"
+#include "common/base/offset_allocator.h"
 
 namespace mooncake {
 namespace client {

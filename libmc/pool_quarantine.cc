@@ -10,7 +10,7 @@
 #include <algorithm>
 #include <cstring>
 
-#include "common/logging.h"
+#include "common/base/logging.h"
 
 namespace mooncake {
 namespace client {

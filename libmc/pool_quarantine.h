@@ -12,7 +12,7 @@
 // When the memory comes back (whichever is first):
 //  - the same daemon process answers POOL_FENCE on a later connection with this pool
 //    (Connection sends it after every HELLO while something is held here): it answers once
-//    every earlier connection of the pool has been torn down (daemon/pool_fences.h);
+//    every earlier connection of the pool has been torn down (daemon/service/pool_fences.h);
 //  - that daemon process has exited (the pidfd taken when the lost connection was dialed
 //    becomes readable): a dead process writes nothing. This also covers a restart, where
 //    the new daemon knows nothing of the old one's requests.

@@ -9,7 +9,7 @@
 
 #include <cstring>
 
-#include "common/path_trust.h"
+#include "common/base/path_trust.h"
 
 namespace mooncake {
 namespace client {

@@ -6,7 +6,7 @@
 //
 // Checked, for the path as the application named it and for the socket it leads to:
 //  - its directory may not be written by others (o+w), sticky or not, and no directory
-//    above it by others unless sticky (common/path_trust.h);
+//    above it by others unless sticky (common/base/path_trust.h);
 //  - the socket file is owned by root, by this process's user, or by its directory's
 //    owner (who could have put anything there anyway);
 //  - the process listening on it (SO_PEERCRED of the connected socket, as the kernel
@@ -21,7 +21,7 @@
 
 #include <string>
 
-#include "common/error_code.h"
+#include "common/base/error_code.h"
 
 namespace mooncake {
 namespace client {

@@ -5,11 +5,11 @@
 #include <cstring>
 #include <deque>
 
-#include "common/error_code.h"
-#include "common/logging.h"
-#include "common/master_endpoint.h"
-#include "common/tenant_key.h"
-#include "common/units.h"
+#include "common/base/error_code.h"
+#include "common/base/logging.h"
+#include "common/base/master_endpoint.h"
+#include "common/base/tenant_key.h"
+#include "common/base/units.h"
 #include "libmc/last_error.h"
 
 namespace mooncake {
@@ -251,7 +251,7 @@ ErrorCode StoreClient::Connect(const std::string& socket_path, uint64_t local_bu
                                const std::string& master_address, uint64_t mount_size,
                                const std::string& local_hostname) {
   // The daemon compares endpoints, not spellings: the name is resolved here, once, so that
-  // the daemon never waits for DNS on a client's behalf (common/master_endpoint.h).
+  // the daemon never waits for DNS on a client's behalf (common/base/master_endpoint.h).
   std::string master_endpoint;
   if (!master_address.empty()) {
     std::string error;

@@ -29,9 +29,9 @@
 #include <unordered_map>
 #include <vector>
 
-#include "common/error_code.h"
-#include "common/log_throttle.h"
-#include "common/uds_ops.h"
+#include "common/base/error_code.h"
+#include "common/base/log_throttle.h"
+#include "common/uds/uds_ops.h"
 #include "libmc/client_name.h"
 #include "libmc/connection.h"
 #include "libmc/device_memory.h"
@@ -83,7 +83,7 @@ class StoreClient {
   StoreClient(const StoreClient&) = delete;
   StoreClient& operator=(const StoreClient&) = delete;
 
-  // The tenant later connects name (common/tenant_key.h; "" names none). INVALID_PARAMS
+  // The tenant later connects name (common/base/tenant_key.h; "" names none). INVALID_PARAMS
   // for a malformed id, or while connected.
   ErrorCode SetTenant(const std::string& tenant);
 

@@ -5,7 +5,7 @@
 #include <cstdio>
 #include <mutex>
 
-#include "common/units.h"
+#include "common/base/units.h"
 #include "libmc/last_error.h"
 #include "libmc/store_client.h"
 

@@ -22,7 +22,7 @@
 #include <cstdint>
 #include <string>
 
-#include "common/error_code.h"
+#include "common/base/error_code.h"
 #include "include/mooncake_store.h"
 
 namespace mooncake {

@@ -8,11 +8,11 @@
 #include <thrift/transport/TSocket.h>
 #include <thrift/transport/TTransportException.h>
 
-#include "common/host_address.h"
-#include "common/log_throttle.h"
-#include "common/logging.h"
-#include "common/master_auth.h"
-#include "common/peer_owner.h"
+#include "common/auth/host_address.h"
+#include "common/base/log_throttle.h"
+#include "common/base/logging.h"
+#include "common/master_link/master_auth.h"
+#include "common/auth/peer_owner.h"
 
 namespace mooncake {
 

@@ -1,6 +1,6 @@
 // Who may use the master's Thrift service. Each connection gets its own processor, which
 // answers the cluster key's handshake (AuthChallenge, Authenticate; the client side is
-// common/master_auth.h) and, until the connection is admitted, refuses every other call:
+// common/master_link/master_auth.h) and, until the connection is admitted, refuses every other call:
 // its arguments are skipped unread and the answer is a TApplicationException
 // "-1400 UNAUTHENTICATED: ...". So a peer that has not proved the key learns nothing (no
 // segment list, no replica locations, no stats) and changes nothing (no RemoveAll, no
@@ -14,7 +14,7 @@
 //    (a proof that does not check, a handshake out of order or repeated) refuses the
 //    connection for good: every later call, the handshake's too, is refused.
 //  - without a key, a peer on this host whose socket belongs to the master's own user or
-//    to root (common/peer_owner.h, PeerIsThisUserOrRoot) is admitted at connect without a
+//    to root (common/auth/peer_owner.h, PeerIsThisUserOrRoot) is admitted at connect without a
 //    handshake: both could read the master's memory anyway. Any other peer -- another
 //    host, another local user, a container's namespace -- is refused for good, every call
 //    answered -1400 with why (the uid) and what to do (run as the master's user, or use a
@@ -28,7 +28,7 @@
 // admitted connection, a client call (anything but the handshake, GetRole and the
 // replication calls) reaches the handler only while the master is LEADER; otherwise its
 // arguments are skipped unread and the answer is a TApplicationException
-// "-1600 NOT_LEADER: ..." (common/master_auth.h), whatever the call's result type. A call
+// "-1600 NOT_LEADER: ..." (common/master_link/master_auth.h), whatever the call's result type. A call
 // the handler ran as leader has its reply checked once more right before it is written
 // (the processor's preWrite, after the handler returned): if the lease no longer holds
 // (RoleMachine::LeaseHeld) the reply is dropped and the connection closed (the processor
@@ -56,7 +56,7 @@
 #include <thrift/TProcessor.h>
 
 #include "MasterService.h"
-#include "common/cluster_key.h"
+#include "common/auth/cluster_key.h"
 #include "master/master_role.h"
 #include "master/rpc_server.h"
 

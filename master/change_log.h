@@ -20,7 +20,7 @@
 #include <string>
 #include <string_view>
 
-#include "common/error_code.h"
+#include "common/base/error_code.h"
 #include "master/object_metadata.h"
 #include "master/segment_registry.h"
 #include "master/state_records.h"

@@ -2,7 +2,7 @@
 
 #include <vector>
 
-#include "common/logging.h"
+#include "common/base/logging.h"
 
 namespace mooncake {
 

@@ -5,7 +5,7 @@
 #include <set>
 #include <unordered_map>
 
-#include "common/logging.h"
+#include "common/base/logging.h"
 
 namespace mooncake {
 

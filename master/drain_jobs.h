@@ -32,7 +32,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
-#include "common/error_code.h"
+#include "common/base/error_code.h"
 #include "master/master_options.h"
 #include "master/object_directory.h"
 #include "master/replica_tasks.h"

@@ -1,7 +1,7 @@
 #include "master/durability.h"
 
-#include "common/logging.h"
-#include "common/private_dir.h"
+#include "common/base/logging.h"
+#include "common/base/private_dir.h"
 #include "master/snapshot_format.h"
 #include "master/state_restore.h"
 

@@ -8,7 +8,7 @@
 // snapshots begin with Start(), once the server is about to serve.
 //
 // Modes: the snapshot directory and what the master makes in it are its user's alone
-// (common/private_dir.h): files 0600, directories 0700; at start, the snapshot directory
+// (common/base/private_dir.h): files 0600, directories 0700; at start, the snapshot directory
 // and its snapshots/ are tightened when they are looser (an earlier version made them
 // 0755 and their files 0644, readable by every local user, and they list every tenant's
 // keys).

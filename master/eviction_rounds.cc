@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <chrono>
 
-#include "common/logging.h"
+#include "common/base/logging.h"
 
 namespace mooncake {
 

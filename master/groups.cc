@@ -1,6 +1,6 @@
 #include "master/groups.h"
 
-#include "common/tenant_key.h"
+#include "common/base/tenant_key.h"
 
 namespace mooncake {
 

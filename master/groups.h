@@ -6,7 +6,7 @@
 // A put names its key's group, or none; the object stays in that group for as long as it
 // exists (an upsert may not move it: MasterService refuses that, -600). Groups are per
 // tenant: a group id names a group within the tenant of the key that joins it (its scoped
-// form is the id encoded as common/tenant_key.h encodes a key), so two tenants' groups of one
+// form is the id encoded as common/base/tenant_key.h encodes a key), so two tenants' groups of one
 // name are two groups. The table knows only the current members; a group exists while it
 // has one. What a group changes (MasterService): a read's lease and an existence hit's use
 // of one member are given to every member; an eviction that takes a member takes the rest

@@ -45,9 +45,9 @@
 #include <mutex>
 #include <string>
 
-#include "common/cluster_key.h"
-#include "common/etcd_client.h"
-#include "common/leader_watch.h"
+#include "common/auth/cluster_key.h"
+#include "common/etcd/etcd_client.h"
+#include "common/etcd/leader_watch.h"
 #include "master/durability.h"
 #include "master/leader_election.h"
 #include "master/master_options.h"

@@ -2,9 +2,9 @@
 
 #include <algorithm>
 
-#include "common/log_throttle.h"
-#include "common/logging.h"
-#include "common/text.h"
+#include "common/base/log_throttle.h"
+#include "common/base/logging.h"
+#include "common/base/text.h"
 
 namespace mooncake {
 

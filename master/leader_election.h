@@ -1,5 +1,5 @@
 // One master's part in the election of its cluster's leader through etcd (docs/ha.md,
-// "etcd and the election"). The keys are those of common/leader_watch.h.
+// "etcd and the election"). The keys are those of common/etcd/leader_watch.h.
 //
 // Campaign: while no one leads (the leader key is absent) and may_campaign() allows it,
 // grant a lease of ttl and create the leader key bound to it, only if absent (a
@@ -42,9 +42,9 @@
 #include <thread>
 #include <vector>
 
-#include "common/error_code.h"
-#include "common/etcd_client.h"
-#include "common/leader_watch.h"
+#include "common/base/error_code.h"
+#include "common/etcd/etcd_client.h"
+#include "common/etcd/leader_watch.h"
 
 namespace mooncake {
 

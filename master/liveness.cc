@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "common/logging.h"
+#include "common/base/logging.h"
 
 namespace mooncake {
 

@@ -30,7 +30,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
-#include "common/error_code.h"
+#include "common/base/error_code.h"
 #include "master/change_log.h"
 #include "master/daemon_registry.h"
 #include "master/master_options.h"

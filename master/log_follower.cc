@@ -13,10 +13,10 @@
 #include <filesystem>
 
 #include "MasterService.h"
-#include "common/crc32c.h"
-#include "common/logging.h"
-#include "common/master_auth.h"
-#include "common/private_dir.h"
+#include "common/base/crc32c.h"
+#include "common/base/logging.h"
+#include "common/master_link/master_auth.h"
+#include "common/base/private_dir.h"
 #include "master/snapshot_codec.h"
 #include "master/snapshot_format.h"
 #include "master/snapshot_store.h"

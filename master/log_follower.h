@@ -45,7 +45,7 @@
 #include <string>
 #include <thread>
 
-#include "common/cluster_key.h"
+#include "common/auth/cluster_key.h"
 #include "master/master_service.h"
 #include "master/oplog.h"
 

@@ -7,8 +7,8 @@
 
 #include <algorithm>
 
-#include "common/log_throttle.h"
-#include "common/logging.h"
+#include "common/base/log_throttle.h"
+#include "common/base/logging.h"
 #include "master/snapshot_format.h"
 #include "master/snapshot_store.h"
 

@@ -1,6 +1,6 @@
 #include "master/log_tail.h"
 
-#include "common/crc32c.h"
+#include "common/base/crc32c.h"
 
 namespace mooncake {
 

@@ -29,14 +29,14 @@
 #include <thread>
 #include <vector>
 
-#include "common/admin_http.h"
-#include "common/cluster_key.h"
-#include "common/descriptor_limit.h"
-#include "common/host_address.h"
-#include "common/logging.h"
-#include "common/process_setup.h"
-#include "common/rpc_logging.h"
-#include "common/version.h"
+#include "common/admin/admin_http.h"
+#include "common/auth/cluster_key.h"
+#include "common/base/descriptor_limit.h"
+#include "common/auth/host_address.h"
+#include "common/base/logging.h"
+#include "common/base/process_setup.h"
+#include "common/master_link/rpc_logging.h"
+#include "common/base/version.h"
 #include "master/authenticated_processor.h"
 #include "master/durability.h"
 #include "master/ha_master.h"
@@ -80,7 +80,7 @@ int main(int argc, char** argv) {
   std::string limit_message;
   const uint64_t descriptors = mooncake::RaiseDescriptorLimit(&limit_message);
   MC_LOG_INFO("%s", limit_message.c_str());
-  std::vector<std::string> admin_tokens;  // the admin HTTP port's (common/admin_http.h)
+  std::vector<std::string> admin_tokens;  // the admin HTTP port's (common/admin/admin_http.h)
   if (options.metrics_port != -1 &&
       !mooncake::LoadAdminTokensForProcess(cluster_key.get(), options.admin_token_file,
                                            &admin_tokens)) {
@@ -90,7 +90,7 @@ int main(int argc, char** argv) {
   // Signals are taken by one thread with sigwait, so every other thread runs unbothered.
   sigset_t stop_signals = mooncake::BlockStopSignals();
 
-  // Never created here: a missing directory is an error (common/process_setup.h).
+  // Never created here: a missing directory is an error (common/base/process_setup.h).
   if (options.enable_snapshot &&
       !mooncake::CheckFlagDirectory("--snapshot_dir", options.snapshot_dir, options.snapshot_dir,
                                     &error)) {

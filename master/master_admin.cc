@@ -9,9 +9,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "common/error_code.h"
-#include "common/tenant_key.h"
-#include "common/units.h"
+#include "common/base/error_code.h"
+#include "common/base/tenant_key.h"
+#include "common/base/units.h"
 #include "master/master_role.h"
 #include "master/master_service.h"
 #include "master/snapshotter.h"

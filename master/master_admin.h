@@ -1,7 +1,7 @@
 // The master's admin HTTP endpoints (docs/operations.md, "The master's admin HTTP"), routed
-// on an AdminHttpServer (common/admin_http.h). Who may call them: open to whoever reaches
+// on an AdminHttpServer (common/admin/admin_http.h). Who may call them: open to whoever reaches
 // the port ("open" below), or only to an admin caller ("admin": the admin token, or without
-// one this master's uid or root; others get 401 or 403, common/admin_http.h):
+// one this master's uid or root; others get 401 or 403, common/admin/admin_http.h):
 //
 //   /metrics               open   Prometheus text (master/master_metrics.h): aggregate
 //                                 figures; an admin caller also gets the series labelled
@@ -27,7 +27,7 @@
 //                                 /query?job_id=, /cancel?job_id=; /api/v1/segments/status?segment=
 //
 // Keys are user keys of the default tenant unless tenant=T is given; a stored key never
-// leaves (common/tenant_key.h). JSON strings carry keys as UTF-8: a key that is not valid
+// leaves (common/base/tenant_key.h). JSON strings carry keys as UTF-8: a key that is not valid
 // UTF-8 has its bad bytes replaced by U+FFFD there (the text forms carry its bytes).
 //
 // No endpoint takes a read lease, changes an object or holds a lock long: they read
@@ -47,7 +47,7 @@
 #include <functional>
 #include <string>
 
-#include "common/admin_http.h"
+#include "common/admin/admin_http.h"
 #include "master/master_metrics.h"
 
 namespace mooncake {

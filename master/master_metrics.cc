@@ -3,7 +3,7 @@
 #include <cstdio>
 #include <cstdlib>
 
-#include "common/units.h"
+#include "common/base/units.h"
 #include "master/authenticated_processor.h"
 #include "master/master_role.h"
 #include "master/master_service.h"

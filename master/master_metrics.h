@@ -19,7 +19,7 @@
 #include <cstdint>
 #include <string>
 
-#include "common/metrics.h"
+#include "common/base/metrics.h"
 #include "master_types.h"
 
 namespace mooncake {
@@ -48,7 +48,7 @@ const char* RoleName(const MasterSources& sources);
 
 class MasterMetrics {
  public:
-  // Every Thrift call of common/master.thrift but the handshake's. A name is the call's
+  // Every Thrift call of common/master_link/master.thrift but the handshake's. A name is the call's
   // in Mooncake's spelling where Mooncake has the call (Heartbeat is its ping).
   enum class Rpc : uint8_t {
     kRegisterDaemon, kHeartbeat, kMountSegment, kUnmountSegment, kGetAllSegments,

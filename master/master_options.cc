@@ -2,8 +2,8 @@
 
 #include <cstdio>
 
-#include "common/mooncake_compat.h"
-#include "common/text.h"
+#include "common/base/mooncake_compat.h"
+#include "common/base/text.h"
 #include "master/tenant_usage.h"
 
 namespace mooncake {

@@ -6,8 +6,8 @@
 #include <functional>
 #include <string>
 
-#include "common/flags.h"
-#include "common/spin_wait.h"
+#include "common/base/flags.h"
+#include "common/base/spin_wait.h"
 
 namespace mooncake {
 
@@ -56,7 +56,7 @@ struct MasterOptions {
   int64_t max_cache_holders = 1 << 20;
   // The admin HTTP server (docs/operations.md): /metrics, /health, introspection. Port
   // 9003 as Mooncake's; 0: a free one, logged; -1: none. Loopback unless asked: most of it
-  // answers admin callers only (common/admin_http.h), and Prometheus elsewhere needs an
+  // answers admin callers only (common/admin/admin_http.h), and Prometheus elsewhere needs an
   // address given. "" host: 127.0.0.1 too.
   int64_t metrics_port = 9003;
   std::string metrics_host = "127.0.0.1";

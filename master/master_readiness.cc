@@ -1,6 +1,6 @@
 #include "master/master_readiness.h"
 
-#include "common/service_notify.h"
+#include "common/base/service_notify.h"
 
 namespace mooncake {
 

@@ -1,4 +1,4 @@
-// When mooncake-master is ready, for the service manager (common/service_notify.h; the
+// When mooncake-master is ready, for the service manager (common/base/service_notify.h; the
 // unit deploy/mooncake-master.service is Type=notify):
 //
 //   without HA  once its RPC port listens: it serves from then on.

@@ -11,7 +11,7 @@
 // instead, never nothing. Nothing of this is logged or snapshotted: leases do not survive a
 // restart, and for one lease after a restore every change says "unknown" (restore_fence).
 //
-// Tenants (docs/security.md, "Tenants"): keys are stored keys (common/tenant_key.h), a
+// Tenants (docs/security.md, "Tenants"): keys are stored keys (common/base/tenant_key.h), a
 // tenant's carrying its id. RemoveByRegex and RemoveAll walk one tenant's keys only, the
 // pattern matched against the keys as its clients name them. Each tenant's objects and
 // memory are accounted (master/tenant_usage.h) where values gain or lose replicas, and a
@@ -23,9 +23,9 @@
 #include <map>
 #include <random>
 
-#include "common/logging.h"
-#include "common/tenant_key.h"
-#include "common/units.h"
+#include "common/base/logging.h"
+#include "common/base/tenant_key.h"
+#include "common/base/units.h"
 
 namespace mooncake {
 

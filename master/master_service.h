@@ -62,8 +62,8 @@
 #include <unordered_map>
 #include <vector>
 
-#include "common/error_code.h"
-#include "common/log_throttle.h"
+#include "common/base/error_code.h"
+#include "common/base/log_throttle.h"
 #include "master/admin_views.h"
 #include "master/cache_holders.h"
 #include "master/change_log.h"
@@ -286,7 +286,7 @@ class MasterService : private EvictionRounds::Objects,
 
   // One object as it is, its lease untouched: every replica (memory first, being written
   // ones too) with where it lives, and the object's lease, pins and checksum. key is a
-  // stored key (common/tenant_key.h). -600 bad key, -704 missing.
+  // stored key (common/base/tenant_key.h). -600 bad key, -704 missing.
   using ReplicaView = ::mooncake::ReplicaView;
   using KeyDescription = ::mooncake::KeyDescription;
   ErrorCode DescribeKey(const std::string& key, KeyDescription* out);
@@ -297,7 +297,7 @@ class MasterService : private EvictionRounds::Objects,
   std::vector<SegmentView> SegmentDetails() const;
 
   // ---- the SSD tier (master_service_disk.cc, master_service_promote.cc) ----
-  // The calls' rules are common/master.thrift's. disk_segment_id: the caller's LOCAL_DISK
+  // The calls' rules are common/master_link/master.thrift's. disk_segment_id: the caller's LOCAL_DISK
   // segment (-101 unknown or detached, -601 another daemon's, -103 unknown daemon).
   // Up to max_tasks (1..kMaxOffloadBatch, else -600) queued tasks, each read-leased.
   rpc::OffloadTasksResult FetchOffloads(int64_t daemon_id, int32_t max_tasks);
@@ -351,7 +351,7 @@ class MasterService : private EvictionRounds::Objects,
   static constexpr int64_t kOffloadReportMarginMs = DiskTier::kOffloadReportMarginMs;
 
   // ---- verification after a restore, parked objects (master_service_verify.cc) ----
-  // The calls' rules are common/master.thrift's (docs/durability.md, "Verification after
+  // The calls' rules are common/master_link/master.thrift's (docs/durability.md, "Verification after
   // restore"): daemon_id's own attached memory segment segment_id (-103, -101, -601 as
   // FindOwnSegment). A page walks the segment's unverified replicas shard by shard
   // (cursor 0..kShardCount-1; only while the segment counts some), then its claimed parked
@@ -364,7 +364,7 @@ class MasterService : private EvictionRounds::Objects,
   static constexpr int32_t kMaxUnverifiedPage = 4096;
 
   // ---- copy and move tasks (master_service_tasks.cc; docs/master.md) ----
-  // The calls' rules are common/master.thrift's; the table is master/replica_tasks.h. A
+  // The calls' rules are common/master_link/master.thrift's; the table is master/replica_tasks.h. A
   // fetched task's targets are reserved as a drain's moves are (a PendingMove beside the
   // object, no eviction): any change of the object meanwhile orphans it, and its report
   // then answers -704 and frees the targets.
@@ -471,7 +471,7 @@ class MasterService : private EvictionRounds::Objects,
   // "attached", "detached" or "draining".
   static const char* SegmentStatus(const Segment& segment);
   static int64_t NewEpoch();
-  // A stored key (common/tenant_key.h): a user key of 1..MOONCAKE_STORE_MAX_KEY_LEN bytes
+  // A stored key (common/base/tenant_key.h): a user key of 1..MOONCAKE_STORE_MAX_KEY_LEN bytes
   // without NUL, behind a valid tenant id for a named tenant.
   static bool ValidKey(std::string_view key);
   ErrorCode ValidatePut(int64_t writer, const std::string& key, int64_t size,
@@ -608,7 +608,7 @@ class MasterService : private EvictionRounds::Objects,
   // force); the body of RemoveByRegex and RemoveAll (match null: every key). match runs
   // with no lock held, on keys copied out of the shard a slice at a time. holders: as
   // Remove's.
-  // Only tenant's keys are walked; match gets their user keys (common/tenant_key.h).
+  // Only tenant's keys are walked; match gets their user keys (common/base/tenant_key.h).
   using KeyMatch = std::function<bool(std::string_view)>;
   int64_t RemoveMatching(bool force, const std::string& tenant, const KeyMatch* match,
                          CacheHolderSet* holders);

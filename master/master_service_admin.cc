@@ -10,7 +10,7 @@
 
 #include <re2/re2.h>
 
-#include "common/tenant_key.h"
+#include "common/base/tenant_key.h"
 #include "master/master_service.h"
 
 namespace mooncake {

@@ -12,8 +12,8 @@
 // beside an object that has none, as a drain's move does.
 #include <algorithm>
 
-#include "common/logging.h"
-#include "common/tenant_key.h"
+#include "common/base/logging.h"
+#include "common/base/tenant_key.h"
 #include "master/master_service.h"
 
 namespace mooncake {

@@ -1,6 +1,6 @@
 // Draining of MasterService: moving the objects of a segment that is about to leave (memory
 // an application lent, whose connection closes) to other segments. The daemon's side is
-// daemon/segment_drainer.h.
+// daemon/replicas/segment_drainer.h.
 //
 // A move is a small upsert that keeps the value: DrainSegment reserves a target beside the
 // object (Shard::moves), the owner copies the bytes, CommitMoves swaps the one replica. The
@@ -18,7 +18,7 @@
 // segment drops it, so a commit either swaps the very replica it copied or fails cleanly.
 #include <algorithm>
 
-#include "common/logging.h"
+#include "common/base/logging.h"
 #include "master/master_service.h"
 
 namespace mooncake {

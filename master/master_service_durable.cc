@@ -11,7 +11,7 @@
 // daemon re-attaches (master/segment.h).
 #include <algorithm>
 
-#include "common/logging.h"
+#include "common/base/logging.h"
 #include "master/master_service.h"
 #include "master/oplog.h"
 #include "master/sync_set.h"

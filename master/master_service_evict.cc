@@ -4,7 +4,7 @@
 #include <algorithm>
 #include <chrono>
 
-#include "common/logging.h"
+#include "common/base/logging.h"
 #include "master/master_service.h"
 
 namespace mooncake {

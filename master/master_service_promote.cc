@@ -5,7 +5,7 @@
 // meanwhile (a removal, an eviction, an upsert's end) orphans the promotion, so an end
 // either adds the very value it copied or fails cleanly; an abandoned one is freed like an
 // abandoned put (DropUnfinished).
-#include "common/logging.h"
+#include "common/base/logging.h"
 #include "master/master_service.h"
 
 namespace mooncake {

@@ -1,6 +1,6 @@
 // Copy and move tasks of MasterService (Mooncake's CreateCopyTask, CreateMoveTask,
 // QueryTask, FetchTasks and MarkTaskToComplete; docs/master.md, "Copy and move tasks").
-// The table is master/replica_tasks.h; the rules of each call, common/master.thrift's.
+// The table is master/replica_tasks.h; the rules of each call, common/master_link/master.thrift's.
 //
 // A task runs on the daemon holding its source replica, as Mooncake's runs on the client
 // whose segment holds it. Its fetch reserves the targets beside the object (a PendingMove,
@@ -13,8 +13,8 @@
 // in between orphans the reservation, and the report then fails the task and frees it.
 #include <random>
 
-#include "common/logging.h"
-#include "common/tenant_key.h"
+#include "common/base/logging.h"
+#include "common/base/tenant_key.h"
 #include "master/master_service.h"
 
 namespace mooncake {

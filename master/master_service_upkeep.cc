@@ -8,8 +8,8 @@
 #include <cmath>
 #include <cstdio>
 
-#include "common/logging.h"
-#include "common/tenant_key.h"
+#include "common/base/logging.h"
+#include "common/base/tenant_key.h"
 #include "master/master_service.h"
 #include "master/oplog.h"
 

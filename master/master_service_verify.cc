@@ -17,8 +17,8 @@
 // replica there, unless its key was written or removed meanwhile.
 #include <algorithm>
 
-#include "common/logging.h"
-#include "common/tenant_key.h"
+#include "common/base/logging.h"
+#include "common/base/tenant_key.h"
 #include "master/master_service.h"
 
 namespace mooncake {

@@ -1,6 +1,6 @@
 #include "master/object_drops.h"
 
-#include "common/logging.h"
+#include "common/base/logging.h"
 
 namespace mooncake {
 

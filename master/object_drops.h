@@ -2,7 +2,7 @@
 // not be read back as the object's bytes (issue 33: a read fails rather than answer
 // another key's bytes; the loss is counted and logged). One counter per reason, exported
 // as mooncake_master_objects_dropped_total{reason} (docs/operations.md, "Metrics"), and one
-// log line a second at most per reason (common/log_throttle.h), with the count since the
+// log line a second at most per reason (common/base/log_throttle.h), with the count since the
 // previous line, so that a daemon that keeps reporting cannot flood the log.
 //
 // Reasons: unreadable (a daemon reported a replica it could not read correctly),
@@ -18,7 +18,7 @@
 #include <atomic>
 #include <cstdint>
 
-#include "common/log_throttle.h"
+#include "common/base/log_throttle.h"
 
 namespace mooncake {
 

@@ -15,10 +15,10 @@
 #include <system_error>
 #include <vector>
 
-#include "common/crc32c.h"
-#include "common/little_endian.h"
-#include "common/logging.h"
-#include "common/private_dir.h"
+#include "common/base/crc32c.h"
+#include "common/base/little_endian.h"
+#include "common/base/logging.h"
+#include "common/base/private_dir.h"
 
 namespace mooncake {
 

@@ -71,7 +71,7 @@
 #include <string_view>
 #include <thread>
 
-#include "common/error_code.h"
+#include "common/base/error_code.h"
 #include "master/log_tail.h"
 
 namespace mooncake {

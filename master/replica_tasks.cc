@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "common/tenant_key.h"
+#include "common/base/tenant_key.h"
 
 namespace mooncake {
 

@@ -34,7 +34,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "common/error_code.h"
+#include "common/base/error_code.h"
 
 namespace mooncake {
 
@@ -56,7 +56,7 @@ struct ReplicaTask {
   TaskId id;
   TaskType type = TaskType::kCopy;
   TaskStatus status = TaskStatus::kPending;
-  std::string key;     // stored key (common/tenant_key.h): its tenant is the task's
+  std::string key;     // stored key (common/base/tenant_key.h): its tenant is the task's
   std::string source;  // name of the segment whose replica is copied
   std::vector<std::string> targets;  // segment names; a move has one
   int64_t daemon = 0;  // runs it: the owner of the source replica's segment

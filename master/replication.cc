@@ -1,6 +1,6 @@
 #include "master/replication.h"
 
-#include "common/logging.h"
+#include "common/base/logging.h"
 
 namespace mooncake {
 

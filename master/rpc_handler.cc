@@ -2,7 +2,7 @@
 
 #include <thrift/protocol/TBinaryProtocol.h>
 
-#include "common/uds_protocol.h"
+#include "common/uds/uds_protocol.h"
 
 namespace mooncake {
 

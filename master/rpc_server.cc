@@ -23,10 +23,10 @@
 #include <thrift/transport/TSocket.h>
 #include <thrift/transport/TTransportException.h>
 
-#include "common/host_address.h"
-#include "common/log_throttle.h"
-#include "common/logging.h"
-#include "common/spin_wait.h"
+#include "common/auth/host_address.h"
+#include "common/base/log_throttle.h"
+#include "common/base/logging.h"
+#include "common/base/spin_wait.h"
 
 namespace mooncake {
 

@@ -9,7 +9,7 @@
 // and runs the handler right there.
 //
 // Polling (spin_ns, the master's --spin_us): after activity a thread may poll its epoll
-// set without blocking for a short, bounded, adaptive time (common/spin_wait.h's
+// set without blocking for a short, bounded, adaptive time (common/base/spin_wait.h's
 // AdaptiveSpin: a thread whose polls keep missing stops polling; at most max_spinning
 // threads at once) before it sleeps, so that a daemon's next call finds it awake instead
 // of paying its wake-up (~15-30 us on a VM whose idle vCPUs halt). The master's default
@@ -81,7 +81,7 @@
 #include <thrift/TProcessor.h>
 #include <thrift/protocol/TProtocol.h>
 
-#include "common/spin_wait.h"
+#include "common/base/spin_wait.h"
 #include "master/rpc_connections.h"
 
 namespace mooncake {
@@ -110,7 +110,7 @@ struct RpcServerOptions {
   size_t io_threads = 1;
   uint32_t max_frame_bytes = kMaxRpcFrameBytes;
   // How long an I/O thread polls for more work after some before it sleeps (the budget
-  // of its AdaptiveSpin, common/spin_wait.h); 0: never.
+  // of its AdaptiveSpin, common/base/spin_wait.h); 0: never.
   int64_t spin_ns = 0;
   // At most this many I/O threads poll at once (the others sleep at once): spinners that
   // outnumber the CPUs starve the threads doing the work.

@@ -33,7 +33,7 @@
 #include <cstdint>
 #include <mutex>
 
-#include "common/offset_allocator.h"
+#include "common/base/offset_allocator.h"
 #include "master_types.h"
 
 namespace mooncake {

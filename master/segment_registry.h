@@ -30,7 +30,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "common/error_code.h"
+#include "common/base/error_code.h"
 #include "master/segment.h"
 
 namespace mooncake {

@@ -2,7 +2,7 @@
 
 #include <zstd.h>
 
-#include "common/little_endian.h"
+#include "common/base/little_endian.h"
 
 namespace mooncake {
 

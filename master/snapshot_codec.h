@@ -16,7 +16,7 @@
 #include <cstdint>
 #include <string>
 
-#include "common/error_code.h"
+#include "common/base/error_code.h"
 #include "master/master_service.h"
 #include "master/snapshot_store.h"
 #include "master/snapshot_writer.h"

@@ -2,7 +2,7 @@
 // which stores one, and SnapshotStore (master/snapshot_store.h), which finds, checks, loads
 // and prunes them, agree on. Neither looks inside a payload: what the bytes mean (msgpack +
 // zstd of the object directory) is the encoder's business; here they are named blobs with
-// a size and a CRC-32C (common/crc32c.h).
+// a size and a CRC-32C (common/base/crc32c.h).
 //
 // Layout under the snapshot directory `dir`:
 //

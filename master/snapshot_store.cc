@@ -17,8 +17,8 @@
 #include <system_error>
 #include <utility>
 
-#include "common/crc32c.h"
-#include "common/logging.h"
+#include "common/base/crc32c.h"
+#include "common/base/logging.h"
 
 namespace mooncake {
 

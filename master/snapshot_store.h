@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "common/error_code.h"
+#include "common/base/error_code.h"
 #include "master/snapshot_format.h"
 
 namespace mooncake {

@@ -1,6 +1,6 @@
 // SnapshotWriter (see the header). All of this runs in a forked child of a multithreaded
 // process: no logging, no locks, no snprintf or strerror (locale), only system calls and
-// malloc. Keep common/logging.h out of this file.
+// malloc. Keep common/base/logging.h out of this file.
 #include "master/snapshot_writer.h"
 
 #include <errno.h>
@@ -12,8 +12,8 @@
 #include <cstring>
 #include <new>
 
-#include "common/crc32c.h"
-#include "common/private_dir.h"
+#include "common/base/crc32c.h"
+#include "common/base/private_dir.h"
 
 namespace mooncake {
 
@@ -115,7 +115,7 @@ ErrorCode SnapshotWriter::Begin(std::string* error) {
   }
   // mkdir -p dir/snapshots, then the snapshot's own directory, which must be new. Each
   // directory created gets its entry made durable by an fsync of its parent. Modes are
-  // private (common/private_dir.h); tightening existing ones (which logs) is the parent
+  // private (common/base/private_dir.h); tightening existing ones (which logs) is the parent
   // process's, at start (master/durability.h).
   const std::string snapshots = dir_ + "/" + kSnapshotsDir;
   std::vector<std::string> levels;

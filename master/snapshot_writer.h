@@ -11,7 +11,7 @@
 #include <utility>
 #include <vector>
 
-#include "common/error_code.h"
+#include "common/base/error_code.h"
 #include "master/snapshot_format.h"
 
 namespace mooncake {

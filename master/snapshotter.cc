@@ -12,7 +12,7 @@
 #include <cstdio>
 #include <cstring>
 
-#include "common/logging.h"
+#include "common/base/logging.h"
 #include "master/snapshot_codec.h"
 #include "master/snapshot_format.h"
 #include "master/snapshot_writer.h"

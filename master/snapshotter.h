@@ -32,7 +32,7 @@
 #include <string>
 #include <thread>
 
-#include "common/error_code.h"
+#include "common/base/error_code.h"
 #include "master/master_service.h"
 #include "master/oplog.h"
 #include "master/snapshot_store.h"

@@ -2,7 +2,7 @@
 
 #include <msgpack.hpp>
 
-#include "common/uds_protocol.h"
+#include "common/uds/uds_protocol.h"
 
 namespace mooncake {
 

@@ -26,7 +26,7 @@
 //
 // What is not here, on purpose: objects still being written (PROCESSING puts, pending
 // upserts and pending moves are revoked by a restart; a segment's draining state too: its
-// owner's drain starts again, see daemon/segment_drainer.h), leases (runtime state: they restart),
+// owner's drain starts again, see daemon/replicas/segment_drainer.h), leases (runtime state: they restart),
 // allocator internals (a segment's allocator is rebuilt from the replica ranges, which are
 // its whole state) and daemons (those that own a restored segment are expected back).
 //

@@ -2,7 +2,7 @@
 
 #include <chrono>
 
-#include "common/logging.h"
+#include "common/base/logging.h"
 #include "master/snapshot_codec.h"
 
 namespace mooncake {

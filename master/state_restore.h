@@ -18,7 +18,7 @@
 #include <cstdint>
 #include <string>
 
-#include "common/error_code.h"
+#include "common/base/error_code.h"
 #include "master/master_service.h"
 #include "master/oplog.h"
 #include "master/snapshot_store.h"

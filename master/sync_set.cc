@@ -2,7 +2,7 @@
 
 #include <limits>
 
-#include "common/logging.h"
+#include "common/base/logging.h"
 #include <algorithm>
 
 namespace mooncake {

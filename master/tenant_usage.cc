@@ -3,9 +3,9 @@
 #include <algorithm>
 #include <mutex>
 
-#include "common/tenant_key.h"
-#include "common/text.h"
-#include "common/units.h"
+#include "common/base/tenant_key.h"
+#include "common/base/text.h"
+#include "common/base/units.h"
 
 namespace mooncake {
 

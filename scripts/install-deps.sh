@@ -24,7 +24,7 @@ PACKAGES=(
   python3-torch                         # the tensor calls (put_tensor ...) and their tests (CPU)
   openjdk-17-jdk-headless junit4        # Java binding (JNI) and its tests
   etcd-server                           # master HA
-  libcurl4-openssl-dev nlohmann-json3-dev   # etcd's JSON gateway (common/etcd_client.cc)
+  libcurl4-openssl-dev nlohmann-json3-dev   # etcd's JSON gateway (common/etcd/etcd_client.cc)
   libcli11-dev                          # command-line parsing (common/flags, cli/)
   gnuplot-nox                           # benchmark plots
   fio                                   # bench/ssd_bench's raw-disk baseline

@@ -61,7 +61,7 @@ free_port() {
   /usr/bin/python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
 }
 # One cluster key for the master and the daemons, as a real deployment has, and the admin
-# token of their admin HTTP (common/admin_http.h), by the CLI's own derivation.
+# token of their admin HTTP (common/admin/admin_http.h), by the CLI's own derivation.
 KEY_FLAGS=()
 unset MOONCAKE_ADMIN_TOKEN MOONCAKE_ADMIN_TOKEN_FILE  # another cluster's
 if [ $KEY = 1 ]; then

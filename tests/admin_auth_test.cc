@@ -1,5 +1,5 @@
 // Attack 1 of issue 32 against real processes: who may call what on the admin HTTP ports
-// (common/admin_http.h, docs/security.md "The admin HTTP port").
+// (common/admin/admin_http.h, docs/security.md "The admin HTTP port").
 //
 // A master and a daemon with the cluster key and a separate --admin_token_file: every
 // endpoint that names keys, tenants, segments or addresses answers 401 (-1400, and
@@ -29,7 +29,7 @@
 #include <thread>
 #include <vector>
 
-#include "common/admin_http.h"
+#include "common/admin/admin_http.h"
 #include "include/mooncake_store.h"
 #include "tests/cluster.h"
 #include "tests/cmocka_cpp.h"

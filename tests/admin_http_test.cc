@@ -18,9 +18,9 @@
 #include <thread>
 #include <vector>
 
-#include "common/admin_http.h"
-#include "common/cluster_key.h"
-#include "common/logging.h"
+#include "common/admin/admin_http.h"
+#include "common/auth/cluster_key.h"
+#include "common/base/logging.h"
 #include "tests/cmocka_cpp.h"
 #include "tests/http_test_util.h"
 

@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "common/uds_ops.h"
-#include "daemon/store_service.h"
+#include "common/uds/uds_ops.h"
+#include "daemon/service/store_service.h"
 #include "include/mooncake_store.h"
 #include "tests/cmocka_cpp.h"
 

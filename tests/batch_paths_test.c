@@ -1,7 +1,7 @@
 /* The batch paths (BATCH_PUT, BATCH_GET, BATCH_EXIST) against a real master and daemon:
  * a batch answers every key as the single call would have, in order, whatever the mix of
  * hits, misses, duplicates and bad entries; and the copies the daemon shares between two
- * threads (daemon/parallel_copy.h: a big value, a big batch) deliver every byte. */
+ * threads (daemon/base/parallel_copy.h: a big value, a big batch) deliver every byte. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>

@@ -24,7 +24,7 @@
 #include <vector>
 
 #include "cli/cli_args.h"
-#include "common/version.h"
+#include "common/base/version.h"
 #include "mooncake_store.h"
 #include "tests/cluster.h"
 #include "tests/cmocka_cpp.h"

@@ -20,8 +20,8 @@
 #include <vector>
 
 #include "MasterService.h"
-#include "common/cluster_key.h"
-#include "common/little_endian.h"
+#include "common/auth/cluster_key.h"
+#include "common/base/little_endian.h"
 #include "tests/cluster_internal.h"
 #include "tests/http_test_util.h"
 #include "tests/process_harness.h"

@@ -136,7 +136,7 @@ int mc_cluster_lent_segments_at(const mc_cluster *c, int i, mc_cluster_segment *
 
 /* Opens fd (a fresh TCP connection to a daemon's transfer port) as a peer daemon named
  * name that holds the cluster's key (ClusterKeyFile() of tests/process_harness.h) opens
- * one (daemon/transfer_protocol.h): HELLO with a client nonce, then AUTH with the key's
+ * one (daemon/transfer/transfer_protocol.h): HELLO with a client nonce, then AUTH with the key's
  * proof, and the daemon's own proof checked. 0 once admitted; the daemon's refusal code
  * (-1305, -1400, ...); 1 when it closed the connection instead of answering; 2 when its
  * answer breaks the protocol or its proof is wrong. fd is then ready for requests. */

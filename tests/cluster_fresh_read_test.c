@@ -4,7 +4,7 @@
  * on A); an application on A then changes the key. Once A's call has returned, B must see
  * the change at once: the new value, or -704 and is_exist 0 -- never the old value, which
  * B's cache served for up to 9 s before the writer invalidated remote caches
- * (daemon/cache_invalidator.h). A holder that cannot answer (stopped) costs the writer a
+ * (daemon/cluster/cache_invalidator.h). A holder that cannot answer (stopped) costs the writer a
  * wait no longer than its lease, and the answer is still right. */
 #include <setjmp.h>
 #include <stdarg.h>

@@ -18,8 +18,8 @@
 #include <thrift/transport/TSocket.h>
 
 #include "MasterService.h"
-#include "common/etcd_client.h"
-#include "common/leader_watch.h"
+#include "common/etcd/etcd_client.h"
+#include "common/etcd/leader_watch.h"
 #include "tests/cluster.h"
 #include "tests/cluster_internal.h"
 #include "tests/etcd_process.h"

@@ -13,8 +13,8 @@
 #include <fstream>
 #include <string>
 
-#include "common/cluster_key.h"
-#include "common/secret_file.h"
+#include "common/auth/cluster_key.h"
+#include "common/base/secret_file.h"
 #include "tests/cmocka_cpp.h"
 #include "tests/process_harness.h"
 

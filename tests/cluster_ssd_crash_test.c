@@ -35,7 +35,7 @@
 #define OBJ (64 * KiB)
 #define BURST 192 /* 12 MiB: in the owner's memory, three buckets' worth on its SSD */
 #define OLD 32    /* put before the burst, older than the bound at the kill */
-#define BOUND_S 1.0 /* relaxed mode's bound (daemon/ssd_store.h, kRelaxedSyncMs) */
+#define BOUND_S 1.0 /* relaxed mode's bound (daemon/ssd_store/ssd_store.h, kRelaxedSyncMs) */
 
 enum { OWNER = 0, WRITER = 1, READER = 2 };
 

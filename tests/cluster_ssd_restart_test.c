@@ -29,7 +29,7 @@
 #define OBJ (256 * KiB)
 #define COUNT 32      /* 8 MiB: all in memory as well; the kill takes the memory away */
 #define LATE 8        /* relaxed: put right before the kill, inside the bound */
-#define BOUND_S 1.0   /* relaxed mode's bound (daemon/ssd_store.h, kRelaxedSyncMs) */
+#define BOUND_S 1.0   /* relaxed mode's bound (daemon/ssd_store/ssd_store.h, kRelaxedSyncMs) */
 
 enum { OWNER = 0, READER = 1 };
 

@@ -1,5 +1,5 @@
 /* Helpers of tests/cluster_test.c: value patterns, handles on daemon i, placement configs,
- * bounded polling, a raw client of a daemon's transfer port (daemon/transfer_protocol.h),
+ * bounded polling, a raw client of a daemon's transfer port (daemon/transfer/transfer_protocol.h),
  * a put that pauses half-way through its value so a test can hurt the replica's owner
  * while the put is in flight, many small objects put and read back in batches, and a
  * forked child. Failures are CMocka assertions. */

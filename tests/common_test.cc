@@ -9,10 +9,10 @@
 #include <string>
 #include <vector>
 
-#include "common/crc32c.h"
-#include "common/error_code.h"
-#include "common/flags.h"
-#include "common/units.h"
+#include "common/base/crc32c.h"
+#include "common/base/error_code.h"
+#include "common/base/flags.h"
+#include "common/base/units.h"
 #include "tests/cmocka_cpp.h"
 #include "tests/process_harness.h"
 

@@ -1,4 +1,4 @@
-// The daemon's admin HTTP port (daemon/daemon_admin.h, docs/operations.md) against a real
+// The daemon's admin HTTP port (daemon/server/daemon_admin.h, docs/operations.md) against a real
 // master and real daemons: the counters and byte totals of /metrics move by exactly what
 // the test did through the C ABI, histograms count every request, /health has its shape
 // (and turns 503 "degraded" when the master goes), promtool accepts /metrics, with

@@ -1,4 +1,4 @@
-// The writer's half of fresh reads across hosts (daemon/cache_invalidator.h), in one
+// The writer's half of fresh reads across hosts (daemon/cluster/cache_invalidator.h), in one
 // process over real loopback sockets: the INVALIDATE payload and its hostile forms, the
 // holder's handler, a remote invalidation voiding a read-cache fill that was in flight,
 // and Forget's waits: none for a holder that answers, its deadline (no longer) for one
@@ -10,15 +10,15 @@
 #include <string>
 #include <vector>
 
-#include "common/error_code.h"
-#include "common/little_endian.h"
-#include "common/logging.h"
-#include "common/tenant_key.h"
-#include "daemon/cache_invalidator.h"
-#include "daemon/read_cache.h"
-#include "daemon/tcp_transport.h"
-#include "daemon/transfer_protocol.h"
-#include "daemon/transfer_server.h"
+#include "common/base/error_code.h"
+#include "common/base/little_endian.h"
+#include "common/base/logging.h"
+#include "common/base/tenant_key.h"
+#include "daemon/cluster/cache_invalidator.h"
+#include "daemon/cluster/read_cache.h"
+#include "daemon/transfer/tcp_transport.h"
+#include "daemon/transfer/transfer_protocol.h"
+#include "daemon/transfer/transfer_server.h"
 #include "include/mooncake_store.h"
 #include "tests/cmocka_cpp.h"
 #include "tests/process_harness.h"
@@ -99,7 +99,7 @@ int64_t MsSince(Clock::time_point t0) {
 // ---- the payload -----------------------------------------------------------------------
 
 void test_payloads_round_trip_and_split(void**) {
-  // The longest key a tenant can have stored travels too (common/tenant_key.h).
+  // The longest key a tenant can have stored travels too (common/base/tenant_key.h).
   std::vector<std::string> keys = {
       "a", tenant_key::Encode(std::string(tenant_key::kMaxTenantLen, 't'),
                               std::string(MOONCAKE_STORE_MAX_KEY_LEN, 'k')),

@@ -13,8 +13,8 @@
 #include <utility>
 #include <vector>
 
-#include "daemon/client_connection.h"
-#include "daemon/worker_threads.h"
+#include "daemon/service/client_connection.h"
+#include "daemon/base/worker_threads.h"
 #include "tests/cmocka_cpp.h"
 
 using mooncake::ClientConnection;

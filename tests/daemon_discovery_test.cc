@@ -24,8 +24,8 @@
 #include <vector>
 
 #include "MasterService.h"
-#include "common/etcd_client.h"
-#include "common/leader_watch.h"
+#include "common/etcd/etcd_client.h"
+#include "common/etcd/leader_watch.h"
 #include "include/mooncake_store.h"
 #include "tests/etcd_test_util.h"
 #include "tests/process_harness.h"

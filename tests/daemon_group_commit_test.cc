@@ -1,4 +1,4 @@
-// Group commit of single-key puts and gets (daemon/master_batcher.h, docs/daemon.md) against
+// Group commit of single-key puts and gets (daemon/cluster/master_batcher.h, docs/daemon.md) against
 // a real master and daemon: many threads putting distinct keys all succeed and read back
 // byte for byte, in fewer PutStart / PutEnd / GetReplicaList RPCs than calls (the daemon's
 // /metrics say so); concurrent puts of one key leave exactly one whole value; a put of a

@@ -1,5 +1,5 @@
-// The group commit queue (daemon/group_commit.h) and the daemon's master batcher
-// (daemon/master_batcher.h) on their own: a lone call runs alone (and a second one too,
+// The group commit queue (daemon/base/group_commit.h) and the daemon's master batcher
+// (daemon/cluster/master_batcher.h) on their own: a lone call runs alone (and a second one too,
 // with two leaders allowed); calls made while a run is in progress run together in the
 // next one, oldest first, and the lead passes on after a few runs; a group never exceeds
 // its cap nor holds a call that may not share it; every result reaches its caller and no
@@ -11,8 +11,8 @@
 #include <thread>
 #include <vector>
 
-#include "daemon/group_commit.h"
-#include "daemon/master_batcher.h"
+#include "daemon/base/group_commit.h"
+#include "daemon/cluster/master_batcher.h"
 #include "tests/cmocka_cpp.h"
 #include "tests/process_harness.h"
 

@@ -18,8 +18,8 @@
 #include <thread>
 #include <vector>
 
-#include "common/error_code.h"
-#include "common/uds_ops.h"
+#include "common/base/error_code.h"
+#include "common/uds/uds_ops.h"
 #include "include/mooncake_store.h"
 #include "tests/cmocka_cpp.h"
 #include "tests/daemon_test_client.h"

@@ -1,5 +1,5 @@
 // The daemon's read cache. In process, the orderings a remote invalidation relies on
-// (daemon/cache_invalidator.h): a fill whose ticket predates an invalidation of its key
+// (daemon/cluster/cache_invalidator.h): a fill whose ticket predates an invalidation of its key
 // (or a Clear) is dropped, one that came first is erased, one that began after is kept,
 // and an expired fill never enters. Then spoken to over docs/protocol.md: reads inside the
 // lease skip the master; local writes, lease expiry, an unmounted segment and a master
@@ -15,9 +15,9 @@
 #include <thread>
 #include <vector>
 
-#include "common/error_code.h"
-#include "common/uds_ops.h"
-#include "daemon/read_cache.h"
+#include "common/base/error_code.h"
+#include "common/uds/uds_ops.h"
+#include "daemon/cluster/read_cache.h"
 #include "tests/cmocka_cpp.h"
 #include "tests/daemon_test_client.h"
 #include "tests/process_harness.h"

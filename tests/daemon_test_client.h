@@ -12,8 +12,8 @@
 #include <string>
 #include <vector>
 
-#include "common/error_code.h"
-#include "common/uds_ops.h"
+#include "common/base/error_code.h"
+#include "common/uds/uds_ops.h"
 #include "include/mooncake_store.h"
 #include "tests/process_harness.h"
 

@@ -19,7 +19,7 @@
 #include <string>
 #include <vector>
 
-#include "daemon/uds_server.h"
+#include "daemon/server/uds_server.h"
 #include "tests/cmocka_cpp.h"
 #include "tests/process_harness.h"
 

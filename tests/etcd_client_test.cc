@@ -9,7 +9,7 @@
 #include <mutex>
 #include <vector>
 
-#include "common/etcd_client.h"
+#include "common/etcd/etcd_client.h"
 #include "tests/etcd_test_util.h"
 #include "tests/process_harness.h"
 

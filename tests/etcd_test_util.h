@@ -9,7 +9,7 @@
 #include <string>
 #include <thread>
 
-#include "common/etcd_client.h"
+#include "common/etcd/etcd_client.h"
 #include "tests/cmocka_cpp.h"
 #include "tests/etcd_process.h"
 

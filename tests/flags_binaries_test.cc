@@ -1,4 +1,4 @@
-// The real binaries' command lines (common/flags.h) against processes on 127.0.0.1:
+// The real binaries' command lines (common/base/flags.h) against processes on 127.0.0.1:
 //  - mooncake-master starts and serves on gflags' spellings as Mooncake's docs write them
 //    (-v=1, -name=value, --noname, a --flagfile), and -v=1 logs at debug;
 //  - mooncaked likewise (-port=P, --noread_cache, -v 1): the port and the read cache are
@@ -19,7 +19,7 @@
 #include <thread>
 #include <vector>
 
-#include "common/version.h"
+#include "common/base/version.h"
 #include "tests/cmocka_cpp.h"
 #include "tests/process_harness.h"
 

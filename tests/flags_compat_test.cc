@@ -1,4 +1,4 @@
-// FlagSet's aliases and ignored settings (common/flags.h), in process:
+// FlagSet's aliases and ignored settings (common/base/flags.h), in process:
 //  - an alias sets its flag from the command line and from a config file, and a flag given
 //    on the command line under either name wins over the file under either name;
 //  - an ignored setting consumes its value (or none, before another flag), may have any
@@ -12,9 +12,9 @@
 #include <string>
 #include <vector>
 
-#include "common/flags.h"
-#include "common/mooncake_compat.h"
-#include "daemon/daemon_options.h"
+#include "common/base/flags.h"
+#include "common/base/mooncake_compat.h"
+#include "daemon/server/daemon_options.h"
 #include "master/master_options.h"
 #include "tests/cmocka_cpp.h"
 #include "tests/process_harness.h"

@@ -1,5 +1,5 @@
 // The flag tables of the docs are generated from the flags' declarations (master/
-// master_options.cc, daemon/daemon_options.cc): README.md's master flags, docs/daemon.md's
+// master_options.cc, daemon/server/daemon_options.cc): README.md's master flags, docs/daemon.md's
 // flags and docs/durability.md's. The test fails when a committed table differs from what
 // the code writes; run with --write to regenerate them.
 #include <algorithm>
@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "common/flags.h"
-#include "daemon/daemon_options.h"
+#include "common/base/flags.h"
+#include "daemon/server/daemon_options.h"
 #include "master/master_options.h"
 #include "tests/cmocka_cpp.h"
 #include "tests/generated_docs.h"

@@ -1,4 +1,4 @@
-// FlagSet's command line (common/flags.h), in process:
+// FlagSet's command line (common/base/flags.h), in process:
 //  - every gflags spelling sets its flag: --name=value, --name value, -name=value,
 //    -name value; booleans --name, --noname, --name=true|false|1|0|yes|no, -name, -noname,
 //    and --name false; glog's -v=N, --v=N, -v N (N >= 1: log level debug);
@@ -9,7 +9,7 @@
 //  - the config file fills what the command line (and its flag files) did not give;
 //  - --help's text has one block per flag with its real default, and the Markdown table
 //    the docs hold the same.
-#include "common/flags.h"
+#include "common/base/flags.h"
 
 #include <cstring>
 #include <fstream>

@@ -30,9 +30,9 @@
 #include <string>
 
 #include "MasterService.h"
-#include "common/flags.h"
-#include "common/little_endian.h"
-#include "common/uds_ops.h"
+#include "common/base/flags.h"
+#include "common/base/little_endian.h"
+#include "common/uds/uds_ops.h"
 #include "master/master_service.h"
 #include "master/snapshot_codec.h"
 #include "master/state_records.h"

@@ -9,7 +9,7 @@
 #include <cstring>
 #include <string>
 
-#include "common/host_address.h"
+#include "common/auth/host_address.h"
 #include "tests/cmocka_cpp.h"
 #include "tests/process_harness.h"
 

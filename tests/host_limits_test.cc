@@ -22,8 +22,8 @@
 #include <string>
 #include <vector>
 
-#include "common/error_code.h"
-#include "common/uds_ops.h"
+#include "common/base/error_code.h"
+#include "common/uds/uds_ops.h"
 #include "tests/cmocka_cpp.h"
 #include "tests/daemon_test_client.h"
 #include "tests/process_harness.h"

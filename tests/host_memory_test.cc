@@ -1,11 +1,11 @@
 // Issue 30, the rule for the memory a segment may take, unit by unit (no master, no daemon
 // process):
-//  - HostMemory (daemon/host_memory.h): /proc/meminfo text in, the decision and its exact
+//  - HostMemory (daemon/memory/host_memory.h): /proc/meminfo text in, the decision and its exact
 //    message out: MemAvailable less the reserve (a tenth of MemTotal, at least 512 MiB),
 //    or free huge pages (then huge pages only), less what other mounts were promised;
 //    the engines' default segments admitted on the issue's host; unreadable meminfo admits
 //    nothing;
-//  - SegmentBudget (daemon/segment_budget.h): no cap by default; the operator's caps and
+//  - SegmentBudget (daemon/memory/segment_budget.h): no cap by default; the operator's caps and
 //    their messages; a refusal maps nothing; concurrent mounts never both pass against the
 //    same free memory, and leave nothing promised once mapped (measured: the test
 //    process's own resident shared memory stands for what the kernel shows); bytes given
@@ -20,8 +20,8 @@
 #include <thread>
 #include <vector>
 
-#include "daemon/host_memory.h"
-#include "daemon/segment_budget.h"
+#include "daemon/memory/host_memory.h"
+#include "daemon/memory/segment_budget.h"
 #include "tests/cmocka_cpp.h"
 
 using namespace mooncake;

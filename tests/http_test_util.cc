@@ -14,7 +14,7 @@
 #include <cstdio>
 #include <thread>
 
-#include "common/cluster_key.h"
+#include "common/auth/cluster_key.h"
 #include "tests/process_harness.h"
 
 namespace mooncake {

@@ -36,14 +36,14 @@ HttpAnswer HttpRequestLoopback(int port, const std::string& method, const std::s
 
 // "Authorization: Bearer <token>": the admin token of the key file at key_file
 // (ClusterKeyFile() when ""), which the admin HTTP of a process with that key accepts
-// (common/admin_http.h). "" when the file cannot be loaded.
+// (common/admin/admin_http.h). "" when the file cannot be loaded.
 std::string AdminAuthorization(const std::string& key_file = "");
 
 // text with every byte but [A-Za-z0-9-_.~] percent-encoded (for query values: PromQL has
 // braces, quotes and spaces).
 std::string UrlEncode(const std::string& text);
 
-// The port of "<component>: admin HTTP listening on A:P" (common/admin_http.cc) in the log
+// The port of "<component>: admin HTTP listening on A:P" (common/admin/admin_http.cc) in the log
 // at log_path, polled for timeout_ms: the process logs it once it has bound the port. -1
 // when no such line appears in time.
 int AdminPortFromLog(const std::string& log_path, const std::string& component,

@@ -8,7 +8,7 @@
 #include <memory>
 #include <vector>
 
-#include "common/leader_watch.h"
+#include "common/etcd/leader_watch.h"
 #include "master/leader_election.h"
 #include "tests/etcd_test_util.h"
 
@@ -293,7 +293,7 @@ void test_etcd_restart_resumes_leadership(void**) {
   electors.clear();
 }
 
-// LeaderWatcher (common/leader_watch.h, what daemons use) reports each leader once, with
+// LeaderWatcher (common/etcd/leader_watch.h, what daemons use) reports each leader once, with
 // the election's term, and none while there is none; Refresh reads at once.
 void test_watcher_follows_the_leader(void**) {
   auto etcd = SuiteClient();

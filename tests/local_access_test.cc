@@ -1,7 +1,7 @@
 // Issue 12, attack 3 (any local user who can open a daemon's socket reads, removes or
 // REMOVE_ALLs everyone's keys), against a real master and three real daemons whose sockets
 // have mode 0666, so that the filesystem lets everyone through and only the daemon's uid
-// check (daemon/local_access.h) stands in the way:
+// check (daemon/base/local_access.h) stands in the way:
 //   0: the default rule (root, the daemon's uid, members of the socket's group: root's);
 //   1: --allowed_uids nobody;
 //   2: --allowed_gids 65534 (nogroup).
@@ -45,9 +45,9 @@
 #include <thread>
 #include <vector>
 
-#include "common/error_code.h"
-#include "common/uds_ops.h"
-#include "common/uds_protocol.h"
+#include "common/base/error_code.h"
+#include "common/uds/uds_ops.h"
+#include "common/uds/uds_protocol.h"
 #include "include/mooncake_store.h"
 #include "tests/cluster.h"
 #include "tests/cmocka_cpp.h"
@@ -459,7 +459,7 @@ void test_refusal_flood_is_logged_at_a_bounded_rate(void**) {
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   assert_int_equal(peer.out["denied"], kFlood);
   // At most a burst of 5 lines (fewer when earlier tests' refusals spent them), then one a
-  // second (daemon/local_access.h); and no other line per
+  // second (daemon/base/local_access.h); and no other line per
   // connection (a close, a HELLO deadline) slips past the throttle.
   size_t logged = CountLogLines(0, line) - before;
   size_t bound = 5 + static_cast<size_t>(seconds) + 2;

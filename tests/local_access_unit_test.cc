@@ -1,4 +1,4 @@
-// The admission rule of the daemon's Unix socket (daemon/local_access.h) on its own:
+// The admission rule of the daemon's Unix socket (daemon/base/local_access.h) on its own:
 //  - --allowed_uids / --allowed_gids as numbers and names, blanks and repeats; bad names,
 //    empty items and ids out of range refused with the flag named;
 //  - root and the daemon's uid always admitted; the socket's group by default, its members
@@ -21,7 +21,7 @@
 #include <string>
 #include <vector>
 
-#include "daemon/local_access.h"
+#include "daemon/base/local_access.h"
 #include "tests/cmocka_cpp.h"
 #include "tests/process_harness.h"
 

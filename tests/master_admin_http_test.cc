@@ -28,8 +28,8 @@
 #include <nlohmann/json.hpp>
 
 #include "MasterService.h"
-#include "common/error_code.h"
-#include "common/tenant_key.h"
+#include "common/base/error_code.h"
+#include "common/base/tenant_key.h"
 #include "tests/cmocka_cpp.h"
 #include "tests/etcd_process.h"
 #include "tests/http_test_util.h"

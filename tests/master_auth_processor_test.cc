@@ -10,9 +10,9 @@
 #include <thrift/protocol/TBinaryProtocol.h>
 #include <thrift/transport/TBufferTransports.h>
 
-#include "common/cluster_key.h"
-#include "common/logging.h"
-#include "common/master_auth.h"
+#include "common/auth/cluster_key.h"
+#include "common/base/logging.h"
+#include "common/master_link/master_auth.h"
 #include "master/authenticated_processor.h"
 #include "master/rpc_handler.h"
 #include "tests/cmocka_cpp.h"
@@ -67,7 +67,7 @@ struct Connection : mooncake::testing::RpcPipe {
     client.recv_Authenticate(r);
     return r;
   }
-  // The whole handshake as common/master_auth.cc runs it, with the client's key.
+  // The whole handshake as common/master_link/master_auth.cc runs it, with the client's key.
   rpc::AuthenticateResult Handshake(const ClusterKey& key) {
     rpc::AuthChallengeResult c = Challenge();
     assert_int_equal(c.code, 0);

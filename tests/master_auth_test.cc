@@ -35,9 +35,9 @@
 #include <thrift/transport/TServerSocket.h>
 
 #include "MasterService.h"
-#include "common/cluster_key.h"
-#include "common/host_address.h"
-#include "common/master_auth.h"
+#include "common/auth/cluster_key.h"
+#include "common/auth/host_address.h"
+#include "common/master_link/master_auth.h"
 #include "master/rpc_handler.h"
 #include "tests/cmocka_cpp.h"
 #include "tests/process_harness.h"

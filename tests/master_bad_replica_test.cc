@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "common/logging.h"
+#include "common/base/logging.h"
 #include "tests/master_disk_fixture.h"
 
 namespace {

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "common/logging.h"
+#include "common/base/logging.h"
 #include "master/master_service.h"
 #include "tests/master_service_fixture.h"
 

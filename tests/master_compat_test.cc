@@ -1,4 +1,4 @@
-// Mooncake's command lines and config files start our binaries (common/mooncake_compat.h),
+// Mooncake's command lines and config files start our binaries (common/base/mooncake_compat.h),
 // against real processes on 127.0.0.1:
 //  - Mooncake's own conf/master.yaml and conf/master.json (tests/data/mooncake_master.*,
 //    copied verbatim from kvcache-ai/Mooncake mooncake-store/conf/) start the master, by
@@ -23,7 +23,7 @@
 #include <thread>
 #include <vector>
 
-#include "common/mooncake_compat.h"
+#include "common/base/mooncake_compat.h"
 #include "tests/cmocka_cpp.h"
 #include "tests/process_harness.h"
 

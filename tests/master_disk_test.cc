@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "common/logging.h"
+#include "common/base/logging.h"
 #include "master/object_metadata.h"
 #include "tests/master_disk_fixture.h"
 

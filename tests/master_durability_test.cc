@@ -17,7 +17,7 @@
 #include <utility>
 #include <vector>
 
-#include "common/logging.h"
+#include "common/base/logging.h"
 #include "master/oplog.h"
 #include "master/snapshot_codec.h"
 #include "master/snapshot_store.h"

@@ -6,7 +6,7 @@
 // resolves it first) and other endpoints are refused.
 #include <string>
 
-#include "common/master_endpoint.h"
+#include "common/base/master_endpoint.h"
 #include "tests/daemon_test_client.h"
 #include "tests/cmocka_cpp.h"
 

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "common/logging.h"
+#include "common/base/logging.h"
 #include "master/eviction.h"
 #include "master/exist_leases.h"
 #include "master/master_service.h"

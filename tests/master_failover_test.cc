@@ -19,7 +19,7 @@
 #include <thrift/transport/TSocket.h>
 
 #include "MasterService.h"
-#include "common/master_auth.h"
+#include "common/master_link/master_auth.h"
 #include "tests/cmocka_cpp.h"
 #include "tests/etcd_process.h"
 #include "tests/process_harness.h"

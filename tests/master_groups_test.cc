@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "common/tenant_key.h"
+#include "common/base/tenant_key.h"
 #include "master/state_records.h"
 #include "tests/master_restart_fixture.h"
 

@@ -1,5 +1,5 @@
-// Finding and following the master leader (common/master_locator.h) and the daemon's
-// master client's rules on top of it (daemon/master_client.h, docs/ha.md "Daemons"),
+// Finding and following the master leader (common/master_link/master_locator.h) and the daemon's
+// master client's rules on top of it (daemon/master_link/master_client.h, docs/ha.md "Daemons"),
 // against a real etcd (tests/etcd_process.h) and masters in process whose roles the test
 // sets (master/master_role.h behind the real processor and a real Thrift server on
 // 127.0.0.1), so that a "leader" can be deposed, or answer late, at a chosen moment:
@@ -29,11 +29,11 @@
 #include <vector>
 
 
-#include "common/etcd_client.h"
-#include "common/leader_watch.h"
-#include "common/master_locator.h"
-#include "common/rpc_logging.h"
-#include "daemon/master_client.h"
+#include "common/etcd/etcd_client.h"
+#include "common/etcd/leader_watch.h"
+#include "common/master_link/master_locator.h"
+#include "common/master_link/rpc_logging.h"
+#include "daemon/master_link/master_client.h"
 #include "master/authenticated_processor.h"
 #include "master/master_role.h"
 #include "master/rpc_handler.h"

@@ -42,8 +42,8 @@
 #include <thrift/transport/TSocket.h>
 
 #include "MasterService.h"
-#include "common/cluster_key.h"
-#include "common/master_auth.h"
+#include "common/auth/cluster_key.h"
+#include "common/master_link/master_auth.h"
 #include "tests/cmocka_cpp.h"
 #include "tests/http_test_util.h"
 #include "tests/process_harness.h"

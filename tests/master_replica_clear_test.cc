@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "common/logging.h"
+#include "common/base/logging.h"
 #include "master/oplog.h"
 #include "master/snapshot_store.h"
 #include "master/state_restore.h"

@@ -15,9 +15,9 @@
 #include <thrift/transport/TSocket.h>
 #include <thrift/transport/TTransportException.h>
 
-#include "common/logging.h"
-#include "common/master_auth.h"
-#include "common/rpc_logging.h"
+#include "common/base/logging.h"
+#include "common/master_link/master_auth.h"
+#include "common/master_link/rpc_logging.h"
 #include "master/authenticated_processor.h"
 #include "master/master_role.h"
 #include "master/rpc_handler.h"

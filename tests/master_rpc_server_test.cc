@@ -25,9 +25,9 @@
 #include <thrift/transport/TSocket.h>
 #include <thrift/transport/TTransportException.h>
 
-#include "common/cluster_key.h"
-#include "common/master_auth.h"
-#include "common/rpc_logging.h"
+#include "common/auth/cluster_key.h"
+#include "common/master_link/master_auth.h"
+#include "common/master_link/rpc_logging.h"
 #include "master/authenticated_processor.h"
 #include "master/rpc_handler.h"
 #include "master/rpc_server.h"
@@ -366,7 +366,7 @@ void test_the_handshake_is_still_enforced(void**) {
   }
 }
 
-// The handshake's two calls, as common/master_auth.cc sends them, are far under the frame
+// The handshake's two calls, as common/master_link/master_auth.cc sends them, are far under the frame
 // limit before admission (and so is a refusal's usual call).
 void test_the_handshake_fits_the_limit_before_admission(void**) {
   auto buffer = std::make_shared<apache::thrift::transport::TMemoryBuffer>();

@@ -11,7 +11,7 @@
 #include <thread>
 
 #include "MasterService.h"
-#include "common/error_code.h"
+#include "common/base/error_code.h"
 #include "tests/cmocka_cpp.h"
 #include "tests/process_harness.h"
 

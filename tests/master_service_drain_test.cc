@@ -12,7 +12,7 @@
 
 #include <msgpack.hpp>
 
-#include "common/logging.h"
+#include "common/base/logging.h"
 #include "master/snapshot_codec.h"
 #include "master/state_records.h"
 #include "tests/master_restart_fixture.h"

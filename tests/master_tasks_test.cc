@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "common/logging.h"
-#include "common/tenant_key.h"
+#include "common/base/logging.h"
+#include "common/base/tenant_key.h"
 #include "master/replica_tasks.h"
 #include "tests/master_service_fixture.h"
 

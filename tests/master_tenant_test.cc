@@ -11,7 +11,7 @@
 #include <thread>
 #include <vector>
 
-#include "common/tenant_key.h"
+#include "common/base/tenant_key.h"
 #include "master/oplog.h"
 #include "master/rpc_handler.h"
 #include "master/snapshot_store.h"

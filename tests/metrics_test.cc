@@ -11,7 +11,7 @@
 #include <fstream>
 #include <string>
 
-#include "common/metrics.h"
+#include "common/base/metrics.h"
 #include "master/master_metrics.h"
 #include "master/master_service.h"
 #include "tests/cmocka_cpp.h"

@@ -9,7 +9,7 @@
 #include <random>
 #include <vector>
 
-#include "common/offset_allocator.h"
+#include "common/base/offset_allocator.h"
 #include "tests/cmocka_cpp.h"
 
 using mooncake::OffsetAllocator;

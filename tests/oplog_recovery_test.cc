@@ -21,7 +21,7 @@
 #include <string_view>
 #include <vector>
 
-#include "common/little_endian.h"
+#include "common/base/little_endian.h"
 #include "master/oplog.h"
 #include "tests/cmocka_cpp.h"
 #include "tests/oplog_test_util.h"

@@ -20,8 +20,8 @@
 #include <thread>
 #include <vector>
 
-#include "common/crc32c.h"
-#include "common/little_endian.h"
+#include "common/base/crc32c.h"
+#include "common/base/little_endian.h"
 #include "master/oplog.h"
 #include "tests/cmocka_cpp.h"
 #include "tests/oplog_test_util.h"

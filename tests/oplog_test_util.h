@@ -18,7 +18,7 @@
 #include <utility>
 #include <vector>
 
-#include "common/little_endian.h"
+#include "common/base/little_endian.h"
 #include "master/oplog.h"
 #include "tests/cmocka_cpp.h"
 #include "tests/process_harness.h"

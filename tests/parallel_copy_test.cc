@@ -1,4 +1,4 @@
-// daemon/parallel_copy.h: every byte of every piece lands where it should, whatever the
+// daemon/base/parallel_copy.h: every byte of every piece lands where it should, whatever the
 // mix of piece sizes, with the helper shared, busy, asleep or absent, and with callers
 // racing for it.
 #include <cstring>
@@ -6,7 +6,7 @@
 #include <thread>
 #include <vector>
 
-#include "daemon/parallel_copy.h"
+#include "daemon/base/parallel_copy.h"
 #include "tests/cmocka_cpp.h"
 
 namespace {

@@ -9,8 +9,8 @@
 #include <cstring>
 #include <string>
 
-#include "common/path_trust.h"
-#include "common/private_dir.h"
+#include "common/base/path_trust.h"
+#include "common/base/private_dir.h"
 #include "tests/cmocka_cpp.h"
 #include "tests/process_harness.h"
 

@@ -10,7 +10,7 @@
 #include <cstring>
 #include <string>
 
-#include "common/peer_owner.h"
+#include "common/auth/peer_owner.h"
 #include "tests/cmocka_cpp.h"
 
 using namespace mooncake;

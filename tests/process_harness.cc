@@ -26,8 +26,8 @@
 #include <thrift/transport/TSocket.h>
 
 #include "MasterService.h"
-#include "common/cluster_key.h"
-#include "common/master_auth.h"
+#include "common/auth/cluster_key.h"
+#include "common/master_link/master_auth.h"
 
 namespace mooncake {
 namespace testing {

@@ -36,7 +36,7 @@ void RemoveTree(const std::string& path);
 
 // Makes (mkdir -p) the directories --snapshot_dir and --ssd_path name in argv ("--flag
 // DIR" or "--flag=DIR"), as an operator prepares them: the binaries refuse a missing one
-// (common/process_setup.h). StartMaster(OnPort) and SpawnDaemon call it; a test of that
+// (common/base/process_setup.h). StartMaster(OnPort) and SpawnDaemon call it; a test of that
 // refusal starts the binary with ChildProcess::Start itself.
 void MakeFlagDirectories(const std::vector<std::string>& argv);
 
@@ -117,7 +117,7 @@ bool SpawnDaemon(ChildProcess* daemon, int master_port, const std::string& socke
 
 // Calls fn with a Thrift client of the master on 127.0.0.1:port, connected as daemons
 // connect (framed transport, binary protocol) and admitted with the key of
-// ClusterKeyFile() (the handshake of common/master_auth.h); false when it cannot be
+// ClusterKeyFile() (the handshake of common/master_link/master_auth.h); false when it cannot be
 // reached, the handshake fails or the call throws.
 bool WithMasterClient(int port, const std::function<void(rpc::MasterServiceClient&)>& fn);
 

@@ -12,11 +12,11 @@
 #include <string>
 #include <vector>
 
-#include "common/error_code.h"
-#include "daemon/rdma_batch.h"
-#include "daemon/rdma_endpoint.h"
-#include "daemon/rdma_memory_map.h"
-#include "daemon/rdma_transport.h"
+#include "common/base/error_code.h"
+#include "daemon/transfer/rdma_batch.h"
+#include "daemon/transfer/rdma_endpoint.h"
+#include "daemon/transfer/rdma_memory_map.h"
+#include "daemon/transfer/rdma_transport.h"
 #include "tests/cmocka_cpp.h"
 
 using namespace mooncake;

@@ -1,5 +1,5 @@
 // A Thrift client wired to a master's processor in memory, over the protocol the master
-// serves with (common/rpc_logging.h's MakeRpcProtocolFactory): the client's calls are
+// serves with (common/master_link/rpc_logging.h's MakeRpcProtocolFactory): the client's calls are
 // written into `calls`, a test hands `in` and `out` to the processor, and the replies it
 // writes come back to the client from `replies`. For tests of what the per-connection
 // processor (master/authenticated_processor.h) lets through.
@@ -12,7 +12,7 @@
 #include <thrift/transport/TBufferTransports.h>
 
 #include "MasterService.h"
-#include "common/rpc_logging.h"
+#include "common/master_link/rpc_logging.h"
 
 namespace mooncake {
 namespace testing {

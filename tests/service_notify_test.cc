@@ -1,4 +1,4 @@
-// sd_notify from the real mooncake-master and mooncaked (common/service_notify.h,
+// sd_notify from the real mooncake-master and mooncaked (common/base/service_notify.h,
 // master/master_readiness.h), as systemd's Type=notify units of deploy/ hear it: each is
 // started with NOTIFY_SOCKET naming a datagram socket this test owns, as systemd does.
 //   - the master says READY=1 once its RPC port listens (a connect right after succeeds);

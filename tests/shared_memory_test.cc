@@ -1,5 +1,5 @@
-// Shared memory for segments and pools (common/shared_memory.h) and the daemon's and the
-// library's use of it (daemon/segment_memory.h, libmc/pool.h), in process:
+// Shared memory for segments and pools (common/base/shared_memory.h) and the daemon's and the
+// library's use of it (daemon/memory/segment_memory.h, libmc/pool.h), in process:
 //  - without hugetlbfs (asked for none, or none reserved): an ordinary memfd of exactly the
 //    size, pages of the base size, sealed when asked, pre-faulted when asked;
 //  - on hugetlbfs (when the host has free reserved huge pages, or the test runs as root
@@ -21,8 +21,8 @@
 #include <memory>
 #include <string>
 
-#include "common/shared_memory.h"
-#include "daemon/segment_memory.h"
+#include "common/base/shared_memory.h"
+#include "daemon/memory/segment_memory.h"
 #include "libmc/pool.h"
 #include "tests/cmocka_cpp.h"
 

@@ -22,7 +22,7 @@
 #include <utility>
 #include <vector>
 
-#include "common/crc32c.h"
+#include "common/base/crc32c.h"
 #include "master/snapshot_format.h"
 #include "master/snapshot_store.h"
 #include "master/snapshot_writer.h"

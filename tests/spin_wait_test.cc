@@ -1,5 +1,5 @@
-// Spinning before blocking (common/spin_wait.h) and the worker pool that spins
-// (daemon/worker_threads.h), in process:
+// Spinning before blocking (common/base/spin_wait.h) and the worker pool that spins
+// (daemon/base/worker_threads.h), in process:
 //  - SpinUntil returns true when ready flips during the budget, false once the budget is
 //    spent; a budget of 0 never spins; SpinUntilReadable sees a socket become readable;
 //  - AdaptiveSpin halves its budget after each wait longer than kNearMissFactor full
@@ -24,10 +24,10 @@
 #include <thread>
 #include <vector>
 
-#include "common/flags.h"
-#include "common/spin_wait.h"
-#include "daemon/daemon_options.h"
-#include "daemon/worker_threads.h"
+#include "common/base/flags.h"
+#include "common/base/spin_wait.h"
+#include "daemon/server/daemon_options.h"
+#include "daemon/base/worker_threads.h"
 #include "master/master_options.h"
 #include "tests/cmocka_cpp.h"
 

@@ -1,4 +1,4 @@
-// The SSD tier's IDENTITY file (daemon/ssd_identity.h): what a restarted daemon mounts its
+// The SSD tier's IDENTITY file (daemon/ssd_store/ssd_identity.h): what a restarted daemon mounts its
 // LOCAL_DISK segment with again. A written identity reads back, is private (0600) and
 // replaces the old one whole; a missing file, a torn one, another version or trailing
 // bytes are never trusted (the daemon draws a new identity then).
@@ -8,8 +8,8 @@
 
 #include <string>
 
-#include "common/error_code.h"
-#include "daemon/ssd_identity.h"
+#include "common/base/error_code.h"
+#include "daemon/ssd_store/ssd_identity.h"
 #include "tests/cmocka_cpp.h"
 #include "tests/process_harness.h"
 

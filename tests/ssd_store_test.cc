@@ -1,4 +1,4 @@
-// The SSD tier's storage engine (daemon/ssd_store.h) on its own, in directories under
+// The SSD tier's storage engine (daemon/ssd_store/ssd_store.h) on its own, in directories under
 // /var/tmp (a disk-backed filesystem: O_DIRECT is exercised) and on a small tmpfs:
 //  - round trips of 1 B .. 4 MiB + 1, whole and partial ranges, aligned and unaligned dest;
 //  - many objects across many buckets;
@@ -28,8 +28,8 @@
 #include <thread>
 #include <vector>
 
-#include "common/logging.h"
-#include "daemon/ssd_store.h"
+#include "common/base/logging.h"
+#include "daemon/ssd_store/ssd_store.h"
 #include "tests/cmocka_cpp.h"
 
 using mooncake::ErrorCode;

@@ -1,17 +1,17 @@
-// Tenants' keys: the encoding of common/tenant_key.h (no two (tenant, key) pairs share a
+// Tenants' keys: the encoding of common/base/tenant_key.h (no two (tenant, key) pairs share a
 // stored key; the default tenant's keys are unchanged), the daemon's scoping of every op's
-// keys (daemon/tenant_scope.h: every field named "key", and only those), and who may claim
-// which tenant (daemon/tenant_policy.h, --tenant_uids and --tenant_roaming_uids).
+// keys (daemon/base/tenant_scope.h: every field named "key", and only those), and who may claim
+// which tenant (daemon/base/tenant_policy.h, --tenant_uids and --tenant_roaming_uids).
 #include <set>
 #include <string>
 #include <utility>
 #include <vector>
 
-#include "common/tenant_key.h"
-#include "common/uds_ops.h"
-#include "daemon/local_access.h"
-#include "daemon/tenant_policy.h"
-#include "daemon/tenant_scope.h"
+#include "common/base/tenant_key.h"
+#include "common/uds/uds_ops.h"
+#include "daemon/base/local_access.h"
+#include "daemon/base/tenant_policy.h"
+#include "daemon/base/tenant_scope.h"
 #include "tests/cmocka_cpp.h"
 
 using namespace mooncake;

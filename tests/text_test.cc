@@ -2,7 +2,7 @@
 #include <string>
 #include <vector>
 
-#include "common/text.h"
+#include "common/base/text.h"
 #include "tests/cmocka_cpp.h"
 
 using namespace mooncake;

@@ -35,13 +35,13 @@
 #include <thread>
 #include <vector>
 
-#include "common/cluster_key.h"
-#include "common/error_code.h"
-#include "daemon/segment_memory.h"
-#include "daemon/tcp_io.h"
-#include "daemon/tcp_transport.h"
-#include "daemon/transfer_protocol.h"
-#include "daemon/transfer_server.h"
+#include "common/auth/cluster_key.h"
+#include "common/base/error_code.h"
+#include "daemon/memory/segment_memory.h"
+#include "daemon/transfer/tcp_io.h"
+#include "daemon/transfer/tcp_transport.h"
+#include "daemon/transfer/transfer_protocol.h"
+#include "daemon/transfer/transfer_server.h"
 #include "tests/cmocka_cpp.h"
 #include "tests/process_harness.h"
 #include "tests/transfer_test_util.h"

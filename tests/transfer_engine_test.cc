@@ -16,15 +16,15 @@
 #include <thread>
 #include <vector>
 
-#include "common/crc32c.h"
-#include "common/error_code.h"
-#include "daemon/chunked_checksum.h"
-#include "daemon/segment_memory.h"
-#include "daemon/tcp_io.h"
-#include "daemon/tcp_transport.h"
-#include "daemon/transfer_engine.h"
-#include "daemon/transfer_protocol.h"
-#include "daemon/transfer_server.h"
+#include "common/base/crc32c.h"
+#include "common/base/error_code.h"
+#include "daemon/base/chunked_checksum.h"
+#include "daemon/memory/segment_memory.h"
+#include "daemon/transfer/tcp_io.h"
+#include "daemon/transfer/tcp_transport.h"
+#include "daemon/transfer/transfer_engine.h"
+#include "daemon/transfer/transfer_protocol.h"
+#include "daemon/transfer/transfer_server.h"
 #include "tests/cmocka_cpp.h"
 
 using namespace mooncake;

@@ -1,9 +1,9 @@
 // The transfer port's limits in one process: the connection table's choices
-// (daemon/transfer_connections.h), then a real transfer server on loopback fed by raw
+// (daemon/transfer/transfer_connections.h), then a real transfer server on loopback fed by raw
 // peers: a port full of idle connections still serves a fresh peer, busy connections are
 // never taken, per-peer caps (named by HELLO, or by source address), the handshake
 // deadline, and stalls mid-message dropped within the stall timeout on either side
-// (daemon/tcp_io.h). The same against real daemons: tests/transfer_limits_test.c.
+// (daemon/transfer/tcp_io.h). The same against real daemons: tests/transfer_limits_test.c.
 #include <poll.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
@@ -18,14 +18,14 @@
 #include <thread>
 #include <vector>
 
-#include "common/error_code.h"
-#include "daemon/descriptor_limit.h"
-#include "daemon/segment_memory.h"
-#include "daemon/tcp_io.h"
-#include "daemon/tcp_transport.h"
-#include "daemon/transfer_connections.h"
-#include "daemon/transfer_protocol.h"
-#include "daemon/transfer_server.h"
+#include "common/base/error_code.h"
+#include "daemon/base/descriptor_limit.h"
+#include "daemon/memory/segment_memory.h"
+#include "daemon/transfer/tcp_io.h"
+#include "daemon/transfer/tcp_transport.h"
+#include "daemon/transfer/transfer_connections.h"
+#include "daemon/transfer/transfer_protocol.h"
+#include "daemon/transfer/transfer_server.h"
 #include "tests/cmocka_cpp.h"
 #include "tests/process_harness.h"
 #include "tests/transfer_test_util.h"

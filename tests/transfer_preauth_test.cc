@@ -34,9 +34,9 @@
 #include <thread>
 #include <vector>
 
-#include "common/cluster_key.h"
-#include "common/error_code.h"
-#include "daemon/transfer_protocol.h"
+#include "common/auth/cluster_key.h"
+#include "common/base/error_code.h"
+#include "daemon/transfer/transfer_protocol.h"
 #include "tests/cmocka_cpp.h"
 #include "tests/process_harness.h"
 #include "tests/transfer_test_util.h"

@@ -12,7 +12,7 @@
 #include <cstring>
 #include <thread>
 
-#include "common/error_code.h"
+#include "common/base/error_code.h"
 #include "tests/cmocka_cpp.h"
 
 namespace mooncake {

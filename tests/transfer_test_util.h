@@ -1,4 +1,4 @@
-// A raw peer of a daemon's transfer port (daemon/transfer_protocol.h), for the in-process
+// A raw peer of a daemon's transfer port (daemon/transfer/transfer_protocol.h), for the in-process
 // and real-daemon tests that speak to it byte by byte: one request out, one reply in.
 // Every call is bounded by kRawPeerBounds (a silent owner fails the test, never hangs it).
 #ifndef MOONCAKE_TESTS_TRANSFER_TEST_UTIL_H_
@@ -7,8 +7,8 @@
 #include <cstdint>
 #include <string>
 
-#include "daemon/tcp_io.h"
-#include "daemon/transfer_protocol.h"
+#include "daemon/transfer/tcp_io.h"
+#include "daemon/transfer/transfer_protocol.h"
 
 namespace mooncake {
 namespace testing {

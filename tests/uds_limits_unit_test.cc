@@ -1,10 +1,10 @@
 // Issue 11's Unix-socket limits, unit by unit (no master, no daemon process):
-//  - frame decode (common/uds_protocol.h): nesting, arrays, maps, ext, string length,
+//  - frame decode (common/uds/uds_protocol.h): nesting, arrays, maps, ext, string length,
 //    objects per frame and trailing bytes are refused with a reason; a message parsed in
 //    place points into its payload, a detached one does not;
 //  - FrameReader: its buffer grows to one announced frame and no further, never reads an
 //    oversized one, and is given back once consumed;
-//  - PoolFences (daemon/pool_fences.h): a fence waits exactly for earlier connections of
+//  - PoolFences (daemon/service/pool_fences.h): a fence waits exactly for earlier connections of
 //    its pool and is answered by the teardown that completes it;
 //  - libmc's Pool pins and PoolQuarantine (libmc/pool_quarantine.h): memory held until the
 //    fence's answer or the daemon's exit, then given back.
@@ -22,9 +22,9 @@
 #include <thread>
 #include <vector>
 
-#include "common/uds_ops.h"
-#include "daemon/client_connection.h"
-#include "daemon/pool_fences.h"
+#include "common/uds/uds_ops.h"
+#include "daemon/service/client_connection.h"
+#include "daemon/service/pool_fences.h"
 #include "libmc/pool.h"
 #include "libmc/pool_quarantine.h"
 #include "tests/cmocka_cpp.h"

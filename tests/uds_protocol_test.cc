@@ -9,7 +9,7 @@
 #include <cstring>
 #include <string>
 
-#include "common/uds_ops.h"
+#include "common/uds/uds_ops.h"
 #include "tests/cmocka_cpp.h"
 
 using namespace mooncake::uds;

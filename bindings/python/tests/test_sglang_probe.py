@@ -17,7 +17,7 @@ master_metrics_port is MOONCAKE_MASTER_METRICS_PORT (python/sglang/srt/environ.p
 makes to the master; everything else goes through MooncakeDistributedStore.
 
 SGLang sends no admin token, and /get_all_segments names segments (daemons' addresses), so a
-master with a cluster key refuses it (401, common/admin_http.h): with an empty body while no
+master with a cluster key refuses it (401, common/admin/admin_http.h): with an empty body while no
 segment is mounted, a JSON error after, which keeps SGLang's reading of it (docs/operations.md).
 """
 import os
