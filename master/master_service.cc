@@ -1,15 +1,27 @@
 // Object operations of MasterService: puts, upserts, reads and removals.
 // Daemons and their segments (registration, mounts, liveness) and deferred frees are in
-// master_service_upkeep.cc, eviction in master_service_evict.cc; the log, snapshot export
-// and restore in master_service_durable.cc.
+// master_service_upkeep.cc, eviction's side of an object in master_service_evict.cc; the
+// log, snapshot export and restore in master_service_durable.cc.
+//
+// Fresh reads everywhere: a reader that will cache a replica list names itself, and the
+// shard records it (master/cache_holders.h). A change (UpsertEnd, a removal) takes those
+// records into a CacheHolderSet; DescribeHolders turns it into the daemons the reply names,
+// whose caches the writer empties of the key before it answers (docs/daemon.md, "Read
+// cache"). Where the master cannot know who holds an entry it says "unknown, wait until"
+// instead, never nothing. Nothing of this is logged or snapshotted: leases do not survive a
+// restart, and for one lease after a restore every change says "unknown" (restore_fence).
+//
+// Tenants (docs/security.md, "Tenants"): keys are stored keys (common/base/tenant_key.h), a
+// tenant's carrying its id. RemoveByRegex and RemoveAll walk one tenant's keys only, the
+// pattern matched against the keys as its clients name them. Each tenant's objects and
+// memory are accounted (master/tenant_usage.h) where values gain or lose replicas, and a
+// put that would take a tenant over its --tenant_quota answers -1402.
 #include "master/master_service.h"
 
 #include <algorithm>
 #include <chrono>
 #include <map>
 #include <random>
-
-#include <re2/re2.h>
 
 #include "common/base/logging.h"
 #include "common/base/tenant_key.h"
@@ -81,31 +93,16 @@ MasterService::MasterService(MasterOptions options)
                 : options_.allocation_strategy == "local_first"    ? AllocationStrategy::kLocalFirst
                                                                     : AllocationStrategy::kRandom,
                 /*alignment=*/64, static_cast<uint64_t>(options_.placement_seed)),
-      shards_(new Shard[kShardCount]),
+      objects_(gate_, options_.max_cache_holders),
       tenants_(QuotasOf(options_.tenant_quota)),
       tasks_(ReplicaTaskLimits{static_cast<size_t>(options_.max_total_finished_tasks),
                                static_cast<size_t>(options_.max_total_pending_tasks),
                                static_cast<size_t>(options_.max_total_processing_tasks),
                                options_.pending_task_timeout_ms,
                                options_.processing_task_timeout_ms,
-                               static_cast<uint32_t>(options_.max_retry_attempts)}) {
-  // Each shard gets its share of the master-wide bound (keys hash evenly), and room for at
-  // least one object's records.
-  size_t per_shard = std::max<size_t>(CacheHolderTable::kMaxPerObject,
-                                      static_cast<size_t>(options_.max_cache_holders) / kShardCount);
-  if (options_.max_cache_holders == 0) per_shard = 0;
-  for (size_t s = 0; s < kShardCount; ++s) shards_[s].holders.set_max_records(per_shard);
-}
+                               static_cast<uint32_t>(options_.max_retry_attempts)}) {}
 
 bool MasterService::ValidKey(std::string_view key) { return tenant_key::ValidStoredKey(key); }
-
-MasterService::LockedKey::LockedKey(MasterService& service, const std::string& key)
-    : key(key),
-      hash(ObjectTable::Hash(key)),
-      shard(service.shards_[hash % kShardCount]),
-      lock_(shard.mu) {
-  object = shard.objects.Find(key, hash);
-}
 
 // ---- helpers -------------------------------------------------------------------------
 
@@ -120,7 +117,7 @@ ErrorCode MasterService::ValidatePut(int64_t writer, const std::string& key, int
   ErrorCode pin = ResolveSoftPin(config, &ignored);
   if (pin != ErrorCode::OK) return pin;
   if (!daemons_.Known(writer)) return ErrorCode::CLIENT_NOT_FOUND;
-  if (LogRefusing()) return ErrorCode::PERSISTENT_FAIL;
+  if (log_.Refusing()) return ErrorCode::PERSISTENT_FAIL;
   return ErrorCode::OK;
 }
 
@@ -252,11 +249,7 @@ void MasterService::FreeReplicas(const ReplicaList& replicas) {
 
 void MasterService::DeferFree(const ReplicaList& replicas, int64_t due_ms, uint64_t due_seq) {
   ForgetUnverified(replicas);
-  std::lock_guard<std::mutex> lock(deferred_mu_);
-  for (size_t i = 0; i < replicas.size(); ++i) {
-    if (!replicas[i].memory()) continue;
-    deferred_.push_back({due_ms, due_seq, replicas[i].segment, replicas[i].alloc_node});
-  }
+  deferred_.Add(replicas, due_ms, due_seq);
 }
 
 void MasterService::ReleaseObject(Shard& shard, std::string_view key, ObjectMetadata& meta,
@@ -276,8 +269,8 @@ void MasterService::ReleaseObject(Shard& shard, std::string_view key, ObjectMeta
   DropPendingUpsert(shard, key);
   DropPendingMove(shard, key);
   DropPendingPromotion(shard, key);
-  EndOffload(shard, key, &meta, /*failed=*/false);
-  CountDisk(meta, -1);
+  disk_tier_.EndOffload(shard, key, &meta, /*failed=*/false);
+  disk_tier_.Count(meta, -1);
   shard.holders.Forget(&meta);
   ForgetExistHit(shard, meta);  // before the block goes: the table is keyed by its address
   object_count_.fetch_sub(1);
@@ -285,7 +278,7 @@ void MasterService::ReleaseObject(Shard& shard, std::string_view key, ObjectMeta
 }
 
 void MasterService::RemoveLogged(Shard& shard, std::string_view key, ObjectMetadata& meta) {
-  ReleaseObject(shard, key, meta, LogRemove(key));
+  ReleaseObject(shard, key, meta, log_.Remove(key));
 }
 
 void MasterService::TakeHolders(Shard& shard, ObjectMetadata& meta, int64_t now,
@@ -354,7 +347,7 @@ rpc::PutStartResult MasterService::PutStartOne(int64_t writer, const std::string
   if (rc != ErrorCode::OK) return PutStartError(rc);
   {
     // Cheap early answer for the common "already cached" case, before reserving space.
-    LockedKey locked(*this, key);
+    LockedKey locked(objects_, key);
     const ObjectMetadata* existing = locked.object;
     if (existing != nullptr &&
         (existing->complete ||
@@ -368,7 +361,7 @@ rpc::PutStartResult MasterService::PutStartOne(int64_t writer, const std::string
   rc = ReserveCharged(key, static_cast<uint64_t>(size), config, writer, &reserved);
   if (rc != ErrorCode::OK) return PutStartError(rc);
 
-  LockedKey locked(*this, key);
+  LockedKey locked(objects_, key);
   if (locked.object != nullptr) {
     ObjectMetadata& old = *locked.object;
     if (old.complete || Now() - old.time_ms < options_.put_start_discard_timeout_ms) {
@@ -394,7 +387,7 @@ rpc::PutStartResult MasterService::PutStartOne(int64_t writer, const std::string
 ErrorCode MasterService::PutEnd(int64_t writer, const std::string& key, int64_t checksum) {
   StateGate::Shared gate(gate_);
   if (!ValidKey(key) || !ValidChecksum(checksum)) return ErrorCode::INVALID_PARAMS;
-  LockedKey locked(*this, key);
+  LockedKey locked(objects_, key);
   if (locked.object == nullptr) return ErrorCode::OBJECT_NOT_FOUND;
   ObjectMetadata& meta = *locked.object;
   if (meta.writer != writer) return ErrorCode::ILLEGAL_CLIENT;
@@ -412,7 +405,7 @@ ErrorCode MasterService::PutEnd(int64_t writer, const std::string& key, int64_t 
   LogPublish(key, meta);
   if (meta.offload_at_put) {
     meta.offload_at_put = false;
-    QueueOffload(locked.shard, key, meta, /*for_eviction=*/false);
+    disk_tier_.QueueOffload(locked.shard, key, meta, /*for_eviction=*/false);
   }
   return ErrorCode::OK;
 }
@@ -420,7 +413,7 @@ ErrorCode MasterService::PutEnd(int64_t writer, const std::string& key, int64_t 
 ErrorCode MasterService::PutRevoke(int64_t writer, const std::string& key) {
   StateGate::Shared gate(gate_);
   if (!ValidKey(key)) return ErrorCode::INVALID_PARAMS;
-  LockedKey locked(*this, key);
+  LockedKey locked(objects_, key);
   ObjectMetadata* meta = locked.object;
   if (meta == nullptr) return ErrorCode::OBJECT_NOT_FOUND;
   if (meta->writer != writer) return ErrorCode::ILLEGAL_CLIENT;
@@ -443,7 +436,7 @@ rpc::PutStartResult MasterService::UpsertStart(int64_t writer, const std::string
   rc = ReserveCharged(key, static_cast<uint64_t>(size), config, writer, &reserved);
   if (rc != ErrorCode::OK) return PutStartError(rc);
 
-  LockedKey locked(*this, key);
+  LockedKey locked(objects_, key);
   Shard& shard = locked.shard;
   int64_t now = Now();
   ObjectMetadata* existing = locked.object;
@@ -480,7 +473,7 @@ ErrorCode MasterService::UpsertEnd(int64_t writer, const std::string& key, int64
   StateGate::Shared gate(gate_);
   if (!ValidKey(key) || !ValidChecksum(checksum)) return ErrorCode::INVALID_PARAMS;
   {
-    LockedKey locked(*this, key);
+    LockedKey locked(objects_, key);
     Shard& shard = locked.shard;
     auto pending = shard.upserts.find(key);
     if (pending != shard.upserts.end()) {
@@ -493,9 +486,9 @@ ErrorCode MasterService::UpsertEnd(int64_t writer, const std::string& key, int64
       ObjectMetadata& meta = *locked.object;
       int64_t now = Now();
       // The old value's disk replicas and offload go with it.
-      EndOffload(shard, key, &meta, /*failed=*/false);
+      disk_tier_.EndOffload(shard, key, &meta, /*failed=*/false);
       DropPendingPromotion(shard, key);
-      CountDisk(meta, -1);
+      disk_tier_.Count(meta, -1);
       const bool offload = up.offload;
       ReplicaList old = std::move(meta.replicas);
       int64_t old_lease = meta.time_ms;
@@ -523,7 +516,7 @@ ErrorCode MasterService::UpsertEnd(int64_t writer, const std::string& key, int64
       // Readers holding a lease may still read the old bytes, and until the new value's
       // record is on disk a restart would bring the old one back.
       DeferFree(old, std::max(now, old_lease), LogPublish(key, meta));
-      if (offload) QueueOffload(shard, key, meta, /*for_eviction=*/false);
+      if (offload) disk_tier_.QueueOffload(shard, key, meta, /*for_eviction=*/false);
       return ErrorCode::OK;
     }
     if (locked.object != nullptr && locked.object->complete) {
@@ -545,7 +538,7 @@ ErrorCode MasterService::UpsertRevoke(int64_t writer, const std::string& key) {
   StateGate::Shared gate(gate_);
   if (!ValidKey(key)) return ErrorCode::INVALID_PARAMS;
   {
-    LockedKey locked(*this, key);
+    LockedKey locked(objects_, key);
     Shard& shard = locked.shard;
     auto pending = shard.upserts.find(key);
     if (pending != shard.upserts.end()) {
@@ -568,7 +561,7 @@ rpc::ReplicaListResult MasterService::GetReplicaList(const std::string& key, int
   std::vector<std::string> group;
   int64_t until = 0;
   rpc::ReplicaListResult listed = [&] {
-    LockedKey locked(*this, key);
+    LockedKey locked(objects_, key);
     if (locked.object == nullptr) return ReplicaListError(ErrorCode::OBJECT_NOT_FOUND);
     ObjectMetadata& meta = *locked.object;
     if (!meta.complete) return ReplicaListError(ErrorCode::REPLICA_IS_NOT_READY);
@@ -619,7 +612,7 @@ int32_t MasterService::ExistKey(const std::string& key) {
   if (!ValidKey(key)) return ToInt(ErrorCode::INVALID_PARAMS);
   std::vector<std::string> group;  // the rest of its group, when the hit counted as a use
   {
-    LockedKey locked(*this, key);
+    LockedKey locked(objects_, key);
     ObjectMetadata* meta = locked.object;
     if (meta == nullptr || !meta->complete) return 0;
     if ((segments_.detached_count() > 0 || meta->disk_replicas() > 0) &&
@@ -642,10 +635,10 @@ void MasterService::CountExistHit(Shard& shard, ObjectMetadata& meta, int64_t no
   meta.exist_hit = true;
   // A use, as eviction orders objects, and no lease: a deadline of now is already past.
   meta.time_ms = now;
-  eviction_.ExistUse();
+  eviction_.counters().ExistUse();
   int64_t ttl = std::min(options_.exist_lease_ttl_ms, options_.default_kv_lease_ttl_ms);
   // Full: answered, protected by its use alone.
-  if (ttl > 0 && shard.exist_leases.Grant(&meta, now + ttl, now)) eviction_.ExistLease();
+  if (ttl > 0 && shard.exist_leases.Grant(&meta, now + ttl, now)) eviction_.counters().ExistLease();
 }
 
 // ---- removal -------------------------------------------------------------------------
@@ -654,7 +647,7 @@ ErrorCode MasterService::Remove(const std::string& key, bool force, CacheHolderS
                                 int32_t key_index) {
   StateGate::Shared gate(gate_);
   if (!ValidKey(key)) return ErrorCode::INVALID_PARAMS;
-  LockedKey locked(*this, key);
+  LockedKey locked(objects_, key);
   DiscardParked(key);  // a removed key never comes back (master/parked_segments.h)
   ObjectMetadata* meta = locked.object;
   if (meta == nullptr) return ErrorCode::OBJECT_NOT_FOUND;
@@ -666,101 +659,6 @@ ErrorCode MasterService::Remove(const std::string& key, bool force, CacheHolderS
   RemoveLogged(locked.shard, key, *meta);
   locked.Erase();
   return ErrorCode::OK;
-}
-
-int64_t MasterService::RemoveByRegex(const std::string& pattern, bool force,
-                                     CacheHolderSet* holders, const std::string& tenant) {
-  if (!tenant_key::ValidTenantOrDefault(tenant)) {
-    MC_LOG_WARN("RemoveByRegex refused: a malformed tenant id of %zu bytes", tenant.size());
-    return ToInt(ErrorCode::INVALID_PARAMS);
-  }
-  std::string error;
-  std::unique_ptr<RE2> re = CompileKeyPattern(pattern, &error);
-  if (!re) {
-    MC_LOG_WARN("RemoveByRegex refused: %s", error.c_str());
-    return ToInt(ErrorCode::INVALID_PARAMS);
-  }
-  KeyMatch match = [&re](std::string_view key) { return RE2::PartialMatch(key, *re); };
-  return RemoveMatching(force, tenant, &match, holders);
-}
-
-int64_t MasterService::RemoveAll(bool force, CacheHolderSet* holders, const std::string& tenant) {
-  if (!tenant_key::ValidTenantOrDefault(tenant)) {
-    MC_LOG_WARN("RemoveAll refused: a malformed tenant id of %zu bytes", tenant.size());
-    return ToInt(ErrorCode::INVALID_PARAMS);
-  }
-  return RemoveMatching(force, tenant, nullptr, holders);
-}
-
-int64_t MasterService::RemoveMatching(bool force, const std::string& tenant, const KeyMatch* match,
-                                      CacheHolderSet* holders) {
-  CacheHolderSet ignored;
-  if (holders == nullptr) holders = &ignored;
-  auto theirs = [&tenant](std::string_view key) { return tenant_key::TenantOf(key) == tenant; };
-  int64_t removed = 0;
-  for (size_t s = 0; s < kShardCount; ++s) {
-    Shard& shard = shards_[s];
-    if (match == nullptr) {
-      ScanShard(shard, [&](std::string_view key, ObjectMetadata& meta) {
-        if (!theirs(key) || !Removable(meta, force)) return false;
-        TakeHolders(shard, meta, Now(), -1, holders);  // the writer forgets everything
-        RemoveLogged(shard, key, meta);
-        ++removed;
-        return true;
-      });
-      continue;
-    }
-    // A slice's candidates are copied out under the lock; the pattern runs on them with no
-    // lock held; the matches are removed under the lock again, if still removable.
-    std::vector<std::string> keys;
-    auto collect = [&](std::string_view key, ObjectMetadata& meta) {
-      if (theirs(key) && Removable(meta, force)) keys.emplace_back(key);
-      return false;
-    };
-    auto remove_matches = [&] {
-      keys.erase(std::remove_if(keys.begin(), keys.end(),
-                                [match](const std::string& key) {
-                                  return !(*match)(tenant_key::UserKeyOf(key));
-                                }),
-                 keys.end());
-      if (keys.empty()) return;
-      StateGate::Shared gate(gate_);
-      std::lock_guard<std::mutex> lock(shard.mu);
-      for (const std::string& key : keys) {
-        uint64_t hash = ObjectTable::Hash(key);
-        ObjectMetadata* meta = shard.objects.Find(key, hash);
-        if (meta == nullptr || !Removable(*meta, force)) continue;  // changed meanwhile
-        TakeHolders(shard, *meta, Now(), -1, holders);
-        RemoveLogged(shard, key, *meta);
-        shard.objects.Erase(key, hash);
-        ++removed;
-      }
-      keys.clear();
-    };
-    ScanShard(shard, collect, remove_matches);
-  }
-  DiscardParkedMatching(tenant, match);
-  return removed;
-}
-
-void MasterService::ScanShard(Shard& shard, const ShardVisit& visit,
-                              const std::function<void()>& between,
-                              const std::function<void()>& restarted) {
-  size_t cursor = 0;
-  uint64_t layout = 0;
-  for (bool done = false; !done;) {
-    {
-      StateGate::Shared gate(gate_);
-      std::lock_guard<std::mutex> lock(shard.mu);
-      if (cursor > 0 && shard.objects.layout() != layout) {
-        cursor = 0;
-        if (restarted) restarted();
-      }
-      layout = shard.objects.layout();
-      done = shard.objects.Walk(&cursor, kScanSlice, visit);
-    }
-    if (between) between();
-  }
 }
 
 // ---- read caches -----------------------------------------------------------------------
@@ -826,13 +724,6 @@ std::vector<rpc::CacheHolder> MasterService::DescribeHolders(const CacheHolderSe
   return out;
 }
 
-size_t MasterService::cache_holder_records() const {
-  size_t n = 0;
-  for (size_t s = 0; s < kShardCount; ++s) {
-    std::lock_guard<std::mutex> lock(shards_[s].mu);
-    n += shards_[s].holders.records();
-  }
-  return n;
-}
+size_t MasterService::cache_holder_records() const { return objects_.cache_holder_records(); }
 
 }  // namespace mooncake

@@ -10,93 +10,45 @@
 //   eviction's order, once per access (and, with --exist_lease_ttl, keeps eviction off the
 //   object that long: master/exist_leases.h).
 //
-// Eviction (master_service_evict.cc, victims chosen by master/eviction.h): a put whose
-// reservation would take usage past the high watermark evicts first, down to high −
-// eviction_ratio, and so does the upkeep when usage is past it; a put that finds no space
-// at all evicts at least its own size. The put waits for its round; the daemon, not the
-// master, waits and retries when even that found nothing (docs/daemon.md): a handler here
-// runs on a Thrift I/O thread that serves many connections, and must not sleep.
+// How it is cut. MasterService is the facade every caller uses; the state lives in parts
+// that own it and their locks, each documented in its header:
+//   master/object_directory.h  every object's metadata by key, in 1024 shards each with
+//                              its own lock, beside what is under way on it (an upsert's
+//                              new value, a move, an offload, a promotion) and who may
+//                              cache it; LockedKey, and the sliced walk over a shard.
+//                              Shared by reference with the parts below.
+//   master/eviction_rounds.h   eviction's rounds: watermarks, sampling, planning (with
+//                              master/eviction.h), the walk, one round at a time.
+//   master/drain_jobs.h        the operator's drain jobs, planners of move tasks.
+//   master/liveness.h          who is live: daemons and their segments registering,
+//                              mounting, falling silent, coming back or declared dead.
+//   master/disk_tier.h         the SSD tier's offload tasks, disk replica numbers, figures.
+//   master/change_log.h        the records of changes appended to the operation log.
+//   master/deferred_frees.h    ranges whose freeing waits for a lease or the log.
+//   master/segment_registry.h, daemon_registry.h, parked_segments.h, offload_queues.h,
+//   replica_tasks.h, tenant_usage.h, groups.h, object_drops.h: the tables of segments,
+//   daemons, parked objects, offload queues, tasks, tenants, groups and loss counts.
+// What changes one object (put/get, removal, upserts, moves, offloads, promotions,
+// verification) is written here, over the master_service_*.cc files by concern, each of
+// which opens with its rules: the put/get path, read caches and tenants (master_service.cc,
+// _batch, _clear), daemons' calls and the upkeep (_upkeep), drains and move tasks (_drain,
+// _tasks), the SSD tier (_disk,
+// _promote), eviction's side of an object (_evict), groups (_groups), unreadable replicas
+// and restored ones (_bad, _verify), the log, snapshots and restore (_durable), and the
+// admin's reads (_admin). Parts call back into the facade through small interfaces
+// (EvictionRounds::Objects, DrainJobs::Mover, Liveness::Objects) for what one object's
+// change means.
 //
-// Fresh reads everywhere: a reader that will cache a replica list names itself, and the
-// shard records it (master/cache_holders.h). A change (UpsertEnd, a removal) takes those
-// records into a CacheHolderSet; DescribeHolders turns it into the daemons the reply names,
-// whose caches the writer empties of the key before it answers (docs/daemon.md, "Read
-// cache"). Where the master cannot know who holds an entry it says "unknown, wait until"
-// instead, never nothing. Nothing of this is logged or snapshotted: leases do not survive a
-// restart, and for one lease after a restore every change says "unknown" (restore_fence).
-//
-// Concurrency: objects live in 1024 shards by key hash, each with its own mutex; no lock
-// is global on the hot path. Lock order: state gate (shared) → membership → eviction
-// (evict_mu_, one round at a time) → shard → segment registry → segment → deferred frees;
-// the daemon registry's lock is a leaf.
-// Every public call but Sync, RemoveByRegex, RemoveAll and ListKeys holds the state gate
-// shared for its duration (master/state_gate.h): a snapshot takes it exclusively to fork, a drain as a
-// barrier after marking its segment (DrainSegment holds no shared guard then). A walk over
-// every object (removal by pattern, RemoveAll, dropping a segment's replicas, revoking a
-// writer's puts, eviction) holds a shard's lock for a slice of kScanSlice slots at a time
-// (ScanShard), so requests and the upkeep never wait long for one; RemoveByRegex,
-// RemoveAll and ListKeys take the gate per slice too, and run their patterns with no lock
-// held at all.
-//
-// Liveness: a daemon silent for client_live_ttl is not dropped at once: its segments are
-// detached (as after a restore: their replicas are not listed, so reads go to other
-// replicas or answer -703, and nothing new is placed there) and it is expected back within
-// daemon_grace (at least one read lease). When it registers again and mounts the same
-// segments with the same incarnation, they re-attach with every object in place; when it
-// does not, it is declared dead at the deadline (its segments dropped with their replicas,
-// its unfinished puts revoked). A new daemon at its endpoint replaces it at once. Silence
-// is only counted over time the master itself ran: when upkeep finds a gap between two of
-// its rounds longer than 2 × upkeep_interval + kStallMarginMs (the master was stopped,
-// swapped out or starved), every registered daemon counts as heard from now, and every
-// deadline of a daemon or segment expected back moves later by the time lost.
-//
-// Durability (docs/durability.md): with an operation log attached, every change a client
-// may be told about is appended under the shard lock that made it, so the log's order is
-// the order changes happened in (master/state_records.h spells the records). Space freed
-// by a logged change (a remove, an eviction, the old value of an upsert) is reused only
-// once that record is on disk: were it reused earlier, a crash could restore the old object
-// pointing at bytes that have since become another's. A restored master starts from a
-// snapshot plus the log (master/state_restore.h) with every segment detached until its
-// daemon re-attaches (master/segment.h).
-//
-// Tenants (docs/security.md, "Tenants"): keys are stored keys (common/base/tenant_key.h), a
-// tenant's carrying its id. RemoveByRegex and RemoveAll walk one tenant's keys only, the
-// pattern matched against the keys as its clients name them. Each tenant's objects and
-// memory are accounted (master/tenant_usage.h) where values gain or lose replicas, and a
-// put that would take a tenant over its --tenant_quota answers -1402.
-//
-// Draining (master_service_drain.cc): before a segment's owner unmounts it, it may move the
-// objects living only there to other segments. The segment is marked draining (no new
-// allocation), then the state gate is taken exclusively for a moment, which waits out every
-// put between reserving in it and recording the reservation: from then on every replica
-// bound for it is visible in the shards. A move is reserved like an upsert's new value (a PendingMove beside the
-// object) and committed by swapping one replica; any change of the object in between (a
-// remove, an eviction, an upsert's end) orphans the pending move, and the loss of either
-// segment drops it, so a commit either swaps the very replica it copied or fails cleanly.
-//
-// The SSD tier (master_service_disk.cc, master_service_promote.cc; docs/ssd.md): a daemon
-// with an SSD mounts one LOCAL_DISK segment (master/segment.h), which takes no allocation
-// and counts for no memory; its replicas (Replica kind kLocalDisk) are listed after the
-// memory ones. Offloads copy a COMPLETE memory replica to its own daemon's SSD: queued at
-// PutEnd (ReplicateConfig.offload, --enable_offload), by an eviction round
-// (--offload_on_evict, the object pinned until the report) or early by the upkeep, they
-// wait in master/offload_queues.h; each one's state is an OffloadState beside its object
-// in the shard, erased by any change of the object (so a report of a replica that changed
-// meanwhile answers -704). A fetched task read-leases its object; the report gives the
-// object back the deadline it had when nobody read it since. A daemon's LOCAL_DISK segment
-// outlives the daemon's process: replaced at its endpoint or declared dead, the daemon has
-// it detached (not dropped) for its grace period, for the restarted process to take back
-// (SegmentRegistry::Mount) and reconcile (RegisterDiskReplicas). Promotion (PromoteStart/
-// End) reserves a memory replica beside an object that has none, as a drain's move does.
-//
-// Groups (master_service_groups.cc, master/groups.h; Mooncake's ReplicateConfig.group_ids):
-// a put may name its key's group, per tenant; the object stays in it for as long as it
-// exists (ObjectMetadata::grouped, and the GroupTable), and its group travels in its
-// snapshot and log records. A read's lease, and an existence hit's use, of one member are
-// given to the group's other members (each under its own shard's lock, after the reader's
-// is let go: the lock order has no two shards at once), when the reader's own lease needed
-// renewing or the group gained a member since; eviction that takes a member takes the rest
-// of its group with it, each only if eviction could take it alone. Removal is per object.
+// Concurrency: no lock is global on the hot path. Lock order: state gate (shared) →
+// membership (Liveness) → eviction round (EvictionRounds) → shard → segment registry →
+// segment → deferred frees; the daemon registry's lock is a leaf. Every public call but Sync,
+// RemoveByRegex, RemoveAll and ListKeys holds the state gate shared for its duration
+// (master/state_gate.h): a snapshot takes it exclusively to fork, a drain as a barrier
+// after marking its segment (DrainSegment holds no shared guard then). A walk over every
+// object (removal by pattern, RemoveAll, dropping a segment's replicas, revoking a
+// writer's puts, eviction) holds a shard's lock for a slice at a time
+// (ObjectDirectory::Scan); RemoveByRegex, RemoveAll and ListKeys take the gate per slice
+// too, and run their patterns with no lock held at all.
 #ifndef MOONCAKE_MASTER_MASTER_SERVICE_H_
 #define MOONCAKE_MASTER_MASTER_SERVICE_H_
 
@@ -105,8 +57,6 @@
 #include <functional>
 #include <map>
 #include <memory>
-#include <mutex>
-#include <random>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -114,16 +64,23 @@
 
 #include "common/base/error_code.h"
 #include "common/base/log_throttle.h"
+#include "master/admin_views.h"
 #include "master/cache_holders.h"
+#include "master/change_log.h"
 #include "master/daemon_registry.h"
+#include "master/deferred_frees.h"
+#include "master/disk_tier.h"
+#include "master/drain_jobs.h"
 #include "master/eviction.h"
+#include "master/eviction_rounds.h"
 #include "master/exist_leases.h"
 #include "master/groups.h"
+#include "master/liveness.h"
 #include "master/object_drops.h"
 #include "master/master_options.h"
+#include "master/object_directory.h"
 #include "master/object_metadata.h"
 #include "master/object_table.h"
-#include "master/offload_queues.h"
 #include "master/parked_segments.h"
 #include "master/replica_tasks.h"
 #include "master/segment_registry.h"
@@ -141,9 +98,11 @@ namespace mooncake {
 class OpLog;
 class SyncSet;
 
-class MasterService {
+class MasterService : private EvictionRounds::Objects,
+                      private DrainJobs::Mover,
+                      private Liveness::Objects {
  public:
-  static constexpr size_t kShardCount = 1024;
+  static constexpr size_t kShardCount = ObjectDirectory::kShardCount;
   static constexpr size_t kMaxReplicaNum = 64;
   static constexpr int64_t kNoChecksum = -1;
 
@@ -194,7 +153,7 @@ class MasterService {
   // ---- writes ----
   // -705 when a complete object has the key (or another writer's put is younger than
   // put_start_discard_timeout), -200 when not even one replica fits after eviction (see
-  // "Eviction" above; nothing is left reserved then),
+  // master/eviction_rounds.h; nothing is left reserved then),
   // -600 for a bad key, size or config (config.group_ids: at most one, a valid id or ""),
   // -103 for an unknown writer, -1503 while the
   // operation log cannot write (a full or failing disk: nothing new is accepted), -1402
@@ -320,10 +279,7 @@ class MasterService {
   // however few keys it found (a pattern that matches nothing never holds the caller
   // long): fewer than limit keys with a cursor is not the end. -600 for a malformed
   // cursor, tenant or pattern (*error says which).
-  struct KeyPage {
-    std::vector<std::string> keys;
-    std::string next_cursor;
-  };
+  using KeyPage = ::mooncake::KeyPage;  // master/admin_views.h
   static constexpr size_t kListScanSlots = size_t{1} << 20;
   ErrorCode ListKeys(const std::string& tenant, const std::string& cursor, size_t limit,
                      const std::string& pattern, KeyPage* out, std::string* error);
@@ -331,39 +287,13 @@ class MasterService {
   // One object as it is, its lease untouched: every replica (memory first, being written
   // ones too) with where it lives, and the object's lease, pins and checksum. key is a
   // stored key (common/base/tenant_key.h). -600 bad key, -704 missing.
-  struct ReplicaView {
-    int64_t replica_id = 0;
-    ReplicaKind kind = ReplicaKind::kMemory;
-    ReplicaStatus status = ReplicaStatus::kProcessing;
-    int64_t segment_id = 0;
-    std::string segment_name;
-    std::string segment_status;  // "attached", "detached" or "draining"
-    int64_t daemon_id = 0;
-    uint64_t offset = 0;        // inside the segment
-    uint64_t base = 0;          // the segment's base address (base + offset: the buffer)
-    std::string protocol;       // the segment's first transport endpoint
-    std::string endpoint;
-  };
-  struct KeyDescription {
-    uint64_t size = 0;
-    bool complete = false;
-    bool hard_pinned = false;
-    bool soft_pinned = false;
-    int64_t lease_remaining_ms = 0;     // 0: no read lease runs
-    int64_t soft_pin_remaining_ms = 0;  // 0: not soft-pinned
-    int64_t checksum = kNoChecksum;
-    std::string group;  // its group as its clients name it, "" for none
-    std::vector<ReplicaView> replicas;
-  };
+  using ReplicaView = ::mooncake::ReplicaView;
+  using KeyDescription = ::mooncake::KeyDescription;
   ErrorCode DescribeKey(const std::string& key, KeyDescription* out);
 
   // Every segment, attached or not, with its use: what GetAllSegments lists, plus detached
   // segments and each one's state.
-  struct SegmentView {
-    rpc::SegmentInfo info;  // used filled in, incarnation blanked
-    std::string status;     // "attached", "detached" or "draining"
-    uint64_t capacity = 0;  // allocatable bytes (0 for a LOCAL_DISK segment)
-  };
+  using SegmentView = ::mooncake::SegmentView;
   std::vector<SegmentView> SegmentDetails() const;
 
   // ---- the SSD tier (master_service_disk.cc, master_service_promote.cc) ----
@@ -417,12 +347,8 @@ class MasterService {
   // or went meanwhile (the reserved range is freed); -601 another writer's.
   ErrorCode PromoteEnd(int64_t writer, const std::string& key, bool ok);
   static constexpr int32_t kMaxOffloadBatch = 1024;
-  // A task not reported this long after its lease (fetched) or its queueing counts as
-  // failed; a failed object is offered again only this long after.
-  static constexpr int64_t kOffloadReportMarginMs = 2000;
-  static constexpr int64_t kOffloadRetryPauseMs = 30000;
-  // The upkeep queues early offloads (--offload_on_evict) at most this often.
-  static constexpr int64_t kEarlyOffloadPeriodMs = 1000;
+  // The margins of offload tasks: master/disk_tier.h.
+  static constexpr int64_t kOffloadReportMarginMs = DiskTier::kOffloadReportMarginMs;
 
   // ---- verification after a restore, parked objects (master_service_verify.cc) ----
   // The calls' rules are common/master_link/master.thrift's (docs/durability.md, "Verification after
@@ -452,48 +378,22 @@ class MasterService {
   static constexpr int32_t kMaxTaskBatch = 1024;
   ReplicaTasks::Counts task_counts() const { return tasks_.counts(); }
 
-  // ---- drain jobs (master_service_drain_jobs.cc; docs/master.md, "Drain jobs") ----
-  // Mooncake's drain jobs, which an operator starts on the admin HTTP: every object with a
-  // replica in the named segments is moved out by move tasks (at most max_concurrency at
-  // once; into target_segments, the least used first, or any segment when none is named),
-  // and the segments take no new allocation (DRAINING, then DRAINED once empty, until
-  // their owners unmount them). A unit (a key and a segment) whose move fails three times
-  // is given up; a job whose remaining units are all given up fails, and its segments take
-  // allocations again. Objects leased, hard-pinned, being written or moving already wait
-  // (blocked). Run by the upkeep, on the master's clock; kept in memory only.
-  enum class JobStatus : int32_t { kCreated = 0, kPlanning, kRunning, kSucceeded, kFailed, kCanceled };
-  struct DrainJobView {
-    TaskId id;
-    JobStatus status = JobStatus::kCreated;
-    int64_t created_unix_ms = 0;
-    int64_t updated_unix_ms = 0;
-    std::vector<std::string> segments;
-    uint64_t succeeded_units = 0, failed_units = 0, blocked_units = 0, active_units = 0;
-    uint64_t migrated_bytes = 0;
-    std::string message;
-  };
-  // -600 no segment, a name twice, max_concurrency 0, or a target that is also drained;
-  // -101 a name no memory segment carries; -1010 a segment not taking allocations (drained
-  // or draining already, detached), or a target that does not.
+  // ---- drain jobs (master/drain_jobs.h; docs/master.md, "Drain jobs") ----
+  using JobStatus = DrainJobs::Status;
+  using DrainJobView = DrainJobs::View;
   ErrorCode CreateDrainJob(const std::vector<std::string>& segments,
                            const std::vector<std::string>& targets, uint32_t max_concurrency,
                            TaskId* id);
-  // -704 unknown job.
   ErrorCode QueryDrainJob(const TaskId& id, DrainJobView* out) const;
-  // -704 unknown; -1010 ended, or moves running (as Mooncake's).
   ErrorCode CancelDrainJob(const TaskId& id);
-  // Mooncake's SegmentStatus of a name: 1 OK, 2 DRAINING, 3 DRAINED; -101 unknown name.
   ErrorCode SegmentStatusOf(const std::string& name, int32_t* status) const;
-  static constexpr int kMaxDrainUnitRetries = 3;
-  static constexpr size_t kMaxDrainJobs = 1000;  // the oldest ended ones go beyond it
+  static constexpr int kMaxDrainUnitRetries = DrainJobs::kMaxUnitRetries;
+  static constexpr size_t kMaxDrainJobs = DrainJobs::kMaxJobs;
 
   // ---- durability ----
   // Before serving: from now on every change is appended to log (not owned; outlives us);
   // strict: replies that acknowledge a change wait until it is on disk (Sync).
-  void AttachOpLog(OpLog* log, bool strict) {
-    oplog_ = log;
-    strict_ = strict;
-  }
+  void AttachOpLog(OpLog* log, bool strict) { log_.Attach(log, strict); }
   // After a call that changed something, before its reply: with a strict log, waits until
   // every record this thread appended is on disk (-1503 when the disk does not take it);
   // otherwise OK at once. Holds no lock while it waits.
@@ -501,7 +401,7 @@ class MasterService {
   // also waits until the sync set has the records durable; NOT_LEADER when we no longer
   // lead. Attach null to detach; the set outlives its attachment.
   ErrorCode Sync();
-  void AttachSyncSet(SyncSet* sync_set) { sync_set_.store(sync_set); }
+  void AttachSyncSet(SyncSet* sync_set) { log_.AttachSyncSet(sync_set); }
   StateGate& gate() { return gate_; }
 
   // Snapshot encoding (the forked child; tests call it directly): every segment, and each
@@ -559,112 +459,6 @@ class MasterService {
   uint64_t Evict(uint64_t target_bytes);
 
  private:
-  // A put's soft-pin request (ResolveSoftPin).
-  enum class SoftPin : int32_t { kPreserve = 0, kEnable = 1, kDisable = 2 };
-  struct SoftPinRequest {
-    SoftPin action = SoftPin::kPreserve;
-    int64_t ttl_ms = 0;
-  };
-  // A replacement value being written by an upsert while the old one stays readable.
-  struct PendingUpsert {
-    int64_t writer = 0;
-    int64_t start_ms = 0;
-    uint64_t size = 0;
-    bool hard_pin = false;
-    SoftPinRequest soft_pin;  // applied at UpsertEnd, from then
-    bool offload = false;  // UpsertEnd queues an offload of the new value
-    ReplicaList replicas;
-  };
-  // An object's replica being moved out of a draining segment: from (a replica of the
-  // object, by slot and allocator node) is copied to `to` by the segment's owner.
-  // A copy or move task's reservation is one too (task set): `to` holds a replica per
-  // target of a copy, which keeps its source, or the one target of a move.
-  struct PendingMove {
-    int64_t mover = 0;  // the daemon draining the segment, or running the task
-    int64_t start_ms = 0;
-    uint32_t from_slot = 0;
-    uint32_t from_node = 0;
-    ReplicaList to;  // one replica (a copy task's: one or more), PROCESSING
-    // The object changed or went since: the move can only fail, but its mover may still
-    // be copying into `to`, which is freed when it commits or revokes (it is done then).
-    bool orphaned = false;
-    bool keep_source = false;  // a copy task: `to` is added, the source stays
-    TaskId task;               // the task it serves; {0, 0} for a drain's move
-  };
-  // Whether any of a move's targets lies in slot.
-  static bool MovesInto(const PendingMove& move, uint32_t slot);
-  // An offload of one object's memory replica to its daemon's SSD, from queueing to the
-  // report (see "The SSD tier" above).
-  struct OffloadState {
-    enum class Stage : uint8_t { kQueued, kFetched, kFailed };
-    Stage stage = Stage::kQueued;
-    bool for_eviction = false;  // the object is pinned (ObjectMetadata::offload_pinned)
-    int64_t daemon = 0;         // whose SSD
-    int64_t replica_id = 0;     // the memory replica to copy
-    // Queued, fetched: when it counts as failed. Failed: when it may be offered again.
-    int64_t due_ms = 0;
-    // Fetched: the lease deadline granted, and the object's deadline before it.
-    int64_t granted_ms = 0;
-    int64_t prior_ms = 0;
-    uint64_t pinned_bytes = 0;  // for_eviction: its memory, in evict_pending_bytes_
-  };
-  // A memory replica being re-created from disk (PromoteStart): `to`, PROCESSING, is
-  // published into the object's replicas by PromoteEnd.
-  struct PendingPromotion {
-    int64_t writer = 0;
-    int64_t start_ms = 0;
-    uint64_t size = 0;
-    ReplicaList to;
-    // As PendingMove's: the object changed or went; freed when its writer ends it, or once
-    // it must have given up (put_start_release_timeout).
-    bool orphaned = false;
-  };
-  struct Shard {
-    std::mutex mu;
-    ObjectTable objects;
-    std::unordered_map<std::string, PendingUpsert> upserts;  // rare: a plain map will do
-    std::unordered_map<std::string, PendingMove> moves;      // only while a segment drains
-    std::unordered_map<std::string, OffloadState> offloads;  // the SSD tier's tasks
-    std::unordered_map<std::string, PendingPromotion> promotions;
-    CacheHolderTable holders;  // daemons that may cache the shard's objects
-    ExistLeaseTable exist_leases;  // with exist_lease_ttl: exist leases running
-  };
-  // A range whose bytes someone may still be reading or writing, or whose freeing is not
-  // on disk yet; freed once the clock has reached due_ms and the log due_seq.
-  struct DeferredFree {
-    int64_t due_ms;
-    uint64_t due_seq;
-    uint32_t slot;
-    uint32_t node;
-  };
-
-  // How every single-key operation starts: hashes the key, locks its shard for as long as
-  // this lives and finds the key's object there (object is null when there is none). The
-  // shard lock is the first in the lock order, so freeing replicas under it is fine, but
-  // reserving is not: Reserve may evict, which takes shard locks. Checking the key is left
-  // to the caller, which answers a bad one in its own result type. Lives on the caller's
-  // stack; nothing is allocated.
-  class LockedKey {
-   public:
-    LockedKey(MasterService& service, const std::string& key);
-    LockedKey(const LockedKey&) = delete;
-    LockedKey& operator=(const LockedKey&) = delete;
-
-    // Takes the object out of the table; the caller has released what it held.
-    void Erase() {
-      shard.objects.Erase(key, hash);
-      object = nullptr;
-    }
-
-    const std::string& key;
-    const uint64_t hash;  // what the shard's ObjectTable wants
-    Shard& shard;
-    ObjectMetadata* object;  // looked up in the constructor's body, once lock_ is held
-
-   private:
-    std::lock_guard<std::mutex> lock_;
-  };
-
   int64_t Now() const { return options_.now_ms(); }
   // The durable form of meta's soft pin: its deadline in Unix-epoch ms (records survive
   // restarts and move between masters, whose monotonic clocks differ), 0 for none.
@@ -715,7 +509,7 @@ class MasterService {
   // take, reach). Bytes freed; *evicted, *queued as EvictionWalk's.
   uint64_t EvictRestOfGroup(const std::vector<std::string>& members,
                             const EvictionThresholds& take, int64_t now, int64_t* evicted,
-                            uint64_t* queued);
+                            uint64_t* queued) override;
   // The group a record of meta names: its group's id, or "" for none.
   std::string GroupForLog(std::string_view key, const ObjectMetadata& meta) const;
   // A put's soft-pin request, with Mooncake's rules (docs/mooncake-api.md, "put-config"):
@@ -731,7 +525,7 @@ class MasterService {
 
   // Reserves replicas for size bytes (with no shard lock held: it may evict), evicting
   // first when the reservation would pass the high watermark, and again when it finds no
-  // space (see "Eviction" above). Fills *out; -200 when nothing fits.
+  // space (master/eviction_rounds.h). Fills *out; -200 when nothing fits.
   // writer: the daemon putting (its segments first with config.prefer_local or
   // --allocation_strategy local_first), 0 for none.
   ErrorCode Reserve(uint64_t size, const rpc::ReplicateConfig& config, int64_t writer,
@@ -822,80 +616,43 @@ class MasterService {
     return meta.complete && (force || (!meta.hard_pin && !meta.leased(Now())));
   }
 
-  // Walks one shard's objects as ObjectTable::ForEach does, but a slice at a time: visit
-  // runs under the shard's lock (and the state gate, shared) for at most kScanSlice slots,
-  // then both are let go so that waiting requests get their turn, and between (with no
-  // lock held) runs. A table rehashed between two slices (by an insert) is walked
-  // again from the start, after restarted: every object present for the whole walk is
-  // visited, those added meanwhile may or may not be, and one already visited may be
-  // visited again (so visit must be idempotent, or restarted undo what it collected).
-  static constexpr size_t kScanSlice = 256;
-  using ShardVisit = std::function<bool(std::string_view, ObjectMetadata&)>;
-  void ScanShard(Shard& shard, const ShardVisit& visit,
-                 const std::function<void()>& between = nullptr,
-                 const std::function<void()>& restarted = nullptr);
+  static constexpr size_t kScanSlice = ObjectDirectory::kScanSlice;
   // The object changed: moves who may cache it into *out (key_index: as Remove's) and
   // forgets them; the object is tracked again from here on.
   void TakeHolders(Shard& shard, ObjectMetadata& meta, int64_t now, int32_t key_index,
                    CacheHolderSet* out);
   // Raises unlisted_until_ms_ to until_ms.
-  void ExtendUnlisted(int64_t until_ms);
+  void ExtendUnlisted(int64_t until_ms) override;
   // Upkeep: prunes expired holder records and exist leases in the next slice of shards.
   void PruneShardRecords(int64_t now);
 
-  // Appends a record to the log (0 and nothing when there is none); under the lock that
-  // made the change it records. Unmount records also cover the objects the drop removes.
-  uint64_t LogPublish(std::string_view key, const ObjectMetadata& meta);
-  uint64_t LogRemove(std::string_view key);
-  uint64_t LogMount(const rpc::SegmentInfo& segment);
-  uint64_t LogUnmount(int64_t segment_id);
-  // -1503 while the log cannot write: new objects and segments are refused until it can.
-  bool LogRefusing() const;
-  // Replica ranges as records name them (segment ids rather than slots).
-  size_t DescribeForLog(const ReplicaList& replicas, ReplicaRecord* out) const;
+  // Appends meta's record to the log (ChangeLog::Publish), under the lock that made the
+  // change it records.
+  uint64_t LogPublish(std::string_view key, const ObjectMetadata& meta) {
+    return log_.Publish(key, meta, SoftPinUntilUnixMs(meta), GroupForLog(key, meta));
+  }
   // Erases an object during a restore (nothing is allocated yet, so nothing is freed).
   void EraseRestored(const std::string& key);
 
-  // Maintenance pieces of Tick().
-  // A gap since the previous round longer than 2 × upkeep_interval + kStallMarginMs is the
-  // master's own stall: the daemons' clocks restart (see "Liveness" above).
-  void ForgiveOwnStall(int64_t now);
-  // Detaches daemons silent past the TTL; declares dead those expected back too long.
-  void CheckLiveness(int64_t now);
-  // Under membership_mu_: drops the daemon's memory segments with their replicas, and
-  // revokes its unfinished puts (their space is freed only put_start_release_timeout after
-  // each started: a daemon declared dead may only be stopped, and write on when it
-  // resumes). Its LOCAL_DISK segment is detached for disk_grace_ms instead (the SSD
-  // outlives the process: its restart takes it back), and its offload queue dropped.
-  // park: as DropSegment's (the grace ran out; not when a new daemon replaced it).
-  void DeclareDead(int64_t daemon_id, int64_t disk_grace_ms, bool park = false);
   // Drops every replica in the segment (objects left with none go, unlogged: the caller
   // logged the unmount) and every pending move from or into it; the number of objects
   // that went.
   // parked (when given) gets the complete objects that went, as ParkedSegments keeps them.
   int64_t DropSegmentReplicas(uint32_t slot,
-                              std::vector<ParkedSegments::Object>* parked = nullptr);
-  void RevokeWriter(int64_t writer);
+                              std::vector<ParkedSegments::Object>* parked = nullptr) override;
+  void RevokeWriter(int64_t writer) override;
   void ReleaseAbandonedPuts(int64_t now);
   // Drops unfinished puts and upserts for which match(writer, start_ms) holds; their space
   // is freed put_start_release_timeout after they started (at once when that is past).
   void DropUnfinished(const std::function<bool(int64_t, int64_t)>& match);
   void RunDeferredFrees(int64_t now);
-  // Drops every segment detached past its deadline (its daemon never came back, or came
-  // back and could not prove the segment was its own).
-  void DropDetached(int64_t now);
-  // Drops one segment with its replicas (the unmount logged first); under membership_mu_.
-  // The number of objects that went with it. park: its daemon did not come back in time,
-  // and may still hold their bytes: the objects that went are parked (parked_) for
-  // parked_segment_ttl, unless that is 0. Otherwise a set parked under its id is discarded.
-  int64_t DropSegment(const std::shared_ptr<Segment>& segment, bool park = false);
   // After an eviction made room: puts the evictions on disk and frees their space now,
   // rather than at the next Tick.
-  void ReclaimEvicted();
+  void ReclaimEvicted() override;
 
   // ---- verification and parked objects (master_service_verify.cc) ----
   // Counts n objects under reason in drops_, which logs the loss (throttled).
-  void CountDropped(DropReason reason, int64_t n);
+  void CountDropped(DropReason reason, int64_t n) override;
   // Under the key's shard lock: meta's unverified memory replica (index in) failed its
   // check: it goes, logged; the object goes with it when it was the last.
   void DropUnverifiedReplica(LockedKey& locked, ObjectMetadata& meta, size_t in);
@@ -907,16 +664,16 @@ class MasterService {
   void ExpireParked(int64_t now);
   // Under the registry's lock, on a memory segment mounted new: reserves the ranges of the
   // objects parked under its id when its identity is the dropped one's, else discards them.
-  void ClaimParked(const rpc::SegmentInfo& info, Segment& segment);
+  void ClaimParked(const rpc::SegmentInfo& info, Segment& segment) override;
   // For GetStats.
   int64_t UnverifiedReplicas() const;
   std::map<std::string, int64_t> DroppedObjects() const;
 
   // ---- copy and move tasks (master_service_tasks.cc) ----
   // The attached memory segments named name (none: the name is unknown here).
-  std::vector<std::shared_ptr<Segment>> SegmentsNamed(const std::string& name) const;
+  std::vector<std::shared_ptr<Segment>> SegmentsNamed(const std::string& name) const override;
   // A name a task may target: -600 unknown, -1010 none of its segments takes allocation.
-  ErrorCode CheckTarget(const std::string& name) const;
+  ErrorCode CheckTarget(const std::string& name) const override;
   // Under the key's shard lock: reserves one task's targets (or ends it when there is
   // nothing to copy); adds its assignment to *out, or settles it in the table.
   void StartTask(const ReplicaTask& task, int64_t daemon_id, rpc::ReplicaTasksResult* out);
@@ -928,48 +685,16 @@ class MasterService {
   void ExpireTasks(int64_t now);
   // CreateMoveTask's body, under the state gate held by the caller.
   rpc::TaskResult CreateMoveTaskLocked(const std::string& key, const std::string& source,
-                                       const std::string& target);
-  // ---- drain jobs (master_service_drain_jobs.cc) ----
-  struct DrainJob;
-  // Upkeep: each running job settles its ended moves, ends when nothing is left, and starts
-  // new moves up to its concurrency.
-  void RunDrainJobs(int64_t now);
-  void RefreshDrainJob(DrainJob& job);
-  bool MaybeFinishDrainJob(DrainJob& job, int64_t now);
-  void ScheduleDrainJob(DrainJob& job, int64_t now);
-  // Holds (hold) or releases every memory segment named name.
-  void HoldSegments(const std::string& name, bool hold);
-
+                                       const std::string& target) override;
   // ---- the SSD tier (master_service_disk.cc) ----
   // The put asks for an offload at PutEnd (config.offload, or --enable_offload for 0).
   bool WantsOffload(const rpc::ReplicateConfig& config) const {
     return config.offload == 1 || (config.offload == 0 && options_.enable_offload);
   }
-  // The attached LOCAL_DISK segment of the daemon owning meta's first memory replica (and
-  // that replica's index), or null: where an offload of meta would go.
-  std::shared_ptr<Segment> OffloadTarget(const ObjectMetadata& meta, size_t* replica) const;
-  // Under the shard lock: queues an offload of meta (for_eviction: pins it). kBusy when a
-  // task of it is open (one queued at put becomes an eviction's when for_eviction), or it
-  // failed a moment ago; kNoTier when its daemon has no SSD tier; kFull when the queue is.
-  enum class QueueOutcome { kQueued, kBusy, kNoTier, kFull, kFailedRecently };
-  QueueOutcome QueueOffload(Shard& shard, std::string_view key, ObjectMetadata& meta,
-                            bool for_eviction);
-  // Under the shard lock: ends the key's offload state (if any), unpinning meta (may be
-  // null: the object went). failed: counts it and keeps the key out of offloads a while.
-  void EndOffload(Shard& shard, std::string_view key, ObjectMetadata* meta, bool failed);
-  // A fetched task's lease given back: the object's deadline as if nobody read it since.
-  static void ReturnOffloadLease(const OffloadState& state, ObjectMetadata& meta);
-  // Upkeep: tasks not reported in time fail, as do those whose daemon lost its SSD tier;
-  // failed ones are forgotten once their pause is over.
-  void ExpireOffloads(int64_t now);
-  // Adds (sign 1) or takes away (-1) meta's part of the disk figures (DiskStats).
-  void CountDisk(const ObjectMetadata& meta, int sign);
   // The caller's own attached LOCAL_DISK segment: -103 unknown daemon, -101 unknown or
   // detached segment or not a disk one, -601 another daemon's.
   ErrorCode FindOwnDiskSegment(int64_t daemon_id, int64_t segment_id,
                                std::shared_ptr<Segment>* out) const;
-  // A disk replica of disk, COMPLETE, numbered anew, vouched for in its current round.
-  Replica NewDiskReplica(const Segment& disk);
   // r (of any kind) in segment may be listed: attached, and for a disk replica vouched for
   // unless the segment is reconciled (master/segment.h).
   static bool Listable(const Replica& r, const Segment& segment) {
@@ -980,50 +705,22 @@ class MasterService {
   void DropDiskReplica(LockedKey& locked, ObjectMetadata& meta, size_t in);
   // Orphans a key's open promotion (as DropPendingMove) and gives back its tenant charge.
   void DropPendingPromotion(Shard& shard, std::string_view key);
-  // The disk figures in GetStats.
-  rpc::DiskStats DiskFigures() const;
 
-  // ---- eviction (master_service_evict.cc) ----
-  // Usage would pass the high watermark with need more bytes.
-  bool PastWatermark(uint64_t need) const;
-  // A put's round, for need bytes (its size times its replicas): down to high −
-  // eviction_ratio with need included, and (no_space: the put found none) at least need.
-  // Skipped when, while this put waited for evict_mu_, another round ran (true: try
-  // again), when the reservation no longer passes the watermark (true), or within
-  // kShortRoundPauseMs of a round that fell short (false: nothing to evict yet). True
-  // when it freed something.
-  bool MakeRoom(uint64_t need, bool no_space);
-  // The upkeep's round, while usage is past the high watermark.
-  void EvictAboveWatermark();
-  // Under evict_mu_: samples, plans and walks (master/eviction.h) until target bytes are
-  // freed, and counts the round. by_put: for the figures.
-  uint64_t RunEvictionRound(uint64_t target, bool by_put);
-  // Under evict_mu_: a window of each shard's table into planner_.
-  void SampleForEviction(int64_t now);
-  // Under evict_mu_: evicts, shard by shard from evict_next_shard_, the candidates the
-  // thresholds take, until budget bytes are freed; adds to *evicted the objects that went.
-  uint64_t EvictionWalk(const EvictionThresholds& take, uint64_t budget, int64_t now,
-                        int64_t* evicted, uint64_t* queued);
+  // ---- eviction (master_service_evict.cc): what EvictionRounds asks of objects ----
   // What eviction may do with meta now; under its shard's lock. Objects without a memory
   // replica (on disk only), those pinned for an offload and those with a replica on a
   // detached segment are never candidates; those of a tenant at or under its quota are
   // sheltered (TenantUsage::Sheltered, as of now: a tenant that eviction brings down to
   // its quota is sheltered from then on).
-  EvictionTier TierOf(const Shard& shard, const ObjectMetadata& meta, int64_t now) const;
+  EvictionTier TierOf(const Shard& shard, const ObjectMetadata& meta, int64_t now) const override;
   // A candidate the walk takes: with a disk replica it loses only its memory replicas;
   // without one, on a daemon with an SSD tier (--offload_on_evict), it gets an eviction's
   // offload instead (*queued: its bytes) unless that cannot proceed (then freed only with
   // --allow_evict_without_offload); else it goes. Bytes freed; *erase: it went.
   uint64_t EvictOne(Shard& shard, std::string_view key, ObjectMetadata& meta,
-                    uint64_t* queued, bool* erase);
-  // Upkeep (--offload_on_evict): once usage passes high − eviction_ratio, queues plain
-  // offloads for the oldest candidates that have no disk replica yet, about one round's
-  // worth, so that the round that comes frees their memory at once.
-  void QueueEarlyOffloads(int64_t now);
-  // After a round that fell short, puts start no new one for this long: a round walks
-  // every object, and the daemons' retries (docs/daemon.md) would otherwise have the
-  // master walk its whole table back to back while nothing can have changed.
-  static constexpr int64_t kShortRoundPauseMs = 10;
+                    uint64_t* queued, bool* erase) override;
+  bool QueueEarlyOffload(Shard& shard, std::string_view key, ObjectMetadata& meta) override;
+  int64_t ObjectCount() const override { return object_count_.load(); }
 
   // ExistKey's hit counted as a use (and its exist lease), under the shard's lock.
   void CountExistHit(Shard& shard, ObjectMetadata& meta, int64_t now);
@@ -1040,51 +737,22 @@ class MasterService {
   // every reply that carries it, changed only by TakeOver.
   std::atomic<int64_t> epoch_;
   mutable StateGate gate_;  // const readers (GetAllSegments) hold it too
-  OpLog* oplog_ = nullptr;
-  bool strict_ = false;
-  std::atomic<SyncSet*> sync_set_{nullptr};
-  // Serializes the changes of who is live: registering, mounting, unmounting, detaching,
-  // declaring dead. Without it a daemon re-attaching a segment could race its drop.
-  std::mutex membership_mu_;
   SegmentRegistry segments_;
   DaemonRegistry daemons_;
-  std::unique_ptr<Shard[]> shards_;
+  ObjectDirectory objects_;  // every object, in shards
 
-  std::mutex deferred_mu_;
-  std::vector<DeferredFree> deferred_;  // guarded by deferred_mu_
+  DeferredFrees deferred_{segments_};
+  ChangeLog log_{segments_};  // the operation log, when one is attached
 
   TenantUsage tenants_;  // per-tenant objects, bytes, quotas, refusals
-  GroupTable groups_;    // the members of every group (see "Groups" above)
-  std::mutex evict_mu_;  // one eviction at a time, so two callers never both evict
-  // Guarded by evict_mu_: a round's sample, where the next walk starts (each starts where
-  // the last one stopped, so no shard is always first), the sample's random windows, and
-  // until when puts start no round (kShortRoundPauseMs).
-  EvictionPlanner planner_;
-  size_t evict_next_shard_ = 0;
-  std::minstd_rand evict_rng_;
-  int64_t evict_paused_until_ms_ = 0;
-  EvictionCounters eviction_;
+  GroupTable groups_;    // the members of every group (master_service_groups.cc)
   std::atomic<int64_t> object_count_{0};
   std::atomic<int64_t> processing_count_{0};  // lets Tick skip the abandoned-put scan
-  std::atomic<int64_t> evicted_count_{0};
   int64_t last_abandoned_scan_ms_ = 0;  // only touched by Tick
-  int64_t last_upkeep_end_ms_ = -1;     // only touched by Tick; -1 before its first round
   RestoreCounts restore_counts_;        // only touched by the restore, before serving
-  int64_t last_early_offload_ms_ = 0;   // only touched by Tick
 
   ReplicaTasks tasks_;  // copy and move tasks
-  mutable std::mutex jobs_mu_;  // a leaf for the table; jobs run on the upkeep's thread
-  std::map<TaskId, std::shared_ptr<DrainJob>> jobs_;  // guarded by jobs_mu_
 
-  // The SSD tier.
-  OffloadQueues offload_queues_;
-  std::atomic<uint32_t> next_disk_node_{1};  // numbers disk replicas (Replica::alloc_node)
-  std::atomic<int64_t> offload_states_{0};   // OffloadStates in every shard: Tick skips when 0
-  std::atomic<int64_t> evict_pending_bytes_{0};  // memory pinned for eviction's offloads
-  struct DiskCounters {
-    std::atomic<int64_t> objects{0}, bytes{0}, disk_only{0}, queued{0}, done{0}, failed{0},
-        dropped_tasks{0}, evict_offloads{0}, promotions{0}, adopted{0}, dropped{0};
-  } disk_;
   // Verification and parked objects (master_service_verify.cc).
   ParkedSegments parked_;
   std::atomic<int64_t> parked_adopted_{0};
@@ -1099,6 +767,11 @@ class MasterService {
   int64_t restore_fence_ms_ = 0;
   std::atomic<int64_t> restore_ms_{0};
   std::atomic<int64_t> restored_objects_{0};
+  // Last: it refers to the members above (see "Eviction").
+  EvictionRounds eviction_{options_, objects_, segments_, tenants_, groups_, *this};
+  DrainJobs drain_jobs_{options_, objects_, segments_, tasks_, *this};
+  DiskTier disk_tier_{options_, objects_, segments_, eviction_};
+  Liveness liveness_{options_, daemons_, segments_, log_, parked_, disk_tier_.queues(), *this};
 };
 
 }  // namespace mooncake

@@ -125,12 +125,12 @@ ErrorCode MasterService::ListKeys(const std::string& tenant, const std::string& 
   std::vector<Candidate> found;
   size_t scanned = 0;
   for (; shard_index < kShardCount; ++shard_index, slot = 0) {
-    Shard& shard = shards_[shard_index];
+    Shard& shard = objects_.shard(shard_index);
     for (bool done = false; !done;) {
       found.clear();
       {
         StateGate::Shared gate(gate_);
-        std::lock_guard<std::mutex> lock(shard.mu);
+        absl::MutexLock lock(&shard.mu);
         if (slot > 0 && shard.objects.layout() != layout) slot = 0;  // resized: start over
         layout = shard.objects.layout();
         const size_t slice_end = slot + kScanSlice;
@@ -169,7 +169,7 @@ ErrorCode MasterService::ListKeys(const std::string& tenant, const std::string& 
 ErrorCode MasterService::DescribeKey(const std::string& key, KeyDescription* out) {
   StateGate::Shared gate(gate_);
   if (!ValidKey(key)) return ErrorCode::INVALID_PARAMS;
-  LockedKey locked(*this, key);
+  LockedKey locked(objects_, key);
   if (locked.object == nullptr) return ErrorCode::OBJECT_NOT_FOUND;
   const ObjectMetadata& meta = *locked.object;
   const int64_t now = Now();

@@ -56,7 +56,7 @@ std::vector<int32_t> MasterService::ReportBadReplicas(
         continue;
       }
     }
-    LockedKey locked(*this, bad.key);
+    LockedKey locked(objects_, bad.key);
     ObjectMetadata* meta = locked.object;
     if (meta == nullptr || !meta->complete || meta->size != static_cast<uint64_t>(bad.size) ||
         meta->checksum_or_none() != (bad.checksum < 0 ? kNoChecksum : bad.checksum)) {
@@ -100,9 +100,9 @@ bool MasterService::DropBadReplica(LockedKey& locked, size_t in) {
     tenants_.Add(locked.key, 0, -MemoryBytes(meta.size, memory));
     DropPendingMove(locked.shard, locked.key);  // it may be copying that replica
   }
-  CountDisk(meta, -1);
+  disk_tier_.Count(meta, -1);
   meta.replicas.erase(in);
-  CountDisk(meta, 1);
+  disk_tier_.Count(meta, 1);
   uint64_t seq = LogPublish(locked.key, meta);
   if (memory.empty()) return false;
   // As an eviction's: reused once no lease covers it and the record is on disk.

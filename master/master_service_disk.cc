@@ -1,6 +1,15 @@
-// The SSD tier of MasterService (docs/ssd.md, "master"): offload tasks from queueing to the
-// report, the reconciliation of a daemon's SSD, dropped disk replicas, the disk figures.
-// Promotion is in master_service_promote.cc, eviction's offloads in master_service_evict.cc.
+// The SSD tier of MasterService (docs/ssd.md, "master"): the calls of offload tasks (their
+// queues and states: master/disk_tier.h), the reconciliation of a daemon's SSD, dropped
+// disk replicas. Promotion is in master_service_promote.cc, eviction's offloads in
+// master_service_evict.cc.
+//
+// A daemon with an SSD mounts one LOCAL_DISK segment (master/segment.h), which takes no
+// allocation and counts for no memory; its replicas (Replica kind kLocalDisk) are listed
+// after the memory ones. A daemon's LOCAL_DISK segment outlives the daemon's process:
+// replaced at its endpoint or declared dead, the daemon has it detached (not dropped) for
+// its grace period, for the restarted process to take back (SegmentRegistry::Mount) and
+// reconcile (RegisterDiskReplicas). Promotion (PromoteStart/End) reserves a memory replica
+// beside an object that has none, as a drain's move does.
 #include <algorithm>
 
 #include "common/base/logging.h"
@@ -19,166 +28,6 @@ std::string Shown(std::string_view key) {
 
 }  // namespace
 
-// ---- offload states --------------------------------------------------------------------
-
-std::shared_ptr<Segment> MasterService::OffloadTarget(const ObjectMetadata& meta,
-                                                      size_t* replica) const {
-  for (size_t i = 0; i < meta.replicas.size(); ++i) {
-    const Replica& r = meta.replicas[i];
-    if (!r.memory() || r.status != ReplicaStatus::kComplete) continue;
-    std::shared_ptr<Segment> memory = segments_.Get(r.segment);
-    if (!memory || !memory->attached()) continue;
-    std::shared_ptr<Segment> disk = segments_.DiskSegmentOf(memory->info().daemon_id);
-    if (disk && disk->attached()) {
-      *replica = i;
-      return disk;
-    }
-  }
-  return nullptr;
-}
-
-MasterService::QueueOutcome MasterService::QueueOffload(Shard& shard, std::string_view key,
-                                                        ObjectMetadata& meta,
-                                                        bool for_eviction) {
-  auto pin = [&](OffloadState& state) {
-    state.for_eviction = true;
-    state.pinned_bytes = meta.size * meta.memory_replicas();
-    meta.offload_pinned = true;
-    evict_pending_bytes_.fetch_add(static_cast<int64_t>(state.pinned_bytes));
-    disk_.evict_offloads.fetch_add(1);
-  };
-  if (!shard.offloads.empty()) {
-    auto it = shard.offloads.find(std::string(key));
-    if (it != shard.offloads.end()) {
-      OffloadState& state = it->second;
-      if (state.stage == OffloadState::Stage::kFailed) return QueueOutcome::kFailedRecently;
-      if (!for_eviction || state.for_eviction) return QueueOutcome::kBusy;
-      pin(state);  // an offload at put or an early one: the round waits for it
-      return QueueOutcome::kQueued;
-    }
-  }
-  size_t from = 0;
-  std::shared_ptr<Segment> disk = OffloadTarget(meta, &from);
-  if (!disk) return QueueOutcome::kNoTier;
-  if (!offload_queues_.Push(disk->info().daemon_id, key)) {
-    disk_.dropped_tasks.fetch_add(1);
-    return QueueOutcome::kFull;
-  }
-  OffloadState state;
-  state.daemon = disk->info().daemon_id;
-  state.replica_id = meta.replicas[from].id();
-  state.due_ms = Now() + options_.default_kv_lease_ttl_ms + kOffloadReportMarginMs;
-  if (for_eviction) pin(state);
-  shard.offloads.emplace(std::string(key), state);
-  offload_states_.fetch_add(1);
-  disk_.queued.fetch_add(1);
-  return QueueOutcome::kQueued;
-}
-
-void MasterService::ReturnOffloadLease(const OffloadState& state, ObjectMetadata& meta) {
-  // The lease granted was one ms shorter than a read's, so that any read since (even in
-  // the same ms) left a later deadline: an unchanged one means nobody read it since.
-  if (state.stage == OffloadState::Stage::kFetched && meta.time_ms == state.granted_ms) {
-    meta.time_ms = state.prior_ms;
-  }
-}
-
-void MasterService::EndOffload(Shard& shard, std::string_view key, ObjectMetadata* meta,
-                               bool failed) {
-  if (shard.offloads.empty()) return;
-  auto it = shard.offloads.find(std::string(key));
-  if (it == shard.offloads.end()) return;
-  OffloadState& state = it->second;
-  if (state.stage == OffloadState::Stage::kFailed) {
-    if (!failed) {  // the object changed or went: its next value may offload at once
-      shard.offloads.erase(it);
-      offload_states_.fetch_sub(1);
-    }
-    return;
-  }
-  if (state.stage == OffloadState::Stage::kQueued) disk_.queued.fetch_sub(1);
-  if (state.for_eviction) {
-    evict_pending_bytes_.fetch_sub(static_cast<int64_t>(state.pinned_bytes));
-    if (meta != nullptr) meta->offload_pinned = false;
-  }
-  if (meta != nullptr) ReturnOffloadLease(state, *meta);
-  if (!failed) {
-    shard.offloads.erase(it);
-    offload_states_.fetch_sub(1);
-    return;
-  }
-  disk_.failed.fetch_add(1);
-  state = OffloadState();
-  state.stage = OffloadState::Stage::kFailed;
-  state.due_ms = Now() + kOffloadRetryPauseMs;
-}
-
-void MasterService::ExpireOffloads(int64_t now) {
-  if (offload_states_.load() == 0) return;
-  std::vector<std::string> ended;
-  int64_t failed = 0;
-  for (size_t s = 0; s < kShardCount; ++s) {
-    Shard& shard = shards_[s];
-    std::lock_guard<std::mutex> lock(shard.mu);
-    if (shard.offloads.empty()) continue;
-    for (auto it = shard.offloads.begin(); it != shard.offloads.end();) {
-      OffloadState& state = it->second;
-      if (state.stage == OffloadState::Stage::kFailed) {
-        if (state.due_ms <= now) {
-          it = shard.offloads.erase(it);
-          offload_states_.fetch_sub(1);
-        } else {
-          ++it;
-        }
-        continue;
-      }
-      std::shared_ptr<Segment> disk = segments_.DiskSegmentOf(state.daemon);
-      if (state.due_ms <= now || !disk || !disk->attached()) ended.push_back(it->first);
-      ++it;
-    }
-    for (const std::string& key : ended) {
-      EndOffload(shard, key, shard.objects.Find(key, ObjectTable::Hash(key)), /*failed=*/true);
-    }
-    failed += static_cast<int64_t>(ended.size());
-    ended.clear();
-  }
-  if (failed > 0) {
-    MC_LOG_WARN("%lld offload(s) not reported in time, or their daemon's SSD tier left: "
-                "counted as failed, their objects kept in memory", static_cast<long long>(failed));
-  }
-}
-
-// ---- figures ---------------------------------------------------------------------------
-
-void MasterService::CountDisk(const ObjectMetadata& meta, int sign) {
-  size_t disk = meta.disk_replicas();
-  if (disk == 0) return;  // the common object: nothing to count
-  disk_.objects.fetch_add(sign);
-  disk_.bytes.fetch_add(sign * static_cast<int64_t>(disk * meta.size));
-  if (disk == meta.replicas.size()) disk_.disk_only.fetch_add(sign);
-}
-
-rpc::DiskStats MasterService::DiskFigures() const {
-  rpc::DiskStats out;
-  size_t segments = 0;
-  uint64_t capacity = 0;
-  segments_.DiskFigures(&segments, &capacity);
-  out.segments = static_cast<int64_t>(segments);
-  out.capacity_bytes = static_cast<int64_t>(capacity);
-  out.objects = disk_.objects.load();
-  out.bytes = disk_.bytes.load();
-  out.disk_only_objects = disk_.disk_only.load();
-  out.offloads_queued = disk_.queued.load();
-  out.offloads_done = disk_.done.load();
-  out.offloads_failed = disk_.failed.load();
-  out.evict_offloads = disk_.evict_offloads.load();
-  out.promotions = disk_.promotions.load();
-  out.adopted = disk_.adopted.load();
-  out.dropped = disk_.dropped.load();
-  out.offloads_dropped = disk_.dropped_tasks.load();
-  return out;
-}
-
 // ---- the calls -------------------------------------------------------------------------
 
 ErrorCode MasterService::FindOwnDiskSegment(int64_t daemon_id, int64_t segment_id,
@@ -192,17 +41,6 @@ ErrorCode MasterService::FindOwnDiskSegment(int64_t daemon_id, int64_t segment_i
   if (!segment->attached()) return ErrorCode::SEGMENT_NOT_FOUND;
   *out = std::move(segment);
   return ErrorCode::OK;
-}
-
-Replica MasterService::NewDiskReplica(const Segment& disk) {
-  Replica r;
-  r.segment = disk.slot();
-  // Its daemon has just shown it holds it: a reconciliation under way keeps it.
-  r.round = disk.round();
-  r.alloc_node = next_disk_node_.fetch_add(1);
-  r.kind = ReplicaKind::kLocalDisk;
-  r.status = ReplicaStatus::kComplete;
-  return r;
 }
 
 rpc::OffloadTasksResult MasterService::FetchOffloads(int64_t daemon_id, int32_t max_tasks) {
@@ -225,8 +63,8 @@ rpc::OffloadTasksResult MasterService::FetchOffloads(int64_t daemon_id, int32_t 
     return result;
   }
   result.code = ToInt(ErrorCode::OK);
-  for (const std::string& key : offload_queues_.Pop(daemon_id, static_cast<size_t>(max_tasks))) {
-    LockedKey locked(*this, key);
+  for (const std::string& key : disk_tier_.queues().Pop(daemon_id, static_cast<size_t>(max_tasks))) {
+    LockedKey locked(objects_, key);
     auto it = locked.shard.offloads.find(key);
     if (it == locked.shard.offloads.end() || it->second.stage != OffloadState::Stage::kQueued ||
         it->second.daemon != daemon_id) {
@@ -239,7 +77,7 @@ rpc::OffloadTasksResult MasterService::FetchOffloads(int64_t daemon_id, int32_t 
         from != kNoReplica ? segments_.Get(meta->replicas[from].segment) : nullptr;
     if (!memory || !meta->complete || !memory->attached() ||
         memory->info().daemon_id != daemon_id) {
-      EndOffload(locked.shard, key, meta, /*failed=*/true);  // its memory went away
+      disk_tier_.EndOffload(locked.shard, key, meta, /*failed=*/true);  // its memory went away
       continue;
     }
     const int64_t now = Now();
@@ -248,7 +86,7 @@ rpc::OffloadTasksResult MasterService::FetchOffloads(int64_t daemon_id, int32_t 
     state.granted_ms = std::max(meta->time_ms, now + result.lease_ttl_ms);
     state.due_ms = now + result.lease_ttl_ms + kOffloadReportMarginMs;
     meta->time_ms = state.granted_ms;  // a read lease: nothing frees the bytes meanwhile
-    disk_.queued.fetch_sub(1);
+    disk_tier_.counters().queued.fetch_sub(1);
     rpc::OffloadTask task;
     task.key = key;
     task.size = static_cast<int64_t>(meta->size);
@@ -282,22 +120,22 @@ std::vector<int32_t> MasterService::ReportOffloads(int64_t daemon_id, int64_t di
       // Failed: the object keeps its memory replica, and is left alone for a while.
       MC_LOG_WARN("offload of '%s' to daemon %lld failed (%d)", Shown(key).c_str(),
                   static_cast<long long>(daemon_id), codes[k]);
-      if (ours) EndOffload(shard, key, meta, /*failed=*/true);
+      if (ours) disk_tier_.EndOffload(shard, key, meta, /*failed=*/true);
       return ErrorCode::OK;
     }
     // Every change of the object ended its state, so an open one vouches that the bytes
     // copied under its lease are the object's value.
     if (!ours || meta == nullptr || !meta->complete ||
         ReplicaById(meta->replicas, replica_ids[k]) == kNoReplica) {
-      if (ours) EndOffload(shard, key, meta, /*failed=*/false);  // its replica moved (a drain)
+      if (ours) disk_tier_.EndOffload(shard, key, meta, /*failed=*/false);  // its replica moved (a drain)
       return ErrorCode::OBJECT_NOT_FOUND;
     }
     const bool for_eviction = it->second.for_eviction;
-    EndOffload(shard, key, meta, /*failed=*/false);
-    CountDisk(*meta, -1);
+    disk_tier_.EndOffload(shard, key, meta, /*failed=*/false);
+    disk_tier_.Count(*meta, -1);
     size_t had = DiskReplicaIn(meta->replicas, disk.slot());
     if (had == kNoReplica) {
-      meta->replicas.push_back(NewDiskReplica(disk));
+      meta->replicas.push_back(disk_tier_.NewDiskReplica(disk));
     } else {
       meta->replicas[had].round = disk.round();  // just written: vouched for
     }
@@ -312,7 +150,7 @@ std::vector<int32_t> MasterService::ReportOffloads(int64_t daemon_id, int64_t di
       tenants_.Add(key, 0, -MemoryBytes(meta->size, memory));
       DropPendingMove(shard, key);  // it was moving a memory replica
     }
-    CountDisk(*meta, 1);
+    disk_tier_.Count(*meta, 1);
     uint64_t seq = LogPublish(key, *meta);
     if (!memory.empty()) {
       // As any eviction's: reused once no lease covers it and the record is on disk.
@@ -324,7 +162,7 @@ std::vector<int32_t> MasterService::ReportOffloads(int64_t daemon_id, int64_t di
       }
       freed = true;
     }
-    disk_.done.fetch_add(1);
+    disk_tier_.counters().done.fetch_add(1);
     return ErrorCode::OK;
   };
   return SettleOwnKeys(&MasterService::FindOwnDiskSegment, daemon_id, disk_segment_id, keys,
@@ -362,7 +200,7 @@ std::vector<int32_t> MasterService::RegisterDiskReplicas(int64_t daemon_id,
         ++refused;
         return ErrorCode::OBJECT_NOT_FOUND;
       }
-      if (LogRefusing()) return ErrorCode::PERSISTENT_FAIL;
+      if (log_.Refusing()) return ErrorCode::PERSISTENT_FAIL;
       ObjectMetadata adopt;
       adopt.size = static_cast<uint64_t>(object.size);
       adopt.time_ms = Now();
@@ -370,12 +208,12 @@ std::vector<int32_t> MasterService::RegisterDiskReplicas(int64_t daemon_id,
       adopt.complete = true;
       adopt.set_checksum(checksum);
       adopt.quota_slot = tenants_.QuotaSlot(object.key);
-      adopt.replicas.push_back(NewDiskReplica(disk));
+      adopt.replicas.push_back(disk_tier_.NewDiskReplica(disk));
       if (!in_round) adopt.replicas[0].round = 0;  // outside the round: vouched for in none
       meta = locked.shard.objects.Insert(object.key, locked.hash, std::move(adopt));
       object_count_.fetch_add(1);
       tenants_.Add(object.key, 1, 0);  // a disk replica takes no memory
-      CountDisk(*meta, 1);
+      disk_tier_.Count(*meta, 1);
     } else {
       const bool same_value = meta->complete &&
                               meta->size == static_cast<uint64_t>(object.size) &&
@@ -391,7 +229,7 @@ std::vector<int32_t> MasterService::RegisterDiskReplicas(int64_t daemon_id,
       // A known value gains the replica only when the checksums prove it the same bytes
       // (the disk figure was lost: a master restarted without its state, or a log tail).
       const bool gains = in == kNoReplica && same_value && checksum >= 0 && disk.adopts() &&
-                         !LogRefusing();
+                         !log_.Refusing();
       if (!gains) {
         // The master's record of it there names another value: it goes, as a drop would.
         if (in != kNoReplica) {
@@ -401,14 +239,14 @@ std::vector<int32_t> MasterService::RegisterDiskReplicas(int64_t daemon_id,
         ++refused;
         return ErrorCode::OBJECT_NOT_FOUND;
       }
-      CountDisk(*meta, -1);
-      Replica added = NewDiskReplica(disk);
+      disk_tier_.Count(*meta, -1);
+      Replica added = disk_tier_.NewDiskReplica(disk);
       if (!in_round) added.round = 0;
       meta->replicas.push_back(added);
-      CountDisk(*meta, 1);
+      disk_tier_.Count(*meta, 1);
     }
     LogPublish(object.key, *meta);
-    disk_.adopted.fetch_add(1);
+    disk_tier_.counters().adopted.fetch_add(1);
     ++adopted;
     return ErrorCode::OK;
   };
@@ -451,7 +289,7 @@ ErrorCode MasterService::EndDiskReconciliation(int64_t daemon_id, int64_t disk_s
     StateGate::Shared gate(gate_);
     ErrorCode rc = FindOwnDiskSegment(daemon_id, disk_segment_id, &disk);
     if (rc != ErrorCode::OK) return rc;
-    if (LogRefusing()) return ErrorCode::PERSISTENT_FAIL;  // drops must be logged
+    if (log_.Refusing()) return ErrorCode::PERSISTENT_FAIL;  // drops must be logged
     bool current = false;
     if (!disk->EndRound(round, &current, &ended)) {
       return current ? ErrorCode::OK : ErrorCode::UNAVAILABLE_IN_CURRENT_STATUS;
@@ -467,22 +305,22 @@ ErrorCode MasterService::EndDiskReconciliation(int64_t daemon_id, int64_t disk_s
     // for go, and a slice visited twice finds nothing more. A round begun since (a
     // re-attach: the daemon starts over) stops the drops: what is created in it carries
     // its number, not this one's.
-    ScanShard(shards_[s], [&](std::string_view key, ObjectMetadata& meta) {
+    objects_.Scan(objects_.shard(s), [&](std::string_view key, ObjectMetadata& meta) {
       size_t in = DiskReplicaIn(meta.replicas, slot);
       if (in == kNoReplica || meta.replicas[in].round == ended || !meta.complete ||
           disk->round() != ended) {
         return false;
       }
       ++dropped;
-      CountDisk(meta, -1);
+      disk_tier_.Count(meta, -1);
       meta.replicas.erase(in);
-      CountDisk(meta, 1);
+      disk_tier_.Count(meta, 1);
       if (!meta.replicas.empty()) {
         LogPublish(key, meta);
         return false;
       }
       ++removed;
-      RemoveLogged(shards_[s], key, meta);  // it lived on that disk only
+      RemoveLogged(objects_.shard(s), key, meta);  // it lived on that disk only
       return true;
     });
   }
@@ -502,7 +340,7 @@ std::vector<int32_t> MasterService::DropDiskReplicas(int64_t daemon_id, int64_t 
     ObjectMetadata* meta = locked.object;
     size_t in = meta != nullptr ? DiskReplicaIn(meta->replicas, disk.slot()) : kNoReplica;
     if (in == kNoReplica) return ErrorCode::OBJECT_NOT_FOUND;
-    disk_.dropped.fetch_add(1);
+    disk_tier_.counters().dropped.fetch_add(1);
     DropDiskReplica(locked, *meta, in);
     return ErrorCode::OK;
   };
@@ -511,9 +349,9 @@ std::vector<int32_t> MasterService::DropDiskReplicas(int64_t daemon_id, int64_t 
 }
 
 void MasterService::DropDiskReplica(LockedKey& locked, ObjectMetadata& meta, size_t in) {
-  CountDisk(meta, -1);
+  disk_tier_.Count(meta, -1);
   meta.replicas.erase(in);
-  CountDisk(meta, 1);
+  disk_tier_.Count(meta, 1);
   if (meta.replicas.empty()) {
     RemoveLogged(locked.shard, locked.key, meta);  // it lived on that disk only
     locked.Erase();

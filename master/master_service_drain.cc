@@ -1,12 +1,21 @@
 // Draining of MasterService: moving the objects of a segment that is about to leave (memory
-// an application lent, whose connection closes) to other segments. The rules are in
-// master_service.h; the daemon's side is daemon/replicas/segment_drainer.h.
+// an application lent, whose connection closes) to other segments. The daemon's side is
+// daemon/replicas/segment_drainer.h.
 //
 // A move is a small upsert that keeps the value: DrainSegment reserves a target beside the
 // object (Shard::moves), the owner copies the bytes, CommitMoves swaps the one replica. The
 // swap is logged as the object's new state (a publish record, as UpsertEnd logs), so a
 // restored master finds the object at its new place; the old range is freed like any
 // replaced value's, once no read lease covers it and the record is on disk.
+//
+// The rules: before a segment's owner unmounts it, it may move the objects living only
+// there to other segments. The segment is marked draining (no new
+// allocation), then the state gate is taken exclusively for a moment, which waits out every
+// put between reserving in it and recording the reservation: from then on every replica
+// bound for it is visible in the shards. A move is reserved like an upsert's new value (a PendingMove beside the
+// object) and committed by swapping one replica; any change of the object in between (a
+// remove, an eviction, an upsert's end) orphans the pending move, and the loss of either
+// segment drops it, so a commit either swaps the very replica it copied or fails cleanly.
 #include <algorithm>
 
 #include "common/base/logging.h"
@@ -90,14 +99,14 @@ rpc::DrainBatchResult MasterService::DrainSegment(int64_t daemon_id, int64_t seg
   result.master_epoch = epoch_;
   size_t s = static_cast<size_t>(cursor);
   while (s < kShardCount) {
-    Shard& shard = shards_[s++];
-    std::lock_guard<std::mutex> lock(shard.mu);
+    Shard& shard = objects_.shard(s++);
+    absl::MutexLock lock(&shard.mu);
     // Replicas on their way into the segment: they settle (or go) before a later walk.
     for (const auto& [key, up] : shard.upserts) {
       result.busy += ReplicaIn(up.replicas, slot) != kNone;
     }
     for (const auto& [key, move] : shard.moves) {
-      result.busy += MovesInto(move, slot) && !move.orphaned;
+      result.busy += move.Into(slot) && !move.orphaned;
     }
     shard.objects.ForEach([&](std::string_view key, ObjectMetadata& meta) {
       size_t in = ReplicaIn(meta.replicas, slot);
@@ -174,7 +183,7 @@ std::vector<int32_t> MasterService::SettleOwnKeys(OwnSegmentFinder find, int64_t
       out[k] = ToInt(ErrorCode::INVALID_PARAMS);
       continue;
     }
-    LockedKey locked(*this, keys[k]);
+    LockedKey locked(objects_, keys[k]);
     out[k] = ToInt(settle(k, locked, *segment));
   }
   if (done) done();
@@ -237,13 +246,6 @@ std::vector<int32_t> MasterService::RevokeMoves(int64_t daemon_id, int64_t segme
     FreeReplicas(move.to);  // its mover is done with it
     return move.orphaned ? ErrorCode::OBJECT_NOT_FOUND : ErrorCode::OK;
   });
-}
-
-bool MasterService::MovesInto(const PendingMove& move, uint32_t slot) {
-  for (size_t i = 0; i < move.to.size(); ++i) {
-    if (move.to[i].segment == slot) return true;
-  }
-  return false;
 }
 
 void MasterService::DropPendingMove(Shard& shard, std::string_view key) {

@@ -1,5 +1,14 @@
 // Durability of MasterService: appending changes to the operation log, exporting the state
-// for a snapshot, and loading it back at a restore. The rules are in master_service.h.
+// for a snapshot, and loading it back at a restore.
+//
+// Durability (docs/durability.md): with an operation log attached, every change a client
+// may be told about is appended under the shard lock that made it, so the log's order is
+// the order changes happened in (master/state_records.h spells the records). Space freed
+// by a logged change (a remove, an eviction, the old value of an upsert) is reused only
+// once that record is on disk: were it reused earlier, a crash could restore the old object
+// pointing at bytes that have since become another's. A restored master starts from a
+// snapshot plus the log (master/state_restore.h) with every segment detached until its
+// daemon re-attaches (master/segment.h).
 #include <algorithm>
 
 #include "common/base/logging.h"
@@ -9,68 +18,7 @@
 
 namespace mooncake {
 
-namespace {
-
-SegmentRecord ToRecord(const rpc::SegmentInfo& info) {
-  SegmentRecord r;
-  r.segment_id = info.segment_id;
-  r.name = info.name;
-  r.base = info.base;
-  r.size = info.size;
-  r.daemon_id = info.daemon_id;
-  r.incarnation = info.incarnation;
-  r.lent_by_client = info.lent_by_client;
-  r.kind = static_cast<uint8_t>(info.kind);
-  for (const rpc::TransportEndpoint& e : info.endpoints) {
-    r.endpoints.push_back({e.protocol, e.address, e.descriptor});
-  }
-  return r;
-}
-
-rpc::SegmentInfo ToInfo(const SegmentRecord& r) {
-  rpc::SegmentInfo info;
-  info.segment_id = r.segment_id;
-  info.name = r.name;
-  info.base = r.base;
-  info.size = r.size;
-  info.daemon_id = r.daemon_id;
-  info.incarnation = r.incarnation;
-  info.lent_by_client = r.lent_by_client;
-  info.kind = static_cast<rpc::ReplicaKind::type>(r.kind);
-  for (const EndpointRecord& e : r.endpoints) {
-    rpc::TransportEndpoint endpoint;
-    endpoint.protocol = e.protocol;
-    endpoint.address = e.address;
-    endpoint.descriptor = e.descriptor;
-    info.endpoints.push_back(std::move(endpoint));
-  }
-  return info;
-}
-
-// Records are built in one buffer per thread: the log copies them, and a put should not
-// pay an allocation for its record.
-std::string& RecordBuffer() {
-  thread_local std::string buffer;
-  buffer.clear();
-  return buffer;
-}
-
-}  // namespace
-
 // ---- the log ---------------------------------------------------------------------------
-
-size_t MasterService::DescribeForLog(const ReplicaList& replicas, ReplicaRecord* out) const {
-  size_t n = 0;
-  for (size_t i = 0; i < replicas.size(); ++i) {
-    std::shared_ptr<Segment> segment = segments_.Get(replicas[i].segment);
-    if (!segment) continue;  // being dropped with its segment, whose unmount is logged
-    out[n].segment_id = segment->info().segment_id;
-    out[n].offset = replicas[i].offset;
-    out[n].kind = static_cast<uint8_t>(replicas[i].kind);
-    ++n;
-  }
-  return n;
-}
 
 int64_t MasterService::SoftPinUntilUnixMs(const ObjectMetadata& meta) const {
   int64_t now = Now();
@@ -78,54 +26,14 @@ int64_t MasterService::SoftPinUntilUnixMs(const ObjectMetadata& meta) const {
   return std::max<int64_t>(1, options_.unix_ms() + (meta.soft_pin_ms - now));
 }
 
-uint64_t MasterService::LogPublish(std::string_view key, const ObjectMetadata& meta) {
-  if (oplog_ == nullptr) return 0;
-  ReplicaRecord replicas[kMaxReplicaNum];
-  size_t n = DescribeForLog(meta.replicas, replicas);
-  std::string& record = RecordBuffer();
-  AppendPublishRecord(&record, key, meta.size, meta.checksum_or_none(), meta.hard_pin, replicas, n,
-                      SoftPinUntilUnixMs(meta), GroupForLog(key, meta));
-  return oplog_->Append(record);
-}
-
-uint64_t MasterService::LogRemove(std::string_view key) {
-  if (oplog_ == nullptr) return 0;
-  std::string& record = RecordBuffer();
-  AppendRemoveRecord(&record, key);
-  return oplog_->Append(record);
-}
-
-uint64_t MasterService::LogMount(const rpc::SegmentInfo& segment) {
-  if (oplog_ == nullptr) return 0;
-  std::string& record = RecordBuffer();
-  AppendMountRecord(&record, ToRecord(segment));
-  return oplog_->Append(record);
-}
-
-uint64_t MasterService::LogUnmount(int64_t segment_id) {
-  if (oplog_ == nullptr) return 0;
-  std::string& record = RecordBuffer();
-  AppendUnmountRecord(&record, segment_id);
-  return oplog_->Append(record);
-}
-
-bool MasterService::LogRefusing() const { return oplog_ != nullptr && !oplog_->healthy(); }
-
-ErrorCode MasterService::Sync() {
-  if (oplog_ == nullptr || !strict_) return ErrorCode::OK;
-  const uint64_t seq = OpLog::LastAppendedByThisThread();
-  ErrorCode code = oplog_->Sync(seq);
-  SyncSet* sync_set = sync_set_.load(std::memory_order_acquire);
-  if (code == ErrorCode::OK && sync_set != nullptr) code = sync_set->Wait(seq);
-  return code;
-}
+ErrorCode MasterService::Sync() { return log_.Sync(); }
 
 // ---- snapshot export -------------------------------------------------------------------
 
 std::vector<SegmentRecord> MasterService::ExportSegments() const {
   StateGate::Shared gate(gate_);
   std::vector<SegmentRecord> out;
-  for (const std::shared_ptr<Segment>& s : segments_.All()) out.push_back(ToRecord(s->info()));
+  for (const std::shared_ptr<Segment>& s : segments_.All()) out.push_back(ChangeLog::ToRecord(s->info()));
   return out;
 }
 
@@ -135,8 +43,8 @@ bool MasterService::ExportObjects(
   std::string bytes;
   ReplicaRecord replicas[kMaxReplicaNum];
   for (size_t s = 0; s < kShardCount; ++s) {
-    Shard& shard = shards_[s];
-    std::lock_guard<std::mutex> lock(shard.mu);
+    Shard& shard = objects_.shard(s);
+    absl::MutexLock lock(&shard.mu);
     uint32_t count = 0;
     shard.objects.ForEach([&](std::string_view, ObjectMetadata& meta) {
       count += meta.complete;
@@ -147,7 +55,7 @@ bool MasterService::ExportObjects(
     AppendArrayHeader(&bytes, count);
     shard.objects.ForEach([&](std::string_view key, ObjectMetadata& meta) {
       if (!meta.complete) return false;
-      size_t n = DescribeForLog(meta.replicas, replicas);
+      size_t n = log_.Describe(meta.replicas, replicas);
       AppendObject(&bytes, key, meta.size, meta.checksum_or_none(), meta.hard_pin, replicas, n,
                    SoftPinUntilUnixMs(meta), GroupForLog(key, meta));
       return false;
@@ -160,7 +68,7 @@ bool MasterService::ExportObjects(
 // ---- restore ---------------------------------------------------------------------------
 
 void MasterService::RestoreSegment(const SegmentRecord& segment) {
-  segments_.Restore(ToInfo(segment));
+  segments_.Restore(ChangeLog::ToInfo(segment));
 }
 
 void MasterService::RestoreObject(ObjectRecord&& object) {
@@ -199,7 +107,7 @@ void MasterService::RestoreObject(ObjectRecord&& object) {
     if (ValidKey(object.key)) EraseRestored(object.key);
     return;
   }
-  LockedKey locked(*this, object.key);
+  LockedKey locked(objects_, object.key);
   if (locked.object != nullptr) {
     LeaveGroup(object.key, *locked.object);  // the record says which group it is in now
     *locked.object = std::move(meta);
@@ -212,7 +120,7 @@ void MasterService::RestoreObject(ObjectRecord&& object) {
 }
 
 void MasterService::EraseRestored(const std::string& key) {
-  LockedKey locked(*this, key);
+  LockedKey locked(objects_, key);
   if (locked.object == nullptr) return;
   LeaveGroup(key, *locked.object);
   locked.Erase();
@@ -230,7 +138,7 @@ bool MasterService::ApplyLogRecord(std::string_view payload) {
       if (ValidKey(record.key)) EraseRestored(record.key);
       break;
     case LogOp::kMount:
-      segments_.Restore(ToInfo(record.segment));
+      segments_.Restore(ChangeLog::ToInfo(record.segment));
       break;
     case LogOp::kUnmount: {
       uint32_t slot;
@@ -257,8 +165,8 @@ MasterService::RestoreCounts MasterService::FinishRestore() {
   std::vector<Range> ranges;
   ranges.reserve(static_cast<size_t>(object_count_.load()));
   for (size_t s = 0; s < kShardCount; ++s) {
-    std::lock_guard<std::mutex> lock(shards_[s].mu);
-    shards_[s].objects.ForEach([&](std::string_view, ObjectMetadata& meta) {
+    absl::MutexLock lock(&objects_.shard(s).mu);
+    objects_.shard(s).objects.ForEach([&](std::string_view, ObjectMetadata& meta) {
       for (size_t i = 0; i < meta.replicas.size(); ++i) {
         Replica& r = meta.replicas[i];
         if (r.memory()) {
@@ -267,7 +175,7 @@ MasterService::RestoreCounts MasterService::FinishRestore() {
         }
         // A disk replica holds no range; one in a memory segment cannot be valid.
         std::shared_ptr<Segment> in = segments_.Get(r.segment);
-        r.alloc_node = next_disk_node_.fetch_add(1);
+        r.alloc_node = disk_tier_.NextDiskNode();
         if (!in || !in->disk()) r.status = ReplicaStatus::kFailed;
       }
       return false;
@@ -293,11 +201,11 @@ MasterService::RestoreCounts MasterService::FinishRestore() {
   }
   // Each tenant's figures are counted again from what is left (master/tenant_usage.h).
   tenants_.ClearUsage();
-  disk_.objects = disk_.bytes = disk_.disk_only = 0;
+  disk_tier_.counters().objects = disk_tier_.counters().bytes = disk_tier_.counters().disk_only = 0;
   std::unordered_map<uint32_t, int64_t> unverified;  // by slot
   for (size_t s = 0; s < kShardCount; ++s) {
-    std::lock_guard<std::mutex> lock(shards_[s].mu);
-    shards_[s].objects.ForEach([&](std::string_view key, ObjectMetadata& meta) {
+    absl::MutexLock lock(&objects_.shard(s).mu);
+    objects_.shard(s).objects.ForEach([&](std::string_view key, ObjectMetadata& meta) {
       for (size_t i = meta.replicas.size(); i-- > 0;) {
         if (meta.replicas[i].status != ReplicaStatus::kFailed) continue;
         meta.replicas.erase(i);
@@ -308,7 +216,7 @@ MasterService::RestoreCounts MasterService::FinishRestore() {
           unverified[meta.replicas[i].segment] += meta.replicas[i].unverified;
         }
         tenants_.Add(key, 1, MemoryBytes(meta.size, meta.replicas));
-        CountDisk(meta, 1);
+        disk_tier_.Count(meta, 1);
         return false;
       }
       ++restore_counts_.dropped_objects;
@@ -345,29 +253,15 @@ MasterService::RestoreCounts MasterService::TakeOver() {
 }
 
 void MasterService::ClearState() {
-  for (size_t s = 0; s < kShardCount; ++s) {
-    std::lock_guard<std::mutex> lock(shards_[s].mu);
-    shards_[s].objects.ForEach([](std::string_view, ObjectMetadata&) { return true; });
-    shards_[s].upserts.clear();
-    shards_[s].moves.clear();
-    shards_[s].offloads.clear();
-    shards_[s].promotions.clear();
-    shards_[s].holders.Clear();
-    shards_[s].exist_leases.Clear();
-  }
+  objects_.Clear();
   segments_.Clear();
   tasks_.Clear();
-  {
-    std::lock_guard<std::mutex> lock(deferred_mu_);
-    deferred_.clear();
-  }
+  deferred_.Clear();
   groups_.Clear();
   object_count_ = 0;
   processing_count_ = 0;
-  offload_states_ = 0;
-  evict_pending_bytes_ = 0;
-  offload_queues_.Clear();
-  disk_.objects = disk_.bytes = disk_.disk_only = disk_.queued = 0;
+  eviction_.ClearPendingBytes();
+  disk_tier_.Clear();
   tenants_.ClearUsage();
   restore_counts_ = RestoreCounts();
   parked_.Clear();

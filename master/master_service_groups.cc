@@ -1,6 +1,14 @@
 // Groups of MasterService (Mooncake's ReplicateConfig.group_ids): which group a put names,
 // keeping an object in its group, and what one member's read, existence hit and eviction
-// do to the others. The rules: master/master_service.h, "Groups"; the table: master/groups.h.
+// do to the others. The table: master/groups.h.
+//
+// The rules: a put may name its key's group, per tenant; the object stays in it for as long as it
+// exists (ObjectMetadata::grouped, and the GroupTable), and its group travels in its
+// snapshot and log records. A read's lease, and an existence hit's use, of one member are
+// given to the group's other members (each under its own shard's lock, after the reader's
+// is let go: the lock order has no two shards at once), when the reader's own lease needed
+// renewing or the group gained a member since; eviction that takes a member takes the rest
+// of its group with it, each only if eviction could take it alone. Removal is per object.
 #include "master/master_service.h"
 
 #include <unordered_set>
@@ -40,7 +48,7 @@ std::string MasterService::GroupForLog(std::string_view key, const ObjectMetadat
 void MasterService::ShareWithGroup(const std::vector<std::string>& members, int64_t until_ms) {
   StateGate::Shared gate(gate_);
   for (const std::string& member : members) {
-    LockedKey locked(*this, member);
+    LockedKey locked(objects_, member);
     ObjectMetadata* meta = locked.object;
     if (meta == nullptr || !meta->complete) continue;
     if (until_ms == 0) {
@@ -62,7 +70,7 @@ uint64_t MasterService::EvictRestOfGroup(const std::vector<std::string>& members
   std::unordered_set<std::string> seen;
   for (const std::string& member : members) {
     if (!seen.insert(member).second) continue;  // named by two members the walk took
-    LockedKey locked(*this, member);
+    LockedKey locked(objects_, member);
     ObjectMetadata* meta = locked.object;
     if (meta == nullptr) continue;
     // Whatever its age: it goes with its group, unless eviction could not take it alone.

@@ -36,7 +36,7 @@ rpc::PutStartResult MasterService::PromoteStart(int64_t writer, const std::strin
   if (!daemons_.Known(writer) || !daemons_.NameOf(writer, &name)) {
     return PromoteError(ErrorCode::CLIENT_NOT_FOUND);
   }
-  if (LogRefusing()) return PromoteError(ErrorCode::PERSISTENT_FAIL);
+  if (log_.Refusing()) return PromoteError(ErrorCode::PERSISTENT_FAIL);
   // Open: a memory replica is there or on its way (a put, an upsert, another promotion).
   auto open = [&](LockedKey& locked) {
     const ObjectMetadata& meta = *locked.object;
@@ -53,7 +53,7 @@ rpc::PutStartResult MasterService::PromoteStart(int64_t writer, const std::strin
   };
   uint64_t size = 0;
   {
-    LockedKey locked(*this, key);
+    LockedKey locked(objects_, key);
     if (locked.object == nullptr) return PromoteError(ErrorCode::OBJECT_NOT_FOUND);
     if (open(locked)) return PromoteError(ErrorCode::OBJECT_ALREADY_EXISTS);
     if (!same_value(*locked.object)) return PromoteError(ErrorCode::OBJECT_NOT_FOUND);
@@ -66,7 +66,7 @@ rpc::PutStartResult MasterService::PromoteStart(int64_t writer, const std::strin
   ReplicaList reserved;
   ErrorCode rc = ReserveCharged(key, size, config, /*writer=*/0, &reserved);
   if (rc != ErrorCode::OK) return PromoteError(rc);
-  LockedKey locked(*this, key);
+  LockedKey locked(objects_, key);
   ErrorCode lost = locked.object == nullptr || !same_value(*locked.object)
                        ? ErrorCode::OBJECT_NOT_FOUND
                    : locked.object->size != size || open(locked)
@@ -92,7 +92,7 @@ rpc::PutStartResult MasterService::PromoteStart(int64_t writer, const std::strin
 ErrorCode MasterService::PromoteEnd(int64_t writer, const std::string& key, bool ok) {
   StateGate::Shared gate(gate_);
   if (!ValidKey(key)) return ErrorCode::INVALID_PARAMS;
-  LockedKey locked(*this, key);
+  LockedKey locked(objects_, key);
   Shard& shard = locked.shard;
   auto it = shard.promotions.find(key);
   if (it == shard.promotions.end()) return ErrorCode::OBJECT_NOT_FOUND;
@@ -108,14 +108,14 @@ ErrorCode MasterService::PromoteEnd(int64_t writer, const std::string& key, bool
     shard.promotions.erase(it);
     return rc;
   }
-  CountDisk(*meta, -1);
+  disk_tier_.Count(*meta, -1);
   Replica published = promotion.to[0];
   published.status = ReplicaStatus::kComplete;
   meta->replicas.push_back(published);
-  CountDisk(*meta, 1);
+  disk_tier_.Count(*meta, 1);
   shard.promotions.erase(it);
   LogPublish(key, *meta);
-  disk_.promotions.fetch_add(1);
+  disk_tier_.counters().promotions.fetch_add(1);
   return ErrorCode::OK;
 }
 

@@ -83,7 +83,7 @@ rpc::TaskResult MasterService::CreateCopyTask(const std::string& key,
     }
   }
   {
-    LockedKey locked(*this, key);
+    LockedKey locked(objects_, key);
     if (locked.object == nullptr) return TaskError(ErrorCode::OBJECT_NOT_FOUND);
     if (!locked.object->complete) return TaskError(ErrorCode::REPLICA_IS_NOT_READY);
     for (const std::string& t : task.targets) {
@@ -133,7 +133,7 @@ rpc::TaskResult MasterService::CreateMoveTaskLocked(const std::string& key,
   task.targets.push_back(target);
   {
     // Mooncake's order of checks: the object, then the names.
-    LockedKey locked(*this, key);
+    LockedKey locked(objects_, key);
     if (locked.object == nullptr) return TaskError(ErrorCode::OBJECT_NOT_FOUND);
     if (source == target) return TaskError(ErrorCode::INVALID_PARAMS);
     ErrorCode rc = CheckTarget(target);
@@ -203,7 +203,7 @@ void MasterService::StartTask(const ReplicaTask& task, int64_t daemon_id,
   auto fail = [&](ErrorCode code, const std::string& why) {
     tasks_.Finish(task.id, daemon_id, false, Why(code, why), now, unix_now);
   };
-  LockedKey locked(*this, task.key);
+  LockedKey locked(objects_, task.key);
   ObjectMetadata* meta = locked.object;
   if (meta == nullptr || !meta->complete) {
     fail(ErrorCode::OBJECT_NOT_FOUND, "the object went (or is being rewritten) before the task ran");
@@ -249,11 +249,11 @@ void MasterService::StartTask(const ReplicaTask& task, int64_t daemon_id,
       // MoveEnd does then. Freed once no lease covers it and the record is on disk.
       ReplicaList freed;
       freed.push_back(meta->replicas[src]);
-      CountDisk(*meta, -1);
+      disk_tier_.Count(*meta, -1);
       meta->replicas.erase(src);
-      CountDisk(*meta, 1);
+      disk_tier_.Count(*meta, 1);
       tenants_.Add(task.key, 0, -MemoryBytes(meta->size, freed));
-      EndOffload(shard, task.key, meta, /*failed=*/false);
+      disk_tier_.EndOffload(shard, task.key, meta, /*failed=*/false);
       DeferFree(freed, std::max(now, meta->time_ms), LogPublish(task.key, *meta));
     }
     tasks_.Finish(task.id, daemon_id, true, kDone, now, unix_now);
@@ -328,7 +328,7 @@ std::vector<int32_t> MasterService::CompleteReplicaTasks(
       codes[i] = ToInt(ErrorCode::ILLEGAL_CLIENT);
       continue;
     }
-    LockedKey locked(*this, task.key);
+    LockedKey locked(objects_, task.key);
     codes[i] = ToInt(SettleTask(locked, task, daemon_id, outcomes[i].code));
   }
   return codes;
@@ -391,14 +391,14 @@ ErrorCode MasterService::SettleTask(LockedKey& locked, const ReplicaTask& task, 
     release();
     return finished;
   }
-  CountDisk(*meta, -1);
+  disk_tier_.Count(*meta, -1);
   if (move.keep_source) {
     for (size_t r = 0; r < move.to.size(); ++r) {
       Replica added = move.to[r];
       added.status = ReplicaStatus::kComplete;
       meta->replicas.push_back(added);
     }
-    CountDisk(*meta, 1);
+    disk_tier_.Count(*meta, 1);
     LogPublish(task.key, *meta);
   } else {
     // As a drain's commit: leased readers may still read the source, and until the record
@@ -407,8 +407,8 @@ ErrorCode MasterService::SettleTask(LockedKey& locked, const ReplicaTask& task, 
     freed.push_back(meta->replicas[in]);
     meta->replicas[in] = move.to[0];
     meta->replicas[in].status = ReplicaStatus::kComplete;
-    CountDisk(*meta, 1);
-    EndOffload(shard, task.key, meta, /*failed=*/false);
+    disk_tier_.Count(*meta, 1);
+    disk_tier_.EndOffload(shard, task.key, meta, /*failed=*/false);
     DeferFree(freed, std::max(now, meta->time_ms), LogPublish(task.key, *meta));
   }
   shard.moves.erase(it);
@@ -421,12 +421,35 @@ void MasterService::ExpireTasks(int64_t now) {
   for (const ReplicaTask& task : failed) {
     // Its daemon may still be copying into the targets: they are freed at its report, or
     // once it must have given up (put_start_release_timeout, as an abandoned drain's move).
-    LockedKey locked(*this, task.key);
+    LockedKey locked(objects_, task.key);
     auto it = locked.shard.moves.find(task.key);
     if (it != locked.shard.moves.end() && it->second.task == task.id) {
       it->second.orphaned = true;
     }
   }
+}
+
+// ---- drain jobs (master/drain_jobs.h) ----
+
+ErrorCode MasterService::CreateDrainJob(const std::vector<std::string>& segments,
+                                        const std::vector<std::string>& targets,
+                                        uint32_t max_concurrency, TaskId* id) {
+  StateGate::Shared gate(gate_);
+  return drain_jobs_.Create(segments, targets, max_concurrency, id);
+}
+
+ErrorCode MasterService::QueryDrainJob(const TaskId& id, DrainJobView* out) const {
+  return drain_jobs_.Query(id, out);
+}
+
+ErrorCode MasterService::CancelDrainJob(const TaskId& id) {
+  StateGate::Shared gate(gate_);
+  return drain_jobs_.Cancel(id);
+}
+
+ErrorCode MasterService::SegmentStatusOf(const std::string& name, int32_t* status) const {
+  StateGate::Shared gate(gate_);
+  return drain_jobs_.SegmentStatusOf(name, status);
 }
 
 }  // namespace mooncake

@@ -52,8 +52,8 @@ rpc::UnverifiedPage MasterService::ListUnverified(int64_t daemon_id, int64_t seg
     // Whole shards at a time, so a page may pass max by one shard's worth.
     int64_t s = cursor;
     for (; s < shards && page.replicas.size() < max; ++s) {
-      std::lock_guard<std::mutex> lock(shards_[s].mu);
-      shards_[s].objects.ForEach([&](std::string_view key, ObjectMetadata& meta) {
+      absl::MutexLock lock(&objects_.shard(s).mu);
+      objects_.shard(s).objects.ForEach([&](std::string_view key, ObjectMetadata& meta) {
         if (!meta.complete) return false;
         for (size_t i = 0; i < meta.replicas.size(); ++i) {
           const Replica& r = meta.replicas[i];
@@ -119,7 +119,7 @@ std::vector<int32_t> MasterService::ReportVerified(
       return ErrorCode::OBJECT_NOT_FOUND;
     }
     const bool sound = report.ok || parked.checksum < 0;
-    if (meta != nullptr || !sound || LogRefusing()) {
+    if (meta != nullptr || !sound || log_.Refusing()) {
       // Written again (or being written) since: the newer state stands. Or bad bytes.
       to_free.push_back({segment.slot(), node});
       ++(meta != nullptr ? superseded : bad);
@@ -179,7 +179,7 @@ void MasterService::DropUnverifiedReplica(LockedKey& locked, ObjectMetadata& met
   tenants_.Add(locked.key, 0, -static_cast<int64_t>(meta.size));
   // Not the bytes anyone wrote: nothing to keep for readers, only the record to wait for.
   DropPendingMove(locked.shard, locked.key);
-  EndOffload(locked.shard, locked.key, &meta, /*failed=*/false);
+  disk_tier_.EndOffload(locked.shard, locked.key, &meta, /*failed=*/false);
   DeferFree(gone, meta.leased(Now()) ? meta.time_ms : 0, LogPublish(locked.key, meta));
 }
 
@@ -214,7 +214,7 @@ void MasterService::DiscardParkedMatching(const std::string& tenant, const KeyMa
   });
   for (const std::string& key : keys) {
     StateGate::Shared gate(gate_);
-    LockedKey locked(*this, key);  // serializes with the key's report
+    LockedKey locked(objects_, key);  // serializes with the key's report
     DiscardParked(key);
   }
 }

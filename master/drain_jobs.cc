@@ -1,49 +1,13 @@
-// Drain jobs of MasterService (Mooncake's CreateDrainJob, QueryDrainJob, CancelDrainJob and
-// QuerySegmentStatus, reached on the admin HTTP: master/master_admin.h). The rules are in
-// master_service.h; a job is a planner of move tasks (master_service_tasks.cc), as
-// Mooncake's is.
-//
-// A job holds its segments (Segment::Hold: no new allocation, so puts that prefer them go
-// elsewhere) and, at every upkeep round, settles the moves that ended, then either ends
-// (nothing left in its segments: SUCCEEDED; only units it gave up on: FAILED, the holds
-// released) or plans new moves up to its concurrency. Planning walks every object a slice
-// of a shard at a time, as eviction's sampling does, and creates the tasks after the walk,
-// with no shard lock held.
+#include "master/drain_jobs.h"
+
 #include <algorithm>
 #include <random>
 #include <set>
 #include <unordered_map>
 
 #include "common/base/logging.h"
-#include "master/master_service.h"
 
 namespace mooncake {
-
-struct MasterService::DrainJob {
-  std::mutex mu;  // the upkeep's round, and the queries
-  TaskId id;
-  std::vector<std::string> segments;
-  std::vector<std::string> targets;
-  uint32_t max_concurrency = 1;
-  JobStatus status = JobStatus::kCreated;
-  int64_t created_unix_ms = 0;
-  int64_t updated_unix_ms = 0;
-  std::string message;
-  uint64_t succeeded = 0, failed = 0, blocked = 0, migrated = 0;
-  struct Active {
-    TaskId task;
-    std::string unit;  // stored key, NUL, source segment name
-    uint64_t bytes = 0;
-  };
-  std::vector<Active> active;
-  std::set<std::string> completed, given_up;
-  std::unordered_map<std::string, int> retries;
-
-  bool ended() const {
-    return status == JobStatus::kSucceeded || status == JobStatus::kFailed ||
-           status == JobStatus::kCanceled;
-  }
-};
 
 namespace {
 
@@ -56,8 +20,8 @@ std::string UnitOf(std::string_view key, const std::string& segment) {
 
 }  // namespace
 
-void MasterService::HoldSegments(const std::string& name, bool hold) {
-  for (const std::shared_ptr<Segment>& s : SegmentsNamed(name)) {
+void DrainJobs::HoldSegments(const std::string& name, bool hold) {
+  for (const std::shared_ptr<Segment>& s : mover_.SegmentsNamed(name)) {
     if (hold) {
       s->Hold();
     } else {
@@ -66,15 +30,14 @@ void MasterService::HoldSegments(const std::string& name, bool hold) {
   }
 }
 
-ErrorCode MasterService::CreateDrainJob(const std::vector<std::string>& segments,
-                                        const std::vector<std::string>& targets,
-                                        uint32_t max_concurrency, TaskId* id) {
-  StateGate::Shared gate(gate_);
+ErrorCode DrainJobs::Create(const std::vector<std::string>& segments,
+                            const std::vector<std::string>& targets, uint32_t max_concurrency,
+                            TaskId* id) {
   if (segments.empty() || max_concurrency == 0) return ErrorCode::INVALID_PARAMS;
   std::set<std::string> unique(segments.begin(), segments.end());
   if (unique.size() != segments.size()) return ErrorCode::INVALID_PARAMS;
   for (const std::string& name : segments) {
-    std::vector<std::shared_ptr<Segment>> named = SegmentsNamed(name);
+    std::vector<std::shared_ptr<Segment>> named = mover_.SegmentsNamed(name);
     if (named.empty()) return ErrorCode::SEGMENT_NOT_FOUND;
     for (const auto& s : named) {
       if (!s->attached() || s->draining()) return ErrorCode::UNAVAILABLE_IN_CURRENT_STATUS;
@@ -82,18 +45,22 @@ ErrorCode MasterService::CreateDrainJob(const std::vector<std::string>& segments
   }
   for (const std::string& name : targets) {
     if (unique.count(name) != 0) return ErrorCode::INVALID_PARAMS;
-    ErrorCode rc = CheckTarget(name);
+    ErrorCode rc = mover_.CheckTarget(name);
     if (rc == ErrorCode::INVALID_PARAMS) return ErrorCode::SEGMENT_NOT_FOUND;
     if (rc != ErrorCode::OK) return rc;
   }
-  auto job = std::make_shared<DrainJob>();
+  auto job = std::make_shared<Job>();
   job->segments = segments;
   job->targets = targets;
   job->max_concurrency = max_concurrency;
-  job->created_unix_ms = job->updated_unix_ms = options_.unix_ms();
-  job->message = "Drain job created";
+  job->created_unix_ms = options_.unix_ms();
+  {
+    absl::MutexLock job_lock(&job->mu);  // not shared yet: for the analysis
+    job->updated_unix_ms = job->created_unix_ms;
+    job->message = "Drain job created";
+  }
   thread_local std::mt19937_64 rng{std::random_device{}()};
-  std::lock_guard<std::mutex> lock(jobs_mu_);
+  absl::MutexLock lock(&mu_);
   do {
     job->id = TaskId{rng(), rng()};
   } while ((job->id.high == 0 && job->id.low == 0) || jobs_.count(job->id) != 0);
@@ -101,13 +68,15 @@ ErrorCode MasterService::CreateDrainJob(const std::vector<std::string>& segments
   *id = job->id;
   jobs_.emplace(job->id, job);
   // Ended jobs beyond the bound go, the oldest first.
-  while (jobs_.size() > kMaxDrainJobs) {
+  while (jobs_.size() > kMaxJobs) {
     auto oldest = jobs_.end();
+    int64_t oldest_ms = 0;
     for (auto it = jobs_.begin(); it != jobs_.end(); ++it) {
-      std::lock_guard<std::mutex> job_lock(it->second->mu);
+      absl::MutexLock job_lock(&it->second->mu);
       if (it->second->ended() &&
-          (oldest == jobs_.end() || it->second->updated_unix_ms < oldest->second->updated_unix_ms)) {
+          (oldest == jobs_.end() || it->second->updated_unix_ms < oldest_ms)) {
         oldest = it;
+        oldest_ms = it->second->updated_unix_ms;
       }
     }
     if (oldest == jobs_.end()) break;
@@ -119,15 +88,16 @@ ErrorCode MasterService::CreateDrainJob(const std::vector<std::string>& segments
   return ErrorCode::OK;
 }
 
-ErrorCode MasterService::QueryDrainJob(const TaskId& id, DrainJobView* out) const {
-  std::shared_ptr<DrainJob> job;
-  {
-    std::lock_guard<std::mutex> lock(jobs_mu_);
-    auto it = jobs_.find(id);
-    if (it == jobs_.end()) return ErrorCode::OBJECT_NOT_FOUND;
-    job = it->second;
-  }
-  std::lock_guard<std::mutex> lock(job->mu);
+std::shared_ptr<DrainJobs::Job> DrainJobs::Find(const TaskId& id) const {
+  absl::MutexLock lock(&mu_);
+  auto it = jobs_.find(id);
+  return it == jobs_.end() ? nullptr : it->second;
+}
+
+ErrorCode DrainJobs::Query(const TaskId& id, View* out) const {
+  std::shared_ptr<Job> job = Find(id);
+  if (job == nullptr) return ErrorCode::OBJECT_NOT_FOUND;
+  absl::MutexLock lock(&job->mu);
   out->id = job->id;
   out->status = job->status;
   out->created_unix_ms = job->created_unix_ms;
@@ -142,27 +112,20 @@ ErrorCode MasterService::QueryDrainJob(const TaskId& id, DrainJobView* out) cons
   return ErrorCode::OK;
 }
 
-ErrorCode MasterService::CancelDrainJob(const TaskId& id) {
-  StateGate::Shared gate(gate_);
-  std::shared_ptr<DrainJob> job;
-  {
-    std::lock_guard<std::mutex> lock(jobs_mu_);
-    auto it = jobs_.find(id);
-    if (it == jobs_.end()) return ErrorCode::OBJECT_NOT_FOUND;
-    job = it->second;
-  }
-  std::lock_guard<std::mutex> lock(job->mu);
+ErrorCode DrainJobs::Cancel(const TaskId& id) {
+  std::shared_ptr<Job> job = Find(id);
+  if (job == nullptr) return ErrorCode::OBJECT_NOT_FOUND;
+  absl::MutexLock lock(&job->mu);
   if (job->ended() || !job->active.empty()) return ErrorCode::UNAVAILABLE_IN_CURRENT_STATUS;
-  job->status = JobStatus::kCanceled;
+  job->status = Status::kCanceled;
   job->updated_unix_ms = options_.unix_ms();
   job->message = "Drain job canceled";
   for (const std::string& name : job->segments) HoldSegments(name, false);
   return ErrorCode::OK;
 }
 
-ErrorCode MasterService::SegmentStatusOf(const std::string& name, int32_t* status) const {
-  StateGate::Shared gate(gate_);
-  std::vector<std::shared_ptr<Segment>> named = SegmentsNamed(name);
+ErrorCode DrainJobs::SegmentStatusOf(const std::string& name, int32_t* status) const {
+  std::vector<std::shared_ptr<Segment>> named = mover_.SegmentsNamed(name);
   if (named.empty()) return ErrorCode::SEGMENT_NOT_FOUND;
   bool draining = false, empty = true;
   for (const auto& s : named) {
@@ -173,24 +136,24 @@ ErrorCode MasterService::SegmentStatusOf(const std::string& name, int32_t* statu
   return ErrorCode::OK;
 }
 
-void MasterService::RunDrainJobs(int64_t now) {
-  std::vector<std::shared_ptr<DrainJob>> running;
+void DrainJobs::Run(int64_t now) {
+  std::vector<std::shared_ptr<Job>> running;
   {
-    std::lock_guard<std::mutex> lock(jobs_mu_);
+    absl::MutexLock lock(&mu_);
     for (const auto& [id, job] : jobs_) running.push_back(job);
   }
-  for (const std::shared_ptr<DrainJob>& job : running) {
-    std::lock_guard<std::mutex> lock(job->mu);
+  for (const std::shared_ptr<Job>& job : running) {
+    absl::MutexLock lock(&job->mu);
     if (job->ended()) continue;
-    RefreshDrainJob(*job);
-    if (MaybeFinishDrainJob(*job, now)) continue;
-    ScheduleDrainJob(*job, now);
+    Refresh(*job);
+    if (MaybeFinish(*job)) continue;
+    Schedule(*job, now);
   }
 }
 
-void MasterService::RefreshDrainJob(DrainJob& job) {
-  std::vector<DrainJob::Active> still;
-  for (DrainJob::Active& a : job.active) {
+void DrainJobs::Refresh(Job& job) {
+  std::vector<Job::Active> still;
+  for (Job::Active& a : job.active) {
     ReplicaTask task;
     bool known = tasks_.Get(a.task, &task);
     if (known && (task.status == TaskStatus::kPending || task.status == TaskStatus::kProcessing)) {
@@ -204,19 +167,19 @@ void MasterService::RefreshDrainJob(DrainJob& job) {
       continue;
     }
     ++job.failed;
-    if (!known || ++job.retries[a.unit] >= kMaxDrainUnitRetries) job.given_up.insert(a.unit);
+    if (!known || ++job.retries[a.unit] >= kMaxUnitRetries) job.given_up.insert(a.unit);
   }
   job.active = std::move(still);
 }
 
-bool MasterService::MaybeFinishDrainJob(DrainJob& job, int64_t now) {
+bool DrainJobs::MaybeFinish(Job& job) {
   if (!job.active.empty()) return false;
   std::set<std::string> names(job.segments.begin(), job.segments.end());
   std::vector<std::string> remaining;
-  for (size_t s = 0; s < kShardCount; ++s) {
+  for (size_t s = 0; s < ObjectDirectory::kShardCount; ++s) {
     std::vector<std::string> in_shard;  // a shard walked again starts its list over
-    ScanShard(
-        shards_[s],
+    directory_.Scan(
+        directory_.shard(s),
         [&](std::string_view key, ObjectMetadata& meta) {
           for (size_t r = 0; r < meta.replicas.size(); ++r) {
             std::shared_ptr<Segment> seg = segments_.Get(meta.replicas[r].segment);
@@ -231,7 +194,7 @@ bool MasterService::MaybeFinishDrainJob(DrainJob& job, int64_t now) {
   }
   const int64_t unix_now = options_.unix_ms();
   if (remaining.empty()) {
-    job.status = JobStatus::kSucceeded;
+    job.status = Status::kSucceeded;
     job.updated_unix_ms = unix_now;
     job.message = "Drain job finished successfully";
     MC_LOG_INFO("drain job %llu-%llu succeeded: %llu objects moved",
@@ -243,19 +206,18 @@ bool MasterService::MaybeFinishDrainJob(DrainJob& job, int64_t now) {
   for (const std::string& unit : remaining) {
     if (job.given_up.count(unit) == 0) return false;
   }
-  job.status = JobStatus::kFailed;
+  job.status = Status::kFailed;
   job.updated_unix_ms = unix_now;
   job.message = "Drain job failed: unrecoverable units remain";
   for (const std::string& name : job.segments) HoldSegments(name, false);
   MC_LOG_WARN("drain job %llu-%llu failed: %zu objects could not be moved",
               static_cast<unsigned long long>(job.id.high),
               static_cast<unsigned long long>(job.id.low), remaining.size());
-  (void)now;
   return true;
 }
 
-void MasterService::ScheduleDrainJob(DrainJob& job, int64_t now) {
-  if (job.status == JobStatus::kCreated) job.status = JobStatus::kPlanning;
+void DrainJobs::Schedule(Job& job, int64_t now) {
+  if (job.status == Status::kCreated) job.status = Status::kPlanning;
   const size_t slots = job.max_concurrency > job.active.size()
                            ? job.max_concurrency - job.active.size()
                            : 0;
@@ -272,9 +234,9 @@ void MasterService::ScheduleDrainJob(DrainJob& job, int64_t now) {
   std::set<std::string> drained(job.segments.begin(), job.segments.end());
   std::vector<std::pair<double, std::string>> targets;
   for (const std::string& name : candidates) {
-    if (drained.count(name) != 0 || CheckTarget(name) != ErrorCode::OK) continue;
+    if (drained.count(name) != 0 || mover_.CheckTarget(name) != ErrorCode::OK) continue;
     uint64_t used = 0, capacity = 0;
-    for (const auto& s : SegmentsNamed(name)) {
+    for (const auto& s : mover_.SegmentsNamed(name)) {
       used += s->used();
       capacity += s->capacity();
     }
@@ -287,11 +249,13 @@ void MasterService::ScheduleDrainJob(DrainJob& job, int64_t now) {
   };
   std::vector<Plan> plans;
   std::set<std::string> active_units;
-  for (const DrainJob::Active& a : job.active) active_units.insert(a.unit);
+  for (const Job::Active& a : job.active) active_units.insert(a.unit);
   uint64_t blocked = 0;
-  for (size_t s = 0; s < kShardCount && slots > 0; ++s) {
-    Shard& shard = shards_[s];
-    ScanShard(shard, [&](std::string_view key, ObjectMetadata& meta) {
+  for (size_t s = 0; s < ObjectDirectory::kShardCount && slots > 0; ++s) {
+    Shard& shard = directory_.shard(s);
+    // The visitor runs within this call, job.mu still held; the analysis does not follow
+    // a lambda into Scan.
+    auto visit = [&](std::string_view key, ObjectMetadata& meta) ABSL_NO_THREAD_SAFETY_ANALYSIS {
       std::vector<std::string> held;
       std::string source;
       for (size_t r = 0; r < meta.replicas.size(); ++r) {
@@ -325,10 +289,11 @@ void MasterService::ScheduleDrainJob(DrainJob& job, int64_t now) {
         active_units.insert(unit);  // a rescanned slice must not plan it twice
       }
       return false;
-    });
+    };
+    directory_.Scan(shard, visit);
   }
   for (const Plan& plan : plans) {
-    rpc::TaskResult created = CreateMoveTaskLocked(plan.key, plan.source, plan.target);
+    rpc::TaskResult created = mover_.CreateMoveTaskLocked(plan.key, plan.source, plan.target);
     ErrorCode code = FromWire(created.code);
     if (code == ErrorCode::OK) {
       job.active.push_back({TaskId{static_cast<uint64_t>(created.id_high),
@@ -339,11 +304,11 @@ void MasterService::ScheduleDrainJob(DrainJob& job, int64_t now) {
       ++blocked;
     } else {
       ++job.failed;
-      if (++job.retries[plan.unit] >= kMaxDrainUnitRetries) job.given_up.insert(plan.unit);
+      if (++job.retries[plan.unit] >= kMaxUnitRetries) job.given_up.insert(plan.unit);
     }
   }
   job.blocked = blocked;
-  job.status = JobStatus::kRunning;
+  job.status = Status::kRunning;
   job.updated_unix_ms = options_.unix_ms();
   job.message = "Drain job running";
 }
