@@ -24,8 +24,8 @@
 
 #include "MasterService.h"
 #include "common/base/flags.h"
-#include "master/master_service.h"
-#include "master/rpc_handler.h"
+#include "master/service/master_service.h"
+#include "master/server/rpc_handler.h"
 
 namespace {
 

@@ -94,7 +94,7 @@ int64_t ChecksumOf(const std::string& key);
 // sets that here. Set once, before the first connection.
 void SetClusterKeyFile(const std::string& path);
 
-// One Thrift connection: TSocket, framed transport (as master/rpc_server.h reads calls),
+// One Thrift connection: TSocket, framed transport (as master/server/rpc_server.h reads calls),
 // binary protocol, admitted by the cluster key's handshake. Dies when it cannot connect
 // or either side's proof fails.
 class Conn {

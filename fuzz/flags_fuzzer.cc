@@ -1,5 +1,5 @@
 // The command line and --config file of both binaries (common/base/flags.h, common/base/units.h,
-// master/master_options.h, daemon/server/daemon_options.h), parsed as their main() parses them.
+// master/directory/master_options.h, daemon/server/daemon_options.h), parsed as their main() parses them.
 //
 // Input: sections (fuzz/fuzz_util.h). A section with an even tag is one argv element; one
 // with an odd tag is the config file's text (YAML or JSON), written to a file that a
@@ -26,8 +26,8 @@
 #include "daemon/server/daemon_options.h"
 #include "fuzz/fuzz_util.h"
 #include "fuzz/master_state.h"
-#include "master/master_options.h"
-#include "master/master_service.h"
+#include "master/directory/master_options.h"
+#include "master/service/master_service.h"
 
 namespace {
 

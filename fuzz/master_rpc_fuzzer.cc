@@ -1,4 +1,4 @@
-// The master's RPC handlers as the Thrift server runs them (master/main.cc): a
+// The master's RPC handlers as the Thrift server runs them (master/server/main.cc): a
 // connection's AuthenticatedProcessor reads call messages with the protocol the server
 // uses (MakeRpcProtocolFactory) and, once the connection is admitted, the generated
 // dispatch hands the decoded structs to RpcHandler, over a MasterService with an operation
@@ -68,12 +68,12 @@
 #include "common/base/tenant_key.h"
 #include "fuzz/fuzz_util.h"
 #include "fuzz/master_state.h"
-#include "master/authenticated_processor.h"
-#include "master/master_service.h"
-#include "master/oplog.h"
-#include "master/rpc_handler.h"
-#include "master/snapshot_store.h"
-#include "master/state_restore.h"
+#include "master/server/authenticated_processor.h"
+#include "master/service/master_service.h"
+#include "master/log/oplog.h"
+#include "master/server/rpc_handler.h"
+#include "master/snapshot/snapshot_store.h"
+#include "master/snapshot/state_restore.h"
 
 namespace {
 
@@ -734,7 +734,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     try {
       if (!master->processor->process(in_protocol, out_protocol, nullptr)) break;
     } catch (const std::exception&) {
-      break;  // what the server does too (master/rpc_server.h): it closes the connection
+      break;  // what the server does too (master/server/rpc_server.h): it closes the connection
     }
     const Call call = ReadCall(data + (size - unread), unread - in->available_read());
     const Reply reply = ReadReply(out);

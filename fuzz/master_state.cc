@@ -3,8 +3,8 @@
 #include <utility>
 
 #include "fuzz/fuzz_util.h"
-#include "master/snapshot_codec.h"
-#include "master/snapshot_writer.h"
+#include "master/snapshot/snapshot_codec.h"
+#include "master/snapshot/snapshot_writer.h"
 
 namespace mooncake {
 namespace fuzz {

@@ -1,5 +1,5 @@
 // What the master's harnesses check a MasterService's state with: its own snapshot export
-// (master/state_records.h records), compared field for field.
+// (master/log/state_records.h records), compared field for field.
 #ifndef MOONCAKE_FUZZ_MASTER_STATE_H_
 #define MOONCAKE_FUZZ_MASTER_STATE_H_
 
@@ -7,8 +7,8 @@
 #include <map>
 #include <string>
 
-#include "master/master_service.h"
-#include "master/state_records.h"
+#include "master/service/master_service.h"
+#include "master/log/state_records.h"
 
 namespace mooncake {
 namespace fuzz {
@@ -36,7 +36,7 @@ inline const std::string kFuzzClusterKey =
     "b39eaf2d215a7338c1e01c620d2253c2289f71aa212a789ecfc51255b19b9ae4";
 inline const std::string kFuzzServerNonce(32, 'n');
 
-// Takes a snapshot of service into dir as the snapshot child does (master/snapshotter.cc:
+// Takes a snapshot of service into dir as the snapshot child does (master/snapshot/snapshotter.cc:
 // SnapshotWriter, WriteSnapshotPayloads, Publish) and returns its name.
 std::string WriteSnapshot(MasterService* service, const std::string& dir, uint64_t sequence,
                           int64_t created_ms);

@@ -1,4 +1,4 @@
-// The master's operation log on disk (master/oplog.h) as a restarting master finds it:
+// The master's operation log on disk (master/log/oplog.h) as a restarting master finds it:
 // the input becomes the log's files, OpLog::Recover replays them, and the log goes on.
 //
 // Input: [options byte][file bytes]. The file bytes are cut into files at every "MCOPLOG1"
@@ -29,8 +29,8 @@
 
 #include "fuzz/fuzz_util.h"
 #include "fuzz/master_state.h"
-#include "master/master_service.h"
-#include "master/oplog.h"
+#include "master/service/master_service.h"
+#include "master/log/oplog.h"
 
 namespace {
 

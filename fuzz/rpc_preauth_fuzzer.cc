@@ -1,4 +1,4 @@
-// The master's RPC server (master/rpc_server.h) before and after admission, end to end: a
+// The master's RPC server (master/server/rpc_server.h) before and after admission, end to end: a
 // real RpcServer on 127.0.0.1 (one I/O thread, the master's protocol) with the master's
 // processors (AuthenticatedProcessor holding kFuzzClusterKey, server nonce
 // kFuzzServerNonce, over a fresh MasterService per input), fed through real TCP
@@ -58,10 +58,10 @@
 #include "common/master_link/rpc_logging.h"
 #include "fuzz/fuzz_util.h"
 #include "fuzz/master_state.h"
-#include "master/authenticated_processor.h"
-#include "master/master_service.h"
-#include "master/rpc_handler.h"
-#include "master/rpc_server.h"
+#include "master/server/authenticated_processor.h"
+#include "master/service/master_service.h"
+#include "master/server/rpc_handler.h"
+#include "master/server/rpc_server.h"
 
 namespace {
 

@@ -13,7 +13,7 @@
 #include "fuzz/fuzz_util.h"
 #include "fuzz/seeds.h"
 #include "include/mooncake_store.h"
-#include "master/master_options.h"
+#include "master/directory/master_options.h"
 
 namespace mooncake {
 namespace fuzz {

@@ -20,9 +20,9 @@
 #include "fuzz/fuzz_util.h"
 #include "fuzz/master_state.h"
 #include "fuzz/seeds.h"
-#include "master/master_service.h"
-#include "master/oplog.h"
-#include "master/state_records.h"
+#include "master/service/master_service.h"
+#include "master/log/oplog.h"
+#include "master/log/state_records.h"
 
 namespace mooncake {
 namespace fuzz {

@@ -1,4 +1,4 @@
-// The payloads of a master snapshot (master/snapshot_codec.h) as a restore decodes them:
+// The payloads of a master snapshot (master/snapshot/snapshot_codec.h) as a restore decodes them:
 // the zstd-compressed segment list and the metadata payload's shard frames, loaded into a
 // fresh MasterService (LoadSnapshotPayloads), then made consistent (FinishRestore). The
 // store's size and CRC checks come before this in a restore; here any bytes reach it.
@@ -27,9 +27,9 @@
 #include "common/base/little_endian.h"
 #include "fuzz/fuzz_util.h"
 #include "fuzz/master_state.h"
-#include "master/master_service.h"
-#include "master/snapshot_codec.h"
-#include "master/snapshot_store.h"
+#include "master/service/master_service.h"
+#include "master/snapshot/snapshot_codec.h"
+#include "master/snapshot/snapshot_store.h"
 
 namespace {
 

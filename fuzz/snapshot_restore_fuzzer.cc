@@ -1,6 +1,6 @@
-// A restarting master's whole restore (master/state_restore.h) over a snapshot directory
+// A restarting master's whole restore (master/snapshot/state_restore.h) over a snapshot directory
 // and an operation log the input describes: SnapshotStore finds and checks the snapshot
-// (descriptor, manifest, payload sizes and CRC-32Cs: master/snapshot_format.h), the
+// (descriptor, manifest, payload sizes and CRC-32Cs: master/snapshot/snapshot_format.h), the
 // codec loads it, the log replays after it.
 //
 // Input: sections (fuzz/fuzz_util.h), each a file of the directory:
@@ -30,11 +30,11 @@
 #include "common/base/crc32c.h"
 #include "fuzz/fuzz_util.h"
 #include "fuzz/master_state.h"
-#include "master/master_service.h"
-#include "master/oplog.h"
-#include "master/snapshot_format.h"
-#include "master/snapshot_store.h"
-#include "master/state_restore.h"
+#include "master/service/master_service.h"
+#include "master/log/oplog.h"
+#include "master/snapshot/snapshot_format.h"
+#include "master/snapshot/snapshot_store.h"
+#include "master/snapshot/state_restore.h"
 
 namespace {
 

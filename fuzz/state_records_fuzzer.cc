@@ -1,4 +1,4 @@
-// The records of the master's durable state (master/state_records.h): an operation-log
+// The records of the master's durable state (master/log/state_records.h): an operation-log
 // record, a snapshot's segment list and a shard's object array, decoded straight from the
 // input (a restore checks their CRCs first; this skips that, to reach the decoders with
 // anything at all).
@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "fuzz/fuzz_util.h"
-#include "master/state_records.h"
+#include "master/log/state_records.h"
 
 namespace {
 

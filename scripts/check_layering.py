@@ -32,6 +32,17 @@ LAYERS = {
     'daemon/service': ['daemon/ssd_tier'],
     'daemon/server': ['daemon/service', 'common/admin'],
 
+    'master/directory': ['common/base', 'common/master_link'],
+    'master/log': ['master/directory', 'common/uds'],
+    'master/eviction': ['master/directory'],
+    'master/ssd_tier': ['master/eviction'],
+    'master/liveness': ['master/ssd_tier', 'master/log'],
+    'master/drains': ['master/directory'],
+    'master/service': ['master/liveness', 'master/drains'],
+    'master/snapshot': ['master/service'],
+    'master/ha': ['master/snapshot', 'common/etcd'],
+    'master/server': ['master/ha', 'common/admin'],
+
     'libmc': ['common/base', 'common/uds'],
     'cli': ['libmc', 'common/master_link'],
 }

@@ -14,7 +14,7 @@
 // distinct (tenant, key) pairs never share a stored key. The daemon encodes each request's
 // keys once, as it parses them (daemon/base/tenant_scope.h); the master keeps stored keys and
 // uses TenantOf/UserKeyOf where it scopes a walk (RemoveByRegex, RemoveAll) or accounts a
-// tenant's usage (master/tenant_usage.h). Nothing that reaches a client carries a stored
+// tenant's usage (master/directory/tenant_usage.h). Nothing that reaches a client carries a stored
 // key.
 //
 // Input policy: Valid* judge untrusted bytes; Encode needs a valid tenant and user key;

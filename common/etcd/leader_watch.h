@@ -1,6 +1,6 @@
 // Who leads a cluster of masters (docs/ha.md), as etcd says: the keys of the election, one
 // read of the leader key, and LeaderWatcher, which follows it for whoever must find the
-// leader (daemons, standbys, tools). The election itself is master/leader_election.h.
+// leader (daemons, standbys, tools). The election itself is master/ha/leader_election.h.
 //
 // Keys, under /mooncake/<cluster_id>/:
 //   leader          the leader's name ("host:port" of its rpc address), bound to its lease,

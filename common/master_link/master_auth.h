@@ -2,7 +2,7 @@
 // Authenticate in common/master_link/master.thrift; the four messages are those of
 // common/auth/cluster_key.h, with the context "master"), as every client runs it: daemons
 // (daemon/master_link/master_client.h), tests, benchmarks and tools, first thing on each connection.
-// The master's side is master/authenticated_processor.h.
+// The master's side is master/server/authenticated_processor.h.
 //
 // Thread safety: the functions keep no state; a client connection is used by one thread.
 #ifndef MOONCAKE_COMMON_MASTER_AUTH_H_

@@ -3,10 +3,10 @@
 // needs to know of it and the IDL does not say. The IDL stays the source of the wire
 // (arguments, results); a row names its method.
 //
-// From this table come: the master's per-call metrics (master/master_metrics.h: the enum,
+// From this table come: the master's per-call metrics (master/server/master_metrics.h: the enum,
 // the names, which calls count items), the handler's dispatch boilerplate
-// (master/rpc_handler.cc: timing, the Sync before a change is acknowledged), which calls
-// a standby or a connection not yet admitted may make (master/authenticated_processor.cc),
+// (master/server/rpc_handler.cc: timing, the Sync before a change is acknowledged), which calls
+// a standby or a connection not yet admitted may make (master/server/authenticated_processor.cc),
 // the daemon's generic call and its repeat policy after a failover
 // (daemon/master_link/master_client.h, MasterClient::Ask), and the table in
 // docs/master.md ("The calls"), which tests/master_rpcs_test.cc checks against this one,

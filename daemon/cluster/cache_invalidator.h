@@ -3,7 +3,7 @@
 // sending half, and the handler of the receiving half on the transfer port.
 //
 // Who. A reader that will cache a replica list names itself to the master, which records
-// it for the lease (master/cache_holders.h). The reply to a change (UpsertEnd, Remove,
+// it for the lease (master/directory/cache_holders.h). The reply to a change (UpsertEnd, Remove,
 // BatchRemove, RemoveByRegex, RemoveAll) names the daemons whose leases on what changed are
 // still live, the writer excepted (it forgets locally), each with its transfer address and
 // how long that lease still runs (StaleCaches, daemon/master_link/master_client.h).

@@ -13,7 +13,7 @@
 // GetReplicaList's by reader.
 //
 // The effects are the single forms': the master's batch handlers run the single form per
-// key, in order (master/rpc_handler.cc), and BatchPutEnd acknowledges the OK entries
+// key, in order (master/server/rpc_handler.cc), and BatchPutEnd acknowledges the OK entries
 // only once its one Sync confirms them, each failing with the same -1503/-1600 a single
 // PutEnd would. Each call gets its own key's code; a failure of the whole RPC (RPC_FAIL,
 // NOT_LEADER, a reply of the wrong length) becomes every member's code. The repeat

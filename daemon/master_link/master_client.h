@@ -1,5 +1,5 @@
 // The daemon's connections to the master: a pool of Thrift clients (framed transport,
-// binary protocol, as master/main.cc serves), so that no request waits behind another
+// binary protocol, as master/server/main.cc serves), so that no request waits behind another
 // request's RPC.
 //
 // A call checks a connection out (reusing an idle one, or opening a new one while fewer

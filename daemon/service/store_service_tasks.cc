@@ -6,7 +6,7 @@
 // that preferred_segment, copy and move targets and batch_replica_clear address that
 // client's memory and no other's. The daemon's own segment keeps the daemon's name.
 //
-// Tasks are the master's (master/replica_tasks.h): these handlers only create and query
+// Tasks are the master's (master/directory/replica_tasks.h): these handlers only create and query
 // them. The daemon holding a task's source replica runs it (daemon/replicas/replica_task_runner.h).
 #include "common/base/logging.h"
 #include "daemon/service/store_service.h"

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "common/etcd/leader_watch.h"
-#include "master/leader_election.h"
+#include "master/ha/leader_election.h"
 #include "tests/harness/etcd_test_util.h"
 
 using namespace mooncake;

@@ -1,7 +1,7 @@
 // Finding and following the master leader (common/master_link/master_locator.h) and the daemon's
 // master client's rules on top of it (daemon/master_link/master_client.h, docs/ha.md "Daemons"),
 // against a real etcd (tests/harness/etcd_process.h) and masters in process whose roles the test
-// sets (master/master_role.h behind the real processor and a real Thrift server on
+// sets (master/ha/master_role.h behind the real processor and a real Thrift server on
 // 127.0.0.1), so that a "leader" can be deposed, or answer late, at a chosen moment:
 //  - --master parsing: host:port and etcd://host:port[,...]; malformed forms refused;
 //  - the locator reads the leader key (address and term = its create_revision), notices a
@@ -34,9 +34,9 @@
 #include "common/master_link/master_locator.h"
 #include "common/master_link/rpc_logging.h"
 #include "daemon/master_link/master_client.h"
-#include "master/authenticated_processor.h"
-#include "master/master_role.h"
-#include "master/rpc_handler.h"
+#include "master/server/authenticated_processor.h"
+#include "master/ha/master_role.h"
+#include "master/server/rpc_handler.h"
 #include "tests/harness/etcd_test_util.h"
 #include "tests/harness/in_process_rpc_server.h"
 #include "tests/harness/master_service_fixture.h"

@@ -1,4 +1,4 @@
-// The master's RPC server (master/rpc_server.h), as master/main.cc runs it, inside a test:
+// The master's RPC server (master/server/rpc_server.h), as master/server/main.cc runs it, inside a test:
 // on 127.0.0.1 at a port the kernel chose, with the master's protocol
 // (MakeRpcProtocolFactory), serving on a thread of its own from construction until
 // destruction. So the in-process suites test the server the product uses.
@@ -11,8 +11,8 @@
 
 #include <thrift/TProcessor.h>
 
-#include "master/rpc_handler.h"
-#include "master/rpc_server.h"
+#include "master/server/rpc_handler.h"
+#include "master/server/rpc_server.h"
 #include "tests/harness/cmocka_cpp.h"
 
 namespace mooncake {

@@ -10,11 +10,11 @@
 #include <string>
 #include <string_view>
 
-#include "master/oplog.h"
-#include "master/snapshot_codec.h"
-#include "master/snapshot_store.h"
-#include "master/snapshot_writer.h"
-#include "master/state_restore.h"
+#include "master/log/oplog.h"
+#include "master/snapshot/snapshot_codec.h"
+#include "master/snapshot/snapshot_store.h"
+#include "master/snapshot/snapshot_writer.h"
+#include "master/snapshot/state_restore.h"
 #include "tests/harness/master_service_fixture.h"
 #include "tests/harness/process_harness.h"
 

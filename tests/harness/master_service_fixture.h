@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "master/master_service.h"
+#include "master/service/master_service.h"
 #include "tests/harness/cmocka_cpp.h"
 
 namespace {

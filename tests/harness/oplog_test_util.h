@@ -19,7 +19,7 @@
 #include <vector>
 
 #include "common/base/little_endian.h"
-#include "master/oplog.h"
+#include "master/log/oplog.h"
 #include "tests/harness/cmocka_cpp.h"
 #include "tests/harness/process_harness.h"
 

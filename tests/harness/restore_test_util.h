@@ -1,7 +1,7 @@
 /* Helpers of the suites that kill the master and restore it (tests/cluster/master_restore_test.c,
  * tests/cluster/fault_matrix_test.c): snapshots taken by hand and damaged on disk, and the newest
  * operation-log file's records located so that a test can tear, cut or flip one (the
- * framing of master/oplog.h). Every path is under the cluster's directory, for a master
+ * framing of master/log/oplog.h). Every path is under the cluster's directory, for a master
  * started with "--snapshot_dir {dir}/snap". Failures are CMocka assertions. */
 #ifndef MOONCAKE_TESTS_RESTORE_TEST_UTIL_H_
 #define MOONCAKE_TESTS_RESTORE_TEST_UTIL_H_

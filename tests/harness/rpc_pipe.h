@@ -2,7 +2,7 @@
 // serves with (common/master_link/rpc_logging.h's MakeRpcProtocolFactory): the client's calls are
 // written into `calls`, a test hands `in` and `out` to the processor, and the replies it
 // writes come back to the client from `replies`. For tests of what the per-connection
-// processor (master/authenticated_processor.h) lets through.
+// processor (master/server/authenticated_processor.h) lets through.
 #ifndef MOONCAKE_TESTS_RPC_PIPE_H_
 #define MOONCAKE_TESTS_RPC_PIPE_H_
 

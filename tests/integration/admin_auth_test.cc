@@ -159,7 +159,7 @@ struct Endpoint {
   std::string shows;   // what an admin caller's answer holds ("": not checked)
 };
 
-// Every route of master/master_admin.cc that is not open.
+// Every route of master/server/master_admin.cc that is not open.
 std::vector<Endpoint> MasterProtected(const Cluster& c) {
   const std::string probe = kProbeKey;
   return {

@@ -33,9 +33,9 @@
 #include "common/base/flags.h"
 #include "common/base/little_endian.h"
 #include "common/uds/uds_ops.h"
-#include "master/master_service.h"
-#include "master/snapshot_codec.h"
-#include "master/state_records.h"
+#include "master/service/master_service.h"
+#include "master/snapshot/snapshot_codec.h"
+#include "master/log/state_records.h"
 #include "tests/harness/cmocka_cpp.h"
 #include "tests/harness/process_harness.h"
 

@@ -1,4 +1,4 @@
-// The master's admin HTTP (master/master_admin.h) on a real mooncake-master: every endpoint
+// The master's admin HTTP (master/server/master_admin.h) on a real mooncake-master: every endpoint
 // answers its documented shape; /query_key takes no lease; /get_all_keys pages through
 // every key exactly once and honours limit and regex; promtool accepts the real /metrics;
 // and hostile HTTP (huge headers, bad paths, 200 connections held open and trickled)

@@ -38,7 +38,7 @@
 #include "common/auth/cluster_key.h"
 #include "common/auth/host_address.h"
 #include "common/master_link/master_auth.h"
-#include "master/rpc_handler.h"
+#include "master/server/rpc_handler.h"
 #include "tests/harness/cmocka_cpp.h"
 #include "tests/harness/process_harness.h"
 extern "C" {

@@ -1,5 +1,5 @@
 // sd_notify from the real mooncake-master and mooncaked (common/base/service_notify.h,
-// master/master_readiness.h), as systemd's Type=notify units of deploy/ hear it: each is
+// master/server/master_readiness.h), as systemd's Type=notify units of deploy/ hear it: each is
 // started with NOTIFY_SOCKET naming a datagram socket this test owns, as systemd does.
 //   - the master says READY=1 once its RPC port listens (a connect right after succeeds);
 //   - the daemon says first which master it is registering with, then READY=1 once its

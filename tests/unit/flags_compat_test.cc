@@ -15,7 +15,7 @@
 #include "common/base/flags.h"
 #include "common/base/mooncake_compat.h"
 #include "daemon/server/daemon_options.h"
-#include "master/master_options.h"
+#include "master/directory/master_options.h"
 #include "tests/harness/cmocka_cpp.h"
 #include "tests/harness/process_harness.h"
 

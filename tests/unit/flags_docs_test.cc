@@ -9,7 +9,7 @@
 
 #include "common/base/flags.h"
 #include "daemon/server/daemon_options.h"
-#include "master/master_options.h"
+#include "master/directory/master_options.h"
 #include "tests/harness/cmocka_cpp.h"
 #include "tests/harness/generated_docs.h"
 

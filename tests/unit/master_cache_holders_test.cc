@@ -1,5 +1,5 @@
 // Tests for the master's record of which daemons may cache which objects
-// (master/cache_holders.h, MasterService::DescribeHolders), on the hand-driven clock: a
+// (master/directory/cache_holders.h, MasterService::DescribeHolders), on the hand-driven clock: a
 // reader that names itself is named to the next writer, with what is left of its lease;
 // the writer, expired leases and anonymous reads are left out; a batch says which keys
 // each holder had; past a cap every daemon is named; what the master cannot name (a holder
@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "common/base/logging.h"
-#include "master/master_service.h"
+#include "master/service/master_service.h"
 #include "tests/harness/master_service_fixture.h"
 
 namespace {

@@ -13,8 +13,8 @@
 
 #include "common/base/logging.h"
 #include "common/base/tenant_key.h"
-#include "master/snapshot_codec.h"
-#include "master/state_records.h"
+#include "master/snapshot/snapshot_codec.h"
+#include "master/log/state_records.h"
 #include "tests/harness/master_disk_fixture.h"
 #include "tests/harness/master_restart_fixture.h"
 

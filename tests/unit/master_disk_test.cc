@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "common/base/logging.h"
-#include "master/object_metadata.h"
+#include "master/directory/object_metadata.h"
 #include "tests/harness/master_disk_fixture.h"
 
 namespace {

@@ -2,16 +2,16 @@
 // keep usage at or under the high watermark, near-LRU order by lease deadline, what is
 // never evicted (leased, exist-leased, hard-pinned; soft-pinned last, and only when
 // allowed), replicas freed together, an existence hit counted as one use per access, the
-// figures GetStats reports, and the selection itself (master/eviction.h).
+// figures GetStats reports, and the selection itself (master/eviction/eviction.h).
 
 #include <cstdint>
 #include <string>
 #include <vector>
 
 #include "common/base/logging.h"
-#include "master/eviction.h"
-#include "master/exist_leases.h"
-#include "master/master_service.h"
+#include "master/eviction/eviction.h"
+#include "master/directory/exist_leases.h"
+#include "master/service/master_service.h"
 #include "tests/harness/master_service_fixture.h"
 
 namespace {

@@ -1,4 +1,4 @@
-// MasterService and Mooncake's object groups (ReplicateConfig.group_ids; master/groups.h,
+// MasterService and Mooncake's object groups (ReplicateConfig.group_ids; master/directory/groups.h,
 // docs/mooncake-api.md "groups"): which puts name which group, a read's lease and an
 // existence hit's use given to the group, eviction taking a group together, an object
 // kept in its group by upserts and let go by every way it leaves, groups per tenant, and
@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "common/base/tenant_key.h"
-#include "master/state_records.h"
+#include "master/log/state_records.h"
 #include "tests/harness/master_restart_fixture.h"
 
 namespace {

@@ -4,7 +4,7 @@
 #include <string>
 #include <vector>
 
-#include "master/state_records.h"
+#include "master/log/state_records.h"
 #include "tests/harness/master_service_fixture.h"
 
 namespace {

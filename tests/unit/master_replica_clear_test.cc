@@ -9,9 +9,9 @@
 #include <vector>
 
 #include "common/base/logging.h"
-#include "master/oplog.h"
-#include "master/snapshot_store.h"
-#include "master/state_restore.h"
+#include "master/log/oplog.h"
+#include "master/snapshot/snapshot_store.h"
+#include "master/snapshot/state_restore.h"
 #include "tests/harness/master_service_fixture.h"
 #include "tests/harness/process_harness.h"
 

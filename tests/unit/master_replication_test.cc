@@ -1,6 +1,6 @@
 // Replication in process (docs/ha.md, "Replication"): two or three masters in this
 // process, each with its own MasterService, snapshot directory and operation log
-// (master/durability.h, with --enable_ha's tail), the leader serving Thrift on 127.0.0.1
+// (master/snapshot/durability.h, with --enable_ha's tail), the leader serving Thrift on 127.0.0.1
 // and the standbys following it with their real LogFollower. Roles are set by hand
 // (Replication::StartAsLeader / StartAsStandby), as the election will.
 //
@@ -27,11 +27,11 @@
 #include <thread>
 #include <tuple>
 
-#include "master/authenticated_processor.h"
-#include "master/durability.h"
-#include "master/replication.h"
-#include "master/rpc_handler.h"
-#include "master/state_records.h"
+#include "master/server/authenticated_processor.h"
+#include "master/snapshot/durability.h"
+#include "master/ha/replication.h"
+#include "master/server/rpc_handler.h"
+#include "master/log/state_records.h"
 #include "tests/harness/in_process_rpc_server.h"
 #include "tests/harness/master_service_fixture.h"
 #include "tests/harness/process_harness.h"

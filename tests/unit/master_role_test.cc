@@ -1,4 +1,4 @@
-// The master's roles in process (master/master_role.h, master/authenticated_processor.h,
+// The master's roles in process (master/ha/master_role.h, master/server/authenticated_processor.h,
 // MasterService::TakeOver): a standby refuses every client call with -1600 and answers
 // GetRole; a leader whose lease runs out while a handler runs closes the connection instead
 // of replying (the master's real RPC server and a client over 127.0.0.1); a takeover draws a
@@ -18,9 +18,9 @@
 #include "common/base/logging.h"
 #include "common/master_link/master_auth.h"
 #include "common/master_link/rpc_logging.h"
-#include "master/authenticated_processor.h"
-#include "master/master_role.h"
-#include "master/rpc_handler.h"
+#include "master/server/authenticated_processor.h"
+#include "master/ha/master_role.h"
+#include "master/server/rpc_handler.h"
 #include "tests/harness/cmocka_cpp.h"
 #include "tests/harness/in_process_rpc_server.h"
 #include "tests/harness/master_service_fixture.h"

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "master/rpc_connections.h"
+#include "master/server/rpc_connections.h"
 #include "tests/harness/cmocka_cpp.h"
 
 namespace {

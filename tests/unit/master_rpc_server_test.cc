@@ -1,4 +1,4 @@
-// The master's RPC server (master/rpc_server.h) in process, over 127.0.0.1, with the
+// The master's RPC server (master/server/rpc_server.h) in process, over 127.0.0.1, with the
 // master's processors (AuthenticatedProcessorFactory) and protocol: many connections at
 // once, the frame limit and frames that never complete (nothing allocated for what was
 // only declared), a reply larger than the socket buffers to a reader that takes its time
@@ -29,9 +29,9 @@
 #include "common/auth/cluster_key.h"
 #include "common/master_link/master_auth.h"
 #include "common/master_link/rpc_logging.h"
-#include "master/authenticated_processor.h"
-#include "master/rpc_handler.h"
-#include "master/rpc_server.h"
+#include "master/server/authenticated_processor.h"
+#include "master/server/rpc_handler.h"
+#include "master/server/rpc_server.h"
 #include "tests/harness/cmocka_cpp.h"
 #include "tests/harness/in_process_rpc_server.h"
 #include "tests/harness/master_service_fixture.h"

@@ -14,7 +14,7 @@
 
 #include "MasterService.h"
 #include "common/master_link/master_rpcs.h"
-#include "master/master_metrics.h"
+#include "master/server/master_metrics.h"
 #include "tests/harness/cmocka_cpp.h"
 #include "tests/harness/generated_docs.h"
 

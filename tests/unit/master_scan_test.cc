@@ -10,7 +10,7 @@
 #include <thread>
 #include <vector>
 
-#include "master/object_table.h"
+#include "master/directory/object_table.h"
 #include "tests/harness/master_service_fixture.h"
 
 namespace {

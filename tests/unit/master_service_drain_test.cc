@@ -13,8 +13,8 @@
 #include <msgpack.hpp>
 
 #include "common/base/logging.h"
-#include "master/snapshot_codec.h"
-#include "master/state_records.h"
+#include "master/snapshot/snapshot_codec.h"
+#include "master/log/state_records.h"
 #include "tests/harness/master_restart_fixture.h"
 #include "tests/harness/master_service_fixture.h"
 

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "common/base/logging.h"
-#include "master/master_service.h"
+#include "master/service/master_service.h"
 #include "tests/harness/master_service_fixture.h"
 
 static_assert(MasterService::kShardCount == 1024, "metadata is sharded 1024 ways");

@@ -1,4 +1,4 @@
-// Copy and move tasks at the master (issue 31; master/replica_tasks.h,
+// Copy and move tasks at the master (issue 31; master/directory/replica_tasks.h,
 // master_service_tasks.cc) on the hand-moved clock: the table's transitions, retries,
 // timeouts and pruning; creation's checks in Mooncake's order and codes; a fetch reserving
 // targets and a report publishing them (or failing cleanly when the object changed); and
@@ -13,7 +13,7 @@
 
 #include "common/base/logging.h"
 #include "common/base/tenant_key.h"
-#include "master/replica_tasks.h"
+#include "master/directory/replica_tasks.h"
 #include "tests/harness/master_service_fixture.h"
 
 namespace {

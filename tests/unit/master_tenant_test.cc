@@ -1,9 +1,9 @@
 // Tenants in MasterService, on the injected clock: RemoveByRegex and RemoveAll walk the
 // caller's tenant only (the pattern seeing its clients' keys), and each tenant's figures
-// and quota (master/tenant_usage.h): a put past the quota answers -1402 while other
+// and quota (master/directory/tenant_usage.h): a put past the quota answers -1402 while other
 // tenants put on, every way a value loses its replicas gives its bytes back, concurrent
 // puts never overshoot, and a restore recounts the figures from the restored objects.
-// Quotas as shares of memory (master/eviction.h): eviction takes from tenants over their
+// Quotas as shares of memory (master/eviction/eviction.h): eviction takes from tenants over their
 // quota or without one first, and a tenant within its quota only when nothing else can go.
 #include <atomic>
 #include <memory>
@@ -12,11 +12,11 @@
 #include <vector>
 
 #include "common/base/tenant_key.h"
-#include "master/oplog.h"
-#include "master/rpc_handler.h"
-#include "master/snapshot_store.h"
-#include "master/state_records.h"
-#include "master/state_restore.h"
+#include "master/log/oplog.h"
+#include "master/server/rpc_handler.h"
+#include "master/snapshot/snapshot_store.h"
+#include "master/log/state_records.h"
+#include "master/snapshot/state_restore.h"
 #include "tests/harness/master_service_fixture.h"
 #include "tests/harness/process_harness.h"
 

@@ -1,5 +1,5 @@
 // common/metrics (the Prometheus text exposition) and the master's registry built on it
-// (master/master_metrics.h): the exact format, escaping, cumulative histogram buckets,
+// (master/server/master_metrics.h): the exact format, escaping, cumulative histogram buckets,
 // families grouped under one HELP/TYPE, and `promtool check metrics` accepting what is
 // rendered (the naming rule of docs/operations.md).
 #include <sys/wait.h>
@@ -12,8 +12,8 @@
 #include <string>
 
 #include "common/base/metrics.h"
-#include "master/master_metrics.h"
-#include "master/master_service.h"
+#include "master/server/master_metrics.h"
+#include "master/service/master_service.h"
 #include "tests/harness/cmocka_cpp.h"
 #include "tests/harness/process_harness.h"
 

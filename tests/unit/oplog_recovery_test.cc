@@ -22,7 +22,7 @@
 #include <vector>
 
 #include "common/base/little_endian.h"
-#include "master/oplog.h"
+#include "master/log/oplog.h"
 #include "tests/harness/cmocka_cpp.h"
 #include "tests/harness/oplog_test_util.h"
 

@@ -23,9 +23,9 @@
 #include <vector>
 
 #include "common/base/crc32c.h"
-#include "master/snapshot_format.h"
-#include "master/snapshot_store.h"
-#include "master/snapshot_writer.h"
+#include "master/snapshot/snapshot_format.h"
+#include "master/snapshot/snapshot_store.h"
+#include "master/snapshot/snapshot_writer.h"
 #include "tests/harness/cmocka_cpp.h"
 #include "tests/harness/snapshot_store_test_util.h"
 

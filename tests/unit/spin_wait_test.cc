@@ -28,7 +28,7 @@
 #include "common/base/spin_wait.h"
 #include "daemon/server/daemon_options.h"
 #include "daemon/base/worker_threads.h"
-#include "master/master_options.h"
+#include "master/directory/master_options.h"
 #include "tests/harness/cmocka_cpp.h"
 
 namespace {

@@ -132,7 +132,7 @@ void test_every_key_field_is_named_key(void**) {
   names.erase(uds::kKeyField);
   // segment_name (BATCH_REPLICA_CLEAR), source, target and targets (the copy and move
   // tasks) and name (SET_CLIENT_NAME) name segments, "host:port"; group is a group id, which
-  // the master scopes by the tenant of the key that joins it (master/groups.h).
+  // the master scopes by the tenant of the key that joins it (master/directory/groups.h).
   assert_true(names == (std::set<std::string>{"group", "name \"host:port\"", "pattern",
                                               "preferred \"host:port\"", "segment_name",
                                               "source", "target", "targets"}));
