@@ -15,7 +15,7 @@
 // Adding an RPC is:
 //  1. its method in common/master_link/master.thrift (the wire);
 //  2. one row below (MC_MASTER_RPCS, in the group it belongs to);
-//  3. its handler in master/rpc_handler.{h,cc}: the MasterServiceIf override, whose body
+//  3. its handler in master/server/rpc_handler.{h,cc}: the MasterServiceIf override, whose body
 //     is Serve<MasterRpc::kName>(...) around what it does (the build fails without it);
 //  4. on the daemon, client.Ask<MasterRpc::kName>(&reply, args...), or a wrapper in
 //     daemon/master_link/master_client.h when callers want its reply converted;
