@@ -454,15 +454,19 @@ class MasterClient {
                       StaleCaches* stale);
 
   // An RPC answering a bare code,
+  // (The call is made before its reply is read: the order of a function's arguments is
+  // unspecified, so never both in one call's arguments.)
   template <MasterRpc R, class... Args>
   ErrorCode AskCode(const Args&... args) {
     int32_t code = 0;
-    return CodeOf(Ask<R>(&code, args...), code);
+    const ErrorCode call = Ask<R>(&code, args...);
+    return CodeOf(call, code);
   }
   // a result that carries its code,
   template <MasterRpc R, class Reply, class... Args>
   ErrorCode AskResult(Reply* out, const Args&... args) {
-    return CodeOf(Ask<R>(out, args...), out->code);
+    const ErrorCode call = Ask<R>(out, args...);
+    return CodeOf(call, out->code);
   }
   // one result per item (expected of them),
   template <MasterRpc R, class T, class... Args>
